@@ -1,0 +1,65 @@
+// Package checkpoint reads and writes dqnflow checkpoints: one safetensors
+// file holding every tensor of a trainer's state and, in the safetensors
+// metadata, the format version, run id, epoch, global step, precision and the
+// full config. docs/checkpoint-format.md documents every tensor.
+package checkpoint
+
+// FormatVersion is the version of the tensor layout written by this code.
+const FormatVersion = "1"
+
+// Metadata keys written into the safetensors "__metadata__" object. All
+// values are strings, as safetensors requires.
+const (
+	MetaFormat     = "format_version"
+	MetaRunID      = "run_id"
+	MetaEpoch      = "epoch"
+	MetaGlobalStep = "global_step"
+	MetaPrecision  = "precision"
+	MetaBackend    = "backend"
+	MetaConfig     = "config"     // RunConfig JSON, defaults filled in
+	MetaInstrument = "instrument" // market.Instrument JSON, resolved values
+)
+
+// DType is a safetensors dtype name.
+type DType string
+
+// The dtypes dqnflow writes.
+const (
+	F32  DType = "F32"
+	F64  DType = "F64"
+	BF16 DType = "BF16"
+	F16  DType = "F16"
+	I32  DType = "I32"
+	I64  DType = "I64"
+	U8   DType = "U8"
+)
+
+// Size is the width of one element in bytes.
+func (d DType) Size() int {
+	switch d {
+	case F64, I64:
+		return 8
+	case F32, I32:
+		return 4
+	case BF16, F16:
+		return 2
+	case U8:
+		return 1
+	}
+	return 0
+}
+
+// Tensor is one named array, little-endian, row-major.
+type Tensor struct {
+	Name  string
+	DType DType
+	Shape []int
+	Data  []byte
+}
+
+// Checkpoint is a trainer's state: tensors in the order they are written and
+// string metadata.
+type Checkpoint struct {
+	Meta    map[string]string
+	Tensors []Tensor
+}

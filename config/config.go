@@ -1,0 +1,287 @@
+// Package config defines RunConfig, the one input of a training run: what the
+// CLI reads from --config, what the TrainingRun workflow takes from the
+// Temporal UI, and what every checkpoint stores.
+//
+// Every field is optional. A key left out keeps its Defaults value, so "{}"
+// trains the default model on the bundled S&P 500 data. Decode rejects unknown
+// keys, and Validate names the field, the value and the allowed range of the
+// first field that is out of range.
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/dqnflow/dqnflow/data"
+)
+
+// Precision modes (DESIGN.md §3).
+const (
+	PrecisionFP32      = "fp32"
+	PrecisionBF16Mixed = "bf16-mixed"
+	PrecisionBF16      = "bf16"
+)
+
+// RunConfig is the whole configuration of one training run. The top-level
+// keys seed, epochs, steps_per_epoch, batch_size, device, precision and the
+// sections data, model, env, optim, replay, checkpoint and backtest are public
+// and stable.
+type RunConfig struct {
+	// Seed seeds every random stream of the run (weights, exploration,
+	// replay sampling, episode windows). Default 1.
+	Seed uint64 `json:"seed"`
+	// Epochs is the number of training epochs. Default 20.
+	Epochs int `json:"epochs"`
+	// StepsPerEpoch is the number of gradient steps per epoch. Default 300.
+	StepsPerEpoch int `json:"steps_per_epoch"`
+	// BatchSize is the number of transitions per gradient step. Default 256.
+	BatchSize int `json:"batch_size"`
+	// Device is "cpu", "cuda", "cuda:N" or "auto". Default "cpu".
+	Device string `json:"device"`
+	// Precision is "fp32", "bf16-mixed" or "bf16". Default "fp32".
+	Precision string `json:"precision"`
+
+	Data       DataConfig       `json:"data"`
+	Model      ModelConfig      `json:"model"`
+	Env        EnvConfig        `json:"env"`
+	Optim      OptimConfig      `json:"optim"`
+	Replay     ReplayConfig     `json:"replay"`
+	Checkpoint CheckpointConfig `json:"checkpoint"`
+	Backtest   BacktestConfig   `json:"backtest"`
+
+	decodeErr string // set by UnmarshalJSON, reported by Validate
+}
+
+// DataConfig selects the price file and splits it into a training and a
+// validation range. Times are RFC 3339 or "2006-01-02[ 15:04[:05]]" (UTC).
+// When no time is given, the first TrainFraction of the bars train and the
+// rest validate; the two ranges never overlap.
+type DataConfig struct {
+	// Path is a CSV file, "bundled:NAME" for a file bundled in the binary, or
+	// "synthetic" for the seeded synthetic series with a planted signal.
+	// Default "bundled:USA500IDXUSD_H1.csv".
+	Path          string  `json:"path"`
+	TrainFrom     string  `json:"train_from,omitempty"`
+	TrainTo       string  `json:"train_to,omitempty"`
+	ValidFrom     string  `json:"valid_from,omitempty"`
+	ValidTo       string  `json:"valid_to,omitempty"`
+	TrainFraction float64 `json:"train_fraction"` // default 0.8, in (0, 1)
+	// SyntheticBars is the length of the synthetic series. Default 20000.
+	SyntheticBars int `json:"synthetic_bars"`
+}
+
+// ModelConfig is the network of DESIGN.md §3: trunk s1, s2 → value head
+// v1 → v2 (atoms) and one advantage head a1_d → a2_d per action branch.
+// The branches are fixed: direction (short, flat, long), size (1/4..4/4 of
+// max contracts) and exit rule (none, stop at 1×ATR, stop at 2×ATR).
+type ModelConfig struct {
+	Trunk1 int     `json:"trunk1"` // default 256
+	Trunk2 int     `json:"trunk2"` // default 256
+	Head   int     `json:"head"`   // default 128
+	Atoms  int     `json:"atoms"`  // default 51
+	VMin   float64 `json:"v_min"`  // default -10
+	VMax   float64 `json:"v_max"`  // default 10
+}
+
+// EnvConfig is the futures environment and the instrument it trades.
+type EnvConfig struct {
+	NumEnvs       int     `json:"num_envs"`       // parallel environments, default 32
+	EpisodeBars   int     `json:"episode_bars"`   // random window length, default 512
+	MaxContracts  int     `json:"max_contracts"`  // default 4
+	TickSize      float64 `json:"tick_size"`      // default 0.25
+	SlippageTicks float64 `json:"slippage_ticks"` // default 1
+	Commission    float64 `json:"commission"`     // per contract per fill, default 0.62
+	// PointValue is the money value of one price point per contract; 0 picks
+	// it so that a full position's notional equals InitialCapital at the
+	// first training bar (the resolved value is stored with the run).
+	PointValue     float64 `json:"point_value"`
+	InitialCapital float64 `json:"initial_capital"` // default 100000
+	// Exploration: epsilon-greedy per branch, decayed linearly over
+	// EpsilonDecaySteps environment steps (summed over all environments).
+	EpsilonStart      float64 `json:"epsilon_start"`       // default 1
+	EpsilonEnd        float64 `json:"epsilon_end"`         // default 0.05
+	EpsilonDecaySteps int     `json:"epsilon_decay_steps"` // default 200000
+	// CollectSteps is the number of environment steps per environment that
+	// Collect runs in each epoch. Default 64 (2048 transitions with 32 envs).
+	CollectSteps int `json:"collect_steps"`
+}
+
+// OptimConfig is the optimiser and the learning target.
+type OptimConfig struct {
+	LR          float64 `json:"lr"`           // default 3e-4
+	Beta1       float64 `json:"beta1"`        // default 0.9
+	Beta2       float64 `json:"beta2"`        // default 0.999
+	Eps         float64 `json:"eps"`          // default 1e-8
+	WeightDecay float64 `json:"weight_decay"` // decoupled, default 1e-5
+	ClipNorm    float64 `json:"clip_norm"`    // global gradient norm, default 10; 0 disables
+	// SpectralBound caps the largest singular value of each weight matrix;
+	// 0 disables. Default 4.
+	SpectralBound float64 `json:"spectral_bound"`
+	Gamma         float64 `json:"gamma"`  // default 0.99
+	NStep         int     `json:"n_step"` // default 3
+	// TargetTau is the EMA rate of SyncTarget: target ← τ·online + (1−τ)·target.
+	// Default 0.5 (SyncTarget runs once per epoch).
+	TargetTau float64 `json:"target_tau"`
+}
+
+// ReplayConfig is the proportional prioritised replay buffer (Schaul et al.
+// 2016): P(i) = p_i^α / Σ p^α, weights w_i = (N·P(i))^−β / max w, with β
+// annealed linearly from Beta0 to 1 over BetaSteps gradient steps.
+type ReplayConfig struct {
+	Capacity    int     `json:"capacity"`     // default 100000
+	Alpha       float64 `json:"alpha"`        // default 0.6
+	Beta0       float64 `json:"beta0"`        // default 0.4
+	BetaSteps   int     `json:"beta_steps"`   // default 6000
+	PriorityEps float64 `json:"priority_eps"` // default 1e-6
+	// Warmup is the number of transitions stored before training starts;
+	// Train collects more first when the buffer holds fewer. Default 2048.
+	Warmup int `json:"warmup"`
+}
+
+// CheckpointConfig sets how often checkpoints are written and which are kept.
+type CheckpointConfig struct {
+	Every    int    `json:"every"`     // epochs between checkpoints, default 1
+	KeepLast int    `json:"keep_last"` // default 3
+	KeepBest int    `json:"keep_best"` // by validation Sharpe, default 1
+	Dir      string `json:"dir"`       // blob root, default "checkpoints"
+}
+
+// BacktestConfig sets validation backtests and early stopping.
+type BacktestConfig struct {
+	Every int `json:"every"` // epochs between validation backtests, default 1
+	// Patience stops the run after this many validation backtests without a
+	// better validation Sharpe; 0 disables early stopping. Default 0.
+	Patience int `json:"patience"`
+}
+
+// Defaults returns the default configuration.
+func Defaults() RunConfig {
+	return RunConfig{
+		Seed: 1, Epochs: 20, StepsPerEpoch: 300, BatchSize: 256,
+		Device: "cpu", Precision: PrecisionFP32,
+		Data:  DataConfig{Path: data.Default, TrainFraction: 0.8, SyntheticBars: 20000},
+		Model: ModelConfig{Trunk1: 256, Trunk2: 256, Head: 128, Atoms: 51, VMin: -10, VMax: 10},
+		Env: EnvConfig{
+			NumEnvs: 32, EpisodeBars: 512, MaxContracts: 4, TickSize: 0.25, SlippageTicks: 1,
+			Commission: 0.62, InitialCapital: 100000,
+			EpsilonStart: 1, EpsilonEnd: 0.05, EpsilonDecaySteps: 200000, CollectSteps: 64,
+		},
+		Optim: OptimConfig{
+			LR: 3e-4, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 1e-5, ClipNorm: 10,
+			SpectralBound: 4, Gamma: 0.99, NStep: 3, TargetTau: 0.5,
+		},
+		Replay:     ReplayConfig{Capacity: 100000, Alpha: 0.6, Beta0: 0.4, BetaSteps: 6000, PriorityEps: 1e-6, Warmup: 2048},
+		Checkpoint: CheckpointConfig{Every: 1, KeepLast: 3, KeepBest: 1, Dir: "checkpoints"},
+		Backtest:   BacktestConfig{Every: 1},
+	}
+}
+
+// UnmarshalJSON decodes onto the defaults, so a key the JSON leaves out keeps
+// its default and one it gives (zero included) is taken as given. It never
+// fails: an unknown key or a wrong type is kept and reported by Validate, so
+// that the workflow, whose input the SDK decodes, can fail with a
+// non-retryable error that names the key instead of a workflow task that
+// fails forever.
+func (c *RunConfig) UnmarshalJSON(raw []byte) error {
+	type plain RunConfig // no methods: no recursion
+	p := plain(Defaults())
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(&p)
+	if err == nil {
+		if _, tokErr := dec.Token(); tokErr != io.EOF {
+			err = errors.New("trailing data after the JSON object")
+		}
+	}
+	*c = RunConfig(p)
+	if err != nil {
+		c.decodeErr = describeJSONError(raw, err)
+	}
+	return nil
+}
+
+// ErrInvalid wraps every validation and decoding error, so callers (the
+// workflow) can tell a bad config, which no retry fixes, from other failures.
+var ErrInvalid = errors.New("invalid config")
+
+// FieldError names the field, the value and what is allowed.
+type FieldError struct {
+	Field   string // JSON path, e.g. "optim.lr"
+	Value   any
+	Allowed string
+}
+
+func (e *FieldError) Error() string {
+	return fmt.Sprintf("config field %s = %v: %s", e.Field, e.Value, e.Allowed)
+}
+
+// Unwrap makes errors.Is(err, ErrInvalid) true.
+func (e *FieldError) Unwrap() error { return ErrInvalid }
+
+// Decode parses a JSON config strictly: unknown keys, wrong types and
+// trailing data are errors that name the key or the line and column. name
+// labels the input in errors (a file name, "workflow input"). Keys left out
+// take their defaults; the result is validated.
+func Decode(name string, raw []byte) (RunConfig, error) {
+	c := Defaults()
+	if len(bytes.TrimSpace(raw)) > 0 {
+		if err := json.Unmarshal(raw, &c); err != nil {
+			return RunConfig{}, fmt.Errorf("%s: %w: %v", name, ErrInvalid, err)
+		}
+	}
+	if err := c.Validate(); err != nil {
+		return RunConfig{}, fmt.Errorf("%s: %w", name, err)
+	}
+	return c, nil
+}
+
+// Load reads and decodes a config file; an empty path gives the defaults.
+func Load(path string) (RunConfig, error) {
+	if path == "" {
+		return Defaults(), nil
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return RunConfig{}, fmt.Errorf("read config: %w", err)
+	}
+	return Decode(path, raw)
+}
+
+func describeJSONError(raw []byte, err error) string {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		line, col := position(raw, syn.Offset)
+		return fmt.Sprintf("line %d column %d: %v", line, col, syn)
+	case errors.As(err, &typ):
+		line, col := position(raw, typ.Offset)
+		return fmt.Sprintf("line %d column %d: field %s: expected %s, got JSON %s", line, col, typ.Field, typ.Type, typ.Value)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return "unknown key " + strings.TrimPrefix(err.Error(), "json: unknown field ")
+	}
+	return err.Error()
+}
+
+func position(raw []byte, off int64) (line, col int) {
+	line, col = 1, 1
+	for i := int64(0); i < off && i < int64(len(raw)); i++ {
+		if raw[i] == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+	}
+	return line, col
+}
+
+// JSON returns the config as indented JSON.
+func (c RunConfig) JSON() []byte {
+	b, _ := json.MarshalIndent(c, "", "  ")
+	return b
+}

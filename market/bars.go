@@ -1,0 +1,46 @@
+package market
+
+import (
+	"fmt"
+	"sort"
+	"time"
+)
+
+// Bars is an OHLC(V) price series in time order. All slices have the same
+// length; Volume is all zero when the source has no volume column.
+type Bars struct {
+	Name      string // where the bars came from (file name, "synthetic")
+	Time      []time.Time
+	Open      []float64
+	High      []float64
+	Low       []float64
+	Close     []float64
+	Volume    []float64
+	HasVolume bool
+}
+
+// Len is the number of bars.
+func (b *Bars) Len() int { return len(b.Close) }
+
+// Slice returns bars [i, j) sharing storage with b.
+func (b *Bars) Slice(i, j int) *Bars {
+	return &Bars{
+		Name: b.Name, Time: b.Time[i:j], Open: b.Open[i:j], High: b.High[i:j],
+		Low: b.Low[i:j], Close: b.Close[i:j], Volume: b.Volume[i:j], HasVolume: b.HasVolume,
+	}
+}
+
+// Index returns the index of the first bar at or after t (Len() if none).
+func (b *Bars) Index(t time.Time) int {
+	return sort.Search(len(b.Time), func(i int) bool { return !b.Time[i].Before(t) })
+}
+
+// Range is a half-open range of bar indices [From, To) of one Bars.
+type Range struct {
+	From, To int
+}
+
+// Len is the number of bars in the range.
+func (r Range) Len() int { return r.To - r.From }
+
+func (r Range) String() string { return fmt.Sprintf("[%d, %d)", r.From, r.To) }

@@ -1,0 +1,53 @@
+package market
+
+// NumFeatures is the number of market features per bar (features.go
+// documents each one). NumAgentFeatures describe the agent's own position.
+// An observation is the bar's normalised features followed by the agent's.
+const (
+	NumFeatures      = 56
+	NumAgentFeatures = 8
+	ObsDim           = NumFeatures + NumAgentFeatures
+)
+
+// The three action branches: direction, size and exit rule.
+const (
+	NumDirections = 3 // 0 short, 1 flat, 2 long
+	NumSizes      = 4 // (k+1)/4 of max contracts, k = 0..3
+	NumExits      = 3 // 0 none, 1 stop at 1×ATR, 2 stop at 2×ATR
+)
+
+// BranchSizes lists the number of actions of each branch, in branch order.
+var BranchSizes = [3]int{NumDirections, NumSizes, NumExits}
+
+// Action is one choice per branch.
+type Action struct {
+	Dir, Size, Exit int
+}
+
+// Instrument is the traded contract and the account; values are resolved
+// (no "auto" zeros) once a Dataset is prepared.
+type Instrument struct {
+	TickSize       float64 `json:"tick_size"`
+	SlippageTicks  float64 `json:"slippage_ticks"`
+	Commission     float64 `json:"commission"`  // per contract per fill
+	PointValue     float64 `json:"point_value"` // money per price point per contract
+	MaxContracts   int     `json:"max_contracts"`
+	InitialCapital float64 `json:"initial_capital"`
+}
+
+// Dataset is a bar series ready for training or evaluation: normalised
+// features for every bar, the train and validation ranges and the
+// instrument.
+type Dataset struct {
+	Bars *Bars
+	// Features is Bars.Len()×NumFeatures, row-major, normalised with Norm.
+	// Rows before Warmup are zero (not enough history).
+	Features   []float32
+	Norm       Normalizer
+	Warmup     int
+	Train      Range
+	Valid      Range
+	Instrument Instrument
+	// BarsPerYear annualises returns and volatility, measured from the data.
+	BarsPerYear float64
+}

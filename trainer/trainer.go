@@ -1,0 +1,89 @@
+// Package trainer defines the Trainer interface that the activities and the
+// CLI use, whatever backend runs it: the pure-Go reference in trainer/cpu or
+// the CUDA backend in gpu/. Both pass the conformance suite in
+// trainer/trainertest.
+//
+// A Trainer owns all of its state (weights, optimiser moments, replay
+// buffer, environments, random streams), possibly in device memory, and runs
+// whole collection and training phases without the caller in the loop: the
+// caller sees progress through a callback and the state through Snapshot.
+package trainer
+
+import (
+	"context"
+
+	"github.com/dqnflow/dqnflow/checkpoint"
+	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/market"
+)
+
+// Info reports what a trainer really runs: a precision label is a claim, so
+// it comes from the backend that measured it, not from the config.
+type Info struct {
+	Backend      string `json:"backend"`       // "cpu" or "cuda"
+	Device       string `json:"device"`        // e.g. "cpu (2 threads)", "NVIDIA H200"
+	Precision    string `json:"precision"`     // mode that runs: fp32, bf16-mixed, bf16
+	StorageDType string `json:"storage_dtype"` // weights and activations entering GEMMs: "f32" or "bf16"
+	ComputeDType string `json:"compute_dtype"` // GEMM accumulation: "f32"
+	Parameters   int    `json:"parameters"`    // trainable parameters of the online network
+}
+
+// Progress is reported during Train at most every few steps.
+type Progress struct {
+	Step       int     `json:"step"`        // steps done in this call
+	Steps      int     `json:"steps"`       // steps asked for in this call
+	GlobalStep int64   `json:"global_step"` // gradient steps since the run began
+	Loss       float64 `json:"loss"`        // mean loss over the steps since the last report
+	GradNorm   float64 `json:"grad_norm"`   // mean global gradient norm (before clipping), likewise
+}
+
+// CollectStats summarises one Collect call.
+type CollectStats struct {
+	EnvSteps    int64   `json:"env_steps"`    // environment steps since the run began (all envs)
+	Transitions int     `json:"transitions"`  // transitions added by this call
+	BufferSize  int     `json:"buffer_size"`  // transitions in the replay buffer
+	Epsilon     float64 `json:"epsilon"`      // exploration rate at the end of the call
+	MeanReward  float64 `json:"mean_reward"`  // mean per-step reward in this call
+	Episodes    int     `json:"episodes"`     // episodes finished in this call
+}
+
+// TrainStats summarises one Train call.
+type TrainStats struct {
+	Steps      int     `json:"steps"`
+	GlobalStep int64   `json:"global_step"`
+	Loss       float64 `json:"loss"`      // mean loss over the call
+	GradNorm   float64 `json:"grad_norm"` // mean global gradient norm over the call
+}
+
+// Trainer is one run's learner. Methods are not safe for concurrent use.
+// Every method that computes returns an error rather than a non-finite
+// result: a NaN or Inf loss or gradient stops Train with ErrNonFinite.
+type Trainer interface {
+	// Info reports the backend, device and precision that run.
+	Info() Info
+	// Collect runs steps environment steps in each parallel environment with
+	// the epsilon-greedy policy and adds the n-step transitions to replay.
+	Collect(ctx context.Context, steps int) (CollectStats, error)
+	// Train runs steps gradient steps. progress, if not nil, is called at
+	// most every few steps and after the last one.
+	Train(ctx context.Context, steps int, progress func(Progress)) (TrainStats, error)
+	// SyncTarget moves the target network towards the online network:
+	// target ← τ·online + (1−τ)·target, τ = optim.target_tau.
+	SyncTarget() error
+	// Snapshot copies everything an exact resume needs into host memory.
+	// The caller adds the run id and epoch to its metadata.
+	Snapshot() (*checkpoint.Checkpoint, error)
+	// Backtest runs the greedy policy over bars r of ds.
+	Backtest(ctx context.Context, ds *market.Dataset, r market.Range) (market.Report, error)
+	// Close frees the trainer's memory; the trainer is unusable afterwards.
+	Close() error
+}
+
+// Backend creates trainers of one kind.
+type Backend interface {
+	// New builds a trainer with fresh weights for cfg on ds.
+	New(ctx context.Context, cfg config.RunConfig, ds *market.Dataset) (Trainer, error)
+	// Restore rebuilds the trainer saved in ck, on ds, exactly: continuing
+	// it gives the same results, bit for bit, as never having stopped.
+	Restore(ctx context.Context, ck *checkpoint.Checkpoint, ds *market.Dataset) (Trainer, error)
+}
