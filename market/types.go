@@ -42,12 +42,23 @@ type Dataset struct {
 	Bars *Bars
 	// Features is Bars.Len()×NumFeatures, row-major, normalised with Norm.
 	// Rows before Warmup are zero (not enough history).
-	Features   []float32
-	Norm       Normalizer
+	Features []float32
+	Norm     Normalizer
+	// ATR is the causal 14-bar average true range at each bar, in price
+	// points (Wilder's smoothing); zero before it is defined. Exit rules
+	// and the reward scale use it.
+	ATR        []float64
 	Warmup     int
 	Train      Range
 	Valid      Range
 	Instrument Instrument
 	// BarsPerYear annualises returns and volatility, measured from the data.
 	BarsPerYear float64
+}
+
+// Policy chooses the action at bar t of a Dataset from the observation at t
+// (ObsDim values: the bar's features, then the agent's). The backtest calls
+// it once per bar in time order.
+type Policy interface {
+	Act(t int, obs []float32) Action
 }
