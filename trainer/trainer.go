@@ -81,8 +81,10 @@ type Trainer interface {
 
 // Backend creates trainers of one kind.
 type Backend interface {
-	// New builds a trainer with fresh weights for cfg on ds.
-	New(ctx context.Context, cfg config.RunConfig, ds *market.Dataset) (Trainer, error)
+	// New builds a trainer for cfg on ds. Its weights are fresh, or, when
+	// warm is not nil, the online and target weights of that checkpoint
+	// (a warm start: optimiser, replay and environments start fresh).
+	New(ctx context.Context, cfg config.RunConfig, ds *market.Dataset, warm *checkpoint.Checkpoint) (Trainer, error)
 	// Restore rebuilds the trainer saved in ck, on ds, exactly: continuing
 	// it gives the same results, bit for bit, as never having stopped.
 	Restore(ctx context.Context, ck *checkpoint.Checkpoint, ds *market.Dataset) (Trainer, error)
