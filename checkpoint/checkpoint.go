@@ -18,6 +18,20 @@ const (
 	MetaBackend    = "backend"
 	MetaConfig     = "config"     // RunConfig JSON, defaults filled in
 	MetaInstrument = "instrument" // market.Instrument JSON, resolved values
+	MetaNormalizer = "normalizer" // market.Normalizer JSON: feature mean and std
+	MetaDType      = "dtype"      // exported files only: the dtype of every tensor
+)
+
+// Integrity keys, added by Encode and checked by Decode, so that a file alone
+// can be verified. Both are lower-case hex SHA-256 digests.
+const (
+	// MetaTensorsSHA256 is the hash of the data section (every byte after
+	// the header).
+	MetaTensorsSHA256 = "tensors_sha256"
+	// MetaHeaderSHA256 is the hash of the header (the N bytes after the
+	// length prefix, padding included) in which the 64 digits of this
+	// value are replaced by '0'.
+	MetaHeaderSHA256 = "header_sha256"
 )
 
 // DType is a safetensors dtype name.

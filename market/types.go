@@ -21,7 +21,9 @@ var BranchSizes = [3]int{NumDirections, NumSizes, NumExits}
 
 // Action is one choice per branch.
 type Action struct {
-	Dir, Size, Exit int
+	Dir  int `json:"direction"`
+	Size int `json:"size"`
+	Exit int `json:"exit"`
 }
 
 // Instrument is the traded contract and the account; values are resolved

@@ -1,0 +1,157 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/dqnflow/dqnflow/checkpoint"
+	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/store"
+)
+
+// CheckpointRef points at one checkpoint blob and says what it holds.
+type CheckpointRef struct {
+	RunID      string `json:"run_id,omitempty"`
+	URI        string `json:"uri"`              // absolute file path
+	SHA256     string `json:"sha256,omitempty"` // of the whole file; empty when unknown
+	Bytes      int64  `json:"bytes,omitempty"`
+	Epoch      int    `json:"epoch"`
+	GlobalStep int64  `json:"global_step"`
+}
+
+// CheckpointInput asks for a checkpoint of run RunID at the end of epoch
+// Epoch. Metrics are stored with it (the epoch's loss, say).
+type CheckpointInput struct {
+	RunID   string             `json:"run_id"`
+	Epoch   int                `json:"epoch"`
+	Metrics map[string]float64 `json:"metrics,omitempty"`
+}
+
+// CheckpointOutput points at the checkpoint written.
+type CheckpointOutput struct {
+	Checkpoint CheckpointRef `json:"checkpoint"`
+}
+
+// Checkpoint snapshots the run's trainer, adds the run id and epoch to the
+// metadata, writes the blob atomically to
+// <checkpoint dir>/<run id>/epoch-<NNNNNN>.safetensors and records it in
+// the store. A retry writes the same name again and updates the same row.
+func (a *Trainer) Checkpoint(ctx context.Context, in CheckpointInput) (CheckpointOutput, error) {
+	run, err := a.acquire(ctx, in.RunID)
+	if err != nil {
+		return CheckpointOutput{}, err
+	}
+	defer run.Unlock()
+	if run.Epoch != in.Epoch || run.Stage != StageSynced {
+		return CheckpointOutput{}, trainerLost(in.RunID, fmt.Sprintf("asked to checkpoint the end of epoch %d, the trainer here is at %s", in.Epoch, run.where()))
+	}
+	defer a.heartbeat(ctx, func() any { return "checkpoint" })()
+	what := fmt.Sprintf("run %s epoch %d: checkpoint", in.RunID, in.Epoch)
+	ck, err := run.Trainer.Snapshot()
+	if err != nil {
+		return CheckpointOutput{}, classify(what+": snapshot", err)
+	}
+	if ck.Meta == nil {
+		ck.Meta = map[string]string{}
+	}
+	ck.Meta[checkpoint.MetaRunID] = in.RunID
+	ck.Meta[checkpoint.MetaEpoch] = strconv.Itoa(in.Epoch)
+	ck.Meta[checkpoint.MetaGlobalStep] = strconv.FormatInt(run.GlobalStep, 10)
+
+	path, err := a.blobPath(run, in.Epoch)
+	if err != nil {
+		return CheckpointOutput{}, fmt.Errorf("%s: %w", what, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return CheckpointOutput{}, fmt.Errorf("%s: %w", what, err)
+	}
+	info, err := checkpoint.Write(path, ck)
+	if err != nil {
+		return CheckpointOutput{}, classify(what, err)
+	}
+	ref := CheckpointRef{
+		RunID: in.RunID, URI: path, SHA256: info.SHA256, Bytes: info.Bytes,
+		Epoch: in.Epoch, GlobalStep: run.GlobalStep,
+	}
+	if _, err := a.Store.RecordCheckpoint(ctx, store.CheckpointRecord{
+		RunID: in.RunID, Epoch: in.Epoch, URI: ref.URI, SHA256: ref.SHA256, Bytes: ref.Bytes,
+		GlobalStep: ref.GlobalStep, Metrics: in.Metrics,
+	}); err != nil {
+		return CheckpointOutput{}, classify(what+": record", err)
+	}
+	return CheckpointOutput{Checkpoint: ref}, nil
+}
+
+// blobPath is the absolute path of run's checkpoint at the end of epoch.
+func (a *Trainer) blobPath(run *Run, epoch int) (string, error) {
+	dir := run.Config.Checkpoint.Dir
+	if !filepath.IsAbs(dir) && a.CheckpointRoot != "" {
+		dir = filepath.Join(a.CheckpointRoot, dir)
+	}
+	return filepath.Abs(filepath.Join(dir, safeName(run.ID), fmt.Sprintf("epoch-%06d.safetensors", epoch)))
+}
+
+// safeName maps a run id (a workflow id, free text) to one path element.
+func safeName(id string) string {
+	b := []byte(id)
+	for i, c := range b {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.'
+		if !ok {
+			b[i] = '_'
+		}
+	}
+	if s := string(b); s != "." && s != ".." {
+		return s
+	}
+	return "_"
+}
+
+// BacktestInput asks for the validation backtest of run RunID's weights at
+// the end of epoch Epoch.
+type BacktestInput struct {
+	RunID string `json:"run_id"`
+	Epoch int    `json:"epoch"`
+}
+
+// BacktestOutput is the validation report; Report.Sharpe is the score that
+// ranks checkpoints and drives early stopping.
+type BacktestOutput struct {
+	Epoch  int           `json:"epoch"`
+	Report market.Report `json:"report"`
+}
+
+// Backtest runs the greedy policy over the run's validation range and
+// records the report as the epoch's "valid" backtest.
+func (a *Trainer) Backtest(ctx context.Context, in BacktestInput) (BacktestOutput, error) {
+	run, err := a.acquire(ctx, in.RunID)
+	if err != nil {
+		return BacktestOutput{}, err
+	}
+	defer run.Unlock()
+	if run.Epoch != in.Epoch || run.Stage != StageSynced {
+		return BacktestOutput{}, trainerLost(in.RunID, fmt.Sprintf("asked to backtest the end of epoch %d, the trainer here is at %s", in.Epoch, run.where()))
+	}
+	defer a.heartbeat(ctx, func() any { return "backtest" })()
+	what := fmt.Sprintf("run %s epoch %d: validation backtest", in.RunID, in.Epoch)
+	rep, err := run.Trainer.Backtest(ctx, run.Dataset, run.Dataset.Valid)
+	if err != nil {
+		return BacktestOutput{}, classify(what, err)
+	}
+	raw, err := json.Marshal(rep)
+	if err != nil {
+		return BacktestOutput{}, classify(what, fmt.Errorf("encode report: %w", err))
+	}
+	sharpe := rep.Sharpe
+	if _, err := a.Store.RecordBacktest(ctx, store.BacktestRecord{
+		RunID: in.RunID, Epoch: in.Epoch, Split: store.SplitValid,
+		DataFrom: rep.From, DataTo: rep.To, Report: raw,
+		Sharpe: &sharpe, TotalReturn: rep.TotalReturn, MaxDrawdown: rep.MaxDrawdown,
+	}); err != nil {
+		return BacktestOutput{}, classify(what+": record", err)
+	}
+	return BacktestOutput{Epoch: in.Epoch, Report: rep}, nil
+}

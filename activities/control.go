@@ -1,0 +1,238 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/trainer"
+)
+
+// Control holds the light activities that only talk to the metadata store.
+// They run on the control task queue, on any worker.
+type Control struct {
+	Store Store
+}
+
+// RecordRunInput describes a run as it starts.
+type RecordRunInput struct {
+	RunID       string           `json:"run_id"`
+	Lineage     string           `json:"lineage,omitempty"`       // empty: the run starts its own lineage
+	ParentRunID string           `json:"parent_run_id,omitempty"` // the run it warm-starts from
+	Config      config.RunConfig `json:"config"`                  // the config that runs, defaults filled in
+}
+
+// RecordRunOutput is the lineage the store recorded.
+type RecordRunOutput struct {
+	Lineage string `json:"lineage"`
+}
+
+// RecordRun creates the run's row (or finds it, on a retry or a second
+// start with the same workflow id) and marks it running.
+func (c *Control) RecordRun(ctx context.Context, in RecordRunInput) (RecordRunOutput, error) {
+	run, err := c.Store.CreateRun(ctx, store.NewRun{
+		RunID: in.RunID, Lineage: in.Lineage, ParentRunID: in.ParentRunID, Config: in.Config.JSON(),
+	})
+	if err != nil {
+		return RecordRunOutput{}, classify("record run "+in.RunID, err)
+	}
+	if err := c.Store.SetRunStatus(ctx, in.RunID, store.StatusRunning, ""); err != nil {
+		return RecordRunOutput{}, classify("record run "+in.RunID, err)
+	}
+	return RecordRunOutput{Lineage: run.Lineage}, nil
+}
+
+// SetStatusInput is a run's new status; Error explains a failure.
+type SetStatusInput struct {
+	RunID  string       `json:"run_id"`
+	Status store.Status `json:"status"`
+	Error  string       `json:"error,omitempty"`
+}
+
+// SetStatusOutput is empty.
+type SetStatusOutput struct{}
+
+// SetRunStatus records a run's status.
+func (c *Control) SetRunStatus(ctx context.Context, in SetStatusInput) (SetStatusOutput, error) {
+	err := c.Store.SetRunStatus(ctx, in.RunID, in.Status, in.Error)
+	return SetStatusOutput{}, classify("set status of run "+in.RunID, err)
+}
+
+// SetDeviceInput is what a run's trainer really runs on.
+type SetDeviceInput struct {
+	RunID string       `json:"run_id"`
+	Info  trainer.Info `json:"info"`
+}
+
+// SetDeviceOutput is empty.
+type SetDeviceOutput struct{}
+
+// SetRunDevice records the backend, device and precision that run.
+func (c *Control) SetRunDevice(ctx context.Context, in SetDeviceInput) (SetDeviceOutput, error) {
+	err := c.Store.SetRunDevice(ctx, in.RunID, in.Info.Backend, in.Info.Device, in.Info.Precision)
+	return SetDeviceOutput{}, classify("set device of run "+in.RunID, err)
+}
+
+// RecordEpochInput is one completed epoch's statistics.
+type RecordEpochInput struct {
+	RunID      string               `json:"run_id"`
+	Epoch      int                  `json:"epoch"`
+	Collect    trainer.CollectStats `json:"collect"`
+	Train      trainer.TrainStats   `json:"train"`
+	DurationMS int64                `json:"duration_ms"` // collect plus train
+}
+
+// RecordEpochOutput is empty.
+type RecordEpochOutput struct{}
+
+// RecordEpoch records an epoch's metrics (an upsert: a redone epoch
+// overwrites its row).
+func (c *Control) RecordEpoch(ctx context.Context, in RecordEpochInput) (RecordEpochOutput, error) {
+	err := c.Store.RecordEpoch(ctx, in.RunID, in.Epoch, store.EpochMetrics{
+		Loss: in.Train.Loss, GradNorm: in.Train.GradNorm,
+		EnvSteps: in.Collect.EnvSteps, GlobalStep: in.Train.GlobalStep,
+		DurationMS: max(in.DurationMS, 0),
+		Metrics: map[string]float64{
+			"epsilon":     in.Collect.Epsilon,
+			"mean_reward": in.Collect.MeanReward,
+			"buffer_size": float64(in.Collect.BufferSize),
+			"transitions": float64(in.Collect.Transitions),
+			"episodes":    float64(in.Collect.Episodes),
+		},
+	})
+	return RecordEpochOutput{}, classify(fmt.Sprintf("record epoch %d of run %s", in.Epoch, in.RunID), err)
+}
+
+// RetentionInput asks to prune run RunID's checkpoints down to the KeepLast
+// newest and the KeepBest best by validation Sharpe. Keep lists URIs that
+// must survive whatever the ranking says: the workflow's last and best
+// checkpoints, which a resume or a promotion will read.
+type RetentionInput struct {
+	RunID    string   `json:"run_id"`
+	KeepLast int      `json:"keep_last"`
+	KeepBest int      `json:"keep_best"`
+	Keep     []string `json:"keep,omitempty"`
+}
+
+// RetentionOutput lists the checkpoints pruned.
+type RetentionOutput struct {
+	Pruned []CheckpointRef `json:"pruned"`
+}
+
+// ApplyRetention deletes the blobs of the checkpoints retention drops and
+// marks them pruned. A blob already gone counts as deleted, so a retry after
+// a partial run finishes the job; a missing checkpoint directory is an
+// error, because it means this worker does not see the checkpoint storage
+// and marking the rows would leak the blobs.
+func (c *Control) ApplyRetention(ctx context.Context, in RetentionInput) (RetentionOutput, error) {
+	what := "retention of run " + in.RunID
+	drop, err := c.Store.Retention(ctx, in.RunID, in.KeepLast, in.KeepBest)
+	if err != nil {
+		return RetentionOutput{}, classify(what, err)
+	}
+	keep := make(map[string]bool, len(in.Keep))
+	for _, u := range in.Keep {
+		keep[u] = true
+	}
+	out := RetentionOutput{Pruned: []CheckpointRef{}}
+	var ids []int64
+	for _, ck := range drop {
+		if keep[ck.URI] {
+			continue
+		}
+		if err := removeBlob(ck.URI); err != nil {
+			return RetentionOutput{}, fmt.Errorf("%s: %w", what, err)
+		}
+		ids = append(ids, ck.ID)
+		out.Pruned = append(out.Pruned, CheckpointRef{
+			RunID: ck.RunID, URI: ck.URI, SHA256: ck.SHA256, Bytes: ck.Bytes, Epoch: ck.Epoch, GlobalStep: ck.GlobalStep,
+		})
+	}
+	if err := c.Store.MarkPruned(ctx, ids); err != nil {
+		return RetentionOutput{}, classify(what, err)
+	}
+	return out, nil
+}
+
+func removeBlob(path string) error {
+	if _, err := os.Stat(filepath.Dir(path)); err != nil {
+		host, _ := os.Hostname()
+		return fmt.Errorf("checkpoint directory of %s is not visible on %s (%w): the control worker must see the checkpoint storage at the same path as the GPU workers", path, host, err)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("delete checkpoint: %w", err)
+	}
+	return nil
+}
+
+// ChampionInput names a lineage.
+type ChampionInput struct {
+	Lineage string `json:"lineage"`
+}
+
+// ChampionOutput is the lineage's champion; Found is false when the lineage
+// has none yet.
+type ChampionOutput struct {
+	Found      bool          `json:"found"`
+	RunID      string        `json:"run_id,omitempty"`
+	Checkpoint CheckpointRef `json:"checkpoint"`
+	Score      *float64      `json:"score,omitempty"` // validation Sharpe when it was crowned
+}
+
+// LookupChampion returns the lineage's champion run and checkpoint.
+func (c *Control) LookupChampion(ctx context.Context, in ChampionInput) (ChampionOutput, error) {
+	ch, err := c.Store.Champion(ctx, in.Lineage)
+	if errors.Is(err, store.ErrNotFound) {
+		return ChampionOutput{}, nil
+	}
+	if err != nil {
+		return ChampionOutput{}, classify("champion of lineage "+in.Lineage, err)
+	}
+	return ChampionOutput{
+		Found: true, RunID: ch.RunID, Score: ch.Score,
+		Checkpoint: CheckpointRef{RunID: ch.RunID, URI: ch.CheckpointURI},
+	}, nil
+}
+
+// PromotionInput is a retrain's decision. Scores are validation Sharpe
+// ratios on the same window; Incumbent is nil when the lineage had no
+// champion.
+type PromotionInput struct {
+	RetrainID       string         `json:"retrain_id"` // the Retrain workflow id
+	Lineage         string         `json:"lineage"`
+	Challenger      CheckpointRef  `json:"challenger"`
+	ChallengerScore *float64       `json:"challenger_score,omitempty"`
+	Incumbent       *CheckpointRef `json:"incumbent,omitempty"`
+	IncumbentScore  *float64       `json:"incumbent_score,omitempty"`
+	Promoted        bool           `json:"promoted"`
+	Reason          string         `json:"reason"`
+}
+
+// PromotionOutput is the decision as recorded: the first one recorded for
+// the retrain stands, so a retry returns it whatever it was asked to write.
+type PromotionOutput struct {
+	Promoted bool   `json:"promoted"`
+	Reason   string `json:"reason"`
+}
+
+// RecordPromotion records a retrain's decision, once per retrain.
+func (c *Control) RecordPromotion(ctx context.Context, in PromotionInput) (PromotionOutput, error) {
+	p := store.Promotion{
+		Lineage: in.Lineage, RetrainRunID: in.RetrainID,
+		ChallengerRunID: in.Challenger.RunID, ChallengerCheckpointURI: in.Challenger.URI, ChallengerScore: in.ChallengerScore,
+		Promoted: in.Promoted, Reason: in.Reason,
+	}
+	if in.Incumbent != nil {
+		p.IncumbentRunID, p.IncumbentCheckpointURI, p.IncumbentScore = in.Incumbent.RunID, in.Incumbent.URI, in.IncumbentScore
+	}
+	got, err := c.Store.RecordPromotion(ctx, p)
+	if err != nil {
+		return PromotionOutput{}, classify("record promotion of retrain "+in.RetrainID, err)
+	}
+	return PromotionOutput{Promoted: got.Promoted, Reason: got.Reason}, nil
+}

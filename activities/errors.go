@@ -1,0 +1,99 @@
+package activities
+
+import (
+	"errors"
+	"fmt"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/dqnflow/dqnflow/checkpoint"
+	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/trainer"
+)
+
+// Application error types of the non-retryable errors the activities
+// return. The first four are deterministic: the same input fails the same
+// way on every worker, so a workflow ends the run (IsFatal). The others
+// describe a trainer or a checkpoint this worker cannot provide; a workflow
+// recovers from them by opening the run again, possibly on another worker.
+const (
+	// ErrTypeInvalidConfig: the RunConfig (or an activity input) is invalid.
+	ErrTypeInvalidConfig = "InvalidConfig"
+	// ErrTypeNonFinite: training produced a NaN or Inf (trainer.ErrNonFinite).
+	ErrTypeNonFinite = "NonFinite"
+	// ErrTypeCorruptCheckpoint: a checkpoint file is damaged or does not
+	// match its recorded SHA-256 (checkpoint.ErrCorrupt).
+	ErrTypeCorruptCheckpoint = "CorruptCheckpoint"
+	// ErrTypeBadData: the run's price data cannot be loaded or prepared.
+	ErrTypeBadData = "BadData"
+	// ErrTypeStoreRejected: the metadata store refused a write as invalid or
+	// referring to a missing row (store.ErrInvalid, store.ErrNotFound).
+	ErrTypeStoreRejected = "StoreRejected"
+
+	// ErrTypeTrainerLost: this worker does not hold the run's trainer in the
+	// state the workflow expects (the worker restarted, the trainer was
+	// evicted, or a failed step left it half-updated). Open the run again
+	// from its last checkpoint.
+	ErrTypeTrainerLost = "TrainerLost"
+	// ErrTypeCheckpointMissing: a checkpoint file is not on this worker's
+	// file system. Another worker may see it (checkpoint.dir must be shared
+	// storage); the workflow recovers on a new session.
+	ErrTypeCheckpointMissing = "CheckpointMissing"
+)
+
+// IsFatal reports whether err, an activity error as a workflow receives it,
+// is a deterministic failure that a retry, another worker or a restore from
+// checkpoint would only repeat: invalid config, non-finite training, a
+// corrupt checkpoint, bad data, or a write the store rejects.
+func IsFatal(err error) bool {
+	var ae *temporal.ApplicationError
+	if !errors.As(err, &ae) {
+		return false
+	}
+	switch ae.Type() {
+	case ErrTypeInvalidConfig, ErrTypeNonFinite, ErrTypeCorruptCheckpoint, ErrTypeBadData, ErrTypeStoreRejected:
+		return true
+	}
+	return false
+}
+
+// nonRetryable wraps err in a non-retryable application error of type typ,
+// its message prefixed by what failed and followed by what to do.
+func nonRetryable(typ, what string, err error, todo string) error {
+	msg := what + ": " + err.Error()
+	if todo != "" {
+		msg += "; " + todo
+	}
+	return temporal.NewNonRetryableApplicationError(msg, typ, err)
+}
+
+// classify turns the deterministic failures among err into non-retryable
+// errors and returns the others as they are (retryable). what names the
+// step that failed, e.g. "run r1 epoch 3: train".
+func classify(what string, err error) error {
+	var fe *config.FieldError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &fe), errors.Is(err, config.ErrInvalid):
+		return nonRetryable(ErrTypeInvalidConfig, what, err, "fix the config and start a new run")
+	case errors.Is(err, trainer.ErrNonFinite):
+		return nonRetryable(ErrTypeNonFinite, what, err,
+			"training diverged; lower optim.lr, raise optim.clip_norm or check the data, then start a new run")
+	case errors.Is(err, checkpoint.ErrCorrupt):
+		return nonRetryable(ErrTypeCorruptCheckpoint, what, err,
+			"the file is damaged; restore it from a backup or start from an earlier checkpoint")
+	case errors.Is(err, store.ErrInvalid), errors.Is(err, store.ErrNotFound):
+		return nonRetryable(ErrTypeStoreRejected, what, err, "the metadata store refused the write; see the cause")
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// trainerLost is the error for a trainer this worker does not hold in the
+// expected state.
+func trainerLost(runID, why string) error {
+	return temporal.NewNonRetryableApplicationError(
+		fmt.Sprintf("run %s: %s; open the run again from its last checkpoint", runID, why),
+		ErrTypeTrainerLost, nil)
+}

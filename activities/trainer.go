@@ -1,0 +1,293 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/dqnflow/dqnflow/checkpoint"
+	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/trainer"
+)
+
+// Trainer holds the session activities of training runs: they run on a GPU
+// worker, inside the run's Temporal session, against the trainer that
+// Registry holds for the run.
+type Trainer struct {
+	// Backend builds and restores trainers on this worker's device.
+	Backend trainer.Backend
+	// Registry holds this worker's live runs between activities.
+	Registry Registry
+	// Store records checkpoints and backtests.
+	Store CheckpointStore
+	// Prepare loads a run's dataset; nil means market.Prepare.
+	Prepare func(config.RunConfig) (*market.Dataset, error)
+	// CheckpointRoot resolves a relative checkpoint.dir; empty means the
+	// working directory. Blobs are written under
+	// <root>/<checkpoint.dir>/<run id>/epoch-<NNNNNN>.safetensors and
+	// referred to by absolute path, so every worker must see the same
+	// storage at the same path.
+	CheckpointRoot string
+	// HeartbeatInterval is the period of liveness heartbeats while an
+	// activity works; zero means one second.
+	HeartbeatInterval time.Duration
+}
+
+// OpenInput asks for run RunID's trainer at the end of epoch Epoch.
+type OpenInput struct {
+	RunID  string           `json:"run_id"`
+	Config config.RunConfig `json:"config"`
+	// Epoch and GlobalStep are where the workflow stands: a trainer held
+	// here at exactly that point is used as it is.
+	Epoch      int   `json:"epoch"`
+	GlobalStep int64 `json:"global_step"`
+	// Resume is the run's last checkpoint, restored when no trainer is held
+	// at the expected point; nil before the first checkpoint.
+	Resume *CheckpointRef `json:"resume,omitempty"`
+	// Warm, used only when Resume is nil, warm-starts a fresh trainer from
+	// another run's weights.
+	Warm *CheckpointRef `json:"warm,omitempty"`
+}
+
+// OpenOutput says how the trainer was obtained and where it stands. The
+// workflow continues from Epoch, which is the checkpoint's epoch after a
+// restore (work after it is redone) and 0 for a new trainer.
+type OpenOutput struct {
+	Epoch      int          `json:"epoch"`
+	GlobalStep int64        `json:"global_step"`
+	Reused     bool         `json:"reused"`   // the trainer was already in memory
+	Restored   bool         `json:"restored"` // rebuilt from Resume
+	Info       trainer.Info `json:"info"`
+	Host       string       `json:"host"`
+}
+
+// OpenTrainer makes this worker hold run in.RunID's trainer at the point the
+// workflow expects: the trainer already in memory if it is exactly there
+// (after a Continue-As-New on the same worker), else one restored from
+// in.Resume (after losing a worker, a pause or a failed step), else a new
+// one, warm-started from in.Warm when given.
+func (a *Trainer) OpenTrainer(ctx context.Context, in OpenInput) (OpenOutput, error) {
+	if in.RunID == "" {
+		return OpenOutput{}, temporal.NewNonRetryableApplicationError("open trainer: empty run id", ErrTypeInvalidConfig, nil)
+	}
+	if err := in.Config.Validate(); err != nil {
+		return OpenOutput{}, classify("run "+in.RunID+": open trainer", err)
+	}
+	defer a.heartbeat(ctx, func() any { return "opening" })()
+	host, _ := os.Hostname()
+
+	if run := a.Registry.Get(in.RunID); run != nil {
+		if err := run.Lock(ctx); err != nil {
+			return OpenOutput{}, err
+		}
+		if !run.Closed() && run.Config == in.Config && run.Epoch == in.Epoch &&
+			run.Stage == StageSynced && run.GlobalStep == in.GlobalStep {
+			out := OpenOutput{Epoch: run.Epoch, GlobalStep: run.GlobalStep, Reused: true, Info: run.Info, Host: host}
+			run.Unlock()
+			return out, nil
+		}
+		activity.GetLogger(ctx).Info("Discarding a trainer that is not where the workflow stands",
+			"run", in.RunID, "held", run.where(), "want_epoch", in.Epoch, "want_global_step", in.GlobalStep)
+		a.Registry.Remove(run)
+		err := run.Close()
+		run.Unlock()
+		if err != nil {
+			activity.GetLogger(ctx).Warn("Closing a discarded trainer failed", "run", in.RunID, "error", err)
+		}
+	}
+
+	what := "run " + in.RunID + ": open trainer"
+	ds, err := a.prepare(in.Config)
+	if err != nil {
+		return OpenOutput{}, nonRetryable(ErrTypeBadData, what+": prepare data "+in.Config.Data.Path, err,
+			"fix data.path or the file, then start a new run")
+	}
+	var (
+		tr         trainer.Trainer
+		epoch      int
+		globalStep int64
+		restored   bool
+	)
+	switch {
+	case in.Resume != nil:
+		ck, err := a.read(*in.Resume)
+		if err != nil {
+			return OpenOutput{}, readError(what, err)
+		}
+		if err := checkMeta(ck, in.RunID, *in.Resume); err != nil {
+			return OpenOutput{}, nonRetryable(ErrTypeCorruptCheckpoint, what+": "+in.Resume.URI, err,
+				"the file does not hold the checkpoint the workflow recorded")
+		}
+		if tr, err = a.Backend.Restore(ctx, ck, ds); err != nil {
+			return OpenOutput{}, classify(what+": restore "+in.Resume.URI, err)
+		}
+		epoch, globalStep, restored = in.Resume.Epoch, in.Resume.GlobalStep, true
+	case in.Warm != nil:
+		ck, err := a.read(*in.Warm)
+		if err != nil {
+			return OpenOutput{}, readError(what+": warm start", err)
+		}
+		if tr, err = a.Backend.New(ctx, in.Config, ds, ck); err != nil {
+			return OpenOutput{}, classify(what+": warm start from "+in.Warm.URI, err)
+		}
+	default:
+		if tr, err = a.Backend.New(ctx, in.Config, ds, nil); err != nil {
+			return OpenOutput{}, classify(what, err)
+		}
+	}
+	run := NewRun(in.RunID, in.Config, tr, ds, epoch, globalStep)
+	if err := a.Registry.Put(ctx, run); err != nil {
+		tr.Close()
+		return OpenOutput{}, fmt.Errorf("%s: %w", what, err)
+	}
+	return OpenOutput{Epoch: epoch, GlobalStep: globalStep, Restored: restored, Info: run.Info, Host: host}, nil
+}
+
+// CloseInput names the run whose trainer to free.
+type CloseInput struct {
+	RunID string `json:"run_id"`
+}
+
+// CloseOutput reports whether a trainer was held.
+type CloseOutput struct {
+	Closed bool `json:"closed"`
+}
+
+// CloseTrainer frees run in.RunID's trainer on this worker, if it holds one.
+func (a *Trainer) CloseTrainer(ctx context.Context, in CloseInput) (CloseOutput, error) {
+	run := a.Registry.Get(in.RunID)
+	if run == nil {
+		return CloseOutput{}, nil
+	}
+	if err := run.Lock(ctx); err != nil {
+		return CloseOutput{}, err
+	}
+	defer run.Unlock()
+	a.Registry.Remove(run)
+	return CloseOutput{Closed: true}, run.Close()
+}
+
+// acquire returns run id's Run, locked, or a TrainerLost error when this
+// worker holds none.
+func (a *Trainer) acquire(ctx context.Context, id string) (*Run, error) {
+	run := a.Registry.Get(id)
+	if run == nil {
+		host, _ := os.Hostname()
+		return nil, trainerLost(id, "worker "+host+" holds no trainer for it")
+	}
+	if err := run.Lock(ctx); err != nil {
+		return nil, err
+	}
+	if run.Closed() {
+		run.Unlock()
+		return nil, trainerLost(id, "its trainer on this worker was closed")
+	}
+	return run, nil
+}
+
+// discard drops a run whose trainer is in an unknown state after a failed
+// step. The caller holds the lock.
+func (a *Trainer) discard(ctx context.Context, run *Run, cause error) {
+	activity.GetLogger(ctx).Warn("Discarding the trainer after a failed step; the workflow restores the last checkpoint",
+		"run", run.ID, "at", run.where(), "error", cause)
+	a.Registry.Remove(run)
+	if err := run.Close(); err != nil {
+		activity.GetLogger(ctx).Warn("Closing the discarded trainer failed", "run", run.ID, "error", err)
+	}
+}
+
+// stepFailed turns a failed trainer step into the activity's error, after
+// the trainer was discarded: deterministic failures end the run, the others
+// (cancellation included) make the workflow restore the last checkpoint.
+func stepFailed(runID, what string, err error) error {
+	if e := classify(what, err); IsFatal(e) {
+		return e
+	}
+	return temporal.NewNonRetryableApplicationError(
+		fmt.Sprintf("%s: %v; the trainer was discarded, open the run again from its last checkpoint", what, err),
+		ErrTypeTrainerLost, err)
+}
+
+// heartbeat records details() as the activity's heartbeat every
+// HeartbeatInterval until the returned function is called, so that a worker
+// that dies is noticed within the heartbeat timeout even while a backend
+// call runs for minutes without reporting.
+func (a *Trainer) heartbeat(ctx context.Context, details func() any) (stop func()) {
+	every := a.HeartbeatInterval
+	if every <= 0 {
+		every = time.Second
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx, details())
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
+func (a *Trainer) prepare(cfg config.RunConfig) (*market.Dataset, error) {
+	if a.Prepare != nil {
+		return a.Prepare(cfg)
+	}
+	return market.Prepare(cfg)
+}
+
+// read loads the checkpoint ref points to, verifying the whole-file SHA-256
+// when the ref carries one (the file's own header and tensor hashes are
+// always checked).
+func (a *Trainer) read(ref CheckpointRef) (*checkpoint.Checkpoint, error) {
+	if ref.SHA256 == "" {
+		ck, _, err := checkpoint.Read(ref.URI)
+		return ck, err
+	}
+	ck, _, err := checkpoint.ReadVerified(ref.URI, ref.SHA256)
+	return ck, err
+}
+
+// readError classifies a checkpoint read failure: a missing file may be
+// visible from another worker, a damaged one is damaged everywhere.
+func readError(what string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		host, _ := os.Hostname()
+		return nonRetryable(ErrTypeCheckpointMissing, what+" on "+host, err,
+			"checkpoint.dir must be storage that every GPU worker can read at the same path")
+	}
+	if errors.Is(err, checkpoint.ErrCorrupt) {
+		return classify(what, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// checkMeta checks that ck is the checkpoint ref describes: same run and
+// epoch in its metadata (when present).
+func checkMeta(ck *checkpoint.Checkpoint, runID string, ref CheckpointRef) error {
+	if id := ck.Meta[checkpoint.MetaRunID]; id != "" && id != runID {
+		return fmt.Errorf("checkpoint metadata names run %q, want %q", id, runID)
+	}
+	if e := ck.Meta[checkpoint.MetaEpoch]; e != "" && e != strconv.Itoa(ref.Epoch) {
+		return fmt.Errorf("checkpoint metadata says epoch %s, the run recorded epoch %d", e, ref.Epoch)
+	}
+	return nil
+}

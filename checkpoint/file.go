@@ -1,0 +1,123 @@
+package checkpoint
+
+import (
+	"bufio"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Write stores ck at path atomically: it validates ck, writes a temporary
+// file in the same directory, fsyncs it, renames it over path and fsyncs the
+// directory, so that path holds either the old file or the complete new one,
+// never a partial write, even across a crash. On error the temporary file is
+// removed and path is untouched. Writing the same checkpoint twice gives the
+// same bytes, so a retried activity is harmless. The file is mode 0644.
+func Write(path string, ck *Checkpoint) (Info, error) {
+	e, err := encode(ck)
+	if err != nil {
+		return Info{}, fmt.Errorf("write %s: %w", path, err)
+	}
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	if err != nil {
+		return Info{}, fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	renamed := false
+	defer func() {
+		if !renamed {
+			f.Close() // a second Close only returns an error, ignored here
+			os.Remove(tmp)
+		}
+	}()
+
+	w := bufio.NewWriterSize(f, 1<<20)
+	info, err := e.writeTo(w)
+	if err == nil {
+		err = w.Flush()
+	}
+	if err == nil {
+		err = f.Chmod(0o644)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if err == nil {
+		err = f.Close()
+	}
+	if err != nil {
+		return Info{}, fmt.Errorf("write %s (temporary file %s): %w", path, tmp, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return Info{}, fmt.Errorf("write %s: %w", path, err)
+	}
+	renamed = true
+	if err := syncDir(dir); err != nil {
+		return Info{}, fmt.Errorf("write %s: the file is in place but its directory entry may not survive a crash: %w", path, err)
+	}
+	info.Path = path
+	return info, nil
+}
+
+// syncDir fsyncs a directory so that a rename inside it is durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("fsync directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// Read loads and verifies the checkpoint at path (see Decode for what is
+// checked) and returns it with the file's Info, whose SHA256 is the hash of
+// the whole file. A damaged file gives an error that names path and wraps
+// ErrCorrupt; a missing file wraps fs.ErrNotExist.
+func Read(path string) (*Checkpoint, Info, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, Info{}, fmt.Errorf("read checkpoint: %w", err)
+	}
+	ck, info, err := Decode(b)
+	if err != nil {
+		return nil, Info{}, fmt.Errorf("read checkpoint %s: %w", path, err)
+	}
+	info.Path = path
+	return ck, info, nil
+}
+
+// ReadVerified is Read that also requires the whole-file SHA-256 to equal
+// wantSHA256 (64 hex digits, as recorded when the file was written); a
+// different hash wraps ErrCorrupt.
+func ReadVerified(path, wantSHA256 string) (*Checkpoint, Info, error) {
+	want := strings.ToLower(wantSHA256)
+	if b, err := hex.DecodeString(want); err != nil || len(b) != 32 {
+		return nil, Info{}, fmt.Errorf("read checkpoint %s: recorded sha256 %q is not 64 hex digits", path, wantSHA256)
+	}
+	ck, info, err := Read(path)
+	if err != nil {
+		return nil, Info{}, err
+	}
+	if info.SHA256 != want {
+		return nil, Info{}, fmt.Errorf("read checkpoint %s: %w: file sha256 is %s, recorded %s", path, ErrCorrupt, info.SHA256, want)
+	}
+	return ck, info, nil
+}
+
+// Verify checks the checkpoint at path as Read does and returns its Info.
+func Verify(path string) (Info, error) {
+	_, info, err := Read(path)
+	return info, err
+}

@@ -1,0 +1,205 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/dqnflow/dqnflow/checkpoint"
+	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/trainer"
+	"github.com/dqnflow/dqnflow/trainer/cpu"
+)
+
+// runBacktest implements "dqnflow backtest".
+func runBacktest(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "backtest")
+	ckPath := fs.String("checkpoint", "", "checkpoint file (.safetensors)")
+	dataPath := fs.String("data", "", "price CSV file or bundled:NAME")
+	from := fs.String("from", "", "first bar time (default: validation start on the training data, else the first bar)")
+	to := fs.String("to", "", "end time, exclusive (default: the end of the range)")
+	jsonOut := fs.Bool("json", false, "print the report as JSON")
+	if err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	if err := required(fs, "checkpoint", "data"); err != nil {
+		return err
+	}
+	pol, ds, r, err := openPolicyData(*ckPath, *dataPath, *from, *to)
+	if err != nil {
+		return err
+	}
+	report, err := pol.Backtest(ds, r)
+	if err != nil {
+		return fmt.Errorf("backtest %s on %s: %w", *ckPath, *dataPath, err)
+	}
+	if *jsonOut {
+		return printJSON(e, report)
+	}
+	printReport(e, report)
+	return nil
+}
+
+// openPolicyData loads the checkpoint's greedy policy and the data file,
+// with features normalised by the checkpoint's statistics, and picks the
+// bar range: --from/--to when given; otherwise the validation range when the
+// file is the run's training data, else the whole file.
+func openPolicyData(ckPath, dataPath, from, to string) (*cpu.Policy, *market.Dataset, market.Range, error) {
+	ck, _, err := checkpoint.Read(ckPath)
+	if err != nil {
+		return nil, nil, market.Range{}, err
+	}
+	pol, err := cpu.LoadPolicy(ck)
+	if err != nil {
+		return nil, nil, market.Range{}, fmt.Errorf("checkpoint %s: %w", ckPath, err)
+	}
+	cfg, ds, err := trainer.CheckpointDataset(ck, dataPath)
+	if err != nil {
+		return nil, nil, market.Range{}, fmt.Errorf("checkpoint %s with data %s: %w", ckPath, dataPath, err)
+	}
+	r := ds.Valid
+	if from == "" && to == "" && sameData(cfg.Data.Path, dataPath) {
+		trainDS, err := market.Prepare(withData(cfg, dataPath))
+		if err == nil {
+			r = trainDS.Valid
+		}
+	}
+	if from != "" {
+		t, err := config.ParseTime(from)
+		if err != nil {
+			return nil, nil, r, fmt.Errorf("%w: flag --from: %v", errUsage, err)
+		}
+		r.From = max(ds.Bars.Index(t), ds.Warmup)
+	}
+	if to != "" {
+		t, err := config.ParseTime(to)
+		if err != nil {
+			return nil, nil, r, fmt.Errorf("%w: flag --to: %v", errUsage, err)
+		}
+		r.To = ds.Bars.Index(t)
+	}
+	if r.Len() < 2 {
+		return nil, nil, r, fmt.Errorf("%w: the range %s .. %s of %s holds %d usable bars (features need %d bars of history); widen --from/--to",
+			errUsage, orAll(from), orAll(to), dataPath, max(r.Len(), 0), ds.Warmup)
+	}
+	return pol, ds, r, nil
+}
+
+func withData(cfg config.RunConfig, path string) config.RunConfig {
+	cfg.Data.Path = path
+	return cfg
+}
+
+// sameData reports whether two data paths name the same file.
+func sameData(a, b string) bool {
+	if a == b {
+		return true
+	}
+	if strings.Contains(a, ":") || strings.Contains(b, ":") {
+		return false
+	}
+	aa, err1 := filepath.Abs(a)
+	bb, err2 := filepath.Abs(b)
+	return err1 == nil && err2 == nil && aa == bb
+}
+
+func orAll(s string) string {
+	if s == "" {
+		return "(all)"
+	}
+	return s
+}
+
+// runPredict implements "dqnflow predict": one JSON object per bar with its
+// normalised features and the expected Q of every action of every branch,
+// evaluated with the agent flat (no position), and the greedy action.
+func runPredict(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "predict")
+	ckPath := fs.String("checkpoint", "", "checkpoint file (.safetensors)")
+	dataPath := fs.String("data", "", "price CSV file or bundled:NAME")
+	from := fs.String("from", "", "first bar time (default: first bar with full feature history)")
+	to := fs.String("to", "", "end time, exclusive (default: the last bar)")
+	jsonOut := fs.Bool("json", true, "print JSON (the only format)")
+	if err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	if err := required(fs, "checkpoint", "data"); err != nil {
+		return err
+	}
+	if !*jsonOut {
+		return fmt.Errorf("%w: predict prints JSON only", errUsage)
+	}
+	// predict covers the whole file unless --from/--to narrow it.
+	pol, ds, r, err := openPolicyData(*ckPath, *dataPath, *from, *to)
+	if err != nil {
+		return err
+	}
+	if *from == "" {
+		r.From = ds.Warmup
+	}
+	if *to == "" {
+		r.To = ds.Bars.Len()
+	}
+	type branchQ struct {
+		Direction []float32 `json:"direction"`
+		Size      []float32 `json:"size"`
+		Exit      []float32 `json:"exit"`
+	}
+	type row struct {
+		Time     time.Time     `json:"time"`
+		Close    float64       `json:"close"`
+		Features []float32     `json:"features"`
+		Q        branchQ       `json:"q"`
+		Greedy   market.Action `json:"greedy"`
+	}
+	w := e.stdout
+	head := map[string]any{
+		"checkpoint":    *ckPath,
+		"data":          *dataPath,
+		"feature_names": market.FeatureNames,
+		"actions": map[string][]string{
+			"direction": {"short", "flat", "long"},
+			"size":      {"1/4", "2/4", "3/4", "4/4"},
+			"exit":      {"none", "stop 1xATR", "stop 2xATR"},
+		},
+		"agent_state": "flat (no position)",
+	}
+	hb, err := json.Marshal(head)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%s,\"bars\":[\n", hb[:len(hb)-1])
+	obs := make([]float32, market.ObsDim)
+	agent := make([]float32, market.NumAgentFeatures)
+	q := make([]float32, market.NumDirections+market.NumSizes+market.NumExits)
+	for t := r.From; t < r.To; t++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		ds.Obs(t, agent, obs)
+		pol.QValues(obs, 1, q)
+		rw := row{
+			Time: ds.Bars.Time[t], Close: ds.Bars.Close[t],
+			Features: obs[:market.NumFeatures],
+			Q:        branchQ{q[:3], q[3:7], q[7:10]},
+			Greedy:   pol.Act(t, obs),
+		}
+		b, err := json.Marshal(rw)
+		if err != nil {
+			return fmt.Errorf("bar %d: %w", t, err)
+		}
+		sep := ",\n"
+		if t == r.To-1 {
+			sep = "\n"
+		}
+		if _, err := fmt.Fprintf(w, "%s%s", b, sep); err != nil {
+			return err
+		}
+	}
+	_, err = fmt.Fprintln(w, "]}")
+	return err
+}

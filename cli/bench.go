@@ -1,0 +1,133 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/dqnflow/dqnflow/backend"
+	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/market"
+)
+
+// benchResult is what "dqnflow bench --json" prints.
+type benchResult struct {
+	Date       string `json:"date"`
+	Device     string `json:"device"`
+	Backend    string `json:"backend"`
+	Precision  string `json:"precision"`
+	Threads    int    `json:"threads"`
+	Parameters int    `json:"parameters"`
+	BatchSize  int    `json:"batch_size"`
+	NumEnvs    int    `json:"num_envs"`
+	// TrainStepsPerS is gradient steps per second (sample, forward, backward,
+	// Adam, spectral norm, priority update).
+	TrainStepsPerS float64 `json:"train_steps_per_s"`
+	// SamplesPerS is TrainStepsPerS × batch size.
+	SamplesPerS float64 `json:"samples_per_s"`
+	// EnvStepsPerS is environment steps per second of the bare vectorised
+	// environment with random actions.
+	EnvStepsPerS float64 `json:"env_steps_per_s"`
+	// CollectStepsPerS is environment steps per second of Collect: the
+	// epsilon-greedy policy's forward pass, the environment, n-step returns
+	// and replay inserts (epsilon fixed at epsilon_end, so the network runs).
+	CollectStepsPerS float64 `json:"collect_steps_per_s"`
+}
+
+// runBench implements "dqnflow bench".
+func runBench(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "bench")
+	device := fs.String("device", "cpu", "cpu, cuda, cuda:N or auto")
+	cfgPath := fs.String("config", "", "RunConfig JSON file (default: built-in defaults)")
+	steps := fs.Int("steps", 30, "gradient steps to time")
+	jsonOut := fs.Bool("json", false, "print JSON")
+	if err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	if *steps < 1 {
+		return fmt.Errorf("%w: flag --steps %d: must be at least 1", errUsage, *steps)
+	}
+	cfg, err := loadConfig(fs, *cfgPath, *device, "", 0)
+	if err != nil {
+		return err
+	}
+	cfg.Env.EpsilonStart = cfg.Env.EpsilonEnd
+	b, dev, err := backend.Open(cfg.Device)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stderr, "device: %s\n", dev)
+	ds, err := market.Prepare(cfg)
+	if err != nil {
+		return err
+	}
+	res := benchResult{
+		Date: time.Now().UTC().Format(time.RFC3339), Device: dev, Threads: runtime.GOMAXPROCS(0),
+		BatchSize: cfg.BatchSize, NumEnvs: cfg.Env.NumEnvs,
+	}
+	if res.EnvStepsPerS, err = benchEnv(ds, cfg); err != nil {
+		return err
+	}
+	tr, err := b.New(ctx, cfg, ds, nil)
+	if err != nil {
+		return err
+	}
+	defer tr.Close()
+	info := tr.Info()
+	res.Backend, res.Precision, res.Parameters = info.Backend, info.Precision, info.Parameters
+
+	collect := max(cfg.Replay.Warmup/cfg.Env.NumEnvs, 1)
+	t0 := time.Now()
+	if _, err := tr.Collect(ctx, collect); err != nil {
+		return err
+	}
+	res.CollectStepsPerS = float64(collect*cfg.Env.NumEnvs) / time.Since(t0).Seconds()
+
+	if _, err := tr.Train(ctx, 2, nil); err != nil { // warm-up: buffers, caches
+		return err
+	}
+	t0 = time.Now()
+	if _, err := tr.Train(ctx, *steps, nil); err != nil {
+		return err
+	}
+	res.TrainStepsPerS = float64(*steps) / time.Since(t0).Seconds()
+	res.SamplesPerS = res.TrainStepsPerS * float64(cfg.BatchSize)
+	if *jsonOut {
+		return printJSON(e, res)
+	}
+	fmt.Fprintf(e.stdout, "%s, %s, %d parameters, batch %d: %.1f train steps/s (%.0f samples/s), %.0f env steps/s, %.0f collect steps/s\n",
+		res.Backend, res.Precision, res.Parameters, res.BatchSize, res.TrainStepsPerS, res.SamplesPerS, res.EnvStepsPerS, res.CollectStepsPerS)
+	return nil
+}
+
+// benchEnv times the bare vectorised environment with random actions.
+func benchEnv(ds *market.Dataset, cfg config.RunConfig) (float64, error) {
+	rng := rand.New(rand.NewPCG(cfg.Seed, 7))
+	env, err := market.NewVecEnv(ds, ds.Train, cfg.Env.NumEnvs, cfg.Env.EpisodeBars, rng)
+	if err != nil {
+		return 0, err
+	}
+	acts := make([]market.Action, env.N())
+	var res market.StepResult
+	const steps = 2000
+	t0 := time.Now()
+	for s := 0; s < steps; s++ {
+		for i := range acts {
+			acts[i] = market.Action{Dir: rng.IntN(market.NumDirections), Size: rng.IntN(market.NumSizes), Exit: rng.IntN(market.NumExits)}
+		}
+		if err := env.Step(acts, &res); err != nil {
+			return 0, err
+		}
+	}
+	return float64(steps*env.N()) / time.Since(t0).Seconds(), nil
+}
+
+// benchOutDir is where bench and learn-check keep their files.
+func benchOutDir(name string) (string, error) {
+	dir := filepath.Join("runs", name)
+	return dir, os.MkdirAll(dir, 0o755)
+}

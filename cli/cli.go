@@ -1,0 +1,114 @@
+// Package cli implements the dqnflow command line: one function per command,
+// each parsing its own flags and calling the packages that do the work.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// command is one subcommand (or group) of the dqnflow binary.
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, e *env, args []string) error
+}
+
+// env carries the process's standard streams to the commands.
+type env struct {
+	stdout, stderr io.Writer
+}
+
+// errUsage marks an error whose message already explains the correct usage.
+var errUsage = errors.New("usage")
+
+func commands() []command {
+	return []command{
+		{"train", "train locally: dqnflow train --device cpu [--config FILE] [--data FILE] [--epochs N] [--out DIR]", runTrain},
+		{"backtest", "greedy backtest of a checkpoint: dqnflow backtest --checkpoint FILE --data FILE [--from T] [--to T] [--json]", runBacktest},
+		{"predict", "features and Q values per bar: dqnflow predict --checkpoint FILE --data FILE --json", runPredict},
+		{"checkpoint", "checkpoint export|verify|list", runCheckpoint},
+		{"config", "config defaults: print the default config as JSON", runConfig},
+		{"bench", "throughput: dqnflow bench --device cpu [--json]", runBench},
+		{"learn-check", "train on the synthetic series and compare with the oracle policy", runLearnCheck},
+	}
+}
+
+// Main runs the dqnflow command line with args (without the program name)
+// and returns the process exit code.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	e := &env{stdout: stdout, stderr: stderr}
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(stdout)
+		return 0
+	}
+	for _, c := range commands() {
+		if c.name != args[0] {
+			continue
+		}
+		err := c.run(ctx, e, args[1:])
+		switch {
+		case err == nil:
+			return 0
+		case errors.Is(err, flag.ErrHelp):
+			return 0
+		case errors.Is(err, errUsage):
+			fmt.Fprintf(stderr, "dqnflow %s: %v\n", c.name, err)
+			return 2
+		default:
+			fmt.Fprintf(stderr, "dqnflow %s: %v\n", c.name, err)
+			return 1
+		}
+	}
+	fmt.Fprintf(stderr, "dqnflow: unknown command %q\n\n", args[0])
+	usage(stderr)
+	return 2
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "dqnflow: distributional, action-branching DQN trading agent on Temporal")
+	fmt.Fprintln(w, "\nCommands:")
+	cs := commands()
+	sort.Slice(cs, func(i, j int) bool { return cs[i].name < cs[j].name })
+	for _, c := range cs {
+		fmt.Fprintf(w, "  %-12s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w, "\nRun \"dqnflow COMMAND -h\" for a command's flags.")
+}
+
+// newFlags returns a FlagSet whose errors are returned, not printed and
+// exited on, and whose usage goes to stderr.
+func newFlags(e *env, name string) *flag.FlagSet {
+	fs := flag.NewFlagSet("dqnflow "+name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	return fs
+}
+
+// parse parses args and rejects positional arguments beyond maxArgs.
+func parse(fs *flag.FlagSet, args []string, maxArgs int) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() > maxArgs {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, strings.Join(fs.Args()[maxArgs:], " "))
+	}
+	return nil
+}
+
+// required returns an error naming the first flag in names whose value is empty.
+func required(fs *flag.FlagSet, names ...string) error {
+	for _, n := range names {
+		if f := fs.Lookup(n); f != nil && f.Value.String() == "" {
+			return fmt.Errorf("%w: flag --%s is required", errUsage, n)
+		}
+	}
+	return nil
+}

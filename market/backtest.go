@@ -1,0 +1,174 @@
+package market
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Report is the result of a backtest: the policy's metrics (embedded, so
+// their keys are at the top level of the JSON) beside buy-and-hold and flat
+// on the same bars and with the same costs. The per-bar records stay out of
+// the JSON.
+type Report struct {
+	Metrics
+	BuyAndHold  Metrics   `json:"buy_and_hold"`
+	Flat        Metrics   `json:"flat"`
+	From        time.Time `json:"from"` // time of the first bar of the range
+	To          time.Time `json:"to"`   // time of the last bar of the range
+	BarsPerYear float64   `json:"bars_per_year"`
+
+	Equity    []float64 `json:"-"` // equity in money at the close of each bar of the range
+	Positions []int     `json:"-"` // signed contracts held through each bar's close
+	TradeLog  []Trade   `json:"-"` // closed round trips in exit order
+}
+
+// Backtest runs policy p greedily over bars r of ds in time order, with
+// the fills, costs and stops of VecEnv. At each bar t = r.From … r.To−2 it
+// asks p for the action at t with the observation of t (the bar's features
+// and the agent features of VecEnv; the slice is reused, so p must not keep
+// it), fills it at the open of t+1 and marks equity to the close of t+1.
+// Equity starts at the instrument's InitialCapital at the close of r.From
+// and the position open at the end is closed at the close of r.To−1 with
+// slippage and commission, so the final equity is what a trader could
+// take out. Buy-and-hold (long MaxContracts from the first fill, at the
+// open of r.From+1, to the end) and flat run on the same range and costs.
+// Metrics are annualised with ds.BarsPerYear.
+//
+// An error names the field, the bar or the action that is unusable.
+func Backtest(ds *Dataset, r Range, p Policy) (Report, error) {
+	s, err := newSim(ds, r)
+	if err != nil {
+		return Report{}, fmt.Errorf("backtest: %w", err)
+	}
+	switch {
+	case p == nil:
+		return Report{}, fmt.Errorf("backtest: nil policy")
+	case !(ds.BarsPerYear > 0) || math.IsInf(ds.BarsPerYear, 0):
+		return Report{}, fmt.Errorf("backtest: dataset bars_per_year = %g: must be finite and positive", ds.BarsPerYear)
+	case !(ds.Instrument.InitialCapital > 0) || math.IsInf(ds.Instrument.InitialCapital, 0):
+		return Report{}, fmt.Errorf("backtest: instrument initial_capital = %g: must be finite and positive", ds.Instrument.InitialCapital)
+	case len(ds.Bars.Time) != ds.Bars.Len():
+		return Report{}, fmt.Errorf("backtest: dataset %q: Bars.Time has %d values, want %d", ds.Bars.Name, len(ds.Bars.Time), ds.Bars.Len())
+	}
+	rep := Report{From: ds.Bars.Time[r.From], To: ds.Bars.Time[r.To-1], BarsPerYear: ds.BarsPerYear}
+	pol, err := s.run(r, p)
+	if err != nil {
+		return Report{}, fmt.Errorf("backtest %s: %w", r, err)
+	}
+	rep.Metrics = pol.measure(ds.BarsPerYear)
+	rep.Equity, rep.Positions, rep.TradeLog = pol.equity, pol.positions, pol.trades
+	for _, b := range []struct {
+		a   Action
+		dst *Metrics
+	}{
+		{Action{Dir: 2, Size: NumSizes - 1}, &rep.BuyAndHold},
+		{Action{Dir: 1}, &rep.Flat},
+	} {
+		pa, err := s.run(r, constPolicy(b.a))
+		if err != nil {
+			return Report{}, fmt.Errorf("backtest %s: benchmark: %w", r, err)
+		}
+		*b.dst = pa.measure(ds.BarsPerYear)
+	}
+	return rep, nil
+}
+
+// constPolicy is the policy that always takes the same action.
+type constPolicy Action
+
+// Act returns the constant action.
+func (c constPolicy) Act(int, []float32) Action { return Action(c) }
+
+// runRecord is the record of one backtest run.
+type runRecord struct {
+	equity    []float64
+	positions []int
+	trades    []Trade
+	traded    float64 // Σ |qty|·|price|·PointValue over all fills
+}
+
+func (pa *runRecord) measure(barsPerYear float64) Metrics {
+	return Measure(pa.equity, pa.positions, pa.trades, pa.traded, barsPerYear)
+}
+
+// run walks bars r with policy p (see Backtest).
+func (s *sim) run(r Range, p Policy) (runRecord, error) {
+	n := r.Len()
+	pa := runRecord{equity: make([]float64, n), positions: make([]int, n)}
+	book := tradeBook{pv: s.in.PointValue, comm: s.in.Commission}
+	e := s.in.InitialCapital
+	pa.equity[0] = e
+	var acc account
+	obs := make([]float32, ObsDim)
+	var fills []fill
+	for t := r.From; t < r.To-1; t++ {
+		s.observe(&acc, t, obs)
+		a := p.Act(t, obs)
+		if err := a.validate(); err != nil {
+			return runRecord{}, fmt.Errorf("policy at bar %d: %w", t, err)
+		}
+		fills = fills[:0]
+		e += s.step(&acc, a, t, &fills)
+		i := t + 1 - r.From
+		pa.positions[i] = acc.pos
+		if t+1 == r.To-1 {
+			e += s.liquidate(&acc, t+1, &fills)
+		}
+		pa.equity[i] = e
+		for _, f := range fills {
+			book.add(f)
+		}
+	}
+	pa.trades, pa.traded = book.trades, book.traded
+	return pa, nil
+}
+
+// tradeBook splits a stream of fills into round trips.
+type tradeBook struct {
+	pv, comm float64
+
+	pos           int     // position after the fills so far
+	cur           Trade   // the open trade (when pos ≠ 0)
+	inQty, outQty int     // contracts that opened or added / reduced or closed it
+	inSum, outSum float64 // Σ contracts × fill price of those fills
+	cash          float64 // the open trade's cash flow, Σ −qty·price·PV − |qty|·Commission
+
+	trades []Trade
+	traded float64
+}
+
+// add books one fill: the part against the open position closes (part of)
+// it, the rest opens or adds. A reversal closes one trade and opens one.
+func (b *tradeBook) add(f fill) {
+	b.traded += float64(abs(f.qty)) * math.Abs(f.price) * b.pv
+	q := f.qty
+	if b.pos != 0 && sign(q) != sign(b.pos) {
+		c := min(abs(q), abs(b.pos)) // contracts that reduce the open trade
+		d := sign(q) * c
+		b.outQty += c
+		b.outSum += float64(c) * f.price
+		b.cash += -float64(d)*f.price*b.pv - float64(c)*b.comm
+		b.pos += d
+		q -= d
+		if b.pos == 0 {
+			b.cur.ExitBar = f.bar
+			b.cur.EntryPrice = b.inSum / float64(b.inQty)
+			b.cur.ExitPrice = b.outSum / float64(b.outQty)
+			b.cur.PnL = b.cash
+			b.trades = append(b.trades, b.cur)
+		}
+	}
+	if q == 0 {
+		return
+	}
+	if b.pos == 0 {
+		b.cur = Trade{EntryBar: f.bar, Dir: sign(q)}
+		b.inQty, b.outQty, b.inSum, b.outSum, b.cash = 0, 0, 0, 0, 0
+	}
+	b.inQty += abs(q)
+	b.inSum += float64(abs(q)) * f.price
+	b.cash += -float64(q)*f.price*b.pv - float64(abs(q))*b.comm
+	b.pos += q
+	b.cur.Contracts = max(b.cur.Contracts, abs(b.pos))
+}

@@ -1,0 +1,293 @@
+package market
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dqnflow/dqnflow/config"
+)
+
+const (
+	spxPath = "bundled:USA500IDXUSD_H1.csv"
+	btcPath = "bundled:bitcoin_2024.csv"
+)
+
+func cfgFor(path string) config.RunConfig {
+	c := config.Defaults()
+	c.Data.Path = path
+	return c
+}
+
+// checkDataset checks what holds for every prepared Dataset: the shapes,
+// zero rows before the warmup, features equal to the normaliser applied to
+// ComputeFeatures, ATR(14), and the resolved instrument.
+func checkDataset(t *testing.T, ds *Dataset, env config.EnvConfig) {
+	t.Helper()
+	n := ds.Bars.Len()
+	if len(ds.Features) != n*NumFeatures || len(ds.ATR) != n || ds.Warmup != FeatureWarmup {
+		t.Fatalf("len(Features) %d, len(ATR) %d, Warmup %d for %d bars", len(ds.Features), len(ds.ATR), ds.Warmup, n)
+	}
+	for i := 0; i < ds.Warmup*NumFeatures; i++ {
+		if ds.Features[i] != 0 {
+			t.Fatalf("feature %d before the warmup = %v", i, ds.Features[i])
+		}
+	}
+	raw, _ := ComputeFeatures(ds.Bars)
+	if ds.Train.Len() > 0 && ds.Norm != FitNormalizer(raw, ds.Train) {
+		t.Error("normaliser not fitted on the training range")
+	}
+	for i := ds.Warmup * NumFeatures; i < len(raw); i += 97 {
+		j := i % NumFeatures
+		z := max(-NormClip, min(NormClip, (raw[i]-ds.Norm.Mean[j])/ds.Norm.Std[j]))
+		if ds.Features[i] != float32(z) {
+			t.Fatalf("feature %s at bar %d = %v, want %v", FeatureNames[j], i/NumFeatures, ds.Features[i], float32(z))
+		}
+	}
+	if !reflect.DeepEqual(ds.ATR, ATR(ds.Bars, 14)) {
+		t.Error("Dataset.ATR is not ATR(bars, 14)")
+	}
+	ref := ds.Bars.Close[ds.Train.From]
+	if ds.Train.Len() > 0 && env.PointValue == 0 {
+		if want := env.InitialCapital / (float64(env.MaxContracts) * ref); math.Abs(ds.Instrument.PointValue-want) > 1e-12*want {
+			t.Errorf("point value %v, want %v = capital/(contracts·close at the first training bar)", ds.Instrument.PointValue, want)
+		}
+	}
+	if ds.BarsPerYear != ds.Bars.BarsPerYear() {
+		t.Errorf("BarsPerYear %v, want %v", ds.BarsPerYear, ds.Bars.BarsPerYear())
+	}
+}
+
+// TestPrepareSplitsByFraction: with no times, the bars after the warmup
+// split at train_fraction.
+func TestPrepareSplitsByFraction(t *testing.T) {
+	for _, path := range []string{spxPath, btcPath} {
+		t.Run(path, func(t *testing.T) {
+			cfg := cfgFor(path)
+			ds, err := Prepare(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := ds.Bars.Len()
+			cut := FeatureWarmup + int(0.8*float64(n-FeatureWarmup))
+			if ds.Train != (Range{FeatureWarmup, cut}) || ds.Valid != (Range{cut, n}) {
+				t.Errorf("train %v valid %v, want [%d, %d) and [%d, %d)", ds.Train, ds.Valid, FeatureWarmup, cut, cut, n)
+			}
+			if ds.Instrument.TickSize != 0.25 || ds.Instrument.MaxContracts != 4 || ds.Instrument.Commission != 0.62 {
+				t.Errorf("instrument %+v does not carry the env config", ds.Instrument)
+			}
+			checkDataset(t, ds, cfg.Env)
+		})
+	}
+}
+
+// TestPrepareSplitsByTime checks time ranges: ends exclusive, missing ends
+// defaulted, training clamped to the warmup.
+func TestPrepareSplitsByTime(t *testing.T) {
+	at := func(b *Bars, s string) int { tm, _ := config.ParseTime(s); return b.Index(tm) }
+	cases := []struct {
+		name                 string
+		trainFrom, trainTo   string
+		validFrom, validTo   string
+		wantTrain, wantValid func(b *Bars) Range
+	}{
+		{"all four", "2024-02-01", "2024-06-01 00:00", "2024-06-01", "2024-07-15T12:00:00Z",
+			func(b *Bars) Range { return Range{at(b, "2024-02-01"), at(b, "2024-06-01")} },
+			func(b *Bars) Range { return Range{at(b, "2024-06-01"), at(b, "2024-07-15 12:00")} }},
+		{"validation after a gap", "", "2024-05-01", "2024-06-01", "",
+			func(b *Bars) Range { return Range{FeatureWarmup, at(b, "2024-05-01")} },
+			func(b *Bars) Range { return Range{at(b, "2024-06-01"), b.Len()} }},
+		{"only valid_from", "", "", "2024-08-01", "",
+			func(b *Bars) Range { return Range{FeatureWarmup, at(b, "2024-08-01")} },
+			func(b *Bars) Range { return Range{at(b, "2024-08-01"), b.Len()} }},
+		{"only train_to", "", "2024-08-01", "", "",
+			func(b *Bars) Range { return Range{FeatureWarmup, at(b, "2024-08-01")} },
+			func(b *Bars) Range { return Range{at(b, "2024-08-01"), b.Len()} }},
+		{"train_from before the data", "2020-01-01", "2024-08-01", "", "2024-09-01",
+			func(b *Bars) Range { return Range{FeatureWarmup, at(b, "2024-08-01")} },
+			func(b *Bars) Range { return Range{at(b, "2024-08-01"), at(b, "2024-09-01")} }},
+		{"validation before training", "2024-04-01", "", "2024-01-20", "2024-03-01",
+			func(b *Bars) Range { return Range{at(b, "2024-04-01"), b.Len()} },
+			func(b *Bars) Range { return Range{at(b, "2024-01-20"), at(b, "2024-03-01")} }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := cfgFor(btcPath)
+			cfg.Data.TrainFrom, cfg.Data.TrainTo, cfg.Data.ValidFrom, cfg.Data.ValidTo = c.trainFrom, c.trainTo, c.validFrom, c.validTo
+			ds, err := Prepare(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tr, va := c.wantTrain(ds.Bars), c.wantValid(ds.Bars); ds.Train != tr || ds.Valid != va {
+				t.Errorf("train %v valid %v, want %v %v", ds.Train, ds.Valid, tr, va)
+			}
+			if c.trainTo != "" {
+				end, _ := config.ParseTime(c.trainTo)
+				if !ds.Bars.Time[ds.Train.To-1].Before(end) || ds.Bars.Time[ds.Train.To].Before(end) {
+					t.Errorf("train_to %s is not the exclusive end of %v", c.trainTo, ds.Train)
+				}
+			}
+			checkDataset(t, ds, cfg.Env)
+		})
+	}
+	// The same split on the S&P file, whose bars have weekend gaps.
+	cfg := cfgFor(spxPath)
+	cfg.Data.TrainFrom, cfg.Data.TrainTo, cfg.Data.ValidFrom, cfg.Data.ValidTo = "2015-01-01", "2020-01-01", "2020-01-01", "2021-01-01"
+	ds, err := Prepare(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := ds.Bars
+	if got := b.Time[ds.Train.From]; got.Year() != 2015 || got.Month() != time.January || !b.Time[ds.Train.From-1].Before(utc("2015-01-01 00:00:00")) {
+		t.Errorf("training starts at %v, want the first bar of 2015", got)
+	}
+	if ds.Valid.From != ds.Train.To || b.Time[ds.Valid.To-1].Year() != 2020 || b.Time[ds.Valid.To].Year() != 2021 {
+		t.Errorf("validation %v = %v to %v, want the bars of 2020", ds.Valid, b.Time[ds.Valid.From], b.Time[ds.Valid.To-1])
+	}
+	checkDataset(t, ds, cfg.Env)
+}
+
+func TestPrepareSynthetic(t *testing.T) {
+	cfg := cfgFor(SyntheticPath)
+	cfg.Data.SyntheticBars, cfg.Seed = 3000, 9
+	cfg.Env.PointValue = 50
+	ds, err := Prepare(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, _ := Synthetic(3000, 9)
+	if !reflect.DeepEqual(ds.Bars, b) {
+		t.Error("Prepare(synthetic) bars differ from Synthetic(synthetic_bars, seed)")
+	}
+	if ds.Instrument.PointValue != 50 {
+		t.Errorf("explicit point value became %v", ds.Instrument.PointValue)
+	}
+	checkDataset(t, ds, cfg.Env)
+}
+
+// TestPrepareRejectsBadSplits: each bad split is a *config.FieldError that
+// names the field to change.
+func TestPrepareRejectsBadSplits(t *testing.T) {
+	short := filepath.Join(t.TempDir(), "short.csv")
+	var sb strings.Builder
+	sb.WriteString("time,open,high,low,close\n")
+	for i := 0; i < 300; i++ {
+		fmt.Fprintf(&sb, "%s,10,11,9,10\n", utc("2024-01-01 00:00:00").Add(time.Duration(i)*time.Hour).Format(time.DateTime))
+	}
+	if err := os.WriteFile(short, []byte(sb.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name  string
+		edit  func(c *config.DataConfig)
+		field string
+		text  string
+	}{
+		{"overlap", func(c *config.DataConfig) { c.TrainTo, c.ValidFrom = "2024-06-01", "2024-05-01" }, "data.valid_from", "overlaps"},
+		{"empty training", func(c *config.DataConfig) { c.TrainFrom = "2025-01-01" }, "data.train_from", "holds 0 bars"},
+		{"training shorter than an episode", func(c *config.DataConfig) { c.TrainFrom, c.TrainTo = "2024-03-01", "2024-03-05" }, "data.train_to", "holds 96 bars"},
+		{"training ends before it starts", func(c *config.DataConfig) { c.TrainFrom, c.TrainTo = "2024-05-01", "2024-03-01" }, "data.train_to", "holds 0 bars"},
+		{"training before the warmup", func(c *config.DataConfig) { c.TrainTo = "2024-01-05" }, "data.train_to", "holds 0 bars"},
+		{"empty validation", func(c *config.DataConfig) { c.ValidFrom = "2025-01-01" }, "data.valid_from", "holds 0 bars"},
+		{"validation ends before it starts", func(c *config.DataConfig) { c.ValidFrom, c.ValidTo = "2024-08-01", "2024-07-01" }, "data.valid_to", "needs at least 2"},
+		{"bad time", func(c *config.DataConfig) { c.TrainFrom = "yesterday" }, "data.train_from", "RFC 3339"},
+		{"fraction leaves training short", func(c *config.DataConfig) { c.TrainFraction = 0.05 }, "data.train_fraction", "need ≥ env.episode_bars+2 = 514"},
+		{"fraction leaves no validation", func(c *config.DataConfig) { c.TrainFraction = 0.9999 }, "data.train_fraction", "(1 bars, need ≥ 2)"},
+		{"synthetic series too short", func(c *config.DataConfig) { c.Path, c.SyntheticBars = SyntheticPath, 600 }, "data.synthetic_bars", "holds 600 bars"},
+		{"file too short", func(c *config.DataConfig) { c.Path = short }, "data.path", "holds 300 bars"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := cfgFor(btcPath)
+			c.edit(&cfg.Data)
+			_, err := Prepare(cfg)
+			var fe *config.FieldError
+			if !errors.As(err, &fe) || !errors.Is(err, config.ErrInvalid) {
+				t.Fatalf("err = %v, want a *config.FieldError", err)
+			}
+			if fe.Field != c.field || !strings.Contains(fe.Allowed, c.text) {
+				t.Errorf("got %q, want field %s and a message containing %q", err, c.field, c.text)
+			}
+		})
+	}
+	cfg := cfgFor(filepath.Join(t.TempDir(), "missing.csv"))
+	if _, err := Prepare(cfg); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "missing.csv") {
+		t.Errorf("missing file: err = %v, want fs.ErrNotExist naming the file", err)
+	}
+}
+
+// TestPrepareWithUsesStoredNormalizer runs a normaliser and instrument
+// fitted on one file over another.
+func TestPrepareWithUsesStoredNormalizer(t *testing.T) {
+	btc, err := Prepare(cfgFor(btcPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spx, err := LoadBars(spxPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := spx.Slice(0, 2000)
+	ds, err := PrepareWith(b, btc.Norm, btc.Instrument)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ds.Train.Len() != 0 || ds.Valid != (Range{FeatureWarmup, 2000}) || ds.Instrument != btc.Instrument || ds.Norm != btc.Norm {
+		t.Errorf("train %v valid %v instrument %+v", ds.Train, ds.Valid, ds.Instrument)
+	}
+	checkDataset(t, ds, config.EnvConfig{PointValue: btc.Instrument.PointValue})
+
+	bad := btc.Instrument
+	bad.PointValue = 0
+	if _, err := PrepareWith(b, btc.Norm, bad); err == nil || !strings.Contains(err.Error(), "point_value") {
+		t.Errorf("auto point value: err = %v", err)
+	}
+	if _, err := PrepareWith(spx.Slice(0, FeatureWarmup+1), btc.Norm, btc.Instrument); err == nil {
+		t.Error("bars shorter than the warmup accepted")
+	}
+	if _, err := PrepareWith(nil, btc.Norm, btc.Instrument); err == nil {
+		t.Error("nil bars accepted")
+	}
+}
+
+func TestResolveInstrument(t *testing.T) {
+	e := config.Defaults().Env
+	if got := ResolveInstrument(e, 4000); got.PointValue != 100000.0/(4*4000) || got.InitialCapital != 100000 || got.SlippageTicks != 1 {
+		t.Errorf("auto: %+v, want point value 6.25", got)
+	}
+	e.PointValue = 50
+	if got := ResolveInstrument(e, 4000); got.PointValue != 50 {
+		t.Errorf("explicit: point value %v, want 50", got.PointValue)
+	}
+}
+
+// TestObsLayout: features of bar t, then the agent's values, zero-padded.
+func TestObsLayout(t *testing.T) {
+	ds := &Dataset{Features: make([]float32, 3*NumFeatures)}
+	for i := range ds.Features {
+		ds.Features[i] = float32(i)
+	}
+	dst := make([]float32, ObsDim+2)
+	for i := range dst {
+		dst[i] = -1
+	}
+	ds.Obs(2, []float32{7, 8, 9}, dst)
+	for j := 0; j < NumFeatures; j++ {
+		if dst[j] != float32(2*NumFeatures+j) {
+			t.Fatalf("obs[%d] = %v, want feature %d of bar 2", j, dst[j], j)
+		}
+	}
+	want := []float32{7, 8, 9, 0, 0, 0, 0, 0, -1, -1}
+	for k, w := range want {
+		if dst[NumFeatures+k] != w {
+			t.Errorf("obs[%d] = %v, want %v", NumFeatures+k, dst[NumFeatures+k], w)
+		}
+	}
+}

@@ -1,0 +1,123 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Promotion is the decision of one Retrain: whether its challenger run
+// replaces the lineage's incumbent champion. Both are scored on the same
+// validation window.
+type Promotion struct {
+	ID      int64  `json:"id" db:"id"`
+	Lineage string `json:"lineage" db:"lineage"`
+	// RetrainRunID is the Retrain workflow id: one decision per retrain.
+	RetrainRunID            string   `json:"retrain_run_id" db:"retrain_run_id"`
+	ChallengerRunID         string   `json:"challenger_run_id" db:"challenger_run_id"`
+	ChallengerCheckpointURI string   `json:"challenger_checkpoint_uri" db:"challenger_checkpoint_uri"`
+	ChallengerScore         *float64 `json:"challenger_score,omitempty" db:"challenger_score"`
+	// The incumbent fields are empty when the lineage had no champion.
+	IncumbentRunID         string    `json:"incumbent_run_id,omitempty" db:"incumbent_run_id"`
+	IncumbentCheckpointURI string    `json:"incumbent_checkpoint_uri,omitempty" db:"incumbent_checkpoint_uri"`
+	IncumbentScore         *float64  `json:"incumbent_score,omitempty" db:"incumbent_score"`
+	Promoted               bool      `json:"promoted" db:"promoted"`
+	Reason                 string    `json:"reason,omitempty" db:"reason"`
+	DecidedAt              time.Time `json:"decided_at" db:"decided_at"`
+}
+
+const promotionColumns = `id, lineage, retrain_run_id, challenger_run_id, challenger_checkpoint_uri,
+	challenger_score, COALESCE(incumbent_run_id, '') AS incumbent_run_id,
+	COALESCE(incumbent_checkpoint_uri, '') AS incumbent_checkpoint_uri, incumbent_score,
+	promoted, reason, decided_at`
+
+// RecordPromotion records a retrain's decision and returns the stored one.
+// ID and DecidedAt are read from the database, not from p. The challenger
+// must be a run of p.Lineage.
+//
+// Retry: the first decision recorded for p.RetrainRunID stands; a later call
+// changes nothing and returns it, so the caller must act on the returned
+// Promoted, not on its own.
+func (s *Store) RecordPromotion(ctx context.Context, p Promotion) (Promotion, error) {
+	if p.Lineage == "" || p.RetrainRunID == "" || p.ChallengerRunID == "" || p.ChallengerCheckpointURI == "" {
+		return Promotion{}, fmt.Errorf("record promotion of retrain %s: %w: lineage, retrain run id, challenger run id and checkpoint uri are required",
+			p.RetrainRunID, ErrInvalid)
+	}
+	var out Promotion
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		var lineage string
+		err := tx.QueryRow(ctx, `SELECT lineage FROM runs WHERE run_id = $1`, p.ChallengerRunID).Scan(&lineage)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("challenger run %s: %w", p.ChallengerRunID, ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		if lineage != p.Lineage {
+			return fmt.Errorf("%w: challenger run %s belongs to lineage %q, not %q", ErrInvalid, p.ChallengerRunID, lineage, p.Lineage)
+		}
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO promotions (lineage, retrain_run_id, challenger_run_id, challenger_checkpoint_uri,
+				challenger_score, incumbent_run_id, incumbent_checkpoint_uri, incumbent_score, promoted, reason)
+			VALUES ($1, $2, $3, $4, $5, NULLIF($6, ''), NULLIF($7, ''), $8, $9, $10)
+			ON CONFLICT (retrain_run_id) DO NOTHING`,
+			p.Lineage, p.RetrainRunID, p.ChallengerRunID, p.ChallengerCheckpointURI, score(p.ChallengerScore),
+			p.IncumbentRunID, p.IncumbentCheckpointURI, score(p.IncumbentScore), p.Promoted, p.Reason); err != nil {
+			return err
+		}
+		// A new statement, so it sees a first decision committed meanwhile.
+		rows, _ := tx.Query(ctx, `SELECT `+promotionColumns+` FROM promotions WHERE retrain_run_id = $1`, p.RetrainRunID)
+		out, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Promotion])
+		return err
+	})
+	if err != nil {
+		return Promotion{}, fmt.Errorf("record promotion of retrain %s: %w", p.RetrainRunID, classify(err))
+	}
+	return out, nil
+}
+
+// Champion is the run whose weights a lineage currently serves and warm-
+// starts its retrains from.
+type Champion struct {
+	Lineage       string   `json:"lineage" db:"lineage"`
+	RunID         string   `json:"run_id" db:"run_id"`
+	CheckpointURI string   `json:"checkpoint_uri" db:"checkpoint_uri"`
+	Score         *float64 `json:"score,omitempty" db:"score"`
+	// PromotionID is the promotion that crowned it; 0 for the lineage's first
+	// run, champion until a challenger is promoted.
+	PromotionID int64     `json:"promotion_id,omitempty" db:"promotion_id"`
+	Since       time.Time `json:"since" db:"since"`
+}
+
+// Champion returns the lineage's champion: the challenger of its latest
+// promotion with promoted = true or, before any, the best checkpoint of the
+// lineage's first run (the earliest one without a parent). A lineage with
+// neither has no champion (ErrNotFound).
+func (s *Store) Champion(ctx context.Context, lineage string) (Champion, error) {
+	rows, _ := s.pool.Query(ctx, `
+		(SELECT lineage, challenger_run_id AS run_id, challenger_checkpoint_uri AS checkpoint_uri,
+			challenger_score AS score, id AS promotion_id, decided_at AS since, 0 AS rank
+		FROM promotions WHERE lineage = $1 AND promoted
+		ORDER BY decided_at DESC, id DESC LIMIT 1)
+		UNION ALL
+		(SELECT r.lineage, r.run_id, c.uri, c.valid_sharpe, 0, r.created_at, 1
+		FROM runs r JOIN checkpoints c ON c.run_id = r.run_id AND c.is_best
+		WHERE r.lineage = $1 AND r.parent_run_id IS NULL
+		ORDER BY r.created_at, r.run_id LIMIT 1)
+		ORDER BY rank LIMIT 1`, lineage)
+	type row struct {
+		Champion
+		Rank int `db:"rank"`
+	}
+	c, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[row])
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Champion{}, fmt.Errorf("champion of lineage %s: %w", lineage, ErrNotFound)
+	}
+	if err != nil {
+		return Champion{}, fmt.Errorf("champion of lineage %s: %w", lineage, err)
+	}
+	return c.Champion, nil
+}

@@ -1,0 +1,213 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Status is the state of a run.
+type Status string
+
+// Run statuses. Running and Paused are live; the others are terminal.
+const (
+	StatusRunning      Status = "running"
+	StatusPaused       Status = "paused"
+	StatusCompleted    Status = "completed"     // trained every epoch
+	StatusStopped      Status = "stopped"       // stop signal: final checkpoint and backtest, then done
+	StatusEarlyStopped Status = "early_stopped" // validation Sharpe stopped improving
+	StatusFailed       Status = "failed"
+	StatusCanceled     Status = "canceled"
+)
+
+// Valid reports whether s is one of the statuses above.
+func (s Status) Valid() bool {
+	switch s {
+	case StatusRunning, StatusPaused, StatusCompleted, StatusStopped, StatusEarlyStopped, StatusFailed, StatusCanceled:
+		return true
+	}
+	return false
+}
+
+// Terminal reports whether a run with status s has finished.
+func (s Status) Terminal() bool { return s.Valid() && s != StatusRunning && s != StatusPaused }
+
+// Run is one training run, a row of runs.
+type Run struct {
+	RunID       string `json:"run_id" db:"run_id"` // the TrainingRun workflow id
+	Lineage     string `json:"lineage" db:"lineage"`
+	ParentRunID string `json:"parent_run_id,omitempty" db:"parent_run_id"`
+	// Config is the RunConfig that ran, defaults filled in, as JSON.
+	Config json.RawMessage `json:"config" db:"config"`
+	Status Status          `json:"status" db:"status"`
+	// Backend, Device and Precision are what the trainer reported it ran
+	// (trainer.Info); empty until SetRunDevice.
+	Backend         string     `json:"backend,omitempty" db:"backend"`
+	Device          string     `json:"device,omitempty" db:"device"`
+	Precision       string     `json:"precision,omitempty" db:"precision"`
+	EpochsDone      int        `json:"epochs_done" db:"epochs_done"`
+	BestEpoch       *int       `json:"best_epoch,omitempty" db:"best_epoch"`
+	BestValidSharpe *float64   `json:"best_valid_sharpe,omitempty" db:"best_valid_sharpe"`
+	Error           string     `json:"error,omitempty" db:"error"`
+	CreatedAt       time.Time  `json:"created_at" db:"created_at"`
+	UpdatedAt       time.Time  `json:"updated_at" db:"updated_at"`
+	FinishedAt      *time.Time `json:"finished_at,omitempty" db:"finished_at"`
+}
+
+const runColumns = `run_id, lineage, COALESCE(parent_run_id, '') AS parent_run_id, config, status,
+	backend, device, precision, epochs_done, best_epoch, best_valid_sharpe,
+	COALESCE(error, '') AS error, created_at, updated_at, finished_at`
+
+// NewRun is what CreateRun needs to know about a run.
+type NewRun struct {
+	RunID string
+	// Lineage names the retraining lineage; empty starts a new lineage named
+	// after RunID.
+	Lineage string
+	// ParentRunID is the run a retrain warm-starts from; it must exist.
+	ParentRunID string
+	// Config is the RunConfig that runs, defaults filled in, as a JSON object.
+	Config json.RawMessage
+}
+
+// CreateRun records a run with status running and returns the stored row.
+//
+// Retry: when the run already exists (a retried activity, a Continue-As-New
+// of the same workflow) the row keeps its lineage, parent, config, status and
+// creation time; only updated_at moves. The returned Run is the stored one.
+func (s *Store) CreateRun(ctx context.Context, r NewRun) (Run, error) {
+	if r.RunID == "" {
+		return Run{}, fmt.Errorf("create run: %w: empty run id", ErrInvalid)
+	}
+	cfg, err := jsonObject("config", r.Config)
+	if err != nil || len(r.Config) == 0 {
+		return Run{}, fmt.Errorf("create run %s: %w: config must be the RunConfig JSON object", r.RunID, ErrInvalid)
+	}
+	lineage := r.Lineage
+	if lineage == "" {
+		lineage = r.RunID
+	}
+	rows, _ := s.pool.Query(ctx, `
+		INSERT INTO runs (run_id, lineage, parent_run_id, config)
+		VALUES ($1, $2, NULLIF($3, ''), $4)
+		ON CONFLICT (run_id) DO UPDATE SET updated_at = now()
+		RETURNING `+runColumns,
+		r.RunID, lineage, r.ParentRunID, cfg)
+	run, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Run])
+	if err != nil {
+		return Run{}, fmt.Errorf("create run %s: %w", r.RunID, classify(err))
+	}
+	return run, nil
+}
+
+// SetRunStatus sets the run's status and error text (empty clears it). A
+// terminal status sets finished_at; a live one clears it, so a run that is
+// started again under the same id is live again.
+//
+// Retry: setting the status the run already has keeps finished_at, so the
+// finish time is the first attempt's.
+func (s *Store) SetRunStatus(ctx context.Context, runID string, status Status, errText string) error {
+	if !status.Valid() {
+		return fmt.Errorf("set run %s status: %w: unknown status %q", runID, ErrInvalid, status)
+	}
+	tag, err := s.pool.Exec(ctx, `
+		UPDATE runs SET
+			status = $2,
+			error = NULLIF($3, ''),
+			finished_at = CASE WHEN NOT $4 THEN NULL
+			                   WHEN status = $2 THEN COALESCE(finished_at, now())
+			                   ELSE now() END,
+			updated_at = now()
+		WHERE run_id = $1`,
+		runID, status, errText, status.Terminal())
+	if err != nil {
+		return fmt.Errorf("set run %s status %s: %w", runID, status, classify(err))
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("set run %s status %s: run %w", runID, status, ErrNotFound)
+	}
+	return nil
+}
+
+// SetRunDevice records what the trainer reports it runs (trainer.Info's
+// Backend, Device and Precision). After a resume on another worker the row
+// describes the latest one.
+//
+// Retry: writes the same values again.
+func (s *Store) SetRunDevice(ctx context.Context, runID, backend, device, precision string) error {
+	tag, err := s.pool.Exec(ctx, `
+		UPDATE runs SET backend = $2, device = $3, precision = $4, updated_at = now()
+		WHERE run_id = $1`,
+		runID, backend, device, precision)
+	if err != nil {
+		return fmt.Errorf("set run %s device: %w", runID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("set run %s device: run %w", runID, ErrNotFound)
+	}
+	return nil
+}
+
+// GetRun returns one run.
+func (s *Store) GetRun(ctx context.Context, runID string) (Run, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT `+runColumns+` FROM runs WHERE run_id = $1`, runID)
+	run, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Run])
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Run{}, fmt.Errorf("get run %s: %w", runID, ErrNotFound)
+	}
+	if err != nil {
+		return Run{}, fmt.Errorf("get run %s: %w", runID, err)
+	}
+	return run, nil
+}
+
+// RunFilter selects runs for ListRuns; zero fields select everything.
+type RunFilter struct {
+	Lineage string
+	Status  Status
+	Limit   int // most runs to return; 0 means no limit
+}
+
+// ListRuns returns the runs that match f, newest first.
+func (s *Store) ListRuns(ctx context.Context, f RunFilter) ([]Run, error) {
+	if f.Limit < 0 {
+		return nil, fmt.Errorf("list runs: %w: limit %d is negative", ErrInvalid, f.Limit)
+	}
+	rows, _ := s.pool.Query(ctx, `
+		SELECT `+runColumns+` FROM runs
+		WHERE ($1 = '' OR lineage = $1) AND ($2 = '' OR status = $2)
+		ORDER BY created_at DESC, run_id
+		LIMIT NULLIF($3, 0)`,
+		f.Lineage, string(f.Status), f.Limit)
+	runs, err := pgx.CollectRows(rows, pgx.RowToStructByName[Run])
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	return runs, nil
+}
+
+// refreshRunBest sets the run's best_epoch and best_valid_sharpe from every
+// validation score recorded for it (epochs and "valid" backtests): the
+// highest, the earliest epoch on a tie.
+func refreshRunBest(ctx context.Context, tx pgx.Tx, runID string) error {
+	_, err := tx.Exec(ctx, `
+		WITH top AS (
+			SELECT epoch, s FROM (
+				SELECT epoch, valid_sharpe AS s FROM epochs WHERE run_id = $1 AND valid_sharpe IS NOT NULL
+				UNION ALL
+				SELECT epoch, sharpe FROM backtests WHERE run_id = $1 AND split = 'valid' AND sharpe IS NOT NULL
+			) scores
+			ORDER BY s DESC, epoch
+			LIMIT 1
+		)
+		UPDATE runs SET
+			best_epoch = (SELECT epoch FROM top),
+			best_valid_sharpe = (SELECT s FROM top),
+			updated_at = now()
+		WHERE run_id = $1`, runID)
+	return err
+}

@@ -1,0 +1,139 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+)
+
+func TestCreateRunIsIdempotent(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	first := newRun(t, s, NewRun{RunID: "run-1", Config: json.RawMessage(`{"seed": 7}`)})
+	if first.Lineage != "run-1" || first.Status != StatusRunning || first.EpochsDone != 0 || first.FinishedAt != nil {
+		t.Fatalf("new run = %+v, want lineage run-1, status running, no epochs", first)
+	}
+	// A retry or Continue-As-New: one row, the first config and lineage kept.
+	again := newRun(t, s, NewRun{RunID: "run-1", Lineage: "other", Config: json.RawMessage(`{"seed": 8}`)})
+	if n := count(t, s, "runs", "run_id = 'run-1'"); n != 1 {
+		t.Fatalf("%d rows for run-1, want 1", n)
+	}
+	if again.Lineage != "run-1" || string(again.Config) != `{"seed": 7}` || !again.CreatedAt.Equal(first.CreatedAt) {
+		t.Fatalf("after a retry the run is %+v, want the first lineage, config and creation time", again)
+	}
+}
+
+func TestCreateRunRejectsBadInput(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	for _, r := range []NewRun{
+		{RunID: "", Config: json.RawMessage(`{}`)},
+		{RunID: "r", Config: nil},
+		{RunID: "r", Config: json.RawMessage(`[1]`)},
+		{RunID: "r", Config: json.RawMessage(`{"seed":`)},
+	} {
+		_, err := s.CreateRun(ctx, r)
+		wantErrIs(t, err, ErrInvalid)
+	}
+	_, err := s.CreateRun(ctx, NewRun{RunID: "child", ParentRunID: "no-such-run", Config: json.RawMessage(`{}`)})
+	wantErrIs(t, err, ErrNotFound)
+}
+
+func TestSetRunStatus(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	newRun(t, s, NewRun{RunID: "r"})
+
+	if err := s.SetRunStatus(ctx, "r", StatusFailed, "trainer: non-finite loss"); err != nil {
+		t.Fatal(err)
+	}
+	failed, err := s.GetRun(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if failed.Status != StatusFailed || failed.Error != "trainer: non-finite loss" || failed.FinishedAt == nil {
+		t.Fatalf("failed run = %+v, want status failed, the error and a finish time", failed)
+	}
+	// A retry keeps the first finish time.
+	if err := s.SetRunStatus(ctx, "r", StatusFailed, "trainer: non-finite loss"); err != nil {
+		t.Fatal(err)
+	}
+	retried, _ := s.GetRun(ctx, "r")
+	if !retried.FinishedAt.Equal(*failed.FinishedAt) {
+		t.Fatalf("retry moved finished_at from %v to %v", failed.FinishedAt, retried.FinishedAt)
+	}
+	// Live again: no finish time, no error.
+	if err := s.SetRunStatus(ctx, "r", StatusRunning, ""); err != nil {
+		t.Fatal(err)
+	}
+	live, _ := s.GetRun(ctx, "r")
+	if live.Status != StatusRunning || live.Error != "" || live.FinishedAt != nil {
+		t.Fatalf("running again: %+v, want no error and no finish time", live)
+	}
+
+	wantErrIs(t, s.SetRunStatus(ctx, "r", "exploded", ""), ErrInvalid)
+	wantErrIs(t, s.SetRunStatus(ctx, "nope", StatusCompleted, ""), ErrNotFound)
+}
+
+func TestSetRunDevice(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	newRun(t, s, NewRun{RunID: "r"})
+	for range 2 { // a retry writes the same
+		if err := s.SetRunDevice(ctx, "r", "cuda", "NVIDIA H200", "bf16-mixed"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, _ := s.GetRun(ctx, "r")
+	if r.Backend != "cuda" || r.Device != "NVIDIA H200" || r.Precision != "bf16-mixed" {
+		t.Fatalf("run = %+v, want cuda, NVIDIA H200, bf16-mixed", r)
+	}
+	wantErrIs(t, s.SetRunDevice(ctx, "nope", "cpu", "cpu", "fp32"), ErrNotFound)
+}
+
+func TestListRunsFilters(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	newRun(t, s, NewRun{RunID: "a"})
+	newRun(t, s, NewRun{RunID: "b", Lineage: "a", ParentRunID: "a"})
+	newRun(t, s, NewRun{RunID: "c"})
+	if err := s.SetRunStatus(ctx, "c", StatusCompleted, ""); err != nil {
+		t.Fatal(err)
+	}
+	ids := func(f RunFilter) []string {
+		t.Helper()
+		runs, err := s.ListRuns(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, r := range runs {
+			out = append(out, r.RunID)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		f    RunFilter
+		want string
+	}{
+		{RunFilter{}, "[c b a]"}, // newest first
+		{RunFilter{Limit: 2}, "[c b]"},
+		{RunFilter{Lineage: "a"}, "[b a]"},
+		{RunFilter{Status: StatusCompleted}, "[c]"},
+		{RunFilter{Lineage: "a", Status: StatusCompleted}, "[]"},
+	} {
+		if got := fmt.Sprint(ids(tc.f)); got != tc.want {
+			t.Errorf("ListRuns(%+v) = %s, want %s", tc.f, got, tc.want)
+		}
+	}
+	if _, err := s.GetRun(ctx, "zzz"); err == nil {
+		t.Fatal("GetRun of a missing run succeeded")
+	} else {
+		wantErrIs(t, err, ErrNotFound)
+	}
+}

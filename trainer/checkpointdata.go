@@ -1,0 +1,50 @@
+package trainer
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/dqnflow/dqnflow/checkpoint"
+	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/market"
+)
+
+// CheckpointConfig returns the validated run config stored in ck's metadata.
+func CheckpointConfig(ck *checkpoint.Checkpoint) (config.RunConfig, error) {
+	raw, ok := ck.Meta[checkpoint.MetaConfig]
+	if !ok {
+		return config.RunConfig{}, fmt.Errorf("checkpoint metadata has no %q", checkpoint.MetaConfig)
+	}
+	return config.Decode("checkpoint metadata "+checkpoint.MetaConfig, []byte(raw))
+}
+
+// CheckpointDataset loads dataPath (a CSV file, "bundled:NAME" or
+// "synthetic") for the policy saved in ck: features are normalised with the
+// checkpoint's statistics and trades use its instrument, so a policy runs on
+// any data exactly as it ran in training. The dataset's Valid range is every
+// bar with full feature history.
+func CheckpointDataset(ck *checkpoint.Checkpoint, dataPath string) (config.RunConfig, *market.Dataset, error) {
+	cfg, err := CheckpointConfig(ck)
+	if err != nil {
+		return cfg, nil, err
+	}
+	var inst market.Instrument
+	var norm market.Normalizer
+	if err := json.Unmarshal([]byte(ck.Meta[checkpoint.MetaInstrument]), &inst); err != nil {
+		return cfg, nil, fmt.Errorf("checkpoint metadata %q: %w", checkpoint.MetaInstrument, err)
+	}
+	if err := json.Unmarshal([]byte(ck.Meta[checkpoint.MetaNormalizer]), &norm); err != nil {
+		return cfg, nil, fmt.Errorf("checkpoint metadata %q: %w", checkpoint.MetaNormalizer, err)
+	}
+	var bars *market.Bars
+	if dataPath == market.SyntheticPath {
+		bars, _, err = market.Synthetic(cfg.Data.SyntheticBars, cfg.Seed)
+	} else {
+		bars, err = market.LoadBars(dataPath)
+	}
+	if err != nil {
+		return cfg, nil, err
+	}
+	ds, err := market.PrepareWith(bars, norm, inst)
+	return cfg, ds, err
+}

@@ -1,0 +1,61 @@
+// Package cpu is the numerical core of the pure-Go reference backend: the
+// distributional (C51), action-branching, dueling double-DQN of DESIGN.md
+// §3, its loss and hand-written backward pass, AdamW with global-norm
+// clipping, the spectral-norm bound and the EMA target update. The CUDA
+// backend is tested against it, so every formula is written in the doc
+// comment of the function that computes it, and every rounding step is
+// fixed.
+//
+// # Network
+//
+// An observation of market.ObsDim features goes through
+//
+//	h1 = relu(s1(obs)), h2 = relu(s2(h1))
+//	V  = v2(relu(v1(h2)))                       Atoms values
+//	A_d = a2_d(relu(a1_d(h2)))                  n_d×Atoms values, d = 0, 1, 2
+//	L_d[a, j] = V[j] + A_d[a, j] − mean_a' A_d[a', j]
+//	p_d(a) = softmax_j L_d[a, ·]
+//
+// with branches of n = market.BranchSizes = [3, 4, 3] actions and the
+// support z_j = v_min + j·Δz. All parameters live in one flat float32
+// vector whose layout (Layout) is shared with the GPU backend and
+// checkpoints: per layer the weight [out×in] row-major, as PyTorch's
+// nn.Linear stores it, then the bias.
+//
+// # Determinism
+//
+// For a given seed, model, precision and sequence of batches the results
+// are bit-identical from run to run and do not depend on GOMAXPROCS: every
+// GEMM output element is accumulated in one fixed order (see gemm), every
+// other reduction is a sequential loop, and products are converted to
+// float32 explicitly so the compiler cannot fuse them into FMAs. A row's
+// forward result also does not depend on the other rows of its batch.
+//
+// # Precision modes
+//
+// "fp32": everything is float32 (a few long reductions, noted where they
+// happen, are float64).
+//
+// "bf16-mixed": exactly the operands of the GEMMs are rounded to bfloat16
+// (bf16.Round, round to nearest even), as the GPU's tensor cores read
+// them; the GEMMs accumulate in float32. Rounded are:
+//
+//   - the weights: a bf16 copy of the ten weight matrices, refreshed from
+//     the float32 masters after every change (Step, SyncTarget, SetParams,
+//     LoadTensors);
+//   - forward activations entering a GEMM: the observation and the outputs
+//     h1, h2, relu(v1), relu(a1_d), each rounded after bias and ReLU and
+//     stored rounded (so the backward ReLU mask and dW read the rounded
+//     value);
+//   - backward: the gradient G = ∂loss/∂y of every layer's affine output,
+//     after the bias gradient Σ_rows G has been taken from the unrounded G
+//     and before both GEMMs, G·W (with the bf16 W) and Gᵀ·x (with the bf16
+//     stored x).
+//
+// Biases, the outputs of v2 and a2_d, the dueling aggregation, softmax,
+// log-softmax, targets, loss, gradients of parameters, clipping, AdamW and
+// the spectral bound run on float32 values and float32 masters.
+//
+// "bf16" (bf16 storage everywhere) is not run by this backend:
+// constructors return an error wrapping ErrUnsupportedPrecision.
+package cpu

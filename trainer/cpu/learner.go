@@ -1,0 +1,318 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/trainer"
+)
+
+// Batch is one minibatch of n-step transitions for Step. Its length n is
+// len(Return); every other field must match it exactly.
+type Batch struct {
+	Obs      []float32 // n×ObsDim: the state s
+	Actions  []int32   // n×NumBranches: the action taken in s (direction, size, exit)
+	Return   []float32 // n: the n-step discounted return R = Σ_k γᵏ r_k
+	Discount []float32 // n: γⁿ·(1 − done), in [0, 1]
+	NextObs  []float32 // n×ObsDim: the state s′ n steps later
+	Weight   []float32 // n: prioritised-replay importance weight, ≥ 0
+}
+
+// StepResult is what Step reports.
+type StepResult struct {
+	// Loss is the batch loss (1/n)·Σ_i w_i·ℓ_i, computed in float32.
+	Loss float64
+	// GradNorm is the global L2 norm of the gradient before clipping.
+	GradNorm float64
+	// PerSample holds the unweighted loss ℓ_i of each sample, the new
+	// replay priority before its exponent. It aliases the Learner's memory
+	// and stays valid until the next call of Step.
+	PerSample []float32
+}
+
+// Learner is the CPU reference of one distributional, action-branching
+// double-DQN learner: online and target networks, AdamW moments, the
+// spectral-norm vectors and the scratch of a training step. Scratch grows
+// to the largest batch seen and is then reused, so Step allocates no
+// buffers in steady state. A Learner is not safe for concurrent use.
+type Learner struct {
+	online, target *Net
+	opt            config.OptimConfig
+
+	grad []float32 // ∂loss/∂params, Layout order
+	m, v []float32 // AdamW moments
+	step int64     // AdamW updates done
+
+	u       [NumLayers][]float32 // spectral-norm left vectors, out_i each
+	svec    []float32            // spectral scratch: max in
+	swv     []float32            // spectral scratch: max out
+	rows    int                  // batch capacity of the scratch below
+	tgt     []float32            // rows×NumBranches×Atoms: projected targets m
+	sample  []float32            // rows: per-sample loss
+	g       [NumLayers][]float32 // rows×out_i: ∂loss/∂y_i, y_i the affine output of layer i
+	glogit  []float32            // Atoms: ∂loss/∂logits of one taken action
+	nextQ   []float32            // NumActions: online Q(s′, ·) of one sample
+	written [NumLayers]bool      // backward: g[i] already holds a contribution
+}
+
+// checkOptim rejects optimiser settings Step cannot use, naming the field
+// as RunConfig does.
+func checkOptim(o config.OptimConfig) error {
+	for _, f := range []struct {
+		name string
+		v    float64
+		ok   bool
+		want string
+	}{
+		{"optim.lr", o.LR, o.LR > 0 && o.LR < 1, "must be in (0, 1)"},
+		{"optim.beta1", o.Beta1, o.Beta1 >= 0 && o.Beta1 < 1, "must be in [0, 1)"},
+		{"optim.beta2", o.Beta2, o.Beta2 >= 0 && o.Beta2 < 1, "must be in [0, 1)"},
+		{"optim.eps", o.Eps, o.Eps > 0 && o.Eps < 1, "must be in (0, 1)"},
+		{"optim.weight_decay", o.WeightDecay, o.WeightDecay >= 0 && o.WeightDecay <= 1, "must be in [0, 1]"},
+		{"optim.clip_norm", o.ClipNorm, o.ClipNorm >= 0 && o.ClipNorm <= 1e9, "must be in [0, 1e9]"},
+		{"optim.spectral_bound", o.SpectralBound, o.SpectralBound >= 0 && o.SpectralBound <= 1e9, "must be in [0, 1e9]"},
+	} {
+		if !f.ok { // NaN fails every comparison
+			return fmt.Errorf("%w: %s = %g: %s", config.ErrInvalid, f.name, f.v, f.want)
+		}
+	}
+	return nil
+}
+
+// NewLearner builds a learner for model m and optimiser o in the given
+// precision mode ("fp32" or "bf16-mixed"; "bf16" is an error wrapping
+// ErrUnsupportedPrecision). The online network is initialised from seed
+// (see NewNet), the target network is a copy of it, the AdamW moments and
+// step are zero, and each spectral-norm vector u_i is drawn from
+// rand.NewPCG(seed, streamSpectral) as float32(NormFloat64()) per element,
+// in layer order, and normalised to ‖u_i‖ = 1 (see normalise).
+func NewLearner(m config.ModelConfig, o config.OptimConfig, precision string, seed uint64) (*Learner, error) {
+	if err := checkOptim(o); err != nil {
+		return nil, err
+	}
+	online, err := NewNet(m, precision, seed)
+	if err != nil {
+		return nil, err
+	}
+	target, _ := newNet(m, precision) // same arguments: cannot fail
+	copy(target.params, online.params)
+	target.refresh()
+	l := newLearner(online, target, o)
+	r := rand.New(rand.NewPCG(seed, streamSpectral))
+	for _, u := range l.u {
+		for k := range u {
+			u[k] = float32(r.NormFloat64())
+		}
+		normalise(u)
+	}
+	return l, nil
+}
+
+// newLearner allocates the state around two networks of the same model.
+func newLearner(online, target *Net, o config.OptimConfig) *Learner {
+	np := len(online.params)
+	l := &Learner{
+		online: online, target: target, opt: o,
+		grad:   make([]float32, np),
+		m:      make([]float32, np),
+		v:      make([]float32, np),
+		glogit: make([]float32, online.model.Atoms),
+		nextQ:  make([]float32, NumActions),
+	}
+	maxIn, maxOut := 0, 0
+	for i, ly := range online.lay {
+		l.u[i] = make([]float32, ly.out)
+		maxIn, maxOut = max(maxIn, ly.in), max(maxOut, ly.out)
+	}
+	l.svec = make([]float32, maxIn)
+	l.swv = make([]float32, maxOut)
+	return l
+}
+
+// Online returns the online network. Changing its parameters (SetParams)
+// changes the learner's.
+func (l *Learner) Online() *Net { return l.online }
+
+// Target returns the target network.
+func (l *Learner) Target() *Net { return l.target }
+
+// NumParams is the number of trainable parameters of one network.
+func (l *Learner) NumParams() int { return len(l.online.params) }
+
+// Steps returns the number of AdamW updates done (the Adam step t).
+func (l *Learner) Steps() int64 { return l.step }
+
+// QValues writes the online network's expected Q values; see Net.QValues.
+func (l *Learner) QValues(obs []float32, rows int, dst []float32) error {
+	return l.online.QValues(obs, rows, dst)
+}
+
+// Greedy writes the online network's greedy actions; see Net.Greedy.
+func (l *Learner) Greedy(obs []float32, rows int, dst []market.Action) error {
+	return l.online.Greedy(obs, rows, dst)
+}
+
+// SyncTarget moves the target network towards the online one, element by
+// element in float32:
+//
+//	target ← τ·online + (1 − τ)·target,   τ in (0, 1]
+//
+// with τ and 1 − τ each rounded once to float32; τ = 1 copies exactly.
+func (l *Learner) SyncTarget(tau float64) error {
+	if !(tau > 0 && tau <= 1) {
+		return fmt.Errorf("sync target: tau = %g: must be in (0, 1]", tau)
+	}
+	if tau == 1 {
+		copy(l.target.params, l.online.params)
+	} else {
+		a, b := float32(tau), float32(1-tau)
+		for i, o := range l.online.params {
+			l.target.params[i] = float32(a*o) + float32(b*l.target.params[i])
+		}
+	}
+	l.target.refresh()
+	return nil
+}
+
+// check validates the batch and returns its length.
+func (b *Batch) check() (int, error) {
+	n := len(b.Return)
+	if n == 0 {
+		return 0, fmt.Errorf("batch: empty (Return has no values)")
+	}
+	for _, f := range []struct {
+		name      string
+		got, want int
+	}{
+		{"Obs", len(b.Obs), n * market.ObsDim},
+		{"NextObs", len(b.NextObs), n * market.ObsDim},
+		{"Actions", len(b.Actions), n * NumBranches},
+		{"Discount", len(b.Discount), n},
+		{"Weight", len(b.Weight), n},
+	} {
+		if f.got != f.want {
+			return 0, fmt.Errorf("batch: %s has %d values, want %d for %d samples", f.name, f.got, f.want, n)
+		}
+	}
+	for i := 0; i < n; i++ {
+		for d, nd := range market.BranchSizes {
+			if a := b.Actions[i*NumBranches+d]; a < 0 || int(a) >= nd {
+				return 0, fmt.Errorf("batch: Actions[%d] (sample %d, branch %d) = %d: must be in [0, %d)", i*NumBranches+d, i, d, a, nd)
+			}
+		}
+		if !finite32(b.Return[i]) {
+			return 0, fmt.Errorf("batch: Return[%d] = %g: %w", i, b.Return[i], errNotFinite)
+		}
+		if d := b.Discount[i]; !(d >= 0 && d <= 1) {
+			return 0, fmt.Errorf("batch: Discount[%d] = %g: must be in [0, 1]", i, d)
+		}
+		if w := b.Weight[i]; !(w >= 0) || !finite32(w) {
+			return 0, fmt.Errorf("batch: Weight[%d] = %g: must be finite and not negative", i, w)
+		}
+	}
+	return n, nil
+}
+
+// ensure grows the step scratch to rows samples.
+func (l *Learner) ensure(rows int) {
+	if rows > l.rows {
+		l.rows = rows
+		atoms := l.online.model.Atoms
+		l.tgt = make([]float32, rows*NumBranches*atoms)
+		l.sample = make([]float32, rows)
+		for i, ly := range l.online.lay {
+			l.g[i] = make([]float32, rows*ly.out)
+		}
+	}
+	l.online.ensure(2 * rows)
+	l.target.ensure(rows)
+}
+
+// Step runs one training step on b: forward, double-DQN C51 targets, loss,
+// backward, global-norm clipping, AdamW, the spectral-norm bound and the
+// refresh of the bf16 weights. An error from a bad batch leaves the learner
+// unchanged; a non-finite loss or gradient norm returns an error wrapping
+// trainer.ErrNonFinite, also before any parameter changes.
+//
+// The steps, with n = len(b.Return):
+//
+//  1. The online network runs on [Obs; NextObs] (2n rows), the target
+//     network on NextObs.
+//  2. For each sample i and branch d the online network picks
+//     a*_d = argmax_a Q_online(s′, a) (first on ties) and the target
+//     distribution m_id is the projection (see project) of
+//     p_target(s′, a*_d) for R_i and discount_i.
+//  3. ℓ_i = (1/3)·Σ_d −Σ_j m_idj·log p_online(s, a_id)_j and
+//     loss = (1/n)·Σ_i w_i·ℓ_i; see backward for the gradient.
+//  4. ‖g‖₂ is summed in float64; if clip_norm > 0 and ‖g‖₂ > clip_norm,
+//     g ← g·float32(clip_norm/‖g‖₂).
+//  5. AdamW (see adamW), then the spectral bound (see spectralStep) on the
+//     ten weight matrices when spectral_bound > 0.
+func (l *Learner) Step(b *Batch) (StepResult, error) {
+	n, err := b.check()
+	if err != nil {
+		return StepResult{}, err
+	}
+	loss := l.gradients(b, n)
+	if !finite32(loss) {
+		return StepResult{}, fmt.Errorf("step %d: loss is %g: %w", l.step+1, loss, trainer.ErrNonFinite)
+	}
+	norm := l2norm(l.grad)
+	if math.IsNaN(norm) || math.IsInf(norm, 0) {
+		return StepResult{}, fmt.Errorf("step %d: gradient norm is %g: %w", l.step+1, norm, trainer.ErrNonFinite)
+	}
+	if c := l.opt.ClipNorm; c > 0 && norm > c {
+		scale(l.grad, float32(c/norm))
+	}
+	l.step++
+	l.applyAdamW()
+	if bound := l.opt.SpectralBound; bound > 0 {
+		for i, ly := range l.online.lay {
+			spectralStep(l.online.params[ly.w:ly.b], ly.out, ly.in, l.u[i], l.svec[:ly.in], l.swv[:ly.out], bound)
+		}
+	}
+	l.online.refresh()
+	return StepResult{Loss: float64(loss), GradNorm: norm, PerSample: l.sample[:n]}, nil
+}
+
+// applyAdamW runs AdamW step l.step on every layer, with weight decay on
+// the weight matrices and none on the biases.
+func (l *Learner) applyAdamW() {
+	p := l.online.params
+	for _, ly := range l.online.lay {
+		adamW(p[ly.w:ly.b], l.grad[ly.w:ly.b], l.m[ly.w:ly.b], l.v[ly.w:ly.b], l.step, l.opt, l.opt.WeightDecay)
+		e := ly.b + ly.out
+		adamW(p[ly.b:e], l.grad[ly.b:e], l.m[ly.b:e], l.v[ly.b:e], l.step, l.opt, 0)
+	}
+}
+
+// gradients runs steps 1–3 of Step on a checked batch of n samples: it
+// fills l.grad and l.sample and returns the loss. The parameters do not
+// change.
+func (l *Learner) gradients(b *Batch, n int) float32 {
+	l.ensure(n)
+	on, tg := l.online, l.target
+	on.setInput(0, b.Obs)
+	on.setInput(n, b.NextObs)
+	on.forward(2 * n)
+	tg.setInput(0, b.NextObs)
+	tg.forward(n)
+
+	atoms := on.model.Atoms
+	row := NumActions * atoms
+	clear(l.tgt[:n*NumBranches*atoms])
+	for i := 0; i < n; i++ {
+		expected(on.act.p[(n+i)*row:(n+i+1)*row], on.support, l.nextQ)
+		for d, nd := range market.BranchSizes {
+			off := branchOffset[d]
+			best := off + argmax(l.nextQ[off:off+nd])
+			pt := tg.act.p[i*row+best*atoms : i*row+(best+1)*atoms]
+			m := l.tgt[(i*NumBranches+d)*atoms : (i*NumBranches+d+1)*atoms]
+			project(pt, on.support, b.Return[i], b.Discount[i], on.vmin, on.vmax, on.dz, m)
+		}
+	}
+	return l.backward(b, n)
+}

@@ -1,0 +1,56 @@
+package cpu
+
+import (
+	"math"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/gonum"
+)
+
+// spectralStep bounds the spectral norm of the rows×cols weight matrix w
+// (row-major) with one power iteration from the persistent left vector u
+// (rows) and scratch v (cols) and wv (rows) (Miyato et al. 2018, "Spectral
+// normalization for generative adversarial networks", Algorithm 1, used
+// here as a projection after each optimiser step rather than as a
+// reparametrisation of W):
+//
+//	v ← Wᵀu / ‖Wᵀu‖,   u ← Wv / ‖Wv‖,   σ = uᵀWv = ‖Wv‖
+//	W ← W·float32(bound/σ)   when bound > 0 and σ > bound
+//
+// The matrix-vector products are gonum float32 Sgemv; the norms are summed
+// in float64 and the divisions done in float64 before rounding to float32.
+// If Wᵀu or Wv is zero (or not finite) u and W are left as they are and
+// σ is 0. It returns σ, the estimate of the largest singular value of W
+// before scaling; repeated steps converge to it as (σ₂/σ₁)^2k.
+func spectralStep(w []float32, rows, cols int, u, v, wv []float32, bound float64) float64 {
+	impl := gonum.Implementation{}
+	impl.Sgemv(blas.Trans, rows, cols, 1, w, cols, u, 1, 0, v, 1)
+	if !normalise(v) {
+		return 0
+	}
+	impl.Sgemv(blas.NoTrans, rows, cols, 1, w, cols, v, 1, 0, wv, 1)
+	sigma := l2norm(wv)
+	if sigma == 0 || math.IsNaN(sigma) || math.IsInf(sigma, 0) {
+		return 0
+	}
+	for i, x := range wv {
+		u[i] = float32(float64(x) / sigma)
+	}
+	if bound > 0 && sigma > bound {
+		scale(w, float32(bound/sigma))
+	}
+	return sigma
+}
+
+// normalise divides x by its float64 L2 norm in place, reporting false
+// (and leaving x alone) when the norm is zero or not finite.
+func normalise(x []float32) bool {
+	nrm := l2norm(x)
+	if nrm == 0 || math.IsNaN(nrm) || math.IsInf(nrm, 0) {
+		return false
+	}
+	for i, e := range x {
+		x[i] = float32(float64(e) / nrm)
+	}
+	return true
+}

@@ -1,0 +1,244 @@
+// Package trainertest is the conformance suite every trainer backend must
+// pass: the CPU reference and the CUDA backend run the same tests, so the
+// activities can treat them alike.
+package trainertest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dqnflow/dqnflow/checkpoint"
+	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/trainer"
+)
+
+// SmallConfig is a run small enough for unit tests on any backend: a narrow
+// network on the synthetic series, a few steps per epoch.
+func SmallConfig() config.RunConfig {
+	cfg := config.Defaults()
+	cfg.Data.Path = "synthetic"
+	cfg.Data.SyntheticBars = 3000
+	cfg.Epochs = 4
+	cfg.StepsPerEpoch = 6
+	cfg.BatchSize = 16
+	cfg.Model = config.ModelConfig{Trunk1: 24, Trunk2: 16, Head: 8, Atoms: 11, VMin: -5, VMax: 5}
+	cfg.Env.NumEnvs = 4
+	cfg.Env.EpisodeBars = 64
+	cfg.Env.CollectSteps = 16
+	cfg.Env.EpsilonDecaySteps = 500
+	cfg.Replay.Capacity = 512
+	cfg.Replay.Warmup = 64
+	cfg.Replay.BetaSteps = 50
+	return cfg
+}
+
+// Run runs the conformance suite against b with configs derived from
+// SmallConfig with the given device and precision.
+func Run(t *testing.T, b trainer.Backend, device, precision string) {
+	cfg := SmallConfig()
+	cfg.Device, cfg.Precision = device, precision
+	ds, err := market.Prepare(cfg)
+	if err != nil {
+		t.Fatalf("prepare data: %v", err)
+	}
+	t.Run("InfoIsTruthful", func(t *testing.T) { testInfo(t, b, cfg, ds) })
+	t.Run("ResumeIsBitIdentical", func(t *testing.T) { testResume(t, b, cfg, ds) })
+	t.Run("SameSeedSameWeights", func(t *testing.T) { testDeterminism(t, b, cfg, ds) })
+	t.Run("TrainStopsOnNonFinite", func(t *testing.T) { testNonFinite(t, b, cfg, ds) })
+	t.Run("RestoreRejectsDamagedState", func(t *testing.T) { testRestoreRejects(t, b, cfg, ds) })
+	t.Run("BacktestIsGreedyAndRepeatable", func(t *testing.T) { testBacktest(t, b, cfg, ds) })
+}
+
+func newTrainer(t *testing.T, b trainer.Backend, cfg config.RunConfig, ds *market.Dataset, warm *checkpoint.Checkpoint) trainer.Trainer {
+	t.Helper()
+	tr, err := b.New(context.Background(), cfg, ds, warm)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { tr.Close() })
+	return tr
+}
+
+// epochs runs n epochs of Collect → Train → SyncTarget.
+func epochs(t *testing.T, tr trainer.Trainer, cfg config.RunConfig, n int) {
+	t.Helper()
+	ctx := context.Background()
+	for i := 0; i < n; i++ {
+		if _, err := tr.Collect(ctx, cfg.Env.CollectSteps); err != nil {
+			t.Fatalf("Collect: %v", err)
+		}
+		if _, err := tr.Train(ctx, cfg.StepsPerEpoch, nil); err != nil {
+			t.Fatalf("Train: %v", err)
+		}
+		if err := tr.SyncTarget(); err != nil {
+			t.Fatalf("SyncTarget: %v", err)
+		}
+	}
+}
+
+func snapshot(t *testing.T, tr trainer.Trainer) *checkpoint.Checkpoint {
+	t.Helper()
+	ck, err := tr.Snapshot()
+	if err != nil {
+		t.Fatalf("Snapshot: %v", err)
+	}
+	return ck
+}
+
+// equalState reports the first tensor that differs between a and b, bit for bit.
+func equalState(t *testing.T, a, b *checkpoint.Checkpoint) {
+	t.Helper()
+	if len(a.Tensors) != len(b.Tensors) {
+		t.Fatalf("snapshots hold %d and %d tensors", len(a.Tensors), len(b.Tensors))
+	}
+	for i := range a.Tensors {
+		ta, tb := a.Tensors[i], b.Tensors[i]
+		if ta.Name != tb.Name || ta.DType != tb.DType {
+			t.Fatalf("tensor %d: %s/%s vs %s/%s", i, ta.Name, ta.DType, tb.Name, tb.DType)
+		}
+		if !bytes.Equal(ta.Data, tb.Data) {
+			t.Fatalf("tensor %s differs", ta.Name)
+		}
+	}
+}
+
+func testInfo(t *testing.T, b trainer.Backend, cfg config.RunConfig, ds *market.Dataset) {
+	info := newTrainer(t, b, cfg, ds, nil).Info()
+	if info.Precision != cfg.Precision {
+		t.Errorf("Info().Precision = %q, config asked for %q", info.Precision, cfg.Precision)
+	}
+	if want := Parameters(cfg.Model); info.Parameters != want {
+		t.Errorf("Info().Parameters = %d, want %d", info.Parameters, want)
+	}
+	if info.Backend == "" || info.Device == "" || info.StorageDType == "" || info.ComputeDType == "" {
+		t.Errorf("Info() has empty fields: %+v", info)
+	}
+}
+
+// Parameters is the number of trainable parameters of the network of
+// DESIGN.md §3 for m: trunk s1, s2; value head v1, v2; per branch a1, a2.
+func Parameters(m config.ModelConfig) int {
+	lin := func(in, out int) int { return in*out + out }
+	n := lin(market.ObsDim, m.Trunk1) + lin(m.Trunk1, m.Trunk2) + lin(m.Trunk2, m.Head) + lin(m.Head, m.Atoms)
+	for _, k := range market.BranchSizes {
+		n += lin(m.Trunk2, m.Head) + lin(m.Head, k*m.Atoms)
+	}
+	return n
+}
+
+// testResume: N epochs, snapshot through a file, restore, N more epochs
+// gives the same state, bit for bit, as 2N epochs straight.
+func testResume(t *testing.T, b trainer.Backend, cfg config.RunConfig, ds *market.Dataset) {
+	straight := newTrainer(t, b, cfg, ds, nil)
+	epochs(t, straight, cfg, 4)
+	want := snapshot(t, straight)
+
+	first := newTrainer(t, b, cfg, ds, nil)
+	epochs(t, first, cfg, 2)
+	path := filepath.Join(t.TempDir(), "mid.safetensors")
+	if _, err := checkpoint.Write(path, snapshot(t, first)); err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	ck, _, err := checkpoint.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resumed, err := b.Restore(context.Background(), ck, ds)
+	if err != nil {
+		t.Fatalf("Restore: %v", err)
+	}
+	t.Cleanup(func() { resumed.Close() })
+	epochs(t, resumed, cfg, 2)
+	equalState(t, want, snapshot(t, resumed))
+}
+
+func testDeterminism(t *testing.T, b trainer.Backend, cfg config.RunConfig, ds *market.Dataset) {
+	a := newTrainer(t, b, cfg, ds, nil)
+	c := newTrainer(t, b, cfg, ds, nil)
+	epochs(t, a, cfg, 2)
+	epochs(t, c, cfg, 2)
+	equalState(t, snapshot(t, a), snapshot(t, c))
+}
+
+// testNonFinite warm-starts from weights holding a NaN: either New refuses
+// them or Train stops, with trainer.ErrNonFinite, instead of training on.
+func testNonFinite(t *testing.T, b trainer.Backend, cfg config.RunConfig, ds *market.Dataset) {
+	ck := snapshot(t, newTrainer(t, b, cfg, ds, nil))
+	poisoned := false
+	for i, tn := range ck.Tensors {
+		if strings.HasPrefix(tn.Name, "online.") && strings.HasSuffix(tn.Name, ".weight") && tn.DType == checkpoint.F32 {
+			data := append([]byte(nil), tn.Data...)
+			nan := math.Float32bits(float32(math.NaN()))
+			data[0], data[1], data[2], data[3] = byte(nan), byte(nan>>8), byte(nan>>16), byte(nan>>24)
+			ck.Tensors[i].Data = data
+			poisoned = true
+			break
+		}
+	}
+	if !poisoned {
+		t.Fatal("snapshot has no online.*.weight F32 tensor")
+	}
+	ctx := context.Background()
+	tr, err := b.New(ctx, cfg, ds, ck)
+	if err == nil {
+		defer tr.Close()
+		if _, err = tr.Collect(ctx, cfg.Env.CollectSteps); err == nil {
+			_, err = tr.Train(ctx, cfg.StepsPerEpoch, nil)
+		}
+	}
+	if !errors.Is(err, trainer.ErrNonFinite) {
+		t.Fatalf("training with a NaN weight returned %v, want an error wrapping ErrNonFinite", err)
+	}
+}
+
+func testRestoreRejects(t *testing.T, b trainer.Backend, cfg config.RunConfig, ds *market.Dataset) {
+	tr := newTrainer(t, b, cfg, ds, nil)
+	epochs(t, tr, cfg, 1)
+	good := snapshot(t, tr)
+	for _, name := range []string{"online.s1.weight", "adam.m"} {
+		damaged := &checkpoint.Checkpoint{Meta: good.Meta}
+		for _, tn := range good.Tensors {
+			if tn.Name == name {
+				tn.Shape = []int{1}
+				tn.Data = tn.Data[:tn.DType.Size()]
+			}
+			damaged.Tensors = append(damaged.Tensors, tn)
+		}
+		_, err := b.Restore(context.Background(), damaged, ds)
+		if err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("Restore with tensor %s reshaped returned %v, want an error naming it", name, err)
+		}
+	}
+}
+
+func testBacktest(t *testing.T, b trainer.Backend, cfg config.RunConfig, ds *market.Dataset) {
+	tr := newTrainer(t, b, cfg, ds, nil)
+	epochs(t, tr, cfg, 1)
+	ctx := context.Background()
+	r1, err := tr.Backtest(ctx, ds, ds.Valid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := tr.Backtest(ctx, ds, ds.Valid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r1.Sharpe != r2.Sharpe || r1.TotalReturn != r2.TotalReturn || r1.Trades != r2.Trades {
+		t.Errorf("two backtests of the same weights differ: %+v vs %+v", r1.Metrics, r2.Metrics)
+	}
+	if r1.Bars != ds.Valid.Len() {
+		t.Errorf("backtest covered %d bars, want %d", r1.Bars, ds.Valid.Len())
+	}
+	before := snapshot(t, tr)
+	if _, err := tr.Backtest(ctx, ds, ds.Valid); err != nil {
+		t.Fatal(err)
+	}
+	equalState(t, before, snapshot(t, tr)) // a backtest changes no training state
+}
