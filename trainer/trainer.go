@@ -39,12 +39,12 @@ type Progress struct {
 
 // CollectStats summarises one Collect call.
 type CollectStats struct {
-	EnvSteps    int64   `json:"env_steps"`    // environment steps since the run began (all envs)
-	Transitions int     `json:"transitions"`  // transitions added by this call
-	BufferSize  int     `json:"buffer_size"`  // transitions in the replay buffer
-	Epsilon     float64 `json:"epsilon"`      // exploration rate at the end of the call
-	MeanReward  float64 `json:"mean_reward"`  // mean per-step reward in this call
-	Episodes    int     `json:"episodes"`     // episodes finished in this call
+	EnvSteps    int64   `json:"env_steps"`   // environment steps since the run began (all envs)
+	Transitions int     `json:"transitions"` // transitions added by this call
+	BufferSize  int     `json:"buffer_size"` // transitions in the replay buffer
+	Epsilon     float64 `json:"epsilon"`     // exploration rate at the end of the call
+	MeanReward  float64 `json:"mean_reward"` // mean per-step reward in this call
+	Episodes    int     `json:"episodes"`    // episodes finished in this call
 }
 
 // TrainStats summarises one Train call.
