@@ -139,7 +139,10 @@ func (a *Trainer) SyncTarget(ctx context.Context, in SyncInput) (SyncOutput, err
 	case stepWrong:
 		return SyncOutput{}, trainerLost(in.RunID, fmt.Sprintf("asked to sync the target of epoch %d, the trainer here is at %s", in.Epoch, run.where()))
 	}
-	if err := run.Trainer.SyncTarget(); err != nil {
+	stop := a.heartbeat(ctx, func() any { return "sync target" })
+	err = run.Trainer.SyncTarget()
+	stop()
+	if err != nil {
 		a.discard(ctx, run, err)
 		return SyncOutput{}, stepFailed(in.RunID, fmt.Sprintf("run %s epoch %d: sync target", in.RunID, in.Epoch), err)
 	}

@@ -139,7 +139,8 @@ func markBest(ctx context.Context, tx pgx.Tx, runID string) error {
 }
 
 // ListCheckpoints returns every checkpoint of the run, pruned ones included,
-// by epoch.
+// by epoch. Like every List method it returns an empty, non-nil slice (JSON
+// []) for a run without rows, and an ErrNotFound error for a missing run.
 func (s *Store) ListCheckpoints(ctx context.Context, runID string) ([]CheckpointRecord, error) {
 	rows, _ := s.pool.Query(ctx, `SELECT `+checkpointColumns+` FROM checkpoints WHERE run_id = $1 ORDER BY epoch`, runID)
 	cps, err := pgx.CollectRows(rows, pgx.RowToStructByName[CheckpointRecord])
@@ -148,9 +149,6 @@ func (s *Store) ListCheckpoints(ctx context.Context, runID string) ([]Checkpoint
 	}
 	if err != nil {
 		return nil, fmt.Errorf("list checkpoints of run %s: %w", runID, err)
-	}
-	if cps == nil {
-		cps = []CheckpointRecord{} // JSON []: the CLI prints an array
 	}
 	return cps, nil
 }

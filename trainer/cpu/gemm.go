@@ -20,56 +20,81 @@ const (
 //	C[i,j] = β·C[i,j] + Σ_l op(A)[i,l]·op(B)[l,j]
 //
 // The output is cut into tiles of at most 64×192, each computed by one
-// Sgemm call on gonum's serial path and the tiles shared among workers
-// goroutines. Within a tile every element is a float32 dot product (for
-// A·Bᵀ) or a chain of axpy updates (otherwise) over l in index order, with
-// no split of the k dimension, so every C[i,j] is rounded the same way
-// whatever m, n, the tiling or the number of workers: a row of the output
-// depends only on the same row of the input (batch invariance), and results
-// are bit-identical from run to run.
+// Sgemm call on gonum's serial path, and the tiles are shared among
+// workers goroutines. The package only calls it with op(B) = B, where
+// gonum's serial kernels are axpy updates C[i,·] += op(A)[i,l]·B[l,·] for
+// l = 0, 1, …, k−1 in order (skipping op(A)[i,l] = 0, which changes no
+// finite result): every C[i,j] is then the float32 sum over l in index
+// order, rounded after each product and each addition, whatever m, n, the
+// tiling, the number of workers or the SIMD alignment of the data. So a row
+// of the output depends only on the same row of the input (batch
+// invariance) and results are bit-identical from run to run. (With
+// op(B) = Bᵀ gonum would use dot products whose lane order depends on
+// alignment; gemm still computes them correctly but loses that guarantee.)
 func gemm(workers int, tA, tB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	if m == 0 || n == 0 {
 		return
 	}
-	rowTiles := (m + tileRows - 1) / tileRows
-	colTiles := (n + tileCols - 1) / tileCols
-	tiles := rowTiles * colTiles
-	tile := func(t int) {
-		i0, j0 := (t/colTiles)*tileRows, (t%colTiles)*tileCols
-		mi, nj := min(tileRows, m-i0), min(tileCols, n-j0)
-		var ta, tb blas.Transpose
-		var aSub, bSub []float32
-		if tA { // A is k×m: the tile is columns i0…
-			ta, aSub = blas.Trans, a[i0:]
-		} else { // A is m×k: the tile is rows i0…
-			ta, aSub = blas.NoTrans, a[i0*lda:]
-		}
-		if tB { // B is n×k: rows j0…
-			tb, bSub = blas.Trans, b[j0*ldb:]
-		} else { // B is k×n: columns j0…
-			tb, bSub = blas.NoTrans, b[j0:]
-		}
-		gonum.Implementation{}.Sgemm(ta, tb, mi, nj, k, 1, aSub, lda, bSub, ldb, beta, c[i0*ldc+j0:], ldc)
-	}
+	g := gemmCall{tA: tA, tB: tB, m: m, n: n, k: k, a: a, lda: lda, b: b, ldb: ldb, beta: beta, c: c, ldc: ldc}
+	g.colTiles = (n + tileCols - 1) / tileCols
+	tiles := ((m + tileRows - 1) / tileRows) * g.colTiles
 	workers = min(workers, tiles)
 	if workers <= 1 {
 		for t := range tiles {
-			tile(t)
+			g.tile(t)
 		}
 		return
 	}
+	// Only this branch allocates: the shared call, the variables the
+	// goroutines capture (declared here, so the serial branch keeps its own
+	// on the stack) and the goroutines.
+	shared, nw, nt := new(gemmCall), workers, tiles
+	*shared = g
 	var wg sync.WaitGroup
-	for w := 1; w < workers; w++ {
+	for w := 1; w < nw; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for t := w; t < tiles; t += workers {
-				tile(t)
+			for t := w; t < nt; t += nw {
+				shared.tile(t)
 			}
 		}()
 	}
-	for t := 0; t < tiles; t += workers {
-		tile(t)
+	for t := 0; t < nt; t += nw {
+		shared.tile(t)
 	}
 	wg.Wait()
+}
+
+// gemmCall holds the arguments of one gemm call.
+type gemmCall struct {
+	tA, tB   bool
+	m, n, k  int
+	a        []float32
+	lda      int
+	b        []float32
+	ldb      int
+	beta     float32
+	c        []float32
+	ldc      int
+	colTiles int
+}
+
+// tile computes output tile t (row-major over the tiles) with one Sgemm.
+func (g *gemmCall) tile(t int) {
+	i0, j0 := (t/g.colTiles)*tileRows, (t%g.colTiles)*tileCols
+	mi, nj := min(tileRows, g.m-i0), min(tileCols, g.n-j0)
+	var ta, tb blas.Transpose
+	var aSub, bSub []float32
+	if g.tA { // A is k×m: the tile is columns i0…
+		ta, aSub = blas.Trans, g.a[i0:]
+	} else { // A is m×k: the tile is rows i0…
+		ta, aSub = blas.NoTrans, g.a[i0*g.lda:]
+	}
+	if g.tB { // B is n×k: rows j0…
+		tb, bSub = blas.Trans, g.b[j0*g.ldb:]
+	} else { // B is k×n: columns j0…
+		tb, bSub = blas.NoTrans, g.b[j0:]
+	}
+	gonum.Implementation{}.Sgemm(ta, tb, mi, nj, g.k, 1, aSub, g.lda, bSub, g.ldb, g.beta, g.c[i0*g.ldc+j0:], g.ldc)
 }

@@ -142,6 +142,13 @@ func (l *Learner) Target() *Net { return l.target }
 // NumParams is the number of trainable parameters of one network.
 func (l *Learner) NumParams() int { return len(l.online.params) }
 
+// SetThreads sets the number of goroutines each GEMM may use; n ≤ 0
+// means GOMAXPROCS, the default. Results do not depend on it.
+func (l *Learner) SetThreads(n int) {
+	l.online.SetThreads(n)
+	l.target.SetThreads(n)
+}
+
 // Steps returns the number of AdamW updates done (the Adam step t).
 func (l *Learner) Steps() int64 { return l.step }
 

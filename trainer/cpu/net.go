@@ -32,6 +32,7 @@ type Net struct {
 	lay       [NumLayers]layer
 	params    []float32 // float32 masters, Layout order
 	gemmW     []float32 // GEMM copy: bf16-rounded params (mixed) or params itself (fp32)
+	gemmWT    []float32 // gemmW with each weight block transposed to in×out, for the forward GEMM
 	support   []float32 // z_j = v_min + j·Δz
 	dz        float32   // Δz = (v_max − v_min)/(Atoms − 1)
 	vmin      float32   // v_min
@@ -80,6 +81,7 @@ func newNet(m config.ModelConfig, precision string) (*Net, error) {
 		workers:   runtime.GOMAXPROCS(0),
 		lay:       layers(m),
 		params:    make([]float32, NumParams(m)),
+		gemmWT:    make([]float32, NumParams(m)),
 		support:   make([]float32, m.Atoms),
 		mean:      make([]float32, m.Atoms),
 		q:         make([]float32, inferRows*NumActions),
@@ -112,6 +114,15 @@ func NewNet(m config.ModelConfig, precision string, seed uint64) (*Net, error) {
 	return n, nil
 }
 
+// SetThreads sets the number of goroutines each GEMM may use; k ≤ 0
+// means GOMAXPROCS, the default. Results do not depend on it.
+func (n *Net) SetThreads(k int) {
+	if k <= 0 {
+		k = runtime.GOMAXPROCS(0)
+	}
+	n.workers = k
+}
+
 // Model returns the model n computes.
 func (n *Net) Model() config.ModelConfig { return n.model }
 
@@ -140,14 +151,23 @@ func (n *Net) SetParams(p []float32) error {
 	return nil
 }
 
-// refresh recomputes the GEMM copy of the weights after the masters
-// changed: in bf16-mixed mode gemmW = bf16.Round(params) element-wise.
+// refresh recomputes the GEMM copies of the weights after the masters
+// changed: in bf16-mixed mode gemmW = bf16.Round(params) element-wise, and
+// in every mode gemmWT holds each weight block of gemmW transposed
+// (in×out), which the forward GEMM reads.
 func (n *Net) refresh() {
-	if !n.mixed {
-		return
+	if n.mixed {
+		for i, v := range n.params {
+			n.gemmW[i] = bf16.Round(v)
+		}
 	}
-	for i, v := range n.params {
-		n.gemmW[i] = bf16.Round(v)
+	for _, l := range n.lay {
+		w, wt := n.gemmW[l.w:l.b], n.gemmWT[l.w:l.b]
+		for o := 0; o < l.out; o++ {
+			for i, x := range w[o*l.in : (o+1)*l.in] {
+				wt[i*l.out+o] = x
+			}
+		}
 	}
 }
 
@@ -198,7 +218,9 @@ func (n *Net) forward(rows int) {
 //
 //	y = x·Wᵀ + b,   h = y (v2, a2_d)   or   h = max(y, 0) (hidden layers)
 //
-// with the GEMM on gemmW and the bias from the float32 masters. In
+// with the GEMM on the transposed weight copy, x·(Wᵀ), so that each output
+// is the float32 sum y[r,o] = Σ_i x[r,i]·W[o,i] taken in input order i
+// (see gemm), and the bias from the float32 masters. In
 // bf16-mixed mode a hidden layer's h is then rounded to bf16, because it is
 // the operand of the next GEMM; the outputs of v2 and a2_d stay float32.
 func (n *Net) linear(i, rows int) {

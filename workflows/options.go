@@ -1,0 +1,170 @@
+package workflows
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+// Task queues. Workflows and the control activities run on ControlTaskQueue;
+// trainer work runs on GPUTaskQueue, inside Temporal sessions, so that a
+// run's activities reach the worker that holds its trainer and a GPU worker
+// takes no more runs than it has slots.
+const (
+	ControlTaskQueue = "dqnflow-control"
+	GPUTaskQueue     = "dqnflow-gpu"
+)
+
+// Workflow type names, as registered and as the UI and the CLI start them.
+const (
+	TrainingRunName = "TrainingRun"
+	RetrainName     = "Retrain"
+	SweepName       = "Sweep"
+)
+
+// Options tune the workflows. They are part of the workflow code: every
+// worker serving ControlTaskQueue must use the same values, or a replay on
+// another worker may take another path. The zero value of a field means its
+// default (DefaultOptions).
+type Options struct {
+	// GPUTaskQueue is where sessions are created. Default GPUTaskQueue.
+	GPUTaskQueue string
+	// ControlTaskQueue is where the control activities and child workflows
+	// run. Default ControlTaskQueue.
+	ControlTaskQueue string
+
+	// SessionCreationTimeout bounds one attempt to create a session: how
+	// long the request waits for a GPU worker with a free slot. Default 2 min.
+	SessionCreationTimeout time.Duration
+	// SessionWaitLimit bounds the total time a run waits for a GPU worker,
+	// over attempts spaced by a growing backoff, before it fails with an
+	// error that says no GPU worker took it. Default 24 h (a run may queue
+	// behind others for a free slot).
+	SessionWaitLimit time.Duration
+	// SessionHeartbeatTimeout is how quickly a dead GPU worker is noticed:
+	// its session fails and the run recovers elsewhere. Default 10 s.
+	SessionHeartbeatTimeout time.Duration
+	// SessionExecutionTimeout is the longest a session may live; a longer
+	// run recovers into a new one. Default 7 days.
+	SessionExecutionTimeout time.Duration
+	// RecreateTimeout bounds the attempt to get back the previous worker
+	// (after a Continue-As-New or a pause) before any worker is accepted.
+	// Default 30 s.
+	RecreateTimeout time.Duration
+
+	// HeartbeatTimeout of the long session activities (Collect, TrainEpoch,
+	// Checkpoint, Backtest, OpenTrainer). Default 20 s.
+	HeartbeatTimeout time.Duration
+	// EpochTimeout bounds one Collect or TrainEpoch. Default 6 h.
+	EpochTimeout time.Duration
+
+	// MaxRecoveries is how many times in a row a run may lose its trainer
+	// (worker lost, session failed, step failed) without getting past the
+	// furthest epoch it reached, before it fails. Default 5.
+	MaxRecoveries int
+	// ContinueAsNewEvery continues the run as new after this many epochs in
+	// one workflow run; 0 leaves it to the server's suggestion and
+	// HistoryLimit. The continuation always follows a checkpoint.
+	ContinueAsNewEvery int
+	// HistoryLimit continues the run as new once its history has this many
+	// events. Default 10000.
+	HistoryLimit int
+}
+
+// DefaultOptions returns the options used where a field is zero.
+func DefaultOptions() Options {
+	return Options{
+		GPUTaskQueue:            GPUTaskQueue,
+		ControlTaskQueue:        ControlTaskQueue,
+		SessionCreationTimeout:  2 * time.Minute,
+		SessionWaitLimit:        24 * time.Hour,
+		SessionHeartbeatTimeout: 10 * time.Second,
+		SessionExecutionTimeout: 7 * 24 * time.Hour,
+		RecreateTimeout:         30 * time.Second,
+		HeartbeatTimeout:        20 * time.Second,
+		EpochTimeout:            6 * time.Hour,
+		MaxRecoveries:           5,
+		HistoryLimit:            10000,
+	}
+}
+
+// withDefaults fills the zero fields of o from DefaultOptions.
+func (o Options) withDefaults() Options {
+	d := DefaultOptions()
+	set := func(v *time.Duration, def time.Duration) {
+		if *v <= 0 {
+			*v = def
+		}
+	}
+	if o.GPUTaskQueue == "" {
+		o.GPUTaskQueue = d.GPUTaskQueue
+	}
+	if o.ControlTaskQueue == "" {
+		o.ControlTaskQueue = d.ControlTaskQueue
+	}
+	set(&o.SessionCreationTimeout, d.SessionCreationTimeout)
+	set(&o.SessionWaitLimit, d.SessionWaitLimit)
+	set(&o.SessionHeartbeatTimeout, d.SessionHeartbeatTimeout)
+	set(&o.SessionExecutionTimeout, d.SessionExecutionTimeout)
+	set(&o.RecreateTimeout, d.RecreateTimeout)
+	set(&o.HeartbeatTimeout, d.HeartbeatTimeout)
+	set(&o.EpochTimeout, d.EpochTimeout)
+	if o.MaxRecoveries <= 0 {
+		o.MaxRecoveries = d.MaxRecoveries
+	}
+	if o.HistoryLimit <= 0 {
+		o.HistoryLimit = d.HistoryLimit
+	}
+	return o
+}
+
+// controlCtx is the context for control activities: short, retried with
+// backoff for as long as it takes (a database outage pauses the run, it
+// does not fail it); the store's own non-retryable errors end the retries.
+func (o Options) controlCtx(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:           o.ControlTaskQueue,
+		StartToCloseTimeout: time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    time.Second,
+			BackoffCoefficient: 2,
+			MaximumInterval:    time.Minute,
+		},
+	})
+}
+
+// stepCtx is the context for the stateful session activities (Collect,
+// TrainEpoch, SyncTarget): a single attempt, because a step that failed
+// part-way is redone from the last checkpoint, never retried in place.
+func (o Options) stepCtx(sess workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(sess, workflow.ActivityOptions{
+		StartToCloseTimeout: o.EpochTimeout,
+		HeartbeatTimeout:    o.HeartbeatTimeout,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
+	})
+}
+
+// sessionCtx is the context for the session activities that are safe to
+// retry in place (OpenTrainer, Checkpoint, Backtest, EvaluateCheckpoints):
+// a few attempts for a transient file or database error.
+func (o Options) sessionCtx(sess workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(sess, workflow.ActivityOptions{
+		StartToCloseTimeout: o.EpochTimeout,
+		HeartbeatTimeout:    o.HeartbeatTimeout,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    time.Second,
+			BackoffCoefficient: 2,
+			MaximumInterval:    30 * time.Second,
+			MaximumAttempts:    3,
+		},
+	})
+}
+
+// closeCtx is the context for CloseTrainer.
+func (o Options) closeCtx(sess workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(sess, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 2},
+	})
+}
