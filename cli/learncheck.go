@@ -31,10 +31,11 @@ func learnCheckConfig() config.RunConfig {
 	cfg := config.Defaults()
 	cfg.Data.Path = "synthetic"
 	cfg.Data.SyntheticBars = 20000
-	cfg.Epochs = 12
-	cfg.StepsPerEpoch = 100
-	cfg.BatchSize = 128
+	cfg.Epochs = 20
 	cfg.Env.EpsilonDecaySteps = 20000
+	// The planted signal predicts one bar ahead: a short horizon learns it
+	// faster than the trading default.
+	cfg.Optim.Gamma = 0.9
 	cfg.Replay.BetaSteps = cfg.Epochs * cfg.StepsPerEpoch
 	return cfg
 }

@@ -98,7 +98,7 @@ type EnvConfig struct {
 	Commission    float64 `json:"commission"`     // per contract per fill, default 0.62
 	// PointValue is the money value of one price point per contract; 0 picks
 	// it so that a full position's notional equals InitialCapital at the
-	// first training bar (the resolved value is stored with the run).
+	// last training bar (the resolved value is stored with the run).
 	PointValue     float64 `json:"point_value"`
 	InitialCapital float64 `json:"initial_capital"` // default 100000
 	// Exploration: epsilon-greedy per branch, decayed linearly over

@@ -56,7 +56,7 @@ func Prepare(cfg config.RunConfig) (*Dataset, error) {
 	}
 	ds := build(b, raw, warmup, FitNormalizer(raw, train))
 	ds.Train, ds.Valid = train, valid
-	ds.Instrument = ResolveInstrument(cfg.Env, b.Close[train.From])
+	ds.Instrument = ResolveInstrument(cfg.Env, b.Close[train.To-1])
 	return ds, nil
 }
 
@@ -112,7 +112,8 @@ func checkInstrument(i Instrument) error {
 // ResolveInstrument turns the env config into an Instrument. A PointValue
 // of 0 means auto: InitialCapital / (MaxContracts · refPrice), so that a
 // full position's notional equals the initial capital at refPrice (Prepare
-// passes the first training bar's close). refPrice must be positive for
+// passes the last training bar's close, the price nearest to the
+// validation range). refPrice must be positive for
 // auto; otherwise PointValue stays 0, which PrepareWith rejects.
 func ResolveInstrument(e config.EnvConfig, refPrice float64) Instrument {
 	inst := Instrument{

@@ -54,10 +54,10 @@ func checkDataset(t *testing.T, ds *Dataset, env config.EnvConfig) {
 	if !reflect.DeepEqual(ds.ATR, ATR(ds.Bars, 14)) {
 		t.Error("Dataset.ATR is not ATR(bars, 14)")
 	}
-	ref := ds.Bars.Close[ds.Train.From]
 	if ds.Train.Len() > 0 && env.PointValue == 0 {
+		ref := ds.Bars.Close[ds.Train.To-1]
 		if want := env.InitialCapital / (float64(env.MaxContracts) * ref); math.Abs(ds.Instrument.PointValue-want) > 1e-12*want {
-			t.Errorf("point value %v, want %v = capital/(contracts·close at the first training bar)", ds.Instrument.PointValue, want)
+			t.Errorf("point value %v, want %v = capital/(contracts·close at the last training bar)", ds.Instrument.PointValue, want)
 		}
 	}
 	if ds.BarsPerYear != ds.Bars.BarsPerYear() {

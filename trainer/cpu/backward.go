@@ -123,7 +123,7 @@ func (l *Learner) linearBackward(i, n int) {
 		bf16.RoundSlice(gy)
 	}
 	x := on.input(i)
-	gemm(on.workers, true, false, ly.out, ly.in, n, gy, ly.out, x, ly.in, 0, l.grad[ly.w:ly.b], ly.in)
+	gemm(on.workers, true, ly.out, ly.in, n, gy, ly.out, x, ly.in, 0, l.grad[ly.w:ly.b], ly.in)
 	if ly.src < 0 {
 		return
 	}
@@ -131,6 +131,6 @@ func (l *Learner) linearBackward(i, n int) {
 	if l.written[ly.src] {
 		beta = 1
 	}
-	gemm(on.workers, false, false, n, ly.in, ly.out, gy, ly.out, on.gemmW[ly.w:ly.b], ly.in, beta, l.g[ly.src], ly.in)
+	gemm(on.workers, false, n, ly.in, ly.out, gy, ly.out, on.gemmW[ly.w:ly.b], ly.in, beta, l.g[ly.src], ly.in)
 	l.written[ly.src] = true
 }

@@ -29,7 +29,7 @@ type StepResult struct {
 	GradNorm float64
 	// PerSample holds the unweighted loss ℓ_i of each sample, the new
 	// replay priority before its exponent. It aliases the Learner's memory
-	// and stays valid until the next call of Step.
+	// and stays valid until the next call of Step or Gradient.
 	PerSample []float32
 }
 
@@ -37,7 +37,9 @@ type StepResult struct {
 // double-DQN learner: online and target networks, AdamW moments, the
 // spectral-norm vectors and the scratch of a training step. Scratch grows
 // to the largest batch seen and is then reused, so Step allocates no
-// buffers in steady state. A Learner is not safe for concurrent use.
+// buffers in steady state (with one thread nothing at all; with more, the
+// GEMM fan-out allocates about a hundred small objects per step). A
+// Learner is not safe for concurrent use.
 type Learner struct {
 	online, target *Net
 	opt            config.OptimConfig
@@ -97,7 +99,10 @@ func NewLearner(m config.ModelConfig, o config.OptimConfig, precision string, se
 	if err != nil {
 		return nil, err
 	}
-	target, _ := newNet(m, precision) // same arguments: cannot fail
+	target, err := newNet(m, precision)
+	if err != nil {
+		return nil, err
+	}
 	copy(target.params, online.params)
 	target.refresh()
 	l := newLearner(online, target, o)
@@ -186,6 +191,9 @@ func (l *Learner) SyncTarget(tau float64) error {
 
 // check validates the batch and returns its length.
 func (b *Batch) check() (int, error) {
+	if b == nil {
+		return 0, fmt.Errorf("batch: nil")
+	}
 	n := len(b.Return)
 	if n == 0 {
 		return 0, fmt.Errorf("batch: empty (Return has no values)")
@@ -294,6 +302,24 @@ func (l *Learner) applyAdamW() {
 		e := ly.b + ly.out
 		adamW(p[ly.b:e], l.grad[ly.b:e], l.m[ly.b:e], l.v[ly.b:e], l.step, l.opt, 0)
 	}
+}
+
+// Gradient computes steps 1–3 of Step on b, writing ∂loss/∂θ of the
+// online parameters θ (Layout order, before clipping) to dst, and changes
+// no parameter. The result's Loss, GradNorm (of dst) and PerSample are
+// those Step would report. It exists to compare backends gradient by
+// gradient.
+func (l *Learner) Gradient(b *Batch, dst []float32) (StepResult, error) {
+	if len(dst) != len(l.grad) {
+		return StepResult{}, fmt.Errorf("gradient: dst has %d values, want NumParams = %d", len(dst), len(l.grad))
+	}
+	n, err := b.check()
+	if err != nil {
+		return StepResult{}, err
+	}
+	loss := l.gradients(b, n)
+	copy(dst, l.grad)
+	return StepResult{Loss: float64(loss), GradNorm: l2norm(dst), PerSample: l.sample[:n]}, nil
 }
 
 // gradients runs steps 1–3 of Step on a checked batch of n samples: it

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -206,7 +207,8 @@ func TestLoadTensorsRejectsBadCheckpoints(t *testing.T) {
 
 // TestPolicyNetMatchesLearner checks that a network built from a
 // checkpoint's online tensors computes the learner's Q values bit for bit,
-// and that Greedy takes each branch's argmax of them.
+// that they are the expectations of its Distributions, and that Greedy
+// takes each branch's argmax of them.
 func TestPolicyNetMatchesLearner(t *testing.T) {
 	l := testLearner(t, refModel, refOptim, config.PrecisionBF16Mixed, 4)
 	if _, err := l.Step(randomBatch(rand.New(rand.NewPCG(2, 2)), 8)); err != nil {
@@ -227,6 +229,15 @@ func TestPolicyNetMatchesLearner(t *testing.T) {
 	}
 	if i, ok := sameBits(qa, qb); !ok {
 		t.Fatalf("Q[%d]: learner %g, policy net %g", i, qa[i], qb[i])
+	}
+	p := make([]float32, rows*NumActions*refModel.Atoms)
+	if err := net.Distributions(obs, rows, p); err != nil {
+		t.Fatal(err)
+	}
+	qp := make([]float32, rows*NumActions)
+	expected(p, net.support, qp)
+	if i, ok := sameBits(qa, qp); !ok {
+		t.Fatalf("Q[%d] = %g, Σ_j p_j·z_j of Distributions = %g", i, qa[i], qp[i])
 	}
 	acts := make([]market.Action, rows)
 	if err := net.Greedy(obs, rows, acts); err != nil {
@@ -326,6 +337,9 @@ func TestStepRejectsBadBatches(t *testing.T) {
 			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
 		}
 	}
+	if _, err := l.Step(nil); err == nil {
+		t.Error("Step(nil) succeeded")
+	}
 	if _, ok := sameBits(before, l.online.params); !ok || l.step != 0 {
 		t.Error("a rejected batch changed the learner")
 	}
@@ -384,28 +398,24 @@ func TestInitIsPyTorchUniform(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, b := range Layout(m) {
-		in := b.Cols
-		if b.Bias {
-			in = layers(m)[0].in // overwritten below
-			for _, l := range layers(m) {
-				if l.b == b.Offset {
-					in = l.in
-				}
-			}
+	for _, blk := range Layout(m) {
+		in := blk.Cols
+		if blk.Bias { // a bias is drawn with its layer's fan-in
+			w := Layout(m)[slices.IndexFunc(Layout(m), func(b Block) bool { return b.Offset+b.Size() == blk.Offset })]
+			in = w.Cols
 		}
 		k := 1 / math.Sqrt(float64(in))
 		var mx, ss float64
-		for _, x := range net.params[b.Offset : b.Offset+b.Size()] {
+		for _, x := range net.params[blk.Offset : blk.Offset+blk.Size()] {
 			mx = math.Max(mx, math.Abs(float64(x)))
 			ss += float64(x) * float64(x)
 		}
 		if mx > k {
-			t.Errorf("%s: |w| up to %g > 1/√%d = %g", b.Name, mx, in, k)
+			t.Errorf("%s: |w| up to %g > 1/√%d = %g", blk.Name, mx, in, k)
 		}
-		if b.Size() >= 1000 {
-			if v := ss / float64(b.Size()); math.Abs(v-k*k/3) > 0.1*k*k/3 || mx < 0.99*k {
-				t.Errorf("%s: variance %g (want %g), max %g (want ≈ %g)", b.Name, v, k*k/3, mx, k)
+		if blk.Size() >= 1000 {
+			if v := ss / float64(blk.Size()); math.Abs(v-k*k/3) > 0.1*k*k/3 || mx < 0.99*k {
+				t.Errorf("%s: variance %g (want %g), max %g (want ≈ %g)", blk.Name, v, k*k/3, mx, k)
 			}
 		}
 	}

@@ -14,16 +14,17 @@ import (
 // this backend does not run.
 var ErrUnsupportedPrecision = errors.New("unsupported precision")
 
-// inferRows is the number of observations QValues and Greedy push through
+// inferRows is the number of observations QValues, Distributions and Greedy push through
 // the network at once, which bounds their scratch memory. Results do not
 // depend on it (see gemm).
 const inferRows = 512
 
 // Net is the network of DESIGN.md §3 with one set of parameters, as used
 // for the online and the target network and for inference from a
-// checkpoint. Its float32 parameters are the masters; in bf16-mixed mode it
-// also holds their bf16-rounded copy, which every GEMM reads. A Net is not
-// safe for concurrent use: it owns the scratch of its forward pass.
+// checkpoint. Its float32 parameters are the masters; the GEMMs read a copy
+// of the weights (bf16-rounded in bf16-mixed mode) and its transpose, both
+// refreshed whenever the masters change. A Net is not safe for concurrent
+// use: it owns the scratch of its forward pass.
 type Net struct {
 	model     config.ModelConfig
 	precision string
@@ -226,7 +227,7 @@ func (n *Net) forward(rows int) {
 func (n *Net) linear(i, rows int) {
 	l := &n.lay[i]
 	out := n.act.h[i][:rows*l.out]
-	gemm(n.workers, false, true, rows, l.out, l.in, n.input(i), l.in, n.gemmW[l.w:l.b], l.in, 0, out, l.out)
+	gemm(n.workers, false, rows, l.out, l.in, n.input(i), l.in, n.gemmWT[l.w:l.b], l.out, 0, out, l.out)
 	bias := n.params[l.b : l.b+l.out]
 	for r := 0; r < rows; r++ {
 		y := out[r*l.out : (r+1)*l.out]
@@ -372,6 +373,27 @@ func (n *Net) QValues(obs []float32, rows int, dst []float32) error {
 		n.setInput(0, obs[r0*market.ObsDim:(r0+k)*market.ObsDim])
 		n.forward(k)
 		expected(n.act.p[:k*NumActions*n.model.Atoms], n.support, dst[r0*NumActions:(r0+k)*NumActions])
+	}
+	return nil
+}
+
+// Distributions writes the probabilities p_j(s, a) of every branch action
+// and atom for the rows observations in obs to dst (rows×NumActions×Atoms,
+// actions in QValues order, atoms innermost).
+func (n *Net) Distributions(obs []float32, rows int, dst []float32) error {
+	if err := checkObs("distributions", obs, rows); err != nil {
+		return err
+	}
+	per := NumActions * n.model.Atoms
+	if len(dst) != rows*per {
+		return fmt.Errorf("distributions: dst has %d values, want n·%d·%d = %d", len(dst), NumActions, n.model.Atoms, rows*per)
+	}
+	for r0 := 0; r0 < rows; r0 += inferRows {
+		k := min(inferRows, rows-r0)
+		n.ensure(k)
+		n.setInput(0, obs[r0*market.ObsDim:(r0+k)*market.ObsDim])
+		n.forward(k)
+		copy(dst[r0*per:(r0+k)*per], n.act.p[:k*per])
 	}
 	return nil
 }

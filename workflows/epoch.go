@@ -1,0 +1,172 @@
+package workflows
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/dqnflow/dqnflow/activities"
+)
+
+// trained is what one epoch's training returned.
+type trained struct {
+	collect activities.CollectOutput
+	train   activities.TrainOutput
+}
+
+// train runs epoch e's stateful steps on the session's trainer and starts
+// recording the epoch's metrics.
+func (r *run) train(e int) (trained, error) {
+	var t trained
+	ctx := r.o.stepCtx(r.sess)
+	r.phase = "collect"
+	if err := workflow.ExecuteActivity(ctx, ta.Collect, activities.CollectInput{RunID: r.st.RunID, Epoch: e}).Get(r.ctx, &t.collect); err != nil {
+		return t, err
+	}
+	r.phase = "train"
+	if err := workflow.ExecuteActivity(ctx, ta.TrainEpoch, activities.TrainInput{RunID: r.st.RunID, Epoch: e}).Get(r.ctx, &t.train); err != nil {
+		return t, err
+	}
+	r.phase = "sync target"
+	if err := workflow.ExecuteActivity(ctx, ta.SyncTarget, activities.SyncInput{RunID: r.st.RunID, Epoch: e}).Get(r.ctx, nil); err != nil {
+		return t, err
+	}
+	r.startControl("record epoch", ca.RecordEpoch, activities.RecordEpochInput{
+		RunID: r.st.RunID, Epoch: e, Collect: t.collect.Stats, Train: t.train.Stats,
+		DurationMS: t.collect.DurationMS + t.train.DurationMS,
+	}, false)
+	return t, nil
+}
+
+// settle finishes epoch e after its training: a checkpoint if needCk, a
+// validation backtest if needBt, then commits the epoch to the run's state
+// and starts retention. A new best validation Sharpe, or the backtest that
+// exhausts the patience, is checkpointed even when no checkpoint was due,
+// so that the best weights and the weights a run stops with are on disk.
+// Nothing is committed unless every step succeeded, so a recovery rolls
+// back to a checkpoint whose scores are known. It reports whether the
+// patience is exhausted.
+func (r *run) settle(e int, t trained, needCk, needBt bool) (early bool, err error) {
+	sc := r.st.Scores
+	var ck *activities.CheckpointRef
+	checkpoint := func() error {
+		r.phase = "checkpoint"
+		var out activities.CheckpointOutput
+		err := workflow.ExecuteActivity(r.o.sessionCtx(r.sess), ta.Checkpoint, activities.CheckpointInput{
+			RunID: r.st.RunID, Epoch: e,
+			Metrics: map[string]float64{"loss": t.train.Stats.Loss, "grad_norm": t.train.Stats.GradNorm},
+		}).Get(r.ctx, &out)
+		if err == nil {
+			ck = &out.Checkpoint
+		}
+		return err
+	}
+	if needCk {
+		if err := checkpoint(); err != nil {
+			return false, err
+		}
+	}
+	if needBt {
+		r.phase = "backtest"
+		var bt activities.BacktestOutput
+		if err := workflow.ExecuteActivity(r.o.sessionCtx(r.sess), ta.Backtest,
+			activities.BacktestInput{RunID: r.st.RunID, Epoch: e}).Get(r.ctx, &bt); err != nil {
+			return false, err
+		}
+		s := bt.Report.Sharpe
+		sc.LastEpoch, sc.LastValidSharpe = e, s
+		if sc.BestEpoch == 0 || s > sc.BestValidSharpe {
+			sc.BestEpoch, sc.BestValidSharpe, sc.SinceBest = e, s, 0
+		} else {
+			sc.SinceBest++
+			early = r.cfg.Backtest.Patience > 0 && sc.SinceBest >= r.cfg.Backtest.Patience
+		}
+		if ck == nil && (sc.BestEpoch == e || early) {
+			if err := checkpoint(); err != nil {
+				return false, err
+			}
+		}
+		if sc.BestEpoch == e {
+			sc.BestCheckpoint = ck
+		}
+	}
+	if err := r.flush(); err != nil {
+		return false, err
+	}
+
+	r.st.Epoch, r.st.GlobalStep, r.st.Loss = e, t.train.Stats.GlobalStep, t.train.Stats.Loss
+	r.st.Scores = sc
+	if ck != nil {
+		r.st.LastCheckpoint, r.st.ScoresAtCheckpoint = ck, sc
+	}
+	if e > r.st.Furthest {
+		r.st.Furthest, r.st.Recoveries = e, 0
+	}
+	r.publish()
+	if ck != nil {
+		keep := []string{ck.URI}
+		if b := sc.BestCheckpoint; b != nil {
+			keep = append(keep, b.URI)
+		}
+		r.startControl("retention", ca.ApplyRetention, activities.RetentionInput{
+			RunID: r.st.RunID, KeepLast: r.cfg.Checkpoint.KeepLast, KeepBest: r.cfg.Checkpoint.KeepBest, Keep: keep,
+		}, true)
+	}
+	return early, nil
+}
+
+// controlError marks the failure of a control activity, which has retried
+// until the store gave a non-retryable answer: it ends the run, since a new
+// session would not change the store's answer.
+type controlError struct{ err error }
+
+func (e controlError) Error() string { return e.err.Error() }
+func (e controlError) Unwrap() error { return e.err }
+
+// control runs a control activity and waits for it.
+func (r *run) control(activity, in, out any) error {
+	if err := workflow.ExecuteActivity(r.o.controlCtx(r.ctx), activity, in).Get(r.ctx, out); err != nil {
+		return controlError{err}
+	}
+	return nil
+}
+
+// pendingCall is a control activity started without waiting for it.
+type pendingCall struct {
+	what string
+	f    workflow.Future
+	soft bool // its failure is logged, not fatal (retention)
+}
+
+// startControl starts a control activity that the run need not wait for;
+// flush waits for it. A soft one (retention, which the next checkpoint
+// repeats) gets a bounded number of attempts and only logs its failure.
+func (r *run) startControl(what string, activity, in any, soft bool) {
+	ctx := r.o.controlCtx(r.ctx)
+	if soft {
+		ctx = workflow.WithRetryPolicy(ctx, temporal.RetryPolicy{
+			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 8,
+		})
+	}
+	r.pending = append(r.pending, pendingCall{what: what, f: workflow.ExecuteActivity(ctx, activity, in), soft: soft})
+}
+
+// flush waits for the control activities in flight and returns the first
+// hard failure.
+func (r *run) flush() error {
+	var first error
+	for _, p := range r.pending {
+		err := p.f.Get(r.ctx, nil)
+		switch {
+		case err == nil:
+		case p.soft:
+			workflow.GetLogger(r.ctx).Warn("Control activity failed; it is repeated after the next checkpoint",
+				"run", r.st.RunID, "activity", p.what, "error", err)
+		case first == nil:
+			first = controlError{err}
+		}
+	}
+	r.pending = r.pending[:0]
+	return first
+}

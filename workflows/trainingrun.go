@@ -1,0 +1,386 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/dqnflow/dqnflow/activities"
+	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/store"
+)
+
+// Workflows holds dqnflow's workflows. Register its methods on a worker
+// that serves ControlTaskQueue (worker.New does); every such worker must use
+// the same Options.
+type Workflows struct {
+	Options Options
+}
+
+// Activity receivers for method references: workflow.ExecuteActivity(ctx,
+// ta.TrainEpoch, in) schedules the activity named "TrainEpoch".
+var (
+	ta *activities.Trainer
+	ca *activities.Control
+)
+
+// ErrTypeTooManyRecoveries is the application error type of a run that kept
+// losing its trainer without making progress (Options.MaxRecoveries).
+const ErrTypeTooManyRecoveries = "TooManyRecoveries"
+
+// TrainingRun trains one model for cfg.Epochs epochs. The UI and the CLI
+// pass only cfg (JSON onto the defaults: {} trains the default model, and
+// no input at all does the same); state is nil then, and carries the run
+// across a Continue-As-New, or the lineage and warm start that Retrain and
+// Sweep give their child runs.
+//
+// An invalid cfg fails the run at once with a non-retryable
+// activities.ErrTypeInvalidConfig error that names the field, before any
+// activity runs. Then the run is recorded, a session on a GPU worker opens
+// the trainer, and each epoch runs Collect → TrainEpoch → SyncTarget, with a
+// checkpoint every checkpoint.every epochs and a validation backtest every
+// backtest.every epochs (a new best validation Sharpe is always
+// checkpointed), followed by retention. See ADR 0001 for how a lost worker
+// is recovered and why the run stays on one worker.
+func (w *Workflows) TrainingRun(ctx workflow.Context, cfg config.RunConfig, state *RunState) (*RunResult, error) {
+	if cfg == (config.RunConfig{}) {
+		cfg = config.Defaults()
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, invalidConfig("run config", err)
+	}
+	r := newRun(ctx, w.Options.withDefaults(), cfg, state)
+	if err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (Progress, error) { return r.progress(), nil }); err != nil {
+		return nil, err
+	}
+	return r.loop()
+}
+
+// invalidConfig is the non-retryable error for a config that fails
+// validation; its details hold the field, the value and the allowed range.
+func invalidConfig(what string, err error) error {
+	var details []any
+	var fe *config.FieldError
+	if errors.As(err, &fe) {
+		details = append(details, map[string]string{"field": fe.Field, "value": fmt.Sprint(fe.Value), "allowed": fe.Allowed})
+	}
+	return temporal.NewNonRetryableApplicationError(
+		fmt.Sprintf("%s: %v; fix it and start again", what, err), activities.ErrTypeInvalidConfig, nil, details...)
+}
+
+// run is one TrainingRun workflow run.
+type run struct {
+	ctx     workflow.Context
+	o       Options
+	cfg     config.RunConfig
+	st      RunState
+	sess    workflow.Context // open session; nil when none
+	host    string           // host of the session's worker
+	phase   string
+	started int // st.Epoch when this workflow run began
+
+	resumeRequested bool
+	pending         []pendingCall // control activities in flight
+}
+
+func newRun(ctx workflow.Context, o Options, cfg config.RunConfig, state *RunState) *run {
+	r := &run{ctx: ctx, o: o, cfg: cfg, phase: "starting"}
+	if state != nil {
+		r.st = *state
+	}
+	r.st.RunID = workflow.GetInfo(ctx).WorkflowExecution.ID
+	r.started = r.st.Epoch
+	r.listen()
+	return r
+}
+
+// listen records signals as they arrive; the loop acts on them at epoch
+// boundaries. A resume that arrives before a pause took effect cancels it.
+func (r *run) listen() {
+	pause := workflow.GetSignalChannel(r.ctx, PauseSignal)
+	resume := workflow.GetSignalChannel(r.ctx, ResumeSignal)
+	stop := workflow.GetSignalChannel(r.ctx, StopSignal)
+	workflow.Go(r.ctx, func(ctx workflow.Context) {
+		for {
+			sel := workflow.NewSelector(ctx)
+			sel.AddReceive(pause, func(c workflow.ReceiveChannel, _ bool) {
+				c.Receive(ctx, nil)
+				r.st.PauseRequested = true
+			})
+			sel.AddReceive(resume, func(c workflow.ReceiveChannel, _ bool) {
+				c.Receive(ctx, nil)
+				r.st.PauseRequested, r.resumeRequested = false, true
+			})
+			sel.AddReceive(stop, func(c workflow.ReceiveChannel, _ bool) {
+				c.Receive(ctx, nil)
+				r.st.StopRequested = true
+			})
+			sel.Select(ctx)
+		}
+	})
+}
+
+// loop drives the run to its end, a Continue-As-New or a failure.
+func (r *run) loop() (*RunResult, error) {
+	if !r.st.Recorded {
+		r.phase = "recording the run"
+		var out activities.RecordRunOutput
+		if err := r.control(ca.RecordRun, activities.RecordRunInput{
+			RunID: r.st.RunID, Lineage: r.st.Lineage, ParentRunID: r.st.ParentRunID, Config: r.cfg,
+		}, &out); err != nil {
+			return nil, r.fail(err)
+		}
+		r.st.Recorded, r.st.Lineage = true, out.Lineage
+	}
+	r.st.Status = store.StatusRunning
+	r.publish()
+	for {
+		if r.sess == nil {
+			if err := r.open(); err != nil {
+				if errors.Is(err, errStopped) {
+					return r.finish(store.StatusStopped)
+				}
+				if err := r.recover(err); err != nil {
+					return nil, err
+				}
+				continue
+			}
+		}
+		if r.st.Epoch >= r.cfg.Epochs {
+			return r.finish(store.StatusCompleted)
+		}
+		e := r.st.Epoch + 1
+		res, err := r.train(e)
+		if err != nil {
+			if err := r.recover(err); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		final, stopping := e == r.cfg.Epochs, r.st.StopRequested
+		pausing := r.st.PauseRequested && !final && !stopping
+		moveOn := !final && !stopping && !pausing && r.wantContinueAsNew(e)
+		early, err := r.settle(e, res,
+			final || stopping || pausing || moveOn || e%r.cfg.Checkpoint.Every == 0,
+			final || stopping || pausing || e%r.cfg.Backtest.Every == 0)
+		if err != nil {
+			if err := r.recover(err); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		switch {
+		case final:
+			return r.finish(store.StatusCompleted)
+		case stopping:
+			return r.finish(store.StatusStopped)
+		case early:
+			return r.finish(store.StatusEarlyStopped)
+		case pausing:
+			if err := r.pause(); err != nil {
+				if errors.Is(err, errStopped) {
+					return r.finish(store.StatusStopped)
+				}
+				return nil, r.fail(err)
+			}
+		case moveOn:
+			return nil, r.continueAsNew()
+		}
+	}
+}
+
+// errStopped reports a stop signal taken while the run held no trainer.
+var errStopped = errors.New("stop requested")
+
+// open gets a session on a GPU worker and the run's trainer in it.
+func (r *run) open() error {
+	r.phase = "waiting for a GPU worker"
+	stopped := func() bool { return r.st.StopRequested }
+	sess, token, err := r.o.acquireSessionUnless(r.ctx, r.st.SessionToken, r.st.RunID, stopped)
+	if err != nil {
+		if errors.Is(err, errStopped) {
+			return err
+		}
+		return controlError{err} // nothing a new session would fix
+	}
+	r.sess, r.st.SessionToken = sess, token
+	r.host = workflow.GetSessionInfo(sess).HostName
+	r.phase = "opening the trainer"
+	var out activities.OpenOutput
+	if err := workflow.ExecuteActivity(r.o.sessionCtx(sess), ta.OpenTrainer, activities.OpenInput{
+		RunID: r.st.RunID, Config: r.cfg, Epoch: r.st.Epoch, GlobalStep: r.st.GlobalStep,
+		Resume: r.st.LastCheckpoint, Warm: r.st.Warm,
+	}).Get(r.ctx, &out); err != nil {
+		return err
+	}
+	if out.Epoch != r.st.Epoch {
+		workflow.GetLogger(r.ctx).Warn("The trainer opened at another epoch than the run's; continuing from it",
+			"run", r.st.RunID, "run_epoch", r.st.Epoch, "trainer_epoch", out.Epoch)
+		r.st.Epoch, r.st.GlobalStep, r.st.Scores = out.Epoch, out.GlobalStep, r.st.ScoresAtCheckpoint
+	}
+	if out.Info != r.st.Info {
+		r.st.Info = out.Info
+		r.startControl("set device", ca.SetRunDevice, activities.SetDeviceInput{RunID: r.st.RunID, Info: out.Info}, false)
+	}
+	return nil
+}
+
+// recover handles a failure of the trainer or its worker: a deterministic
+// failure ends the run; anything else (worker lost, session failed,
+// heartbeat timeout, a step that failed part-way) drops the session and
+// rolls the run back to its last checkpoint, to be reopened on any worker,
+// at most MaxRecoveries times without progress. It returns the run's final
+// error, or nil to go on.
+func (r *run) recover(cause error) error {
+	var ce controlError
+	if r.ctx.Err() != nil || activities.IsFatal(cause) || errors.As(cause, &ce) {
+		return r.fail(cause)
+	}
+	r.st.Recoveries++
+	if r.st.Recoveries > r.o.MaxRecoveries {
+		return r.fail(temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("run %s lost its trainer %d times without getting past epoch %d (last error: %v); "+
+				"see the GPU workers' logs; a deterministic crash needs a fix before the run is started again",
+				r.st.RunID, r.st.Recoveries, r.st.Furthest, cause),
+			ErrTypeTooManyRecoveries, cause))
+	}
+	workflow.GetLogger(r.ctx).Warn("Run lost its trainer; reopening from the last checkpoint on any GPU worker",
+		"run", r.st.RunID, "recovery", r.st.Recoveries, "error", cause)
+	if r.sess != nil {
+		workflow.CompleteSession(r.sess)
+		r.sess = nil
+	}
+	r.st.SessionToken = nil
+	r.st.Epoch, r.st.GlobalStep, r.st.Loss = 0, 0, 0
+	if ck := r.st.LastCheckpoint; ck != nil {
+		r.st.Epoch, r.st.GlobalStep = ck.Epoch, ck.GlobalStep
+	}
+	r.st.Scores = r.st.ScoresAtCheckpoint
+	r.phase = "recovering"
+	return nil
+}
+
+// pause frees the GPU slot and the trainer after the epoch was checkpointed
+// and backtested, and waits for a resume (nil) or a stop (errStopped).
+func (r *run) pause() error {
+	if err := r.flush(); err != nil {
+		return err
+	}
+	r.resumeRequested = false
+	token := r.st.SessionToken
+	r.closeTrainer()
+	r.st.SessionToken = token // try the same worker first on resume
+	if err := r.setStatus(store.StatusPaused, ""); err != nil {
+		return err
+	}
+	r.phase = "paused"
+	if err := workflow.Await(r.ctx, func() bool { return r.resumeRequested || r.st.StopRequested }); err != nil {
+		return err
+	}
+	if r.st.StopRequested {
+		return errStopped
+	}
+	r.resumeRequested = false
+	return r.setStatus(store.StatusRunning, "")
+}
+
+// continueAsNew hands the run to a new workflow run right after a
+// checkpoint. The session is completed (its slot freed) but the trainer
+// stays in the worker's registry, and the recreate token sends the new run
+// back to that worker, which reuses it.
+func (r *run) continueAsNew() error {
+	if err := r.flush(); err != nil {
+		return r.fail(err)
+	}
+	if r.sess != nil {
+		workflow.CompleteSession(r.sess)
+		r.sess = nil
+	}
+	next := r.st
+	return workflow.NewContinueAsNewError(r.ctx, TrainingRunName, r.cfg, &next)
+}
+
+func (r *run) wantContinueAsNew(e int) bool {
+	info := workflow.GetInfo(r.ctx)
+	return info.GetContinueAsNewSuggested() ||
+		info.GetCurrentHistoryLength() >= r.o.HistoryLimit ||
+		(r.o.ContinueAsNewEvery > 0 && e-r.started >= r.o.ContinueAsNewEvery)
+}
+
+// finish ends the run with status: trainer closed, session completed,
+// status recorded.
+func (r *run) finish(status store.Status) (*RunResult, error) {
+	if err := r.flush(); err != nil {
+		return nil, r.fail(err)
+	}
+	r.closeTrainer()
+	if err := r.setStatus(status, ""); err != nil {
+		return nil, r.fail(err)
+	}
+	r.phase = "done"
+	return &RunResult{
+		RunID: r.st.RunID, Lineage: r.st.Lineage, Status: status,
+		Epochs: r.st.Epoch, GlobalStep: r.st.GlobalStep,
+		BestEpoch: r.st.Scores.BestEpoch, BestValidSharpe: r.st.Scores.BestValidSharpe,
+		BestCheckpoint: r.st.Scores.BestCheckpoint, LastCheckpoint: r.st.LastCheckpoint,
+		Info: r.st.Info, Recoveries: r.st.Recoveries,
+	}, nil
+}
+
+// fail records the run as failed (or canceled) and returns cause, the
+// workflow's error. Clean-up is best effort and survives cancellation.
+func (r *run) fail(cause error) error {
+	status := store.StatusFailed
+	if r.ctx.Err() != nil {
+		status = store.StatusCanceled
+		r.ctx, _ = workflow.NewDisconnectedContext(r.ctx)
+	}
+	var ce controlError
+	if errors.As(cause, &ce) {
+		cause = ce.err
+	}
+	_ = r.flush()
+	r.closeTrainer()
+	r.phase = string(status)
+	if r.st.Recorded {
+		if err := r.setStatus(status, cause.Error()); err != nil {
+			workflow.GetLogger(r.ctx).Error("Recording the run's failure failed", "run", r.st.RunID, "error", err)
+		}
+	}
+	return cause
+}
+
+// closeTrainer frees the trainer (best effort) and completes the session.
+func (r *run) closeTrainer() {
+	if r.sess == nil {
+		return
+	}
+	if workflow.GetSessionInfo(r.sess).SessionState == workflow.SessionStateOpen {
+		err := workflow.ExecuteActivity(r.o.closeCtx(r.sess), ta.CloseTrainer, activities.CloseInput{RunID: r.st.RunID}).Get(r.ctx, nil)
+		if err != nil {
+			workflow.GetLogger(r.ctx).Warn("Closing the trainer failed; the worker evicts it when idle", "run", r.st.RunID, "error", err)
+		}
+	}
+	workflow.CompleteSession(r.sess)
+	r.sess, r.host = nil, ""
+}
+
+// setStatus records status in the store and the search attributes.
+func (r *run) setStatus(status store.Status, errText string) error {
+	r.st.Status = status
+	r.publish()
+	return r.control(ca.SetRunStatus, activities.SetStatusInput{RunID: r.st.RunID, Status: status, Error: errText}, nil)
+}
+
+func (r *run) progress() Progress {
+	return Progress{
+		RunID: r.st.RunID, Lineage: r.st.Lineage, Status: r.st.Status, Phase: r.phase,
+		Epoch: r.st.Epoch, Epochs: r.cfg.Epochs, Step: r.st.GlobalStep, Loss: r.st.Loss,
+		BestEpoch: r.st.Scores.BestEpoch, BestValidSharpe: r.st.Scores.BestValidSharpe,
+		LastValidSharpe: r.st.Scores.LastValidSharpe, LastCheckpoint: r.st.LastCheckpoint,
+		Backend: r.st.Info.Backend, Device: r.st.Info.Device, Precision: r.st.Info.Precision,
+		Host: r.host, Recoveries: r.st.Recoveries,
+	}
+}
