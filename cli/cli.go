@@ -36,6 +36,12 @@ func commands() []command {
 		{"config", "config defaults: print the default config as JSON", runConfig},
 		{"bench", "throughput: dqnflow bench --device cpu [--json]", runBench},
 		{"learn-check", "train on the synthetic series and compare with the oracle policy", runLearnCheck},
+		{"dev", "local stack: Temporal dev server + UI, migrations, a worker [--demo]", runDev},
+		{"worker", "a worker: dqnflow worker --role all|control|gpu --device auto|cpu|cuda[:N] [--slots N]", runWorker},
+		{"run", "runs on Temporal: run start|list|show|watch|pause|resume|stop", runRun},
+		{"schedule", "periodic retraining: schedule create|list|delete", runSchedule},
+		{"sweep", "grid search: sweep start --grid PATH=V1,V2 ... [--max-concurrent N]", runSweep},
+		{"migrate", "apply the PostgreSQL migrations (DATABASE_URL)", runMigrate},
 	}
 }
 

@@ -31,8 +31,9 @@ func learnCheckConfig() config.RunConfig {
 	cfg := config.Defaults()
 	cfg.Data.Path = "synthetic"
 	cfg.Data.SyntheticBars = 20000
-	cfg.Epochs = 20
-	cfg.Env.EpsilonDecaySteps = 20000
+	cfg.Epochs = 40
+	cfg.Optim.LR = 1e-4
+	cfg.Env.EpsilonDecaySteps = 40000
 	// The planted signal predicts one bar ahead: a short horizon learns it
 	// faster than the trading default.
 	cfg.Optim.Gamma = 0.9

@@ -78,30 +78,25 @@ func (o Options) acquireSessionUnless(ctx workflow.Context, token []byte, what s
 
 // recreateSession recreates a session from token within RecreateTimeout.
 // RecreateSession alone could wait for ever: on a live worker whose slots
-// are all taken, the session creation is retried until a slot frees.
+// are all taken, the session creation is retried until a slot frees. A
+// timer goroutine cancels the attempt; the session itself must be created
+// by this coroutine, since a workflow context belongs to the coroutine that
+// made it.
 func (o Options) recreateSession(ctx workflow.Context, token []byte, so *workflow.SessionOptions) (workflow.Context, error) {
 	rso := *so
 	rso.CreationTimeout = min(so.CreationTimeout, o.RecreateTimeout)
-	attempt, cancel := workflow.WithCancel(ctx)
-	var (
-		sess workflow.Context
-		err  error
-		done bool
-	)
-	workflow.Go(attempt, func(c workflow.Context) {
-		sess, err = workflow.RecreateSession(c, token, &rso)
-		done = true
+	attempt, cancelAttempt := workflow.WithCancel(ctx)
+	timer, cancelTimer := workflow.WithCancel(ctx)
+	workflow.Go(timer, func(c workflow.Context) {
+		if workflow.Sleep(c, o.RecreateTimeout) == nil {
+			cancelAttempt()
+		}
 	})
-	ok, werr := workflow.AwaitWithTimeout(ctx, o.RecreateTimeout, func() bool { return done })
-	if werr != nil || !ok {
-		cancel()
-		if aerr := workflow.Await(ctx, func() bool { return done }); aerr != nil {
-			return nil, aerr
-		}
-		if err == nil {
-			workflow.CompleteSession(sess) // created just as the wait ended: give it back
-			err = errors.New("recreating the session timed out")
-		}
+	sess, err := workflow.RecreateSession(attempt, token, &rso)
+	cancelTimer()
+	if err == nil && attempt.Err() != nil {
+		workflow.CompleteSession(sess) // created as the time ran out: give it back
+		err = errors.New("recreating the session timed out")
 	}
 	return sess, err
 }

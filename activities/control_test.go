@@ -1,0 +1,150 @@
+package activities_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/dqnflow/dqnflow/activities"
+	"github.com/dqnflow/dqnflow/activities/activitiestest"
+	"github.com/dqnflow/dqnflow/store"
+)
+
+func newControl(t *testing.T) (*activities.Control, *activitiestest.MemStore, *testsuite.TestActivityEnvironment) {
+	t.Helper()
+	st := activitiestest.NewMemStore()
+	c := &activities.Control{Store: st}
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestActivityEnvironment()
+	env.RegisterActivity(c)
+	return c, st, env
+}
+
+// seedCheckpoints records checkpoints of epochs 1..len(sharpes) with blobs
+// under dir and the given validation Sharpe ratios.
+func seedCheckpoints(t *testing.T, st *activitiestest.MemStore, dir string, sharpes []float64) []string {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := st.CreateRun(ctx, store.NewRun{RunID: runID, Config: testConfig().JSON()}); err != nil {
+		t.Fatal(err)
+	}
+	var uris []string
+	for i, s := range sharpes {
+		e := i + 1
+		uri := filepath.Join(dir, fmt.Sprintf("epoch-%06d.safetensors", e))
+		if err := os.WriteFile(uri, []byte("blob"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.RecordCheckpoint(ctx, store.CheckpointRecord{RunID: runID, Epoch: e, URI: uri, SHA256: fmt.Sprintf("%064d", e)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.RecordBacktest(ctx, store.BacktestRecord{RunID: runID, Epoch: e, Split: store.SplitValid, Sharpe: &s}); err != nil {
+			t.Fatal(err)
+		}
+		uris = append(uris, uri)
+	}
+	return uris
+}
+
+func TestRetentionKeepsLastBestAndProtected(t *testing.T) {
+	c, st, env := newControl(t)
+	dir := t.TempDir()
+	// Epoch 2 is the best; epoch 5 the last; epoch 3 is protected by the
+	// caller; epoch 1's blob is already gone (a retry after a partial run).
+	uris := seedCheckpoints(t, st, dir, []float64{0.1, 0.9, 0.2, 0.3, 0.4})
+	if err := os.Remove(uris[0]); err != nil {
+		t.Fatal(err)
+	}
+	v, err := env.ExecuteActivity(c.ApplyRetention, activities.RetentionInput{RunID: runID, KeepLast: 1, KeepBest: 1, Keep: []string{uris[2]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out activities.RetentionOutput
+	if err := v.Get(&out); err != nil {
+		t.Fatal(err)
+	}
+	var pruned []int
+	for _, p := range out.Pruned {
+		pruned = append(pruned, p.Epoch)
+	}
+	if !slices.Equal(pruned, []int{1, 4}) {
+		t.Fatalf("pruned epochs %v, want [1 4]", pruned)
+	}
+	for i, uri := range uris {
+		e := i + 1
+		_, statErr := os.Stat(uri)
+		row, _ := st.Checkpoint(runID, e)
+		gone := e == 1 || e == 4
+		if gone != errors.Is(statErr, os.ErrNotExist) || gone != row.Pruned {
+			t.Errorf("epoch %d: blob exists %v, row pruned %v; want pruned %v", e, statErr == nil, row.Pruned, gone)
+		}
+	}
+}
+
+func TestRetentionRefusesWhenTheStorageIsNotVisible(t *testing.T) {
+	c, st, env := newControl(t)
+	dir := filepath.Join(t.TempDir(), "mnt")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	seedCheckpoints(t, st, dir, []float64{0.1, 0.2})
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.ExecuteActivity(c.ApplyRetention, activities.RetentionInput{RunID: runID, KeepLast: 1}); err == nil {
+		t.Fatal("retention succeeded although the checkpoint directory is not there")
+	}
+	if row, _ := st.Checkpoint(runID, 1); row.Pruned {
+		t.Error("a checkpoint whose blob could not be deleted was marked pruned")
+	}
+}
+
+func TestFirstPromotionDecisionStands(t *testing.T) {
+	c, st, env := newControl(t)
+	if _, err := st.CreateRun(context.Background(), store.NewRun{RunID: "ch", Lineage: "l", Config: testConfig().JSON()}); err != nil {
+		t.Fatal(err)
+	}
+	in := activities.PromotionInput{RetrainID: "rt", Lineage: "l", Challenger: activities.CheckpointRef{RunID: "ch", URI: "/c"}, Promoted: true, Reason: "first"}
+	if _, err := env.ExecuteActivity(c.RecordPromotion, in); err != nil {
+		t.Fatal(err)
+	}
+	in.Promoted, in.Reason = false, "second"
+	v, err := env.ExecuteActivity(c.RecordPromotion, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out activities.PromotionOutput
+	if err := v.Get(&out); err != nil {
+		t.Fatal(err)
+	}
+	if !out.Promoted || out.Reason != "first" {
+		t.Errorf("second decision returned %+v, want the first one (promoted, first)", out)
+	}
+	v, err = env.ExecuteActivity(c.LookupChampion, activities.ChampionInput{Lineage: "l"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ch activities.ChampionOutput
+	if err := v.Get(&ch); err != nil {
+		t.Fatal(err)
+	}
+	if !ch.Found || ch.RunID != "ch" || ch.Checkpoint.URI != "/c" {
+		t.Errorf("champion %+v, want run ch at /c", ch)
+	}
+}
+
+func TestStoreRejectionIsFatal(t *testing.T) {
+	c, _, env := newControl(t)
+	_, err := env.ExecuteActivity(c.SetRunStatus, activities.SetStatusInput{RunID: "no-such-run", Status: store.StatusRunning})
+	var ae *temporal.ApplicationError
+	if !errors.As(err, &ae) || ae.Type() != activities.ErrTypeStoreRejected || !ae.NonRetryable() || !activities.IsFatal(err) {
+		t.Fatalf("status of a missing run: %v, want a non-retryable %s error", err, activities.ErrTypeStoreRejected)
+	}
+}

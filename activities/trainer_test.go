@@ -1,0 +1,349 @@
+package activities_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	sdkworker "go.temporal.io/sdk/worker"
+
+	"github.com/dqnflow/dqnflow/activities"
+	"github.com/dqnflow/dqnflow/activities/activitiestest"
+	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/trainer"
+	"github.com/dqnflow/dqnflow/worker"
+)
+
+const runID = "run-1"
+
+func testConfig() config.RunConfig {
+	c := config.Defaults()
+	c.StepsPerEpoch, c.Env.CollectSteps, c.Env.NumEnvs = 10, 4, 2
+	return c
+}
+
+// rig is one GPU worker's session activities over a fake backend and an
+// in-memory store.
+type rig struct {
+	t       *testing.T
+	a       *activities.Trainer
+	backend *activitiestest.Backend
+	store   *activitiestest.MemStore
+	reg     *worker.Registry
+	env     *testsuite.TestActivityEnvironment
+}
+
+func newRig(t *testing.T, root string, st *activitiestest.MemStore) *rig {
+	t.Helper()
+	if st == nil {
+		st = activitiestest.NewMemStore()
+		if _, err := st.CreateRun(context.Background(), store.NewRun{RunID: runID, Config: testConfig().JSON()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := &rig{t: t, backend: &activitiestest.Backend{}, store: st, reg: worker.NewRegistry(0, nil)}
+	r.a = &activities.Trainer{
+		Backend: r.backend, Registry: r.reg, Store: st, Prepare: activitiestest.Dataset,
+		CheckpointRoot: root, HeartbeatInterval: time.Millisecond,
+	}
+	var s testsuite.WorkflowTestSuite
+	r.env = s.NewTestActivityEnvironment()
+	r.env.RegisterActivity(r.a)
+	return r
+}
+
+// do runs activity fn with in and decodes its result into out (if not nil).
+func (r *rig) do(fn, in, out any) error {
+	r.t.Helper()
+	v, err := r.env.ExecuteActivity(fn, in)
+	if err != nil {
+		return err
+	}
+	if out != nil {
+		if err := v.Get(out); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+	return nil
+}
+
+func (r *rig) must(fn, in, out any) {
+	r.t.Helper()
+	if err := r.do(fn, in, out); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+func (r *rig) open(in activities.OpenInput) activities.OpenOutput {
+	r.t.Helper()
+	if in.RunID == "" {
+		in.RunID = runID
+	}
+	if in.Config == (config.RunConfig{}) {
+		in.Config = testConfig()
+	}
+	var out activities.OpenOutput
+	r.must(r.a.OpenTrainer, in, &out)
+	return out
+}
+
+// epoch runs Collect, TrainEpoch and SyncTarget of epoch e.
+func (r *rig) epoch(e int) activities.TrainOutput {
+	r.t.Helper()
+	var tr activities.TrainOutput
+	r.must(r.a.Collect, activities.CollectInput{RunID: runID, Epoch: e}, nil)
+	r.must(r.a.TrainEpoch, activities.TrainInput{RunID: runID, Epoch: e}, &tr)
+	r.must(r.a.SyncTarget, activities.SyncInput{RunID: runID, Epoch: e}, nil)
+	return tr
+}
+
+func errType(err error) string {
+	var ae *temporal.ApplicationError
+	if errors.As(err, &ae) {
+		return ae.Type()
+	}
+	return ""
+}
+
+func TestEpochStepsRunOncePerEpoch(t *testing.T) {
+	r := newRig(t, t.TempDir(), nil)
+	r.open(activities.OpenInput{})
+	var c1, c2 activities.CollectOutput
+	r.must(r.a.Collect, activities.CollectInput{RunID: runID, Epoch: 1}, &c1)
+	var t1, t2 activities.TrainOutput
+	r.must(r.a.TrainEpoch, activities.TrainInput{RunID: runID, Epoch: 1}, &t1)
+	r.must(r.a.TrainEpoch, activities.TrainInput{RunID: runID, Epoch: 1}, &t2)
+	r.must(r.a.Collect, activities.CollectInput{RunID: runID, Epoch: 1}, &c2)
+
+	tr := r.backend.Trainers()[0]
+	if tr.Trains != 1 || tr.Step != 10 {
+		t.Fatalf("a repeated TrainEpoch trained again: %d Train calls, global step %d, want 1 and 10", tr.Trains, tr.Step)
+	}
+	if !t2.Replayed || t2.Stats != t1.Stats {
+		t.Errorf("repeated TrainEpoch = %+v, want the first result %+v replayed", t2, t1)
+	}
+	if !c2.Replayed || c2.Stats != c1.Stats {
+		t.Errorf("repeated Collect = %+v, want the first result %+v replayed", c2, c1)
+	}
+	r.must(r.a.SyncTarget, activities.SyncInput{RunID: runID, Epoch: 1}, nil)
+	r.must(r.a.SyncTarget, activities.SyncInput{RunID: runID, Epoch: 1}, nil)
+	r.epoch(2)
+	if tr.Step != 20 {
+		t.Errorf("after epoch 2 the global step is %d, want 20", tr.Step)
+	}
+}
+
+func TestStepOutOfOrderAsksForARestore(t *testing.T) {
+	r := newRig(t, t.TempDir(), nil)
+	r.open(activities.OpenInput{})
+	for name, call := range map[string]func() error{
+		"train before collect": func() error { return r.do(r.a.TrainEpoch, activities.TrainInput{RunID: runID, Epoch: 1}, nil) },
+		"collect skips epoch":  func() error { return r.do(r.a.Collect, activities.CollectInput{RunID: runID, Epoch: 2}, nil) },
+		"checkpoint ahead":     func() error { return r.do(r.a.Checkpoint, activities.CheckpointInput{RunID: runID, Epoch: 1}, nil) },
+		"unknown run":          func() error { return r.do(r.a.Collect, activities.CollectInput{RunID: "other", Epoch: 1}, nil) },
+	} {
+		if err := call(); errType(err) != activities.ErrTypeTrainerLost {
+			t.Errorf("%s: error %v, want type %s", name, err, activities.ErrTypeTrainerLost)
+		}
+	}
+	if r.backend.Trainers()[0].Trains != 0 {
+		t.Error("a refused step trained")
+	}
+}
+
+func TestFailedTrainDiscardsTheTrainer(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		cause    error
+		wantType string
+		fatal    bool
+	}{
+		{"device error", errors.New("device lost"), activities.ErrTypeTrainerLost, false},
+		{"non-finite loss", trainer.ErrNonFinite, activities.ErrTypeNonFinite, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, t.TempDir(), nil)
+			r.open(activities.OpenInput{})
+			r.backend.TrainErr = func(int64) error { return tc.cause }
+			r.must(r.a.Collect, activities.CollectInput{RunID: runID, Epoch: 1}, nil)
+			err := r.do(r.a.TrainEpoch, activities.TrainInput{RunID: runID, Epoch: 1}, nil)
+			if errType(err) != tc.wantType || activities.IsFatal(err) != tc.fatal {
+				t.Fatalf("error %v: type %q fatal %v, want %q fatal %v", err, errType(err), activities.IsFatal(err), tc.wantType, tc.fatal)
+			}
+			if r.reg.Get(runID) != nil || !r.backend.Trainers()[0].Closed {
+				t.Error("the half-trained trainer is still held")
+			}
+			if err := r.do(r.a.TrainEpoch, activities.TrainInput{RunID: runID, Epoch: 1}, nil); errType(err) != activities.ErrTypeTrainerLost {
+				t.Errorf("retry after the failure: %v, want %s", err, activities.ErrTypeTrainerLost)
+			}
+		})
+	}
+}
+
+func TestOpenReusesOnlyATrainerAtTheExpectedStep(t *testing.T) {
+	r := newRig(t, t.TempDir(), nil)
+	r.open(activities.OpenInput{})
+	tr := r.epoch(1)
+	if out := r.open(activities.OpenInput{Epoch: 1, GlobalStep: tr.Stats.GlobalStep}); !out.Reused || out.Epoch != 1 {
+		t.Fatalf("open at the held point = %+v, want the held trainer", out)
+	}
+	if news, _ := r.backend.Counts(); news != 1 {
+		t.Fatalf("%d trainers built, want 1", news)
+	}
+	out := r.open(activities.OpenInput{Epoch: 3, GlobalStep: 30})
+	news, _ := r.backend.Counts()
+	if out.Reused || out.Epoch != 0 || news != 2 || !r.backend.Trainers()[0].Closed {
+		t.Fatalf("open at another point = %+v with %d trainers built; want a new trainer at epoch 0 and the old one closed", out, news)
+	}
+}
+
+func TestCheckpointRestoresBitIdentically(t *testing.T) {
+	root := t.TempDir()
+	r := newRig(t, root, nil)
+	r.open(activities.OpenInput{})
+	r.epoch(1)
+	var ck, again activities.CheckpointOutput
+	r.must(r.a.Checkpoint, activities.CheckpointInput{RunID: runID, Epoch: 1}, &ck)
+	r.must(r.a.Checkpoint, activities.CheckpointInput{RunID: runID, Epoch: 1}, &again)
+	want := filepath.Join(root, "checkpoints", runID, "epoch-000001.safetensors")
+	if ck.Checkpoint.URI != want || ck.Checkpoint.Epoch != 1 || ck.Checkpoint.GlobalStep != 10 {
+		t.Fatalf("checkpoint = %+v, want %s at epoch 1, step 10", ck.Checkpoint, want)
+	}
+	if again.Checkpoint != ck.Checkpoint {
+		t.Errorf("a repeated checkpoint differs: %+v vs %+v", again.Checkpoint, ck.Checkpoint)
+	}
+	row, ok := r.store.Checkpoint(runID, 1)
+	if !ok || row.SHA256 != ck.Checkpoint.SHA256 || row.URI != want {
+		t.Fatalf("store row %+v, want uri %s sha %s", row, want, ck.Checkpoint.SHA256)
+	}
+
+	// Another worker restores the checkpoint; both train epoch 2.
+	other := newRig(t, root, r.store)
+	out := other.open(activities.OpenInput{Epoch: 1, GlobalStep: 10, Resume: &ck.Checkpoint})
+	if !out.Restored || out.Epoch != 1 || out.GlobalStep != 10 {
+		t.Fatalf("open from the checkpoint = %+v, want restored at epoch 1, step 10", out)
+	}
+	r.epoch(2)
+	other.epoch(2)
+	a, b := r.backend.Trainers()[0], other.backend.Trainers()[0]
+	if math.Float32bits(a.W) != math.Float32bits(b.W) || a.Step != b.Step || a.EnvSteps != b.EnvSteps {
+		t.Errorf("restored run differs after epoch 2: w %x step %d env %d, uninterrupted w %x step %d env %d",
+			math.Float32bits(b.W), b.Step, b.EnvSteps, math.Float32bits(a.W), a.Step, a.EnvSteps)
+	}
+}
+
+func TestOpenRefusesADamagedOrMissingCheckpoint(t *testing.T) {
+	root := t.TempDir()
+	r := newRig(t, root, nil)
+	r.open(activities.OpenInput{})
+	r.epoch(1)
+	var ck activities.CheckpointOutput
+	r.must(r.a.Checkpoint, activities.CheckpointInput{RunID: runID, Epoch: 1}, &ck)
+	raw, err := os.ReadFile(ck.Checkpoint.URI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw[len(raw)-1] ^= 1
+	if err := os.WriteFile(ck.Checkpoint.URI, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	missing := ck.Checkpoint
+	missing.URI = filepath.Join(root, "nowhere.safetensors")
+	for _, tc := range []struct {
+		ref      activities.CheckpointRef
+		wantType string
+	}{{ck.Checkpoint, activities.ErrTypeCorruptCheckpoint}, {missing, activities.ErrTypeCheckpointMissing}} {
+		other := newRig(t, root, r.store)
+		err := other.do(other.a.OpenTrainer, activities.OpenInput{RunID: runID, Config: testConfig(), Epoch: 1, GlobalStep: 10, Resume: &tc.ref}, nil)
+		if errType(err) != tc.wantType {
+			t.Errorf("open from %s: %v, want type %s", tc.ref.URI, err, tc.wantType)
+		}
+		if news, restores := other.backend.Counts(); news+restores != 0 {
+			t.Errorf("open from %s built a trainer anyway", tc.ref.URI)
+		}
+	}
+}
+
+func TestTrainEpochHeartbeatsStepAndLoss(t *testing.T) {
+	r := newRig(t, t.TempDir(), nil)
+	r.env.SetWorkerOptions(sdkworker.Options{DefaultHeartbeatThrottleInterval: time.Millisecond, MaxHeartbeatThrottleInterval: time.Millisecond})
+	r.open(activities.OpenInput{})
+	r.must(r.a.Collect, activities.CollectInput{RunID: runID, Epoch: 1}, nil)
+	hold := make(chan struct{})
+	r.backend.Hold = hold
+	beats := make(chan activities.Heartbeat, 1000)
+	r.env.SetOnActivityHeartbeatListener(func(_ *activity.Info, d converter.EncodedValues) {
+		var hb activities.Heartbeat
+		if d.Get(&hb) == nil {
+			beats <- hb
+		}
+	})
+	done := make(chan error, 1)
+	go func() { done <- r.do(r.a.TrainEpoch, activities.TrainInput{RunID: runID, Epoch: 1}, nil) }()
+	for range 3 {
+		hold <- struct{}{}
+	}
+	deadline := time.After(10 * time.Second)
+	for seen := false; !seen; {
+		select {
+		case hb := <-beats:
+			seen = hb.Epoch == 1 && hb.Stage == "train" && hb.Step == 3 && hb.GlobalStep == 3 && hb.Loss == 0.25
+		case <-deadline:
+			t.Fatal("no heartbeat with step 3 and loss 0.25 within 10 s")
+		}
+	}
+	close(hold)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBacktestRecordsTheValidationScore(t *testing.T) {
+	r := newRig(t, t.TempDir(), nil)
+	r.backend.Sharpe = func(step int64) float64 { return float64(step) / 100 }
+	r.open(activities.OpenInput{})
+	r.epoch(1)
+	var bt activities.BacktestOutput
+	r.must(r.a.Backtest, activities.BacktestInput{RunID: runID, Epoch: 1}, &bt)
+	if bt.Report.Sharpe != 0.1 {
+		t.Errorf("Sharpe %g, want 0.1", bt.Report.Sharpe)
+	}
+	rec := r.store.Backtests[runID][1]
+	if rec.Split != store.SplitValid || rec.Sharpe == nil || *rec.Sharpe != 0.1 {
+		t.Errorf("recorded backtest %+v, want a valid split with Sharpe 0.1", rec)
+	}
+}
+
+func TestEvaluateScoresCheckpointsOnOneWindow(t *testing.T) {
+	root := t.TempDir()
+	r := newRig(t, root, nil)
+	r.open(activities.OpenInput{})
+	var refs []activities.CheckpointRef
+	for e := 1; e <= 2; e++ {
+		r.epoch(e)
+		var ck activities.CheckpointOutput
+		r.must(r.a.Checkpoint, activities.CheckpointInput{RunID: runID, Epoch: e}, &ck)
+		refs = append(refs, ck.Checkpoint)
+	}
+	ev := newRig(t, root, r.store)
+	ev.backend.Sharpe = func(int64) float64 { return 0.5 }
+	var out activities.EvaluateOutput
+	ev.must(ev.a.EvaluateCheckpoints, activities.EvaluateInput{Config: testConfig(), Checkpoints: refs}, &out)
+	if len(out.Reports) != 2 {
+		t.Fatalf("%d reports for 2 checkpoints", len(out.Reports))
+	}
+	for i, tr := range ev.backend.Trainers() {
+		if !tr.Closed {
+			t.Errorf("evaluation trainer %d left open", i)
+		}
+	}
+}

@@ -1,0 +1,196 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/worker"
+)
+
+// envTemporalBin names the Temporal CLI binary that "dqnflow dev" starts.
+const envTemporalBin = "DQNFLOW_TEMPORAL"
+
+// runDev implements "dqnflow dev": the pinned Temporal dev server with its
+// UI and a SQLite file, the PostgreSQL migrations, and a worker serving
+// every queue, all in the foreground until interrupted. With --demo it also
+// starts a small TrainingRun and prints its progress and result.
+func runDev(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "dev")
+	var wf workerFlags
+	wf.register(false, fs)
+	wf.role = "all"
+	port := fs.Int("port", 7233, "Temporal frontend port")
+	uiPort := fs.Int("ui-port", 8233, "Temporal UI port")
+	dbFile := fs.String("db-file", ".dqnflow/temporal.db", "Temporal's SQLite file (kept between runs)")
+	temporalBin := fs.String("temporal", "", "Temporal CLI binary (default: $"+envTemporalBin+", bin/temporal beside dqnflow, or temporal on PATH)")
+	demo := fs.Bool("demo", false, "start a small demo TrainingRun and watch it")
+	exitAfterDemo := fs.Bool("exit-after-demo", false, "with --demo: stop everything when the demo run ends")
+	if err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	bin, err := findTemporal(*temporalBin)
+	if err != nil {
+		return err
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(*port))
+	os.Setenv(envTemporalAddress, addr)
+	if err := os.MkdirAll(filepath.Dir(*dbFile), 0o755); err != nil {
+		return fmt.Errorf("create directory for %s: %w", *dbFile, err)
+	}
+
+	st, err := openStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	fmt.Fprintln(e.stderr, "dev: PostgreSQL migrations applied")
+
+	srv, err := startTemporal(e, bin, *port, *uiPort, *dbFile)
+	if err != nil {
+		return err
+	}
+	defer stopProcess(srv)
+	c, err := waitForTemporal(ctx, e, 90*time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := worker.EnsureSearchAttributes(ctx, c, temporalNamespace()); err != nil {
+		return err
+	}
+	w, err := startWorker(ctx, e, c, st, wf)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		stopCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		w.Stop(stopCtx)
+	}()
+	ui := fmt.Sprintf("http://localhost:%d", *uiPort)
+	fmt.Fprintf(e.stdout, "dqnflow dev is up: Temporal at %s, UI at %s\n", addr, ui)
+	fmt.Fprintf(e.stdout, "Start a run: dqnflow run start, or in the UI: Start Workflow, type TrainingRun, task queue dqnflow-control, input {}\n")
+
+	if *demo {
+		if err := runDemo(ctx, e, c, ui); err != nil {
+			return err
+		}
+		if *exitAfterDemo {
+			return nil
+		}
+	}
+	fmt.Fprintln(e.stdout, "Press Ctrl-C to stop.")
+	<-ctx.Done()
+	fmt.Fprintln(e.stderr, "dev: stopping")
+	return nil
+}
+
+// demoConfig is the small run that "dqnflow dev --demo" shows: the default
+// model on the bundled S&P 500 data, a few short epochs.
+func demoConfig() config.RunConfig {
+	cfg := config.Defaults()
+	cfg.Epochs = 3
+	cfg.StepsPerEpoch = 100
+	return cfg
+}
+
+func runDemo(ctx context.Context, e *env, c client.Client, ui string) error {
+	cfg := demoConfig()
+	id := newRunID("demo")
+	if err := startRun(ctx, c, id, cfg); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "demo run %s started: %d epochs of %d steps on %s; watch it at %s/namespaces/%s/workflows/%s\n",
+		id, cfg.Epochs, cfg.StepsPerEpoch, cfg.Data.Path, ui, temporalNamespace(), id)
+	return watchRun(ctx, e, c, id, false)
+}
+
+// findTemporal locates the Temporal CLI: the flag, $DQNFLOW_TEMPORAL,
+// temporal beside this executable, bin/temporal, then PATH.
+func findTemporal(flagValue string) (string, error) {
+	cands := []string{flagValue, os.Getenv(envTemporalBin)}
+	if exe, err := os.Executable(); err == nil {
+		cands = append(cands, filepath.Join(filepath.Dir(exe), "temporal"))
+	}
+	cands = append(cands, filepath.Join("bin", "temporal"))
+	for _, p := range cands {
+		if p == "" {
+			continue
+		}
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p, nil
+		}
+	}
+	if p, err := exec.LookPath("temporal"); err == nil {
+		return p, nil
+	}
+	return "", fmt.Errorf("no Temporal CLI found: run \"make temporal\" (builds bin/temporal, the pinned v1.5.1) or set %s", envTemporalBin)
+}
+
+// startTemporal starts "temporal server start-dev" in its own process group
+// with the workflows' search attributes registered.
+func startTemporal(e *env, bin string, port, uiPort int, dbFile string) (*exec.Cmd, error) {
+	args := []string{"server", "start-dev",
+		"--ip", "127.0.0.1", "--port", strconv.Itoa(port), "--ui-port", strconv.Itoa(uiPort),
+		"--db-filename", dbFile, "--log-level", "warn"}
+	args = append(args, worker.SearchAttributeFlags()...)
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = e.stderr, e.stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	fmt.Fprintf(e.stderr, "dev: started Temporal dev server (pid %d, data %s)\n", cmd.Process.Pid, dbFile)
+	return cmd, nil
+}
+
+func stopProcess(cmd *exec.Cmd) {
+	if cmd == nil || cmd.Process == nil {
+		return
+	}
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+	}
+}
+
+// waitForTemporal dials until the server answers a health check.
+func waitForTemporal(ctx context.Context, e *env, limit time.Duration) (client.Client, error) {
+	deadline := time.Now().Add(limit)
+	var last error
+	for time.Now().Before(deadline) {
+		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		c, err := dial(dctx, e)
+		if err == nil {
+			_, err = c.CheckHealth(dctx, &client.CheckHealthRequest{})
+			if err == nil {
+				cancel()
+				return c, nil
+			}
+			c.Close()
+		}
+		cancel()
+		last = err
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	return nil, errors.Join(fmt.Errorf("Temporal dev server did not answer within %s", limit), last)
+}

@@ -1,0 +1,293 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/dqnflow/dqnflow/activities"
+	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/workflows"
+)
+
+// runRun implements "dqnflow run start|list|show|watch|pause|resume|stop".
+func runRun(ctx context.Context, e *env, args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("%w: want \"dqnflow run start|list|show|watch|pause|resume|stop ...\"", errUsage)
+	}
+	sub, rest := args[0], args[1:]
+	switch sub {
+	case "start":
+		return runStart(ctx, e, rest)
+	case "list":
+		return runList(ctx, e, rest)
+	case "show", "watch":
+		return runShowWatch(ctx, e, sub, rest)
+	case "pause", "resume", "stop":
+		return runSignal(ctx, e, sub, rest)
+	}
+	return fmt.Errorf("%w: unknown run command %q: want start, list, show, watch, pause, resume or stop", errUsage, sub)
+}
+
+// newRunID returns "<prefix>-<UTC time>-<4 random bytes>".
+func newRunID(prefix string) string {
+	var b [4]byte
+	rand.Read(b[:])
+	return fmt.Sprintf("%s-%s-%s", prefix, time.Now().UTC().Format("20060102-150405"), hex.EncodeToString(b[:]))
+}
+
+// startRun starts TrainingRun(cfg) with workflow id id on the control queue.
+func startRun(ctx context.Context, c client.Client, id string, cfg config.RunConfig) error {
+	_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: id, TaskQueue: workflows.ControlTaskQueue,
+		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+	}, workflows.TrainingRunName, cfg)
+	if err != nil {
+		return fmt.Errorf("start run %s: %w", id, err)
+	}
+	return nil
+}
+
+func runStart(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "run start")
+	cfgPath := fs.String("config", "", "RunConfig JSON file (default: built-in defaults)")
+	id := fs.String("id", "", "run id (default: run-<time>-<random>)")
+	wait := fs.Bool("wait", false, "block until the run ends and print its final status")
+	jsonOut := fs.Bool("json", false, "print JSON")
+	if err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	cfg, err := config.Load(*cfgPath)
+	if err != nil {
+		return err
+	}
+	if *id == "" {
+		*id = newRunID("run")
+	}
+	c, err := dial(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := startRun(ctx, c, *id, cfg); err != nil {
+		return err
+	}
+	if !*wait {
+		if *jsonOut {
+			return printJSON(e, map[string]string{"run_id": *id})
+		}
+		fmt.Fprintln(e.stdout, *id)
+		return nil
+	}
+	if !*jsonOut {
+		fmt.Fprintln(e.stdout, *id)
+	}
+	var res workflows.RunResult
+	err = c.GetWorkflow(ctx, *id, "").Get(ctx, &res)
+	if *jsonOut {
+		out := map[string]any{"run_id": *id, "result": res}
+		if err != nil {
+			out["status"], out["error"] = "failed", err.Error()
+		} else {
+			out["status"] = res.Status
+		}
+		if perr := printJSON(e, out); perr != nil {
+			return perr
+		}
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("run %s failed: %w", *id, err)
+	}
+	fmt.Fprintf(e.stdout, "run %s %s: %d epochs, best validation Sharpe %.3f at epoch %d\n", *id, res.Status, res.Epochs, res.BestValidSharpe, res.BestEpoch)
+	return nil
+}
+
+func runList(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "run list")
+	limit := fs.Int("limit", 20, "most runs to list, newest first (0: all)")
+	lineage := fs.String("lineage", "", "only runs of this lineage")
+	jsonOut := fs.Bool("json", false, "print JSON")
+	if err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	st, err := store.Open(ctx, store.URLFromEnv())
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	runs, err := st.ListRuns(ctx, store.RunFilter{Lineage: *lineage, Limit: *limit})
+	if err != nil {
+		return err
+	}
+	if *jsonOut {
+		return printJSON(e, runs)
+	}
+	fmt.Fprintf(e.stdout, "%-36s %-14s %7s %9s %-10s %s\n", "run", "status", "epochs", "best", "precision", "created")
+	for _, r := range runs {
+		best := "-"
+		if r.BestValidSharpe != nil {
+			best = fmt.Sprintf("%.3f", *r.BestValidSharpe)
+		}
+		fmt.Fprintf(e.stdout, "%-36s %-14s %7d %9s %-10s %s\n", r.RunID, r.Status, r.EpochsDone, best, r.Precision, r.CreatedAt.Format(time.RFC3339))
+	}
+	return nil
+}
+
+// runShowWatch implements "run show RUN" (one progress report) and "run
+// watch RUN" (a report on every change until the run ends).
+func runShowWatch(ctx context.Context, e *env, sub string, args []string) error {
+	fs := newFlags(e, "run "+sub)
+	jsonOut := fs.Bool("json", false, "print JSON")
+	if err := parse(fs, reorderFlags(args), 1); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("%w: want \"dqnflow run %s RUN\"", errUsage, sub)
+	}
+	c, err := dial(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if sub == "watch" {
+		return watchRun(ctx, e, c, fs.Arg(0), *jsonOut)
+	}
+	p, live, err := progress(ctx, c, fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	if *jsonOut {
+		return printJSON(e, map[string]any{"progress": p, "training": live})
+	}
+	printProgress(e, p, live)
+	return nil
+}
+
+// progress queries the run's progress and, while an epoch trains, the
+// latest heartbeat of its TrainEpoch activity (step and loss right now).
+func progress(ctx context.Context, c client.Client, id string) (workflows.Progress, *activities.Heartbeat, error) {
+	var p workflows.Progress
+	v, err := c.QueryWorkflow(ctx, id, "", workflows.ProgressQuery)
+	if err != nil {
+		return p, nil, fmt.Errorf("query run %s: %w", id, err)
+	}
+	if err := v.Get(&p); err != nil {
+		return p, nil, fmt.Errorf("decode progress of run %s: %w", id, err)
+	}
+	desc, err := c.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		return p, nil, nil
+	}
+	for _, pa := range desc.GetPendingActivities() {
+		if pa.GetActivityType().GetName() != "TrainEpoch" || pa.GetHeartbeatDetails() == nil {
+			continue
+		}
+		var hb activities.Heartbeat
+		if pl := pa.GetHeartbeatDetails().GetPayloads(); len(pl) > 0 {
+			if err := converter.GetDefaultDataConverter().FromPayload(pl[0], &hb); err == nil {
+				return p, &hb, nil
+			}
+		}
+	}
+	return p, nil, nil
+}
+
+func printProgress(e *env, p workflows.Progress, live *activities.Heartbeat) {
+	fmt.Fprintf(e.stdout, "run %s [%s] %s: epoch %d/%d, step %d, loss %.4f, best validation Sharpe %.3f (epoch %d), last %.3f",
+		p.RunID, p.Status, p.Phase, p.Epoch, p.Epochs, p.Step, p.Loss, p.BestValidSharpe, p.BestEpoch, p.LastValidSharpe)
+	if live != nil {
+		fmt.Fprintf(e.stdout, "; now: epoch %d %s step %d/%d, loss %.4f", live.Epoch, live.Stage, live.Step, live.Steps, live.Loss)
+	}
+	if p.Device != "" {
+		fmt.Fprintf(e.stdout, "; %s %s %s", p.Backend, p.Device, p.Precision)
+	}
+	if p.Recoveries > 0 {
+		fmt.Fprintf(e.stdout, "; %d recoveries", p.Recoveries)
+	}
+	fmt.Fprintln(e.stdout)
+}
+
+// watchRun prints the run's progress whenever it changes until the run
+// ends, then its result.
+func watchRun(ctx context.Context, e *env, c client.Client, id string, jsonOut bool) error {
+	run := c.GetWorkflow(ctx, id, "")
+	done := make(chan error, 1)
+	var res workflows.RunResult
+	go func() { done <- run.Get(ctx, &res) }()
+	var last string
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			if jsonOut {
+				out := map[string]any{"run_id": id, "result": res}
+				if err != nil {
+					out["error"] = err.Error()
+				}
+				printJSON(e, out)
+			}
+			if err != nil {
+				return fmt.Errorf("run %s failed: %w", id, err)
+			}
+			if !jsonOut {
+				fmt.Fprintf(e.stdout, "run %s %s: %d epochs, best validation Sharpe %.3f at epoch %d, last checkpoint %s\n",
+					id, res.Status, res.Epochs, res.BestValidSharpe, res.BestEpoch, ckURI(res.LastCheckpoint))
+			}
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+			p, live, err := progress(ctx, c, id)
+			if err != nil {
+				continue // the first workflow task may not have run yet
+			}
+			key := fmt.Sprintf("%s %s %d %v", p.Status, p.Phase, p.Epoch, live)
+			if key == last {
+				continue
+			}
+			last = key
+			if jsonOut {
+				printJSON(e, map[string]any{"progress": p, "training": live})
+			} else {
+				printProgress(e, p, live)
+			}
+		}
+	}
+}
+
+func ckURI(r *activities.CheckpointRef) string {
+	if r == nil {
+		return "-"
+	}
+	return r.URI
+}
+
+func runSignal(ctx context.Context, e *env, sub string, args []string) error {
+	fs := newFlags(e, "run "+sub)
+	if err := parse(fs, args, 1); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("%w: want \"dqnflow run %s RUN\"", errUsage, sub)
+	}
+	c, err := dial(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	signal := map[string]string{"pause": workflows.PauseSignal, "resume": workflows.ResumeSignal, "stop": workflows.StopSignal}[sub]
+	if err := c.SignalWorkflow(ctx, fs.Arg(0), "", signal, nil); err != nil {
+		return fmt.Errorf("signal %s to run %s: %w", signal, fs.Arg(0), err)
+	}
+	fmt.Fprintf(e.stdout, "sent %s to run %s (it takes effect at the next epoch boundary)\n", signal, fs.Arg(0))
+	return nil
+}

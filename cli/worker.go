@@ -1,0 +1,149 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+
+	"github.com/dqnflow/dqnflow/backend"
+	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/trainer"
+	"github.com/dqnflow/dqnflow/worker"
+	"github.com/dqnflow/dqnflow/workflows"
+)
+
+// Environment variables that locate the services.
+const (
+	envTemporalAddress   = "TEMPORAL_ADDRESS"   // host:port, default 127.0.0.1:7233
+	envTemporalNamespace = "TEMPORAL_NAMESPACE" // default "default"
+	envCheckpointDir     = "DQNFLOW_CHECKPOINT_DIR"
+)
+
+func getenv(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func temporalAddress() string   { return getenv(envTemporalAddress, "127.0.0.1:7233") }
+func temporalNamespace() string { return getenv(envTemporalNamespace, "default") }
+
+// dial connects to Temporal. The SDK logs at warn level and above only, so
+// command output stays readable.
+func dial(ctx context.Context, e *env) (client.Client, error) {
+	logger := tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	c, err := client.DialContext(ctx, client.Options{HostPort: temporalAddress(), Namespace: temporalNamespace(), Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("connect to Temporal at %s (set %s, or start a local server with \"dqnflow dev\"): %w",
+			temporalAddress(), envTemporalAddress, err)
+	}
+	return c, nil
+}
+
+// openStore connects to PostgreSQL (DATABASE_URL) and applies the migrations.
+func openStore(ctx context.Context) (*store.Store, error) {
+	url := store.URLFromEnv()
+	if err := store.Migrate(ctx, url); err != nil {
+		return nil, err
+	}
+	return store.Open(ctx, url)
+}
+
+// runMigrate implements "dqnflow migrate".
+func runMigrate(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "migrate")
+	if err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	if err := store.Migrate(ctx, store.URLFromEnv()); err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout, "migrations applied")
+	return nil
+}
+
+// workerFlags are the flags of "dqnflow worker", shared with "dqnflow dev".
+type workerFlags struct {
+	role, device, checkpointDir string
+	slots                       int
+}
+
+func (w *workerFlags) register(fsRole bool, fs interface {
+	StringVar(*string, string, string, string)
+	IntVar(*int, string, int, string)
+}) {
+	if fsRole {
+		fs.StringVar(&w.role, "role", "all", "task queues to serve: all, control or gpu")
+	}
+	fs.StringVar(&w.device, "device", "auto", "trainer device: auto, cpu, cuda or cuda:N")
+	fs.IntVar(&w.slots, "slots", 1, "runs this worker trains at once (GPU slots)")
+	fs.StringVar(&w.checkpointDir, "checkpoint-dir", getenv(envCheckpointDir, "."), "root for relative checkpoint.dir values")
+}
+
+// startWorker builds and starts the workers of one process; stop them with
+// Stop. The device choice is logged, never silent.
+func startWorker(ctx context.Context, e *env, c client.Client, st *store.Store, wf workerFlags) (*worker.Worker, error) {
+	role, err := worker.ParseRole(wf.role)
+	if err != nil {
+		return nil, fmt.Errorf("%w: flag --role: %v", errUsage, err)
+	}
+	if wf.slots < 1 {
+		return nil, fmt.Errorf("%w: flag --slots %d: must be at least 1", errUsage, wf.slots)
+	}
+	var b trainer.Backend
+	if role != worker.RoleControl {
+		var dev string
+		if b, dev, err = backend.Open(wf.device); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(e.stderr, "worker: device %s: %s, %d slot(s)\n", wf.device, dev, wf.slots)
+	}
+	logger := tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	w, err := worker.New(c, worker.Config{
+		Role: role, Slots: wf.slots, Store: st, Backend: b, CheckpointRoot: wf.checkpointDir, Logger: logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := w.Start(); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(e.stderr, "worker: role %s serving %s and %s at %s, namespace %s\n", role,
+		workflows.ControlTaskQueue, workflows.GPUTaskQueue, temporalAddress(), temporalNamespace())
+	return w, nil
+}
+
+// runWorker implements "dqnflow worker": serves until interrupted.
+func runWorker(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "worker")
+	var wf workerFlags
+	wf.register(true, fs)
+	if err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	st, err := openStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	c, err := dial(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	w, err := startWorker(ctx, e, c, st, wf)
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	fmt.Fprintln(e.stderr, "worker: stopping")
+	stopCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return w.Stop(stopCtx)
+}

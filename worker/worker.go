@@ -1,0 +1,189 @@
+// Package worker wires dqnflow's Temporal workers: which task queues a
+// process serves, worker affinity through sessions, the registry of live
+// trainers, and the custom search attributes the workflows need.
+//
+// A process has a role: "control" serves workflows.ControlTaskQueue (the
+// workflows and the control activities), "gpu" serves
+// workflows.GPUTaskQueue (the trainer's session activities, at most Slots
+// runs at a time), "all" both (`dqnflow dev`). See
+// docs/adr/0001-worker-affinity-with-sessions.md.
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/log"
+	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/dqnflow/dqnflow/activities"
+	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/trainer"
+	"github.com/dqnflow/dqnflow/workflows"
+)
+
+// Role says which task queues a worker process serves.
+type Role string
+
+// The roles of a worker process.
+const (
+	RoleAll     Role = "all"
+	RoleControl Role = "control"
+	RoleGPU     Role = "gpu"
+)
+
+// ParseRole checks a --role value.
+func ParseRole(s string) (Role, error) {
+	switch r := Role(s); r {
+	case RoleAll, RoleControl, RoleGPU:
+		return r, nil
+	}
+	return "", fmt.Errorf("worker role %q: want all, control or gpu", s)
+}
+
+func (r Role) control() bool { return r == RoleAll || r == RoleControl }
+func (r Role) gpu() bool     { return r == RoleAll || r == RoleGPU }
+
+// DefaultIdleTimeout is how long a trainer nobody uses stays in memory.
+const DefaultIdleTimeout = 15 * time.Minute
+
+// Config is what a worker process needs.
+type Config struct {
+	Role Role
+	// Slots is how many runs a GPU worker trains at once: the most sessions
+	// it accepts (MaxConcurrentSessionExecutionSize). Default 1.
+	Slots int
+	// Store is the metadata store; required.
+	Store activities.Store
+	// Backend builds trainers on this worker's device; required for gpu.
+	Backend trainer.Backend
+	// Prepare loads a run's dataset; nil means market.Prepare.
+	Prepare func(config.RunConfig) (*market.Dataset, error)
+	// CheckpointRoot resolves relative checkpoint.dir values
+	// (activities.Trainer.CheckpointRoot).
+	CheckpointRoot string
+	// IdleTimeout evicts trainers unused for this long; default
+	// DefaultIdleTimeout, negative disables eviction.
+	IdleTimeout time.Duration
+	// HeartbeatInterval of the session activities; zero means one second.
+	HeartbeatInterval time.Duration
+	// Workflows are the workflow options; every control worker must use the
+	// same ones.
+	Workflows workflows.Options
+	// Logger for the registry; nil means none.
+	Logger log.Logger
+}
+
+// Worker is the Temporal workers of one process.
+type Worker struct {
+	workers []sdkworker.Worker
+	// Registry holds the live trainers; nil without the gpu role.
+	Registry *Registry
+}
+
+// New builds the workers of cfg.Role on client c; Start or Run starts them.
+func New(c client.Client, cfg Config) (*Worker, error) {
+	if !cfg.Role.control() && !cfg.Role.gpu() {
+		return nil, fmt.Errorf("worker role %q: want all, control or gpu", cfg.Role)
+	}
+	if cfg.Store == nil {
+		return nil, errors.New("worker: no metadata store")
+	}
+	opts := cfg.Workflows
+	defaults := workflows.DefaultOptions()
+	if opts.ControlTaskQueue == "" {
+		opts.ControlTaskQueue = defaults.ControlTaskQueue
+	}
+	if opts.GPUTaskQueue == "" {
+		opts.GPUTaskQueue = defaults.GPUTaskQueue
+	}
+	w := &Worker{}
+	if cfg.Role.control() {
+		cw := sdkworker.New(c, opts.ControlTaskQueue, sdkworker.Options{})
+		RegisterControl(cw, &workflows.Workflows{Options: cfg.Workflows}, &activities.Control{Store: cfg.Store})
+		w.workers = append(w.workers, cw)
+	}
+	if cfg.Role.gpu() {
+		if cfg.Backend == nil {
+			return nil, errors.New("worker: the gpu role needs a trainer backend")
+		}
+		idle := cfg.IdleTimeout
+		if idle == 0 {
+			idle = DefaultIdleTimeout
+		}
+		w.Registry = NewRegistry(idle, cfg.Logger)
+		gw := sdkworker.New(c, opts.GPUTaskQueue, GPUOptions(cfg.Slots))
+		RegisterGPU(gw, &activities.Trainer{
+			Backend: cfg.Backend, Registry: w.Registry, Store: cfg.Store, Prepare: cfg.Prepare,
+			CheckpointRoot: cfg.CheckpointRoot, HeartbeatInterval: cfg.HeartbeatInterval,
+		})
+		w.workers = append(w.workers, gw)
+	}
+	return w, nil
+}
+
+// GPUOptions are the SDK worker options of a GPU worker with slots slots
+// (at least 1): sessions enabled, at most slots sessions at once, and time
+// for a running activity to notice the shutdown.
+func GPUOptions(slots int) sdkworker.Options {
+	return sdkworker.Options{
+		EnableSessionWorker:               true,
+		MaxConcurrentSessionExecutionSize: max(slots, 1),
+		WorkerStopTimeout:                 30 * time.Second,
+	}
+}
+
+// RegisterControl registers the workflows and the control activities, under
+// the names the workflows use.
+func RegisterControl(r sdkworker.Registry, wf *workflows.Workflows, ctl *activities.Control) {
+	r.RegisterWorkflowWithOptions(wf.TrainingRun, workflow.RegisterOptions{Name: workflows.TrainingRunName})
+	r.RegisterWorkflowWithOptions(wf.Retrain, workflow.RegisterOptions{Name: workflows.RetrainName})
+	r.RegisterWorkflowWithOptions(wf.Sweep, workflow.RegisterOptions{Name: workflows.SweepName})
+	r.RegisterActivity(ctl)
+}
+
+// RegisterGPU registers the trainer's session activities.
+func RegisterGPU(r sdkworker.Registry, tr *activities.Trainer) {
+	r.RegisterActivity(tr)
+}
+
+// Start starts every worker; on an error the ones started are stopped.
+func (w *Worker) Start() error {
+	for i, sw := range w.workers {
+		if err := sw.Start(); err != nil {
+			for _, s := range w.workers[:i] {
+				s.Stop()
+			}
+			return fmt.Errorf("start worker: %w", err)
+		}
+	}
+	return nil
+}
+
+// Stop stops the workers, then closes every trainer held, waiting for runs
+// in use until ctx ends.
+func (w *Worker) Stop(ctx context.Context) error {
+	for _, sw := range w.workers {
+		sw.Stop()
+	}
+	if w.Registry != nil {
+		return w.Registry.Close(ctx)
+	}
+	return nil
+}
+
+// Run starts the workers and stops them when ctx ends.
+func (w *Worker) Run(ctx context.Context) error {
+	if err := w.Start(); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	stopCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return w.Stop(stopCtx)
+}

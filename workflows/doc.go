@@ -1,0 +1,14 @@
+// Package workflows holds dqnflow's Temporal workflows: TrainingRun (one
+// model, epoch by epoch, surviving worker loss), Retrain (a challenger
+// against a lineage's champion, for Schedules) and Sweep (child runs over a
+// grid with bounded concurrency).
+//
+// Workflow code here is pure orchestration: no I/O, clocks, randomness or
+// goroutines outside the workflow package's own. The work is done by the
+// activities package; the trainer's activities run inside a Temporal
+// session on a GPU worker (docs/adr/0001-worker-affinity-with-sessions.md).
+//
+// The workflows are methods of Workflows, whose Options every worker must
+// share. They are registered under TrainingRunName, RetrainName and
+// SweepName on ControlTaskQueue.
+package workflows

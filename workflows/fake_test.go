@@ -1,0 +1,216 @@
+package workflows_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/dqnflow/dqnflow/activities"
+	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/trainer"
+	"github.com/dqnflow/dqnflow/workflows"
+)
+
+var (
+	ta *activities.Trainer
+	ca *activities.Control
+)
+
+// trainTime is how long a mocked TrainEpoch takes on the test clock, so that
+// signals can be placed inside an epoch: epoch e trains during
+// [(e−1)·trainTime, e·trainTime).
+const trainTime = 10 * time.Minute
+
+// fakeGPU stands in for every activity. Session activities are recorded in
+// order in calls ("C3" collect, "T3" train, "S3" sync, "K3" checkpoint, "B3"
+// backtest, "O2" open at epoch 2, "X" close); control activities, which may
+// run concurrently, in their own lists.
+type fakeGPU struct {
+	mu sync.Mutex
+	// sharpe is the validation Sharpe at an epoch; nil means rising.
+	sharpe func(epoch int) float64
+	// trainErr, if set, may fail the n-th TrainEpoch call of an epoch (n from 1).
+	trainErr func(epoch, n int) error
+
+	calls      []string
+	trainCalls map[int]int
+	opens      []activities.OpenInput
+	recorded   []activities.RecordRunInput
+	epochs     []int
+	retentions []activities.RetentionInput
+	statuses   []store.Status
+	devices    int
+}
+
+func newFake() *fakeGPU { return &fakeGPU{trainCalls: map[int]int{}} }
+
+func (f *fakeGPU) add(s string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, s)
+}
+
+// sequence is the session calls, space separated.
+func (f *fakeGPU) sequence() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return strings.Join(f.calls, " ")
+}
+
+func ckRef(e int) activities.CheckpointRef {
+	return activities.CheckpointRef{RunID: "run", URI: fmt.Sprintf("/ck/epoch-%06d", e), SHA256: fmt.Sprintf("%064d", e), Epoch: e, GlobalStep: int64(10 * e)}
+}
+
+func (f *fakeGPU) register(env *testsuite.TestWorkflowEnvironment) {
+	env.OnActivity(ta.OpenTrainer, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.OpenInput) (activities.OpenOutput, error) {
+			f.mu.Lock()
+			f.opens = append(f.opens, in)
+			f.mu.Unlock()
+			out := activities.OpenOutput{Info: trainer.Info{Backend: "fake", Device: "fake", Precision: "fp32"}}
+			if in.Resume != nil {
+				out.Epoch, out.GlobalStep, out.Restored = in.Resume.Epoch, in.Resume.GlobalStep, true
+			}
+			f.add(fmt.Sprintf("O%d", out.Epoch))
+			return out, nil
+		})
+	env.OnActivity(ta.Collect, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.CollectInput) (activities.CollectOutput, error) {
+			f.add(fmt.Sprintf("C%d", in.Epoch))
+			return activities.CollectOutput{Epoch: in.Epoch, Stats: trainer.CollectStats{EnvSteps: int64(100 * in.Epoch)}}, nil
+		})
+	env.OnActivity(ta.TrainEpoch, mock.Anything, mock.Anything).After(trainTime).Return(
+		func(_ context.Context, in activities.TrainInput) (activities.TrainOutput, error) {
+			f.add(fmt.Sprintf("T%d", in.Epoch))
+			f.mu.Lock()
+			f.trainCalls[in.Epoch]++
+			n := f.trainCalls[in.Epoch]
+			f.mu.Unlock()
+			if f.trainErr != nil {
+				if err := f.trainErr(in.Epoch, n); err != nil {
+					return activities.TrainOutput{}, err
+				}
+			}
+			return activities.TrainOutput{Epoch: in.Epoch, Stats: trainer.TrainStats{Steps: 10, GlobalStep: int64(10 * in.Epoch), Loss: 1 / float64(in.Epoch)}}, nil
+		})
+	env.OnActivity(ta.SyncTarget, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.SyncInput) (activities.SyncOutput, error) {
+			f.add(fmt.Sprintf("S%d", in.Epoch))
+			return activities.SyncOutput{Epoch: in.Epoch, GlobalStep: int64(10 * in.Epoch)}, nil
+		})
+	env.OnActivity(ta.Checkpoint, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.CheckpointInput) (activities.CheckpointOutput, error) {
+			f.add(fmt.Sprintf("K%d", in.Epoch))
+			return activities.CheckpointOutput{Checkpoint: ckRef(in.Epoch)}, nil
+		})
+	env.OnActivity(ta.Backtest, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.BacktestInput) (activities.BacktestOutput, error) {
+			f.add(fmt.Sprintf("B%d", in.Epoch))
+			s := float64(in.Epoch) / 10
+			if f.sharpe != nil {
+				s = f.sharpe(in.Epoch)
+			}
+			var rep market.Report
+			rep.Sharpe = s
+			return activities.BacktestOutput{Epoch: in.Epoch, Report: rep}, nil
+		})
+	env.OnActivity(ta.CloseTrainer, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.CloseInput) (activities.CloseOutput, error) {
+			f.add("X")
+			return activities.CloseOutput{Closed: true}, nil
+		})
+	env.OnActivity(ca.RecordRun, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.RecordRunInput) (activities.RecordRunOutput, error) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.recorded = append(f.recorded, in)
+			lineage := in.Lineage
+			if lineage == "" {
+				lineage = in.RunID
+			}
+			return activities.RecordRunOutput{Lineage: lineage}, nil
+		})
+	env.OnActivity(ca.SetRunStatus, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.SetStatusInput) (activities.SetStatusOutput, error) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.statuses = append(f.statuses, in.Status)
+			return activities.SetStatusOutput{}, nil
+		})
+	env.OnActivity(ca.SetRunDevice, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.SetDeviceInput) (activities.SetDeviceOutput, error) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.devices++
+			return activities.SetDeviceOutput{}, nil
+		})
+	env.OnActivity(ca.RecordEpoch, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.RecordEpochInput) (activities.RecordEpochOutput, error) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.epochs = append(f.epochs, in.Epoch)
+			return activities.RecordEpochOutput{}, nil
+		})
+	env.OnActivity(ca.ApplyRetention, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.RetentionInput) (activities.RetentionOutput, error) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.retentions = append(f.retentions, in)
+			return activities.RetentionOutput{}, nil
+		})
+}
+
+// newEnv returns a test environment with sessions enabled, the workflows
+// registered with options o and every activity mocked by f.
+func newEnv(t *testing.T, f *fakeGPU, o workflows.Options) *testsuite.TestWorkflowEnvironment {
+	t.Helper()
+	var s testsuite.WorkflowTestSuite
+	s.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	env := s.NewTestWorkflowEnvironment()
+	env.SetWorkerOptions(worker.Options{EnableSessionWorker: true})
+	env.SetTestTimeout(30 * time.Second)
+	wf := &workflows.Workflows{Options: o}
+	env.RegisterWorkflowWithOptions(wf.TrainingRun, workflow.RegisterOptions{Name: workflows.TrainingRunName})
+	env.RegisterWorkflowWithOptions(wf.Retrain, workflow.RegisterOptions{Name: workflows.RetrainName})
+	env.RegisterWorkflowWithOptions(wf.Sweep, workflow.RegisterOptions{Name: workflows.SweepName})
+	if f != nil {
+		f.register(env)
+	}
+	return env
+}
+
+// smallConfig is a valid config with the given epochs and cadences.
+func smallConfig(epochs, ckEvery, btEvery int) config.RunConfig {
+	c := config.Defaults()
+	c.Epochs, c.Checkpoint.Every, c.Backtest.Every = epochs, ckEvery, btEvery
+	return c
+}
+
+// result runs to the end and returns the RunResult, failing on an error.
+func result(t *testing.T, env *testsuite.TestWorkflowEnvironment) workflows.RunResult {
+	t.Helper()
+	if !env.IsWorkflowCompleted() {
+		t.Fatal("workflow did not complete")
+	}
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatalf("workflow failed: %v", err)
+	}
+	var r workflows.RunResult
+	if err := env.GetWorkflowResult(&r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
