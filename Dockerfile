@@ -43,8 +43,9 @@ RUN apt-get update \
       --shell /usr/sbin/nologin dqnflow \
  && install -d -o 10001 -g 10001 /var/lib/dqnflow /var/lib/dqnflow/checkpoints
 COPY --from=build /out/dqnflow /usr/local/bin/dqnflow
-# The CUDA base sets these too; kept explicit: compute gives the worker the
-# driver's CUDA libraries, utility adds nvidia-smi for whoever debugs the box.
+# compute gives the worker the driver's CUDA libraries, utility adds
+# nvidia-smi for whoever debugs the box. Set here because a compose device
+# reservation with only `capabilities: [gpu]` sets no driver capabilities.
 ENV NVIDIA_VISIBLE_DEVICES=all \
     NVIDIA_DRIVER_CAPABILITIES=compute,utility \
     DQNFLOW_CHECKPOINT_DIR=/var/lib/dqnflow/checkpoints

@@ -9,8 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	sdkworker "go.temporal.io/sdk/worker"
@@ -273,35 +272,73 @@ func TestOpenRefusesADamagedOrMissingCheckpoint(t *testing.T) {
 	}
 }
 
+// heartbeatSpy sees every heartbeat an activity records (the test
+// environment's listener only sees those that pass the SDK's throttling).
+type heartbeatSpy struct {
+	interceptor.WorkerInterceptorBase
+	beats chan activities.Heartbeat
+}
+
+func (s *heartbeatSpy) InterceptActivity(ctx context.Context, next interceptor.ActivityInboundInterceptor) interceptor.ActivityInboundInterceptor {
+	i := &spyInbound{spy: s}
+	i.Next = next
+	return i
+}
+
+type spyInbound struct {
+	interceptor.ActivityInboundInterceptorBase
+	spy *heartbeatSpy
+}
+
+func (i *spyInbound) Init(outbound interceptor.ActivityOutboundInterceptor) error {
+	o := &spyOutbound{spy: i.spy}
+	o.Next = outbound
+	return i.Next.Init(o)
+}
+
+type spyOutbound struct {
+	interceptor.ActivityOutboundInterceptorBase
+	spy *heartbeatSpy
+}
+
+func (o *spyOutbound) RecordHeartbeat(ctx context.Context, details ...any) {
+	if len(details) == 1 {
+		if hb, ok := details[0].(activities.Heartbeat); ok {
+			select {
+			case o.spy.beats <- hb:
+			default:
+			}
+		}
+	}
+	o.Next.RecordHeartbeat(ctx, details...)
+}
+
 func TestTrainEpochHeartbeatsStepAndLoss(t *testing.T) {
 	r := newRig(t, t.TempDir(), nil)
-	r.env.SetWorkerOptions(sdkworker.Options{DefaultHeartbeatThrottleInterval: time.Millisecond, MaxHeartbeatThrottleInterval: time.Millisecond})
+	spy := &heartbeatSpy{beats: make(chan activities.Heartbeat, 100)}
+	r.env.SetWorkerOptions(sdkworker.Options{Interceptors: []interceptor.WorkerInterceptor{spy}})
 	r.open(activities.OpenInput{})
 	r.must(r.a.Collect, activities.CollectInput{RunID: runID, Epoch: 1}, nil)
-	hold := make(chan struct{})
-	r.backend.Hold = hold
-	beats := make(chan activities.Heartbeat, 1000)
-	r.env.SetOnActivityHeartbeatListener(func(_ *activity.Info, d converter.EncodedValues) {
-		var hb activities.Heartbeat
-		if d.Get(&hb) == nil {
-			beats <- hb
+	release := make(chan struct{})
+	r.backend.BeforeStep = func(ctx context.Context, step int64) error {
+		if step == 3 {
+			<-release
 		}
-	})
+		return nil
+	}
 	done := make(chan error, 1)
 	go func() { done <- r.do(r.a.TrainEpoch, activities.TrainInput{RunID: runID, Epoch: 1}, nil) }()
-	for range 3 {
-		hold <- struct{}{}
-	}
+	// Training waits before step 4; the heartbeats must report step 3.
 	deadline := time.After(10 * time.Second)
 	for seen := false; !seen; {
 		select {
-		case hb := <-beats:
+		case hb := <-spy.beats:
 			seen = hb.Epoch == 1 && hb.Stage == "train" && hb.Step == 3 && hb.GlobalStep == 3 && hb.Loss == 0.25
 		case <-deadline:
 			t.Fatal("no heartbeat with step 3 and loss 0.25 within 10 s")
 		}
 	}
-	close(hold)
+	close(release)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}

@@ -114,8 +114,12 @@ func startWorker(ctx context.Context, e *env, c client.Client, st *store.Store, 
 	if err := w.Start(); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(e.stderr, "worker: role %s serving %s and %s at %s, namespace %s\n", role,
-		workflows.ControlTaskQueue, workflows.GPUTaskQueue, temporalAddress(), temporalNamespace())
+	queues := map[worker.Role]string{
+		worker.RoleAll:     workflows.ControlTaskQueue + " and " + workflows.GPUTaskQueue,
+		worker.RoleControl: workflows.ControlTaskQueue,
+		worker.RoleGPU:     workflows.GPUTaskQueue,
+	}[role]
+	fmt.Fprintf(e.stderr, "worker: role %s serving %s at %s, namespace %s\n", role, queues, temporalAddress(), temporalNamespace())
 	return w, nil
 }
 

@@ -62,7 +62,7 @@ func (s *Store) Close() { s.pool.Close() }
 // unreachable explains a failed connection: where it went and what to do.
 func unreachable(cfg *pgx.ConnConfig, err error) error {
 	return fmt.Errorf("connect to PostgreSQL at %s:%d database %q: %w "+
-		"(start the server, e.g. `docker compose up -d postgres`, or set DATABASE_URL)",
+		"(start the server, e.g. `docker compose up -d postgresql`, or set DATABASE_URL)",
 		cfg.Host, cfg.Port, cfg.Database, err)
 }
 

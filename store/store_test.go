@@ -36,7 +36,7 @@ func newSchema(t *testing.T) string {
 	conn, err := pgx.Connect(ctx, base)
 	if err != nil {
 		t.Fatalf("PostgreSQL is unreachable: %v\n"+
-			"The store tests need a running server. Start one (`docker compose up -d postgres`, "+
+			"The store tests need a running server. Start one (`docker compose up -d postgresql`, "+
 			"or `pg_ctlcluster 15 main start` on Debian) or point DATABASE_URL at one; the default is %s",
 			err, testDefaultURL)
 	}

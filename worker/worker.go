@@ -52,6 +52,10 @@ func (r Role) gpu() bool     { return r == RoleAll || r == RoleGPU }
 // DefaultIdleTimeout is how long a trainer nobody uses stays in memory.
 const DefaultIdleTimeout = 15 * time.Minute
 
+// DefaultStopTimeout is how long a stopping GPU worker waits for running
+// activities (an epoch can take minutes; its sessions move elsewhere after).
+const DefaultStopTimeout = 30 * time.Second
+
 // Config is what a worker process needs.
 type Config struct {
 	Role Role
@@ -72,6 +76,10 @@ type Config struct {
 	IdleTimeout time.Duration
 	// HeartbeatInterval of the session activities; zero means one second.
 	HeartbeatInterval time.Duration
+	// StopTimeout is how long a stopping GPU worker lets running activities
+	// finish before it cancels them and gives up its sessions; zero means
+	// DefaultStopTimeout.
+	StopTimeout time.Duration
 	// Workflows are the workflow options; every control worker must use the
 	// same ones.
 	Workflows workflows.Options
@@ -117,7 +125,11 @@ func New(c client.Client, cfg Config) (*Worker, error) {
 			idle = DefaultIdleTimeout
 		}
 		w.Registry = NewRegistry(idle, cfg.Logger)
-		gw := sdkworker.New(c, opts.GPUTaskQueue, GPUOptions(cfg.Slots))
+		gopts := GPUOptions(cfg.Slots)
+		if cfg.StopTimeout > 0 {
+			gopts.WorkerStopTimeout = cfg.StopTimeout
+		}
+		gw := sdkworker.New(c, opts.GPUTaskQueue, gopts)
 		RegisterGPU(gw, &activities.Trainer{
 			Backend: cfg.Backend, Registry: w.Registry, Store: cfg.Store, Prepare: cfg.Prepare,
 			CheckpointRoot: cfg.CheckpointRoot, HeartbeatInterval: cfg.HeartbeatInterval,
@@ -134,7 +146,7 @@ func GPUOptions(slots int) sdkworker.Options {
 	return sdkworker.Options{
 		EnableSessionWorker:               true,
 		MaxConcurrentSessionExecutionSize: max(slots, 1),
-		WorkerStopTimeout:                 30 * time.Second,
+		WorkerStopTimeout:                 DefaultStopTimeout,
 	}
 }
 

@@ -41,9 +41,10 @@ type Backend struct {
 	// TrainErr, if set, is called before each Train; a non-nil result
 	// fails the call after half the steps (a part-way failure).
 	TrainErr func(globalStep int64) error
-	// Hold, if set, is received from once per gradient step of Train, so a
-	// test can keep an epoch running.
-	Hold chan struct{}
+	// BeforeStep, if set, is called before each gradient step with the
+	// global step reached so far; an error fails Train. A test blocks in it
+	// to keep an epoch running.
+	BeforeStep func(ctx context.Context, globalStep int64) error
 
 	mu       sync.Mutex
 	news     int
@@ -140,11 +141,9 @@ func (t *Trainer) Train(ctx context.Context, steps int, progress func(trainer.Pr
 		if fail != nil && i > steps/2 {
 			return trainer.TrainStats{}, fmt.Errorf("fake train at global step %d: %w", t.Step, fail)
 		}
-		if t.b.Hold != nil {
-			select {
-			case <-t.b.Hold:
-			case <-ctx.Done():
-				return trainer.TrainStats{}, ctx.Err()
+		if t.b.BeforeStep != nil {
+			if err := t.b.BeforeStep(ctx, t.Step); err != nil {
+				return trainer.TrainStats{}, err
 			}
 		}
 		t.Step++

@@ -1,0 +1,152 @@
+package worker_test
+
+import (
+	"context"
+	"math"
+	"slices"
+	"testing"
+	"time"
+
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/dqnflow/dqnflow/activities/activitiestest"
+	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/worker"
+	"github.com/dqnflow/dqnflow/worker/workertest"
+	"github.com/dqnflow/dqnflow/workflows"
+)
+
+func TestSearchAttributeFlagsNameEveryAttribute(t *testing.T) {
+	want := []string{
+		"--search-attribute", "DqnBestValidSharpe=Double",
+		"--search-attribute", "DqnEpoch=Int",
+		"--search-attribute", "DqnStatus=Keyword",
+	}
+	if got := worker.SearchAttributeFlags(); !slices.Equal(got, want) {
+		t.Errorf("flags %v, want %v", got, want)
+	}
+}
+
+func TestEnsureSearchAttributesRegistersThemOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Temporal dev server")
+	}
+	c := workertest.DevServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for range 2 {
+		if err := worker.EnsureSearchAttributes(ctx, c, "default"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resp, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: "default"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, typ := range workflows.SearchAttributes {
+		if got, ok := resp.GetCustomAttributes()[name]; !ok || got != typ {
+			t.Errorf("search attribute %s registered as %v (%v), want %v", name, got, ok, typ)
+		}
+	}
+}
+
+// referenceWeight is the fake trainer's weight after steps uninterrupted
+// gradient steps: w₀ = 1, w_k = w_{k−1}·0.5 + k, in float32.
+func referenceWeight(steps int64) float32 {
+	w := float32(1)
+	for k := int64(1); k <= steps; k++ {
+		w = w*0.5 + float32(k)
+	}
+	return w
+}
+
+// TestRunMovesToAnotherWorkerWhenItsWorkerStops runs a real TrainingRun on a
+// dev server through the real activities (fake trainer backend, in-memory
+// store). Its GPU worker stops in the middle of epoch 2; the run must move to
+// a second worker, restore the epoch 1 checkpoint there, and end with the
+// weights of an uninterrupted run.
+func TestRunMovesToAnotherWorkerWhenItsWorkerStops(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Temporal dev server")
+	}
+	c := workertest.DevServer(t, worker.SearchAttributeFlags()...)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	st := activitiestest.NewMemStore()
+	root := t.TempDir()
+	opts := workflows.Options{SessionHeartbeatTimeout: 2 * time.Second, HeartbeatTimeout: 5 * time.Second}
+
+	start := func(role worker.Role, b *activitiestest.Backend) *worker.Worker {
+		w, err := worker.New(c, worker.Config{
+			Role: role, Slots: 1, Store: st, Backend: b, Prepare: activitiestest.Dataset,
+			CheckpointRoot: root, StopTimeout: 100 * time.Millisecond, Workflows: opts,
+			HeartbeatInterval: 100 * time.Millisecond,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	control := start(worker.RoleControl, nil)
+	defer control.Stop(context.Background())
+
+	reached := make(chan struct{})
+	first := &activitiestest.Backend{BeforeStep: func(ctx context.Context, step int64) error {
+		if step == 15 { // half-way through epoch 2: wait here until the worker goes
+			close(reached)
+			<-ctx.Done()
+			return ctx.Err()
+		}
+		return nil
+	}}
+	gpu1 := start(worker.RoleGPU, first)
+
+	cfg := config.Defaults()
+	cfg.Epochs, cfg.StepsPerEpoch, cfg.Env.NumEnvs, cfg.Env.CollectSteps = 4, 10, 2, 4
+	cfg.Checkpoint.Every, cfg.Backtest.Every = 1, 2
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "moves", TaskQueue: workflows.ControlTaskQueue},
+		workflows.TrainingRunName, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-reached:
+	case <-ctx.Done():
+		t.Fatal("the run never reached epoch 2 on the first worker")
+	}
+	second := &activitiestest.Backend{}
+	gpu2 := start(worker.RoleGPU, second)
+	defer gpu2.Stop(context.Background())
+	if err := gpu1.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	var res workflows.RunResult
+	if err := run.Get(ctx, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != store.StatusCompleted || res.Epochs != 4 || res.GlobalStep != 40 || res.LastCheckpoint.Epoch != 4 {
+		t.Fatalf("result %+v, want completed after 4 epochs (40 steps)", res)
+	}
+	news, restores := second.Counts()
+	if news != 0 || restores != 1 {
+		t.Fatalf("second worker built %d and restored %d trainers, want one restore", news, restores)
+	}
+	tr := second.Trainers()[0]
+	if want := referenceWeight(40); math.Float32bits(tr.W) != math.Float32bits(want) {
+		t.Errorf("final weight %v, want %v (uninterrupted run)", tr.W, want)
+	}
+	for e := 1; e <= 4; e++ {
+		if ck, ok := st.Checkpoint("moves", e); !ok || ck.Epoch != e || ck.GlobalStep != int64(10*e) {
+			t.Errorf("checkpoint row of epoch %d: %+v (found %v)", e, ck, ok)
+		}
+	}
+	if r := st.Runs["moves"]; r == nil || r.Status != store.StatusCompleted || r.Backend != "fake" {
+		t.Errorf("run row %+v, want completed on the fake backend", r)
+	}
+}
