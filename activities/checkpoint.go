@@ -41,6 +41,8 @@ type CheckpointOutput struct {
 // <checkpoint dir>/<run id>/epoch-<NNNNNN>.safetensors and records it in
 // the store. A retry writes the same name again and updates the same row.
 func (a *Trainer) Checkpoint(ctx context.Context, in CheckpointInput) (CheckpointOutput, error) {
+	_, stop := a.beat(ctx, Heartbeat{Epoch: in.Epoch, Stage: "checkpoint"})
+	defer stop()
 	run, err := a.acquire(ctx, in.RunID)
 	if err != nil {
 		return CheckpointOutput{}, err
@@ -49,7 +51,6 @@ func (a *Trainer) Checkpoint(ctx context.Context, in CheckpointInput) (Checkpoin
 	if run.Epoch != in.Epoch || run.Stage != StageSynced {
 		return CheckpointOutput{}, trainerLost(in.RunID, fmt.Sprintf("asked to checkpoint the end of epoch %d, the trainer here is at %s", in.Epoch, run.where()))
 	}
-	defer a.heartbeat(ctx, func() any { return "checkpoint" })()
 	what := fmt.Sprintf("run %s epoch %d: checkpoint", in.RunID, in.Epoch)
 	ck, err := run.Trainer.Snapshot()
 	if err != nil {
@@ -127,6 +128,8 @@ type BacktestOutput struct {
 // Backtest runs the greedy policy over the run's validation range and
 // records the report as the epoch's "valid" backtest.
 func (a *Trainer) Backtest(ctx context.Context, in BacktestInput) (BacktestOutput, error) {
+	_, stop := a.beat(ctx, Heartbeat{Epoch: in.Epoch, Stage: "backtest"})
+	defer stop()
 	run, err := a.acquire(ctx, in.RunID)
 	if err != nil {
 		return BacktestOutput{}, err
@@ -135,7 +138,6 @@ func (a *Trainer) Backtest(ctx context.Context, in BacktestInput) (BacktestOutpu
 	if run.Epoch != in.Epoch || run.Stage != StageSynced {
 		return BacktestOutput{}, trainerLost(in.RunID, fmt.Sprintf("asked to backtest the end of epoch %d, the trainer here is at %s", in.Epoch, run.where()))
 	}
-	defer a.heartbeat(ctx, func() any { return "backtest" })()
 	what := fmt.Sprintf("run %s epoch %d: validation backtest", in.RunID, in.Epoch)
 	rep, err := run.Trainer.Backtest(ctx, run.Dataset, run.Dataset.Valid)
 	if err != nil {

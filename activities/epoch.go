@@ -3,7 +3,6 @@ package activities
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/dqnflow/dqnflow/trainer"
@@ -27,6 +26,8 @@ type CollectOutput struct {
 
 // Collect runs epoch in.Epoch's experience collection.
 func (a *Trainer) Collect(ctx context.Context, in CollectInput) (CollectOutput, error) {
+	p, stop := a.beat(ctx, Heartbeat{Epoch: in.Epoch, Stage: "collect"})
+	defer stop()
 	run, err := a.acquire(ctx, in.RunID)
 	if err != nil {
 		return CollectOutput{}, err
@@ -38,8 +39,7 @@ func (a *Trainer) Collect(ctx context.Context, in CollectInput) (CollectOutput, 
 	case stepWrong:
 		return CollectOutput{}, trainerLost(in.RunID, fmt.Sprintf("asked to collect epoch %d, the trainer here is at %s", in.Epoch, run.where()))
 	}
-	hb := Heartbeat{Epoch: in.Epoch, Stage: "collect", GlobalStep: run.GlobalStep}
-	defer a.heartbeat(ctx, func() any { return hb })()
+	p.update(func(hb *Heartbeat) { hb.GlobalStep = run.GlobalStep })
 	start := time.Now()
 	st, err := run.Trainer.Collect(ctx, run.Config.Env.CollectSteps)
 	if err != nil {
@@ -54,7 +54,7 @@ func (a *Trainer) Collect(ctx context.Context, in CollectInput) (CollectOutput, 
 // CLI shows it from the pending activity's heartbeat details.
 type Heartbeat struct {
 	Epoch      int     `json:"epoch"`
-	Stage      string  `json:"stage"` // "collect" or "train"
+	Stage      string  `json:"stage"` // open, collect, train, sync, checkpoint, backtest or evaluate
 	Step       int     `json:"step,omitempty"`
 	Steps      int     `json:"steps,omitempty"`
 	GlobalStep int64   `json:"global_step"`
@@ -82,6 +82,8 @@ type TrainOutput struct {
 // part-way discards the trainer (ErrTypeTrainerLost), so the workflow
 // restores the last checkpoint instead of training on a half-updated state.
 func (a *Trainer) TrainEpoch(ctx context.Context, in TrainInput) (TrainOutput, error) {
+	p, stop := a.beat(ctx, Heartbeat{Epoch: in.Epoch, Stage: "train"})
+	defer stop()
 	run, err := a.acquire(ctx, in.RunID)
 	if err != nil {
 		return TrainOutput{}, err
@@ -93,16 +95,13 @@ func (a *Trainer) TrainEpoch(ctx context.Context, in TrainInput) (TrainOutput, e
 	case stepWrong:
 		return TrainOutput{}, trainerLost(in.RunID, fmt.Sprintf("asked to train epoch %d, the trainer here is at %s", in.Epoch, run.where()))
 	}
-	var mu sync.Mutex
-	hb := Heartbeat{Epoch: in.Epoch, Stage: "train", Steps: run.Config.StepsPerEpoch, GlobalStep: run.GlobalStep}
-	stop := a.heartbeat(ctx, func() any { mu.Lock(); defer mu.Unlock(); return hb })
+	p.update(func(hb *Heartbeat) { hb.Steps, hb.GlobalStep = run.Config.StepsPerEpoch, run.GlobalStep })
 	start := time.Now()
-	st, err := run.Trainer.Train(ctx, run.Config.StepsPerEpoch, func(p trainer.Progress) {
-		mu.Lock()
-		hb.Step, hb.Steps, hb.GlobalStep, hb.Loss = p.Step, p.Steps, p.GlobalStep, p.Loss
-		mu.Unlock()
+	st, err := run.Trainer.Train(ctx, run.Config.StepsPerEpoch, func(pr trainer.Progress) {
+		p.update(func(hb *Heartbeat) {
+			hb.Step, hb.Steps, hb.GlobalStep, hb.Loss = pr.Step, pr.Steps, pr.GlobalStep, pr.Loss
+		})
 	})
-	stop()
 	if err != nil {
 		a.discard(ctx, run, err)
 		return TrainOutput{}, stepFailed(in.RunID, fmt.Sprintf("run %s epoch %d: train", in.RunID, in.Epoch), err)
@@ -128,6 +127,8 @@ type SyncOutput struct {
 // SyncTarget moves the target network towards the online network, once per
 // epoch: target ← τ·online + (1−τ)·target.
 func (a *Trainer) SyncTarget(ctx context.Context, in SyncInput) (SyncOutput, error) {
+	_, stop := a.beat(ctx, Heartbeat{Epoch: in.Epoch, Stage: "sync"})
+	defer stop()
 	run, err := a.acquire(ctx, in.RunID)
 	if err != nil {
 		return SyncOutput{}, err
@@ -139,10 +140,7 @@ func (a *Trainer) SyncTarget(ctx context.Context, in SyncInput) (SyncOutput, err
 	case stepWrong:
 		return SyncOutput{}, trainerLost(in.RunID, fmt.Sprintf("asked to sync the target of epoch %d, the trainer here is at %s", in.Epoch, run.where()))
 	}
-	stop := a.heartbeat(ctx, func() any { return "sync target" })
-	err = run.Trainer.SyncTarget()
-	stop()
-	if err != nil {
+	if err := run.Trainer.SyncTarget(); err != nil {
 		a.discard(ctx, run, err)
 		return SyncOutput{}, stepFailed(in.RunID, fmt.Sprintf("run %s epoch %d: sync target", in.RunID, in.Epoch), err)
 	}

@@ -13,7 +13,7 @@ import (
 )
 
 // Application error types of the non-retryable errors the activities
-// return. The first four are deterministic: the same input fails the same
+// return. The first six are deterministic: the same input fails the same
 // way on every worker, so a workflow ends the run (IsFatal). The others
 // describe a trainer or a checkpoint this worker cannot provide; a workflow
 // recovers from them by opening the run again, possibly on another worker.
@@ -25,6 +25,10 @@ const (
 	// ErrTypeCorruptCheckpoint: a checkpoint file is damaged or does not
 	// match its recorded SHA-256 (checkpoint.ErrCorrupt).
 	ErrTypeCorruptCheckpoint = "CorruptCheckpoint"
+	// ErrTypeIncompatibleCheckpoint: a checkpoint lacks a tensor the model
+	// needs or has one of another shape (a warm start from a run with
+	// another architecture).
+	ErrTypeIncompatibleCheckpoint = "IncompatibleCheckpoint"
 	// ErrTypeBadData: the run's price data cannot be loaded or prepared.
 	ErrTypeBadData = "BadData"
 	// ErrTypeStoreRejected: the metadata store refused a write as invalid or
@@ -45,14 +49,16 @@ const (
 // IsFatal reports whether err, an activity error as a workflow receives it,
 // is a deterministic failure that a retry, another worker or a restore from
 // checkpoint would only repeat: invalid config, non-finite training, a
-// corrupt checkpoint, bad data, or a write the store rejects.
+// corrupt or incompatible checkpoint, bad data, or a write the store
+// rejects.
 func IsFatal(err error) bool {
 	var ae *temporal.ApplicationError
 	if !errors.As(err, &ae) {
 		return false
 	}
 	switch ae.Type() {
-	case ErrTypeInvalidConfig, ErrTypeNonFinite, ErrTypeCorruptCheckpoint, ErrTypeBadData, ErrTypeStoreRejected:
+	case ErrTypeInvalidConfig, ErrTypeNonFinite, ErrTypeCorruptCheckpoint, ErrTypeIncompatibleCheckpoint,
+		ErrTypeBadData, ErrTypeStoreRejected:
 		return true
 	}
 	return false
@@ -84,6 +90,9 @@ func classify(what string, err error) error {
 	case errors.Is(err, checkpoint.ErrCorrupt):
 		return nonRetryable(ErrTypeCorruptCheckpoint, what, err,
 			"the file is damaged; restore it from a backup or start from an earlier checkpoint")
+	case errors.Is(err, checkpoint.ErrMissingTensor), errors.Is(err, checkpoint.ErrTensorMismatch):
+		return nonRetryable(ErrTypeIncompatibleCheckpoint, what, err,
+			"the checkpoint was written for another model; warm-start from a run with the same model section")
 	case errors.Is(err, store.ErrInvalid), errors.Is(err, store.ErrNotFound):
 		return nonRetryable(ErrTypeStoreRejected, what, err, "the metadata store refused the write; see the cause")
 	}

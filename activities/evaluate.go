@@ -32,7 +32,8 @@ func (a *Trainer) EvaluateCheckpoints(ctx context.Context, in EvaluateInput) (Ev
 	if err := in.Config.Validate(); err != nil {
 		return EvaluateOutput{}, classify("evaluate checkpoints", err)
 	}
-	defer a.heartbeat(ctx, func() any { return "evaluate" })()
+	_, stop := a.beat(ctx, Heartbeat{Stage: "evaluate"})
+	defer stop()
 	ds, err := a.prepare(in.Config)
 	if err != nil {
 		return EvaluateOutput{}, nonRetryable(ErrTypeBadData, "evaluate checkpoints: prepare data "+in.Config.Data.Path, err,

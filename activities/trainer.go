@@ -82,7 +82,8 @@ func (a *Trainer) OpenTrainer(ctx context.Context, in OpenInput) (OpenOutput, er
 	if err := in.Config.Validate(); err != nil {
 		return OpenOutput{}, classify("run "+in.RunID+": open trainer", err)
 	}
-	defer a.heartbeat(ctx, func() any { return "opening" })()
+	_, stop := a.beat(ctx, Heartbeat{Epoch: in.Epoch, Stage: "open", GlobalStep: in.GlobalStep})
+	defer stop()
 	host, _ := os.Hostname()
 
 	if run := a.Registry.Get(in.RunID); run != nil {
@@ -217,10 +218,37 @@ func stepFailed(runID, what string, err error) error {
 		ErrTypeTrainerLost, err)
 }
 
+// progress is the Heartbeat an activity reports, updated as it works.
+type progress struct {
+	mu sync.Mutex
+	hb Heartbeat
+}
+
+func (p *progress) update(f func(*Heartbeat)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f(&p.hb)
+}
+
+func (p *progress) get() Heartbeat {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.hb
+}
+
+// beat starts heartbeating hb, as later updated through the returned
+// progress, every HeartbeatInterval until stop is called. Activities start
+// it before they wait for the run's lock, so that waiting for another
+// activity of the run (a checkpoint being written) never looks like a dead
+// worker, and a worker that dies is noticed within the heartbeat timeout
+// even while a backend call runs for minutes without reporting.
+func (a *Trainer) beat(ctx context.Context, hb Heartbeat) (p *progress, stop func()) {
+	p = &progress{hb: hb}
+	return p, a.heartbeat(ctx, func() any { return p.get() })
+}
+
 // heartbeat records details() as the activity's heartbeat every
-// HeartbeatInterval until the returned function is called, so that a worker
-// that dies is noticed within the heartbeat timeout even while a backend
-// call runs for minutes without reporting.
+// HeartbeatInterval until the returned function is called.
 func (a *Trainer) heartbeat(ctx context.Context, details func() any) (stop func()) {
 	every := a.HeartbeatInterval
 	if every <= 0 {

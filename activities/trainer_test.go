@@ -16,6 +16,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/activities"
 	"github.com/dqnflow/dqnflow/activities/activitiestest"
+	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/trainer"
@@ -382,5 +383,22 @@ func TestEvaluateScoresCheckpointsOnOneWindow(t *testing.T) {
 		if !tr.Closed {
 			t.Errorf("evaluation trainer %d left open", i)
 		}
+	}
+}
+
+func TestWarmStartFromAnotherModelIsFatal(t *testing.T) {
+	root := t.TempDir()
+	path := filepath.Join(root, "other.safetensors")
+	info, err := checkpoint.Write(path, &checkpoint.Checkpoint{
+		Meta:    map[string]string{checkpoint.MetaFormat: checkpoint.FormatVersion},
+		Tensors: []checkpoint.Tensor{checkpoint.F32Tensor("not_w", []int{2}, []float32{1, 2})},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRig(t, root, nil)
+	err = r.do(r.a.OpenTrainer, activities.OpenInput{RunID: runID, Config: testConfig(), Warm: &activities.CheckpointRef{URI: path, SHA256: info.SHA256}}, nil)
+	if errType(err) != activities.ErrTypeIncompatibleCheckpoint || !activities.IsFatal(err) {
+		t.Fatalf("warm start from another model: %v, want a fatal %s error", err, activities.ErrTypeIncompatibleCheckpoint)
 	}
 }

@@ -50,28 +50,46 @@ func (r *run) train(e int) (trained, error) {
 func (r *run) settle(e int, t trained, needCk, needBt bool) (early bool, err error) {
 	sc := r.st.Scores
 	var ck *activities.CheckpointRef
-	checkpoint := func() error {
-		r.phase = "checkpoint"
-		var out activities.CheckpointOutput
-		err := workflow.ExecuteActivity(r.o.sessionCtx(r.sess), ta.Checkpoint, activities.CheckpointInput{
+	startCheckpoint := func() workflow.Future {
+		return workflow.ExecuteActivity(r.o.sessionCtx(r.sess), ta.Checkpoint, activities.CheckpointInput{
 			RunID: r.st.RunID, Epoch: e,
 			Metrics: map[string]float64{"loss": t.train.Stats.Loss, "grad_norm": t.train.Stats.GradNorm},
-		}).Get(r.ctx, &out)
+		})
+	}
+	getCheckpoint := func(f workflow.Future) error {
+		var out activities.CheckpointOutput
+		err := f.Get(r.ctx, &out)
 		if err == nil {
 			ck = &out.Checkpoint
 		}
 		return err
 	}
+	// The checkpoint and the backtest only read the trainer: both are
+	// scheduled at once (the worker runs them one after the other) to save
+	// a round trip to the server.
+	var ckF, btF workflow.Future
 	if needCk {
-		if err := checkpoint(); err != nil {
+		ckF = startCheckpoint()
+	}
+	if needBt {
+		btF = workflow.ExecuteActivity(r.o.sessionCtx(r.sess), ta.Backtest, activities.BacktestInput{RunID: r.st.RunID, Epoch: e})
+	}
+	switch {
+	case needCk && needBt:
+		r.phase = "checkpoint and backtest"
+	case needCk:
+		r.phase = "checkpoint"
+	case needBt:
+		r.phase = "backtest"
+	}
+	if ckF != nil {
+		if err := getCheckpoint(ckF); err != nil {
 			return false, err
 		}
 	}
-	if needBt {
-		r.phase = "backtest"
+	if btF != nil {
 		var bt activities.BacktestOutput
-		if err := workflow.ExecuteActivity(r.o.sessionCtx(r.sess), ta.Backtest,
-			activities.BacktestInput{RunID: r.st.RunID, Epoch: e}).Get(r.ctx, &bt); err != nil {
+		if err := btF.Get(r.ctx, &bt); err != nil {
 			return false, err
 		}
 		s := bt.Report.Sharpe
@@ -83,7 +101,8 @@ func (r *run) settle(e int, t trained, needCk, needBt bool) (early bool, err err
 			early = r.cfg.Backtest.Patience > 0 && sc.SinceBest >= r.cfg.Backtest.Patience
 		}
 		if ck == nil && (sc.BestEpoch == e || early) {
-			if err := checkpoint(); err != nil {
+			r.phase = "checkpoint"
+			if err := getCheckpoint(startCheckpoint()); err != nil {
 				return false, err
 			}
 		}

@@ -53,7 +53,7 @@ func TestNewBestValidationScoreIsAlwaysCheckpointed(t *testing.T) {
 	env := newEnv(t, f, workflows.Options{})
 	env.ExecuteWorkflow(workflows.TrainingRunName, smallConfig(3, 10, 1))
 	r := result(t, env)
-	if want := "O0 C1 T1 S1 B1 K1 C2 T2 S2 B2 K2 C3 T3 S3 K3 B3 X"; f.sequence() != want {
+	if want := "O0 C1 T1 S1 K1 B1 C2 T2 S2 K2 B2 C3 T3 S3 K3 B3 X"; f.sequence() != want {
 		t.Errorf("activities:\n got %s\nwant %s", f.sequence(), want)
 	}
 	if r.BestEpoch != 3 || r.BestCheckpoint.Epoch != 3 {
@@ -194,7 +194,7 @@ func TestEarlyStopAfterPatienceBacktestsWithoutProgress(t *testing.T) {
 	cfg.Backtest.Patience = 2
 	env.ExecuteWorkflow(workflows.TrainingRunName, cfg)
 	r := result(t, env)
-	if want := "O0 C1 T1 S1 B1 K1 C2 T2 S2 B2 C3 T3 S3 B3 K3 X"; f.sequence() != want {
+	if want := "O0 C1 T1 S1 K1 B1 C2 T2 S2 B2 C3 T3 S3 K3 B3 X"; f.sequence() != want {
 		t.Errorf("activities:\n got %s\nwant %s", f.sequence(), want)
 	}
 	if r.Status != store.StatusEarlyStopped || r.Epochs != 3 || r.BestEpoch != 1 || r.BestCheckpoint.Epoch != 1 || r.LastCheckpoint.Epoch != 3 {
@@ -244,7 +244,7 @@ func TestContinueAsNewCarriesTheRunAfterACheckpoint(t *testing.T) {
 	}
 	// Every continuation opens at the checkpoint it was handed; no epoch
 	// is trained twice.
-	if want := "O0 C1 T1 S1 B1 K1 C2 T2 S2 K2 B2 O2 C3 T3 S3 K3 B3 C4 T4 S4 K4 B4 O4 C5 T5 S5 K5 B5 X"; f.sequence() != want {
+	if want := "O0 C1 T1 S1 K1 B1 C2 T2 S2 K2 B2 O2 C3 T3 S3 K3 B3 C4 T4 S4 K4 B4 O4 C5 T5 S5 K5 B5 X"; f.sequence() != want {
 		t.Errorf("activities:\n got %s\nwant %s", f.sequence(), want)
 	}
 	if r.Epochs != 5 || r.Status != store.StatusCompleted || r.BestEpoch != 5 {
