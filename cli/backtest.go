@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/dqnflow/dqnflow/checkpoint"
@@ -62,7 +60,7 @@ func openPolicyData(ckPath, dataPath, from, to string) (*cpu.Policy, *market.Dat
 		return nil, nil, market.Range{}, fmt.Errorf("checkpoint %s with data %s: %w", ckPath, dataPath, err)
 	}
 	r := ds.Valid
-	if from == "" && to == "" && sameData(cfg.Data.Path, dataPath) {
+	if from == "" && to == "" && trainer.SameDataPath(cfg.Data.Path, dataPath) {
 		trainDS, err := market.Prepare(withData(cfg, dataPath))
 		if err == nil {
 			r = trainDS.Valid
@@ -92,19 +90,6 @@ func openPolicyData(ckPath, dataPath, from, to string) (*cpu.Policy, *market.Dat
 func withData(cfg config.RunConfig, path string) config.RunConfig {
 	cfg.Data.Path = path
 	return cfg
-}
-
-// sameData reports whether two data paths name the same file.
-func sameData(a, b string) bool {
-	if a == b {
-		return true
-	}
-	if strings.Contains(a, ":") || strings.Contains(b, ":") {
-		return false
-	}
-	aa, err1 := filepath.Abs(a)
-	bb, err2 := filepath.Abs(b)
-	return err1 == nil && err2 == nil && aa == bb
 }
 
 func orAll(s string) string {
