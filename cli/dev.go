@@ -144,6 +144,7 @@ func startTemporal(e *env, bin string, port, uiPort int, dbFile string) (*exec.C
 	args := []string{"server", "start-dev",
 		"--ip", "127.0.0.1", "--port", strconv.Itoa(port), "--ui-port", strconv.Itoa(uiPort),
 		"--db-filename", dbFile, "--log-level", "warn"}
+	args = append(args, worker.DevServerFlags()...)
 	args = append(args, worker.SearchAttributeFlags()...)
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = e.stderr, e.stderr

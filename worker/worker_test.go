@@ -71,7 +71,7 @@ func TestRunMovesToAnotherWorkerWhenItsWorkerStops(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Temporal dev server")
 	}
-	c := workertest.DevServer(t, worker.SearchAttributeFlags()...)
+	c := workertest.DevServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	st := activitiestest.NewMemStore()

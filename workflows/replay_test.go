@@ -84,7 +84,7 @@ func TestRecordHistories(t *testing.T) {
 	if !*record {
 		t.Skip("records histories only with -record")
 	}
-	c := workertest.DevServer(t, worker.SearchAttributeFlags()...)
+	c := workertest.DevServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 

@@ -21,6 +21,8 @@ import (
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
+
+	"github.com/dqnflow/dqnflow/worker"
 )
 
 // EnvBinary names the Temporal CLI binary; `make test` sets it.
@@ -54,19 +56,23 @@ func Binary() string {
 
 // DevServer starts a dev server for the test and returns a client of its
 // default namespace; both are stopped when the test ends. extraArgs are
-// added to `temporal server start-dev` (search attributes, say). The test
-// is skipped when no Temporal CLI is found (run `make temporal`).
+// added to `temporal server start-dev` after worker.DevServerFlags. The
+// test fails when no Temporal CLI is found (run `make temporal`), and is
+// skipped under -short.
 func DevServer(t testing.TB, extraArgs ...string) client.Client {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs a Temporal dev server; skipped under -short")
+	}
 	bin := Binary()
 	if bin == "" {
-		t.Skipf("no Temporal CLI: run `make temporal` or set %s", EnvBinary)
+		t.Fatalf("no Temporal CLI: run `make temporal` or set %s", EnvBinary)
 	}
 	port, httpPort := freePort(t), freePort(t)
 	args := append([]string{"server", "start-dev", "--headless",
 		"--ip", "127.0.0.1", "--port", strconv.Itoa(port), "--http-port", strconv.Itoa(httpPort),
 		"--metrics-port", "0", "--db-filename", filepath.Join(t.TempDir(), "temporal.db"), "--log-level", "error"},
-		extraArgs...)
+		append(worker.DevServerFlags(), extraArgs...)...)
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
