@@ -45,8 +45,13 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	cfgPath := fs.String("config", "", "RunConfig JSON file (default: built-in defaults)")
 	steps := fs.Int("steps", 30, "gradient steps to time")
 	jsonOut := fs.Bool("json", false, "print JSON")
+	temporal := fs.Bool("temporal", false, "measure Temporal's overhead per epoch instead, on the server at $"+envTemporalAddress+" (needs a running worker, e.g. dqnflow dev)")
+	epochs := fs.Int("epochs", 30, "with --temporal: epochs of the near-empty benchmark run")
 	if err := parse(fs, args, 0); err != nil {
 		return err
+	}
+	if *temporal {
+		return benchTemporal(ctx, e, *epochs, *jsonOut)
 	}
 	if *steps < 1 {
 		return fmt.Errorf("%w: flag --steps %d: must be at least 1", errUsage, *steps)

@@ -34,7 +34,7 @@ func commands() []command {
 		{"predict", "features and Q values per bar: dqnflow predict --checkpoint FILE --data FILE --json", runPredict},
 		{"checkpoint", "checkpoint export|verify|list", runCheckpoint},
 		{"config", "config defaults: print the default config as JSON", runConfig},
-		{"bench", "throughput: dqnflow bench --device cpu [--json]", runBench},
+		{"bench", "throughput: dqnflow bench --device cpu [--json]; Temporal overhead: dqnflow bench --temporal", runBench},
 		{"learn-check", "train on the synthetic series and compare with the oracle policy", runLearnCheck},
 		{"dev", "local stack: Temporal dev server + UI, migrations, a worker [--demo]", runDev},
 		{"worker", "a worker: dqnflow worker --role all|control|gpu --device auto|cpu|cuda[:N] [--slots N]", runWorker},

@@ -13,9 +13,9 @@ import (
 func TestCalib(t *testing.T) {
 	cfg := config.Defaults()
 	cfg.Data.Path, cfg.Data.SyntheticBars = "synthetic", 3000
-	cfg.Model = config.ModelConfig{Trunk1: 64, Trunk2: 64, Head: 32, Atoms: 21, VMin: -5, VMax: 5}
-	cfg.BatchSize = 64
-	cfg.StepsPerEpoch = 200
+	cfg.Model = config.ModelConfig{Trunk1: 128, Trunk2: 128, Head: 64, Atoms: 21, VMin: -5, VMax: 5}
+	cfg.BatchSize = 128
+	cfg.StepsPerEpoch = 250
 	cfg.Env.NumEnvs, cfg.Env.EpisodeBars, cfg.Env.CollectSteps = 8, 128, 32
 	cfg.Env.EpsilonDecaySteps = 5000
 	cfg.Replay.Capacity, cfg.Replay.Warmup, cfg.Replay.BetaSteps = 20000, 256, 1000
