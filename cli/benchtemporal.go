@@ -90,7 +90,7 @@ type span struct{ sched, from, to time.Time }
 func measureEpochs(ctx context.Context, c client.Client, id string) (temporalBench, error) {
 	var res temporalBench
 	var marks []time.Time // Collect scheduled
-	var runs []span // activities, scheduled → started → completed
+	var runs []span       // activities, scheduled → started → completed
 	scheduled := map[int64]time.Time{}
 	started := map[int64]time.Time{}
 	it := c.GetWorkflowHistory(ctx, id, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
