@@ -230,8 +230,9 @@ func (e *FieldError) Unwrap() error { return ErrInvalid }
 func Decode(name string, raw []byte) (RunConfig, error) {
 	c := Defaults()
 	if len(bytes.TrimSpace(raw)) > 0 {
+		// Syntax errors come from Unmarshal before UnmarshalJSON runs.
 		if err := json.Unmarshal(raw, &c); err != nil {
-			return RunConfig{}, fmt.Errorf("%s: %w: %v", name, ErrInvalid, err)
+			return RunConfig{}, fmt.Errorf("%s: %w: %s", name, ErrInvalid, describeJSONError(raw, err))
 		}
 	}
 	if err := c.Validate(); err != nil {
@@ -268,9 +269,11 @@ func describeJSONError(raw []byte, err error) string {
 	return err.Error()
 }
 
+// position turns the offset encoding/json reports (the bytes read up to and
+// including the offending one) into the 1-based line and column of that byte.
 func position(raw []byte, off int64) (line, col int) {
 	line, col = 1, 1
-	for i := int64(0); i < off && i < int64(len(raw)); i++ {
+	for i := int64(0); i < off-1 && i < int64(len(raw)); i++ {
 		if raw[i] == '\n' {
 			line, col = line+1, 1
 		} else {
