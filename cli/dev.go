@@ -113,7 +113,22 @@ func runDemo(ctx context.Context, e *env, c client.Client, ui string) error {
 	}
 	fmt.Fprintf(e.stdout, "demo run %s started: %d epochs of %d steps on %s; watch it at %s/namespaces/%s/workflows/%s\n",
 		id, cfg.Epochs, cfg.StepsPerEpoch, cfg.Data.Path, ui, temporalNamespace(), id)
-	return watchRun(ctx, e, c, id, false)
+	res, err := watchRun(ctx, e, c, id, false)
+	if err != nil || res.LastCheckpoint == nil {
+		return err
+	}
+	// The final checkpoint's greedy policy on the validation range, beside
+	// buy-and-hold and flat (what "dqnflow backtest" prints).
+	pol, ds, r, err := openPolicyData(res.LastCheckpoint.URI, cfg.Data.Path, "", "")
+	if err != nil {
+		return err
+	}
+	report, err := pol.Backtest(ds, r)
+	if err != nil {
+		return err
+	}
+	printReport(e, report)
+	return nil
 }
 
 // findTemporal locates the Temporal CLI: the flag, $DQNFLOW_TEMPORAL,
@@ -143,7 +158,7 @@ func findTemporal(flagValue string) (string, error) {
 func startTemporal(e *env, bin string, port, uiPort int, dbFile string) (*exec.Cmd, error) {
 	args := []string{"server", "start-dev",
 		"--ip", "127.0.0.1", "--port", strconv.Itoa(port), "--ui-port", strconv.Itoa(uiPort),
-		"--db-filename", dbFile, "--log-level", "warn"}
+		"--db-filename", dbFile, "--log-level", "error"}
 	args = append(args, worker.DevServerFlags()...)
 	args = append(args, worker.SearchAttributeFlags()...)
 	cmd := exec.Command(bin, args...)

@@ -158,7 +158,8 @@ func runShowWatch(ctx context.Context, e *env, sub string, args []string) error 
 	}
 	defer c.Close()
 	if sub == "watch" {
-		return watchRun(ctx, e, c, fs.Arg(0), *jsonOut)
+		_, err := watchRun(ctx, e, c, fs.Arg(0), *jsonOut)
+		return err
 	}
 	p, live, err := progress(ctx, c, fs.Arg(0))
 	if err != nil {
@@ -201,13 +202,18 @@ func progress(ctx context.Context, c client.Client, id string) (workflows.Progre
 }
 
 func printProgress(e *env, p workflows.Progress, live *activities.Heartbeat) {
-	fmt.Fprintf(e.stdout, "run %s [%s] %s: epoch %d/%d, step %d, loss %.4f, best validation Sharpe %.3f (epoch %d), last %.3f",
-		p.RunID, p.Status, p.Phase, p.Epoch, p.Epochs, p.Step, p.Loss, p.BestValidSharpe, p.BestEpoch, p.LastValidSharpe)
+	fmt.Fprintf(e.stdout, "run %s [%s] %s: epoch %d/%d, step %d", p.RunID, p.Status, p.Phase, p.Epoch, p.Epochs, p.Step)
+	if p.Epoch > 0 {
+		fmt.Fprintf(e.stdout, ", loss %.4f", p.Loss)
+	}
+	if p.BestEpoch > 0 {
+		fmt.Fprintf(e.stdout, ", best validation Sharpe %.3f (epoch %d), last %.3f", p.BestValidSharpe, p.BestEpoch, p.LastValidSharpe)
+	}
 	if live != nil {
 		fmt.Fprintf(e.stdout, "; now: epoch %d %s step %d/%d, loss %.4f", live.Epoch, live.Stage, live.Step, live.Steps, live.Loss)
 	}
 	if p.Device != "" {
-		fmt.Fprintf(e.stdout, "; %s %s %s", p.Backend, p.Device, p.Precision)
+		fmt.Fprintf(e.stdout, "; %s backend on %s, %s", p.Backend, p.Device, p.Precision)
 	}
 	if p.Recoveries > 0 {
 		fmt.Fprintf(e.stdout, "; %d recoveries", p.Recoveries)
@@ -216,8 +222,8 @@ func printProgress(e *env, p workflows.Progress, live *activities.Heartbeat) {
 }
 
 // watchRun prints the run's progress whenever it changes until the run
-// ends, then its result.
-func watchRun(ctx context.Context, e *env, c client.Client, id string, jsonOut bool) error {
+// ends, then its result, which it returns.
+func watchRun(ctx context.Context, e *env, c client.Client, id string, jsonOut bool) (workflows.RunResult, error) {
 	run := c.GetWorkflow(ctx, id, "")
 	done := make(chan error, 1)
 	var res workflows.RunResult
@@ -236,15 +242,15 @@ func watchRun(ctx context.Context, e *env, c client.Client, id string, jsonOut b
 				printJSON(e, out)
 			}
 			if err != nil {
-				return fmt.Errorf("run %s failed: %w", id, err)
+				return res, fmt.Errorf("run %s failed: %w", id, err)
 			}
 			if !jsonOut {
 				fmt.Fprintf(e.stdout, "run %s %s: %d epochs, best validation Sharpe %.3f at epoch %d, last checkpoint %s\n",
 					id, res.Status, res.Epochs, res.BestValidSharpe, res.BestEpoch, ckURI(res.LastCheckpoint))
 			}
-			return nil
+			return res, nil
 		case <-ctx.Done():
-			return ctx.Err()
+			return res, ctx.Err()
 		case <-tick.C:
 			p, live, err := progress(ctx, c, id)
 			if err != nil {

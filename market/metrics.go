@@ -245,7 +245,7 @@ func CVaR(r []float64, alpha float64) float64 {
 	k := max(1, (n*bp+9999)/10000)
 	worst := slices.Clone(r)
 	slices.Sort(worst)
-	return -mean(worst[:k])
+	return 0 - mean(worst[:k]) // 0 − x, not −x: no negative zero for a flat curve
 }
 
 // WinRate is the fraction of trades with a positive P&L; 0 without trades.
