@@ -1,0 +1,246 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	tlog "go.temporal.io/sdk/log"
+
+	"github.com/dqnflow/dqnflow/activities"
+	"github.com/dqnflow/dqnflow/worker"
+)
+
+// defaultDatabaseURL is the database of `make test` when DATABASE_URL is unset.
+const defaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+
+// stack is one test's Temporal dev server, PostgreSQL schema and dqnflow
+// processes, all stopped or dropped when the test ends.
+type stack struct {
+	t      *testing.T
+	dir    string // temporary directory: logs, server database, checkpoints
+	bin    string // the dqnflow binary
+	addr   string // Temporal frontend host:port
+	dbURL  string // PostgreSQL URL whose search_path is the test's schema
+	client client.Client
+}
+
+func newStack(t *testing.T) *stack {
+	t.Helper()
+	s := &stack{t: t, dir: t.TempDir(), bin: dqnflowBinary(t)}
+	s.dbURL = newSchema(t)
+	s.addr, s.client = startTemporal(t, s.dir)
+	return s
+}
+
+// env is the environment of the dqnflow processes: this process's, with
+// the stack's Temporal server and database.
+func (s *stack) env() []string {
+	return append(os.Environ(),
+		"TEMPORAL_ADDRESS="+s.addr, "TEMPORAL_NAMESPACE=default", "DATABASE_URL="+s.dbURL)
+}
+
+// startWorker starts `dqnflow worker --role all --device cpu` and waits
+// until it serves both task queues (it applies the migrations first).
+func (s *stack) startWorker(name string) *proc {
+	s.t.Helper()
+	p := startProc(s.t, name, filepath.Join(s.dir, name+".log"), s.env(), s.bin,
+		"worker", "--role", "all", "--device", "cpu", "--checkpoint-dir", filepath.Join(s.dir, "checkpoint-root"))
+	waitFor(s.t, name+" to serve its task queues", time.Minute, 50*time.Millisecond, func() (bool, error) {
+		if err := p.alive(); err != nil {
+			return false, err
+		}
+		return strings.Contains(p.output(), "worker: role all serving"), nil
+	})
+	return p
+}
+
+// dqnflow runs the dqnflow command line against the stack and returns its
+// standard output; a failure fails the test with both outputs.
+func (s *stack) dqnflow(args ...string) string {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, s.bin, args...)
+	cmd.Env = s.env()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		s.t.Fatalf("dqnflow %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
+	}
+	return stdout.String()
+}
+
+// startTemporal starts the pinned Temporal dev server on free local ports
+// with dqnflow's search attributes, and returns its address and a client.
+//
+// Two dynamic-config values remove waits that the dev server's defaults add
+// to every task: history.transferProcessorMaxPollRPS (default 20/s, measured
+// at about 50 ms per task) and the four task-queue partitions (a task waits
+// for a poll forwarded between partitions), as `dqnflow dev` does.
+func startTemporal(t *testing.T, dir string) (string, client.Client) {
+	t.Helper()
+	bin := temporalBinary(t)
+	port, httpPort := freePort(t), freePort(t)
+	args := []string{"server", "start-dev", "--headless",
+		"--ip", "127.0.0.1", "--port", strconv.Itoa(port), "--http-port", strconv.Itoa(httpPort),
+		"--db-filename", filepath.Join(dir, "temporal.db"), "--log-level", "warn",
+		"--dynamic-config-value", "history.transferProcessorMaxPollRPS=1000",
+		"--dynamic-config-value", "matching.numTaskqueueReadPartitions=1",
+		"--dynamic-config-value", "matching.numTaskqueueWritePartitions=1",
+	}
+	args = append(args, worker.SearchAttributeFlags()...)
+	p := startProc(t, "temporal", filepath.Join(dir, "temporal.log"), os.Environ(), bin, args...)
+
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	logger := tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	var c client.Client
+	var last error
+	waitFor(t, "the Temporal dev server at "+addr+" to answer", time.Minute, 100*time.Millisecond, func() (bool, error) {
+		if err := p.alive(); err != nil {
+			return false, err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		cl, err := client.DialContext(ctx, client.Options{HostPort: addr, Logger: logger})
+		if err == nil {
+			if _, err = cl.CheckHealth(ctx, &client.CheckHealthRequest{}); err == nil {
+				c = cl
+				return true, nil
+			}
+			cl.Close()
+		}
+		last = err
+		return false, nil
+	})
+	if c == nil {
+		t.Fatalf("Temporal dev server at %s: %v", addr, last)
+	}
+	t.Cleanup(c.Close)
+	return addr, c
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// newSchema creates an empty schema dqnflow_e2e_<random> in the database
+// that DATABASE_URL names, drops it when the test ends, and returns a URL
+// whose search_path selects it. An unreachable server fails the test.
+func newSchema(t *testing.T) string {
+	t.Helper()
+	base := os.Getenv("DATABASE_URL")
+	if base == "" {
+		base = defaultDatabaseURL
+	}
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		t.Fatalf("DATABASE_URL must be a postgres:// URL for the end-to-end tests, got %q", base)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatalf("PostgreSQL is unreachable: %v\nthe end-to-end tests need a running server: start one "+
+			"(`docker compose up -d postgresql`) or point DATABASE_URL at one; the default is %s", err, defaultDatabaseURL)
+	}
+	defer conn.Close(ctx)
+	schema := "dqnflow_e2e_" + randomHex(t, 6)
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatalf("create schema %s: %v", schema, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, base)
+		if err == nil {
+			_, err = conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
+			conn.Close(ctx)
+		}
+		if err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+	})
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+func randomHex(t *testing.T, n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// errWorkflowClosed is returned by checks that find the run already ended.
+var errWorkflowClosed = errors.New("the run ended")
+
+// pendingActivity is one of a run's activities in flight, as
+// DescribeWorkflowExecution reports it.
+type pendingActivity struct {
+	ID            string
+	Type          string
+	Started       bool                  // a worker runs it now
+	Heartbeat     *activities.Heartbeat // nil before its first heartbeat
+	LastHeartbeat time.Time             // zero before its first heartbeat
+}
+
+// pending returns run id's activities in flight, or an error wrapping
+// errWorkflowClosed, with the run's result, when it has ended: a wait for
+// something the run should do then fails at once instead of at its deadline.
+func (s *stack) pending(ctx context.Context, id string) ([]pendingActivity, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	d, err := s.client.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		return nil, fmt.Errorf("describe run %s: %w", id, err)
+	}
+	if st := d.GetWorkflowExecutionInfo().GetStatus(); st != enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		err := s.client.GetWorkflow(ctx, id, "").Get(ctx, nil)
+		return nil, fmt.Errorf("%w: run %s is %s: %v", errWorkflowClosed, id, st, err)
+	}
+	var out []pendingActivity
+	for _, pa := range d.GetPendingActivities() {
+		a := pendingActivity{
+			ID: pa.GetActivityId(), Type: pa.GetActivityType().GetName(),
+			Started: pa.GetState() == enums.PENDING_ACTIVITY_STATE_STARTED,
+		}
+		if ts := pa.GetLastHeartbeatTime(); ts != nil {
+			a.LastHeartbeat = ts.AsTime()
+		}
+		if pl := pa.GetHeartbeatDetails().GetPayloads(); len(pl) > 0 {
+			var hb activities.Heartbeat
+			if err := converter.GetDefaultDataConverter().FromPayload(pl[0], &hb); err == nil {
+				a.Heartbeat = &hb
+			}
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
