@@ -169,11 +169,11 @@ func TestLoadTensorsRejectsBadCheckpoints(t *testing.T) {
 			return append(ts[:i], ts[i+1:]...)
 		}},
 		{"dtype", "adam.step", "dtype F32, want I64", func(ts []checkpoint.Tensor, i int) []checkpoint.Tensor {
-			ts[i] = f32Tensor("adam.step", []int{1}, []float32{1})
+			ts[i] = checkpoint.F32Tensor("adam.step", []int{1}, []float32{1})
 			return ts
 		}},
 		{"shape", "online.s2.weight", "shape [16 8], want [16 16]", func(ts []checkpoint.Tensor, i int) []checkpoint.Tensor {
-			ts[i] = f32Tensor("online.s2.weight", []int{16, 8}, make([]float32, 128))
+			ts[i] = checkpoint.F32Tensor("online.s2.weight", []int{16, 8}, make([]float32, 128))
 			return ts
 		}},
 		{"short data", "spectral.v1.u", "bytes of data", func(ts []checkpoint.Tensor, i int) []checkpoint.Tensor {
@@ -181,14 +181,14 @@ func TestLoadTensorsRejectsBadCheckpoints(t *testing.T) {
 			return ts
 		}},
 		{"NaN", "online.a1_2.weight", "element 3 is NaN", func(ts []checkpoint.Tensor, i int) []checkpoint.Tensor {
-			copy(ts[i].Data[12:], f32Tensor("", nil, []float32{float32(math.NaN())}).Data)
+			copy(ts[i].Data[12:], checkpoint.F32Tensor("", nil, []float32{float32(math.NaN())}).Data)
 			return ts
 		}},
 		{"duplicate", "adam.m", "more than once", func(ts []checkpoint.Tensor, i int) []checkpoint.Tensor {
 			return append(ts, ts[i])
 		}},
 		{"negative step", "adam.step", "must not be negative", func(ts []checkpoint.Tensor, i int) []checkpoint.Tensor {
-			ts[i] = i64Tensor("adam.step", []int{1}, []int64{-1})
+			ts[i] = checkpoint.I64Tensor("adam.step", []int{1}, []int64{-1})
 			return ts
 		}},
 	} {

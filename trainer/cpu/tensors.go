@@ -32,16 +32,16 @@ func (l *Learner) Tensors() []checkpoint.Tensor {
 		p      []float32
 	}{{"online.", l.online.params}, {"target.", l.target.params}} {
 		for _, b := range blocks {
-			ts = append(ts, f32Tensor(net.prefix+b.Name, b.Shape(), net.p[b.Offset:b.Offset+b.Size()]))
+			ts = append(ts, checkpoint.F32Tensor(net.prefix+b.Name, b.Shape(), net.p[b.Offset:b.Offset+b.Size()]))
 		}
 	}
 	np := len(l.m)
 	ts = append(ts,
-		f32Tensor("adam.m", []int{np}, l.m),
-		f32Tensor("adam.v", []int{np}, l.v),
-		i64Tensor("adam.step", []int{1}, []int64{l.step}))
+		checkpoint.F32Tensor("adam.m", []int{np}, l.m),
+		checkpoint.F32Tensor("adam.v", []int{np}, l.v),
+		checkpoint.I64Tensor("adam.step", []int{1}, []int64{l.step}))
 	for i, ly := range l.online.lay {
-		ts = append(ts, f32Tensor("spectral."+ly.name+".u", []int{ly.out}, l.u[i]))
+		ts = append(ts, checkpoint.F32Tensor("spectral."+ly.name+".u", []int{ly.out}, l.u[i]))
 	}
 	return ts
 }
@@ -146,24 +146,6 @@ func readParams(idx map[string]*checkpoint.Tensor, prefix string, m config.Model
 		}
 	}
 	return nil
-}
-
-// f32Tensor encodes x as an F32 tensor.
-func f32Tensor(name string, shape []int, x []float32) checkpoint.Tensor {
-	data := make([]byte, 4*len(x))
-	for i, v := range x {
-		binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(v))
-	}
-	return checkpoint.Tensor{Name: name, DType: checkpoint.F32, Shape: slices.Clone(shape), Data: data}
-}
-
-// i64Tensor encodes x as an I64 tensor.
-func i64Tensor(name string, shape []int, x []int64) checkpoint.Tensor {
-	data := make([]byte, 8*len(x))
-	for i, v := range x {
-		binary.LittleEndian.PutUint64(data[8*i:], uint64(v))
-	}
-	return checkpoint.Tensor{Name: name, DType: checkpoint.I64, Shape: slices.Clone(shape), Data: data}
 }
 
 // lookup finds tensor name and checks its dtype, shape and data length.

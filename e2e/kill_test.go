@@ -1,0 +1,440 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/dqnflow/dqnflow/checkpoint"
+	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/trainer"
+	"github.com/dqnflow/dqnflow/trainer/cpu"
+	"github.com/dqnflow/dqnflow/workflows"
+)
+
+// envPerfOut names a directory where the test writes recovery.json, the
+// measured recovery time, for docs/perf.
+const envPerfOut = "DQNFLOW_PERF_OUT"
+
+// killEpoch is the epoch whose training the test interrupts: two
+// checkpoints exist before it, so the new worker restores a real checkpoint
+// rather than starting afresh, and epochs remain after it.
+const killEpoch = 3
+
+// epochTarget is how long one TrainEpoch should last. The kill waits for
+// the epoch's first heartbeat, which the activity sends one second after it
+// starts (activities.Trainer.HeartbeatInterval), so 2.5 s leaves the kill
+// more than a second to land before the epoch ends.
+const epochTarget = 2500 * time.Millisecond
+
+// recoveryBound is the longest recovery the test accepts. It only proves
+// that recovery is bounded; the time itself is measured and reported (the
+// target, under 30 s with the default timeouts, is not a unit test).
+const recoveryBound = 90 * time.Second
+
+// killConfig is the kill test's run: six epochs on the synthetic series,
+// checkpointed and backtested after each, none pruned.
+func killConfig(ckDir string, stepsPerEpoch int) config.RunConfig {
+	cfg := config.Defaults()
+	cfg.Data.Path, cfg.Data.SyntheticBars = market.SyntheticPath, 3000
+	cfg.Epochs = 6
+	cfg.StepsPerEpoch = stepsPerEpoch
+	cfg.BatchSize = 128
+	cfg.Model = config.ModelConfig{Trunk1: 128, Trunk2: 128, Head: 64, Atoms: 21, VMin: -5, VMax: 5}
+	cfg.Env.NumEnvs, cfg.Env.EpisodeBars, cfg.Env.CollectSteps = 8, 128, 32
+	cfg.Env.EpsilonDecaySteps = 5000
+	cfg.Replay.Capacity, cfg.Replay.Warmup, cfg.Replay.BetaSteps = 4096, 256, 1000
+	cfg.Checkpoint = config.CheckpointConfig{Every: 1, KeepLast: 10, KeepBest: 1, Dir: ckDir}
+	cfg.Backtest = config.BacktestConfig{Every: 1}
+	return cfg
+}
+
+// calibrateSteps returns the steps per epoch that make one epoch of
+// killConfig last about epochTarget on this machine, timed with the CPU
+// backend in this process.
+func calibrateSteps(t *testing.T) int {
+	t.Helper()
+	cfg := killConfig(t.TempDir(), 1)
+	ds, err := market.Prepare(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	tr, err := cpu.Backend{}.New(ctx, cfg, ds, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	if _, err := tr.Collect(ctx, cfg.Env.CollectSteps); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Train(ctx, 5, nil); err != nil { // fills the replay warm-up
+		t.Fatal(err)
+	}
+	const n = 30
+	start := time.Now()
+	if _, err := tr.Train(ctx, n, nil); err != nil {
+		t.Fatal(err)
+	}
+	perStep := time.Since(start) / n
+	return min(max(int(epochTarget/perStep), 100), 20000)
+}
+
+// TestRunSurvivesWorkerKill kills (SIGKILL) the only worker in the middle
+// of a TrainEpoch, starts another, and checks that the run completes with
+// one intact checkpoint per epoch whose weights, optimiser, replay and
+// random state are bit-identical to an uninterrupted run of the same
+// config. It measures the recovery time: from the kill until training runs
+// again on the new worker.
+func TestRunSurvivesWorkerKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: starts the Temporal dev server and worker processes")
+	}
+	began := time.Now()
+	s := newStack(t)
+	cfg := killConfig(filepath.Join(s.dir, "checkpoints"), calibrateSteps(t))
+	t.Logf("config: %d epochs of %d steps (calibrated for %s per epoch), batch %d", cfg.Epochs, cfg.StepsPerEpoch, epochTarget, cfg.BatchSize)
+	a := s.startWorker("worker-a")
+
+	ctx := context.Background()
+	runID := "e2e-kill-" + randomHex(t, 4)
+	run, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: runID, TaskQueue: workflows.ControlTaskQueue,
+	}, workflows.TrainingRunName, cfg)
+	if err != nil {
+		t.Fatalf("start run: %v", err)
+	}
+
+	// The kill lands while TrainEpoch of killEpoch runs and has reported
+	// a step: its trainer is half-way through the epoch.
+	var victim pendingActivity
+	waitFor(t, fmt.Sprintf("TrainEpoch of epoch %d to report a step", killEpoch), 3*time.Minute, 50*time.Millisecond, func() (bool, error) {
+		if err := a.alive(); err != nil {
+			return false, err
+		}
+		acts, err := s.pending(ctx, runID)
+		if err != nil {
+			return false, err
+		}
+		for _, pa := range acts {
+			if hb := pa.Heartbeat; pa.Type == "TrainEpoch" && pa.Started && hb != nil &&
+				hb.Epoch >= killEpoch && hb.Step > 0 && hb.Step < hb.Steps {
+				victim = pa
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	killedAt := time.Now()
+	if err := a.kill(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("SIGKILL to worker A during TrainEpoch of epoch %d, at step %d/%d (global step %d), %.1f s into the test",
+		victim.Heartbeat.Epoch, victim.Heartbeat.Step, victim.Heartbeat.Steps, victim.Heartbeat.GlobalStep, killedAt.Sub(began).Seconds())
+
+	s.startWorker("worker-b")
+	rec := measureRecovery(t, s, runID, victim, killedAt)
+
+	var res workflows.RunResult
+	waitCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	if err := run.Get(waitCtx, &res); err != nil {
+		t.Fatalf("run %s after the kill: %v", runID, err)
+	}
+	if res.Status != store.StatusCompleted || res.Epochs != cfg.Epochs || res.GlobalStep != int64(cfg.Epochs*cfg.StepsPerEpoch) {
+		t.Fatalf("run result: status %s, %d epochs, global step %d; want completed, %d epochs, global step %d",
+			res.Status, res.Epochs, res.GlobalStep, cfg.Epochs, cfg.Epochs*cfg.StepsPerEpoch)
+	}
+
+	rec.Events = recoveryEvents(t, s, runID, victim.ID, killedAt)
+	t.Logf("recovery: training resumed %.2f s after the kill (new attempt seen running %.2f s after it); history, s after the kill: %v",
+		rec.RecoveryS, rec.ResumedS, rec.Events)
+	writeRecovery(t, rec)
+
+	rows := checkCheckpointRows(t, s, runID, cfg)
+	n := compareWithUninterrupted(t, cfg, rows)
+	t.Logf("all %d checkpoints are bit-identical to the uninterrupted run: %d tensors compared; test took %.1f s",
+		len(rows), n, time.Since(began).Seconds())
+}
+
+// recovery is what recovery.json holds. Times are seconds after the kill.
+type recovery struct {
+	// RecoveryS is the figure: until a Collect or TrainEpoch attempt
+	// started after the kill has heartbeated (training runs again).
+	RecoveryS float64 `json:"recovery_s"`
+	// ResumedS is until that attempt was first seen running.
+	ResumedS float64 `json:"resumed_s"`
+	// Events are the run's history events after the kill (server time).
+	Events map[string]float64 `json:"events"`
+
+	KilledEpoch               int     `json:"killed_epoch"`
+	KilledStep                int     `json:"killed_step"`
+	StepsPerEpoch             int     `json:"steps_per_epoch"`
+	SessionHeartbeatTimeoutS  float64 `json:"session_heartbeat_timeout_s"`
+	ActivityHeartbeatTimeoutS float64 `json:"activity_heartbeat_timeout_s"`
+	CPUs                      int     `json:"cpus"`
+	Measured                  string  `json:"measured"`
+}
+
+// measureRecovery polls the run every 100 ms from the kill until a Collect
+// or TrainEpoch other than the killed one runs and has heartbeated after
+// the kill, and fails the test after recoveryBound.
+func measureRecovery(t *testing.T, s *stack, runID string, victim pendingActivity, killedAt time.Time) recovery {
+	t.Helper()
+	o := workflows.DefaultOptions()
+	rec := recovery{
+		KilledEpoch: victim.Heartbeat.Epoch, KilledStep: victim.Heartbeat.Step, StepsPerEpoch: victim.Heartbeat.Steps,
+		SessionHeartbeatTimeoutS:  o.SessionHeartbeatTimeout.Seconds(),
+		ActivityHeartbeatTimeoutS: o.HeartbeatTimeout.Seconds(),
+		CPUs:                      runtime.NumCPU(), Measured: killedAt.UTC().Format(time.RFC3339),
+	}
+	var resumed time.Time
+	waitFor(t, "training to resume on worker B", recoveryBound-time.Since(killedAt), 100*time.Millisecond, func() (bool, error) {
+		acts, err := s.pending(context.Background(), runID)
+		if err != nil {
+			return false, err
+		}
+		now := time.Now()
+		for _, pa := range acts {
+			if pa.ID == victim.ID || !pa.Started || (pa.Type != "TrainEpoch" && pa.Type != "Collect") {
+				continue
+			}
+			if resumed.IsZero() {
+				resumed = now
+			}
+			if pa.LastHeartbeat.After(killedAt) {
+				rec.ResumedS, rec.RecoveryS = resumed.Sub(killedAt).Seconds(), now.Sub(killedAt).Seconds()
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	return rec
+}
+
+// recoveryEvents checks in the run's history that the killed TrainEpoch
+// never completed (the kill landed mid-epoch), and returns when the steps
+// of the recovery happened, in seconds after the kill: the session of the
+// dead worker timing out, the killed activity cancelled, the trainer
+// reopened from the checkpoint, and training scheduled again.
+func recoveryEvents(t *testing.T, s *stack, runID, victimID string, killedAt time.Time) map[string]float64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	it := s.client.GetWorkflowHistory(ctx, runID, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	typeOf := map[int64]string{} // scheduled event id → activity type
+	var victimSched int64
+	events := map[string]float64{}
+	first := func(name string, at time.Time) {
+		if _, ok := events[name]; !ok && at.After(killedAt) {
+			events[name] = at.Sub(killedAt).Round(time.Millisecond).Seconds()
+		}
+	}
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatalf("history of run %s: %v", runID, err)
+		}
+		at := ev.GetEventTime().AsTime()
+		switch ev.GetEventType() {
+		case enums.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+			a := ev.GetActivityTaskScheduledEventAttributes()
+			typeOf[ev.GetEventId()] = a.GetActivityType().GetName()
+			if a.GetActivityId() == victimID {
+				victimSched = ev.GetEventId()
+			}
+			switch a.GetActivityType().GetName() {
+			case "internalSessionCreationActivity":
+				first("new_session_requested", at)
+			case "OpenTrainer":
+				first("open_trainer_scheduled", at)
+			case "TrainEpoch":
+				first("train_epoch_scheduled", at)
+			}
+		case enums.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+			id := ev.GetActivityTaskCompletedEventAttributes().GetScheduledEventId()
+			if id == victimSched {
+				t.Fatalf("the killed TrainEpoch (activity %s) completed: the kill did not land mid-epoch; "+
+					"the epoch must last longer than its first heartbeat (epochTarget)", victimID)
+			}
+			if typeOf[id] == "OpenTrainer" {
+				first("open_trainer_completed", at)
+			}
+		case enums.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT:
+			if typeOf[ev.GetActivityTaskTimedOutEventAttributes().GetScheduledEventId()] == "internalSessionCreationActivity" {
+				first("old_session_timed_out", at)
+			}
+		case enums.EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED:
+			if ev.GetActivityTaskCancelRequestedEventAttributes().GetScheduledEventId() == victimSched {
+				first("killed_train_epoch_cancel_requested", at)
+			}
+		}
+	}
+	if victimSched == 0 {
+		t.Fatalf("history of run %s has no activity %s (the killed TrainEpoch)", runID, victimID)
+	}
+	return events
+}
+
+// writeRecovery writes rec to $DQNFLOW_PERF_OUT/recovery.json when set.
+func writeRecovery(t *testing.T, rec recovery) {
+	t.Helper()
+	dir := os.Getenv(envPerfOut)
+	if dir == "" {
+		return
+	}
+	b, err := json.MarshalIndent(rec, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "recovery.json")
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("wrote %s", path)
+}
+
+// checkCheckpointRows checks the run's checkpoint rows in PostgreSQL: one
+// per epoch, none pruned, global steps of whole epochs, and a file at each
+// uri with the recorded size and SHA-256.
+func checkCheckpointRows(t *testing.T, s *stack, runID string, cfg config.RunConfig) []store.CheckpointRecord {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, s.dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rows, err := st.ListCheckpoints(ctx, runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	epochs := make([]int, len(rows))
+	for i, r := range rows {
+		epochs[i] = r.Epoch
+	}
+	if len(rows) != cfg.Epochs {
+		t.Fatalf("checkpoint rows of run %s are for epochs %v, want one for each of 1..%d", runID, epochs, cfg.Epochs)
+	}
+	for i, r := range rows {
+		e := i + 1
+		if r.Epoch != e {
+			t.Fatalf("checkpoint rows are for epochs %v, want 1..%d", epochs, cfg.Epochs)
+		}
+		if want := int64(e * cfg.StepsPerEpoch); r.GlobalStep != want {
+			t.Errorf("checkpoint of epoch %d: global_step %d, want %d", e, r.GlobalStep, want)
+		}
+		if r.Pruned {
+			t.Errorf("checkpoint of epoch %d is marked pruned (keep_last %d)", e, cfg.Checkpoint.KeepLast)
+		}
+		b, err := os.ReadFile(r.URI)
+		if err != nil {
+			t.Errorf("checkpoint of epoch %d: %v", e, err)
+			continue
+		}
+		if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != r.SHA256 || int64(len(b)) != r.Bytes {
+			t.Errorf("checkpoint of epoch %d: file %s has %d bytes, sha256 %x; the row records %d bytes, sha256 %s",
+				e, r.URI, len(b), sum, r.Bytes, r.SHA256)
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	return rows
+}
+
+// compareWithUninterrupted trains cfg in this process with the CPU
+// backend, exactly as the workflow drives a trainer that is never lost (per
+// epoch Collect(env.collect_steps) → Train(steps_per_epoch) → SyncTarget;
+// the checkpoints and backtests between epochs only read the trainer), and
+// compares the state after each epoch with that epoch's checkpoint file,
+// tensor by tensor, bit for bit. It returns the number of tensors compared.
+func compareWithUninterrupted(t *testing.T, cfg config.RunConfig, rows []store.CheckpointRecord) int {
+	t.Helper()
+	ctx := context.Background()
+	ds, err := market.Prepare(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := cpu.Backend{}.New(ctx, cfg, ds, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	compared := 0
+	for _, row := range rows {
+		if err := uninterruptedEpoch(ctx, tr, cfg); err != nil {
+			t.Fatalf("uninterrupted run, epoch %d: %v", row.Epoch, err)
+		}
+		want, err := tr.Snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _, err := checkpoint.Read(row.URI)
+		if err != nil {
+			t.Fatal(err)
+		}
+		compared += equalTensors(t, row.Epoch, want, got)
+	}
+	return compared
+}
+
+// uninterruptedEpoch is one epoch of the workflow's stateful steps
+// (activities.Trainer.Collect, TrainEpoch and SyncTarget).
+func uninterruptedEpoch(ctx context.Context, tr trainer.Trainer, cfg config.RunConfig) error {
+	if _, err := tr.Collect(ctx, cfg.Env.CollectSteps); err != nil {
+		return err
+	}
+	if _, err := tr.Train(ctx, cfg.StepsPerEpoch, nil); err != nil {
+		return err
+	}
+	return tr.SyncTarget()
+}
+
+// equalTensors fails the test unless got holds exactly want's tensors
+// (names, dtypes, shapes and bytes) and returns how many it compared.
+func equalTensors(t *testing.T, epoch int, want, got *checkpoint.Checkpoint) int {
+	t.Helper()
+	if len(got.Tensors) != len(want.Tensors) {
+		t.Fatalf("epoch %d: the checkpoint holds %d tensors, the uninterrupted run %d", epoch, len(got.Tensors), len(want.Tensors))
+	}
+	for _, w := range want.Tensors {
+		g, ok := got.Find(w.Name)
+		switch {
+		case !ok:
+			t.Fatalf("epoch %d: the checkpoint has no tensor %s", epoch, w.Name)
+		case g.DType != w.DType || !slices.Equal(g.Shape, w.Shape):
+			t.Fatalf("epoch %d: tensor %s is %s%v in the checkpoint, %s%v uninterrupted", epoch, w.Name, g.DType, g.Shape, w.DType, w.Shape)
+		case !bytes.Equal(g.Data, w.Data):
+			t.Fatalf("epoch %d: tensor %s differs from the uninterrupted run's (first differing byte %d of %d)",
+				epoch, w.Name, firstDiff(g.Data, w.Data), len(w.Data))
+		}
+	}
+	return len(want.Tensors)
+}
+
+func firstDiff(a, b []byte) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
