@@ -7,7 +7,7 @@ TEMPORAL := $(BIN)/temporal
 DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test?sslmode=disable
 export DATABASE_URL
 
-.PHONY: all build run test test-short lint bench learn-check temporal clean
+.PHONY: all build run test test-short lint bench bench-temporal learn-check record-history temporal clean
 
 all: build
 
@@ -42,6 +42,14 @@ lint:
 bench: build
 	$(DQNFLOW) bench --device cpu --json
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./trainer/cpu/ ./replay/
+
+## bench-temporal: Temporal overhead per epoch; needs `make run` (or dqnflow dev) running
+bench-temporal: build
+	$(DQNFLOW) bench --temporal --epochs 50
+
+## record-history: re-record the workflow histories the replay test checks (after an intended workflow change)
+record-history: build temporal
+	DQNFLOW_TEMPORAL=$(abspath $(TEMPORAL)) $(GO) test ./workflows -run TestRecordHistories -record -count=1
 
 ## learn-check: train on the synthetic series and compare with the oracle (about 10 min on 2 cores)
 learn-check: build
