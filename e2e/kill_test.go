@@ -112,7 +112,7 @@ func TestRunSurvivesWorkerKill(t *testing.T) {
 
 	ctx := context.Background()
 	runID := "e2e-kill-" + randomHex(t, 4)
-	run, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+	_, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: runID, TaskQueue: workflows.ControlTaskQueue,
 	}, workflows.TrainingRunName, cfg)
 	if err != nil {
@@ -146,15 +146,10 @@ func TestRunSurvivesWorkerKill(t *testing.T) {
 	t.Logf("SIGKILL to worker A during TrainEpoch of epoch %d, at step %d/%d (global step %d), %.1f s into the test",
 		victim.Heartbeat.Epoch, victim.Heartbeat.Step, victim.Heartbeat.Steps, victim.Heartbeat.GlobalStep, killedAt.Sub(began).Seconds())
 
-	s.startWorker("worker-b")
+	b := s.startWorker("worker-b")
 	rec := measureRecovery(t, s, runID, victim, killedAt)
 
-	var res workflows.RunResult
-	waitCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer cancel()
-	if err := run.Get(waitCtx, &res); err != nil {
-		t.Fatalf("run %s after the kill: %v", runID, err)
-	}
+	res := s.waitClosed(runID, 5*time.Minute, b)
 	if res.Status != store.StatusCompleted || res.Epochs != cfg.Epochs || res.GlobalStep != int64(cfg.Epochs*cfg.StepsPerEpoch) {
 		t.Fatalf("run result: status %s, %d epochs, global step %d; want completed, %d epochs, global step %d",
 			res.Status, res.Epochs, res.GlobalStep, cfg.Epochs, cfg.Epochs*cfg.StepsPerEpoch)
@@ -217,7 +212,8 @@ func measureRecovery(t *testing.T, s *stack, runID string, victim pendingActivit
 				resumed = now
 			}
 			if pa.LastHeartbeat.After(killedAt) {
-				rec.ResumedS, rec.RecoveryS = resumed.Sub(killedAt).Seconds(), now.Sub(killedAt).Seconds()
+				rec.ResumedS = resumed.Sub(killedAt).Round(time.Millisecond).Seconds()
+				rec.RecoveryS = now.Sub(killedAt).Round(time.Millisecond).Seconds()
 				return true, nil
 			}
 		}
@@ -229,7 +225,8 @@ func measureRecovery(t *testing.T, s *stack, runID string, victim pendingActivit
 // recoveryEvents checks in the run's history that the killed TrainEpoch
 // never completed (the kill landed mid-epoch), and returns when the steps
 // of the recovery happened, in seconds after the kill: the session of the
-// dead worker timing out, the killed activity cancelled, the trainer
+// dead worker timing out, a workflow task that waited for the dead worker
+// (it also ran the workflow), the killed activity cancelled, the trainer
 // reopened from the checkpoint, and training scheduled again.
 func recoveryEvents(t *testing.T, s *stack, runID, victimID string, killedAt time.Time) map[string]float64 {
 	t.Helper()
@@ -278,6 +275,10 @@ func recoveryEvents(t *testing.T, s *stack, runID, victimID string, killedAt tim
 			if typeOf[ev.GetActivityTaskTimedOutEventAttributes().GetScheduledEventId()] == "internalSessionCreationActivity" {
 				first("old_session_timed_out", at)
 			}
+		case enums.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT:
+			// A workflow task sent to the dead worker's sticky queue, given
+			// to another worker after the sticky schedule-to-start timeout.
+			first("workflow_task_timed_out", at)
 		case enums.EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED:
 			if ev.GetActivityTaskCancelRequestedEventAttributes().GetScheduledEventId() == victimSched {
 				first("killed_train_epoch_cancel_requested", at)

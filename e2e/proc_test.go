@@ -44,9 +44,14 @@ func startProc(t *testing.T, name, logPath string, env []string, bin string, arg
 		close(p.exited)
 	}()
 	t.Cleanup(func() {
+		// The log as the failure found it, before the shutdown's own noise.
+		var tail string
+		if t.Failed() {
+			tail = p.tail(24 << 10)
+		}
 		p.stop(10 * time.Second)
 		if t.Failed() {
-			t.Logf("--- %s (%s, %s): end of its output ---\n%s", name, strings.Join(cmd.Args, " "), cmd.ProcessState, p.tail(24<<10))
+			t.Logf("--- %s (%s; %s): end of its output ---\n%s", name, strings.Join(cmd.Args, " "), cmd.ProcessState, tail)
 		}
 	})
 	return p

@@ -26,6 +26,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/activities"
 	"github.com/dqnflow/dqnflow/worker"
+	"github.com/dqnflow/dqnflow/workflows"
 )
 
 // defaultDatabaseURL is the database of `make test` when DATABASE_URL is unset.
@@ -89,12 +90,8 @@ func (s *stack) dqnflow(args ...string) string {
 }
 
 // startTemporal starts the pinned Temporal dev server on free local ports
-// with dqnflow's search attributes, and returns its address and a client.
-//
-// Two dynamic-config values remove waits that the dev server's defaults add
-// to every task: history.transferProcessorMaxPollRPS (default 20/s, measured
-// at about 50 ms per task) and the four task-queue partitions (a task waits
-// for a poll forwarded between partitions), as `dqnflow dev` does.
+// with the flags `dqnflow dev` uses (search attributes and the latency
+// settings of ADR 0002), and returns its address and a client.
 func startTemporal(t *testing.T, dir string) (string, client.Client) {
 	t.Helper()
 	bin := temporalBinary(t)
@@ -102,11 +99,8 @@ func startTemporal(t *testing.T, dir string) (string, client.Client) {
 	args := []string{"server", "start-dev", "--headless",
 		"--ip", "127.0.0.1", "--port", strconv.Itoa(port), "--http-port", strconv.Itoa(httpPort),
 		"--db-filename", filepath.Join(dir, "temporal.db"), "--log-level", "warn",
-		"--dynamic-config-value", "history.transferProcessorMaxPollRPS=1000",
-		"--dynamic-config-value", "matching.numTaskqueueReadPartitions=1",
-		"--dynamic-config-value", "matching.numTaskqueueWritePartitions=1",
 	}
-	args = append(args, worker.SearchAttributeFlags()...)
+	args = append(args, worker.DevServerFlags()...)
 	p := startProc(t, "temporal", filepath.Join(dir, "temporal.log"), os.Environ(), bin, args...)
 
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
@@ -243,4 +237,28 @@ func (s *stack) pending(ctx context.Context, id string) ([]pendingActivity, erro
 		out = append(out, a)
 	}
 	return out, nil
+}
+
+// waitClosed waits until run id has ended, failing the test at timeout or
+// as soon as one of workers exits, and returns the run's result.
+func (s *stack) waitClosed(id string, timeout time.Duration, workers ...*proc) workflows.RunResult {
+	s.t.Helper()
+	ctx := context.Background()
+	waitFor(s.t, "run "+id+" to end", timeout, 200*time.Millisecond, func() (bool, error) {
+		for _, w := range workers {
+			if err := w.alive(); err != nil {
+				return false, err
+			}
+		}
+		_, err := s.pending(ctx, id)
+		if errors.Is(err, errWorkflowClosed) {
+			return true, nil
+		}
+		return false, err
+	})
+	var res workflows.RunResult
+	if err := s.client.GetWorkflow(ctx, id, "").Get(ctx, &res); err != nil {
+		s.t.Fatalf("run %s: %v", id, err)
+	}
+	return res
 }
