@@ -1,0 +1,132 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/trainer/trainertest"
+	"github.com/dqnflow/dqnflow/workflows"
+)
+
+// TestSweepAndScheduleThroughCLI: "sweep start --wait" runs one child run
+// per grid point and reports the best; "schedule create" makes a Temporal
+// Schedule of Retrain whose triggered run records a promotion decision,
+// "schedule list" shows it and "schedule delete" removes it.
+func TestSweepAndScheduleThroughCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: starts the Temporal dev server and a worker process")
+	}
+	s := newStack(t)
+	s.startWorker("worker")
+	cfg := trainertest.SmallConfig()
+	cfg.Epochs, cfg.StepsPerEpoch = 2, 4
+	cfg.Checkpoint.Dir = filepath.Join(s.dir, "checkpoints")
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := filepath.Join(s.dir, "run.json")
+	if err := os.WriteFile(cfgPath, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	var sweep workflows.SweepResult
+	decode(t, s.dqnflow("sweep", "start", "--config", cfgPath, "--grid", "optim.lr=0.001,0.0003", "--max-concurrent", "2", "--wait", "--json"), &sweep)
+	if len(sweep.Points) != 2 || sweep.BestRunID == "" {
+		t.Fatalf("sweep result: %+v", sweep)
+	}
+	for _, p := range sweep.Points {
+		if p.Error != "" {
+			t.Errorf("sweep point %d (%s) failed: %s", p.Index, p.RunID, p.Error)
+		}
+	}
+
+	const id, lineage = "e2e-retrain", "e2e-lineage"
+	s.dqnflow("schedule", "create", "--id", id, "--every", "24h", "--config", cfgPath, "--lineage", lineage)
+	var listed []struct {
+		ID       string `json:"id"`
+		Workflow string `json:"workflow"`
+	}
+	waitFor(t, "schedule list to show "+id+" running "+workflows.RetrainName, 30*time.Second, 100*time.Millisecond, func() (bool, error) {
+		decode(t, s.dqnflow("schedule", "list", "--json"), &listed)
+		for _, l := range listed {
+			if l.ID == id && l.Workflow == workflows.RetrainName {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+
+	// Trigger the schedule twice: the first Retrain finds no champion and
+	// promotes its challenger; the second warm-starts from that champion and
+	// decides against it on the same validation window.
+	ctx := context.Background()
+	h := s.client.ScheduleClient().GetHandle(ctx, id)
+	retrain := func(n int) workflows.RetrainResult {
+		t.Helper()
+		if err := h.Trigger(ctx, client.ScheduleTriggerOptions{}); err != nil {
+			t.Fatalf("trigger schedule %s: %v", id, err)
+		}
+		var wfID string
+		waitFor(t, "the schedule to start Retrain", time.Minute, 100*time.Millisecond, func() (bool, error) {
+			d, err := h.Describe(ctx)
+			if err != nil {
+				return false, err
+			}
+			if acts := d.Info.RecentActions; len(acts) >= n {
+				wfID = acts[n-1].StartWorkflowResult.WorkflowID
+				return true, nil
+			}
+			return false, nil
+		})
+		var res workflows.RetrainResult
+		if err := s.client.GetWorkflow(ctx, wfID, "").Get(ctx, &res); err != nil {
+			t.Fatalf("Retrain %s: %v", wfID, err)
+		}
+		if res.Lineage != lineage || res.Challenger.Status != store.StatusCompleted || res.Reason == "" {
+			t.Fatalf("Retrain %s result: %+v", wfID, res)
+		}
+		return res
+	}
+	first := retrain(1)
+	if !first.Promoted || first.IncumbentRunID != "" {
+		t.Errorf("first Retrain of a new lineage: promoted %t, incumbent %q; want promoted without incumbent", first.Promoted, first.IncumbentRunID)
+	}
+	st, err := store.Open(ctx, s.dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	champ, err := st.Champion(ctx, lineage)
+	if err != nil || champ.RunID != first.Challenger.RunID {
+		t.Fatalf("champion of %s = %+v, %v; want run %s", lineage, champ, err, first.Challenger.RunID)
+	}
+	second := retrain(2)
+	if second.IncumbentRunID != first.Challenger.RunID || second.IncumbentSharpe == nil {
+		t.Errorf("second Retrain: incumbent %q (sharpe %v), want %s with a score", second.IncumbentRunID, second.IncumbentSharpe, first.Challenger.RunID)
+	}
+	if second.Promoted != (second.ChallengerSharpe > *second.IncumbentSharpe) {
+		t.Errorf("second Retrain promoted=%t with challenger %.4f vs incumbent %.4f: want promotion only when strictly better",
+			second.Promoted, second.ChallengerSharpe, *second.IncumbentSharpe)
+	}
+
+	s.dqnflow("schedule", "delete", id)
+	// The list comes from the visibility store, which follows a delete
+	// shortly after.
+	waitFor(t, "schedule list to drop "+id, 30*time.Second, 100*time.Millisecond, func() (bool, error) {
+		decode(t, s.dqnflow("schedule", "list", "--json"), &listed)
+		for _, l := range listed {
+			if l.ID == id {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
