@@ -195,7 +195,10 @@ func (c *Control) LookupChampion(ctx context.Context, in ChampionInput) (Champio
 	}
 	return ChampionOutput{
 		Found: true, RunID: ch.RunID, Score: ch.Score,
-		Checkpoint: CheckpointRef{RunID: ch.RunID, URI: ch.CheckpointURI},
+		Checkpoint: CheckpointRef{
+			RunID: ch.RunID, URI: ch.CheckpointURI, SHA256: ch.CheckpointSHA256,
+			Epoch: ch.CheckpointEpoch, GlobalStep: ch.CheckpointStep,
+		},
 	}, nil
 }
 

@@ -82,10 +82,16 @@ func (s *Store) RecordPromotion(ctx context.Context, p Promotion) (Promotion, er
 // Champion is the run whose weights a lineage currently serves and warm-
 // starts its retrains from.
 type Champion struct {
-	Lineage       string   `json:"lineage" db:"lineage"`
-	RunID         string   `json:"run_id" db:"run_id"`
-	CheckpointURI string   `json:"checkpoint_uri" db:"checkpoint_uri"`
-	Score         *float64 `json:"score,omitempty" db:"score"`
+	Lineage       string `json:"lineage" db:"lineage"`
+	RunID         string `json:"run_id" db:"run_id"`
+	CheckpointURI string `json:"checkpoint_uri" db:"checkpoint_uri"`
+	// CheckpointSHA256, CheckpointEpoch and CheckpointStep describe the
+	// checkpoint row at CheckpointURI; the hash is empty when that row is
+	// gone, and a reader then relies on the file's own integrity hashes.
+	CheckpointSHA256 string   `json:"checkpoint_sha256,omitempty" db:"checkpoint_sha256"`
+	CheckpointEpoch  int      `json:"checkpoint_epoch,omitempty" db:"checkpoint_epoch"`
+	CheckpointStep   int64    `json:"checkpoint_step,omitempty" db:"checkpoint_step"`
+	Score            *float64 `json:"score,omitempty" db:"score"`
 	// PromotionID is the promotion that crowned it; 0 for the lineage's first
 	// run, champion until a challenger is promoted.
 	PromotionID int64     `json:"promotion_id,omitempty" db:"promotion_id"`
@@ -98,12 +104,16 @@ type Champion struct {
 // neither has no champion (ErrNotFound).
 func (s *Store) Champion(ctx context.Context, lineage string) (Champion, error) {
 	rows, _ := s.pool.Query(ctx, `
-		(SELECT lineage, challenger_run_id AS run_id, challenger_checkpoint_uri AS checkpoint_uri,
-			challenger_score AS score, id AS promotion_id, decided_at AS since, 0 AS rank
-		FROM promotions WHERE lineage = $1 AND promoted
-		ORDER BY decided_at DESC, id DESC LIMIT 1)
+		(SELECT p.lineage, p.challenger_run_id AS run_id, p.challenger_checkpoint_uri AS checkpoint_uri,
+			COALESCE(c.sha256, '') AS checkpoint_sha256, COALESCE(c.epoch, 0) AS checkpoint_epoch,
+			COALESCE(c.global_step, 0) AS checkpoint_step,
+			p.challenger_score AS score, p.id AS promotion_id, p.decided_at AS since, 0 AS rank
+		FROM promotions p LEFT JOIN checkpoints c
+			ON c.run_id = p.challenger_run_id AND c.uri = p.challenger_checkpoint_uri
+		WHERE p.lineage = $1 AND p.promoted
+		ORDER BY p.decided_at DESC, p.id DESC LIMIT 1)
 		UNION ALL
-		(SELECT r.lineage, r.run_id, c.uri, c.valid_sharpe, 0, r.created_at, 1
+		(SELECT r.lineage, r.run_id, c.uri, c.sha256, c.epoch, c.global_step, c.valid_sharpe, 0, r.created_at, 1
 		FROM runs r JOIN checkpoints c ON c.run_id = r.run_id AND c.is_best
 		WHERE r.lineage = $1 AND r.parent_run_id IS NULL
 		ORDER BY r.created_at, r.run_id LIMIT 1)

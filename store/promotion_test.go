@@ -64,7 +64,8 @@ func TestChampion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if champ.RunID != "base" || champ.CheckpointURI != c.URI || *champ.Score != 0.6 || champ.PromotionID != 0 {
+	if champ.RunID != "base" || champ.CheckpointURI != c.URI || *champ.Score != 0.6 || champ.PromotionID != 0 ||
+		champ.CheckpointSHA256 != c.SHA256 || champ.CheckpointEpoch != 2 || champ.CheckpointStep != c.GlobalStep {
 		t.Fatalf("champion = %+v, want base's best checkpoint", champ)
 	}
 
@@ -90,5 +91,16 @@ func TestChampion(t *testing.T) {
 		if err != nil || champ.RunID != id || champ.CheckpointURI != "file:///"+id || champ.PromotionID != p.ID {
 			t.Fatalf("champion after promoting %s = %+v, %v", id, champ, err)
 		}
+	}
+	// A promoted challenger whose checkpoint row exists carries its hash.
+	newRun(t, s, NewRun{RunID: "ch4", Lineage: "base", ParentRunID: "base"})
+	c4 := checkpointAt("ch4", 5, "ch4 weights")
+	record(t, s, c4)
+	if _, err := s.RecordPromotion(ctx, Promotion{Lineage: "base", RetrainRunID: "rt-ch4",
+		ChallengerRunID: "ch4", ChallengerCheckpointURI: c4.URI, ChallengerScore: ptr(1.0), Promoted: true}); err != nil {
+		t.Fatal(err)
+	}
+	if champ, err = s.Champion(ctx, "base"); err != nil || champ.CheckpointSHA256 != c4.SHA256 || champ.CheckpointEpoch != 5 {
+		t.Fatalf("champion after promoting ch4 = %+v, %v; want its checkpoint's hash and epoch", champ, err)
 	}
 }
