@@ -112,7 +112,7 @@ func New(c client.Client, cfg Config) (*Worker, error) {
 	}
 	w := &Worker{}
 	if cfg.Role.control() {
-		cw := sdkworker.New(c, opts.ControlTaskQueue, sdkworker.Options{})
+		cw := sdkworker.New(c, opts.ControlTaskQueue, ControlOptions())
 		RegisterControl(cw, &workflows.Workflows{Options: cfg.Workflows}, &activities.Control{Store: cfg.Store})
 		w.workers = append(w.workers, cw)
 	}
@@ -137,6 +137,16 @@ func New(c client.Client, cfg Config) (*Worker, error) {
 		w.workers = append(w.workers, gw)
 	}
 	return w, nil
+}
+
+// ControlOptions are the SDK worker options of a control worker. A
+// workflow task waits at most 2 s (the SDK's default is 5 s) for the worker
+// that has the workflow cached before going to any worker: when that
+// worker died with a run, this is part of the time until the run recovers
+// (docs/perf/temporal-2026-11-30.md). A busier worker only loses a cache
+// hit and replays the history.
+func ControlOptions() sdkworker.Options {
+	return sdkworker.Options{StickyScheduleToStartTimeout: 2 * time.Second}
 }
 
 // GPUOptions are the SDK worker options of a GPU worker with slots slots
