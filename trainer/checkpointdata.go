@@ -20,6 +20,20 @@ func CheckpointConfig(ck *checkpoint.Checkpoint) (config.RunConfig, error) {
 	return config.Decode("checkpoint metadata "+checkpoint.MetaConfig, []byte(raw))
 }
 
+// CheckpointMarket returns the instrument and the feature normalisation
+// stored in ck's metadata: what a policy needs besides its weights.
+func CheckpointMarket(ck *checkpoint.Checkpoint) (market.Instrument, market.Normalizer, error) {
+	var inst market.Instrument
+	var norm market.Normalizer
+	if err := json.Unmarshal([]byte(ck.Meta[checkpoint.MetaInstrument]), &inst); err != nil {
+		return inst, norm, fmt.Errorf("checkpoint metadata %q: %w", checkpoint.MetaInstrument, err)
+	}
+	if err := json.Unmarshal([]byte(ck.Meta[checkpoint.MetaNormalizer]), &norm); err != nil {
+		return inst, norm, fmt.Errorf("checkpoint metadata %q: %w", checkpoint.MetaNormalizer, err)
+	}
+	return inst, norm, nil
+}
+
 // CheckpointDataset loads dataPath (a CSV file, "bundled:NAME" or
 // "synthetic") for the policy saved in ck: features are normalised with the
 // checkpoint's statistics and trades use its instrument, so a policy runs on
@@ -34,13 +48,9 @@ func CheckpointDataset(ck *checkpoint.Checkpoint, dataPath string) (config.RunCo
 	if err != nil {
 		return cfg, nil, err
 	}
-	var inst market.Instrument
-	var norm market.Normalizer
-	if err := json.Unmarshal([]byte(ck.Meta[checkpoint.MetaInstrument]), &inst); err != nil {
-		return cfg, nil, fmt.Errorf("checkpoint metadata %q: %w", checkpoint.MetaInstrument, err)
-	}
-	if err := json.Unmarshal([]byte(ck.Meta[checkpoint.MetaNormalizer]), &norm); err != nil {
-		return cfg, nil, fmt.Errorf("checkpoint metadata %q: %w", checkpoint.MetaNormalizer, err)
+	inst, norm, err := CheckpointMarket(ck)
+	if err != nil {
+		return cfg, nil, err
 	}
 	var bars *market.Bars
 	if dataPath == market.SyntheticPath {

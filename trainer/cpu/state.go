@@ -135,13 +135,9 @@ func (Backend) Restore(_ context.Context, ck *checkpoint.Checkpoint, ds *market.
 // sameDataset checks that ds has the instrument and normalisation stored
 // in ck, so that restored replay transitions mean what they meant.
 func sameDataset(ck *checkpoint.Checkpoint, ds *market.Dataset) error {
-	var inst market.Instrument
-	var norm market.Normalizer
-	if err := json.Unmarshal([]byte(ck.Meta[checkpoint.MetaInstrument]), &inst); err != nil {
-		return fmt.Errorf("checkpoint metadata %q: %w", checkpoint.MetaInstrument, err)
-	}
-	if err := json.Unmarshal([]byte(ck.Meta[checkpoint.MetaNormalizer]), &norm); err != nil {
-		return fmt.Errorf("checkpoint metadata %q: %w", checkpoint.MetaNormalizer, err)
+	inst, norm, err := trainer.CheckpointMarket(ck)
+	if err != nil {
+		return err
 	}
 	if inst != ds.Instrument {
 		return fmt.Errorf("dataset instrument %+v differs from the checkpoint's %+v: prepare the data with the checkpoint's config", ds.Instrument, inst)
