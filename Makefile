@@ -3,9 +3,9 @@ GO       ?= go
 BIN      := bin
 DQNFLOW  := $(BIN)/dqnflow
 TEMPORAL := $(BIN)/temporal
-# Tests and the local stack use this database unless DATABASE_URL says otherwise.
-DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test?sslmode=disable
-export DATABASE_URL
+# Tests use the local server's `test` database unless DATABASE_URL says
+# otherwise; `make run` uses DATABASE_URL or the local `postgres` database.
+TEST_DATABASE_URL := $(or $(DATABASE_URL),postgres://postgres@127.0.0.1:5432/test?sslmode=disable)
 
 .PHONY: all build run test test-short lint bench bench-temporal learn-check record-history temporal clean
 
@@ -26,12 +26,12 @@ run: build temporal
 
 ## test: every test, against the real PostgreSQL and a real Temporal dev server
 test: build temporal
-	DQNFLOW_BIN=$(abspath $(DQNFLOW)) DQNFLOW_TEMPORAL=$(abspath $(TEMPORAL)) \
+	DATABASE_URL='$(TEST_DATABASE_URL)' DQNFLOW_BIN=$(abspath $(DQNFLOW)) DQNFLOW_TEMPORAL=$(abspath $(TEMPORAL)) \
 		$(GO) test -count=1 -timeout 30m ./...
 
 ## test-short: unit tests only (no servers, no long runs)
 test-short:
-	$(GO) test -short -count=1 ./...
+	DATABASE_URL='$(TEST_DATABASE_URL)' $(GO) test -short -count=1 ./...
 
 ## lint: formatting and vet
 lint:
