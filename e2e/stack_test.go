@@ -58,12 +58,13 @@ func (s *stack) env() []string {
 		"TEMPORAL_ADDRESS="+s.addr, "TEMPORAL_NAMESPACE=default", "DATABASE_URL="+s.dbURL)
 }
 
-// startWorker starts `dqnflow worker --role all --device cpu` and waits
-// until it serves both task queues (it applies the migrations first).
-func (s *stack) startWorker(name string) *proc {
+// startWorker starts `dqnflow worker --role all --device cpu` with extra
+// flags and waits until it serves both task queues (it applies the
+// migrations first).
+func (s *stack) startWorker(name string, extra ...string) *proc {
 	s.t.Helper()
-	p := startProc(s.t, name, filepath.Join(s.dir, name+".log"), s.env(), s.bin,
-		"worker", "--role", "all", "--device", "cpu", "--checkpoint-dir", filepath.Join(s.dir, "checkpoint-root"))
+	args := append([]string{"worker", "--role", "all", "--device", "cpu", "--checkpoint-dir", filepath.Join(s.dir, "checkpoint-root")}, extra...)
+	p := startProc(s.t, name, filepath.Join(s.dir, name+".log"), s.env(), s.bin, args...)
 	waitFor(s.t, name+" to serve its task queues", time.Minute, 50*time.Millisecond, func() (bool, error) {
 		if err := p.alive(); err != nil {
 			return false, err

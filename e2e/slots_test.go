@@ -1,0 +1,87 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/dqnflow/dqnflow/trainer/trainertest"
+	"github.com/dqnflow/dqnflow/workflows"
+)
+
+// TestWorkerTrainsNoMoreRunsThanSlots starts two runs at once on one
+// worker: with --slots 1 the second run's first activity on the trainer
+// starts only after the first run has released its slot; with --slots 2
+// the two runs train at the same time (so the check can see an overlap).
+func TestWorkerTrainsNoMoreRunsThanSlots(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: starts the Temporal dev server and a worker process")
+	}
+	for _, slots := range []int{1, 2} {
+		t.Run(fmt.Sprintf("slots=%d", slots), func(t *testing.T) {
+			s := newStack(t)
+			w := s.startWorker("worker", "--slots", strconv.Itoa(slots))
+			cfg := trainertest.SmallConfig()
+			cfg.Epochs, cfg.StepsPerEpoch = 3, 20
+			cfg.Checkpoint.Dir = filepath.Join(s.dir, "checkpoints")
+			ctx := context.Background()
+			ids := []string{"slots-a-" + randomHex(t, 3), "slots-b-" + randomHex(t, 3)}
+			for _, id := range ids {
+				if _, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: workflows.ControlTaskQueue},
+					workflows.TrainingRunName, cfg); err != nil {
+					t.Fatal(err)
+				}
+			}
+			type window struct{ first, last time.Time } // first Collect started, last trainer activity completed
+			spans := make([]window, len(ids))
+			for i, id := range ids {
+				s.waitClosed(id, 2*time.Minute, w)
+				spans[i] = trainerWindow(t, s.client, id)
+			}
+			overlap := spans[0].first.Before(spans[1].last) && spans[1].first.Before(spans[0].last)
+			if slots == 1 && overlap {
+				t.Errorf("with one slot the runs trained at the same time: %v and %v", spans[0], spans[1])
+			}
+			if slots == 2 && !overlap {
+				t.Errorf("with two slots the runs did not overlap: %v and %v", spans[0], spans[1])
+			}
+		})
+	}
+}
+
+// trainerWindow returns when run id's first Collect started and its last
+// Collect, TrainEpoch or SyncTarget completed.
+func trainerWindow(t *testing.T, c client.Client, id string) (w struct{ first, last time.Time }) {
+	t.Helper()
+	trainer := map[string]bool{"Collect": true, "TrainEpoch": true, "SyncTarget": true}
+	names := map[int64]string{}
+	it := c.GetWorkflowHistory(context.Background(), id, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch ev.GetEventType() {
+		case enums.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+			names[ev.GetEventId()] = ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName()
+		case enums.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+			if names[ev.GetActivityTaskStartedEventAttributes().GetScheduledEventId()] == "Collect" && w.first.IsZero() {
+				w.first = ev.GetEventTime().AsTime()
+			}
+		case enums.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+			if trainer[names[ev.GetActivityTaskCompletedEventAttributes().GetScheduledEventId()]] {
+				w.last = ev.GetEventTime().AsTime()
+			}
+		}
+	}
+	if w.first.IsZero() || w.last.IsZero() {
+		t.Fatalf("run %s has no trainer activities in its history", id)
+	}
+	return w
+}
