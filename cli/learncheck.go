@@ -82,7 +82,7 @@ func runLearnCheck(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("oracle backtest: %w", err)
 	}
-	agentReport, info, err := trainLocal(ctx, e, cfg, out)
+	agentReport, info, err := trainLocal(ctx, e, cfg, out, "learn-check")
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"time"
 
 	"github.com/dqnflow/dqnflow/backend"
 	"github.com/dqnflow/dqnflow/checkpoint"
@@ -26,7 +25,7 @@ func runTrain(ctx context.Context, e *env, args []string) error {
 	cfgPath := fs.String("config", "", "RunConfig JSON file (default: built-in defaults)")
 	dataPath := fs.String("data", "", "price CSV file, bundled:NAME or synthetic (default: the config's data.path)")
 	epochs := fs.Int("epochs", 0, "number of epochs (default: the config's epochs)")
-	out := fs.String("out", "runs/local", "directory for checkpoints and the final report")
+	out := fs.String("out", "", "directory for checkpoints and the final report (default: runs/<run id>, a new one per run)")
 	jsonOut := fs.Bool("json", false, "print the final validation report as JSON")
 	if err := parse(fs, args, 0); err != nil {
 		return err
@@ -35,7 +34,7 @@ func runTrain(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	report, _, err := trainLocal(ctx, e, cfg, *out)
+	report, _, err := trainLocal(ctx, e, cfg, *out, "")
 	if err != nil {
 		return err
 	}
@@ -70,10 +69,11 @@ func loadConfig(fs *flag.FlagSet, path, device, dataPath string, epochs int) (co
 	return cfg, nil
 }
 
-// trainLocal trains cfg in this process, writes checkpoints and the final
-// validation report (report.json) under out, and returns that report and
-// what ran. Progress goes to e.stderr.
-func trainLocal(ctx context.Context, e *env, cfg config.RunConfig, out string) (market.Report, trainer.Info, error) {
+// trainLocal trains cfg in this process as run runID (a new id when empty),
+// writes checkpoints and the final validation report (report.json) under
+// out (runs/<run id> when empty), and returns that report and what ran.
+// Progress goes to e.stderr.
+func trainLocal(ctx context.Context, e *env, cfg config.RunConfig, out, runID string) (market.Report, trainer.Info, error) {
 	var report market.Report
 	b, dev, err := backend.Open(cfg.Device)
 	if err != nil {
@@ -96,10 +96,16 @@ func trainLocal(ctx context.Context, e *env, cfg config.RunConfig, out string) (
 	info := tr.Info()
 	fmt.Fprintf(e.stderr, "trainer: %s on %s, precision %s (storage %s, compute %s), %d parameters\n",
 		info.Backend, info.Device, info.Precision, info.StorageDType, info.ComputeDType, info.Parameters)
+	if runID == "" {
+		runID = newRunID("local")
+	}
+	if out == "" {
+		out = filepath.Join("runs", runID)
+	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return report, info, fmt.Errorf("create output directory: %w", err)
 	}
-	runID := "local-" + time.Now().UTC().Format("20060102T150405Z")
+	fmt.Fprintf(e.stderr, "run %s: checkpoints and report in %s\n", runID, out)
 	for epoch := 1; epoch <= cfg.Epochs; epoch++ {
 		if _, err := tr.Collect(ctx, cfg.Env.CollectSteps); err != nil {
 			return report, info, fmt.Errorf("epoch %d: collect: %w", epoch, err)
