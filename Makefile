@@ -51,7 +51,7 @@ bench-temporal: build
 record-history: build temporal
 	DQNFLOW_TEMPORAL=$(abspath $(TEMPORAL)) $(GO) test ./workflows -run TestRecordHistories -record -count=1
 
-## learn-check: train on the synthetic series and compare with the oracle (about 10 min on 2 cores)
+## learn-check: train on the synthetic series and compare with the oracle (about 2 min on 2 cores, limit 10)
 learn-check: build
 	$(DQNFLOW) learn-check --json
 
