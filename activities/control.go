@@ -206,7 +206,7 @@ func (c *Control) LookupChampion(ctx context.Context, in ChampionInput) (Champio
 // ratios on the same window; Incumbent is nil when the lineage had no
 // champion.
 type PromotionInput struct {
-	RetrainID       string         `json:"retrain_id"` // the Retrain workflow id
+	RetrainID       string         `json:"retrain_id"` // the Retrain execution: "<workflow id>/<run id>"
 	Lineage         string         `json:"lineage"`
 	Challenger      CheckpointRef  `json:"challenger"`
 	ChallengerScore *float64       `json:"challenger_score,omitempty"`

@@ -35,13 +35,14 @@ type RetrainResult struct {
 
 // Retrain trains a challenger for a lineage and promotes it only if it beats
 // the incumbent. It looks up the lineage's champion, runs a child
-// TrainingRun (workflow id "<retrain id>-challenger") warm-started from the
+// TrainingRun (workflow id "<retrain id>-<run>-challenger", see
+// childWorkflowID) warm-started from the
 // champion's checkpoint (fresh when the lineage has none), backtests the
 // challenger's best checkpoint and the champion's on the same validation
 // window, and promotes the challenger when its validation Sharpe is
 // strictly higher (or the lineage had no champion). The decision is
-// recorded once per Retrain workflow id, so a retried activity or a
-// re-executed schedule action cannot record two. Schedules start it.
+// recorded once per Retrain execution (workflow id and run id), so a
+// retried activity cannot record two. Schedules start it.
 func (w *Workflows) Retrain(ctx workflow.Context, in RetrainInput) (*RetrainResult, error) {
 	o := w.Options.withDefaults()
 	cfg := in.Config
@@ -66,12 +67,13 @@ func (w *Workflows) Retrain(ctx workflow.Context, in RetrainInput) (*RetrainResu
 	if champ.Found {
 		state.ParentRunID, state.Warm = champ.RunID, &champ.Checkpoint
 	}
+	childID := childWorkflowID(ctx, "challenger")
 	child := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-		WorkflowID: id + "-challenger", TaskQueue: o.ControlTaskQueue,
+		WorkflowID: childID, TaskQueue: o.ControlTaskQueue,
 	})
 	res := &RetrainResult{Lineage: in.Lineage}
 	if err := workflow.ExecuteChildWorkflow(child, TrainingRunName, cfg, state).Get(ctx, &res.Challenger); err != nil {
-		return nil, fmt.Errorf("retrain %s: challenger run %s-challenger: %w", in.Lineage, id, err)
+		return nil, fmt.Errorf("retrain %s: challenger run %s: %w", in.Lineage, childID, err)
 	}
 	ck := res.Challenger.BestCheckpoint
 	if ck == nil {
@@ -92,8 +94,12 @@ func (w *Workflows) Retrain(ctx workflow.Context, in RetrainInput) (*RetrainResu
 		return nil, err
 	}
 	res.ChallengerSharpe = reports.Reports[0].Sharpe
+	// The decision is keyed by this execution (workflow id and run id): a
+	// Schedule triggered twice within a second runs two Retrains under one
+	// workflow id, and the second must record its own decision.
+	exec := workflow.GetInfo(ctx).WorkflowExecution
 	promo := activities.PromotionInput{
-		RetrainID: id, Lineage: in.Lineage, Challenger: *ck, ChallengerScore: &res.ChallengerSharpe,
+		RetrainID: exec.ID + "/" + exec.RunID, Lineage: in.Lineage, Challenger: *ck, ChallengerScore: &res.ChallengerSharpe,
 	}
 	if !champ.Found {
 		promo.Promoted, promo.Reason = true, "the lineage had no champion"

@@ -2,6 +2,7 @@ package workflows_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/mock"
@@ -76,7 +77,7 @@ func TestRetrainPromotesOnlyAStrictlyBetterChallenger(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			if childCfg != cfg || childState == nil || childState.Lineage != "spx" || childID != "default-test-workflow-id-challenger" {
+			if childCfg != cfg || childState == nil || childState.Lineage != "spx" || !strings.HasPrefix(childID, "default-test-workflow-id-") || !strings.HasSuffix(childID, "-challenger") || childID == "default-test-workflow-id-challenger" {
 				t.Fatalf("challenger run %s got config window %v and state %+v, want the new window in lineage spx", childID, childCfg.Data, childState)
 			}
 			if tc.hasChampion && (childState.Warm == nil || *childState.Warm != champion || childState.ParentRunID != "champ") {
@@ -92,7 +93,7 @@ func TestRetrainPromotesOnlyAStrictlyBetterChallenger(t *testing.T) {
 			if evaluated.Config != cfg || len(evaluated.Checkpoints) != wantEval || evaluated.Checkpoints[0] != ckRef(3) {
 				t.Errorf("evaluated %+v, want the challenger's best checkpoint (and the champion's) on the new window", evaluated.Checkpoints)
 			}
-			if len(recorded) != 1 || recorded[0].Promoted != tc.wantPromotion || recorded[0].RetrainID != "default-test-workflow-id" ||
+			if len(recorded) != 1 || recorded[0].Promoted != tc.wantPromotion || recorded[0].RetrainID != "default-test-workflow-id/default-test-run-id" ||
 				*recorded[0].ChallengerScore != tc.challenger || (recorded[0].Incumbent != nil) != tc.hasChampion {
 				t.Fatalf("recorded %+v, want one decision promoted=%v", recorded, tc.wantPromotion)
 			}

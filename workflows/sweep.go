@@ -44,7 +44,7 @@ type SweepResult struct {
 }
 
 // Sweep runs one child TrainingRun per grid point (workflow ids
-// "<sweep id>-001", ...), at most MaxConcurrent at a time, and reports
+// "<sweep id>-<run>-001", ..., see childWorkflowID), at most MaxConcurrent at a time, and reports
 // every result and the best run. Every point is validated before any run
 // starts: an invalid one fails the sweep with a non-retryable error naming
 // the point and the field. A run that fails is reported with its error; the
@@ -67,7 +67,6 @@ func (w *Workflows) Sweep(ctx workflow.Context, in SweepInput) (*SweepResult, er
 		}
 	}
 	limit := max(in.MaxConcurrent, 1)
-	id := workflow.GetInfo(ctx).WorkflowExecution.ID
 	res := &SweepResult{Points: make([]SweepPoint, len(points)), Best: -1}
 	sel := workflow.NewSelector(ctx)
 	running, next, done := 0, 0, 0
@@ -76,7 +75,7 @@ func (w *Workflows) Sweep(ctx workflow.Context, in SweepInput) (*SweepResult, er
 			i := next
 			next, running = next+1, running+1
 			p := &res.Points[i]
-			*p = SweepPoint{Index: i, RunID: fmt.Sprintf("%s-%03d", id, i+1), Values: points[i].values}
+			*p = SweepPoint{Index: i, RunID: childWorkflowID(ctx, fmt.Sprintf("%03d", i+1)), Values: points[i].values}
 			child := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{WorkflowID: p.RunID, TaskQueue: o.ControlTaskQueue})
 			f := workflow.ExecuteChildWorkflow(child, TrainingRunName, points[i].cfg, &RunState{Lineage: in.Lineage})
 			sel.AddFuture(f, func(f workflow.Future) {
