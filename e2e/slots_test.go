@@ -28,7 +28,7 @@ func TestWorkerTrainsNoMoreRunsThanSlots(t *testing.T) {
 			s := newStack(t)
 			w := s.startWorker("worker", "--slots", strconv.Itoa(slots))
 			cfg := trainertest.SmallConfig()
-			cfg.Epochs, cfg.StepsPerEpoch = 3, 20
+			cfg.Epochs, cfg.StepsPerEpoch = 3, 60
 			cfg.Checkpoint.Dir = filepath.Join(s.dir, "checkpoints")
 			ctx := context.Background()
 			ids := []string{"slots-a-" + randomHex(t, 3), "slots-b-" + randomHex(t, 3)}
