@@ -2,6 +2,7 @@ package activities_test
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/dqnflow/dqnflow/activities"
@@ -56,6 +57,26 @@ func TestCPURunRestoredOnAnotherWorkerIsBitIdentical(t *testing.T) {
 	for i, ta := range sa.Tensors {
 		if tb := sb.Tensors[i]; ta.Name != tb.Name || !bytes.Equal(ta.Data, tb.Data) {
 			t.Errorf("tensor %s differs after the restore", ta.Name)
+		}
+	}
+}
+
+// TestConfigTheBackendCannotRunIsFatal: a run asking the CPU backend for a
+// CUDA device or the bf16 storage mode ends with a non-retryable
+// InvalidConfig error that names the problem, instead of recovering forever
+// or running something else.
+func TestConfigTheBackendCannotRunIsFatal(t *testing.T) {
+	for _, c := range []struct{ device, precision, want string }{
+		{"cuda:0", config.PrecisionFP32, `device "cuda:0"`},
+		{"cpu", config.PrecisionBF16, "precision"},
+	} {
+		cfg := tinyCPUConfig()
+		cfg.Device, cfg.Precision = c.device, c.precision
+		r := newRig(t, t.TempDir(), nil)
+		r.a.Backend, r.a.Prepare = cpu.Backend{}, nil
+		err := r.do(r.a.OpenTrainer, activities.OpenInput{RunID: runID, Config: cfg}, nil)
+		if errType(err) != activities.ErrTypeInvalidConfig || !activities.IsFatal(err) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("device %s precision %s: %v, want a fatal %s error mentioning %s", c.device, c.precision, err, activities.ErrTypeInvalidConfig, c.want)
 		}
 	}
 }

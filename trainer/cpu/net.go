@@ -1,18 +1,18 @@
 package cpu
 
 import (
-	"errors"
 	"fmt"
 	"runtime"
 
 	"github.com/dqnflow/dqnflow/bf16"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/trainer"
 )
 
 // ErrUnsupportedPrecision is wrapped by the error for a precision mode that
 // this backend does not run.
-var ErrUnsupportedPrecision = errors.New("unsupported precision")
+var ErrUnsupportedPrecision = fmt.Errorf("unsupported precision (%w)", trainer.ErrUnsupported)
 
 // inferRows is the number of observations QValues, Distributions and Greedy push through
 // the network at once, which bounds their scratch memory. Results do not

@@ -79,6 +79,10 @@ func build(cfg config.RunConfig, ds *market.Dataset) (*Trainer, error) {
 	if ds == nil {
 		return nil, fmt.Errorf("cpu trainer: nil dataset")
 	}
+	if cfg.Device != "cpu" && cfg.Device != "auto" {
+		return nil, fmt.Errorf("cpu trainer: config device %q: this worker runs the cpu backend: %w; set device to \"cpu\" or \"auto\", or run it on a CUDA worker",
+			cfg.Device, trainer.ErrUnsupported)
+	}
 	l, err := NewLearner(cfg.Model, cfg.Optim, cfg.Precision, cfg.Seed)
 	if err != nil {
 		return nil, err
