@@ -163,7 +163,8 @@ func runShowWatch(ctx context.Context, e *env, sub string, args []string) error 
 	}
 	p, live, err := progress(ctx, c, fs.Arg(0))
 	if err != nil {
-		return err
+		// A query needs a worker to answer; the metadata store does not.
+		return showStoredRun(ctx, e, fs.Arg(0), *jsonOut, err)
 	}
 	if *jsonOut {
 		return printJSON(e, map[string]any{"progress": p, "training": live})
@@ -295,5 +296,34 @@ func runSignal(ctx context.Context, e *env, sub string, args []string) error {
 		return fmt.Errorf("signal %s to run %s: %w", signal, fs.Arg(0), err)
 	}
 	fmt.Fprintf(e.stdout, "sent %s to run %s (it takes effect at the next epoch boundary)\n", signal, fs.Arg(0))
+	return nil
+}
+
+// showStoredRun prints what PostgreSQL holds about a run, for when the
+// workflow cannot answer a query (no worker running, or the run is gone
+// from Temporal's retention).
+func showStoredRun(ctx context.Context, e *env, id string, jsonOut bool, queryErr error) error {
+	st, err := store.Open(ctx, store.URLFromEnv())
+	if err != nil {
+		return fmt.Errorf("%w; and the metadata store: %v", queryErr, err)
+	}
+	defer st.Close()
+	r, err := st.GetRun(ctx, id)
+	if err != nil {
+		return fmt.Errorf("%w; and the metadata store: %v", queryErr, err)
+	}
+	fmt.Fprintf(e.stderr, "run %s: no live answer from Temporal (%v); showing the metadata store\n", id, queryErr)
+	if jsonOut {
+		return printJSON(e, map[string]any{"run": r})
+	}
+	best := "-"
+	if r.BestValidSharpe != nil && r.BestEpoch != nil {
+		best = fmt.Sprintf("%.3f (epoch %d)", *r.BestValidSharpe, *r.BestEpoch)
+	}
+	fmt.Fprintf(e.stdout, "run %s [%s]: %d epochs done, best validation Sharpe %s; %s backend on %s, %s\n",
+		r.RunID, r.Status, r.EpochsDone, best, r.Backend, r.Device, r.Precision)
+	if r.Error != "" {
+		fmt.Fprintf(e.stdout, "error: %s\n", r.Error)
+	}
 	return nil
 }
