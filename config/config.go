@@ -60,7 +60,8 @@ type RunConfig struct {
 // DataConfig selects the price file and splits it into a training and a
 // validation range. Times are RFC 3339 or "2006-01-02[ 15:04[:05]]" (UTC).
 // When no time is given, the first TrainFraction of the bars train and the
-// rest validate; the two ranges never overlap.
+// rest validate, or, with ValidBars, a rolling window at the end of the data
+// does; the two ranges never overlap.
 type DataConfig struct {
 	// Path is a CSV file, "bundled:NAME" for a file bundled in the binary, or
 	// "synthetic" for the seeded synthetic series with a planted signal.
@@ -71,6 +72,13 @@ type DataConfig struct {
 	ValidFrom     string  `json:"valid_from,omitempty"`
 	ValidTo       string  `json:"valid_to,omitempty"`
 	TrainFraction float64 `json:"train_fraction"` // default 0.8, in (0, 1)
+	// ValidBars, when positive, makes a rolling window at the end of the
+	// data: the last ValidBars bars validate and the TrainBars bars before
+	// them train (all earlier bars after the feature warmup when TrainBars
+	// is 0). Each run, a scheduled Retrain say, takes the newest bars of
+	// the file as it is then. Not combined with times. Default 0 (off).
+	ValidBars int `json:"valid_bars"`
+	TrainBars int `json:"train_bars"`
 	// SyntheticBars is the length of the synthetic series. Default 20000.
 	SyntheticBars int `json:"synthetic_bars"`
 }

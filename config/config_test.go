@@ -114,6 +114,9 @@ func TestOutOfRangeValuesNameTheField(t *testing.T) {
 		{`{"checkpoint": {"dir": " "}}`, "checkpoint.dir"},
 		{`{"backtest": {"every": 0}}`, "backtest.every"},
 		{`{"backtest": {"patience": -1}}`, "backtest.patience"},
+		{`{"data": {"valid_bars": -5}}`, "data.valid_bars"},
+		{`{"data": {"train_bars": 100}}`, "data.train_bars"},
+		{`{"data": {"valid_bars": 100, "valid_from": "2020-01-01"}}`, "data.valid_bars"},
 	}
 	for _, c := range cases {
 		_, err := Decode("cfg.json", []byte(c.in))

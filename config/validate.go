@@ -92,6 +92,15 @@ func (c *RunConfig) Validate() error {
 			return &FieldError{Field: k.field, Value: k.value, Allowed: k.allowed}
 		}
 	}
+	if c.Data.ValidBars < 0 || c.Data.TrainBars < 0 {
+		return &FieldError{Field: "data.valid_bars", Value: fmt.Sprintf("%d (train_bars %d)", c.Data.ValidBars, c.Data.TrainBars), Allowed: "must not be negative"}
+	}
+	if c.Data.TrainBars > 0 && c.Data.ValidBars == 0 {
+		return &FieldError{Field: "data.train_bars", Value: c.Data.TrainBars, Allowed: "needs data.valid_bars (the window ends at the data's end)"}
+	}
+	if c.Data.ValidBars > 0 && (c.Data.TrainFrom != "" || c.Data.TrainTo != "" || c.Data.ValidFrom != "" || c.Data.ValidTo != "") {
+		return &FieldError{Field: "data.valid_bars", Value: c.Data.ValidBars, Allowed: "cannot be combined with data.train_from/train_to/valid_from/valid_to"}
+	}
 	if c.Replay.Capacity < c.BatchSize {
 		return &FieldError{Field: "replay.capacity", Value: c.Replay.Capacity, Allowed: fmt.Sprintf("must be at least batch_size (%d)", c.BatchSize)}
 	}

@@ -132,6 +132,21 @@ func split(b *Bars, warmup int, cfg config.RunConfig) (train, valid Range, err e
 	n := b.Len()
 	minTrain := cfg.Env.EpisodeBars + 2
 	timed := dc.TrainFrom != "" || dc.TrainTo != "" || dc.ValidFrom != "" || dc.ValidTo != ""
+	if dc.ValidBars > 0 {
+		// Rolling window at the end of the data.
+		valid = Range{max(n-dc.ValidBars, warmup), n}
+		from := warmup
+		if dc.TrainBars > 0 {
+			from = max(valid.From-dc.TrainBars, warmup)
+		}
+		train = Range{from, valid.From}
+		if train.Len() < minTrain || valid.Len() < dc.ValidBars {
+			return train, valid, &config.FieldError{Field: "data.valid_bars", Value: dc.ValidBars, Allowed: fmt.Sprintf(
+				"with data.train_bars %d leaves training %s (%d bars, need ≥ env.episode_bars+2 = %d) and validation %s of the %d bars after the warmup",
+				dc.TrainBars, train, train.Len(), minTrain, valid, n-warmup)}
+		}
+		return train, valid, nil
+	}
 	if !timed {
 		cut := warmup + int(dc.TrainFraction*float64(n-warmup))
 		train, valid = Range{warmup, cut}, Range{cut, n}

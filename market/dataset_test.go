@@ -291,3 +291,38 @@ func TestObsLayout(t *testing.T) {
 		}
 	}
 }
+
+// TestRollingWindowFollowsTheEndOfTheData: with data.valid_bars the last
+// bars validate and the data.train_bars before them train, so the same
+// config on a longer file (fresh data) moves both ranges to the newest bars.
+func TestRollingWindowFollowsTheEndOfTheData(t *testing.T) {
+	cfg := config.Defaults()
+	cfg.Data.Path, cfg.Data.ValidBars, cfg.Data.TrainBars = SyntheticPath, 500, 2000
+	for _, n := range []int{4000, 6000} {
+		cfg.Data.SyntheticBars = n
+		ds, err := Prepare(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ds.Valid != (Range{n - 500, n}) || ds.Train != (Range{n - 2500, n - 500}) {
+			t.Errorf("%d bars: train %v valid %v, want [%d, %d) and [%d, %d)", n, ds.Train, ds.Valid, n-2500, n-500, n-500, n)
+		}
+		if ds.Norm != FitNormalizer(mustFeatures(ds.Bars), ds.Train) {
+			t.Errorf("%d bars: normaliser not fitted on the rolling training range", n)
+		}
+	}
+	cfg.Data.SyntheticBars, cfg.Data.TrainBars = 4000, 0 // train on everything before the window
+	if ds, err := Prepare(cfg); err != nil || ds.Train != (Range{ds.Warmup, 3500}) {
+		t.Errorf("train_bars 0: train %v, %v; want [warmup, 3500)", ds.Train, err)
+	}
+	cfg.Data.ValidBars = 3900 // leaves too little to train on
+	var fe *config.FieldError
+	if _, err := Prepare(cfg); !errors.As(err, &fe) || fe.Field != "data.valid_bars" {
+		t.Errorf("a window that leaves no training range: %v, want a field error naming data.valid_bars", err)
+	}
+}
+
+func mustFeatures(b *Bars) []float64 {
+	raw, _ := ComputeFeatures(b)
+	return raw
+}
