@@ -12,10 +12,6 @@ import (
 	"github.com/dqnflow/dqnflow/trainer/cpu"
 )
 
-// ErrNoCUDA is returned for device "cuda" or "cuda:N" while no CUDA backend
-// can run in this process.
-var ErrNoCUDA = fmt.Errorf("no CUDA backend available")
-
 // Open returns the backend for device ("cpu", "auto", "cuda", "cuda:N") and
 // a one-line description of the choice for the log.
 func Open(device string) (trainer.Backend, string, error) {
@@ -25,7 +21,7 @@ func Open(device string) (trainer.Backend, string, error) {
 	case device == "auto":
 		return cpu.Backend{}, fmt.Sprintf("auto chose cpu (%d threads): this build has no CUDA backend yet", runtime.GOMAXPROCS(0)), nil
 	case device == "cuda" || strings.HasPrefix(device, "cuda:"):
-		return nil, "", fmt.Errorf("device %q: %w: this build has only the cpu backend; use --device cpu", device, ErrNoCUDA)
+		return nil, "", fmt.Errorf("device %q: no CUDA backend in this build (%w); use --device cpu", device, trainer.ErrUnsupported)
 	}
 	return nil, "", fmt.Errorf("device %q: want cpu, auto, cuda or cuda:N", device)
 }

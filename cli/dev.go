@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -60,8 +59,8 @@ func runDev(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer stopProcess(srv)
-	c, err := waitForTemporal(ctx, e, 90*time.Second)
+	defer srv.stop()
+	c, err := worker.DialWhenReady(ctx, clientOptions(e), 90*time.Second, srv.alive)
 	if err != nil {
 		return err
 	}
@@ -153,60 +152,48 @@ func findTemporal(flagValue string) (string, error) {
 	return "", fmt.Errorf("no Temporal CLI found: run \"make temporal\" (builds bin/temporal, the pinned v1.5.1) or set %s", envTemporalBin)
 }
 
+// serverProc is the Temporal dev server process that "dqnflow dev" runs.
+type serverProc struct {
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once the process has been waited for
+}
+
 // startTemporal starts "temporal server start-dev" in its own process group
-// with the workflows' search attributes registered.
-func startTemporal(e *env, bin string, port, uiPort int, dbFile string) (*exec.Cmd, error) {
+// with worker.DevServerFlags (search attributes and latency settings).
+func startTemporal(e *env, bin string, port, uiPort int, dbFile string) (*serverProc, error) {
 	args := []string{"server", "start-dev",
 		"--ip", "127.0.0.1", "--port", strconv.Itoa(port), "--ui-port", strconv.Itoa(uiPort),
 		"--db-filename", dbFile, "--log-level", "error"}
 	args = append(args, worker.DevServerFlags()...)
-	args = append(args, worker.SearchAttributeFlags()...)
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = e.stderr, e.stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
+	p := &serverProc{cmd: cmd, exited: make(chan struct{})}
+	go func() { cmd.Wait(); close(p.exited) }()
 	fmt.Fprintf(e.stderr, "dev: started Temporal dev server (pid %d, data %s)\n", cmd.Process.Pid, dbFile)
-	return cmd, nil
+	return p, nil
 }
 
-func stopProcess(cmd *exec.Cmd) {
-	if cmd == nil || cmd.Process == nil {
-		return
-	}
-	syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
+// alive returns an error once the server process has exited.
+func (p *serverProc) alive() error {
 	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-done
+	case <-p.exited:
+		return fmt.Errorf("%s exited: %v (see its output above)", filepath.Base(p.cmd.Path), p.cmd.ProcessState)
+	default:
+		return nil
 	}
 }
 
-// waitForTemporal dials until the server answers a health check.
-func waitForTemporal(ctx context.Context, e *env, limit time.Duration) (client.Client, error) {
-	deadline := time.Now().Add(limit)
-	var last error
-	for time.Now().Before(deadline) {
-		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		c, err := dial(dctx, e)
-		if err == nil {
-			_, err = c.CheckHealth(dctx, &client.CheckHealthRequest{})
-			if err == nil {
-				cancel()
-				return c, nil
-			}
-			c.Close()
-		}
-		cancel()
-		last = err
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		time.Sleep(250 * time.Millisecond)
+// stop ends the server's process group: SIGTERM, then SIGKILL after 10 s.
+func (p *serverProc) stop() {
+	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(10 * time.Second):
+		syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.exited
 	}
-	return nil, errors.Join(fmt.Errorf("Temporal dev server did not answer within %s", limit), last)
 }

@@ -43,16 +43,24 @@ func newRunID(prefix string) string {
 	return fmt.Sprintf("%s-%s-%s", prefix, time.Now().UTC().Format("20060102-150405"), hex.EncodeToString(b[:]))
 }
 
-// startRun starts TrainingRun(cfg) with workflow id id on the control queue.
+// startRun starts TrainingRun(cfg) with workflow id id.
 func startRun(ctx context.Context, c client.Client, id string, cfg config.RunConfig) error {
-	_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+	_, err := startWorkflow(ctx, c, id, workflows.TrainingRunName, cfg)
+	return err
+}
+
+// startWorkflow starts workflow name with input arg and workflow id id on
+// the control queue. An id that was used before is refused: a run id names
+// a checkpoint directory and rows that a second run must not overwrite.
+func startWorkflow(ctx context.Context, c client.Client, id, name string, arg any) (client.WorkflowRun, error) {
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: id, TaskQueue: workflows.ControlTaskQueue,
 		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-	}, workflows.TrainingRunName, cfg)
+	}, name, arg)
 	if err != nil {
-		return fmt.Errorf("start run %s: %w", id, err)
+		return nil, fmt.Errorf("start %s %s: %w", name, id, err)
 	}
-	return nil
+	return run, nil
 }
 
 func runStart(ctx context.Context, e *env, args []string) error {

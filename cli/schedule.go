@@ -229,11 +229,9 @@ func runSweep(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer c.Close()
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: *id, TaskQueue: workflows.ControlTaskQueue,
-		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE},
-		workflows.SweepName, workflows.SweepInput{Base: base, Grid: grid, MaxConcurrent: *maxConc})
+	run, err := startWorkflow(ctx, c, *id, workflows.SweepName, workflows.SweepInput{Base: base, Grid: grid, MaxConcurrent: *maxConc})
 	if err != nil {
-		return fmt.Errorf("start sweep %s: %w", *id, err)
+		return err
 	}
 	if !*wait {
 		if *jsonOut {

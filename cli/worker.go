@@ -34,16 +34,22 @@ func getenv(name, def string) string {
 func temporalAddress() string   { return getenv(envTemporalAddress, "127.0.0.1:7233") }
 func temporalNamespace() string { return getenv(envTemporalNamespace, "default") }
 
-// dial connects to Temporal. The SDK logs at warn level and above only, so
-// command output stays readable.
+// dial connects to Temporal with clientOptions.
 func dial(ctx context.Context, e *env) (client.Client, error) {
-	logger := tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	c, err := client.DialContext(ctx, client.Options{HostPort: temporalAddress(), Namespace: temporalNamespace(), Logger: logger})
+	c, err := client.DialContext(ctx, clientOptions(e))
 	if err != nil {
 		return nil, fmt.Errorf("connect to Temporal at %s (set %s, or start a local server with \"dqnflow dev\"): %w",
 			temporalAddress(), envTemporalAddress, err)
 	}
 	return c, nil
+}
+
+// clientOptions are the Temporal client options of the CLI: the server at
+// TEMPORAL_ADDRESS, the namespace TEMPORAL_NAMESPACE, and the SDK's log at
+// warn level and above only, so command output stays readable.
+func clientOptions(e *env) client.Options {
+	logger := tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	return client.Options{HostPort: temporalAddress(), Namespace: temporalNamespace(), Logger: logger}
 }
 
 // openStore connects to PostgreSQL (DATABASE_URL) and applies the migrations.

@@ -7,30 +7,22 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"log/slog"
-	"net"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
-	tlog "go.temporal.io/sdk/log"
 
 	"github.com/dqnflow/dqnflow/activities"
-	"github.com/dqnflow/dqnflow/worker"
+	"github.com/dqnflow/dqnflow/store/storetest"
+	"github.com/dqnflow/dqnflow/worker/workertest"
 	"github.com/dqnflow/dqnflow/workflows"
 )
-
-// defaultDatabaseURL is the database of `make test` when DATABASE_URL is unset.
-const defaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 
 // stack is one test's Temporal dev server, PostgreSQL schema and dqnflow
 // processes, all stopped or dropped when the test ends.
@@ -46,8 +38,8 @@ type stack struct {
 func newStack(t *testing.T) *stack {
 	t.Helper()
 	s := &stack{t: t, dir: t.TempDir(), bin: dqnflowBinary(t)}
-	s.dbURL = newSchema(t)
-	s.addr, s.client = startTemporal(t, s.dir)
+	s.dbURL = storetest.Schema(t, "dqnflow_e2e")
+	s.addr, s.client = workertest.DevServerAt(t, filepath.Join(s.dir, "temporal.log"))
 	return s
 }
 
@@ -88,101 +80,6 @@ func (s *stack) dqnflow(args ...string) string {
 		s.t.Fatalf("dqnflow %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
 	}
 	return stdout.String()
-}
-
-// startTemporal starts the pinned Temporal dev server on free local ports
-// with the flags `dqnflow dev` uses (search attributes and the latency
-// settings of ADR 0002), and returns its address and a client.
-func startTemporal(t *testing.T, dir string) (string, client.Client) {
-	t.Helper()
-	bin := temporalBinary(t)
-	port, httpPort := freePort(t), freePort(t)
-	args := []string{"server", "start-dev", "--headless",
-		"--ip", "127.0.0.1", "--port", strconv.Itoa(port), "--http-port", strconv.Itoa(httpPort),
-		"--db-filename", filepath.Join(dir, "temporal.db"), "--log-level", "warn",
-	}
-	args = append(args, worker.DevServerFlags()...)
-	p := startProc(t, "temporal", filepath.Join(dir, "temporal.log"), os.Environ(), bin, args...)
-
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	logger := tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	var c client.Client
-	var last error
-	waitFor(t, "the Temporal dev server at "+addr+" to answer", time.Minute, 100*time.Millisecond, func() (bool, error) {
-		if err := p.alive(); err != nil {
-			return false, err
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		cl, err := client.DialContext(ctx, client.Options{HostPort: addr, Logger: logger})
-		if err == nil {
-			if _, err = cl.CheckHealth(ctx, &client.CheckHealthRequest{}); err == nil {
-				c = cl
-				return true, nil
-			}
-			cl.Close()
-		}
-		last = err
-		return false, nil
-	})
-	if c == nil {
-		t.Fatalf("Temporal dev server at %s: %v", addr, last)
-	}
-	t.Cleanup(c.Close)
-	return addr, c
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// newSchema creates an empty schema dqnflow_e2e_<random> in the database
-// that DATABASE_URL names, drops it when the test ends, and returns a URL
-// whose search_path selects it. An unreachable server fails the test.
-func newSchema(t *testing.T) string {
-	t.Helper()
-	base := os.Getenv("DATABASE_URL")
-	if base == "" {
-		base = defaultDatabaseURL
-	}
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-		t.Fatalf("DATABASE_URL must be a postgres:// URL for the end-to-end tests, got %q", base)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatalf("PostgreSQL is unreachable: %v\nthe end-to-end tests need a running server: start one "+
-			"(`docker compose up -d postgresql`) or point DATABASE_URL at one; the default is %s", err, defaultDatabaseURL)
-	}
-	defer conn.Close(ctx)
-	schema := "dqnflow_e2e_" + randomHex(t, 6)
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatalf("create schema %s: %v", schema, err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, base)
-		if err == nil {
-			_, err = conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
-			conn.Close(ctx)
-		}
-		if err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
 }
 
 func randomHex(t *testing.T, n int) string {

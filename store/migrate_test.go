@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/dqnflow/dqnflow/migrations"
+	"github.com/dqnflow/dqnflow/store/storetest"
 )
 
 // tables lists the schema's tables, sorted.
@@ -185,7 +186,7 @@ func TestStoreMigrateIsIdempotent(t *testing.T) {
 
 func TestMigrateNeedsAnExistingSchema(t *testing.T) {
 	t.Parallel()
-	u := withSearchPath(t, newSchema(t), "dqnflow_no_such_schema")
+	u := storetest.WithSearchPath(t, newSchema(t), "dqnflow_no_such_schema")
 	err := Migrate(context.Background(), u)
 	if err == nil {
 		t.Fatal("Migrate into a search_path with no existing schema succeeded")

@@ -2,82 +2,17 @@ package store
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"net/url"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/dqnflow/dqnflow/store/storetest"
 )
 
-// testDefaultURL is the database the tests use when DATABASE_URL is unset.
-const testDefaultURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-
-// newSchema creates an empty schema named dqnflow_test_<random> in the
-// database DATABASE_URL names, drops it when the test ends, and returns a
-// URL whose search_path selects it. Tests that use their own schema can run
-// in parallel and again.
-//
-// A server that cannot be reached fails the test: these tests are the only
-// check of the SQL, so they never skip.
-func newSchema(t *testing.T) string {
-	t.Helper()
-	base := os.Getenv("DATABASE_URL")
-	if base == "" {
-		base = testDefaultURL
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatalf("PostgreSQL is unreachable: %v\n"+
-			"The store tests need a running server. Start one (`docker compose up -d postgresql`, "+
-			"or `pg_ctlcluster 15 main start` on Debian) or point DATABASE_URL at one; the default is %s",
-			err, testDefaultURL)
-	}
-	defer conn.Close(ctx)
-
-	var b [6]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		t.Fatal(err)
-	}
-	schema := "dqnflow_test_" + hex.EncodeToString(b[:])
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatalf("create schema %s: %v", schema, err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	return withSearchPath(t, base, schema)
-}
-
-// withSearchPath adds the search_path runtime parameter to a postgres:// URL.
-func withSearchPath(t *testing.T, base, schema string) string {
-	t.Helper()
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-		t.Fatalf("DATABASE_URL must be a postgres:// URL for the tests, got %q", base)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
+// newSchema returns the URL of a fresh schema for this test.
+func newSchema(t *testing.T) string { return storetest.Schema(t, "dqnflow_test") }
 
 // newStore returns a Store on a fresh, migrated schema.
 func newStore(t *testing.T) *Store {

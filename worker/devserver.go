@@ -1,5 +1,14 @@
 package worker
 
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/client"
+)
+
 // DevServerFlags returns the arguments dqnflow adds to `temporal server
 // start-dev`: the workflows' search attributes and two dynamic-config
 // values that take the dev server's per-task latency from about 50 ms to
@@ -26,4 +35,38 @@ func DevServerFlags() []string {
 		"--dynamic-config-value", "matching.numTaskqueueReadPartitions=1",
 		"--dynamic-config-value", "matching.numTaskqueueWritePartitions=1",
 	)
+}
+
+// DialWhenReady dials opts.HostPort until the server passes a health check
+// and returns that client. It gives up when ctx ends, after limit, or as
+// soon as alive (the server process's liveness, may be nil) returns an
+// error. `dqnflow dev` and the tests' dev servers wait with it.
+func DialWhenReady(ctx context.Context, opts client.Options, limit time.Duration, alive func() error) (client.Client, error) {
+	deadline := time.Now().Add(limit)
+	var last error
+	for {
+		if alive != nil {
+			if err := alive(); err != nil {
+				return nil, fmt.Errorf("Temporal server at %s: %w", opts.HostPort, err)
+			}
+		}
+		dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		c, err := client.DialContext(dctx, opts)
+		if err == nil {
+			if _, err = c.CheckHealth(dctx, &client.CheckHealthRequest{}); err == nil {
+				cancel()
+				return c, nil
+			}
+			c.Close()
+		}
+		cancel()
+		last = err
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if time.Now().After(deadline) {
+			return nil, errors.Join(fmt.Errorf("Temporal server at %s did not answer within %s", opts.HostPort, limit), last)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

@@ -6,15 +6,14 @@ package workertest
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -61,6 +60,15 @@ func Binary() string {
 // skipped under -short.
 func DevServer(t testing.TB, extraArgs ...string) client.Client {
 	t.Helper()
+	_, c := DevServerAt(t, filepath.Join(t.TempDir(), "temporal.log"), extraArgs...)
+	return c
+}
+
+// DevServerAt is DevServer for tests that start their own workers: it also
+// returns the server's host:port, and keeps the server's output in logPath,
+// whose end it prints if the test fails.
+func DevServerAt(t testing.TB, logPath string, extraArgs ...string) (string, client.Client) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("needs a Temporal dev server; skipped under -short")
 	}
@@ -71,17 +79,27 @@ func DevServer(t testing.TB, extraArgs ...string) client.Client {
 	port, httpPort := freePort(t), freePort(t)
 	args := append([]string{"server", "start-dev", "--headless",
 		"--ip", "127.0.0.1", "--port", strconv.Itoa(port), "--http-port", strconv.Itoa(httpPort),
-		"--metrics-port", "0", "--db-filename", filepath.Join(t.TempDir(), "temporal.db"), "--log-level", "error"},
+		"--metrics-port", "0", "--db-filename", filepath.Join(filepath.Dir(logPath), "temporal.db"), "--log-level", "warn"},
 		append(worker.DevServerFlags(), extraArgs...)...)
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	if err := cmd.Start(); err != nil {
+		logFile.Close()
 		t.Fatalf("start %s: %v", bin, err)
 	}
 	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
+	go func() { cmd.Wait(); logFile.Close(); close(exited) }()
 	t.Cleanup(func() {
+		var tail []byte
+		if t.Failed() {
+			tail, _ = os.ReadFile(logPath)
+			tail = tail[max(0, len(tail)-8<<10):]
+		}
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
 		select {
 		case <-exited:
@@ -89,34 +107,27 @@ func DevServer(t testing.TB, extraArgs ...string) client.Client {
 			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			<-exited
 		}
+		if t.Failed() {
+			t.Logf("--- temporal (%s): end of its output ---\n%s", strings.Join(cmd.Args, " "), tail)
+		}
 	})
 
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	logger := log.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	deadline := time.Now().Add(60 * time.Second)
-	var last error
-	for time.Now().Before(deadline) {
+	alive := func() error {
 		select {
 		case <-exited:
-			t.Fatalf("temporal dev server exited at start: %v", cmd.ProcessState)
+			return fmt.Errorf("exited at start: %v", cmd.ProcessState)
 		default:
+			return nil
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		c, err := client.DialContext(ctx, client.Options{HostPort: addr, Logger: logger})
-		if err == nil {
-			if _, err = c.CheckHealth(ctx, &client.CheckHealthRequest{}); err == nil {
-				cancel()
-				t.Cleanup(c.Close)
-				return c
-			}
-			c.Close()
-		}
-		cancel()
-		last = err
-		time.Sleep(100 * time.Millisecond)
 	}
-	t.Fatal(errors.Join(fmt.Errorf("temporal dev server at %s did not answer within 60 s", addr), last))
-	return nil
+	c, err := worker.DialWhenReady(context.Background(), client.Options{HostPort: addr, Logger: logger}, time.Minute, alive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return addr, c
 }
 
 func freePort(t testing.TB) int {
