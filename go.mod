@@ -3,6 +3,7 @@ module github.com/dqnflow/dqnflow
 go 1.26.0
 
 require (
+	github.com/ebitengine/purego v0.11.3
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/pressly/goose/v3 v3.30.0
 	github.com/stretchr/testify v1.12.1

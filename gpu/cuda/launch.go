@@ -1,0 +1,178 @@
+package cuda
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"unsafe"
+)
+
+// Dim3 is a grid or block size; every dimension must be at least 1.
+type Dim3 struct{ X, Y, Z uint32 }
+
+// Module is a loaded CUBIN or PTX image.
+type Module struct {
+	d *Device
+	h uintptr // CUmodule
+}
+
+// CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES (cuda.h).
+const funcAttrMaxDynamicSharedSizeBytes = 8
+
+var (
+	elfMagic    = []byte("\x7fELF")
+	fatbinMagic = []byte{0x50, 0xed, 0x55, 0xba} // 0xBA55ED50, little-endian
+)
+
+// LoadModule loads a CUBIN, fatbin or PTX image (cuModuleLoadData). PTX text
+// without a terminating NUL gets one appended to a copy.
+func (c *Ctx) LoadModule(image []byte) (*Module, error) {
+	if len(image) == 0 {
+		return nil, errors.Join(errors.New("cuda: LoadModule: empty image"), c.enter())
+	}
+	if !bytes.HasPrefix(image, elfMagic) && !bytes.HasPrefix(image, fatbinMagic) && image[len(image)-1] != 0 {
+		image = append(image[:len(image):len(image)], 0)
+	}
+	var h uintptr
+	err := c.call("cuModuleLoadData", func(a *driverAPI) int32 { return a.cuModuleLoadData(&h, unsafe.Pointer(&image[0])) })
+	runtime.KeepAlive(image)
+	if err != nil {
+		return nil, fmt.Errorf("cuda: LoadModule (%d bytes): %w", len(image), err)
+	}
+	return &Module{d: c.d, h: h}, nil
+}
+
+// UnloadModule unloads m; its Functions become invalid.
+func (c *Ctx) UnloadModule(m *Module) error {
+	if m == nil || m.h == 0 {
+		return c.enter()
+	}
+	err := c.call("cuModuleUnload", func(a *driverAPI) int32 { return a.cuModuleUnload(m.h) })
+	if err == nil {
+		m.h = 0
+	}
+	return err
+}
+
+// Function looks up a kernel by its symbol name; declare kernels extern "C"
+// so that the name is not mangled. It may be called inside or outside
+// Device.Do: it runs on the device thread either way.
+func (m *Module) Function(name string) (Function, error) {
+	if m == nil || m.d == nil || m.h == 0 {
+		return 0, fmt.Errorf("cuda: kernel %q: module is nil or unloaded", name)
+	}
+	var f Function
+	err := m.d.Do(func(c *Ctx) error {
+		return c.call("cuModuleGetFunction", func(a *driverAPI) int32 { return a.cuModuleGetFunction(&f, m.h, name) })
+	})
+	if err != nil {
+		var ce *Error
+		if errors.As(err, &ce) && ce.Code == cudaErrorNotFound {
+			return 0, fmt.Errorf("cuda: kernel %q: %w (is it declared extern \"C\" __global__?)", name, err)
+		}
+		return 0, fmt.Errorf("cuda: kernel %q: %w", name, err)
+	}
+	return f, nil
+}
+
+// SetMaxDynamicShared allows f to be launched with up to bytes of dynamic
+// shared memory; above 48 KiB a kernel needs this opt-in.
+func (c *Ctx) SetMaxDynamicShared(f Function, bytes int) error {
+	if bytes < 0 || bytes > math.MaxInt32 {
+		return errors.Join(fmt.Errorf("cuda: SetMaxDynamicShared: %d bytes out of range", bytes), c.enter())
+	}
+	return c.call("cuFuncSetAttribute", func(a *driverAPI) int32 {
+		return a.cuFuncSetAttribute(f, funcAttrMaxDynamicSharedSizeBytes, int32(bytes))
+	})
+}
+
+// Launch queues f on s with the given grid, block, dynamic shared memory and
+// arguments. Each argument must be DevPtr, int32, uint32, int64, uint64,
+// float32 or float64, matching the kernel's parameter type; anything else
+// (a plain int included) is an error naming the argument. The driver copies
+// the argument values during the call, so they need not outlive it.
+func (c *Ctx) Launch(f Function, grid, block Dim3, sharedBytes int, s Stream, args ...any) error {
+	if err := c.enter(); err != nil {
+		return err
+	}
+	if f == 0 {
+		return errors.New("cuda: Launch: nil Function")
+	}
+	if err := checkDim("grid", grid); err != nil {
+		return err
+	}
+	if err := checkDim("block", block); err != nil {
+		return err
+	}
+	if sharedBytes < 0 || int64(sharedBytes) > math.MaxUint32 {
+		return fmt.Errorf("cuda: Launch: shared memory %d bytes out of range", sharedBytes)
+	}
+	k, err := packArgs(args)
+	if err != nil {
+		return err
+	}
+	r := c.api.cuLaunchKernel(f, grid.X, grid.Y, grid.Z, block.X, block.Y, block.Z,
+		uint32(sharedBytes), s, k.params(), nil)
+	runtime.KeepAlive(k)
+	return c.api.check("cuLaunchKernel", r)
+}
+
+func checkDim(what string, d Dim3) error {
+	if d.X == 0 || d.Y == 0 || d.Z == 0 {
+		return fmt.Errorf("cuda: Launch: %s %v: every dimension must be at least 1", what, d)
+	}
+	return nil
+}
+
+// kernelArgs is the kernelParams array of cuLaunchKernel: ptrs[i] points at
+// slots[i], which holds argument i in its C representation (4 or 8 bytes at
+// the start of an 8-byte, 8-aligned slot). Both live in Go memory, which the
+// collector does not move; the caller keeps them alive across the call.
+type kernelArgs struct {
+	slots []uint64
+	ptrs  []unsafe.Pointer
+}
+
+// params returns the void** for cuLaunchKernel, nil when there are no
+// arguments.
+func (k *kernelArgs) params() *unsafe.Pointer {
+	if len(k.ptrs) == 0 {
+		return nil
+	}
+	return &k.ptrs[0]
+}
+
+// packArgs builds the kernel parameter array.
+func packArgs(args []any) (*kernelArgs, error) {
+	k := &kernelArgs{}
+	if len(args) == 0 {
+		return k, nil
+	}
+	k.slots = make([]uint64, len(args))
+	k.ptrs = make([]unsafe.Pointer, len(args))
+	for i, a := range args {
+		p := unsafe.Pointer(&k.slots[i])
+		switch v := a.(type) {
+		case DevPtr:
+			*(*DevPtr)(p) = v
+		case int32:
+			*(*int32)(p) = v
+		case uint32:
+			*(*uint32)(p) = v
+		case int64:
+			*(*int64)(p) = v
+		case uint64:
+			*(*uint64)(p) = v
+		case float32:
+			*(*float32)(p) = v
+		case float64:
+			*(*float64)(p) = v
+		default:
+			return nil, fmt.Errorf("cuda: Launch argument %d has type %T; kernel arguments must be DevPtr, int32, uint32, int64, uint64, float32 or float64 (convert an int to int32 or int64 to match the kernel)", i, a)
+		}
+		k.ptrs[i] = p
+	}
+	return k, nil
+}
