@@ -12,8 +12,9 @@ import (
 // the network: s1, s2, v1, v2 and a1_d, a2_d for the three branches.
 const NumLayers = 10
 
-// NumBranches is the number of action branches (direction, size, exit).
-const NumBranches = len(market.BranchSizes)
+// NumBranches is the number of action branches (direction, size, exit),
+// len(market.BranchSizes), as an untyped constant.
+const NumBranches = 3
 
 // NumActions is the number of branch actions over all branches (3+4+3).
 // Q values and distributions hold this many actions per observation,
