@@ -10,7 +10,7 @@ import (
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/trainer"
-	"github.com/dqnflow/dqnflow/trainer/cpu"
+	"github.com/dqnflow/dqnflow/trainer/policy"
 )
 
 // runBacktest implements "dqnflow backtest".
@@ -46,12 +46,12 @@ func runBacktest(ctx context.Context, e *env, args []string) error {
 // with features normalised by the checkpoint's statistics, and picks the
 // bar range: --from/--to when given; otherwise the validation range when the
 // file is the run's training data, else the whole file.
-func openPolicyData(ckPath, dataPath, from, to string) (*cpu.Policy, *market.Dataset, market.Range, error) {
+func openPolicyData(ckPath, dataPath, from, to string) (*policy.Policy, *market.Dataset, market.Range, error) {
 	ck, _, err := checkpoint.Read(ckPath)
 	if err != nil {
 		return nil, nil, market.Range{}, err
 	}
-	pol, err := cpu.LoadPolicy(ck)
+	pol, err := policy.Load(ck)
 	if err != nil {
 		return nil, nil, market.Range{}, fmt.Errorf("checkpoint %s: %w", ckPath, err)
 	}

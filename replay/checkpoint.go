@@ -83,77 +83,50 @@ func (b *Buffer) Load(ck *checkpoint.Checkpoint, prefix string) error {
 	if err != nil {
 		return err
 	}
-	// Until the ring is full, slots fill in order, so the cursor is N.
-	if cursor < 0 || cursor >= capacity || (n < b.capacity && cursor != size64) {
-		return fmt.Errorf("load replay: tensor %s%s = %d is not a valid cursor for size %d and capacity %d: %w", prefix, TensorCursor, cursor, n, capacity, ErrInvalid)
-	}
 	maxPrioT, err := r.raw(TensorMaxPriority, checkpoint.F64, 1)
 	if err != nil {
 		return err
 	}
-	maxPrio := decodeF64(maxPrioT.Data)[0]
-	if !(maxPrio >= 1) || math.IsInf(maxPrio, 1) {
-		return fmt.Errorf("load replay: tensor %s%s = %v must be finite and at least 1: %w", prefix, TensorMaxPriority, maxPrio, ErrInvalid)
-	}
-
-	next := &Buffer{
-		capacity:  b.capacity,
-		alpha:     b.alpha,
-		eps:       b.eps,
-		size:      n,
-		cursor:    int(cursor),
-		maxPrio:   maxPrio,
-		bar:       make([]int32, b.capacity),
-		agent:     make([]float32, b.capacity*agentWidth),
-		action:    make([]int32, b.capacity*actionWidth),
-		ret:       make([]float32, b.capacity),
-		discount:  make([]float32, b.capacity),
-		nextBar:   make([]int32, b.capacity),
-		nextAgent: make([]float32, b.capacity*agentWidth),
-		tree:      newSumTree(b.capacity),
-	}
+	st := Storage{Size: n, Cursor: int(cursor), MaxPriority: decodeF64(maxPrioT.Data)[0]}
 	for _, f := range []struct {
 		name  string
 		dtype checkpoint.DType
 		width int
 		dst   any
 	}{
-		{TensorBar, checkpoint.I32, 1, next.bar},
-		{TensorAgent, checkpoint.F32, agentWidth, next.agent},
-		{TensorAction, checkpoint.I32, actionWidth, next.action},
-		{TensorReturn, checkpoint.F32, 1, next.ret},
-		{TensorDiscount, checkpoint.F32, 1, next.discount},
-		{TensorNextBar, checkpoint.I32, 1, next.nextBar},
-		{TensorNextAgent, checkpoint.F32, agentWidth, next.nextAgent},
+		{TensorBar, checkpoint.I32, 1, &st.Bar},
+		{TensorAgent, checkpoint.F32, agentWidth, &st.Agent},
+		{TensorAction, checkpoint.I32, actionWidth, &st.Action},
+		{TensorReturn, checkpoint.F32, 1, &st.Return},
+		{TensorDiscount, checkpoint.F32, 1, &st.Discount},
+		{TensorNextBar, checkpoint.I32, 1, &st.NextBar},
+		{TensorNextAgent, checkpoint.F32, agentWidth, &st.NextAgent},
+		{TensorMass, checkpoint.F64, 1, &st.Mass},
 	} {
 		t, err := r.raw(f.name, f.dtype, n, f.width)
 		if err != nil {
 			return err
 		}
 		switch dst := f.dst.(type) {
-		case []int32:
-			decodeI32Into(dst, t.Data)
-		case []float32:
-			decodeF32Into(dst, t.Data)
+		case *[]int32:
+			*dst = make([]int32, n*f.width)
+			decodeI32Into(*dst, t.Data)
+		case *[]float32:
+			*dst = make([]float32, n*f.width)
+			decodeF32Into(*dst, t.Data)
+		case *[]float64:
+			*dst = decodeF64(t.Data)
 		}
 	}
-	for i := range n {
-		t, _ := next.At(i)
-		if err := validateTransition(&t); err != nil {
-			return fmt.Errorf("load replay: slot %d of tensors %s*: %w", i, prefix, err)
+	next, err := fromStorage(b.capacity, b.alpha, b.eps, st, func(field string) string {
+		if field == "slot" {
+			return "tensors " + prefix + "*"
 		}
-	}
-	massT, err := r.raw(TensorMass, checkpoint.F64, n)
+		return "tensor " + prefix + field
+	})
 	if err != nil {
-		return err
+		return fmt.Errorf("load replay: %w", err)
 	}
-	for i, m := range decodeF64(massT.Data) {
-		if !(m > 0) || math.IsInf(m, 1) {
-			return fmt.Errorf("load replay: tensor %s%s[%d] = %v is not positive and finite: %w", prefix, TensorMass, i, m, ErrInvalid)
-		}
-		next.tree.node[next.tree.base+i] = m
-	}
-	next.tree.rebuild()
 	*b = *next
 	return nil
 }

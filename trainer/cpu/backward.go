@@ -3,16 +3,17 @@ package cpu
 import (
 	"github.com/dqnflow/dqnflow/bf16"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/trainer/model"
 )
 
 // backwardOrder lists the layers so that every layer comes after all the
 // layers that read its output: the four heads' outputs, their hidden
 // layers, then the trunk. Gradients flowing into s2's output are summed in
 // the order v1, a1_0, a1_1, a1_2.
-var backwardOrder = [NumLayers]int{
-	layerV2, layerA2(0), layerA2(1), layerA2(2),
-	layerV1, layerA1(0), layerA1(1), layerA1(2),
-	layerS2, layerS1,
+var backwardOrder = [model.NumLayers]int{
+	model.LayerV2, model.LayerA2(0), model.LayerA2(1), model.LayerA2(2),
+	model.LayerV1, model.LayerA1(0), model.LayerA1(1), model.LayerA1(2),
+	model.LayerS2, model.LayerS1,
 }
 
 // backward computes the per-sample losses into l.sample, the batch loss,
@@ -46,21 +47,21 @@ var backwardOrder = [NumLayers]int{
 // In bf16-mixed mode G is rounded to bf16 after ∂loss/∂b and before both
 // GEMMs, W is the bf16 copy and x the stored bf16 activation, so that every
 // GEMM operand is bf16 and the accumulation float32.
-func (l *Learner) backward(b *Batch, n int) float32 {
+func (l *Learner) backward(b *model.Batch, n int) float32 {
 	on := l.online
 	atoms := on.model.Atoms
-	row := NumActions * atoms
+	row := model.NumActions * atoms
 	var loss float32
 	for i := 0; i < n; i++ {
-		ki := b.Weight[i] / float32(NumBranches*n)
-		gv := l.g[layerV2][i*atoms : (i+1)*atoms]
+		ki := b.Weight[i] / float32(model.NumBranches*n)
+		gv := l.g[model.LayerV2][i*atoms : (i+1)*atoms]
 		clear(gv)
-		var ce [NumBranches]float32
+		var ce [model.NumBranches]float32
 		for d, nd := range market.BranchSizes {
-			a := int(b.Actions[i*NumBranches+d])
-			o := i*row + (branchOffset[d]+a)*atoms
+			a := int(b.Actions[i*model.NumBranches+d])
+			o := i*row + (model.BranchOffset[d]+a)*atoms
 			logp, p := on.act.logp[o:o+atoms], on.act.p[o:o+atoms]
-			m := l.tgt[(i*NumBranches+d)*atoms : (i*NumBranches+d+1)*atoms]
+			m := l.tgt[(i*model.NumBranches+d)*atoms : (i*model.NumBranches+d+1)*atoms]
 			ce[d] = crossEntropy(m, logp)
 			var s float32
 			for _, x := range m {
@@ -70,7 +71,7 @@ func (l *Learner) backward(b *Batch, n int) float32 {
 				l.glogit[j] = float32(ki * (float32(pj*s) - m[j]))
 			}
 			count := float32(nd)
-			ga := l.g[layerA2(d)][i*nd*atoms : (i+1)*nd*atoms]
+			ga := l.g[model.LayerA2(d)][i*nd*atoms : (i+1)*nd*atoms]
 			for a2 := 0; a2 < nd; a2++ {
 				dst := ga[a2*atoms : (a2+1)*atoms]
 				for j, g := range l.glogit {
@@ -84,12 +85,12 @@ func (l *Learner) backward(b *Batch, n int) float32 {
 				gv[j] += g
 			}
 		}
-		l.sample[i] = (ce[0] + ce[1] + ce[2]) / NumBranches
+		l.sample[i] = (ce[0] + ce[1] + ce[2]) / model.NumBranches
 		loss += float32(b.Weight[i] * l.sample[i])
 	}
 	loss /= float32(n)
 
-	l.written = [NumLayers]bool{}
+	l.written = [model.NumLayers]bool{}
 	for _, i := range backwardOrder {
 		l.linearBackward(i, n)
 	}
@@ -103,19 +104,19 @@ func (l *Learner) backward(b *Batch, n int) float32 {
 func (l *Learner) linearBackward(i, n int) {
 	on := l.online
 	ly := &on.lay[i]
-	gy := l.g[i][:n*ly.out]
-	if ly.relu {
-		h := on.act.h[i][:n*ly.out]
+	gy := l.g[i][:n*ly.Out]
+	if ly.ReLU {
+		h := on.act.h[i][:n*ly.Out]
 		for k, x := range h {
 			if !(x > 0) {
 				gy[k] = 0
 			}
 		}
 	}
-	db := l.grad[ly.b : ly.b+ly.out]
-	copy(db, gy[:ly.out])
+	db := l.grad[ly.B : ly.B+ly.Out]
+	copy(db, gy[:ly.Out])
 	for r := 1; r < n; r++ {
-		for j, x := range gy[r*ly.out : (r+1)*ly.out] {
+		for j, x := range gy[r*ly.Out : (r+1)*ly.Out] {
 			db[j] += x
 		}
 	}
@@ -123,14 +124,14 @@ func (l *Learner) linearBackward(i, n int) {
 		bf16.RoundSlice(gy)
 	}
 	x := on.input(i)
-	gemm(on.workers, true, ly.out, ly.in, n, gy, ly.out, x, ly.in, 0, l.grad[ly.w:ly.b], ly.in)
-	if ly.src < 0 {
+	gemm(on.workers, true, ly.Out, ly.In, n, gy, ly.Out, x, ly.In, 0, l.grad[ly.W:ly.B], ly.In)
+	if ly.Src < 0 {
 		return
 	}
 	var beta float32
-	if l.written[ly.src] {
+	if l.written[ly.Src] {
 		beta = 1
 	}
-	gemm(on.workers, false, n, ly.in, ly.out, gy, ly.out, on.gemmW[ly.w:ly.b], ly.in, beta, l.g[ly.src], ly.in)
-	l.written[ly.src] = true
+	gemm(on.workers, false, n, ly.In, ly.Out, gy, ly.Out, on.gemmW[ly.W:ly.B], ly.In, beta, l.g[ly.Src], ly.In)
+	l.written[ly.Src] = true
 }

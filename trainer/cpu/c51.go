@@ -1,13 +1,6 @@
 package cpu
 
-import (
-	"errors"
-	"math"
-)
-
-// errNotFinite is wrapped by errors about NaN or Inf inputs (not by
-// training divergence, which wraps trainer.ErrNonFinite).
-var errNotFinite = errors.New("not finite")
+import "math"
 
 // project adds to m (Atoms values, zeroed by the caller) the categorical
 // projection of the distribution p on the support z, shifted to
@@ -61,13 +54,3 @@ func log32(x float32) float32 { return float32(math.Log(float64(x))) }
 
 // finite32 reports whether x is neither NaN nor ±Inf.
 func finite32(x float32) bool { return !math.IsNaN(float64(x)) && !math.IsInf(float64(x), 0) }
-
-// firstNonFinite returns the index of the first NaN or Inf in x, or -1.
-func firstNonFinite(x []float32) int {
-	for i, v := range x {
-		if !finite32(v) {
-			return i
-		}
-	}
-	return -1
-}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/trainer/model"
 )
 
 // TestGradientsMatchFiniteDifferences checks the hand-written float32
@@ -49,7 +50,7 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 		gmax = math.Max(gmax, math.Abs(float64(g)))
 	}
 	atol := atolFrac * gmax
-	for _, blk := range Layout(refModel) {
+	for _, blk := range model.Layout(refModel) {
 		worst, worstAt := 0.0, -1
 		for k := 0; k < blk.Size(); k++ {
 			i := blk.Offset + k

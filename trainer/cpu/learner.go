@@ -3,23 +3,13 @@ package cpu
 import (
 	"fmt"
 	"math"
-	"math/rand/v2"
+	"slices"
 
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/trainer"
+	"github.com/dqnflow/dqnflow/trainer/model"
 )
-
-// Batch is one minibatch of n-step transitions for Step. Its length n is
-// len(Return); every other field must match it exactly.
-type Batch struct {
-	Obs      []float32 // n×ObsDim: the state s
-	Actions  []int32   // n×NumBranches: the action taken in s (direction, size, exit)
-	Return   []float32 // n: the n-step discounted return R = Σ_k γᵏ r_k
-	Discount []float32 // n: γⁿ·(1 − done), in [0, 1]
-	NextObs  []float32 // n×ObsDim: the state s′ n steps later
-	Weight   []float32 // n: prioritised-replay importance weight, ≥ 0
-}
 
 // StepResult is what Step reports.
 type StepResult struct {
@@ -48,16 +38,16 @@ type Learner struct {
 	m, v []float32 // AdamW moments
 	step int64     // AdamW updates done
 
-	u       [NumLayers][]float32 // spectral-norm left vectors, out_i each
-	svec    []float32            // spectral scratch: max in
-	swv     []float32            // spectral scratch: max out
-	rows    int                  // batch capacity of the scratch below
-	tgt     []float32            // rows×NumBranches×Atoms: projected targets m
-	sample  []float32            // rows: per-sample loss
-	g       [NumLayers][]float32 // rows×out_i: ∂loss/∂y_i, y_i the affine output of layer i
-	glogit  []float32            // Atoms: ∂loss/∂logits of one taken action
-	nextQ   []float32            // NumActions: online Q(s′, ·) of one sample
-	written [NumLayers]bool      // backward: g[i] already holds a contribution
+	u       [model.NumLayers][]float32 // spectral-norm left vectors, out_i each
+	svec    []float32                  // spectral scratch: max in
+	swv     []float32                  // spectral scratch: max out
+	rows    int                        // batch capacity of the scratch below
+	tgt     []float32                  // rows×model.NumBranches×Atoms: projected targets m
+	sample  []float32                  // rows: per-sample loss
+	g       [model.NumLayers][]float32 // rows×out_i: ∂loss/∂y_i, y_i the affine output of layer i
+	glogit  []float32                  // Atoms: ∂loss/∂logits of one taken action
+	nextQ   []float32                  // model.NumActions: online Q(s′, ·) of one sample
+	written [model.NumLayers]bool      // backward: g[i] already holds a contribution
 }
 
 // checkOptim rejects optimiser settings Step cannot use, naming the field
@@ -88,9 +78,8 @@ func checkOptim(o config.OptimConfig) error {
 // precision mode ("fp32" or "bf16-mixed"; "bf16" is an error wrapping
 // ErrUnsupportedPrecision). The online network is initialised from seed
 // (see NewNet), the target network is a copy of it, the AdamW moments and
-// step are zero, and each spectral-norm vector u_i is drawn from
-// rand.NewPCG(seed, streamSpectral) as float32(NormFloat64()) per element,
-// in layer order, and normalised to ‖u_i‖ = 1 (see normalise).
+// step are zero, and the spectral-norm vectors are model.InitSpectral(m,
+// seed).
 func NewLearner(m config.ModelConfig, o config.OptimConfig, precision string, seed uint64) (*Learner, error) {
 	if err := checkOptim(o); err != nil {
 		return nil, err
@@ -106,13 +95,7 @@ func NewLearner(m config.ModelConfig, o config.OptimConfig, precision string, se
 	copy(target.params, online.params)
 	target.refresh()
 	l := newLearner(online, target, o)
-	r := rand.New(rand.NewPCG(seed, streamSpectral))
-	for _, u := range l.u {
-		for k := range u {
-			u[k] = float32(r.NormFloat64())
-		}
-		normalise(u)
-	}
+	l.u = model.InitSpectral(m, seed)
 	return l, nil
 }
 
@@ -125,12 +108,12 @@ func newLearner(online, target *Net, o config.OptimConfig) *Learner {
 		m:      make([]float32, np),
 		v:      make([]float32, np),
 		glogit: make([]float32, online.model.Atoms),
-		nextQ:  make([]float32, NumActions),
+		nextQ:  make([]float32, model.NumActions),
 	}
 	maxIn, maxOut := 0, 0
 	for i, ly := range online.lay {
-		l.u[i] = make([]float32, ly.out)
-		maxIn, maxOut = max(maxIn, ly.in), max(maxOut, ly.out)
+		l.u[i] = make([]float32, ly.Out)
+		maxIn, maxOut = max(maxIn, ly.In), max(maxOut, ly.Out)
 	}
 	l.svec = make([]float32, maxIn)
 	l.swv = make([]float32, maxOut)
@@ -167,6 +150,39 @@ func (l *Learner) Greedy(obs []float32, rows int, dst []market.Action) error {
 	return l.online.Greedy(obs, rows, dst)
 }
 
+// State copies the learner's state: parameters, AdamW moments and step,
+// spectral-norm vectors.
+func (l *Learner) State() *model.State {
+	s := &model.State{
+		Online: slices.Clone(l.online.params), Target: slices.Clone(l.target.params),
+		AdamM: slices.Clone(l.m), AdamV: slices.Clone(l.v), Step: l.step,
+	}
+	for i := range l.u {
+		s.U[i] = slices.Clone(l.u[i])
+	}
+	return s
+}
+
+// SetState replaces the learner's state by a copy of s, a valid state of
+// the learner's model (model.State.Check; the error names the tensor), and
+// refreshes the bf16 weights. On error the learner is unchanged.
+func (l *Learner) SetState(s *model.State) error {
+	if err := s.Check(l.online.model); err != nil {
+		return err
+	}
+	copy(l.online.params, s.Online)
+	copy(l.target.params, s.Target)
+	copy(l.m, s.AdamM)
+	copy(l.v, s.AdamV)
+	l.step = s.Step
+	for i := range s.U {
+		copy(l.u[i], s.U[i])
+	}
+	l.online.refresh()
+	l.target.refresh()
+	return nil
+}
+
 // SyncTarget moves the target network towards the online one, element by
 // element in float32:
 //
@@ -189,57 +205,15 @@ func (l *Learner) SyncTarget(tau float64) error {
 	return nil
 }
 
-// check validates the batch and returns its length.
-func (b *Batch) check() (int, error) {
-	if b == nil {
-		return 0, fmt.Errorf("batch: nil")
-	}
-	n := len(b.Return)
-	if n == 0 {
-		return 0, fmt.Errorf("batch: empty (Return has no values)")
-	}
-	for _, f := range []struct {
-		name      string
-		got, want int
-	}{
-		{"Obs", len(b.Obs), n * market.ObsDim},
-		{"NextObs", len(b.NextObs), n * market.ObsDim},
-		{"Actions", len(b.Actions), n * NumBranches},
-		{"Discount", len(b.Discount), n},
-		{"Weight", len(b.Weight), n},
-	} {
-		if f.got != f.want {
-			return 0, fmt.Errorf("batch: %s has %d values, want %d for %d samples", f.name, f.got, f.want, n)
-		}
-	}
-	for i := 0; i < n; i++ {
-		for d, nd := range market.BranchSizes {
-			if a := b.Actions[i*NumBranches+d]; a < 0 || int(a) >= nd {
-				return 0, fmt.Errorf("batch: Actions[%d] (sample %d, branch %d) = %d: must be in [0, %d)", i*NumBranches+d, i, d, a, nd)
-			}
-		}
-		if !finite32(b.Return[i]) {
-			return 0, fmt.Errorf("batch: Return[%d] = %g: %w", i, b.Return[i], errNotFinite)
-		}
-		if d := b.Discount[i]; !(d >= 0 && d <= 1) {
-			return 0, fmt.Errorf("batch: Discount[%d] = %g: must be in [0, 1]", i, d)
-		}
-		if w := b.Weight[i]; !(w >= 0) || !finite32(w) {
-			return 0, fmt.Errorf("batch: Weight[%d] = %g: must be finite and not negative", i, w)
-		}
-	}
-	return n, nil
-}
-
 // ensure grows the step scratch to rows samples.
 func (l *Learner) ensure(rows int) {
 	if rows > l.rows {
 		l.rows = rows
 		atoms := l.online.model.Atoms
-		l.tgt = make([]float32, rows*NumBranches*atoms)
+		l.tgt = make([]float32, rows*model.NumBranches*atoms)
 		l.sample = make([]float32, rows)
 		for i, ly := range l.online.lay {
-			l.g[i] = make([]float32, rows*ly.out)
+			l.g[i] = make([]float32, rows*ly.Out)
 		}
 	}
 	l.online.ensure(2 * rows)
@@ -266,8 +240,8 @@ func (l *Learner) ensure(rows int) {
 //     g ← g·float32(clip_norm/‖g‖₂).
 //  5. AdamW (see adamW), then the spectral bound (see spectralStep) on the
 //     ten weight matrices when spectral_bound > 0.
-func (l *Learner) Step(b *Batch) (StepResult, error) {
-	n, err := b.check()
+func (l *Learner) Step(b *model.Batch) (StepResult, error) {
+	n, err := b.Check()
 	if err != nil {
 		return StepResult{}, err
 	}
@@ -286,7 +260,7 @@ func (l *Learner) Step(b *Batch) (StepResult, error) {
 	l.applyAdamW()
 	if bound := l.opt.SpectralBound; bound > 0 {
 		for i, ly := range l.online.lay {
-			spectralStep(l.online.params[ly.w:ly.b], ly.out, ly.in, l.u[i], l.svec[:ly.in], l.swv[:ly.out], bound)
+			spectralStep(l.online.params[ly.W:ly.B], ly.Out, ly.In, l.u[i], l.svec[:ly.In], l.swv[:ly.Out], bound)
 		}
 	}
 	l.online.refresh()
@@ -298,9 +272,9 @@ func (l *Learner) Step(b *Batch) (StepResult, error) {
 func (l *Learner) applyAdamW() {
 	p := l.online.params
 	for _, ly := range l.online.lay {
-		adamW(p[ly.w:ly.b], l.grad[ly.w:ly.b], l.m[ly.w:ly.b], l.v[ly.w:ly.b], l.step, l.opt, l.opt.WeightDecay)
-		e := ly.b + ly.out
-		adamW(p[ly.b:e], l.grad[ly.b:e], l.m[ly.b:e], l.v[ly.b:e], l.step, l.opt, 0)
+		adamW(p[ly.W:ly.B], l.grad[ly.W:ly.B], l.m[ly.W:ly.B], l.v[ly.W:ly.B], l.step, l.opt, l.opt.WeightDecay)
+		e := ly.B + ly.Out
+		adamW(p[ly.B:e], l.grad[ly.B:e], l.m[ly.B:e], l.v[ly.B:e], l.step, l.opt, 0)
 	}
 }
 
@@ -309,11 +283,11 @@ func (l *Learner) applyAdamW() {
 // no parameter. The result's Loss, GradNorm (of dst) and PerSample are
 // those Step would report. It exists to compare backends gradient by
 // gradient.
-func (l *Learner) Gradient(b *Batch, dst []float32) (StepResult, error) {
+func (l *Learner) Gradient(b *model.Batch, dst []float32) (StepResult, error) {
 	if len(dst) != len(l.grad) {
 		return StepResult{}, fmt.Errorf("gradient: dst has %d values, want NumParams = %d", len(dst), len(l.grad))
 	}
-	n, err := b.check()
+	n, err := b.Check()
 	if err != nil {
 		return StepResult{}, err
 	}
@@ -322,10 +296,35 @@ func (l *Learner) Gradient(b *Batch, dst []float32) (StepResult, error) {
 	return StepResult{Loss: float64(loss), GradNorm: l2norm(dst), PerSample: l.sample[:n]}, nil
 }
 
+// Targets computes steps 1–2 of Step on b, writing the projected targets
+// m_id (n×NumBranches×Atoms, sample-major, atoms innermost) to dst, and
+// changes no parameter. It exists to compare backends.
+func (l *Learner) Targets(b *model.Batch, dst []float32) error {
+	n, err := b.Check()
+	if err != nil {
+		return err
+	}
+	size := n * model.NumBranches * l.online.model.Atoms
+	if len(dst) != size {
+		return fmt.Errorf("targets: dst has %d values, want n·%d·%d = %d", len(dst), model.NumBranches, l.online.model.Atoms, size)
+	}
+	l.targets(b, n)
+	copy(dst, l.tgt[:size])
+	return nil
+}
+
 // gradients runs steps 1–3 of Step on a checked batch of n samples: it
 // fills l.grad and l.sample and returns the loss. The parameters do not
 // change.
-func (l *Learner) gradients(b *Batch, n int) float32 {
+func (l *Learner) gradients(b *model.Batch, n int) float32 {
+	l.targets(b, n)
+	return l.backward(b, n)
+}
+
+// targets runs steps 1–2 of Step on a checked batch of n samples: the
+// forward passes, which backward reads, and the projected targets in
+// l.tgt.
+func (l *Learner) targets(b *model.Batch, n int) {
 	l.ensure(n)
 	on, tg := l.online, l.target
 	on.setInput(0, b.Obs)
@@ -335,17 +334,16 @@ func (l *Learner) gradients(b *Batch, n int) float32 {
 	tg.forward(n)
 
 	atoms := on.model.Atoms
-	row := NumActions * atoms
-	clear(l.tgt[:n*NumBranches*atoms])
+	row := model.NumActions * atoms
+	clear(l.tgt[:n*model.NumBranches*atoms])
 	for i := 0; i < n; i++ {
 		expected(on.act.p[(n+i)*row:(n+i+1)*row], on.support, l.nextQ)
 		for d, nd := range market.BranchSizes {
-			off := branchOffset[d]
+			off := model.BranchOffset[d]
 			best := off + argmax(l.nextQ[off:off+nd])
 			pt := tg.act.p[i*row+best*atoms : i*row+(best+1)*atoms]
-			m := l.tgt[(i*NumBranches+d)*atoms : (i*NumBranches+d+1)*atoms]
+			m := l.tgt[(i*model.NumBranches+d)*atoms : (i*model.NumBranches+d+1)*atoms]
 			project(pt, on.support, b.Return[i], b.Discount[i], on.vmin, on.vmax, on.dz, m)
 		}
 	}
-	return l.backward(b, n)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/trainer"
+	"github.com/dqnflow/dqnflow/trainer/model"
 )
 
 // mediumModel spans several GEMM tiles at batch 40 (80 forward rows).
@@ -122,8 +123,8 @@ func TestTensorsNamesAndShapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	ts := l.Tensors()
-	if len(ts) != 2*2*NumLayers+3+NumLayers {
-		t.Fatalf("%d tensors, want %d", len(ts), 2*2*NumLayers+3+NumLayers)
+	if len(ts) != 2*2*model.NumLayers+3+model.NumLayers {
+		t.Fatalf("%d tensors, want %d", len(ts), 2*2*model.NumLayers+3+model.NumLayers)
 	}
 	want := map[string]string{
 		"online.s1.weight": "F32 [256 64]", "online.s1.bias": "F32 [256]",
@@ -205,6 +206,20 @@ func TestLoadTensorsRejectsBadCheckpoints(t *testing.T) {
 	}
 }
 
+// policyNet builds a network of model m from the online tensors of ck, as
+// trainer/policy does.
+func policyNet(m config.ModelConfig, precision string, ck *checkpoint.Checkpoint) (*Net, error) {
+	p, err := model.ReadParams(ck, model.PrefixOnline, m)
+	if err != nil {
+		return nil, err
+	}
+	net, err := NewNet(m, precision, 0)
+	if err != nil {
+		return nil, err
+	}
+	return net, net.SetParams(p)
+}
+
 // TestPolicyNetMatchesLearner checks that a network built from a
 // checkpoint's online tensors computes the learner's Q values bit for bit,
 // that they are the expectations of its Distributions, and that Greedy
@@ -214,13 +229,13 @@ func TestPolicyNetMatchesLearner(t *testing.T) {
 	if _, err := l.Step(randomBatch(rand.New(rand.NewPCG(2, 2)), 8)); err != nil {
 		t.Fatal(err)
 	}
-	net, err := NewPolicyNet(refModel, config.PrecisionBF16Mixed, &checkpoint.Checkpoint{Tensors: l.Tensors()})
+	net, err := policyNet(refModel, config.PrecisionBF16Mixed, &checkpoint.Checkpoint{Tensors: l.Tensors()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	const rows = 5
 	obs := randomBatch(rand.New(rand.NewPCG(3, 3)), rows).Obs
-	qa, qb := make([]float32, rows*NumActions), make([]float32, rows*NumActions)
+	qa, qb := make([]float32, rows*model.NumActions), make([]float32, rows*model.NumActions)
 	if err := l.QValues(obs, rows, qa); err != nil {
 		t.Fatal(err)
 	}
@@ -230,11 +245,11 @@ func TestPolicyNetMatchesLearner(t *testing.T) {
 	if i, ok := sameBits(qa, qb); !ok {
 		t.Fatalf("Q[%d]: learner %g, policy net %g", i, qa[i], qb[i])
 	}
-	p := make([]float32, rows*NumActions*refModel.Atoms)
+	p := make([]float32, rows*model.NumActions*refModel.Atoms)
 	if err := net.Distributions(obs, rows, p); err != nil {
 		t.Fatal(err)
 	}
-	qp := make([]float32, rows*NumActions)
+	qp := make([]float32, rows*model.NumActions)
 	expected(p, net.support, qp)
 	if i, ok := sameBits(qa, qp); !ok {
 		t.Fatalf("Q[%d] = %g, Σ_j p_j·z_j of Distributions = %g", i, qa[i], qp[i])
@@ -244,16 +259,16 @@ func TestPolicyNetMatchesLearner(t *testing.T) {
 		t.Fatal(err)
 	}
 	for r, a := range acts {
-		q := qa[r*NumActions:]
+		q := qa[r*model.NumActions:]
 		for d, got := range []int{a.Dir, a.Size, a.Exit} {
 			for k := 0; k < market.BranchSizes[d]; k++ {
-				if q[branchOffset[d]+k] > q[branchOffset[d]+got] {
-					t.Errorf("row %d branch %d: greedy %d but Q[%d] = %g > %g", r, d, got, k, q[branchOffset[d]+k], q[branchOffset[d]+got])
+				if q[model.BranchOffset[d]+k] > q[model.BranchOffset[d]+got] {
+					t.Errorf("row %d branch %d: greedy %d but Q[%d] = %g > %g", r, d, got, k, q[model.BranchOffset[d]+k], q[model.BranchOffset[d]+got])
 				}
 			}
 		}
 	}
-	if _, err := NewPolicyNet(mediumModel, config.PrecisionFP32, &checkpoint.Checkpoint{Tensors: l.Tensors()}); err == nil ||
+	if _, err := policyNet(mediumModel, config.PrecisionFP32, &checkpoint.Checkpoint{Tensors: l.Tensors()}); err == nil ||
 		!strings.Contains(err.Error(), "online.s1.weight") {
 		t.Errorf("policy net for another model: error %v, want one naming online.s1.weight", err)
 	}
@@ -269,17 +284,17 @@ func TestQValuesAreBatchInvariant(t *testing.T) {
 	}
 	const rows = inferRows + 77
 	obs := randomBatch(rand.New(rand.NewPCG(4, 4)), rows).Obs
-	all := make([]float32, rows*NumActions)
+	all := make([]float32, rows*model.NumActions)
 	if err := net.QValues(obs, rows, all); err != nil {
 		t.Fatal(err)
 	}
-	one := make([]float32, NumActions)
+	one := make([]float32, model.NumActions)
 	for _, r := range []int{0, 63, 64, inferRows - 1, inferRows, rows - 1} {
 		if err := net.QValues(obs[r*market.ObsDim:(r+1)*market.ObsDim], 1, one); err != nil {
 			t.Fatal(err)
 		}
-		if i, ok := sameBits(one, all[r*NumActions:(r+1)*NumActions]); !ok {
-			t.Errorf("row %d, Q[%d]: alone %g, in a batch of %d %g", r, i, one[i], rows, all[r*NumActions+i])
+		if i, ok := sameBits(one, all[r*model.NumActions:(r+1)*model.NumActions]); !ok {
+			t.Errorf("row %d, Q[%d]: alone %g, in a batch of %d %g", r, i, one[i], rows, all[r*model.NumActions+i])
 		}
 	}
 }
@@ -319,17 +334,17 @@ func TestStepRejectsBadBatches(t *testing.T) {
 	before := l.online.Params()
 	for _, c := range []struct {
 		name, want string
-		f          func(b *Batch)
+		f          func(b *model.Batch)
 	}{
-		{"empty", "empty", func(b *Batch) { *b = Batch{} }},
-		{"short obs", "Obs has 255 values, want 256", func(b *Batch) { b.Obs = b.Obs[:255] }},
-		{"short actions", "Actions has 11 values", func(b *Batch) { b.Actions = b.Actions[:11] }},
-		{"bad action", "Actions[4] (sample 1, branch 1) = 4", func(b *Batch) { b.Actions[4] = 4 }},
-		{"negative action", "Actions[0] (sample 0, branch 0) = -1", func(b *Batch) { b.Actions[0] = -1 }},
-		{"discount", "Discount[2] = 1.5", func(b *Batch) { b.Discount[2] = 1.5 }},
-		{"return", "Return[3] = +Inf", func(b *Batch) { b.Return[3] = float32(math.Inf(1)) }},
-		{"weight", "Weight[1] = NaN", func(b *Batch) { b.Weight[1] = float32(math.NaN()) }},
-		{"negative weight", "Weight[0] = -1", func(b *Batch) { b.Weight[0] = -1 }},
+		{"empty", "empty", func(b *model.Batch) { *b = model.Batch{} }},
+		{"short obs", "Obs has 255 values, want 256", func(b *model.Batch) { b.Obs = b.Obs[:255] }},
+		{"short actions", "Actions has 11 values", func(b *model.Batch) { b.Actions = b.Actions[:11] }},
+		{"bad action", "Actions[4] (sample 1, branch 1) = 4", func(b *model.Batch) { b.Actions[4] = 4 }},
+		{"negative action", "Actions[0] (sample 0, branch 0) = -1", func(b *model.Batch) { b.Actions[0] = -1 }},
+		{"discount", "Discount[2] = 1.5", func(b *model.Batch) { b.Discount[2] = 1.5 }},
+		{"return", "Return[3] = +Inf", func(b *model.Batch) { b.Return[3] = float32(math.Inf(1)) }},
+		{"weight", "Weight[1] = NaN", func(b *model.Batch) { b.Weight[1] = float32(math.NaN()) }},
+		{"negative weight", "Weight[0] = -1", func(b *model.Batch) { b.Weight[0] = -1 }},
 	} {
 		b := randomBatch(rand.New(rand.NewPCG(1, 1)), 4)
 		c.f(b)
@@ -365,7 +380,7 @@ func TestStepStopsOnNonFinite(t *testing.T) {
 // without gaps, 286,385 parameters, a2_d with n_d·Atoms rows.
 func TestLayoutIsContiguous(t *testing.T) {
 	m := config.Defaults().Model
-	blocks := Layout(m)
+	blocks := model.Layout(m)
 	off := 0
 	names := []string{}
 	for _, b := range blocks {
@@ -375,8 +390,8 @@ func TestLayoutIsContiguous(t *testing.T) {
 		off += b.Size()
 		names = append(names, b.Name)
 	}
-	if off != NumParams(m) || off != 286385 {
-		t.Errorf("layout covers %d, NumParams %d, want 286385", off, NumParams(m))
+	if off != model.NumParams(m) || off != 286385 {
+		t.Errorf("layout covers %d, NumParams %d, want 286385", off, model.NumParams(m))
 	}
 	want := "s1.weight s1.bias s2.weight s2.bias v1.weight v1.bias v2.weight v2.bias " +
 		"a1_0.weight a1_0.bias a2_0.weight a2_0.bias a1_1.weight a1_1.bias a2_1.weight a2_1.bias " +
@@ -398,10 +413,10 @@ func TestInitIsPyTorchUniform(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, blk := range Layout(m) {
+	for _, blk := range model.Layout(m) {
 		in := blk.Cols
 		if blk.Bias { // a bias is drawn with its layer's fan-in
-			w := Layout(m)[slices.IndexFunc(Layout(m), func(b Block) bool { return b.Offset+b.Size() == blk.Offset })]
+			w := model.Layout(m)[slices.IndexFunc(model.Layout(m), func(b model.Block) bool { return b.Offset+b.Size() == blk.Offset })]
 			in = w.Cols
 		}
 		k := 1 / math.Sqrt(float64(in))

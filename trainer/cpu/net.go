@@ -8,6 +8,7 @@ import (
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/trainer"
+	"github.com/dqnflow/dqnflow/trainer/model"
 )
 
 // ErrUnsupportedPrecision is wrapped by the error for a precision mode that
@@ -30,7 +31,7 @@ type Net struct {
 	precision string
 	mixed     bool // bf16-mixed: round GEMM operands to bf16
 	workers   int  // goroutines per GEMM
-	lay       [NumLayers]layer
+	lay       [model.NumLayers]model.Layer
 	params    []float32 // float32 masters, Layout order
 	gemmW     []float32 // GEMM copy: bf16-rounded params (mixed) or params itself (fp32)
 	gemmWT    []float32 // gemmW with each weight block transposed to in×out, for the forward GEMM
@@ -39,7 +40,7 @@ type Net struct {
 	vmin      float32   // v_min
 	vmax      float32   // v_max
 	mean      []float32 // Atoms: dueling mean of one branch
-	q         []float32 // inferRows×NumActions: Greedy's Q values
+	q         []float32 // inferRows×model.NumActions: Greedy's Q values
 	act       acts
 }
 
@@ -49,9 +50,9 @@ type Net struct {
 type acts struct {
 	rows int
 	x    []float32 // rows×ObsDim: the observations as the s1 GEMM reads them
-	h    [NumLayers][]float32
-	logp []float32 // rows×NumActions×Atoms: log-softmax over atoms
-	p    []float32 // rows×NumActions×Atoms: softmax over atoms
+	h    [model.NumLayers][]float32
+	logp []float32 // rows×model.NumActions×Atoms: log-softmax over atoms
+	p    []float32 // rows×model.NumActions×Atoms: softmax over atoms
 }
 
 // checkPrecision accepts the modes this backend runs: fp32 and bf16-mixed.
@@ -69,7 +70,7 @@ func checkPrecision(precision string) error {
 
 // newNet builds a Net with zero parameters.
 func newNet(m config.ModelConfig, precision string) (*Net, error) {
-	if err := checkModel(m); err != nil {
+	if err := model.Check(m); err != nil {
 		return nil, err
 	}
 	if err := checkPrecision(precision); err != nil {
@@ -80,25 +81,17 @@ func newNet(m config.ModelConfig, precision string) (*Net, error) {
 		precision: precision,
 		mixed:     precision == config.PrecisionBF16Mixed,
 		workers:   runtime.GOMAXPROCS(0),
-		lay:       layers(m),
-		params:    make([]float32, NumParams(m)),
-		gemmWT:    make([]float32, NumParams(m)),
-		support:   make([]float32, m.Atoms),
+		lay:       model.Layers(m),
+		params:    make([]float32, model.NumParams(m)),
+		gemmWT:    make([]float32, model.NumParams(m)),
 		mean:      make([]float32, m.Atoms),
-		q:         make([]float32, inferRows*NumActions),
+		q:         make([]float32, inferRows*model.NumActions),
 	}
 	n.gemmW = n.params
 	if n.mixed {
 		n.gemmW = make([]float32, len(n.params))
 	}
-	// Δz, v_min, v_max and z_j are computed in float64 and rounded once to
-	// float32.
-	step := (m.VMax - m.VMin) / float64(m.Atoms-1)
-	n.dz = float32(step)
-	n.vmin, n.vmax = float32(m.VMin), float32(m.VMax)
-	for j := range n.support {
-		n.support[j] = float32(m.VMin + float64(j)*step)
-	}
+	n.support, n.dz, n.vmin, n.vmax = model.Support(m)
 	return n, nil
 }
 
@@ -110,7 +103,7 @@ func NewNet(m config.ModelConfig, precision string, seed uint64) (*Net, error) {
 	if err != nil {
 		return nil, err
 	}
-	initParams(n.params, m, seed)
+	model.InitParams(n.params, m, seed)
 	n.refresh()
 	return n, nil
 }
@@ -130,9 +123,7 @@ func (n *Net) Model() config.ModelConfig { return n.model }
 // Precision returns the precision mode n runs in.
 func (n *Net) Precision() string { return n.precision }
 
-// Support returns a copy of the atoms' values z_j = v_min + j·Δz,
-// Δz = (v_max − v_min)/(Atoms − 1), computed in float64 and rounded to
-// float32.
+// Support returns a copy of the atoms' values (model.Support).
 func (n *Net) Support() []float32 { return append([]float32(nil), n.support...) }
 
 // Params returns a copy of the float32 parameters in Layout order.
@@ -144,8 +135,8 @@ func (n *Net) SetParams(p []float32) error {
 	if len(p) != len(n.params) {
 		return fmt.Errorf("set params: got %d values, want %d", len(p), len(n.params))
 	}
-	if i := firstNonFinite(p); i >= 0 {
-		return fmt.Errorf("set params: value %d is %g: %w", i, p[i], errNotFinite)
+	if i := model.FirstNonFinite(p); i >= 0 {
+		return fmt.Errorf("set params: value %d is %g: %w", i, p[i], model.ErrNotFinite)
 	}
 	copy(n.params, p)
 	n.refresh()
@@ -163,10 +154,10 @@ func (n *Net) refresh() {
 		}
 	}
 	for _, l := range n.lay {
-		w, wt := n.gemmW[l.w:l.b], n.gemmWT[l.w:l.b]
-		for o := 0; o < l.out; o++ {
-			for i, x := range w[o*l.in : (o+1)*l.in] {
-				wt[i*l.out+o] = x
+		w, wt := n.gemmW[l.W:l.B], n.gemmWT[l.W:l.B]
+		for o := 0; o < l.Out; o++ {
+			for i, x := range w[o*l.In : (o+1)*l.In] {
+				wt[i*l.Out+o] = x
 			}
 		}
 	}
@@ -182,10 +173,10 @@ func (n *Net) ensure(rows int) {
 	a.rows = rows
 	a.x = make([]float32, rows*market.ObsDim)
 	for i, l := range n.lay {
-		a.h[i] = make([]float32, rows*l.out)
+		a.h[i] = make([]float32, rows*l.Out)
 	}
-	a.logp = make([]float32, rows*NumActions*n.model.Atoms)
-	a.p = make([]float32, rows*NumActions*n.model.Atoms)
+	a.logp = make([]float32, rows*model.NumActions*n.model.Atoms)
+	a.p = make([]float32, rows*model.NumActions*n.model.Atoms)
 }
 
 // setInput copies rows observations into the first GEMM's operand, rounded
@@ -200,7 +191,7 @@ func (n *Net) setInput(first int, obs []float32) {
 
 // input returns the GEMM operand that layer i reads.
 func (n *Net) input(i int) []float32 {
-	if s := n.lay[i].src; s >= 0 {
+	if s := n.lay[i].Src; s >= 0 {
 		return n.act.h[s]
 	}
 	return n.act.x
@@ -226,15 +217,15 @@ func (n *Net) forward(rows int) {
 // the operand of the next GEMM; the outputs of v2 and a2_d stay float32.
 func (n *Net) linear(i, rows int) {
 	l := &n.lay[i]
-	out := n.act.h[i][:rows*l.out]
-	gemm(n.workers, false, rows, l.out, l.in, n.input(i), l.in, n.gemmWT[l.w:l.b], l.out, 0, out, l.out)
-	bias := n.params[l.b : l.b+l.out]
+	out := n.act.h[i][:rows*l.Out]
+	gemm(n.workers, false, rows, l.Out, l.In, n.input(i), l.In, n.gemmWT[l.W:l.B], l.Out, 0, out, l.Out)
+	bias := n.params[l.B : l.B+l.Out]
 	for r := 0; r < rows; r++ {
-		y := out[r*l.out : (r+1)*l.out]
+		y := out[r*l.Out : (r+1)*l.Out]
 		for j, b := range bias {
 			y[j] += b
 		}
-		if !l.relu {
+		if !l.ReLU {
 			continue
 		}
 		for j, v := range y {
@@ -261,17 +252,24 @@ func (n *Net) linear(i, rows int) {
 // float32.
 func (n *Net) head(rows int) {
 	atoms := n.model.Atoms
-	v2 := n.act.h[layerV2]
+	n.logits(rows, n.act.logp)
+	for o := 0; o < rows*model.NumActions*atoms; o += atoms {
+		logSoftmax(n.act.logp[o:o+atoms], n.act.p[o:o+atoms])
+	}
+}
+
+// logits writes the dueling logits L[a,j] of the first rows observations
+// (rows×NumActions×Atoms, formulas at head) from the outputs of v2 and
+// a2_d to dst.
+func (n *Net) logits(rows int, dst []float32) {
+	atoms := n.model.Atoms
+	v2 := n.act.h[model.LayerV2]
 	for r := 0; r < rows; r++ {
 		v := v2[r*atoms : (r+1)*atoms]
 		for d, nd := range market.BranchSizes {
-			adv := n.act.h[layerA2(d)][r*nd*atoms : (r+1)*nd*atoms]
-			base := (r*NumActions + branchOffset[d]) * atoms
-			dueling(v, adv, nd, n.mean, n.act.logp[base:base+nd*atoms])
-			for a := 0; a < nd; a++ {
-				o := base + a*atoms
-				logSoftmax(n.act.logp[o:o+atoms], n.act.p[o:o+atoms])
-			}
+			adv := n.act.h[model.LayerA2(d)][r*nd*atoms : (r+1)*nd*atoms]
+			base := (r*model.NumActions + model.BranchOffset[d]) * atoms
+			dueling(v, adv, nd, n.mean, dst[base:base+nd*atoms])
 		}
 	}
 }
@@ -358,35 +356,35 @@ func checkObs(what string, obs []float32, rows int) error {
 
 // QValues writes the expected value Q(s, a) = Σ_j p_j(s, a)·z_j of every
 // branch action for the rows observations in obs (rows×ObsDim) to dst
-// (rows×NumActions: direction 0..2, size 0..3, exit 0..2). A row's values
+// (rows×model.NumActions: direction 0..2, size 0..3, exit 0..2). A row's values
 // do not depend on the other rows.
 func (n *Net) QValues(obs []float32, rows int, dst []float32) error {
 	if err := checkObs("q values", obs, rows); err != nil {
 		return err
 	}
-	if len(dst) != rows*NumActions {
-		return fmt.Errorf("q values: dst has %d values, want n·%d = %d", len(dst), NumActions, rows*NumActions)
+	if len(dst) != rows*model.NumActions {
+		return fmt.Errorf("q values: dst has %d values, want n·%d = %d", len(dst), model.NumActions, rows*model.NumActions)
 	}
 	for r0 := 0; r0 < rows; r0 += inferRows {
 		k := min(inferRows, rows-r0)
 		n.ensure(k)
 		n.setInput(0, obs[r0*market.ObsDim:(r0+k)*market.ObsDim])
 		n.forward(k)
-		expected(n.act.p[:k*NumActions*n.model.Atoms], n.support, dst[r0*NumActions:(r0+k)*NumActions])
+		expected(n.act.p[:k*model.NumActions*n.model.Atoms], n.support, dst[r0*model.NumActions:(r0+k)*model.NumActions])
 	}
 	return nil
 }
 
 // Distributions writes the probabilities p_j(s, a) of every branch action
-// and atom for the rows observations in obs to dst (rows×NumActions×Atoms,
+// and atom for the rows observations in obs to dst (rows×model.NumActions×Atoms,
 // actions in QValues order, atoms innermost).
 func (n *Net) Distributions(obs []float32, rows int, dst []float32) error {
 	if err := checkObs("distributions", obs, rows); err != nil {
 		return err
 	}
-	per := NumActions * n.model.Atoms
+	per := model.NumActions * n.model.Atoms
 	if len(dst) != rows*per {
-		return fmt.Errorf("distributions: dst has %d values, want n·%d·%d = %d", len(dst), NumActions, n.model.Atoms, rows*per)
+		return fmt.Errorf("distributions: dst has %d values, want n·%d·%d = %d", len(dst), model.NumActions, n.model.Atoms, rows*per)
 	}
 	for r0 := 0; r0 < rows; r0 += inferRows {
 		k := min(inferRows, rows-r0)
@@ -394,6 +392,29 @@ func (n *Net) Distributions(obs []float32, rows int, dst []float32) error {
 		n.setInput(0, obs[r0*market.ObsDim:(r0+k)*market.ObsDim])
 		n.forward(k)
 		copy(dst[r0*per:(r0+k)*per], n.act.p[:k*per])
+	}
+	return nil
+}
+
+// Logits writes the dueling logits L_d[a, j] before the softmax (see head)
+// of every branch action and atom for the rows observations in obs to dst
+// (rows×NumActions×Atoms, in the layout of Distributions).
+func (n *Net) Logits(obs []float32, rows int, dst []float32) error {
+	if err := checkObs("logits", obs, rows); err != nil {
+		return err
+	}
+	per := model.NumActions * n.model.Atoms
+	if len(dst) != rows*per {
+		return fmt.Errorf("logits: dst has %d values, want n·%d·%d = %d", len(dst), model.NumActions, n.model.Atoms, rows*per)
+	}
+	for r0 := 0; r0 < rows; r0 += inferRows {
+		k := min(inferRows, rows-r0)
+		n.ensure(k)
+		n.setInput(0, obs[r0*market.ObsDim:(r0+k)*market.ObsDim])
+		for i := range n.lay {
+			n.linear(i, k)
+		}
+		n.logits(k, dst[r0*per:(r0+k)*per])
 	}
 	return nil
 }
@@ -409,16 +430,16 @@ func (n *Net) Greedy(obs []float32, rows int, dst []market.Action) error {
 	}
 	for r0 := 0; r0 < rows; r0 += inferRows {
 		k := min(inferRows, rows-r0)
-		q := n.q[:k*NumActions]
+		q := n.q[:k*model.NumActions]
 		if err := n.QValues(obs[r0*market.ObsDim:(r0+k)*market.ObsDim], k, q); err != nil {
 			return err
 		}
 		for r := 0; r < k; r++ {
-			qr := q[r*NumActions : (r+1)*NumActions]
+			qr := q[r*model.NumActions : (r+1)*model.NumActions]
 			dst[r0+r] = market.Action{
-				Dir:  argmax(qr[branchOffset[0]:branchOffset[1]]),
-				Size: argmax(qr[branchOffset[1]:branchOffset[2]]),
-				Exit: argmax(qr[branchOffset[2]:]),
+				Dir:  argmax(qr[model.BranchOffset[0]:model.BranchOffset[1]]),
+				Size: argmax(qr[model.BranchOffset[1]:model.BranchOffset[2]]),
+				Exit: argmax(qr[model.BranchOffset[2]:]),
 			}
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/trainer/model"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -56,7 +57,7 @@ func TestStepDecaysWeightsNotBiases(t *testing.T) {
 	clear(l.grad)
 	l.step++
 	l.applyAdamW()
-	for _, blk := range Layout(refModel) {
+	for _, blk := range model.Layout(refModel) {
 		for k := 0; k < blk.Size(); k++ {
 			i := blk.Offset + k
 			want := float64(before[i])
@@ -128,7 +129,7 @@ func TestSpectralEstimateMatchesSVD(t *testing.T) {
 		for i := range u {
 			u[i] = float32(r.NormFloat64())
 		}
-		normalise(u)
+		model.Normalise(u)
 		v, wv := make([]float32, sh.cols), make([]float32, sh.rows)
 		want := largestSingularValue(t, w, sh.rows, sh.cols)
 		var sigma float64
@@ -145,7 +146,7 @@ func TestSpectralEstimateMatchesSVD(t *testing.T) {
 		for i := range u {
 			u[i] = float32(r.NormFloat64())
 		}
-		normalise(u)
+		model.Normalise(u)
 		for k := 0; k < 100; k++ {
 			spectralStep(w, sh.rows, sh.cols, u, v, wv, 4)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/trainer/model"
 )
 
 // precisionModel is wide enough (s1 has 200 > tileCols outputs) and the
@@ -22,8 +23,8 @@ func forwardDiff(t *testing.T, net *Net, obs []float32, rows int, mixed bool) (d
 	net.ensure(rows)
 	net.setInput(0, obs)
 	net.forward(rows)
-	q := make([]float32, rows*NumActions)
-	expected(net.act.p[:rows*NumActions*net.model.Atoms], net.support, q)
+	q := make([]float32, rows*model.NumActions)
+	expected(net.act.p[:rows*model.NumActions*net.model.Atoms], net.support, q)
 	r := newRef(net.model, net.params, mixed)
 	z := refSupport(net.model)
 	atoms := net.model.Atoms
@@ -32,10 +33,10 @@ func forwardDiff(t *testing.T, net *Net, obs []float32, rows int, mixed bool) (d
 		for k := range logp {
 			qk := 0.0
 			for j := range logp[k] {
-				dLogp = math.Max(dLogp, math.Abs(float64(net.act.logp[(i*NumActions+k)*atoms+j])-logp[k][j]))
+				dLogp = math.Max(dLogp, math.Abs(float64(net.act.logp[(i*model.NumActions+k)*atoms+j])-logp[k][j]))
 				qk += p[k][j] * z[j]
 			}
-			dQ = math.Max(dQ, math.Abs(float64(q[i*NumActions+k])-qk))
+			dQ = math.Max(dQ, math.Abs(float64(q[i*model.NumActions+k])-qk))
 		}
 	}
 	return dLogp, dQ
@@ -107,7 +108,7 @@ func TestPrecisionModes(t *testing.T) {
 // documented operands, and that it differs from the fp32 gradient.
 func TestBF16MixedGradientsRoundExactlyTheGEMMOperands(t *testing.T) {
 	b := randomBatch(rand.New(rand.NewPCG(31, 32)), 6)
-	n, err := b.check()
+	n, err := b.Check()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +126,7 @@ func TestBF16MixedGradientsRoundExactlyTheGEMMOperands(t *testing.T) {
 	// Per block, |Δ| ≤ 1e-5·max|g| of the block: measured ≤ 2e-7 relative;
 	// leaving out one rounding moves gradients by ~1e-3 relative.
 	const tol = 1e-5
-	for _, blk := range Layout(refModel) {
+	for _, blk := range model.Layout(refModel) {
 		var scale, dRef, dFP32 float64
 		for k := 0; k < blk.Size(); k++ {
 			i := blk.Offset + k

@@ -8,6 +8,7 @@ import (
 	"github.com/dqnflow/dqnflow/bf16"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/trainer/model"
 )
 
 // This file is an independent float64 reference of the network, the C51
@@ -29,16 +30,16 @@ var refOptim = config.OptimConfig{
 type ref struct {
 	m      config.ModelConfig
 	p      []float64
-	blocks map[string]Block
+	blocks map[string]model.Block
 	mixed  bool
 }
 
 func newRef(m config.ModelConfig, p []float32, mixed bool) *ref {
-	r := &ref{m: m, p: make([]float64, len(p)), blocks: map[string]Block{}, mixed: mixed}
+	r := &ref{m: m, p: make([]float64, len(p)), blocks: map[string]model.Block{}, mixed: mixed}
 	for i, x := range p {
 		r.p[i] = float64(x)
 	}
-	for _, b := range Layout(m) {
+	for _, b := range model.Layout(m) {
 		r.blocks[b.Name] = b
 	}
 	return r
@@ -70,7 +71,7 @@ func (r *ref) dense(name string, x []float64, relu bool) []float64 {
 }
 
 // forward returns the log-probabilities and probabilities of every branch
-// action of one observation, [NumActions][Atoms].
+// action of one observation, [model.NumActions][Atoms].
 func (r *ref) forward(obs []float32) (logp, prob [][]float64) {
 	x := make([]float64, len(obs))
 	for i, v := range obs {
@@ -139,9 +140,9 @@ func refProject(p, z []float64, R, discount float64) []float64 {
 	return m
 }
 
-// refTargets computes the double-DQN C51 targets [n][NumBranches][Atoms]:
+// refTargets computes the double-DQN C51 targets [n][model.NumBranches][Atoms]:
 // online argmax of expected value at s′ per branch, target distribution.
-func refTargets(online, target *ref, b *Batch) [][][]float64 {
+func refTargets(online, target *ref, b *model.Batch) [][][]float64 {
 	z := refSupport(online.m)
 	n := len(b.Return)
 	out := make([][][]float64, n)
@@ -153,14 +154,14 @@ func refTargets(online, target *ref, b *Batch) [][][]float64 {
 			best, bestQ := 0, math.Inf(-1)
 			for a := 0; a < nd; a++ {
 				q := 0.0
-				for j, p := range pOn[branchOffset[d]+a] {
+				for j, p := range pOn[model.BranchOffset[d]+a] {
 					q += p * z[j]
 				}
 				if q > bestQ {
 					best, bestQ = a, q
 				}
 			}
-			out[i] = append(out[i], refProject(pTg[branchOffset[d]+best], z, float64(b.Return[i]), float64(b.Discount[i])))
+			out[i] = append(out[i], refProject(pTg[model.BranchOffset[d]+best], z, float64(b.Return[i]), float64(b.Discount[i])))
 		}
 	}
 	return out
@@ -168,19 +169,19 @@ func refTargets(online, target *ref, b *Batch) [][][]float64 {
 
 // refLoss returns the batch loss (1/n)·Σ w_i·(1/3)·Σ_d CE and the
 // per-sample losses for fixed targets.
-func refLoss(online *ref, b *Batch, targets [][][]float64) (float64, []float64) {
+func refLoss(online *ref, b *model.Batch, targets [][][]float64) (float64, []float64) {
 	n := len(b.Return)
 	per := make([]float64, n)
 	loss := 0.0
 	for i := 0; i < n; i++ {
 		logp, _ := online.forward(b.Obs[i*market.ObsDim : (i+1)*market.ObsDim])
 		for d := range market.BranchSizes {
-			a := int(b.Actions[i*NumBranches+d])
+			a := int(b.Actions[i*model.NumBranches+d])
 			for j, m := range targets[i][d] {
-				per[i] -= m * logp[branchOffset[d]+a][j]
+				per[i] -= m * logp[model.BranchOffset[d]+a][j]
 			}
 		}
-		per[i] /= NumBranches
+		per[i] /= model.NumBranches
 		loss += float64(b.Weight[i]) * per[i]
 	}
 	return loss / float64(n), per
@@ -189,10 +190,10 @@ func refLoss(online *ref, b *Batch, targets [][][]float64) (float64, []float64) 
 // randomBatch draws a batch of n transitions: N(0,1) observations, random
 // actions, returns in [−6, 6] (past the support of refModel), some done
 // transitions and importance weights in [0.2, 1.2].
-func randomBatch(r *rand.Rand, n int) *Batch {
-	b := &Batch{
+func randomBatch(r *rand.Rand, n int) *model.Batch {
+	b := &model.Batch{
 		Obs: make([]float32, n*market.ObsDim), NextObs: make([]float32, n*market.ObsDim),
-		Actions: make([]int32, n*NumBranches), Return: make([]float32, n),
+		Actions: make([]int32, n*model.NumBranches), Return: make([]float32, n),
 		Discount: make([]float32, n), Weight: make([]float32, n),
 	}
 	for i := range b.Obs {
@@ -201,7 +202,7 @@ func randomBatch(r *rand.Rand, n int) *Batch {
 	}
 	for i := 0; i < n; i++ {
 		for d, nd := range market.BranchSizes {
-			b.Actions[i*NumBranches+d] = int32(r.IntN(nd))
+			b.Actions[i*model.NumBranches+d] = int32(r.IntN(nd))
 		}
 		b.Return[i] = float32(12*r.Float64() - 6)
 		b.Discount[i] = float32(math.Pow(0.99, 3))
@@ -236,7 +237,7 @@ func testLearner(t testing.TB, m config.ModelConfig, o config.OptimConfig, preci
 // r.mixed is set: the upstream gradient G of each layer is rounded after
 // its bias gradient and before it meets W (rounded) or x (the stored,
 // rounded activation).
-func refGradients(r *ref, b *Batch, targets [][][]float64) []float64 {
+func refGradients(r *ref, b *model.Batch, targets [][][]float64) []float64 {
 	type lay struct {
 		name, src string
 		relu      bool
@@ -267,9 +268,9 @@ func refGradients(r *ref, b *Batch, targets [][][]float64) []float64 {
 
 		// Loss gradient through the softmax and the dueling aggregation.
 		up := map[string][]float64{"v2": make([]float64, atoms)}
-		k := float64(b.Weight[i]) / float64(NumBranches*n)
+		k := float64(b.Weight[i]) / float64(model.NumBranches*n)
 		for d, nd := range market.BranchSizes {
-			a := int(b.Actions[i*NumBranches+d])
+			a := int(b.Actions[i*model.NumBranches+d])
 			m := targets[i][d]
 			s := 0.0
 			for _, x := range m {
@@ -277,7 +278,7 @@ func refGradients(r *ref, b *Batch, targets [][][]float64) []float64 {
 			}
 			ga := make([]float64, nd*atoms)
 			for j := 0; j < atoms; j++ {
-				g := k * (prob[branchOffset[d]+a][j]*s - m[j])
+				g := k * (prob[model.BranchOffset[d]+a][j]*s - m[j])
 				up["v2"][j] += g
 				for a2 := 0; a2 < nd; a2++ {
 					ga[a2*atoms+j] -= g / float64(nd)

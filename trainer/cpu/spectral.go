@@ -3,6 +3,7 @@ package cpu
 import (
 	"math"
 
+	"github.com/dqnflow/dqnflow/trainer/model"
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/gonum"
 )
@@ -25,7 +26,7 @@ import (
 func spectralStep(w []float32, rows, cols int, u, v, wv []float32, bound float64) float64 {
 	impl := gonum.Implementation{}
 	impl.Sgemv(blas.Trans, rows, cols, 1, w, cols, u, 1, 0, v, 1)
-	if !normalise(v) {
+	if !model.Normalise(v) {
 		return 0
 	}
 	impl.Sgemv(blas.NoTrans, rows, cols, 1, w, cols, v, 1, 0, wv, 1)
@@ -40,17 +41,4 @@ func spectralStep(w []float32, rows, cols int, u, v, wv []float32, bound float64
 		scale(w, float32(bound/sigma))
 	}
 	return sigma
-}
-
-// normalise divides x by its float64 L2 norm in place, reporting false
-// (and leaving x alone) when the norm is zero or not finite.
-func normalise(x []float32) bool {
-	nrm := l2norm(x)
-	if nrm == 0 || math.IsNaN(nrm) || math.IsInf(nrm, 0) {
-		return false
-	}
-	for i, e := range x {
-		x[i] = float32(float64(e) / nrm)
-	}
-	return true
 }

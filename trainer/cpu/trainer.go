@@ -3,7 +3,6 @@ package cpu
 import (
 	"context"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"runtime"
 
@@ -12,48 +11,41 @@ import (
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/replay"
 	"github.com/dqnflow/dqnflow/trainer"
+	"github.com/dqnflow/dqnflow/trainer/model"
+	"github.com/dqnflow/dqnflow/trainer/rollout"
 )
 
 // Backend is the CPU reference backend of trainer.Backend.
 type Backend struct{}
 
-// Random streams of a run. Each is a PCG seeded with (cfg.Seed, stream), so
-// the streams are independent and each is checkpointed on its own.
-const (
-	streamEnv     = 0x656e76 // "env": episode window starts
-	streamExplore = 0x657870 // "exp": epsilon-greedy draws
-	streamSample  = 0x736d70 // "smp": replay sampling
-)
+// streamSample is the random stream of replay sampling,
+// rand.NewPCG(cfg.Seed, streamSample), beside the collector's
+// (rollout.StreamEnv, rollout.StreamExplore).
+const streamSample = 0x736d70 // "smp"
 
-// Trainer is the CPU reference trainer: a Learner, a vectorised
-// environment over the training range, a prioritised replay buffer with
-// n-step returns, and three random streams. Everything it computes is
-// deterministic for a config and seed, so Snapshot and Restore resume a run
-// bit for bit.
+// Trainer is the CPU reference trainer: a Learner, the collector of
+// trainer/rollout (vectorised environments, exploration, n-step returns),
+// a prioritised replay buffer, and the replay sampling stream. Everything
+// it computes is deterministic for a config and seed, so Snapshot and
+// Restore resume a run bit for bit.
 type Trainer struct {
 	cfg config.RunConfig
 	ds  *market.Dataset
 
-	learner *Learner
-	env     *market.VecEnv
-	buf     *replay.Buffer
-	nstep   *nstep
+	learner   *Learner
+	collector *rollout.Collector
+	buf       *replay.Buffer
 
-	envPCG, explorePCG, samplePCG *rand.PCG
-	exploreRNG, sampleRNG         *rand.Rand
+	samplePCG *rand.PCG
+	sampleRNG *rand.Rand
 
-	envSteps int64 // environment steps taken, summed over environments
-	closed   bool
+	closed bool
 
 	// scratch, sized once
-	obs   []float32
-	acts  []market.Action
-	bars  []int32 // decision bar of each env before a step
-	step  market.StepResult
 	rb    *replay.Batch
 	idx   []int
 	w     []float32
-	batch Batch
+	batch model.Batch
 }
 
 // New builds a trainer for cfg on ds; see trainer.Backend.
@@ -91,24 +83,19 @@ func build(cfg config.RunConfig, ds *market.Dataset) (*Trainer, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Trainer{
-		cfg: cfg, ds: ds, learner: l, buf: buf,
-		envPCG:     rand.NewPCG(cfg.Seed, streamEnv),
-		explorePCG: rand.NewPCG(cfg.Seed, streamExplore),
-		samplePCG:  rand.NewPCG(cfg.Seed, streamSample),
-	}
-	t.exploreRNG, t.sampleRNG = rand.New(t.explorePCG), rand.New(t.samplePCG)
-	if t.env, err = market.NewVecEnv(ds, ds.Train, cfg.Env.NumEnvs, cfg.Env.EpisodeBars, rand.New(t.envPCG)); err != nil {
+	col, err := rollout.New(cfg, ds)
+	if err != nil {
 		return nil, err
 	}
-	t.nstep = newNStep(cfg.Env.NumEnvs, cfg.Optim.NStep, cfg.Optim.Gamma)
-	n, b := cfg.Env.NumEnvs, cfg.BatchSize
-	t.obs = make([]float32, n*market.ObsDim)
-	t.acts = make([]market.Action, n)
-	t.bars = make([]int32, n)
+	t := &Trainer{
+		cfg: cfg, ds: ds, learner: l, collector: col, buf: buf,
+		samplePCG: rand.NewPCG(cfg.Seed, streamSample),
+	}
+	t.sampleRNG = rand.New(t.samplePCG)
+	b := cfg.BatchSize
 	t.rb = replay.NewBatch(b)
 	t.idx, t.w = make([]int, b), make([]float32, b)
-	t.batch = Batch{
+	t.batch = model.Batch{
 		Obs: make([]float32, b*market.ObsDim), NextObs: make([]float32, b*market.ObsDim),
 		Actions: t.rb.Action, Return: t.rb.Return, Discount: t.rb.Discount, Weight: t.w,
 	}
@@ -135,87 +122,16 @@ func (t *Trainer) usable() error {
 	return nil
 }
 
-// epsilon is the exploration rate after s environment steps: linear from
-// epsilon_start to epsilon_end over epsilon_decay_steps, then constant.
-func (t *Trainer) epsilon(s int64) float64 {
-	e := t.cfg.Env
-	f := math.Min(float64(s)/float64(e.EpsilonDecaySteps), 1)
-	return e.EpsilonStart + f*(e.EpsilonEnd-e.EpsilonStart)
-}
-
-// Collect runs steps environment steps in every environment. Each step the
-// online network picks the greedy action of every branch; each branch is
-// then replaced, with probability epsilon, by a uniform random action (one
-// uniform draw per env and branch, in env-then-branch order, whether or
-// not it explores, so the stream advances the same way every step).
+// Collect runs steps environment steps in every environment with the
+// online network's greedy policy and epsilon-greedy exploration
+// (rollout.Collector.Collect) and adds the n-step transitions to replay.
 func (t *Trainer) Collect(ctx context.Context, steps int) (trainer.CollectStats, error) {
-	var st trainer.CollectStats
 	if err := t.usable(); err != nil {
-		return st, err
+		return trainer.CollectStats{}, err
 	}
-	if steps < 0 {
-		return st, fmt.Errorf("collect: %d steps: must not be negative", steps)
-	}
-	n := t.env.N()
-	var rewardSum float64
-	added := 0
-	for s := 0; s < steps; s++ {
-		if err := ctx.Err(); err != nil {
-			return st, err
-		}
-		eps := t.epsilon(t.envSteps)
-		if err := t.env.Observe(t.obs); err != nil {
-			return st, err
-		}
-		if eps < 1 {
-			if err := t.learner.Greedy(t.obs, n, t.acts); err != nil {
-				return st, err
-			}
-		}
-		for i := range t.acts {
-			a := &t.acts[i]
-			for br, k := range market.BranchSizes {
-				u := t.exploreRNG.Float64()
-				if u < eps {
-					r := t.exploreRNG.IntN(k)
-					switch br {
-					case 0:
-						a.Dir = r
-					case 1:
-						a.Size = r
-					default:
-						a.Exit = r
-					}
-				}
-			}
-		}
-		for i := range t.bars {
-			t.bars[i] = int32(t.env.Bar(i))
-		}
-		if err := t.env.Step(t.acts, &t.step); err != nil {
-			return st, err
-		}
-		for i := 0; i < n; i++ {
-			agent := t.obs[i*market.ObsDim+market.NumFeatures : (i+1)*market.ObsDim]
-			rewardSum += float64(t.step.Reward[i])
-			k, err := t.nstep.push(t.buf, i, t.bars[i], agent, t.acts[i], t.step.Reward[i],
-				t.step.NextBar[i], t.step.NextAgent[i*market.NumAgentFeatures:(i+1)*market.NumAgentFeatures], t.step.Done[i])
-			if err != nil {
-				return st, err
-			}
-			added += k
-		}
-		st.Episodes += t.step.Episodes
-		t.envSteps += int64(n)
-	}
-	st.EnvSteps = t.envSteps
-	st.Transitions = added
+	st, err := t.collector.Collect(ctx, steps, t.learner.Greedy, t.buf)
 	st.BufferSize = t.buf.Len()
-	st.Epsilon = t.epsilon(t.envSteps)
-	if steps > 0 {
-		st.MeanReward = rewardSum / float64(steps*n)
-	}
-	return st, nil
+	return st, err
 }
 
 // Train runs steps gradient steps. When the replay buffer holds fewer than
@@ -301,7 +217,7 @@ func (t *Trainer) Backtest(ctx context.Context, ds *market.Dataset, r market.Ran
 	if err := t.usable(); err != nil {
 		return market.Report{}, err
 	}
-	rep, err := (&Policy{net: t.learner.Online()}).Backtest(ds, r)
+	rep, err := rollout.Backtest(ds, r, t.learner.Greedy)
 	if err == nil {
 		err = ctx.Err()
 	}
@@ -311,6 +227,6 @@ func (t *Trainer) Backtest(ctx context.Context, ds *market.Dataset, r market.Ran
 // Close releases the trainer; later calls return an error.
 func (t *Trainer) Close() error {
 	t.closed = true
-	t.learner, t.buf, t.env = nil, nil, nil
+	t.learner, t.buf, t.collector = nil, nil, nil
 	return nil
 }

@@ -1,4 +1,4 @@
-package cpu
+package rollout
 
 import (
 	"github.com/dqnflow/dqnflow/market"
@@ -36,9 +36,9 @@ func newNStep(envs, n int, gamma float64) *nstep {
 	}
 }
 
-// push records env i's step (s, a, r → s′) and adds to buf every transition
-// it completes; it returns how many it added.
-func (q *nstep) push(buf *replay.Buffer, i int, bar int32, agent []float32, a market.Action, r float32, nextBar int32, nextAgent []float32, done bool) (int, error) {
+// push records env i's step (s, a, r → s′) and adds to sink every
+// transition it completes; it returns how many it added.
+func (q *nstep) push(sink Sink, i int, bar int32, agent []float32, a market.Action, r float32, nextBar int32, nextAgent []float32, done bool) (int, error) {
 	const na = market.NumAgentFeatures
 	k := i*q.n + q.len[i]
 	q.bar[k] = bar
@@ -48,7 +48,7 @@ func (q *nstep) push(buf *replay.Buffer, i int, bar int32, agent []float32, a ma
 	q.len[i]++
 	added := 0
 	for q.len[i] == q.n || (done && q.len[i] > 0) {
-		if err := buf.Add(q.oldest(i, nextBar, nextAgent, done)); err != nil {
+		if err := sink.Add(q.oldest(i, nextBar, nextAgent, done)); err != nil {
 			return added, err
 		}
 		added++
