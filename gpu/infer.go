@@ -1,0 +1,118 @@
+package gpu
+
+import (
+	"fmt"
+
+	"github.com/dqnflow/dqnflow/gpu/cuda"
+	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/trainer/model"
+)
+
+// inferPlan runs the online network on up to rows observations: the
+// collector's greedy actions, the backtest's, and the harness's logits and
+// distributions.
+type inferPlan struct {
+	rows             int
+	xf, x            cuda.DevPtr // float32 and E observations
+	a                acts
+	act, q           cuda.DevPtr
+	logits, probs    cuda.DevPtr
+	fwd              map[int][4]launch // per row count
+	hostAct          []int32
+}
+
+func (l *learner) inferPlanFor(c *cuda.Ctx, rows int) (*inferPlan, error) {
+	if l.inf != nil && rows <= l.inf.rows {
+		return l.inf, nil
+	}
+	rows = max(rows, 64)
+	m, e := l.m, l.esz
+	var err error
+	alloc := func(bytes int) cuda.DevPtr {
+		if err != nil {
+			return 0
+		}
+		var p cuda.DevPtr
+		p, err = l.mem.alloc(c, l.stream, bytes)
+		return p
+	}
+	p := &inferPlan{rows: rows, fwd: map[int][4]launch{}}
+	p.xf, p.x = alloc(4*rows*obsWidth), alloc(e*rows*obsWidth)
+	p.a = acts{rows: rows, h1: alloc(e * rows * m.Trunk1), h2: alloc(e * rows * m.Trunk2), z: alloc(e * rows * 4 * m.Head), o: alloc(4 * rows * l.outw)}
+	p.act, p.q = alloc(4*rows*3), alloc(4*rows*model.NumActions)
+	p.logits, p.probs = alloc(4*rows*model.NumActions*m.Atoms), alloc(4*rows*model.NumActions*m.Atoms)
+	if err != nil {
+		return nil, err
+	}
+	l.inf = p
+	return p, nil
+}
+
+// infer runs the online network on rows observations (rows×ObsDim float32)
+// and leaves the head outputs of every row in the plan's buffers: greedy
+// actions, Q values and, when full, logits and probabilities.
+func (l *learner) infer(c *cuda.Ctx, obs []float32, rows int, full bool) (*inferPlan, error) {
+	if len(obs) != rows*obsWidth {
+		return nil, fmt.Errorf("infer: obs has %d values, want rows·ObsDim = %d·%d", len(obs), rows, obsWidth)
+	}
+	p, err := l.inferPlanFor(c, rows)
+	if err != nil {
+		return nil, err
+	}
+	fw, ok := p.fwd[rows]
+	if !ok {
+		a := p.a
+		a.rows = rows
+		jobs := l.forwardJobs(&l.online, p.x, &a)
+		for s := range 4 {
+			if fw[s], err = l.gemmLaunch(c, "infer", jobs[s]); err != nil {
+				return nil, err
+			}
+			fw[s].args = []any{fw[s].args[0], cuda.DevPtr(0)} // no step state: always runs
+		}
+		p.fwd[rows] = fw
+	}
+	if err := c.HtoDAsync(p.xf, ptrOf(obs), 4*len(obs), l.stream); err != nil {
+		return nil, err
+	}
+	if err := c.Launch(l.k.fn["cast_rows"], dim(ceilDiv(len(obs), 256)), dim(256), 0, l.stream, p.xf, p.x, int64(len(obs))); err != nil {
+		return nil, err
+	}
+	for s := range 4 {
+		if err := fw[s].run(c, l.stream); err != nil {
+			return nil, err
+		}
+	}
+	lg, pr := cuda.DevPtr(0), cuda.DevPtr(0)
+	if full {
+		lg, pr = p.logits, p.probs
+	}
+	if err := c.Launch(l.k.fn["head_infer"], dim(ceilDiv(rows, 4)), dim(128), 0, l.stream,
+		p.a.o, int32(rows), l.z, lg, pr, p.q, p.act); err != nil {
+		return nil, err
+	}
+	return p, c.Sync(l.stream)
+}
+
+// greedy writes the online network's greedy action of every branch for rows
+// observations (rollout.Greedy).
+func (l *learner) greedy(c *cuda.Ctx, obs []float32, rows int, dst []market.Action) error {
+	if len(dst) != rows {
+		return fmt.Errorf("greedy: dst has %d actions, want %d", len(dst), rows)
+	}
+	p, err := l.infer(c, obs, rows, false)
+	if err != nil {
+		return err
+	}
+	if cap(p.hostAct) < 3*rows {
+		p.hostAct = make([]int32, 3*rows)
+	}
+	a := p.hostAct[:3*rows]
+	if err := cuda.Download(c, a, p.act); err != nil {
+		return err
+	}
+	for r := range rows {
+		dst[r] = market.Action{Dir: int(a[3*r]), Size: int(a[3*r+1]), Exit: int(a[3*r+2])}
+	}
+	return nil
+}

@@ -1,0 +1,65 @@
+package gpu
+
+import (
+	"embed"
+	"fmt"
+	"strings"
+
+	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/market"
+)
+
+// kernelFS holds the CUDA C sources of every kernel. They include no toolkit
+// header (DESIGN.md §5): bf16 is an unsigned short with our own conversions.
+//
+//go:embed kernels/*.cu
+var kernelFS embed.FS
+
+// kernelFiles is the order in which the sources are concatenated into one
+// NVRTC program: common.cu first (types and helpers), then one file per job.
+var kernelFiles = []string{"common.cu", "gemm.cu", "head.cu", "optim.cu", "replay.cu"}
+
+// kernelNames lists every kernel the trainer launches; loading the module
+// resolves each once (device pointers and functions are resolved once, never
+// per step).
+var kernelNames = []string{
+	"gemm", "head_infer", "c51_loss", "bias_partial", "grad_reduce", "grad_norm", "adamw",
+	"spectral", "refresh", "ema", "cast_rows", "sample", "insert", "tree_level", "priority",
+}
+
+// kernelSource returns the program text of every kernel.
+func kernelSource() (string, error) {
+	var b strings.Builder
+	for _, f := range kernelFiles {
+		src, err := kernelFS.ReadFile("kernels/" + f)
+		if err != nil {
+			return "", fmt.Errorf("kernel source %s: %w", f, err)
+		}
+		fmt.Fprintf(&b, "// ---- %s ----\n", f)
+		b.Write(src)
+		b.WriteByte('\n')
+	}
+	return b.String(), nil
+}
+
+// kernelOptions are the NVRTC options of the module for model m in the given
+// storage mode: the sizes the kernels fix at compile time, and --fmad=false
+// so that no product and sum are contracted into one rounding behind the
+// reference's back (the float32 GEMM uses fmaf explicitly; its products
+// are exact in float32 only up to that rounding, which the cross-backend
+// tolerances state).
+func kernelOptions(m config.ModelConfig, bf16 bool) []string {
+	mode := "0"
+	if bf16 {
+		mode = "1"
+	}
+	return []string{
+		"-DDQN_BF16=" + mode,
+		fmt.Sprintf("-DOBS=%d", market.ObsDim),
+		fmt.Sprintf("-DNFEAT=%d", market.NumFeatures),
+		fmt.Sprintf("-DNAGENT=%d", market.NumAgentFeatures),
+		fmt.Sprintf("-DATOMS=%d", m.Atoms),
+		"--fmad=false",
+		"--std=c++17",
+	}
+}

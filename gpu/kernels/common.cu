@@ -1,0 +1,100 @@
+// common.cu: types and helpers shared by every dqnflow kernel.
+//
+// The module is compiled twice by NVRTC, once per storage type E of the
+// GEMM operands: -DDQN_BF16=0 gives E = float (precision "fp32"), and
+// -DDQN_BF16=1 gives E = bf16 stored as unsigned short (precision
+// "bf16-mixed"). Arithmetic inside every kernel is float32 (float64 where
+// the CPU reference uses float64). No toolkit header is included: NVRTC 13
+// ships no cuda_bf16.h, and GPU hosts may have no include folder.
+//
+// The model's compile-time sizes come as -D options: OBS (observation
+// width), NFEAT (market features per bar), NAGENT (agent features), ATOMS.
+// The branches are fixed by the market: 3, 4 and 3 actions.
+
+#ifndef DQN_BF16
+#define DQN_BF16 0
+#endif
+
+typedef unsigned short bf16_t;
+#if DQN_BF16
+typedef bf16_t E;
+#else
+typedef float E;
+#endif
+
+#define NBRANCH 3
+#define NACT 10
+#define OUTW (ATOMS * (1 + NACT)) // width of the head outputs: v2, a2_0, a2_1, a2_2
+#define JPL ((ATOMS + 31) / 32)   // atoms per lane when a warp owns a row
+
+__device__ __constant__ int kBranchSize[NBRANCH] = {3, 4, 3};
+__device__ __constant__ int kBranchOff[NBRANCH] = {0, 3, 7};
+
+// bf2f widens a bf16 exactly.
+__device__ __forceinline__ float bf2f(bf16_t h) { return __uint_as_float(((unsigned)h) << 16); }
+
+// f2bf rounds to the nearest bf16, ties to even; NaN stays a quiet NaN with
+// its sign (the same bits as bf16.FromFloat32 in Go).
+__device__ __forceinline__ bf16_t f2bf(float f) {
+  unsigned u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (bf16_t)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (bf16_t)(u >> 16);
+}
+
+__device__ __forceinline__ float ldE(const E* p) {
+#if DQN_BF16
+  return bf2f(*p);
+#else
+  return *p;
+#endif
+}
+
+__device__ __forceinline__ E toE(float f) {
+#if DQN_BF16
+  return f2bf(f);
+#else
+  return f;
+#endif
+}
+
+// roundE is f rounded to the storage type and widened back.
+__device__ __forceinline__ float roundE(float f) {
+#if DQN_BF16
+  return bf2f(f2bf(f));
+#else
+  return f;
+#endif
+}
+
+__device__ __forceinline__ float warpSum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+__device__ __forceinline__ float warpMax(float v) {
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+__device__ __forceinline__ double warpSumD(double v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+__device__ __forceinline__ bool finitef(float x) { return fabsf(x) <= 3.402823466e38f; }
+__device__ __forceinline__ bool finited(double x) { return fabs(x) <= 1.7976931348623157e308; }
+
+// Training state shared by the kernels of one step, in device memory.
+// Every kernel returns at once when abort is set: a non-finite loss or
+// gradient norm stops the rest of the epoch without touching the weights.
+struct StepState {
+  long long t;              // AdamW updates done (the global step)
+  long long local;          // steps done in this Train call (index into the histories)
+  unsigned long long mmin;  // bits of the smallest sampled mass of the batch (float64, positive)
+  int abort;                // 1: non-finite gradient norm, 2: non-finite loss
+  int pad;
+  double maxPrio;           // p_max of the replay buffer
+  float loss;               // loss of the current step
+  float pad2;
+};

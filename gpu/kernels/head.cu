@@ -1,0 +1,255 @@
+// head.cu: the dueling C51 head: distributions, greedy actions, the
+// double-DQN target projection, the loss and its gradient. A warp owns one
+// row (one observation or one sample); lane l holds atoms l, l+32, ….
+//
+// Row layout of the head outputs O (OUTW = ATOMS·11 floats, bias added):
+// V at [0, ATOMS), then branch d's advantages A_d[a, j] at
+// ATOMS + (kBranchOff[d] + a)·ATOMS + j. For branch d with n_d actions:
+//
+//   mean_j  = (Σ_a A_d[a, j]) / n_d            (sum in action order)
+//   L[a, j] = (V[j] + A_d[a, j]) − mean_j
+//   p_j     = exp(L_j − max L) / Σ_k exp(L_k − max L)
+//   Q(a)    = Σ_j p_j·z_j
+
+// branchLogits writes the logits of action a of branch d of row o into l.
+__device__ __forceinline__ void branchLogits(const float* o, int d, int a, int lane, float l[JPL]) {
+  const int nd = kBranchSize[d];
+  const float* adv = o + ATOMS + kBranchOff[d] * ATOMS;
+#pragma unroll
+  for (int q = 0; q < JPL; q++) {
+    int j = lane + 32 * q;
+    if (j < ATOMS) {
+      float s = adv[j];
+      for (int b = 1; b < nd; b++) s += adv[b * ATOMS + j];
+      float mean = s / (float)nd;
+      l[q] = (o[j] + adv[a * ATOMS + j]) - mean;
+    } else {
+      l[q] = -3.402823466e38f;
+    }
+  }
+}
+
+// softmax turns the logits l into probabilities p and returns log Σ exp(l − max) and max.
+__device__ __forceinline__ void softmax(const float l[JPL], float p[JPL], float* mx, float* lse) {
+  float m = -3.402823466e38f;
+#pragma unroll
+  for (int q = 0; q < JPL; q++) m = fmaxf(m, l[q]);
+  m = warpMax(m);
+  float s = 0.0f;
+#pragma unroll
+  for (int q = 0; q < JPL; q++) {
+    int j = (threadIdx.x & 31) + 32 * q;
+    p[q] = j < ATOMS ? expf(l[q] - m) : 0.0f;
+    s += p[q];
+  }
+  s = warpSum(s);
+#pragma unroll
+  for (int q = 0; q < JPL; q++) p[q] = p[q] / s;
+  *mx = m;
+  *lse = logf(s);
+}
+
+// expectation returns Σ_j p_j·z_j over the warp.
+__device__ __forceinline__ float expectation(const float p[JPL], const float* z, int lane) {
+  float s = 0.0f;
+#pragma unroll
+  for (int q = 0; q < JPL; q++) {
+    int j = lane + 32 * q;
+    if (j < ATOMS) s += p[q] * z[j];
+  }
+  return warpSum(s);
+}
+
+// head_infer: for rows observations with head outputs O [rows×OUTW],
+// writes (each output optional, null to skip) the logits and the
+// probabilities [rows×NACT×ATOMS], the expected values Q [rows×NACT] and the
+// greedy action of every branch act [rows×3] (the first on ties).
+extern "C" __global__ void head_infer(const float* O, int rows, const float* z, float* logits,
+                                      float* probs, float* qout, int* act) {
+  const int lane = threadIdx.x & 31;
+  const long long r = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  if (r >= rows) return;
+  const float* o = O + r * OUTW;
+  for (int d = 0; d < NBRANCH; d++) {
+    int best = 0;
+    float bestQ = 0.0f;
+    for (int a = 0; a < kBranchSize[d]; a++) {
+      float l[JPL], p[JPL], mx, lse;
+      branchLogits(o, d, a, lane, l);
+      softmax(l, p, &mx, &lse);
+      const int k = kBranchOff[d] + a;
+#pragma unroll
+      for (int q = 0; q < JPL; q++) {
+        int j = lane + 32 * q;
+        if (j < ATOMS) {
+          if (logits) logits[(r * NACT + k) * ATOMS + j] = l[q];
+          if (probs) probs[(r * NACT + k) * ATOMS + j] = p[q];
+        }
+      }
+      float qa = expectation(p, z, lane);
+      if (qout && lane == 0) qout[r * NACT + k] = qa;
+      if (a == 0 || qa > bestQ) { best = a; bestQ = qa; }
+    }
+    if (act && lane == 0) act[r * 3 + d] = best;
+  }
+}
+
+// Arguments of c51_loss that stay fixed for a trainer.
+struct LossArgs {
+  const float* O;      // [2n×OUTW] online outputs: rows [0, n) at s, [n, 2n) at s′
+  const float* Ot;     // [n×OUTW]  target outputs at s′
+  const float* z;      // [ATOMS] support
+  const int* act;      // [n×3] actions taken
+  const float* ret;    // [n] n-step returns R
+  const float* disc;   // [n] γⁿ·(1 − done)
+  const double* mass;  // [n] sampled masses m_i = p_i^α (weights from masses when sampled)
+  float* w;            // [n] importance weights: computed (sampled) or read (given)
+  float* G;            // [n×OUTW] ∂loss/∂O, float32
+  E* Ge;               // [n×OUTW] the same rounded to E (bf16 mode), or null
+  float* sample;       // [n] per-sample loss ℓ_i
+  float* targets;      // [n×3×ATOMS] projected targets m, or null
+  double beta0;        // PER β schedule: β = β0 + (1 − β0)·min(t, betaSteps)/betaSteps
+  long long betaSteps;
+  float vmin, vmax, dz;
+  int n;
+  int sampled;         // 1: weights from masses and StepState.mmin; 0: given in w
+  int pad;
+};
+
+// c51_loss computes, for each sample i (one warp), the double-DQN C51
+// target of every branch and the loss with its gradient; formulas as the
+// CPU reference (trainer/cpu/learner.go, backward.go, c51.go):
+//
+//   a*_d = argmax_a Q_online(s′, a)          (first on ties)
+//   m_d  = projection of p_target(s′, a*_d) onto the support for R, γⁿ(1−done)
+//   ℓ_i  = (1/3)·Σ_d −Σ_j m_dj·log p_online(s, a_d)_j
+//   ∂loss/∂L_d[a_d, j] = k·(p_j·S − m_j),  k = w_i/float(3n),  S = Σ_j m_j
+//   ∂/∂V[j] = Σ_d ∂L_d,   ∂/∂A_d[a, j] = [a = a_d]·∂L_d[j] − ∂L_d[j]/n_d
+//
+// The projection sums the mass arriving at each atom in source-atom order,
+// as the CPU does, so equal inputs give equal bits.
+extern "C" __global__ void c51_loss(const LossArgs* pa, const StepState* st) {
+  if (st->abort) return;
+  const LossArgs a = *pa;
+  __shared__ float sp[8][ATOMS]; // per warp: p_target(s′, a*) then reused
+  const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+  const long long i = (long long)blockIdx.x * (blockDim.x >> 5) + wid;
+  if (i >= a.n) return;
+  const long long n = a.n;
+  float w;
+  if (a.sampled) {
+    double t = (double)st->t;
+    double beta = 1.0;
+    if (a.betaSteps > 0) beta = a.beta0 + (1.0 - a.beta0) * fmin(fmax(t, 0.0), (double)a.betaSteps) / (double)a.betaSteps;
+    double mmin = __longlong_as_double((long long)st->mmin);
+    w = (float)pow(mmin / a.mass[i], beta);
+    if (lane == 0) a.w[i] = w;
+  } else {
+    w = a.w[i];
+  }
+  const float k = w / (float)(NBRANCH * n);
+  const float* on = a.O + i * OUTW;
+  const float* onNext = a.O + (n + i) * OUTW;
+  const float* tg = a.Ot + i * OUTW;
+  const float top = (float)(ATOMS - 1);
+  const float R = a.ret[i], D = a.disc[i];
+  float gv[JPL];
+#pragma unroll
+  for (int q = 0; q < JPL; q++) gv[q] = 0.0f;
+  float ce[NBRANCH];
+  for (int d = 0; d < NBRANCH; d++) {
+    const int nd = kBranchSize[d];
+    // Double DQN: the online network picks a*, the target network rates it.
+    int best = 0;
+    float bestQ = 0.0f;
+    for (int b = 0; b < nd; b++) {
+      float l[JPL], p[JPL], mx, lse;
+      branchLogits(onNext, d, b, lane, l);
+      softmax(l, p, &mx, &lse);
+      float qb = expectation(p, a.z, lane);
+      if (b == 0 || qb > bestQ) { best = b; bestQ = qb; }
+    }
+    {
+      float l[JPL], p[JPL], mx, lse;
+      branchLogits(tg, d, best, lane, l);
+      softmax(l, p, &mx, &lse);
+#pragma unroll
+      for (int q = 0; q < JPL; q++) {
+        int j = lane + 32 * q;
+        if (j < ATOMS) sp[wid][j] = p[q];
+      }
+    }
+    __syncwarp();
+    // Projection: m_t = Σ_j (mass of source atom j landing on atom t), j ascending.
+    float m[JPL];
+#pragma unroll
+    for (int q = 0; q < JPL; q++) m[q] = 0.0f;
+    for (int j = 0; j < ATOMS; j++) {
+      float pj = sp[wid][j];
+      float tz = R + D * a.z[j];
+      tz = fminf(fmaxf(tz, a.vmin), a.vmax);
+      float bj = fminf(fmaxf((tz - a.vmin) / a.dz, 0.0f), top);
+      float lo = floorf(bj), hi = ceilf(bj);
+      int l = (int)lo, u = (int)hi;
+#pragma unroll
+      for (int q = 0; q < JPL; q++) {
+        int t = lane + 32 * q;
+        if (l == u) {
+          if (t == l) m[q] += pj;
+        } else {
+          if (t == l) m[q] += pj * (hi - bj);
+          if (t == u) m[q] += pj * (bj - lo);
+        }
+      }
+    }
+    __syncwarp();
+    if (a.targets) {
+#pragma unroll
+      for (int q = 0; q < JPL; q++) {
+        int j = lane + 32 * q;
+        if (j < ATOMS) a.targets[(i * NBRANCH + d) * ATOMS + j] = m[q];
+      }
+    }
+    // Online distribution of the action taken at s.
+    const int ad = a.act[i * 3 + d];
+    float l[JPL], p[JPL], mx, lse;
+    branchLogits(on, d, ad, lane, l);
+    softmax(l, p, &mx, &lse);
+    float c = 0.0f, S = 0.0f;
+#pragma unroll
+    for (int q = 0; q < JPL; q++) {
+      int j = lane + 32 * q;
+      if (j < ATOMS) {
+        float logp = (l[q] - mx) - lse;
+        c += m[q] * logp;
+        S += m[q];
+      }
+    }
+    ce[d] = -warpSum(c);
+    S = warpSum(S);
+    float* G = a.G + i * OUTW + ATOMS + kBranchOff[d] * ATOMS;
+    E* Ge = a.Ge ? a.Ge + i * OUTW + ATOMS + kBranchOff[d] * ATOMS : 0;
+#pragma unroll
+    for (int q = 0; q < JPL; q++) {
+      int j = lane + 32 * q;
+      if (j >= ATOMS) continue;
+      float g = k * (p[q] * S - m[q]);
+      gv[q] += g;
+      for (int b = 0; b < nd; b++) {
+        float v = -(g / (float)nd);
+        if (b == ad) v += g;
+        G[b * ATOMS + j] = v;
+        if (Ge) Ge[b * ATOMS + j] = toE(v);
+      }
+    }
+  }
+#pragma unroll
+  for (int q = 0; q < JPL; q++) {
+    int j = lane + 32 * q;
+    if (j < ATOMS) {
+      a.G[i * OUTW + j] = gv[q];
+      if (a.Ge) a.Ge[i * OUTW + j] = toE(gv[q]);
+    }
+  }
+  if (lane == 0) a.sample[i] = (ce[0] + ce[1] + ce[2]) / (float)NBRANCH;
+}

@@ -1,0 +1,278 @@
+// optim.cu: gradient reductions, global-norm clipping, AdamW, the
+// spectral-norm bound, the refresh of the GEMM copies of the weights and
+// the EMA target update. Formulas as trainer/cpu/optim.go and spectral.go.
+// Every reduction runs in a fixed order (no floating-point atomics), so a
+// step is bit-reproducible on one GPU.
+
+#define RED_THREADS 256
+#define ROWS_PER_CHUNK 256
+
+// Column segments of the bias-gradient reduction: the float32 upstream
+// gradients G of the four layer groups, n rows each.
+struct ColSeg {
+  const float* G;   // [n×ld]
+  long long ld;     // row stride of G
+  long long cols;   // columns of this segment
+  long long first;  // index of its first column among all columns
+};
+
+// bias_partial: partial[c·chunks + s] = Σ_{rows r in chunk s} G(r, c), rows in
+// order, for every column c of the nseg segments. Chunks hold
+// ROWS_PER_CHUNK rows, so for n ≤ 256 the sum is the CPU's row-order sum.
+extern "C" __global__ void bias_partial(const ColSeg* segs, int nseg, long long totalCols, long long n,
+                                        float* partial, const StepState* st) {
+  if (st->abort) return;
+  const long long c = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  const long long s = blockIdx.y, chunks = gridDim.y;
+  if (c >= totalCols) return;
+  int q = 0;
+  while (q + 1 < nseg && c >= segs[q + 1].first) q++;
+  const ColSeg sg = segs[q];
+  const long long col = c - sg.first;
+  const long long r0 = s * ROWS_PER_CHUNK, r1 = (r0 + ROWS_PER_CHUNK < n) ? r0 + ROWS_PER_CHUNK : n;
+  float acc = 0.0f;
+  for (long long r = r0; r < r1; r++) acc += sg.G[r * sg.ld + col];
+  partial[c * chunks + s] = acc;
+}
+
+// A contiguous reduction: dst[e] = Σ_{s < parts} src[s·stride + e], s in order.
+// kind 0: bias columns, dst index from index[e] and src[e·parts + s]; kind 1:
+// split-K partial products, contiguous.
+struct RedSeg {
+  const float* src;
+  float* dst;
+  const int* index;
+  long long count, parts, stride, kind;
+};
+
+// grad_reduce finishes the gradient: bias sums from bias_partial, and the
+// split-K parts of the weight gradients, each in a fixed order.
+extern "C" __global__ void grad_reduce(const RedSeg* segs, const StepState* st) {
+  if (st->abort) return;
+  const RedSeg sg = segs[blockIdx.y];
+  for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < sg.count; e += (long long)gridDim.x * blockDim.x) {
+    float acc = 0.0f;
+    if (sg.kind == 0) {
+      for (long long s = 0; s < sg.parts; s++) acc += sg.src[e * sg.parts + s];
+      sg.dst[sg.index[e]] = acc;
+    } else {
+      for (long long s = 0; s < sg.parts; s++) acc += sg.src[s * sg.stride + e];
+      sg.dst[e] = acc;
+    }
+  }
+}
+
+// blockSumD returns the sum of v over the block (RED_THREADS threads) in a
+// fixed tree order; every thread gets the result.
+__device__ double blockSumD(double v) {
+  __shared__ double red[RED_THREADS / 32];
+  v = warpSumD(v);
+  const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+  __syncthreads();
+  if (lane == 0) red[wid] = v;
+  __syncthreads();
+  double s = 0.0;
+  for (int i = 0; i < (int)(blockDim.x >> 5); i++) s += red[i];
+  return s;
+}
+
+// grad_norm: partial[b] = Σ g_i² (float64) over the elements of block b
+// (grid-stride), the blocks' parts summed later in block order. Block 0 also
+// computes the batch loss (1/n)·Σ_i w_i·ℓ_i, summed in float64, into st->loss.
+extern "C" __global__ void grad_norm(const float* grad, long long P, double* partial, const float* w,
+                                     const float* sample, long long n, StepState* st) {
+  if (st->abort) return;
+  double s = 0.0;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < P; i += (long long)gridDim.x * blockDim.x) {
+    double g = grad[i];
+    s += g * g;
+  }
+  s = blockSumD(s);
+  if (threadIdx.x == 0) partial[blockIdx.x] = s;
+  if (blockIdx.x == 0) {
+    double l = 0.0;
+    for (long long i = threadIdx.x; i < n; i += blockDim.x) l += (double)(w[i] * sample[i]);
+    l = blockSumD(l);
+    if (threadIdx.x == 0) st->loss = (float)(l / (double)n);
+  }
+}
+
+// Parameter blocks of the flat vector for AdamW: [off, off+count), with
+// weight decay on weight matrices and none on biases.
+struct ParamSeg {
+  long long off, count;
+  long long decay; // 1: weight matrix
+  long long pad;
+};
+
+struct AdamArgs {
+  float* p; const float* g; float* m; float* v;
+  const double* partial; long long nPartial;
+  const ParamSeg* segs;
+  float* lossHist; float* normHist; // [steps] per Train call, index st->local
+  double beta1, beta2, lr, eps, wd, clip;
+};
+
+// adamw: global norm ‖g‖ = √(Σ partials in order); if clip > 0 and ‖g‖ >
+// clip, g ← g·float(clip/‖g‖); then AdamW step t = st->t + 1 on parameter
+// segment blockIdx.y (formula at trainer/cpu/optim.go adamW). A non-finite
+// norm or loss sets st->abort and leaves every parameter as it was.
+extern "C" __global__ void adamw(const AdamArgs* pa, StepState* st) {
+  if (st->abort) return;
+  const AdamArgs a = *pa;
+  __shared__ double snorm;
+  if (threadIdx.x == 0) {
+    double s = 0.0;
+    for (long long b = 0; b < a.nPartial; b++) s += a.partial[b];
+    snorm = sqrt(s);
+  }
+  __syncthreads();
+  const double norm = snorm;
+  const float loss = st->loss;
+  if (!finited(norm) || !finitef(loss)) {
+    __syncthreads();
+    if (blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) {
+      a.lossHist[st->local] = loss;
+      a.normHist[st->local] = (float)norm;
+      st->abort = finitef(loss) ? 1 : 2;
+    }
+    return;
+  }
+  if (blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) {
+    a.lossHist[st->local] = loss;
+    a.normHist[st->local] = (float)norm;
+  }
+  const bool clipping = a.clip > 0 && norm > a.clip;
+  const float c = (float)(a.clip / norm);
+  const long long t = st->t + 1;
+  const float b1 = (float)a.beta1, c1 = (float)(1 - a.beta1);
+  const float b2 = (float)a.beta2, c2 = (float)(1 - a.beta2);
+  const float bc1 = (float)(1 - pow(a.beta1, (double)t));
+  const float bc2 = (float)(1 - pow(a.beta2, (double)t));
+  const ParamSeg sg = a.segs[blockIdx.y];
+  const float lr = (float)a.lr, eps = (float)a.eps, lrwd = sg.decay ? (float)(a.lr * a.wd) : 0.0f;
+  for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < sg.count; e += (long long)gridDim.x * blockDim.x) {
+    const long long i = sg.off + e;
+    float gi = a.g[i];
+    if (clipping) gi = gi * c;
+    float mi = b1 * a.m[i] + c1 * gi;
+    float vi = b2 * a.v[i] + c2 * (gi * gi);
+    a.m[i] = mi;
+    a.v[i] = vi;
+    float den = sqrtf(vi / bc2) + eps;
+    float p = a.p[i];
+    a.p[i] = (p - lrwd * p) - lr * ((mi / bc1) / den);
+  }
+}
+
+// One weight matrix for the spectral step: rows×cols at p[w], its left
+// vector at u[uoff].
+struct SpecSeg {
+  long long w, rows, cols, uoff;
+};
+
+// spectral: one power iteration per weight matrix, one block each
+// (formula at trainer/cpu/spectral.go spectralStep):
+//
+//   v ← Wᵀu/‖Wᵀu‖,  u ← Wv/‖Wv‖,  σ = ‖Wv‖,  W ← W·float(bound/σ) when σ > bound
+//
+// norms summed in float64. Block 0 then counts the step (st->t, st->local).
+// Dynamic shared memory: (max cols + max rows) floats.
+extern "C" __global__ void spectral(float* p, float* u, const SpecSeg* segs, double bound, StepState* st) {
+  if (st->abort) return;
+  extern __shared__ float sh[];
+  if (bound > 0) {
+    const SpecSeg sg = segs[blockIdx.x];
+    float* W = p + sg.w;
+    float* uu = u + sg.uoff;
+    const int rows = (int)sg.rows, cols = (int)sg.cols;
+    float* v = sh;
+    float* wv = sh + cols;
+    for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+      float s = 0.0f;
+      for (int r = 0; r < rows; r++) s += W[(long long)r * cols + c] * uu[r];
+      v[c] = s;
+    }
+    __syncthreads();
+    double s2 = 0.0;
+    for (int c = threadIdx.x; c < cols; c += blockDim.x) s2 += (double)v[c] * (double)v[c];
+    const double nv = sqrt(blockSumD(s2));
+    if (nv > 0 && finited(nv)) {
+      __syncthreads();
+      for (int c = threadIdx.x; c < cols; c += blockDim.x) v[c] = (float)((double)v[c] / nv);
+      __syncthreads();
+      const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
+      for (int r = wid; r < rows; r += nw) {
+        float s = 0.0f;
+        for (int c = lane; c < cols; c += 32) s += W[(long long)r * cols + c] * v[c];
+        s = warpSum(s);
+        if (lane == 0) wv[r] = s;
+      }
+      __syncthreads();
+      double w2 = 0.0;
+      for (int r = threadIdx.x; r < rows; r += blockDim.x) w2 += (double)wv[r] * (double)wv[r];
+      const double sigma = sqrt(blockSumD(w2));
+      if (sigma > 0 && finited(sigma)) {
+        for (int r = threadIdx.x; r < rows; r += blockDim.x) uu[r] = (float)((double)wv[r] / sigma);
+        if (sigma > bound) {
+          const float sc = (float)(bound / sigma);
+          for (long long e = threadIdx.x; e < (long long)rows * cols; e += blockDim.x) W[e] = W[e] * sc;
+        }
+      }
+    }
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    __threadfence();
+    st->t += 1;
+    st->local += 1;
+  }
+}
+
+// Where the concatenated copy of the four head-hidden layers (v1, a1_0,
+// a1_1, a1_2) comes from: their weight and bias offsets in the flat vector.
+struct CatSrc {
+  long long w[4], b[4];
+  long long head, in; // rows per layer (model.head) and columns (model.trunk2)
+};
+
+// refresh rewrites the GEMM copies of a network after its float32 masters
+// changed: gw[i] = E(p[i]) for every parameter (bf16 mode only; in fp32 gw
+// is p itself and only the copies below are written), then the
+// concatenated head-hidden weights Wcat [4·head×in] (E) and biases bcat
+// [4·head] (float32).
+extern "C" __global__ void refresh(const float* p, long long P, E* gw, E* wcat, float* bcat,
+                                   const CatSrc* cs, const StepState* st) {
+  if (st && st->abort) return;
+  const long long hw = cs->head * cs->in;
+  const long long extra = 4 * hw + 4 * cs->head;
+  const long long total = (DQN_BF16 ? P : 0) + extra;
+  for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += (long long)gridDim.x * blockDim.x) {
+    long long i = e;
+    if (DQN_BF16) {
+      if (i < P) { gw[i] = toE(p[i]); continue; }
+      i -= P;
+    }
+    if (i < 4 * hw) {
+      long long h = i / hw, r = i % hw;
+      wcat[i] = toE(p[cs->w[h] + r]);
+    } else {
+      i -= 4 * hw;
+      long long h = i / cs->head, r = i % cs->head;
+      bcat[i] = p[cs->b[h] + r];
+    }
+  }
+}
+
+// ema: target ← a·online + b·target element-wise (a = float(τ), b = float(1−τ));
+// copy = 1 copies exactly (τ = 1).
+extern "C" __global__ void ema(const float* online, float* target, long long P, float a, float b, int copy) {
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < P; i += (long long)gridDim.x * blockDim.x) {
+    target[i] = copy ? online[i] : a * online[i] + b * target[i];
+  }
+}
+
+// cast_rows: dst[i] = E(src[i]) for count values (observations entering the first GEMM).
+extern "C" __global__ void cast_rows(const float* src, E* dst, long long count) {
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += (long long)gridDim.x * blockDim.x)
+    dst[i] = toE(src[i]);
+}

@@ -1,0 +1,185 @@
+// replay.cu: the prioritised replay buffer in device memory, with the
+// semantics of the replay package (replay/doc.go): a ring of transitions,
+// masses m_i = p_i^α in a float64 sum tree (node 1 the root, node k's
+// children 2k and 2k+1, leaf i at node L+i), stratified sampling and
+// importance weights (the weights are computed in c51_loss).
+
+// Replay storage: struct of arrays over capacity slots.
+struct ReplayArrays {
+  int* bar; float* agent; int* action; float* ret; float* disc; int* nextBar; float* nextAgent;
+  double* tree; long long base; // L: leaves start at node L
+};
+
+// splitmix64 finaliser (Steele, Lea and Flood 2014), the mixer of the
+// counter-based stream of the sampler.
+__device__ __forceinline__ unsigned long long mix64(unsigned long long z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// uniform01 is the k-th uniform [0, 1) draw (53 bits) of step t under key.
+__device__ __forceinline__ double uniform01(unsigned long long key, long long t, long long k) {
+  unsigned long long x = mix64(key ^ mix64((unsigned long long)t * 0x9e3779b97f4a7c15ull + (unsigned long long)k));
+  return (double)(x >> 11) * (1.0 / 9007199254740992.0);
+}
+
+// find descends the tree as replay's sumTree.find: left when u < left sum
+// or the right subtree is empty, otherwise right with u − left.
+__device__ __forceinline__ long long treeFind(const double* tree, long long base, double u) {
+  long long k = 1;
+  while (k < base) {
+    double left = tree[2 * k], right = tree[2 * k + 1];
+    if (u < left || right <= 0) {
+      k = 2 * k;
+    } else {
+      u -= left;
+      k = 2 * k + 1;
+    }
+  }
+  return k - base;
+}
+
+struct SampleArgs {
+  ReplayArrays r;
+  const float* features; // [bars×NFEAT] normalised market features
+  E* X;                  // [2n×OBS] observations: rows [0, n) s, [n, 2n) s′
+  int* act; float* ret; float* disc; // [n×3], [n], [n]
+  long long* idx; double* mass;       // [n]
+  long long n;
+  unsigned long long key; // this Train call's key, from the run's sample stream
+};
+
+// sample draws the batch (one warp per sample k):
+//
+//   u_k = (k + r_k)·T/n,  r_k = uniform01(key, t, k),  slot = find(u_k)
+//
+// and gathers its transition: the observation of s and s′ rebuilt from the
+// bar's features and the agent features, the actions, R and γⁿ(1−done).
+// The smallest sampled mass goes to st->mmin (an atomic minimum of
+// positive float64 bits, which is exact in any order).
+extern "C" __global__ void sample(const SampleArgs* pa, StepState* st) {
+  if (st->abort) return;
+  const int lane = threadIdx.x & 31;
+  const long long k = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  const SampleArgs a = *pa;
+  if (k >= a.n) return;
+  long long slot = 0;
+  if (lane == 0) {
+    const double total = a.r.tree[1];
+    const double u = ((double)k + uniform01(a.key, st->t, k)) * (total / (double)a.n);
+    slot = treeFind(a.r.tree, a.r.base, u);
+    const double m = a.r.tree[a.r.base + slot];
+    a.idx[k] = slot;
+    a.mass[k] = m;
+    atomicMin(&st->mmin, (unsigned long long)__double_as_longlong(m));
+  }
+  slot = __shfl_sync(0xffffffffu, slot, 0);
+  const long long bar = a.r.bar[slot], nbar = a.r.nextBar[slot];
+  E* xs = a.X + k * OBS;
+  E* xn = a.X + (a.n + k) * OBS;
+  for (int f = lane; f < OBS; f += 32) {
+    float vs, vn;
+    if (f < NFEAT) {
+      vs = a.features[bar * NFEAT + f];
+      vn = a.features[nbar * NFEAT + f];
+    } else {
+      vs = f - NFEAT < NAGENT ? a.r.agent[slot * NAGENT + (f - NFEAT)] : 0.0f;
+      vn = f - NFEAT < NAGENT ? a.r.nextAgent[slot * NAGENT + (f - NFEAT)] : 0.0f;
+    }
+    xs[f] = toE(vs);
+    xn[f] = toE(vn);
+  }
+  if (lane < 3) a.act[k * 3 + lane] = a.r.action[slot * 3 + lane];
+  if (lane == 3) a.ret[k] = a.r.ret[slot];
+  if (lane == 4) a.disc[k] = a.r.disc[slot];
+}
+
+struct InsertArgs {
+  ReplayArrays r;
+  const int* bar; const float* agent; const int* action; const float* ret; const float* disc;
+  const int* nextBar; const float* nextAgent; // count staged transitions, oldest first
+  long long count, cursor, capacity;
+  double alpha;
+};
+
+// insert writes the staged transitions into slots (cursor + j) mod capacity
+// with mass p_max^α, as count successive replay Adds; when count exceeds
+// the capacity only the last capacity of them survive, as in the ring. The
+// tree's inner nodes are rebuilt afterwards by tree_level.
+extern "C" __global__ void insert(const InsertArgs* pa, const StepState* st) {
+  const InsertArgs a = *pa;
+  const long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (j >= a.count || a.count - j > a.capacity) return;
+  const long long s = (a.cursor + j) % a.capacity;
+  a.r.bar[s] = a.bar[j];
+  a.r.nextBar[s] = a.nextBar[j];
+  for (int f = 0; f < NAGENT; f++) {
+    a.r.agent[s * NAGENT + f] = a.agent[j * NAGENT + f];
+    a.r.nextAgent[s * NAGENT + f] = a.nextAgent[j * NAGENT + f];
+  }
+  for (int f = 0; f < 3; f++) a.r.action[s * 3 + f] = a.action[j * 3 + f];
+  a.r.ret[s] = a.ret[j];
+  a.r.disc[s] = a.disc[j];
+  a.r.tree[a.r.base + s] = pow(st->maxPrio, a.alpha);
+}
+
+// tree_level recomputes nodes [lo, 2·lo) from their children.
+extern "C" __global__ void tree_level(double* tree, long long lo) {
+  const long long k = lo + (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (k < 2 * lo) tree[k] = tree[2 * k] + tree[2 * k + 1];
+}
+
+struct PrioArgs {
+  double* tree; long long base;
+  const long long* idx; const float* sample; // [n]
+  int* owner;  // [capacity], −1 when free
+  int* win;    // [n] scratch
+  long long n;
+  double eps, alpha;
+};
+
+// priority sets the new priorities (replay.UpdatePriorities, one block):
+//
+//   p = float64(ℓ_k) + ε,  m = p^α,  p_max = max(p_max, p)
+//
+// where an index appears more than once the last sample wins, then every
+// changed path of the tree is recomputed level by level from its children.
+// It also resets st->mmin for the next step.
+extern "C" __global__ void priority(const PrioArgs* pa, StepState* st) {
+  if (st->abort) return;
+  const PrioArgs a = *pa;
+  for (long long k = threadIdx.x; k < a.n; k += blockDim.x) atomicMax(&a.owner[a.idx[k]], (int)k);
+  __syncthreads();
+  double pmax = 0.0;
+  for (long long k = threadIdx.x; k < a.n; k += blockDim.x) {
+    const double p = (double)a.sample[k] + a.eps;
+    pmax = fmax(pmax, p);
+    const int w = a.owner[a.idx[k]] == (int)k;
+    a.win[k] = w;
+    if (w) a.tree[a.base + a.idx[k]] = pow(p, a.alpha);
+  }
+  __shared__ double red[32];
+  for (int o = 16; o > 0; o >>= 1) pmax = fmax(pmax, __shfl_xor_sync(0xffffffffu, pmax, o));
+  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = pmax;
+  __syncthreads();
+  for (long long k = threadIdx.x; k < a.n; k += blockDim.x)
+    if (a.win[k]) a.owner[a.idx[k]] = -1;
+  if (threadIdx.x == 0) {
+    double m = st->maxPrio;
+    for (int i = 0; i < (int)(blockDim.x >> 5); i++) m = fmax(m, red[i]);
+    st->maxPrio = m;
+    st->mmin = 0x7ff0000000000000ull; // +Inf
+  }
+  for (long long lvl = a.base >> 1; lvl >= 1; lvl >>= 1) {
+    __syncthreads();
+    for (long long k = threadIdx.x; k < a.n; k += blockDim.x) {
+      if (!a.win[k]) continue;
+      long long node = (a.base + a.idx[k]);
+      // the ancestor of this leaf at the level whose first node is lvl
+      long long anc = node;
+      while (anc >= 2 * lvl) anc >>= 1;
+      a.tree[anc] = a.tree[2 * anc] + a.tree[2 * anc + 1];
+    }
+  }
+}

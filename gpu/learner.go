@@ -1,0 +1,331 @@
+package gpu
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/gpu/cuda"
+	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/trainer/model"
+)
+
+// netBufs is one network in device memory: the float32 masters p (Layout
+// order), the GEMM copy gw of every parameter (bf16 in bf16-mixed mode, p
+// itself in fp32), and the head-hidden layers v1, a1_0, a1_1, a1_2
+// concatenated: wcat [4·head×trunk2] (E) and bcat [4·head] (float32).
+type netBufs struct {
+	p, gw, wcat, bcat cuda.DevPtr
+	refresh           launch
+}
+
+// StepState field offsets (struct StepState in kernels/common.cu).
+const (
+	stT       = 0
+	stLocal   = 8
+	stMMin    = 16
+	stAbort   = 24
+	stMaxPrio = 32
+	stLoss    = 40
+	stBytes   = 48
+)
+
+const (
+	normBlocks = 128 // blocks of grad_norm, and partial sums
+	histCap    = 1 << 16
+)
+
+// learner is the device half of a GPU trainer: online and target networks,
+// AdamW moments, spectral vectors, the step state, and per batch size a
+// plan of buffers and launches. All methods run on the device thread
+// (inside Do).
+type learner struct {
+	d      *gpuDevice
+	k      *kernels
+	m      config.ModelConfig
+	o      config.OptimConfig
+	bf16   bool
+	esz    int
+	lay    [model.NumLayers]model.Layer
+	np     int
+	outw   int
+	stream cuda.Stream
+	mem    arena
+
+	online, target          netBufs
+	grad, adamM, adamV, u   cuda.DevPtr
+	st, partial, z          cuda.DevPtr
+	lossHist, normHist      cuda.DevPtr
+	paramSegs, specSegs     cuda.DevPtr
+	specShared              int
+	plans                   map[int]*stepPlan
+	inf                     *inferPlan
+	replay                  *devReplay // nil for a bare learner (harness)
+}
+
+// newLearner allocates a learner for model m in the given precision with
+// the state s. Call inside Do.
+func newLearner(c *cuda.Ctx, d *gpuDevice, m config.ModelConfig, o config.OptimConfig, precision string, s *model.State) (*learner, error) {
+	if err := model.Check(m); err != nil {
+		return nil, err
+	}
+	bf := precision == config.PrecisionBF16Mixed
+	k, err := d.module(c, m, bf)
+	if err != nil {
+		return nil, err
+	}
+	l := &learner{d: d, k: k, m: m, o: o, bf16: bf, esz: 4, lay: model.Layers(m), np: model.NumParams(m),
+		outw: m.Atoms * (1 + model.NumActions), plans: map[int]*stepPlan{}}
+	if bf {
+		l.esz = 2
+	}
+	if l.stream, err = c.NewStream(); err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*learner, error) { l.free(c); return nil, err }
+	alloc := func(bytes int) cuda.DevPtr {
+		if err != nil {
+			return 0
+		}
+		var p cuda.DevPtr
+		p, err = l.mem.alloc(c, l.stream, bytes)
+		return p
+	}
+	np := l.np
+	for _, net := range []*netBufs{&l.online, &l.target} {
+		net.p = alloc(4 * np)
+		net.gw = net.p
+		if bf {
+			net.gw = alloc(2 * np)
+		}
+		net.wcat = alloc(l.esz * 4 * m.Head * m.Trunk2)
+		net.bcat = alloc(4 * 4 * m.Head)
+	}
+	uLen := 0
+	for _, ly := range l.lay {
+		uLen += ly.Out
+	}
+	l.grad, l.adamM, l.adamV, l.u = alloc(4*np), alloc(4*np), alloc(4*np), alloc(4*uLen)
+	l.st, l.partial, l.z = alloc(stBytes), alloc(8*normBlocks), alloc(4*m.Atoms)
+	l.lossHist, l.normHist = alloc(4*histCap), alloc(4*histCap)
+	if err != nil {
+		return fail(err)
+	}
+	z, _, _, _ := model.Support(m)
+	if err := cuda.Upload(c, l.z, z); err != nil {
+		return fail(err)
+	}
+	// mmin starts at +Inf; priority resets it after every step.
+	if err := cuda.Upload(c, l.st+stMMin, []uint64{0x7ff0000000000000}); err != nil {
+		return fail(err)
+	}
+	if err := cuda.Upload(c, l.st+stMaxPrio, []float64{1}); err != nil {
+		return fail(err)
+	}
+	// Parameter segments for AdamW (decay on weights only) and matrices
+	// for the spectral step.
+	var ps, ss words
+	maxIn, maxOut, uoff := 0, 0, 0
+	for _, ly := range l.lay {
+		ps.i64(int64(ly.W)).i64(int64(ly.Out * ly.In)).i64(1).i64(0)
+		ps.i64(int64(ly.B)).i64(int64(ly.Out)).i64(0).i64(0)
+		ss.i64(int64(ly.W)).i64(int64(ly.Out)).i64(int64(ly.In)).i64(int64(uoff))
+		uoff += ly.Out
+		maxIn, maxOut = max(maxIn, ly.In), max(maxOut, ly.Out)
+	}
+	l.paramSegs, l.specSegs = alloc(8*len(ps)), alloc(8*len(ss))
+	if err != nil {
+		return fail(err)
+	}
+	if err := cuda.Upload(c, l.paramSegs, ps); err != nil {
+		return fail(err)
+	}
+	if err := cuda.Upload(c, l.specSegs, ss); err != nil {
+		return fail(err)
+	}
+	l.specShared = 4 * (maxIn + maxOut)
+	if l.specShared > 48<<10 {
+		if err := c.SetMaxDynamicShared(k.fn["spectral"], l.specShared); err != nil {
+			return fail(err)
+		}
+	}
+	for _, net := range []*netBufs{&l.online, &l.target} {
+		if net.refresh, err = l.refreshLaunch(c, net); err != nil {
+			return fail(err)
+		}
+	}
+	if err := l.setState(c, s); err != nil {
+		return fail(err)
+	}
+	return l, nil
+}
+
+// refreshLaunch builds the launch that rewrites net's GEMM copies from its
+// masters (kernel refresh).
+func (l *learner) refreshLaunch(c *cuda.Ctx, net *netBufs) (launch, error) {
+	var w words
+	for _, i := range headHidden {
+		w.i64(int64(l.lay[i].W))
+	}
+	for _, i := range headHidden {
+		w.i64(int64(l.lay[i].B))
+	}
+	w.i64(int64(l.m.Head)).i64(int64(l.m.Trunk2))
+	p, err := l.mem.alloc(c, l.stream, 8*len(w))
+	if err != nil {
+		return launch{}, err
+	}
+	if err := cuda.Upload(c, p, w); err != nil {
+		return launch{}, err
+	}
+	return launch{name: "refresh", f: l.k.fn["refresh"], grid: dim(256), block: dim(256),
+		args: []any{net.p, int64(l.np), net.gw, net.wcat, net.bcat, p, l.st}}, nil
+}
+
+// setState uploads s and refreshes both networks' copies. The step state's
+// counters are set to s.Step and 0; the abort flag is cleared.
+func (l *learner) setState(c *cuda.Ctx, s *model.State) error {
+	if err := s.Check(l.m); err != nil {
+		return err
+	}
+	for _, x := range []struct {
+		p cuda.DevPtr
+		v []float32
+	}{{l.online.p, s.Online}, {l.target.p, s.Target}, {l.adamM, s.AdamM}, {l.adamV, s.AdamV}} {
+		if err := cuda.Upload(c, x.p, x.v); err != nil {
+			return err
+		}
+	}
+	off := 0
+	for i, ly := range l.lay {
+		if err := cuda.Upload(c, l.u+cuda.DevPtr(4*off), s.U[i]); err != nil {
+			return err
+		}
+		off += ly.Out
+	}
+	if err := cuda.Upload(c, l.st, []int64{s.Step, 0}); err != nil {
+		return err
+	}
+	if err := cuda.Upload(c, l.st+stAbort, []int32{0, 0}); err != nil {
+		return err
+	}
+	return l.refreshBoth(c)
+}
+
+func (l *learner) refreshBoth(c *cuda.Ctx) error {
+	for _, net := range []*netBufs{&l.online, &l.target} {
+		if err := net.refresh.run(c, l.stream); err != nil {
+			return err
+		}
+	}
+	return c.Sync(l.stream)
+}
+
+// state downloads the learner state.
+func (l *learner) state(c *cuda.Ctx) (*model.State, error) {
+	if err := c.Sync(l.stream); err != nil {
+		return nil, err
+	}
+	np := l.np
+	s := &model.State{Online: make([]float32, np), Target: make([]float32, np), AdamM: make([]float32, np), AdamV: make([]float32, np)}
+	for _, x := range []struct {
+		p cuda.DevPtr
+		v []float32
+	}{{l.online.p, s.Online}, {l.target.p, s.Target}, {l.adamM, s.AdamM}, {l.adamV, s.AdamV}} {
+		if err := cuda.Download(c, x.v, x.p); err != nil {
+			return nil, err
+		}
+	}
+	off := 0
+	for i, ly := range l.lay {
+		s.U[i] = make([]float32, ly.Out)
+		if err := cuda.Download(c, s.U[i], l.u+cuda.DevPtr(4*off)); err != nil {
+			return nil, err
+		}
+		off += ly.Out
+	}
+	t := make([]int64, 1)
+	if err := cuda.Download(c, t, l.st+stT); err != nil {
+		return nil, err
+	}
+	s.Step = t[0]
+	return s, nil
+}
+
+// stepState is the host copy of StepState.
+type stepState struct {
+	t, local int64
+	mmin     uint64
+	abort    int32
+	pad      int32
+	maxPrio  float64
+	loss     float32
+	pad2     float32
+}
+
+func (l *learner) readState(c *cuda.Ctx) (stepState, error) {
+	var s [1]stepState
+	if err := c.Sync(l.stream); err != nil {
+		return s[0], err
+	}
+	err := cuda.Download(c, s[:], l.st)
+	return s[0], err
+}
+
+// gradNorm is √(Σ partials) in partial order, as adamw computes it.
+func (l *learner) gradNorm(c *cuda.Ctx) (float64, error) {
+	p := make([]float64, normBlocks)
+	if err := cuda.Download(c, p, l.partial); err != nil {
+		return 0, err
+	}
+	var s float64
+	for _, x := range p {
+		s += x
+	}
+	return math.Sqrt(s), nil
+}
+
+// syncTarget applies target ← τ·online + (1−τ)·target and refreshes the
+// target's copies.
+func (l *learner) syncTarget(c *cuda.Ctx, tau float64) error {
+	if !(tau > 0 && tau <= 1) {
+		return fmt.Errorf("sync target: tau = %g: must be in (0, 1]", tau)
+	}
+	cp := int32(0)
+	if tau == 1 {
+		cp = 1
+	}
+	if err := c.Launch(l.k.fn["ema"], dim(256), dim(256), 0, l.stream,
+		l.online.p, l.target.p, int64(l.np), float32(tau), float32(1-tau), cp); err != nil {
+		return err
+	}
+	if err := l.target.refresh.run(c, l.stream); err != nil {
+		return err
+	}
+	return c.Sync(l.stream)
+}
+
+func (l *learner) free(c *cuda.Ctx) error {
+	var first error
+	for _, p := range l.plans {
+		if p.graph != 0 {
+			if err := c.DestroyGraphExec(p.graph); err != nil && first == nil {
+				first = err
+			}
+		}
+	}
+	l.plans = nil
+	if err := l.mem.free(c); err != nil && first == nil {
+		first = err
+	}
+	if l.stream != 0 {
+		if err := c.DestroyStream(l.stream); err != nil && first == nil {
+			first = err
+		}
+		l.stream = 0
+	}
+	return first
+}
+
+// obsWidth is the observation width, market.ObsDim.
+const obsWidth = market.ObsDim

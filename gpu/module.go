@@ -1,0 +1,138 @@
+package gpu
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/gpu/cuda"
+)
+
+// kernels is the loaded module of one storage mode on one device, with every
+// kernel resolved once.
+type kernels struct {
+	mod *cuda.Module
+	fn  map[string]cuda.Function
+}
+
+// CacheDir is where compiled kernels are kept: $DQNFLOW_KERNEL_CACHE, or
+// dqnflow/kernels under the user cache folder, or the temporary folder.
+func CacheDir() string {
+	if d := os.Getenv("DQNFLOW_KERNEL_CACHE"); d != "" {
+		return d
+	}
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "dqnflow", "kernels")
+	}
+	return filepath.Join(os.TempDir(), "dqnflow-kernels")
+}
+
+// moduleKey names a compiled module: storage mode and atoms (the only
+// model size compiled in).
+type moduleKey struct {
+	bf16  bool
+	atoms int
+}
+
+// gpuDevice is one opened CUDA device with its compiled modules, shared by
+// every trainer of the process on that device.
+type gpuDevice struct {
+	dev      *cuda.Device
+	info     cuda.DeviceInfo
+	compiler *cuda.Compiler
+	mu       sync.Mutex
+	mods     map[moduleKey]*kernels
+	checks   map[bool]string // precision self-check result per storage mode
+}
+
+var (
+	devicesMu sync.Mutex
+	devices   = map[int]*gpuDevice{}
+)
+
+// openDevice opens CUDA device ordinal once per process.
+func openDevice(ordinal int) (*gpuDevice, error) {
+	devicesMu.Lock()
+	defer devicesMu.Unlock()
+	if d, ok := devices[ordinal]; ok {
+		return d, nil
+	}
+	dev, err := cuda.Open(ordinal)
+	if err != nil {
+		return nil, err
+	}
+	comp, err := cuda.NewCompiler()
+	if err != nil {
+		dev.Close()
+		return nil, fmt.Errorf("cuda:%d: kernels are compiled at start-up: %w", ordinal, err)
+	}
+	d := &gpuDevice{dev: dev, info: dev.Info(), compiler: comp, mods: map[moduleKey]*kernels{}, checks: map[bool]string{}}
+	devices[ordinal] = d
+	return d, nil
+}
+
+// arch is the device's compute capability as NVRTC's sm_XY number.
+func (d *gpuDevice) arch() int { return d.info.Major*10 + d.info.Minor }
+
+// module compiles (or takes from the disk cache) and loads the kernels for
+// model m in one storage mode. Call inside Do.
+func (d *gpuDevice) module(c *cuda.Ctx, m config.ModelConfig, bf16 bool) (*kernels, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	key := moduleKey{bf16, m.Atoms}
+	if k, ok := d.mods[key]; ok {
+		return k, nil
+	}
+	src, err := kernelSource()
+	if err != nil {
+		return nil, err
+	}
+	bin, err := d.compiler.CompileCached(CacheDir(), src, "dqnflow.cu", d.arch(), kernelOptions(m, bf16)...)
+	if err != nil {
+		return nil, fmt.Errorf("compile kernels for sm_%d: %w", d.arch(), err)
+	}
+	mod, err := c.LoadModule(bin)
+	if err != nil {
+		return nil, err
+	}
+	k := &kernels{mod: mod, fn: map[string]cuda.Function{}}
+	for _, name := range kernelNames {
+		f, err := mod.Function(name)
+		if err != nil {
+			return nil, err
+		}
+		k.fn[name] = f
+	}
+	d.mods[key] = k
+	return k, nil
+}
+
+// arena owns device allocations and frees them together.
+type arena struct {
+	ptrs []cuda.DevPtr
+}
+
+// alloc allocates bytes (at least 8) of zeroed device memory on stream s.
+func (a *arena) alloc(c *cuda.Ctx, s cuda.Stream, bytes int) (cuda.DevPtr, error) {
+	bytes = max(bytes, 8)
+	bytes = (bytes + 255) &^ 255
+	p, err := c.Alloc(bytes)
+	if err != nil {
+		return 0, err
+	}
+	a.ptrs = append(a.ptrs, p)
+	return p, c.MemsetD8Async(p, 0, bytes, s)
+}
+
+func (a *arena) free(c *cuda.Ctx) error {
+	var first error
+	for _, p := range a.ptrs {
+		if err := c.Free(p); err != nil && first == nil {
+			first = err
+		}
+	}
+	a.ptrs = nil
+	return first
+}

@@ -1,0 +1,330 @@
+package gpu
+
+import (
+	"github.com/dqnflow/dqnflow/gpu/cuda"
+	"github.com/dqnflow/dqnflow/trainer/model"
+)
+
+// stepPlan holds the buffers and the launches of one training step at
+// batch size n, resolved once; the training path captures them as a CUDA
+// graph and replays it.
+type stepPlan struct {
+	n int
+
+	x                        cuda.DevPtr // E [2n×ObsDim]: s then s′
+	on, tg                   acts        // online over 2n rows, target over n rows (x's s′ half)
+	g, ge, g3, g3e, g2, g2e  cuda.DevPtr // upstream gradients: float32 and E copies
+	g1, g1e                  cuda.DevPtr
+	act, ret, disc, w        cuda.DevPtr
+	idx, mass, sample, tgts  cuda.DevPtr
+	sampleArgs               cuda.DevPtr // struct SampleArgs (key at word sampleKeyWord)
+	lossSampled, lossGiven   launch
+	sampleL, prioL           launch
+	fwd, bwd                 [4]launch
+	biasL, reduceL, normL    launch
+	adamL, specL             launch
+	graph                    cuda.GraphExec
+}
+
+// sampleKeyWord is the index of SampleArgs.key among its 64-bit words.
+const sampleKeyWord = 17
+
+// plan returns the plan for batch size n, building it on first use.
+func (l *learner) plan(c *cuda.Ctx, n int) (*stepPlan, error) {
+	if p, ok := l.plans[n]; ok {
+		return p, nil
+	}
+	p, err := l.buildPlan(c, n)
+	if err != nil {
+		return nil, err
+	}
+	l.plans[n] = p
+	return p, nil
+}
+
+func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
+	m, e := l.m, l.esz
+	t1, t2, hd, outw := m.Trunk1, m.Trunk2, m.Head, l.outw
+	p := &stepPlan{n: n}
+	var err error
+	alloc := func(bytes int) cuda.DevPtr {
+		if err != nil {
+			return 0
+		}
+		var q cuda.DevPtr
+		q, err = l.mem.alloc(c, l.stream, bytes)
+		return q
+	}
+	upload := func(w words) cuda.DevPtr {
+		q := alloc(8 * len(w))
+		if err == nil {
+			err = cuda.Upload(c, q, []uint64(w))
+		}
+		return q
+	}
+	// eCopy is the E copy of a float32 gradient: its own buffer in bf16
+	// mode, the float32 buffer itself in fp32.
+	eCopy := func(f cuda.DevPtr, elems int) cuda.DevPtr {
+		if l.bf16 {
+			return alloc(2 * elems)
+		}
+		return f
+	}
+	p.x = alloc(e * 2 * n * obsWidth)
+	p.on = acts{rows: 2 * n, h1: alloc(e * 2 * n * t1), h2: alloc(e * 2 * n * t2), z: alloc(e * 2 * n * 4 * hd), o: alloc(4 * 2 * n * outw)}
+	p.tg = acts{rows: n, h1: alloc(e * n * t1), h2: alloc(e * n * t2), z: alloc(e * n * 4 * hd), o: alloc(4 * n * outw)}
+	p.g = alloc(4 * n * outw)
+	p.ge = eCopy(p.g, n*outw)
+	p.g3 = alloc(4 * n * 4 * hd)
+	p.g3e = eCopy(p.g3, n*4*hd)
+	p.g2 = alloc(4 * n * t2)
+	p.g2e = eCopy(p.g2, n*t2)
+	p.g1 = alloc(4 * n * t1)
+	p.g1e = eCopy(p.g1, n*t1)
+	p.act, p.ret, p.disc, p.w = alloc(4*3*n), alloc(4*n), alloc(4*n), alloc(4*n)
+	p.idx, p.mass, p.sample = alloc(8*n), alloc(8*n), alloc(4*n)
+	p.tgts = alloc(4 * n * model.NumBranches * m.Atoms)
+	if err != nil {
+		return nil, err
+	}
+
+	// Forward: online over [s; s′], target over s′, grouped per stage.
+	xs := p.x + cuda.DevPtr(e*n*obsWidth)
+	fo := l.forwardJobs(&l.online, p.x, &p.on)
+	ft := l.forwardJobs(&l.target, xs, &p.tg)
+	for s := range 4 {
+		if p.fwd[s], err = l.gemmLaunch(c, "forward", append(fo[s], ft[s]...)); err != nil {
+			return nil, err
+		}
+	}
+
+	// Loss.
+	for i, sampled := range []int32{1, 0} {
+		var w words
+		w.ptr(p.on.o).ptr(p.tg.o).ptr(l.z).ptr(p.act).ptr(p.ret).ptr(p.disc).ptr(p.mass).ptr(p.w)
+		ge := cuda.DevPtr(0)
+		if l.bf16 {
+			ge = p.ge
+		}
+		tg := cuda.DevPtr(0)
+		if sampled == 0 {
+			tg = p.tgts
+		}
+		w.ptr(p.g).ptr(ge).ptr(p.sample).ptr(tg)
+		var beta0 float64
+		var betaSteps int64
+		if l.replay != nil {
+			beta0, betaSteps = l.replay.cfg.Beta0, int64(l.replay.cfg.BetaSteps)
+		}
+		_, dz, vmin, vmax := model.Support(m)
+		w.f64(beta0).i64(betaSteps).f32x2(vmin, vmax).f32i32(dz, int32(n)).i32x2(sampled, 0)
+		args := upload(w)
+		ll := launch{name: "c51_loss", f: l.k.fn["c51_loss"], grid: dim(ceilDiv(n, 4)), block: dim(128), args: []any{args, l.st}}
+		if i == 0 {
+			p.lossSampled = ll
+		} else {
+			p.lossGiven = ll
+		}
+	}
+
+	// Backward. Weight gradients reduce over the n rows; above 1024 rows
+	// they are split in k (deterministic: each part is summed in order by
+	// grad_reduce).
+	splits := min(max(n/1024, 1), 16)
+	kchunk := ceilDiv(ceilDiv(n, splits), 32) * 32
+	splits = ceilDiv(n, kchunk)
+	var reds words
+	nred := 0
+	// dW jobs: C(o, i) = Σ_r A(o, r)·B(r, i) into the flat gradient at off.
+	dW := func(a, b mat, off, rows, cols int) []job {
+		dst := l.grad + cuda.DevPtr(4*off)
+		if splits == 1 {
+			return []job{{a: a, b: b, c: mat{dst, int64(cols), 1}, m: rows, n: cols, k: n, epi: epiStore}}
+		}
+		ws := alloc(4 * splits * rows * cols)
+		var js []job
+		for s := range splits {
+			k0 := s * kchunk
+			kk := min(kchunk, n-k0)
+			js = append(js, job{a: mat{a.p + cuda.DevPtr(int64(e)*int64(k0)*a.sc), a.sr, a.sc},
+				b: mat{b.p + cuda.DevPtr(int64(e)*int64(k0)*b.sr), b.sr, b.sc},
+				c: mat{ws + cuda.DevPtr(4*s*rows*cols), int64(cols), 1}, m: rows, n: cols, k: kk, epi: epiStore})
+		}
+		reds.ptr(ws).ptr(dst).ptr(0).i64(int64(rows * cols)).i64(int64(splits)).i64(int64(rows * cols)).i64(1)
+		nred++
+		return js
+	}
+	E := func(q cuda.DevPtr, elems int) cuda.DevPtr { return q + cuda.DevPtr(e*elems) }
+	// Stage 1: the head outputs. dW_h = G_hᵀ·z_h; dz_h = G_h·W_h masked by z_h > 0.
+	var b1, b2, b3, b4 []job
+	for h, i := range headOut {
+		ly := l.lay[i]
+		col := headCol(m.Atoms, i)
+		b1 = append(b1, dW(mat{E(p.ge, col), 1, int64(outw)}, mat{E(p.on.z, h*hd), int64(4 * hd), 1}, ly.W, ly.Out, hd)...)
+		b1 = append(b1, job{a: mat{E(p.ge, col), int64(outw), 1}, b: mat{E(l.online.gw, ly.W), int64(hd), 1},
+			c: mat{p.g3 + cuda.DevPtr(4*h*hd), int64(4 * hd), 1}, ce: l.eOut(p.g3e, h*hd, 4*hd),
+			mask: mat{E(p.on.z, h*hd), int64(4 * hd), 1}, m: n, n: hd, k: ly.Out, epi: epiMask})
+	}
+	// Stage 2: the head hidden layers. dW = G3_hᵀ·h2; dh2 = G3·W_cat masked by h2 > 0.
+	for h, i := range headHidden {
+		ly := l.lay[i]
+		b2 = append(b2, dW(mat{E(p.g3e, h*hd), 1, int64(4 * hd)}, mat{p.on.h2, int64(t2), 1}, ly.W, hd, t2)...)
+	}
+	b2 = append(b2, job{a: mat{p.g3e, int64(4 * hd), 1}, b: mat{l.online.wcat, int64(t2), 1},
+		c: mat{p.g2, int64(t2), 1}, ce: l.eOut(p.g2e, 0, t2), mask: mat{p.on.h2, int64(t2), 1}, m: n, n: t2, k: 4 * hd, epi: epiMask})
+	// Stage 3: s2. dW = G2ᵀ·h1; dh1 = G2·W_s2 masked by h1 > 0.
+	s2, s1 := l.lay[model.LayerS2], l.lay[model.LayerS1]
+	b3 = append(b3, dW(mat{p.g2e, 1, int64(t2)}, mat{p.on.h1, int64(t1), 1}, s2.W, t2, t1)...)
+	b3 = append(b3, job{a: mat{p.g2e, int64(t2), 1}, b: mat{E(l.online.gw, s2.W), int64(t1), 1},
+		c: mat{p.g1, int64(t1), 1}, ce: l.eOut(p.g1e, 0, t1), mask: mat{p.on.h1, int64(t1), 1}, m: n, n: t1, k: t2, epi: epiMask})
+	// Stage 4: s1. dW = G1ᵀ·x.
+	b4 = append(b4, dW(mat{p.g1e, 1, int64(t1)}, mat{p.x, obsWidth, 1}, s1.W, t1, obsWidth)...)
+	for s, js := range [][]job{b1, b2, b3, b4} {
+		if p.bwd[s], err = l.gemmLaunch(c, "backward", js); err != nil {
+			return nil, err
+		}
+	}
+
+	// Bias gradients: column sums of the float32 upstream gradients (taken
+	// before the bf16 rounding, as the reference does), in row chunks of 256.
+	type seg struct {
+		g        cuda.DevPtr
+		ld, cols int
+		dst      func(c int) int
+	}
+	segs := []seg{
+		{p.g, outw, outw, func(c int) int {
+			if c < m.Atoms {
+				return l.lay[model.LayerV2].B + c
+			}
+			k := (c - m.Atoms) / m.Atoms
+			for d := model.NumBranches - 1; d >= 0; d-- {
+				if k >= model.BranchOffset[d] {
+					return l.lay[model.LayerA2(d)].B + c - m.Atoms - model.BranchOffset[d]*m.Atoms
+				}
+			}
+			return -1
+		}},
+		{p.g3, 4 * hd, 4 * hd, func(c int) int { return l.lay[headHidden[c/hd]].B + c%hd }},
+		{p.g2, t2, t2, func(c int) int { return s2.B + c }},
+		{p.g1, t1, t1, func(c int) int { return s1.B + c }},
+	}
+	var cs words
+	var index []int32
+	total := 0
+	for _, s := range segs {
+		cs.ptr(s.g).i64(int64(s.ld)).i64(int64(s.cols)).i64(int64(total))
+		for c := range s.cols {
+			index = append(index, int32(s.dst(c)))
+		}
+		total += s.cols
+	}
+	chunks := ceilDiv(n, 256)
+	partial := alloc(4 * total * chunks)
+	indexP := alloc(4 * total)
+	csP := upload(cs)
+	if err != nil {
+		return nil, err
+	}
+	if err := cuda.Upload(c, indexP, index); err != nil {
+		return nil, err
+	}
+	p.biasL = launch{name: "bias_partial", f: l.k.fn["bias_partial"], grid: dim2(ceilDiv(total, 256), chunks), block: dim(256),
+		args: []any{csP, int32(len(segs)), int64(total), int64(n), partial, l.st}}
+	var rw words
+	rw.ptr(partial).ptr(l.grad).ptr(indexP).i64(int64(total)).i64(int64(chunks)).i64(0).i64(0)
+	rw = append(rw, reds...)
+	redP := upload(rw)
+	p.reduceL = launch{name: "grad_reduce", f: l.k.fn["grad_reduce"], grid: dim2(64, 1+nred), block: dim(256), args: []any{redP, l.st}}
+	p.normL = launch{name: "grad_norm", f: l.k.fn["grad_norm"], grid: dim(normBlocks), block: dim(256),
+		args: []any{l.grad, int64(l.np), l.partial, p.w, p.sample, int64(n), l.st}}
+	var aw words
+	aw.ptr(l.online.p).ptr(l.grad).ptr(l.adamM).ptr(l.adamV).ptr(l.partial).i64(normBlocks).ptr(l.paramSegs)
+	aw.ptr(l.lossHist).ptr(l.normHist)
+	o := l.o
+	aw.f64(o.Beta1).f64(o.Beta2).f64(o.LR).f64(o.Eps).f64(o.WeightDecay).f64(o.ClipNorm)
+	adamP := upload(aw)
+	p.adamL = launch{name: "adamw", f: l.k.fn["adamw"], grid: dim2(32, 2*model.NumLayers), block: dim(256), args: []any{adamP, l.st}}
+	p.specL = launch{name: "spectral", f: l.k.fn["spectral"], grid: dim(model.NumLayers), block: dim(256), shared: l.specShared,
+		args: []any{l.online.p, l.u, l.specSegs, o.SpectralBound, l.st}}
+	if err != nil {
+		return nil, err
+	}
+	if l.replay != nil {
+		if err := l.replayLaunches(c, p, upload, alloc); err != nil {
+			return nil, err
+		}
+	}
+	return p, err
+}
+
+// eOut is the E output of a masked epilogue: its own buffer in bf16 mode,
+// none in fp32 (the float32 output is the next GEMM's operand itself).
+func (l *learner) eOut(q cuda.DevPtr, col, ld int) mat {
+	if !l.bf16 {
+		return mat{}
+	}
+	return mat{q + cuda.DevPtr(l.esz*col), int64(ld), 1}
+}
+
+// gradient runs the forward pass, the loss and the backward pass of plan p
+// on the batch already in its buffers (given weights).
+func (l *learner) gradientLaunches(p *stepPlan, loss launch) []launch {
+	ls := append([]launch{}, p.fwd[:]...)
+	ls = append(ls, loss)
+	ls = append(ls, p.bwd[:]...)
+	return append(ls, p.biasL, p.reduceL, p.normL)
+}
+
+// updateLaunches are the steps after the gradient: AdamW, the spectral
+// step (which also counts the step) and the refresh of the online copies.
+func (l *learner) updateLaunches(p *stepPlan) []launch {
+	return []launch{p.adamL, p.specL, l.online.refresh}
+}
+
+// trainLaunches is one whole training step from the replay buffer.
+func (l *learner) trainLaunches(p *stepPlan) []launch {
+	ls := []launch{p.sampleL}
+	ls = append(ls, l.gradientLaunches(p, p.lossSampled)...)
+	ls = append(ls, l.updateLaunches(p)...)
+	return append(ls, p.prioL)
+}
+
+func (l *learner) runAll(c *cuda.Ctx, ls []launch) error {
+	for i := range ls {
+		if err := ls[i].run(c, l.stream); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// captureStep captures plan p's training step as a CUDA graph, once.
+func (l *learner) captureStep(c *cuda.Ctx, p *stepPlan) (cuda.GraphExec, error) {
+	if p.graph != 0 {
+		return p.graph, nil
+	}
+	if err := c.Sync(l.stream); err != nil {
+		return 0, err
+	}
+	if err := c.BeginCapture(l.stream); err != nil {
+		return 0, err
+	}
+	runErr := l.runAll(c, l.trainLaunches(p))
+	g, err := c.EndCapture(l.stream)
+	if runErr != nil {
+		return 0, runErr
+	}
+	if err != nil {
+		return 0, err
+	}
+	x, err := c.Instantiate(g)
+	if derr := c.DestroyGraph(g); err == nil {
+		err = derr
+	}
+	if err != nil {
+		return 0, err
+	}
+	p.graph = x
+	return x, nil
+}

@@ -1,0 +1,253 @@
+package gpu
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/gpu/cuda"
+	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/replay"
+)
+
+const agentW = market.NumAgentFeatures
+
+// devReplay is the prioritised replay buffer in device memory, with the
+// semantics of package replay (kernels/replay.cu). The host mirrors the
+// ring's size and cursor, which only Collect changes; p_max lives in the
+// step state, which the priority kernel updates.
+type devReplay struct {
+	cfg      config.ReplayConfig
+	capacity int
+	base     int // L, the first leaf node
+	size     int
+	cursor   int
+
+	bar, agent, action, ret, disc, nextBar, nextAgent cuda.DevPtr
+	tree, owner, features                             cuda.DevPtr
+
+	// staging for one Collect call's transitions
+	stage     stagedTransitions
+	stageCap  int
+	stageDev  [7]cuda.DevPtr
+	insertArg cuda.DevPtr
+}
+
+// stagedTransitions is a replay Sink that keeps one Collect call's
+// transitions on the host, oldest first, for one upload.
+type stagedTransitions struct {
+	bar, nextBar, action []int32
+	agent, nextAgent     []float32
+	ret, disc            []float32
+}
+
+// Add stages t (rollout.Sink).
+func (s *stagedTransitions) Add(t replay.Transition) error {
+	if t.Bar < 0 || t.NextBar < 0 || !(t.Discount >= 0 && t.Discount <= 1) ||
+		math.IsNaN(float64(t.Return)) || math.IsInf(float64(t.Return), 0) {
+		return fmt.Errorf("replay add: bad transition (bar %d, next bar %d, return %g, discount %g): %w",
+			t.Bar, t.NextBar, t.Return, t.Discount, replay.ErrInvalid)
+	}
+	s.bar = append(s.bar, t.Bar)
+	s.nextBar = append(s.nextBar, t.NextBar)
+	s.action = append(s.action, t.Action[:]...)
+	s.agent = append(s.agent, t.Agent[:]...)
+	s.nextAgent = append(s.nextAgent, t.NextAgent[:]...)
+	s.ret = append(s.ret, t.Return)
+	s.disc = append(s.disc, t.Discount)
+	return nil
+}
+
+func (s *stagedTransitions) len() int { return len(s.bar) }
+
+func (s *stagedTransitions) reset() {
+	s.bar, s.nextBar, s.action = s.bar[:0], s.nextBar[:0], s.action[:0]
+	s.agent, s.nextAgent, s.ret, s.disc = s.agent[:0], s.nextAgent[:0], s.ret[:0], s.disc[:0]
+}
+
+// newDevReplay allocates an empty buffer and uploads the dataset's
+// features, from which the sampler rebuilds observations.
+func newDevReplay(c *cuda.Ctx, l *learner, cfg config.ReplayConfig, ds *market.Dataset) (*devReplay, error) {
+	if _, err := replay.New(cfg); err != nil { // the same validation as the CPU buffer
+		return nil, err
+	}
+	r := &devReplay{cfg: cfg, capacity: cfg.Capacity, base: 1}
+	for r.base < r.capacity {
+		r.base <<= 1
+	}
+	n := r.capacity
+	var err error
+	alloc := func(bytes int) cuda.DevPtr {
+		if err != nil {
+			return 0
+		}
+		var p cuda.DevPtr
+		p, err = l.mem.alloc(c, l.stream, bytes)
+		return p
+	}
+	r.bar, r.agent, r.action = alloc(4*n), alloc(4*n*agentW), alloc(4*n*3)
+	r.ret, r.disc, r.nextBar, r.nextAgent = alloc(4*n), alloc(4*n), alloc(4*n), alloc(4*n*agentW)
+	r.tree, r.owner = alloc(8*2*r.base), alloc(4*n)
+	r.features = alloc(4 * len(ds.Features))
+	if err != nil {
+		return nil, err
+	}
+	if err := c.MemsetD8Async(r.owner, 0xff, 4*n, l.stream); err != nil { // −1: no owner
+		return nil, err
+	}
+	if err := cuda.Upload(c, r.features, ds.Features); err != nil {
+		return nil, err
+	}
+	return r, c.Sync(l.stream)
+}
+
+func (r *devReplay) arrays(w *words) {
+	w.ptr(r.bar).ptr(r.agent).ptr(r.action).ptr(r.ret).ptr(r.disc).ptr(r.nextBar).ptr(r.nextAgent).ptr(r.tree).i64(int64(r.base))
+}
+
+// replayLaunches adds the sampling and priority launches to plan p.
+func (l *learner) replayLaunches(c *cuda.Ctx, p *stepPlan, upload func(words) cuda.DevPtr, alloc func(int) cuda.DevPtr) error {
+	r := l.replay
+	var sw words
+	r.arrays(&sw)
+	sw.ptr(r.features).ptr(p.x).ptr(p.act).ptr(p.ret).ptr(p.disc).ptr(p.idx).ptr(p.mass).i64(int64(p.n)).i64(0)
+	if len(sw) != sampleKeyWord+1 {
+		return fmt.Errorf("sample arguments: %d words, want %d", len(sw), sampleKeyWord+1)
+	}
+	p.sampleArgs = upload(sw)
+	p.sampleL = launch{name: "sample", f: l.k.fn["sample"], grid: dim(ceilDiv(p.n, 4)), block: dim(128), args: []any{p.sampleArgs, l.st}}
+	win := alloc(4 * p.n)
+	var pw words
+	pw.ptr(r.tree).i64(int64(r.base)).ptr(p.idx).ptr(p.sample).ptr(r.owner).ptr(win).i64(int64(p.n))
+	pw.f64(r.cfg.PriorityEps).f64(r.cfg.Alpha)
+	p.prioL = launch{name: "priority", f: l.k.fn["priority"], grid: dim(1), block: dim(1024), args: []any{upload(pw), l.st}}
+	return nil
+}
+
+// flush uploads the staged transitions, writes them into the ring with
+// mass p_max^α (kernel insert) and rebuilds the tree's inner nodes.
+func (r *devReplay) flush(c *cuda.Ctx, l *learner) error {
+	s := &r.stage
+	n := s.len()
+	if n == 0 {
+		return nil
+	}
+	if n > r.stageCap {
+		capN := max(n, 2*r.stageCap)
+		var err error
+		alloc := func(bytes int) cuda.DevPtr {
+			if err != nil {
+				return 0
+			}
+			var p cuda.DevPtr
+			p, err = l.mem.alloc(c, l.stream, bytes)
+			return p
+		}
+		r.stageDev = [7]cuda.DevPtr{alloc(4 * capN), alloc(4 * capN * agentW), alloc(4 * capN * 3), alloc(4 * capN),
+			alloc(4 * capN), alloc(4 * capN), alloc(4 * capN * agentW)}
+		r.insertArg = alloc(8 * 32)
+		if err != nil {
+			return err
+		}
+		r.stageCap = capN
+	}
+	d := r.stageDev
+	for _, up := range []error{
+		cuda.Upload(c, d[0], s.bar), cuda.Upload(c, d[1], s.agent), cuda.Upload(c, d[2], s.action),
+		cuda.Upload(c, d[3], s.ret), cuda.Upload(c, d[4], s.disc), cuda.Upload(c, d[5], s.nextBar), cuda.Upload(c, d[6], s.nextAgent),
+	} {
+		if up != nil {
+			return up
+		}
+	}
+	var w words
+	r.arrays(&w)
+	for _, p := range d {
+		w.ptr(p)
+	}
+	w.i64(int64(n)).i64(int64(r.cursor)).i64(int64(r.capacity)).f64(r.cfg.Alpha)
+	if err := cuda.Upload(c, r.insertArg, []uint64(w)); err != nil {
+		return err
+	}
+	if err := c.Launch(l.k.fn["insert"], dim(ceilDiv(n, 256)), dim(256), 0, l.stream, r.insertArg, l.st); err != nil {
+		return err
+	}
+	if err := r.rebuild(c, l); err != nil {
+		return err
+	}
+	r.cursor = (r.cursor + n) % r.capacity
+	r.size = min(r.size+n, r.capacity)
+	s.reset()
+	return c.Sync(l.stream)
+}
+
+// rebuild recomputes every inner node of the tree from the leaves, level
+// by level (the same bits as any sequence of replay set calls).
+func (r *devReplay) rebuild(c *cuda.Ctx, l *learner) error {
+	for lo := r.base >> 1; lo >= 1; lo >>= 1 {
+		if err := c.Launch(l.k.fn["tree_level"], dim(ceilDiv(lo, 256)), dim(256), 0, l.stream, r.tree, int64(lo)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// storage downloads the buffer as a replay.Storage.
+func (r *devReplay) storage(c *cuda.Ctx, l *learner) (replay.Storage, error) {
+	n := r.size
+	s := replay.Storage{
+		Bar: make([]int32, n), Agent: make([]float32, n*agentW), Action: make([]int32, n*3),
+		Return: make([]float32, n), Discount: make([]float32, n), NextBar: make([]int32, n),
+		NextAgent: make([]float32, n*agentW), Mass: make([]float64, n), Size: n, Cursor: r.cursor,
+	}
+	if err := c.Sync(l.stream); err != nil {
+		return s, err
+	}
+	if n > 0 {
+		for _, e := range []error{
+			cuda.Download(c, s.Bar, r.bar), cuda.Download(c, s.Agent, r.agent), cuda.Download(c, s.Action, r.action),
+			cuda.Download(c, s.Return, r.ret), cuda.Download(c, s.Discount, r.disc), cuda.Download(c, s.NextBar, r.nextBar),
+			cuda.Download(c, s.NextAgent, r.nextAgent), cuda.Download(c, s.Mass, r.tree+cuda.DevPtr(8*r.base)),
+		} {
+			if e != nil {
+				return s, e
+			}
+		}
+	}
+	mp := make([]float64, 1)
+	if err := cuda.Download(c, mp, l.st+stMaxPrio); err != nil {
+		return s, err
+	}
+	s.MaxPriority = mp[0]
+	return s, nil
+}
+
+// load replaces the buffer's contents with s (validated by the caller
+// through replay.FromStorage or Load).
+func (r *devReplay) load(c *cuda.Ctx, l *learner, s replay.Storage) error {
+	if err := c.MemsetD8Async(r.tree, 0, 8*2*r.base, l.stream); err != nil {
+		return err
+	}
+	if err := c.Sync(l.stream); err != nil {
+		return err
+	}
+	if s.Size > 0 {
+		for _, e := range []error{
+			cuda.Upload(c, r.bar, s.Bar), cuda.Upload(c, r.agent, s.Agent), cuda.Upload(c, r.action, s.Action),
+			cuda.Upload(c, r.ret, s.Return), cuda.Upload(c, r.disc, s.Discount), cuda.Upload(c, r.nextBar, s.NextBar),
+			cuda.Upload(c, r.nextAgent, s.NextAgent), cuda.Upload(c, r.tree+cuda.DevPtr(8*r.base), s.Mass),
+		} {
+			if e != nil {
+				return e
+			}
+		}
+	}
+	if err := cuda.Upload(c, l.st+stMaxPrio, []float64{s.MaxPriority}); err != nil {
+		return err
+	}
+	r.size, r.cursor = s.Size, s.Cursor
+	if err := r.rebuild(c, l); err != nil {
+		return err
+	}
+	return c.Sync(l.stream)
+}

@@ -1,0 +1,513 @@
+package gpu
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"strconv"
+
+	"github.com/dqnflow/dqnflow/checkpoint"
+	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/gpu/cuda"
+	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/replay"
+	"github.com/dqnflow/dqnflow/trainer"
+	"github.com/dqnflow/dqnflow/trainer/model"
+	"github.com/dqnflow/dqnflow/trainer/rollout"
+)
+
+// Backend is the CUDA backend of trainer.Backend on one device.
+type Backend struct {
+	d       *gpuDevice
+	ordinal int
+}
+
+// NewBackend opens CUDA device ordinal (once per process) and its kernel
+// compiler. It fails within seconds, naming what is missing, on a machine
+// without a driver, a device or NVRTC.
+func NewBackend(ordinal int) (*Backend, error) {
+	d, err := openDevice(ordinal)
+	if err != nil {
+		return nil, err
+	}
+	return &Backend{d: d, ordinal: ordinal}, nil
+}
+
+// Describe is a one-line description of the device.
+func (b *Backend) Describe() string {
+	i := b.d.info
+	return fmt.Sprintf("%s (cuda:%d, sm_%d%d, %d SMs, %.0f GiB)", i.Name, b.ordinal, i.Major, i.Minor, i.SMs, float64(i.TotalMem)/(1<<30))
+}
+
+// Trainer is the CUDA trainer: the learner and the replay buffer in device
+// memory, the training step as a CUDA graph, and the host-side collector
+// shared with the CPU backend (rollout), whose greedy actions come from the
+// device.
+type Trainer struct {
+	b         *Backend
+	cfg       config.RunConfig
+	ds        *market.Dataset
+	l         *learner
+	col       *rollout.Collector
+	samplePCG *rand.PCG
+	info      trainer.Info
+	events    [2]cuda.Event
+	hostLoss  []float32
+	hostNorm  []float32
+	closed    bool
+}
+
+func checkDevice(cfg config.RunConfig, ordinal int) error {
+	switch cfg.Device {
+	case "cuda", "auto", fmt.Sprintf("cuda:%d", ordinal):
+	default:
+		return fmt.Errorf("cuda trainer: config device %q: this worker runs cuda:%d: %w", cfg.Device, ordinal, trainer.ErrUnsupported)
+	}
+	switch cfg.Precision {
+	case config.PrecisionFP32, config.PrecisionBF16Mixed:
+		return nil
+	case config.PrecisionBF16:
+		return fmt.Errorf("precision %s (bf16 storage everywhere) is not built yet on the cuda backend; use %s or %s: %w",
+			cfg.Precision, config.PrecisionFP32, config.PrecisionBF16Mixed, trainer.ErrUnsupported)
+	}
+	return fmt.Errorf("precision %q: %w", cfg.Precision, config.ErrInvalid)
+}
+
+// New builds a trainer for cfg on ds; see trainer.Backend.
+func (b *Backend) New(_ context.Context, cfg config.RunConfig, ds *market.Dataset, warm *checkpoint.Checkpoint) (trainer.Trainer, error) {
+	s := model.NewState(cfg.Model, cfg.Seed)
+	if warm != nil {
+		for _, x := range []struct {
+			prefix string
+			dst    *[]float32
+		}{{"online.", &s.Online}, {"target.", &s.Target}} {
+			p, err := model.ReadParams(warm, x.prefix, cfg.Model)
+			if err != nil {
+				return nil, fmt.Errorf("warm start: %w", err)
+			}
+			*x.dst = p
+		}
+	}
+	return b.build(cfg, ds, s)
+}
+
+func (b *Backend) build(cfg config.RunConfig, ds *market.Dataset, s *model.State) (*Trainer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if ds == nil {
+		return nil, fmt.Errorf("cuda trainer: nil dataset")
+	}
+	if err := checkDevice(cfg, b.ordinal); err != nil {
+		return nil, err
+	}
+	col, err := rollout.New(cfg, ds)
+	if err != nil {
+		return nil, err
+	}
+	t := &Trainer{b: b, cfg: cfg, ds: ds, col: col, samplePCG: rand.NewPCG(cfg.Seed, model.StreamSample)}
+	bf := cfg.Precision == config.PrecisionBF16Mixed
+	check, err := b.selfCheck(cfg.Model, bf)
+	if err != nil {
+		return nil, err
+	}
+	err = b.d.dev.Do(func(c *cuda.Ctx) error {
+		l, err := newLearner(c, b.d, cfg.Model, cfg.Optim, cfg.Precision, s)
+		if err != nil {
+			return err
+		}
+		t.l = l
+		if l.replay, err = newDevReplay(c, l, cfg.Replay, ds); err != nil {
+			return err
+		}
+		for i := range t.events {
+			if t.events[i], err = c.NewEvent(); err != nil {
+				return err
+			}
+		}
+		p, err := l.plan(c, cfg.BatchSize)
+		if err != nil {
+			return err
+		}
+		_, err = l.captureStep(c, p)
+		return err
+	})
+	if err != nil {
+		t.Close()
+		return nil, fmt.Errorf("cuda trainer on %s: %w", b.Describe(), err)
+	}
+	storage := "f32"
+	if bf {
+		storage = "bf16"
+	}
+	t.info = trainer.Info{Backend: "cuda", Device: b.Describe(), Precision: cfg.Precision,
+		StorageDType: storage, ComputeDType: "f32", Parameters: model.NumParams(cfg.Model), SelfCheck: check}
+	return t, nil
+}
+
+// Info reports the device and the precision measured by the self-check.
+func (t *Trainer) Info() trainer.Info { return t.info }
+
+func (t *Trainer) usable() error {
+	if t.closed {
+		return fmt.Errorf("cuda trainer: used after Close")
+	}
+	return nil
+}
+
+// Collect steps the environments on the host with greedy actions from the
+// device, stages the finished transitions and uploads them once.
+func (t *Trainer) Collect(ctx context.Context, steps int) (trainer.CollectStats, error) {
+	if err := t.usable(); err != nil {
+		return trainer.CollectStats{}, err
+	}
+	r := t.l.replay
+	var st trainer.CollectStats
+	err := t.b.d.dev.Do(func(c *cuda.Ctx) error {
+		var err error
+		st, err = t.col.Collect(ctx, steps, func(obs []float32, rows int, dst []market.Action) error {
+			return t.l.greedy(c, obs, rows, dst)
+		}, &r.stage)
+		// Transitions finished before an error are kept, as the CPU buffer
+		// keeps what it was given.
+		if ferr := r.flush(c, t.l); err == nil {
+			err = ferr
+		}
+		return err
+	})
+	st.BufferSize = r.size
+	return st, err
+}
+
+// readbackInterval is the number of steps between reads of the loss and
+// gradient-norm histories (and the abort flag) during Train.
+func (t *Trainer) readbackInterval(steps int) int {
+	if v := t.cfg.ReadbackInterval; v > 0 {
+		return v
+	}
+	return max(1, steps)
+}
+
+// Train replays the captured step steps times. The host does not wait for
+// the device inside a chunk of readback_interval steps; it reads the loss
+// and gradient-norm histories of a chunk while the next one runs, and stops
+// at the first non-finite value with trainer.ErrNonFinite (the weights are
+// those before the failing step).
+func (t *Trainer) Train(ctx context.Context, steps int, progress func(trainer.Progress)) (trainer.TrainStats, error) {
+	var st trainer.TrainStats
+	if err := t.usable(); err != nil {
+		return st, err
+	}
+	if steps < 0 {
+		return st, fmt.Errorf("train: %d steps: must not be negative", steps)
+	}
+	for t.l.replay.size < t.cfg.Replay.Warmup {
+		if _, err := t.Collect(ctx, 1); err != nil {
+			return st, fmt.Errorf("train: warm-up collection: %w", err)
+		}
+	}
+	l := t.l
+	var lossSum, normSum float64
+	done := 0
+	err := t.b.d.dev.Do(func(c *cuda.Ctx) error {
+		p, err := l.plan(c, t.cfg.BatchSize)
+		if err != nil {
+			return err
+		}
+		g, err := l.captureStep(c, p)
+		if err != nil {
+			return err
+		}
+		// This call's sampling key, from the run's checkpointed sample stream.
+		if err := cuda.Upload(c, p.sampleArgs+8*sampleKeyWord, []uint64{t.samplePCG.Uint64()}); err != nil {
+			return err
+		}
+		chunk := min(t.readbackInterval(steps), histCap)
+		for done < steps {
+			seg := min(steps-done, histCap)
+			if err := cuda.Upload(c, l.st+stLocal, []int64{0}); err != nil {
+				return err
+			}
+			// Chunks [from, to) of this segment; chunk k records events[k%2],
+			// and at most two are in flight, so the oldest is always read
+			// before its event is recorded again.
+			type span struct {
+				from, to int
+				ev       cuda.Event
+			}
+			var pending []span
+			launched, k := 0, 0
+			for launched < seg || len(pending) > 0 {
+				for launched < seg && len(pending) < 2 && ctx.Err() == nil {
+					to := min(seg, launched+chunk)
+					for range to - launched {
+						if err := c.GraphLaunch(g, l.stream); err != nil {
+							return err
+						}
+					}
+					ev := t.events[k%2]
+					if err := c.Record(ev, l.stream); err != nil {
+						return err
+					}
+					pending = append(pending, span{launched, to, ev})
+					launched, k = to, k+1
+				}
+				if len(pending) == 0 {
+					break // cancelled with nothing in flight
+				}
+				sp := pending[0]
+				pending = pending[1:]
+				if err := c.EventSync(sp.ev); err != nil {
+					return err
+				}
+				ls, ns, ok, err := t.readHistory(c, sp.from, sp.to)
+				if err != nil {
+					return err
+				}
+				var cl, cn float64
+				for i := range ls {
+					cl += float64(ls[i])
+					cn += float64(ns[i])
+				}
+				if !ok {
+					if err := c.Sync(l.stream); err != nil {
+						return err
+					}
+					return t.nonFinite(c)
+				}
+				lossSum += cl
+				normSum += cn
+				done += sp.to - sp.from
+				if progress != nil {
+					n := float64(sp.to - sp.from)
+					progress(trainer.Progress{Step: done, Steps: steps, GlobalStep: t.globalStep(c), Loss: cl / n, GradNorm: cn / n})
+				}
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	st.Steps = done
+	if done > 0 {
+		st.Loss, st.GradNorm = lossSum/float64(done), normSum/float64(done)
+	}
+	_ = t.b.d.dev.Do(func(c *cuda.Ctx) error { st.GlobalStep = t.globalStep(c); return nil })
+	return st, err
+}
+
+// readHistory reads the loss and norm of local steps [from, to) and reports
+// whether all are finite and the abort flag is clear.
+func (t *Trainer) readHistory(c *cuda.Ctx, from, to int) (loss, norm []float32, ok bool, err error) {
+	n := to - from
+	if cap(t.hostLoss) < n {
+		t.hostLoss, t.hostNorm = make([]float32, n), make([]float32, n)
+	}
+	loss, norm = t.hostLoss[:n], t.hostNorm[:n]
+	if err = cuda.Download(c, loss, t.l.lossHist+cuda.DevPtr(4*from)); err != nil {
+		return
+	}
+	if err = cuda.Download(c, norm, t.l.normHist+cuda.DevPtr(4*from)); err != nil {
+		return
+	}
+	ab := make([]int32, 1)
+	if err = cuda.Download(c, ab, t.l.st+stAbort); err != nil {
+		return
+	}
+	ok = ab[0] == 0
+	for i := range loss {
+		if !finite(loss[i]) || !finite(norm[i]) {
+			ok = false
+		}
+	}
+	return
+}
+
+func finite(x float32) bool { return !math.IsNaN(float64(x)) && !math.IsInf(float64(x), 0) }
+
+func (t *Trainer) globalStep(c *cuda.Ctx) int64 {
+	v := make([]int64, 1)
+	if err := cuda.Download(c, v, t.l.st+stT); err != nil {
+		return -1
+	}
+	return v[0]
+}
+
+// nonFinite builds the error of an aborted step.
+func (t *Trainer) nonFinite(c *cuda.Ctx) error {
+	s, err := t.l.readState(c)
+	if err != nil {
+		return err
+	}
+	what := "gradient norm"
+	if s.abort == 2 {
+		what = "loss"
+	}
+	lv := make([]float32, 1)
+	nv := make([]float32, 1)
+	_ = cuda.Download(c, lv, t.l.lossHist+cuda.DevPtr(4*s.local))
+	_ = cuda.Download(c, nv, t.l.normHist+cuda.DevPtr(4*s.local))
+	v := nv[0]
+	if s.abort == 2 {
+		v = lv[0]
+	}
+	return fmt.Errorf("train: global step %d: %s is %g: %w", s.t+1, what, v, trainer.ErrNonFinite)
+}
+
+// SyncTarget applies target ← τ·online + (1−τ)·target, τ = optim.target_tau.
+func (t *Trainer) SyncTarget() error {
+	if err := t.usable(); err != nil {
+		return err
+	}
+	return t.b.d.dev.Do(func(c *cuda.Ctx) error { return t.l.syncTarget(c, t.cfg.Optim.TargetTau) })
+}
+
+// Backtest runs the online network's greedy policy over bars r of ds, one
+// bar at a time on the device.
+func (t *Trainer) Backtest(ctx context.Context, ds *market.Dataset, r market.Range) (market.Report, error) {
+	if err := t.usable(); err != nil {
+		return market.Report{}, err
+	}
+	var rep market.Report
+	err := t.b.d.dev.Do(func(c *cuda.Ctx) error {
+		var err error
+		rep, err = rollout.Backtest(ds, r, func(obs []float32, rows int, dst []market.Action) error {
+			return t.l.greedy(c, obs, rows, dst)
+		})
+		return err
+	})
+	if err == nil {
+		err = ctx.Err()
+	}
+	return rep, err
+}
+
+// Snapshot copies the whole trainer state to the host in the checkpoint
+// format every backend shares.
+func (t *Trainer) Snapshot() (*checkpoint.Checkpoint, error) {
+	if err := t.usable(); err != nil {
+		return nil, err
+	}
+	var s *model.State
+	var rs replay.Storage
+	err := t.b.d.dev.Do(func(c *cuda.Ctx) error {
+		var err error
+		if s, err = t.l.state(c); err != nil {
+			return err
+		}
+		rs, err = t.l.replay.storage(c, t.l)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	buf, err := replay.FromStorage(t.cfg.Replay, rs)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot replay: %w", err)
+	}
+	meta := map[string]string{
+		checkpoint.MetaFormat:     checkpoint.FormatVersion,
+		checkpoint.MetaBackend:    "cuda",
+		checkpoint.MetaPrecision:  t.cfg.Precision,
+		checkpoint.MetaGlobalStep: strconv.FormatInt(s.Step, 10),
+		checkpoint.MetaConfig:     string(mustJSON(t.cfg)),
+		checkpoint.MetaInstrument: string(mustJSON(t.ds.Instrument)),
+		checkpoint.MetaNormalizer: string(mustJSON(t.ds.Norm)),
+		checkpoint.MetaDevice:     t.info.Device,
+		checkpoint.MetaSelfCheck:  t.info.SelfCheck,
+	}
+	ts := s.Tensors(t.cfg.Model)
+	ts = append(ts, buf.Tensors(model.ReplayPrefix)...)
+	cts, err := t.col.Tensors()
+	if err != nil {
+		return nil, err
+	}
+	ts = append(ts, cts...)
+	rb, err := t.samplePCG.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	ts = append(ts, checkpoint.U8Tensor(model.TensorRNGSample, []int{len(rb)}, rb))
+	return &checkpoint.Checkpoint{Meta: meta, Tensors: ts}, nil
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("marshal %T: %v", v, err)) // plain structs of numbers and strings
+	}
+	return b
+}
+
+// Restore rebuilds the trainer saved in ck (by any backend) on ds.
+func (b *Backend) Restore(_ context.Context, ck *checkpoint.Checkpoint, ds *market.Dataset) (trainer.Trainer, error) {
+	cfg, err := trainer.CheckpointConfig(ck)
+	if err != nil {
+		return nil, err
+	}
+	inst, norm, err := trainer.CheckpointMarket(ck)
+	if err != nil {
+		return nil, err
+	}
+	if ds == nil || inst != ds.Instrument || !reflect.DeepEqual(norm, ds.Norm) {
+		return nil, fmt.Errorf("restore: the dataset's instrument or feature normalisation differs from the checkpoint's: prepare the data with the checkpoint's config (same file and ranges)")
+	}
+	// A checkpoint written by a CPU worker says device "cpu"; restored here it runs on this device.
+	cfg.Device = "cuda"
+	s, err := model.ReadState(ck, cfg.Model)
+	if err != nil {
+		return nil, fmt.Errorf("restore: %w", err)
+	}
+	buf, err := replay.New(cfg.Replay)
+	if err != nil {
+		return nil, err
+	}
+	if err := buf.Load(ck, model.ReplayPrefix); err != nil {
+		return nil, fmt.Errorf("restore: %w", err)
+	}
+	t, err := b.build(cfg, ds, s)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.col.Load(ck); err != nil {
+		t.Close()
+		return nil, fmt.Errorf("restore: %w", err)
+	}
+	tn, ok := ck.Find(model.TensorRNGSample)
+	if !ok || tn.DType != checkpoint.U8 {
+		t.Close()
+		return nil, fmt.Errorf("restore: tensor %s: missing or not U8", model.TensorRNGSample)
+	}
+	if err := t.samplePCG.UnmarshalBinary(tn.Data); err != nil {
+		t.Close()
+		return nil, fmt.Errorf("restore: tensor %s: %w", model.TensorRNGSample, err)
+	}
+	if err := b.d.dev.Do(func(c *cuda.Ctx) error { return t.l.replay.load(c, t.l, buf.Storage()) }); err != nil {
+		t.Close()
+		return nil, fmt.Errorf("restore: %w", err)
+	}
+	return t, nil
+}
+
+// Close frees the trainer's device memory; later calls return an error.
+func (t *Trainer) Close() error {
+	if t.closed {
+		return nil
+	}
+	t.closed = true
+	return t.b.d.dev.Do(func(c *cuda.Ctx) error {
+		for _, e := range t.events {
+			if e != 0 {
+				_ = c.DestroyEvent(e)
+			}
+		}
+		if t.l == nil {
+			return nil
+		}
+		return t.l.free(c)
+	})
+}
