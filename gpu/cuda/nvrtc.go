@@ -185,7 +185,11 @@ func (c *Compiler) Compile(src, name string, arch int, opts ...string) (cubin []
 		if logErr != nil {
 			log = "(no log: " + logErr.Error() + ")"
 		}
-		return nil, log, fmt.Errorf("nvrtc: compile %s for sm_%d with %q: %w\n%s", name, arch, opts, compileErr, log)
+		with := ""
+		if len(opts) > 0 {
+			with = fmt.Sprintf(" with %q", opts)
+		}
+		return nil, log, fmt.Errorf("nvrtc: compile %s for sm_%d%s: %w\n%s", name, arch, with, compileErr, log)
 	}
 
 	var n uintptr
