@@ -21,6 +21,7 @@ var nvrtcSpec = libSpec{
 	dirs: []string{
 		"/usr/local/cuda/lib64",
 		"/usr/local/cuda-*/lib64",
+		"/usr/local/cuda/targets/*/lib",
 		"/usr/lib/x86_64-linux-gnu",
 		"/usr/lib/aarch64-linux-gnu",
 		"/usr/local/lib/python3*/dist-packages/nvidia/cu13/lib",
