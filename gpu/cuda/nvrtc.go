@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -143,7 +144,9 @@ func (c *Compiler) Path() string {
 
 // Compile compiles src (named name in messages, e.g. "adam.cu") for the real
 // architecture sm_<arch> (90 for H100/H200) and returns the CUBIN and
-// NVRTC's log (warnings, possibly empty). On a compile error, err contains
+// NVRTC's log (warnings, possibly empty). An option "--gpu-architecture=..."
+// or "-arch=..." in opts replaces the one built from arch (NVRTC refuses
+// two), for targets an int cannot name such as sm_90a (wgmma, CUDA 12+). On a compile error, err contains
 // the log, whose lines read "name(line): error: ...". Kernels must not include
 // toolkit headers (DESIGN.md §5).
 func (c *Compiler) Compile(src, name string, arch int, opts ...string) (cubin []byte, log string, err error) {
@@ -167,7 +170,10 @@ func (c *Compiler) Compile(src, name string, arch int, opts ...string) (cubin []
 	}
 	defer a.nvrtcDestroyProgram(&prog)
 
-	all := append([]string{"--gpu-architecture=sm_" + strconv.Itoa(arch)}, opts...)
+	all := opts
+	if !slices.ContainsFunc(opts, isArchOption) {
+		all = append([]string{"--gpu-architecture=sm_" + strconv.Itoa(arch)}, opts...)
+	}
 	cstrs := make([][]byte, len(all))
 	ptrs := make([]*byte, len(all))
 	for i, o := range all {
@@ -208,6 +214,11 @@ func (c *Compiler) Compile(src, name string, arch int, opts ...string) (cubin []
 		return nil, log, fmt.Errorf("nvrtc: compile %s for sm_%d: NVRTC returned %d bytes that are not an ELF CUBIN", name, arch, n)
 	}
 	return cubin, log, nil
+}
+
+// isArchOption reports whether o chooses the target architecture.
+func isArchOption(o string) bool {
+	return strings.HasPrefix(o, "--gpu-architecture=") || strings.HasPrefix(o, "-arch=")
 }
 
 // programLog returns NVRTC's log for prog without the trailing NUL and space.

@@ -124,6 +124,18 @@ func TestCompileErrorIncludesLogWithLineNumber(t *testing.T) {
 	}
 }
 
+func TestCompileArchOptionReplacesArch(t *testing.T) {
+	c := testCompiler(t)
+	src := "extern \"C\" __global__ void k(float* x) { x[0] = 1.0f; }"
+	for _, opt := range []string{"--gpu-architecture=sm_80", "-arch=sm_80"} {
+		cubin, _, err := c.Compile(src, "k.cu", 90, opt)
+		if err != nil {
+			t.Fatalf("%s: %v", opt, err)
+		}
+		requireCUBIN(t, cubin, 80)
+	}
+}
+
 func TestCompileRejectsBadInput(t *testing.T) {
 	c := testCompiler(t)
 	for _, tc := range []struct {
