@@ -150,19 +150,30 @@ type request struct {
 func Open(ordinal int) (*Device, error) {
 	a, n, err := initDriver()
 	if err != nil {
-		return nil, fmt.Errorf("cuda: open device %d: %w", ordinal, err)
+		return nil, fmt.Errorf("open CUDA device %d: %w", ordinal, err)
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("open CUDA device %d: the driver finds no CUDA device on this machine", ordinal)
 	}
 	if ordinal < 0 || ordinal >= n {
-		return nil, fmt.Errorf("cuda: open device %d: this machine has %d CUDA device(s), ordinals 0 to %d", ordinal, n, n-1)
+		return nil, fmt.Errorf("open CUDA device %d: this machine has %d CUDA device(s), ordinals 0 to %d", ordinal, n, n-1)
 	}
 	info, err := a.deviceInfo(ordinal)
 	if err != nil {
-		return nil, fmt.Errorf("cuda: open device %d: %w", ordinal, err)
+		return nil, fmt.Errorf("open CUDA device %d: %w", ordinal, err)
 	}
 	var dev int32
 	if err := a.check("cuDeviceGet", a.cuDeviceGet(&dev, int32(ordinal))); err != nil {
-		return nil, fmt.Errorf("cuda: open device %d: %w", ordinal, err)
+		return nil, fmt.Errorf("open CUDA device %d: %w", ordinal, err)
 	}
+	d := newDevice(info, a, dev)
+	if err := d.start(d.attach, d.detach); err != nil {
+		return nil, fmt.Errorf("open CUDA device %d (%s): %w", ordinal, info.Name, err)
+	}
+	return d, nil
+}
+
+func newDevice(info DeviceInfo, a *driverAPI, dev int32) *Device {
 	d := &Device{
 		info:   info,
 		api:    a,
@@ -172,26 +183,22 @@ func Open(ordinal int) (*Device, error) {
 		exited: make(chan struct{}),
 	}
 	d.ctx = &Ctx{d: d, api: a}
+	return d
+}
+
+// start runs the device goroutine and waits until attach has run on its
+// thread.
+func (d *Device) start(attach func() error, detach func() (unlock bool, err error)) error {
 	ready := make(chan error)
-	go d.loop(ready)
-	if err := <-ready; err != nil {
-		return nil, fmt.Errorf("cuda: open device %d (%s): %w", ordinal, info.Name, err)
-	}
-	return d, nil
+	go d.loop(ready, attach, detach)
+	return <-ready
 }
 
 // loop is the device goroutine. It never unlocks its thread while a context
-// is current on it: on failure it exits locked, and Go then ends the thread.
-func (d *Device) loop(ready chan<- error) {
+// may be current on it: it exits locked instead, and Go then ends the thread.
+func (d *Device) loop(ready chan<- error, attach func() error, detach func() (unlock bool, err error)) {
 	runtime.LockOSThread()
-	a := d.api
-	var pctx uintptr
-	if err := a.check("cuDevicePrimaryCtxRetain", a.cuDevicePrimaryCtxRetain(&pctx, d.dev)); err != nil {
-		ready <- err
-		return
-	}
-	if err := a.check("cuCtxSetCurrent", a.cuCtxSetCurrent(pctx)); err != nil {
-		a.cuDevicePrimaryCtxRelease(d.dev)
+	if err := attach(); err != nil {
 		ready <- err
 		return
 	}
@@ -202,25 +209,40 @@ func (d *Device) loop(ready chan<- error) {
 		case r := <-d.work:
 			r.errc <- d.run(r.f)
 		case <-d.quit:
-			d.closeErr = d.shutdown()
+			unlock, err := detach()
+			d.closeErr = err
+			if unlock {
+				runtime.UnlockOSThread()
+			}
 			close(d.exited)
 			return
 		}
 	}
 }
 
-// shutdown waits for outstanding work, detaches the context from the thread
+// attach makes the device's primary context current on the calling thread.
+func (d *Device) attach() error {
+	a := d.api
+	var pctx uintptr
+	if err := a.check("cuDevicePrimaryCtxRetain", a.cuDevicePrimaryCtxRetain(&pctx, d.dev)); err != nil {
+		return err
+	}
+	if err := a.check("cuCtxSetCurrent", a.cuCtxSetCurrent(pctx)); err != nil {
+		a.cuDevicePrimaryCtxRelease(d.dev)
+		return err
+	}
+	return nil
+}
+
+// detach waits for outstanding work, detaches the context from the thread
 // and releases the primary context (the driver destroys it, with every
 // allocation in it, when the last holder releases it).
-func (d *Device) shutdown() error {
+func (d *Device) detach() (unlock bool, err error) {
 	a := d.api
 	errSync := a.check("cuCtxSynchronize", a.cuCtxSynchronize())
 	errCur := a.check("cuCtxSetCurrent", a.cuCtxSetCurrent(0))
 	errRel := a.check("cuDevicePrimaryCtxRelease_v2", a.cuDevicePrimaryCtxRelease(d.dev))
-	if errCur == nil {
-		runtime.UnlockOSThread()
-	}
-	return errors.Join(errSync, errCur, errRel)
+	return errCur == nil, errors.Join(errSync, errCur, errRel)
 }
 
 // run calls f with the device's Ctx, turning a panic in f into an error so

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +22,7 @@ var nvrtcSpec = libSpec{
 	dirs: []string{
 		"/usr/local/cuda/lib64",
 		"/usr/local/cuda-*/lib64",
+		"/usr/local/cuda/targets/*/lib",
 		"/usr/lib/x86_64-linux-gnu",
 		"/usr/lib/aarch64-linux-gnu",
 		"/usr/local/lib/python3*/dist-packages/nvidia/cu13/lib",
@@ -142,7 +144,9 @@ func (c *Compiler) Path() string {
 
 // Compile compiles src (named name in messages, e.g. "adam.cu") for the real
 // architecture sm_<arch> (90 for H100/H200) and returns the CUBIN and
-// NVRTC's log (warnings, possibly empty). On a compile error, err contains
+// NVRTC's log (warnings, possibly empty). An option "--gpu-architecture=..."
+// or "-arch=..." in opts replaces the one built from arch (NVRTC refuses
+// two), for targets an int cannot name such as sm_90a (wgmma, CUDA 12+). On a compile error, err contains
 // the log, whose lines read "name(line): error: ...". Kernels must not include
 // toolkit headers (DESIGN.md §5).
 func (c *Compiler) Compile(src, name string, arch int, opts ...string) (cubin []byte, log string, err error) {
@@ -166,7 +170,10 @@ func (c *Compiler) Compile(src, name string, arch int, opts ...string) (cubin []
 	}
 	defer a.nvrtcDestroyProgram(&prog)
 
-	all := append([]string{"--gpu-architecture=sm_" + strconv.Itoa(arch)}, opts...)
+	all := opts
+	if !slices.ContainsFunc(opts, isArchOption) {
+		all = append([]string{"--gpu-architecture=sm_" + strconv.Itoa(arch)}, opts...)
+	}
 	cstrs := make([][]byte, len(all))
 	ptrs := make([]*byte, len(all))
 	for i, o := range all {
@@ -185,7 +192,11 @@ func (c *Compiler) Compile(src, name string, arch int, opts ...string) (cubin []
 		if logErr != nil {
 			log = "(no log: " + logErr.Error() + ")"
 		}
-		return nil, log, fmt.Errorf("nvrtc: compile %s for sm_%d with %q: %w\n%s", name, arch, opts, compileErr, log)
+		with := ""
+		if len(opts) > 0 {
+			with = fmt.Sprintf(" with %q", opts)
+		}
+		return nil, log, fmt.Errorf("nvrtc: compile %s for sm_%d%s: %w\n%s", name, arch, with, compileErr, log)
 	}
 
 	var n uintptr
@@ -203,6 +214,11 @@ func (c *Compiler) Compile(src, name string, arch int, opts ...string) (cubin []
 		return nil, log, fmt.Errorf("nvrtc: compile %s for sm_%d: NVRTC returned %d bytes that are not an ELF CUBIN", name, arch, n)
 	}
 	return cubin, log, nil
+}
+
+// isArchOption reports whether o chooses the target architecture.
+func isArchOption(o string) bool {
+	return strings.HasPrefix(o, "--gpu-architecture=") || strings.HasPrefix(o, "-arch=")
 }
 
 // programLog returns NVRTC's log for prog without the trailing NUL and space.
