@@ -2,12 +2,11 @@ package activities
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
-	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/trainer/policy"
 )
 
 // EvaluateInput asks for greedy backtests of several checkpoints on the
@@ -23,11 +22,13 @@ type EvaluateOutput struct {
 }
 
 // EvaluateCheckpoints backtests every checkpoint on the same bars, the
-// validation range of in.Config, so that their scores compare: Retrain uses
-// it to judge a challenger against the incumbent. Each checkpoint's weights
-// are loaded into a fresh trainer built from in.Config, with the model
-// section of the checkpoint's own config when it records one (an incumbent
-// trained with another architecture still loads).
+// validation range of in.Config's data window, so that their scores
+// compare: Retrain uses it to judge a challenger against the incumbent.
+// Each checkpoint's greedy policy is loaded through trainer/policy, the
+// one path for checkpoints of any backend and precision: its own config
+// gives the model (an incumbent trained with another architecture still
+// loads) and the precision, and it runs on this worker's CPU, with no
+// trainer built and no device memory used.
 func (a *Trainer) EvaluateCheckpoints(ctx context.Context, in EvaluateInput) (EvaluateOutput, error) {
 	if err := in.Config.Validate(); err != nil {
 		return EvaluateOutput{}, classify("evaluate checkpoints", err)
@@ -41,7 +42,7 @@ func (a *Trainer) EvaluateCheckpoints(ctx context.Context, in EvaluateInput) (Ev
 	}
 	out := EvaluateOutput{Reports: make([]market.Report, 0, len(in.Checkpoints))}
 	for _, ref := range in.Checkpoints {
-		rep, err := a.evaluate(ctx, in.Config, ds, ref)
+		rep, err := a.evaluate(ctx, ds, ref)
 		if err != nil {
 			return EvaluateOutput{}, err
 		}
@@ -50,24 +51,20 @@ func (a *Trainer) EvaluateCheckpoints(ctx context.Context, in EvaluateInput) (Ev
 	return out, nil
 }
 
-func (a *Trainer) evaluate(ctx context.Context, cfg config.RunConfig, ds *market.Dataset, ref CheckpointRef) (market.Report, error) {
+func (a *Trainer) evaluate(ctx context.Context, ds *market.Dataset, ref CheckpointRef) (market.Report, error) {
 	what := "evaluate " + ref.URI
 	ck, err := a.read(ref)
 	if err != nil {
 		return market.Report{}, readError(what, err)
 	}
-	if raw := ck.Meta[checkpoint.MetaConfig]; raw != "" {
-		var own config.RunConfig
-		if err := json.Unmarshal([]byte(raw), &own); err == nil && own.Validate() == nil {
-			cfg.Model = own.Model
-		}
-	}
-	tr, err := a.Backend.New(ctx, cfg, ds, ck)
+	pol, err := policy.Load(ck)
 	if err != nil {
 		return market.Report{}, classify(what, err)
 	}
-	defer tr.Close()
-	rep, err := tr.Backtest(ctx, ds, ds.Valid)
+	rep, err := pol.Backtest(ds, ds.Valid)
+	if err == nil {
+		err = ctx.Err()
+	}
 	if err != nil {
 		return market.Report{}, classify(fmt.Sprintf("%s: backtest", what), err)
 	}

@@ -361,31 +361,6 @@ func TestBacktestRecordsTheValidationScore(t *testing.T) {
 	}
 }
 
-func TestEvaluateScoresCheckpointsOnOneWindow(t *testing.T) {
-	root := t.TempDir()
-	r := newRig(t, root, nil)
-	r.open(activities.OpenInput{})
-	var refs []activities.CheckpointRef
-	for e := 1; e <= 2; e++ {
-		r.epoch(e)
-		var ck activities.CheckpointOutput
-		r.must(r.a.Checkpoint, activities.CheckpointInput{RunID: runID, Epoch: e}, &ck)
-		refs = append(refs, ck.Checkpoint)
-	}
-	ev := newRig(t, root, r.store)
-	ev.backend.Sharpe = func(int64) float64 { return 0.5 }
-	var out activities.EvaluateOutput
-	ev.must(ev.a.EvaluateCheckpoints, activities.EvaluateInput{Config: testConfig(), Checkpoints: refs}, &out)
-	if len(out.Reports) != 2 {
-		t.Fatalf("%d reports for 2 checkpoints", len(out.Reports))
-	}
-	for i, tr := range ev.backend.Trainers() {
-		if !tr.Closed {
-			t.Errorf("evaluation trainer %d left open", i)
-		}
-	}
-}
-
 func TestWarmStartFromAnotherModelIsFatal(t *testing.T) {
 	root := t.TempDir()
 	path := filepath.Join(root, "other.safetensors")

@@ -77,11 +77,12 @@ func FromStorage(cfg config.ReplayConfig, s Storage) (*Buffer, error) {
 			return nil, fmt.Errorf("replay from storage: Storage.%s has %d values, want %d for Size %d: %w", f.name, f.got, f.want, s.Size, ErrInvalid)
 		}
 	}
+	fields := map[string]string{TensorSize: "Size", TensorCursor: "Cursor", TensorMaxPriority: "MaxPriority", TensorMass: "Mass"}
 	b, err := fromStorage(empty.capacity, empty.alpha, empty.eps, s, func(field string) string {
 		if field == "slot" {
-			return "storage"
+			return "Storage"
 		}
-		return "Storage." + field
+		return "Storage." + fields[field]
 	})
 	if err != nil {
 		return nil, fmt.Errorf("replay from storage: %w", err)

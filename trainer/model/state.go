@@ -163,7 +163,9 @@ func (s *State) Tensors(m config.ModelConfig) []checkpoint.Tensor {
 // that State.Tensors names; other tensors (replay buffer, random states)
 // are ignored. Every tensor must be present once with its dtype and shape
 // and hold finite values; adam.v and adam.step must not be negative. An
-// error names the tensor; one about a NaN or Inf wraps ErrNotFinite.
+// error names the tensor; one about a missing or misshapen tensor wraps
+// checkpoint.ErrMissingTensor or ErrTensorMismatch, one about a NaN or Inf
+// wraps ErrNotFinite.
 func ReadState(ck *checkpoint.Checkpoint, m config.ModelConfig) (*State, error) {
 	idx, err := indexTensors(ck)
 	if err != nil {
@@ -257,24 +259,25 @@ func indexTensors(ck *checkpoint.Checkpoint) (map[string]*checkpoint.Tensor, err
 	return idx, nil
 }
 
-// lookup finds tensor name and checks its dtype, shape and data length.
+// lookup finds tensor name and checks its dtype, shape and data length;
+// its errors wrap checkpoint.ErrMissingTensor or ErrTensorMismatch.
 func lookup(idx map[string]*checkpoint.Tensor, name string, dt checkpoint.DType, shape []int) (*checkpoint.Tensor, error) {
 	t, ok := idx[name]
 	if !ok {
-		return nil, fmt.Errorf("checkpoint tensor %s: missing", name)
+		return nil, fmt.Errorf("checkpoint tensor %s: missing (%w)", name, checkpoint.ErrMissingTensor)
 	}
 	if t.DType != dt {
-		return nil, fmt.Errorf("checkpoint tensor %s: dtype %s, want %s", name, t.DType, dt)
+		return nil, fmt.Errorf("checkpoint tensor %s: dtype %s, want %s (%w)", name, t.DType, dt, checkpoint.ErrTensorMismatch)
 	}
 	if !slices.Equal(t.Shape, shape) {
-		return nil, fmt.Errorf("checkpoint tensor %s: shape %v, want %v (does the model config match?)", name, t.Shape, shape)
+		return nil, fmt.Errorf("checkpoint tensor %s: shape %v, want %v: does the model config match? (%w)", name, t.Shape, shape, checkpoint.ErrTensorMismatch)
 	}
 	n := dt.Size()
 	for _, s := range shape {
 		n *= s
 	}
 	if len(t.Data) != n {
-		return nil, fmt.Errorf("checkpoint tensor %s: %d bytes of data, want %d for shape %v", name, len(t.Data), n, shape)
+		return nil, fmt.Errorf("checkpoint tensor %s: %d bytes of data, want %d for shape %v (%w)", name, len(t.Data), n, shape, checkpoint.ErrTensorMismatch)
 	}
 	return t, nil
 }

@@ -6,6 +6,7 @@
 package policy
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/dqnflow/dqnflow/checkpoint"
@@ -49,6 +50,9 @@ func Load(ck *checkpoint.Checkpoint) (*Policy, error) {
 		prefix = "" // an exported file
 	}
 	p, err := model.ReadParams(ck, prefix, cfg.Model)
+	if errors.Is(err, model.ErrNotFinite) {
+		return nil, fmt.Errorf("policy: %w: %w", trainer.ErrNonFinite, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
