@@ -6,22 +6,43 @@ package backend
 import (
 	"fmt"
 	"runtime"
+	"strconv"
 	"strings"
 
+	"github.com/dqnflow/dqnflow/gpu"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/trainer/cpu"
 )
 
 // Open returns the backend for device ("cpu", "auto", "cuda", "cuda:N") and
-// a one-line description of the choice for the log.
+// a one-line description of the choice for the log. "cuda" is device 0;
+// "auto" takes CUDA device 0 when it opens (driver, device and NVRTC all
+// found) and otherwise the CPU, saying why.
 func Open(device string) (trainer.Backend, string, error) {
+	cpuDesc := fmt.Sprintf("cpu (pure-Go reference backend, %d threads)", runtime.GOMAXPROCS(0))
 	switch {
 	case device == "cpu":
-		return cpu.Backend{}, fmt.Sprintf("cpu (pure-Go reference backend, %d threads)", runtime.GOMAXPROCS(0)), nil
+		return cpu.Backend{}, cpuDesc, nil
 	case device == "auto":
-		return cpu.Backend{}, fmt.Sprintf("auto chose cpu (%d threads): this build has no CUDA backend yet", runtime.GOMAXPROCS(0)), nil
+		b, err := gpu.NewBackend(0)
+		if err != nil {
+			return cpu.Backend{}, fmt.Sprintf("auto chose %s: cuda:0 is not usable: %v", cpuDesc, err), nil
+		}
+		return b, "auto chose cuda: " + b.Describe(), nil
 	case device == "cuda" || strings.HasPrefix(device, "cuda:"):
-		return nil, "", fmt.Errorf("device %q: no CUDA backend in this build (%w); use --device cpu", device, trainer.ErrUnsupported)
+		ordinal := 0
+		if s, ok := strings.CutPrefix(device, "cuda:"); ok {
+			n, err := strconv.Atoi(s)
+			if err != nil || n < 0 {
+				return nil, "", fmt.Errorf("device %q: want cuda:N with N a device number", device)
+			}
+			ordinal = n
+		}
+		b, err := gpu.NewBackend(ordinal)
+		if err != nil {
+			return nil, "", fmt.Errorf("device %q: %w (%w); use --device cpu", device, err, trainer.ErrUnsupported)
+		}
+		return b, "cuda: " + b.Describe(), nil
 	}
 	return nil, "", fmt.Errorf("device %q: want cpu, auto, cuda or cuda:N", device)
 }

@@ -20,6 +20,8 @@ const (
 	MetaInstrument = "instrument" // market.Instrument JSON, resolved values
 	MetaNormalizer = "normalizer" // market.Normalizer JSON: feature mean and std
 	MetaDType      = "dtype"      // exported files only: the dtype of every tensor
+	MetaDevice     = "device"     // the device that trained it, as trainer.Info.Device
+	MetaSelfCheck  = "self_check" // the backend's start-up precision check, as trainer.Info.SelfCheck
 )
 
 // Integrity keys, added by Encode and checked by Decode, so that a file alone

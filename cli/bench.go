@@ -11,7 +11,9 @@ import (
 
 	"github.com/dqnflow/dqnflow/backend"
 	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/gpu"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/trainer/model"
 )
 
 // benchResult is what "dqnflow bench --json" prints.
@@ -36,6 +38,17 @@ type benchResult struct {
 	// epsilon-greedy policy's forward pass, the environment, n-step returns
 	// and replay inserts (epsilon fixed at epsilon_end, so the network runs).
 	CollectStepsPerS float64 `json:"collect_steps_per_s"`
+	// MsPerStep is the wall time of one gradient step inside a Train call
+	// of --steps steps, host synchronisation and read-backs included.
+	MsPerStep float64 `json:"ms_per_step"`
+	// MsPer300StepEpoch is 300·MsPerStep: the default epoch's training.
+	MsPer300StepEpoch float64 `json:"ms_per_300_step_epoch"`
+	// GEMMTFLOPs is the GEMM work of a step over MsPerStep (CUDA only).
+	GEMMTFLOPs float64 `json:"gemm_tflop_s,omitempty"`
+	// SelfCheck is the backend's measured precision check.
+	SelfCheck string `json:"self_check,omitempty"`
+	// Kernels is the device time of each launch of a step (CUDA only).
+	Kernels []gpu.KernelTime `json:"kernels,omitempty"`
 }
 
 // runBench implements "dqnflow bench".
@@ -44,6 +57,9 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	device := fs.String("device", "cpu", "cpu, cuda, cuda:N or auto")
 	cfgPath := fs.String("config", "", "RunConfig JSON file (default: built-in defaults)")
 	steps := fs.Int("steps", 30, "gradient steps to time")
+	precision := fs.String("precision", "", "precision mode (default: the config's)")
+	batch := fs.Int("batch", 0, "batch size (default: the config's)")
+	profile := fs.Bool("profile", false, "CUDA: time every kernel of a step with CUDA events")
 	jsonOut := fs.Bool("json", false, "print JSON")
 	temporal := fs.Bool("temporal", false, "measure Temporal's overhead per epoch instead, on the server at $"+envTemporalAddress+" (needs a running worker, e.g. dqnflow dev)")
 	epochs := fs.Int("epochs", 30, "with --temporal: epochs of the near-empty benchmark run")
@@ -61,6 +77,15 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	cfg.Env.EpsilonStart = cfg.Env.EpsilonEnd
+	if *precision != "" {
+		cfg.Precision = *precision
+	}
+	if *batch > 0 {
+		cfg.BatchSize = *batch
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
 	b, dev, err := backend.Open(cfg.Device)
 	if err != nil {
 		return err
@@ -101,11 +126,25 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	}
 	res.TrainStepsPerS = float64(*steps) / time.Since(t0).Seconds()
 	res.SamplesPerS = res.TrainStepsPerS * float64(cfg.BatchSize)
+	res.MsPerStep = 1000 / res.TrainStepsPerS
+	res.MsPer300StepEpoch = 300 * res.MsPerStep
+	res.SelfCheck = info.SelfCheck
+	if g, ok := tr.(*gpu.Trainer); ok {
+		res.GEMMTFLOPs = gpu.GEMMFlops(model.Layers(cfg.Model), cfg.BatchSize) / (res.MsPerStep * 1e-3) / 1e12
+		if *profile {
+			if res.Kernels, err = g.ProfileStep(20); err != nil {
+				return err
+			}
+		}
+	}
 	if *jsonOut {
 		return printJSON(e, res)
 	}
-	fmt.Fprintf(e.stdout, "%s, %s, %d parameters, batch %d: %.1f train steps/s (%.0f samples/s), %.0f env steps/s, %.0f collect steps/s\n",
-		res.Backend, res.Precision, res.Parameters, res.BatchSize, res.TrainStepsPerS, res.SamplesPerS, res.EnvStepsPerS, res.CollectStepsPerS)
+	fmt.Fprintf(e.stdout, "%s, %s, %d parameters, batch %d: %.1f train steps/s (%.3f ms/step, %.1f ms per 300-step epoch, %.0f samples/s), %.0f env steps/s, %.0f collect steps/s\n",
+		res.Backend, res.Precision, res.Parameters, res.BatchSize, res.TrainStepsPerS, res.MsPerStep, res.MsPer300StepEpoch, res.SamplesPerS, res.EnvStepsPerS, res.CollectStepsPerS)
+	for _, k := range res.Kernels {
+		fmt.Fprintf(e.stdout, "  %2d %-13s %8.2f us  %s\n", k.Index, k.Name, k.Us, k.Grid)
+	}
 	return nil
 }
 

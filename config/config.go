@@ -45,6 +45,11 @@ type RunConfig struct {
 	Device string `json:"device"`
 	// Precision is "fp32", "bf16-mixed" or "bf16". Default "fp32".
 	Precision string `json:"precision"`
+	// ReadbackInterval is how many gradient steps the CUDA backend runs
+	// between reads of the loss and gradient norm (and the NaN check): the
+	// device is never waited for inside such a chunk. Default 100; the CPU
+	// backend checks every step.
+	ReadbackInterval int `json:"readback_interval"`
 
 	Data       DataConfig       `json:"data"`
 	Model      ModelConfig      `json:"model"`
@@ -170,7 +175,7 @@ type BacktestConfig struct {
 // Defaults returns the default configuration.
 func Defaults() RunConfig {
 	return RunConfig{
-		Seed: 1, Epochs: 20, StepsPerEpoch: 300, BatchSize: 256,
+		Seed: 1, Epochs: 20, StepsPerEpoch: 300, BatchSize: 256, ReadbackInterval: 100,
 		Device: "cpu", Precision: PrecisionFP32,
 		Data:  DataConfig{Path: data.Default, TrainFraction: 0.8, SyntheticBars: 20000},
 		Model: ModelConfig{Trunk1: 256, Trunk2: 256, Head: 128, Atoms: 51, VMin: -10, VMax: 10},

@@ -35,6 +35,7 @@ func (c *RunConfig) Validate() error {
 		intIn("epochs", c.Epochs, 1, 1_000_000),
 		intIn("steps_per_epoch", c.StepsPerEpoch, 1, 10_000_000),
 		intIn("batch_size", c.BatchSize, 1, 65536),
+		intIn("readback_interval", c.ReadbackInterval, 1, 1000000),
 		{"device", c.Device, c.Device == "cpu" || c.Device == "auto" || cudaDevice.MatchString(c.Device), `must be "cpu", "cuda", "cuda:N" or "auto"`},
 		{"precision", c.Precision, c.Precision == PrecisionFP32 || c.Precision == PrecisionBF16Mixed || c.Precision == PrecisionBF16, `must be "fp32", "bf16-mixed" or "bf16"`},
 

@@ -22,12 +22,12 @@ type mat struct {
 
 // job is one product of a grouped gemm launch (struct GemmJob).
 type job struct {
-	a, b       mat
-	c, ce      mat // float32 output, E output (either may be zero)
-	mask       mat
-	bias       cuda.DevPtr
-	m, n, k    int
-	epi        int
+	a, b    mat
+	c, ce   mat // float32 output, E output (either may be zero)
+	mask    mat
+	bias    cuda.DevPtr
+	m, n, k int
+	epi     int
 }
 
 func (j job) words(w *words) {
@@ -65,9 +65,9 @@ func (l *learner) gemmLaunch(c *cuda.Ctx, name string, jobs []job) (launch, erro
 
 // acts are the activations of one forward pass over rows observations.
 type acts struct {
-	rows       int
-	h1, h2, z  cuda.DevPtr // E: rows×trunk1, rows×trunk2, rows×4·head
-	o          cuda.DevPtr // float32: rows×OUTW
+	rows      int
+	h1, h2, z cuda.DevPtr // E: rows×trunk1, rows×trunk2, rows×4·head
+	o         cuda.DevPtr // float32: rows×OUTW
 }
 
 // headCol returns the column of the head outputs where layer i (v2 or

@@ -12,13 +12,13 @@ import (
 // collector's greedy actions, the backtest's, and the harness's logits and
 // distributions.
 type inferPlan struct {
-	rows             int
-	xf, x            cuda.DevPtr // float32 and E observations
-	a                acts
-	act, q           cuda.DevPtr
-	logits, probs    cuda.DevPtr
-	fwd              map[int][4]launch // per row count
-	hostAct          []int32
+	rows          int
+	xf, x         cuda.DevPtr // float32 and E observations
+	a             acts
+	act, q        cuda.DevPtr
+	logits, probs cuda.DevPtr
+	fwd           map[int][4]launch // per row count
+	hostAct       []int32
 }
 
 func (l *learner) inferPlanFor(c *cuda.Ctx, rows int) (*inferPlan, error) {

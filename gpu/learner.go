@@ -52,15 +52,15 @@ type learner struct {
 	stream cuda.Stream
 	mem    arena
 
-	online, target          netBufs
-	grad, adamM, adamV, u   cuda.DevPtr
-	st, partial, z          cuda.DevPtr
-	lossHist, normHist      cuda.DevPtr
-	paramSegs, specSegs     cuda.DevPtr
-	specShared              int
-	plans                   map[int]*stepPlan
-	inf                     *inferPlan
-	replay                  *devReplay // nil for a bare learner (harness)
+	online, target        netBufs
+	grad, adamM, adamV, u cuda.DevPtr
+	st, partial, z        cuda.DevPtr
+	lossHist, normHist    cuda.DevPtr
+	paramSegs, specSegs   cuda.DevPtr
+	specShared            int
+	plans                 map[int]*stepPlan
+	inf                   *inferPlan
+	replay                *devReplay // nil for a bare learner (harness)
 }
 
 // newLearner allocates a learner for model m in the given precision with

@@ -11,19 +11,19 @@ import (
 type stepPlan struct {
 	n int
 
-	x                        cuda.DevPtr // E [2n×ObsDim]: s then s′
-	on, tg                   acts        // online over 2n rows, target over n rows (x's s′ half)
-	g, ge, g3, g3e, g2, g2e  cuda.DevPtr // upstream gradients: float32 and E copies
-	g1, g1e                  cuda.DevPtr
-	act, ret, disc, w        cuda.DevPtr
-	idx, mass, sample, tgts  cuda.DevPtr
-	sampleArgs               cuda.DevPtr // struct SampleArgs (key at word sampleKeyWord)
-	lossSampled, lossGiven   launch
-	sampleL, prioL           launch
-	fwd, bwd                 [4]launch
-	biasL, reduceL, normL    launch
-	adamL, specL             launch
-	graph                    cuda.GraphExec
+	x                       cuda.DevPtr // E [2n×ObsDim]: s then s′
+	on, tg                  acts        // online over 2n rows, target over n rows (x's s′ half)
+	g, ge, g3, g3e, g2, g2e cuda.DevPtr // upstream gradients: float32 and E copies
+	g1, g1e                 cuda.DevPtr
+	act, ret, disc, w       cuda.DevPtr
+	idx, mass, sample, tgts cuda.DevPtr
+	sampleArgs              cuda.DevPtr // struct SampleArgs (key at word sampleKeyWord)
+	lossSampled, lossGiven  launch
+	sampleL, prioL          launch
+	fwd, bwd                [4]launch
+	biasL, reduceL, normL   launch
+	adamL, specL            launch
+	graph                   cuda.GraphExec
 }
 
 // sampleKeyWord is the index of SampleArgs.key among its 64-bit words.

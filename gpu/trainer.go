@@ -3,6 +3,7 @@ package gpu
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -85,6 +86,9 @@ func (b *Backend) New(_ context.Context, cfg config.RunConfig, ds *market.Datase
 			dst    *[]float32
 		}{{"online.", &s.Online}, {"target.", &s.Target}} {
 			p, err := model.ReadParams(warm, x.prefix, cfg.Model)
+			if errors.Is(err, model.ErrNotFinite) {
+				return nil, fmt.Errorf("warm start: %w: %w", trainer.ErrNonFinite, err)
+			}
 			if err != nil {
 				return nil, fmt.Errorf("warm start: %w", err)
 			}

@@ -26,6 +26,10 @@ type Info struct {
 	StorageDType string `json:"storage_dtype"` // weights and activations entering GEMMs: "f32" or "bf16"
 	ComputeDType string `json:"compute_dtype"` // GEMM accumulation: "f32"
 	Parameters   int    `json:"parameters"`    // trainable parameters of the online network
+	// SelfCheck is what the backend measured at start-up to back the
+	// precision claim (the CUDA backend runs its GEMM on operands whose
+	// result tells bf16 from float32 storage and accumulation).
+	SelfCheck string `json:"self_check,omitempty"`
 }
 
 // Progress is reported during Train at most every few steps.

@@ -1,0 +1,160 @@
+package gpu_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"testing"
+
+	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/gpu"
+	"github.com/dqnflow/dqnflow/gpu/cuda"
+	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/trainer"
+	"github.com/dqnflow/dqnflow/trainer/cpu"
+	"github.com/dqnflow/dqnflow/trainer/trainertest"
+)
+
+// backend opens CUDA device 0, or skips with the reason when this machine
+// has no driver or no device (DQNFLOW_REQUIRE_GPU=1 turns the skip into a
+// failure, for the device script).
+func backend(t *testing.T) *gpu.Backend {
+	t.Helper()
+	b, err := gpu.NewBackend(0)
+	if err != nil {
+		if os.Getenv("DQNFLOW_REQUIRE_GPU") == "" && (errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoNVRTC) || isNoDevice(err)) {
+			t.Skipf("no CUDA device here: %v", err)
+		}
+		t.Fatal(err)
+	}
+	return b
+}
+
+func isNoDevice(err error) bool {
+	var e *cuda.Error
+	return errors.As(err, &e) && (e.Name == "CUDA_ERROR_NO_DEVICE" || e.Name == "CUDA_ERROR_INVALID_DEVICE")
+}
+
+func TestConformanceFP32(t *testing.T) {
+	trainertest.Run(t, backend(t), "cuda", config.PrecisionFP32)
+}
+
+func TestConformanceBF16Mixed(t *testing.T) {
+	trainertest.Run(t, backend(t), "cuda", config.PrecisionBF16Mixed)
+}
+
+// TestMatchesCPUReference loads the same weights and batches into the CPU
+// reference and the CUDA learner and compares logits, targets, loss,
+// gradients, AdamW, the spectral step and the EMA sync within the issue's
+// tolerances, on the default network.
+func TestMatchesCPUReference(t *testing.T) {
+	b := backend(t)
+	cfg := config.Defaults()
+	for _, tc := range []struct {
+		precision string
+		tol       trainertest.Tolerances
+	}{
+		{config.PrecisionFP32, trainertest.FP32Tolerances},
+		{config.PrecisionBF16Mixed, trainertest.BF16MixedTolerances},
+	} {
+		t.Run(tc.precision, func(t *testing.T) {
+			ref, err := cpu.NewStepLearner(cfg.Model, cfg.Optim, tc.precision, cfg.Seed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := b.NewStepLearner(cfg.Model, cfg.Optim, tc.precision, cfg.Seed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer got.Close()
+			c := cfg
+			c.Precision = tc.precision
+			rep, err := trainertest.Compare(ref, got, c, tc.tol)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s against the CPU reference:\n%s", tc.precision, rep)
+			if f := rep.Failures(); len(f) > 0 {
+				t.Errorf("%d comparisons outside tolerance", len(f))
+			}
+		})
+	}
+}
+
+// TestCheckpointsMoveBetweenBackends trains an epoch on the GPU, restores
+// its checkpoint on the CPU backend and goes on there, and the reverse.
+func TestCheckpointsMoveBetweenBackends(t *testing.T) {
+	b := backend(t)
+	cfg := trainertest.SmallConfig()
+	cfg.Device = "cuda"
+	ds, err := market.Prepare(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	epoch := func(tr trainer.Trainer) {
+		t.Helper()
+		if _, err := tr.Collect(ctx, cfg.Env.CollectSteps); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tr.Train(ctx, cfg.StepsPerEpoch, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := tr.SyncTarget(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g, err := b.New(ctx, cfg, ds, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	epoch(g)
+	ck, err := g.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := cpu.Backend{}.Restore(ctx, ck, ds)
+	if err != nil {
+		t.Fatalf("a GPU checkpoint does not restore on the CPU: %v", err)
+	}
+	defer c.Close()
+	epoch(c)
+	ck2, err := c.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g2, err := b.Restore(ctx, ck2, ds)
+	if err != nil {
+		t.Fatalf("a CPU checkpoint does not restore on the GPU: %v", err)
+	}
+	defer g2.Close()
+	epoch(g2)
+	if _, err := g2.Backtest(ctx, ds, ds.Valid); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestInfoCarriesTheSelfCheck: the precision label comes with the measured
+// GEMM behaviour.
+func TestInfoCarriesTheSelfCheck(t *testing.T) {
+	b := backend(t)
+	for _, p := range []string{config.PrecisionFP32, config.PrecisionBF16Mixed} {
+		cfg := trainertest.SmallConfig()
+		cfg.Device, cfg.Precision = "cuda", p
+		ds, err := market.Prepare(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := b.New(context.Background(), cfg, ds, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info := tr.Info()
+		tr.Close()
+		t.Logf("%s: %+v", p, info)
+		if info.SelfCheck == "" || info.Backend != "cuda" || info.Precision != p {
+			t.Errorf("%s: info %+v lacks the self-check or misreports the mode", p, info)
+		}
+	}
+}

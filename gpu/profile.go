@@ -1,0 +1,82 @@
+package gpu
+
+import (
+	"fmt"
+
+	"github.com/dqnflow/dqnflow/gpu/cuda"
+	"github.com/dqnflow/dqnflow/trainer/model"
+)
+
+// KernelTime is the device time of one launch of the training step, timed
+// with CUDA events around reps back-to-back eager launches.
+type KernelTime struct {
+	Index int     `json:"index"`
+	Name  string  `json:"name"`
+	Us    float64 `json:"us"`
+	Grid  string  `json:"grid"`
+}
+
+// ProfileStep times every launch of the training step on its own (reps
+// launches between two events, mean), so the report shows where a step's
+// time goes. The launches change the trainer's state like training does.
+func (t *Trainer) ProfileStep(reps int) ([]KernelTime, error) {
+	var out []KernelTime
+	err := t.b.d.dev.Do(func(c *cuda.Ctx) error {
+		p, err := t.l.plan(c, t.cfg.BatchSize)
+		if err != nil {
+			return err
+		}
+		a, b := t.events[0], t.events[1]
+		for i, ln := range t.l.trainLaunches(p) {
+			if err := ln.run(c, t.l.stream); err != nil { // warm
+				return err
+			}
+			if err := c.Record(a, t.l.stream); err != nil {
+				return err
+			}
+			for range reps {
+				if err := ln.run(c, t.l.stream); err != nil {
+					return err
+				}
+			}
+			if err := c.Record(b, t.l.stream); err != nil {
+				return err
+			}
+			if err := c.EventSync(b); err != nil {
+				return err
+			}
+			ms, err := c.Elapsed(a, b)
+			if err != nil {
+				return err
+			}
+			out = append(out, KernelTime{Index: i, Name: ln.name, Us: 1000 * float64(ms) / float64(reps),
+				Grid: fmt.Sprintf("%dx%dx%d/%d", ln.grid.X, ln.grid.Y, ln.grid.Z, ln.block.X)})
+		}
+		s, err := t.l.readState(c)
+		if err != nil {
+			return err
+		}
+		if s.abort != 0 {
+			return fmt.Errorf("profile: the step aborted (flag %d)", s.abort)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// GEMMFlops is the floating-point work of the GEMMs of one training step at
+// batch n: the online forward over 2n rows and the target's over n, then
+// for the n rows at s the input gradients (all layers but s1) and the
+// weight gradients (all layers), each 2·rows·in·out.
+func GEMMFlops(lay [model.NumLayers]model.Layer, n int) float64 {
+	var io, ioS1 float64
+	for i, l := range lay {
+		io += float64(l.In * l.Out)
+		if i == model.LayerS1 {
+			ioS1 = float64(l.In * l.Out)
+		}
+	}
+	fwd := 2 * io * float64(3*n)
+	bwd := 2 * float64(n) * (2*io - ioS1)
+	return fwd + bwd
+}

@@ -1,0 +1,205 @@
+package gpu
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/gpu/cuda"
+	"github.com/dqnflow/dqnflow/trainer"
+	"github.com/dqnflow/dqnflow/trainer/model"
+)
+
+// StepLearner is the single-step view of the CUDA learner that the
+// cross-backend harness (trainertest.CrossCheck) drives: the same kernels
+// as a training step, on a batch given by the caller instead of sampled.
+type StepLearner struct {
+	b *Backend
+	l *learner
+}
+
+// NewStepLearner builds a learner for model m and optimiser o on the
+// backend's device in precision fp32 or bf16-mixed, initialised from seed
+// as every backend does (model.NewState).
+func (b *Backend) NewStepLearner(m config.ModelConfig, o config.OptimConfig, precision string, seed uint64) (*StepLearner, error) {
+	if precision != config.PrecisionFP32 && precision != config.PrecisionBF16Mixed {
+		return nil, fmt.Errorf("precision %q: the cuda backend runs %s and %s: %w", precision, config.PrecisionFP32, config.PrecisionBF16Mixed, trainer.ErrUnsupported)
+	}
+	s := &StepLearner{b: b}
+	err := b.d.dev.Do(func(c *cuda.Ctx) error {
+		var err error
+		s.l, err = newLearner(c, b.d, m, o, precision, model.NewState(m, seed))
+		return err
+	})
+	return s, err
+}
+
+// Close frees the learner's device memory.
+func (s *StepLearner) Close() error {
+	return s.b.d.dev.Do(func(c *cuda.Ctx) error { return s.l.free(c) })
+}
+
+func (s *StepLearner) do(f func(c *cuda.Ctx) error) error { return s.b.d.dev.Do(f) }
+
+// SetState loads s into both networks, the moments, step and spectral vectors.
+func (s *StepLearner) SetState(st *model.State) error {
+	return s.do(func(c *cuda.Ctx) error { return s.l.setState(c, st) })
+}
+
+// State copies the learner state back.
+func (s *StepLearner) State() (st *model.State, err error) {
+	err = s.do(func(c *cuda.Ctx) error { st, err = s.l.state(c); return err })
+	return st, err
+}
+
+func (s *StepLearner) head(obs []float32, rows int, dst []float32, logits bool) error {
+	return s.do(func(c *cuda.Ctx) error {
+		want := rows * model.NumActions * s.l.m.Atoms
+		if len(dst) != want {
+			return fmt.Errorf("dst has %d values, want %d", len(dst), want)
+		}
+		p, err := s.l.infer(c, obs, rows, true)
+		if err != nil {
+			return err
+		}
+		src := p.probs
+		if logits {
+			src = p.logits
+		}
+		return cuda.Download(c, dst, src)
+	})
+}
+
+// Distributions writes the online network's probabilities.
+func (s *StepLearner) Distributions(obs []float32, rows int, dst []float32) error {
+	return s.head(obs, rows, dst, false)
+}
+
+// Logits writes the online network's dueling logits.
+func (s *StepLearner) Logits(obs []float32, rows int, dst []float32) error {
+	return s.head(obs, rows, dst, true)
+}
+
+// load checks b and puts it into the plan's buffers: observations cast to
+// the storage type, actions, returns, discounts and the given weights.
+func (s *StepLearner) load(c *cuda.Ctx, b *model.Batch) (*stepPlan, error) {
+	n, err := b.Check()
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.l.plan(c, n)
+	if err != nil {
+		return nil, err
+	}
+	obs := append(append(make([]float32, 0, 2*n*obsWidth), b.Obs...), b.NextObs...)
+	tmp, err := c.Alloc(4 * len(obs))
+	if err != nil {
+		return nil, err
+	}
+	defer c.Free(tmp)
+	if err := cuda.Upload(c, tmp, obs); err != nil {
+		return nil, err
+	}
+	if err := c.Launch(s.l.k.fn["cast_rows"], dim(ceilDiv(len(obs), 256)), dim(256), 0, s.l.stream, tmp, p.x, int64(len(obs))); err != nil {
+		return nil, err
+	}
+	for _, e := range []error{
+		cuda.Upload(c, p.act, b.Actions), cuda.Upload(c, p.ret, b.Return),
+		cuda.Upload(c, p.disc, b.Discount), cuda.Upload(c, p.w, b.Weight),
+	} {
+		if e != nil {
+			return nil, e
+		}
+	}
+	return p, c.Sync(s.l.stream)
+}
+
+// Targets writes the projected double-DQN C51 targets of b.
+func (s *StepLearner) Targets(b *model.Batch, dst []float32) error {
+	return s.do(func(c *cuda.Ctx) error {
+		p, err := s.load(c, b)
+		if err != nil {
+			return err
+		}
+		if len(dst) != p.n*model.NumBranches*s.l.m.Atoms {
+			return fmt.Errorf("targets: dst has %d values, want %d", len(dst), p.n*model.NumBranches*s.l.m.Atoms)
+		}
+		if err := s.l.runAll(c, append(append([]launch{}, p.fwd[:]...), p.lossGiven)); err != nil {
+			return err
+		}
+		if err := c.Sync(s.l.stream); err != nil {
+			return err
+		}
+		return cuda.Download(c, dst, p.tgts)
+	})
+}
+
+// gradient runs forward, loss and backward and returns the loss and the
+// per-sample losses.
+func (s *StepLearner) gradient(c *cuda.Ctx, b *model.Batch, update bool) (*stepPlan, float64, []float32, error) {
+	p, err := s.load(c, b)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	ls := s.l.gradientLaunches(p, p.lossGiven)
+	if update {
+		ls = append(ls, s.l.updateLaunches(p)...)
+	}
+	if err := s.l.runAll(c, ls); err != nil {
+		return nil, 0, nil, err
+	}
+	st, err := s.l.readState(c)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	per := make([]float32, p.n)
+	if err := cuda.Download(c, per, p.sample); err != nil {
+		return nil, 0, nil, err
+	}
+	if st.abort != 0 {
+		what := "gradient norm"
+		if st.abort == 2 {
+			what = "loss"
+		}
+		// Clear the flag: the state is unchanged, as after the reference's error.
+		if err := cuda.Upload(c, s.l.st+stAbort, []int32{0}); err != nil {
+			return nil, 0, nil, err
+		}
+		return p, float64(st.loss), per, fmt.Errorf("step %d: %s is not finite: %w", st.t+1, what, trainer.ErrNonFinite)
+	}
+	return p, float64(st.loss), per, nil
+}
+
+// Gradient writes ∂loss/∂θ of b, changing no state.
+func (s *StepLearner) Gradient(b *model.Batch, dst []float32) (loss float64, perSample []float32, err error) {
+	if len(dst) != s.l.np {
+		return 0, nil, fmt.Errorf("gradient: dst has %d values, want NumParams = %d", len(dst), s.l.np)
+	}
+	err = s.do(func(c *cuda.Ctx) error {
+		_, loss, perSample, err = s.gradient(c, b, false)
+		if err != nil && !errors.Is(err, trainer.ErrNonFinite) {
+			return err
+		}
+		return cuda.Download(c, dst, s.l.grad)
+	})
+	return loss, perSample, err
+}
+
+// Step runs one training step on b: gradient, clipping, AdamW, the spectral
+// step and the refresh of the bf16 copies.
+func (s *StepLearner) Step(b *model.Batch) (loss, gradNorm float64, perSample []float32, err error) {
+	err = s.do(func(c *cuda.Ctx) error {
+		_, loss, perSample, err = s.gradient(c, b, true)
+		if err != nil {
+			return err
+		}
+		gradNorm, err = s.l.gradNorm(c)
+		return err
+	})
+	return loss, gradNorm, perSample, err
+}
+
+// SyncTarget applies target ← τ·online + (1−τ)·target.
+func (s *StepLearner) SyncTarget(tau float64) error {
+	return s.do(func(c *cuda.Ctx) error { return s.l.syncTarget(c, tau) })
+}
