@@ -18,9 +18,16 @@
 //
 // with branches of n = market.BranchSizes = [3, 4, 3] actions and the
 // support z_j = v_min + j·Δz. All parameters live in one flat float32
-// vector whose layout (Layout) is shared with the GPU backend and
+// vector whose layout is the backend-neutral contract of trainer/model
+// (model.Layers, model.Layout), shared with the GPU backend and
 // checkpoints: per layer the weight [out×in] row-major, as PyTorch's
-// nn.Linear stores it, then the bias.
+// nn.Linear stores it, then the bias. The initialisation streams
+// (model.InitParams, model.InitSpectral), the support (model.Support),
+// the minibatch (model.Batch) and the checkpointed learner state
+// (model.State, with its tensor names) live there too. The trainer's
+// experience collection (environments, exploration, n-step returns) is
+// trainer/rollout's, shared with the GPU backend; this package keeps the
+// replay sampling stream.
 //
 // # Determinism
 //
@@ -33,10 +40,13 @@
 // other rows of its batch. The float32 gradient matches float64 central
 // differences to ~3e-7 relative (TestGradientsMatchFiniteDifferences).
 //
-// For comparing another backend with this one, Net.Distributions,
-// Net.QValues, Learner.Gradient and Learner.Tensors expose every
-// intermediate result that matters, and SetParams / LoadTensors load the
-// same parameters into both.
+// For comparing another backend with this one, Net.Logits,
+// Net.Distributions, Net.QValues, Learner.Targets, Learner.Gradient and
+// Learner.State expose every intermediate result that matters, and
+// Learner.SetState loads the same state into both. StepLearner wraps a
+// Learner for the cross-backend harness of trainer/trainertest
+// (trainertest.CrossCheck), whose tests here show it exact against
+// itself and sensitive to bf16 rounding and to small optimiser bugs.
 //
 // # Precision modes
 //

@@ -1,6 +1,18 @@
 // Package trainertest is the conformance suite every trainer backend must
 // pass: the CPU reference and the CUDA backend run the same tests, so the
-// activities can treat them alike.
+// activities can treat them alike (Run).
+//
+// It also holds the cross-backend harness: CrossCheck (and Compare, which
+// returns the Report for a device report) loads the same learner state
+// and batch into the CPU reference and a backend under test, both seen as
+// a StepLearner, and compares each step of the computation against stated
+// Tolerances. A backend's test reads
+//
+//	ref, _ := cpu.NewStepLearner(cfg.Model, cfg.Optim, config.PrecisionFP32, 1)
+//	trainertest.CrossCheck(t, ref, gpuLearner, cfg, trainertest.FP32Tolerances)
+//
+// and, in bf16-mixed, compares with the CPU's bf16-mixed learner under
+// BF16MixedTolerances.
 package trainertest
 
 import (
@@ -16,6 +28,7 @@ import (
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/trainer"
+	"github.com/dqnflow/dqnflow/trainer/model"
 )
 
 // SmallConfig is a run small enough for unit tests on any backend: a narrow
@@ -173,7 +186,7 @@ func testNonFinite(t *testing.T, b trainer.Backend, cfg config.RunConfig, ds *ma
 	ck := snapshot(t, newTrainer(t, b, cfg, ds, nil))
 	poisoned := false
 	for i, tn := range ck.Tensors {
-		if strings.HasPrefix(tn.Name, "online.") && strings.HasSuffix(tn.Name, ".weight") && tn.DType == checkpoint.F32 {
+		if strings.HasPrefix(tn.Name, model.PrefixOnline) && strings.HasSuffix(tn.Name, ".weight") && tn.DType == checkpoint.F32 {
 			data := append([]byte(nil), tn.Data...)
 			nan := math.Float32bits(float32(math.NaN()))
 			data[0], data[1], data[2], data[3] = byte(nan), byte(nan>>8), byte(nan>>16), byte(nan>>24)
@@ -202,7 +215,7 @@ func testRestoreRejects(t *testing.T, b trainer.Backend, cfg config.RunConfig, d
 	tr := newTrainer(t, b, cfg, ds, nil)
 	epochs(t, tr, cfg, 1)
 	good := snapshot(t, tr)
-	for _, name := range []string{"online.s1.weight", "adam.m"} {
+	for _, name := range []string{model.PrefixOnline + model.Layout(cfg.Model)[0].Name, model.TensorAdamM} {
 		damaged := &checkpoint.Checkpoint{Meta: good.Meta}
 		for _, tn := range good.Tensors {
 			if tn.Name == name {

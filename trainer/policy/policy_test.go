@@ -1,0 +1,171 @@
+package policy_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dqnflow/dqnflow/checkpoint"
+	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/trainer"
+	"github.com/dqnflow/dqnflow/trainer/cpu"
+	"github.com/dqnflow/dqnflow/trainer/policy"
+	"github.com/dqnflow/dqnflow/trainer/trainertest"
+)
+
+// trained trains a small CPU run for one epoch in the given precision and
+// returns its snapshot, its dataset and its own validation backtest.
+func trained(t *testing.T, precision string) (*checkpoint.Checkpoint, *market.Dataset, market.Report) {
+	t.Helper()
+	cfg := trainertest.SmallConfig()
+	cfg.Device, cfg.Precision = "cpu", precision
+	ds, err := market.Prepare(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	tr, err := cpu.Backend{}.New(ctx, cfg, ds, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	if _, err := tr.Collect(ctx, cfg.Env.CollectSteps); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Train(ctx, cfg.StepsPerEpoch, nil); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := tr.Backtest(ctx, ds, ds.Valid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ck, err := tr.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ck, ds, rep
+}
+
+// relabel writes ck to a file as if a CUDA worker had written it in the
+// given precision, and reads it back.
+func relabel(t *testing.T, ck *checkpoint.Checkpoint, precision string) *checkpoint.Checkpoint {
+	t.Helper()
+	cfg, err := trainer.CheckpointConfig(ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Device, cfg.Precision = "cuda:0", precision
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := map[string]string{}
+	for k, v := range ck.Meta {
+		meta[k] = v
+	}
+	meta[checkpoint.MetaBackend] = "cuda (NVIDIA H200)"
+	meta[checkpoint.MetaPrecision] = precision
+	meta[checkpoint.MetaConfig] = string(raw)
+	path := filepath.Join(t.TempDir(), "gpu.safetensors")
+	if _, err := checkpoint.Write(path, &checkpoint.Checkpoint{Meta: meta, Tensors: ck.Tensors}); err != nil {
+		t.Fatal(err)
+	}
+	back, _, err := checkpoint.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return back
+}
+
+// TestCheckpointOfACUDARunBacktestsOnTheCPU: a checkpoint whose metadata
+// says a CUDA backend wrote it, in fp32, bf16-mixed or bf16, loads on a
+// machine without a GPU and backtests as the run's own trainer did (bf16
+// in the CPU's bf16-mixed emulation).
+func TestCheckpointOfACUDARunBacktestsOnTheCPU(t *testing.T) {
+	for _, tc := range []struct{ trained, label, evaluates string }{
+		{config.PrecisionFP32, config.PrecisionFP32, config.PrecisionFP32},
+		{config.PrecisionBF16Mixed, config.PrecisionBF16Mixed, config.PrecisionBF16Mixed},
+		{config.PrecisionBF16Mixed, config.PrecisionBF16, config.PrecisionBF16Mixed},
+	} {
+		t.Run(tc.label, func(t *testing.T) {
+			ck, ds, want := trained(t, tc.trained)
+			pol, err := policy.Load(relabel(t, ck, tc.label))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pol.Precision() != tc.evaluates {
+				t.Errorf("evaluates in %s, want %s", pol.Precision(), tc.evaluates)
+			}
+			got, err := pol.Backtest(ds, ds.Valid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Sharpe != want.Sharpe || got.TotalReturn != want.TotalReturn || got.Trades != want.Trades || got.Bars != want.Bars {
+				t.Errorf("backtest %+v, the trainer's %+v", got.Metrics, want.Metrics)
+			}
+		})
+	}
+}
+
+// TestExportedFilesLoad: an f32 export gives the checkpoint's Q values bit
+// for bit; a bf16 export gives them within bf16 rounding of the weights.
+func TestExportedFilesLoad(t *testing.T) {
+	ck, ds, _ := trained(t, config.PrecisionFP32)
+	full, err := policy.Load(ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := make([]float32, market.ObsDim)
+	ds.Obs(ds.Valid.From, make([]float32, market.NumAgentFeatures), obs)
+	want := make([]float32, 10)
+	if err := full.QValues(obs, 1, want); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		dtype checkpoint.DType
+		tol   float64
+	}{{checkpoint.F32, 0}, {checkpoint.BF16, 5e-2}} {
+		ex, _, err := checkpoint.Export(ck, tc.dtype, "online.")
+		if err != nil {
+			t.Fatal(err)
+		}
+		pol, err := policy.Load(ex)
+		if err != nil {
+			t.Fatalf("%s export: %v", tc.dtype, err)
+		}
+		got := make([]float32, 10)
+		if err := pol.QValues(obs, 1, got); err != nil {
+			t.Fatal(err)
+		}
+		for i := range got {
+			if d := math.Abs(float64(got[i] - want[i])); d > tc.tol*math.Max(1, math.Abs(float64(want[i]))) {
+				t.Errorf("%s export: Q[%d] = %g, checkpoint %g", tc.dtype, i, got[i], want[i])
+			}
+		}
+	}
+}
+
+// TestLoadRejectsBadWeights: NaN weights wrap trainer.ErrNonFinite; a
+// checkpoint without the network names the missing tensor.
+func TestLoadRejectsBadWeights(t *testing.T) {
+	ck, _, _ := trained(t, config.PrecisionFP32)
+	bad := &checkpoint.Checkpoint{Meta: ck.Meta}
+	for _, tn := range ck.Tensors {
+		if tn.Name == "online.v1.weight" {
+			tn.Data = append([]byte{0, 0, 0xc0, 0x7f}, tn.Data[4:]...)
+		}
+		bad.Tensors = append(bad.Tensors, tn)
+	}
+	if _, err := policy.Load(bad); !errors.Is(err, trainer.ErrNonFinite) || !strings.Contains(err.Error(), "online.v1.weight") {
+		t.Errorf("NaN weight: %v", err)
+	}
+	empty := &checkpoint.Checkpoint{Meta: ck.Meta}
+	if _, err := policy.Load(empty); !errors.Is(err, checkpoint.ErrMissingTensor) || !strings.Contains(err.Error(), "s1.weight") {
+		t.Errorf("no weights: %v", err)
+	}
+}
