@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Check the PyTorch reference (dqn.py) against the Go CPU reference.
 
-  go run ./bench/pytorch/refcase -out /tmp/refcase.safetensors
-  python3 bench/pytorch/crosscheck.py /tmp/refcase.safetensors [--dtype float64|float32] [--json OUT]
+  go run ./bench/pytorch/refcase -out bench/pytorch/refcase.safetensors
+  python3 bench/pytorch/crosscheck.py bench/pytorch/refcase.safetensors [--dtype float64|float32] [--json OUT]
 
 refcase writes, for two optimiser configs, the CPU learner's state, one
 batch, and what trainer/cpu computed on it (see refcase/main.go). This

@@ -5,8 +5,8 @@
 // the per-sample losses, the gradient, the state after one Step (gradient
 // clipping, AdamW, the spectral bound) and after SyncTarget are compared.
 //
-//	go run ./bench/pytorch/refcase -out /tmp/refcase.safetensors
-//	python3 bench/pytorch/crosscheck.py /tmp/refcase.safetensors
+//	go run ./bench/pytorch/refcase -out bench/pytorch/refcase.safetensors
+//	python3 bench/pytorch/crosscheck.py bench/pytorch/refcase.safetensors
 //
 // Three cases are written: "default" (config.Defaults in fp32, where
 // neither the clipping nor the spectral bound acts on a fresh network),
