@@ -7,7 +7,7 @@ TEMPORAL := $(BIN)/temporal
 # otherwise; `make run` uses DATABASE_URL or the local `postgres` database.
 TEST_DATABASE_URL := $(or $(DATABASE_URL),postgres://postgres@127.0.0.1:5432/test?sslmode=disable)
 
-.PHONY: all build run test test-short lint bench bench-temporal learn-check record-history temporal clean
+.PHONY: gpu-binaries all build run test test-short lint bench bench-temporal learn-check record-history temporal clean
 
 all: build
 
@@ -57,3 +57,9 @@ learn-check: build
 
 clean:
 	rm -rf $(BIN) checkpoints .dqnflow
+
+## gpu-binaries: static binaries for a device visit (tools/device/visit.sh runs them on a GPU machine)
+gpu-binaries: build
+	mkdir -p $(BIN)/gputest
+	CGO_ENABLED=0 $(GO) test -c -o $(BIN)/gputest/cuda.test ./gpu/cuda
+	CGO_ENABLED=0 $(GO) test -c -o $(BIN)/gputest/gpu.test ./gpu

@@ -74,6 +74,9 @@ func (Backend) Restore(_ context.Context, ck *checkpoint.Checkpoint, ds *market.
 	if err := sameDataset(ck, ds); err != nil {
 		return nil, err
 	}
+	// A checkpoint of a CUDA run restores here too: the state is the same
+	// on every backend, and Info (recorded with the run) says it is the CPU.
+	cfg.Device = "cpu"
 	t, err := build(cfg, ds)
 	if err != nil {
 		return nil, err

@@ -40,6 +40,7 @@ import (
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/trainer/cpu"
+	"github.com/dqnflow/dqnflow/trainer/model"
 )
 
 func main() {
@@ -110,13 +111,13 @@ func addCase(ck *checkpoint.Checkpoint, name, precision string, m config.ModelCo
 
 	discount := float32(math.Pow(o.Gamma, float64(o.NStep)))
 	b := randomBatch(n, discount, rand.New(rand.NewPCG(seed, 0x7265_6663_6173_65))) // "refcase"
-	na := cpu.NumActions
+	na := model.NumActions
 	acts := make([]int32, len(b.Actions))
 	copy(acts, b.Actions)
 	add("", []checkpoint.Tensor{
 		checkpoint.F32Tensor("obs", []int{n, market.ObsDim}, b.Obs),
 		checkpoint.F32Tensor("next_obs", []int{n, market.ObsDim}, b.NextObs),
-		checkpoint.I32Tensor("actions", []int{n, cpu.NumBranches}, acts),
+		checkpoint.I32Tensor("actions", []int{n, model.NumBranches}, acts),
 		checkpoint.F32Tensor("return", []int{n}, b.Return),
 		checkpoint.F32Tensor("discount", []int{n}, b.Discount),
 		checkpoint.F32Tensor("weight", []int{n}, b.Weight),
@@ -158,11 +159,11 @@ func addCase(ck *checkpoint.Checkpoint, name, precision string, m config.ModelCo
 // randomBatch draws a batch that reaches every case of the C51 projection:
 // returns from N(0, 3²) so that some targets clip at v_min or v_max, a
 // discount of γⁿ or 0 (done, one in five), weights in (0.1, 1].
-func randomBatch(n int, discount float32, r *rand.Rand) *cpu.Batch {
-	b := &cpu.Batch{
+func randomBatch(n int, discount float32, r *rand.Rand) *model.Batch {
+	b := &model.Batch{
 		Obs:      make([]float32, n*market.ObsDim),
 		NextObs:  make([]float32, n*market.ObsDim),
-		Actions:  make([]int32, n*cpu.NumBranches),
+		Actions:  make([]int32, n*model.NumBranches),
 		Return:   make([]float32, n),
 		Discount: make([]float32, n),
 		Weight:   make([]float32, n),
@@ -173,7 +174,7 @@ func randomBatch(n int, discount float32, r *rand.Rand) *cpu.Batch {
 	}
 	for i := 0; i < n; i++ {
 		for d, nd := range market.BranchSizes {
-			b.Actions[i*cpu.NumBranches+d] = int32(r.IntN(nd))
+			b.Actions[i*model.NumBranches+d] = int32(r.IntN(nd))
 		}
 		b.Return[i] = float32(3 * r.NormFloat64())
 		if r.IntN(5) > 0 {
