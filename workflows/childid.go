@@ -6,10 +6,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// childIDChange versions the child workflow id scheme (workflow.GetVersion),
-// so that Retrain and Sweep executions started before it replay unchanged.
-const childIDChange = "child-id-includes-parent-run"
-
 // childWorkflowID is the workflow id, and so the run id, of a child run:
 // "<parent workflow id>-<last 8 hex digits of the parent's run id>-<name>".
 // The parent's run id keeps two executions of one workflow id apart: a
@@ -19,7 +15,7 @@ const childIDChange = "child-id-includes-parent-run"
 // before this scheme keep "<parent workflow id>-<name>".
 func childWorkflowID(ctx workflow.Context, name string) string {
 	info := workflow.GetInfo(ctx).WorkflowExecution
-	if workflow.GetVersion(ctx, childIDChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if version(ctx, changeChildID) == workflow.DefaultVersion {
 		return info.ID + "-" + name
 	}
 	run := strings.ReplaceAll(info.RunID, "-", "")

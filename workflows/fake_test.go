@@ -44,6 +44,10 @@ type fakeGPU struct {
 	sharpe func(epoch int) float64
 	// trainErr, if set, may fail the n-th TrainEpoch call of an epoch (n from 1).
 	trainErr func(epoch, n int) error
+	// checkpointTime and backtestTime are how long a Checkpoint and a
+	// Backtest take on the test clock (zero: no time), so that a signal can
+	// be placed inside them.
+	checkpointTime, backtestTime time.Duration
 
 	calls      []string
 	trainCalls map[int]int
@@ -120,12 +124,12 @@ func (f *fakeGPU) register(env *testsuite.TestWorkflowEnvironment) {
 			f.add(fmt.Sprintf("S%d", in.Epoch))
 			return activities.SyncOutput{Epoch: in.Epoch, GlobalStep: int64(10 * in.Epoch)}, nil
 		})
-	env.OnActivity(ta.Checkpoint, mock.Anything, mock.Anything).Return(
+	env.OnActivity(ta.Checkpoint, mock.Anything, mock.Anything).After(f.checkpointTime).Return(
 		func(_ context.Context, in activities.CheckpointInput) (activities.CheckpointOutput, error) {
 			f.add(fmt.Sprintf("K%d", in.Epoch))
 			return activities.CheckpointOutput{Checkpoint: ckRef(in.Epoch)}, nil
 		})
-	env.OnActivity(ta.Backtest, mock.Anything, mock.Anything).Return(
+	env.OnActivity(ta.Backtest, mock.Anything, mock.Anything).After(f.backtestTime).Return(
 		func(_ context.Context, in activities.BacktestInput) (activities.BacktestOutput, error) {
 			f.add(fmt.Sprintf("B%d", in.Epoch))
 			s := float64(in.Epoch) / 10

@@ -97,7 +97,9 @@ func newRun(ctx workflow.Context, o Options, cfg config.RunConfig, state *RunSta
 }
 
 // listen records signals as they arrive; the loop acts on them at epoch
-// boundaries. A resume that arrives before a pause took effect cancels it.
+// boundaries. The last of pause and resume wins: a resume that arrives
+// before a pause took effect (even while the pause's checkpoint or
+// backtest runs) cancels it, and a pause forgets an earlier resume.
 func (r *run) listen() {
 	pause := workflow.GetSignalChannel(r.ctx, PauseSignal)
 	resume := workflow.GetSignalChannel(r.ctx, ResumeSignal)
@@ -107,7 +109,7 @@ func (r *run) listen() {
 			sel := workflow.NewSelector(ctx)
 			sel.AddReceive(pause, func(c workflow.ReceiveChannel, _ bool) {
 				c.Receive(ctx, nil)
-				r.st.PauseRequested = true
+				r.st.PauseRequested, r.resumeRequested = true, false
 			})
 			sel.AddReceive(resume, func(c workflow.ReceiveChannel, _ bool) {
 				c.Receive(ctx, nil)
@@ -263,12 +265,19 @@ func (r *run) recover(cause error) error {
 }
 
 // pause frees the GPU slot and the trainer after the epoch was checkpointed
-// and backtested, and waits for a resume (nil) or a stop (errStopped).
+// and backtested, and waits for a resume (nil) or a stop (errStopped). A
+// resume that arrived while the epoch was being checkpointed and
+// backtested cancels the pause: the run goes on with its trainer.
 func (r *run) pause() error {
 	if err := r.flush(); err != nil {
 		return err
 	}
-	r.resumeRequested = false
+	if version(r.ctx, changeResumeDuringPause) == workflow.DefaultVersion {
+		r.resumeRequested = false // the lost resume of runs started before the fix
+	} else if r.resumeRequested {
+		r.resumeRequested = false
+		return nil
+	}
 	token := r.st.SessionToken
 	r.closeTrainer()
 	r.st.SessionToken = token // try the same worker first on resume

@@ -1,0 +1,27 @@
+package workflows
+
+import "go.temporal.io/sdk/workflow"
+
+// Change ids of the workflow.GetVersion patches (ADR 0004). A workflow
+// execution that began before a change replays its recorded history with
+// workflow.DefaultVersion and keeps the old behaviour; one that reaches the
+// patched code afterwards records version 1 and takes the new one. A
+// patch is removed only when no execution that could replay the old branch
+// is left (open, or closed but still queried within the namespace's
+// retention), and the replay test's histories of it are retired with it.
+const (
+	// changeChildID: child run ids include the parent's run id
+	// (childWorkflowID), so that two Retrains under one workflow id do not
+	// share a challenger.
+	changeChildID = "child-id-includes-parent-run"
+	// changeResumeDuringPause: a resume that arrives while a pause is
+	// being taken (its checkpoint or backtest) cancels the pause; before
+	// it, pause() cleared it and the run waited for ever.
+	changeResumeDuringPause = "resume-during-pause"
+)
+
+// version is workflow.GetVersion(ctx, change, DefaultVersion, 1): every
+// change here has one new version.
+func version(ctx workflow.Context, change string) workflow.Version {
+	return workflow.GetVersion(ctx, change, workflow.DefaultVersion, 1)
+}
