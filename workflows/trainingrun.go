@@ -81,6 +81,7 @@ type run struct {
 	phase   string
 	started int // st.Epoch when this workflow run began
 
+	sig             signals
 	resumeRequested bool
 	pending         []pendingCall // control activities in flight
 }
@@ -96,32 +97,69 @@ func newRun(ctx workflow.Context, o Options, cfg config.RunConfig, state *RunSta
 	return r
 }
 
-// listen records signals as they arrive; the loop acts on them at epoch
-// boundaries. The last of pause and resume wins: a resume that arrives
-// before a pause took effect (even while the pause's checkpoint or
-// backtest runs) cancels it, and a pause forgets an earlier resume.
+// listen prepares the run's signals. A run records them in its state
+// (PauseRequested, StopRequested, resumeRequested) and acts on them at
+// epoch boundaries. Of a pause and a resume, the later wins: a resume that
+// arrives before a pause took effect (even while the pause's checkpoint or
+// backtest runs) cancels it, and a pause forgets an earlier resume; within
+// one workflow task, pauses are taken before resumes.
+//
+// Runs take the signals from their channels (takeSignals) at every point
+// where they decide on them and right before a Continue-As-New, so that
+// none is left behind. Executions that began before that
+// (changeSignalDrain) keep the goroutine that received them as they
+// arrived: it ran after the main coroutine in a workflow task, so a signal
+// that arrived in the task that continued the run as new was lost.
 func (r *run) listen() {
-	pause := workflow.GetSignalChannel(r.ctx, PauseSignal)
-	resume := workflow.GetSignalChannel(r.ctx, ResumeSignal)
-	stop := workflow.GetSignalChannel(r.ctx, StopSignal)
+	r.sig = signals{
+		pause:  workflow.GetSignalChannel(r.ctx, PauseSignal),
+		resume: workflow.GetSignalChannel(r.ctx, ResumeSignal),
+		stop:   workflow.GetSignalChannel(r.ctx, StopSignal),
+	}
+	if version(r.ctx, changeSignalDrain) != workflow.DefaultVersion {
+		r.sig.drain = true
+		return
+	}
 	workflow.Go(r.ctx, func(ctx workflow.Context) {
 		for {
 			sel := workflow.NewSelector(ctx)
-			sel.AddReceive(pause, func(c workflow.ReceiveChannel, _ bool) {
+			sel.AddReceive(r.sig.pause, func(c workflow.ReceiveChannel, _ bool) {
 				c.Receive(ctx, nil)
 				r.st.PauseRequested, r.resumeRequested = true, false
 			})
-			sel.AddReceive(resume, func(c workflow.ReceiveChannel, _ bool) {
+			sel.AddReceive(r.sig.resume, func(c workflow.ReceiveChannel, _ bool) {
 				c.Receive(ctx, nil)
 				r.st.PauseRequested, r.resumeRequested = false, true
 			})
-			sel.AddReceive(stop, func(c workflow.ReceiveChannel, _ bool) {
+			sel.AddReceive(r.sig.stop, func(c workflow.ReceiveChannel, _ bool) {
 				c.Receive(ctx, nil)
 				r.st.StopRequested = true
 			})
 			sel.Select(ctx)
 		}
 	})
+}
+
+// signals are TrainingRun's signal channels.
+type signals struct {
+	pause, resume, stop workflow.ReceiveChannel
+	drain               bool // taken by takeSignals, not by a goroutine
+}
+
+// takeSignals records every signal received so far (see listen).
+func (r *run) takeSignals() {
+	if !r.sig.drain {
+		return
+	}
+	for r.sig.pause.ReceiveAsync(nil) {
+		r.st.PauseRequested, r.resumeRequested = true, false
+	}
+	for r.sig.resume.ReceiveAsync(nil) {
+		r.st.PauseRequested, r.resumeRequested = false, true
+	}
+	for r.sig.stop.ReceiveAsync(nil) {
+		r.st.StopRequested = true
+	}
 }
 
 // loop drives the run to its end, a Continue-As-New or a failure.
@@ -161,6 +199,7 @@ func (r *run) loop() (*RunResult, error) {
 			}
 			continue
 		}
+		r.takeSignals()
 		final, stopping := e == r.cfg.Epochs, r.st.StopRequested
 		pausing := r.st.PauseRequested && !final && !stopping
 		moveOn := !final && !stopping && !pausing && r.wantContinueAsNew(e)
@@ -199,7 +238,10 @@ var errStopped = errors.New("stop requested")
 // open gets a session on a GPU worker and the run's trainer in it.
 func (r *run) open() error {
 	r.phase = "waiting for a GPU worker"
-	stopped := func() bool { return r.st.StopRequested }
+	stopped := func() bool {
+		r.takeSignals()
+		return r.st.StopRequested
+	}
 	sess, token, err := r.o.acquireSessionUnless(r.ctx, r.st.SessionToken, r.st.RunID, stopped)
 	if err != nil {
 		if errors.Is(err, errStopped) {
@@ -272,6 +314,7 @@ func (r *run) pause() error {
 	if err := r.flush(); err != nil {
 		return err
 	}
+	r.takeSignals()
 	if version(r.ctx, changeResumeDuringPause) == workflow.DefaultVersion {
 		r.resumeRequested = false // the lost resume of runs started before the fix
 	} else if r.resumeRequested {
@@ -285,7 +328,10 @@ func (r *run) pause() error {
 		return err
 	}
 	r.phase = "paused"
-	if err := workflow.Await(r.ctx, func() bool { return r.resumeRequested || r.st.StopRequested }); err != nil {
+	if err := workflow.Await(r.ctx, func() bool {
+		r.takeSignals()
+		return r.resumeRequested || r.st.StopRequested
+	}); err != nil {
 		return err
 	}
 	if r.st.StopRequested {
@@ -307,6 +353,7 @@ func (r *run) continueAsNew() error {
 		workflow.CompleteSession(r.sess)
 		r.sess = nil
 	}
+	r.takeSignals() // a pause or stop received up to now goes with the run
 	next := r.st
 	return workflow.NewContinueAsNewError(r.ctx, TrainingRunName, r.cfg, &next)
 }

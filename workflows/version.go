@@ -18,6 +18,10 @@ const (
 	// being taken (its checkpoint or backtest) cancels the pause; before
 	// it, pause() cleared it and the run waited for ever.
 	changeResumeDuringPause = "resume-during-pause"
+	// changeSignalDrain: TrainingRun takes its signals from their channels
+	// where it decides on them and before a Continue-As-New, instead of in
+	// a goroutine that could run after the continue-as-new was decided.
+	changeSignalDrain = "signals-taken-at-decisions"
 )
 
 // version is workflow.GetVersion(ctx, change, DefaultVersion, 1): every
