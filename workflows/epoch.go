@@ -122,7 +122,7 @@ func (r *run) settle(e int, t trained, needCk, needBt bool) (early bool, err err
 	if e > r.st.Furthest {
 		r.st.Furthest, r.st.Recoveries = e, 0
 	}
-	r.publish()
+	r.publishProgress()
 	if ck != nil {
 		keep := []string{ck.URI}
 		if b := sc.BestCheckpoint; b != nil {

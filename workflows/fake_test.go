@@ -44,6 +44,9 @@ type fakeGPU struct {
 	sharpe func(epoch int) float64
 	// trainErr, if set, may fail the n-th TrainEpoch call of an epoch (n from 1).
 	trainErr func(epoch, n int) error
+	// trainTime is how long a TrainEpoch takes on the test clock; zero
+	// means the package's trainTime.
+	trainTime time.Duration
 	// checkpointTime and backtestTime are how long a Checkpoint and a
 	// Backtest take on the test clock (zero: no time), so that a signal can
 	// be placed inside them.
@@ -105,7 +108,11 @@ func (f *fakeGPU) register(env *testsuite.TestWorkflowEnvironment) {
 			f.add(fmt.Sprintf("C%d", in.Epoch))
 			return activities.CollectOutput{Epoch: in.Epoch, Stats: trainer.CollectStats{EnvSteps: int64(100 * in.Epoch)}}, nil
 		})
-	env.OnActivity(ta.TrainEpoch, mock.Anything, mock.Anything).After(trainTime).Return(
+	tt := f.trainTime
+	if tt == 0 {
+		tt = trainTime
+	}
+	env.OnActivity(ta.TrainEpoch, mock.Anything, mock.Anything).After(tt).Return(
 		func(_ context.Context, in activities.TrainInput) (activities.TrainOutput, error) {
 			f.add(fmt.Sprintf("T%d", in.Epoch))
 			f.mu.Lock()

@@ -70,6 +70,13 @@ type Options struct {
 	// HistoryLimit continues the run as new once its history has this many
 	// events. Default 10000.
 	HistoryLimit int
+
+	// SearchAttributesEvery is the least workflow time between two upserts
+	// of a run's search attributes while its status stays the same: with
+	// GPU epochs of tens of milliseconds an upsert per epoch would be most
+	// of the run's history and a visibility write each time. A status
+	// change is published at once. Default 5 s.
+	SearchAttributesEvery time.Duration
 }
 
 // DefaultOptions returns the options used where a field is zero.
@@ -86,6 +93,7 @@ func DefaultOptions() Options {
 		EpochTimeout:            6 * time.Hour,
 		MaxRecoveries:           5,
 		HistoryLimit:            10000,
+		SearchAttributesEvery:   5 * time.Second,
 	}
 }
 
@@ -110,6 +118,7 @@ func (o Options) withDefaults() Options {
 	set(&o.RecreateTimeout, d.RecreateTimeout)
 	set(&o.HeartbeatTimeout, d.HeartbeatTimeout)
 	set(&o.EpochTimeout, d.EpochTimeout)
+	set(&o.SearchAttributesEvery, d.SearchAttributesEvery)
 	if o.MaxRecoveries <= 0 {
 		o.MaxRecoveries = d.MaxRecoveries
 	}

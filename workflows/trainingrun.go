@@ -3,6 +3,7 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -80,6 +81,8 @@ type run struct {
 	host    string           // host of the session's worker
 	phase   string
 	started int // st.Epoch when this workflow run began
+
+	published time.Time // workflow time of the last search attribute upsert
 
 	sig             signals
 	resumeRequested bool

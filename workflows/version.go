@@ -22,6 +22,10 @@ const (
 	// where it decides on them and before a Continue-As-New, instead of in
 	// a goroutine that could run after the continue-as-new was decided.
 	changeSignalDrain = "signals-taken-at-decisions"
+	// changeSearchAttributesEvery: search attributes are upserted after an
+	// epoch only when Options.SearchAttributesEvery has passed since the
+	// last upsert.
+	changeSearchAttributesEvery = "search-attributes-every"
 )
 
 // version is workflow.GetVersion(ctx, change, DefaultVersion, 1): every
