@@ -19,7 +19,7 @@ type trained struct {
 // recording the epoch's metrics.
 func (r *run) train(e int) (trained, error) {
 	var t trained
-	ctx := r.o.stepCtx(r.sess)
+	ctx := r.o.stepCtx(r.sess.ctx)
 	r.phase = "collect"
 	if err := workflow.ExecuteActivity(ctx, ta.Collect, activities.CollectInput{RunID: r.st.RunID, Epoch: e}).Get(r.ctx, &t.collect); err != nil {
 		return t, err
@@ -51,7 +51,7 @@ func (r *run) settle(e int, t trained, needCk, needBt bool) (early bool, err err
 	sc := r.st.Scores
 	var ck *activities.CheckpointRef
 	startCheckpoint := func() workflow.Future {
-		return workflow.ExecuteActivity(r.o.sessionCtx(r.sess), ta.Checkpoint, activities.CheckpointInput{
+		return workflow.ExecuteActivity(r.o.sessionCtx(r.sess.ctx), ta.Checkpoint, activities.CheckpointInput{
 			RunID: r.st.RunID, Epoch: e,
 			Metrics: map[string]float64{"loss": t.train.Stats.Loss, "grad_norm": t.train.Stats.GradNorm},
 		})
@@ -72,7 +72,7 @@ func (r *run) settle(e int, t trained, needCk, needBt bool) (early bool, err err
 		ckF = startCheckpoint()
 	}
 	if needBt {
-		btF = workflow.ExecuteActivity(r.o.sessionCtx(r.sess), ta.Backtest, activities.BacktestInput{RunID: r.st.RunID, Epoch: e})
+		btF = workflow.ExecuteActivity(r.o.sessionCtx(r.sess.ctx), ta.Backtest, activities.BacktestInput{RunID: r.st.RunID, Epoch: e})
 	}
 	switch {
 	case needCk && needBt:

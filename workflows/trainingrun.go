@@ -77,8 +77,7 @@ type run struct {
 	o       Options
 	cfg     config.RunConfig
 	st      RunState
-	sess    workflow.Context // open session; nil when none
-	host    string           // host of the session's worker
+	sess    *session // open session; nil when none
 	phase   string
 	started int // st.Epoch when this workflow run began
 
@@ -245,18 +244,17 @@ func (r *run) open() error {
 		r.takeSignals()
 		return r.st.StopRequested
 	}
-	sess, token, err := r.o.acquireSessionUnless(r.ctx, r.st.SessionToken, r.st.RunID, stopped)
+	sess, err := r.o.acquireSessionUnless(r.ctx, r.st.SessionToken, r.st.RunID, stopped)
 	if err != nil {
 		if errors.Is(err, errStopped) {
 			return err
 		}
 		return controlError{err} // nothing a new session would fix
 	}
-	r.sess, r.st.SessionToken = sess, token
-	r.host = workflow.GetSessionInfo(sess).HostName
+	r.sess, r.st.SessionToken = sess, sess.token
 	r.phase = "opening the trainer"
 	var out activities.OpenOutput
-	if err := workflow.ExecuteActivity(r.o.sessionCtx(sess), ta.OpenTrainer, activities.OpenInput{
+	if err := workflow.ExecuteActivity(r.o.sessionCtx(sess.ctx), ta.OpenTrainer, activities.OpenInput{
 		RunID: r.st.RunID, Config: r.cfg, Epoch: r.st.Epoch, GlobalStep: r.st.GlobalStep,
 		Resume: r.st.LastCheckpoint, Warm: r.st.Warm,
 	}).Get(r.ctx, &out); err != nil {
@@ -296,7 +294,7 @@ func (r *run) recover(cause error) error {
 	workflow.GetLogger(r.ctx).Warn("Run lost its trainer; reopening from the last checkpoint on any GPU worker",
 		"run", r.st.RunID, "recovery", r.st.Recoveries, "error", cause)
 	if r.sess != nil {
-		workflow.CompleteSession(r.sess)
+		r.sess.release()
 		r.sess = nil
 	}
 	r.st.SessionToken = nil
@@ -353,7 +351,7 @@ func (r *run) continueAsNew() error {
 		return r.fail(err)
 	}
 	if r.sess != nil {
-		workflow.CompleteSession(r.sess)
+		r.sess.release()
 		r.sess = nil
 	}
 	r.takeSignals() // a pause or stop received up to now goes with the run
@@ -411,19 +409,27 @@ func (r *run) fail(cause error) error {
 	return cause
 }
 
+// host is the host name of the session's worker; empty without a session.
+func (r *run) host() string {
+	if r.sess == nil {
+		return ""
+	}
+	return r.sess.host
+}
+
 // closeTrainer frees the trainer (best effort) and completes the session.
 func (r *run) closeTrainer() {
 	if r.sess == nil {
 		return
 	}
-	if workflow.GetSessionInfo(r.sess).SessionState == workflow.SessionStateOpen {
-		err := workflow.ExecuteActivity(r.o.closeCtx(r.sess), ta.CloseTrainer, activities.CloseInput{RunID: r.st.RunID}).Get(r.ctx, nil)
+	if r.sess.open() {
+		err := workflow.ExecuteActivity(r.o.closeCtx(r.sess.owner), ta.CloseTrainer, activities.CloseInput{RunID: r.st.RunID}).Get(r.ctx, nil)
 		if err != nil {
 			workflow.GetLogger(r.ctx).Warn("Closing the trainer failed; the worker evicts it when idle", "run", r.st.RunID, "error", err)
 		}
 	}
-	workflow.CompleteSession(r.sess)
-	r.sess, r.host = nil, ""
+	r.sess.release()
+	r.sess = nil
 }
 
 // setStatus records status in the store and the search attributes.
@@ -440,6 +446,6 @@ func (r *run) progress() Progress {
 		BestEpoch: r.st.Scores.BestEpoch, BestValidSharpe: r.st.Scores.BestValidSharpe,
 		LastValidSharpe: r.st.Scores.LastValidSharpe, LastCheckpoint: r.st.LastCheckpoint,
 		Backend: r.st.Info.Backend, Device: r.st.Info.Device, Precision: r.st.Info.Precision,
-		Host: r.host, Recoveries: r.st.Recoveries,
+		Host: r.host(), Recoveries: r.st.Recoveries,
 	}
 }

@@ -26,6 +26,11 @@ const (
 	// epoch only when Options.SearchAttributesEvery has passed since the
 	// last upsert.
 	changeSearchAttributesEvery = "search-attributes-every"
+	// changeSessionOutlivesCancel: sessions are created on a context
+	// disconnected from the workflow's cancellation, so that CloseTrainer
+	// and the session's completion are sent after a cancel; each attempt to
+	// create one is bounded by a timer.
+	changeSessionOutlivesCancel = "session-cleanup-outlives-cancel"
 )
 
 // version is workflow.GetVersion(ctx, change, DefaultVersion, 1): every
