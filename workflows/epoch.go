@@ -1,6 +1,8 @@
 package workflows
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -146,9 +148,31 @@ func (e controlError) Unwrap() error { return e.err }
 // control runs a control activity and waits for it.
 func (r *run) control(activity, in, out any) error {
 	if err := workflow.ExecuteActivity(r.o.controlCtx(r.ctx), activity, in).Get(r.ctx, out); err != nil {
-		return controlError{err}
+		return controlError{r.o.controlTimedOut(fmt.Sprint(activity), err)}
 	}
 	return nil
+}
+
+// controlTimedOut turns the failure of a control activity that ran out of
+// Options.ControlTimeout into a non-retryable ErrTypeControlTimeout error
+// that names it and says what to check; other errors pass unchanged. A
+// control activity is retried without an attempt limit, so a failure that
+// is neither non-retryable nor a cancellation means the time ran out (the
+// server reports retry state TIMEOUT; the SDK's test environment reports
+// none).
+func (o Options) controlTimedOut(what string, err error) error {
+	var (
+		ae  *temporal.ActivityError
+		app *temporal.ApplicationError
+	)
+	if !errors.As(err, &ae) || (errors.As(err, &app) && app.NonRetryable()) || temporal.IsCanceledError(err) {
+		return err
+	}
+	return temporal.NewNonRetryableApplicationError(
+		fmt.Sprintf("%s did not succeed within %s (last failure: %v); check that the metadata store "+
+			"(PostgreSQL, DATABASE_URL of the control workers) is reachable and that a control worker runs "+
+			"(`dqnflow worker --role control`), then start the run again", what, o.ControlTimeout, errors.Unwrap(err)),
+		ErrTypeControlTimeout, err)
 }
 
 // pendingCall is a control activity started without waiting for it.
@@ -183,7 +207,7 @@ func (r *run) flush() error {
 			workflow.GetLogger(r.ctx).Warn("Control activity failed; it is repeated after the next checkpoint",
 				"run", r.st.RunID, "activity", p.what, "error", err)
 		case first == nil:
-			first = controlError{err}
+			first = controlError{r.o.controlTimedOut(p.what, err)}
 		}
 	}
 	r.pending = r.pending[:0]

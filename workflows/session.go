@@ -13,6 +13,10 @@ import (
 // Options.SessionWaitLimit without any GPU worker taking it.
 const ErrTypeNoWorker = "NoGPUWorker"
 
+// ErrTypeControlTimeout is the application error type of a run whose
+// control activity kept failing for Options.ControlTimeout.
+const ErrTypeControlTimeout = "ControlTimeout"
+
 // session is a Temporal session on a GPU worker: the worker holds the
 // run's trainer and counts the session against its slots until release.
 type session struct {
