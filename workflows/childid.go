@@ -3,6 +3,7 @@ package workflows
 import (
 	"strings"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/workflow"
 )
 
@@ -23,4 +24,18 @@ func childWorkflowID(ctx workflow.Context, name string) string {
 		run = run[len(run)-8:]
 	}
 	return info.ID + "-" + run + "-" + name
+}
+
+// childOptions are the options of child run id on the control queue. A
+// cancelled (or terminated) parent asks its children to cancel, and a
+// cancelled parent waits until they have: a child run then closes its
+// trainer, frees its slot and records its status, where the default
+// policy would terminate it mid-epoch (changeChildrenCancelled).
+func (o Options) childOptions(ctx workflow.Context, id string) workflow.ChildWorkflowOptions {
+	co := workflow.ChildWorkflowOptions{WorkflowID: id, TaskQueue: o.ControlTaskQueue}
+	if version(ctx, changeChildrenCancelled) != workflow.DefaultVersion {
+		co.ParentClosePolicy = enumspb.PARENT_CLOSE_POLICY_REQUEST_CANCEL
+		co.WaitForCancellation = true
+	}
+	return co
 }

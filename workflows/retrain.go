@@ -68,9 +68,7 @@ func (w *Workflows) Retrain(ctx workflow.Context, in RetrainInput) (*RetrainResu
 		state.ParentRunID, state.Warm = champ.RunID, &champ.Checkpoint
 	}
 	childID := childWorkflowID(ctx, "challenger")
-	child := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-		WorkflowID: childID, TaskQueue: o.ControlTaskQueue,
-	})
+	child := workflow.WithChildOptions(ctx, o.childOptions(ctx, childID))
 	res := &RetrainResult{Lineage: in.Lineage}
 	if err := workflow.ExecuteChildWorkflow(child, TrainingRunName, cfg, state).Get(ctx, &res.Challenger); err != nil {
 		return nil, fmt.Errorf("retrain %s: challenger run %s: %w", in.Lineage, childID, err)

@@ -31,6 +31,13 @@ const (
 	// and the session's completion are sent after a cancel; each attempt to
 	// create one is bounded by a timer.
 	changeSessionOutlivesCancel = "session-cleanup-outlives-cancel"
+	// changeChildrenCancelled: Retrain's and Sweep's child runs use the
+	// parent-close policy REQUEST_CANCEL and are waited for when the parent
+	// is cancelled, instead of being terminated.
+	changeChildrenCancelled = "children-request-cancel"
+	// changeSweepConcurrencyBound: Sweep refuses a max_concurrent outside
+	// [0, MaxSweepConcurrent].
+	changeSweepConcurrencyBound = "sweep-concurrency-bound"
 )
 
 // version is workflow.GetVersion(ctx, change, DefaultVersion, 1): every
