@@ -223,7 +223,10 @@ type PromotionOutput struct {
 	Reason   string `json:"reason"`
 }
 
-// RecordPromotion records a retrain's decision, once per retrain.
+// RecordPromotion records a retrain's decision, once per retrain. A
+// promotion stands only if the lineage's champion is still in.Incumbent
+// (none when nil), the one the retrain compared against; otherwise the
+// decision is recorded as not promoted (store.Store.RecordPromotion).
 func (c *Control) RecordPromotion(ctx context.Context, in PromotionInput) (PromotionOutput, error) {
 	p := store.Promotion{
 		Lineage: in.Lineage, RetrainRunID: in.RetrainID,

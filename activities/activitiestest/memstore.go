@@ -213,6 +213,10 @@ func (m *MemStore) MarkPruned(ctx context.Context, ids []int64) error {
 func (m *MemStore) Champion(ctx context.Context, lineage string) (store.Champion, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.champion(lineage)
+}
+
+func (m *MemStore) champion(lineage string) (store.Champion, error) {
 	var best *store.Promotion
 	for _, p := range m.Promotions {
 		if p.Lineage == lineage && p.Promoted && (best == nil || p.ID > best.ID) {
@@ -226,11 +230,18 @@ func (m *MemStore) Champion(ctx context.Context, lineage string) (store.Champion
 }
 
 // RecordPromotion records the first decision of a retrain and returns it.
+// Like the store, a promotion stands only if the champion is still the
+// incumbent it names (compare and set).
 func (m *MemStore) RecordPromotion(ctx context.Context, p store.Promotion) (store.Promotion, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if old, ok := m.Promotions[p.RetrainRunID]; ok {
 		return old, nil
+	}
+	champ, _ := m.champion(p.Lineage) // zero when none
+	if p.Promoted && (champ.RunID != p.IncumbentRunID || champ.CheckpointURI != p.IncumbentCheckpointURI) {
+		p.Promoted = false
+		p.Reason = "not promoted: the lineage's champion changed while this retrain ran; " + p.Reason
 	}
 	m.nextID++
 	p.ID = m.nextID
