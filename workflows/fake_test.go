@@ -44,6 +44,9 @@ type fakeGPU struct {
 	sharpe func(epoch int) float64
 	// trainErr, if set, may fail the n-th TrainEpoch call of an epoch (n from 1).
 	trainErr func(epoch, n int) error
+	// storeRunID, if set, is the run id RecordRun answers (the store's key
+	// for a run under a reused workflow id).
+	storeRunID string
 	// trainTime is how long a TrainEpoch takes on the test clock; zero
 	// means the package's trainTime.
 	trainTime time.Duration
@@ -53,6 +56,7 @@ type fakeGPU struct {
 	checkpointTime, backtestTime time.Duration
 
 	calls      []string
+	runIDs     map[string]bool // run ids the trainer activities were given
 	trainCalls map[int]int
 	opens      []activities.OpenInput
 	recorded   []activities.RecordRunInput
@@ -62,7 +66,13 @@ type fakeGPU struct {
 	devices    int
 }
 
-func newFake() *fakeGPU { return &fakeGPU{trainCalls: map[int]int{}} }
+func newFake() *fakeGPU { return &fakeGPU{trainCalls: map[int]int{}, runIDs: map[string]bool{}} }
+
+func (f *fakeGPU) used(runID string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.runIDs[runID] = true
+}
 
 func (f *fakeGPU) add(s string) {
 	f.mu.Lock()
@@ -93,6 +103,7 @@ func ckRef(e int) activities.CheckpointRef {
 func (f *fakeGPU) register(env *testsuite.TestWorkflowEnvironment) {
 	env.OnActivity(ta.OpenTrainer, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.OpenInput) (activities.OpenOutput, error) {
+			f.used(in.RunID)
 			f.mu.Lock()
 			f.opens = append(f.opens, in)
 			f.mu.Unlock()
@@ -105,6 +116,7 @@ func (f *fakeGPU) register(env *testsuite.TestWorkflowEnvironment) {
 		})
 	env.OnActivity(ta.Collect, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.CollectInput) (activities.CollectOutput, error) {
+			f.used(in.RunID)
 			f.add(fmt.Sprintf("C%d", in.Epoch))
 			return activities.CollectOutput{Epoch: in.Epoch, Stats: trainer.CollectStats{EnvSteps: int64(100 * in.Epoch)}}, nil
 		})
@@ -133,6 +145,7 @@ func (f *fakeGPU) register(env *testsuite.TestWorkflowEnvironment) {
 		})
 	env.OnActivity(ta.Checkpoint, mock.Anything, mock.Anything).After(f.checkpointTime).Return(
 		func(_ context.Context, in activities.CheckpointInput) (activities.CheckpointOutput, error) {
+			f.used(in.RunID)
 			f.add(fmt.Sprintf("K%d", in.Epoch))
 			return activities.CheckpointOutput{Checkpoint: ckRef(in.Epoch)}, nil
 		})
@@ -157,11 +170,15 @@ func (f *fakeGPU) register(env *testsuite.TestWorkflowEnvironment) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.recorded = append(f.recorded, in)
+			id := in.RunID
+			if f.storeRunID != "" {
+				id = f.storeRunID
+			}
 			lineage := in.Lineage
 			if lineage == "" {
-				lineage = in.RunID
+				lineage = id
 			}
-			return activities.RecordRunOutput{Lineage: lineage}, nil
+			return activities.RecordRunOutput{RunID: id, Lineage: lineage}, nil
 		})
 	env.OnActivity(ca.SetRunStatus, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.SetStatusInput) (activities.SetStatusOutput, error) {

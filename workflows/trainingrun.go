@@ -93,7 +93,17 @@ func newRun(ctx workflow.Context, o Options, cfg config.RunConfig, state *RunSta
 	if state != nil {
 		r.st = *state
 	}
-	r.st.RunID = workflow.GetInfo(ctx).WorkflowExecution.ID
+	if info := workflow.GetInfo(ctx); !r.st.Recorded {
+		// The first execution of the run (a run is recorded before it
+		// continues as new); the SDK's test environment leaves FirstRunID
+		// empty.
+		r.st.RunID, r.st.ExecutionID = info.WorkflowExecution.ID, info.FirstRunID
+		if r.st.ExecutionID == "" {
+			r.st.ExecutionID = info.WorkflowExecution.RunID
+		}
+	} else if r.st.RunID == "" {
+		r.st.RunID = info.WorkflowExecution.ID
+	}
 	r.started = r.st.Epoch
 	r.listen()
 	return r
@@ -170,11 +180,14 @@ func (r *run) loop() (*RunResult, error) {
 		r.phase = "recording the run"
 		var out activities.RecordRunOutput
 		if err := r.control(ca.RecordRun, activities.RecordRunInput{
-			RunID: r.st.RunID, Lineage: r.st.Lineage, ParentRunID: r.st.ParentRunID, Config: r.cfg,
+			RunID: r.st.RunID, ExecutionID: r.st.ExecutionID, Lineage: r.st.Lineage, ParentRunID: r.st.ParentRunID, Config: r.cfg,
 		}, &out); err != nil {
 			return nil, r.fail(err)
 		}
 		r.st.Recorded, r.st.Lineage = true, out.Lineage
+		if out.RunID != "" {
+			r.st.RunID = out.RunID
+		}
 	}
 	r.st.Status = store.StatusRunning
 	r.publish()
@@ -255,7 +268,7 @@ func (r *run) open() error {
 	r.phase = "opening the trainer"
 	var out activities.OpenOutput
 	if err := workflow.ExecuteActivity(r.o.sessionCtx(sess.ctx), ta.OpenTrainer, activities.OpenInput{
-		RunID: r.st.RunID, Config: r.cfg, Epoch: r.st.Epoch, GlobalStep: r.st.GlobalStep,
+		RunID: r.st.RunID, ExecutionID: r.st.ExecutionID, Config: r.cfg, Epoch: r.st.Epoch, GlobalStep: r.st.GlobalStep,
 		Resume: r.st.LastCheckpoint, Warm: r.st.Warm,
 	}).Get(r.ctx, &out); err != nil {
 		return err

@@ -41,19 +41,29 @@ func (m *MemStore) run(id string) (*store.Run, error) {
 	return r, nil
 }
 
-// CreateRun creates the run or returns the existing one.
+// CreateRun creates the run or returns the existing one, keyed like the
+// store: on the workflow id and the first execution, a later execution
+// under a used workflow id getting "<workflow id>.<execution id>".
 func (m *MemStore) CreateRun(ctx context.Context, r store.NewRun) (store.Run, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if old, ok := m.Runs[r.RunID]; ok {
-		return *old, nil
+	id := r.RunID
+	if old, ok := m.Runs[id]; ok {
+		if r.ExecutionID == "" || old.ExecutionID == r.ExecutionID {
+			return *old, nil
+		}
+		id = r.RunID + "." + r.ExecutionID
+		if old, ok := m.Runs[id]; ok {
+			return *old, nil
+		}
 	}
 	lineage := r.Lineage
 	if lineage == "" {
-		lineage = r.RunID
+		lineage = id
 	}
-	run := &store.Run{RunID: r.RunID, Lineage: lineage, ParentRunID: r.ParentRunID, Config: r.Config, Status: store.StatusRunning}
-	m.Runs[r.RunID] = run
+	run := &store.Run{RunID: id, WorkflowID: r.RunID, ExecutionID: r.ExecutionID, Lineage: lineage,
+		ParentRunID: r.ParentRunID, Config: r.Config, Status: store.StatusRunning}
+	m.Runs[id] = run
 	return *run, nil
 }
 
