@@ -38,8 +38,10 @@ type CheckpointOutput struct {
 
 // Checkpoint snapshots the run's trainer, adds the run id and epoch to the
 // metadata, writes the blob atomically to
-// <checkpoint dir>/<run id>/epoch-<NNNNNN>.safetensors and records it in
-// the store. A retry writes the same name again and updates the same row.
+// <checkpoint dir>/<run id>/<execution id>/epoch-<NNNNNN>.safetensors
+// (without the execution level for runs opened without one) and records
+// it in the store. A retry writes the same name again and updates the same
+// row; another execution under the same run id writes elsewhere.
 func (a *Trainer) Checkpoint(ctx context.Context, in CheckpointInput) (CheckpointOutput, error) {
 	_, stop := a.beat(ctx, Heartbeat{Epoch: in.Epoch, Stage: "checkpoint"})
 	defer stop()
@@ -93,7 +95,11 @@ func (a *Trainer) blobPath(run *Run, epoch int) (string, error) {
 	if !filepath.IsAbs(dir) && a.CheckpointRoot != "" {
 		dir = filepath.Join(a.CheckpointRoot, dir)
 	}
-	return filepath.Abs(filepath.Join(dir, safeName(run.ID), fmt.Sprintf("epoch-%06d.safetensors", epoch)))
+	dir = filepath.Join(dir, safeName(run.ID))
+	if run.ExecutionID != "" {
+		dir = filepath.Join(dir, safeName(run.ExecutionID))
+	}
+	return filepath.Abs(filepath.Join(dir, fmt.Sprintf("epoch-%06d.safetensors", epoch)))
 }
 
 // safeName maps a run id (a workflow id, free text) to one path element.

@@ -21,30 +21,38 @@ type Control struct {
 
 // RecordRunInput describes a run as it starts.
 type RecordRunInput struct {
-	RunID       string           `json:"run_id"`
+	RunID string `json:"run_id"` // the TrainingRun workflow id
+	// ExecutionID is the Temporal run id of the run's first execution
+	// (store.NewRun.ExecutionID).
+	ExecutionID string           `json:"execution_id,omitempty"`
 	Lineage     string           `json:"lineage,omitempty"`       // empty: the run starts its own lineage
 	ParentRunID string           `json:"parent_run_id,omitempty"` // the run it warm-starts from
 	Config      config.RunConfig `json:"config"`                  // the config that runs, defaults filled in
 }
 
-// RecordRunOutput is the lineage the store recorded.
+// RecordRunOutput is the run's key in the store and its lineage.
 type RecordRunOutput struct {
+	// RunID is the key of the run's rows, which every later activity
+	// uses: the workflow id, or "<workflow id>.<execution id>" when an
+	// earlier run used that workflow id.
+	RunID   string `json:"run_id"`
 	Lineage string `json:"lineage"`
 }
 
-// RecordRun creates the run's row (or finds it, on a retry or a second
-// start with the same workflow id) and marks it running.
+// RecordRun creates the run's row (or finds it, on a retry or after a
+// Continue-As-New) and marks it running. A run under a workflow id that an
+// earlier run used gets rows of its own (store.Store.CreateRun).
 func (c *Control) RecordRun(ctx context.Context, in RecordRunInput) (RecordRunOutput, error) {
 	run, err := c.Store.CreateRun(ctx, store.NewRun{
-		RunID: in.RunID, Lineage: in.Lineage, ParentRunID: in.ParentRunID, Config: in.Config.JSON(),
+		RunID: in.RunID, ExecutionID: in.ExecutionID, Lineage: in.Lineage, ParentRunID: in.ParentRunID, Config: in.Config.JSON(),
 	})
 	if err != nil {
 		return RecordRunOutput{}, classify("record run "+in.RunID, err)
 	}
-	if err := c.Store.SetRunStatus(ctx, in.RunID, store.StatusRunning, ""); err != nil {
-		return RecordRunOutput{}, classify("record run "+in.RunID, err)
+	if err := c.Store.SetRunStatus(ctx, run.RunID, store.StatusRunning, ""); err != nil {
+		return RecordRunOutput{}, classify("record run "+run.RunID, err)
 	}
-	return RecordRunOutput{Lineage: run.Lineage}, nil
+	return RecordRunOutput{RunID: run.RunID, Lineage: run.Lineage}, nil
 }
 
 // SetStatusInput is a run's new status; Error explains a failure.
@@ -223,7 +231,10 @@ type PromotionOutput struct {
 	Reason   string `json:"reason"`
 }
 
-// RecordPromotion records a retrain's decision, once per retrain.
+// RecordPromotion records a retrain's decision, once per retrain. A
+// promotion stands only if the lineage's champion is still in.Incumbent
+// (none when nil), the one the retrain compared against; otherwise the
+// decision is recorded as not promoted (store.Store.RecordPromotion).
 func (c *Control) RecordPromotion(ctx context.Context, in PromotionInput) (PromotionOutput, error) {
 	p := store.Promotion{
 		Lineage: in.Lineage, RetrainRunID: in.RetrainID,

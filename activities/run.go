@@ -50,11 +50,14 @@ func (s Stage) String() string {
 //
 // A Run is used under its lock (Lock, Unlock): one activity at a time.
 type Run struct {
-	ID      string
-	Config  config.RunConfig
-	Trainer trainer.Trainer
-	Dataset *market.Dataset
-	Info    trainer.Info
+	ID string
+	// ExecutionID is the first execution of the run's workflow (OpenInput);
+	// it keys the checkpoint directory with ID.
+	ExecutionID string
+	Config      config.RunConfig
+	Trainer     trainer.Trainer
+	Dataset     *market.Dataset
+	Info        trainer.Info
 
 	Epoch      int   // epoch of the last completed step
 	Stage      Stage // last completed step of Epoch

@@ -33,7 +33,7 @@ type Trainer struct {
 	Prepare func(config.RunConfig) (*market.Dataset, error)
 	// CheckpointRoot resolves a relative checkpoint.dir; empty means the
 	// working directory. Blobs are written under
-	// <root>/<checkpoint.dir>/<run id>/epoch-<NNNNNN>.safetensors and
+	// <root>/<checkpoint.dir>/<run id>/<execution id>/epoch-<NNNNNN>.safetensors and
 	// referred to by absolute path, so every worker must see the same
 	// storage at the same path.
 	CheckpointRoot string
@@ -44,8 +44,13 @@ type Trainer struct {
 
 // OpenInput asks for run RunID's trainer at the end of epoch Epoch.
 type OpenInput struct {
-	RunID  string           `json:"run_id"`
-	Config config.RunConfig `json:"config"`
+	RunID string `json:"run_id"`
+	// ExecutionID is the Temporal run id of the run's first execution: its
+	// checkpoints go to a directory of their own, so that a run under a
+	// reused workflow id never writes over an earlier run's files. Empty
+	// for runs started before execution ids were recorded.
+	ExecutionID string           `json:"execution_id,omitempty"`
+	Config      config.RunConfig `json:"config"`
 	// Epoch and GlobalStep are where the workflow stands: a trainer held
 	// here at exactly that point is used as it is.
 	Epoch      int   `json:"epoch"`
@@ -90,7 +95,7 @@ func (a *Trainer) OpenTrainer(ctx context.Context, in OpenInput) (OpenOutput, er
 		if err := run.Lock(ctx); err != nil {
 			return OpenOutput{}, err
 		}
-		if !run.Closed() && run.Config == in.Config && run.Epoch == in.Epoch &&
+		if !run.Closed() && run.ExecutionID == in.ExecutionID && run.Config == in.Config && run.Epoch == in.Epoch &&
 			run.Stage == StageSynced && run.GlobalStep == in.GlobalStep {
 			out := OpenOutput{Epoch: run.Epoch, GlobalStep: run.GlobalStep, Reused: true, Info: run.Info, Host: host}
 			run.Unlock()
@@ -146,6 +151,7 @@ func (a *Trainer) OpenTrainer(ctx context.Context, in OpenInput) (OpenOutput, er
 		}
 	}
 	run := NewRun(in.RunID, in.Config, tr, ds, epoch, globalStep)
+	run.ExecutionID = in.ExecutionID
 	if err := a.Registry.Put(ctx, run); err != nil {
 		tr.Close()
 		return OpenOutput{}, fmt.Errorf("%s: %w", what, err)

@@ -377,3 +377,29 @@ func TestWarmStartFromAnotherModelIsFatal(t *testing.T) {
 		t.Fatalf("warm start from another model: %v, want a fatal %s error", err, activities.ErrTypeIncompatibleCheckpoint)
 	}
 }
+
+// TestCheckpointFilesAreKeyedOnTheExecution checkpoints epoch 1 of two
+// executions that share a run id (a workflow id used again after the
+// metadata store lost the first run's row): the second must write its own
+// file, <run id>/<execution id>/epoch-000001.safetensors, and leave the
+// first one's, which a champion may point at, as it was.
+func TestCheckpointFilesAreKeyedOnTheExecution(t *testing.T) {
+	root := t.TempDir()
+	var cks []activities.CheckpointRef
+	for _, exec := range []string{"exec-1", "exec-2"} {
+		r := newRig(t, root, nil)
+		r.open(activities.OpenInput{ExecutionID: exec})
+		r.epoch(1)
+		var ck activities.CheckpointOutput
+		r.must(r.a.Checkpoint, activities.CheckpointInput{RunID: runID, Epoch: 1}, &ck)
+		cks = append(cks, ck.Checkpoint)
+	}
+	for i, exec := range []string{"exec-1", "exec-2"} {
+		if want := filepath.Join(root, "checkpoints", runID, exec, "epoch-000001.safetensors"); cks[i].URI != want {
+			t.Errorf("checkpoint of %s at %s, want %s", exec, cks[i].URI, want)
+		}
+	}
+	if _, _, err := checkpoint.ReadVerified(cks[0].URI, cks[0].SHA256); err != nil {
+		t.Errorf("the first execution's checkpoint: %v", err)
+	}
+}

@@ -204,7 +204,7 @@ func runSweep(ctx context.Context, e *env, args []string) error {
 	cfgPath := fs.String("config", "", "base RunConfig JSON (default: built-in defaults)")
 	grid := gridFlag{}
 	fs.Var(grid, "grid", "a config key and its values, PATH=V1,V2,... (repeatable)")
-	maxConc := fs.Int("max-concurrent", 2, "runs in flight at once")
+	maxConc := fs.Int("max-concurrent", 2, fmt.Sprintf("runs in flight at once (1 to %d)", workflows.MaxSweepConcurrent))
 	id := fs.String("id", "", "sweep id (default: sweep-<time>-<random>)")
 	wait := fs.Bool("wait", false, "block until the sweep ends and print the best run")
 	jsonOut := fs.Bool("json", false, "print JSON")
@@ -214,8 +214,8 @@ func runSweep(ctx context.Context, e *env, args []string) error {
 	if len(grid) == 0 {
 		return fmt.Errorf("%w: give at least one --grid PATH=V1,V2", errUsage)
 	}
-	if *maxConc < 1 {
-		return fmt.Errorf("%w: flag --max-concurrent %d: must be at least 1", errUsage, *maxConc)
+	if *maxConc < 1 || *maxConc > workflows.MaxSweepConcurrent {
+		return fmt.Errorf("%w: flag --max-concurrent %d: must be from 1 to %d", errUsage, *maxConc, workflows.MaxSweepConcurrent)
 	}
 	base, err := config.Load(*cfgPath)
 	if err != nil {

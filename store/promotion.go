@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -38,6 +39,15 @@ const promotionColumns = `id, lineage, retrain_run_id, challenger_run_id, challe
 // ID and DecidedAt are read from the database, not from p. The challenger
 // must be a run of p.Lineage.
 //
+// Compare and set: a decision to promote stands only if the lineage's
+// champion is still the incumbent the retrain compared against
+// (p.IncumbentRunID and p.IncumbentCheckpointURI, both empty when it found
+// none). Otherwise another retrain promoted its challenger meanwhile, or
+// the first run's best checkpoint moved, and this challenger was never
+// compared against the champion it would replace: the decision is
+// recorded as not promoted, with a reason that names the champion. Writers
+// of one lineage are serialised by a transaction-level advisory lock.
+//
 // Retry: the first decision recorded for p.RetrainRunID stands; a later call
 // changes nothing and returns it, so the caller must act on the returned
 // Promoted, not on its own.
@@ -48,8 +58,19 @@ func (s *Store) RecordPromotion(ctx context.Context, p Promotion) (Promotion, er
 	}
 	var out Promotion
 	err := s.tx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lineageLockID(p.Lineage)); err != nil {
+			return err
+		}
+		first, err := promotionOf(ctx, tx, p.RetrainRunID)
+		if err == nil {
+			out = first
+			return nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
 		var lineage string
-		err := tx.QueryRow(ctx, `SELECT lineage FROM runs WHERE run_id = $1`, p.ChallengerRunID).Scan(&lineage)
+		err = tx.QueryRow(ctx, `SELECT lineage FROM runs WHERE run_id = $1`, p.ChallengerRunID).Scan(&lineage)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("challenger run %s: %w", p.ChallengerRunID, ErrNotFound)
 		}
@@ -59,24 +80,55 @@ func (s *Store) RecordPromotion(ctx context.Context, p Promotion) (Promotion, er
 		if lineage != p.Lineage {
 			return fmt.Errorf("%w: challenger run %s belongs to lineage %q, not %q", ErrInvalid, p.ChallengerRunID, lineage, p.Lineage)
 		}
+		if p.Promoted {
+			champ, err := champion(ctx, tx, p.Lineage)
+			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+			if champ.RunID != p.IncumbentRunID || champ.CheckpointURI != p.IncumbentCheckpointURI {
+				now := "none"
+				if champ.RunID != "" {
+					now = fmt.Sprintf("run %s, %s", champ.RunID, champ.CheckpointURI)
+				}
+				read := "none"
+				if p.IncumbentRunID != "" {
+					read = fmt.Sprintf("run %s, %s", p.IncumbentRunID, p.IncumbentCheckpointURI)
+				}
+				p.Promoted = false
+				p.Reason = fmt.Sprintf("not promoted: the lineage's champion changed while this retrain ran "+
+					"(it compared against %s; the champion is now %s); retrain again to compare against it. "+
+					"Its comparison: %s", read, now, p.Reason)
+			}
+		}
 		if _, err := tx.Exec(ctx, `
 			INSERT INTO promotions (lineage, retrain_run_id, challenger_run_id, challenger_checkpoint_uri,
 				challenger_score, incumbent_run_id, incumbent_checkpoint_uri, incumbent_score, promoted, reason)
-			VALUES ($1, $2, $3, $4, $5, NULLIF($6, ''), NULLIF($7, ''), $8, $9, $10)
-			ON CONFLICT (retrain_run_id) DO NOTHING`,
+			VALUES ($1, $2, $3, $4, $5, NULLIF($6, ''), NULLIF($7, ''), $8, $9, $10)`,
 			p.Lineage, p.RetrainRunID, p.ChallengerRunID, p.ChallengerCheckpointURI, score(p.ChallengerScore),
 			p.IncumbentRunID, p.IncumbentCheckpointURI, score(p.IncumbentScore), p.Promoted, p.Reason); err != nil {
 			return err
 		}
-		// A new statement, so it sees a first decision committed meanwhile.
-		rows, _ := tx.Query(ctx, `SELECT `+promotionColumns+` FROM promotions WHERE retrain_run_id = $1`, p.RetrainRunID)
-		out, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Promotion])
+		out, err = promotionOf(ctx, tx, p.RetrainRunID)
 		return err
 	})
 	if err != nil {
 		return Promotion{}, fmt.Errorf("record promotion of retrain %s: %w", p.RetrainRunID, classify(err))
 	}
 	return out, nil
+}
+
+// promotionOf returns the decision recorded for a retrain, or pgx.ErrNoRows.
+func promotionOf(ctx context.Context, q pgx.Tx, retrainRunID string) (Promotion, error) {
+	rows, _ := q.Query(ctx, `SELECT `+promotionColumns+` FROM promotions WHERE retrain_run_id = $1`, retrainRunID)
+	return pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Promotion])
+}
+
+// lineageLockID is the advisory lock key that serialises the promotions of
+// one lineage: FNV-1a (64 bit) of "dqnflow promotions " + lineage.
+func lineageLockID(lineage string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte("dqnflow promotions " + lineage))
+	return int64(h.Sum64())
 }
 
 // Champion is the run whose weights a lineage currently serves and warm-
@@ -103,7 +155,22 @@ type Champion struct {
 // lineage's first run (the earliest one without a parent). A lineage with
 // neither has no champion (ErrNotFound).
 func (s *Store) Champion(ctx context.Context, lineage string) (Champion, error) {
-	rows, _ := s.pool.Query(ctx, `
+	c, err := champion(ctx, s.pool, lineage)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Champion{}, fmt.Errorf("champion of lineage %s: %w", lineage, ErrNotFound)
+	}
+	if err != nil {
+		return Champion{}, fmt.Errorf("champion of lineage %s: %w", lineage, err)
+	}
+	return c, nil
+}
+
+// champion is Champion on q (the pool, or a transaction); pgx.ErrNoRows
+// when the lineage has none.
+func champion(ctx context.Context, q interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}, lineage string) (Champion, error) {
+	rows, _ := q.Query(ctx, `
 		(SELECT p.lineage, p.challenger_run_id AS run_id, p.challenger_checkpoint_uri AS checkpoint_uri,
 			COALESCE(c.sha256, '') AS checkpoint_sha256, COALESCE(c.epoch, 0) AS checkpoint_epoch,
 			COALESCE(c.global_step, 0) AS checkpoint_step,
@@ -123,11 +190,5 @@ func (s *Store) Champion(ctx context.Context, lineage string) (Champion, error) 
 		Rank int `db:"rank"`
 	}
 	c, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[row])
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Champion{}, fmt.Errorf("champion of lineage %s: %w", lineage, ErrNotFound)
-	}
-	if err != nil {
-		return Champion{}, fmt.Errorf("champion of lineage %s: %w", lineage, err)
-	}
-	return c.Champion, nil
+	return c.Champion, err
 }

@@ -2,6 +2,9 @@ package store
 
 import (
 	"context"
+	"fmt"
+	"strings"
+	"sync"
 	"testing"
 )
 
@@ -83,7 +86,8 @@ func TestChampion(t *testing.T) {
 	for _, id := range []string{"ch2", "ch3"} {
 		newRun(t, s, NewRun{RunID: id, Lineage: "base", ParentRunID: "base"})
 		p, err := s.RecordPromotion(ctx, Promotion{Lineage: "base", RetrainRunID: "rt-" + id,
-			ChallengerRunID: id, ChallengerCheckpointURI: "file:///" + id, ChallengerScore: ptr(0.9), Promoted: true})
+			ChallengerRunID: id, ChallengerCheckpointURI: "file:///" + id, ChallengerScore: ptr(0.9), Promoted: true,
+			IncumbentRunID: champ.RunID, IncumbentCheckpointURI: champ.CheckpointURI})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,10 +101,82 @@ func TestChampion(t *testing.T) {
 	c4 := checkpointAt("ch4", 5, "ch4 weights")
 	record(t, s, c4)
 	if _, err := s.RecordPromotion(ctx, Promotion{Lineage: "base", RetrainRunID: "rt-ch4",
-		ChallengerRunID: "ch4", ChallengerCheckpointURI: c4.URI, ChallengerScore: ptr(1.0), Promoted: true}); err != nil {
+		ChallengerRunID: "ch4", ChallengerCheckpointURI: c4.URI, ChallengerScore: ptr(1.0), Promoted: true,
+		IncumbentRunID: champ.RunID, IncumbentCheckpointURI: champ.CheckpointURI}); err != nil {
 		t.Fatal(err)
 	}
 	if champ, err = s.Champion(ctx, "base"); err != nil || champ.CheckpointSHA256 != c4.SHA256 || champ.CheckpointEpoch != 5 {
 		t.Fatalf("champion after promoting ch4 = %+v, %v; want its checkpoint's hash and epoch", champ, err)
+	}
+}
+
+// TestPromotionComparesAgainstTheIncumbentItRead races two retrains of
+// one lineage that both read the first run as champion: the first
+// promotion recorded wins; the second, whose challenger was never compared
+// against the new champion, must not take the title from it (compare and
+// set), and its decision says why. Then the same race with the two
+// promotions at once, many times: exactly one wins each time.
+func TestPromotionComparesAgainstTheIncumbentItRead(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	newRun(t, s, NewRun{RunID: "base"})
+	c := checkpointAt("base", 2, "base weights")
+	c.ValidSharpe = ptr(0.6)
+	record(t, s, c)
+	promote := func(retrain, challenger, incumbentRun, incumbentURI string) Promotion {
+		t.Helper()
+		p, err := s.RecordPromotion(ctx, Promotion{Lineage: "base", RetrainRunID: retrain,
+			ChallengerRunID: challenger, ChallengerCheckpointURI: "file:///" + challenger, ChallengerScore: ptr(0.9),
+			IncumbentRunID: incumbentRun, IncumbentCheckpointURI: incumbentURI, IncumbentScore: ptr(0.6),
+			Promoted: true, Reason: "challenger 0.9 beats incumbent 0.6"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, id := range []string{"a", "b"} {
+		newRun(t, s, NewRun{RunID: id, Lineage: "base", ParentRunID: "base"})
+	}
+	if p := promote("rt-a", "a", "base", c.URI); !p.Promoted {
+		t.Fatalf("first promotion = %+v, want promoted", p)
+	}
+	p := promote("rt-b", "b", "base", c.URI)
+	if p.Promoted || !strings.Contains(p.Reason, "champion changed") || !strings.Contains(p.Reason, "run a") {
+		t.Fatalf("stale promotion = %+v, want not promoted with a reason naming the new champion a", p)
+	}
+	if champ, err := s.Champion(ctx, "base"); err != nil || champ.RunID != "a" {
+		t.Fatalf("champion = %+v, %v; want a", champ, err)
+	}
+	// A retry of the stale retrain returns its decision, it does not retry
+	// the comparison.
+	if again := promote("rt-b", "b", "a", "file:///a"); again.ID != p.ID || again.Promoted {
+		t.Fatalf("retry = %+v, want the first decision %+v", again, p)
+	}
+	// A lineage without a champion: a promotion that read none must find none.
+	if p := promote("rt-none", "b", "", ""); p.Promoted {
+		t.Fatalf("promotion that read no champion = %+v, want not promoted (a is champion)", p)
+	}
+
+	for i := range 10 {
+		ids := []string{fmt.Sprintf("x%d", i), fmt.Sprintf("y%d", i)}
+		champ, err := s.Champion(ctx, "base")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		got := make([]Promotion, 2)
+		for j, id := range ids {
+			newRun(t, s, NewRun{RunID: id, Lineage: "base", ParentRunID: "base"})
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				got[j] = promote("rt-"+id, id, champ.RunID, champ.CheckpointURI)
+			}()
+		}
+		wg.Wait()
+		if got[0].Promoted == got[1].Promoted {
+			t.Fatalf("race %d: promoted %v and %v, want exactly one", i, got[0].Promoted, got[1].Promoted)
+		}
 	}
 }

@@ -38,7 +38,14 @@ func (s Status) Terminal() bool { return s.Valid() && s != StatusRunning && s !=
 
 // Run is one training run, a row of runs.
 type Run struct {
-	RunID       string `json:"run_id" db:"run_id"` // the TrainingRun workflow id
+	// RunID is the run's key: its TrainingRun workflow id or, when an
+	// earlier run used that workflow id, "<workflow id>.<execution id>".
+	RunID string `json:"run_id" db:"run_id"`
+	// WorkflowID and ExecutionID are the TrainingRun workflow id and the
+	// Temporal run id of the run's first execution (empty for runs
+	// recorded before executions were; a Continue-As-New keeps both).
+	WorkflowID  string `json:"workflow_id" db:"workflow_id"`
+	ExecutionID string `json:"execution_id,omitempty" db:"execution_id"`
 	Lineage     string `json:"lineage" db:"lineage"`
 	ParentRunID string `json:"parent_run_id,omitempty" db:"parent_run_id"`
 	// Config is the RunConfig that ran, defaults filled in, as JSON.
@@ -58,13 +65,18 @@ type Run struct {
 	FinishedAt      *time.Time `json:"finished_at,omitempty" db:"finished_at"`
 }
 
-const runColumns = `run_id, lineage, COALESCE(parent_run_id, '') AS parent_run_id, config, status,
+const runColumns = `run_id, COALESCE(workflow_id, run_id) AS workflow_id, COALESCE(execution_id, '') AS execution_id, lineage, COALESCE(parent_run_id, '') AS parent_run_id, config, status,
 	backend, device, precision, epochs_done, best_epoch, best_valid_sharpe,
 	COALESCE(error, '') AS error, created_at, updated_at, finished_at`
 
 // NewRun is what CreateRun needs to know about a run.
 type NewRun struct {
+	// RunID is the TrainingRun workflow id.
 	RunID string
+	// ExecutionID is the Temporal run id of the run's first execution
+	// (workflow.Info.FirstRunID); empty records the run under RunID alone,
+	// as before executions were recorded.
+	ExecutionID string
 	// Lineage names the retraining lineage; empty starts a new lineage named
 	// after RunID.
 	Lineage string
@@ -76,9 +88,17 @@ type NewRun struct {
 
 // CreateRun records a run with status running and returns the stored row.
 //
+// With an execution id, the run is keyed on its workflow id and its first
+// execution: the first execution under a workflow id gets the run id
+// r.RunID, a later one "<r.RunID>.<r.ExecutionID>" (its own rows, its own
+// lineage unless r.Lineage names one), so that it never writes over an
+// earlier run's rows or checkpoints. Without one, the run is keyed on
+// r.RunID alone (runs recorded before execution ids were).
+//
 // Retry: when the run already exists (a retried activity, a Continue-As-New
-// of the same workflow) the row keeps its lineage, parent, config, status and
-// creation time; only updated_at moves. The returned Run is the stored one.
+// of the same execution) the row keeps its lineage, parent, config, status
+// and creation time; only updated_at moves. The returned Run is the stored
+// one, and its RunID is the key every later call must use.
 func (s *Store) CreateRun(ctx context.Context, r NewRun) (Run, error) {
 	if r.RunID == "" {
 		return Run{}, fmt.Errorf("create run: %w: empty run id", ErrInvalid)
@@ -87,19 +107,57 @@ func (s *Store) CreateRun(ctx context.Context, r NewRun) (Run, error) {
 	if err != nil || len(r.Config) == 0 {
 		return Run{}, fmt.Errorf("create run %s: %w: config must be the RunConfig JSON object", r.RunID, ErrInvalid)
 	}
-	lineage := r.Lineage
-	if lineage == "" {
-		lineage = r.RunID
+	if r.ExecutionID == "" {
+		lineage := r.Lineage
+		if lineage == "" {
+			lineage = r.RunID
+		}
+		rows, _ := s.pool.Query(ctx, `
+			INSERT INTO runs (run_id, workflow_id, lineage, parent_run_id, config)
+			VALUES ($1, $1, $2, NULLIF($3, ''), $4)
+			ON CONFLICT (run_id) DO UPDATE SET updated_at = now()
+			RETURNING `+runColumns,
+			r.RunID, lineage, r.ParentRunID, cfg)
+		run, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Run])
+		if err != nil {
+			return Run{}, fmt.Errorf("create run %s: %w", r.RunID, classify(err))
+		}
+		return run, nil
 	}
-	rows, _ := s.pool.Query(ctx, `
-		INSERT INTO runs (run_id, lineage, parent_run_id, config)
-		VALUES ($1, $2, NULLIF($3, ''), $4)
-		ON CONFLICT (run_id) DO UPDATE SET updated_at = now()
-		RETURNING `+runColumns,
-		r.RunID, lineage, r.ParentRunID, cfg)
-	run, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Run])
+	var run Run
+	err = s.tx(ctx, func(tx pgx.Tx) error {
+		// The workflow id if it is free, else one suffixed with the
+		// execution id; an insert that meets any existing key does nothing,
+		// and the row of this execution is read back at the end, whoever
+		// (this call or a concurrent retry) wrote it.
+		for _, id := range []string{r.RunID, r.RunID + "." + r.ExecutionID} {
+			lineage := r.Lineage
+			if lineage == "" {
+				lineage = id
+			}
+			if _, err := tx.Exec(ctx, `
+				INSERT INTO runs (run_id, workflow_id, execution_id, lineage, parent_run_id, config)
+				VALUES ($1, $2, $3, $4, NULLIF($5, ''), $6)
+				ON CONFLICT DO NOTHING`,
+				id, r.RunID, r.ExecutionID, lineage, r.ParentRunID, cfg); err != nil {
+				return err
+			}
+			rows, _ := tx.Query(ctx, `
+				UPDATE runs SET updated_at = now() WHERE workflow_id = $1 AND execution_id = $2
+				RETURNING `+runColumns, r.RunID, r.ExecutionID)
+			found, err := pgx.CollectRows(rows, pgx.RowToStructByName[Run])
+			if err != nil {
+				return err
+			}
+			if len(found) == 1 {
+				run = found[0]
+				return nil
+			}
+		}
+		return fmt.Errorf("run ids %s and %s.%s are both taken by other executions", r.RunID, r.RunID, r.ExecutionID)
+	})
 	if err != nil {
-		return Run{}, fmt.Errorf("create run %s: %w", r.RunID, classify(err))
+		return Run{}, fmt.Errorf("create run %s (execution %s): %w", r.RunID, r.ExecutionID, classify(err))
 	}
 	return run, nil
 }

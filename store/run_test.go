@@ -137,3 +137,44 @@ func TestListRunsFilters(t *testing.T) {
 		wantErrIs(t, err, ErrNotFound)
 	}
 }
+
+// TestCreateRunKeysOnTheFirstExecution starts two executions under one
+// workflow id, as the Temporal UI allows: the second must get a row of its
+// own (run id "<workflow id>.<execution id>", its own lineage) and leave
+// the first one's row as it was; a retry of either finds its own row.
+func TestCreateRunKeysOnTheFirstExecution(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	first := newRun(t, s, NewRun{RunID: "same", ExecutionID: "e1", Config: json.RawMessage(`{"seed": 1}`)})
+	if first.RunID != "same" || first.WorkflowID != "same" || first.ExecutionID != "e1" || first.Lineage != "same" {
+		t.Fatalf("first run = %+v, want run id same of execution e1", first)
+	}
+	if err := s.SetRunStatus(ctx, "same", StatusCompleted, ""); err != nil {
+		t.Fatal(err)
+	}
+	second := newRun(t, s, NewRun{RunID: "same", ExecutionID: "e2", Config: json.RawMessage(`{"seed": 2}`)})
+	if second.RunID != "same.e2" || second.WorkflowID != "same" || second.ExecutionID != "e2" ||
+		second.Lineage != "same.e2" || second.Status != StatusRunning || string(second.Config) != `{"seed": 2}` {
+		t.Fatalf("second run = %+v, want run id same.e2 of execution e2, running, its own config and lineage", second)
+	}
+	old, err := s.GetRun(ctx, "same")
+	if err != nil || old.Status != StatusCompleted || string(old.Config) != `{"seed": 1}` {
+		t.Fatalf("first run after the second started = %+v, %v; want it unchanged (completed, seed 1)", old, err)
+	}
+	for _, want := range []Run{first, second} {
+		again := newRun(t, s, NewRun{RunID: "same", ExecutionID: want.ExecutionID, Config: json.RawMessage(`{"seed": 3}`)})
+		if again.RunID != want.RunID || !again.CreatedAt.Equal(want.CreatedAt) {
+			t.Errorf("retry of execution %s found run %s, want %s", want.ExecutionID, again.RunID, want.RunID)
+		}
+	}
+	if n := count(t, s, "runs", "workflow_id = 'same'"); n != 2 {
+		t.Errorf("%d rows for workflow same, want 2", n)
+	}
+	// A run recorded before executions were known (no execution id) keeps
+	// the old rule: one row per workflow id.
+	legacy := newRun(t, s, NewRun{RunID: "legacy"})
+	if again := newRun(t, s, NewRun{RunID: "legacy"}); again.RunID != "legacy" || !again.CreatedAt.Equal(legacy.CreatedAt) {
+		t.Errorf("legacy retry = %+v, want the first row", again)
+	}
+}

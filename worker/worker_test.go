@@ -3,7 +3,9 @@ package worker_test
 import (
 	"context"
 	"math"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,8 +13,10 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/dqnflow/dqnflow/activities/activitiestest"
+	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/store/storetest"
 	"github.com/dqnflow/dqnflow/worker"
 	"github.com/dqnflow/dqnflow/worker/workertest"
 	"github.com/dqnflow/dqnflow/workflows"
@@ -148,5 +152,86 @@ func TestRunMovesToAnotherWorkerWhenItsWorkerStops(t *testing.T) {
 	}
 	if r := st.Runs["moves"]; r == nil || r.Status != store.StatusCompleted || r.Backend != "fake" {
 		t.Errorf("run row %+v, want completed on the fake backend", r)
+	}
+}
+
+// TestReusedWorkflowIDKeepsTheFirstRunsRowsAndFiles runs two TrainingRuns
+// one after the other under the same workflow id, as the Temporal UI
+// allows, on a dev server with the real metadata store: the second must
+// get rows and checkpoint files of its own, and the first run's row,
+// checkpoint rows and files (which a champion may point at) must stay as
+// they were.
+func TestReusedWorkflowIDKeepsTheFirstRunsRowsAndFiles(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Temporal dev server")
+	}
+	c := workertest.DevServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	url := storetest.Schema(t, "dqnflow_worker")
+	if err := store.Migrate(ctx, url); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	w, err := worker.New(c, worker.Config{
+		Role: worker.RoleAll, Slots: 1, Store: st, Backend: &activitiestest.Backend{}, Prepare: activitiestest.Dataset,
+		CheckpointRoot: t.TempDir(), HeartbeatInterval: 100 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop(context.Background())
+
+	run := func(seed uint64, epochs int) workflows.RunResult {
+		t.Helper()
+		cfg := config.Defaults()
+		cfg.Seed, cfg.Epochs, cfg.StepsPerEpoch, cfg.Env.NumEnvs, cfg.Env.CollectSteps = seed, epochs, 10, 2, 4
+		cfg.Checkpoint.Every, cfg.Backtest.Every, cfg.Checkpoint.KeepLast = 1, 1, 10
+		wr, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "again", TaskQueue: workflows.ControlTaskQueue},
+			workflows.TrainingRunName, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res workflows.RunResult
+		if err := wr.Get(ctx, &res); err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	first := run(1, 2)
+	before, err := st.ListCheckpoints(ctx, first.RunID)
+	if err != nil || len(before) != 2 {
+		t.Fatalf("first run %s: checkpoints %v, %v; want 2", first.RunID, before, err)
+	}
+	second := run(2, 3)
+	if first.RunID != "again" || second.RunID == first.RunID || !strings.HasPrefix(second.RunID, "again.") {
+		t.Fatalf("run ids %q and %q, want again and again.<execution id>", first.RunID, second.RunID)
+	}
+	row, err := st.GetRun(ctx, "again")
+	if err != nil || row.Status != store.StatusCompleted || row.EpochsDone != 2 || !strings.Contains(string(row.Config), `"seed": 1`) && !strings.Contains(string(row.Config), `"seed":1`) {
+		t.Errorf("first run's row after the second run: %+v, %v; want it unchanged (2 epochs, seed 1)", row, err)
+	}
+	after, err := st.ListCheckpoints(ctx, "again")
+	if err != nil || len(after) != len(before) {
+		t.Fatalf("first run's checkpoints after the second run: %v, %v", after, err)
+	}
+	for i, ck := range after {
+		if ck.URI != before[i].URI || ck.SHA256 != before[i].SHA256 {
+			t.Errorf("checkpoint row %d changed: %+v, was %+v", i, ck, before[i])
+		}
+		if _, _, err := checkpoint.ReadVerified(ck.URI, ck.SHA256); err != nil {
+			t.Errorf("first run's checkpoint file: %v", err)
+		}
+	}
+	theirs, err := st.ListCheckpoints(ctx, second.RunID)
+	if err != nil || len(theirs) != 3 || filepath.Dir(theirs[0].URI) == filepath.Dir(before[0].URI) {
+		t.Errorf("second run's checkpoints %v, %v; want 3 in a directory of their own", theirs, err)
 	}
 }

@@ -3,12 +3,9 @@ package workflows
 import (
 	"strings"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/workflow"
 )
-
-// childIDChange versions the child workflow id scheme (workflow.GetVersion),
-// so that Retrain and Sweep executions started before it replay unchanged.
-const childIDChange = "child-id-includes-parent-run"
 
 // childWorkflowID is the workflow id, and so the run id, of a child run:
 // "<parent workflow id>-<last 8 hex digits of the parent's run id>-<name>".
@@ -19,7 +16,7 @@ const childIDChange = "child-id-includes-parent-run"
 // before this scheme keep "<parent workflow id>-<name>".
 func childWorkflowID(ctx workflow.Context, name string) string {
 	info := workflow.GetInfo(ctx).WorkflowExecution
-	if workflow.GetVersion(ctx, childIDChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if version(ctx, changeChildID) == workflow.DefaultVersion {
 		return info.ID + "-" + name
 	}
 	run := strings.ReplaceAll(info.RunID, "-", "")
@@ -27,4 +24,18 @@ func childWorkflowID(ctx workflow.Context, name string) string {
 		run = run[len(run)-8:]
 	}
 	return info.ID + "-" + run + "-" + name
+}
+
+// childOptions are the options of child run id on the control queue. A
+// cancelled (or terminated) parent asks its children to cancel, and a
+// cancelled parent waits until they have: a child run then closes its
+// trainer, frees its slot and records its status, where the default
+// policy would terminate it mid-epoch (changeChildrenCancelled).
+func (o Options) childOptions(ctx workflow.Context, id string) workflow.ChildWorkflowOptions {
+	co := workflow.ChildWorkflowOptions{WorkflowID: id, TaskQueue: o.ControlTaskQueue}
+	if version(ctx, changeChildrenCancelled) != workflow.DefaultVersion {
+		co.ParentClosePolicy = enumspb.PARENT_CLOSE_POLICY_REQUEST_CANCEL
+		co.WaitForCancellation = true
+	}
+	return co
 }

@@ -1,6 +1,8 @@
 package workflows
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -19,7 +21,7 @@ type trained struct {
 // recording the epoch's metrics.
 func (r *run) train(e int) (trained, error) {
 	var t trained
-	ctx := r.o.stepCtx(r.sess)
+	ctx := r.o.stepCtx(r.sess.ctx)
 	r.phase = "collect"
 	if err := workflow.ExecuteActivity(ctx, ta.Collect, activities.CollectInput{RunID: r.st.RunID, Epoch: e}).Get(r.ctx, &t.collect); err != nil {
 		return t, err
@@ -51,7 +53,7 @@ func (r *run) settle(e int, t trained, needCk, needBt bool) (early bool, err err
 	sc := r.st.Scores
 	var ck *activities.CheckpointRef
 	startCheckpoint := func() workflow.Future {
-		return workflow.ExecuteActivity(r.o.sessionCtx(r.sess), ta.Checkpoint, activities.CheckpointInput{
+		return workflow.ExecuteActivity(r.o.sessionCtx(r.sess.ctx), ta.Checkpoint, activities.CheckpointInput{
 			RunID: r.st.RunID, Epoch: e,
 			Metrics: map[string]float64{"loss": t.train.Stats.Loss, "grad_norm": t.train.Stats.GradNorm},
 		})
@@ -72,7 +74,7 @@ func (r *run) settle(e int, t trained, needCk, needBt bool) (early bool, err err
 		ckF = startCheckpoint()
 	}
 	if needBt {
-		btF = workflow.ExecuteActivity(r.o.sessionCtx(r.sess), ta.Backtest, activities.BacktestInput{RunID: r.st.RunID, Epoch: e})
+		btF = workflow.ExecuteActivity(r.o.sessionCtx(r.sess.ctx), ta.Backtest, activities.BacktestInput{RunID: r.st.RunID, Epoch: e})
 	}
 	switch {
 	case needCk && needBt:
@@ -122,7 +124,7 @@ func (r *run) settle(e int, t trained, needCk, needBt bool) (early bool, err err
 	if e > r.st.Furthest {
 		r.st.Furthest, r.st.Recoveries = e, 0
 	}
-	r.publish()
+	r.publishProgress()
 	if ck != nil {
 		keep := []string{ck.URI}
 		if b := sc.BestCheckpoint; b != nil {
@@ -146,9 +148,31 @@ func (e controlError) Unwrap() error { return e.err }
 // control runs a control activity and waits for it.
 func (r *run) control(activity, in, out any) error {
 	if err := workflow.ExecuteActivity(r.o.controlCtx(r.ctx), activity, in).Get(r.ctx, out); err != nil {
-		return controlError{err}
+		return controlError{r.o.controlTimedOut(fmt.Sprint(activity), err)}
 	}
 	return nil
+}
+
+// controlTimedOut turns the failure of a control activity that ran out of
+// Options.ControlTimeout into a non-retryable ErrTypeControlTimeout error
+// that names it and says what to check; other errors pass unchanged. A
+// control activity is retried without an attempt limit, so a failure that
+// is neither non-retryable nor a cancellation means the time ran out (the
+// server reports retry state TIMEOUT; the SDK's test environment reports
+// none).
+func (o Options) controlTimedOut(what string, err error) error {
+	var (
+		ae  *temporal.ActivityError
+		app *temporal.ApplicationError
+	)
+	if !errors.As(err, &ae) || (errors.As(err, &app) && app.NonRetryable()) || temporal.IsCanceledError(err) {
+		return err
+	}
+	return temporal.NewNonRetryableApplicationError(
+		fmt.Sprintf("%s did not succeed within %s (last failure: %v); check that the metadata store "+
+			"(PostgreSQL, DATABASE_URL of the control workers) is reachable and that a control worker runs "+
+			"(`dqnflow worker --role control`), then start the run again", what, o.ControlTimeout, errors.Unwrap(err)),
+		ErrTypeControlTimeout, err)
 }
 
 // pendingCall is a control activity started without waiting for it.
@@ -183,7 +207,7 @@ func (r *run) flush() error {
 			workflow.GetLogger(r.ctx).Warn("Control activity failed; it is repeated after the next checkpoint",
 				"run", r.st.RunID, "activity", p.what, "error", err)
 		case first == nil:
-			first = controlError{err}
+			first = controlError{r.o.controlTimedOut(p.what, err)}
 		}
 	}
 	r.pending = r.pending[:0]

@@ -44,8 +44,19 @@ type fakeGPU struct {
 	sharpe func(epoch int) float64
 	// trainErr, if set, may fail the n-th TrainEpoch call of an epoch (n from 1).
 	trainErr func(epoch, n int) error
+	// storeRunID, if set, is the run id RecordRun answers (the store's key
+	// for a run under a reused workflow id).
+	storeRunID string
+	// trainTime is how long a TrainEpoch takes on the test clock; zero
+	// means the package's trainTime.
+	trainTime time.Duration
+	// checkpointTime and backtestTime are how long a Checkpoint and a
+	// Backtest take on the test clock (zero: no time), so that a signal can
+	// be placed inside them.
+	checkpointTime, backtestTime time.Duration
 
 	calls      []string
+	runIDs     map[string]bool // run ids the trainer activities were given
 	trainCalls map[int]int
 	opens      []activities.OpenInput
 	recorded   []activities.RecordRunInput
@@ -55,7 +66,13 @@ type fakeGPU struct {
 	devices    int
 }
 
-func newFake() *fakeGPU { return &fakeGPU{trainCalls: map[int]int{}} }
+func newFake() *fakeGPU { return &fakeGPU{trainCalls: map[int]int{}, runIDs: map[string]bool{}} }
+
+func (f *fakeGPU) used(runID string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.runIDs[runID] = true
+}
 
 func (f *fakeGPU) add(s string) {
 	f.mu.Lock()
@@ -86,6 +103,7 @@ func ckRef(e int) activities.CheckpointRef {
 func (f *fakeGPU) register(env *testsuite.TestWorkflowEnvironment) {
 	env.OnActivity(ta.OpenTrainer, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.OpenInput) (activities.OpenOutput, error) {
+			f.used(in.RunID)
 			f.mu.Lock()
 			f.opens = append(f.opens, in)
 			f.mu.Unlock()
@@ -98,10 +116,15 @@ func (f *fakeGPU) register(env *testsuite.TestWorkflowEnvironment) {
 		})
 	env.OnActivity(ta.Collect, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.CollectInput) (activities.CollectOutput, error) {
+			f.used(in.RunID)
 			f.add(fmt.Sprintf("C%d", in.Epoch))
 			return activities.CollectOutput{Epoch: in.Epoch, Stats: trainer.CollectStats{EnvSteps: int64(100 * in.Epoch)}}, nil
 		})
-	env.OnActivity(ta.TrainEpoch, mock.Anything, mock.Anything).After(trainTime).Return(
+	tt := f.trainTime
+	if tt == 0 {
+		tt = trainTime
+	}
+	env.OnActivity(ta.TrainEpoch, mock.Anything, mock.Anything).After(tt).Return(
 		func(_ context.Context, in activities.TrainInput) (activities.TrainOutput, error) {
 			f.add(fmt.Sprintf("T%d", in.Epoch))
 			f.mu.Lock()
@@ -120,12 +143,13 @@ func (f *fakeGPU) register(env *testsuite.TestWorkflowEnvironment) {
 			f.add(fmt.Sprintf("S%d", in.Epoch))
 			return activities.SyncOutput{Epoch: in.Epoch, GlobalStep: int64(10 * in.Epoch)}, nil
 		})
-	env.OnActivity(ta.Checkpoint, mock.Anything, mock.Anything).Return(
+	env.OnActivity(ta.Checkpoint, mock.Anything, mock.Anything).After(f.checkpointTime).Return(
 		func(_ context.Context, in activities.CheckpointInput) (activities.CheckpointOutput, error) {
+			f.used(in.RunID)
 			f.add(fmt.Sprintf("K%d", in.Epoch))
 			return activities.CheckpointOutput{Checkpoint: ckRef(in.Epoch)}, nil
 		})
-	env.OnActivity(ta.Backtest, mock.Anything, mock.Anything).Return(
+	env.OnActivity(ta.Backtest, mock.Anything, mock.Anything).After(f.backtestTime).Return(
 		func(_ context.Context, in activities.BacktestInput) (activities.BacktestOutput, error) {
 			f.add(fmt.Sprintf("B%d", in.Epoch))
 			s := float64(in.Epoch) / 10
@@ -146,11 +170,15 @@ func (f *fakeGPU) register(env *testsuite.TestWorkflowEnvironment) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.recorded = append(f.recorded, in)
+			id := in.RunID
+			if f.storeRunID != "" {
+				id = f.storeRunID
+			}
 			lineage := in.Lineage
 			if lineage == "" {
-				lineage = in.RunID
+				lineage = id
 			}
-			return activities.RecordRunOutput{Lineage: lineage}, nil
+			return activities.RecordRunOutput{RunID: id, Lineage: lineage}, nil
 		})
 	env.OnActivity(ca.SetRunStatus, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.SetStatusInput) (activities.SetStatusOutput, error) {

@@ -70,6 +70,19 @@ type Options struct {
 	// HistoryLimit continues the run as new once its history has this many
 	// events. Default 10000.
 	HistoryLimit int
+
+	// ControlTimeout bounds each control activity (store writes, retention,
+	// champion look-up) over all its retries: a metadata store that stays
+	// unreachable fails the run with ErrTypeControlTimeout after this long,
+	// instead of keeping its GPU slot for ever. Default 30 min.
+	ControlTimeout time.Duration
+
+	// SearchAttributesEvery is the least workflow time between two upserts
+	// of a run's search attributes while its status stays the same: with
+	// GPU epochs of tens of milliseconds an upsert per epoch would be most
+	// of the run's history and a visibility write each time. A status
+	// change is published at once. Default 5 s.
+	SearchAttributesEvery time.Duration
 }
 
 // DefaultOptions returns the options used where a field is zero.
@@ -86,6 +99,8 @@ func DefaultOptions() Options {
 		EpochTimeout:            6 * time.Hour,
 		MaxRecoveries:           5,
 		HistoryLimit:            10000,
+		ControlTimeout:          30 * time.Minute,
+		SearchAttributesEvery:   5 * time.Second,
 	}
 }
 
@@ -110,6 +125,8 @@ func (o Options) withDefaults() Options {
 	set(&o.RecreateTimeout, d.RecreateTimeout)
 	set(&o.HeartbeatTimeout, d.HeartbeatTimeout)
 	set(&o.EpochTimeout, d.EpochTimeout)
+	set(&o.ControlTimeout, d.ControlTimeout)
+	set(&o.SearchAttributesEvery, d.SearchAttributesEvery)
 	if o.MaxRecoveries <= 0 {
 		o.MaxRecoveries = d.MaxRecoveries
 	}
@@ -120,12 +137,14 @@ func (o Options) withDefaults() Options {
 }
 
 // controlCtx is the context for control activities: short, retried with
-// backoff for as long as it takes (a database outage pauses the run, it
-// does not fail it); the store's own non-retryable errors end the retries.
+// backoff (a short database outage pauses the run, it does not fail it) for
+// at most ControlTimeout in all; the store's own non-retryable errors end
+// the retries at once.
 func (o Options) controlCtx(ctx workflow.Context) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue:           o.ControlTaskQueue,
-		StartToCloseTimeout: time.Minute,
+		TaskQueue:              o.ControlTaskQueue,
+		ScheduleToCloseTimeout: o.ControlTimeout,
+		StartToCloseTimeout:    time.Minute,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:    time.Second,
 			BackoffCoefficient: 2,
@@ -161,10 +180,13 @@ func (o Options) sessionCtx(sess workflow.Context) workflow.Context {
 	})
 }
 
-// closeCtx is the context for CloseTrainer.
+// closeCtx is the context for CloseTrainer: two attempts within two
+// minutes, since a clean-up must not hold up the end of a run (the worker
+// evicts a trainer it was not told to close).
 func (o Options) closeCtx(sess workflow.Context) workflow.Context {
 	return workflow.WithActivityOptions(sess, workflow.ActivityOptions{
-		StartToCloseTimeout: time.Minute,
-		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 2},
+		ScheduleToCloseTimeout: 2 * time.Minute,
+		StartToCloseTimeout:    time.Minute,
+		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 2},
 	})
 }

@@ -68,9 +68,7 @@ func (w *Workflows) Retrain(ctx workflow.Context, in RetrainInput) (*RetrainResu
 		state.ParentRunID, state.Warm = champ.RunID, &champ.Checkpoint
 	}
 	childID := childWorkflowID(ctx, "challenger")
-	child := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-		WorkflowID: childID, TaskQueue: o.ControlTaskQueue,
-	})
+	child := workflow.WithChildOptions(ctx, o.childOptions(ctx, childID))
 	res := &RetrainResult{Lineage: in.Lineage}
 	if err := workflow.ExecuteChildWorkflow(child, TrainingRunName, cfg, state).Get(ctx, &res.Challenger); err != nil {
 		return nil, fmt.Errorf("retrain %s: challenger run %s: %w", in.Lineage, childID, err)
@@ -128,13 +126,13 @@ func (w *Workflows) Retrain(ctx workflow.Context, in RetrainInput) (*RetrainResu
 func (o Options) evaluate(ctx workflow.Context, id string, cfg config.RunConfig, refs []activities.CheckpointRef) (activities.EvaluateOutput, error) {
 	var out activities.EvaluateOutput
 	for attempt := 1; ; attempt++ {
-		sess, _, err := o.acquireSession(ctx, nil, id)
+		sess, err := o.acquireSession(ctx, nil, id)
 		if err != nil {
 			return out, err
 		}
-		err = workflow.ExecuteActivity(o.sessionCtx(sess), ta.EvaluateCheckpoints,
+		err = workflow.ExecuteActivity(o.sessionCtx(sess.ctx), ta.EvaluateCheckpoints,
 			activities.EvaluateInput{Config: cfg, Checkpoints: refs}).Get(ctx, &out)
-		workflow.CompleteSession(sess)
+		sess.release()
 		if err == nil {
 			if len(out.Reports) != len(refs) {
 				return out, fmt.Errorf("evaluate: %d reports for %d checkpoints", len(out.Reports), len(refs))

@@ -29,7 +29,8 @@ var SearchAttributes = map[string]enumspb.IndexedValueType{
 	StatusKey.GetName():          enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 }
 
-// publish upserts the run's search attributes.
+// publish upserts the run's search attributes now: when the run starts
+// and when its status changes.
 func (r *run) publish() {
 	updates := []temporal.SearchAttributeUpdate{
 		EpochKey.ValueSet(int64(r.st.Epoch)),
@@ -41,4 +42,19 @@ func (r *run) publish() {
 	if err := workflow.UpsertTypedSearchAttributes(r.ctx, updates...); err != nil {
 		workflow.GetLogger(r.ctx).Warn("Upserting search attributes failed", "error", err)
 	}
+	r.published = workflow.Now(r.ctx)
+}
+
+// publishProgress upserts the search attributes after an epoch, unless the
+// last upsert is less than Options.SearchAttributesEvery ago (workflow
+// time): then the epoch shows with a later one. Each upsert is an event in
+// the run's history and a write to the visibility store, which a GPU epoch
+// of tens of milliseconds must not pay for. Executions that began before
+// changeSearchAttributesEvery upsert after every epoch.
+func (r *run) publishProgress() {
+	if version(r.ctx, changeSearchAttributesEvery) != workflow.DefaultVersion &&
+		workflow.Now(r.ctx).Sub(r.published) < r.o.SearchAttributesEvery {
+		return
+	}
+	r.publish()
 }

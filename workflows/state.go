@@ -11,8 +11,14 @@ import (
 // Continue-As-New, or the starting point that Retrain and Sweep give their
 // child runs (Lineage, ParentRunID, Warm).
 type RunState struct {
-	// RunID is the run's id, the TrainingRun workflow id; the workflow sets it.
+	// RunID is the run's key in the store, set by the workflow: its
+	// TrainingRun workflow id, or "<workflow id>.<execution id>" when an
+	// earlier run used that workflow id (the store decides, RecordRun).
 	RunID string `json:"run_id,omitempty"`
+	// ExecutionID is the Temporal run id of the run's first execution,
+	// kept across Continue-As-New; it keys the run's store rows and
+	// checkpoint directory with RunID. Empty for runs started before it.
+	ExecutionID string `json:"execution_id,omitempty"`
 	// Lineage groups the runs that retrain one model; empty starts a new
 	// lineage named after the run.
 	Lineage string `json:"lineage,omitempty"`

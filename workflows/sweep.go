@@ -18,11 +18,18 @@ import (
 type SweepInput struct {
 	Base config.RunConfig             `json:"base"`
 	Grid map[string][]json.RawMessage `json:"grid"`
-	// MaxConcurrent bounds the runs in flight; 0 means 1.
+	// MaxConcurrent bounds the runs in flight, at most
+	// MaxSweepConcurrent; 0 means 1.
 	MaxConcurrent int `json:"max_concurrent"`
 	// Lineage, if set, is the lineage of every run of the sweep.
 	Lineage string `json:"lineage,omitempty"`
 }
+
+// MaxSweepConcurrent bounds SweepInput.MaxConcurrent. Every run in flight
+// holds a GPU slot or waits for one, retrying its session creation; runs
+// beyond the slots of the cluster only add that load and history to the
+// sweep, and 64 is more slots than this project's deployments have.
+const MaxSweepConcurrent = 64
 
 // SweepPoint is one run of a sweep.
 type SweepPoint struct {
@@ -66,6 +73,12 @@ func (w *Workflows) Sweep(ctx workflow.Context, in SweepInput) (*SweepResult, er
 			return nil, invalidConfig(fmt.Sprintf("sweep point %d (%s)", i, p.desc), err)
 		}
 	}
+	if version(ctx, changeSweepConcurrencyBound) != workflow.DefaultVersion &&
+		(in.MaxConcurrent < 0 || in.MaxConcurrent > MaxSweepConcurrent) {
+		return nil, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("sweep input: max_concurrent %d outside [0, %d]; runs beyond the GPU slots only queue, so set at most the slots you have",
+				in.MaxConcurrent, MaxSweepConcurrent), activities.ErrTypeInvalidConfig, nil)
+	}
 	limit := max(in.MaxConcurrent, 1)
 	res := &SweepResult{Points: make([]SweepPoint, len(points)), Best: -1}
 	sel := workflow.NewSelector(ctx)
@@ -76,7 +89,7 @@ func (w *Workflows) Sweep(ctx workflow.Context, in SweepInput) (*SweepResult, er
 			next, running = next+1, running+1
 			p := &res.Points[i]
 			*p = SweepPoint{Index: i, RunID: childWorkflowID(ctx, fmt.Sprintf("%03d", i+1)), Values: points[i].values}
-			child := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{WorkflowID: p.RunID, TaskQueue: o.ControlTaskQueue})
+			child := workflow.WithChildOptions(ctx, o.childOptions(ctx, p.RunID))
 			f := workflow.ExecuteChildWorkflow(child, TrainingRunName, points[i].cfg, &RunState{Lineage: in.Lineage})
 			sel.AddFuture(f, func(f workflow.Future) {
 				running, done = running-1, done+1
@@ -90,6 +103,14 @@ func (w *Workflows) Sweep(ctx workflow.Context, in SweepInput) (*SweepResult, er
 		}
 		sel.Select(ctx)
 		if err := ctx.Err(); err != nil {
+			// The children were asked to cancel with the sweep; with
+			// changeChildrenCancelled their futures settle once they have
+			// closed, and the sweep waits for them.
+			if version(ctx, changeChildrenCancelled) != workflow.DefaultVersion {
+				for running > 0 {
+					sel.Select(ctx)
+				}
+			}
 			return nil, err
 		}
 	}

@@ -97,15 +97,19 @@ func TestSweepRunsTheGridWithBoundedConcurrencyAndPicksTheBest(t *testing.T) {
 }
 
 func TestSweepValidatesEveryPointBeforeStartingAny(t *testing.T) {
+	seeds := map[string][]json.RawMessage{"seed": raw("1", "2")}
 	for _, tc := range []struct {
 		name string
 		grid map[string][]json.RawMessage
+		conc int
 		want []string
 	}{
-		{"out of range", map[string][]json.RawMessage{"optim.lr": raw("0.001", "5")}, []string{"sweep point 1", "optim.lr=5", "optim.lr"}},
-		{"unknown key", map[string][]json.RawMessage{"optim.lrr": raw("0.001")}, []string{"sweep point 0", "lrr"}},
-		{"not a section", map[string][]json.RawMessage{"seed.x": raw("1")}, []string{"seed.x", `"seed" is not a config section`}},
-		{"no values", map[string][]json.RawMessage{"seed": {}}, []string{`grid key "seed" has no values`}},
+		{"out of range", map[string][]json.RawMessage{"optim.lr": raw("0.001", "5")}, 4, []string{"sweep point 1", "optim.lr=5", "optim.lr"}},
+		{"unknown key", map[string][]json.RawMessage{"optim.lrr": raw("0.001")}, 4, []string{"sweep point 0", "lrr"}},
+		{"not a section", map[string][]json.RawMessage{"seed.x": raw("1")}, 4, []string{"seed.x", `"seed" is not a config section`}},
+		{"no values", map[string][]json.RawMessage{"seed": {}}, 4, []string{`grid key "seed" has no values`}},
+		{"negative concurrency", seeds, -1, []string{"max_concurrent", "-1", "[0, 64]"}},
+		{"unbounded concurrency", seeds, 10000, []string{"max_concurrent", "10000", "[0, 64]"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := newEnv(t, nil, workflows.Options{})
@@ -115,7 +119,7 @@ func TestSweepValidatesEveryPointBeforeStartingAny(t *testing.T) {
 					started++
 					return &workflows.RunResult{}, nil
 				})
-			env.ExecuteWorkflow(workflows.SweepName, workflows.SweepInput{Grid: tc.grid, MaxConcurrent: 4})
+			env.ExecuteWorkflow(workflows.SweepName, workflows.SweepInput{Grid: tc.grid, MaxConcurrent: tc.conc})
 			err := env.GetWorkflowError()
 			var ae *temporal.ApplicationError
 			if !errors.As(err, &ae) || ae.Type() != activities.ErrTypeInvalidConfig || !ae.NonRetryable() {

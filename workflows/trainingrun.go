@@ -3,6 +3,7 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -76,11 +77,13 @@ type run struct {
 	o       Options
 	cfg     config.RunConfig
 	st      RunState
-	sess    workflow.Context // open session; nil when none
-	host    string           // host of the session's worker
+	sess    *session // open session; nil when none
 	phase   string
 	started int // st.Epoch when this workflow run began
 
+	published time.Time // workflow time of the last search attribute upsert
+
+	sig             signals
 	resumeRequested bool
 	pending         []pendingCall // control activities in flight
 }
@@ -90,30 +93,57 @@ func newRun(ctx workflow.Context, o Options, cfg config.RunConfig, state *RunSta
 	if state != nil {
 		r.st = *state
 	}
-	r.st.RunID = workflow.GetInfo(ctx).WorkflowExecution.ID
+	if info := workflow.GetInfo(ctx); !r.st.Recorded {
+		// The first execution of the run (a run is recorded before it
+		// continues as new); the SDK's test environment leaves FirstRunID
+		// empty.
+		r.st.RunID, r.st.ExecutionID = info.WorkflowExecution.ID, info.FirstRunID
+		if r.st.ExecutionID == "" {
+			r.st.ExecutionID = info.WorkflowExecution.RunID
+		}
+	} else if r.st.RunID == "" {
+		r.st.RunID = info.WorkflowExecution.ID
+	}
 	r.started = r.st.Epoch
 	r.listen()
 	return r
 }
 
-// listen records signals as they arrive; the loop acts on them at epoch
-// boundaries. A resume that arrives before a pause took effect cancels it.
+// listen prepares the run's signals. A run records them in its state
+// (PauseRequested, StopRequested, resumeRequested) and acts on them at
+// epoch boundaries. Of a pause and a resume, the later wins: a resume that
+// arrives before a pause took effect (even while the pause's checkpoint or
+// backtest runs) cancels it, and a pause forgets an earlier resume; within
+// one workflow task, pauses are taken before resumes.
+//
+// Runs take the signals from their channels (takeSignals) at every point
+// where they decide on them and right before a Continue-As-New, so that
+// none is left behind. Executions that began before that
+// (changeSignalDrain) keep the goroutine that received them as they
+// arrived: it ran after the main coroutine in a workflow task, so a signal
+// that arrived in the task that continued the run as new was lost.
 func (r *run) listen() {
-	pause := workflow.GetSignalChannel(r.ctx, PauseSignal)
-	resume := workflow.GetSignalChannel(r.ctx, ResumeSignal)
-	stop := workflow.GetSignalChannel(r.ctx, StopSignal)
+	r.sig = signals{
+		pause:  workflow.GetSignalChannel(r.ctx, PauseSignal),
+		resume: workflow.GetSignalChannel(r.ctx, ResumeSignal),
+		stop:   workflow.GetSignalChannel(r.ctx, StopSignal),
+	}
+	if version(r.ctx, changeSignalDrain) != workflow.DefaultVersion {
+		r.sig.drain = true
+		return
+	}
 	workflow.Go(r.ctx, func(ctx workflow.Context) {
 		for {
 			sel := workflow.NewSelector(ctx)
-			sel.AddReceive(pause, func(c workflow.ReceiveChannel, _ bool) {
+			sel.AddReceive(r.sig.pause, func(c workflow.ReceiveChannel, _ bool) {
 				c.Receive(ctx, nil)
-				r.st.PauseRequested = true
+				r.st.PauseRequested, r.resumeRequested = true, false
 			})
-			sel.AddReceive(resume, func(c workflow.ReceiveChannel, _ bool) {
+			sel.AddReceive(r.sig.resume, func(c workflow.ReceiveChannel, _ bool) {
 				c.Receive(ctx, nil)
 				r.st.PauseRequested, r.resumeRequested = false, true
 			})
-			sel.AddReceive(stop, func(c workflow.ReceiveChannel, _ bool) {
+			sel.AddReceive(r.sig.stop, func(c workflow.ReceiveChannel, _ bool) {
 				c.Receive(ctx, nil)
 				r.st.StopRequested = true
 			})
@@ -122,17 +152,42 @@ func (r *run) listen() {
 	})
 }
 
+// signals are TrainingRun's signal channels.
+type signals struct {
+	pause, resume, stop workflow.ReceiveChannel
+	drain               bool // taken by takeSignals, not by a goroutine
+}
+
+// takeSignals records every signal received so far (see listen).
+func (r *run) takeSignals() {
+	if !r.sig.drain {
+		return
+	}
+	for r.sig.pause.ReceiveAsync(nil) {
+		r.st.PauseRequested, r.resumeRequested = true, false
+	}
+	for r.sig.resume.ReceiveAsync(nil) {
+		r.st.PauseRequested, r.resumeRequested = false, true
+	}
+	for r.sig.stop.ReceiveAsync(nil) {
+		r.st.StopRequested = true
+	}
+}
+
 // loop drives the run to its end, a Continue-As-New or a failure.
 func (r *run) loop() (*RunResult, error) {
 	if !r.st.Recorded {
 		r.phase = "recording the run"
 		var out activities.RecordRunOutput
 		if err := r.control(ca.RecordRun, activities.RecordRunInput{
-			RunID: r.st.RunID, Lineage: r.st.Lineage, ParentRunID: r.st.ParentRunID, Config: r.cfg,
+			RunID: r.st.RunID, ExecutionID: r.st.ExecutionID, Lineage: r.st.Lineage, ParentRunID: r.st.ParentRunID, Config: r.cfg,
 		}, &out); err != nil {
 			return nil, r.fail(err)
 		}
 		r.st.Recorded, r.st.Lineage = true, out.Lineage
+		if out.RunID != "" {
+			r.st.RunID = out.RunID
+		}
 	}
 	r.st.Status = store.StatusRunning
 	r.publish()
@@ -159,6 +214,7 @@ func (r *run) loop() (*RunResult, error) {
 			}
 			continue
 		}
+		r.takeSignals()
 		final, stopping := e == r.cfg.Epochs, r.st.StopRequested
 		pausing := r.st.PauseRequested && !final && !stopping
 		moveOn := !final && !stopping && !pausing && r.wantContinueAsNew(e)
@@ -197,20 +253,22 @@ var errStopped = errors.New("stop requested")
 // open gets a session on a GPU worker and the run's trainer in it.
 func (r *run) open() error {
 	r.phase = "waiting for a GPU worker"
-	stopped := func() bool { return r.st.StopRequested }
-	sess, token, err := r.o.acquireSessionUnless(r.ctx, r.st.SessionToken, r.st.RunID, stopped)
+	stopped := func() bool {
+		r.takeSignals()
+		return r.st.StopRequested
+	}
+	sess, err := r.o.acquireSessionUnless(r.ctx, r.st.SessionToken, r.st.RunID, stopped)
 	if err != nil {
 		if errors.Is(err, errStopped) {
 			return err
 		}
 		return controlError{err} // nothing a new session would fix
 	}
-	r.sess, r.st.SessionToken = sess, token
-	r.host = workflow.GetSessionInfo(sess).HostName
+	r.sess, r.st.SessionToken = sess, sess.token
 	r.phase = "opening the trainer"
 	var out activities.OpenOutput
-	if err := workflow.ExecuteActivity(r.o.sessionCtx(sess), ta.OpenTrainer, activities.OpenInput{
-		RunID: r.st.RunID, Config: r.cfg, Epoch: r.st.Epoch, GlobalStep: r.st.GlobalStep,
+	if err := workflow.ExecuteActivity(r.o.sessionCtx(sess.ctx), ta.OpenTrainer, activities.OpenInput{
+		RunID: r.st.RunID, ExecutionID: r.st.ExecutionID, Config: r.cfg, Epoch: r.st.Epoch, GlobalStep: r.st.GlobalStep,
 		Resume: r.st.LastCheckpoint, Warm: r.st.Warm,
 	}).Get(r.ctx, &out); err != nil {
 		return err
@@ -249,7 +307,7 @@ func (r *run) recover(cause error) error {
 	workflow.GetLogger(r.ctx).Warn("Run lost its trainer; reopening from the last checkpoint on any GPU worker",
 		"run", r.st.RunID, "recovery", r.st.Recoveries, "error", cause)
 	if r.sess != nil {
-		workflow.CompleteSession(r.sess)
+		r.sess.release()
 		r.sess = nil
 	}
 	r.st.SessionToken = nil
@@ -263,12 +321,20 @@ func (r *run) recover(cause error) error {
 }
 
 // pause frees the GPU slot and the trainer after the epoch was checkpointed
-// and backtested, and waits for a resume (nil) or a stop (errStopped).
+// and backtested, and waits for a resume (nil) or a stop (errStopped). A
+// resume that arrived while the epoch was being checkpointed and
+// backtested cancels the pause: the run goes on with its trainer.
 func (r *run) pause() error {
 	if err := r.flush(); err != nil {
 		return err
 	}
-	r.resumeRequested = false
+	r.takeSignals()
+	if version(r.ctx, changeResumeDuringPause) == workflow.DefaultVersion {
+		r.resumeRequested = false // the lost resume of runs started before the fix
+	} else if r.resumeRequested {
+		r.resumeRequested = false
+		return nil
+	}
 	token := r.st.SessionToken
 	r.closeTrainer()
 	r.st.SessionToken = token // try the same worker first on resume
@@ -276,7 +342,10 @@ func (r *run) pause() error {
 		return err
 	}
 	r.phase = "paused"
-	if err := workflow.Await(r.ctx, func() bool { return r.resumeRequested || r.st.StopRequested }); err != nil {
+	if err := workflow.Await(r.ctx, func() bool {
+		r.takeSignals()
+		return r.resumeRequested || r.st.StopRequested
+	}); err != nil {
 		return err
 	}
 	if r.st.StopRequested {
@@ -295,9 +364,10 @@ func (r *run) continueAsNew() error {
 		return r.fail(err)
 	}
 	if r.sess != nil {
-		workflow.CompleteSession(r.sess)
+		r.sess.release()
 		r.sess = nil
 	}
+	r.takeSignals() // a pause or stop received up to now goes with the run
 	next := r.st
 	return workflow.NewContinueAsNewError(r.ctx, TrainingRunName, r.cfg, &next)
 }
@@ -352,19 +422,27 @@ func (r *run) fail(cause error) error {
 	return cause
 }
 
+// host is the host name of the session's worker; empty without a session.
+func (r *run) host() string {
+	if r.sess == nil {
+		return ""
+	}
+	return r.sess.host
+}
+
 // closeTrainer frees the trainer (best effort) and completes the session.
 func (r *run) closeTrainer() {
 	if r.sess == nil {
 		return
 	}
-	if workflow.GetSessionInfo(r.sess).SessionState == workflow.SessionStateOpen {
-		err := workflow.ExecuteActivity(r.o.closeCtx(r.sess), ta.CloseTrainer, activities.CloseInput{RunID: r.st.RunID}).Get(r.ctx, nil)
+	if r.sess.open() {
+		err := workflow.ExecuteActivity(r.o.closeCtx(r.sess.owner), ta.CloseTrainer, activities.CloseInput{RunID: r.st.RunID}).Get(r.ctx, nil)
 		if err != nil {
 			workflow.GetLogger(r.ctx).Warn("Closing the trainer failed; the worker evicts it when idle", "run", r.st.RunID, "error", err)
 		}
 	}
-	workflow.CompleteSession(r.sess)
-	r.sess, r.host = nil, ""
+	r.sess.release()
+	r.sess = nil
 }
 
 // setStatus records status in the store and the search attributes.
@@ -381,6 +459,6 @@ func (r *run) progress() Progress {
 		BestEpoch: r.st.Scores.BestEpoch, BestValidSharpe: r.st.Scores.BestValidSharpe,
 		LastValidSharpe: r.st.Scores.LastValidSharpe, LastCheckpoint: r.st.LastCheckpoint,
 		Backend: r.st.Info.Backend, Device: r.st.Info.Device, Precision: r.st.Info.Precision,
-		Host: r.host, Recoveries: r.st.Recoveries,
+		Host: r.host(), Recoveries: r.st.Recoveries,
 	}
 }

@@ -346,3 +346,25 @@ func TestDeterministicFailureEndsTheRunWithoutRecovery(t *testing.T) {
 		t.Errorf("statuses %v, want [failed]", f.statuses)
 	}
 }
+
+// TestRunUsesTheRunIDTheStoreAssigned starts a run under a workflow id
+// that an earlier run used: the store records it as
+// "<workflow id>.<execution id>", and every later activity must use that
+// key, with the first execution's id, never the earlier run's rows or
+// checkpoint directory.
+func TestRunUsesTheRunIDTheStoreAssigned(t *testing.T) {
+	f := newFake()
+	f.storeRunID = "default-test-workflow-id.second"
+	env := newEnv(t, f, workflows.Options{})
+	env.ExecuteWorkflow(workflows.TrainingRunName, smallConfig(2, 1, 1))
+	r := result(t, env)
+	if len(f.recorded) != 1 || f.recorded[0].RunID != "default-test-workflow-id" || f.recorded[0].ExecutionID != "default-test-run-id" {
+		t.Fatalf("recorded %+v, want the workflow id and the first execution's run id", f.recorded)
+	}
+	if r.RunID != f.storeRunID || len(f.runIDs) != 1 || !f.runIDs[f.storeRunID] {
+		t.Errorf("result run id %s, trainer activities used %v; want only %s", r.RunID, f.runIDs, f.storeRunID)
+	}
+	if len(f.opens) != 1 || f.opens[0].ExecutionID != "default-test-run-id" {
+		t.Errorf("opens %+v, want the first execution's id", f.opens)
+	}
+}

@@ -41,19 +41,29 @@ func (m *MemStore) run(id string) (*store.Run, error) {
 	return r, nil
 }
 
-// CreateRun creates the run or returns the existing one.
+// CreateRun creates the run or returns the existing one, keyed like the
+// store: on the workflow id and the first execution, a later execution
+// under a used workflow id getting "<workflow id>.<execution id>".
 func (m *MemStore) CreateRun(ctx context.Context, r store.NewRun) (store.Run, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if old, ok := m.Runs[r.RunID]; ok {
-		return *old, nil
+	id := r.RunID
+	if old, ok := m.Runs[id]; ok {
+		if r.ExecutionID == "" || old.ExecutionID == r.ExecutionID {
+			return *old, nil
+		}
+		id = r.RunID + "." + r.ExecutionID
+		if old, ok := m.Runs[id]; ok {
+			return *old, nil
+		}
 	}
 	lineage := r.Lineage
 	if lineage == "" {
-		lineage = r.RunID
+		lineage = id
 	}
-	run := &store.Run{RunID: r.RunID, Lineage: lineage, ParentRunID: r.ParentRunID, Config: r.Config, Status: store.StatusRunning}
-	m.Runs[r.RunID] = run
+	run := &store.Run{RunID: id, WorkflowID: r.RunID, ExecutionID: r.ExecutionID, Lineage: lineage,
+		ParentRunID: r.ParentRunID, Config: r.Config, Status: store.StatusRunning}
+	m.Runs[id] = run
 	return *run, nil
 }
 
@@ -213,6 +223,10 @@ func (m *MemStore) MarkPruned(ctx context.Context, ids []int64) error {
 func (m *MemStore) Champion(ctx context.Context, lineage string) (store.Champion, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.champion(lineage)
+}
+
+func (m *MemStore) champion(lineage string) (store.Champion, error) {
 	var best *store.Promotion
 	for _, p := range m.Promotions {
 		if p.Lineage == lineage && p.Promoted && (best == nil || p.ID > best.ID) {
@@ -226,11 +240,18 @@ func (m *MemStore) Champion(ctx context.Context, lineage string) (store.Champion
 }
 
 // RecordPromotion records the first decision of a retrain and returns it.
+// Like the store, a promotion stands only if the champion is still the
+// incumbent it names (compare and set).
 func (m *MemStore) RecordPromotion(ctx context.Context, p store.Promotion) (store.Promotion, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if old, ok := m.Promotions[p.RetrainRunID]; ok {
 		return old, nil
+	}
+	champ, _ := m.champion(p.Lineage) // zero when none
+	if p.Promoted && (champ.RunID != p.IncumbentRunID || champ.CheckpointURI != p.IncumbentCheckpointURI) {
+		p.Promoted = false
+		p.Reason = "not promoted: the lineage's champion changed while this retrain ran; " + p.Reason
 	}
 	m.nextID++
 	p.ID = m.nextID

@@ -1,0 +1,47 @@
+package workflows
+
+import "go.temporal.io/sdk/workflow"
+
+// Change ids of the workflow.GetVersion patches (ADR 0004). A workflow
+// execution that began before a change replays its recorded history with
+// workflow.DefaultVersion and keeps the old behaviour; one that reaches the
+// patched code afterwards records version 1 and takes the new one. A
+// patch is removed only when no execution that could replay the old branch
+// is left (open, or closed but still queried within the namespace's
+// retention), and the replay test's histories of it are retired with it.
+const (
+	// changeChildID: child run ids include the parent's run id
+	// (childWorkflowID), so that two Retrains under one workflow id do not
+	// share a challenger.
+	changeChildID = "child-id-includes-parent-run"
+	// changeResumeDuringPause: a resume that arrives while a pause is
+	// being taken (its checkpoint or backtest) cancels the pause; before
+	// it, pause() cleared it and the run waited for ever.
+	changeResumeDuringPause = "resume-during-pause"
+	// changeSignalDrain: TrainingRun takes its signals from their channels
+	// where it decides on them and before a Continue-As-New, instead of in
+	// a goroutine that could run after the continue-as-new was decided.
+	changeSignalDrain = "signals-taken-at-decisions"
+	// changeSearchAttributesEvery: search attributes are upserted after an
+	// epoch only when Options.SearchAttributesEvery has passed since the
+	// last upsert.
+	changeSearchAttributesEvery = "search-attributes-every"
+	// changeSessionOutlivesCancel: sessions are created on a context
+	// disconnected from the workflow's cancellation, so that CloseTrainer
+	// and the session's completion are sent after a cancel; each attempt to
+	// create one is bounded by a timer.
+	changeSessionOutlivesCancel = "session-cleanup-outlives-cancel"
+	// changeChildrenCancelled: Retrain's and Sweep's child runs use the
+	// parent-close policy REQUEST_CANCEL and are waited for when the parent
+	// is cancelled, instead of being terminated.
+	changeChildrenCancelled = "children-request-cancel"
+	// changeSweepConcurrencyBound: Sweep refuses a max_concurrent outside
+	// [0, MaxSweepConcurrent].
+	changeSweepConcurrencyBound = "sweep-concurrency-bound"
+)
+
+// version is workflow.GetVersion(ctx, change, DefaultVersion, 1): every
+// change here has one new version.
+func version(ctx workflow.Context, change string) workflow.Version {
+	return workflow.GetVersion(ctx, change, workflow.DefaultVersion, 1)
+}
