@@ -85,6 +85,11 @@ func (s *Store) RecordPromotion(ctx context.Context, p Promotion) (Promotion, er
 			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 				return err
 			}
+			// In a new lineage the fallback champion (the best checkpoint of
+			// the lineage's first run) is the challenger itself: no incumbent.
+			if p.IncumbentRunID == "" && champ.RunID == p.ChallengerRunID {
+				champ = Champion{}
+			}
 			if champ.RunID != p.IncumbentRunID || champ.CheckpointURI != p.IncumbentCheckpointURI {
 				now := "none"
 				if champ.RunID != "" {
