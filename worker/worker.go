@@ -71,8 +71,9 @@ type Config struct {
 	// CheckpointRoot resolves relative checkpoint.dir values
 	// (activities.Trainer.CheckpointRoot).
 	CheckpointRoot string
-	// IdleTimeout evicts trainers unused for this long; default
-	// DefaultIdleTimeout, negative disables eviction.
+	// IdleTimeout evicts trainers unused for this long, and ends sessions
+	// in which no activity ran for this long (Slots); default
+	// DefaultIdleTimeout, negative disables both.
 	IdleTimeout time.Duration
 	// HeartbeatInterval of the session activities; zero means one second.
 	HeartbeatInterval time.Duration
@@ -92,6 +93,8 @@ type Worker struct {
 	workers []sdkworker.Worker
 	// Registry holds the live trainers; nil without the gpu role.
 	Registry *Registry
+	// Slots accounts for the sessions; nil without the gpu role.
+	Slots *Slots
 }
 
 // New builds the workers of cfg.Role on client c; Start or Run starts them.
@@ -125,13 +128,15 @@ func New(c client.Client, cfg Config) (*Worker, error) {
 			idle = DefaultIdleTimeout
 		}
 		w.Registry = NewRegistry(idle, cfg.Logger)
+		w.Slots = NewSlots(cfg.Slots, idle, w.Registry, cfg.Logger)
 		gopts := GPUOptions(cfg.Slots)
+		gopts.Interceptors = append(gopts.Interceptors, w.Slots)
 		if cfg.StopTimeout > 0 {
 			gopts.WorkerStopTimeout = cfg.StopTimeout
 		}
 		gw := sdkworker.New(c, opts.GPUTaskQueue, gopts)
 		RegisterGPU(gw, &activities.Trainer{
-			Backend: cfg.Backend, Registry: w.Registry, Store: cfg.Store, Prepare: cfg.Prepare,
+			Backend: cfg.Backend, Registry: w.Registry, Slots: w.Slots, Store: cfg.Store, Prepare: cfg.Prepare,
 			CheckpointRoot: cfg.CheckpointRoot, HeartbeatInterval: cfg.HeartbeatInterval,
 		})
 		w.workers = append(w.workers, gw)
@@ -192,6 +197,9 @@ func (w *Worker) Start() error {
 func (w *Worker) Stop(ctx context.Context) error {
 	for _, sw := range w.workers {
 		sw.Stop()
+	}
+	if w.Slots != nil {
+		w.Slots.Close()
 	}
 	if w.Registry != nil {
 		return w.Registry.Close(ctx)
