@@ -52,7 +52,7 @@ func (w *Workflows) TrainingRun(ctx workflow.Context, cfg config.RunConfig, stat
 	if err := cfg.Validate(); err != nil {
 		return nil, invalidConfig("run config", err)
 	}
-	r := newRun(ctx, w.Options.withDefaults(), cfg, state)
+	r := newRun(ctx, w.Options.WithDefaults(), cfg, state)
 	if err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (Progress, error) { return r.progress(), nil }); err != nil {
 		return nil, err
 	}
