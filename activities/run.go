@@ -167,3 +167,13 @@ type Registry interface {
 	// close the trainer.
 	Remove(run *Run)
 }
+
+// SlotKeeper keeps a GPU worker's slot for a run across its
+// Continue-As-New (worker.Slots implements it): Hold keeps it for the next
+// run of workflow workflowID for d, Release ends the hold once that run has
+// its session here. runID is the registry key of the trainer kept for it,
+// closed if the hold runs out.
+type SlotKeeper interface {
+	Hold(workflowID, runID string, d time.Duration)
+	Release(workflowID string)
+}

@@ -27,6 +27,9 @@ type Trainer struct {
 	Backend trainer.Backend
 	// Registry holds this worker's live runs between activities.
 	Registry Registry
+	// Slots keeps a slot for a run across its Continue-As-New; nil keeps
+	// none (HoldSlot reports that).
+	Slots SlotKeeper
 	// Store records checkpoints and backtests.
 	Store CheckpointStore
 	// Prepare loads a run's dataset; nil means market.Prepare.
@@ -99,6 +102,7 @@ func (a *Trainer) OpenTrainer(ctx context.Context, in OpenInput) (OpenOutput, er
 			run.Stage == StageSynced && run.GlobalStep == in.GlobalStep {
 			out := OpenOutput{Epoch: run.Epoch, GlobalStep: run.GlobalStep, Reused: true, Info: run.Info, Host: host}
 			run.Unlock()
+			a.releaseSlot(ctx)
 			return out, nil
 		}
 		activity.GetLogger(ctx).Info("Discarding a trainer that is not where the workflow stands",
@@ -156,7 +160,40 @@ func (a *Trainer) OpenTrainer(ctx context.Context, in OpenInput) (OpenOutput, er
 		tr.Close()
 		return OpenOutput{}, fmt.Errorf("%s: %w", what, err)
 	}
+	a.releaseSlot(ctx)
 	return OpenOutput{Epoch: epoch, GlobalStep: globalStep, Restored: restored, Info: run.Info, Host: host}, nil
+}
+
+// releaseSlot ends the slot hold of the calling run's workflow: its new
+// session has its trainer.
+func (a *Trainer) releaseSlot(ctx context.Context) {
+	if a.Slots != nil {
+		a.Slots.Release(activity.GetInfo(ctx).WorkflowExecution.ID)
+	}
+}
+
+// HoldInput asks to keep this worker's slot, and run RunID's trainer, for
+// the next run of the calling workflow for For.
+type HoldInput struct {
+	RunID string        `json:"run_id"`
+	For   time.Duration `json:"for"`
+}
+
+// HoldOutput reports whether the worker keeps the slot.
+type HoldOutput struct {
+	Held bool `json:"held"`
+}
+
+// HoldSlot keeps this worker's slot for the next run of the calling
+// workflow, which continues as new right after: until that run's session
+// here opens its trainer, or for in.For, no other workflow's session is
+// admitted to the slot (worker.Slots). A retry holds it again.
+func (a *Trainer) HoldSlot(ctx context.Context, in HoldInput) (HoldOutput, error) {
+	if a.Slots == nil {
+		return HoldOutput{}, nil
+	}
+	a.Slots.Hold(activity.GetInfo(ctx).WorkflowExecution.ID, in.RunID, in.For)
+	return HoldOutput{Held: true}, nil
 }
 
 // CloseInput names the run whose trainer to free.

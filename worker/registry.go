@@ -78,6 +78,26 @@ func (r *Registry) Remove(run *activities.Run) {
 	}
 }
 
+// CloseRun closes and forgets the trainer held for id, unless it is in use
+// (then its user decides), and reports whether it did.
+func (r *Registry) CloseRun(id, why string) bool {
+	run := r.Get(id)
+	if run == nil || !run.TryLock() {
+		return false
+	}
+	defer run.Unlock()
+	r.mu.Lock()
+	held := r.runs[id] == run
+	if held {
+		delete(r.runs, id)
+	}
+	r.mu.Unlock()
+	if held {
+		r.closeRun(run, why)
+	}
+	return held
+}
+
 // Len is the number of runs held.
 func (r *Registry) Len() int {
 	r.mu.Lock()

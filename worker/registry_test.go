@@ -76,3 +76,34 @@ func TestPutReplacesAndClosesTheRunsOldTrainer(t *testing.T) {
 		t.Error("Close left a trainer open")
 	}
 }
+
+// TestSlotHoldEndsWithTheTrainerItKept holds a slot for a run that
+// continued as new and never came back: at the hold's deadline the trainer
+// kept for it is closed (its slot may go to another run, its device memory
+// must follow), while a hold that its run released keeps nothing closed.
+func TestSlotHoldEndsWithTheTrainerItKept(t *testing.T) {
+	reg := worker.NewRegistry(0, nil)
+	defer reg.Close(context.Background())
+	slots := worker.NewSlots(1, 0, reg, nil)
+	defer slots.Close()
+	b := &activitiestest.Backend{}
+	gone, goneTr := newRun(t, b, "gone")
+	back, backTr := newRun(t, b, "back")
+	for _, r := range []*activities.Run{gone, back} {
+		if err := reg.Put(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slots.Hold("wf-gone", "gone", time.Minute)
+	slots.Hold("wf-back", "back", time.Minute)
+	slots.Release("wf-back") // its new run opened its trainer
+	if _, holds := slots.Sweep(time.Now()); holds != 0 || goneTr.Closed {
+		t.Fatalf("a hold ended before its deadline (%d ended)", holds)
+	}
+	if _, holds := slots.Sweep(time.Now().Add(2 * time.Minute)); holds != 1 || !goneTr.Closed || reg.Get("gone") != nil {
+		t.Fatalf("after the deadline: %d holds ended, trainer closed %v; want the kept trainer closed", holds, goneTr.Closed)
+	}
+	if backTr.Closed || reg.Get("back") == nil {
+		t.Error("the trainer of a run that came back was closed")
+	}
+}

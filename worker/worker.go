@@ -71,8 +71,9 @@ type Config struct {
 	// CheckpointRoot resolves relative checkpoint.dir values
 	// (activities.Trainer.CheckpointRoot).
 	CheckpointRoot string
-	// IdleTimeout evicts trainers unused for this long; default
-	// DefaultIdleTimeout, negative disables eviction.
+	// IdleTimeout evicts trainers unused for this long, and ends sessions
+	// in which no activity ran for this long (Slots); default
+	// DefaultIdleTimeout, negative disables both.
 	IdleTimeout time.Duration
 	// HeartbeatInterval of the session activities; zero means one second.
 	HeartbeatInterval time.Duration
@@ -92,6 +93,8 @@ type Worker struct {
 	workers []sdkworker.Worker
 	// Registry holds the live trainers; nil without the gpu role.
 	Registry *Registry
+	// Slots accounts for the sessions; nil without the gpu role.
+	Slots *Slots
 }
 
 // New builds the workers of cfg.Role on client c; Start or Run starts them.
@@ -102,18 +105,11 @@ func New(c client.Client, cfg Config) (*Worker, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("worker: no metadata store")
 	}
-	opts := cfg.Workflows
-	defaults := workflows.DefaultOptions()
-	if opts.ControlTaskQueue == "" {
-		opts.ControlTaskQueue = defaults.ControlTaskQueue
-	}
-	if opts.GPUTaskQueue == "" {
-		opts.GPUTaskQueue = defaults.GPUTaskQueue
-	}
+	opts := cfg.Workflows.WithDefaults()
 	w := &Worker{}
 	if cfg.Role.control() {
 		cw := sdkworker.New(c, opts.ControlTaskQueue, ControlOptions())
-		RegisterControl(cw, &workflows.Workflows{Options: cfg.Workflows}, &activities.Control{Store: cfg.Store})
+		RegisterControl(cw, &workflows.Workflows{Options: opts}, &activities.Control{Store: cfg.Store})
 		w.workers = append(w.workers, cw)
 	}
 	if cfg.Role.gpu() {
@@ -125,13 +121,15 @@ func New(c client.Client, cfg Config) (*Worker, error) {
 			idle = DefaultIdleTimeout
 		}
 		w.Registry = NewRegistry(idle, cfg.Logger)
+		w.Slots = NewSlots(cfg.Slots, idle, w.Registry, cfg.Logger)
 		gopts := GPUOptions(cfg.Slots)
+		gopts.Interceptors = append(gopts.Interceptors, w.Slots)
 		if cfg.StopTimeout > 0 {
 			gopts.WorkerStopTimeout = cfg.StopTimeout
 		}
 		gw := sdkworker.New(c, opts.GPUTaskQueue, gopts)
 		RegisterGPU(gw, &activities.Trainer{
-			Backend: cfg.Backend, Registry: w.Registry, Store: cfg.Store, Prepare: cfg.Prepare,
+			Backend: cfg.Backend, Registry: w.Registry, Slots: w.Slots, Store: cfg.Store, Prepare: cfg.Prepare,
 			CheckpointRoot: cfg.CheckpointRoot, HeartbeatInterval: cfg.HeartbeatInterval,
 		})
 		w.workers = append(w.workers, gw)
@@ -139,14 +137,23 @@ func New(c client.Client, cfg Config) (*Worker, error) {
 	return w, nil
 }
 
-// ControlOptions are the SDK worker options of a control worker. A
-// workflow task waits at most 2 s (the SDK's default is 5 s) for the worker
-// that has the workflow cached before going to any worker: when that
-// worker died with a run, this is part of the time until the run recovers
-// (docs/perf/temporal-2026-11-30.md). A busier worker only loses a cache
-// hit and replays the history.
+// ControlOptions are the SDK worker options of a control worker, the one
+// place they are derived (with workflows.Options.WithDefaults for the
+// workflows' own options): every control worker must run the workflows
+// alike. A workflow task waits at most 2 s (the SDK's default is 5 s) for
+// the worker that has the workflow cached before going to any worker: when
+// that worker died with a run, this is part of the time until the run
+// recovers (docs/perf/temporal-2026-11-30.md). A busier worker only loses a
+// cache hit and replays the history. A workflow task that panics, as a
+// non-determinism error does, blocks its workflow until a fixed worker
+// replays it (the SDK's default, stated here); GPU workers end the
+// sessions such a workflow holds (Slots). Control workers run no sessions,
+// so Worker Versioning may be enabled here (ADR 0001, ADR 0004).
 func ControlOptions() sdkworker.Options {
-	return sdkworker.Options{StickyScheduleToStartTimeout: 2 * time.Second}
+	return sdkworker.Options{
+		StickyScheduleToStartTimeout: 2 * time.Second,
+		WorkflowPanicPolicy:          sdkworker.BlockWorkflow,
+	}
 }
 
 // GPUOptions are the SDK worker options of a GPU worker with slots slots
@@ -192,6 +199,9 @@ func (w *Worker) Start() error {
 func (w *Worker) Stop(ctx context.Context) error {
 	for _, sw := range w.workers {
 		sw.Stop()
+	}
+	if w.Slots != nil {
+		w.Slots.Close()
 	}
 	if w.Registry != nil {
 		return w.Registry.Close(ctx)

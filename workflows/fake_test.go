@@ -36,7 +36,7 @@ const trainTime = 10 * time.Minute
 
 // fakeGPU stands in for every activity. Session activities are recorded in
 // order in calls ("C3" collect, "T3" train, "S3" sync, "K3" checkpoint, "B3"
-// backtest, "O2" open at epoch 2, "X" close); control activities, which may
+// backtest, "O2" open at epoch 2, "H" hold the slot, "X" close); control activities, which may
 // run concurrently, in their own lists.
 type fakeGPU struct {
 	mu sync.Mutex
@@ -159,6 +159,12 @@ func (f *fakeGPU) register(env *testsuite.TestWorkflowEnvironment) {
 			var rep market.Report
 			rep.Sharpe = s
 			return activities.BacktestOutput{Epoch: in.Epoch, Report: rep}, nil
+		})
+	env.OnActivity(ta.HoldSlot, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.HoldInput) (activities.HoldOutput, error) {
+			f.used(in.RunID)
+			f.add("H")
+			return activities.HoldOutput{Held: true}, nil
 		})
 	env.OnActivity(ta.CloseTrainer, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.CloseInput) (activities.CloseOutput, error) {

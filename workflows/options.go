@@ -104,8 +104,11 @@ func DefaultOptions() Options {
 	}
 }
 
-// withDefaults fills the zero fields of o from DefaultOptions.
-func (o Options) withDefaults() Options {
+// WithDefaults returns o with its zero fields filled from DefaultOptions:
+// the options the workflows run with. It is the one derivation of them;
+// the workflows and worker.New both use it, so every worker that serves
+// ControlTaskQueue with the same Options takes the same decisions.
+func (o Options) WithDefaults() Options {
 	d := DefaultOptions()
 	set := func(v *time.Duration, def time.Duration) {
 		if *v <= 0 {

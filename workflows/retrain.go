@@ -44,7 +44,7 @@ type RetrainResult struct {
 // recorded once per Retrain execution (workflow id and run id), so a
 // retried activity cannot record two. Schedules start it.
 func (w *Workflows) Retrain(ctx workflow.Context, in RetrainInput) (*RetrainResult, error) {
-	o := w.Options.withDefaults()
+	o := w.Options.WithDefaults()
 	cfg := in.Config
 	if cfg == (config.RunConfig{}) {
 		cfg = config.Defaults()

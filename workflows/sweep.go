@@ -59,7 +59,7 @@ type SweepResult struct {
 // many GPUs and hosts: each child takes a slot on whichever GPU worker is
 // free.
 func (w *Workflows) Sweep(ctx workflow.Context, in SweepInput) (*SweepResult, error) {
-	o := w.Options.withDefaults()
+	o := w.Options.WithDefaults()
 	base := in.Base
 	if base == (config.RunConfig{}) {
 		base = config.Defaults()

@@ -52,7 +52,7 @@ func (w *Workflows) TrainingRun(ctx workflow.Context, cfg config.RunConfig, stat
 	if err := cfg.Validate(); err != nil {
 		return nil, invalidConfig("run config", err)
 	}
-	r := newRun(ctx, w.Options.withDefaults(), cfg, state)
+	r := newRun(ctx, w.Options.WithDefaults(), cfg, state)
 	if err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (Progress, error) { return r.progress(), nil }); err != nil {
 		return nil, err
 	}
@@ -356,14 +356,26 @@ func (r *run) pause() error {
 }
 
 // continueAsNew hands the run to a new workflow run right after a
-// checkpoint. The session is completed (its slot freed) but the trainer
+// checkpoint. The worker is asked to hold the run's slot for the new run
+// (changeSlotKeptAcrossCAN), then the session is completed; the trainer
 // stays in the worker's registry, and the recreate token sends the new run
-// back to that worker, which reuses it.
+// back to that worker, which admits its session to the held slot and
+// reuses the trainer. Without the hold, a run queued for a slot took it
+// the moment the session completed (ADR 0001).
 func (r *run) continueAsNew() error {
 	if err := r.flush(); err != nil {
 		return r.fail(err)
 	}
 	if r.sess != nil {
+		if version(r.ctx, changeSlotKeptAcrossCAN) != workflow.DefaultVersion && r.sess.open() {
+			err := workflow.ExecuteActivity(r.o.closeCtx(r.sess.ctx), ta.HoldSlot, activities.HoldInput{
+				RunID: r.st.RunID, For: r.o.RecreateTimeout + r.o.SessionHeartbeatTimeout,
+			}).Get(r.ctx, nil)
+			if err != nil {
+				workflow.GetLogger(r.ctx).Warn("The worker did not hold the slot for the next run; it may go to a queued run",
+					"run", r.st.RunID, "error", err)
+			}
+		}
 		r.sess.release()
 		r.sess = nil
 	}

@@ -38,6 +38,9 @@ const (
 	// changeSweepConcurrencyBound: Sweep refuses a max_concurrent outside
 	// [0, MaxSweepConcurrent].
 	changeSweepConcurrencyBound = "sweep-concurrency-bound"
+	// changeSlotKeptAcrossCAN: before a Continue-As-New, TrainingRun asks
+	// its worker to hold the slot for the next run (HoldSlot).
+	changeSlotKeptAcrossCAN = "slot-kept-across-continue-as-new"
 )
 
 // version is workflow.GetVersion(ctx, change, DefaultVersion, 1): every

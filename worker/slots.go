@@ -1,0 +1,264 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/interceptor"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/dqnflow/dqnflow/activities"
+)
+
+// sessionCreationActivity is the Go SDK's activity that holds a session
+// on a worker: it runs, heartbeating, for the session's whole life, and
+// the worker's session token (one of MaxConcurrentSessionExecutionSize) is
+// taken when it starts and given back when it returns. The name is the
+// SDK's internal one (go.temporal.io/sdk/internal/session.go), stable since
+// sessions exist; TestSlotIsKeptAcrossContinueAsNew fails if it changes.
+const sessionCreationActivity = "internalSessionCreationActivity"
+
+// Slots is a GPU worker's account of its sessions, on top of the SDK's own
+// (ADR 0001). Installed as a worker interceptor, it sees every session
+// creation and every activity of a session on this worker, and adds two
+// rules to the SDK's limit of Slots sessions at once:
+//
+//   - Hold: a run that continues as new holds its slot for the new run
+//     (activities.Trainer.HoldSlot), for a limited time. While held, the
+//     slot is refused to any other workflow's session, so the new run's
+//     RecreateSession gets it back, and the trainer it left in memory is
+//     used again, instead of a queued run taking the slot the moment the
+//     old session completes. A hold ends when the run's new session opens
+//     its trainer, or at its deadline, when the trainer it kept is closed
+//     (its slot has gone to someone else).
+//   - Idle: a session in which no activity has run for Idle is ended (its
+//     creation activity is cancelled, so the SDK frees the slot and the
+//     workflow sees the session fail). A workflow that stopped making
+//     progress, for example one whose workflow task fails on a
+//     non-determinism error after a bad deploy, otherwise keeps its session
+//     heartbeating and the slot taken until the session's execution
+//     timeout (7 days). When it makes progress again it recovers from its
+//     last checkpoint on any worker.
+//
+// A refused session creation fails with the retryable error the SDK gives
+// when a worker has no free slot, so the server offers it again, to any
+// worker, as it would anyway.
+type Slots struct {
+	interceptor.WorkerInterceptorBase
+
+	slots    int
+	idle     time.Duration
+	registry *Registry
+	logger   log.Logger
+	now      func() time.Time
+
+	mu       sync.Mutex
+	sessions map[string]*sessionEntry // by the creation activity's id
+	holds    map[string]hold          // by workflow id
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+type sessionEntry struct {
+	workflowID, runID string
+	cancel            context.CancelFunc
+	busy              int       // activities of the session running now
+	lastUsed          time.Time // when the last one ended, or the session began
+}
+
+type hold struct {
+	runID    string // the registry key of the trainer kept for the new run
+	deadline time.Time
+}
+
+// NewSlots returns the session account of a GPU worker with slots slots
+// (at least 1). Sessions idle for longer than idle are ended, checking
+// every idle/4 (at least every second); idle <= 0 disables that. The
+// trainer a hold kept is closed through registry when the hold expires.
+// logger may be nil.
+func NewSlots(slots int, idle time.Duration, registry *Registry, logger log.Logger) *Slots {
+	s := &Slots{
+		slots: max(slots, 1), idle: idle, registry: registry, logger: logger, now: time.Now,
+		sessions: map[string]*sessionEntry{}, holds: map[string]hold{},
+		stop: make(chan struct{}), done: make(chan struct{}),
+	}
+	every := time.Second
+	if idle > 0 {
+		every = max(idle/4, time.Second)
+	}
+	go s.sweepLoop(every)
+	return s
+}
+
+// Hold keeps a slot for the next run of workflow workflowID for d; runID
+// is the registry key of the trainer kept for it. It implements
+// activities.SlotKeeper.
+func (s *Slots) Hold(workflowID, runID string, d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.holds[workflowID] = hold{runID: runID, deadline: s.now().Add(d)}
+}
+
+// Release ends workflowID's hold: its new session has opened its trainer.
+// It implements activities.SlotKeeper.
+func (s *Slots) Release(workflowID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.holds, workflowID)
+}
+
+// admit reports whether a session of workflowID may start: always when the
+// workflow holds a slot; else only if the sessions and the holds of other
+// workflows leave a slot free. Sessions and holds are counted by workflow,
+// so a run's hold and its new session take one slot.
+func (s *Slots) admit(workflowID string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.holds[workflowID]; ok {
+		return true
+	}
+	taken := map[string]bool{}
+	for _, e := range s.sessions {
+		taken[e.workflowID] = true
+	}
+	for w := range s.holds {
+		taken[w] = true
+	}
+	delete(taken, workflowID)
+	return len(taken) < s.slots
+}
+
+// InterceptActivity implements interceptor.WorkerInterceptor.
+func (s *Slots) InterceptActivity(ctx context.Context, next interceptor.ActivityInboundInterceptor) interceptor.ActivityInboundInterceptor {
+	return &slotsInbound{ActivityInboundInterceptorBase: interceptor.ActivityInboundInterceptorBase{Next: next}, s: s}
+}
+
+type slotsInbound struct {
+	interceptor.ActivityInboundInterceptorBase
+	s *Slots
+}
+
+func (i *slotsInbound) ExecuteActivity(ctx context.Context, in *interceptor.ExecuteActivityInput) (any, error) {
+	info := activity.GetInfo(ctx)
+	w := info.WorkflowExecution
+	if info.ActivityType.Name == sessionCreationActivity {
+		return i.s.session(ctx, info.ActivityID, w.ID, w.RunID, func(ctx context.Context) (any, error) {
+			return i.Next.ExecuteActivity(ctx, in)
+		})
+	}
+	i.s.begin(w.ID, w.RunID)
+	defer i.s.end(w.ID, w.RunID)
+	return i.Next.ExecuteActivity(ctx, in)
+}
+
+// session runs a session's creation activity (its whole life) if admit
+// allows it, under a context the idle sweep can cancel.
+func (s *Slots) session(ctx context.Context, id, workflowID, runID string, run func(context.Context) (any, error)) (any, error) {
+	if !s.admit(workflowID) {
+		return nil, temporal.NewApplicationError(
+			fmt.Sprintf("too many outstanding sessions: the free slot of this worker is held for a run that continues as new (%d slots)", s.slots),
+			"", nil)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s.mu.Lock()
+	s.sessions[id] = &sessionEntry{workflowID: workflowID, runID: runID, cancel: cancel, lastUsed: s.now()}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.sessions, id)
+		s.mu.Unlock()
+	}()
+	return run(ctx)
+}
+
+func (s *Slots) begin(workflowID, runID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range s.sessions {
+		if e.workflowID == workflowID && e.runID == runID {
+			e.busy++
+		}
+	}
+}
+
+func (s *Slots) end(workflowID, runID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range s.sessions {
+		if e.workflowID == workflowID && e.runID == runID {
+			e.busy--
+			e.lastUsed = s.now()
+		}
+	}
+}
+
+// Sweep ends the sessions idle for longer than the idle limit and the
+// holds past their deadline (closing the trainers they kept), as of now.
+// It returns how many of each it ended.
+func (s *Slots) Sweep(now time.Time) (sessions, holds int) {
+	var expired []hold
+	s.mu.Lock()
+	for id, e := range s.sessions {
+		if s.idle > 0 && e.busy == 0 && now.Sub(e.lastUsed) > s.idle {
+			s.warn(fmt.Sprintf("Ending a GPU session nobody used for %s: its workflow makes no progress "+
+				"(a failing workflow task? see the Temporal UI); the slot is free again, and the run recovers "+
+				"from its last checkpoint when it goes on", s.idle), "workflow", e.workflowID, "run", e.runID)
+			e.cancel()
+			delete(s.sessions, id)
+			sessions++
+		}
+	}
+	for w, h := range s.holds {
+		if now.After(h.deadline) {
+			delete(s.holds, w)
+			expired = append(expired, h)
+		}
+	}
+	s.mu.Unlock()
+	for _, h := range expired {
+		s.warn("The run that continued as new did not come back for its slot; closing the trainer kept for it", "run", h.runID)
+		if s.registry != nil {
+			s.registry.CloseRun(h.runID, "slot hold expired")
+		}
+		holds++
+	}
+	return sessions, holds
+}
+
+// Close stops the sweeps.
+func (s *Slots) Close() {
+	select {
+	case <-s.stop:
+	default:
+		close(s.stop)
+	}
+	<-s.done
+}
+
+func (s *Slots) sweepLoop(every time.Duration) {
+	defer close(s.done)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case now := <-t.C:
+			s.Sweep(now)
+		}
+	}
+}
+
+func (s *Slots) warn(msg string, kv ...any) {
+	if s.logger != nil {
+		s.logger.Warn(msg, kv...)
+	}
+}
+
+var _ activities.SlotKeeper = (*Slots)(nil)
