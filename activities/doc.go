@@ -2,8 +2,8 @@
 // structs whose fields are their dependencies:
 //
 //   - Trainer: the session activities of a training run (OpenTrainer,
-//     Collect, TrainEpoch, SyncTarget, Checkpoint, Backtest, CloseTrainer)
-//     and EvaluateCheckpoints. They run on a GPU worker, inside a Temporal
+//     Collect, TrainEpoch, SyncTarget, Checkpoint, Backtest, CloseTrainer,
+//     and HoldSlot before a Continue-As-New) and EvaluateCheckpoints. They run on a GPU worker, inside a Temporal
 //     session, so that every activity of a run reaches the worker that
 //     holds the run's trainer in memory. They look the trainer up in the
 //     worker's Registry, call it, heartbeat progress, and turn

@@ -42,7 +42,8 @@ const promotionColumns = `id, lineage, retrain_run_id, challenger_run_id, challe
 // Compare and set: a decision to promote stands only if the lineage's
 // champion is still the incumbent the retrain compared against
 // (p.IncumbentRunID and p.IncumbentCheckpointURI, both empty when it found
-// none). Otherwise another retrain promoted its challenger meanwhile, or
+// none; a challenger that is the lineage's first run, champion by default,
+// counts as none). Otherwise another retrain promoted its challenger meanwhile, or
 // the first run's best checkpoint moved, and this challenger was never
 // compared against the champion it would replace: the decision is
 // recorded as not promoted, with a reason that names the champion. Writers
@@ -85,9 +86,9 @@ func (s *Store) RecordPromotion(ctx context.Context, p Promotion) (Promotion, er
 			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 				return err
 			}
-			// In a new lineage the fallback champion (the best checkpoint of
-			// the lineage's first run) is the challenger itself: no incumbent.
-			if p.IncumbentRunID == "" && champ.RunID == p.ChallengerRunID {
+			if champ.PromotionID == 0 && champ.RunID == p.ChallengerRunID {
+				// The challenger is the lineage's first run, champion only
+				// by default: the retrain found none when it began.
 				champ = Champion{}
 			}
 			if champ.RunID != p.IncumbentRunID || champ.CheckpointURI != p.IncumbentCheckpointURI {

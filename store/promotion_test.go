@@ -158,6 +158,20 @@ func TestPromotionComparesAgainstTheIncumbentItRead(t *testing.T) {
 		t.Fatalf("promotion that read no champion = %+v, want not promoted (a is champion)", p)
 	}
 
+	// The first retrain of a new lineage finds no champion; its challenger
+	// is the lineage's first run, which the store counts as champion by
+	// default once it has a best checkpoint: promoting it is no change of
+	// champion.
+	newRun(t, s, NewRun{RunID: "fresh", Lineage: "fresh-lineage"})
+	fc := checkpointAt("fresh", 1, "fresh weights")
+	fc.ValidSharpe = ptr(0.3)
+	record(t, s, fc)
+	if p, err := s.RecordPromotion(ctx, Promotion{Lineage: "fresh-lineage", RetrainRunID: "rt-fresh",
+		ChallengerRunID: "fresh", ChallengerCheckpointURI: fc.URI, ChallengerScore: ptr(0.3),
+		Promoted: true, Reason: "the lineage had no champion"}); err != nil || !p.Promoted {
+		t.Fatalf("first promotion of a new lineage = %+v, %v; want promoted", p, err)
+	}
+
 	for i := range 10 {
 		ids := []string{fmt.Sprintf("x%d", i), fmt.Sprintf("y%d", i)}
 		champ, err := s.Champion(ctx, "base")

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,8 +19,10 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/temporalproto"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
@@ -75,34 +79,65 @@ func TestReplayRecordedHistories(t *testing.T) {
 	}
 }
 
-// TestRecordHistories runs a TrainingRun through every branch that a
-// history can hold (a failed step and its recovery, pause and resume,
-// Continue-As-New, completion), a Retrain and a Sweep on a dev server,
-// with the real activities over the fake trainer backend and an in-memory
-// store, and saves their histories under testdata/.
+// TestRecordHistories runs, on a dev server with the real activities over
+// the fake trainer backend and an in-memory store, the workflows through
+// every branch that a GetVersion patch guards (workflows/version.go) and
+// saves their histories under testdata/ as rec2-*.json:
+//
+//   - rec2-run: a failed step and its recovery, pause and resume,
+//     Continue-As-New with the slot held for the next run, completion;
+//   - rec2-resume: a resume that arrives during the pausing epoch's
+//     backtest and cancels the pause;
+//   - rec2-stop and rec2-cancel: a stop signal, and a cancellation in the
+//     middle of an epoch (clean-up on the disconnected session);
+//   - rec2-reuse: the second run under a used workflow id;
+//   - rec2-retrain, rec2-retrain2: Retrain without and with a champion;
+//   - rec2-sweep, rec2-sweep-cancel: a Sweep, and one cancelled while its
+//     runs train (children asked to cancel and waited for).
+//
+// The record-*.json files were recorded the same way before those patches
+// and are kept: they are the histories of executions that began before,
+// which must keep replaying.
 func TestRecordHistories(t *testing.T) {
 	if !*record {
 		t.Skip("records histories only with -record")
 	}
 	c := workertest.DevServer(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
-	var failed, paused atomic.Bool
+	// The hooks act on the scenario running now, named by workflow id.
+	var (
+		failed atomic.Bool
+		signal = func(id, name string) {
+			if err := c.SignalWorkflow(ctx, id, "", name, nil); err != nil {
+				t.Error(err)
+			}
+		}
+		atStep   sync.Map // workflow id -> func(step int64)
+		atSharpe sync.Map // workflow id -> func(step int64); Backtest of that run
+		current  atomic.Value
+	)
+	current.Store("")
 	b := &activitiestest.Backend{
-		// The first attempt at epoch 2 fails part-way (a recovery).
+		// The first attempt at epoch 2 of rec2-run fails part-way (a recovery).
 		TrainErr: func(step int64) error {
-			if step == 10 && failed.CompareAndSwap(false, true) {
+			if current.Load() == "rec2-run" && step == 10 && failed.CompareAndSwap(false, true) {
 				return errors.New("injected device error")
 			}
 			return nil
 		},
-		// A pause arrives during epoch 3.
 		BeforeStep: func(ctx context.Context, step int64) error {
-			if step == 25 && paused.CompareAndSwap(false, true) {
-				return c.SignalWorkflow(ctx, "record-run", "", workflows.PauseSignal, nil)
+			if f, ok := atStep.LoadAndDelete(fmt.Sprintf("%s@%d", activity.GetInfo(ctx).WorkflowExecution.ID, step)); ok {
+				f.(func())()
 			}
 			return nil
+		},
+		Sharpe: func(step int64) float64 {
+			if f, ok := atSharpe.LoadAndDelete(fmt.Sprintf("%s@%d", current.Load(), step)); ok {
+				f.(func())()
+			}
+			return 1 - 1/float64(1+step)
 		},
 	}
 	w, err := worker.New(c, worker.Config{
@@ -120,47 +155,119 @@ func TestRecordHistories(t *testing.T) {
 	cfg := config.Defaults()
 	cfg.Epochs, cfg.StepsPerEpoch, cfg.Env.NumEnvs, cfg.Env.CollectSteps = 6, 10, 2, 4
 	cfg.Checkpoint.Every, cfg.Backtest.Every, cfg.Checkpoint.KeepLast = 2, 1, 2
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "record-run", TaskQueue: workflows.ControlTaskQueue},
-		workflows.TrainingRunName, cfg)
-	if err != nil {
-		t.Fatal(err)
+	start := func(id, name string, arg any) client.WorkflowRun {
+		t.Helper()
+		current.Store(id)
+		r, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: workflows.ControlTaskQueue}, name, arg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
 	}
+	result := func(r client.WorkflowRun, status store.Status, epochs int) workflows.RunResult {
+		t.Helper()
+		var res workflows.RunResult
+		if err := r.Get(ctx, &res); err != nil {
+			t.Fatal(err)
+		}
+		if res.Status != status || res.Epochs != epochs {
+			t.Fatalf("run %s: %+v, want %s after %d epochs", res.RunID, res, status, epochs)
+		}
+		return res
+	}
+
+	// rec2-run: a pause during epoch 3, resumed once the run is paused.
+	atStep.Store("rec2-run@25", func() { signal("rec2-run", workflows.PauseSignal) })
+	run := start("rec2-run", workflows.TrainingRunName, cfg)
 	firstRunID := run.GetRunID() // Get follows the Continue-As-New and moves the run id on
-	waitForStatus(ctx, t, c, "record-run", store.StatusPaused)
-	if err := c.SignalWorkflow(ctx, "record-run", "", workflows.ResumeSignal, nil); err != nil {
-		t.Fatal(err)
-	}
-	var res workflows.RunResult
-	if err := run.Get(ctx, &res); err != nil {
-		t.Fatal(err)
-	}
-	if res.Status != store.StatusCompleted || res.Epochs != 6 || res.Recoveries != 0 {
-		t.Fatalf("run result %+v", res)
-	}
-	saveHistory(ctx, t, c, "record-run", firstRunID, "record-run.first.json")
-	saveHistory(ctx, t, c, "record-run", "", "record-run.continued.json")
+	waitForStatus(ctx, t, c, "rec2-run", store.StatusPaused)
+	signal("rec2-run", workflows.ResumeSignal)
+	result(run, store.StatusCompleted, 6)
+	saveHistory(ctx, t, c, "rec2-run", firstRunID, "rec2-run.first.json")
+	saveHistory(ctx, t, c, "rec2-run", "", "rec2-run.continued.json")
 
+	// rec2-resume: pause during epoch 2, resume during its backtest.
 	small := cfg
-	small.Epochs, small.Checkpoint.Every = 2, 1
-	rt, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "record-retrain", TaskQueue: workflows.ControlTaskQueue},
-		workflows.RetrainName, workflows.RetrainInput{Lineage: "record", Config: small})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rt.Get(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
-	saveHistory(ctx, t, c, "record-retrain", "", "record-retrain.json")
+	small.Epochs = 3
+	atStep.Store("rec2-resume@15", func() { signal("rec2-resume", workflows.PauseSignal) })
+	atSharpe.Store("rec2-resume@20", func() { signal("rec2-resume", workflows.ResumeSignal) })
+	result(start("rec2-resume", workflows.TrainingRunName, small), store.StatusCompleted, 3)
+	saveHistory(ctx, t, c, "rec2-resume", "", "rec2-resume.json")
 
-	sw, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "record-sweep", TaskQueue: workflows.ControlTaskQueue},
-		workflows.SweepName, workflows.SweepInput{Base: small, Grid: map[string][]json.RawMessage{"seed": raw("1", "2", "3")}, MaxConcurrent: 2})
-	if err != nil {
+	// rec2-stop: stop during epoch 2.
+	atStep.Store("rec2-stop@15", func() { signal("rec2-stop", workflows.StopSignal) })
+	result(start("rec2-stop", workflows.TrainingRunName, small), store.StatusStopped, 2)
+	saveHistory(ctx, t, c, "rec2-stop", "", "rec2-stop.json")
+
+	// rec2-cancel: cancelled during epoch 2.
+	atStep.Store("rec2-cancel@15", func() {
+		if err := c.CancelWorkflow(ctx, "rec2-cancel", ""); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := start("rec2-cancel", workflows.TrainingRunName, small).Get(ctx, nil); !temporal.IsCanceledError(err) {
+		t.Fatalf("rec2-cancel ended with %v, want canceled", err)
+	}
+	saveHistory(ctx, t, c, "rec2-cancel", "", "rec2-cancel.json")
+
+	// rec2-reuse: two runs under one workflow id; the second's history.
+	tiny := cfg
+	tiny.Epochs, tiny.Checkpoint.Every = 1, 1
+	result(start("rec2-reuse", workflows.TrainingRunName, tiny), store.StatusCompleted, 1)
+	if res := result(start("rec2-reuse", workflows.TrainingRunName, tiny), store.StatusCompleted, 1); !strings.HasPrefix(res.RunID, "rec2-reuse.") {
+		t.Fatalf("second run under rec2-reuse recorded as %s", res.RunID)
+	}
+	saveHistory(ctx, t, c, "rec2-reuse", "", "rec2-reuse.second.json")
+
+	// Retrain without, then with, a champion.
+	two := cfg
+	two.Epochs, two.Checkpoint.Every = 2, 1
+	for _, id := range []string{"rec2-retrain", "rec2-retrain2"} {
+		if err := start(id, workflows.RetrainName, workflows.RetrainInput{Lineage: "record2", Config: two}).Get(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		saveHistory(ctx, t, c, id, "", id+".json")
+	}
+
+	// Sweeps: one to the end, one cancelled while its runs train.
+	sweep := workflows.SweepInput{Base: two, Grid: map[string][]json.RawMessage{"seed": raw("1", "2", "3")}, MaxConcurrent: 2}
+	if err := start("rec2-sweep", workflows.SweepName, sweep).Get(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := sw.Get(ctx, nil); err != nil {
+	saveHistory(ctx, t, c, "rec2-sweep", "", "rec2-sweep.json")
+	sweep.Base.Epochs = 50
+	sw := start("rec2-sweep-cancel", workflows.SweepName, sweep)
+	waitForStatus(ctx, t, c, childOf(ctx, t, c, "rec2-sweep-cancel"), store.StatusRunning)
+	if err := c.CancelWorkflow(ctx, "rec2-sweep-cancel", ""); err != nil {
 		t.Fatal(err)
 	}
-	saveHistory(ctx, t, c, "record-sweep", "", "record-sweep.json")
+	if err := sw.Get(ctx, nil); !temporal.IsCanceledError(err) {
+		t.Fatalf("rec2-sweep-cancel ended with %v, want canceled", err)
+	}
+	saveHistory(ctx, t, c, "rec2-sweep-cancel", "", "rec2-sweep-cancel.json")
+}
+
+// childOf waits for workflow id to start a child and returns the child's
+// workflow id.
+func childOf(ctx context.Context, t *testing.T, c client.Client, id string) string {
+	t.Helper()
+	for {
+		it := c.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() {
+			e, err := it.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a := e.GetChildWorkflowExecutionStartedEventAttributes(); a != nil {
+				return a.GetWorkflowExecution().GetWorkflowId()
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s started no child", id)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 func readHistory(path string) (*historypb.History, error) {

@@ -43,6 +43,13 @@ const (
 	changeSlotKeptAcrossCAN = "slot-kept-across-continue-as-new"
 )
 
+// changes lists every change id above; the replay test requires a recorded
+// history of each (TestEveryChangeHasARecordedHistory).
+var changes = []string{
+	changeChildID, changeResumeDuringPause, changeSignalDrain, changeSearchAttributesEvery,
+	changeSessionOutlivesCancel, changeChildrenCancelled, changeSweepConcurrencyBound, changeSlotKeptAcrossCAN,
+}
+
 // version is workflow.GetVersion(ctx, change, DefaultVersion, 1): every
 // change here has one new version.
 func version(ctx workflow.Context, change string) workflow.Version {
