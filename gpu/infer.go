@@ -27,21 +27,14 @@ func (l *learner) inferPlanFor(c *cuda.Ctx, rows int) (*inferPlan, error) {
 	}
 	rows = max(rows, 64)
 	m, e := l.m, l.esz
-	var err error
-	alloc := func(bytes int) cuda.DevPtr {
-		if err != nil {
-			return 0
-		}
-		var p cuda.DevPtr
-		p, err = l.mem.alloc(c, l.stream, bytes)
-		return p
-	}
+	bt := l.mem.batch(c, l.stream)
+	alloc := bt.alloc
 	p := &inferPlan{rows: rows, fwd: map[int][4]launch{}}
 	p.xf, p.x = alloc(4*rows*obsWidth), alloc(e*rows*obsWidth)
 	p.a = acts{rows: rows, h1: alloc(e * rows * m.Trunk1), h2: alloc(e * rows * m.Trunk2), z: alloc(e * rows * 4 * m.Head), o: alloc(4 * rows * l.outw)}
 	p.act, p.q = alloc(4*rows*3), alloc(4*rows*model.NumActions)
 	p.logits, p.probs = alloc(4*rows*model.NumActions*m.Atoms), alloc(4*rows*model.NumActions*m.Atoms)
-	if err != nil {
+	if err := bt.err; err != nil {
 		return nil, err
 	}
 	l.inf = p

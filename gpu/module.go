@@ -126,6 +126,26 @@ func (a *arena) alloc(c *cuda.Ctx, s cuda.Stream, bytes int) (cuda.DevPtr, error
 	return p, c.MemsetD8Async(p, 0, bytes, s)
 }
 
+// batch is a sticky-error allocator for a group of buffers: each call
+// allocates unless an earlier one failed, and err reports the first failure.
+type batch struct {
+	a   *arena
+	c   *cuda.Ctx
+	s   cuda.Stream
+	err error
+}
+
+func (a *arena) batch(c *cuda.Ctx, s cuda.Stream) *batch { return &batch{a: a, c: c, s: s} }
+
+func (b *batch) alloc(bytes int) cuda.DevPtr {
+	if b.err != nil {
+		return 0
+	}
+	var p cuda.DevPtr
+	p, b.err = b.a.alloc(b.c, b.s, bytes)
+	return p
+}
+
 func (a *arena) free(c *cuda.Ctx) error {
 	var first error
 	for _, p := range a.ptrs {

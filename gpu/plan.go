@@ -46,22 +46,16 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 	m, e := l.m, l.esz
 	t1, t2, hd, outw := m.Trunk1, m.Trunk2, m.Head, l.outw
 	p := &stepPlan{n: n}
-	var err error
-	alloc := func(bytes int) cuda.DevPtr {
-		if err != nil {
-			return 0
-		}
-		var q cuda.DevPtr
-		q, err = l.mem.alloc(c, l.stream, bytes)
-		return q
-	}
+	bt := l.mem.batch(c, l.stream)
+	alloc := bt.alloc
 	upload := func(w words) cuda.DevPtr {
 		q := alloc(8 * len(w))
-		if err == nil {
-			err = cuda.Upload(c, q, []uint64(w))
+		if bt.err == nil {
+			bt.err = cuda.Upload(c, q, []uint64(w))
 		}
 		return q
 	}
+	var err error
 	// eCopy is the E copy of a float32 gradient: its own buffer in bf16
 	// mode, the float32 buffer itself in fp32.
 	eCopy := func(f cuda.DevPtr, elems int) cuda.DevPtr {
@@ -84,7 +78,7 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 	p.act, p.ret, p.disc, p.w = alloc(4*3*n), alloc(4*n), alloc(4*n), alloc(4*n)
 	p.idx, p.mass, p.sample = alloc(8*n), alloc(8*n), alloc(4*n)
 	p.tgts = alloc(4 * n * model.NumBranches * m.Atoms)
-	if err != nil {
+	if err := bt.err; err != nil {
 		return nil, err
 	}
 
@@ -223,7 +217,7 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 	partial := alloc(4 * total * chunks)
 	indexP := alloc(4 * total)
 	csP := upload(cs)
-	if err != nil {
+	if err := bt.err; err != nil {
 		return nil, err
 	}
 	if err := cuda.Upload(c, indexP, index); err != nil {
@@ -247,7 +241,7 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 	p.adamL = launch{name: "adamw", f: l.k.fn["adamw"], grid: dim2(32, 2*model.NumLayers), block: dim(256), args: []any{adamP, l.st}}
 	p.specL = launch{name: "spectral", f: l.k.fn["spectral"], grid: dim(model.NumLayers), block: dim(256), shared: l.specShared,
 		args: []any{l.online.p, l.u, l.specSegs, o.SpectralBound, l.st}}
-	if err != nil {
+	if err := bt.err; err != nil {
 		return nil, err
 	}
 	if l.replay != nil {
@@ -255,7 +249,7 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 			return nil, err
 		}
 	}
-	return p, err
+	return p, bt.err
 }
 
 // eOut is the E output of a masked epilogue: its own buffer in bf16 mode,

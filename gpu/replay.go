@@ -76,20 +76,13 @@ func newDevReplay(c *cuda.Ctx, l *learner, cfg config.ReplayConfig, ds *market.D
 		r.base <<= 1
 	}
 	n := r.capacity
-	var err error
-	alloc := func(bytes int) cuda.DevPtr {
-		if err != nil {
-			return 0
-		}
-		var p cuda.DevPtr
-		p, err = l.mem.alloc(c, l.stream, bytes)
-		return p
-	}
+	bt := l.mem.batch(c, l.stream)
+	alloc := bt.alloc
 	r.bar, r.agent, r.action = alloc(4*n), alloc(4*n*agentW), alloc(4*n*3)
 	r.ret, r.disc, r.nextBar, r.nextAgent = alloc(4*n), alloc(4*n), alloc(4*n), alloc(4*n*agentW)
 	r.tree, r.owner = alloc(8*2*r.base), alloc(4*n)
 	r.features = alloc(4 * len(ds.Features))
-	if err != nil {
+	if err := bt.err; err != nil {
 		return nil, err
 	}
 	if err := c.MemsetD8Async(r.owner, 0xff, 4*n, l.stream); err != nil { // −1: no owner
@@ -134,19 +127,12 @@ func (r *devReplay) flush(c *cuda.Ctx, l *learner) error {
 	}
 	if n > r.stageCap {
 		capN := max(n, 2*r.stageCap)
-		var err error
-		alloc := func(bytes int) cuda.DevPtr {
-			if err != nil {
-				return 0
-			}
-			var p cuda.DevPtr
-			p, err = l.mem.alloc(c, l.stream, bytes)
-			return p
-		}
+		bt := l.mem.batch(c, l.stream)
+		alloc := bt.alloc
 		r.stageDev = [7]cuda.DevPtr{alloc(4 * capN), alloc(4 * capN * agentW), alloc(4 * capN * 3), alloc(4 * capN),
 			alloc(4 * capN), alloc(4 * capN), alloc(4 * capN * agentW)}
 		r.insertArg = alloc(8 * 32)
-		if err != nil {
+		if err := bt.err; err != nil {
 			return err
 		}
 		r.stageCap = capN

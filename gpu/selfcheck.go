@@ -61,13 +61,11 @@ func (b *Backend) selfCheck(m config.ModelConfig, bf16 bool) (string, error) {
 		for i := range ones {
 			ones[i] = 1
 		}
-		af, _ := mem.alloc(c, s, 4*len(a32))
-		bf, _ := mem.alloc(c, s, 4*len(ones))
-		ae, _ := mem.alloc(c, s, esz*len(a32))
-		be, _ := mem.alloc(c, s, esz*len(ones))
-		out, _ := mem.alloc(c, s, 8)
-		jp, err := mem.alloc(c, s, 8*20)
-		if err != nil {
+		bt := mem.batch(c, s)
+		af, bf := bt.alloc(4*len(a32)), bt.alloc(4*len(ones))
+		ae, be := bt.alloc(esz*len(a32)), bt.alloc(esz*len(ones))
+		out, jp := bt.alloc(8), bt.alloc(8*20)
+		if err := bt.err; err != nil {
 			return err
 		}
 		if err := cuda.Upload(c, af, a32); err != nil {
