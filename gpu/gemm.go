@@ -1,7 +1,10 @@
 package gpu
 
 import (
+	"fmt"
+
 	"github.com/dqnflow/dqnflow/gpu/cuda"
+	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/trainer/model"
 )
 
@@ -20,17 +23,63 @@ type mat struct {
 	sr, sc int64
 }
 
-// job is one product of a grouped gemm launch (struct GemmJob).
+// job is one product of a grouped gemm launch (struct GemmJob). A job with
+// 0 < kchunk < k is split in k: split s writes its part of the sum to
+// c + s·splitStride, and a grad_reduce segment adds the parts in order.
 type job struct {
-	a, b    mat
-	c, ce   mat // float32 output, E output (either may be zero)
-	mask    mat
-	bias    cuda.DevPtr
-	m, n, k int
-	epi     int
+	a, b        mat
+	c, ce       mat // float32 output, E output (either may be zero)
+	mask        mat
+	bias        cuda.DevPtr
+	m, n, k     int
+	epi         int
+	kchunk      int
+	splitStride int64
 }
 
-func (j job) words(w *words) {
+// gemmShape is one of the kernel's tile shapes: gemm64 or gemm128.
+type gemmShape struct {
+	name    string
+	tile    int
+	threads int
+	shared  int // dynamic shared memory bytes (bf16 mode)
+}
+
+// gemmShapes are the shapes of kernels/gemm.cu in the given mode; shared
+// memory is GSTAGES·(tile A + tile B) bf16 in bf16 mode, static in fp32.
+func gemmShapes(bf16 bool) [2]gemmShape {
+	if !bf16 {
+		return [2]gemmShape{{"gemm64", 64, 256, 0}, {"gemm128", 128, 256, 0}}
+	}
+	elems := func(r int) int { return max(r*(32+8), 32*(r+8)) }
+	return [2]gemmShape{
+		{"gemm64", 64, 128, 3 * 2 * 2 * elems(64)},
+		{"gemm128", 128, 256, 3 * 2 * 2 * elems(128)},
+	}
+}
+
+// fillBlocks is the number of blocks at which a launch of 128×128 tiles
+// fills the GPU: below it, 64×64 tiles give more blocks.
+const fillBlocks = 132
+
+func (j job) splits() int {
+	if j.kchunk <= 0 || j.kchunk >= j.k {
+		return 1
+	}
+	return ceilDiv(j.k, j.kchunk)
+}
+
+func (j job) blocks(tile int) int {
+	return ceilDiv(j.m, tile) * ceilDiv(j.n, tile) * j.splits()
+}
+
+// words writes j as the 25 words of struct GemmJob, its blocks starting at
+// first in tiles of tile×tile.
+func (j job) words(w *words, first, tile int) {
+	kchunk := j.k
+	if j.splits() > 1 {
+		kchunk = j.kchunk
+	}
 	w.ptr(j.a.p).i64(j.a.sr).i64(j.a.sc)
 	w.ptr(j.b.p).i64(j.b.sr).i64(j.b.sc)
 	w.ptr(j.c.p).i64(j.c.sr).i64(j.c.sc)
@@ -38,15 +87,88 @@ func (j job) words(w *words) {
 	w.ptr(j.mask.p).i64(j.mask.sr).i64(j.mask.sc)
 	w.ptr(j.bias)
 	w.i64(int64(j.m)).i64(int64(j.n)).i64(int64(j.k)).i64(int64(j.epi))
+	w.i64(int64(first)).i64(int64(ceilDiv(j.m, tile))).i64(int64(ceilDiv(j.n, tile)))
+	w.i64(int64(kchunk)).i64(j.splitStride)
+}
+
+// check verifies what the kernel assumes of a job: each operand has a unit
+// stride, the other stride and the base address are multiples of 16 bytes
+// (so tiles move in 16-byte pieces), and only a plain store is split.
+func (j job) check(esz int) error {
+	vec := int64(16 / esz)
+	operand := func(name string, x mat, rows, cols int) error {
+		// x(r, k) = x.p + esz·(r·sr + k·sc); one of sr, sc is 1.
+		var ld int64
+		var other int
+		switch {
+		case x.sc == 1:
+			ld, other = x.sr, rows
+		case x.sr == 1:
+			ld, other = x.sc, cols
+		default:
+			return fmt.Errorf("%s has strides (%d, %d), neither of them 1", name, x.sr, x.sc)
+		}
+		if uint64(x.p)%16 != 0 {
+			return fmt.Errorf("%s at %#x is not 16-byte aligned", name, uint64(x.p))
+		}
+		if other > 1 && ld%vec != 0 {
+			return fmt.Errorf("%s has leading stride %d, not a multiple of %d elements", name, ld, vec)
+		}
+		return nil
+	}
+	if err := operand("A", j.a, j.m, j.k); err != nil {
+		return err
+	}
+	// B(k, n) = b.p + esz·(k·sr + n·sc): rows are n, the k stride is sr.
+	if err := operand("B", mat{j.b.p, j.b.sc, j.b.sr}, j.n, j.k); err != nil {
+		return err
+	}
+	if j.splits() > 1 && (j.epi != epiStore || j.splitStride < int64(j.m)*int64(j.n)) {
+		return fmt.Errorf("split in k with epilogue %d and split stride %d", j.epi, j.splitStride)
+	}
+	return nil
+}
+
+// gemmCall chooses the tile shape for jobs (128×128 when that fills the
+// GPU, 64×64 otherwise) and returns it with the jobs' words and the grid.
+func gemmCall(k *kernels, bf16 bool, jobs []job) (gemmShape, words, int, error) {
+	shapes := gemmShapes(bf16)
+	big := 0
+	for _, j := range jobs {
+		big += j.blocks(shapes[1].tile)
+	}
+	sh := shapes[0]
+	if big >= fillBlocks {
+		sh = shapes[1]
+	}
+	w, blocks, err := gemmWords(sh, bf16, jobs)
+	return sh, w, blocks, err
+}
+
+// gemmWords checks jobs and returns their words for tile shape sh and the
+// number of blocks of the launch.
+func gemmWords(sh gemmShape, bf16 bool, jobs []job) (words, int, error) {
+	esz := 4
+	if bf16 {
+		esz = 2
+	}
+	var w words
+	first := 0
+	for i, j := range jobs {
+		if err := j.check(esz); err != nil {
+			return nil, 0, fmt.Errorf("gemm job %d of %d: %w", i, len(jobs), err)
+		}
+		j.words(&w, first, sh.tile)
+		first += j.blocks(sh.tile)
+	}
+	return w, first, nil
 }
 
 // gemmLaunch uploads jobs and returns the launch that runs them all.
 func (l *learner) gemmLaunch(c *cuda.Ctx, name string, jobs []job) (launch, error) {
-	var w words
-	mm, nn := 0, 0
-	for _, j := range jobs {
-		j.words(&w)
-		mm, nn = max(mm, j.m), max(nn, j.n)
+	sh, w, blocks, err := gemmCall(l.k, l.bf16, jobs)
+	if err != nil {
+		return launch{}, fmt.Errorf("%s: %w", name, err)
 	}
 	p, err := l.mem.alloc(c, l.stream, 8*len(w))
 	if err != nil {
@@ -55,12 +177,8 @@ func (l *learner) gemmLaunch(c *cuda.Ctx, name string, jobs []job) (launch, erro
 	if err := cuda.Upload(c, p, w); err != nil {
 		return launch{}, err
 	}
-	threads := 256
-	if l.bf16 {
-		threads = 128
-	}
-	return launch{name: name, f: l.k.fn["gemm"], grid: dim3(ceilDiv(nn, 64), ceilDiv(mm, 64), len(jobs)), block: dim(threads),
-		args: []any{p, l.st}}, nil
+	return launch{name: name, f: l.k.fn[sh.name], grid: dim(blocks), block: dim(sh.threads), shared: sh.shared,
+		args: []any{p, int32(len(jobs)), l.st}}, nil
 }
 
 // acts are the activations of one forward pass over rows observations.
@@ -70,19 +188,36 @@ type acts struct {
 	o         cuda.DevPtr // float32: rows×OUTW
 }
 
-// headCol returns the column of the head outputs where layer i (v2 or
-// a2_d) starts: V at 0, then the advantages action after action.
-func headCol(atoms, i int) int {
-	if i == model.LayerV2 {
-		return 0
+// headCols returns the first column of each head output (V, then the
+// advantages of branches 0, 1, 2) in a row of the head outputs O, and the
+// row width. Each starts at a multiple of 8 columns, so that every row of
+// every GEMM operand cut from O or its gradient starts 16-byte aligned; the
+// padding columns are never read.
+func headCols(atoms int) (cols [4]int, width int) {
+	for h := range cols {
+		cols[h] = width
+		n := atoms
+		if h > 0 {
+			n = market.BranchSizes[h-1] * atoms
+		}
+		width += align8(n)
 	}
-	for d := range model.NumBranches {
-		if i == model.LayerA2(d) {
-			return atoms + model.BranchOffset[d]*atoms
+	return cols, width
+}
+
+// headCol returns the column of the head outputs where layer i (v2 or
+// a2_d) starts.
+func headCol(atoms, i int) int {
+	cols, _ := headCols(atoms)
+	for h, j := range headOut {
+		if i == j {
+			return cols[h]
 		}
 	}
 	panic("headCol: not a head output layer")
 }
+
+func align8(n int) int { return (n + 7) &^ 7 }
 
 // headLayers are the four head output layers in column order, and the
 // four head hidden layers in the order of the concatenated copy.
@@ -103,9 +238,9 @@ func (l *learner) forwardJobs(net *netBufs, x cuda.DevPtr, a *acts) [4][]job {
 	outw := int64(l.outw)
 	rows := a.rows
 	var st [4][]job
-	st[0] = []job{{a: mat{x, obs, 1}, b: mat{net.gw + cuda.DevPtr(e*int64(lay[model.LayerS1].W)), 1, obs},
+	st[0] = []job{{a: mat{x, obs, 1}, b: mat{l.weight(net, model.LayerS1), 1, obs},
 		ce: mat{a.h1, t1, 1}, bias: net.p + cuda.DevPtr(4*lay[model.LayerS1].B), m: rows, n: int(t1), k: int(obs), epi: epiBiasReLU}}
-	st[1] = []job{{a: mat{a.h1, t1, 1}, b: mat{net.gw + cuda.DevPtr(e*int64(lay[model.LayerS2].W)), 1, t1},
+	st[1] = []job{{a: mat{a.h1, t1, 1}, b: mat{l.weight(net, model.LayerS2), 1, t1},
 		ce: mat{a.h2, t2, 1}, bias: net.p + cuda.DevPtr(4*lay[model.LayerS2].B), m: rows, n: int(t2), k: int(t1), epi: epiBiasReLU}}
 	st[2] = []job{{a: mat{a.h2, t2, 1}, b: mat{net.wcat, 1, t2},
 		ce: mat{a.z, 4 * hd, 1}, bias: net.bcat, m: rows, n: int(4 * hd), k: int(t2), epi: epiBiasReLU}}
@@ -113,8 +248,13 @@ func (l *learner) forwardJobs(net *netBufs, x cuda.DevPtr, a *acts) [4][]job {
 		ly := lay[i]
 		col := int64(headCol(m.Atoms, i))
 		st[3] = append(st[3], job{a: mat{a.z + cuda.DevPtr(e*int64(h)*hd), 4 * hd, 1},
-			b: mat{net.gw + cuda.DevPtr(e*int64(ly.W)), 1, hd}, c: mat{a.o + cuda.DevPtr(4*col), outw, 1},
+			b: mat{l.weight(net, i), 1, hd}, c: mat{a.o + cuda.DevPtr(4*col), outw, 1},
 			bias: net.p + cuda.DevPtr(4*ly.B), m: rows, n: ly.Out, k: int(hd), epi: epiBias})
 	}
 	return st
+}
+
+// weight is the GEMM copy of layer i's weight matrix in net.
+func (l *learner) weight(net *netBufs, i int) cuda.DevPtr {
+	return net.gw + cuda.DevPtr(l.esz*l.gwOff[i])
 }

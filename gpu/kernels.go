@@ -23,7 +23,7 @@ var kernelFiles = []string{"common.cu", "gemm.cu", "head.cu", "optim.cu", "repla
 // resolves each once (device pointers and functions are resolved once, never
 // per step).
 var kernelNames = []string{
-	"gemm", "head_infer", "c51_loss", "bias_partial", "grad_reduce", "grad_norm", "adamw",
+	"gemm64", "gemm128", "head_infer", "c51_loss", "bias_partial", "grad_reduce", "grad_norm", "adamw",
 	"spectral", "refresh", "ema", "cast_rows", "sample", "insert", "tree_level", "priority",
 }
 
@@ -53,8 +53,13 @@ func kernelOptions(m config.ModelConfig, bf16 bool) []string {
 	if bf16 {
 		mode = "1"
 	}
+	cols, width := headCols(m.Atoms)
 	return []string{
 		"-DDQN_BF16=" + mode,
+		fmt.Sprintf("-DOUTW=%d", width),
+		fmt.Sprintf("-DCOLA0=%d", cols[1]),
+		fmt.Sprintf("-DCOLA1=%d", cols[2]),
+		fmt.Sprintf("-DCOLA2=%d", cols[3]),
 		fmt.Sprintf("-DOBS=%d", market.ObsDim),
 		fmt.Sprintf("-DNFEAT=%d", market.NumFeatures),
 		fmt.Sprintf("-DNAGENT=%d", market.NumAgentFeatures),

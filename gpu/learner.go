@@ -11,9 +11,10 @@ import (
 )
 
 // netBufs is one network in device memory: the float32 masters p (Layout
-// order), the GEMM copy gw of every parameter (bf16 in bf16-mixed mode, p
-// itself in fp32), and the head-hidden layers v1, a1_0, a1_1, a1_2
-// concatenated: wcat [4·head×trunk2] (E) and bcat [4·head] (float32).
+// order), the GEMM copy gw of every weight matrix (E; each matrix at a
+// 16-byte aligned offset, learner.gwOff), and the head-hidden layers v1,
+// a1_0, a1_1, a1_2 concatenated: wcat [4·head×trunk2] (E) and bcat [4·head]
+// (float32). Biases are read from p.
 type netBufs struct {
 	p, gw, wcat, bcat cuda.DevPtr
 	refresh           launch
@@ -31,7 +32,7 @@ const (
 )
 
 const (
-	normBlocks = 128 // blocks of grad_norm, and partial sums
+	normBlocks = 32 // blocks of grad_norm, and partial sums (at most RED_THREADS)
 	histCap    = 1 << 16
 )
 
@@ -48,7 +49,9 @@ type learner struct {
 	esz    int
 	lay    [model.NumLayers]model.Layer
 	np     int
-	outw   int
+	outw   int                    // width of a row of head outputs (headCols)
+	gwOff  [model.NumLayers]int   // element offset of each weight in a GEMM copy
+	gwLen  int
 	stream cuda.Stream
 	mem    arena
 
@@ -69,13 +72,26 @@ func newLearner(c *cuda.Ctx, d *gpuDevice, m config.ModelConfig, o config.OptimC
 	if err := model.Check(m); err != nil {
 		return nil, err
 	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"trunk1", m.Trunk1}, {"trunk2", m.Trunk2}, {"head", m.Head}} {
+		if f.v%8 != 0 {
+			return nil, fmt.Errorf("model.%s = %d: the CUDA backend needs a multiple of 8 (its GEMMs move rows in 16-byte pieces)", f.name, f.v)
+		}
+	}
 	bf := precision == config.PrecisionBF16Mixed
 	k, err := d.module(c, m, bf)
 	if err != nil {
 		return nil, err
 	}
 	l := &learner{d: d, k: k, m: m, o: o, bf16: bf, esz: 4, lay: model.Layers(m), np: model.NumParams(m),
-		outw: m.Atoms * (1 + model.NumActions), plans: map[int]*stepPlan{}}
+		plans: map[int]*stepPlan{}}
+	_, l.outw = headCols(m.Atoms)
+	for i, ly := range l.lay {
+		l.gwOff[i] = l.gwLen
+		l.gwLen += align8(ly.Out * ly.In)
+	}
 	if bf {
 		l.esz = 2
 	}
@@ -94,10 +110,7 @@ func newLearner(c *cuda.Ctx, d *gpuDevice, m config.ModelConfig, o config.OptimC
 	np := l.np
 	for _, net := range []*netBufs{&l.online, &l.target} {
 		net.p = alloc(4 * np)
-		net.gw = net.p
-		if bf {
-			net.gw = alloc(2 * np)
-		}
+		net.gw = alloc(l.esz * l.gwLen)
 		net.wcat = alloc(l.esz * 4 * m.Head * m.Trunk2)
 		net.bcat = alloc(4 * 4 * m.Head)
 	}
@@ -144,7 +157,7 @@ func newLearner(c *cuda.Ctx, d *gpuDevice, m config.ModelConfig, o config.OptimC
 		return fail(err)
 	}
 	l.specShared = 4 * (maxIn + maxOut)
-	if l.specShared > 48<<10 {
+	if l.specShared+spectralStatic > 48<<10 {
 		if err := c.SetMaxDynamicShared(k.fn["spectral"], l.specShared); err != nil {
 			return fail(err)
 		}
@@ -161,16 +174,26 @@ func newLearner(c *cuda.Ctx, d *gpuDevice, m config.ModelConfig, o config.OptimC
 }
 
 // refreshLaunch builds the launch that rewrites net's GEMM copies from its
-// masters (kernel refresh).
+// masters (kernel refresh): every weight into gw, the head-hidden weights
+// into wcat and their biases into bcat.
 func (l *learner) refreshLaunch(c *cuda.Ctx, net *netBufs) (launch, error) {
+	const toGW, toCat, toBias = 0, 1, 2
 	var w words
-	for _, i := range headHidden {
-		w.i64(int64(l.lay[i].W))
+	n := 0
+	seg := func(src, count, dst, kind int) {
+		w.i64(int64(src)).i64(int64(count)).i64(int64(dst)).i64(int64(kind))
+		n++
 	}
-	for _, i := range headHidden {
-		w.i64(int64(l.lay[i].B))
+	for i, ly := range l.lay {
+		seg(ly.W, ly.Out*ly.In, l.gwOff[i], toGW)
 	}
-	w.i64(int64(l.m.Head)).i64(int64(l.m.Trunk2))
+	hw := l.m.Head * l.m.Trunk2
+	for h, i := range headHidden {
+		seg(l.lay[i].W, hw, h*hw, toCat)
+	}
+	for h, i := range headHidden {
+		seg(l.lay[i].B, l.m.Head, h*l.m.Head, toBias)
+	}
 	p, err := l.mem.alloc(c, l.stream, 8*len(w))
 	if err != nil {
 		return launch{}, err
@@ -178,8 +201,8 @@ func (l *learner) refreshLaunch(c *cuda.Ctx, net *netBufs) (launch, error) {
 	if err := cuda.Upload(c, p, w); err != nil {
 		return launch{}, err
 	}
-	return launch{name: "refresh", f: l.k.fn["refresh"], grid: dim(256), block: dim(256),
-		args: []any{net.p, int64(l.np), net.gw, net.wcat, net.bcat, p, l.st}}, nil
+	return launch{name: "refresh", f: l.k.fn["refresh"], grid: dim2(32, n), block: dim(256),
+		args: []any{net.p, net.gw, net.wcat, net.bcat, p, l.st}}, nil
 }
 
 // setState uploads s and refreshes both networks' copies. The step state's
@@ -326,6 +349,10 @@ func (l *learner) free(c *cuda.Ctx) error {
 	}
 	return first
 }
+
+// spectralStatic is the static shared memory of the spectral kernel:
+// part[SPEC_THREADS/32][SPEC_COLS] floats.
+const spectralStatic = 4 * 32 * 256
 
 // obsWidth is the observation width, market.ObsDim.
 const obsWidth = market.ObsDim

@@ -26,6 +26,9 @@ type stepPlan struct {
 	graph                   cuda.GraphExec
 }
 
+// lossSamplesPerBlock is LOSS_SPB of kernels/head.cu.
+const lossSamplesPerBlock = 2
+
 // sampleKeyWord is the index of SampleArgs.key among its 64-bit words.
 const sampleKeyWord = 17
 
@@ -113,7 +116,7 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 		_, dz, vmin, vmax := model.Support(m)
 		w.f64(beta0).i64(betaSteps).f32x2(vmin, vmax).f32i32(dz, int32(n)).i32x2(sampled, 0)
 		args := upload(w)
-		ll := launch{name: "c51_loss", f: l.k.fn["c51_loss"], grid: dim(ceilDiv(n, 4)), block: dim(128), args: []any{args, l.st}}
+		ll := launch{name: "c51_loss", f: l.k.fn["c51_loss"], grid: dim(ceilDiv(n, lossSamplesPerBlock)), block: dim(32 * 3 * lossSamplesPerBlock), args: []any{args, l.st}}
 		if i == 0 {
 			p.lossSampled = ll
 		} else {
@@ -121,32 +124,24 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 		}
 	}
 
-	// Backward. Weight gradients reduce over the n rows; above 1024 rows
-	// they are split in k (deterministic: each part is summed in order by
-	// grad_reduce).
-	splits := min(max(n/1024, 1), 16)
-	kchunk := ceilDiv(ceilDiv(n, splits), 32) * 32
-	splits = ceilDiv(n, kchunk)
+	// Backward. Weight gradients reduce over the n rows, split in k so
+	// that even a small batch gives every SM work (deterministic: grad_reduce
+	// adds the parts in order).
+	kchunk := min(max(ceilDiv(ceilDiv(n, 8), 32)*32, 64), 512)
 	var reds words
 	nred := 0
 	// dW jobs: C(o, i) = Σ_r A(o, r)·B(r, i) into the flat gradient at off.
-	dW := func(a, b mat, off, rows, cols int) []job {
+	dW := func(a, b mat, off, rows, cols int) job {
 		dst := l.grad + cuda.DevPtr(4*off)
-		if splits == 1 {
-			return []job{{a: a, b: b, c: mat{dst, int64(cols), 1}, m: rows, n: cols, k: n, epi: epiStore}}
+		j := job{a: a, b: b, c: mat{dst, int64(cols), 1}, m: rows, n: cols, k: n, epi: epiStore, kchunk: kchunk}
+		if j.splits() == 1 {
+			return j
 		}
-		ws := alloc(4 * splits * rows * cols)
-		var js []job
-		for s := range splits {
-			k0 := s * kchunk
-			kk := min(kchunk, n-k0)
-			js = append(js, job{a: mat{a.p + cuda.DevPtr(int64(e)*int64(k0)*a.sc), a.sr, a.sc},
-				b: mat{b.p + cuda.DevPtr(int64(e)*int64(k0)*b.sr), b.sr, b.sc},
-				c: mat{ws + cuda.DevPtr(4*s*rows*cols), int64(cols), 1}, m: rows, n: cols, k: kk, epi: epiStore})
-		}
-		reds.ptr(ws).ptr(dst).ptr(0).i64(int64(rows * cols)).i64(int64(splits)).i64(int64(rows * cols)).i64(1)
+		ws := alloc(4 * j.splits() * rows * cols)
+		j.c.p, j.splitStride = ws, int64(rows*cols)
+		reds.ptr(ws).ptr(dst).ptr(0).i64(int64(rows * cols)).i64(int64(j.splits())).i64(int64(rows * cols)).i64(1)
 		nred++
-		return js
+		return j
 	}
 	E := func(q cuda.DevPtr, elems int) cuda.DevPtr { return q + cuda.DevPtr(e*elems) }
 	// Stage 1: the head outputs. dW_h = G_hᵀ·z_h; dz_h = G_h·W_h masked by z_h > 0.
@@ -154,25 +149,25 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 	for h, i := range headOut {
 		ly := l.lay[i]
 		col := headCol(m.Atoms, i)
-		b1 = append(b1, dW(mat{E(p.ge, col), 1, int64(outw)}, mat{E(p.on.z, h*hd), int64(4 * hd), 1}, ly.W, ly.Out, hd)...)
-		b1 = append(b1, job{a: mat{E(p.ge, col), int64(outw), 1}, b: mat{E(l.online.gw, ly.W), int64(hd), 1},
+		b1 = append(b1, dW(mat{E(p.ge, col), 1, int64(outw)}, mat{E(p.on.z, h*hd), int64(4 * hd), 1}, ly.W, ly.Out, hd))
+		b1 = append(b1, job{a: mat{E(p.ge, col), int64(outw), 1}, b: mat{l.weight(&l.online, i), int64(hd), 1},
 			c: mat{p.g3 + cuda.DevPtr(4*h*hd), int64(4 * hd), 1}, ce: l.eOut(p.g3e, h*hd, 4*hd),
 			mask: mat{E(p.on.z, h*hd), int64(4 * hd), 1}, m: n, n: hd, k: ly.Out, epi: epiMask})
 	}
 	// Stage 2: the head hidden layers. dW = G3_hᵀ·h2; dh2 = G3·W_cat masked by h2 > 0.
 	for h, i := range headHidden {
 		ly := l.lay[i]
-		b2 = append(b2, dW(mat{E(p.g3e, h*hd), 1, int64(4 * hd)}, mat{p.on.h2, int64(t2), 1}, ly.W, hd, t2)...)
+		b2 = append(b2, dW(mat{E(p.g3e, h*hd), 1, int64(4 * hd)}, mat{p.on.h2, int64(t2), 1}, ly.W, hd, t2))
 	}
 	b2 = append(b2, job{a: mat{p.g3e, int64(4 * hd), 1}, b: mat{l.online.wcat, int64(t2), 1},
 		c: mat{p.g2, int64(t2), 1}, ce: l.eOut(p.g2e, 0, t2), mask: mat{p.on.h2, int64(t2), 1}, m: n, n: t2, k: 4 * hd, epi: epiMask})
 	// Stage 3: s2. dW = G2ᵀ·h1; dh1 = G2·W_s2 masked by h1 > 0.
 	s2, s1 := l.lay[model.LayerS2], l.lay[model.LayerS1]
-	b3 = append(b3, dW(mat{p.g2e, 1, int64(t2)}, mat{p.on.h1, int64(t1), 1}, s2.W, t2, t1)...)
-	b3 = append(b3, job{a: mat{p.g2e, int64(t2), 1}, b: mat{E(l.online.gw, s2.W), int64(t1), 1},
+	b3 = append(b3, dW(mat{p.g2e, 1, int64(t2)}, mat{p.on.h1, int64(t1), 1}, s2.W, t2, t1))
+	b3 = append(b3, job{a: mat{p.g2e, int64(t2), 1}, b: mat{l.weight(&l.online, model.LayerS2), int64(t1), 1},
 		c: mat{p.g1, int64(t1), 1}, ce: l.eOut(p.g1e, 0, t1), mask: mat{p.on.h1, int64(t1), 1}, m: n, n: t1, k: t2, epi: epiMask})
 	// Stage 4: s1. dW = G1ᵀ·x.
-	b4 = append(b4, dW(mat{p.g1e, 1, int64(t1)}, mat{p.x, obsWidth, 1}, s1.W, t1, obsWidth)...)
+	b4 = append(b4, dW(mat{p.g1e, 1, int64(t1)}, mat{p.x, obsWidth, 1}, s1.W, t1, obsWidth))
 	for s, js := range [][]job{b1, b2, b3, b4} {
 		if p.bwd[s], err = l.gemmLaunch(c, "backward", js); err != nil {
 			return nil, err
@@ -186,23 +181,16 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 		ld, cols int
 		dst      func(c int) int
 	}
-	segs := []seg{
-		{p.g, outw, outw, func(c int) int {
-			if c < m.Atoms {
-				return l.lay[model.LayerV2].B + c
-			}
-			k := (c - m.Atoms) / m.Atoms
-			for d := model.NumBranches - 1; d >= 0; d-- {
-				if k >= model.BranchOffset[d] {
-					return l.lay[model.LayerA2(d)].B + c - m.Atoms - model.BranchOffset[d]*m.Atoms
-				}
-			}
-			return -1
-		}},
-		{p.g3, 4 * hd, 4 * hd, func(c int) int { return l.lay[headHidden[c/hd]].B + c%hd }},
-		{p.g2, t2, t2, func(c int) int { return s2.B + c }},
-		{p.g1, t1, t1, func(c int) int { return s1.B + c }},
+	var segs []seg
+	for _, i := range headOut {
+		ly := l.lay[i]
+		segs = append(segs, seg{p.g + cuda.DevPtr(4*headCol(m.Atoms, i)), outw, ly.Out, func(c int) int { return ly.B + c }})
 	}
+	segs = append(segs,
+		seg{p.g3, 4 * hd, 4 * hd, func(c int) int { return l.lay[headHidden[c/hd]].B + c%hd }},
+		seg{p.g2, t2, t2, func(c int) int { return s2.B + c }},
+		seg{p.g1, t1, t1, func(c int) int { return s1.B + c }},
+	)
 	var cs words
 	var index []int32
 	total := 0
@@ -239,7 +227,7 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 	aw.f64(o.Beta1).f64(o.Beta2).f64(o.LR).f64(o.Eps).f64(o.WeightDecay).f64(o.ClipNorm)
 	adamP := upload(aw)
 	p.adamL = launch{name: "adamw", f: l.k.fn["adamw"], grid: dim2(32, 2*model.NumLayers), block: dim(256), args: []any{adamP, l.st}}
-	p.specL = launch{name: "spectral", f: l.k.fn["spectral"], grid: dim(model.NumLayers), block: dim(256), shared: l.specShared,
+	p.specL = launch{name: "spectral", f: l.k.fn["spectral"], grid: dim(model.NumLayers), block: dim(1024), shared: l.specShared,
 		args: []any{l.online.p, l.u, l.specSegs, o.SpectralBound, l.st}}
 	if err := bt.err; err != nil {
 		return nil, err

@@ -64,7 +64,15 @@ func (b *Backend) selfCheck(m config.ModelConfig, bf16 bool) (string, error) {
 		bt := mem.batch(c, s)
 		af, bf := bt.alloc(4*len(a32)), bt.alloc(4*len(ones))
 		ae, be := bt.alloc(esz*len(a32)), bt.alloc(esz*len(ones))
-		out, jp := bt.alloc(8), bt.alloc(8*20)
+		out := bt.alloc(8)
+		if err := bt.err; err != nil {
+			return err
+		}
+		sh, w, blocks, err := gemmCall(k, bf16, []job{{a: mat{ae, checkK, 1}, b: mat{be, 1, 1}, c: mat{out, 1, 1}, m: 2, n: 1, k: checkK, epi: epiStore}})
+		if err != nil {
+			return err
+		}
+		jp := bt.alloc(8 * len(w))
 		if err := bt.err; err != nil {
 			return err
 		}
@@ -74,8 +82,6 @@ func (b *Backend) selfCheck(m config.ModelConfig, bf16 bool) (string, error) {
 		if err := cuda.Upload(c, bf, ones); err != nil {
 			return err
 		}
-		var w words
-		job{a: mat{ae, checkK, 1}, b: mat{be, 1, 1}, c: mat{out, 1, 1}, m: 2, n: 1, k: checkK, epi: epiStore}.words(&w)
 		if err := cuda.Upload(c, jp, []uint64(w)); err != nil {
 			return err
 		}
@@ -88,11 +94,7 @@ func (b *Backend) selfCheck(m config.ModelConfig, bf16 bool) (string, error) {
 				return err
 			}
 		}
-		threads := 256
-		if bf16 {
-			threads = 128
-		}
-		if err := c.Launch(k.fn["gemm"], dim3(1, 1, 1), dim(threads), 0, s, jp, cuda.DevPtr(0)); err != nil {
+		if err := c.Launch(k.fn[sh.name], dim(blocks), dim(sh.threads), sh.shared, s, jp, int32(1), cuda.DevPtr(0)); err != nil {
 			return err
 		}
 		if err := c.Sync(s); err != nil {

@@ -8,7 +8,8 @@
 // ships no cuda_bf16.h, and GPU hosts may have no include folder.
 //
 // The model's compile-time sizes come as -D options: OBS (observation
-// width), NFEAT (market features per bar), NAGENT (agent features), ATOMS.
+// width), NFEAT (market features per bar), NAGENT (agent features), ATOMS,
+// and the head-output row layout OUTW, COLA0, COLA1, COLA2.
 // The branches are fixed by the market: 3, 4 and 3 actions.
 
 #ifndef DQN_BF16
@@ -24,11 +25,15 @@ typedef float E;
 
 #define NBRANCH 3
 #define NACT 10
-#define OUTW (ATOMS * (1 + NACT)) // width of the head outputs: v2, a2_0, a2_1, a2_2
 #define JPL ((ATOMS + 31) / 32)   // atoms per lane when a warp owns a row
 
 __device__ __constant__ int kBranchSize[NBRANCH] = {3, 4, 3};
 __device__ __constant__ int kBranchOff[NBRANCH] = {0, 3, 7};
+// A row of the head outputs O is OUTW floats: V at [0, ATOMS), branch d's
+// advantages from column kHeadCol[d], each start a multiple of 8 (the
+// padding is never read). OUTW and COLA0..COLA2 come as -D options from
+// gpu/gemm.go headCols.
+__device__ __constant__ int kHeadCol[NBRANCH] = {COLA0, COLA1, COLA2};
 
 // bf2f widens a bf16 exactly.
 __device__ __forceinline__ float bf2f(bf16_t h) { return __uint_as_float(((unsigned)h) << 16); }

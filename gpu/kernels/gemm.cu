@@ -1,28 +1,49 @@
-// gemm.cu: the one GEMM of the trainer, grouped, with fused epilogues.
+// gemm.cu: the one GEMM of the trainer, grouped, split in k, with fused
+// epilogues.
 //
-// A launch runs up to gridDim.z independent jobs (one per z index), each
+// A launch runs njobs independent jobs over one linear grid: job z owns the
+// blocks [first_z, first_z + tilesM·tilesN·splits). Each job computes
 //
 //   C(m, n) = epilogue( Σ_k A(m, k)·B(k, n) ),  0 ≤ m < M, 0 ≤ n < N, 0 ≤ k < K
 //
 // with A(m, k) = A[m·sam + k·sak] and B(k, n) = B[k·sbk + n·sbn] of the
-// storage type E. Strides are free, so one kernel does the forward product
-// x·Wᵀ, the input gradient G·W and the weight gradient Gᵀ·x without
-// transposed copies. Accumulation is float32: mma.sync m16n8k16 with bf16
-// operands on the tensor cores when E is bf16, fmaf in k order otherwise.
+// storage type E. One of each operand's strides is 1: A is k-contiguous
+// (sak = 1: activations, upstream gradients) or m-contiguous (sam = 1: a
+// transposed gradient), B is k-contiguous (sbk = 1: W for x·Wᵀ) or
+// n-contiguous (sbn = 1: W for G·W, activations for Gᵀ·x). So one kernel
+// does the forward product, the input gradient and the weight gradient
+// without transposed copies. The Go side (gpu/gemm.go) guarantees that the
+// other stride and every base address are multiples of 16 bytes, so tiles
+// move in 16-byte pieces; edges are zero-filled.
+//
+// Split in k: a job with kchunk < K runs ⌈K/kchunk⌉ splits; split s sums k
+// in [s·kchunk, (s+1)·kchunk) into C + s·splitStride (EPI_STORE only), and
+// grad_reduce adds the splits in order. Nothing is added atomically, so the
+// result is the same bits on every run.
+//
+// Accumulation is float32. bf16 mode: mma.sync m16n8k16 on the tensor
+// cores, operands staged through shared memory by cp.async in a
+// three-stage pipeline and read with ldmatrix (.trans for the m- and
+// n-contiguous operands). fp32 mode: fmaf in k order on the CUDA cores,
+// the next k tile loaded into registers while the current one is used.
 //
 // Epilogues (v the accumulated value, applied per element):
 //   EPI_STORE      C = v
 //   EPI_BIAS       C = v + bias[n]
-//   EPI_BIAS_RELU  Ce = E(max(v + bias[n], 0))               (hidden layers)
-//   EPI_MASK       y = mask(m, n) > 0 ? v : 0; C = y; Ce = E(y) (ReLU backward)
+//   EPI_BIAS_RELU  Ce = E(max(v + bias[n], 0)), C too if given  (hidden layers)
+//   EPI_MASK       y = mask(m, n) > 0 ? v : 0; C = y; Ce = E(y)  (ReLU backward)
 // C (float32) and Ce (E) may each be null where a mode writes it optionally.
+//
+// Two tile shapes, chosen per launch by the Go side: gemm64 (64×64 tiles,
+// for launches that would not fill the GPU with bigger ones) and gemm128
+// (128×128).
 
 #define EPI_STORE 0
 #define EPI_BIAS 1
 #define EPI_BIAS_RELU 2
 #define EPI_MASK 3
 
-// GemmJob is 20 64-bit words; the Go side (gpu/gemm.go) writes the same layout.
+// GemmJob is 25 64-bit words; the Go side (gpu/gemm.go) writes the same layout.
 struct GemmJob {
   const E* A; long long sam, sak;
   const E* B; long long sbk, sbn;
@@ -31,172 +52,341 @@ struct GemmJob {
   const E* mask; long long smm, smn;
   const float* bias;
   long long M, N, K, epi;
+  long long first;        // first block of this job in the launch
+  long long tilesM, tilesN;
+  long long kchunk;       // k per split (K: no split)
+  long long splitStride;  // elements between the C of consecutive splits
 };
 
-__device__ __forceinline__ void gemmStore(const GemmJob& j, long long m, long long n, float v) {
+__device__ __forceinline__ void gemmStore(const GemmJob& j, float* C, long long m, long long n, float v) {
   switch (j.epi) {
   case EPI_STORE:
-    j.C[m * j.scm + n * j.scn] = v;
+    C[m * j.scm + n * j.scn] = v;
     break;
   case EPI_BIAS:
-    j.C[m * j.scm + n * j.scn] = v + j.bias[n];
+    C[m * j.scm + n * j.scn] = v + j.bias[n];
     break;
   case EPI_BIAS_RELU: {
     float y = fmaxf(v + j.bias[n], 0.0f);
-    if (j.C) j.C[m * j.scm + n * j.scn] = y;
+    if (C) C[m * j.scm + n * j.scn] = y;
     j.Ce[m * j.sem + n * j.sen] = toE(y);
     break;
   }
   default: { // EPI_MASK
     float y = ldE(j.mask + m * j.smm + n * j.smn) > 0.0f ? v : 0.0f;
-    if (j.C) j.C[m * j.scm + n * j.scn] = y;
+    if (C) C[m * j.scm + n * j.scn] = y;
     if (j.Ce) j.Ce[m * j.sem + n * j.sen] = toE(y);
   }
   }
 }
 
-#define GBM 64
-#define GBN 64
+// findJob returns the job of this block: the number of jobs whose first
+// block is at or below blockIdx.x, less one (firsts ascend). The first warp
+// looks at 32 jobs per round.
+__device__ __forceinline__ int findJob(const GemmJob* jobs, int njobs) {
+  __shared__ int sj;
+  if (threadIdx.x < 32) {
+    const long long bid = blockIdx.x;
+    int below = 0;
+    for (int base = 0; base < njobs; base += 32) {
+      const int i = base + (int)threadIdx.x;
+      const bool p = i < njobs && jobs[i].first <= bid;
+      below += __popc(__ballot_sync(0xffffffffu, p));
+    }
+    if (threadIdx.x == 0) sj = below - 1;
+  }
+  __syncthreads();
+  return sj;
+}
+
+// Where a block works: its job, the tile origin, the k range and its C.
+struct GemmTile {
+  long long m0, n0, kb, ke;
+  float* C;
+};
+
+__device__ __forceinline__ GemmTile gemmTile(const GemmJob& j, int BM, int BN) {
+  GemmTile t;
+  const long long local = (long long)blockIdx.x - j.first;
+  const long long tiles = j.tilesM * j.tilesN;
+  const long long split = local / tiles, tile = local - split * tiles;
+  t.m0 = (tile / j.tilesN) * BM;
+  t.n0 = (tile % j.tilesN) * BN;
+  t.kb = split * j.kchunk;
+  t.ke = t.kb + j.kchunk < j.K ? t.kb + j.kchunk : j.K;
+  t.C = j.C ? j.C + split * j.splitStride : j.C;
+  return t;
+}
 
 #if DQN_BF16
-// Tensor-core version: 128 threads, 4 warps of 32×32 outputs, k tiles of 32.
 #define GBK 32
-#define GPAD 8
+#define GSTAGES 3
 
-__device__ __forceinline__ unsigned ld2(const bf16_t* p) { return *(const unsigned*)p; }
+__device__ __forceinline__ unsigned smemAddr(const void* p) {
+  unsigned r;
+  asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(r) : "l"(p));
+  return r;
+}
 
-extern "C" __global__ void __launch_bounds__(128) gemm(const GemmJob* jobs, const StepState* st) {
+// cpAsync copies bytes (0…16) from src to the 16 bytes at dst and zero-fills the rest.
+__device__ __forceinline__ void cpAsync(void* dst, const void* src, int bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smemAddr(dst)), "l"(src), "r"(bytes));
+}
+__device__ __forceinline__ void cpCommit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N> __device__ __forceinline__ void cpWait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+__device__ __forceinline__ void ldsm4(unsigned r[4], const bf16_t* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smemAddr(p)));
+}
+__device__ __forceinline__ void ldsm4t(unsigned r[4], const bf16_t* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smemAddr(p)));
+}
+
+// Shared-memory elements of one operand tile of R rows (m or n) by GBK:
+// [R][GBK+8] when k-contiguous, [GBK][R+8] otherwise; the padding keeps
+// ldmatrix free of bank conflicts and every row 16-byte aligned.
+__host__ __device__ constexpr int tileElems(int R) {
+  return R * (GBK + 8) > GBK * (R + 8) ? R * (GBK + 8) : GBK * (R + 8);
+}
+
+// loadTile stages rows [r0, r0+R) × k [k0, k0+GBK) of an operand X with
+// X(r, k) = X[r·ld + k] (kContig) or X[k·ld + r], r < rows, k < ke, into s.
+template <int R, int NT>
+__device__ __forceinline__ void loadTile(bf16_t* s, const bf16_t* X, long long ld, bool kContig, long long r0,
+                                         long long rows, long long k0, long long ke) {
+  constexpr int CH = R * GBK / 8;
+#pragma unroll
+  for (int c = threadIdx.x; c < CH; c += NT) {
+    int bytes = 0;
+    const bf16_t* src = X;
+    bf16_t* dst;
+    if (kContig) {
+      const int r = c / (GBK / 8), kc = (c % (GBK / 8)) * 8;
+      const long long gr = r0 + r, gk = k0 + kc;
+      if (gr < rows && gk < ke) {
+        const long long rem = ke - gk;
+        bytes = rem >= 8 ? 16 : (int)rem * 2;
+        src = X + gr * ld + gk;
+      }
+      dst = s + r * (GBK + 8) + kc;
+    } else {
+      const int kr = c / (R / 8), rc = (c % (R / 8)) * 8;
+      const long long gk = k0 + kr, gr = r0 + rc;
+      if (gk < ke && gr < rows) {
+        const long long rem = rows - gr;
+        bytes = rem >= 8 ? 16 : (int)rem * 2;
+        src = X + gk * ld + gr;
+      }
+      dst = s + kr * (R + 8) + rc;
+    }
+    cpAsync(dst, src, bytes);
+  }
+}
+
+template <int BM, int BN, int WARPS_M, int WARPS_N>
+__device__ __forceinline__ void gemmMma(const GemmJob* jobs, int njobs, const StepState* st) {
+  constexpr int NT = 32 * WARPS_M * WARPS_N;
+  constexpr int WTM = BM / WARPS_M, WTN = BN / WARPS_N;
+  constexpr int MI = WTM / 16, NI = WTN / 8;
+  constexpr int ASZ = tileElems(BM), BSZ = tileElems(BN);
+  extern __shared__ __align__(16) unsigned char gsm[];
+  bf16_t* sA = (bf16_t*)gsm;
+  bf16_t* sB = sA + GSTAGES * ASZ;
   if (st && st->abort) return;
-  const GemmJob j = jobs[blockIdx.z];
-  const long long m0 = (long long)blockIdx.y * GBM, n0 = (long long)blockIdx.x * GBN;
-  if (m0 >= j.M || n0 >= j.N) return;
-  __shared__ __align__(16) bf16_t As[GBM][GBK + GPAD]; // [m][k]
-  __shared__ __align__(16) bf16_t Bs[GBN][GBK + GPAD]; // [n][k]
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int g = lane >> 2, t4 = lane & 3;
-  const int wm = (warp >> 1) * 32, wn = (warp & 1) * 32;
-  float acc[2][4][4];
+  const GemmJob j = jobs[findJob(jobs, njobs)];
+  const GemmTile t = gemmTile(j, BM, BN);
+  const bool aK = j.sak == 1, bK = j.sbk == 1;
+  const long long lda = aK ? j.sam : j.sak, ldb = bK ? j.sbn : j.sbk;
+  const bf16_t* A = j.A;
+  const bf16_t* B = j.B;
+  const long long M = j.M, N = j.N;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int wm = (warp / WARPS_N) * WTM, wn = (warp % WARPS_N) * WTN;
+  float acc[MI][NI][4];
 #pragma unroll
-  for (int a = 0; a < 2; a++)
+  for (int a = 0; a < MI; a++)
 #pragma unroll
-    for (int b = 0; b < 4; b++)
+    for (int b = 0; b < NI; b++)
 #pragma unroll
       for (int c = 0; c < 4; c++) acc[a][b][c] = 0.0f;
-  const bool aK = j.sak == 1, bK = j.sbk == 1;
-  for (long long k0 = 0; k0 < j.K; k0 += GBK) {
+  const int nk = (int)((t.ke - t.kb + GBK - 1) / GBK);
 #pragma unroll
-    for (int i = 0; i < (GBM * GBK) / 128; i++) {
-      int e = tid + 128 * i;
-      int r = aK ? e / GBK : e % GBM, kk = aK ? e % GBK : e / GBM;
-      long long gm = m0 + r, gk = k0 + kk;
-      As[r][kk] = (gm < j.M && gk < j.K) ? j.A[gm * j.sam + gk * j.sak] : (bf16_t)0;
+  for (int s = 0; s < GSTAGES - 1; s++) {
+    if (s < nk) {
+      loadTile<BM, NT>(sA + s * ASZ, A, lda, aK, t.m0, M, t.kb + s * GBK, t.ke);
+      loadTile<BN, NT>(sB + s * BSZ, B, ldb, bK, t.n0, N, t.kb + s * GBK, t.ke);
     }
-#pragma unroll
-    for (int i = 0; i < (GBN * GBK) / 128; i++) {
-      int e = tid + 128 * i;
-      int c = bK ? e / GBK : e % GBN, kk = bK ? e % GBK : e / GBN;
-      long long gn = n0 + c, gk = k0 + kk;
-      Bs[c][kk] = (gn < j.N && gk < j.K) ? j.B[gk * j.sbk + gn * j.sbn] : (bf16_t)0;
-    }
+    cpCommit();
+  }
+  for (int kt = 0; kt < nk; kt++) {
+    cpWait<GSTAGES - 2>();
     __syncthreads();
+    const int nx = kt + GSTAGES - 1;
+    if (nx < nk) {
+      const int s = nx % GSTAGES;
+      loadTile<BM, NT>(sA + s * ASZ, A, lda, aK, t.m0, M, t.kb + (long long)nx * GBK, t.ke);
+      loadTile<BN, NT>(sB + s * BSZ, B, ldb, bK, t.n0, N, t.kb + (long long)nx * GBK, t.ke);
+    }
+    cpCommit();
+    const bf16_t* a = sA + (kt % GSTAGES) * ASZ;
+    const bf16_t* b = sB + (kt % GSTAGES) * BSZ;
 #pragma unroll
     for (int ks = 0; ks < GBK; ks += 16) {
-      unsigned af[2][4], bfr[4][2];
+      unsigned af[MI][4], bfr[NI][2];
 #pragma unroll
-      for (int mi = 0; mi < 2; mi++) {
-        int r = wm + mi * 16 + g;
-        af[mi][0] = ld2(&As[r][ks + 2 * t4]);
-        af[mi][1] = ld2(&As[r + 8][ks + 2 * t4]);
-        af[mi][2] = ld2(&As[r][ks + 2 * t4 + 8]);
-        af[mi][3] = ld2(&As[r + 8][ks + 2 * t4 + 8]);
+      for (int mi = 0; mi < MI; mi++) {
+        if (aK)
+          ldsm4(af[mi], a + (wm + mi * 16 + (lane & 15)) * (GBK + 8) + ks + (lane >> 4) * 8);
+        else
+          ldsm4t(af[mi], a + (ks + (lane & 7) + ((lane >> 4) << 3)) * (BM + 8) + wm + mi * 16 + ((lane >> 3) & 1) * 8);
       }
 #pragma unroll
-      for (int ni = 0; ni < 4; ni++) {
-        int c = wn + ni * 8 + g;
-        bfr[ni][0] = ld2(&Bs[c][ks + 2 * t4]);
-        bfr[ni][1] = ld2(&Bs[c][ks + 2 * t4 + 8]);
+      for (int ni = 0; ni < NI; ni += 2) {
+        unsigned r[4];
+        if (bK)
+          ldsm4(r, b + (wn + ni * 8 + (lane & 7) + ((lane >> 4) << 3)) * (GBK + 8) + ks + ((lane >> 3) & 1) * 8);
+        else
+          ldsm4t(r, b + (ks + (lane & 7) + ((lane >> 3) & 1) * 8) * (BN + 8) + wn + ni * 8 + (lane >> 4) * 8);
+        bfr[ni][0] = r[0];
+        bfr[ni][1] = r[1];
+        bfr[ni + 1][0] = r[2];
+        bfr[ni + 1][1] = r[3];
       }
 #pragma unroll
-      for (int mi = 0; mi < 2; mi++)
+      for (int mi = 0; mi < MI; mi++)
 #pragma unroll
-        for (int ni = 0; ni < 4; ni++) {
+        for (int ni = 0; ni < NI; ni++) {
           float* d = acc[mi][ni];
           asm volatile(
               "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
               "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-              : "r"(af[mi][0]), "r"(af[mi][1]), "r"(af[mi][2]), "r"(af[mi][3]),
-                "r"(bfr[ni][0]), "r"(bfr[ni][1]));
+              : "r"(af[mi][0]), "r"(af[mi][1]), "r"(af[mi][2]), "r"(af[mi][3]), "r"(bfr[ni][0]), "r"(bfr[ni][1]));
         }
     }
-    __syncthreads();
   }
+  cpWait<0>();
+  const int g = lane >> 2, t4 = lane & 3;
 #pragma unroll
-  for (int mi = 0; mi < 2; mi++)
+  for (int mi = 0; mi < MI; mi++)
 #pragma unroll
-    for (int ni = 0; ni < 4; ni++)
+    for (int ni = 0; ni < NI; ni++)
 #pragma unroll
       for (int r = 0; r < 4; r++) {
-        long long m = m0 + wm + mi * 16 + g + (r >= 2 ? 8 : 0);
-        long long n = n0 + wn + ni * 8 + 2 * t4 + (r & 1);
-        if (m < j.M && n < j.N) gemmStore(j, m, n, acc[mi][ni][r]);
+        const long long m = t.m0 + wm + mi * 16 + g + (r >= 2 ? 8 : 0);
+        const long long n = t.n0 + wn + ni * 8 + 2 * t4 + (r & 1);
+        if (m < M && n < N) gemmStore(j, t.C, m, n, acc[mi][ni][r]);
       }
 }
-#else
-// float32 version: 256 threads, 4×4 outputs each, k tiles of 16, products
-// accumulated with fmaf in k order.
-#define GBK 16
 
-extern "C" __global__ void __launch_bounds__(256) gemm(const GemmJob* jobs, const StepState* st) {
+// Dynamic shared memory of each shape: GSTAGES·(A tile + B tile) bf16.
+extern "C" __global__ void __launch_bounds__(128) gemm64(const GemmJob* jobs, int njobs, const StepState* st) {
+  gemmMma<64, 64, 2, 2>(jobs, njobs, st);
+}
+extern "C" __global__ void __launch_bounds__(256) gemm128(const GemmJob* jobs, int njobs, const StepState* st) {
+  gemmMma<128, 128, 2, 4>(jobs, njobs, st);
+}
+#else
+// float32: 256 threads as 16×16, each (BM/16)×(BN/16) outputs at rows
+// ty + 16·i and columns tx + 16·c; k tiles of 16 held in shared memory as
+// [k][m] and [k][n]; products accumulated with fmaf in k order.
+#define FBK 16
+
+// loadRegs reads element e·256 + tid of the R×FBK tile of X at (r0, k0)
+// into v (zero outside rows × [k0, ke)). Element q of the tile is row q %
+// R, k q / R when the operand is r-contiguous, row q / FBK, k q % FBK
+// otherwise, so that neighbouring threads read neighbouring addresses.
+template <int R>
+__device__ __forceinline__ void loadRegs(float v[R * FBK / 256], const float* X, long long ld, bool kContig,
+                                         long long r0, long long rows, long long k0, long long ke) {
+#pragma unroll
+  for (int e = 0; e < R * FBK / 256; e++) {
+    const int q = e * 256 + threadIdx.x;
+    const int r = kContig ? q / FBK : q % R, k = kContig ? q % FBK : q / R;
+    const long long gr = r0 + r, gk = k0 + k;
+    v[e] = (gr < rows && gk < ke) ? (kContig ? X[gr * ld + gk] : X[gk * ld + gr]) : 0.0f;
+  }
+}
+
+template <int R>
+__device__ __forceinline__ void storeRegs(float (*s)[R + 4], const float v[R * FBK / 256], bool kContig) {
+#pragma unroll
+  for (int e = 0; e < R * FBK / 256; e++) {
+    const int q = e * 256 + threadIdx.x;
+    const int r = kContig ? q / FBK : q % R, k = kContig ? q % FBK : q / R;
+    s[k][r] = v[e];
+  }
+}
+
+template <int BM, int BN>
+__device__ __forceinline__ void gemmSimt(const GemmJob* jobs, int njobs, const StepState* st) {
+  constexpr int TM = BM / 16, TN = BN / 16;
+  __shared__ float As[2][FBK][BM + 4];
+  __shared__ float Bs[2][FBK][BN + 4];
   if (st && st->abort) return;
-  const GemmJob j = jobs[blockIdx.z];
-  const long long m0 = (long long)blockIdx.y * GBM, n0 = (long long)blockIdx.x * GBN;
-  if (m0 >= j.M || n0 >= j.N) return;
-  __shared__ float As[GBK][GBM + 4]; // [k][m]
-  __shared__ float Bs[GBK][GBN + 4]; // [k][n]
-  const int tid = threadIdx.x, tx = tid & 15, ty = tid >> 4;
-  float acc[4][4];
-#pragma unroll
-  for (int a = 0; a < 4; a++)
-#pragma unroll
-    for (int b = 0; b < 4; b++) acc[a][b] = 0.0f;
+  const GemmJob j = jobs[findJob(jobs, njobs)];
+  const GemmTile t = gemmTile(j, BM, BN);
   const bool aK = j.sak == 1, bK = j.sbk == 1;
-  for (long long k0 = 0; k0 < j.K; k0 += GBK) {
+  const long long lda = aK ? j.sam : j.sak, ldb = bK ? j.sbn : j.sbk;
+  const float* A = j.A;
+  const float* B = j.B;
+  const long long M = j.M, N = j.N;
+  const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
+  float acc[TM][TN];
 #pragma unroll
-    for (int i = 0; i < (GBM * GBK) / 256; i++) {
-      int e = tid + 256 * i;
-      int r = aK ? e / GBK : e % GBM, kk = aK ? e % GBK : e / GBM;
-      long long gm = m0 + r, gk = k0 + kk;
-      As[kk][r] = (gm < j.M && gk < j.K) ? j.A[gm * j.sam + gk * j.sak] : 0.0f;
+  for (int a = 0; a < TM; a++)
+#pragma unroll
+    for (int b = 0; b < TN; b++) acc[a][b] = 0.0f;
+  float ra[BM * FBK / 256], rb[BN * FBK / 256];
+  const int nk = (int)((t.ke - t.kb + FBK - 1) / FBK);
+  if (nk > 0) {
+    loadRegs<BM>(ra, A, lda, aK, t.m0, M, t.kb, t.ke);
+    loadRegs<BN>(rb, B, ldb, bK, t.n0, N, t.kb, t.ke);
+    storeRegs<BM>(As[0], ra, aK);
+    storeRegs<BN>(Bs[0], rb, bK);
+  }
+  __syncthreads();
+  for (int kt = 0; kt < nk; kt++) {
+    const int cur = kt & 1;
+    if (kt + 1 < nk) {
+      loadRegs<BM>(ra, A, lda, aK, t.m0, M, t.kb + (long long)(kt + 1) * FBK, t.ke);
+      loadRegs<BN>(rb, B, ldb, bK, t.n0, N, t.kb + (long long)(kt + 1) * FBK, t.ke);
     }
 #pragma unroll
-    for (int i = 0; i < (GBN * GBK) / 256; i++) {
-      int e = tid + 256 * i;
-      int c = bK ? e / GBK : e % GBN, kk = bK ? e % GBK : e / GBN;
-      long long gn = n0 + c, gk = k0 + kk;
-      Bs[kk][c] = (gn < j.N && gk < j.K) ? j.B[gk * j.sbk + gn * j.sbn] : 0.0f;
+    for (int kk = 0; kk < FBK; kk++) {
+      float a[TM], b[TN];
+#pragma unroll
+      for (int i = 0; i < TM; i++) a[i] = As[cur][kk][ty + 16 * i];
+#pragma unroll
+      for (int i = 0; i < TN; i++) b[i] = Bs[cur][kk][tx + 16 * i];
+#pragma unroll
+      for (int r = 0; r < TM; r++)
+#pragma unroll
+        for (int c = 0; c < TN; c++) acc[r][c] = fmaf(a[r], b[c], acc[r][c]);
     }
-    __syncthreads();
-#pragma unroll
-    for (int kk = 0; kk < GBK; kk++) {
-      float a[4], b[4];
-#pragma unroll
-      for (int i = 0; i < 4; i++) a[i] = As[kk][ty * 4 + i];
-#pragma unroll
-      for (int i = 0; i < 4; i++) b[i] = Bs[kk][tx * 4 + i];
-#pragma unroll
-      for (int r = 0; r < 4; r++)
-#pragma unroll
-        for (int c = 0; c < 4; c++) acc[r][c] = fmaf(a[r], b[c], acc[r][c]);
+    if (kt + 1 < nk) {
+      storeRegs<BM>(As[cur ^ 1], ra, aK);
+      storeRegs<BN>(Bs[cur ^ 1], rb, bK);
     }
     __syncthreads();
   }
 #pragma unroll
-  for (int r = 0; r < 4; r++)
+  for (int r = 0; r < TM; r++)
 #pragma unroll
-    for (int c = 0; c < 4; c++) {
-      long long m = m0 + ty * 4 + r, n = n0 + tx * 4 + c;
-      if (m < j.M && n < j.N) gemmStore(j, m, n, acc[r][c]);
+    for (int c = 0; c < TN; c++) {
+      const long long m = t.m0 + ty + 16 * r, n = t.n0 + tx + 16 * c;
+      if (m < M && n < N) gemmStore(j, t.C, m, n, acc[r][c]);
     }
+}
+
+extern "C" __global__ void __launch_bounds__(256) gemm64(const GemmJob* jobs, int njobs, const StepState* st) {
+  gemmSimt<64, 64>(jobs, njobs, st);
+}
+extern "C" __global__ void __launch_bounds__(256) gemm128(const GemmJob* jobs, int njobs, const StepState* st) {
+  gemmSimt<128, 128>(jobs, njobs, st);
 }
 #endif

@@ -2,9 +2,9 @@
 // double-DQN target projection, the loss and its gradient. A warp owns one
 // row (one observation or one sample); lane l holds atoms l, l+32, ….
 //
-// Row layout of the head outputs O (OUTW = ATOMS·11 floats, bias added):
-// V at [0, ATOMS), then branch d's advantages A_d[a, j] at
-// ATOMS + (kBranchOff[d] + a)·ATOMS + j. For branch d with n_d actions:
+// Row layout of the head outputs O (OUTW floats, bias added): V at
+// [0, ATOMS), branch d's advantages A_d[a, j] at kHeadCol[d] + a·ATOMS + j.
+// For branch d with n_d actions:
 //
 //   mean_j  = (Σ_a A_d[a, j]) / n_d            (sum in action order)
 //   L[a, j] = (V[j] + A_d[a, j]) − mean_j
@@ -14,7 +14,7 @@
 // branchLogits writes the logits of action a of branch d of row o into l.
 __device__ __forceinline__ void branchLogits(const float* o, int d, int a, int lane, float l[JPL]) {
   const int nd = kBranchSize[d];
-  const float* adv = o + ATOMS + kBranchOff[d] * ATOMS;
+  const float* adv = o + kHeadCol[d];
 #pragma unroll
   for (int q = 0; q < JPL; q++) {
     int j = lane + 32 * q;
@@ -116,9 +116,9 @@ struct LossArgs {
   int pad;
 };
 
-// c51_loss computes, for each sample i (one warp), the double-DQN C51
-// target of every branch and the loss with its gradient; formulas as the
-// CPU reference (trainer/cpu/learner.go, backward.go, c51.go):
+// c51_loss computes, for each sample i, the double-DQN C51 target of
+// every branch and the loss with its gradient; formulas as the CPU
+// reference (trainer/cpu/learner.go, backward.go, c51.go):
 //
 //   a*_d = argmax_a Q_online(s′, a)          (first on ties)
 //   m_d  = projection of p_target(s′, a*_d) onto the support for R, γⁿ(1−done)
@@ -126,38 +126,45 @@ struct LossArgs {
 //   ∂loss/∂L_d[a_d, j] = k·(p_j·S − m_j),  k = w_i/float(3n),  S = Σ_j m_j
 //   ∂/∂V[j] = Σ_d ∂L_d,   ∂/∂A_d[a, j] = [a = a_d]·∂L_d[j] − ∂L_d[j]/n_d
 //
+// One warp per (sample, branch): LOSS_SPB samples of three warps per block.
 // The projection sums the mass arriving at each atom in source-atom order,
-// as the CPU does, so equal inputs give equal bits.
-extern "C" __global__ void c51_loss(const LossArgs* pa, const StepState* st) {
+// as the CPU does (each source atom's two shares are tabulated first, then
+// every target atom adds its shares j = 0, 1, … with zeros for the others,
+// which leaves the sum's bits unchanged), and ∂/∂V and ℓ_i add the
+// branches in order 0, 1, 2: equal inputs give equal bits.
+#define LOSS_SPB 2
+#define LOSS_WARPS (NBRANCH * LOSS_SPB)
+
+extern "C" __global__ void __launch_bounds__(32 * LOSS_WARPS) c51_loss(const LossArgs* pa, const StepState* st) {
   if (st->abort) return;
   const LossArgs a = *pa;
-  __shared__ float sp[8][ATOMS]; // per warp: p_target(s′, a*) then reused
+  __shared__ int sl[LOSS_WARPS][ATOMS], su[LOSS_WARPS][ATOMS];
+  __shared__ float wl[LOSS_WARPS][ATOMS], wu[LOSS_WARPS][ATOMS];
+  __shared__ float gsh[LOSS_WARPS][ATOMS];
+  __shared__ float ces[LOSS_WARPS];
   const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
-  const long long i = (long long)blockIdx.x * (blockDim.x >> 5) + wid;
-  if (i >= a.n) return;
+  const int d = wid % NBRANCH, si = wid / NBRANCH;
+  const long long i = (long long)blockIdx.x * LOSS_SPB + si;
   const long long n = a.n;
-  float w;
-  if (a.sampled) {
-    double t = (double)st->t;
-    double beta = 1.0;
-    if (a.betaSteps > 0) beta = a.beta0 + (1.0 - a.beta0) * fmin(fmax(t, 0.0), (double)a.betaSteps) / (double)a.betaSteps;
-    double mmin = __longlong_as_double((long long)st->mmin);
-    w = (float)pow(mmin / a.mass[i], beta);
-    if (lane == 0) a.w[i] = w;
-  } else {
-    w = a.w[i];
-  }
-  const float k = w / (float)(NBRANCH * n);
-  const float* on = a.O + i * OUTW;
-  const float* onNext = a.O + (n + i) * OUTW;
-  const float* tg = a.Ot + i * OUTW;
-  const float top = (float)(ATOMS - 1);
-  const float R = a.ret[i], D = a.disc[i];
-  float gv[JPL];
-#pragma unroll
-  for (int q = 0; q < JPL; q++) gv[q] = 0.0f;
-  float ce[NBRANCH];
-  for (int d = 0; d < NBRANCH; d++) {
+  const bool live = i < n;
+  if (live) {
+    float w;
+    if (a.sampled) {
+      double t = (double)st->t;
+      double beta = 1.0;
+      if (a.betaSteps > 0) beta = a.beta0 + (1.0 - a.beta0) * fmin(fmax(t, 0.0), (double)a.betaSteps) / (double)a.betaSteps;
+      double mmin = __longlong_as_double((long long)st->mmin);
+      w = (float)pow(mmin / a.mass[i], beta);
+      if (d == 0 && lane == 0) a.w[i] = w;
+    } else {
+      w = a.w[i];
+    }
+    const float k = w / (float)(NBRANCH * n);
+    const float* on = a.O + i * OUTW;
+    const float* onNext = a.O + (n + i) * OUTW;
+    const float* tg = a.Ot + i * OUTW;
+    const float top = (float)(ATOMS - 1);
+    const float R = a.ret[i], D = a.disc[i];
     const int nd = kBranchSize[d];
     // Double DQN: the online network picks a*, the target network rates it.
     int best = 0;
@@ -170,13 +177,29 @@ extern "C" __global__ void c51_loss(const LossArgs* pa, const StepState* st) {
       if (b == 0 || qb > bestQ) { best = b; bestQ = qb; }
     }
     {
+      // Where each source atom's mass goes: atoms l ≤ u with shares.
       float l[JPL], p[JPL], mx, lse;
       branchLogits(tg, d, best, lane, l);
       softmax(l, p, &mx, &lse);
 #pragma unroll
       for (int q = 0; q < JPL; q++) {
         int j = lane + 32 * q;
-        if (j < ATOMS) sp[wid][j] = p[q];
+        if (j >= ATOMS) continue;
+        float pj = p[q];
+        float tz = R + D * a.z[j];
+        tz = fminf(fmaxf(tz, a.vmin), a.vmax);
+        float bj = fminf(fmaxf((tz - a.vmin) / a.dz, 0.0f), top);
+        float lo = floorf(bj), hi = ceilf(bj);
+        int lj = (int)lo, uj = (int)hi;
+        sl[wid][j] = lj;
+        su[wid][j] = uj;
+        if (lj == uj) {
+          wl[wid][j] = pj;
+          wu[wid][j] = 0.0f;
+        } else {
+          wl[wid][j] = pj * (hi - bj);
+          wu[wid][j] = pj * (bj - lo);
+        }
       }
     }
     __syncwarp();
@@ -185,24 +208,15 @@ extern "C" __global__ void c51_loss(const LossArgs* pa, const StepState* st) {
 #pragma unroll
     for (int q = 0; q < JPL; q++) m[q] = 0.0f;
     for (int j = 0; j < ATOMS; j++) {
-      float pj = sp[wid][j];
-      float tz = R + D * a.z[j];
-      tz = fminf(fmaxf(tz, a.vmin), a.vmax);
-      float bj = fminf(fmaxf((tz - a.vmin) / a.dz, 0.0f), top);
-      float lo = floorf(bj), hi = ceilf(bj);
-      int l = (int)lo, u = (int)hi;
+      const int L = sl[wid][j], U = su[wid][j];
+      const float WL = wl[wid][j], WU = wu[wid][j];
 #pragma unroll
       for (int q = 0; q < JPL; q++) {
-        int t = lane + 32 * q;
-        if (l == u) {
-          if (t == l) m[q] += pj;
-        } else {
-          if (t == l) m[q] += pj * (hi - bj);
-          if (t == u) m[q] += pj * (bj - lo);
-        }
+        const int t = lane + 32 * q;
+        m[q] += t == L ? WL : 0.0f;
+        m[q] += t == U ? WU : 0.0f;
       }
     }
-    __syncwarp();
     if (a.targets) {
 #pragma unroll
       for (int q = 0; q < JPL; q++) {
@@ -225,16 +239,17 @@ extern "C" __global__ void c51_loss(const LossArgs* pa, const StepState* st) {
         S += m[q];
       }
     }
-    ce[d] = -warpSum(c);
+    const float ce = -warpSum(c);
     S = warpSum(S);
-    float* G = a.G + i * OUTW + ATOMS + kBranchOff[d] * ATOMS;
-    E* Ge = a.Ge ? a.Ge + i * OUTW + ATOMS + kBranchOff[d] * ATOMS : 0;
+    if (lane == 0) ces[wid] = ce;
+    float* G = a.G + i * OUTW + kHeadCol[d];
+    E* Ge = a.Ge ? a.Ge + i * OUTW + kHeadCol[d] : 0;
 #pragma unroll
     for (int q = 0; q < JPL; q++) {
       int j = lane + 32 * q;
       if (j >= ATOMS) continue;
       float g = k * (p[q] * S - m[q]);
-      gv[q] += g;
+      gsh[wid][j] = g;
       for (int b = 0; b < nd; b++) {
         float v = -(g / (float)nd);
         if (b == ad) v += g;
@@ -243,13 +258,17 @@ extern "C" __global__ void c51_loss(const LossArgs* pa, const StepState* st) {
       }
     }
   }
-#pragma unroll
-  for (int q = 0; q < JPL; q++) {
-    int j = lane + 32 * q;
-    if (j < ATOMS) {
-      a.G[i * OUTW + j] = gv[q];
-      if (a.Ge) a.Ge[i * OUTW + j] = toE(gv[q]);
+  __syncthreads();
+  if (live && d == 0) {
+    const int w0 = si * NBRANCH;
+    for (int j = lane; j < ATOMS; j += 32) {
+      float gv = 0.0f;
+      gv += gsh[w0][j];
+      gv += gsh[w0 + 1][j];
+      gv += gsh[w0 + 2][j];
+      a.G[i * OUTW + j] = gv;
+      if (a.Ge) a.Ge[i * OUTW + j] = toE(gv);
     }
+    if (lane == 0) a.sample[i] = (ces[w0] + ces[w0 + 1] + ces[w0 + 2]) / (float)NBRANCH;
   }
-  if (lane == 0) a.sample[i] = (ce[0] + ce[1] + ce[2]) / (float)NBRANCH;
 }

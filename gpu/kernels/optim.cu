@@ -62,10 +62,10 @@ extern "C" __global__ void grad_reduce(const RedSeg* segs, const StepState* st) 
   }
 }
 
-// blockSumD returns the sum of v over the block (RED_THREADS threads) in a
+// blockSumD returns the sum of v over the block (up to 1024 threads) in a
 // fixed tree order; every thread gets the result.
 __device__ double blockSumD(double v) {
-  __shared__ double red[RED_THREADS / 32];
+  __shared__ double red[32];
   v = warpSumD(v);
   const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
   __syncthreads();
@@ -120,10 +120,13 @@ struct AdamArgs {
 extern "C" __global__ void adamw(const AdamArgs* pa, StepState* st) {
   if (st->abort) return;
   const AdamArgs a = *pa;
-  __shared__ double snorm;
+  __shared__ double snorm, sp[RED_THREADS];
+  // The partials come in parallel; one thread adds them in order.
+  for (long long b = threadIdx.x; b < a.nPartial; b += blockDim.x) sp[b] = a.partial[b];
+  __syncthreads();
   if (threadIdx.x == 0) {
     double s = 0.0;
-    for (long long b = 0; b < a.nPartial; b++) s += a.partial[b];
+    for (long long b = 0; b < a.nPartial; b++) s += sp[b];
     snorm = sqrt(s);
   }
   __syncthreads();
@@ -171,16 +174,23 @@ struct SpecSeg {
   long long w, rows, cols, uoff;
 };
 
-// spectral: one power iteration per weight matrix, one block each
-// (formula at trainer/cpu/spectral.go spectralStep):
+// spectral: one power iteration per weight matrix, one block of 1024
+// threads each (formula at trainer/cpu/spectral.go spectralStep):
 //
 //   v ← Wᵀu/‖Wᵀu‖,  u ← Wv/‖Wv‖,  σ = ‖Wv‖,  W ← W·float(bound/σ) when σ > bound
 //
-// norms summed in float64. Block 0 then counts the step (st->t, st->local).
+// Wᵀu is summed per warp over rows w, w+32, … and the 32 warp parts are
+// added in warp order; Wv is one warp per row; norms are summed in float64
+// by blockSumD. Every order is fixed, so the step is bit-reproducible.
+// Block 0 then counts the step (st->t, st->local).
 // Dynamic shared memory: (max cols + max rows) floats.
-extern "C" __global__ void spectral(float* p, float* u, const SpecSeg* segs, double bound, StepState* st) {
+#define SPEC_THREADS 1024
+#define SPEC_COLS 256 // columns of Wᵀu per pass
+
+extern "C" __global__ void __launch_bounds__(SPEC_THREADS) spectral(float* p, float* u, const SpecSeg* segs, double bound, StepState* st) {
   if (st->abort) return;
   extern __shared__ float sh[];
+  __shared__ float part[SPEC_THREADS / 32][SPEC_COLS];
   if (bound > 0) {
     const SpecSeg sg = segs[blockIdx.x];
     float* W = p + sg.w;
@@ -188,12 +198,30 @@ extern "C" __global__ void spectral(float* p, float* u, const SpecSeg* segs, dou
     const int rows = (int)sg.rows, cols = (int)sg.cols;
     float* v = sh;
     float* wv = sh + cols;
-    for (int c = threadIdx.x; c < cols; c += blockDim.x) {
-      float s = 0.0f;
-      for (int r = 0; r < rows; r++) s += W[(long long)r * cols + c] * uu[r];
-      v[c] = s;
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    for (int c0 = 0; c0 < cols; c0 += SPEC_COLS) {
+      float acc[SPEC_COLS / 32];
+#pragma unroll
+      for (int q = 0; q < SPEC_COLS / 32; q++) acc[q] = 0.0f;
+      for (int r = wid; r < rows; r += nw) {
+        const float ur = uu[r];
+        const float* wr = W + (long long)r * cols + c0;
+#pragma unroll
+        for (int q = 0; q < SPEC_COLS / 32; q++) {
+          const int c = lane + 32 * q;
+          if (c0 + c < cols) acc[q] += wr[c] * ur;
+        }
+      }
+#pragma unroll
+      for (int q = 0; q < SPEC_COLS / 32; q++) part[wid][lane + 32 * q] = acc[q];
+      __syncthreads();
+      for (int c = threadIdx.x; c < SPEC_COLS && c0 + c < cols; c += blockDim.x) {
+        float s = 0.0f;
+        for (int w = 0; w < nw; w++) s += part[w][c];
+        v[c0 + c] = s;
+      }
+      __syncthreads();
     }
-    __syncthreads();
     double s2 = 0.0;
     for (int c = threadIdx.x; c < cols; c += blockDim.x) s2 += (double)v[c] * (double)v[c];
     const double nv = sqrt(blockSumD(s2));
@@ -201,7 +229,6 @@ extern "C" __global__ void spectral(float* p, float* u, const SpecSeg* segs, dou
       __syncthreads();
       for (int c = threadIdx.x; c < cols; c += blockDim.x) v[c] = (float)((double)v[c] / nv);
       __syncthreads();
-      const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
       for (int r = wid; r < rows; r += nw) {
         float s = 0.0f;
         for (int c = lane; c < cols; c += 32) s += W[(long long)r * cols + c] * v[c];
@@ -228,38 +255,26 @@ extern "C" __global__ void spectral(float* p, float* u, const SpecSeg* segs, dou
   }
 }
 
-// Where the concatenated copy of the four head-hidden layers (v1, a1_0,
-// a1_1, a1_2) comes from: their weight and bias offsets in the flat vector.
-struct CatSrc {
-  long long w[4], b[4];
-  long long head, in; // rows per layer (model.head) and columns (model.trunk2)
+// One copy of the refresh: count float32 masters from p[src] to dst of
+// the copy named by kind (0: gw, 1: wcat, both E; 2: bcat, float32).
+struct CopySeg {
+  long long src, count, dst, kind;
 };
 
 // refresh rewrites the GEMM copies of a network after its float32 masters
-// changed: gw[i] = E(p[i]) for every parameter (bf16 mode only; in fp32 gw
-// is p itself and only the copies below are written), then the
-// concatenated head-hidden weights Wcat [4·head×in] (E) and biases bcat
-// [4·head] (float32).
-extern "C" __global__ void refresh(const float* p, long long P, E* gw, E* wcat, float* bcat,
-                                   const CatSrc* cs, const StepState* st) {
+// changed, one segment per blockIdx.y: every weight matrix into gw (at its
+// aligned offset), the head-hidden weights v1, a1_0, a1_1, a1_2
+// concatenated into wcat [4·head×in] and their biases into bcat [4·head].
+extern "C" __global__ void refresh(const float* p, E* gw, E* wcat, float* bcat, const CopySeg* segs,
+                                   const StepState* st) {
   if (st && st->abort) return;
-  const long long hw = cs->head * cs->in;
-  const long long extra = 4 * hw + 4 * cs->head;
-  const long long total = (DQN_BF16 ? P : 0) + extra;
-  for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += (long long)gridDim.x * blockDim.x) {
-    long long i = e;
-    if (DQN_BF16) {
-      if (i < P) { gw[i] = toE(p[i]); continue; }
-      i -= P;
-    }
-    if (i < 4 * hw) {
-      long long h = i / hw, r = i % hw;
-      wcat[i] = toE(p[cs->w[h] + r]);
-    } else {
-      i -= 4 * hw;
-      long long h = i / cs->head, r = i % cs->head;
-      bcat[i] = p[cs->b[h] + r];
-    }
+  const CopySeg sg = segs[blockIdx.y];
+  const float* src = p + sg.src;
+  for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < sg.count; e += (long long)gridDim.x * blockDim.x) {
+    const float v = src[e];
+    if (sg.kind == 0) gw[sg.dst + e] = toE(v);
+    else if (sg.kind == 1) wcat[sg.dst + e] = toE(v);
+    else bcat[sg.dst + e] = v;
   }
 }
 

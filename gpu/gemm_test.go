@@ -1,0 +1,287 @@
+package gpu
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"testing"
+
+	"github.com/dqnflow/dqnflow/bf16"
+	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/gpu/cuda"
+)
+
+// testDevice opens CUDA device 0 or skips with the reason (a failure under
+// DQNFLOW_REQUIRE_GPU=1, as in the device script).
+func testDevice(t *testing.T) *gpuDevice {
+	t.Helper()
+	d, err := openDevice(0)
+	if err != nil {
+		var ce *cuda.Error
+		noDev := errors.As(err, &ce) && (ce.Name == "CUDA_ERROR_NO_DEVICE" || ce.Name == "CUDA_ERROR_INVALID_DEVICE")
+		if os.Getenv("DQNFLOW_REQUIRE_GPU") == "" && (errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoNVRTC) || noDev) {
+			t.Skipf("no CUDA device here: %v", err)
+		}
+		t.Fatal(err)
+	}
+	return d
+}
+
+// hostMat is an operand in host memory: rows×cols values (already rounded
+// to the storage type) laid out row-contiguous or column-contiguous with a
+// padded leading stride, as the trainer's buffers are.
+type hostMat struct {
+	rows, cols int
+	colMajor   bool
+	ld         int
+	v          []float32
+}
+
+func newHostMat(r *rand.Rand, rows, cols int, colMajor, round bool) hostMat {
+	h := hostMat{rows: rows, cols: cols, colMajor: colMajor}
+	inner, outer := cols, rows
+	if colMajor {
+		inner, outer = rows, cols
+	}
+	h.ld = align8(inner) + 8
+	h.v = make([]float32, outer*h.ld)
+	for i := range h.v {
+		x := float32(r.NormFloat64())
+		if round {
+			x = bf16.Round(x)
+		}
+		h.v[i] = x
+	}
+	return h
+}
+
+func (h hostMat) at(i, j int) float32 {
+	if h.colMajor {
+		return h.v[j*h.ld+i]
+	}
+	return h.v[i*h.ld+j]
+}
+
+// view is the strided view of h at device address p.
+func (h hostMat) view(p cuda.DevPtr) mat {
+	if h.colMajor {
+		return mat{p, 1, int64(h.ld)}
+	}
+	return mat{p, int64(h.ld), 1}
+}
+
+// TestGEMMMatchesFloat64 runs the gemm kernel in both tile shapes, every
+// operand layout (A k- or m-contiguous, B k- or n-contiguous), ragged
+// sizes, split-k and each epilogue, and compares every output with the
+// float64 product of the same (storage-rounded) operands: within
+// 1e-5·Σ|a·b| + 1e-30 for the float32 output, and within one rounding of
+// the storage type for the E output.
+func TestGEMMMatchesFloat64(t *testing.T) {
+	d := testDevice(t)
+	for _, bf := range []bool{false, true} {
+		for si, sh := range gemmShapes(bf) {
+			for _, aCol := range []bool{false, true} {
+				for _, bCol := range []bool{false, true} {
+					for _, tc := range []struct {
+						m, n, k, kchunk, epi int
+					}{
+						{200, 72, 56, 0, epiStore},
+						{37, 130, 264, 0, epiBiasReLU},
+						{129, 51, 153, 0, epiMask},
+						{150, 140, 1000, 128, epiStore},
+						{3, 5, 7, 0, epiBias},
+					} {
+						name := fmt.Sprintf("bf16=%v/%s/aCol=%v/bCol=%v/%dx%dx%d/split=%d/epi=%d", bf, sh.name, aCol, bCol, tc.m, tc.n, tc.k, tc.kchunk, tc.epi)
+						err := d.dev.Do(func(c *cuda.Ctx) error {
+							return checkGEMM(c, d, bf, si, aCol, bCol, tc.m, tc.n, tc.k, tc.kchunk, tc.epi)
+						})
+						if err != nil {
+							t.Errorf("%s: %v", name, err)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func checkGEMM(c *cuda.Ctx, d *gpuDevice, bf bool, shape int, aCol, bCol bool, M, N, K, kchunk, epi int) error {
+	k, err := d.module(c, config.Defaults().Model, bf)
+	if err != nil {
+		return err
+	}
+	s, err := c.NewStream()
+	if err != nil {
+		return err
+	}
+	defer c.DestroyStream(s)
+	var mem arena
+	defer mem.free(c)
+	r := rand.New(rand.NewPCG(uint64(M), uint64(N*K)))
+	// A is M×K: "column-major" here means m-contiguous. B is K×N stored as
+	// N×K rows (k-contiguous, bCol false) or K×N rows (n-contiguous).
+	A := newHostMat(r, M, K, aCol, bf)
+	Bt := newHostMat(r, N, K, bCol, bf) // Bt(n, k) = B(k, n)
+	mask := newHostMat(r, M, N, false, bf)
+	bias := make([]float32, N)
+	for i := range bias {
+		bias[i] = float32(r.NormFloat64())
+	}
+	esz := 4
+	if bf {
+		esz = 2
+	}
+	upload := func(v []float32) (cuda.DevPtr, error) {
+		p, err := mem.alloc(c, s, esz*len(v))
+		if err != nil {
+			return 0, err
+		}
+		if bf {
+			h := make([]uint16, len(v))
+			for i, x := range v {
+				h[i] = uint16(bf16.FromFloat32(x))
+			}
+			return p, cuda.Upload(c, p, h)
+		}
+		return p, cuda.Upload(c, p, v)
+	}
+	ap, err := upload(A.v)
+	if err != nil {
+		return err
+	}
+	bp, err := upload(Bt.v)
+	if err != nil {
+		return err
+	}
+	mp, err := upload(mask.v)
+	if err != nil {
+		return err
+	}
+	biasP, err := mem.alloc(c, s, 4*N)
+	if err != nil {
+		return err
+	}
+	if err := cuda.Upload(c, biasP, bias); err != nil {
+		return err
+	}
+	// B(k, n) = Bt(n, k): swap the strides of Bt's view.
+	bv := Bt.view(bp)
+	j := job{a: A.view(ap), b: mat{bv.p, bv.sc, bv.sr}, m: M, n: N, k: K, epi: epi, kchunk: kchunk}
+	splits := j.splits()
+	cp, err := mem.alloc(c, s, 4*splits*M*N)
+	if err != nil {
+		return err
+	}
+	j.c = mat{cp, int64(N), 1}
+	if splits > 1 {
+		j.splitStride = int64(M * N)
+	}
+	var cep cuda.DevPtr
+	switch epi {
+	case epiBias:
+		j.bias = biasP
+	case epiBiasReLU:
+		j.bias = biasP
+		if cep, err = mem.alloc(c, s, esz*M*N); err != nil {
+			return err
+		}
+		j.ce = mat{cep, int64(N), 1}
+	case epiMask:
+		j.mask = mat{mp, int64(mask.ld), 1}
+		if cep, err = mem.alloc(c, s, esz*M*N); err != nil {
+			return err
+		}
+		j.ce = mat{cep, int64(N), 1}
+	}
+	sh := gemmShapes(bf)[shape]
+	w, blocks, err := gemmWords(sh, bf, []job{j})
+	if err != nil {
+		return err
+	}
+	jp, err := mem.alloc(c, s, 8*len(w))
+	if err != nil {
+		return err
+	}
+	if err := cuda.Upload(c, jp, []uint64(w)); err != nil {
+		return err
+	}
+	if err := c.Launch(k.fn[sh.name], dim(blocks), dim(sh.threads), sh.shared, s, jp, int32(1), cuda.DevPtr(0)); err != nil {
+		return err
+	}
+	if err := c.Sync(s); err != nil {
+		return err
+	}
+	got := make([]float32, splits*M*N)
+	if err := cuda.Download(c, got, cp); err != nil {
+		return err
+	}
+	var gotE []float32
+	if cep != 0 {
+		gotE = make([]float32, M*N)
+		if bf {
+			h := make([]uint16, M*N)
+			if err := cuda.Download(c, h, cep); err != nil {
+				return err
+			}
+			for i, x := range h {
+				gotE[i] = bf16.BF16(x).Float32()
+			}
+		} else if err := cuda.Download(c, gotE, cep); err != nil {
+			return err
+		}
+	}
+	bad := 0
+	var first error
+	for m := range M {
+		for n := range N {
+			var want, mag float64
+			for kk := range K {
+				p := float64(A.at(m, kk)) * float64(Bt.at(n, kk))
+				want += p
+				mag += math.Abs(p)
+			}
+			var v float64
+			for sp := range splits {
+				v += float64(got[sp*M*N+m*N+n])
+			}
+			ref := want
+			switch epi {
+			case epiBias:
+				ref = want + float64(bias[n])
+			case epiBiasReLU:
+				ref = math.Max(want+float64(bias[n]), 0)
+				mag += math.Abs(float64(bias[n]))
+			case epiMask:
+				if mask.at(m, n) <= 0 {
+					ref = 0
+				}
+			}
+			tol := 1e-5*mag + 1e-30
+			if epi == epiBiasReLU {
+				// Only the E output is written in this test.
+				v = float64(gotE[m*N+n])
+				tol += math.Abs(ref) / 128
+			}
+			if math.Abs(v-ref) > tol {
+				bad++
+				if first == nil {
+					first = fmt.Errorf("C(%d, %d) = %g, want %g (tolerance %g)", m, n, v, ref, tol)
+				}
+			}
+			if epi == epiMask {
+				if e := float64(gotE[m*N+n]); math.Abs(e-ref) > tol+math.Abs(ref)/128 {
+					bad++
+					if first == nil {
+						first = fmt.Errorf("Ce(%d, %d) = %g, want %g", m, n, e, ref)
+					}
+				}
+			}
+		}
+	}
+	if bad > 0 {
+		return fmt.Errorf("%d of %d outputs wrong; first: %w", bad, M*N, first)
+	}
+	return nil
+}
