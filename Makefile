@@ -59,7 +59,8 @@ clean:
 	rm -rf $(BIN) checkpoints .dqnflow
 
 ## gpu-binaries: static binaries for a device visit (tools/device/visit.sh runs them on a GPU machine)
-gpu-binaries: build
+gpu-binaries:
 	mkdir -p $(BIN)/gputest
-	CGO_ENABLED=0 $(GO) test -c -o $(BIN)/gputest/cuda.test ./gpu/cuda
-	CGO_ENABLED=0 $(GO) test -c -o $(BIN)/gputest/gpu.test ./gpu
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(BIN)/gputest/dqnflow ./cmd/dqnflow
+	CGO_ENABLED=0 $(GO) test -c -trimpath -ldflags='-s -w' -o $(BIN)/gputest/cuda.test ./gpu/cuda
+	CGO_ENABLED=0 $(GO) test -c -trimpath -ldflags='-s -w' -o $(BIN)/gputest/gpu.test ./gpu

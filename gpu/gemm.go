@@ -37,30 +37,33 @@ type job struct {
 	splitStride int64
 }
 
-// gemmShape is one of the kernel's tile shapes: gemm64 or gemm128.
+// gemmShape is one of the kernel's tile shapes.
 type gemmShape struct {
 	name    string
-	tile    int
+	bm, bn  int // tile rows (m) and columns (n)
 	threads int
 	shared  int // dynamic shared memory bytes (bf16 mode)
 }
 
 // gemmShapes are the shapes of kernels/gemm.cu in the given mode; shared
 // memory is GSTAGES·(tile A + tile B) bf16 in bf16 mode, static in fp32.
-func gemmShapes(bf16 bool) [2]gemmShape {
+func gemmShapes(bf16 bool) []gemmShape {
 	if !bf16 {
-		return [2]gemmShape{{"gemm64", 64, 256, 0}, {"gemm128", 128, 256, 0}}
+		return []gemmShape{{"gemm64", 64, 64, 256, 0}, {"gemm128", 128, 128, 256, 0}, {"gemm128x64", 128, 64, 256, 0}}
 	}
 	elems := func(r int) int { return max(r*(32+8), 32*(r+8)) }
-	return [2]gemmShape{
-		{"gemm64", 64, 128, 3 * 2 * 2 * elems(64)},
-		{"gemm128", 128, 256, 3 * 2 * 2 * elems(128)},
+	stages := func(bm, bn int) int { return 3 * 2 * (elems(bm) + elems(bn)) }
+	return []gemmShape{
+		{"gemm64", 64, 64, 128, stages(64, 64)},
+		{"gemm128", 128, 128, 256, stages(128, 128)},
+		{"gemm128x64", 128, 64, 128, stages(128, 64)},
 	}
 }
 
-// fillBlocks is the number of blocks at which a launch of 128×128 tiles
-// fills the GPU: below it, 64×64 tiles give more blocks.
-const fillBlocks = 132
+// fillBlocks is the number of blocks at which a launch keeps every SM of
+// an H200 busy for two waves; a launch with fewer takes the shape that
+// gives the most blocks.
+const fillBlocks = 2 * 132
 
 func (j job) splits() int {
 	if j.kchunk <= 0 || j.kchunk >= j.k {
@@ -69,13 +72,19 @@ func (j job) splits() int {
 	return ceilDiv(j.k, j.kchunk)
 }
 
-func (j job) blocks(tile int) int {
-	return ceilDiv(j.m, tile) * ceilDiv(j.n, tile) * j.splits()
+func (j job) blocks(sh gemmShape) int {
+	return ceilDiv(j.m, sh.bm) * ceilDiv(j.n, sh.bn) * j.splits()
+}
+
+// padded is the work of j in whole tiles of sh: what the launch computes,
+// useful or not.
+func (j job) padded(sh gemmShape) int64 {
+	return int64(ceilDiv(j.m, sh.bm)*sh.bm) * int64(ceilDiv(j.n, sh.bn)*sh.bn) * int64(j.k)
 }
 
 // words writes j as the 25 words of struct GemmJob, its blocks starting at
-// first in tiles of tile×tile.
-func (j job) words(w *words, first, tile int) {
+// first in tiles of shape sh.
+func (j job) words(w *words, first int, sh gemmShape) {
 	kchunk := j.k
 	if j.splits() > 1 {
 		kchunk = j.kchunk
@@ -87,7 +96,7 @@ func (j job) words(w *words, first, tile int) {
 	w.ptr(j.mask.p).i64(j.mask.sr).i64(j.mask.sc)
 	w.ptr(j.bias)
 	w.i64(int64(j.m)).i64(int64(j.n)).i64(int64(j.k)).i64(int64(j.epi))
-	w.i64(int64(first)).i64(int64(ceilDiv(j.m, tile))).i64(int64(ceilDiv(j.n, tile)))
+	w.i64(int64(first)).i64(int64(ceilDiv(j.m, sh.bm))).i64(int64(ceilDiv(j.n, sh.bn)))
 	w.i64(int64(kchunk)).i64(j.splitStride)
 }
 
@@ -123,26 +132,44 @@ func (j job) check(esz int) error {
 	if err := operand("B", mat{j.b.p, j.b.sc, j.b.sr}, j.n, j.k); err != nil {
 		return err
 	}
+	for _, o := range []struct {
+		name string
+		x    mat
+	}{{"C", j.c}, {"Ce", j.ce}, {"mask", j.mask}} {
+		if o.x.p != 0 && o.x.sc != 1 && j.n > 1 {
+			return fmt.Errorf("%s has column stride %d, not 1", o.name, o.x.sc)
+		}
+	}
 	if j.splits() > 1 && (j.epi != epiStore || j.splitStride < int64(j.m)*int64(j.n)) {
 		return fmt.Errorf("split in k with epilogue %d and split stride %d", j.epi, j.splitStride)
 	}
 	return nil
 }
 
-// gemmCall chooses the tile shape for jobs (128×128 when that fills the
-// GPU, 64×64 otherwise) and returns it with the jobs' words and the grid.
-func gemmCall(k *kernels, bf16 bool, jobs []job) (gemmShape, words, int, error) {
-	shapes := gemmShapes(bf16)
-	big := 0
-	for _, j := range jobs {
-		big += j.blocks(shapes[1].tile)
+// gemmCall chooses the tile shape for jobs and returns it with the jobs'
+// words and the grid. Among the shapes whose launch fills the GPU
+// (fillBlocks), it takes the one that computes the least padding, the
+// bigger tile on a tie; when none fills it, the one with the most blocks.
+func gemmCall(bf16 bool, jobs []job) (gemmShape, words, int, error) {
+	var best gemmShape
+	bestFill, bestBlocks, bestPad := false, 0, int64(0)
+	for _, sh := range gemmShapes(bf16) {
+		blocks, pad := 0, int64(0)
+		for _, j := range jobs {
+			blocks += j.blocks(sh)
+			pad += j.padded(sh)
+		}
+		fill := blocks >= fillBlocks
+		better := best.name == "" ||
+			(fill && !bestFill) ||
+			(fill && bestFill && (pad < bestPad || pad == bestPad && blocks < bestBlocks)) ||
+			(!fill && !bestFill && blocks > bestBlocks)
+		if better {
+			best, bestFill, bestBlocks, bestPad = sh, fill, blocks, pad
+		}
 	}
-	sh := shapes[0]
-	if big >= fillBlocks {
-		sh = shapes[1]
-	}
-	w, blocks, err := gemmWords(sh, bf16, jobs)
-	return sh, w, blocks, err
+	w, blocks, err := gemmWords(best, bf16, jobs)
+	return best, w, blocks, err
 }
 
 // gemmWords checks jobs and returns their words for tile shape sh and the
@@ -158,15 +185,15 @@ func gemmWords(sh gemmShape, bf16 bool, jobs []job) (words, int, error) {
 		if err := j.check(esz); err != nil {
 			return nil, 0, fmt.Errorf("gemm job %d of %d: %w", i, len(jobs), err)
 		}
-		j.words(&w, first, sh.tile)
-		first += j.blocks(sh.tile)
+		j.words(&w, first, sh)
+		first += j.blocks(sh)
 	}
 	return w, first, nil
 }
 
 // gemmLaunch uploads jobs and returns the launch that runs them all.
 func (l *learner) gemmLaunch(c *cuda.Ctx, name string, jobs []job) (launch, error) {
-	sh, w, blocks, err := gemmCall(l.k, l.bf16, jobs)
+	sh, w, blocks, err := gemmCall(l.bf16, jobs)
 	if err != nil {
 		return launch{}, fmt.Errorf("%s: %w", name, err)
 	}

@@ -61,7 +61,7 @@ func (l *learner) infer(c *cuda.Ctx, obs []float32, rows int, full bool) (*infer
 			if fw[s], err = l.gemmLaunch(c, "infer", jobs[s]); err != nil {
 				return nil, err
 			}
-			fw[s].args = []any{fw[s].args[0], cuda.DevPtr(0)} // no step state: always runs
+			fw[s].args = []any{fw[s].args[0], fw[s].args[1], cuda.DevPtr(0)} // no step state: always runs
 		}
 		p.fwd[rows] = fw
 	}

@@ -201,7 +201,10 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 		}
 		total += s.cols
 	}
-	chunks := ceilDiv(n, 256)
+	// Row chunks of the bias sums: small enough that a small batch still
+	// gives many blocks, at most 64 chunks for grad_reduce to add in order.
+	chunkRows := min(max(ceilDiv(n, 64), 32), 256)
+	chunks := ceilDiv(n, chunkRows)
 	partial := alloc(4 * total * chunks)
 	indexP := alloc(4 * total)
 	csP := upload(cs)
@@ -212,21 +215,22 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 		return nil, err
 	}
 	p.biasL = launch{name: "bias_partial", f: l.k.fn["bias_partial"], grid: dim2(ceilDiv(total, 256), chunks), block: dim(256),
-		args: []any{csP, int32(len(segs)), int64(total), int64(n), partial, l.st}}
+		args: []any{csP, int32(len(segs)), int64(total), int64(n), int64(chunkRows), partial, l.st}}
 	var rw words
 	rw.ptr(partial).ptr(l.grad).ptr(indexP).i64(int64(total)).i64(int64(chunks)).i64(0).i64(0)
 	rw = append(rw, reds...)
 	redP := upload(rw)
 	p.reduceL = launch{name: "grad_reduce", f: l.k.fn["grad_reduce"], grid: dim2(64, 1+nred), block: dim(256), args: []any{redP, l.st}}
-	p.normL = launch{name: "grad_norm", f: l.k.fn["grad_norm"], grid: dim(normBlocks), block: dim(256),
+	p.normL = launch{name: "grad_norm", f: l.k.fn["grad_norm"], grid: dim(normBlocks), block: dim(1024),
 		args: []any{l.grad, int64(l.np), l.partial, p.w, p.sample, int64(n), l.st}}
 	var aw words
 	aw.ptr(l.online.p).ptr(l.grad).ptr(l.adamM).ptr(l.adamV).ptr(l.partial).i64(normBlocks).ptr(l.paramSegs)
 	aw.ptr(l.lossHist).ptr(l.normHist)
 	o := l.o
 	aw.f64(o.Beta1).f64(o.Beta2).f64(o.LR).f64(o.Eps).f64(o.WeightDecay).f64(o.ClipNorm)
+	aw.i64(int64(l.np)).i64(2 * model.NumLayers)
 	adamP := upload(aw)
-	p.adamL = launch{name: "adamw", f: l.k.fn["adamw"], grid: dim2(32, 2*model.NumLayers), block: dim(256), args: []any{adamP, l.st}}
+	p.adamL = launch{name: "adamw", f: l.k.fn["adamw"], grid: dim(ceilDiv(l.np, 256)), block: dim(256), args: []any{adamP, l.st}}
 	p.specL = launch{name: "spectral", f: l.k.fn["spectral"], grid: dim(model.NumLayers), block: dim(1024), shared: l.specShared,
 		args: []any{l.online.p, l.u, l.specSegs, o.SpectralBound, l.st}}
 	if err := bt.err; err != nil {

@@ -7,8 +7,10 @@ import (
 	"github.com/dqnflow/dqnflow/trainer/model"
 )
 
-// KernelTime is the device time of one launch of the training step, timed
-// with CUDA events around reps back-to-back eager launches.
+// KernelTime is the device time of one launch of the training step: reps
+// copies of the launch captured in one CUDA graph, timed with CUDA events
+// around the graph's replay, so host launch overhead is not counted, as
+// inside the training graph.
 type KernelTime struct {
 	Index int     `json:"index"`
 	Name  string  `json:"name"`
@@ -16,9 +18,9 @@ type KernelTime struct {
 	Grid  string  `json:"grid"`
 }
 
-// ProfileStep times every launch of the training step on its own (reps
-// launches between two events, mean), so the report shows where a step's
-// time goes. The launches change the trainer's state like training does.
+// ProfileStep times every launch of the training step on its own (mean of
+// reps graph-captured launches), so the report shows where a step's time
+// goes. The launches change the trainer's state like training does.
 func (t *Trainer) ProfileStep(reps int) ([]KernelTime, error) {
 	var out []KernelTime
 	err := t.b.d.dev.Do(func(c *cuda.Ctx) error {
@@ -28,24 +30,14 @@ func (t *Trainer) ProfileStep(reps int) ([]KernelTime, error) {
 		}
 		a, b := t.events[0], t.events[1]
 		for i, ln := range t.l.trainLaunches(p) {
-			if err := ln.run(c, t.l.stream); err != nil { // warm
-				return err
+			x, err := captureRepeated(c, t.l.stream, ln, reps)
+			if err != nil {
+				return fmt.Errorf("profile %s: %w", ln.name, err)
 			}
-			if err := c.Record(a, t.l.stream); err != nil {
-				return err
+			ms, err := timeGraph(c, t.l.stream, x, a, b)
+			if derr := c.DestroyGraphExec(x); err == nil {
+				err = derr
 			}
-			for range reps {
-				if err := ln.run(c, t.l.stream); err != nil {
-					return err
-				}
-			}
-			if err := c.Record(b, t.l.stream); err != nil {
-				return err
-			}
-			if err := c.EventSync(b); err != nil {
-				return err
-			}
-			ms, err := c.Elapsed(a, b)
 			if err != nil {
 				return err
 			}
@@ -62,6 +54,52 @@ func (t *Trainer) ProfileStep(reps int) ([]KernelTime, error) {
 		return nil
 	})
 	return out, err
+}
+
+// captureRepeated captures reps launches of ln on stream s as one graph.
+func captureRepeated(c *cuda.Ctx, s cuda.Stream, ln launch, reps int) (cuda.GraphExec, error) {
+	if err := c.BeginCapture(s); err != nil {
+		return 0, err
+	}
+	var runErr error
+	for range reps {
+		if runErr = ln.run(c, s); runErr != nil {
+			break
+		}
+	}
+	g, err := c.EndCapture(s)
+	if runErr != nil {
+		return 0, runErr
+	}
+	if err != nil {
+		return 0, err
+	}
+	x, err := c.Instantiate(g)
+	if derr := c.DestroyGraph(g); err == nil {
+		err = derr
+	}
+	return x, err
+}
+
+// timeGraph replays x once to warm up, then once between events a and b,
+// and returns the milliseconds between them.
+func timeGraph(c *cuda.Ctx, s cuda.Stream, x cuda.GraphExec, a, b cuda.Event) (float32, error) {
+	if err := c.GraphLaunch(x, s); err != nil {
+		return 0, err
+	}
+	if err := c.Record(a, s); err != nil {
+		return 0, err
+	}
+	if err := c.GraphLaunch(x, s); err != nil {
+		return 0, err
+	}
+	if err := c.Record(b, s); err != nil {
+		return 0, err
+	}
+	if err := c.EventSync(b); err != nil {
+		return 0, err
+	}
+	return c.Elapsed(a, b)
 }
 
 // GEMMFlops is the floating-point work of the GEMMs of one training step at

@@ -68,7 +68,7 @@ func (b *Backend) selfCheck(m config.ModelConfig, bf16 bool) (string, error) {
 		if err := bt.err; err != nil {
 			return err
 		}
-		sh, w, blocks, err := gemmCall(k, bf16, []job{{a: mat{ae, checkK, 1}, b: mat{be, 1, 1}, c: mat{out, 1, 1}, m: 2, n: 1, k: checkK, epi: epiStore}})
+		sh, w, blocks, err := gemmCall(bf16, []job{{a: mat{ae, checkK, 1}, b: mat{be, 1, 1}, c: mat{out, 1, 1}, m: 2, n: 1, k: checkK, epi: epiStore}})
 		if err != nil {
 			return err
 		}

@@ -34,9 +34,10 @@
 //   EPI_MASK       y = mask(m, n) > 0 ? v : 0; C = y; Ce = E(y)  (ReLU backward)
 // C (float32) and Ce (E) may each be null where a mode writes it optionally.
 //
-// Two tile shapes, chosen per launch by the Go side: gemm64 (64×64 tiles,
-// for launches that would not fill the GPU with bigger ones) and gemm128
-// (128×128).
+// Three tile shapes, chosen per launch by the Go side (gpu/gemm.go
+// gemmCall): gemm64 (64×64 tiles, for launches that would not fill the GPU
+// with bigger ones), gemm128 (128×128) and gemm128x64 (for narrow outputs
+// such as the head's).
 
 #define EPI_STORE 0
 #define EPI_BIAS 1
@@ -58,26 +59,93 @@ struct GemmJob {
   long long splitStride;  // elements between the C of consecutive splits
 };
 
-__device__ __forceinline__ void gemmStore(const GemmJob& j, float* C, long long m, long long n, float v) {
-  switch (j.epi) {
-  case EPI_STORE:
-    C[m * j.scm + n * j.scn] = v;
-    break;
-  case EPI_BIAS:
-    C[m * j.scm + n * j.scn] = v + j.bias[n];
-    break;
-  case EPI_BIAS_RELU: {
-    float y = fmaxf(v + j.bias[n], 0.0f);
-    if (C) C[m * j.scm + n * j.scn] = y;
-    j.Ce[m * j.sem + n * j.sen] = toE(y);
-    break;
+// Pairs of neighbouring columns (n even) move as one 8-byte (float) or
+// 4-byte (bf16) access where the job's rows are aligned for it.
+struct __align__(8) f2 {
+  float x, y;
+};
+__device__ __forceinline__ void stF2(float* p, float a, float b) { *(f2*)p = f2{a, b}; }
+#if DQN_BF16
+__device__ __forceinline__ void stE2(E* p, float a, float b) { *(unsigned*)p = (unsigned)f2bf(a) | ((unsigned)f2bf(b) << 16); }
+__device__ __forceinline__ void ldE2(const E* p, float& a, float& b) {
+  const unsigned u = *(const unsigned*)p;
+  a = bf2f((bf16_t)(u & 0xffffu));
+  b = bf2f((bf16_t)(u >> 16));
+}
+#else
+__device__ __forceinline__ void stE2(E* p, float a, float b) { *(f2*)p = f2{a, b}; }
+__device__ __forceinline__ void ldE2(const E* p, float& a, float& b) {
+  const f2 u = *(const f2*)p;
+  a = u.x;
+  b = u.y;
+}
+#endif
+
+// The output rows of one row m of a job: C (float32, may be null), Ce (E,
+// may be null) and the mask, each with unit column stride (checked by the
+// Go side).
+struct EpiRow {
+  float* c;
+  E* e;
+  const E* mask;
+};
+
+__device__ __forceinline__ EpiRow epiRow(const GemmJob& j, float* C, long long m) {
+  EpiRow r;
+  r.c = C ? C + m * j.scm : (float*)0;
+  r.e = j.Ce ? j.Ce + m * j.sem : (E*)0;
+  r.mask = j.mask ? j.mask + m * j.smm : (const E*)0;
+  return r;
+}
+
+// epiValue is the epilogue of one element: the float32 result y of v at
+// column n (b the bias of column n, mk the mask value).
+template <int EPI>
+__device__ __forceinline__ float epiValue(float v, float b, float mk) {
+  if (EPI == EPI_STORE) return v;
+  if (EPI == EPI_BIAS) return v + b;
+  if (EPI == EPI_BIAS_RELU) return fmaxf(v + b, 0.0f);
+  return mk > 0.0f ? v : 0.0f;
+}
+
+// epiOne stores the result of one element at column n of row r.
+template <int EPI>
+__device__ __forceinline__ void epiOne(const EpiRow& r, const float* bias, long long n, float v) {
+  const float b = (EPI == EPI_BIAS || EPI == EPI_BIAS_RELU) ? bias[n] : 0.0f;
+  const float mk = EPI == EPI_MASK ? ldE(r.mask + n) : 0.0f;
+  const float y = epiValue<EPI>(v, b, mk);
+  if (r.c) r.c[n] = y;
+  if (EPI >= EPI_BIAS_RELU && r.e) r.e[n] = toE(y);
+}
+
+// epiTwo stores the results of columns n and n+1 (both inside the job) of
+// row r, as pairs where vec says the rows are aligned for it.
+template <int EPI>
+__device__ __forceinline__ void epiTwo(const EpiRow& r, const float* bias, long long n, float v0, float v1, bool vec) {
+  if (!vec) {
+    epiOne<EPI>(r, bias, n, v0);
+    epiOne<EPI>(r, bias, n + 1, v1);
+    return;
   }
-  default: { // EPI_MASK
-    float y = ldE(j.mask + m * j.smm + n * j.smn) > 0.0f ? v : 0.0f;
-    if (C) C[m * j.scm + n * j.scn] = y;
-    if (j.Ce) j.Ce[m * j.sem + n * j.sen] = toE(y);
+  float b0 = 0.0f, b1 = 0.0f, m0 = 0.0f, m1 = 0.0f;
+  if (EPI == EPI_BIAS || EPI == EPI_BIAS_RELU) {
+    b0 = bias[n];
+    b1 = bias[n + 1];
   }
-  }
+  if (EPI == EPI_MASK) ldE2(r.mask + n, m0, m1);
+  const float y0 = epiValue<EPI>(v0, b0, m0), y1 = epiValue<EPI>(v1, b1, m1);
+  if (r.c) stF2(r.c + n, y0, y1);
+  if (EPI >= EPI_BIAS_RELU && r.e) stE2(r.e + n, y0, y1);
+}
+
+// pairAligned reports whether every row of the job's outputs and mask
+// starts where a pair of elements can be accessed at once.
+__device__ __forceinline__ bool pairAligned(const GemmJob& j, const float* C) {
+  const unsigned long long pe = 2 * sizeof(E) - 1;
+  bool ok = !C || ((((unsigned long long)C) & 7) == 0 && (j.scm & 1) == 0);
+  ok = ok && (!j.Ce || ((((unsigned long long)j.Ce) & pe) == 0 && (j.sem & 1) == 0));
+  ok = ok && (!j.mask || ((((unsigned long long)j.mask) & pe) == 0 && (j.smm & 1) == 0));
+  return ok;
 }
 
 // findJob returns the job of this block: the number of jobs whose first
@@ -187,6 +255,31 @@ __device__ __forceinline__ void loadTile(bf16_t* s, const bf16_t* X, long long l
   }
 }
 
+// mmaEpilogue stores a warp's accumulators: in the m16n8 layout, lane
+// (g, t4) holds rows g and g+8 of columns 2·t4 and 2·t4+1 of each tile.
+template <int EPI, int MI, int NI>
+__device__ __forceinline__ void mmaEpilogue(const GemmJob& j, const GemmTile& t, float (&acc)[MI][NI][4], int wm, int wn,
+                                            int lane) {
+  const int g = lane >> 2, t4 = lane & 3;
+  const bool vec = pairAligned(j, t.C);
+#pragma unroll
+  for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+      const long long m = t.m0 + wm + mi * 16 + g + 8 * h;
+      if (m >= j.M) continue;
+      const EpiRow r = epiRow(j, t.C, m);
+#pragma unroll
+      for (int ni = 0; ni < NI; ni++) {
+        const long long n = t.n0 + wn + ni * 8 + 2 * t4;
+        if (n + 1 < j.N)
+          epiTwo<EPI>(r, j.bias, n, acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1], vec);
+        else if (n < j.N)
+          epiOne<EPI>(r, j.bias, n, acc[mi][ni][2 * h]);
+      }
+    }
+}
+
 template <int BM, int BN, int WARPS_M, int WARPS_N>
 __device__ __forceinline__ void gemmMma(const GemmJob* jobs, int njobs, const StepState* st) {
   constexpr int NT = 32 * WARPS_M * WARPS_N;
@@ -270,17 +363,12 @@ __device__ __forceinline__ void gemmMma(const GemmJob* jobs, int njobs, const St
     }
   }
   cpWait<0>();
-  const int g = lane >> 2, t4 = lane & 3;
-#pragma unroll
-  for (int mi = 0; mi < MI; mi++)
-#pragma unroll
-    for (int ni = 0; ni < NI; ni++)
-#pragma unroll
-      for (int r = 0; r < 4; r++) {
-        const long long m = t.m0 + wm + mi * 16 + g + (r >= 2 ? 8 : 0);
-        const long long n = t.n0 + wn + ni * 8 + 2 * t4 + (r & 1);
-        if (m < M && n < N) gemmStore(j, t.C, m, n, acc[mi][ni][r]);
-      }
+  switch (j.epi) {
+  case EPI_STORE: mmaEpilogue<EPI_STORE, MI, NI>(j, t, acc, wm, wn, lane); break;
+  case EPI_BIAS: mmaEpilogue<EPI_BIAS, MI, NI>(j, t, acc, wm, wn, lane); break;
+  case EPI_BIAS_RELU: mmaEpilogue<EPI_BIAS_RELU, MI, NI>(j, t, acc, wm, wn, lane); break;
+  default: mmaEpilogue<EPI_MASK, MI, NI>(j, t, acc, wm, wn, lane);
+  }
 }
 
 // Dynamic shared memory of each shape: GSTAGES·(A tile + B tile) bf16.
@@ -290,43 +378,95 @@ extern "C" __global__ void __launch_bounds__(128) gemm64(const GemmJob* jobs, in
 extern "C" __global__ void __launch_bounds__(256) gemm128(const GemmJob* jobs, int njobs, const StepState* st) {
   gemmMma<128, 128, 2, 4>(jobs, njobs, st);
 }
+extern "C" __global__ void __launch_bounds__(128) gemm128x64(const GemmJob* jobs, int njobs, const StepState* st) {
+  gemmMma<128, 64, 2, 2>(jobs, njobs, st);
+}
 #else
 // float32: 256 threads as 16×16, each (BM/16)×(BN/16) outputs at rows
 // ty + 16·i and columns tx + 16·c; k tiles of 16 held in shared memory as
 // [k][m] and [k][n]; products accumulated with fmaf in k order.
 #define FBK 16
 
-// loadRegs reads element e·256 + tid of the R×FBK tile of X at (r0, k0)
-// into v (zero outside rows × [k0, ke)). Element q of the tile is row q %
-// R, k q / R when the operand is r-contiguous, row q / FBK, k q % FBK
-// otherwise, so that neighbouring threads read neighbouring addresses.
+// Tiles move in 16-byte pieces of four floats: piece q of the R×FBK tile
+// at (r0, k0) is rows r..r+3 of column k when the operand is r-contiguous,
+// or row r, k..k+3 otherwise, so that neighbouring threads read
+// neighbouring addresses. Pieces outside rows × [k0, ke) are zero.
+struct __align__(16) f4 {
+  float x, y, z, w;
+};
+
 template <int R>
-__device__ __forceinline__ void loadRegs(float v[R * FBK / 256], const float* X, long long ld, bool kContig,
-                                         long long r0, long long rows, long long k0, long long ke) {
+__device__ __forceinline__ void loadRegs(f4 v[R / 64], const float* X, long long ld, bool kContig, long long r0,
+                                         long long rows, long long k0, long long ke) {
 #pragma unroll
-  for (int e = 0; e < R * FBK / 256; e++) {
+  for (int e = 0; e < R / 64; e++) {
     const int q = e * 256 + threadIdx.x;
-    const int r = kContig ? q / FBK : q % R, k = kContig ? q % FBK : q / R;
-    const long long gr = r0 + r, gk = k0 + k;
-    v[e] = (gr < rows && gk < ke) ? (kContig ? X[gr * ld + gk] : X[gk * ld + gr]) : 0.0f;
+    long long gr, gk, lim;
+    const float* p;
+    if (kContig) {
+      gr = r0 + q / (FBK / 4);
+      gk = k0 + (q % (FBK / 4)) * 4;
+      lim = ke - gk; // valid k in this piece
+      p = X + gr * ld + gk;
+      if (gr >= rows) lim = 0;
+    } else {
+      gk = k0 + q / (R / 4);
+      gr = r0 + (q % (R / 4)) * 4;
+      lim = rows - gr; // valid rows in this piece
+      p = X + gk * ld + gr;
+      if (gk >= ke) lim = 0;
+    }
+    if (lim >= 4) {
+      v[e] = *(const f4*)p;
+    } else {
+      v[e].x = lim > 0 ? p[0] : 0.0f;
+      v[e].y = lim > 1 ? p[1] : 0.0f;
+      v[e].z = lim > 2 ? p[2] : 0.0f;
+      v[e].w = 0.0f;
+    }
   }
 }
 
 template <int R>
-__device__ __forceinline__ void storeRegs(float (*s)[R + 4], const float v[R * FBK / 256], bool kContig) {
+__device__ __forceinline__ void storeRegs(float (*s)[R + 4], const f4 v[R / 64], bool kContig) {
 #pragma unroll
-  for (int e = 0; e < R * FBK / 256; e++) {
+  for (int e = 0; e < R / 64; e++) {
     const int q = e * 256 + threadIdx.x;
-    const int r = kContig ? q / FBK : q % R, k = kContig ? q % FBK : q / R;
-    s[k][r] = v[e];
+    if (kContig) {
+      const int r = q / (FBK / 4), k = (q % (FBK / 4)) * 4;
+      s[k][r] = v[e].x;
+      s[k + 1][r] = v[e].y;
+      s[k + 2][r] = v[e].z;
+      s[k + 3][r] = v[e].w;
+    } else {
+      const int k = q / (R / 4), r = (q % (R / 4)) * 4;
+      *(f4*)&s[k][r] = v[e];
+    }
+  }
+}
+
+// simtEpilogue stores a thread's outputs at rows ty + 16·r and columns
+// tx + 16·c (neighbouring threads, neighbouring columns).
+template <int EPI, int TM, int TN>
+__device__ __forceinline__ void simtEpilogue(const GemmJob& j, const GemmTile& t, float (&acc)[TM][TN], int tx, int ty) {
+#pragma unroll
+  for (int r = 0; r < TM; r++) {
+    const long long m = t.m0 + ty + 16 * r;
+    if (m >= j.M) continue;
+    const EpiRow row = epiRow(j, t.C, m);
+#pragma unroll
+    for (int c = 0; c < TN; c++) {
+      const long long n = t.n0 + tx + 16 * c;
+      if (n < j.N) epiOne<EPI>(row, j.bias, n, acc[r][c]);
+    }
   }
 }
 
 template <int BM, int BN>
 __device__ __forceinline__ void gemmSimt(const GemmJob* jobs, int njobs, const StepState* st) {
   constexpr int TM = BM / 16, TN = BN / 16;
-  __shared__ float As[2][FBK][BM + 4];
-  __shared__ float Bs[2][FBK][BN + 4];
+  __shared__ __align__(16) float As[2][FBK][BM + 4];
+  __shared__ __align__(16) float Bs[2][FBK][BN + 4];
   if (st && st->abort) return;
   const GemmJob j = jobs[findJob(jobs, njobs)];
   const GemmTile t = gemmTile(j, BM, BN);
@@ -341,7 +481,7 @@ __device__ __forceinline__ void gemmSimt(const GemmJob* jobs, int njobs, const S
   for (int a = 0; a < TM; a++)
 #pragma unroll
     for (int b = 0; b < TN; b++) acc[a][b] = 0.0f;
-  float ra[BM * FBK / 256], rb[BN * FBK / 256];
+  f4 ra[BM / 64], rb[BN / 64];
   const int nk = (int)((t.ke - t.kb + FBK - 1) / FBK);
   if (nk > 0) {
     loadRegs<BM>(ra, A, lda, aK, t.m0, M, t.kb, t.ke);
@@ -374,13 +514,12 @@ __device__ __forceinline__ void gemmSimt(const GemmJob* jobs, int njobs, const S
     }
     __syncthreads();
   }
-#pragma unroll
-  for (int r = 0; r < TM; r++)
-#pragma unroll
-    for (int c = 0; c < TN; c++) {
-      const long long m = t.m0 + ty + 16 * r, n = t.n0 + tx + 16 * c;
-      if (m < M && n < N) gemmStore(j, t.C, m, n, acc[r][c]);
-    }
+  switch (j.epi) {
+  case EPI_STORE: simtEpilogue<EPI_STORE, TM, TN>(j, t, acc, tx, ty); break;
+  case EPI_BIAS: simtEpilogue<EPI_BIAS, TM, TN>(j, t, acc, tx, ty); break;
+  case EPI_BIAS_RELU: simtEpilogue<EPI_BIAS_RELU, TM, TN>(j, t, acc, tx, ty); break;
+  default: simtEpilogue<EPI_MASK, TM, TN>(j, t, acc, tx, ty);
+  }
 }
 
 extern "C" __global__ void __launch_bounds__(256) gemm64(const GemmJob* jobs, int njobs, const StepState* st) {
@@ -388,5 +527,8 @@ extern "C" __global__ void __launch_bounds__(256) gemm64(const GemmJob* jobs, in
 }
 extern "C" __global__ void __launch_bounds__(256) gemm128(const GemmJob* jobs, int njobs, const StepState* st) {
   gemmSimt<128, 128>(jobs, njobs, st);
+}
+extern "C" __global__ void __launch_bounds__(256) gemm128x64(const GemmJob* jobs, int njobs, const StepState* st) {
+  gemmSimt<128, 64>(jobs, njobs, st);
 }
 #endif

@@ -11,8 +11,8 @@
 //   p_j     = exp(L_j − max L) / Σ_k exp(L_k − max L)
 //   Q(a)    = Σ_j p_j·z_j
 
-// branchLogits writes the logits of action a of branch d of row o into l.
-__device__ __forceinline__ void branchLogits(const float* o, int d, int a, int lane, float l[JPL]) {
+// branchMean writes mean_j of branch d of row o into mean (lane's atoms).
+__device__ __forceinline__ void branchMean(const float* o, int d, int lane, float mean[JPL]) {
   const int nd = kBranchSize[d];
   const float* adv = o + kHeadCol[d];
 #pragma unroll
@@ -21,12 +21,29 @@ __device__ __forceinline__ void branchLogits(const float* o, int d, int a, int l
     if (j < ATOMS) {
       float s = adv[j];
       for (int b = 1; b < nd; b++) s += adv[b * ATOMS + j];
-      float mean = s / (float)nd;
-      l[q] = (o[j] + adv[a * ATOMS + j]) - mean;
+      mean[q] = s / (float)nd;
     } else {
-      l[q] = -3.402823466e38f;
+      mean[q] = 0.0f;
     }
   }
+}
+
+// meanLogits writes the logits of action a of branch d of row o into l,
+// given the branch's mean.
+__device__ __forceinline__ void meanLogits(const float* o, int d, int a, int lane, const float mean[JPL], float l[JPL]) {
+  const float* adv = o + kHeadCol[d];
+#pragma unroll
+  for (int q = 0; q < JPL; q++) {
+    int j = lane + 32 * q;
+    l[q] = j < ATOMS ? (o[j] + adv[a * ATOMS + j]) - mean[q] : -3.402823466e38f;
+  }
+}
+
+// branchLogits writes the logits of action a of branch d of row o into l.
+__device__ __forceinline__ void branchLogits(const float* o, int d, int a, int lane, float l[JPL]) {
+  float mean[JPL];
+  branchMean(o, d, lane, mean);
+  meanLogits(o, d, a, lane, mean, l);
 }
 
 // softmax turns the logits l into probabilities p and returns log Σ exp(l − max) and max.
@@ -73,9 +90,11 @@ extern "C" __global__ void head_infer(const float* O, int rows, const float* z, 
   for (int d = 0; d < NBRANCH; d++) {
     int best = 0;
     float bestQ = 0.0f;
+    float mean[JPL];
+    branchMean(o, d, lane, mean);
     for (int a = 0; a < kBranchSize[d]; a++) {
       float l[JPL], p[JPL], mx, lse;
-      branchLogits(o, d, a, lane, l);
+      meanLogits(o, d, a, lane, mean, l);
       softmax(l, p, &mx, &lse);
       const int k = kBranchOff[d] + a;
 #pragma unroll
@@ -148,14 +167,18 @@ extern "C" __global__ void __launch_bounds__(32 * LOSS_WARPS) c51_loss(const Los
   const long long n = a.n;
   const bool live = i < n;
   if (live) {
-    float w;
+    float w = 0.0f;
     if (a.sampled) {
-      double t = (double)st->t;
-      double beta = 1.0;
-      if (a.betaSteps > 0) beta = a.beta0 + (1.0 - a.beta0) * fmin(fmax(t, 0.0), (double)a.betaSteps) / (double)a.betaSteps;
-      double mmin = __longlong_as_double((long long)st->mmin);
-      w = (float)pow(mmin / a.mass[i], beta);
-      if (d == 0 && lane == 0) a.w[i] = w;
+      // One lane computes the weight (a float64 pow) for its warp.
+      if (lane == 0) {
+        double t = (double)st->t;
+        double beta = 1.0;
+        if (a.betaSteps > 0) beta = a.beta0 + (1.0 - a.beta0) * fmin(fmax(t, 0.0), (double)a.betaSteps) / (double)a.betaSteps;
+        double mmin = __longlong_as_double((long long)st->mmin);
+        w = (float)pow(mmin / a.mass[i], beta);
+        if (d == 0) a.w[i] = w;
+      }
+      w = __shfl_sync(0xffffffffu, w, 0);
     } else {
       w = a.w[i];
     }
@@ -169,9 +192,11 @@ extern "C" __global__ void __launch_bounds__(32 * LOSS_WARPS) c51_loss(const Los
     // Double DQN: the online network picks a*, the target network rates it.
     int best = 0;
     float bestQ = 0.0f;
+    float meanNext[JPL];
+    branchMean(onNext, d, lane, meanNext);
     for (int b = 0; b < nd; b++) {
       float l[JPL], p[JPL], mx, lse;
-      branchLogits(onNext, d, b, lane, l);
+      meanLogits(onNext, d, b, lane, meanNext, l);
       softmax(l, p, &mx, &lse);
       float qb = expectation(p, a.z, lane);
       if (b == 0 || qb > bestQ) { best = b; bestQ = qb; }

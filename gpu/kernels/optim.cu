@@ -5,7 +5,6 @@
 // step is bit-reproducible on one GPU.
 
 #define RED_THREADS 256
-#define ROWS_PER_CHUNK 256
 
 // Column segments of the bias-gradient reduction: the float32 upstream
 // gradients G of the four layer groups, n rows each.
@@ -18,9 +17,9 @@ struct ColSeg {
 
 // bias_partial: partial[c·chunks + s] = Σ_{rows r in chunk s} G(r, c), rows in
 // order, for every column c of the nseg segments. Chunks hold
-// ROWS_PER_CHUNK rows, so for n ≤ 256 the sum is the CPU's row-order sum.
+// chunkRows rows (the last fewer); grad_reduce adds the chunks in order.
 extern "C" __global__ void bias_partial(const ColSeg* segs, int nseg, long long totalCols, long long n,
-                                        float* partial, const StepState* st) {
+                                        long long chunkRows, float* partial, const StepState* st) {
   if (st->abort) return;
   const long long c = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   const long long s = blockIdx.y, chunks = gridDim.y;
@@ -29,7 +28,7 @@ extern "C" __global__ void bias_partial(const ColSeg* segs, int nseg, long long 
   while (q + 1 < nseg && c >= segs[q + 1].first) q++;
   const ColSeg sg = segs[q];
   const long long col = c - sg.first;
-  const long long r0 = s * ROWS_PER_CHUNK, r1 = (r0 + ROWS_PER_CHUNK < n) ? r0 + ROWS_PER_CHUNK : n;
+  const long long r0 = s * chunkRows, r1 = (r0 + chunkRows < n) ? r0 + chunkRows : n;
   float acc = 0.0f;
   for (long long r = r0; r < r1; r++) acc += sg.G[r * sg.ld + col];
   partial[c * chunks + s] = acc;
@@ -111,18 +110,26 @@ struct AdamArgs {
   const ParamSeg* segs;
   float* lossHist; float* normHist; // [steps] per Train call, index st->local
   double beta1, beta2, lr, eps, wd, clip;
+  long long nparams, nsegs; // the segments cover [0, nparams) in order
 };
 
 // adamw: global norm ‖g‖ = √(Σ partials in order); if clip > 0 and ‖g‖ >
-// clip, g ← g·float(clip/‖g‖); then AdamW step t = st->t + 1 on parameter
-// segment blockIdx.y (formula at trainer/cpu/optim.go adamW). A non-finite
-// norm or loss sets st->abort and leaves every parameter as it was.
+// clip, g ← g·float(clip/‖g‖); then AdamW step t = st->t + 1 on every
+// parameter, one per thread, with weight decay on the weight segments
+// (formula at trainer/cpu/optim.go adamW). A non-finite norm or loss sets
+// st->abort and leaves every parameter as it was.
 extern "C" __global__ void adamw(const AdamArgs* pa, StepState* st) {
   if (st->abort) return;
   const AdamArgs a = *pa;
   __shared__ double snorm, sp[RED_THREADS];
+  __shared__ long long segEnd[2 * 16];
+  __shared__ int segDecay[2 * 16];
   // The partials come in parallel; one thread adds them in order.
   for (long long b = threadIdx.x; b < a.nPartial; b += blockDim.x) sp[b] = a.partial[b];
+  for (int q = threadIdx.x; q < a.nsegs; q += blockDim.x) {
+    segEnd[q] = a.segs[q].off + a.segs[q].count;
+    segDecay[q] = (int)a.segs[q].decay;
+  }
   __syncthreads();
   if (threadIdx.x == 0) {
     double s = 0.0;
@@ -134,14 +141,14 @@ extern "C" __global__ void adamw(const AdamArgs* pa, StepState* st) {
   const float loss = st->loss;
   if (!finited(norm) || !finitef(loss)) {
     __syncthreads();
-    if (blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
       a.lossHist[st->local] = loss;
       a.normHist[st->local] = (float)norm;
       st->abort = finitef(loss) ? 1 : 2;
     }
     return;
   }
-  if (blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
     a.lossHist[st->local] = loss;
     a.normHist[st->local] = (float)norm;
   }
@@ -152,10 +159,11 @@ extern "C" __global__ void adamw(const AdamArgs* pa, StepState* st) {
   const float b2 = (float)a.beta2, c2 = (float)(1 - a.beta2);
   const float bc1 = (float)(1 - pow(a.beta1, (double)t));
   const float bc2 = (float)(1 - pow(a.beta2, (double)t));
-  const ParamSeg sg = a.segs[blockIdx.y];
-  const float lr = (float)a.lr, eps = (float)a.eps, lrwd = sg.decay ? (float)(a.lr * a.wd) : 0.0f;
-  for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < sg.count; e += (long long)gridDim.x * blockDim.x) {
-    const long long i = sg.off + e;
+  const float lr = (float)a.lr, eps = (float)a.eps, lrwdW = (float)(a.lr * a.wd);
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < a.nparams; i += (long long)gridDim.x * blockDim.x) {
+    int q = 0;
+    while (q + 1 < a.nsegs && i >= segEnd[q]) q++;
+    const float lrwd = segDecay[q] ? lrwdW : 0.0f;
     float gi = a.g[i];
     if (clipping) gi = gi * c;
     float mi = b1 * a.m[i] + c1 * gi;
@@ -203,6 +211,7 @@ extern "C" __global__ void __launch_bounds__(SPEC_THREADS) spectral(float* p, fl
       float acc[SPEC_COLS / 32];
 #pragma unroll
       for (int q = 0; q < SPEC_COLS / 32; q++) acc[q] = 0.0f;
+#pragma unroll 2
       for (int r = wid; r < rows; r += nw) {
         const float ur = uu[r];
         const float* wr = W + (long long)r * cols + c0;
@@ -231,6 +240,7 @@ extern "C" __global__ void __launch_bounds__(SPEC_THREADS) spectral(float* p, fl
       __syncthreads();
       for (int r = wid; r < rows; r += nw) {
         float s = 0.0f;
+#pragma unroll 8
         for (int c = lane; c < cols; c += 32) s += W[(long long)r * cols + c] * v[c];
         s = warpSum(s);
         if (lane == 0) wv[r] = s;
@@ -243,7 +253,8 @@ extern "C" __global__ void __launch_bounds__(SPEC_THREADS) spectral(float* p, fl
         for (int r = threadIdx.x; r < rows; r += blockDim.x) uu[r] = (float)((double)wv[r] / sigma);
         if (sigma > bound) {
           const float sc = (float)(bound / sigma);
-          for (long long e = threadIdx.x; e < (long long)rows * cols; e += blockDim.x) W[e] = W[e] * sc;
+#pragma unroll 4
+          for (int e = threadIdx.x; e < rows * cols; e += blockDim.x) W[e] = W[e] * sc;
         }
       }
     }

@@ -146,6 +146,8 @@ struct PrioArgs {
 // where an index appears more than once the last sample wins, then every
 // changed path of the tree is recomputed level by level from its children.
 // It also resets st->mmin for the next step.
+#define PRIO_HELD 16
+
 extern "C" __global__ void priority(const PrioArgs* pa, StepState* st) {
   if (st->abort) return;
   const PrioArgs a = *pa;
@@ -171,14 +173,35 @@ extern "C" __global__ void priority(const PrioArgs* pa, StepState* st) {
     st->maxPrio = m;
     st->mmin = 0x7ff0000000000000ull; // +Inf
   }
+  // The ancestors of the new leaves, level by level up to the root; the
+  // ancestor of node x at the level whose first node is lvl is x >> (the
+  // levels between). Up to PRIO_HELD leaves per thread stay in registers.
+  const long long per = (a.n + blockDim.x - 1) / blockDim.x;
+  if (per <= PRIO_HELD) {
+    long long leaf[PRIO_HELD];
+#pragma unroll
+    for (int q = 0; q < PRIO_HELD; q++) {
+      const long long k = threadIdx.x + (long long)q * blockDim.x;
+      leaf[q] = (q < per && k < a.n && a.win[k]) ? a.base + a.idx[k] : -1;
+    }
+    for (long long lvl = a.base >> 1; lvl >= 1; lvl >>= 1) {
+      __syncthreads();
+      const int sh = __clzll(lvl) - __clzll(a.base);
+#pragma unroll
+      for (int q = 0; q < PRIO_HELD; q++) {
+        if (leaf[q] < 0) continue;
+        const long long anc = leaf[q] >> sh;
+        a.tree[anc] = a.tree[2 * anc] + a.tree[2 * anc + 1];
+      }
+    }
+    return;
+  }
   for (long long lvl = a.base >> 1; lvl >= 1; lvl >>= 1) {
     __syncthreads();
+    const int sh = __clzll(lvl) - __clzll(a.base);
     for (long long k = threadIdx.x; k < a.n; k += blockDim.x) {
       if (!a.win[k]) continue;
-      long long node = (a.base + a.idx[k]);
-      // the ancestor of this leaf at the level whose first node is lvl
-      long long anc = node;
-      while (anc >= 2 * lvl) anc >>= 1;
+      const long long anc = (a.base + a.idx[k]) >> sh;
       a.tree[anc] = a.tree[2 * anc] + a.tree[2 * anc + 1];
     }
   }

@@ -2,49 +2,75 @@
 # One device visit: every GPU check and timing of the CUDA backend, with a
 # report under $OUT. Built here beforehand by `make gpu-binaries` (static
 # binaries in bin/, carried to the device machine, which has no Go).
-#   bash tools/device/visit.sh [quick]
+#   bash tools/device/visit.sh [quick|full|bench]
+#     quick: binding tests, GPU tests, our benchmarks (default)
+#     bench: our benchmarks and the PyTorch reference, no tests
+#     full:  everything: tests, benchmarks, PyTorch, compute-sanitizer
+# $OUT receives summary.txt and logs.tgz (every log); the device tool
+# returns at most 8 files, so the logs travel as one archive.
 set -u
+MODE=${1:-quick}
 OUT=${OUT:-/tmp/visit-out}
-mkdir -p "$OUT"
+LOGS=/tmp/visit-logs
+rm -rf "$LOGS"
+mkdir -p "$OUT" "$LOGS"
 export DQNFLOW_REQUIRE_GPU=1 DQNFLOW_KERNEL_CACHE=/tmp/dqnflow-kernels PYTHONUNBUFFERED=1
 log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
 step() { # step NAME TIMEOUT CMD...
   local name=$1 t=$2; shift 2
-  local t0=$(date +%s.%N)
-  timeout "$t" "$@" >"$OUT/$name.log" 2>&1
+  local t0=$EPOCHREALTIME
+  timeout "$t" "$@" >"$LOGS/$name.log" 2>&1
   local rc=$?
-  log "$name rc=$rc ($(echo "$(date +%s.%N) - $t0" | bc | cut -c1-6) s)"
+  log "$name rc=$rc ($(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN{printf "%.1f", b-a}') s)"
   return $rc
 }
-log "date $(date -u +%FT%TZ)"
+finish() {
+  tar czf "$OUT/logs.tgz" -C /tmp visit-logs
+  cat "$OUT/summary.txt"
+}
+trap finish EXIT
+log "date $(date -u +%FT%TZ) mode $MODE"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv | tee -a "$OUT/summary.txt"
 
-step cuda-binding 120 bin/gputest/cuda.test -test.v -test.count=1
-tail -3 "$OUT/cuda-binding.log" | tee -a "$OUT/summary.txt"
-step gpu-tests 300 bin/gputest/gpu.test -test.v -test.count=1 -test.timeout=290s
-grep -E "^(=== RUN|--- |PASS|FAIL|ok)|tolerance|outside|: [a-z_]+ +[0-9.e-]+" "$OUT/gpu-tests.log" | head -80 >>"$OUT/summary.txt"
-grep -E "^--- |^(PASS|FAIL)" "$OUT/gpu-tests.log" | tail -30
+if [ "$MODE" != bench ]; then
+  step cuda-binding 120 bin/gputest/cuda.test -test.v -test.count=1
+  tail -3 "$LOGS/cuda-binding.log" | tee -a "$OUT/summary.txt"
+  step gpu-tests 400 bin/gputest/gpu.test -test.v -test.count=1 -test.timeout=390s
+  grep -E "^(--- |PASS|FAIL|ok)|tolerance|outside|wrong|: [a-z_]+ +[0-9.e-]+" "$LOGS/gpu-tests.log" | head -120 >>"$OUT/summary.txt"
+  grep -E "^--- FAIL" "$LOGS/gpu-tests.log" | head -30
+  for t in bin/gputest/*.test; do
+    case $t in */cuda.test|*/gpu.test|*/dqnflow) continue ;; esac
+    n=$(basename "$t" .test)
+    step "$n" 300 env DQNFLOW_TEST_DEVICE=cuda "$t" -test.v -test.count=1 -test.timeout=290s
+    grep -E "^(--- |PASS|FAIL|ok)" "$LOGS/$n.log" | head -30 >>"$OUT/summary.txt"
+  done
+fi
 
 for p in bf16-mixed fp32; do
   for b in 256 4096 16384; do
-    prof=""; [ "$b" = 256 ] && prof="--profile"
-    step "bench-$p-$b" 60 bin/dqnflow bench --device cuda --precision "$p" --batch "$b" --steps 300 --json $prof
-    grep -E '"(ms_per_step|ms_per_300_step_epoch|train_steps_per_s|gemm_tflop_s)"' "$OUT/bench-$p-$b.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
+    prof=""; [ "$b" = 256 ] || [ "$b" = 16384 ] && prof="--profile"
+    step "bench-$p-$b" 90 bin/gputest/dqnflow bench --device cuda --precision "$p" --batch "$b" --steps 300 --json $prof
+    grep -E '"(ms_per_step|ms_per_300_step_epoch|train_steps_per_s|gemm_tflop_s)"' "$LOGS/bench-$p-$b.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
   done
 done
 
-if [ "${1:-}" != quick ]; then
+if [ "$MODE" != quick ]; then
   if [ -f bench/pytorch/bench.py ]; then
-    step pytorch 300 python3 bench/pytorch/bench.py --out "$OUT/pytorch.json" --budget-s 240
-    tail -25 "$OUT/pytorch.log" >>"$OUT/summary.txt"
+    step pytorch 330 python3 bench/pytorch/bench.py --out "$LOGS/pytorch.json" --budget-s 300
+    tail -25 "$LOGS/pytorch.log" >>"$OUT/summary.txt"
   fi
+  if [ -x tools/bench-cpu-vs-torch.sh ]; then
+    step cpu-vs-torch 300 bash tools/bench-cpu-vs-torch.sh
+    tail -15 "$LOGS/cpu-vs-torch.log" >>"$OUT/summary.txt"
+  fi
+fi
+if [ "$MODE" = full ]; then
   if command -v compute-sanitizer >/dev/null; then
-    step memcheck 240 compute-sanitizer --tool memcheck --error-exitcode 9 bin/gputest/gpu.test -test.run 'TestCheckpointsMoveBetweenBackends|TestMatchesCPUReference/fp32' -test.count=1
-    tail -4 "$OUT/memcheck.log" >>"$OUT/summary.txt"
-    step racecheck 240 compute-sanitizer --tool racecheck --error-exitcode 9 bin/gputest/gpu.test -test.run 'TestCheckpointsMoveBetweenBackends' -test.count=1
-    tail -4 "$OUT/racecheck.log" >>"$OUT/summary.txt"
+    step memcheck 300 compute-sanitizer --tool memcheck --error-exitcode 9 bin/gputest/gpu.test -test.run 'TestCheckpointsMoveBetweenBackends|TestMatchesCPUReference/fp32|TestGEMMMatchesFloat64' -test.count=1
+    tail -4 "$LOGS/memcheck.log" >>"$OUT/summary.txt"
+    step racecheck 300 compute-sanitizer --tool racecheck --error-exitcode 9 bin/gputest/gpu.test -test.run 'TestCheckpointsMoveBetweenBackends' -test.count=1
+    tail -4 "$LOGS/racecheck.log" >>"$OUT/summary.txt"
   else
     log "compute-sanitizer: not on this machine"
   fi
 fi
-cat "$OUT/summary.txt"
