@@ -49,8 +49,8 @@ type learner struct {
 	esz    int
 	lay    [model.NumLayers]model.Layer
 	np     int
-	outw   int                    // width of a row of head outputs (headCols)
-	gwOff  [model.NumLayers]int   // element offset of each weight in a GEMM copy
+	outw   int                  // width of a row of head outputs (headCols)
+	gwOff  [model.NumLayers]int // element offset of each weight in a GEMM copy
 	gwLen  int
 	stream cuda.Stream
 	mem    arena

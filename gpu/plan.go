@@ -19,7 +19,8 @@ type stepPlan struct {
 	idx, mass, sample, tgts cuda.DevPtr
 	sampleArgs              cuda.DevPtr // struct SampleArgs (key at word sampleKeyWord)
 	lossSampled, lossGiven  launch
-	sampleL, prioL          launch
+	sampleL                 launch
+	prioL                   []launch // priority, then the tree's inner nodes
 	fwd, bwd                [4]launch
 	biasL, reduceL, normL   launch
 	adamL, specL            launch
@@ -273,7 +274,7 @@ func (l *learner) trainLaunches(p *stepPlan) []launch {
 	ls := []launch{p.sampleL}
 	ls = append(ls, l.gradientLaunches(p, p.lossSampled)...)
 	ls = append(ls, l.updateLaunches(p)...)
-	return append(ls, p.prioL)
+	return append(ls, p.prioL...)
 }
 
 func (l *learner) runAll(c *cuda.Ctx, ls []launch) error {

@@ -113,7 +113,8 @@ func (l *learner) replayLaunches(c *cuda.Ctx, p *stepPlan, upload func(words) cu
 	var pw words
 	pw.ptr(r.tree).i64(int64(r.base)).ptr(p.idx).ptr(p.sample).ptr(r.owner).ptr(win).i64(int64(p.n))
 	pw.f64(r.cfg.PriorityEps).f64(r.cfg.Alpha)
-	p.prioL = launch{name: "priority", f: l.k.fn["priority"], grid: dim(1), block: dim(1024), args: []any{upload(pw), l.st}}
+	p.prioL = append([]launch{{name: "priority", f: l.k.fn["priority"], grid: dim(1), block: dim(1024), args: []any{upload(pw), l.st}}},
+		r.treeLaunches(l, l.st)...)
 	return nil
 }
 
@@ -167,11 +168,25 @@ func (r *devReplay) flush(c *cuda.Ctx, l *learner) error {
 	return c.Sync(l.stream)
 }
 
-// rebuild recomputes every inner node of the tree from the leaves, level
-// by level (the same bits as any sequence of replay set calls).
+// treeSpan is TREE_SPAN of kernels/replay.cu: leaves per tree_sub block.
+const treeSpan = 2048
+
+// treeLaunches recompute every inner node of the tree from the leaves (the
+// same bits as any sequence of replay set calls): subtrees of treeSpan
+// leaves, then the nodes above their roots. st may be 0 (always run).
+func (r *devReplay) treeLaunches(l *learner, st cuda.DevPtr) []launch {
+	span := min(r.base, treeSpan)
+	top := r.base / span
+	return []launch{
+		{name: "tree_sub", f: l.k.fn["tree_sub"], grid: dim(top), block: dim(1024), args: []any{r.tree, int64(r.base), st}},
+		{name: "tree_top", f: l.k.fn["tree_top"], grid: dim(1), block: dim(1024), args: []any{r.tree, int64(top), st}},
+	}
+}
+
+// rebuild recomputes every inner node of the tree from the leaves.
 func (r *devReplay) rebuild(c *cuda.Ctx, l *learner) error {
-	for lo := r.base >> 1; lo >= 1; lo >>= 1 {
-		if err := c.Launch(l.k.fn["tree_level"], dim(ceilDiv(lo, 256)), dim(256), 0, l.stream, r.tree, int64(lo)); err != nil {
+	for _, ln := range r.treeLaunches(l, 0) {
+		if err := ln.run(c, l.stream); err != nil {
 			return err
 		}
 	}

@@ -66,7 +66,13 @@ struct __align__(8) f2 {
 };
 __device__ __forceinline__ void stF2(float* p, float a, float b) { *(f2*)p = f2{a, b}; }
 #if DQN_BF16
-__device__ __forceinline__ void stE2(E* p, float a, float b) { *(unsigned*)p = (unsigned)f2bf(a) | ((unsigned)f2bf(b) << 16); }
+// stE2 rounds a pair to bf16 with the hardware's round-to-nearest-even
+// (the bits of f2bf for every non-NaN value).
+__device__ __forceinline__ void stE2(E* p, float a, float b) {
+  unsigned u;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(u) : "f"(b), "f"(a));
+  *(unsigned*)p = u;
+}
 __device__ __forceinline__ void ldE2(const E* p, float& a, float& b) {
   const unsigned u = *(const unsigned*)p;
   a = bf2f((bf16_t)(u & 0xffffu));
@@ -119,19 +125,17 @@ __device__ __forceinline__ void epiOne(const EpiRow& r, const float* bias, long 
 }
 
 // epiTwo stores the results of columns n and n+1 (both inside the job) of
-// row r, as pairs where vec says the rows are aligned for it.
+// row r, as pairs where vec says the rows are aligned for it; b0 and b1 are
+// their biases (read once per column by the caller).
 template <int EPI>
-__device__ __forceinline__ void epiTwo(const EpiRow& r, const float* bias, long long n, float v0, float v1, bool vec) {
+__device__ __forceinline__ void epiTwo(const EpiRow& r, const float* bias, long long n, float v0, float v1, bool vec,
+                                       float b0, float b1) {
   if (!vec) {
     epiOne<EPI>(r, bias, n, v0);
     epiOne<EPI>(r, bias, n + 1, v1);
     return;
   }
-  float b0 = 0.0f, b1 = 0.0f, m0 = 0.0f, m1 = 0.0f;
-  if (EPI == EPI_BIAS || EPI == EPI_BIAS_RELU) {
-    b0 = bias[n];
-    b1 = bias[n + 1];
-  }
+  float m0 = 0.0f, m1 = 0.0f;
   if (EPI == EPI_MASK) ldE2(r.mask + n, m0, m1);
   const float y0 = epiValue<EPI>(v0, b0, m0), y1 = epiValue<EPI>(v1, b1, m1);
   if (r.c) stF2(r.c + n, y0, y1);
@@ -262,6 +266,14 @@ __device__ __forceinline__ void mmaEpilogue(const GemmJob& j, const GemmTile& t,
                                             int lane) {
   const int g = lane >> 2, t4 = lane & 3;
   const bool vec = pairAligned(j, t.C);
+  float bias0[NI], bias1[NI];
+#pragma unroll
+  for (int ni = 0; ni < NI; ni++) {
+    const long long n = t.n0 + wn + ni * 8 + 2 * t4;
+    const bool biased = EPI == EPI_BIAS || EPI == EPI_BIAS_RELU;
+    bias0[ni] = biased && n < j.N ? j.bias[n] : 0.0f;
+    bias1[ni] = biased && n + 1 < j.N ? j.bias[n + 1] : 0.0f;
+  }
 #pragma unroll
   for (int mi = 0; mi < MI; mi++)
 #pragma unroll
@@ -273,7 +285,7 @@ __device__ __forceinline__ void mmaEpilogue(const GemmJob& j, const GemmTile& t,
       for (int ni = 0; ni < NI; ni++) {
         const long long n = t.n0 + wn + ni * 8 + 2 * t4;
         if (n + 1 < j.N)
-          epiTwo<EPI>(r, j.bias, n, acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1], vec);
+          epiTwo<EPI>(r, j.bias, n, acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1], vec, bias0[ni], bias1[ni]);
         else if (n < j.N)
           epiOne<EPI>(r, j.bias, n, acc[mi][ni][2 * h]);
       }

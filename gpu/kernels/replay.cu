@@ -106,7 +106,7 @@ struct InsertArgs {
 // insert writes the staged transitions into slots (cursor + j) mod capacity
 // with mass p_max^α, as count successive replay Adds; when count exceeds
 // the capacity only the last capacity of them survive, as in the ring. The
-// tree's inner nodes are rebuilt afterwards by tree_level.
+// tree's inner nodes are rebuilt afterwards by tree_sub and tree_top.
 extern "C" __global__ void insert(const InsertArgs* pa, const StepState* st) {
   const InsertArgs a = *pa;
   const long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -122,12 +122,6 @@ extern "C" __global__ void insert(const InsertArgs* pa, const StepState* st) {
   a.r.ret[s] = a.ret[j];
   a.r.disc[s] = a.disc[j];
   a.r.tree[a.r.base + s] = pow(st->maxPrio, a.alpha);
-}
-
-// tree_level recomputes nodes [lo, 2·lo) from their children.
-extern "C" __global__ void tree_level(double* tree, long long lo) {
-  const long long k = lo + (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  if (k < 2 * lo) tree[k] = tree[2 * k] + tree[2 * k + 1];
 }
 
 struct PrioArgs {
@@ -146,8 +140,6 @@ struct PrioArgs {
 // where an index appears more than once the last sample wins, then every
 // changed path of the tree is recomputed level by level from its children.
 // It also resets st->mmin for the next step.
-#define PRIO_HELD 16
-
 extern "C" __global__ void priority(const PrioArgs* pa, StepState* st) {
   if (st->abort) return;
   const PrioArgs a = *pa;
@@ -173,36 +165,42 @@ extern "C" __global__ void priority(const PrioArgs* pa, StepState* st) {
     st->maxPrio = m;
     st->mmin = 0x7ff0000000000000ull; // +Inf
   }
-  // The ancestors of the new leaves, level by level up to the root; the
-  // ancestor of node x at the level whose first node is lvl is x >> (the
-  // levels between). Up to PRIO_HELD leaves per thread stay in registers.
-  const long long per = (a.n + blockDim.x - 1) / blockDim.x;
-  if (per <= PRIO_HELD) {
-    long long leaf[PRIO_HELD];
-#pragma unroll
-    for (int q = 0; q < PRIO_HELD; q++) {
-      const long long k = threadIdx.x + (long long)q * blockDim.x;
-      leaf[q] = (q < per && k < a.n && a.win[k]) ? a.base + a.idx[k] : -1;
-    }
-    for (long long lvl = a.base >> 1; lvl >= 1; lvl >>= 1) {
-      __syncthreads();
-      const int sh = __clzll(lvl) - __clzll(a.base);
-#pragma unroll
-      for (int q = 0; q < PRIO_HELD; q++) {
-        if (leaf[q] < 0) continue;
-        const long long anc = leaf[q] >> sh;
-        a.tree[anc] = a.tree[2 * anc] + a.tree[2 * anc + 1];
-      }
-    }
-    return;
-  }
-  for (long long lvl = a.base >> 1; lvl >= 1; lvl >>= 1) {
+  // The inner nodes follow in tree_sub and tree_top.
+}
+
+// The sum tree's inner nodes from its leaves, in two launches whatever the
+// capacity: tree_sub builds the subtrees of TREE_SPAN leaves, one block
+// each, in shared memory; tree_top builds the nodes above their roots.
+// Every node is the sum of its two children, so the bits are those of any
+// order of updates.
+#define TREE_SPAN 2048
+
+extern "C" __global__ void __launch_bounds__(1024) tree_sub(double* tree, long long base, const StepState* st) {
+  if (st && st->abort) return;
+  __shared__ double cur[TREE_SPAN];
+  const long long span = base < TREE_SPAN ? base : TREE_SPAN;
+  const long long b = blockIdx.x;
+  for (long long i = threadIdx.x; i < span; i += blockDim.x) cur[i] = tree[base + b * span + i];
+  long long lo = base, cnt = span;
+  const long long i = threadIdx.x;
+  while (cnt > 1) {
+    cnt >>= 1;
+    lo >>= 1;
     __syncthreads();
-    const int sh = __clzll(lvl) - __clzll(a.base);
-    for (long long k = threadIdx.x; k < a.n; k += blockDim.x) {
-      if (!a.win[k]) continue;
-      const long long anc = (a.base + a.idx[k]) >> sh;
-      a.tree[anc] = a.tree[2 * anc] + a.tree[2 * anc + 1];
+    const double v = i < cnt ? cur[2 * i] + cur[2 * i + 1] : 0.0;
+    __syncthreads();
+    if (i < cnt) {
+      cur[i] = v;
+      tree[lo + b * cnt + i] = v;
     }
+  }
+}
+
+// tree_top: one block; top is the number of subtree roots (nodes [top, 2·top)).
+extern "C" __global__ void __launch_bounds__(1024) tree_top(double* tree, long long top, const StepState* st) {
+  if (st && st->abort) return;
+  for (long long lo = top >> 1; lo >= 1; lo >>= 1) {
+    for (long long i = threadIdx.x; i < lo; i += blockDim.x) tree[lo + i] = tree[2 * (lo + i)] + tree[2 * (lo + i) + 1];
+    __syncthreads();
   }
 }
