@@ -81,7 +81,7 @@ func (h hostMat) view(p cuda.DevPtr) mat {
 func TestGEMMMatchesFloat64(t *testing.T) {
 	d := testDevice(t)
 	for _, bf := range []bool{false, true} {
-		for si, sh := range gemmShapes(bf) {
+		for _, sh := range append(gemmShapesBK(bf, 32), gemmShapesBK(bf, 64)...) {
 			for _, aCol := range []bool{false, true} {
 				for _, bCol := range []bool{false, true} {
 					for _, tc := range []struct {
@@ -95,7 +95,7 @@ func TestGEMMMatchesFloat64(t *testing.T) {
 					} {
 						name := fmt.Sprintf("bf16=%v/%s/aCol=%v/bCol=%v/%dx%dx%d/split=%d/epi=%d", bf, sh.name, aCol, bCol, tc.m, tc.n, tc.k, tc.kchunk, tc.epi)
 						err := d.dev.Do(func(c *cuda.Ctx) error {
-							return checkGEMM(c, d, bf, si, aCol, bCol, tc.m, tc.n, tc.k, tc.kchunk, tc.epi)
+							return checkGEMM(c, d, bf, sh, aCol, bCol, tc.m, tc.n, tc.k, tc.kchunk, tc.epi)
 						})
 						if err != nil {
 							t.Errorf("%s: %v", name, err)
@@ -107,7 +107,7 @@ func TestGEMMMatchesFloat64(t *testing.T) {
 	}
 }
 
-func checkGEMM(c *cuda.Ctx, d *gpuDevice, bf bool, shape int, aCol, bCol bool, M, N, K, kchunk, epi int) error {
+func checkGEMM(c *cuda.Ctx, d *gpuDevice, bf bool, sh gemmShape, aCol, bCol bool, M, N, K, kchunk, epi int) error {
 	k, err := d.module(c, config.Defaults().Model, bf)
 	if err != nil {
 		return err
@@ -195,7 +195,6 @@ func checkGEMM(c *cuda.Ctx, d *gpuDevice, bf bool, shape int, aCol, bCol bool, M
 		}
 		j.ce = mat{cep, int64(N), 1}
 	}
-	sh := gemmShapes(bf)[shape]
 	w, blocks, err := gemmWords(sh, bf, []job{j})
 	if err != nil {
 		return err

@@ -11,13 +11,14 @@ import (
 )
 
 // netBufs is one network in device memory: the float32 masters p (Layout
-// order), the GEMM copy gw of every weight matrix (E; each matrix at a
-// 16-byte aligned offset, learner.gwOff), and the head-hidden layers v1,
-// a1_0, a1_1, a1_2 concatenated: wcat [4·head×trunk2] (E) and bcat [4·head]
-// (float32). Biases are read from p.
+// order) and the GEMM copy gw of every weight matrix (E; each matrix at a
+// 16-byte aligned offset, learner.gwOff, in the order s1, s2, v1, a1_0,
+// a1_1, a1_2, v2, a2_0, a2_1, a2_2). So the head-hidden weights are one
+// matrix, wcat [4·head×trunk2], a view into gw; their biases are copied
+// side by side into bcat [4·head] (float32). Other biases are read from p.
 type netBufs struct {
 	p, gw, wcat, bcat cuda.DevPtr
-	refresh           launch
+	refresh           launch // masters → copies (setState, target sync)
 }
 
 // StepState field offsets (struct StepState in kernels/common.cu).
@@ -60,6 +61,8 @@ type learner struct {
 	st, partial, z        cuda.DevPtr
 	lossHist, normHist    cuda.DevPtr
 	paramSegs, specSegs   cuda.DevPtr
+	specScale             cuda.DevPtr // [NumLayers] float32: the spectral step's factor per weight
+	specRefresh           launch      // the online refresh of a training step: applies specScale
 	specShared            int
 	plans                 map[int]*stepPlan
 	inf                   *inferPlan
@@ -88,9 +91,9 @@ func newLearner(c *cuda.Ctx, d *gpuDevice, m config.ModelConfig, o config.OptimC
 	l := &learner{d: d, k: k, m: m, o: o, bf16: bf, esz: 4, lay: model.Layers(m), np: model.NumParams(m),
 		plans: map[int]*stepPlan{}}
 	_, l.outw = headCols(m.Atoms)
-	for i, ly := range l.lay {
+	for _, i := range gwOrder {
 		l.gwOff[i] = l.gwLen
-		l.gwLen += align8(ly.Out * ly.In)
+		l.gwLen += align8(l.lay[i].Out * l.lay[i].In)
 	}
 	if bf {
 		l.esz = 2
@@ -111,7 +114,6 @@ func newLearner(c *cuda.Ctx, d *gpuDevice, m config.ModelConfig, o config.OptimC
 	for _, net := range []*netBufs{&l.online, &l.target} {
 		net.p = alloc(4 * np)
 		net.gw = alloc(l.esz * l.gwLen)
-		net.wcat = alloc(l.esz * 4 * m.Head * m.Trunk2)
 		net.bcat = alloc(4 * 4 * m.Head)
 	}
 	uLen := 0
@@ -119,6 +121,7 @@ func newLearner(c *cuda.Ctx, d *gpuDevice, m config.ModelConfig, o config.OptimC
 		uLen += ly.Out
 	}
 	l.grad, l.adamM, l.adamV, l.u = alloc(4*np), alloc(4*np), alloc(4*np), alloc(4*uLen)
+	l.specScale = alloc(4 * model.NumLayers)
 	l.st, l.partial, l.z = alloc(stBytes), alloc(8*normBlocks), alloc(4*m.Atoms)
 	l.lossHist, l.normHist = alloc(4*histCap), alloc(4*histCap)
 	if err != nil {
@@ -163,9 +166,13 @@ func newLearner(c *cuda.Ctx, d *gpuDevice, m config.ModelConfig, o config.OptimC
 		}
 	}
 	for _, net := range []*netBufs{&l.online, &l.target} {
-		if net.refresh, err = l.refreshLaunch(c, net); err != nil {
+		net.wcat = l.weight(net, model.LayerV1)
+		if net.refresh, err = l.refreshLaunch(c, net, 0); err != nil {
 			return fail(err)
 		}
+	}
+	if l.specRefresh, err = l.refreshLaunch(c, &l.online, l.specScale); err != nil {
+		return fail(err)
 	}
 	if err := l.setState(c, s); err != nil {
 		return fail(err)
@@ -173,26 +180,29 @@ func newLearner(c *cuda.Ctx, d *gpuDevice, m config.ModelConfig, o config.OptimC
 	return l, nil
 }
 
+// gwOrder is the order of the weight matrices in a GEMM copy: the
+// head-hidden layers v1, a1_0, a1_1, a1_2 next to each other, so that they
+// form wcat.
+var gwOrder = [model.NumLayers]int{model.LayerS1, model.LayerS2, model.LayerV1, model.LayerA1(0), model.LayerA1(1), model.LayerA1(2),
+	model.LayerV2, model.LayerA2(0), model.LayerA2(1), model.LayerA2(2)}
+
 // refreshLaunch builds the launch that rewrites net's GEMM copies from its
-// masters (kernel refresh): every weight into gw, the head-hidden weights
-// into wcat and their biases into bcat.
-func (l *learner) refreshLaunch(c *cuda.Ctx, net *netBufs) (launch, error) {
-	const toGW, toCat, toBias = 0, 1, 2
+// masters (kernel refresh): every weight into gw and the head-hidden
+// biases into bcat. With scale ≠ 0 (the training step's refresh) it also
+// applies the spectral step's factor of each weight to the masters.
+func (l *learner) refreshLaunch(c *cuda.Ctx, net *netBufs, scale cuda.DevPtr) (launch, error) {
+	const toGW, toBias = 0, 2
 	var w words
 	n := 0
-	seg := func(src, count, dst, kind int) {
-		w.i64(int64(src)).i64(int64(count)).i64(int64(dst)).i64(int64(kind))
+	seg := func(src, count, dst, kind, layer int) {
+		w.i64(int64(src)).i64(int64(count)).i64(int64(dst)).i64(int64(kind)).i64(int64(layer))
 		n++
 	}
 	for i, ly := range l.lay {
-		seg(ly.W, ly.Out*ly.In, l.gwOff[i], toGW)
-	}
-	hw := l.m.Head * l.m.Trunk2
-	for h, i := range headHidden {
-		seg(l.lay[i].W, hw, h*hw, toCat)
+		seg(ly.W, ly.Out*ly.In, l.gwOff[i], toGW, i)
 	}
 	for h, i := range headHidden {
-		seg(l.lay[i].B, l.m.Head, h*l.m.Head, toBias)
+		seg(l.lay[i].B, l.m.Head, h*l.m.Head, toBias, -1)
 	}
 	p, err := l.mem.alloc(c, l.stream, 8*len(w))
 	if err != nil {
@@ -202,7 +212,7 @@ func (l *learner) refreshLaunch(c *cuda.Ctx, net *netBufs) (launch, error) {
 		return launch{}, err
 	}
 	return launch{name: "refresh", f: l.k.fn["refresh"], grid: dim2(32, n), block: dim(256),
-		args: []any{net.p, net.gw, net.wcat, net.bcat, p, l.st}}, nil
+		args: []any{net.p, net.gw, net.bcat, p, scale, l.st}}, nil
 }
 
 // setState uploads s and refreshes both networks' copies. The step state's

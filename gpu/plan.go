@@ -233,7 +233,7 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 	adamP := upload(aw)
 	p.adamL = launch{name: "adamw", f: l.k.fn["adamw"], grid: dim(ceilDiv(l.np, 256)), block: dim(256), args: []any{adamP, l.st}}
 	p.specL = launch{name: "spectral", f: l.k.fn["spectral"], grid: dim(model.NumLayers), block: dim(1024), shared: l.specShared,
-		args: []any{l.online.p, l.u, l.specSegs, o.SpectralBound, l.st}}
+		args: []any{l.online.p, l.u, l.specSegs, o.SpectralBound, l.specScale, l.st}}
 	if err := bt.err; err != nil {
 		return nil, err
 	}
@@ -266,7 +266,7 @@ func (l *learner) gradientLaunches(p *stepPlan, loss launch) []launch {
 // updateLaunches are the steps after the gradient: AdamW, the spectral
 // step (which also counts the step) and the refresh of the online copies.
 func (l *learner) updateLaunches(p *stepPlan) []launch {
-	return []launch{p.adamL, p.specL, l.online.refresh}
+	return []launch{p.adamL, p.specL, l.specRefresh}
 }
 
 // trainLaunches is one whole training step from the replay buffer.

@@ -191,7 +191,6 @@ __device__ __forceinline__ GemmTile gemmTile(const GemmJob& j, int BM, int BN) {
 }
 
 #if DQN_BF16
-#define GBK 32
 #define GSTAGES 3
 
 __device__ __forceinline__ unsigned smemAddr(const void* p) {
@@ -218,33 +217,33 @@ __device__ __forceinline__ void ldsm4t(unsigned r[4], const bf16_t* p) {
                : "r"(smemAddr(p)));
 }
 
-// Shared-memory elements of one operand tile of R rows (m or n) by GBK:
-// [R][GBK+8] when k-contiguous, [GBK][R+8] otherwise; the padding keeps
+// Shared-memory elements of one operand tile of R rows (m or n) by BK:
+// [R][BK+8] when k-contiguous, [BK][R+8] otherwise; the padding keeps
 // ldmatrix free of bank conflicts and every row 16-byte aligned.
-__host__ __device__ constexpr int tileElems(int R) {
-  return R * (GBK + 8) > GBK * (R + 8) ? R * (GBK + 8) : GBK * (R + 8);
+__host__ __device__ constexpr int tileElems(int R, int BK) {
+  return R * (BK + 8) > BK * (R + 8) ? R * (BK + 8) : BK * (R + 8);
 }
 
-// loadTile stages rows [r0, r0+R) × k [k0, k0+GBK) of an operand X with
+// loadTile stages rows [r0, r0+R) × k [k0, k0+BK) of an operand X with
 // X(r, k) = X[r·ld + k] (kContig) or X[k·ld + r], r < rows, k < ke, into s.
-template <int R, int NT>
+template <int R, int NT, int BK>
 __device__ __forceinline__ void loadTile(bf16_t* s, const bf16_t* X, long long ld, bool kContig, long long r0,
                                          long long rows, long long k0, long long ke) {
-  constexpr int CH = R * GBK / 8;
+  constexpr int CH = R * BK / 8;
 #pragma unroll
   for (int c = threadIdx.x; c < CH; c += NT) {
     int bytes = 0;
     const bf16_t* src = X;
     bf16_t* dst;
     if (kContig) {
-      const int r = c / (GBK / 8), kc = (c % (GBK / 8)) * 8;
+      const int r = c / (BK / 8), kc = (c % (BK / 8)) * 8;
       const long long gr = r0 + r, gk = k0 + kc;
       if (gr < rows && gk < ke) {
         const long long rem = ke - gk;
         bytes = rem >= 8 ? 16 : (int)rem * 2;
         src = X + gr * ld + gk;
       }
-      dst = s + r * (GBK + 8) + kc;
+      dst = s + r * (BK + 8) + kc;
     } else {
       const int kr = c / (R / 8), rc = (c % (R / 8)) * 8;
       const long long gk = k0 + kr, gr = r0 + rc;
@@ -292,12 +291,12 @@ __device__ __forceinline__ void mmaEpilogue(const GemmJob& j, const GemmTile& t,
     }
 }
 
-template <int BM, int BN, int WARPS_M, int WARPS_N>
+template <int BM, int BN, int WARPS_M, int WARPS_N, int BK>
 __device__ __forceinline__ void gemmMma(const GemmJob* jobs, int njobs, const StepState* st) {
   constexpr int NT = 32 * WARPS_M * WARPS_N;
   constexpr int WTM = BM / WARPS_M, WTN = BN / WARPS_N;
   constexpr int MI = WTM / 16, NI = WTN / 8;
-  constexpr int ASZ = tileElems(BM), BSZ = tileElems(BN);
+  constexpr int ASZ = tileElems(BM, BK), BSZ = tileElems(BN, BK);
   extern __shared__ __align__(16) unsigned char gsm[];
   bf16_t* sA = (bf16_t*)gsm;
   bf16_t* sB = sA + GSTAGES * ASZ;
@@ -318,12 +317,12 @@ __device__ __forceinline__ void gemmMma(const GemmJob* jobs, int njobs, const St
     for (int b = 0; b < NI; b++)
 #pragma unroll
       for (int c = 0; c < 4; c++) acc[a][b][c] = 0.0f;
-  const int nk = (int)((t.ke - t.kb + GBK - 1) / GBK);
+  const int nk = (int)((t.ke - t.kb + BK - 1) / BK);
 #pragma unroll
   for (int s = 0; s < GSTAGES - 1; s++) {
     if (s < nk) {
-      loadTile<BM, NT>(sA + s * ASZ, A, lda, aK, t.m0, M, t.kb + s * GBK, t.ke);
-      loadTile<BN, NT>(sB + s * BSZ, B, ldb, bK, t.n0, N, t.kb + s * GBK, t.ke);
+      loadTile<BM, NT, BK>(sA + s * ASZ, A, lda, aK, t.m0, M, t.kb + s * BK, t.ke);
+      loadTile<BN, NT, BK>(sB + s * BSZ, B, ldb, bK, t.n0, N, t.kb + s * BK, t.ke);
     }
     cpCommit();
   }
@@ -333,19 +332,19 @@ __device__ __forceinline__ void gemmMma(const GemmJob* jobs, int njobs, const St
     const int nx = kt + GSTAGES - 1;
     if (nx < nk) {
       const int s = nx % GSTAGES;
-      loadTile<BM, NT>(sA + s * ASZ, A, lda, aK, t.m0, M, t.kb + (long long)nx * GBK, t.ke);
-      loadTile<BN, NT>(sB + s * BSZ, B, ldb, bK, t.n0, N, t.kb + (long long)nx * GBK, t.ke);
+      loadTile<BM, NT, BK>(sA + s * ASZ, A, lda, aK, t.m0, M, t.kb + (long long)nx * BK, t.ke);
+      loadTile<BN, NT, BK>(sB + s * BSZ, B, ldb, bK, t.n0, N, t.kb + (long long)nx * BK, t.ke);
     }
     cpCommit();
     const bf16_t* a = sA + (kt % GSTAGES) * ASZ;
     const bf16_t* b = sB + (kt % GSTAGES) * BSZ;
 #pragma unroll
-    for (int ks = 0; ks < GBK; ks += 16) {
+    for (int ks = 0; ks < BK; ks += 16) {
       unsigned af[MI][4], bfr[NI][2];
 #pragma unroll
       for (int mi = 0; mi < MI; mi++) {
         if (aK)
-          ldsm4(af[mi], a + (wm + mi * 16 + (lane & 15)) * (GBK + 8) + ks + (lane >> 4) * 8);
+          ldsm4(af[mi], a + (wm + mi * 16 + (lane & 15)) * (BK + 8) + ks + (lane >> 4) * 8);
         else
           ldsm4t(af[mi], a + (ks + (lane & 7) + ((lane >> 4) << 3)) * (BM + 8) + wm + mi * 16 + ((lane >> 3) & 1) * 8);
       }
@@ -353,7 +352,7 @@ __device__ __forceinline__ void gemmMma(const GemmJob* jobs, int njobs, const St
       for (int ni = 0; ni < NI; ni += 2) {
         unsigned r[4];
         if (bK)
-          ldsm4(r, b + (wn + ni * 8 + (lane & 7) + ((lane >> 4) << 3)) * (GBK + 8) + ks + ((lane >> 3) & 1) * 8);
+          ldsm4(r, b + (wn + ni * 8 + (lane & 7) + ((lane >> 4) << 3)) * (BK + 8) + ks + ((lane >> 3) & 1) * 8);
         else
           ldsm4t(r, b + (ks + (lane & 7) + ((lane >> 3) & 1) * 8) * (BN + 8) + wn + ni * 8 + (lane >> 4) * 8);
         bfr[ni][0] = r[0];
@@ -385,13 +384,21 @@ __device__ __forceinline__ void gemmMma(const GemmJob* jobs, int njobs, const St
 
 // Dynamic shared memory of each shape: GSTAGES·(A tile + B tile) bf16.
 extern "C" __global__ void __launch_bounds__(128) gemm64(const GemmJob* jobs, int njobs, const StepState* st) {
-  gemmMma<64, 64, 2, 2>(jobs, njobs, st);
+  gemmMma<64, 64, 2, 2, 32>(jobs, njobs, st);
 }
 extern "C" __global__ void __launch_bounds__(256) gemm128(const GemmJob* jobs, int njobs, const StepState* st) {
-  gemmMma<128, 128, 2, 4>(jobs, njobs, st);
+  gemmMma<128, 128, 2, 4, 32>(jobs, njobs, st);
 }
 extern "C" __global__ void __launch_bounds__(128) gemm128x64(const GemmJob* jobs, int njobs, const StepState* st) {
-  gemmMma<128, 64, 2, 2>(jobs, njobs, st);
+  gemmMma<128, 64, 2, 2, 32>(jobs, njobs, st);
+}
+// k tiles of 64: half the pipeline steps for the same K (tried against the
+// k-32 kernels by the benchmark, DQNFLOW_GEMM_BK=64).
+extern "C" __global__ void __launch_bounds__(256) gemm128_k64(const GemmJob* jobs, int njobs, const StepState* st) {
+  gemmMma<128, 128, 2, 4, 64>(jobs, njobs, st);
+}
+extern "C" __global__ void __launch_bounds__(128) gemm128x64_k64(const GemmJob* jobs, int njobs, const StepState* st) {
+  gemmMma<128, 64, 2, 2, 64>(jobs, njobs, st);
 }
 #else
 // float32: 256 threads as 16×16, each (BM/16)×(BN/16) outputs at rows
@@ -541,6 +548,13 @@ extern "C" __global__ void __launch_bounds__(256) gemm128(const GemmJob* jobs, i
   gemmSimt<128, 128>(jobs, njobs, st);
 }
 extern "C" __global__ void __launch_bounds__(256) gemm128x64(const GemmJob* jobs, int njobs, const StepState* st) {
+  gemmSimt<128, 64>(jobs, njobs, st);
+}
+// The k-64 names of the bf16 module, here the same float32 kernels.
+extern "C" __global__ void __launch_bounds__(256) gemm128_k64(const GemmJob* jobs, int njobs, const StepState* st) {
+  gemmSimt<128, 128>(jobs, njobs, st);
+}
+extern "C" __global__ void __launch_bounds__(256) gemm128x64_k64(const GemmJob* jobs, int njobs, const StepState* st) {
   gemmSimt<128, 64>(jobs, njobs, st);
 }
 #endif

@@ -157,8 +157,11 @@ struct LossArgs {
 extern "C" __global__ void __launch_bounds__(32 * LOSS_WARPS) c51_loss(const LossArgs* pa, const StepState* st) {
   if (st->abort) return;
   const LossArgs a = *pa;
-  __shared__ int sl[LOSS_WARPS][ATOMS], su[LOSS_WARPS][ATOMS];
+  // Per warp: each source atom's shares for its lower and upper target,
+  // and for each target atom the first source and the number of sources
+  // whose lower (L) or upper (U) target it is.
   __shared__ float wl[LOSS_WARPS][ATOMS], wu[LOSS_WARPS][ATOMS];
+  __shared__ int fL[LOSS_WARPS][ATOMS], nL[LOSS_WARPS][ATOMS], fU[LOSS_WARPS][ATOMS], nU[LOSS_WARPS][ATOMS];
   __shared__ float gsh[LOSS_WARPS][ATOMS];
   __shared__ float ces[LOSS_WARPS];
   const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
@@ -201,6 +204,13 @@ extern "C" __global__ void __launch_bounds__(32 * LOSS_WARPS) c51_loss(const Los
       float qb = expectation(p, a.z, lane);
       if (b == 0 || qb > bestQ) { best = b; bestQ = qb; }
     }
+    for (int t = lane; t < ATOMS; t += 32) {
+      fL[wid][t] = ATOMS;
+      fU[wid][t] = ATOMS;
+      nL[wid][t] = 0;
+      nU[wid][t] = 0;
+    }
+    __syncwarp();
     {
       // Where each source atom's mass goes: atoms l ≤ u with shares.
       float l[JPL], p[JPL], mx, lse;
@@ -216,8 +226,6 @@ extern "C" __global__ void __launch_bounds__(32 * LOSS_WARPS) c51_loss(const Los
         float bj = fminf(fmaxf((tz - a.vmin) / a.dz, 0.0f), top);
         float lo = floorf(bj), hi = ceilf(bj);
         int lj = (int)lo, uj = (int)hi;
-        sl[wid][j] = lj;
-        su[wid][j] = uj;
         if (lj == uj) {
           wl[wid][j] = pj;
           wu[wid][j] = 0.0f;
@@ -225,22 +233,27 @@ extern "C" __global__ void __launch_bounds__(32 * LOSS_WARPS) c51_loss(const Los
           wl[wid][j] = pj * (hi - bj);
           wu[wid][j] = pj * (bj - lo);
         }
+        atomicMin(&fL[wid][lj], j);
+        atomicAdd(&nL[wid][lj], 1);
+        atomicMin(&fU[wid][uj], j);
+        atomicAdd(&nU[wid][uj], 1);
       }
     }
     __syncwarp();
-    // Projection: m_t = Σ_j (mass of source atom j landing on atom t), j ascending.
+    // Projection: m_t = Σ_j (mass of source atom j landing on atom t), j
+    // ascending. b_j rises with j (γⁿ(1−done) ≥ 0), so the sources whose
+    // upper target is t are consecutive, and so are those whose lower target
+    // is t, and the former all come before the latter (b_j ≤ t ≤ b_j′; a
+    // source with b_j = t is in both, with a zero upper share). Adding them in
+    // that order is the CPU's j-ascending sum, bit for bit.
     float m[JPL];
 #pragma unroll
-    for (int q = 0; q < JPL; q++) m[q] = 0.0f;
-    for (int j = 0; j < ATOMS; j++) {
-      const int L = sl[wid][j], U = su[wid][j];
-      const float WL = wl[wid][j], WU = wu[wid][j];
-#pragma unroll
-      for (int q = 0; q < JPL; q++) {
-        const int t = lane + 32 * q;
-        m[q] += t == L ? WL : 0.0f;
-        m[q] += t == U ? WU : 0.0f;
-      }
+    for (int q = 0; q < JPL; q++) {
+      const int t = lane + 32 * q;
+      m[q] = 0.0f;
+      if (t >= ATOMS) continue;
+      for (int j = fU[wid][t], e = fU[wid][t] + nU[wid][t]; j < e; j++) m[q] += wu[wid][j];
+      for (int j = fL[wid][t], e = fL[wid][t] + nL[wid][t]; j < e; j++) m[q] += wl[wid][j];
     }
     if (a.targets) {
 #pragma unroll

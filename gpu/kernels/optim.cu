@@ -157,8 +157,14 @@ extern "C" __global__ void adamw(const AdamArgs* pa, StepState* st) {
   const long long t = st->t + 1;
   const float b1 = (float)a.beta1, c1 = (float)(1 - a.beta1);
   const float b2 = (float)a.beta2, c2 = (float)(1 - a.beta2);
-  const float bc1 = (float)(1 - pow(a.beta1, (double)t));
-  const float bc2 = (float)(1 - pow(a.beta2, (double)t));
+  // The bias corrections (two float64 pows) once per block.
+  __shared__ float sbc[2];
+  if (threadIdx.x == 0) {
+    sbc[0] = (float)(1 - pow(a.beta1, (double)t));
+    sbc[1] = (float)(1 - pow(a.beta2, (double)t));
+  }
+  __syncthreads();
+  const float bc1 = sbc[0], bc2 = sbc[1];
   const float lr = (float)a.lr, eps = (float)a.eps, lrwdW = (float)(a.lr * a.wd);
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < a.nparams; i += (long long)gridDim.x * blockDim.x) {
     int q = 0;
@@ -187,7 +193,8 @@ struct SpecSeg {
 //
 //   v ← Wᵀu/‖Wᵀu‖,  u ← Wv/‖Wv‖,  σ = ‖Wv‖,  W ← W·float(bound/σ) when σ > bound
 //
-// Wᵀu is summed per warp over rows w, w+32, … and the 32 warp parts are
+// The last line is left to the refresh that follows in the step: scale[i]
+// receives float(bound/σ) or 1 for matrix i. Wᵀu is summed per warp over rows w, w+32, … and the 32 warp parts are
 // added in warp order; Wv is one warp per row; norms are summed in float64
 // by blockSumD. Every order is fixed, so the step is bit-reproducible.
 // Block 0 then counts the step (st->t, st->local).
@@ -195,13 +202,15 @@ struct SpecSeg {
 #define SPEC_THREADS 1024
 #define SPEC_COLS 256 // columns of Wᵀu per pass
 
-extern "C" __global__ void __launch_bounds__(SPEC_THREADS) spectral(float* p, float* u, const SpecSeg* segs, double bound, StepState* st) {
+extern "C" __global__ void __launch_bounds__(SPEC_THREADS) spectral(const float* p, float* u, const SpecSeg* segs, double bound,
+                                                                   float* scale, StepState* st) {
   if (st->abort) return;
   extern __shared__ float sh[];
   __shared__ float part[SPEC_THREADS / 32][SPEC_COLS];
+  float factor = 1.0f; // thread 0's: the factor of this matrix, 1 when unchanged
   if (bound > 0) {
     const SpecSeg sg = segs[blockIdx.x];
-    float* W = p + sg.w;
+    const float* W = p + sg.w;
     float* uu = u + sg.uoff;
     const int rows = (int)sg.rows, cols = (int)sg.cols;
     float* v = sh;
@@ -251,14 +260,11 @@ extern "C" __global__ void __launch_bounds__(SPEC_THREADS) spectral(float* p, fl
       const double sigma = sqrt(blockSumD(w2));
       if (sigma > 0 && finited(sigma)) {
         for (int r = threadIdx.x; r < rows; r += blockDim.x) uu[r] = (float)((double)wv[r] / sigma);
-        if (sigma > bound) {
-          const float sc = (float)(bound / sigma);
-#pragma unroll 4
-          for (int e = threadIdx.x; e < rows * cols; e += blockDim.x) W[e] = W[e] * sc;
-        }
+        if (sigma > bound && threadIdx.x == 0) factor = (float)(bound / sigma);
       }
     }
   }
+  if (threadIdx.x == 0) scale[blockIdx.x] = factor;
   if (blockIdx.x == 0 && threadIdx.x == 0) {
     __threadfence();
     st->t += 1;
@@ -267,24 +273,32 @@ extern "C" __global__ void __launch_bounds__(SPEC_THREADS) spectral(float* p, fl
 }
 
 // One copy of the refresh: count float32 masters from p[src] to dst of
-// the copy named by kind (0: gw, 1: wcat, both E; 2: bcat, float32).
+// the copy named by kind (0: gw, E; 2: bcat, float32); layer is the weight
+// matrix's layer (kind 0), whose spectral factor applies.
 struct CopySeg {
-  long long src, count, dst, kind;
+  long long src, count, dst, kind, layer;
 };
 
 // refresh rewrites the GEMM copies of a network after its float32 masters
 // changed, one segment per blockIdx.y: every weight matrix into gw (at its
-// aligned offset), the head-hidden weights v1, a1_0, a1_1, a1_2
-// concatenated into wcat [4·head×in] and their biases into bcat [4·head].
-extern "C" __global__ void refresh(const float* p, E* gw, E* wcat, float* bcat, const CopySeg* segs,
+// aligned offset; the head-hidden ones side by side form wcat) and the
+// head-hidden biases into bcat. With scale (the training step's refresh),
+// a weight whose layer has a factor ≠ 1 from spectral is first scaled in
+// the masters, W ← W·factor, as the spectral step's last line; each
+// element is written by one thread only.
+extern "C" __global__ void refresh(float* p, E* gw, float* bcat, const CopySeg* segs, const float* scale,
                                    const StepState* st) {
   if (st && st->abort) return;
   const CopySeg sg = segs[blockIdx.y];
-  const float* src = p + sg.src;
+  float* src = p + sg.src;
+  const float sc = (scale && sg.kind == 0) ? scale[sg.layer] : 1.0f;
   for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < sg.count; e += (long long)gridDim.x * blockDim.x) {
-    const float v = src[e];
+    float v = src[e];
+    if (sc != 1.0f) {
+      v = v * sc;
+      src[e] = v;
+    }
     if (sg.kind == 0) gw[sg.dst + e] = toE(v);
-    else if (sg.kind == 1) wcat[sg.dst + e] = toE(v);
     else bcat[sg.dst + e] = v;
   }
 }

@@ -54,6 +54,12 @@ for p in bf16-mixed fp32; do
   done
 done
 
+# The k-64 GEMM tiles against the default k-32 ones, bf16-mixed.
+for b in 4096 16384; do
+  step "bench-bk64-$b" 90 env DQNFLOW_GEMM_BK=64 bin/gputest/dqnflow bench --device cuda --precision bf16-mixed --batch "$b" --steps 300 --json --profile
+  grep -E '"(ms_per_step|gemm_tflop_s)"' "$LOGS/bench-bk64-$b.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
+done
+
 if [ "$MODE" != quick ]; then
   if [ -f bench/pytorch/bench.py ]; then
     step pytorch 330 python3 bench/pytorch/bench.py --out "$LOGS/pytorch.json" --budget-s 300
