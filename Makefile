@@ -63,3 +63,4 @@ gpu-binaries: build
 	mkdir -p $(BIN)/gputest
 	CGO_ENABLED=0 $(GO) test -c -o $(BIN)/gputest/cuda.test ./gpu/cuda
 	CGO_ENABLED=0 $(GO) test -c -o $(BIN)/gputest/gpu.test ./gpu
+	CGO_ENABLED=0 $(GO) test -c -o $(BIN)/gputest/workflows.test ./workflows

@@ -25,6 +25,12 @@ step gpu-tests 300 bin/gputest/gpu.test -test.v -test.count=1 -test.timeout=290s
 grep -E "^(=== RUN|--- |PASS|FAIL|ok)|tolerance|outside|: [a-z_]+ +[0-9.e-]+" "$OUT/gpu-tests.log" | head -80 >>"$OUT/summary.txt"
 grep -E "^--- |^(PASS|FAIL)" "$OUT/gpu-tests.log" | tail -30
 
+# TrainingRun, 3 epochs on the real activities and the CUDA backend, with one checkpoint restore (SDK test environment, in-memory store).
+for p in fp32 bf16-mixed; do
+  step "workflow-$p" 300 env DQNFLOW_TEST_DEVICE=cuda DQNFLOW_TEST_PRECISION=$p bin/gputest/workflows.test -test.run 'TestTrainingRunOnRealActivitiesResumesBitIdentically' -test.v -test.count=1
+  grep -E "^(---|    realactivities)" "$OUT/workflow-$p.log" | head -8 >>"$OUT/summary.txt"
+done
+
 for p in bf16-mixed fp32; do
   for b in 256 4096 16384; do
     prof=""; [ "$b" = 256 ] && prof="--profile"
