@@ -64,3 +64,4 @@ gpu-binaries: build
 	CGO_ENABLED=0 $(GO) test -c -o $(BIN)/gputest/cuda.test ./gpu/cuda
 	CGO_ENABLED=0 $(GO) test -c -o $(BIN)/gputest/gpu.test ./gpu
 	CGO_ENABLED=0 $(GO) test -c -o $(BIN)/gputest/workflows.test ./workflows
+	CGO_ENABLED=0 $(GO) test -c -o $(BIN)/gputest/backend.test ./backend

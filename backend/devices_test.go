@@ -1,9 +1,12 @@
 package backend_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -103,4 +106,73 @@ func TestDeviceChoiceIsNeverSilent(t *testing.T) {
 		}
 	}
 	t.Logf("auto on this machine: %s", d.Choice)
+}
+
+// TestEveryGPUIsADeviceOfItsOwn (GPU machines only): --device cuda finds
+// every GPU of the host, and trainers built on them at the same time each
+// run on their own device, saying so in Info, and train.
+func TestEveryGPUIsADeviceOfItsOwn(t *testing.T) {
+	d, err := backend.Discover("cuda", 0)
+	if err != nil {
+		if os.Getenv("DQNFLOW_REQUIRE_GPU") != "" {
+			t.Fatal(err)
+		}
+		t.Skip("no usable GPU: ", err)
+	}
+	for _, l := range d.Lines {
+		t.Log(l)
+	}
+	t.Log(d.Choice)
+	cfg := trainertest.SmallConfig()
+	cfg.Device = "cuda"
+	ds, err := market.Prepare(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		info trainer.Info
+		ck   *checkpoint.Checkpoint
+		err  error
+	}
+	res := make([]result, len(d.Devices))
+	var wg sync.WaitGroup
+	for i, dev := range d.Devices {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := &res[i]
+			tr, err := dev.Backend.New(context.Background(), cfg, ds, nil)
+			if err != nil {
+				r.err = err
+				return
+			}
+			defer tr.Close()
+			r.info = tr.Info()
+			if _, r.err = tr.Collect(context.Background(), cfg.Env.CollectSteps*8); r.err != nil {
+				return
+			}
+			if _, r.err = tr.Train(context.Background(), 50, nil); r.err != nil {
+				return
+			}
+			r.ck, r.err = tr.Snapshot()
+		}()
+	}
+	wg.Wait()
+	for i, dev := range d.Devices {
+		r := res[i]
+		if r.err != nil {
+			t.Fatalf("%s: %v", dev.Name, r.err)
+		}
+		if !strings.Contains(r.info.Device, "("+dev.Name+",") || r.ck.Meta[checkpoint.MetaDevice] != r.info.Device {
+			t.Errorf("%s: trainer says device %q, its checkpoint %q", dev.Name, r.info.Device, r.ck.Meta[checkpoint.MetaDevice])
+		}
+		t.Logf("%s: %s", dev.Name, r.info.Device)
+		if i > 0 {
+			same := len(r.ck.Tensors) == len(res[0].ck.Tensors)
+			for j := 0; same && j < len(r.ck.Tensors); j++ {
+				same = bytes.Equal(r.ck.Tensors[j].Data, res[0].ck.Tensors[j].Data)
+			}
+			t.Logf("%s and %s, same seed, trained at the same time: states bit-identical: %v", d.Devices[0].Name, dev.Name, same)
+		}
+	}
 }

@@ -25,7 +25,10 @@ step gpu-tests 300 bin/gputest/gpu.test -test.v -test.count=1 -test.timeout=290s
 grep -E "^(=== RUN|--- |PASS|FAIL|ok)|tolerance|outside|: [a-z_]+ +[0-9.e-]+" "$OUT/gpu-tests.log" | head -80 >>"$OUT/summary.txt"
 grep -E "^--- |^(PASS|FAIL)" "$OUT/gpu-tests.log" | tail -30
 
-# TrainingRun, 3 epochs on the real activities and the CUDA backend, with one checkpoint restore (SDK test environment, in-memory store).
+# Device slots (ADR 0006): every GPU of the host is a device of its own. Then TrainingRun, 3 epochs on the
+# real activities and the CUDA backend, with one checkpoint restore (SDK test environment, in-memory store).
+step devices 120 bin/gputest/backend.test -test.run 'TestEveryGPUIsADeviceOfItsOwn' -test.v -test.count=1
+grep -E "^(---|    devices_test)" "$OUT/devices.log" | head -12 >>"$OUT/summary.txt"
 for p in fp32 bf16-mixed; do
   step "workflow-$p" 300 env DQNFLOW_TEST_DEVICE=cuda DQNFLOW_TEST_PRECISION=$p bin/gputest/workflows.test -test.run 'TestTrainingRunOnRealActivitiesResumesBitIdentically' -test.v -test.count=1
   grep -E "^(---|    realactivities)" "$OUT/workflow-$p.log" | head -8 >>"$OUT/summary.txt"
