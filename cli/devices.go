@@ -5,6 +5,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/backend"
 	"github.com/dqnflow/dqnflow/trainer"
+	"github.com/dqnflow/dqnflow/worker"
 )
 
 // deviceFlags are the flags of a GPU worker that say how many runs it
@@ -34,9 +35,22 @@ func (d *deviceFlags) runsPerDevice() int {
 	return d.perDevice
 }
 
-// openDevices discovers and opens the devices of --device and logs each
-// one and the choice: nothing about the devices is silent.
-func openDevices(e *env, device string, d deviceFlags) ([]trainer.Device, error) {
+// openDevices discovers and opens the devices a worker of these flags
+// trains on (none for the control role), before it connects to anything,
+// so that a device that cannot run fails the start at once. It logs each
+// device and the choice: nothing about the devices is silent.
+func (w *workerFlags) openDevices(e *env) ([]trainer.Device, error) {
+	role, err := worker.ParseRole(w.role)
+	if err != nil {
+		return nil, fmt.Errorf("%w: flag --role: %v", errUsage, err)
+	}
+	if role == worker.RoleControl {
+		return nil, nil
+	}
+	return discoverDevices(e, w.device, w.devices)
+}
+
+func discoverDevices(e *env, device string, d deviceFlags) ([]trainer.Device, error) {
 	if d.perDevice < 1 {
 		return nil, fmt.Errorf("%w: flag --runs-per-device %d: must be at least 1", errUsage, d.perDevice)
 	}

@@ -91,18 +91,12 @@ func (w *workerFlags) register(fsRole bool, fs interface {
 	fs.StringVar(&w.checkpointDir, "checkpoint-dir", getenv(envCheckpointDir, "."), "root for relative checkpoint.dir values")
 }
 
-// startWorker builds and starts the workers of one process; stop them with
-// Stop. The device choice is logged, never silent.
-func startWorker(ctx context.Context, e *env, c client.Client, st *store.Store, wf workerFlags) (*worker.Worker, error) {
+// startWorker builds and starts the workers of one process on devices
+// (workerFlags.openDevices); stop them with Stop.
+func startWorker(ctx context.Context, e *env, c client.Client, st *store.Store, wf workerFlags, devices []trainer.Device) (*worker.Worker, error) {
 	role, err := worker.ParseRole(wf.role)
 	if err != nil {
 		return nil, fmt.Errorf("%w: flag --role: %v", errUsage, err)
-	}
-	var devices []trainer.Device
-	if role != worker.RoleControl {
-		if devices, err = openDevices(e, wf.device, wf.devices); err != nil {
-			return nil, err
-		}
 	}
 	logger := tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	w, err := worker.New(c, worker.Config{
@@ -132,6 +126,10 @@ func runWorker(ctx context.Context, e *env, args []string) error {
 	if err := parse(fs, args, 0); err != nil {
 		return err
 	}
+	devices, err := wf.openDevices(e)
+	if err != nil {
+		return err
+	}
 	st, err := openStore(ctx)
 	if err != nil {
 		return err
@@ -142,7 +140,7 @@ func runWorker(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer c.Close()
-	w, err := startWorker(ctx, e, c, st, wf)
+	w, err := startWorker(ctx, e, c, st, wf, devices)
 	if err != nil {
 		return err
 	}
