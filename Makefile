@@ -64,3 +64,5 @@ gpu-binaries:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(BIN)/gputest/dqnflow ./cmd/dqnflow
 	CGO_ENABLED=0 $(GO) test -c -trimpath -ldflags='-s -w' -o $(BIN)/gputest/cuda.test ./gpu/cuda
 	CGO_ENABLED=0 $(GO) test -c -trimpath -ldflags='-s -w' -o $(BIN)/gputest/gpu.test ./gpu
+	CGO_ENABLED=0 $(GO) test -c -trimpath -ldflags='-s -w' -o $(BIN)/gputest/workflows.test ./workflows
+	CGO_ENABLED=0 $(GO) test -c -trimpath -ldflags='-s -w' -o $(BIN)/gputest/backend.test ./backend

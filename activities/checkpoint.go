@@ -64,6 +64,11 @@ func (a *Trainer) Checkpoint(ctx context.Context, in CheckpointInput) (Checkpoin
 	ck.Meta[checkpoint.MetaRunID] = in.RunID
 	ck.Meta[checkpoint.MetaEpoch] = strconv.Itoa(in.Epoch)
 	ck.Meta[checkpoint.MetaGlobalStep] = strconv.FormatInt(run.GlobalStep, 10)
+	if ck.Meta[checkpoint.MetaDevice] == "" {
+		// Every checkpoint names the device that trained it, also where
+		// the backend's snapshot leaves that to the caller (the CPU's).
+		ck.Meta[checkpoint.MetaDevice] = run.Info.Device
+	}
 
 	path, err := a.blobPath(run, in.Epoch)
 	if err != nil {

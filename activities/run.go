@@ -58,6 +58,9 @@ type Run struct {
 	Trainer     trainer.Trainer
 	Dataset     *market.Dataset
 	Info        trainer.Info
+	// Device names the worker's device the trainer lives on
+	// (trainer.Device.Name; empty on a worker with one unnamed device).
+	Device string
 
 	Epoch      int   // epoch of the last completed step
 	Stage      Stage // last completed step of Epoch
@@ -168,12 +171,15 @@ type Registry interface {
 	Remove(run *Run)
 }
 
-// SlotKeeper keeps a GPU worker's slot for a run across its
-// Continue-As-New (worker.Slots implements it): Hold keeps it for the next
-// run of workflow workflowID for d, Release ends the hold once that run has
-// its session here. runID is the registry key of the trainer kept for it,
-// closed if the hold runs out.
+// SlotKeeper is a GPU worker's account of its slots (worker.Slots
+// implements it). Hold keeps a run's slot across its Continue-As-New: for
+// the next run of workflow workflowID, for d; Release ends the hold once
+// that run has its session here. runID is the registry key of the trainer
+// kept for it, closed if the hold runs out. Device returns the index, in
+// Trainer.Devices, of the device whose slot the session of workflow
+// execution workflowID/runID holds.
 type SlotKeeper interface {
 	Hold(workflowID, runID string, d time.Duration)
 	Release(workflowID string)
+	Device(workflowID, runID string) (int, bool)
 }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,8 +24,13 @@ import (
 // worker, inside the run's Temporal session, against the trainer that
 // Registry holds for the run.
 type Trainer struct {
-	// Backend builds and restores trainers on this worker's device.
+	// Backend builds and restores trainers on this worker's device, when
+	// the worker has one and Devices is empty.
 	Backend trainer.Backend
+	// Devices are the worker's devices when it has several (or names its
+	// one). A run's trainer is built on the device of its session's slot,
+	// as Slots.Device says.
+	Devices []trainer.Device
 	// Registry holds this worker's live runs between activities.
 	Registry Registry
 	// Slots keeps a slot for a run across its Continue-As-New; nil keeps
@@ -93,20 +99,26 @@ func (a *Trainer) OpenTrainer(ctx context.Context, in OpenInput) (OpenOutput, er
 	_, stop := a.beat(ctx, Heartbeat{Epoch: in.Epoch, Stage: "open", GlobalStep: in.GlobalStep})
 	defer stop()
 	host, _ := os.Hostname()
+	dev, err := a.device(ctx)
+	if err != nil {
+		return OpenOutput{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("run %s: open trainer: %v; the run opens its session again", in.RunID, err), ErrTypeTrainerLost, err)
+	}
 
 	if run := a.Registry.Get(in.RunID); run != nil {
 		if err := run.Lock(ctx); err != nil {
 			return OpenOutput{}, err
 		}
 		if !run.Closed() && run.ExecutionID == in.ExecutionID && run.Config == in.Config && run.Epoch == in.Epoch &&
-			run.Stage == StageSynced && run.GlobalStep == in.GlobalStep {
+			run.Stage == StageSynced && run.GlobalStep == in.GlobalStep && run.Device == dev.Name {
 			out := OpenOutput{Epoch: run.Epoch, GlobalStep: run.GlobalStep, Reused: true, Info: run.Info, Host: host}
 			run.Unlock()
 			a.releaseSlot(ctx)
 			return out, nil
 		}
 		activity.GetLogger(ctx).Info("Discarding a trainer that is not where the workflow stands",
-			"run", in.RunID, "held", run.where(), "want_epoch", in.Epoch, "want_global_step", in.GlobalStep)
+			"run", in.RunID, "held", run.where(), "held_device", run.Device,
+			"want_epoch", in.Epoch, "want_global_step", in.GlobalStep, "want_device", dev.Name)
 		a.Registry.Remove(run)
 		err := run.Close()
 		run.Unlock()
@@ -116,6 +128,14 @@ func (a *Trainer) OpenTrainer(ctx context.Context, in OpenInput) (OpenOutput, er
 	}
 
 	what := "run " + in.RunID + ": open trainer"
+	if dev.Name != "" {
+		what += " on " + dev.Name
+	}
+	cfg := dev.config(in.Config)
+	if cfg.Device != in.Config.Device {
+		activity.GetLogger(ctx).Info("The slot decides the device: the run asked for another CUDA device",
+			"run", in.RunID, "asked", in.Config.Device, "runs_on", cfg.Device)
+	}
 	ds, err := a.prepare(in.Config)
 	if err != nil {
 		return OpenOutput{}, nonRetryable(ErrTypeBadData, what+": prepare data "+in.Config.Data.Path, err,
@@ -137,7 +157,7 @@ func (a *Trainer) OpenTrainer(ctx context.Context, in OpenInput) (OpenOutput, er
 			return OpenOutput{}, nonRetryable(ErrTypeCorruptCheckpoint, what+": "+in.Resume.URI, err,
 				"the file does not hold the checkpoint the workflow recorded")
 		}
-		if tr, err = a.Backend.Restore(ctx, ck, ds); err != nil {
+		if tr, err = dev.Backend.Restore(ctx, ck, ds); err != nil {
 			return OpenOutput{}, classify(what+": restore "+in.Resume.URI, err)
 		}
 		epoch, globalStep, restored = in.Resume.Epoch, in.Resume.GlobalStep, true
@@ -146,22 +166,56 @@ func (a *Trainer) OpenTrainer(ctx context.Context, in OpenInput) (OpenOutput, er
 		if err != nil {
 			return OpenOutput{}, readError(what+": warm start", err)
 		}
-		if tr, err = a.Backend.New(ctx, in.Config, ds, ck); err != nil {
+		if tr, err = dev.Backend.New(ctx, cfg, ds, ck); err != nil {
 			return OpenOutput{}, classify(what+": warm start from "+in.Warm.URI, err)
 		}
 	default:
-		if tr, err = a.Backend.New(ctx, in.Config, ds, nil); err != nil {
+		if tr, err = dev.Backend.New(ctx, cfg, ds, nil); err != nil {
 			return OpenOutput{}, classify(what, err)
 		}
 	}
 	run := NewRun(in.RunID, in.Config, tr, ds, epoch, globalStep)
-	run.ExecutionID = in.ExecutionID
+	run.ExecutionID, run.Device = in.ExecutionID, dev.Name
 	if err := a.Registry.Put(ctx, run); err != nil {
 		tr.Close()
 		return OpenOutput{}, fmt.Errorf("%s: %w", what, err)
 	}
 	a.releaseSlot(ctx)
 	return OpenOutput{Epoch: epoch, GlobalStep: globalStep, Restored: restored, Info: run.Info, Host: host}, nil
+}
+
+// device returns the device the calling run trains on: the worker's only
+// one, or the one of its session's slot.
+func (a *Trainer) device(ctx context.Context) (device, error) {
+	switch {
+	case len(a.Devices) == 0:
+		return device{Backend: a.Backend}, nil
+	case len(a.Devices) == 1:
+		return device(a.Devices[0]), nil
+	case a.Slots == nil:
+		return device{}, fmt.Errorf("this worker has %d devices and no slots to choose one", len(a.Devices))
+	}
+	w := activity.GetInfo(ctx).WorkflowExecution
+	i, ok := a.Slots.Device(w.ID, w.RunID)
+	if !ok || i < 0 || i >= len(a.Devices) {
+		return device{}, fmt.Errorf("no slot of this worker's %d devices holds a session of workflow %s", len(a.Devices), w.ID)
+	}
+	return device(a.Devices[i]), nil
+}
+
+// device is a trainer.Device with the rule that maps a run's config to it.
+type device trainer.Device
+
+// config is the run's config as the device runs it. A run asks for a kind
+// of device ("cpu", "cuda", "auto"); on a CUDA device, a run that named
+// another ordinal ("cuda:N") runs on the slot's ordinal instead, since the
+// slot decides the device (docs/adr/0006-device-slots.md); the trainer's
+// Info and its checkpoints record the device that ran.
+func (d device) config(cfg config.RunConfig) config.RunConfig {
+	if strings.HasPrefix(d.Name, "cuda:") && strings.HasPrefix(cfg.Device, "cuda:") {
+		cfg.Device = d.Name
+	}
+	return cfg
 }
 
 // releaseSlot ends the slot hold of the calling run's workflow: its new

@@ -37,7 +37,7 @@ func commands() []command {
 		{"bench", "throughput: dqnflow bench --device cpu [--json]; Temporal overhead: dqnflow bench --temporal", runBench},
 		{"learn-check", "train on the synthetic series and compare with the oracle policy", runLearnCheck},
 		{"dev", "local stack: Temporal dev server + UI, migrations, a worker [--demo]", runDev},
-		{"worker", "a worker: dqnflow worker --role all|control|gpu --device auto|cpu|cuda[:N] [--slots N]", runWorker},
+		{"worker", "a worker: dqnflow worker --role all|control|gpu --device auto|cpu|cuda[:N] [--runs-per-device N] [--cpu-devices N]", runWorker},
 		{"run", "runs on Temporal: run start|list|show|watch|pause|resume|stop", runRun},
 		{"schedule", "periodic retraining: schedule create|list|delete", runSchedule},
 		{"sweep", "grid search: sweep start --grid PATH=V1,V2 ... [--max-concurrent N]", runSweep},

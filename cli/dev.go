@@ -38,6 +38,10 @@ func runDev(ctx context.Context, e *env, args []string) error {
 	if err := parse(fs, args, 0); err != nil {
 		return err
 	}
+	devices, err := wf.openDevices(e)
+	if err != nil {
+		return err
+	}
 	bin, err := findTemporal(*temporalBin)
 	if err != nil {
 		return err
@@ -68,7 +72,7 @@ func runDev(ctx context.Context, e *env, args []string) error {
 	if err := worker.EnsureSearchAttributes(ctx, c, temporalNamespace()); err != nil {
 		return err
 	}
-	w, err := startWorker(ctx, e, c, st, wf)
+	w, err := startWorker(ctx, e, c, st, wf, devices)
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,6 @@ import (
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 
-	"github.com/dqnflow/dqnflow/backend"
 	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/worker"
@@ -77,7 +76,7 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 // workerFlags are the flags of "dqnflow worker", shared with "dqnflow dev".
 type workerFlags struct {
 	role, device, checkpointDir string
-	slots                       int
+	devices                     deviceFlags
 }
 
 func (w *workerFlags) register(fsRole bool, fs interface {
@@ -87,32 +86,22 @@ func (w *workerFlags) register(fsRole bool, fs interface {
 	if fsRole {
 		fs.StringVar(&w.role, "role", "all", "task queues to serve: all, control or gpu")
 	}
-	fs.StringVar(&w.device, "device", "auto", "trainer device: auto, cpu, cuda or cuda:N")
-	fs.IntVar(&w.slots, "slots", 1, "runs this worker trains at once (GPU slots)")
+	fs.StringVar(&w.device, "device", "auto", "trainer devices: cuda (every GPU of the host), cuda:N (GPU N), auto (the GPUs, or the CPU without), cpu")
+	w.devices.register(fs)
 	fs.StringVar(&w.checkpointDir, "checkpoint-dir", getenv(envCheckpointDir, "."), "root for relative checkpoint.dir values")
 }
 
-// startWorker builds and starts the workers of one process; stop them with
-// Stop. The device choice is logged, never silent.
-func startWorker(ctx context.Context, e *env, c client.Client, st *store.Store, wf workerFlags) (*worker.Worker, error) {
+// startWorker builds and starts the workers of one process on devices
+// (workerFlags.openDevices); stop them with Stop.
+func startWorker(ctx context.Context, e *env, c client.Client, st *store.Store, wf workerFlags, devices []trainer.Device) (*worker.Worker, error) {
 	role, err := worker.ParseRole(wf.role)
 	if err != nil {
 		return nil, fmt.Errorf("%w: flag --role: %v", errUsage, err)
 	}
-	if wf.slots < 1 {
-		return nil, fmt.Errorf("%w: flag --slots %d: must be at least 1", errUsage, wf.slots)
-	}
-	var b trainer.Backend
-	if role != worker.RoleControl {
-		var dev string
-		if b, dev, err = backend.Open(wf.device); err != nil {
-			return nil, err
-		}
-		fmt.Fprintf(e.stderr, "worker: device %s: %s, %d slot(s)\n", wf.device, dev, wf.slots)
-	}
 	logger := tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	w, err := worker.New(c, worker.Config{
-		Role: role, Slots: wf.slots, Store: st, Backend: b, CheckpointRoot: wf.checkpointDir, Logger: logger,
+		Role: role, Devices: devices, RunsPerDevice: wf.devices.runsPerDevice(), Store: st,
+		CheckpointRoot: wf.checkpointDir, Logger: logger,
 	})
 	if err != nil {
 		return nil, err
@@ -137,6 +126,10 @@ func runWorker(ctx context.Context, e *env, args []string) error {
 	if err := parse(fs, args, 0); err != nil {
 		return err
 	}
+	devices, err := wf.openDevices(e)
+	if err != nil {
+		return err
+	}
 	st, err := openStore(ctx)
 	if err != nil {
 		return err
@@ -147,7 +140,7 @@ func runWorker(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer c.Close()
-	w, err := startWorker(ctx, e, c, st, wf)
+	w, err := startWorker(ctx, e, c, st, wf, devices)
 	if err != nil {
 		return err
 	}

@@ -231,7 +231,7 @@ func TestComposeHasTheRequiredServices(t *testing.T) {
 	}
 	role("dqnflow-migrate", "control", "migrate")
 	role("dqnflow-control", "control", "worker", "--role", "control")
-	role("dqnflow-gpu", "gpu", "worker", "--role", "gpu", "--device", "auto")
+	role("dqnflow-gpu", "gpu", "worker", "--role", "gpu", "--device", "cuda")
 	role("dqnflow-cpu", "control", "worker", "--role", "gpu", "--device", "cpu")
 	for _, w := range []string{"dqnflow-control", "dqnflow-gpu", "dqnflow-cpu"} {
 		s := f.Services[w]

@@ -16,8 +16,8 @@ import (
 )
 
 // TestWorkerTrainsNoMoreRunsThanSlots starts two runs at once on one
-// worker: with --slots 1 the second run's first activity on the trainer
-// starts only after the first run has released its slot; with --slots 2
+// worker: with --runs-per-device 1 the second run's first activity on the
+// trainer starts only after the first run has released its slot; with 2
 // the two runs train at the same time (so the check can see an overlap).
 func TestWorkerTrainsNoMoreRunsThanSlots(t *testing.T) {
 	if testing.Short() {
@@ -26,7 +26,7 @@ func TestWorkerTrainsNoMoreRunsThanSlots(t *testing.T) {
 	for _, slots := range []int{1, 2} {
 		t.Run(fmt.Sprintf("slots=%d", slots), func(t *testing.T) {
 			s := newStack(t)
-			w := s.startWorker("worker", "--slots", strconv.Itoa(slots))
+			w := s.startWorker("worker", "--runs-per-device", strconv.Itoa(slots))
 			cfg := trainertest.SmallConfig()
 			cfg.Epochs, cfg.StepsPerEpoch = 3, 60
 			cfg.Checkpoint.Dir = filepath.Join(s.dir, "checkpoints")

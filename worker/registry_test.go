@@ -84,7 +84,7 @@ func TestPutReplacesAndClosesTheRunsOldTrainer(t *testing.T) {
 func TestSlotHoldEndsWithTheTrainerItKept(t *testing.T) {
 	reg := worker.NewRegistry(0, nil)
 	defer reg.Close(context.Background())
-	slots := worker.NewSlots(1, 0, reg, nil)
+	slots := worker.NewSlots(nil, 1, 0, reg, nil)
 	defer slots.Close()
 	b := &activitiestest.Backend{}
 	gone, goneTr := newRun(t, b, "gone")

@@ -47,17 +47,26 @@ const sessionCreationActivity = "internalSessionCreationActivity"
 // A refused session creation fails with the retryable error the SDK gives
 // when a worker has no free slot, so the server offers it again, to any
 // worker, as it would anyway.
+//
+// The slots are spread over the worker's devices, runsPerDevice each. A
+// session admitted takes a slot on the device with the fewest runs (the
+// first such), and keeps that device for its whole life; a hold keeps it
+// for the run's next session, whose trainer is the one left in that
+// device's memory. The session's activities ask Device which one it is
+// (activities.Trainer.OpenTrainer builds the run's trainer there).
 type Slots struct {
 	interceptor.WorkerInterceptorBase
 
-	slots    int
-	idle     time.Duration
-	registry *Registry
-	logger   log.Logger
-	now      func() time.Time
+	devices       []string // names, for the log
+	runsPerDevice int
+	slots         int // len(devices) · runsPerDevice
+	idle          time.Duration
+	registry      *Registry
+	logger        log.Logger
+	now           func() time.Time
 
 	mu       sync.Mutex
-	sessions map[string]*sessionEntry // by the creation activity's id
+	sessions map[string]*sessionEntry // by sessionKey of the creation activity
 	holds    map[string]hold          // by workflow id
 
 	stop chan struct{}
@@ -66,6 +75,7 @@ type Slots struct {
 
 type sessionEntry struct {
 	workflowID, runID string
+	device            int // index in the worker's devices
 	cancel            context.CancelFunc
 	busy              int       // activities of the session running now
 	lastUsed          time.Time // when the last one ended, or the session began
@@ -73,17 +83,24 @@ type sessionEntry struct {
 
 type hold struct {
 	runID    string // the registry key of the trainer kept for the new run
+	device   int    // where that trainer is; -1 when unknown
 	deadline time.Time
 }
 
-// NewSlots returns the session account of a GPU worker with slots slots
-// (at least 1). Sessions idle for longer than idle are ended, checking
-// every idle/4 (at least every second); idle <= 0 disables that. The
-// trainer a hold kept is closed through registry when the hold expires.
-// logger may be nil.
-func NewSlots(slots int, idle time.Duration, registry *Registry, logger log.Logger) *Slots {
+// NewSlots returns the session account of a GPU worker with runsPerDevice
+// slots (at least 1) on each of devices (their names; at least one, and
+// one unnamed device when empty). Sessions idle for longer than idle are
+// ended, checking every idle/4 (at least every second); idle <= 0 disables
+// that. The trainer a hold kept is closed through registry when the hold
+// expires. logger may be nil.
+func NewSlots(devices []string, runsPerDevice int, idle time.Duration, registry *Registry, logger log.Logger) *Slots {
+	if len(devices) == 0 {
+		devices = []string{""}
+	}
+	runsPerDevice = max(runsPerDevice, 1)
 	s := &Slots{
-		slots: max(slots, 1), idle: idle, registry: registry, logger: logger, now: time.Now,
+		devices: devices, runsPerDevice: runsPerDevice, slots: len(devices) * runsPerDevice,
+		idle: idle, registry: registry, logger: logger, now: time.Now,
 		sessions: map[string]*sessionEntry{}, holds: map[string]hold{},
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
@@ -101,7 +118,13 @@ func NewSlots(slots int, idle time.Duration, registry *Registry, logger log.Logg
 func (s *Slots) Hold(workflowID, runID string, d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.holds[workflowID] = hold{runID: runID, deadline: s.now().Add(d)}
+	dev := -1
+	for _, e := range s.sessions {
+		if e.workflowID == workflowID {
+			dev = e.device
+		}
+	}
+	s.holds[workflowID] = hold{runID: runID, device: dev, deadline: s.now().Add(d)}
 }
 
 // Release ends workflowID's hold: its new session has opened its trainer.
@@ -112,25 +135,109 @@ func (s *Slots) Release(workflowID string) {
 	delete(s.holds, workflowID)
 }
 
-// admit reports whether a session of workflowID may start: always when the
-// workflow holds a slot; else only if the sessions and the holds of other
-// workflows leave a slot free. Sessions and holds are counted by workflow,
-// so a run's hold and its new session take one slot.
-func (s *Slots) admit(workflowID string) bool {
+// Device returns the index of the device whose slot the session of
+// workflow execution workflowID/runID holds (of workflowID's session
+// when that execution has none here). It implements
+// activities.SlotKeeper.
+func (s *Slots) Device(workflowID, runID string) (int, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.holds[workflowID]; ok {
-		return true
-	}
-	taken := map[string]bool{}
+	dev, ok := -1, false
 	for _, e := range s.sessions {
-		taken[e.workflowID] = true
+		if e.workflowID != workflowID {
+			continue
+		}
+		if e.runID == runID {
+			return e.device, true
+		}
+		dev, ok = e.device, true
 	}
-	for w := range s.holds {
-		taken[w] = true
+	return dev, ok
+}
+
+// Load returns how many runs hold a slot on each device now (sessions and
+// holds, counted by workflow), in the order of the devices.
+func (s *Slots) Load() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.load("")
+}
+
+// load counts the workflows with a session or a hold on each device,
+// leaving out workflow except. The caller holds mu.
+func (s *Slots) load(except string) []int {
+	on := map[string]int{}
+	for _, e := range s.sessions {
+		on[e.workflowID] = e.device
 	}
-	delete(taken, workflowID)
-	return len(taken) < s.slots
+	for w, h := range s.holds {
+		if _, ok := on[w]; !ok {
+			on[w] = h.device
+		}
+	}
+	delete(on, except)
+	n := make([]int, len(s.devices))
+	for _, d := range on {
+		if d >= 0 {
+			n[d]++
+		} else {
+			n[s.least(n)]++ // a hold whose device is unknown takes a slot somewhere
+		}
+	}
+	return n
+}
+
+// least is the first device with the fewest runs in load.
+func (s *Slots) least(load []int) int {
+	best := 0
+	for d, n := range load {
+		if n < load[best] {
+			best = d
+		}
+	}
+	return best
+}
+
+// open admits the session id of workflow execution workflowID/runID, if
+// a slot allows it, and records it on its device: the device of the
+// workflow's hold or of its other session here, when it has one; else the
+// device with the fewest runs, when that has a free slot. Sessions and
+// holds are counted by workflow, so a run's hold and its new session take
+// one slot. Admission and record are one step, so that sessions created at
+// once never share a slot.
+func (s *Slots) open(id, workflowID, runID string, cancel context.CancelFunc) (device int, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	device, ok = s.admit(workflowID)
+	if ok {
+		s.sessions[id] = &sessionEntry{workflowID: workflowID, runID: runID, device: device, cancel: cancel, lastUsed: s.now()}
+	}
+	return device, ok
+}
+
+// admit is open's decision. The caller holds mu.
+func (s *Slots) admit(workflowID string) (device int, ok bool) {
+	for _, e := range s.sessions {
+		if e.workflowID == workflowID {
+			return e.device, true
+		}
+	}
+	load := s.load(workflowID)
+	if h, held := s.holds[workflowID]; held {
+		if h.device >= 0 {
+			return h.device, true
+		}
+		return s.least(load), true
+	}
+	d := s.least(load)
+	return d, load[d] < s.runsPerDevice
+}
+
+// close forgets session id.
+func (s *Slots) close(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.sessions, id)
 }
 
 // InterceptActivity implements interceptor.WorkerInterceptor.
@@ -147,7 +254,7 @@ func (i *slotsInbound) ExecuteActivity(ctx context.Context, in *interceptor.Exec
 	info := activity.GetInfo(ctx)
 	w := info.WorkflowExecution
 	if info.ActivityType.Name == sessionCreationActivity {
-		return i.s.session(ctx, info.ActivityID, w.ID, w.RunID, func(ctx context.Context) (any, error) {
+		return i.s.session(ctx, sessionKey(w.ID, w.RunID, info.ActivityID), w.ID, w.RunID, func(ctx context.Context) (any, error) {
 			return i.Next.ExecuteActivity(ctx, in)
 		})
 	}
@@ -156,24 +263,28 @@ func (i *slotsInbound) ExecuteActivity(ctx context.Context, in *interceptor.Exec
 	return i.Next.ExecuteActivity(ctx, in)
 }
 
+// sessionKey identifies a session creation activity on this worker. An
+// activity id is unique only within its workflow execution: runs started
+// alike schedule their session creations under the same ids.
+func sessionKey(workflowID, runID, activityID string) string {
+	return workflowID + "\x00" + runID + "\x00" + activityID
+}
+
 // session runs a session's creation activity (its whole life) if admit
 // allows it, under a context the idle sweep can cancel.
 func (s *Slots) session(ctx context.Context, id, workflowID, runID string, run func(context.Context) (any, error)) (any, error) {
-	if !s.admit(workflowID) {
-		return nil, temporal.NewApplicationError(
-			fmt.Sprintf("too many outstanding sessions: the free slot of this worker is held for a run that continues as new (%d slots)", s.slots),
-			"", nil)
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	s.mu.Lock()
-	s.sessions[id] = &sessionEntry{workflowID: workflowID, runID: runID, cancel: cancel, lastUsed: s.now()}
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.sessions, id)
-		s.mu.Unlock()
-	}()
+	dev, ok := s.open(id, workflowID, runID, cancel)
+	if !ok {
+		return nil, temporal.NewApplicationError(
+			fmt.Sprintf("too many outstanding sessions: every slot of this worker is taken or held for a run that continues as new (%d slots)", s.slots),
+			"", nil)
+	}
+	defer s.close(id)
+	if len(s.devices) > 1 {
+		s.info("A run took a slot", "workflow", workflowID, "device", s.devices[dev])
+	}
 	return run(ctx)
 }
 
@@ -252,6 +363,12 @@ func (s *Slots) sweepLoop(every time.Duration) {
 		case now := <-t.C:
 			s.Sweep(now)
 		}
+	}
+}
+
+func (s *Slots) info(msg string, kv ...any) {
+	if s.logger != nil {
+		s.logger.Info(msg, kv...)
 	}
 }
 

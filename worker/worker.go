@@ -59,13 +59,20 @@ const DefaultStopTimeout = 30 * time.Second
 // Config is what a worker process needs.
 type Config struct {
 	Role Role
-	// Slots is how many runs a GPU worker trains at once: the most sessions
-	// it accepts (MaxConcurrentSessionExecutionSize). Default 1.
-	Slots int
+	// Devices are the devices a GPU worker trains on (backend.Discover
+	// finds them), each serving RunsPerDevice runs at once (default 1): the
+	// worker accepts len(Devices)·RunsPerDevice sessions
+	// (MaxConcurrentSessionExecutionSize), and a run's trainer lives on the
+	// device of its session's slot (Slots).
+	Devices       []trainer.Device
+	RunsPerDevice int
+	// Backend and Slots are the short form of a worker with one device,
+	// used when Devices is empty: Backend builds the trainers, Slots runs at
+	// once (default 1).
+	Backend trainer.Backend
+	Slots   int
 	// Store is the metadata store; required.
 	Store activities.Store
-	// Backend builds trainers on this worker's device; required for gpu.
-	Backend trainer.Backend
 	// Prepare loads a run's dataset; nil means market.Prepare.
 	Prepare func(config.RunConfig) (*market.Dataset, error)
 	// CheckpointRoot resolves relative checkpoint.dir values
@@ -113,23 +120,32 @@ func New(c client.Client, cfg Config) (*Worker, error) {
 		w.workers = append(w.workers, cw)
 	}
 	if cfg.Role.gpu() {
-		if cfg.Backend == nil {
-			return nil, errors.New("worker: the gpu role needs a trainer backend")
+		devices, perDevice := cfg.Devices, cfg.RunsPerDevice
+		if len(devices) == 0 {
+			devices, perDevice = []trainer.Device{{Backend: cfg.Backend}}, cfg.Slots
 		}
+		names := make([]string, len(devices))
+		for i, d := range devices {
+			if d.Backend == nil {
+				return nil, fmt.Errorf("worker: device %d %q: the gpu role needs a trainer backend", i, d.Name)
+			}
+			names[i] = d.Name
+		}
+		perDevice = max(perDevice, 1)
 		idle := cfg.IdleTimeout
 		if idle == 0 {
 			idle = DefaultIdleTimeout
 		}
 		w.Registry = NewRegistry(idle, cfg.Logger)
-		w.Slots = NewSlots(cfg.Slots, idle, w.Registry, cfg.Logger)
-		gopts := GPUOptions(cfg.Slots)
+		w.Slots = NewSlots(names, perDevice, idle, w.Registry, cfg.Logger)
+		gopts := GPUOptions(len(devices) * perDevice)
 		gopts.Interceptors = append(gopts.Interceptors, w.Slots)
 		if cfg.StopTimeout > 0 {
 			gopts.WorkerStopTimeout = cfg.StopTimeout
 		}
 		gw := sdkworker.New(c, opts.GPUTaskQueue, gopts)
 		RegisterGPU(gw, &activities.Trainer{
-			Backend: cfg.Backend, Registry: w.Registry, Slots: w.Slots, Store: cfg.Store, Prepare: cfg.Prepare,
+			Devices: devices, Registry: w.Registry, Slots: w.Slots, Store: cfg.Store, Prepare: cfg.Prepare,
 			CheckpointRoot: cfg.CheckpointRoot, HeartbeatInterval: cfg.HeartbeatInterval,
 		})
 		w.workers = append(w.workers, gw)

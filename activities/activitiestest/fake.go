@@ -119,6 +119,9 @@ type Trainer struct {
 	Closed   bool
 }
 
+// Config is the config the trainer was built with.
+func (t *Trainer) Config() config.RunConfig { return t.cfg }
+
 // Info reports the fake device.
 func (t *Trainer) Info() trainer.Info {
 	return trainer.Info{Backend: "fake", Device: "fake device", Precision: t.cfg.Precision, StorageDType: "f32", ComputeDType: "f32", Parameters: 1}

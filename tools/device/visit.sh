@@ -38,11 +38,15 @@ if [ "$MODE" != bench ]; then
   step gpu-tests 400 bin/gputest/gpu.test -test.v -test.count=1 -test.timeout=390s
   grep -E "^(--- |PASS|FAIL|ok)|tolerance|outside|wrong|: [a-z_]+ +[0-9.e-]+" "$LOGS/gpu-tests.log" | head -120 >>"$OUT/summary.txt"
   grep -E "^--- FAIL" "$LOGS/gpu-tests.log" | head -30
-  for t in bin/gputest/*.test; do
-    case $t in */cuda.test|*/gpu.test|*/dqnflow) continue ;; esac
-    n=$(basename "$t" .test)
-    step "$n" 300 env DQNFLOW_TEST_DEVICE=cuda "$t" -test.v -test.count=1 -test.timeout=290s
-    grep -E "^(--- |PASS|FAIL|ok)" "$LOGS/$n.log" | head -30 >>"$OUT/summary.txt"
+
+  # Device slots (ADR 0006): every GPU of the host is a device of its own.
+  # Then TrainingRun, 3 epochs on the real activities and the CUDA backend,
+  # with one checkpoint restore (SDK test environment, in-memory store).
+  step devices 120 bin/gputest/backend.test -test.run 'TestEveryGPUIsADeviceOfItsOwn' -test.v -test.count=1
+  grep -E "^(---|    devices_test)" "$LOGS/devices.log" | head -12 >>"$OUT/summary.txt"
+  for p in fp32 bf16-mixed; do
+    step "workflow-$p" 300 env DQNFLOW_TEST_DEVICE=cuda DQNFLOW_TEST_PRECISION=$p bin/gputest/workflows.test -test.run 'TestTrainingRunOnRealActivitiesResumesBitIdentically' -test.v -test.count=1
+    grep -E "^(---|    realactivities)" "$LOGS/workflow-$p.log" | head -8 >>"$OUT/summary.txt"
   done
 fi
 

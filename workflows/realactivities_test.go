@@ -1,0 +1,190 @@
+package workflows_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/testsuite"
+	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/dqnflow/dqnflow/activities"
+	"github.com/dqnflow/dqnflow/activities/activitiestest"
+	"github.com/dqnflow/dqnflow/backend"
+	"github.com/dqnflow/dqnflow/checkpoint"
+	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/trainer"
+	"github.com/dqnflow/dqnflow/trainer/trainertest"
+	"github.com/dqnflow/dqnflow/worker"
+	"github.com/dqnflow/dqnflow/workflows"
+)
+
+// Environment variables of TestTrainingRunOnRealActivitiesResumesBitIdentically.
+// The test runs in `make test` on the CPU; a device visit runs the same
+// compiled test (bin/gputest/workflows.test, `make gpu-binaries`) with
+// DQNFLOW_TEST_DEVICE=cuda.
+const (
+	envTestDevice    = "DQNFLOW_TEST_DEVICE"    // backend.Open's device; default "cpu"
+	envTestPrecision = "DQNFLOW_TEST_PRECISION" // the run's precision; default the config's (fp32)
+)
+
+// TestTrainingRunOnRealActivitiesResumesBitIdentically runs the
+// TrainingRun workflow for three epochs with the real session and control
+// activities: a trainer of the backend for $DQNFLOW_TEST_DEVICE, the
+// worker's registry, checkpoint files and the in-memory store, in the
+// SDK's test environment (no Temporal server, no PostgreSQL). Once it runs
+// without interruption. Once the worker loses the trainer after epoch 2
+// (it is closed before epoch 3's Collect, as when the worker process
+// died): the workflow must reopen it from the epoch-2 checkpoint, and its
+// final checkpoint must equal the uninterrupted run's, every tensor bit for
+// bit (weights, optimiser moments, replay buffer, environments, random
+// streams).
+func TestTrainingRunOnRealActivitiesResumesBitIdentically(t *testing.T) {
+	device := os.Getenv(envTestDevice)
+	if device == "" {
+		device = "cpu"
+	}
+	b, desc, err := backend.Open(device)
+	if err != nil {
+		t.Fatalf("%s=%s: %v", envTestDevice, device, err)
+	}
+	t.Logf("backend: %s", desc)
+	cfg := trainertest.SmallConfig()
+	cfg.Device = device
+	if p := os.Getenv(envTestPrecision); p != "" {
+		cfg.Precision = p
+	}
+	cfg.Epochs, cfg.StepsPerEpoch = 3, 8
+	cfg.Checkpoint.Every, cfg.Backtest.Every = 1, 1
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+
+	whole := runOnRealActivities(t, b, cfg, false)
+	resumed := runOnRealActivities(t, b, cfg, true)
+
+	if len(whole.opens) != 1 || whole.opens[0].Restored {
+		t.Fatalf("without the loss the trainer was opened as %+v; want one new trainer", whole.opens)
+	}
+	if len(resumed.opens) != 2 || resumed.opens[0].Restored || !resumed.opens[1].Restored || resumed.opens[1].Epoch != 2 {
+		t.Fatalf("with the loss the trainer was opened as %+v; want a new trainer, then one restored from the epoch-2 checkpoint", resumed.opens)
+	}
+	for _, r := range []realRun{whole, resumed} {
+		if r.res.Epochs != cfg.Epochs || r.res.LastCheckpoint == nil || r.res.LastCheckpoint.Epoch != cfg.Epochs {
+			t.Fatalf("run ended after %d epochs with last checkpoint %+v; want %d epochs and a checkpoint of the last", r.res.Epochs, r.res.LastCheckpoint, cfg.Epochs)
+		}
+		if r.res.Info.Backend == "" || r.res.Info.Device == "" {
+			t.Errorf("the run does not record what it ran on: %+v", r.res.Info)
+		}
+	}
+	a, _, err := checkpoint.ReadVerified(whole.res.LastCheckpoint.URI, whole.res.LastCheckpoint.SHA256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _, err := checkpoint.ReadVerified(resumed.res.LastCheckpoint.URI, resumed.res.LastCheckpoint.SHA256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Meta[checkpoint.MetaDevice]; got != resumed.res.Info.Device {
+		t.Errorf("the final checkpoint says device %q, the run %q", got, resumed.res.Info.Device)
+	}
+	if len(a.Tensors) != len(c.Tensors) {
+		t.Fatalf("final checkpoint: %d tensors after the restore, %d without", len(c.Tensors), len(a.Tensors))
+	}
+	for i, x := range a.Tensors {
+		y := c.Tensors[i]
+		if x.Name != y.Name || x.DType != y.DType || !bytes.Equal(x.Data, y.Data) {
+			t.Errorf("tensor %s differs between the resumed and the uninterrupted run", x.Name)
+		}
+	}
+	t.Logf("%s %s: 3 epochs, global step %d, %d tensors equal bit for bit after a restore from epoch 2; %.1f s and %.1f s",
+		resumed.res.Info.Device, resumed.res.Info.Precision, resumed.res.GlobalStep, len(a.Tensors), whole.took.Seconds(), resumed.took.Seconds())
+}
+
+// realRun is what one TrainingRun on real activities ended with.
+type realRun struct {
+	res   workflows.RunResult
+	opens []activities.OpenOutput // each OpenTrainer's result, in order
+	took  time.Duration
+}
+
+// runOnRealActivities runs TrainingRun with cfg to its end in a test
+// environment whose activities are the real ones on backend b. With lose,
+// the worker loses the run's trainer just before the first Collect of the
+// last epoch.
+func runOnRealActivities(t *testing.T, b trainer.Backend, cfg config.RunConfig, lose bool) realRun {
+	t.Helper()
+	cfg.Checkpoint.Dir = t.TempDir()
+	st := activitiestest.NewMemStore()
+	reg := worker.NewRegistry(0, nil)
+	defer reg.Close(context.Background())
+	tr := &activities.Trainer{Backend: b, Registry: reg, Store: st, CheckpointRoot: cfg.Checkpoint.Dir, HeartbeatInterval: time.Second}
+
+	var s testsuite.WorkflowTestSuite
+	s.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	env := s.NewTestWorkflowEnvironment()
+	env.SetWorkerOptions(sdkworker.Options{EnableSessionWorker: true})
+	env.SetTestTimeout(5 * time.Minute)
+	wf := &workflows.Workflows{}
+	env.RegisterWorkflowWithOptions(wf.TrainingRun, workflow.RegisterOptions{Name: workflows.TrainingRunName})
+	env.RegisterActivity(tr)
+	env.RegisterActivity(&activities.Control{Store: st})
+
+	var (
+		mu    sync.Mutex
+		opens []activities.OpenOutput
+		lost  bool
+	)
+	env.SetOnActivityCompletedListener(func(info *activity.Info, result converter.EncodedValue, err error) {
+		if info.ActivityType.Name != "OpenTrainer" || err != nil {
+			return
+		}
+		var out activities.OpenOutput
+		if result.Get(&out) == nil {
+			mu.Lock()
+			opens = append(opens, out)
+			mu.Unlock()
+		}
+	})
+	env.OnActivity(tr.Collect, mock.Anything, mock.Anything).Return(
+		func(ctx context.Context, in activities.CollectInput) (activities.CollectOutput, error) {
+			mu.Lock()
+			loseNow := lose && !lost && in.Epoch == cfg.Epochs
+			lost = lost || loseNow
+			mu.Unlock()
+			if loseNow && !reg.CloseRun(in.RunID, "the test loses the worker") {
+				t.Errorf("run %s: no idle trainer to lose before epoch %d", in.RunID, in.Epoch)
+			}
+			return tr.Collect(ctx, in)
+		})
+
+	start := time.Now()
+	env.ExecuteWorkflow(workflows.TrainingRunName, cfg)
+	took := time.Since(start)
+	if !env.IsWorkflowCompleted() {
+		t.Fatal("the workflow did not complete")
+	}
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatalf("the workflow failed: %v", err)
+	}
+	var res workflows.RunResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if lose && !lost {
+		t.Fatal("the test never lost the trainer")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return realRun{res: res, opens: append([]activities.OpenOutput(nil), opens...), took: took}
+}
