@@ -66,3 +66,4 @@ gpu-binaries:
 	CGO_ENABLED=0 $(GO) test -c -trimpath -ldflags='-s -w' -o $(BIN)/gputest/gpu.test ./gpu
 	CGO_ENABLED=0 $(GO) test -c -trimpath -ldflags='-s -w' -o $(BIN)/gputest/workflows.test ./workflows
 	CGO_ENABLED=0 $(GO) test -c -trimpath -ldflags='-s -w' -o $(BIN)/gputest/backend.test ./backend
+	tar czf $(BIN)/gputest.tgz -C $(BIN) gputest

@@ -29,6 +29,7 @@ finish() {
   cat "$OUT/summary.txt"
 }
 trap finish EXIT
+[ -f bin/gputest.tgz ] && tar xzf bin/gputest.tgz -C bin
 log "date $(date -u +%FT%TZ) mode $MODE"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv | tee -a "$OUT/summary.txt"
 
