@@ -2,7 +2,6 @@ package gpu
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/dqnflow/dqnflow/gpu/cuda"
 	"github.com/dqnflow/dqnflow/market"
@@ -47,12 +46,9 @@ type gemmShape struct {
 }
 
 // gemmShapes are the shapes of kernels/gemm.cu in the given mode; shared
-// memory is GSTAGES·(tile A + tile B) bf16 in bf16 mode, static in fp32.
-// The 128-row shapes walk k in tiles of gemmBK (32, or 64 with
-// DQNFLOW_GEMM_BK=64, a tuning switch for the benchmark; bf16 mode).
-func gemmShapes(bf16 bool) []gemmShape { return gemmShapesBK(bf16, gemmBK()) }
-
-func gemmShapesBK(bf16 bool, bk int) []gemmShape {
+// memory is GSTAGES·(tile A + tile B) bf16 in bf16 mode (k tiles of 32,
+// 64 for the 128×128 shape), static in fp32.
+func gemmShapes(bf16 bool) []gemmShape {
 	if !bf16 {
 		return []gemmShape{{"gemm64", 64, 64, 256, 0}, {"gemm128", 128, 128, 256, 0}, {"gemm128x64", 128, 64, 256, 0}}
 	}
@@ -60,24 +56,11 @@ func gemmShapesBK(bf16 bool, bk int) []gemmShape {
 		elems := func(r int) int { return max(r*(bk+8), bk*(r+8)) }
 		return 3 * 2 * (elems(bm) + elems(bn))
 	}
-	suffix := ""
-	if bk == 64 {
-		suffix = "_k64"
-	}
 	return []gemmShape{
 		{"gemm64", 64, 64, 128, stages(64, 64, 32)},
-		{"gemm128" + suffix, 128, 128, 256, stages(128, 128, bk)},
-		{"gemm128x64" + suffix, 128, 64, 128, stages(128, 64, bk)},
+		{"gemm128", 128, 128, 256, stages(128, 128, 64)},
+		{"gemm128x64", 128, 64, 128, stages(128, 64, 32)},
 	}
-}
-
-// gemmBK is the k tile of the 128-row GEMM shapes: 32 unless
-// DQNFLOW_GEMM_BK=64.
-func gemmBK() int {
-	if os.Getenv("DQNFLOW_GEMM_BK") == "64" {
-		return 64
-	}
-	return 32
 }
 
 // fillBlocks is the number of blocks at which a launch keeps every SM of

@@ -105,7 +105,7 @@ func (d *gpuDevice) module(c *cuda.Ctx, m config.ModelConfig, bf16 bool) (*kerne
 		}
 		k.fn[name] = f
 	}
-	for _, sh := range append(gemmShapesBK(bf16, 32), gemmShapesBK(bf16, 64)...) {
+	for _, sh := range gemmShapes(bf16) {
 		if sh.shared > 48<<10 {
 			if err := c.SetMaxDynamicShared(k.fn[sh.name], sh.shared); err != nil {
 				return nil, fmt.Errorf("%s: %w", sh.name, err)

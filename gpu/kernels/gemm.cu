@@ -386,19 +386,13 @@ __device__ __forceinline__ void gemmMma(const GemmJob* jobs, int njobs, const St
 extern "C" __global__ void __launch_bounds__(128) gemm64(const GemmJob* jobs, int njobs, const StepState* st) {
   gemmMma<64, 64, 2, 2, 32>(jobs, njobs, st);
 }
+// k tiles of 64 for the square tile: measured faster than 32 there (fewer
+// pipeline steps for the same K), slower for the 128×64 one.
 extern "C" __global__ void __launch_bounds__(256) gemm128(const GemmJob* jobs, int njobs, const StepState* st) {
-  gemmMma<128, 128, 2, 4, 32>(jobs, njobs, st);
+  gemmMma<128, 128, 2, 4, 64>(jobs, njobs, st);
 }
 extern "C" __global__ void __launch_bounds__(128) gemm128x64(const GemmJob* jobs, int njobs, const StepState* st) {
   gemmMma<128, 64, 2, 2, 32>(jobs, njobs, st);
-}
-// k tiles of 64: half the pipeline steps for the same K (tried against the
-// k-32 kernels by the benchmark, DQNFLOW_GEMM_BK=64).
-extern "C" __global__ void __launch_bounds__(256) gemm128_k64(const GemmJob* jobs, int njobs, const StepState* st) {
-  gemmMma<128, 128, 2, 4, 64>(jobs, njobs, st);
-}
-extern "C" __global__ void __launch_bounds__(128) gemm128x64_k64(const GemmJob* jobs, int njobs, const StepState* st) {
-  gemmMma<128, 64, 2, 2, 64>(jobs, njobs, st);
 }
 #else
 // float32: 256 threads as 16×16, each (BM/16)×(BN/16) outputs at rows
@@ -548,13 +542,6 @@ extern "C" __global__ void __launch_bounds__(256) gemm128(const GemmJob* jobs, i
   gemmSimt<128, 128>(jobs, njobs, st);
 }
 extern "C" __global__ void __launch_bounds__(256) gemm128x64(const GemmJob* jobs, int njobs, const StepState* st) {
-  gemmSimt<128, 64>(jobs, njobs, st);
-}
-// The k-64 names of the bf16 module, here the same float32 kernels.
-extern "C" __global__ void __launch_bounds__(256) gemm128_k64(const GemmJob* jobs, int njobs, const StepState* st) {
-  gemmSimt<128, 128>(jobs, njobs, st);
-}
-extern "C" __global__ void __launch_bounds__(256) gemm128x64_k64(const GemmJob* jobs, int njobs, const StepState* st) {
   gemmSimt<128, 64>(jobs, njobs, st);
 }
 #endif

@@ -59,12 +59,6 @@ for p in bf16-mixed fp32; do
   done
 done
 
-# The k-64 GEMM tiles against the default k-32 ones, bf16-mixed.
-for b in 4096 16384; do
-  step "bench-bk64-$b" 90 env DQNFLOW_GEMM_BK=64 bin/gputest/dqnflow bench --device cuda --precision bf16-mixed --batch "$b" --steps 300 --json --profile
-  grep -E '"(ms_per_step|gemm_tflop_s)"' "$LOGS/bench-bk64-$b.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
-done
-
 if [ "$MODE" != quick ]; then
   if [ -f bench/pytorch/bench.py ]; then
     step pytorch 330 python3 bench/pytorch/bench.py --out "$LOGS/pytorch.json" --budget-s 300
@@ -76,6 +70,18 @@ if [ "$MODE" != quick ]; then
   fi
 fi
 if [ "$MODE" = full ]; then
+  NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  if [ -n "$NCU" ]; then
+    # Hardware counters of the step's kernels at batch 16384 (the first 24
+    # launches after the collector's: sample, GEMMs, loss, optimiser).
+    step ncu 300 "$NCU" --clock-control none --section SpeedOfLight --section Occupancy \
+      -k 'regex:^(gemm|c51_loss|bias_partial|grad_|adamw|spectral|refresh|sample|priority|tree_)' -c 24 \
+      bin/gputest/dqnflow bench --device cuda --precision bf16-mixed --batch 16384 --steps 2 --json
+    grep -E "^  [a-z_0-9]+.*\(|Duration|Compute \(SM\) Throughput|Memory Throughput|Achieved Occupancy|Registers Per|Theoretical Occupancy" "$LOGS/ncu.log" | head -200 >"$LOGS/ncu-summary.txt"
+    log "ncu: $(grep -c Duration "$LOGS/ncu.log") kernels profiled (ncu-summary.txt in logs.tgz)"
+  else
+    log "ncu: not on this machine"
+  fi
   if command -v compute-sanitizer >/dev/null; then
     step memcheck 300 compute-sanitizer --tool memcheck --error-exitcode 9 bin/gputest/gpu.test -test.run 'TestCheckpointsMoveBetweenBackends|TestMatchesCPUReference/fp32|TestGEMMMatchesFloat64' -test.count=1
     tail -4 "$LOGS/memcheck.log" >>"$OUT/summary.txt"
