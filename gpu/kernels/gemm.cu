@@ -395,9 +395,9 @@ extern "C" __global__ void __launch_bounds__(128) gemm128x64(const GemmJob* jobs
   gemmMma<128, 64, 2, 2, 32>(jobs, njobs, st);
 }
 #else
-// float32: 256 threads as 16×16, each (BM/16)×(BN/16) outputs at rows
-// ty + 16·i and columns tx + 16·c; k tiles of 16 held in shared memory as
-// [k][m] and [k][n]; products accumulated with fmaf in k order.
+// float32: 256 threads as 16×16, each (BM/16)×(BN/16) outputs (rows and
+// columns by simtIdx); k tiles of 16 held in shared memory as [k][m] and
+// [k][n]; products accumulated with fmaf in k order.
 #define FBK 16
 
 // Tiles move in 16-byte pieces of four floats: piece q of the R×FBK tile
@@ -458,19 +458,29 @@ __device__ __forceinline__ void storeRegs(float (*s)[R + 4], const f4 v[R / 64],
   }
 }
 
-// simtEpilogue stores a thread's outputs at rows ty + 16·r and columns
-// tx + 16·c (neighbouring threads, neighbouring columns).
+// A thread's rows and columns in the float32 kernel: four neighbours, then
+// the next four 64 further on (simtIdx(i, t) for i < 8), so that operands
+// come from shared memory as float4 and outputs leave in pairs.
+__device__ __forceinline__ int simtIdx(int i, int t) { return (i >> 2) * 64 + t * 4 + (i & 3); }
+
+// simtEpilogue stores a thread's outputs at rows simtIdx(r, ty) and columns
+// simtIdx(c, tx), in pairs of columns.
 template <int EPI, int TM, int TN>
 __device__ __forceinline__ void simtEpilogue(const GemmJob& j, const GemmTile& t, float (&acc)[TM][TN], int tx, int ty) {
+  const bool vec = pairAligned(j, t.C);
+  const bool biased = EPI == EPI_BIAS || EPI == EPI_BIAS_RELU;
 #pragma unroll
   for (int r = 0; r < TM; r++) {
-    const long long m = t.m0 + ty + 16 * r;
+    const long long m = t.m0 + simtIdx(r, ty);
     if (m >= j.M) continue;
     const EpiRow row = epiRow(j, t.C, m);
 #pragma unroll
-    for (int c = 0; c < TN; c++) {
-      const long long n = t.n0 + tx + 16 * c;
-      if (n < j.N) epiOne<EPI>(row, j.bias, n, acc[r][c]);
+    for (int c = 0; c < TN; c += 2) {
+      const long long n = t.n0 + simtIdx(c, tx);
+      if (n + 1 < j.N)
+        epiTwo<EPI>(row, j.bias, n, acc[r][c], acc[r][c + 1], vec, biased ? j.bias[n] : 0.0f, biased ? j.bias[n + 1] : 0.0f);
+      else if (n < j.N)
+        epiOne<EPI>(row, j.bias, n, acc[r][c]);
     }
   }
 }
@@ -513,9 +523,21 @@ __device__ __forceinline__ void gemmSimt(const GemmJob* jobs, int njobs, const S
     for (int kk = 0; kk < FBK; kk++) {
       float a[TM], b[TN];
 #pragma unroll
-      for (int i = 0; i < TM; i++) a[i] = As[cur][kk][ty + 16 * i];
+      for (int i = 0; i < TM; i += 4) {
+        const f4 v = *(const f4*)&As[cur][kk][simtIdx(i, ty)];
+        a[i] = v.x;
+        a[i + 1] = v.y;
+        a[i + 2] = v.z;
+        a[i + 3] = v.w;
+      }
 #pragma unroll
-      for (int i = 0; i < TN; i++) b[i] = Bs[cur][kk][tx + 16 * i];
+      for (int i = 0; i < TN; i += 4) {
+        const f4 v = *(const f4*)&Bs[cur][kk][simtIdx(i, tx)];
+        b[i] = v.x;
+        b[i + 1] = v.y;
+        b[i + 2] = v.z;
+        b[i + 3] = v.w;
+      }
 #pragma unroll
       for (int r = 0; r < TM; r++)
 #pragma unroll
