@@ -7,7 +7,7 @@ TEMPORAL := $(BIN)/temporal
 # otherwise; `make run` uses DATABASE_URL or the local `postgres` database.
 TEST_DATABASE_URL := $(or $(DATABASE_URL),postgres://postgres@127.0.0.1:5432/test?sslmode=disable)
 
-.PHONY: gpu-binaries all build run test test-short lint bench bench-temporal learn-check record-history temporal clean
+.PHONY: gpu-binaries all build run test test-short lint bench bench-temporal learn-check record-history temporal clean fuzz-short fuzz chaos vulncheck
 
 all: build
 
@@ -32,6 +32,21 @@ test: build temporal
 ## test-short: unit tests only (no servers, no long runs)
 test-short:
 	DATABASE_URL='$(TEST_DATABASE_URL)' $(GO) test -short -count=1 ./...
+
+## fuzz-short: every fuzz target for FUZZTIME (default 5s) each, one worker: the CI pass
+FUZZTIME ?= 5s
+FUZZ_TARGETS := market:FuzzParseCSVAcceptsOnlyValidBars config:FuzzDecodeIsStrictAndRoundTrips \
+	checkpoint:FuzzDecodeAcceptsOnlyWhatItCanWriteBack checkpoint:FuzzVerifyDetectsEveryChange
+fuzz-short:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$name ($(FUZZTIME))"; \
+		$(GO) test ./$$pkg -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -parallel 1; \
+	done
+
+## fuzz: the same targets for longer (FUZZTIME=10m make fuzz); new findings land in testdata/fuzz
+fuzz: FUZZTIME = 2m
+fuzz: fuzz-short
 
 ## lint: formatting and vet
 lint:
