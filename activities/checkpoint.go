@@ -67,7 +67,7 @@ func (a *Trainer) Checkpoint(ctx context.Context, in CheckpointInput) (Checkpoin
 
 	path, err := a.blobPath(run, in.Epoch)
 	if err != nil {
-		return CheckpointOutput{}, fmt.Errorf("%s: %w", what, err)
+		return CheckpointOutput{}, classify(what+": checkpoint.dir "+run.Config.Checkpoint.Dir, err)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return CheckpointOutput{}, fmt.Errorf("%s: %w", what, err)
@@ -89,17 +89,17 @@ func (a *Trainer) Checkpoint(ctx context.Context, in CheckpointInput) (Checkpoin
 	return CheckpointOutput{Checkpoint: ref}, nil
 }
 
-// blobPath is the absolute path of run's checkpoint at the end of epoch.
+// blobPath is the absolute path of run's checkpoint at the end of epoch,
+// under checkpoint.dir taken relative to CheckpointRoot. A checkpoint.dir
+// that leads out of the root (an absolute path elsewhere, "..", a symbolic
+// link pointing out) is refused: a run config, which anyone who can start
+// a workflow writes, must not make the worker write files anywhere it can.
 func (a *Trainer) blobPath(run *Run, epoch int) (string, error) {
-	dir := run.Config.Checkpoint.Dir
-	if !filepath.IsAbs(dir) && a.CheckpointRoot != "" {
-		dir = filepath.Join(a.CheckpointRoot, dir)
-	}
-	dir = filepath.Join(dir, safeName(run.ID))
+	dir := filepath.Join(run.Config.Checkpoint.Dir, safeName(run.ID))
 	if run.ExecutionID != "" {
 		dir = filepath.Join(dir, safeName(run.ExecutionID))
 	}
-	return filepath.Abs(filepath.Join(dir, fmt.Sprintf("epoch-%06d.safetensors", epoch)))
+	return checkpoint.Confine(a.CheckpointRoot, filepath.Join(dir, fmt.Sprintf("epoch-%06d.safetensors", epoch)))
 }
 
 // safeName maps a run id (a workflow id, free text) to one path element.

@@ -34,8 +34,10 @@ type Trainer struct {
 	Store CheckpointStore
 	// Prepare loads a run's dataset; nil means market.Prepare.
 	Prepare func(config.RunConfig) (*market.Dataset, error)
-	// CheckpointRoot resolves a relative checkpoint.dir; empty means the
-	// working directory. Blobs are written under
+	// CheckpointRoot is the directory every checkpoint lives in; empty
+	// means the working directory. checkpoint.dir is taken relative to it,
+	// and no checkpoint outside it is written or read (checkpoint.Confine).
+	// Blobs are written under
 	// <root>/<checkpoint.dir>/<run id>/<execution id>/epoch-<NNNNNN>.safetensors and
 	// referred to by absolute path, so every worker must see the same
 	// storage at the same path.
@@ -329,11 +331,15 @@ func (a *Trainer) prepare(cfg config.RunConfig) (*market.Dataset, error) {
 // when the ref carries one (the file's own header and tensor hashes are
 // always checked).
 func (a *Trainer) read(ref CheckpointRef) (*checkpoint.Checkpoint, error) {
+	path, err := checkpoint.Confine(a.CheckpointRoot, ref.URI)
+	if err != nil {
+		return nil, err
+	}
 	if ref.SHA256 == "" {
-		ck, _, err := checkpoint.Read(ref.URI)
+		ck, _, err := checkpoint.Read(path)
 		return ck, err
 	}
-	ck, _, err := checkpoint.ReadVerified(ref.URI, ref.SHA256)
+	ck, _, err := checkpoint.ReadVerified(path, ref.SHA256)
 	return ck, err
 }
 
@@ -345,7 +351,7 @@ func readError(what string, err error) error {
 		return nonRetryable(ErrTypeCheckpointMissing, what+" on "+host, err,
 			"checkpoint.dir must be storage that every GPU worker can read at the same path")
 	}
-	if errors.Is(err, checkpoint.ErrCorrupt) {
+	if errors.Is(err, checkpoint.ErrCorrupt) || errors.Is(err, checkpoint.ErrOutsideRoot) {
 		return classify(what, err)
 	}
 	return fmt.Errorf("%s: %w", what, err)

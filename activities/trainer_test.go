@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -401,5 +402,77 @@ func TestCheckpointFilesAreKeyedOnTheExecution(t *testing.T) {
 	}
 	if _, _, err := checkpoint.ReadVerified(cks[0].URI, cks[0].SHA256); err != nil {
 		t.Errorf("the first execution's checkpoint: %v", err)
+	}
+}
+
+// TestCheckpointsStayInsideTheRoot checks that a run config whose
+// checkpoint.dir leads out of the worker's checkpoint root (an absolute
+// path elsewhere, "..", a symbolic link inside the root pointing out) gets
+// a non-retryable InvalidConfig error naming checkpoint.dir and writes
+// nothing outside, and that a resume or warm start from a file outside the
+// root is refused without reading it.
+func TestCheckpointsStayInsideTheRoot(t *testing.T) {
+	base := t.TempDir()
+	root, outside := filepath.Join(base, "root"), filepath.Join(base, "outside")
+	for _, d := range []string{root, outside} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(outside, filepath.Join(root, "link")); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{outside, "../outside", "ok/../../outside", "link", "link/deeper"} {
+		r := newRig(t, root, nil)
+		cfg := testConfig()
+		cfg.Checkpoint.Dir = dir
+		r.open(activities.OpenInput{Config: cfg})
+		r.epoch(1)
+		err := r.do(r.a.Checkpoint, activities.CheckpointInput{RunID: runID, Epoch: 1}, nil)
+		if errType(err) != activities.ErrTypeInvalidConfig || !strings.Contains(err.Error(), "checkpoint.dir "+dir) ||
+			!strings.Contains(err.Error(), "outside the checkpoint root") {
+			t.Errorf("checkpoint.dir %q: %v; want InvalidConfig naming checkpoint.dir and the root", dir, err)
+		}
+		if _, ok := r.store.Checkpoint(runID, 1); ok {
+			t.Errorf("checkpoint.dir %q: a checkpoint row was recorded", dir)
+		}
+	}
+	entries, _ := os.ReadDir(outside)
+	if len(entries) != 0 {
+		t.Fatalf("files were written outside the root: %v", entries)
+	}
+
+	// A checkpoint written inside the root, copied outside: the copy is
+	// intact, but is not read.
+	r := newRig(t, root, nil)
+	r.open(activities.OpenInput{})
+	r.epoch(1)
+	var ck activities.CheckpointOutput
+	r.must(r.a.Checkpoint, activities.CheckpointInput{RunID: runID, Epoch: 1}, &ck)
+	raw, err := os.ReadFile(ck.Checkpoint.URI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := ck.Checkpoint
+	out.URI = filepath.Join(outside, "copy.safetensors")
+	if err := os.WriteFile(out.URI, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	viaLink := ck.Checkpoint
+	viaLink.URI = filepath.Join(root, "link", "copy.safetensors")
+	for _, ref := range []activities.CheckpointRef{out, viaLink} {
+		for _, in := range []activities.OpenInput{
+			{RunID: runID, Config: testConfig(), Epoch: 1, GlobalStep: 10, Resume: &ref},
+			{RunID: runID, Config: testConfig(), Warm: &ref},
+		} {
+			other := newRig(t, root, r.store)
+			err := other.do(other.a.OpenTrainer, in, nil)
+			if errType(err) != activities.ErrTypeInvalidConfig || !strings.Contains(err.Error(), "outside the checkpoint root") {
+				t.Errorf("open from %s: %v; want InvalidConfig, outside the checkpoint root", ref.URI, err)
+			}
+			if news, restores := other.backend.Counts(); news+restores != 0 {
+				t.Errorf("open from %s built a trainer anyway", ref.URI)
+			}
+		}
 	}
 }

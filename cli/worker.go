@@ -17,12 +17,8 @@ import (
 	"github.com/dqnflow/dqnflow/workflows"
 )
 
-// Environment variables that locate the services.
-const (
-	envTemporalAddress   = "TEMPORAL_ADDRESS"   // host:port, default 127.0.0.1:7233
-	envTemporalNamespace = "TEMPORAL_NAMESPACE" // default "default"
-	envCheckpointDir     = "DQNFLOW_CHECKPOINT_DIR"
-)
+// envCheckpointDir is the default of --checkpoint-dir.
+const envCheckpointDir = "DQNFLOW_CHECKPOINT_DIR"
 
 func getenv(name, def string) string {
 	if v := os.Getenv(name); v != "" {
@@ -31,25 +27,18 @@ func getenv(name, def string) string {
 	return def
 }
 
-func temporalAddress() string   { return getenv(envTemporalAddress, "127.0.0.1:7233") }
-func temporalNamespace() string { return getenv(envTemporalNamespace, "default") }
-
 // dial connects to Temporal with clientOptions.
 func dial(ctx context.Context, e *env) (client.Client, error) {
-	c, err := client.DialContext(ctx, clientOptions(e))
+	opts, err := clientOptions(e)
 	if err != nil {
-		return nil, fmt.Errorf("connect to Temporal at %s (set %s, or start a local server with \"dqnflow dev\"): %w",
-			temporalAddress(), envTemporalAddress, err)
+		return nil, err
+	}
+	c, err := client.DialContext(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("connect to Temporal at %s (flag --address or $%s, or start a local server with \"dqnflow dev\"): %w",
+			opts.HostPort, envTemporalAddress, err)
 	}
 	return c, nil
-}
-
-// clientOptions are the Temporal client options of the CLI: the server at
-// TEMPORAL_ADDRESS, the namespace TEMPORAL_NAMESPACE, and the SDK's log at
-// warn level and above only, so command output stays readable.
-func clientOptions(e *env) client.Options {
-	logger := tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	return client.Options{HostPort: temporalAddress(), Namespace: temporalNamespace(), Logger: logger}
 }
 
 // openStore connects to PostgreSQL (DATABASE_URL) and applies the migrations.
@@ -125,7 +114,7 @@ func startWorker(ctx context.Context, e *env, c client.Client, st *store.Store, 
 		worker.RoleControl: workflows.ControlTaskQueue,
 		worker.RoleGPU:     workflows.GPUTaskQueue,
 	}[role]
-	fmt.Fprintf(e.stderr, "worker: role %s serving %s at %s, namespace %s\n", role, queues, temporalAddress(), temporalNamespace())
+	fmt.Fprintf(e.stderr, "worker: role %s serving %s at %s, namespace %s\n", role, queues, e.conn.address(), e.conn.namespace())
 	return w, nil
 }
 
