@@ -25,11 +25,11 @@ import (
 // testPKI is a throw-away certificate authority with one server and one
 // client certificate, written as PEM files.
 type testPKI struct {
-	ca                   *x509.CertPool
-	caPath               string
-	server               tls.Certificate
+	ca                    *x509.CertPool
+	caPath                string
+	server                tls.Certificate
 	clientCert, clientKey string
-	otherCAPath          string // a CA that signed nothing here
+	otherCAPath           string // a CA that signed nothing here
 }
 
 func newTestPKI(t *testing.T) *testPKI {
