@@ -48,6 +48,14 @@ fuzz-short:
 fuzz: FUZZTIME = 2m
 fuzz: fuzz-short
 
+## vulncheck: govulncheck (pinned in tools/govulncheck) over every package; GOVULNDB names another database mirror
+GOVULNCHECK := $(BIN)/govulncheck
+GOVULNDB ?= https://vuln.go.dev
+$(GOVULNCHECK): tools/govulncheck/go.mod tools/govulncheck/go.sum
+	cd tools/govulncheck && CGO_ENABLED=0 $(GO) build -o ../../$(GOVULNCHECK) golang.org/x/vuln/cmd/govulncheck
+vulncheck: $(GOVULNCHECK)
+	$(GOVULNCHECK) -db $(GOVULNDB) ./...
+
 ## lint: formatting and vet
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
