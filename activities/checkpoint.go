@@ -11,6 +11,7 @@ import (
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/trainer"
 )
 
 // CheckpointRef points at one checkpoint blob and says what it holds.
@@ -60,6 +61,12 @@ func (a *Trainer) Checkpoint(ctx context.Context, in CheckpointInput) (Checkpoin
 	}
 	if ck.Meta == nil {
 		ck.Meta = map[string]string{}
+	}
+	for k, v := range trainer.Origin(run.Info) {
+		ck.Meta[k] = v
+	}
+	if run.NotBitExact != "" {
+		ck.Meta[checkpoint.MetaNotBitExact] = run.NotBitExact
 	}
 	ck.Meta[checkpoint.MetaRunID] = in.RunID
 	ck.Meta[checkpoint.MetaEpoch] = strconv.Itoa(in.Epoch)

@@ -58,6 +58,10 @@ type Run struct {
 	Trainer     trainer.Trainer
 	Dataset     *market.Dataset
 	Info        trainer.Info
+	// NotBitExact says why the run is no longer bit-identical to an
+	// uninterrupted one (trainer.ResumeExactness); "" while it is. Every
+	// later checkpoint carries it (checkpoint.MetaNotBitExact).
+	NotBitExact string
 
 	Epoch      int   // epoch of the last completed step
 	Stage      Stage // last completed step of Epoch

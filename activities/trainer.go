@@ -78,6 +78,10 @@ type OpenOutput struct {
 	Restored   bool         `json:"restored"` // rebuilt from Resume
 	Info       trainer.Info `json:"info"`
 	Host       string       `json:"host"`
+	// NotBitExact says why the run is no longer bit-identical to an
+	// uninterrupted run (a resume on another backend, device or
+	// architecture); "" while it is.
+	NotBitExact string `json:"not_bit_exact,omitempty"`
 }
 
 // OpenTrainer makes this worker hold run in.RunID's trainer at the point the
@@ -102,7 +106,7 @@ func (a *Trainer) OpenTrainer(ctx context.Context, in OpenInput) (OpenOutput, er
 		}
 		if !run.Closed() && run.ExecutionID == in.ExecutionID && run.Config == in.Config && run.Epoch == in.Epoch &&
 			run.Stage == StageSynced && run.GlobalStep == in.GlobalStep {
-			out := OpenOutput{Epoch: run.Epoch, GlobalStep: run.GlobalStep, Reused: true, Info: run.Info, Host: host}
+			out := OpenOutput{Epoch: run.Epoch, GlobalStep: run.GlobalStep, Reused: true, Info: run.Info, Host: host, NotBitExact: run.NotBitExact}
 			run.Unlock()
 			a.releaseSlot(ctx)
 			return out, nil
@@ -124,10 +128,11 @@ func (a *Trainer) OpenTrainer(ctx context.Context, in OpenInput) (OpenOutput, er
 			"fix data.path or the file, then start a new run")
 	}
 	var (
-		tr         trainer.Trainer
-		epoch      int
-		globalStep int64
-		restored   bool
+		tr          trainer.Trainer
+		epoch       int
+		globalStep  int64
+		restored    bool
+		notBitExact string
 	)
 	switch {
 	case in.Resume != nil:
@@ -143,6 +148,10 @@ func (a *Trainer) OpenTrainer(ctx context.Context, in OpenInput) (OpenOutput, er
 			return OpenOutput{}, classify(what+": restore "+in.Resume.URI, err)
 		}
 		epoch, globalStep, restored = in.Resume.Epoch, in.Resume.GlobalStep, true
+		if notBitExact = trainer.ResumeExactness(ck.Meta, tr.Info()); notBitExact != "" {
+			activity.GetLogger(ctx).Warn("The run is no longer bit-exact: it resumed from a checkpoint written on another backend, device or architecture",
+				"run", in.RunID, "checkpoint", in.Resume.URI, "why", notBitExact)
+		}
 	case in.Warm != nil:
 		ck, err := a.read(*in.Warm)
 		if err != nil {
@@ -158,12 +167,13 @@ func (a *Trainer) OpenTrainer(ctx context.Context, in OpenInput) (OpenOutput, er
 	}
 	run := NewRun(in.RunID, in.Config, tr, ds, epoch, globalStep)
 	run.ExecutionID = in.ExecutionID
+	run.NotBitExact = notBitExact
 	if err := a.Registry.Put(ctx, run); err != nil {
 		tr.Close()
 		return OpenOutput{}, fmt.Errorf("%s: %w", what, err)
 	}
 	a.releaseSlot(ctx)
-	return OpenOutput{Epoch: epoch, GlobalStep: globalStep, Restored: restored, Info: run.Info, Host: host}, nil
+	return OpenOutput{Epoch: epoch, GlobalStep: globalStep, Restored: restored, Info: run.Info, Host: host, NotBitExact: notBitExact}, nil
 }
 
 // releaseSlot ends the slot hold of the calling run's workflow: its new

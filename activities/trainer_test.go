@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -474,5 +475,64 @@ func TestCheckpointsStayInsideTheRoot(t *testing.T) {
 				t.Errorf("open from %s built a trainer anyway", ref.URI)
 			}
 		}
+	}
+}
+
+// TestResumeElsewhereIsMarkedNotBitExact checks that a checkpoint records
+// the backend, device and architecture that wrote it; that a resume where
+// all three are the same is exact; and that a resume from a checkpoint
+// written on another architecture reports why it is no longer bit-exact,
+// and every later checkpoint of the run says so in its metadata.
+func TestResumeElsewhereIsMarkedNotBitExact(t *testing.T) {
+	root := t.TempDir()
+	r := newRig(t, root, nil)
+	r.open(activities.OpenInput{})
+	r.epoch(1)
+	var ck activities.CheckpointOutput
+	r.must(r.a.Checkpoint, activities.CheckpointInput{RunID: runID, Epoch: 1}, &ck)
+	written, _, err := checkpoint.Read(ck.Checkpoint.URI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	arch := runtime.GOOS + "/" + runtime.GOARCH
+	if m := written.Meta; m[checkpoint.MetaArch] != arch || m[checkpoint.MetaBackend] == "" || m[checkpoint.MetaDevice] == "" {
+		t.Fatalf("checkpoint origin: backend %q, device %q, arch %q; want all recorded, arch %s",
+			m[checkpoint.MetaBackend], m[checkpoint.MetaDevice], m[checkpoint.MetaArch], arch)
+	}
+	if _, ok := written.Meta[checkpoint.MetaNotBitExact]; ok {
+		t.Fatalf("a run never moved is marked not bit-exact: %q", written.Meta[checkpoint.MetaNotBitExact])
+	}
+
+	same := newRig(t, root, r.store)
+	var out activities.OpenOutput
+	same.must(same.a.OpenTrainer, activities.OpenInput{RunID: runID, Config: testConfig(), Epoch: 1, GlobalStep: 10, Resume: &ck.Checkpoint}, &out)
+	if !out.Restored || out.NotBitExact != "" {
+		t.Fatalf("resume on the same backend, device and architecture: restored %v, not bit-exact %q; want restored, exact", out.Restored, out.NotBitExact)
+	}
+
+	// The same checkpoint as if written on another architecture.
+	other := "plan9/arm64"
+	written.Meta[checkpoint.MetaArch] = other
+	moved := ck.Checkpoint
+	moved.URI = filepath.Join(root, "moved.safetensors")
+	info, err := checkpoint.Write(moved.URI, written)
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved.SHA256 = info.SHA256
+	elsewhere := newRig(t, root, r.store)
+	elsewhere.must(elsewhere.a.OpenTrainer, activities.OpenInput{RunID: runID, Config: testConfig(), Epoch: 1, GlobalStep: 10, Resume: &moved}, &out)
+	if want := "arch " + other + ", now " + arch; !strings.Contains(out.NotBitExact, want) {
+		t.Fatalf("resume from a checkpoint of %s: not bit-exact %q, want it to say %q", other, out.NotBitExact, want)
+	}
+	elsewhere.epoch(2)
+	var next activities.CheckpointOutput
+	elsewhere.must(elsewhere.a.Checkpoint, activities.CheckpointInput{RunID: runID, Epoch: 2}, &next)
+	later, _, err := checkpoint.Read(next.Checkpoint.URI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := later.Meta[checkpoint.MetaNotBitExact]; got != out.NotBitExact {
+		t.Fatalf("the next checkpoint's %s is %q, want %q", checkpoint.MetaNotBitExact, got, out.NotBitExact)
 	}
 }

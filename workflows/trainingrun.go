@@ -278,6 +278,9 @@ func (r *run) open() error {
 			"run", r.st.RunID, "run_epoch", r.st.Epoch, "trainer_epoch", out.Epoch)
 		r.st.Epoch, r.st.GlobalStep, r.st.Scores = out.Epoch, out.GlobalStep, r.st.ScoresAtCheckpoint
 	}
+	if out.NotBitExact != "" && out.Restored {
+		workflow.GetLogger(r.ctx).Warn("The run is no longer bit-exact", "run", r.st.RunID, "why", out.NotBitExact)
+	}
 	if out.Info != r.st.Info {
 		r.st.Info = out.Info
 		r.startControl("set device", ca.SetRunDevice, activities.SetDeviceInput{RunID: r.st.RunID, Info: out.Info}, false)
