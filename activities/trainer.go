@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -82,6 +84,11 @@ type OpenOutput struct {
 	// uninterrupted run (a resume on another backend, device or
 	// architecture); "" while it is.
 	NotBitExact string `json:"not_bit_exact,omitempty"`
+	// Fallback is the checkpoint restored instead of the damaged
+	// OpenInput.Resume (Damaged says why that one was refused): the
+	// previous good checkpoint of the run, from which the workflow goes on.
+	Fallback *CheckpointRef `json:"fallback,omitempty"`
+	Damaged  string         `json:"damaged,omitempty"`
 }
 
 // OpenTrainer makes this worker hold run in.RunID's trainer at the point the
@@ -133,24 +140,40 @@ func (a *Trainer) OpenTrainer(ctx context.Context, in OpenInput) (OpenOutput, er
 		globalStep  int64
 		restored    bool
 		notBitExact string
+		fallback    *CheckpointRef // restored instead of a damaged in.Resume
+		damaged     string         // why in.Resume was refused
 	)
 	switch {
 	case in.Resume != nil:
-		ck, err := a.read(*in.Resume)
+		resume := *in.Resume
+		ck, err := a.read(resume)
+		if err == nil {
+			if err = checkMeta(ck, in.RunID, resume); err != nil {
+				err = fmt.Errorf("%s: %w: %v", resume.URI, checkpoint.ErrCorrupt, err)
+			}
+		}
+		if errors.Is(err, checkpoint.ErrCorrupt) {
+			var prev *CheckpointRef
+			if ck, prev = a.previousGood(in.RunID, resume); prev != nil {
+				activity.GetLogger(ctx).Warn("The run's last checkpoint is damaged; restoring the previous good one",
+					"run", in.RunID, "damaged", resume.URI, "error", err, "restoring", prev.URI, "epoch", prev.Epoch)
+				fallback, damaged, resume, err = prev, err.Error(), *prev, nil
+			}
+		}
 		if err != nil {
+			if errors.Is(err, checkpoint.ErrCorrupt) {
+				return OpenOutput{}, nonRetryable(ErrTypeCorruptCheckpoint, what, err,
+					"no earlier good checkpoint of the run is left; restore the file from a backup or start a new run")
+			}
 			return OpenOutput{}, readError(what, err)
 		}
-		if err := checkMeta(ck, in.RunID, *in.Resume); err != nil {
-			return OpenOutput{}, nonRetryable(ErrTypeCorruptCheckpoint, what+": "+in.Resume.URI, err,
-				"the file does not hold the checkpoint the workflow recorded")
-		}
 		if tr, err = a.Backend.Restore(ctx, ck, ds); err != nil {
-			return OpenOutput{}, classify(what+": restore "+in.Resume.URI, err)
+			return OpenOutput{}, classify(what+": restore "+resume.URI, err)
 		}
-		epoch, globalStep, restored = in.Resume.Epoch, in.Resume.GlobalStep, true
+		epoch, globalStep, restored = resume.Epoch, resume.GlobalStep, true
 		if notBitExact = trainer.ResumeExactness(ck.Meta, tr.Info()); notBitExact != "" {
 			activity.GetLogger(ctx).Warn("The run is no longer bit-exact: it resumed from a checkpoint written on another backend, device or architecture",
-				"run", in.RunID, "checkpoint", in.Resume.URI, "why", notBitExact)
+				"run", in.RunID, "checkpoint", resume.URI, "why", notBitExact)
 		}
 	case in.Warm != nil:
 		ck, err := a.read(*in.Warm)
@@ -173,7 +196,8 @@ func (a *Trainer) OpenTrainer(ctx context.Context, in OpenInput) (OpenOutput, er
 		return OpenOutput{}, fmt.Errorf("%s: %w", what, err)
 	}
 	a.releaseSlot(ctx)
-	return OpenOutput{Epoch: epoch, GlobalStep: globalStep, Restored: restored, Info: run.Info, Host: host, NotBitExact: notBitExact}, nil
+	return OpenOutput{Epoch: epoch, GlobalStep: globalStep, Restored: restored, Info: run.Info, Host: host,
+		NotBitExact: notBitExact, Fallback: fallback, Damaged: damaged}, nil
 }
 
 // releaseSlot ends the slot hold of the calling run's workflow: its new
@@ -351,6 +375,45 @@ func (a *Trainer) read(ref CheckpointRef) (*checkpoint.Checkpoint, error) {
 	}
 	ck, _, err := checkpoint.ReadVerified(path, ref.SHA256)
 	return ck, err
+}
+
+// previousGood finds the newest checkpoint of the run older than damaged in
+// damaged's directory whose file passes every check (both integrity
+// hashes, the run id and epoch in its metadata), and returns it with a ref
+// (its whole-file SHA-256 and global step from the file). The file alone
+// is enough to trust it: its hashes cover every byte. nil when none is.
+func (a *Trainer) previousGood(runID string, damaged CheckpointRef) (*checkpoint.Checkpoint, *CheckpointRef) {
+	dir := filepath.Dir(damaged.URI)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, nil
+	}
+	var epochs []int
+	for _, e := range entries {
+		var n int
+		if _, err := fmt.Sscanf(e.Name(), "epoch-%06d.safetensors", &n); err == nil &&
+			e.Name() == fmt.Sprintf("epoch-%06d.safetensors", n) && n < damaged.Epoch {
+			epochs = append(epochs, n)
+		}
+	}
+	slices.Sort(epochs)
+	for _, n := range slices.Backward(epochs) {
+		p, err := checkpoint.Confine(a.CheckpointRoot, filepath.Join(dir, fmt.Sprintf("epoch-%06d.safetensors", n)))
+		if err != nil {
+			continue
+		}
+		ck, info, err := checkpoint.Read(p)
+		if err != nil {
+			continue
+		}
+		step, err := strconv.ParseInt(ck.Meta[checkpoint.MetaGlobalStep], 10, 64)
+		ref := CheckpointRef{RunID: runID, URI: p, SHA256: info.SHA256, Bytes: info.Bytes, Epoch: n, GlobalStep: step}
+		if err != nil || checkMeta(ck, runID, ref) != nil {
+			continue
+		}
+		return ck, &ref
+	}
+	return nil, nil
 }
 
 // readError classifies a checkpoint read failure: a missing file may be

@@ -2,6 +2,8 @@ package activities_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"math"
 	"os"
@@ -535,4 +537,64 @@ func TestResumeElsewhereIsMarkedNotBitExact(t *testing.T) {
 	if got := later.Meta[checkpoint.MetaNotBitExact]; got != out.NotBitExact {
 		t.Fatalf("the next checkpoint's %s is %q, want %q", checkpoint.MetaNotBitExact, got, out.NotBitExact)
 	}
+}
+
+// TestDamagedCheckpointFallsBackToThePreviousGoodOne damages the run's last
+// checkpoint in the ways a crash, a disk or a person can (a flipped bit, a
+// torn write cut short, a file emptied) and checks that opening the run
+// refuses it, names it and the reason, and restores the newest earlier
+// checkpoint that is intact, bit for bit, skipping damaged ones between.
+func TestDamagedCheckpointFallsBackToThePreviousGoodOne(t *testing.T) {
+	damage := map[string]func([]byte) []byte{
+		"bit flipped": func(b []byte) []byte { b[len(b)/2] ^= 0x10; return b },
+		"torn write":  func(b []byte) []byte { return b[:len(b)/3] },
+		"emptied":     func([]byte) []byte { return nil },
+	}
+	for name, f := range damage {
+		t.Run(name, func(t *testing.T) {
+			root := t.TempDir()
+			r := newRig(t, root, nil)
+			r.open(activities.OpenInput{})
+			refs := make([]activities.CheckpointRef, 4)
+			for e := 1; e <= 3; e++ {
+				r.epoch(e)
+				var ck activities.CheckpointOutput
+				r.must(r.a.Checkpoint, activities.CheckpointInput{RunID: runID, Epoch: e}, &ck)
+				refs[e] = ck.Checkpoint
+			}
+			good, err := os.ReadFile(refs[1].URI)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range []int{3, 2} { // the last and the one before: back to epoch 1
+				raw, err := os.ReadFile(refs[e].URI)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(refs[e].URI, f(raw), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			other := newRig(t, root, r.store)
+			var out activities.OpenOutput
+			other.must(other.a.OpenTrainer, activities.OpenInput{RunID: runID, Config: testConfig(), Epoch: 3, GlobalStep: 30, Resume: &refs[3]}, &out)
+			if out.Fallback == nil || out.Fallback.Epoch != 1 || out.Epoch != 1 || out.GlobalStep != refs[1].GlobalStep || !out.Restored {
+				t.Fatalf("open from a damaged epoch 3: %+v; want a restore of epoch 1 (global step %d)", out, refs[1].GlobalStep)
+			}
+			if out.Fallback.URI != refs[1].URI || out.Fallback.SHA256 != hexSHA(good) {
+				t.Fatalf("fallback %s sha256 %s, want %s sha256 %s", out.Fallback.URI, out.Fallback.SHA256, refs[1].URI, hexSHA(good))
+			}
+			if !strings.Contains(out.Damaged, refs[3].URI) || !strings.Contains(out.Damaged, "corrupt checkpoint") {
+				t.Fatalf("Damaged %q does not name %s as corrupt", out.Damaged, refs[3].URI)
+			}
+			if _, restores := other.backend.Counts(); restores != 1 {
+				t.Fatalf("%d restores, want 1", restores)
+			}
+		})
+	}
+}
+
+func hexSHA(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
 }

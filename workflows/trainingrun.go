@@ -278,6 +278,14 @@ func (r *run) open() error {
 			"run", r.st.RunID, "run_epoch", r.st.Epoch, "trainer_epoch", out.Epoch)
 		r.st.Epoch, r.st.GlobalStep, r.st.Scores = out.Epoch, out.GlobalStep, r.st.ScoresAtCheckpoint
 	}
+	if out.Fallback != nil {
+		// The last checkpoint is damaged (activities.OpenOutput.Damaged);
+		// the worker restored the previous good one, which is now the
+		// run's last: a later recovery starts from it too.
+		workflow.GetLogger(r.ctx).Warn("The run's last checkpoint is damaged; going on from the previous good one",
+			"run", r.st.RunID, "damaged", out.Damaged, "restored", out.Fallback.URI, "epoch", out.Fallback.Epoch)
+		r.st.LastCheckpoint = out.Fallback
+	}
 	if out.NotBitExact != "" && out.Restored {
 		workflow.GetLogger(r.ctx).Warn("The run is no longer bit-exact", "run", r.st.RunID, "why", out.NotBitExact)
 	}
