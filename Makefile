@@ -33,6 +33,11 @@ test: build temporal
 test-short:
 	DATABASE_URL='$(TEST_DATABASE_URL)' $(GO) test -short -count=1 ./...
 
+## chaos: the heavy fault-injection tests (docs/reliability.md), beside those in `make test`
+chaos: build temporal
+	DATABASE_URL='$(TEST_DATABASE_URL)' DQNFLOW_BIN=$(abspath $(DQNFLOW)) DQNFLOW_TEMPORAL=$(abspath $(TEMPORAL)) \
+		$(GO) test -tags chaos -count=1 -timeout 30m -v -run 'KillInEveryStage|Kill|NaN|DeviceFailure|Damaged|FalseAlarm|TemporalServer' ./e2e ./activities
+
 ## fuzz-short: every fuzz target for FUZZTIME (default 5s) each, one worker: the CI pass
 FUZZTIME ?= 5s
 FUZZ_TARGETS := market:FuzzParseCSVAcceptsOnlyValidBars config:FuzzDecodeIsStrictAndRoundTrips \
@@ -60,6 +65,7 @@ vulncheck: $(GOVULNCHECK)
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags chaos ./e2e
 
 ## bench: CPU trainer throughput (train steps/s, env steps/s) and the Go benchmarks
 bench: build

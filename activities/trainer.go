@@ -283,6 +283,18 @@ func (a *Trainer) discard(ctx context.Context, run *Run, cause error) {
 	if err := run.Close(); err != nil {
 		activity.GetLogger(ctx).Warn("Closing the discarded trainer failed", "run", run.ID, "error", err)
 	}
+	if errors.Is(cause, trainer.ErrDevice) {
+		if d, ok := a.Slots.(DeviceFailer); ok {
+			activity.GetLogger(ctx).Error("The device failed: this worker takes no more runs until it is restarted", "run", run.ID, "error", cause)
+			d.DeviceFailed(cause)
+		}
+	}
+}
+
+// DeviceFailer is told when the worker's device fails (trainer.ErrDevice),
+// so that the worker takes no more runs; worker.Slots implements it.
+type DeviceFailer interface {
+	DeviceFailed(cause error)
 }
 
 // stepFailed turns a failed trainer step into the activity's error, after

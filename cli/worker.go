@@ -13,6 +13,7 @@ import (
 	"github.com/dqnflow/dqnflow/backend"
 	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/trainer"
+	"github.com/dqnflow/dqnflow/trainer/faults"
 	"github.com/dqnflow/dqnflow/worker"
 	"github.com/dqnflow/dqnflow/workflows"
 )
@@ -98,6 +99,14 @@ func startWorker(ctx context.Context, e *env, c client.Client, st *store.Store, 
 			return nil, err
 		}
 		fmt.Fprintf(e.stderr, "worker: device %s: %s, %d slot(s)\n", wf.device, dev, wf.slots)
+		if plan := os.Getenv(faults.EnvPlan); plan != "" {
+			p, err := faults.Parse(plan)
+			if err != nil {
+				return nil, err
+			}
+			b = &faults.Backend{Backend: b, Plan: p}
+			fmt.Fprintf(e.stderr, "worker: FAULT INJECTION ON (%s=%s): for tests only\n", faults.EnvPlan, plan)
+		}
 	}
 	logger := tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	w, err := worker.New(c, worker.Config{

@@ -437,8 +437,16 @@ func (r *run) fail(cause error) error {
 	_ = r.flush()
 	r.closeTrainer()
 	r.phase = string(status)
+	errText := cause.Error()
+	var ae *temporal.ApplicationError
+	if ck := r.st.LastCheckpoint; ck != nil && errors.As(cause, &ae) && ae.Type() == activities.ErrTypeNonFinite {
+		// Nothing after the last checkpoint is kept, so say which one is
+		// good: the run can be resumed or warm-started from it.
+		errText += fmt.Sprintf("; the last good checkpoint is epoch %d (global step %d): %s, sha256 %s",
+			ck.Epoch, ck.GlobalStep, ck.URI, ck.SHA256)
+	}
 	if r.st.Recorded {
-		if err := r.setStatus(status, cause.Error()); err != nil {
+		if err := r.setStatus(status, errText); err != nil {
 			workflow.GetLogger(r.ctx).Error("Recording the run's failure failed", "run", r.st.RunID, "error", err)
 		}
 	}
