@@ -66,4 +66,3 @@ func TestRunSurvivesWorkerKillInEveryStage(t *testing.T) {
 		})
 	}
 }
-
