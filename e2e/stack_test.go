@@ -68,7 +68,7 @@ func (s *stack) startWorkerEnv(name string, env []string, extra ...string) *proc
 		if err := p.alive(); err != nil {
 			return false, err
 		}
-		return strings.Contains(p.output(), "worker: role all serving"), nil
+		return strings.Contains(p.output(), " serving dqnflow-"), nil
 	})
 	return p
 }
