@@ -1,12 +1,14 @@
 package activities_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -597,4 +599,89 @@ func TestDamagedCheckpointFallsBackToThePreviousGoodOne(t *testing.T) {
 func hexSHA(b []byte) string {
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])
+}
+
+// TestFailedCheckpointWriteRecordsNothing makes the checkpoint write fail
+// the ways storage does (the directory is a file, the disk is full, the
+// file system is read-only; the last two on a small tmpfs, where the test
+// may mount one) and checks that the error names the file and the reason,
+// that no row is recorded and no file or temporary file is left, and that
+// the previous checkpoint is untouched.
+func TestFailedCheckpointWriteRecordsNothing(t *testing.T) {
+	mount := func(t *testing.T, dir string, opts string) {
+		t.Helper()
+		if out, err := exec.Command("mount", "-t", "tmpfs", "-o", opts, "tmpfs", dir).CombinedOutput(); err != nil {
+			t.Skipf("cannot mount a tmpfs here (needs root): %v %s", err, out)
+		}
+		t.Cleanup(func() { exec.Command("umount", dir).Run() })
+	}
+	for _, tc := range []struct {
+		name, want string
+		setup      func(t *testing.T, runDir string)
+	}{
+		{"directory is a file", "not a directory", func(t *testing.T, runDir string) {
+			if err := os.RemoveAll(runDir); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(runDir, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"disk full", "no space left on device", func(t *testing.T, runDir string) {
+			mount(t, runDir, "size=64k")
+			f, _ := os.Create(filepath.Join(runDir, "filler"))
+			for {
+				if _, err := f.Write(make([]byte, 4096)); err != nil {
+					break
+				}
+			}
+			f.Close()
+		}},
+		{"read-only file system", "read-only file system", func(t *testing.T, runDir string) {
+			mount(t, runDir, "size=1m,ro")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			r := newRig(t, root, nil)
+			r.open(activities.OpenInput{})
+			r.epoch(1)
+			var first activities.CheckpointOutput
+			r.must(r.a.Checkpoint, activities.CheckpointInput{RunID: runID, Epoch: 1}, &first)
+			before, err := os.ReadFile(first.Checkpoint.URI)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Epoch 2's checkpoint goes to a directory of its own, made to fail.
+			cfg := testConfig()
+			cfg.Checkpoint.Dir = "failing"
+			r2 := newRig(t, root, r.store)
+			r2.open(activities.OpenInput{Config: cfg, Epoch: 1, GlobalStep: first.Checkpoint.GlobalStep, Resume: &first.Checkpoint})
+			runDir := filepath.Join(root, "failing", runID)
+			if err := os.MkdirAll(runDir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			tc.setup(t, runDir)
+			r2.epoch(2)
+			err = r2.do(r2.a.Checkpoint, activities.CheckpointInput{RunID: runID, Epoch: 2}, nil)
+			want := filepath.Join(runDir, "epoch-000002.safetensors")
+			if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("checkpoint on a failing disk: %v; want an error naming %s and %q", err, want, tc.want)
+			}
+			if _, ok := r.store.Checkpoint(runID, 2); ok {
+				t.Fatal("a checkpoint row was recorded for the failed write")
+			}
+			if entries, err := os.ReadDir(runDir); err == nil {
+				for _, e := range entries {
+					if e.Name() != "filler" {
+						t.Errorf("left behind in %s: %s", runDir, e.Name())
+					}
+				}
+			}
+			after, err := os.ReadFile(first.Checkpoint.URI)
+			if err != nil || !bytes.Equal(after, before) {
+				t.Fatalf("the previous checkpoint changed: %v", err)
+			}
+		})
+	}
 }
