@@ -7,6 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
+
+	"go.temporal.io/sdk/activity"
 
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/market"
@@ -79,6 +82,7 @@ func (a *Trainer) Checkpoint(ctx context.Context, in CheckpointInput) (Checkpoin
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return CheckpointOutput{}, fmt.Errorf("%s: %w", what, err)
 	}
+	removeStaleTemps(ctx, filepath.Dir(path))
 	info, err := checkpoint.Write(path, ck)
 	if err != nil {
 		return CheckpointOutput{}, classify(what, err)
@@ -94,6 +98,26 @@ func (a *Trainer) Checkpoint(ctx context.Context, in CheckpointInput) (Checkpoin
 		return CheckpointOutput{}, classify(what+": record", err)
 	}
 	return CheckpointOutput{Checkpoint: ref}, nil
+}
+
+// staleTemp is how long a checkpoint's temporary file must have been
+// left untouched before removeStaleTemps takes it for the remains of a
+// worker killed while writing: a live writer touches it continuously.
+const staleTemp = 5 * time.Minute
+
+// removeStaleTemps removes the temporary files (.epoch-*.safetensors.tmp-*,
+// see checkpoint.Write) that a worker killed in the middle of a write left
+// in the run's checkpoint directory. The checkpoint itself never was
+// half-written: the final name appears only by the rename after the fsync.
+func removeStaleTemps(ctx context.Context, dir string) {
+	tmps, _ := filepath.Glob(filepath.Join(dir, ".epoch-*.safetensors.tmp-*"))
+	for _, p := range tmps {
+		if st, err := os.Stat(p); err == nil && time.Since(st.ModTime()) > staleTemp {
+			if err := os.Remove(p); err == nil {
+				activity.GetLogger(ctx).Info("Removed the temporary file of an interrupted checkpoint write", "file", p, "bytes", st.Size())
+			}
+		}
+	}
 }
 
 // blobPath is the absolute path of run's checkpoint at the end of epoch,

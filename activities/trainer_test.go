@@ -685,3 +685,35 @@ func TestFailedCheckpointWriteRecordsNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckpointRemovesWhatAKilledWriteLeft leaves in the run's checkpoint
+// directory the temporary file of a write whose worker was killed (old)
+// and one of a write in progress (fresh), and checks that the next
+// checkpoint removes the first and keeps the second.
+func TestCheckpointRemovesWhatAKilledWriteLeft(t *testing.T) {
+	root := t.TempDir()
+	r := newRig(t, root, nil)
+	r.open(activities.OpenInput{})
+	r.epoch(1)
+	var ck activities.CheckpointOutput
+	r.must(r.a.Checkpoint, activities.CheckpointInput{RunID: runID, Epoch: 1}, &ck)
+	dir := filepath.Dir(ck.Checkpoint.URI)
+	old := filepath.Join(dir, ".epoch-000002.safetensors.tmp-111")
+	fresh := filepath.Join(dir, ".epoch-000003.safetensors.tmp-222")
+	for _, p := range []string{old, fresh} {
+		if err := os.WriteFile(p, []byte("torn"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chtimes(old, time.Now().Add(-time.Hour), time.Now().Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	r.epoch(2)
+	r.must(r.a.Checkpoint, activities.CheckpointInput{RunID: runID, Epoch: 2}, nil)
+	if _, err := os.Stat(old); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the temporary file of a killed write is still there: %v", err)
+	}
+	if _, err := os.Stat(fresh); err != nil {
+		t.Errorf("the temporary file of a write in progress was removed: %v", err)
+	}
+}
