@@ -36,7 +36,7 @@ test-short:
 ## chaos: the heavy fault-injection tests (docs/reliability.md), beside those in `make test`
 chaos: build temporal
 	DATABASE_URL='$(TEST_DATABASE_URL)' DQNFLOW_BIN=$(abspath $(DQNFLOW)) DQNFLOW_TEMPORAL=$(abspath $(TEMPORAL)) \
-		$(GO) test -tags chaos -count=1 -timeout 30m -v -run 'KillInEveryStage|WorkflowWorkerKill|TemporalServerKill|PostgreSQLRestart|FalseAlarm|SixteenConcurrentRuns' ./e2e
+		$(GO) test -tags chaos -count=1 -timeout 30m -v -run 'KillInEveryStage|WorkflowWorkerKill|TemporalServerKill|PostgreSQLRestart|FalseAlarm|SixteenConcurrentRuns|DamagedCheckpointIsSkipped' ./e2e
 
 ## fuzz-short: every fuzz target for FUZZTIME (default 5s) each, one worker: the CI pass
 FUZZTIME ?= 5s
