@@ -7,7 +7,7 @@ TEMPORAL := $(BIN)/temporal
 # otherwise; `make run` uses DATABASE_URL or the local `postgres` database.
 TEST_DATABASE_URL := $(or $(DATABASE_URL),postgres://postgres@127.0.0.1:5432/test?sslmode=disable)
 
-.PHONY: gpu-binaries all build run test test-short lint bench bench-temporal learn-check record-history temporal clean
+.PHONY: gpu-binaries all build run test test-short lint bench bench-temporal learn-check record-history temporal clean fuzz-short fuzz chaos vulncheck
 
 all: build
 
@@ -33,10 +33,39 @@ test: build temporal
 test-short:
 	DATABASE_URL='$(TEST_DATABASE_URL)' $(GO) test -short -count=1 ./...
 
+## chaos: the heavy fault-injection tests (docs/reliability.md), beside those in `make test`
+chaos: build temporal
+	DATABASE_URL='$(TEST_DATABASE_URL)' DQNFLOW_BIN=$(abspath $(DQNFLOW)) DQNFLOW_TEMPORAL=$(abspath $(TEMPORAL)) \
+		$(GO) test -tags chaos -count=1 -timeout 30m -v -run 'KillInEveryStage|WorkflowWorkerKill|TemporalServerKill|PostgreSQLRestart|FalseAlarm|SixteenConcurrentRuns|DamagedCheckpointIsSkipped' ./e2e
+
+## fuzz-short: every fuzz target for FUZZTIME (default 5s) each, one worker: the CI pass
+FUZZTIME ?= 5s
+FUZZ_TARGETS := market:FuzzParseCSVAcceptsOnlyValidBars config:FuzzDecodeIsStrictAndRoundTrips \
+	checkpoint:FuzzDecodeAcceptsOnlyWhatItCanWriteBack checkpoint:FuzzVerifyDetectsEveryChange
+fuzz-short:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$name ($(FUZZTIME))"; \
+		$(GO) test ./$$pkg -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -parallel 1; \
+	done
+
+## fuzz: the same targets for longer (FUZZTIME=10m make fuzz); new findings land in testdata/fuzz
+fuzz: FUZZTIME = 2m
+fuzz: fuzz-short
+
+## vulncheck: govulncheck (pinned in tools/govulncheck) over every package; GOVULNDB names another database mirror
+GOVULNCHECK := $(BIN)/govulncheck
+GOVULNDB ?= https://vuln.go.dev
+$(GOVULNCHECK): tools/govulncheck/go.mod tools/govulncheck/go.sum
+	cd tools/govulncheck && CGO_ENABLED=0 $(GO) build -o ../../$(GOVULNCHECK) golang.org/x/vuln/cmd/govulncheck
+vulncheck: $(GOVULNCHECK)
+	$(GOVULNCHECK) -db $(GOVULNDB) ./...
+
 ## lint: formatting and vet
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags chaos ./e2e
 
 ## bench: CPU trainer throughput (train steps/s, env steps/s) and the Go benchmarks
 bench: build

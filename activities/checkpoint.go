@@ -7,10 +7,14 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
+
+	"go.temporal.io/sdk/activity"
 
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/trainer"
 )
 
 // CheckpointRef points at one checkpoint blob and says what it holds.
@@ -61,6 +65,12 @@ func (a *Trainer) Checkpoint(ctx context.Context, in CheckpointInput) (Checkpoin
 	if ck.Meta == nil {
 		ck.Meta = map[string]string{}
 	}
+	for k, v := range trainer.Origin(run.Info) {
+		ck.Meta[k] = v
+	}
+	if run.NotBitExact != "" {
+		ck.Meta[checkpoint.MetaNotBitExact] = run.NotBitExact
+	}
 	ck.Meta[checkpoint.MetaRunID] = in.RunID
 	ck.Meta[checkpoint.MetaEpoch] = strconv.Itoa(in.Epoch)
 	ck.Meta[checkpoint.MetaGlobalStep] = strconv.FormatInt(run.GlobalStep, 10)
@@ -72,11 +82,12 @@ func (a *Trainer) Checkpoint(ctx context.Context, in CheckpointInput) (Checkpoin
 
 	path, err := a.blobPath(run, in.Epoch)
 	if err != nil {
-		return CheckpointOutput{}, fmt.Errorf("%s: %w", what, err)
+		return CheckpointOutput{}, classify(what+": checkpoint.dir "+run.Config.Checkpoint.Dir, err)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return CheckpointOutput{}, fmt.Errorf("%s: %w", what, err)
 	}
+	removeStaleTemps(ctx, filepath.Dir(path))
 	info, err := checkpoint.Write(path, ck)
 	if err != nil {
 		return CheckpointOutput{}, classify(what, err)
@@ -94,17 +105,37 @@ func (a *Trainer) Checkpoint(ctx context.Context, in CheckpointInput) (Checkpoin
 	return CheckpointOutput{Checkpoint: ref}, nil
 }
 
-// blobPath is the absolute path of run's checkpoint at the end of epoch.
-func (a *Trainer) blobPath(run *Run, epoch int) (string, error) {
-	dir := run.Config.Checkpoint.Dir
-	if !filepath.IsAbs(dir) && a.CheckpointRoot != "" {
-		dir = filepath.Join(a.CheckpointRoot, dir)
+// staleTemp is how long a checkpoint's temporary file must have been
+// left untouched before removeStaleTemps takes it for the remains of a
+// worker killed while writing: a live writer touches it continuously.
+const staleTemp = 5 * time.Minute
+
+// removeStaleTemps removes the temporary files (.epoch-*.safetensors.tmp-*,
+// see checkpoint.Write) that a worker killed in the middle of a write left
+// in the run's checkpoint directory. The checkpoint itself never was
+// half-written: the final name appears only by the rename after the fsync.
+func removeStaleTemps(ctx context.Context, dir string) {
+	tmps, _ := filepath.Glob(filepath.Join(dir, ".epoch-*.safetensors.tmp-*"))
+	for _, p := range tmps {
+		if st, err := os.Stat(p); err == nil && time.Since(st.ModTime()) > staleTemp {
+			if err := os.Remove(p); err == nil {
+				activity.GetLogger(ctx).Info("Removed the temporary file of an interrupted checkpoint write", "file", p, "bytes", st.Size())
+			}
+		}
 	}
-	dir = filepath.Join(dir, safeName(run.ID))
+}
+
+// blobPath is the absolute path of run's checkpoint at the end of epoch,
+// under checkpoint.dir taken relative to CheckpointRoot. A checkpoint.dir
+// that leads out of the root (an absolute path elsewhere, "..", a symbolic
+// link pointing out) is refused: a run config, which anyone who can start
+// a workflow writes, must not make the worker write files anywhere it can.
+func (a *Trainer) blobPath(run *Run, epoch int) (string, error) {
+	dir := filepath.Join(run.Config.Checkpoint.Dir, safeName(run.ID))
 	if run.ExecutionID != "" {
 		dir = filepath.Join(dir, safeName(run.ExecutionID))
 	}
-	return filepath.Abs(filepath.Join(dir, fmt.Sprintf("epoch-%06d.safetensors", epoch)))
+	return checkpoint.Confine(a.CheckpointRoot, filepath.Join(dir, fmt.Sprintf("epoch-%06d.safetensors", epoch)))
 }
 
 // safeName maps a run id (a workflow id, free text) to one path element.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/trainer"
@@ -17,6 +18,10 @@ import (
 // They run on the control task queue, on any worker.
 type Control struct {
 	Store Store
+	// CheckpointRoot is the GPU workers' checkpoint root as this worker
+	// sees it: retention deletes no file outside it. Empty means the
+	// working directory.
+	CheckpointRoot string
 }
 
 // RecordRunInput describes a run as it starts.
@@ -153,7 +158,11 @@ func (c *Control) ApplyRetention(ctx context.Context, in RetentionInput) (Retent
 		if keep[ck.URI] {
 			continue
 		}
-		if err := removeBlob(ck.URI); err != nil {
+		if err := removeBlob(c.CheckpointRoot, ck.URI); err != nil {
+			if errors.Is(err, checkpoint.ErrOutsideRoot) {
+				return RetentionOutput{}, nonRetryable(ErrTypeStoreRejected, what, err,
+					"nothing outside the checkpoint root is deleted; give the control worker the GPU workers' --checkpoint-dir")
+			}
 			return RetentionOutput{}, fmt.Errorf("%s: %w", what, err)
 		}
 		ids = append(ids, ck.ID)
@@ -167,7 +176,11 @@ func (c *Control) ApplyRetention(ctx context.Context, in RetentionInput) (Retent
 	return out, nil
 }
 
-func removeBlob(path string) error {
+// removeBlob deletes the checkpoint at path, which must lie inside root.
+func removeBlob(root, path string) error {
+	if _, err := checkpoint.Confine(root, path); err != nil {
+		return fmt.Errorf("delete checkpoint: %w", err)
+	}
 	if _, err := os.Stat(filepath.Dir(path)); err != nil {
 		host, _ := os.Hostname()
 		return fmt.Errorf("checkpoint directory of %s is not visible on %s (%w): the control worker must see the checkpoint storage at the same path as the GPU workers", path, host, err)

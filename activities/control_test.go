@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"go.temporal.io/sdk/temporal"
@@ -20,7 +21,7 @@ import (
 func newControl(t *testing.T) (*activities.Control, *activitiestest.MemStore, *testsuite.TestActivityEnvironment) {
 	t.Helper()
 	st := activitiestest.NewMemStore()
-	c := &activities.Control{Store: st}
+	c := &activities.Control{Store: st, CheckpointRoot: os.TempDir()} // every t.TempDir is inside
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
 	env.RegisterActivity(c)
@@ -51,6 +52,33 @@ func seedCheckpoints(t *testing.T, st *activitiestest.MemStore, dir string, shar
 		uris = append(uris, uri)
 	}
 	return uris
+}
+
+// TestRetentionDeletesNothingOutsideTheCheckpointRoot records checkpoint
+// rows whose files lie outside the control worker's checkpoint root, as a
+// tampered or foreign row would, and checks that retention deletes none of
+// them, marks none pruned, and fails with an error that names the file.
+func TestRetentionDeletesNothingOutsideTheCheckpointRoot(t *testing.T) {
+	c, st, env := newControl(t)
+	c.CheckpointRoot = filepath.Join(t.TempDir(), "root")
+	if err := os.MkdirAll(c.CheckpointRoot, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	uris := seedCheckpoints(t, st, t.TempDir(), []float64{0.1, 0.2, 0.3})
+	_, err := env.ExecuteActivity(c.ApplyRetention, activities.RetentionInput{RunID: runID, KeepLast: 1, KeepBest: 1})
+	if err == nil || !strings.Contains(err.Error(), uris[0]) || !strings.Contains(err.Error(), "outside the checkpoint root") {
+		t.Fatalf("retention of files outside the root: %v, want an error naming %s", err, uris[0])
+	}
+	for _, u := range uris {
+		if _, err := os.Stat(u); err != nil {
+			t.Errorf("%s was deleted: %v", u, err)
+		}
+	}
+	for e := 1; e <= len(uris); e++ {
+		if row, _ := st.Checkpoint(runID, e); row.Pruned {
+			t.Errorf("checkpoint of epoch %d marked pruned", e)
+		}
+	}
 }
 
 func TestRetentionKeepsLastBestAndProtected(t *testing.T) {

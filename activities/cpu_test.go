@@ -2,8 +2,10 @@ package activities_test
 
 import (
 	"bytes"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dqnflow/dqnflow/activities"
 	"github.com/dqnflow/dqnflow/config"
@@ -78,5 +80,60 @@ func TestConfigTheBackendCannotRunIsFatal(t *testing.T) {
 		if errType(err) != activities.ErrTypeInvalidConfig || !activities.IsFatal(err) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("device %s precision %s: %v, want a fatal %s error mentioning %s", c.device, c.precision, err, activities.ErrTypeInvalidConfig, c.want)
 		}
+	}
+}
+
+// TestOpenCloseCyclesLeakNothing opens a run's trainer on the CPU backend,
+// collects, trains, checkpoints and closes it, 100 times, and checks that
+// neither goroutines nor heap grow: after the cycles the goroutines are
+// back to their number after the first cycle, and the live heap (after a
+// collection) has not grown by more than one trainer's worth.
+func TestOpenCloseCyclesLeakNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("100 trainer cycles")
+	}
+	cfg := tinyCPUConfig()
+	r := newRig(t, t.TempDir(), nil)
+	r.a.Backend, r.a.Prepare = cpu.Backend{}, nil
+	cycle := func(i int) {
+		r.open(activities.OpenInput{Config: cfg})
+		r.epoch(1)
+		r.must(r.a.Checkpoint, activities.CheckpointInput{RunID: runID, Epoch: 1}, nil)
+		r.must(r.a.CloseTrainer, activities.CloseInput{RunID: runID}, nil)
+		if r.reg.Get(runID) != nil {
+			t.Fatalf("cycle %d: the registry still holds the run after CloseTrainer", i)
+		}
+	}
+	live := func() (goroutines int, heap uint64) {
+		// Goroutines that end asynchronously (heartbeat tickers) get a
+		// moment; then the heap is measured after two collections.
+		deadline := time.Now().Add(2 * time.Second)
+		n := runtime.NumGoroutine()
+		for time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+			if m := runtime.NumGoroutine(); m == n {
+				break
+			} else {
+				n = m
+			}
+		}
+		runtime.GC()
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return n, ms.HeapAlloc
+	}
+	cycle(0)
+	g0, h0 := live()
+	for i := 1; i <= 100; i++ {
+		cycle(i)
+	}
+	g1, h1 := live()
+	t.Logf("after 1 cycle: %d goroutines, heap %.1f MB; after 101: %d goroutines, heap %.1f MB", g0, float64(h0)/1e6, g1, float64(h1)/1e6)
+	if g1 > g0+2 {
+		t.Errorf("goroutines grew from %d to %d over 100 cycles", g0, g1)
+	}
+	if h1 > h0+8<<20 {
+		t.Errorf("live heap grew from %.1f MB to %.1f MB over 100 cycles", float64(h0)/1e6, float64(h1)/1e6)
 	}
 }

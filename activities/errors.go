@@ -95,6 +95,9 @@ func classify(what string, err error) error {
 	case errors.Is(err, checkpoint.ErrMissingTensor), errors.Is(err, checkpoint.ErrTensorMismatch):
 		return nonRetryable(ErrTypeIncompatibleCheckpoint, what, err,
 			"the checkpoint was written for another model; warm-start from a run with the same model section")
+	case errors.Is(err, checkpoint.ErrOutsideRoot):
+		return nonRetryable(ErrTypeInvalidConfig, what, err,
+			"checkpoint.dir must be a path inside the workers' checkpoint root (dqnflow worker --checkpoint-dir); start the run again with one")
 	case errors.Is(err, store.ErrInvalid), errors.Is(err, store.ErrNotFound):
 		return nonRetryable(ErrTypeStoreRejected, what, err, "the metadata store refused the write; see the cause")
 	}

@@ -61,6 +61,10 @@ type Run struct {
 	// Device names the worker's device the trainer lives on
 	// (trainer.Device.Name; empty on a worker with one unnamed device).
 	Device string
+	// NotBitExact says why the run is no longer bit-identical to an
+	// uninterrupted one (trainer.ResumeExactness); "" while it is. Every
+	// later checkpoint carries it (checkpoint.MetaNotBitExact).
+	NotBitExact string
 
 	Epoch      int   // epoch of the last completed step
 	Stage      Stage // last completed step of Epoch

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,8 +42,10 @@ type Trainer struct {
 	Store CheckpointStore
 	// Prepare loads a run's dataset; nil means market.Prepare.
 	Prepare func(config.RunConfig) (*market.Dataset, error)
-	// CheckpointRoot resolves a relative checkpoint.dir; empty means the
-	// working directory. Blobs are written under
+	// CheckpointRoot is the directory every checkpoint lives in; empty
+	// means the working directory. checkpoint.dir is taken relative to it,
+	// and no checkpoint outside it is written or read (checkpoint.Confine).
+	// Blobs are written under
 	// <root>/<checkpoint.dir>/<run id>/<execution id>/epoch-<NNNNNN>.safetensors and
 	// referred to by absolute path, so every worker must see the same
 	// storage at the same path.
@@ -82,6 +86,15 @@ type OpenOutput struct {
 	Restored   bool         `json:"restored"` // rebuilt from Resume
 	Info       trainer.Info `json:"info"`
 	Host       string       `json:"host"`
+	// NotBitExact says why the run is no longer bit-identical to an
+	// uninterrupted run (a resume on another backend, device or
+	// architecture); "" while it is.
+	NotBitExact string `json:"not_bit_exact,omitempty"`
+	// Fallback is the checkpoint restored instead of the damaged
+	// OpenInput.Resume (Damaged says why that one was refused): the
+	// previous good checkpoint of the run, from which the workflow goes on.
+	Fallback *CheckpointRef `json:"fallback,omitempty"`
+	Damaged  string         `json:"damaged,omitempty"`
 }
 
 // OpenTrainer makes this worker hold run in.RunID's trainer at the point the
@@ -111,7 +124,7 @@ func (a *Trainer) OpenTrainer(ctx context.Context, in OpenInput) (OpenOutput, er
 		}
 		if !run.Closed() && run.ExecutionID == in.ExecutionID && run.Config == in.Config && run.Epoch == in.Epoch &&
 			run.Stage == StageSynced && run.GlobalStep == in.GlobalStep && run.Device == dev.Name {
-			out := OpenOutput{Epoch: run.Epoch, GlobalStep: run.GlobalStep, Reused: true, Info: run.Info, Host: host}
+			out := OpenOutput{Epoch: run.Epoch, GlobalStep: run.GlobalStep, Reused: true, Info: run.Info, Host: host, NotBitExact: run.NotBitExact}
 			run.Unlock()
 			a.releaseSlot(ctx)
 			return out, nil
@@ -142,25 +155,46 @@ func (a *Trainer) OpenTrainer(ctx context.Context, in OpenInput) (OpenOutput, er
 			"fix data.path or the file, then start a new run")
 	}
 	var (
-		tr         trainer.Trainer
-		epoch      int
-		globalStep int64
-		restored   bool
+		tr          trainer.Trainer
+		epoch       int
+		globalStep  int64
+		restored    bool
+		notBitExact string
+		fallback    *CheckpointRef // restored instead of a damaged in.Resume
+		damaged     string         // why in.Resume was refused
 	)
 	switch {
 	case in.Resume != nil:
-		ck, err := a.read(*in.Resume)
+		resume := *in.Resume
+		ck, err := a.read(resume)
+		if err == nil {
+			if err = checkMeta(ck, in.RunID, resume); err != nil {
+				err = fmt.Errorf("%s: %w: %v", resume.URI, checkpoint.ErrCorrupt, err)
+			}
+		}
+		if errors.Is(err, checkpoint.ErrCorrupt) {
+			var prev *CheckpointRef
+			if ck, prev = a.previousGood(in.RunID, resume); prev != nil {
+				activity.GetLogger(ctx).Warn("The run's last checkpoint is damaged; restoring the previous good one",
+					"run", in.RunID, "damaged", resume.URI, "error", err, "restoring", prev.URI, "epoch", prev.Epoch)
+				fallback, damaged, resume, err = prev, err.Error(), *prev, nil
+			}
+		}
 		if err != nil {
+			if errors.Is(err, checkpoint.ErrCorrupt) {
+				return OpenOutput{}, nonRetryable(ErrTypeCorruptCheckpoint, what, err,
+					"no earlier good checkpoint of the run is left; restore the file from a backup or start a new run")
+			}
 			return OpenOutput{}, readError(what, err)
 		}
-		if err := checkMeta(ck, in.RunID, *in.Resume); err != nil {
-			return OpenOutput{}, nonRetryable(ErrTypeCorruptCheckpoint, what+": "+in.Resume.URI, err,
-				"the file does not hold the checkpoint the workflow recorded")
-		}
 		if tr, err = dev.Backend.Restore(ctx, ck, ds); err != nil {
-			return OpenOutput{}, classify(what+": restore "+in.Resume.URI, err)
+			return OpenOutput{}, classify(what+": restore "+resume.URI, err)
 		}
-		epoch, globalStep, restored = in.Resume.Epoch, in.Resume.GlobalStep, true
+		epoch, globalStep, restored = resume.Epoch, resume.GlobalStep, true
+		if notBitExact = trainer.ResumeExactness(ck.Meta, tr.Info()); notBitExact != "" {
+			activity.GetLogger(ctx).Warn("The run is no longer bit-exact: it resumed from a checkpoint written on another backend, device or architecture",
+				"run", in.RunID, "checkpoint", resume.URI, "why", notBitExact)
+		}
 	case in.Warm != nil:
 		ck, err := a.read(*in.Warm)
 		if err != nil {
@@ -176,12 +210,14 @@ func (a *Trainer) OpenTrainer(ctx context.Context, in OpenInput) (OpenOutput, er
 	}
 	run := NewRun(in.RunID, in.Config, tr, ds, epoch, globalStep)
 	run.ExecutionID, run.Device = in.ExecutionID, dev.Name
+	run.NotBitExact = notBitExact
 	if err := a.Registry.Put(ctx, run); err != nil {
 		tr.Close()
 		return OpenOutput{}, fmt.Errorf("%s: %w", what, err)
 	}
 	a.releaseSlot(ctx)
-	return OpenOutput{Epoch: epoch, GlobalStep: globalStep, Restored: restored, Info: run.Info, Host: host}, nil
+	return OpenOutput{Epoch: epoch, GlobalStep: globalStep, Restored: restored, Info: run.Info, Host: host,
+		NotBitExact: notBitExact, Fallback: fallback, Damaged: damaged}, nil
 }
 
 // device returns the device the calling run trains on: the worker's only
@@ -301,6 +337,18 @@ func (a *Trainer) discard(ctx context.Context, run *Run, cause error) {
 	if err := run.Close(); err != nil {
 		activity.GetLogger(ctx).Warn("Closing the discarded trainer failed", "run", run.ID, "error", err)
 	}
+	if errors.Is(cause, trainer.ErrDevice) {
+		if d, ok := a.Slots.(DeviceFailer); ok {
+			activity.GetLogger(ctx).Error("The device failed: this worker takes no more runs until it is restarted", "run", run.ID, "error", cause)
+			d.DeviceFailed(cause)
+		}
+	}
+}
+
+// DeviceFailer is told when the worker's device fails (trainer.ErrDevice),
+// so that the worker takes no more runs; worker.Slots implements it.
+type DeviceFailer interface {
+	DeviceFailed(cause error)
 }
 
 // stepFailed turns a failed trainer step into the activity's error, after
@@ -383,12 +431,55 @@ func (a *Trainer) prepare(cfg config.RunConfig) (*market.Dataset, error) {
 // when the ref carries one (the file's own header and tensor hashes are
 // always checked).
 func (a *Trainer) read(ref CheckpointRef) (*checkpoint.Checkpoint, error) {
+	path, err := checkpoint.Confine(a.CheckpointRoot, ref.URI)
+	if err != nil {
+		return nil, err
+	}
 	if ref.SHA256 == "" {
-		ck, _, err := checkpoint.Read(ref.URI)
+		ck, _, err := checkpoint.Read(path)
 		return ck, err
 	}
-	ck, _, err := checkpoint.ReadVerified(ref.URI, ref.SHA256)
+	ck, _, err := checkpoint.ReadVerified(path, ref.SHA256)
 	return ck, err
+}
+
+// previousGood finds the newest checkpoint of the run older than damaged in
+// damaged's directory whose file passes every check (both integrity
+// hashes, the run id and epoch in its metadata), and returns it with a ref
+// (its whole-file SHA-256 and global step from the file). The file alone
+// is enough to trust it: its hashes cover every byte. nil when none is.
+func (a *Trainer) previousGood(runID string, damaged CheckpointRef) (*checkpoint.Checkpoint, *CheckpointRef) {
+	dir := filepath.Dir(damaged.URI)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, nil
+	}
+	var epochs []int
+	for _, e := range entries {
+		var n int
+		if _, err := fmt.Sscanf(e.Name(), "epoch-%06d.safetensors", &n); err == nil &&
+			e.Name() == fmt.Sprintf("epoch-%06d.safetensors", n) && n < damaged.Epoch {
+			epochs = append(epochs, n)
+		}
+	}
+	slices.Sort(epochs)
+	for _, n := range slices.Backward(epochs) {
+		p, err := checkpoint.Confine(a.CheckpointRoot, filepath.Join(dir, fmt.Sprintf("epoch-%06d.safetensors", n)))
+		if err != nil {
+			continue
+		}
+		ck, info, err := checkpoint.Read(p)
+		if err != nil {
+			continue
+		}
+		step, err := strconv.ParseInt(ck.Meta[checkpoint.MetaGlobalStep], 10, 64)
+		ref := CheckpointRef{RunID: runID, URI: p, SHA256: info.SHA256, Bytes: info.Bytes, Epoch: n, GlobalStep: step}
+		if err != nil || checkMeta(ck, runID, ref) != nil {
+			continue
+		}
+		return ck, &ref
+	}
+	return nil, nil
 }
 
 // readError classifies a checkpoint read failure: a missing file may be
@@ -399,7 +490,7 @@ func readError(what string, err error) error {
 		return nonRetryable(ErrTypeCheckpointMissing, what+" on "+host, err,
 			"checkpoint.dir must be storage that every GPU worker can read at the same path")
 	}
-	if errors.Is(err, checkpoint.ErrCorrupt) {
+	if errors.Is(err, checkpoint.ErrCorrupt) || errors.Is(err, checkpoint.ErrOutsideRoot) {
 		return classify(what, err)
 	}
 	return fmt.Errorf("%s: %w", what, err)

@@ -1,11 +1,17 @@
 package activities_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -401,5 +407,313 @@ func TestCheckpointFilesAreKeyedOnTheExecution(t *testing.T) {
 	}
 	if _, _, err := checkpoint.ReadVerified(cks[0].URI, cks[0].SHA256); err != nil {
 		t.Errorf("the first execution's checkpoint: %v", err)
+	}
+}
+
+// TestCheckpointsStayInsideTheRoot checks that a run config whose
+// checkpoint.dir leads out of the worker's checkpoint root (an absolute
+// path elsewhere, "..", a symbolic link inside the root pointing out) gets
+// a non-retryable InvalidConfig error naming checkpoint.dir and writes
+// nothing outside, and that a resume or warm start from a file outside the
+// root is refused without reading it.
+func TestCheckpointsStayInsideTheRoot(t *testing.T) {
+	base := t.TempDir()
+	root, outside := filepath.Join(base, "root"), filepath.Join(base, "outside")
+	for _, d := range []string{root, outside} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(outside, filepath.Join(root, "link")); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{outside, "../outside", "ok/../../outside", "link", "link/deeper"} {
+		r := newRig(t, root, nil)
+		cfg := testConfig()
+		cfg.Checkpoint.Dir = dir
+		r.open(activities.OpenInput{Config: cfg})
+		r.epoch(1)
+		err := r.do(r.a.Checkpoint, activities.CheckpointInput{RunID: runID, Epoch: 1}, nil)
+		if errType(err) != activities.ErrTypeInvalidConfig || !strings.Contains(err.Error(), "checkpoint.dir "+dir) ||
+			!strings.Contains(err.Error(), "outside the checkpoint root") {
+			t.Errorf("checkpoint.dir %q: %v; want InvalidConfig naming checkpoint.dir and the root", dir, err)
+		}
+		if _, ok := r.store.Checkpoint(runID, 1); ok {
+			t.Errorf("checkpoint.dir %q: a checkpoint row was recorded", dir)
+		}
+	}
+	entries, _ := os.ReadDir(outside)
+	if len(entries) != 0 {
+		t.Fatalf("files were written outside the root: %v", entries)
+	}
+
+	// A checkpoint written inside the root, copied outside: the copy is
+	// intact, but is not read.
+	r := newRig(t, root, nil)
+	r.open(activities.OpenInput{})
+	r.epoch(1)
+	var ck activities.CheckpointOutput
+	r.must(r.a.Checkpoint, activities.CheckpointInput{RunID: runID, Epoch: 1}, &ck)
+	raw, err := os.ReadFile(ck.Checkpoint.URI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := ck.Checkpoint
+	out.URI = filepath.Join(outside, "copy.safetensors")
+	if err := os.WriteFile(out.URI, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	viaLink := ck.Checkpoint
+	viaLink.URI = filepath.Join(root, "link", "copy.safetensors")
+	for _, ref := range []activities.CheckpointRef{out, viaLink} {
+		for _, in := range []activities.OpenInput{
+			{RunID: runID, Config: testConfig(), Epoch: 1, GlobalStep: 10, Resume: &ref},
+			{RunID: runID, Config: testConfig(), Warm: &ref},
+		} {
+			other := newRig(t, root, r.store)
+			err := other.do(other.a.OpenTrainer, in, nil)
+			if errType(err) != activities.ErrTypeInvalidConfig || !strings.Contains(err.Error(), "outside the checkpoint root") {
+				t.Errorf("open from %s: %v; want InvalidConfig, outside the checkpoint root", ref.URI, err)
+			}
+			if news, restores := other.backend.Counts(); news+restores != 0 {
+				t.Errorf("open from %s built a trainer anyway", ref.URI)
+			}
+		}
+	}
+}
+
+// TestResumeElsewhereIsMarkedNotBitExact checks that a checkpoint records
+// the backend, device and architecture that wrote it; that a resume where
+// all three are the same is exact; and that a resume from a checkpoint
+// written on another architecture reports why it is no longer bit-exact,
+// and every later checkpoint of the run says so in its metadata.
+func TestResumeElsewhereIsMarkedNotBitExact(t *testing.T) {
+	root := t.TempDir()
+	r := newRig(t, root, nil)
+	r.open(activities.OpenInput{})
+	r.epoch(1)
+	var ck activities.CheckpointOutput
+	r.must(r.a.Checkpoint, activities.CheckpointInput{RunID: runID, Epoch: 1}, &ck)
+	written, _, err := checkpoint.Read(ck.Checkpoint.URI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	arch := runtime.GOOS + "/" + runtime.GOARCH
+	if m := written.Meta; m[checkpoint.MetaArch] != arch || m[checkpoint.MetaBackend] == "" || m[checkpoint.MetaDevice] == "" {
+		t.Fatalf("checkpoint origin: backend %q, device %q, arch %q; want all recorded, arch %s",
+			m[checkpoint.MetaBackend], m[checkpoint.MetaDevice], m[checkpoint.MetaArch], arch)
+	}
+	if _, ok := written.Meta[checkpoint.MetaNotBitExact]; ok {
+		t.Fatalf("a run never moved is marked not bit-exact: %q", written.Meta[checkpoint.MetaNotBitExact])
+	}
+
+	same := newRig(t, root, r.store)
+	var out activities.OpenOutput
+	same.must(same.a.OpenTrainer, activities.OpenInput{RunID: runID, Config: testConfig(), Epoch: 1, GlobalStep: 10, Resume: &ck.Checkpoint}, &out)
+	if !out.Restored || out.NotBitExact != "" {
+		t.Fatalf("resume on the same backend, device and architecture: restored %v, not bit-exact %q; want restored, exact", out.Restored, out.NotBitExact)
+	}
+
+	// The same checkpoint as if written on another architecture.
+	other := "plan9/arm64"
+	written.Meta[checkpoint.MetaArch] = other
+	moved := ck.Checkpoint
+	moved.URI = filepath.Join(root, "moved.safetensors")
+	info, err := checkpoint.Write(moved.URI, written)
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved.SHA256 = info.SHA256
+	elsewhere := newRig(t, root, r.store)
+	elsewhere.must(elsewhere.a.OpenTrainer, activities.OpenInput{RunID: runID, Config: testConfig(), Epoch: 1, GlobalStep: 10, Resume: &moved}, &out)
+	if want := "arch " + other + ", now " + arch; !strings.Contains(out.NotBitExact, want) {
+		t.Fatalf("resume from a checkpoint of %s: not bit-exact %q, want it to say %q", other, out.NotBitExact, want)
+	}
+	elsewhere.epoch(2)
+	var next activities.CheckpointOutput
+	elsewhere.must(elsewhere.a.Checkpoint, activities.CheckpointInput{RunID: runID, Epoch: 2}, &next)
+	later, _, err := checkpoint.Read(next.Checkpoint.URI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := later.Meta[checkpoint.MetaNotBitExact]; got != out.NotBitExact {
+		t.Fatalf("the next checkpoint's %s is %q, want %q", checkpoint.MetaNotBitExact, got, out.NotBitExact)
+	}
+}
+
+// TestDamagedCheckpointFallsBackToThePreviousGoodOne damages the run's last
+// checkpoint in the ways a crash, a disk or a person can (a flipped bit, a
+// torn write cut short, a file emptied) and checks that opening the run
+// refuses it, names it and the reason, and restores the newest earlier
+// checkpoint that is intact, bit for bit, skipping damaged ones between.
+func TestDamagedCheckpointFallsBackToThePreviousGoodOne(t *testing.T) {
+	damage := map[string]func([]byte) []byte{
+		"bit flipped": func(b []byte) []byte { b[len(b)/2] ^= 0x10; return b },
+		"torn write":  func(b []byte) []byte { return b[:len(b)/3] },
+		"emptied":     func([]byte) []byte { return nil },
+	}
+	for name, f := range damage {
+		t.Run(name, func(t *testing.T) {
+			root := t.TempDir()
+			r := newRig(t, root, nil)
+			r.open(activities.OpenInput{})
+			refs := make([]activities.CheckpointRef, 4)
+			for e := 1; e <= 3; e++ {
+				r.epoch(e)
+				var ck activities.CheckpointOutput
+				r.must(r.a.Checkpoint, activities.CheckpointInput{RunID: runID, Epoch: e}, &ck)
+				refs[e] = ck.Checkpoint
+			}
+			good, err := os.ReadFile(refs[1].URI)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range []int{3, 2} { // the last and the one before: back to epoch 1
+				raw, err := os.ReadFile(refs[e].URI)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(refs[e].URI, f(raw), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			other := newRig(t, root, r.store)
+			var out activities.OpenOutput
+			other.must(other.a.OpenTrainer, activities.OpenInput{RunID: runID, Config: testConfig(), Epoch: 3, GlobalStep: 30, Resume: &refs[3]}, &out)
+			if out.Fallback == nil || out.Fallback.Epoch != 1 || out.Epoch != 1 || out.GlobalStep != refs[1].GlobalStep || !out.Restored {
+				t.Fatalf("open from a damaged epoch 3: %+v; want a restore of epoch 1 (global step %d)", out, refs[1].GlobalStep)
+			}
+			if out.Fallback.URI != refs[1].URI || out.Fallback.SHA256 != hexSHA(good) {
+				t.Fatalf("fallback %s sha256 %s, want %s sha256 %s", out.Fallback.URI, out.Fallback.SHA256, refs[1].URI, hexSHA(good))
+			}
+			if !strings.Contains(out.Damaged, refs[3].URI) || !strings.Contains(out.Damaged, "corrupt checkpoint") {
+				t.Fatalf("Damaged %q does not name %s as corrupt", out.Damaged, refs[3].URI)
+			}
+			if _, restores := other.backend.Counts(); restores != 1 {
+				t.Fatalf("%d restores, want 1", restores)
+			}
+		})
+	}
+}
+
+func hexSHA(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// TestFailedCheckpointWriteRecordsNothing makes the checkpoint write fail
+// the ways storage does (the directory is a file, the disk is full, the
+// file system is read-only; the last two on a small tmpfs, where the test
+// may mount one) and checks that the error names the file and the reason,
+// that no row is recorded and no file or temporary file is left, and that
+// the previous checkpoint is untouched.
+func TestFailedCheckpointWriteRecordsNothing(t *testing.T) {
+	mount := func(t *testing.T, dir string, opts string) {
+		t.Helper()
+		if out, err := exec.Command("mount", "-t", "tmpfs", "-o", opts, "tmpfs", dir).CombinedOutput(); err != nil {
+			t.Skipf("cannot mount a tmpfs here (needs root): %v %s", err, out)
+		}
+		t.Cleanup(func() { exec.Command("umount", dir).Run() })
+	}
+	for _, tc := range []struct {
+		name, want string
+		setup      func(t *testing.T, runDir string)
+	}{
+		{"directory is a file", "not a directory", func(t *testing.T, runDir string) {
+			if err := os.RemoveAll(runDir); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(runDir, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"disk full", "no space left on device", func(t *testing.T, runDir string) {
+			mount(t, runDir, "size=64k")
+			f, _ := os.Create(filepath.Join(runDir, "filler"))
+			for {
+				if _, err := f.Write(make([]byte, 4096)); err != nil {
+					break
+				}
+			}
+			f.Close()
+		}},
+		{"read-only file system", "read-only file system", func(t *testing.T, runDir string) {
+			mount(t, runDir, "size=1m,ro")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			r := newRig(t, root, nil)
+			r.open(activities.OpenInput{})
+			r.epoch(1)
+			var first activities.CheckpointOutput
+			r.must(r.a.Checkpoint, activities.CheckpointInput{RunID: runID, Epoch: 1}, &first)
+			before, err := os.ReadFile(first.Checkpoint.URI)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Epoch 2's checkpoint goes to a directory of its own, made to fail.
+			cfg := testConfig()
+			cfg.Checkpoint.Dir = "failing"
+			r2 := newRig(t, root, r.store)
+			r2.open(activities.OpenInput{Config: cfg, Epoch: 1, GlobalStep: first.Checkpoint.GlobalStep, Resume: &first.Checkpoint})
+			runDir := filepath.Join(root, "failing", runID)
+			if err := os.MkdirAll(runDir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			tc.setup(t, runDir)
+			r2.epoch(2)
+			err = r2.do(r2.a.Checkpoint, activities.CheckpointInput{RunID: runID, Epoch: 2}, nil)
+			want := filepath.Join(runDir, "epoch-000002.safetensors")
+			if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("checkpoint on a failing disk: %v; want an error naming %s and %q", err, want, tc.want)
+			}
+			if _, ok := r.store.Checkpoint(runID, 2); ok {
+				t.Fatal("a checkpoint row was recorded for the failed write")
+			}
+			if entries, err := os.ReadDir(runDir); err == nil {
+				for _, e := range entries {
+					if e.Name() != "filler" {
+						t.Errorf("left behind in %s: %s", runDir, e.Name())
+					}
+				}
+			}
+			after, err := os.ReadFile(first.Checkpoint.URI)
+			if err != nil || !bytes.Equal(after, before) {
+				t.Fatalf("the previous checkpoint changed: %v", err)
+			}
+		})
+	}
+}
+
+// TestCheckpointRemovesWhatAKilledWriteLeft leaves in the run's checkpoint
+// directory the temporary file of a write whose worker was killed (old)
+// and one of a write in progress (fresh), and checks that the next
+// checkpoint removes the first and keeps the second.
+func TestCheckpointRemovesWhatAKilledWriteLeft(t *testing.T) {
+	root := t.TempDir()
+	r := newRig(t, root, nil)
+	r.open(activities.OpenInput{})
+	r.epoch(1)
+	var ck activities.CheckpointOutput
+	r.must(r.a.Checkpoint, activities.CheckpointInput{RunID: runID, Epoch: 1}, &ck)
+	dir := filepath.Dir(ck.Checkpoint.URI)
+	old := filepath.Join(dir, ".epoch-000002.safetensors.tmp-111")
+	fresh := filepath.Join(dir, ".epoch-000003.safetensors.tmp-222")
+	for _, p := range []string{old, fresh} {
+		if err := os.WriteFile(p, []byte("torn"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chtimes(old, time.Now().Add(-time.Hour), time.Now().Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	r.epoch(2)
+	r.must(r.a.Checkpoint, activities.CheckpointInput{RunID: runID, Epoch: 2}, nil)
+	if _, err := os.Stat(old); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the temporary file of a killed write is still there: %v", err)
+	}
+	if _, err := os.Stat(fresh); err != nil {
+		t.Errorf("the temporary file of a write in progress was removed: %v", err)
 	}
 }

@@ -22,6 +22,11 @@ const (
 	MetaDType      = "dtype"      // exported files only: the dtype of every tensor
 	MetaDevice     = "device"     // the device that trained it, as trainer.Info.Device
 	MetaSelfCheck  = "self_check" // the backend's start-up precision check, as trainer.Info.SelfCheck
+	MetaArch       = "arch"       // GOOS/GOARCH of the process that wrote it (trainer.Origin)
+	// MetaNotBitExact says why the run is no longer bit-identical to an
+	// uninterrupted one on one machine (a resume on another backend, device
+	// or architecture: trainer.ResumeExactness); absent while it is.
+	MetaNotBitExact = "not_bit_exact"
 )
 
 // Integrity keys, added by Encode and checked by Decode, so that a file alone

@@ -26,7 +26,7 @@ func tiny() *Checkpoint {
 	}
 }
 
-func encodeBytes(t *testing.T, ck *Checkpoint) []byte {
+func encodeBytes(t testing.TB, ck *Checkpoint) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	if _, err := Encode(&b, ck); err != nil {

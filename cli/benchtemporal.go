@@ -73,7 +73,7 @@ func benchTemporal(ctx context.Context, e *env, epochs int, jsonOut bool) error 
 	if err != nil {
 		return err
 	}
-	res.Date, res.Address, res.RunID, res.Epochs = time.Now().UTC().Format(time.RFC3339), temporalAddress(), id, epochs
+	res.Date, res.Address, res.RunID, res.Epochs = time.Now().UTC().Format(time.RFC3339), e.conn.address(), id, epochs
 	if jsonOut {
 		return printJSON(e, res)
 	}

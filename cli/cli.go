@@ -22,6 +22,7 @@ type command struct {
 // env carries the process's standard streams to the commands.
 type env struct {
 	stdout, stderr io.Writer
+	conn           *temporalConn // the Temporal connection (temporal.go)
 }
 
 // errUsage marks an error whose message already explains the correct usage.
@@ -48,7 +49,7 @@ func commands() []command {
 // Main runs the dqnflow command line with args (without the program name)
 // and returns the process exit code.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	e := &env{stdout: stdout, stderr: stderr}
+	e := &env{stdout: stdout, stderr: stderr, conn: &temporalConn{}}
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		usage(stdout)
 		return 0
@@ -92,6 +93,9 @@ func usage(w io.Writer) {
 func newFlags(e *env, name string) *flag.FlagSet {
 	fs := flag.NewFlagSet("dqnflow "+name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
+	if dialsTemporal(name) {
+		e.conn.register(fs)
+	}
 	return fs
 }
 

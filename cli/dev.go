@@ -48,6 +48,7 @@ func runDev(ctx context.Context, e *env, args []string) error {
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(*port))
 	os.Setenv(envTemporalAddress, addr)
+	e.conn.local = true // its own plain-text server, whatever the environment says of others
 	if err := os.MkdirAll(filepath.Dir(*dbFile), 0o755); err != nil {
 		return fmt.Errorf("create directory for %s: %w", *dbFile, err)
 	}
@@ -64,12 +65,16 @@ func runDev(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer srv.stop()
-	c, err := worker.DialWhenReady(ctx, clientOptions(e), 90*time.Second, srv.alive)
+	opts, err := clientOptions(e)
+	if err != nil {
+		return err
+	}
+	c, err := worker.DialWhenReady(ctx, opts, 90*time.Second, srv.alive)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	if err := worker.EnsureSearchAttributes(ctx, c, temporalNamespace()); err != nil {
+	if err := worker.EnsureSearchAttributes(ctx, c, e.conn.namespace()); err != nil {
 		return err
 	}
 	w, err := startWorker(ctx, e, c, st, wf, devices)
@@ -115,7 +120,7 @@ func runDemo(ctx context.Context, e *env, c client.Client, ui string) error {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "demo run %s started: %d epochs of %d steps on %s; watch it at %s/namespaces/%s/workflows/%s\n",
-		id, cfg.Epochs, cfg.StepsPerEpoch, cfg.Data.Path, ui, temporalNamespace(), id)
+		id, cfg.Epochs, cfg.StepsPerEpoch, cfg.Data.Path, ui, e.conn.namespace(), id)
 	res, err := watchRun(ctx, e, c, id, false)
 	if err != nil || res.LastCheckpoint == nil {
 		return err

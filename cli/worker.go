@@ -12,16 +12,13 @@ import (
 
 	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/trainer"
+	"github.com/dqnflow/dqnflow/trainer/faults"
 	"github.com/dqnflow/dqnflow/worker"
 	"github.com/dqnflow/dqnflow/workflows"
 )
 
-// Environment variables that locate the services.
-const (
-	envTemporalAddress   = "TEMPORAL_ADDRESS"   // host:port, default 127.0.0.1:7233
-	envTemporalNamespace = "TEMPORAL_NAMESPACE" // default "default"
-	envCheckpointDir     = "DQNFLOW_CHECKPOINT_DIR"
-)
+// envCheckpointDir is the default of --checkpoint-dir.
+const envCheckpointDir = "DQNFLOW_CHECKPOINT_DIR"
 
 func getenv(name, def string) string {
 	if v := os.Getenv(name); v != "" {
@@ -30,25 +27,18 @@ func getenv(name, def string) string {
 	return def
 }
 
-func temporalAddress() string   { return getenv(envTemporalAddress, "127.0.0.1:7233") }
-func temporalNamespace() string { return getenv(envTemporalNamespace, "default") }
-
 // dial connects to Temporal with clientOptions.
 func dial(ctx context.Context, e *env) (client.Client, error) {
-	c, err := client.DialContext(ctx, clientOptions(e))
+	opts, err := clientOptions(e)
 	if err != nil {
-		return nil, fmt.Errorf("connect to Temporal at %s (set %s, or start a local server with \"dqnflow dev\"): %w",
-			temporalAddress(), envTemporalAddress, err)
+		return nil, err
+	}
+	c, err := client.DialContext(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("connect to Temporal at %s (flag --address or $%s, or start a local server with \"dqnflow dev\"): %w",
+			opts.HostPort, envTemporalAddress, err)
 	}
 	return c, nil
-}
-
-// clientOptions are the Temporal client options of the CLI: the server at
-// TEMPORAL_ADDRESS, the namespace TEMPORAL_NAMESPACE, and the SDK's log at
-// warn level and above only, so command output stays readable.
-func clientOptions(e *env) client.Options {
-	logger := tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	return client.Options{HostPort: temporalAddress(), Namespace: temporalNamespace(), Logger: logger}
 }
 
 // openStore connects to PostgreSQL (DATABASE_URL) and applies the migrations.
@@ -98,6 +88,16 @@ func startWorker(ctx context.Context, e *env, c client.Client, st *store.Store, 
 	if err != nil {
 		return nil, fmt.Errorf("%w: flag --role: %v", errUsage, err)
 	}
+	if plan := os.Getenv(faults.EnvPlan); plan != "" && len(devices) > 0 {
+		p, err := faults.Parse(plan)
+		if err != nil {
+			return nil, err
+		}
+		for i := range devices {
+			devices[i].Backend = &faults.Backend{Backend: devices[i].Backend, Plan: p}
+		}
+		fmt.Fprintf(e.stderr, "worker: FAULT INJECTION ON (%s=%s): for tests only\n", faults.EnvPlan, plan)
+	}
 	logger := tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	w, err := worker.New(c, worker.Config{
 		Role: role, Devices: devices, RunsPerDevice: wf.devices.runsPerDevice(), Store: st,
@@ -114,7 +114,7 @@ func startWorker(ctx context.Context, e *env, c client.Client, st *store.Store, 
 		worker.RoleControl: workflows.ControlTaskQueue,
 		worker.RoleGPU:     workflows.GPUTaskQueue,
 	}[role]
-	fmt.Fprintf(e.stderr, "worker: role %s serving %s at %s, namespace %s\n", role, queues, temporalAddress(), temporalNamespace())
+	fmt.Fprintf(e.stderr, "worker: role %s serving %s at %s, namespace %s\n", role, queues, e.conn.address(), e.conn.namespace())
 	return w, nil
 }
 

@@ -41,10 +41,15 @@ const killEpoch = 3
 // more than a second to land before the epoch ends.
 const epochTarget = 2500 * time.Millisecond
 
-// recoveryBound is the longest recovery the test accepts. It only proves
-// that recovery is bounded; the time itself is measured and reported (the
-// target, under 30 s with the default timeouts, is not a unit test).
+// recoveryBound is how long the test waits for training to resume.
 const recoveryBound = 90 * time.Second
+
+// recoveryLimit is the longest recovery the test accepts: the target is
+// 6 s from the kill to training again (3 s session heartbeat timeout, 1 s
+// sticky schedule-to-start, a restore and the first heartbeat, 1 s into
+// the epoch; docs/reliability.md); the margin is for a loaded CI machine.
+// Measured 4.3–5.1 s on 2 shared cores.
+const recoveryLimit = 9 * time.Second
 
 // killConfig is the kill test's run: six epochs on the synthetic series,
 // checkpointed and backtested after each, none pruned.
@@ -159,6 +164,9 @@ func TestRunSurvivesWorkerKill(t *testing.T) {
 	t.Logf("recovery: training resumed %.2f s after the kill (new attempt seen running %.2f s after it); history, s after the kill: %v",
 		rec.RecoveryS, rec.ResumedS, rec.Events)
 	writeRecovery(t, rec)
+	if rec.RecoveryS > recoveryLimit.Seconds() {
+		t.Errorf("training resumed %.2f s after the kill, more than %s (target 6 s)", rec.RecoveryS, recoveryLimit)
+	}
 
 	rows := checkCheckpointRows(t, s, runID, cfg)
 	n := compareWithUninterrupted(t, cfg, rows)

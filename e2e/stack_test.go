@@ -55,13 +55,20 @@ func (s *stack) env() []string {
 // migrations first).
 func (s *stack) startWorker(name string, extra ...string) *proc {
 	s.t.Helper()
-	args := append([]string{"worker", "--role", "all", "--device", "cpu", "--checkpoint-dir", filepath.Join(s.dir, "checkpoint-root")}, extra...)
-	p := startProc(s.t, name, filepath.Join(s.dir, name+".log"), s.env(), s.bin, args...)
+	return s.startWorkerEnv(name, nil, extra...)
+}
+
+// startWorkerEnv is startWorker with extra environment variables (a fault
+// plan, say: trainer/faults).
+func (s *stack) startWorkerEnv(name string, env []string, extra ...string) *proc {
+	s.t.Helper()
+	args := append([]string{"worker", "--role", "all", "--device", "cpu", "--checkpoint-dir", s.dir}, extra...)
+	p := startProc(s.t, name, filepath.Join(s.dir, name+".log"), append(s.env(), env...), s.bin, args...)
 	waitFor(s.t, name+" to serve its task queues", time.Minute, 50*time.Millisecond, func() (bool, error) {
 		if err := p.alive(); err != nil {
 			return false, err
 		}
-		return strings.Contains(p.output(), "worker: role all serving"), nil
+		return strings.Contains(p.output(), " serving dqnflow-"), nil
 	})
 	return p
 }

@@ -170,7 +170,7 @@ func (t *Trainer) Collect(ctx context.Context, steps int) (trainer.CollectStats,
 	}
 	r := t.l.replay
 	var st trainer.CollectStats
-	err := t.b.d.dev.Do(func(c *cuda.Ctx) error {
+	err := t.do(func(c *cuda.Ctx) error {
 		var err error
 		st, err = t.col.Collect(ctx, steps, func(obs []float32, rows int, dst []market.Action) error {
 			return t.l.greedy(c, obs, rows, dst)
@@ -216,7 +216,7 @@ func (t *Trainer) Train(ctx context.Context, steps int, progress func(trainer.Pr
 	l := t.l
 	var lossSum, normSum float64
 	done := 0
-	err := t.b.d.dev.Do(func(c *cuda.Ctx) error {
+	err := t.do(func(c *cuda.Ctx) error {
 		p, err := l.plan(c, t.cfg.BatchSize)
 		if err != nil {
 			return err
@@ -300,7 +300,7 @@ func (t *Trainer) Train(ctx context.Context, steps int, progress func(trainer.Pr
 	if done > 0 {
 		st.Loss, st.GradNorm = lossSum/float64(done), normSum/float64(done)
 	}
-	_ = t.b.d.dev.Do(func(c *cuda.Ctx) error { st.GlobalStep = t.globalStep(c); return nil })
+	_ = t.do(func(c *cuda.Ctx) error { st.GlobalStep = t.globalStep(c); return nil })
 	return st, err
 }
 
@@ -367,7 +367,7 @@ func (t *Trainer) SyncTarget() error {
 	if err := t.usable(); err != nil {
 		return err
 	}
-	return t.b.d.dev.Do(func(c *cuda.Ctx) error { return t.l.syncTarget(c, t.cfg.Optim.TargetTau) })
+	return t.do(func(c *cuda.Ctx) error { return t.l.syncTarget(c, t.cfg.Optim.TargetTau) })
 }
 
 // Backtest runs the online network's greedy policy over bars r of ds, one
@@ -377,7 +377,7 @@ func (t *Trainer) Backtest(ctx context.Context, ds *market.Dataset, r market.Ran
 		return market.Report{}, err
 	}
 	var rep market.Report
-	err := t.b.d.dev.Do(func(c *cuda.Ctx) error {
+	err := t.do(func(c *cuda.Ctx) error {
 		var err error
 		rep, err = rollout.Backtest(ds, r, func(obs []float32, rows int, dst []market.Action) error {
 			return t.l.greedy(c, obs, rows, dst)
@@ -398,7 +398,7 @@ func (t *Trainer) Snapshot() (*checkpoint.Checkpoint, error) {
 	}
 	var s *model.State
 	var rs replay.Storage
-	err := t.b.d.dev.Do(func(c *cuda.Ctx) error {
+	err := t.do(func(c *cuda.Ctx) error {
 		var err error
 		if s, err = t.l.state(c); err != nil {
 			return err
@@ -503,7 +503,7 @@ func (t *Trainer) Close() error {
 		return nil
 	}
 	t.closed = true
-	return t.b.d.dev.Do(func(c *cuda.Ctx) error {
+	return t.do(func(c *cuda.Ctx) error {
 		for _, e := range t.events {
 			if e != 0 {
 				_ = c.DestroyEvent(e)
@@ -514,4 +514,18 @@ func (t *Trainer) Close() error {
 		}
 		return t.l.free(c)
 	})
+}
+
+// do runs f on the device's thread. A CUDA error there, other than running
+// out of memory, means the device or its context failed: the trainer's
+// state on it is gone, so the error wraps trainer.ErrDevice and the worker
+// stops taking runs (ADR 0001).
+func (t *Trainer) do(f func(c *cuda.Ctx) error) error { return deviceErr(t.b.d.dev.Do(f)) }
+
+func deviceErr(err error) error {
+	var ce *cuda.Error
+	if err == nil || !errors.As(err, &ce) || ce.Name == "CUDA_ERROR_OUT_OF_MEMORY" || errors.Is(err, trainer.ErrDevice) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", trainer.ErrDevice, err)
 }

@@ -68,6 +68,7 @@ type Slots struct {
 	mu       sync.Mutex
 	sessions map[string]*sessionEntry // by sessionKey of the creation activity
 	holds    map[string]hold          // by workflow id
+	failed   error                    // the device failure that stopped this worker taking runs
 
 	stop chan struct{}
 	done chan struct{}
@@ -270,9 +271,35 @@ func sessionKey(workflowID, runID, activityID string) string {
 	return workflowID + "\x00" + runID + "\x00" + activityID
 }
 
+// DeviceFailed stops the worker taking runs: its device failed
+// (trainer.ErrDevice), so every later session creation is refused, with the
+// same retryable error as a full worker's, and goes to another worker. It
+// implements activities.DeviceFailer. Restarting the worker (after the
+// device is fixed or drained) is the way back.
+func (s *Slots) DeviceFailed(cause error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failed == nil {
+		s.failed = cause
+		s.warn("Device failed: this worker refuses new runs until it is restarted", "error", cause)
+	}
+}
+
+// deviceFailure is the device failure that stopped the worker, or nil.
+func (s *Slots) deviceFailure() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.failed
+}
+
 // session runs a session's creation activity (its whole life) if admit
 // allows it, under a context the idle sweep can cancel.
 func (s *Slots) session(ctx context.Context, id, workflowID, runID string, run func(context.Context) (any, error)) (any, error) {
+	if err := s.deviceFailure(); err != nil {
+		return nil, temporal.NewApplicationError(
+			fmt.Sprintf("too many outstanding sessions: this worker's device failed (%v) and it takes no runs until restarted", err),
+			"", nil)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	dev, ok := s.open(id, workflowID, runID, cancel)

@@ -75,7 +75,8 @@ type Config struct {
 	Store activities.Store
 	// Prepare loads a run's dataset; nil means market.Prepare.
 	Prepare func(config.RunConfig) (*market.Dataset, error)
-	// CheckpointRoot resolves relative checkpoint.dir values
+	// CheckpointRoot is the directory of every checkpoint: checkpoint.dir
+	// is relative to it and nothing outside it is written, read or deleted
 	// (activities.Trainer.CheckpointRoot).
 	CheckpointRoot string
 	// IdleTimeout evicts trainers unused for this long, and ends sessions
@@ -116,7 +117,7 @@ func New(c client.Client, cfg Config) (*Worker, error) {
 	w := &Worker{}
 	if cfg.Role.control() {
 		cw := sdkworker.New(c, opts.ControlTaskQueue, ControlOptions())
-		RegisterControl(cw, &workflows.Workflows{Options: opts}, &activities.Control{Store: cfg.Store})
+		RegisterControl(cw, &workflows.Workflows{Options: opts}, &activities.Control{Store: cfg.Store, CheckpointRoot: cfg.CheckpointRoot})
 		w.workers = append(w.workers, cw)
 	}
 	if cfg.Role.gpu() {
@@ -156,18 +157,18 @@ func New(c client.Client, cfg Config) (*Worker, error) {
 // ControlOptions are the SDK worker options of a control worker, the one
 // place they are derived (with workflows.Options.WithDefaults for the
 // workflows' own options): every control worker must run the workflows
-// alike. A workflow task waits at most 2 s (the SDK's default is 5 s) for
+// alike. A workflow task waits at most 1 s (the SDK's default is 5 s) for
 // the worker that has the workflow cached before going to any worker: when
 // that worker died with a run, this is part of the time until the run
-// recovers (docs/perf/temporal-2026-11-30.md). A busier worker only loses a
-// cache hit and replays the history. A workflow task that panics, as a
+// recovers (docs/reliability.md). A busier worker only loses a cache hit
+// and replays the history (at most HistoryLimit events). A workflow task that panics, as a
 // non-determinism error does, blocks its workflow until a fixed worker
 // replays it (the SDK's default, stated here); GPU workers end the
 // sessions such a workflow holds (Slots). Control workers run no sessions,
 // so Worker Versioning may be enabled here (ADR 0001, ADR 0004).
 func ControlOptions() sdkworker.Options {
 	return sdkworker.Options{
-		StickyScheduleToStartTimeout: 2 * time.Second,
+		StickyScheduleToStartTimeout: time.Second,
 		WorkflowPanicPolicy:          sdkworker.BlockWorkflow,
 	}
 }

@@ -43,7 +43,13 @@ type Options struct {
 	// behind others for a free slot).
 	SessionWaitLimit time.Duration
 	// SessionHeartbeatTimeout is how quickly a dead GPU worker is noticed:
-	// its session fails and the run recovers elsewhere. Default 10 s.
+	// its session fails and the run recovers elsewhere. Default 3 s. The
+	// SDK heartbeats a session every third of it, straight to the server
+	// (no batching) and retrying within that third, so a live worker must
+	// miss two beats in a row, each of 1 s, to be taken for dead: Go's
+	// scheduler preempts every 10 ms and GC pauses are sub-millisecond, so
+	// only a server or network that stalls for 2 s does that
+	// (TestNoFalseAlarmOnALoadedMachine; docs/reliability.md).
 	SessionHeartbeatTimeout time.Duration
 	// SessionExecutionTimeout is the longest a session may live; a longer
 	// run recovers into a new one. Default 7 days.
@@ -92,7 +98,7 @@ func DefaultOptions() Options {
 		ControlTaskQueue:        ControlTaskQueue,
 		SessionCreationTimeout:  2 * time.Minute,
 		SessionWaitLimit:        24 * time.Hour,
-		SessionHeartbeatTimeout: 10 * time.Second,
+		SessionHeartbeatTimeout: 3 * time.Second,
 		SessionExecutionTimeout: 7 * 24 * time.Hour,
 		RecreateTimeout:         30 * time.Second,
 		HeartbeatTimeout:        20 * time.Second,

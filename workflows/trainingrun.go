@@ -278,6 +278,17 @@ func (r *run) open() error {
 			"run", r.st.RunID, "run_epoch", r.st.Epoch, "trainer_epoch", out.Epoch)
 		r.st.Epoch, r.st.GlobalStep, r.st.Scores = out.Epoch, out.GlobalStep, r.st.ScoresAtCheckpoint
 	}
+	if out.Fallback != nil {
+		// The last checkpoint is damaged (activities.OpenOutput.Damaged);
+		// the worker restored the previous good one, which is now the
+		// run's last: a later recovery starts from it too.
+		workflow.GetLogger(r.ctx).Warn("The run's last checkpoint is damaged; going on from the previous good one",
+			"run", r.st.RunID, "damaged", out.Damaged, "restored", out.Fallback.URI, "epoch", out.Fallback.Epoch)
+		r.st.LastCheckpoint = out.Fallback
+	}
+	if out.NotBitExact != "" && out.Restored {
+		workflow.GetLogger(r.ctx).Warn("The run is no longer bit-exact", "run", r.st.RunID, "why", out.NotBitExact)
+	}
 	if out.Info != r.st.Info {
 		r.st.Info = out.Info
 		r.startControl("set device", ca.SetRunDevice, activities.SetDeviceInput{RunID: r.st.RunID, Info: out.Info}, false)
@@ -426,8 +437,16 @@ func (r *run) fail(cause error) error {
 	_ = r.flush()
 	r.closeTrainer()
 	r.phase = string(status)
+	errText := cause.Error()
+	var ae *temporal.ApplicationError
+	if ck := r.st.LastCheckpoint; ck != nil && errors.As(cause, &ae) && ae.Type() == activities.ErrTypeNonFinite {
+		// Nothing after the last checkpoint is kept, so say which one is
+		// good: the run can be resumed or warm-started from it.
+		errText += fmt.Sprintf("; the last good checkpoint is epoch %d (global step %d): %s, sha256 %s",
+			ck.Epoch, ck.GlobalStep, ck.URI, ck.SHA256)
+	}
 	if r.st.Recorded {
-		if err := r.setStatus(status, cause.Error()); err != nil {
+		if err := r.setStatus(status, errText); err != nil {
 			workflow.GetLogger(r.ctx).Error("Recording the run's failure failed", "run", r.st.RunID, "error", err)
 		}
 	}

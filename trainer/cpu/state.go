@@ -40,6 +40,9 @@ func (t *Trainer) Snapshot() (*checkpoint.Checkpoint, error) {
 		checkpoint.MetaInstrument: string(mustJSON(t.ds.Instrument)),
 		checkpoint.MetaNormalizer: string(mustJSON(t.ds.Norm)),
 	}
+	for k, v := range trainer.Origin(t.Info()) {
+		meta[k] = v
+	}
 	ts := t.learner.Tensors()
 	ts = append(ts, t.buf.Tensors(replayPrefix)...)
 	cts, err := t.collector.Tensors()

@@ -1,0 +1,77 @@
+//go:build chaos
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/workflows"
+)
+
+// TestNoFalseAlarmOnALoadedMachine trains a run while busy processes,
+// four per CPU, compete with the worker and the Temporal server for every
+// core, and checks in the run's history that no session and no activity
+// timed out and the trainer was opened once: the 3 s session heartbeat
+// timeout that makes recovery fast (docs/reliability.md) does not take a
+// live, slow worker for a dead one.
+func TestNoFalseAlarmOnALoadedMachine(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: starts the Temporal dev server, a worker and CPU hogs")
+	}
+	s := newStack(t)
+	w := s.startWorker("worker")
+	hogs := 4 * runtime.NumCPU()
+	for i := range hogs {
+		startProc(t, fmt.Sprintf("hog-%d", i), filepath.Join(s.dir, fmt.Sprintf("hog-%d.log", i)), nil, "/bin/sh", "-c", "while :; do :; done")
+	}
+	cfg := killConfig(filepath.Join(s.dir, "checkpoints"), 150)
+	cfg.Epochs = 5
+	runID := "e2e-load-" + randomHex(t, 4)
+	began := time.Now()
+	if _, err := s.client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
+		ID: runID, TaskQueue: workflows.ControlTaskQueue,
+	}, workflows.TrainingRunName, cfg); err != nil {
+		t.Fatal(err)
+	}
+	res := s.waitClosed(runID, 10*time.Minute, w)
+	if res.Status != store.StatusCompleted || res.Epochs != cfg.Epochs {
+		t.Fatalf("run result: %s, %d epochs; want completed, %d", res.Status, res.Epochs, cfg.Epochs)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	it := s.client.GetWorkflowHistory(ctx, runID, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	typeOf := map[int64]string{}
+	opens := 0
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch ev.GetEventType() {
+		case enums.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+			name := ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName()
+			typeOf[ev.GetEventId()] = name
+			if name == "OpenTrainer" {
+				opens++
+			}
+		case enums.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT:
+			a := ev.GetActivityTaskTimedOutEventAttributes()
+			t.Errorf("false alarm under load: %s timed out (%v) %.1f s into the run",
+				typeOf[a.GetScheduledEventId()], a.GetFailure().GetTimeoutFailureInfo().GetTimeoutType(),
+				ev.GetEventTime().AsTime().Sub(began).Seconds())
+		}
+	}
+	if opens != 1 {
+		t.Errorf("the trainer was opened %d times, want once: the run recovered from a worker it took for lost", opens)
+	}
+	t.Logf("%d epochs of %d steps with %d CPU hogs on %d CPUs: %.1f s, no timeout", cfg.Epochs, cfg.StepsPerEpoch, hogs, runtime.NumCPU(), time.Since(began).Seconds())
+}

@@ -1,0 +1,87 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/workflows"
+)
+
+// TestDatabasePasswordIsNeverLoggedOrStored runs a worker whose
+// DATABASE_URL carries a password and checks that, after a run, the
+// password is in none of what the run leaves behind: the worker's log,
+// the run's row (config, error), the checkpoint files, and the workflow's
+// history on the Temporal server (inputs, results, heartbeats, failures).
+func TestDatabasePasswordIsNeverLoggedOrStored(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: starts the Temporal dev server and a worker process")
+	}
+	const secret = "pw-9f3c-never-logged"
+	s := newStack(t)
+	u, err := url.Parse(s.dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword(u.User.Username(), secret) // the test server trusts local connections, password or not
+	w := s.startWorkerEnv("worker", []string{"DATABASE_URL=" + u.String()})
+	cfg := killConfig(filepath.Join(s.dir, "checkpoints"), faultSteps)
+	cfg.Epochs = 2
+	runID := "e2e-secret-" + randomHex(t, 4)
+	ctx := context.Background()
+	if _, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: runID, TaskQueue: workflows.ControlTaskQueue},
+		workflows.TrainingRunName, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if res := s.waitClosed(runID, 3*time.Minute, w); res.Status != store.StatusCompleted {
+		t.Fatalf("run %s: %s", runID, res.Status)
+	}
+	leaks := func(where string, b []byte) {
+		t.Helper()
+		if bytes.Contains(b, []byte(secret)) {
+			t.Errorf("the database password appears in %s", where)
+		}
+	}
+	leaks("the worker's log", []byte(w.output()))
+	st, err := store.Open(ctx, s.dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	run, err := st.GetRun(ctx, runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaks("the run's stored config", run.Config)
+	leaks("the run's error", []byte(run.Error))
+	rows, err := st.ListCheckpoints(ctx, runID)
+	if err != nil || len(rows) != cfg.Epochs {
+		t.Fatalf("checkpoints of run %s: %d rows, %v", runID, len(rows), err)
+	}
+	for _, r := range rows {
+		b, err := os.ReadFile(r.URI)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaks("checkpoint "+r.URI, b)
+	}
+	var hist strings.Builder
+	it := s.client.GetWorkflowHistory(ctx, runID, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		hist.WriteString(ev.String())
+	}
+	leaks("the workflow history", []byte(hist.String()))
+}

@@ -1,0 +1,164 @@
+// Package faults injects failures into a trainer backend, so that the
+// fault-injection tests (`make chaos`, docs/reliability.md) can make a
+// worker's stage last long enough to be killed in, its training diverge,
+// or its device fail, in the real worker process. `dqnflow worker` wraps
+// its backend when the environment variable DQNFLOW_FAULTS is set (never
+// by default), and says so in its log.
+//
+// A plan is a comma-separated list of:
+//
+//	delay:STAGE=DURATION   sleep before every call of STAGE: collect, train, sync, snapshot, backtest
+//	nan-on-train=N         the Nth Train call in this process fails with trainer.ErrNonFinite
+//	device-error-on-train=N the Nth Train call in this process fails with trainer.ErrDevice
+//
+// for example "delay:snapshot=2s,nan-on-train=3".
+package faults
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/dqnflow/dqnflow/checkpoint"
+	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/trainer"
+)
+
+// EnvPlan names the environment variable that holds a worker's plan.
+const EnvPlan = "DQNFLOW_FAULTS"
+
+// Plan says which faults to inject. The zero Plan injects none.
+type Plan struct {
+	Delay              map[string]time.Duration
+	NaNOnTrain         int64
+	DeviceErrorOnTrain int64
+}
+
+var stages = map[string]bool{"collect": true, "train": true, "sync": true, "snapshot": true, "backtest": true}
+
+// Parse reads a plan (see the package comment); errors name the item.
+func Parse(s string) (Plan, error) {
+	p := Plan{Delay: map[string]time.Duration{}}
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		key, val, ok := strings.Cut(item, "=")
+		if !ok {
+			return Plan{}, fmt.Errorf("%s: item %q: want KEY=VALUE", EnvPlan, item)
+		}
+		switch {
+		case strings.HasPrefix(key, "delay:"):
+			stage := strings.TrimPrefix(key, "delay:")
+			d, err := time.ParseDuration(val)
+			if !stages[stage] || err != nil || d < 0 {
+				return Plan{}, fmt.Errorf("%s: item %q: want delay:STAGE=DURATION, STAGE one of collect, train, sync, snapshot, backtest", EnvPlan, item)
+			}
+			p.Delay[stage] = d
+		case key == "nan-on-train" || key == "device-error-on-train":
+			n, err := strconv.ParseInt(val, 10, 64)
+			if err != nil || n < 1 {
+				return Plan{}, fmt.Errorf("%s: item %q: want a call number ≥ 1", EnvPlan, item)
+			}
+			if key == "nan-on-train" {
+				p.NaNOnTrain = n
+			} else {
+				p.DeviceErrorOnTrain = n
+			}
+		default:
+			return Plan{}, fmt.Errorf("%s: item %q: unknown fault %q", EnvPlan, item, key)
+		}
+	}
+	return p, nil
+}
+
+// Backend wraps a backend so that its trainers fail as Plan says. Calls
+// are counted over every trainer of the backend (the process).
+type Backend struct {
+	trainer.Backend
+	Plan   Plan
+	trains atomic.Int64
+}
+
+// New implements trainer.Backend.
+func (b *Backend) New(ctx context.Context, cfg config.RunConfig, ds *market.Dataset, warm *checkpoint.Checkpoint) (trainer.Trainer, error) {
+	t, err := b.Backend.New(ctx, cfg, ds, warm)
+	if err != nil {
+		return nil, err
+	}
+	return &faulty{Trainer: t, b: b}, nil
+}
+
+// Restore implements trainer.Backend.
+func (b *Backend) Restore(ctx context.Context, ck *checkpoint.Checkpoint, ds *market.Dataset) (trainer.Trainer, error) {
+	t, err := b.Backend.Restore(ctx, ck, ds)
+	if err != nil {
+		return nil, err
+	}
+	return &faulty{Trainer: t, b: b}, nil
+}
+
+type faulty struct {
+	trainer.Trainer
+	b *Backend
+}
+
+func (f *faulty) delay(ctx context.Context, stage string) error {
+	d := f.b.Plan.Delay[stage]
+	if d <= 0 {
+		return nil
+	}
+	select {
+	case <-time.After(d):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (f *faulty) Collect(ctx context.Context, steps int) (trainer.CollectStats, error) {
+	if err := f.delay(ctx, "collect"); err != nil {
+		return trainer.CollectStats{}, err
+	}
+	return f.Trainer.Collect(ctx, steps)
+}
+
+func (f *faulty) Train(ctx context.Context, steps int, progress func(trainer.Progress)) (trainer.TrainStats, error) {
+	if err := f.delay(ctx, "train"); err != nil {
+		return trainer.TrainStats{}, err
+	}
+	n := f.b.trains.Add(1)
+	switch n {
+	case f.b.Plan.NaNOnTrain:
+		return trainer.TrainStats{}, fmt.Errorf("injected fault (train call %d): loss is NaN: %w", n, trainer.ErrNonFinite)
+	case f.b.Plan.DeviceErrorOnTrain:
+		return trainer.TrainStats{}, fmt.Errorf("injected fault (train call %d): %w", n, trainer.ErrDevice)
+	}
+	return f.Trainer.Train(ctx, steps, progress)
+}
+
+func (f *faulty) SyncTarget() error {
+	if err := f.delay(context.Background(), "sync"); err != nil {
+		return err
+	}
+	return f.Trainer.SyncTarget()
+}
+
+func (f *faulty) Snapshot() (*checkpoint.Checkpoint, error) {
+	if err := f.delay(context.Background(), "snapshot"); err != nil {
+		return nil, err
+	}
+	return f.Trainer.Snapshot()
+}
+
+func (f *faulty) Backtest(ctx context.Context, ds *market.Dataset, r market.Range) (market.Report, error) {
+	if err := f.delay(ctx, "backtest"); err != nil {
+		return market.Report{}, err
+	}
+	return f.Trainer.Backtest(ctx, ds, r)
+}

@@ -1,0 +1,52 @@
+package trainer
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+
+	"github.com/dqnflow/dqnflow/checkpoint"
+)
+
+// Origin returns the checkpoint metadata that says where a checkpoint was
+// written: the backend, the device and the process's architecture
+// (GOOS/GOARCH). A resume is bit-identical only where all three are the
+// same: floating-point results depend on the device's kernels, and on the
+// CPU on the architecture (gonum's arm64 kernels use fused multiply-add,
+// its amd64 kernels do not; docs/reliability.md).
+func Origin(info Info) map[string]string {
+	return map[string]string{
+		checkpoint.MetaBackend: info.Backend,
+		checkpoint.MetaDevice:  info.Device,
+		checkpoint.MetaArch:    runtime.GOOS + "/" + runtime.GOARCH,
+	}
+}
+
+// ResumeExactness compares the origin recorded in a checkpoint's metadata
+// (Origin) with info, the trainer that restored it in this process, and
+// returns why the resumed run is no longer bit-exact, or "" when it is as
+// exact as it was. The reason a checkpoint already carries
+// (checkpoint.MetaNotBitExact) is kept: once a run has moved it stays
+// inexact. A key the checkpoint lacks (written before it was recorded)
+// counts as unknown, hence as a difference.
+func ResumeExactness(meta map[string]string, info Info) string {
+	var diffs []string
+	for _, k := range []string{checkpoint.MetaBackend, checkpoint.MetaDevice, checkpoint.MetaArch} {
+		if was, now := meta[k], Origin(info)[k]; was != now {
+			if was == "" {
+				was = "unrecorded"
+			}
+			diffs = append(diffs, fmt.Sprintf("%s %s, now %s", k, was, now))
+		}
+	}
+	prior := meta[checkpoint.MetaNotBitExact]
+	if len(diffs) == 0 {
+		return prior
+	}
+	why := fmt.Sprintf("resumed at global step %s from a checkpoint written elsewhere (%s)",
+		meta[checkpoint.MetaGlobalStep], strings.Join(diffs, "; "))
+	if prior != "" {
+		why = prior + "; " + why
+	}
+	return why
+}
