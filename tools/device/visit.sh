@@ -2,14 +2,23 @@
 # One device visit: every GPU check and timing of the CUDA backend, with a
 # report under $OUT. Built here beforehand by `make gpu-binaries` (static
 # binaries in bin/, carried to the device machine, which has no Go).
-#   bash tools/device/visit.sh [quick|full|bench]
-#     quick: binding tests, GPU tests, our benchmarks (default)
-#     bench: our benchmarks and the PyTorch reference, no tests
-#     full:  everything: tests, benchmarks, PyTorch, compute-sanitizer
+#   bash tools/device/visit.sh [PARTS]
+# PARTS is a comma-separated list of: tests (binding, GPU, device-slot and
+# real-activity workflow tests), bench (our benchmarks), pytorch (the
+# PyTorch reference), cpu (the CPU backend against PyTorch on 2 cores), ncu
+# (hardware counters of the step's kernels), sanitize (compute-sanitizer).
+# quick = tests,bench (the default); full = all of them, which takes longer
+# than one device call allows: split it, e.g. tests,bench,pytorch then
+# cpu,ncu,sanitize.
 # $OUT receives summary.txt and logs.tgz (every log); the device tool
 # returns at most 8 files, so the logs travel as one archive.
 set -u
 MODE=${1:-quick}
+case $MODE in
+  quick) MODE=tests,bench ;;
+  full) MODE=tests,bench,pytorch,cpu,ncu,sanitize ;;
+esac
+has() { [[ ",$MODE," == *",$1,"* ]]; }
 OUT=${OUT:-/tmp/visit-out}
 LOGS=/tmp/visit-logs
 rm -rf "$LOGS"
@@ -33,7 +42,7 @@ trap finish EXIT
 log "date $(date -u +%FT%TZ) mode $MODE"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv | tee -a "$OUT/summary.txt"
 
-if [ "$MODE" != bench ]; then
+if has tests; then
   step cuda-binding 120 bin/gputest/cuda.test -test.v -test.count=1
   tail -3 "$LOGS/cuda-binding.log" | tee -a "$OUT/summary.txt"
   step gpu-tests 400 bin/gputest/gpu.test -test.v -test.count=1 -test.timeout=390s
@@ -51,7 +60,7 @@ if [ "$MODE" != bench ]; then
   done
 fi
 
-for p in bf16-mixed fp32; do
+has bench && for p in bf16-mixed fp32; do
   for b in 256 4096 16384; do
     prof=""; [ "$b" = 256 ] || [ "$b" = 16384 ] && prof="--profile"
     step "bench-$p-$b" 90 bin/gputest/dqnflow bench --device cuda --precision "$p" --batch "$b" --steps 300 --json $prof
@@ -59,34 +68,40 @@ for p in bf16-mixed fp32; do
   done
 done
 
-if [ "$MODE" != quick ]; then
-  if [ -f bench/pytorch/bench.py ]; then
-    step pytorch 330 python3 bench/pytorch/bench.py --out "$LOGS/pytorch.json" --budget-s 300
-    tail -25 "$LOGS/pytorch.log" >>"$OUT/summary.txt"
-  fi
-  if [ -x tools/bench-cpu-vs-torch.sh ]; then
-    step cpu-vs-torch 300 bash tools/bench-cpu-vs-torch.sh
-    tail -15 "$LOGS/cpu-vs-torch.log" >>"$OUT/summary.txt"
+if has pytorch && [ -f bench/pytorch/bench.py ]; then
+  step pytorch 240 python3 bench/pytorch/bench.py --out "$LOGS/pytorch.json" --budget-s 210
+  tail -25 "$LOGS/pytorch.log" >>"$OUT/summary.txt"
+fi
+if has cpu; then
+  if [ -x tools/bench-cpu-vs-pytorch.sh ]; then
+    step cpu-vs-pytorch 170 tools/bench-cpu-vs-pytorch.sh --cores 0,1 --bin bin/gputest/dqnflow --out "$LOGS/cpu"
+    tail -15 "$LOGS/cpu-vs-pytorch.log" >>"$OUT/summary.txt"
+  else
+    log "cpu: tools/bench-cpu-vs-pytorch.sh not here"
   fi
 fi
-if [ "$MODE" = full ]; then
+if has ncu; then
   NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
   if [ -n "$NCU" ]; then
-    # Hardware counters of the step's kernels at batch 16384 (the first 24
-    # launches after the collector's: sample, GEMMs, loss, optimiser).
-    step ncu 300 "$NCU" --clock-control none --section SpeedOfLight --section Occupancy \
-      -k 'regex:^(gemm|c51_loss|bias_partial|grad_|adamw|spectral|refresh|sample|priority|tree_)' -c 24 \
+    # Hardware counters of the step's kernels at batch 16384.
+    step ncu 150 "$NCU" --clock-control none --section SpeedOfLight --section Occupancy \
+      -k 'regex:^(gemm|c51_loss|bias_partial|grad_|adamw|spectral|refresh|sample|priority|tree_)' -c 20 \
       bin/gputest/dqnflow bench --device cuda --precision bf16-mixed --batch 16384 --steps 2 --json
     grep -E "^  [a-z_0-9]+.*\(|Duration|Compute \(SM\) Throughput|Memory Throughput|Achieved Occupancy|Registers Per|Theoretical Occupancy" "$LOGS/ncu.log" | head -200 >"$LOGS/ncu-summary.txt"
     log "ncu: $(grep -c Duration "$LOGS/ncu.log") kernels profiled (ncu-summary.txt in logs.tgz)"
   else
     log "ncu: not on this machine"
   fi
+fi
+if has sanitize; then
   if command -v compute-sanitizer >/dev/null; then
-    step memcheck 300 compute-sanitizer --tool memcheck --error-exitcode 9 bin/gputest/gpu.test -test.run 'TestCheckpointsMoveBetweenBackends|TestMatchesCPUReference/fp32|TestGEMMMatchesFloat64' -test.count=1
+    step memcheck 120 compute-sanitizer --tool memcheck --error-exitcode 9 bin/gputest/gpu.test -test.run 'TestCheckpointsMoveBetweenBackends|TestMatchesCPUReference/fp32' -test.count=1
     tail -4 "$LOGS/memcheck.log" >>"$OUT/summary.txt"
-    step racecheck 300 compute-sanitizer --tool racecheck --error-exitcode 9 bin/gputest/gpu.test -test.run 'TestCheckpointsMoveBetweenBackends' -test.count=1
+    step racecheck 100 compute-sanitizer --tool racecheck --error-exitcode 9 bin/gputest/gpu.test -test.run 'TestCheckpointsMoveBetweenBackends' -test.count=1
     tail -4 "$LOGS/racecheck.log" >>"$OUT/summary.txt"
+    # Every GEMM shape and layout (the 128-row tiles run only at large batch).
+    step memcheck-gemm 100 compute-sanitizer --tool memcheck --error-exitcode 9 bin/gputest/gpu.test -test.run 'TestGEMMMatchesFloat64' -test.count=1
+    tail -4 "$LOGS/memcheck-gemm.log" >>"$OUT/summary.txt"
   else
     log "compute-sanitizer: not on this machine"
   fi
