@@ -95,12 +95,12 @@ if has ncu; then
 fi
 if has sanitize; then
   if command -v compute-sanitizer >/dev/null; then
-    step memcheck 120 compute-sanitizer --tool memcheck --error-exitcode 9 bin/gputest/gpu.test -test.run 'TestCheckpointsMoveBetweenBackends|TestMatchesCPUReference/fp32' -test.count=1
+    step memcheck 100 compute-sanitizer --tool memcheck --error-exitcode 9 bin/gputest/gpu.test -test.run 'TestCheckpointsMoveBetweenBackends|TestMatchesCPUReference/fp32' -test.count=1
     tail -4 "$LOGS/memcheck.log" >>"$OUT/summary.txt"
-    step racecheck 100 compute-sanitizer --tool racecheck --error-exitcode 9 bin/gputest/gpu.test -test.run 'TestCheckpointsMoveBetweenBackends' -test.count=1
+    step racecheck 80 compute-sanitizer --tool racecheck --error-exitcode 9 bin/gputest/gpu.test -test.run 'TestCheckpointsMoveBetweenBackends' -test.count=1
     tail -4 "$LOGS/racecheck.log" >>"$OUT/summary.txt"
     # Every GEMM shape and layout (the 128-row tiles run only at large batch).
-    step memcheck-gemm 100 compute-sanitizer --tool memcheck --error-exitcode 9 bin/gputest/gpu.test -test.run 'TestGEMMMatchesFloat64' -test.count=1
+    step memcheck-gemm 80 compute-sanitizer --tool memcheck --error-exitcode 9 bin/gputest/gpu.test -test.run 'TestGEMMMatchesFloat64' -test.count=1
     tail -4 "$LOGS/memcheck-gemm.log" >>"$OUT/summary.txt"
   else
     log "compute-sanitizer: not on this machine"
