@@ -6,16 +6,6 @@ import (
 	"github.com/dqnflow/dqnflow/trainer/model"
 )
 
-// backwardOrder lists the layers so that every layer comes after all the
-// layers that read its output: the four heads' outputs, their hidden
-// layers, then the trunk. Gradients flowing into s2's output are summed in
-// the order v1, a1_0, a1_1, a1_2.
-var backwardOrder = [model.NumLayers]int{
-	model.LayerV2, model.LayerA2(0), model.LayerA2(1), model.LayerA2(2),
-	model.LayerV1, model.LayerA1(0), model.LayerA1(1), model.LayerA1(2),
-	model.LayerS2, model.LayerS1,
-}
-
 // backward computes the per-sample losses into l.sample, the batch loss,
 // and the gradient of the batch loss with respect to every parameter into
 // l.grad, from the forward pass and the projected targets of gradients.
@@ -50,28 +40,28 @@ var backwardOrder = [model.NumLayers]int{
 func (l *Learner) backward(b *model.Batch, n int) float32 {
 	on := l.online
 	atoms := on.model.Atoms
-	row := model.NumActions * atoms
+	gOut, wOut := l.g[lvOut], on.width[lvOut]
 	var loss float32
 	for i := 0; i < n; i++ {
 		ki := b.Weight[i] / float32(model.NumBranches*n)
-		gv := l.g[model.LayerV2][i*atoms : (i+1)*atoms]
+		gv := gOut[i*wOut+on.place[model.LayerV2] : i*wOut+on.place[model.LayerV2]+atoms]
 		clear(gv)
 		var ce [model.NumBranches]float32
 		for d, nd := range market.BranchSizes {
 			a := int(b.Actions[i*model.NumBranches+d])
-			o := i*row + (model.BranchOffset[d]+a)*atoms
-			logp, p := on.act.logp[o:o+atoms], on.act.p[o:o+atoms]
+			on.actionDist(i, d, a, l.logp, l.prob)
 			m := l.tgt[(i*model.NumBranches+d)*atoms : (i*model.NumBranches+d+1)*atoms]
-			ce[d] = crossEntropy(m, logp)
+			ce[d] = crossEntropy(m, l.logp)
 			var s float32
 			for _, x := range m {
 				s += x
 			}
-			for j, pj := range p {
+			for j, pj := range l.prob {
 				l.glogit[j] = float32(ki * (float32(pj*s) - m[j]))
 			}
 			count := float32(nd)
-			ga := l.g[model.LayerA2(d)][i*nd*atoms : (i+1)*nd*atoms]
+			o := i*wOut + on.place[model.LayerA2(d)]
+			ga := gOut[o : o+nd*atoms]
 			for a2 := 0; a2 < nd; a2++ {
 				dst := ga[a2*atoms : (a2+1)*atoms]
 				for j, g := range l.glogit {
@@ -90,48 +80,57 @@ func (l *Learner) backward(b *model.Batch, n int) float32 {
 	}
 	loss /= float32(n)
 
-	l.written = [model.NumLayers]bool{}
-	for _, i := range backwardOrder {
-		l.linearBackward(i, n)
+	for gi := len(on.groups) - 1; gi >= 0; gi-- {
+		l.groupBackward(&on.groups[gi], n)
 	}
 	return loss
 }
 
-// linearBackward back-propagates through layer i for n rows: it applies
-// the ReLU mask to l.g[i] for a hidden layer, writes ∂loss/∂b and ∂loss/∂W
-// into l.grad and, unless layer i reads the observation, writes or adds
-// ∂loss/∂x into the gradient of the layer it reads (formulas at backward).
-func (l *Learner) linearBackward(i, n int) {
+// groupBackward back-propagates through the layers of GEMM group g for n
+// rows: it applies the ReLU mask to their columns of the level's gradient
+// for hidden layers, writes ∂loss/∂b and ∂loss/∂W of each layer into
+// l.grad and, unless the group reads the observation, writes ∂loss/∂x into
+// the columns of the level it reads (formulas at backward). With the four
+// heads' hidden layers stacked in one group, ∂loss/∂x = G·W is one GEMM
+// whose inner sum runs over v1, a1_0, a1_1, a1_2 in that order.
+func (l *Learner) groupBackward(g *gemmGroup, n int) {
 	on := l.online
-	ly := &on.lay[i]
-	gy := l.g[i][:n*ly.Out]
-	if ly.ReLU {
-		h := on.act.h[i][:n*ly.Out]
-		for k, x := range h {
-			if !(x > 0) {
-				gy[k] = 0
+	ld := on.width[g.level]
+	gy := l.g[g.level]
+	if g.level != lvOut {
+		h := on.act.lv[g.level]
+		for r := 0; r < n; r++ {
+			hr, gr := h[r*ld+g.col:r*ld+g.col+g.out], gy[r*ld+g.col:r*ld+g.col+g.out]
+			for k, x := range hr {
+				if !(x > 0) {
+					gr[k] = 0
+				}
 			}
 		}
 	}
-	db := l.grad[ly.B : ly.B+ly.Out]
-	copy(db, gy[:ly.Out])
-	for r := 1; r < n; r++ {
-		for j, x := range gy[r*ly.Out : (r+1)*ly.Out] {
-			db[j] += x
+	for _, i := range g.layers {
+		ly := &on.lay[i]
+		c := on.place[i]
+		db := l.grad[ly.B : ly.B+ly.Out]
+		copy(db, gy[c:c+ly.Out])
+		for r := 1; r < n; r++ {
+			for j, x := range gy[r*ld+c : r*ld+c+ly.Out] {
+				db[j] += x
+			}
 		}
 	}
 	if on.mixed {
-		bf16.RoundSlice(gy)
+		for r := 0; r < n; r++ {
+			bf16.RoundSlice(gy[r*ld+g.col : r*ld+g.col+g.out])
+		}
 	}
-	x := on.input(i)
-	gemm(on.workers, true, ly.Out, ly.In, n, gy, ly.Out, x, ly.In, 0, l.grad[ly.W:ly.B], ly.In)
-	if ly.Src < 0 {
+	x, ldx := on.act.lv[g.srcLvl][g.srcCol:], on.width[g.srcLvl]
+	for _, i := range g.layers {
+		ly := &on.lay[i]
+		on.lib.Sgemm(true, false, ly.Out, ly.In, n, gy[on.place[i]:], ld, x, ldx, 0, l.grad[ly.W:ly.B], ly.In)
+	}
+	if g.srcLvl == lvObs {
 		return
 	}
-	var beta float32
-	if l.written[ly.Src] {
-		beta = 1
-	}
-	gemm(on.workers, false, n, ly.In, ly.Out, gy, ly.Out, on.gemmW[ly.W:ly.B], ly.In, beta, l.g[ly.Src], ly.In)
-	l.written[ly.Src] = true
+	on.lib.Sgemm(false, false, n, g.in, g.out, gy[g.col:], ld, on.gw[g.w:], g.in, 0, l.g[g.srcLvl][g.srcCol:], ldx)
 }

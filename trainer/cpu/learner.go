@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/dqnflow/dqnflow/blas"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/trainer"
@@ -38,16 +39,17 @@ type Learner struct {
 	m, v []float32 // AdamW moments
 	step int64     // AdamW updates done
 
-	u       [model.NumLayers][]float32 // spectral-norm left vectors, out_i each
-	svec    []float32                  // spectral scratch: max in
-	swv     []float32                  // spectral scratch: max out
-	rows    int                        // batch capacity of the scratch below
-	tgt     []float32                  // rows×model.NumBranches×Atoms: projected targets m
-	sample  []float32                  // rows: per-sample loss
-	g       [model.NumLayers][]float32 // rows×out_i: ∂loss/∂y_i, y_i the affine output of layer i
-	glogit  []float32                  // Atoms: ∂loss/∂logits of one taken action
-	nextQ   []float32                  // model.NumActions: online Q(s′, ·) of one sample
-	written [model.NumLayers]bool      // backward: g[i] already holds a contribution
+	u      [model.NumLayers][]float32 // spectral-norm left vectors, out_i each
+	svec   []float32                  // spectral scratch: max in
+	swv    []float32                  // spectral scratch: max out
+	rows   int                        // batch capacity of the scratch below
+	tgt    []float32                  // rows×model.NumBranches×Atoms: projected targets m
+	sample []float32                  // rows: per-sample loss
+	g      [numLevels][]float32       // rows×width of each level: ∂loss/∂y, y the affine outputs of its layers
+	glogit []float32                  // Atoms: ∂loss/∂logits of one taken action
+	logp   []float32                  // Atoms: log-softmax of one action
+	prob   []float32                  // Atoms: softmax of one action
+	nextQ  []float32                  // model.NumActions: online Q(s′, ·) of one sample
 }
 
 // checkOptim rejects optimiser settings Step cannot use, naming the field
@@ -108,6 +110,8 @@ func newLearner(online, target *Net, o config.OptimConfig) *Learner {
 		m:      make([]float32, np),
 		v:      make([]float32, np),
 		glogit: make([]float32, online.model.Atoms),
+		logp:   make([]float32, online.model.Atoms),
+		prob:   make([]float32, online.model.Atoms),
 		nextQ:  make([]float32, model.NumActions),
 	}
 	maxIn, maxOut := 0, 0
@@ -130,12 +134,22 @@ func (l *Learner) Target() *Net { return l.target }
 // NumParams is the number of trainable parameters of one network.
 func (l *Learner) NumParams() int { return len(l.online.params) }
 
-// SetThreads sets the number of goroutines each GEMM may use; n ≤ 0
-// means GOMAXPROCS, the default. Results do not depend on it.
+// SetThreads sets the number of threads each GEMM may use; n ≤ 0 means
+// GOMAXPROCS, the default. With gonum results do not depend on it; for
+// OpenBLAS the count is process-wide (see Net.SetThreads).
 func (l *Learner) SetThreads(n int) {
 	l.online.SetThreads(n)
 	l.target.SetThreads(n)
 }
+
+// SetBLAS makes both networks run their GEMMs on b (Net.SetBLAS).
+func (l *Learner) SetBLAS(b blas.BLAS) {
+	l.online.SetBLAS(b)
+	l.target.SetBLAS(b)
+}
+
+// BLAS returns the implementation the GEMMs run on.
+func (l *Learner) BLAS() blas.BLAS { return l.online.lib }
 
 // Steps returns the number of AdamW updates done (the Adam step t).
 func (l *Learner) Steps() int64 { return l.step }
@@ -212,8 +226,8 @@ func (l *Learner) ensure(rows int) {
 		atoms := l.online.model.Atoms
 		l.tgt = make([]float32, rows*model.NumBranches*atoms)
 		l.sample = make([]float32, rows)
-		for i, ly := range l.online.lay {
-			l.g[i] = make([]float32, rows*ly.Out)
+		for k := lvS1; k < numLevels; k++ {
+			l.g[k] = make([]float32, rows*l.online.width[k])
 		}
 	}
 	l.online.ensure(2 * rows)
@@ -229,7 +243,9 @@ func (l *Learner) ensure(rows int) {
 // The steps, with n = len(b.Return):
 //
 //  1. The online network runs on [Obs; NextObs] (2n rows), the target
-//     network on NextObs.
+//     network on NextObs. Softmaxes are taken only where needed: all
+//     actions of the online network at s′, the taken actions at s, and the
+//     chosen actions of the target network.
 //  2. For each sample i and branch d the online network picks
 //     a*_d = argmax_a Q_online(s′, a) (first on ties) and the target
 //     distribution m_id is the projection (see project) of
@@ -329,21 +345,19 @@ func (l *Learner) targets(b *model.Batch, n int) {
 	on, tg := l.online, l.target
 	on.setInput(0, b.Obs)
 	on.setInput(n, b.NextObs)
-	on.forward(2 * n)
+	on.linears(2 * n)
 	tg.setInput(0, b.NextObs)
-	tg.forward(n)
+	tg.linears(n)
 
 	atoms := on.model.Atoms
-	row := model.NumActions * atoms
 	clear(l.tgt[:n*model.NumBranches*atoms])
 	for i := 0; i < n; i++ {
-		expected(on.act.p[(n+i)*row:(n+i+1)*row], on.support, l.nextQ)
+		on.rowQ(n+i, l.nextQ)
 		for d, nd := range market.BranchSizes {
 			off := model.BranchOffset[d]
-			best := off + argmax(l.nextQ[off:off+nd])
-			pt := tg.act.p[i*row+best*atoms : i*row+(best+1)*atoms]
+			tg.actionDist(i, d, argmax(l.nextQ[off:off+nd]), l.logp, l.prob)
 			m := l.tgt[(i*model.NumBranches+d)*atoms : (i*model.NumBranches+d+1)*atoms]
-			project(pt, on.support, b.Return[i], b.Discount[i], on.vmin, on.vmax, on.dz, m)
+			project(l.prob, on.support, b.Return[i], b.Discount[i], on.vmin, on.vmax, on.dz, m)
 		}
 	}
 }

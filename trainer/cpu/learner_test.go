@@ -21,7 +21,7 @@ var mediumModel = config.ModelConfig{Trunk1: 200, Trunk2: 64, Head: 32, Atoms: 2
 
 // state returns everything a learner carries between steps.
 func state(l *Learner) [][]float32 {
-	s := [][]float32{l.online.params, l.target.params, l.online.gemmW, l.target.gemmW, l.m, l.v}
+	s := [][]float32{l.online.params, l.target.params, l.online.gw, l.target.gw, l.m, l.v}
 	return append(s, l.u[:]...)
 }
 
