@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -29,15 +30,20 @@ type native struct {
 	args     sync.Pool // *gemmArgs
 }
 
-// gemmArgs is the memory that sgemm_'s scalar arguments point to. It lives
-// on the heap (sync.Pool), so passing its addresses as uintptr is safe for
-// the duration of the call (unsafe.Pointer rule 4 with go:uintptrescapes).
+// gemmArgs is the memory that sgemm_'s scalar arguments point to, and the
+// argument vector itself. Written inline in the SyscallN call, the 13
+// arguments would be a new heap slice per call (SyscallN is
+// go:uintptrescapes); passed as argv they cost nothing. That is safe
+// because everything argv points to is on the heap, which Go's collector
+// does not move (the pooled gemmArgs, and the matrices, which the CPU
+// backend allocates once and which the KeepAlive calls after the call keep
+// reachable).
 type gemmArgs struct {
 	ta, tb        byte
 	m, n, k       int32
 	lda, ldb, ldc int32
 	alpha, beta   float32
-	_             [4]byte
+	argv          [13]uintptr
 }
 
 func (b *native) Name() string     { return b.name }
@@ -90,14 +96,19 @@ func (b *native) Sgemm(tA, tB bool, m, n, k int, a []float32, lda int, bm []floa
 	if tA {
 		p.tb = 'T'
 	}
-	purego.SyscallN(b.sgemm,
+	p.argv = [13]uintptr{
 		uintptr(unsafe.Pointer(&p.ta)), uintptr(unsafe.Pointer(&p.tb)),
 		uintptr(unsafe.Pointer(&p.m)), uintptr(unsafe.Pointer(&p.n)), uintptr(unsafe.Pointer(&p.k)),
 		uintptr(unsafe.Pointer(&p.alpha)),
 		uintptr(unsafe.Pointer(&bm[0])), uintptr(unsafe.Pointer(&p.lda)),
 		uintptr(unsafe.Pointer(&a[0])), uintptr(unsafe.Pointer(&p.ldb)),
 		uintptr(unsafe.Pointer(&p.beta)),
-		uintptr(unsafe.Pointer(&c[0])), uintptr(unsafe.Pointer(&p.ldc)))
+		uintptr(unsafe.Pointer(&c[0])), uintptr(unsafe.Pointer(&p.ldc)),
+	}
+	purego.SyscallN(b.sgemm, p.argv[:]...)
+	runtime.KeepAlive(a)
+	runtime.KeepAlive(bm)
+	runtime.KeepAlive(c)
 	b.args.Put(p)
 }
 

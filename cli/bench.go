@@ -59,6 +59,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	steps := fs.Int("steps", 30, "gradient steps to time")
 	precision := fs.String("precision", "", "precision mode (default: the config's)")
 	batch := fs.Int("batch", 0, "batch size (default: the config's)")
+	blasFlag(fs)
 	profile := fs.Bool("profile", false, "CUDA: time every kernel of a step with CUDA events")
 	jsonOut := fs.Bool("json", false, "print JSON")
 	temporal := fs.Bool("temporal", false, "measure Temporal's overhead per epoch instead, on the server at $"+envTemporalAddress+" (needs a running worker, e.g. dqnflow dev)")
