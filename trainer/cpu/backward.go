@@ -1,6 +1,8 @@
 package cpu
 
 import (
+	"math"
+
 	"github.com/dqnflow/dqnflow/bf16"
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/trainer/model"
@@ -86,6 +88,16 @@ func (l *Learner) backward(b *model.Batch, n int) float32 {
 	return loss
 }
 
+// positive returns all ones when h > 0 and zero otherwise (h = +0 or NaN:
+// a stored ReLU output is never negative), without a branch: the bits
+// minus one of a positive float32 are below those of +Inf, those of +0
+// wrap around and those of a NaN are above. A data-dependent branch here
+// mispredicts on half the activations.
+func positive(h float32) uint32 {
+	t := int64(math.Float32bits(h) - 1) // +0 wraps to 2³²−1
+	return uint32((t - 0x7f800000) >> 63)
+}
+
 // groupBackward back-propagates through the layers of GEMM group g for n
 // rows: it applies the ReLU mask to their columns of the level's gradient
 // for hidden layers, writes ∂loss/∂b and ∂loss/∂W of each layer into
@@ -102,9 +114,7 @@ func (l *Learner) groupBackward(g *gemmGroup, n int) {
 		for r := 0; r < n; r++ {
 			hr, gr := h[r*ld+g.col:r*ld+g.col+g.out], gy[r*ld+g.col:r*ld+g.col+g.out]
 			for k, x := range hr {
-				if !(x > 0) {
-					gr[k] = 0
-				}
+				gr[k] = math.Float32frombits(math.Float32bits(gr[k]) & positive(x))
 			}
 		}
 	}

@@ -317,7 +317,7 @@ func (n *Net) linears(rows int) {
 
 // linear computes the layers of group g for rows observations:
 //
-//	y = x·Wᵀ + b,   h = y (v2, a2_d)   or   h = max(y, 0) (hidden layers)
+//	y = x·Wᵀ + b,   h = y (v2, a2_d)   or   h = max(y, 0) (hidden layers, Go's max: NaN stays NaN)
 //
 // with one GEMM for the group's stacked W, so that each output is the
 // float32 sum y[r,o] = Σ_i x[r,i]·W[o,i] (taken in input order i with
@@ -337,16 +337,15 @@ func (n *Net) linear(g *gemmGroup, rows int) {
 	relu := g.level != lvOut
 	for r := 0; r < rows; r++ {
 		yr := y[r*ldy : r*ldy+g.out]
-		for j, b := range bias {
-			yr[j] += b
-		}
+		yr = yr[:len(bias)]
 		if !relu {
+			for j, b := range bias {
+				yr[j] += b
+			}
 			continue
 		}
-		for j, v := range yr {
-			if v < 0 {
-				yr[j] = 0
-			}
+		for j, b := range bias {
+			yr[j] = max(yr[j]+b, 0) // branch-free; NaN stays NaN, −0 becomes +0
 		}
 		if n.mixed {
 			bf16.RoundSlice(yr)
