@@ -38,9 +38,10 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-## bench: CPU trainer throughput (train steps/s, env steps/s) and the Go benchmarks
+## bench: CPU trainer throughput on gonum and on the machine's BLAS (auto), with the PyTorch CPU reference beside it when python3 has torch; the Go benchmarks
 bench: build
-	$(DQNFLOW) bench --device cpu --json
+	$(DQNFLOW) bench --device cpu --blas gonum --pytorch off --json
+	$(DQNFLOW) bench --device cpu --blas auto --json
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./trainer/cpu/ ./replay/
 
 ## bench-temporal: Temporal overhead per epoch; needs `make run` (or dqnflow dev) running

@@ -14,8 +14,8 @@ import (
 //	logp_j  = (L_j − max_k L_k) − log Σ_k exp(L_k − max_k L_k)
 //	p_j     = exp(L_j − max_k L_k) / Σ_k exp(L_k − max_k L_k)
 //
-// exp and log are math.Exp and math.Log of the float32 argument, rounded to
-// float32.
+// exp is exp32 (float32 arithmetic, within 1 ulp of e^x) and log is
+// math.Log of the float32 argument, rounded to float32.
 func (n *Net) head(rows int) {
 	atoms := n.model.Atoms
 	n.logits(rows, n.act.logp)
