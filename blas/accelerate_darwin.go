@@ -41,6 +41,7 @@ func openAccelerate(threads int) (BLAS, error) {
 		b.describe = func() string {
 			return fmt.Sprintf("accelerate (vecLib, up to %d threads by VECLIB_MAXIMUM_THREADS or the core count, %s)", b.threads(), path)
 		}
+		b.nthreads.Store(int32(b.threads()))
 		accelerate.lib = b
 	})
 	if accelerate.err != nil {

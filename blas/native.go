@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
@@ -27,6 +28,9 @@ type native struct {
 	describe func() string
 	threads  func() int
 	setThr   func(int) // nil: the thread count cannot be set
+	// nthreads caches threads(): reading it through purego's reflection
+	// allocates, and the CPU backend asks at every parallel section.
+	nthreads atomic.Int32
 	args     sync.Pool // *gemmArgs
 }
 
@@ -48,7 +52,7 @@ type gemmArgs struct {
 
 func (b *native) Name() string     { return b.name }
 func (b *native) Describe() string { return b.describe() }
-func (b *native) Threads() int     { return b.threads() }
+func (b *native) Threads() int     { return int(b.nthreads.Load()) }
 
 // SequentialSums reports false: optimised kernels block and fuse the sums.
 func (b *native) SequentialSums() bool { return false }
@@ -58,6 +62,7 @@ func (b *native) WithThreads(k int) BLAS {
 	if b.setThr != nil {
 		b.setThr(threadCount(k))
 	}
+	b.nthreads.Store(int32(b.threads()))
 	return b
 }
 

@@ -87,7 +87,7 @@ func loadOpenBLAS() (*native, error) {
 	core := getCore()
 	parallel := map[int32]string{0: "sequential", 1: "pthreads", 2: "OpenMP"}[getPar()]
 	b.describe = func() string {
-		return fmt.Sprintf("openblas %s (%s kernels, %s, %d threads, %s)", version, core, parallel, b.threads(), path)
+		return fmt.Sprintf("openblas %s (%s kernels, %s, %d threads, %s)", version, core, parallel, b.Threads(), path)
 	}
 	return b, nil
 }

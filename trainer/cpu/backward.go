@@ -41,43 +41,10 @@ import (
 // GEMM operand is bf16 and the accumulation float32.
 func (l *Learner) backward(b *model.Batch, n int) float32 {
 	on := l.online
-	atoms := on.model.Atoms
-	gOut, wOut := l.g[lvOut], on.width[lvOut]
+	l.batch, l.n = b, n
+	parallel(l.workers(), n, l.headFn)
 	var loss float32
 	for i := 0; i < n; i++ {
-		ki := b.Weight[i] / float32(model.NumBranches*n)
-		gv := gOut[i*wOut+on.place[model.LayerV2] : i*wOut+on.place[model.LayerV2]+atoms]
-		clear(gv)
-		var ce [model.NumBranches]float32
-		for d, nd := range market.BranchSizes {
-			a := int(b.Actions[i*model.NumBranches+d])
-			on.actionDist(i, d, a, l.logp, l.prob)
-			m := l.tgt[(i*model.NumBranches+d)*atoms : (i*model.NumBranches+d+1)*atoms]
-			ce[d] = crossEntropy(m, l.logp)
-			var s float32
-			for _, x := range m {
-				s += x
-			}
-			for j, pj := range l.prob {
-				l.glogit[j] = float32(ki * (float32(pj*s) - m[j]))
-			}
-			count := float32(nd)
-			o := i*wOut + on.place[model.LayerA2(d)]
-			ga := gOut[o : o+nd*atoms]
-			for a2 := 0; a2 < nd; a2++ {
-				dst := ga[a2*atoms : (a2+1)*atoms]
-				for j, g := range l.glogit {
-					dst[j] = -(g / count)
-					if a2 == a {
-						dst[j] += g
-					}
-				}
-			}
-			for j, g := range l.glogit {
-				gv[j] += g
-			}
-		}
-		l.sample[i] = (ce[0] + ce[1] + ce[2]) / model.NumBranches
 		loss += float32(b.Weight[i] * l.sample[i])
 	}
 	loss /= float32(n)
@@ -96,6 +63,50 @@ func (l *Learner) backward(b *model.Batch, n int) float32 {
 func positive(h float32) uint32 {
 	t := int64(math.Float32bits(h) - 1) // +0 wraps to 2³²−1
 	return uint32((t - 0x7f800000) >> 63)
+}
+
+// headRows computes, for samples lo…hi−1 with worker w's scratch, the
+// per-sample losses ℓ_i and the gradient of the loss with respect to the
+// outputs of v2 and a2_d (formulas at backward).
+func (l *Learner) headRows(lo, hi, w int) {
+	on, b, n, s := l.online, l.batch, l.n, &l.scr[w]
+	atoms := on.model.Atoms
+	gOut, wOut := l.g[lvOut], on.width[lvOut]
+	for i := lo; i < hi; i++ {
+		ki := b.Weight[i] / float32(model.NumBranches*n)
+		gv := gOut[i*wOut+on.place[model.LayerV2] : i*wOut+on.place[model.LayerV2]+atoms]
+		clear(gv)
+		var ce [model.NumBranches]float32
+		for d, nd := range market.BranchSizes {
+			a := int(b.Actions[i*model.NumBranches+d])
+			on.actionDist(i, d, a, s)
+			m := l.tgt[(i*model.NumBranches+d)*atoms : (i*model.NumBranches+d+1)*atoms]
+			ce[d] = crossEntropy(m, s.logp)
+			var sum float32
+			for _, x := range m {
+				sum += x
+			}
+			for j, pj := range s.prob {
+				s.glogit[j] = float32(ki * (float32(pj*sum) - m[j]))
+			}
+			count := float32(nd)
+			o := i*wOut + on.place[model.LayerA2(d)]
+			ga := gOut[o : o+nd*atoms]
+			for a2 := 0; a2 < nd; a2++ {
+				dst := ga[a2*atoms : (a2+1)*atoms]
+				for j, g := range s.glogit {
+					dst[j] = -(g / count)
+					if a2 == a {
+						dst[j] += g
+					}
+				}
+			}
+			for j, g := range s.glogit {
+				gv[j] += g
+			}
+		}
+		l.sample[i] = (ce[0] + ce[1] + ce[2]) / model.NumBranches
+	}
 }
 
 // groupBackward back-propagates through the layers of GEMM group g for n

@@ -86,14 +86,14 @@ func duelingAction(v, a, mean, dst []float32) {
 }
 
 // rowQ writes the expected values Q of all NumActions branch actions of
-// row r of the forward scratch (see head and expected) to q, using the
-// Net's row scratch; it does not touch act.logp and act.p.
-func (n *Net) rowQ(r int, q []float32) {
+// row r of the forward scratch (see head and expected) to q, with the
+// worker scratch s; it does not touch act.logp and act.p.
+func (n *Net) rowQ(r int, q []float32, s *scratch) {
 	atoms := n.model.Atoms
 	v := n.outV(r)
 	for d, nd := range market.BranchSizes {
-		l, p := n.rowL[:nd*atoms], n.rowP[:nd*atoms]
-		dueling(v, n.outA(r, d), nd, n.mean, l)
+		l, p := s.l[:nd*atoms], s.p[:nd*atoms]
+		dueling(v, n.outA(r, d), nd, s.mean, l)
 		for a := 0; a < nd; a++ {
 			logSoftmax(l[a*atoms:(a+1)*atoms], p[a*atoms:(a+1)*atoms])
 		}
@@ -101,15 +101,15 @@ func (n *Net) rowQ(r int, q []float32) {
 	}
 }
 
-// actionDist writes the log-softmax logp and the softmax p (atoms each) of
+// actionDist writes the log-softmax s.logp and the softmax s.prob of
 // action a of branch d at row r of the forward scratch: the values head
 // computes for it, without the other actions' softmax.
-func (n *Net) actionDist(r, d, a int, logp, p []float32) {
+func (n *Net) actionDist(r, d, a int, s *scratch) {
 	atoms := n.model.Atoms
 	adv := n.outA(r, d)
-	branchMean(adv, market.BranchSizes[d], n.mean)
-	duelingAction(n.outV(r), adv[a*atoms:(a+1)*atoms], n.mean, logp)
-	logSoftmax(logp, p)
+	branchMean(adv, market.BranchSizes[d], s.mean)
+	duelingAction(n.outV(r), adv[a*atoms:(a+1)*atoms], s.mean, s.logp)
+	logSoftmax(s.logp, s.prob)
 }
 
 // logSoftmax replaces the logits in l by their log-softmax and writes the

@@ -46,10 +46,13 @@ type Learner struct {
 	tgt    []float32                  // rows×model.NumBranches×Atoms: projected targets m
 	sample []float32                  // rows: per-sample loss
 	g      [numLevels][]float32       // rows×width of each level: ∂loss/∂y, y the affine outputs of its layers
-	glogit []float32                  // Atoms: ∂loss/∂logits of one taken action
-	logp   []float32                  // Atoms: log-softmax of one action
-	prob   []float32                  // Atoms: softmax of one action
-	nextQ  []float32                  // model.NumActions: online Q(s′, ·) of one sample
+	scr    []scratch                  // per worker: the per-sample scratch
+	batch  *model.Batch               // the batch of the step in progress, for the parallel sections
+	n      int                        // its samples
+
+	// method values made once, so that parallel sections allocate nothing
+	// with one thread
+	targetsFn, headFn, adamFn func(lo, hi, w int)
 }
 
 // checkOptim rejects optimiser settings Step cannot use, naming the field
@@ -106,14 +109,11 @@ func newLearner(online, target *Net, o config.OptimConfig) *Learner {
 	np := len(online.params)
 	l := &Learner{
 		online: online, target: target, opt: o,
-		grad:   make([]float32, np),
-		m:      make([]float32, np),
-		v:      make([]float32, np),
-		glogit: make([]float32, online.model.Atoms),
-		logp:   make([]float32, online.model.Atoms),
-		prob:   make([]float32, online.model.Atoms),
-		nextQ:  make([]float32, model.NumActions),
+		grad: make([]float32, np),
+		m:    make([]float32, np),
+		v:    make([]float32, np),
 	}
+	l.targetsFn, l.headFn, l.adamFn = l.targetRows, l.headRows, l.adamChunk
 	maxIn, maxOut := 0, 0
 	for i, ly := range online.lay {
 		l.u[i] = make([]float32, ly.Out)
@@ -232,7 +232,14 @@ func (l *Learner) ensure(rows int) {
 	}
 	l.online.ensure(2 * rows)
 	l.target.ensure(rows)
+	for len(l.scr) < l.workers() {
+		l.scr = append(l.scr, newScratch(l.online.model.Atoms, model.NumActions))
+	}
 }
+
+// workers is the number of goroutines of the step's per-sample and
+// per-parameter loops: the BLAS's thread count.
+func (l *Learner) workers() int { return max(1, l.online.lib.Threads()) }
 
 // Step runs one training step on b: forward, double-DQN C51 targets, loss,
 // backward, global-norm clipping, AdamW, the spectral-norm bound and the
@@ -286,11 +293,22 @@ func (l *Learner) Step(b *model.Batch) (StepResult, error) {
 // applyAdamW runs AdamW step l.step on every layer, with weight decay on
 // the weight matrices and none on the biases.
 func (l *Learner) applyAdamW() {
-	p := l.online.params
+	parallel(l.workers(), l.workers(), l.adamFn)
+}
+
+// adamChunk runs AdamW on chunk w of every block: element-wise, so the
+// split does not change a bit.
+func (l *Learner) adamChunk(_, _, w int) {
+	p, k := l.online.params, l.workers()
 	for _, ly := range l.online.lay {
-		adamW(p[ly.W:ly.B], l.grad[ly.W:ly.B], l.m[ly.W:ly.B], l.v[ly.W:ly.B], l.step, l.opt, l.opt.WeightDecay)
-		e := ly.B + ly.Out
-		adamW(p[ly.B:e], l.grad[ly.B:e], l.m[ly.B:e], l.v[ly.B:e], l.step, l.opt, 0)
+		for _, blk := range [2]struct {
+			from, to int
+			decay    float64
+		}{{ly.W, ly.B, l.opt.WeightDecay}, {ly.B, ly.B + ly.Out, 0}} {
+			size := blk.to - blk.from
+			a, e := blk.from+w*size/k, blk.from+(w+1)*size/k
+			adamW(p[a:e], l.grad[a:e], l.m[a:e], l.v[a:e], l.step, l.opt, blk.decay)
+		}
 	}
 }
 
@@ -349,15 +367,23 @@ func (l *Learner) targets(b *model.Batch, n int) {
 	tg.setInput(0, b.NextObs)
 	tg.linears(n)
 
+	l.batch, l.n = b, n
+	parallel(l.workers(), n, l.targetsFn)
+}
+
+// targetRows computes the projected targets of samples lo…hi−1 (step 2 of
+// Step) with worker w's scratch.
+func (l *Learner) targetRows(lo, hi, w int) {
+	on, tg, b, n, s := l.online, l.target, l.batch, l.n, &l.scr[w]
 	atoms := on.model.Atoms
-	clear(l.tgt[:n*model.NumBranches*atoms])
-	for i := 0; i < n; i++ {
-		on.rowQ(n+i, l.nextQ)
+	clear(l.tgt[lo*model.NumBranches*atoms : hi*model.NumBranches*atoms])
+	for i := lo; i < hi; i++ {
+		on.rowQ(n+i, s.nextQ, s)
 		for d, nd := range market.BranchSizes {
 			off := model.BranchOffset[d]
-			tg.actionDist(i, d, argmax(l.nextQ[off:off+nd]), l.logp, l.prob)
+			tg.actionDist(i, d, argmax(s.nextQ[off:off+nd]), s)
 			m := l.tgt[(i*model.NumBranches+d)*atoms : (i*model.NumBranches+d+1)*atoms]
-			project(l.prob, on.support, b.Return[i], b.Discount[i], on.vmin, on.vmax, on.dz, m)
+			project(s.prob, on.support, b.Return[i], b.Discount[i], on.vmin, on.vmax, on.dz, m)
 		}
 	}
 }

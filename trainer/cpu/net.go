@@ -75,10 +75,16 @@ type Net struct {
 	vmin      float32   // v_min
 	vmax      float32   // v_max
 	mean      []float32 // Atoms: dueling mean of one branch
-	rowL      []float32 // largest branch×Atoms: rowQ's logits
-	rowP      []float32 // largest branch×Atoms: rowQ's probabilities
 	q         []float32 // inferRows×model.NumActions: Greedy's Q values
 	act       acts
+
+	// the group being computed, for biasFn (a method value made once, so
+	// that parallel sections allocate nothing with one thread)
+	g      *gemmGroup
+	rows   int
+	x, y   []float32
+	ldy    int
+	biasFn func(lo, hi, w int)
 }
 
 // acts is the forward scratch of a Net for up to rows observations. lv[k]
@@ -121,11 +127,10 @@ func newNet(m config.ModelConfig, precision string) (*Net, error) {
 		params:    make([]float32, model.NumParams(m)),
 		gw:        make([]float32, model.NumParams(m)),
 		mean:      make([]float32, m.Atoms),
-		rowL:      make([]float32, maxBranch()*m.Atoms),
-		rowP:      make([]float32, maxBranch()*m.Atoms),
 		q:         make([]float32, inferRows*model.NumActions),
 	}
 	n.support, n.dz, n.vmin, n.vmax = model.Support(m)
+	n.biasFn = n.biasReLU
 	n.plan()
 	n.setBLAS(blas.Gonum{Workers: runtime.GOMAXPROCS(0)})
 	return n, nil
@@ -333,9 +338,17 @@ func (n *Net) linear(g *gemmGroup, rows int) {
 	} else {
 		n.lib.Sgemm(false, true, rows, g.out, g.in, x, ldx, n.gw[g.w:], g.in, 0, y, ldy)
 	}
+	n.g, n.rows, n.x, n.y, n.ldy = g, rows, x, y, ldy
+	parallel(n.lib.Threads(), rows, n.biasFn)
+}
+
+// biasReLU adds the bias of group n.g to rows lo…hi−1 of its output and,
+// for hidden layers, applies the ReLU and (mixed) the bf16 rounding.
+func (n *Net) biasReLU(lo, hi, _ int) {
+	g, y, ldy := n.g, n.y, n.ldy
 	bias := n.bias[g.level][g.col : g.col+g.out]
 	relu := g.level != lvOut
-	for r := 0; r < rows; r++ {
+	for r := lo; r < hi; r++ {
 		yr := y[r*ldy : r*ldy+g.out]
 		yr = yr[:len(bias)]
 		if !relu {
