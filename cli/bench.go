@@ -18,14 +18,14 @@ import (
 
 // benchResult is what "dqnflow bench --json" prints.
 type benchResult struct {
-	Date       string `json:"date"`
-	Device     string `json:"device"`
-	Backend    string `json:"backend"`
-	Precision  string `json:"precision"`
-	Threads    int    `json:"threads"`
+	Date      string `json:"date"`
+	Device    string `json:"device"`
+	Backend   string `json:"backend"`
+	Precision string `json:"precision"`
+	Threads   int    `json:"threads"`
 	// BLAS is the matrix library of the CPU backend, with its version, CPU
 	// kernel and threads (trainer.Info.BLAS).
-	BLAS string `json:"blas,omitempty"`
+	BLAS       string `json:"blas,omitempty"`
 	Parameters int    `json:"parameters"`
 	BatchSize  int    `json:"batch_size"`
 	NumEnvs    int    `json:"num_envs"`
