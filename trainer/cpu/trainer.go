@@ -78,7 +78,7 @@ func build(cfg config.RunConfig, ds *market.Dataset) (*Trainer, error) {
 	}
 	lib, err := blas.Open(cfg.BLAS, 0)
 	if err != nil {
-		return nil, fmt.Errorf("cpu trainer: config blas %q: %w (%w)", cfg.BLAS, err, trainer.ErrUnsupported)
+		return nil, fmt.Errorf("cpu trainer: config blas %q cannot run on this worker (%w): %w", cfg.BLAS, trainer.ErrUnsupported, err)
 	}
 	l, err := NewLearner(cfg.Model, cfg.Optim, cfg.Precision, cfg.Seed)
 	if err != nil {
