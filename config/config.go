@@ -28,7 +28,7 @@ const (
 )
 
 // RunConfig is the whole configuration of one training run. The top-level
-// keys seed, epochs, steps_per_epoch, batch_size, device, precision and the
+// keys seed, epochs, steps_per_epoch, batch_size, device, precision, blas and the
 // sections data, model, env, optim, replay, checkpoint and backtest are public
 // and stable.
 type RunConfig struct {
