@@ -29,7 +29,7 @@ while [ $# -gt 0 ]; do
     --bin) bin=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --pack)
-      lib=$(ldconfig -p | awk '/libopenblas\.so\.0 /{print $NF; exit}')
+      lib=$(ldconfig -p | awk '/libopenblas\.so\.0 / && !n++ {print $NF}')
       [ -n "$lib" ] || { echo "--pack: no libopenblas.so.0 here (apt-get install libopenblas0)" >&2; exit 1; }
       lib=$(readlink -f "$lib")
       mkdir -p bin/openblas
@@ -43,7 +43,7 @@ while [ $# -gt 0 ]; do
 done
 
 [ -x "$bin" ] || { echo "$bin is missing: run make build" >&2; exit 1; }
-if [ -z "${DQNFLOW_OPENBLAS:-}" ] && ! ldconfig -p 2>/dev/null | grep -q 'libopenblas\.so\.0 '; then
+if [ -z "${DQNFLOW_OPENBLAS:-}" ] && ! ldconfig -p 2>/dev/null | grep 'libopenblas\.so\.0 ' >/dev/null; then
   if [ ! -d bin/openblas ] && [ -f bin/openblas.tar.xz ]; then tar -xJf bin/openblas.tar.xz -C bin; fi
   if [ -f bin/openblas/libopenblas.so.0 ]; then
     export DQNFLOW_OPENBLAS=$PWD/bin/openblas/libopenblas.so.0
