@@ -25,9 +25,12 @@ func project(p, z []float32, ret, discount, vmin, vmax, dz float32, m []float32)
 		tz := ret + float32(discount*z[j])
 		tz = min(max(tz, vmin), vmax)
 		b := min(max((tz-vmin)/dz, 0), top)
-		lo := float32(math.Floor(float64(b)))
-		hi := float32(math.Ceil(float64(b)))
-		l, u := int(lo), int(hi)
+		l := int(b) // b ≥ 0: truncation is ⌊b⌋
+		lo := float32(l)
+		u, hi := l, lo
+		if lo != b {
+			u, hi = l+1, lo+1 // ⌈b⌉
+		}
 		if l == u {
 			m[l] += pj
 			continue
@@ -50,16 +53,17 @@ func crossEntropy(m, logp []float32) float32 {
 // with few mantissa bits, so that n·ln2Hi is exact, and the rest; and the
 // minimax polynomial of (e^r − 1 − r)/r² on |r| ≤ ln(2)/2.
 const (
-	ln2Hi    = 0.693359375
-	ln2Lo    = -2.12194440e-4
-	log2e    = 1.44269504088896341
-	expMin   = -87.33654 // below: e^x is under the smallest normal float32
-	expPoly0 = 1.9875691500e-4
-	expPoly1 = 1.3981999507e-3
-	expPoly2 = 8.3334519073e-3
-	expPoly3 = 4.1665795894e-2
-	expPoly4 = 1.6666665459e-1
-	expPoly5 = 5.0000001201e-1
+	ln2Hi      = 0.693359375
+	ln2Lo      = -2.12194440e-4
+	log2e      = 1.44269504088896341
+	expMin     = -87.33654 // below: e^x is under the smallest normal float32
+	roundMagic = 12582912  // 1.5·2²³
+	expPoly0   = 1.9875691500e-4
+	expPoly1   = 1.3981999507e-3
+	expPoly2   = 8.3334519073e-3
+	expPoly3   = 4.1665795894e-2
+	expPoly4   = 1.6666665459e-1
+	expPoly5   = 5.0000001201e-1
 )
 
 // exp32 is e^x for x ≤ 0 (softmax arguments, x − max), in float32
@@ -78,7 +82,9 @@ func exp32(x float32) float32 {
 		}
 		return 0
 	}
-	n := float32(math.Floor(float64(float32(x*log2e) + 0.5)))
+	// n = x·log2 e rounded to the nearest integer (ties to even) by the
+	// float32 addition of 1.5·2²³, which leaves no fraction bits.
+	n := (float32(x*log2e) + roundMagic) - roundMagic
 	r := (x - float32(n*ln2Hi)) - float32(n*ln2Lo)
 	r2 := float32(r * r)
 	p := float32(float32(float32(float32(float32(float32(float32(float32(float32(float32(expPoly0*r)+expPoly1)*r)+expPoly2)*r)+expPoly3)*r)+expPoly4)*r) + expPoly5)

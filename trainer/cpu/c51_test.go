@@ -194,3 +194,23 @@ func TestPositiveMasksExactlyTheNonPositive(t *testing.T) {
 		}
 	}
 }
+
+// TestSoftmaxIsLogSoftmaxsProbabilities checks that softmax gives the same
+// bits as logSoftmax's probabilities.
+func TestSoftmaxIsLogSoftmaxsProbabilities(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 9))
+	for k := 0; k < 100; k++ {
+		l := make([]float32, 51)
+		for j := range l {
+			l[j] = float32(5 * r.NormFloat64())
+		}
+		p1, p2 := make([]float32, 51), make([]float32, 51)
+		softmax(l, p1)
+		logSoftmax(append([]float32(nil), l...), p2)
+		for j := range p1 {
+			if math.Float32bits(p1[j]) != math.Float32bits(p2[j]) {
+				t.Fatalf("case %d atom %d: softmax %g, logSoftmax %g", k, j, p1[j], p2[j])
+			}
+		}
+	}
+}

@@ -95,7 +95,7 @@ func (n *Net) rowQ(r int, q []float32, s *scratch) {
 		l, p := s.l[:nd*atoms], s.p[:nd*atoms]
 		dueling(v, n.outA(r, d), nd, s.mean, l)
 		for a := 0; a < nd; a++ {
-			logSoftmax(l[a*atoms:(a+1)*atoms], p[a*atoms:(a+1)*atoms])
+			softmax(l[a*atoms:(a+1)*atoms], p[a*atoms:(a+1)*atoms])
 		}
 		expected(p, n.support, q[model.BranchOffset[d]:model.BranchOffset[d]+nd])
 	}
@@ -130,6 +130,26 @@ func logSoftmax(l, p []float32) {
 	ls := log32(s)
 	for j, x := range l {
 		l[j] = (x - mx) - ls
+		p[j] /= s
+	}
+}
+
+// softmax writes the softmax of the logits l to p, the same values as
+// logSoftmax's p, without the log-probabilities.
+func softmax(l, p []float32) {
+	mx := l[0]
+	for _, x := range l[1:] {
+		if x > mx {
+			mx = x
+		}
+	}
+	var s float32
+	for j, x := range l {
+		e := exp32(x - mx)
+		p[j] = e
+		s += e
+	}
+	for j := range p {
 		p[j] /= s
 	}
 }
