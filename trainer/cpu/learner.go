@@ -28,9 +28,10 @@ type StepResult struct {
 // double-DQN learner: online and target networks, AdamW moments, the
 // spectral-norm vectors and the scratch of a training step. Scratch grows
 // to the largest batch seen and is then reused, so Step allocates no
-// buffers in steady state (with one thread nothing at all; with more, the
-// GEMM fan-out allocates about a hundred small objects per step). A
-// Learner is not safe for concurrent use.
+// buffers in steady state (with one thread nothing at all, on every BLAS;
+// with more, the goroutines of gonum's tiles and of the per-sample loops
+// are a few dozen small objects per step). A Learner is not safe for
+// concurrent use.
 type Learner struct {
 	online, target *Net
 	opt            config.OptimConfig
