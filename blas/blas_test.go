@@ -162,3 +162,38 @@ func TestOpenNamesWhatIsMissing(t *testing.T) {
 		t.Errorf("Describe %q hides why gonum runs", g.Describe())
 	}
 }
+
+// TestSgemmIsSafeForConcurrentUse runs products on every available BLAS
+// from four goroutines at once (a worker trains several runs in one
+// process) and checks each against the same product run alone.
+func TestSgemmIsSafeForConcurrentUse(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	const m, n, k, g = 300, 260, 200, 4
+	var as, bs, want [g][]float32
+	for _, b := range available(t, 2) {
+		for i := range g {
+			as[i], bs[i] = randMatrix(r, m, k), randMatrix(r, k, n)
+			want[i] = make([]float32, m*n)
+			b.Sgemm(false, false, m, n, k, as[i], k, bs[i], n, 0, want[i], n)
+		}
+		errs := make(chan string, g)
+		for i := range g {
+			go func() {
+				c := make([]float32, m*n)
+				for rep := 0; rep < 20; rep++ {
+					b.Sgemm(false, false, m, n, k, as[i], k, bs[i], n, 0, c, n)
+					if !slices.Equal(c, want[i]) {
+						errs <- fmt.Sprintf("%s: goroutine %d repeat %d differs from the product run alone", b.Name(), i, rep)
+						return
+					}
+				}
+				errs <- ""
+			}()
+		}
+		for range g {
+			if e := <-errs; e != "" {
+				t.Error(e)
+			}
+		}
+	}
+}
