@@ -109,6 +109,38 @@ func (l *Learner) headRows(lo, hi, w int) {
 	}
 }
 
+// gradCols applies, for columns lo…hi−1 of the group l.bg (relative to its
+// first column) and all l.n rows, the ReLU mask (hidden layers), sums the
+// bias gradient in row order into l.gb, and (mixed) rounds the gradient to
+// bf16. Columns are independent, so the split does not change a bit.
+func (l *Learner) gradCols(lo, hi, _ int) {
+	on, g, n := l.online, l.bg, l.n
+	ld := on.width[g.level]
+	gy := l.g[g.level]
+	c0, c1 := g.col+lo, g.col+hi
+	if g.level != lvOut {
+		h := on.act.lv[g.level]
+		for r := 0; r < n; r++ {
+			hr, gr := h[r*ld+c0:r*ld+c1], gy[r*ld+c0:r*ld+c1]
+			for k, x := range hr {
+				gr[k] = math.Float32frombits(math.Float32bits(gr[k]) & positive(x))
+			}
+		}
+	}
+	db := l.gb[lo:hi]
+	copy(db, gy[c0:c1])
+	for r := 1; r < n; r++ {
+		for j, x := range gy[r*ld+c0 : r*ld+c1] {
+			db[j] += x
+		}
+	}
+	if on.mixed {
+		for r := 0; r < n; r++ {
+			bf16.RoundSlice(gy[r*ld+c0 : r*ld+c1])
+		}
+	}
+}
+
 // groupBackward back-propagates through the layers of GEMM group g for n
 // rows: it applies the ReLU mask to their columns of the level's gradient
 // for hidden layers, writes ∂loss/∂b and ∂loss/∂W of each layer into
@@ -120,30 +152,12 @@ func (l *Learner) groupBackward(g *gemmGroup, n int) {
 	on := l.online
 	ld := on.width[g.level]
 	gy := l.g[g.level]
-	if g.level != lvOut {
-		h := on.act.lv[g.level]
-		for r := 0; r < n; r++ {
-			hr, gr := h[r*ld+g.col:r*ld+g.col+g.out], gy[r*ld+g.col:r*ld+g.col+g.out]
-			for k, x := range hr {
-				gr[k] = math.Float32frombits(math.Float32bits(gr[k]) & positive(x))
-			}
-		}
-	}
+	l.bg, l.n = g, n
+	parallel(l.workers(), g.out, l.gradColsFn)
 	for _, i := range g.layers {
 		ly := &on.lay[i]
-		c := on.place[i]
-		db := l.grad[ly.B : ly.B+ly.Out]
-		copy(db, gy[c:c+ly.Out])
-		for r := 1; r < n; r++ {
-			for j, x := range gy[r*ld+c : r*ld+c+ly.Out] {
-				db[j] += x
-			}
-		}
-	}
-	if on.mixed {
-		for r := 0; r < n; r++ {
-			bf16.RoundSlice(gy[r*ld+g.col : r*ld+g.col+g.out])
-		}
+		c := on.place[i] - g.col
+		copy(l.grad[ly.B:ly.B+ly.Out], l.gb[c:c+ly.Out])
 	}
 	x, ldx := on.act.lv[g.srcLvl][g.srcCol:], on.width[g.srcLvl]
 	for _, i := range g.layers {

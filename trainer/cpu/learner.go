@@ -48,12 +48,14 @@ type Learner struct {
 	sample []float32                  // rows: per-sample loss
 	g      [numLevels][]float32       // rows×width of each level: ∂loss/∂y, y the affine outputs of its layers
 	scr    []scratch                  // per worker: the per-sample scratch
+	gb     []float32                  // widest level: bias gradients of one GEMM group
+	bg     *gemmGroup                 // the group groupBackward works on
 	batch  *model.Batch               // the batch of the step in progress, for the parallel sections
 	n      int                        // its samples
 
 	// method values made once, so that parallel sections allocate nothing
 	// with one thread
-	targetsFn, headFn, adamFn func(lo, hi, w int)
+	targetsFn, headFn, adamFn, gradColsFn func(lo, hi, w int)
 }
 
 // checkOptim rejects optimiser settings Step cannot use, naming the field
@@ -114,7 +116,8 @@ func newLearner(online, target *Net, o config.OptimConfig) *Learner {
 		m:    make([]float32, np),
 		v:    make([]float32, np),
 	}
-	l.targetsFn, l.headFn, l.adamFn = l.targetRows, l.headRows, l.adamChunk
+	l.targetsFn, l.headFn, l.adamFn, l.gradColsFn = l.targetRows, l.headRows, l.adamChunk, l.gradCols
+	l.gb = make([]float32, slices.Max(online.width[:]))
 	maxIn, maxOut := 0, 0
 	for i, ly := range online.lay {
 		l.u[i] = make([]float32, ly.Out)
