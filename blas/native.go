@@ -39,9 +39,10 @@ type native struct {
 // arguments would be a new heap slice per call (SyscallN is
 // go:uintptrescapes); passed as argv they cost nothing. That is safe
 // because everything argv points to is on the heap, which Go's collector
-// does not move (the pooled gemmArgs, and the matrices, which the CPU
-// backend allocates once and which the KeepAlive calls after the call keep
-// reachable).
+// does not move: the pooled gemmArgs, and the matrices, which reach Sgemm
+// through the BLAS interface (so escape analysis cannot keep them on a
+// goroutine stack, which could move) and which the KeepAlive calls after
+// the call keep reachable.
 type gemmArgs struct {
 	ta, tb        byte
 	m, n, k       int32
