@@ -39,16 +39,18 @@ type native struct {
 // arguments would be a new heap slice per call (SyscallN is
 // go:uintptrescapes); passed as argv they cost nothing. That is safe
 // because everything argv points to is on the heap, which Go's collector
-// does not move: the pooled gemmArgs, and the matrices, which reach Sgemm
-// through the BLAS interface (so escape analysis cannot keep them on a
-// goroutine stack, which could move) and which the KeepAlive calls after
-// the call keep reachable.
+// does not move: the pooled gemmArgs, and the matrices (see mats), which
+// the KeepAlive calls after the call keep reachable.
 type gemmArgs struct {
 	ta, tb        byte
 	m, n, k       int32
 	lda, ldb, ldc int32
 	alpha, beta   float32
 	argv          [13]uintptr
+	// mats holds A, B and C as pointers for the duration of the call: the
+	// store into this heap object makes escape analysis put the matrices
+	// on the heap even where a call is devirtualised and inlined.
+	mats [3]unsafe.Pointer
 }
 
 func (b *native) Name() string     { return b.name }
@@ -102,6 +104,7 @@ func (b *native) Sgemm(tA, tB bool, m, n, k int, a []float32, lda int, bm []floa
 	if tA {
 		p.tb = 'T'
 	}
+	p.mats = [3]unsafe.Pointer{unsafe.Pointer(&a[0]), unsafe.Pointer(&bm[0]), unsafe.Pointer(&c[0])}
 	p.argv = [13]uintptr{
 		uintptr(unsafe.Pointer(&p.ta)), uintptr(unsafe.Pointer(&p.tb)),
 		uintptr(unsafe.Pointer(&p.m)), uintptr(unsafe.Pointer(&p.n)), uintptr(unsafe.Pointer(&p.k)),
@@ -115,6 +118,7 @@ func (b *native) Sgemm(tA, tB bool, m, n, k int, a []float32, lda int, bm []floa
 	runtime.KeepAlive(a)
 	runtime.KeepAlive(bm)
 	runtime.KeepAlive(c)
+	p.mats = [3]unsafe.Pointer{}
 	b.args.Put(p)
 }
 
