@@ -66,7 +66,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	precision := fs.String("precision", "", "precision mode (default: the config's)")
 	batch := fs.Int("batch", 0, "batch size (default: the config's)")
 	blasFlag(fs)
-	pytorchMode := fs.String("pytorch", "auto", "cpu: time the PyTorch reference of the step beside ours: auto (when python has torch), on, off")
+	pytorchMode := fs.String("pytorch", "auto", "cpu, fp32: time the PyTorch reference of the step beside ours at the same batch and threads: auto (when python has torch), on, off")
 	python := fs.String("python", "python3", "cpu: the Python interpreter for --pytorch")
 	profile := fs.Bool("profile", false, "CUDA: time every kernel of a step with CUDA events")
 	jsonOut := fs.Bool("json", false, "print JSON")
