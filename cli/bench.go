@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/dqnflow/dqnflow/backend"
@@ -98,6 +99,14 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	// Asked for PyTorch and it cannot run: say so before timing anything.
+	var torchVersion string
+	var torchErr error
+	if *pytorchMode != "off" && cfg.Precision == config.PrecisionFP32 && cfg.Device != "cuda" && !strings.HasPrefix(cfg.Device, "cuda:") {
+		if torchVersion, torchErr = probeTorch(ctx, *python); torchErr != nil && *pytorchMode == "on" {
+			return fmt.Errorf("--pytorch on: %w", torchErr)
+		}
+	}
 	b, dev, err := backend.Open(cfg.Device)
 	if err != nil {
 		return err
@@ -157,7 +166,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	}
 	if info.Backend == "cpu" && cfg.Precision == config.PrecisionFP32 {
 		tr.Close()
-		if res.PyTorch, err = runPyTorchBench(ctx, e.stderr, *pytorchMode, *python, cfg.BatchSize, res.Threads, res.TrainStepsPerS); err != nil {
+		if res.PyTorch, err = runPyTorchBench(ctx, e.stderr, *pytorchMode, *python, torchVersion, torchErr, cfg.BatchSize, res.Threads, res.TrainStepsPerS); err != nil {
 			return err
 		}
 	}

@@ -44,11 +44,23 @@ type pytorchVariant struct {
 // torchCheck prints torch's version, or fails when python has no torch.
 const torchCheck = "import torch; print(torch.__version__)"
 
+// probeTorch returns torch's version as python reports it, or why python
+// cannot import torch.
+func probeTorch(ctx context.Context, python string) (string, error) {
+	vctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(vctx, python, "-c", torchCheck).Output()
+	if err != nil {
+		return "", fmt.Errorf("%s cannot import torch (%v); install PyTorch or pass --python", python, err)
+	}
+	return trimNL(out), nil
+}
+
 // runPyTorchBench runs the PyTorch CPU reference with python at batch size
-// batch on threads threads (mode "auto": skipped with the reason when
-// python or torch is missing; "on": that is an error). Its progress goes
-// to stderr.
-func runPyTorchBench(ctx context.Context, stderr io.Writer, mode, python string, batch, threads int, ourStepsPerS float64) (*pytorchBench, error) {
+// batch on threads threads, given probeTorch's result (version, probeErr):
+// with mode "auto" a python without torch is a skip with the reason, with
+// "on" an error, and "off" skips. Its progress goes to stderr.
+func runPyTorchBench(ctx context.Context, stderr io.Writer, mode, python, version string, probeErr error, batch, threads int, ourStepsPerS float64) (*pytorchBench, error) {
 	res := &pytorchBench{Python: python}
 	skip := func(reason string) (*pytorchBench, error) {
 		if mode == "on" {
@@ -60,11 +72,8 @@ func runPyTorchBench(ctx context.Context, stderr io.Writer, mode, python string,
 	if mode == "off" {
 		return skip("--pytorch off")
 	}
-	vctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	out, err := exec.CommandContext(vctx, python, "-c", torchCheck).Output()
-	cancel()
-	if err != nil {
-		return skip(fmt.Sprintf("%s cannot import torch (%v); install PyTorch or pass --python", python, err))
+	if probeErr != nil {
+		return skip(probeErr.Error())
 	}
 	dir, err := os.MkdirTemp("", "dqnflow-pytorch-")
 	if err != nil {
@@ -88,7 +97,7 @@ func runPyTorchBench(ctx context.Context, stderr io.Writer, mode, python string,
 	n := strconv.Itoa(threads)
 	cmd.Env = append(os.Environ(), "OMP_NUM_THREADS="+n, "MKL_NUM_THREADS="+n, "OPENBLAS_NUM_THREADS="+n, "PYTHONUNBUFFERED=1")
 	cmd.Stdout, cmd.Stderr = stderr, stderr
-	fmt.Fprintf(stderr, "pytorch: %s (torch %s), %d threads, batch %d\n", python, trimNL(out), threads, batch)
+	fmt.Fprintf(stderr, "pytorch: %s (torch %s), %d threads, batch %d\n", python, version, threads, batch)
 	runErr := cmd.Run()
 	var doc struct {
 		Env struct {
