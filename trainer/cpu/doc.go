@@ -53,8 +53,11 @@
 // output element is the float32 sum of its products in index order (see
 // blas.Gonum.Sgemm), and a row's forward result does not depend on the
 // other rows of its batch. On OpenBLAS the bits depend on the CPU's kernel
-// and may depend on the thread count; they stay within float32 rounding of
-// gonum's (TestCrossCheckPassesWithEveryBLAS: ~4e-7 relative). The float32
+// and may depend on the thread count, and a row's result depends on the
+// shape of the product it is computed in (measured: Q values of one
+// observation alone and inside a batch of 589 differ in the last bits for
+// every row); they stay within float32 rounding of gonum's
+// (TestCrossCheckPassesWithEveryBLAS: ~4e-7 relative). The float32
 // gradient matches float64 central differences to ~3e-7 relative
 // (TestGradientsMatchFiniteDifferences).
 //
