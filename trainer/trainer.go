@@ -1,5 +1,5 @@
 // Package trainer defines the Trainer interface that the activities and the
-// CLI use, whatever backend runs it: the pure-Go reference in trainer/cpu or
+// CLI use, whatever backend runs it: the CPU backend and reference in trainer/cpu or
 // the CUDA backend in gpu/. Both pass the conformance suite in
 // trainer/trainertest.
 //

@@ -1,4 +1,4 @@
-// Package cpu is the numerical core of the pure-Go reference backend: the
+// Package cpu is the numerical core of the CPU backend and reference: the
 // distributional (C51), action-branching, dueling double-DQN of DESIGN.md
 // §3, its loss and hand-written backward pass, AdamW with global-norm
 // clipping, the spectral-norm bound and the EMA target update. The CUDA
