@@ -43,6 +43,7 @@ func (l *Learner) backward(b *model.Batch, n int) float32 {
 	on := l.online
 	l.batch, l.n = b, n
 	parallel(l.workers(), n, l.headFn)
+	l.batch = nil // the caller's batch is not kept
 	var loss float32
 	for i := 0; i < n; i++ {
 		loss += float32(b.Weight[i] * l.sample[i])

@@ -373,6 +373,7 @@ func (l *Learner) targets(b *model.Batch, n int) {
 
 	l.batch, l.n = b, n
 	parallel(l.workers(), n, l.targetsFn)
+	l.batch = nil // the caller's batch is not kept
 }
 
 // targetRows computes the projected targets of samples lo…hi−1 (step 2 of

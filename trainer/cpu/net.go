@@ -81,8 +81,7 @@ type Net struct {
 	// the group being computed, for biasFn (a method value made once, so
 	// that parallel sections allocate nothing with one thread)
 	g      *gemmGroup
-	rows   int
-	x, y   []float32
+	y      []float32
 	ldy    int
 	biasFn func(lo, hi, w int)
 }
@@ -338,7 +337,7 @@ func (n *Net) linear(g *gemmGroup, rows int) {
 	} else {
 		n.lib.Sgemm(false, true, rows, g.out, g.in, x, ldx, n.gw[g.w:], g.in, 0, y, ldy)
 	}
-	n.g, n.rows, n.x, n.y, n.ldy = g, rows, x, y, ldy
+	n.g, n.y, n.ldy = g, y, ldy
 	parallel(n.lib.Threads(), rows, n.biasFn)
 }
 
