@@ -67,9 +67,10 @@ lint:
 	$(GO) vet ./...
 	$(GO) vet -tags chaos ./e2e
 
-## bench: CPU trainer throughput (train steps/s, env steps/s) and the Go benchmarks
+## bench: CPU trainer throughput on gonum and on the machine's BLAS (auto), with the PyTorch CPU reference beside it when python3 has torch; the Go benchmarks
 bench: build
-	$(DQNFLOW) bench --device cpu --json
+	$(DQNFLOW) bench --device cpu --blas gonum --pytorch off --json
+	$(DQNFLOW) bench --device cpu --blas auto --json
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./trainer/cpu/ ./replay/
 
 ## bench-temporal: Temporal overhead per epoch; needs `make run` (or dqnflow dev) running

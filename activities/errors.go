@@ -85,7 +85,7 @@ func classify(what string, err error) error {
 	case errors.As(err, &fe), errors.Is(err, config.ErrInvalid):
 		return nonRetryable(ErrTypeInvalidConfig, what, err, "fix the config and start a new run")
 	case errors.Is(err, trainer.ErrUnsupported):
-		return nonRetryable(ErrTypeInvalidConfig, what, err, "the workers cannot run this config; change device or precision and start a new run")
+		return nonRetryable(ErrTypeInvalidConfig, what, err, "the workers cannot run this config; change device, precision or blas and start a new run")
 	case errors.Is(err, trainer.ErrNonFinite):
 		return nonRetryable(ErrTypeNonFinite, what, err,
 			"training diverged; lower optim.lr, raise optim.clip_norm or check the data, then start a new run")

@@ -19,7 +19,7 @@ import (
 // "auto" takes CUDA device 0 when it opens (driver, device and NVRTC all
 // found) and otherwise the CPU, saying why.
 func Open(device string) (trainer.Backend, string, error) {
-	cpuDesc := fmt.Sprintf("cpu (pure-Go reference backend, %d threads)", runtime.GOMAXPROCS(0))
+	cpuDesc := fmt.Sprintf("cpu (%d threads; the run's blas setting picks the matrix library)", runtime.GOMAXPROCS(0))
 	switch {
 	case device == "cpu":
 		return cpu.Backend{}, cpuDesc, nil

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/dqnflow/dqnflow/backend"
@@ -18,11 +19,14 @@ import (
 
 // benchResult is what "dqnflow bench --json" prints.
 type benchResult struct {
-	Date       string `json:"date"`
-	Device     string `json:"device"`
-	Backend    string `json:"backend"`
-	Precision  string `json:"precision"`
-	Threads    int    `json:"threads"`
+	Date      string `json:"date"`
+	Device    string `json:"device"`
+	Backend   string `json:"backend"`
+	Precision string `json:"precision"`
+	Threads   int    `json:"threads"`
+	// BLAS is the matrix library of the CPU backend, with its version, CPU
+	// kernel and threads (trainer.Info.BLAS).
+	BLAS       string `json:"blas,omitempty"`
 	Parameters int    `json:"parameters"`
 	BatchSize  int    `json:"batch_size"`
 	NumEnvs    int    `json:"num_envs"`
@@ -49,6 +53,9 @@ type benchResult struct {
 	SelfCheck string `json:"self_check,omitempty"`
 	// Kernels is the device time of each launch of a step (CUDA only).
 	Kernels []gpu.KernelTime `json:"kernels,omitempty"`
+	// PyTorch is the PyTorch CPU reference of the same step at the same
+	// batch size and thread count, run after ours (CPU only).
+	PyTorch *pytorchBench `json:"pytorch,omitempty"`
 }
 
 // runBench implements "dqnflow bench".
@@ -59,6 +66,9 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	steps := fs.Int("steps", 30, "gradient steps to time")
 	precision := fs.String("precision", "", "precision mode (default: the config's)")
 	batch := fs.Int("batch", 0, "batch size (default: the config's)")
+	blasFlag(fs)
+	pytorchMode := fs.String("pytorch", "auto", "cpu, fp32: time the PyTorch reference of the step beside ours at the same batch and threads: auto (when python has torch), on, off")
+	python := fs.String("python", "python3", "cpu: the Python interpreter for --pytorch")
 	profile := fs.Bool("profile", false, "CUDA: time every kernel of a step with CUDA events")
 	jsonOut := fs.Bool("json", false, "print JSON")
 	temporal := fs.Bool("temporal", false, "measure Temporal's overhead per epoch instead, on the server at $"+envTemporalAddress+" (needs a running worker, e.g. dqnflow dev)")
@@ -68,6 +78,9 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	}
 	if *temporal {
 		return benchTemporal(ctx, e, *epochs, *jsonOut)
+	}
+	if m := *pytorchMode; m != "auto" && m != "on" && m != "off" {
+		return fmt.Errorf("%w: flag --pytorch %q: want auto, on or off", errUsage, m)
 	}
 	if *steps < 1 {
 		return fmt.Errorf("%w: flag --steps %d: must be at least 1", errUsage, *steps)
@@ -85,6 +98,14 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	}
 	if err := cfg.Validate(); err != nil {
 		return err
+	}
+	// Asked for PyTorch and it cannot run: say so before timing anything.
+	var torchVersion string
+	var torchErr error
+	if *pytorchMode != "off" && cfg.Precision == config.PrecisionFP32 && cfg.Device != "cuda" && !strings.HasPrefix(cfg.Device, "cuda:") {
+		if torchVersion, torchErr = probeTorch(ctx, *python); torchErr != nil && *pytorchMode == "on" {
+			return fmt.Errorf("--pytorch on: %w", torchErr)
+		}
 	}
 	b, dev, err := backend.Open(cfg.Device)
 	if err != nil {
@@ -108,7 +129,13 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	}
 	defer tr.Close()
 	info := tr.Info()
-	res.Backend, res.Precision, res.Parameters = info.Backend, info.Precision, info.Parameters
+	res.Backend, res.Precision, res.Parameters, res.BLAS = info.Backend, info.Precision, info.Parameters, info.BLAS
+	if info.Threads > 0 {
+		res.Threads = info.Threads
+	}
+	if info.BLAS != "" {
+		fmt.Fprintf(e.stderr, "blas: %s\n", info.BLAS)
+	}
 
 	collect := max(cfg.Replay.Warmup/cfg.Env.NumEnvs, 1)
 	t0 := time.Now()
@@ -137,11 +164,33 @@ func runBench(ctx context.Context, e *env, args []string) error {
 			}
 		}
 	}
+	if info.Backend == "cpu" && cfg.Precision == config.PrecisionFP32 {
+		tr.Close()
+		if res.PyTorch, err = runPyTorchBench(ctx, e.stderr, *pytorchMode, *python, torchVersion, torchErr, cfg.BatchSize, res.Threads, res.TrainStepsPerS); err != nil {
+			return err
+		}
+	}
 	if *jsonOut {
 		return printJSON(e, res)
 	}
 	fmt.Fprintf(e.stdout, "%s, %s, %d parameters, batch %d: %.1f train steps/s (%.3f ms/step, %.1f ms per 300-step epoch, %.0f samples/s), %.0f env steps/s, %.0f collect steps/s\n",
 		res.Backend, res.Precision, res.Parameters, res.BatchSize, res.TrainStepsPerS, res.MsPerStep, res.MsPer300StepEpoch, res.SamplesPerS, res.EnvStepsPerS, res.CollectStepsPerS)
+	if res.BLAS != "" {
+		fmt.Fprintf(e.stdout, "  blas %s\n", res.BLAS)
+	}
+	if p := res.PyTorch; p != nil {
+		if p.Status != "ok" {
+			fmt.Fprintf(e.stdout, "  pytorch: %s: %s\n", p.Status, p.Reason)
+		}
+		for _, v := range p.Variants {
+			if v.Status != "ok" {
+				fmt.Fprintf(e.stdout, "  pytorch %-8s %s: %s\n", v.Variant, v.Status, v.Error)
+				continue
+			}
+			fmt.Fprintf(e.stdout, "  pytorch %-8s (torch %s, %d threads): %.1f steps/s (%.3f ms/step); dqnflow/pytorch = %.2fx\n",
+				v.Variant, p.Torch, p.Threads, v.StepsPerS, v.MsPerStep, v.Speedup)
+		}
+	}
 	for _, k := range res.Kernels {
 		fmt.Fprintf(e.stdout, "  %2d %-13s %8.2f us  %s\n", k.Index, k.Name, k.Us, k.Grid)
 	}

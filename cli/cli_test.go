@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -174,6 +175,8 @@ func TestBadInputIsNamed(t *testing.T) {
 		{"wrong type", []string{"train", "--config", badJSON}, []string{"bad.json", "line 3", "seed"}},
 		{"bad flag value", []string{"train", "--epochs", "-1"}, []string{"epochs", "-1"}},
 		{"bad device", []string{"train", "--device", "tpu"}, []string{"device", "tpu"}},
+		{"bad blas", []string{"train", "--blas", "mkl"}, []string{"blas", "mkl"}},
+		{"bad pytorch mode", []string{"bench", "--pytorch", "maybe"}, []string{"--pytorch", "maybe"}},
 		{"cuda without backend", []string{"bench", "--device", "cuda:0"}, []string{"cuda:0", "cpu"}},
 		{"bad csv", []string{"train", "--data", badCSV}, []string{"bad.csv:3:", "high", "below low"}},
 		{"missing file", []string{"train", "--data", filepath.Join(dir, "nope.csv")}, []string{"nope.csv"}},
@@ -193,5 +196,28 @@ func TestBadInputIsNamed(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestMissingOpenBLASIsAnError runs "train --blas openblas" in a child
+// process whose OpenBLAS cannot be found (this process may already have
+// opened it): the run fails, naming the blas setting, the path tried and
+// how to install it, rather than falling back to gonum.
+func TestMissingOpenBLASIsAnError(t *testing.T) {
+	if os.Getenv("DQNFLOW_CLI_CHILD") == "1" {
+		os.Exit(Main(context.Background(), strings.Fields(os.Getenv("DQNFLOW_CLI_ARGS")), os.Stdout, os.Stderr))
+	}
+	cfg := tinyConfig(t, t.TempDir())
+	cmd := exec.Command(os.Args[0], "-test.run=^TestMissingOpenBLASIsAnError$")
+	cmd.Env = append(os.Environ(), "DQNFLOW_CLI_CHILD=1", "DQNFLOW_OPENBLAS=/nonexistent/libopenblas.so.0",
+		"DQNFLOW_CLI_ARGS=train --device cpu --blas openblas --out "+t.TempDir()+" --config "+cfg)
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("train --blas openblas without OpenBLAS succeeded:\n%s", out)
+	}
+	for _, want := range []string{`blas "openblas"`, "/nonexistent/libopenblas.so.0", "apt-get install libopenblas0", "--blas gonum"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output does not mention %q:\n%s", want, out)
+		}
 	}
 }

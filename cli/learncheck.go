@@ -52,6 +52,7 @@ func runLearnCheck(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "learn-check")
 	cfgPath := fs.String("config", "", "RunConfig JSON file (default: the learn-check config)")
 	jsonOut := fs.Bool("json", false, "print the result as JSON")
+	blasName := fs.String("blas", "", "CPU matrix library: auto, gonum, openblas or accelerate (default: the config's, auto)")
 	if err := parse(fs, args, 0); err != nil {
 		return err
 	}
@@ -60,6 +61,12 @@ func runLearnCheck(ctx context.Context, e *env, args []string) error {
 		var err error
 		if cfg, err = config.Load(*cfgPath); err != nil {
 			return err
+		}
+	}
+	if *blasName != "" {
+		cfg.BLAS = *blasName
+		if err := cfg.Validate(); err != nil {
+			return fmt.Errorf("%w (after applying flags)", err)
 		}
 	}
 	if cfg.Data.Path != "synthetic" {

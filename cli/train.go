@@ -25,6 +25,7 @@ func runTrain(ctx context.Context, e *env, args []string) error {
 	cfgPath := fs.String("config", "", "RunConfig JSON file (default: built-in defaults)")
 	dataPath := fs.String("data", "", "price CSV file, bundled:NAME or synthetic (default: the config's data.path)")
 	epochs := fs.Int("epochs", 0, "number of epochs (default: the config's epochs)")
+	blasFlag(fs)
 	out := fs.String("out", "", "directory for checkpoints and the final report (default: runs/<run id>, a new one per run)")
 	jsonOut := fs.Bool("json", false, "print the final validation report as JSON")
 	if err := parse(fs, args, 0); err != nil {
@@ -45,6 +46,11 @@ func runTrain(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
+// blasFlag adds --blas, which loadConfig applies to the config's blas.
+func blasFlag(fs *flag.FlagSet) {
+	fs.String("blas", "", "CPU matrix library: auto, gonum, openblas or accelerate (default: the config's blas, auto)")
+}
+
 // loadConfig reads the config file and applies the flags that override it;
 // the result is validated, so a bad flag is named like a bad config key.
 func loadConfig(fs *flag.FlagSet, path, device, dataPath string, epochs int) (config.RunConfig, error) {
@@ -62,6 +68,9 @@ func loadConfig(fs *flag.FlagSet, path, device, dataPath string, epochs int) (co
 	}
 	if set["epochs"] {
 		cfg.Epochs = epochs
+	}
+	if set["blas"] {
+		cfg.BLAS = fs.Lookup("blas").Value.String()
 	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, fmt.Errorf("%w (after applying flags)", err)

@@ -28,7 +28,7 @@ const (
 )
 
 // RunConfig is the whole configuration of one training run. The top-level
-// keys seed, epochs, steps_per_epoch, batch_size, device, precision and the
+// keys seed, epochs, steps_per_epoch, batch_size, device, precision, blas and the
 // sections data, model, env, optim, replay, checkpoint and backtest are public
 // and stable.
 type RunConfig struct {
@@ -45,6 +45,14 @@ type RunConfig struct {
 	Device string `json:"device"`
 	// Precision is "fp32", "bf16-mixed" or "bf16". Default "fp32".
 	Precision string `json:"precision"`
+	// BLAS is the matrix library of the CPU backend: "openblas" (OpenBLAS,
+	// loaded at run time), "accelerate" (macOS), "gonum" (pure Go: slower,
+	// bit-identical on every machine), or "auto": OpenBLAS on Linux,
+	// Accelerate on macOS, gonum when that does not open. A library asked
+	// for by name that is missing fails the run. What ran is in the
+	// trainer's Info and the run's row. The CUDA backend ignores it.
+	// Default "auto".
+	BLAS string `json:"blas"`
 	// ReadbackInterval is how many gradient steps the CUDA backend runs
 	// between reads of the loss and gradient norm (and the NaN check): the
 	// device is never waited for inside such a chunk. Default 100; the CPU
@@ -176,7 +184,7 @@ type BacktestConfig struct {
 func Defaults() RunConfig {
 	return RunConfig{
 		Seed: 1, Epochs: 20, StepsPerEpoch: 300, BatchSize: 256, ReadbackInterval: 100,
-		Device: "cpu", Precision: PrecisionFP32,
+		Device: "cpu", Precision: PrecisionFP32, BLAS: "auto",
 		Data:  DataConfig{Path: data.Default, TrainFraction: 0.8, SyntheticBars: 20000},
 		Model: ModelConfig{Trunk1: 256, Trunk2: 256, Head: 128, Atoms: 51, VMin: -10, VMax: 10},
 		Env: EnvConfig{

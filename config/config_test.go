@@ -97,6 +97,7 @@ func TestOutOfRangeValuesNameTheField(t *testing.T) {
 		{`{"batch_size": 100000}`, "batch_size"},
 		{`{"device": "tpu"}`, "device"},
 		{`{"precision": "fp8"}`, "precision"},
+		{`{"blas": "mkl"}`, "blas"},
 		{`{"data": {"train_fraction": 1}}`, "data.train_fraction"},
 		{`{"data": {"valid_from": "yesterday"}}`, "data.valid_from"},
 		{`{"model": {"atoms": 1}}`, "model.atoms"},

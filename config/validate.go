@@ -37,6 +37,7 @@ func (c *RunConfig) Validate() error {
 		intIn("batch_size", c.BatchSize, 1, 65536),
 		intIn("readback_interval", c.ReadbackInterval, 1, 1000000),
 		{"device", c.Device, c.Device == "cpu" || c.Device == "auto" || cudaDevice.MatchString(c.Device), `must be "cpu", "cuda", "cuda:N" or "auto"`},
+		{"blas", c.BLAS, c.BLAS == "auto" || c.BLAS == "gonum" || c.BLAS == "openblas" || c.BLAS == "accelerate", `must be "auto", "gonum", "openblas" or "accelerate"`},
 		{"precision", c.Precision, c.Precision == PrecisionFP32 || c.Precision == PrecisionBF16Mixed || c.Precision == PrecisionBF16, `must be "fp32", "bf16-mixed" or "bf16"`},
 
 		floatOpen("data.train_fraction", c.Data.TrainFraction, 0, 1),

@@ -1,5 +1,5 @@
 // Package trainer defines the Trainer interface that the activities and the
-// CLI use, whatever backend runs it: the pure-Go reference in trainer/cpu or
+// CLI use, whatever backend runs it: the CPU backend and reference in trainer/cpu or
 // the CUDA backend in gpu/. Both pass the conformance suite in
 // trainer/trainertest.
 //
@@ -26,6 +26,13 @@ type Info struct {
 	StorageDType string `json:"storage_dtype"` // weights and activations entering GEMMs: "f32" or "bf16"
 	ComputeDType string `json:"compute_dtype"` // GEMM accumulation: "f32"
 	Parameters   int    `json:"parameters"`    // trainable parameters of the online network
+	// BLAS is the matrix library the CPU backend's GEMMs run on, with its
+	// version, CPU kernel and thread count (e.g. "openblas 0.3.21
+	// (Haswell kernels, pthreads, 2 threads, libopenblas.so.0)"); empty
+	// for the CUDA backend. Device repeats it, so the run's row shows it.
+	BLAS string `json:"blas,omitempty"`
+	// Threads is the number of threads the GEMMs may use (CPU backend).
+	Threads int `json:"threads,omitempty"`
 	// SelfCheck is what the backend measured at start-up to back the
 	// precision claim (the CUDA backend runs its GEMM on operands whose
 	// result tells bf16 from float32 storage and accumulation).

@@ -70,6 +70,10 @@ for _name, _b in BASES.items():
     VARIANTS[_name] = dict(_b, precision="fp32")
     VARIANTS[_name + "-bf16"] = dict(_b, precision="bf16")
 
+# On the CPU there are no CUDA graphs: eager, and torch.compile (inductor's
+# C++/OpenMP code) in default mode and in max-autotune.
+CPU_VARIANTS = ["eager", "compile"]
+
 # Run order: the cheap variants first, then torch.compile in default mode and
 # the two variants that reuse its compiled graphs (inductor's FX graph cache
 # hits), then bf16, and max-autotune (slowest to compile) last, so that a
@@ -90,11 +94,16 @@ def parse_args(argv):
                    help="wall-clock budget of the whole script, import of torch included (default 240)")
     p.add_argument("--smoke", action="store_true",
                    help="run each variant for 3 steps (1 warm-up), no epoch timing: a check that everything runs")
-    p.add_argument("--variants", default=",".join(DEFAULT_VARIANTS),
-                   help="comma-separated variants in run order, or 'all' (see --list)")
-    p.add_argument("--batches", default="256,4096,16384", help="comma-separated batch sizes")
-    p.add_argument("--epoch-batch", type=int, default=256,
-                   help="batch size at which a whole 300-step epoch plus target sync is timed (0: none)")
+    p.add_argument("--variants", default=None,
+                   help="comma-separated variants in run order, or 'all' (see --list); default: all but "
+                        "max-autotune on cuda, " + ",".join(CPU_VARIANTS) + " on cpu")
+    p.add_argument("--batches", default=None, help="comma-separated batch sizes (default 256,4096,16384; cpu: 256)")
+    p.add_argument("--epoch-batch", type=int, default=None,
+                   help="batch size at which a whole 300-step epoch plus target sync is timed (0: none; "
+                        "default 256, cpu: 0)")
+    p.add_argument("--threads", type=int, default=0,
+                   help="cpu: torch.set_num_threads (intra-op threads; 0: torch's default), the thread count "
+                        "to match when comparing with dqnflow bench --device cpu")
     p.add_argument("--repeats", type=int, default=7, help="timed repeats per variant and batch (median taken)")
     p.add_argument("--rep-ms", type=float, default=50.0, help="target length of one timed repeat, in ms")
     p.add_argument("--epoch-repeats", type=int, default=3, help="timed epochs (fewer when an epoch is slow)")
@@ -114,6 +123,13 @@ def parse_args(argv):
     p.add_argument("--no-checks", action="store_true", help="skip the numerical self-checks")
     p.add_argument("--list", action="store_true", help="list the variants and exit")
     a = p.parse_args(argv)
+    cpu = a.device == "cpu"
+    if a.variants is None:
+        a.variants = ",".join(CPU_VARIANTS if cpu else DEFAULT_VARIANTS)
+    if a.batches is None:
+        a.batches = "256" if cpu else "256,4096,16384"
+    if a.epoch_batch is None:
+        a.epoch_batch = 0 if cpu else 256
     if a.variants.strip() == "all":
         a.variant_list = list(VARIANTS)
     else:
@@ -228,7 +244,8 @@ def summarise(d):
         if ms is not None:
             ref = DESIGN_REFERENCE[key]
             cmp[key] = {"measured": ms, "design": ref, "speedup_vs_design": round(ref / ms, 3)}
-    s["vs_design"] = cmp
+    # DESIGN.md's figures are the H200's; a CPU run has nothing to compare.
+    s["vs_design"] = cmp if d["env"].get("kind") != "cpu" else {}
     return s
 
 
@@ -328,6 +345,7 @@ def run(args, rep):
             env[mod] = f"unavailable: {short_error(e)}"
     env["import_s"] = round(time.monotonic() - T_START, 2)
     dev = torch.device(args.device)
+    env["kind"] = dev.type
     if dev.type == "cuda":
         if not torch.cuda.is_available():
             raise RuntimeError("no CUDA device visible to torch")
@@ -344,8 +362,18 @@ def run(args, rep):
         except Exception as e:
             env["nvidia_smi"] = f"unavailable: {short_error(e)}"
     else:
-        env["device"] = {"name": f"{dev} ({platform.processor() or platform.machine()}, "
-                                 f"{os.cpu_count()} CPUs): not a benchmark, a check that the script runs"}
+        if args.threads > 0:
+            torch.set_num_threads(args.threads)
+        env["threads"] = torch.get_num_threads()
+        env["interop_threads"] = torch.get_num_interop_threads()
+        try:
+            affinity = len(os.sched_getaffinity(0))
+        except Exception:
+            affinity = None
+        env["device"] = {"name": f"{dev} ({cpu_model()}, {torch.get_num_threads()} threads, "
+                                 f"{affinity or os.cpu_count()} of {os.cpu_count()} CPUs usable)",
+                         "threads": torch.get_num_threads(), "cpus_usable": affinity,
+                         "cpus": os.cpu_count(), "parallel_info": torch.__config__.parallel_info()}
 
     torch.set_float32_matmul_precision("high" if args.tf32 else "highest")
     try:
@@ -401,6 +429,12 @@ def run(args, rep):
                                            "reason": reason})
                     doc["skipped"].append(f"{name} batch {batch}: {reason}")
                 continue
+            if dev.type != "cuda" and ("graph" in name or "capture" in name):
+                reason = "needs CUDA (CUDA graphs)"
+                with rep.lock:
+                    doc["results"].append({"variant": name, "batch": batch, "status": "skipped", "reason": reason})
+                    doc["skipped"].append(f"{name} batch {batch}: {reason}")
+                continue
             rep.current = f"{name} batch {batch}"
             rep.running = {"variant": name, "batch": batch}
             r = run_one(torch, dqn, cfg, dev, name, spec, batch, args)
@@ -414,6 +448,18 @@ def run(args, rep):
                              f"  [{time.monotonic() - T_START:.0f} s]\n")
             sys.stderr.flush()
     rep.current = "done"
+
+
+def cpu_model():
+    """The CPU's model name (Linux /proc/cpuinfo), or the platform's guess."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 def sync(torch):

@@ -156,3 +156,61 @@ func TestLogSoftmaxIsStable(t *testing.T) {
 		t.Errorf("softmax of (1e30, 1e30, −1e30) = %v, log %v; want (0.5, 0.5, 0), log(0.5)", p, l)
 	}
 }
+
+// TestExp32IsAccurate checks exp32 against math.Exp on every 256th float32
+// in [expMin, 0] and on the edges: within 2 ulp of the correctly rounded
+// value, 0 below expMin, NaN kept, exactly 1 at 0.
+func TestExp32IsAccurate(t *testing.T) {
+	worst := 0.0
+	check := func(x float32) {
+		got, want := float64(exp32(x)), math.Exp(float64(x))
+		ulp := float64(math.Nextafter32(float32(want), 2)) - float64(float32(want))
+		if d := math.Abs(got-want) / ulp; d > worst {
+			worst = d
+		}
+	}
+	for b := math.Float32bits(expMin); b > 0x80000000; b -= 256 { // negative floats, decreasing magnitude
+		check(math.Float32frombits(b))
+	}
+	check(expMin)
+	t.Logf("max error %.2f ulp", worst)
+	if worst > 2 {
+		t.Errorf("exp32 is %.2f ulp from e^x", worst)
+	}
+	if exp32(0) != 1 || exp32(-100) != 0 || !math.IsNaN(float64(exp32(float32(math.NaN())))) || exp32(float32(math.Inf(-1))) != 0 {
+		t.Errorf("exp32(0, -100, NaN, -Inf) = %g, %g, %g, %g", exp32(0), exp32(-100), exp32(float32(math.NaN())), exp32(float32(math.Inf(-1))))
+	}
+}
+
+// TestPositiveMasksExactlyTheNonPositive checks the branch-free ReLU mask.
+func TestPositiveMasksExactlyTheNonPositive(t *testing.T) {
+	for _, h := range []float32{0, float32(math.Copysign(0, -1)), 1e-45, 1, 3.4e38, float32(math.Inf(1)), float32(math.NaN()), -1, float32(math.Inf(-1))} {
+		want := uint32(0)
+		if h > 0 {
+			want = 0xffffffff
+		}
+		if got := positive(h); got != want {
+			t.Errorf("positive(%g) = %#x, want %#x", h, got, want)
+		}
+	}
+}
+
+// TestSoftmaxIsLogSoftmaxsProbabilities checks that softmax gives the same
+// bits as logSoftmax's probabilities.
+func TestSoftmaxIsLogSoftmaxsProbabilities(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 9))
+	for k := 0; k < 100; k++ {
+		l := make([]float32, 51)
+		for j := range l {
+			l[j] = float32(5 * r.NormFloat64())
+		}
+		p1, p2 := make([]float32, 51), make([]float32, 51)
+		softmax(l, p1)
+		logSoftmax(append([]float32(nil), l...), p2)
+		for j := range p1 {
+			if math.Float32bits(p1[j]) != math.Float32bits(p2[j]) {
+				t.Fatalf("case %d atom %d: softmax %g, logSoftmax %g", k, j, p1[j], p2[j])
+			}
+		}
+	}
+}

@@ -1,17 +1,50 @@
 package cpu_test
 
 import (
+	"os"
+	"runtime"
 	"testing"
 
+	"github.com/dqnflow/dqnflow/blas"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/trainer/cpu"
 	"github.com/dqnflow/dqnflow/trainer/trainertest"
 )
 
+// blasNames are the BLAS the suites run on here: gonum always, OpenBLAS
+// when it opens. With DQNFLOW_REQUIRE_OPENBLAS=1 (CI installs it) a
+// missing OpenBLAS on Linux fails instead.
+func blasNames(t *testing.T) []string {
+	t.Helper()
+	names := []string{blas.NameGonum}
+	_, err := blas.Open(blas.NameOpenBLAS, 0)
+	switch {
+	case err == nil:
+		names = append(names, blas.NameOpenBLAS)
+	case os.Getenv("DQNFLOW_REQUIRE_OPENBLAS") == "1" && runtime.GOOS == "linux":
+		t.Fatalf("DQNFLOW_REQUIRE_OPENBLAS=1: %v", err)
+	default:
+		t.Logf("OpenBLAS is not tested: %v", err)
+	}
+	return names
+}
+
 func TestConformanceFP32(t *testing.T) {
-	trainertest.Run(t, cpu.Backend{}, "cpu", config.PrecisionFP32)
+	for _, name := range blasNames(t) {
+		t.Run(name, func(t *testing.T) {
+			cfg := trainertest.SmallConfig()
+			cfg.Device, cfg.Precision, cfg.BLAS = "cpu", config.PrecisionFP32, name
+			trainertest.RunConfig(t, cpu.Backend{}, cfg)
+		})
+	}
 }
 
 func TestConformanceBF16Mixed(t *testing.T) {
-	trainertest.Run(t, cpu.Backend{}, "cpu", config.PrecisionBF16Mixed)
+	for _, name := range blasNames(t) {
+		t.Run(name, func(t *testing.T) {
+			cfg := trainertest.SmallConfig()
+			cfg.Device, cfg.Precision, cfg.BLAS = "cpu", config.PrecisionBF16Mixed, name
+			trainertest.RunConfig(t, cpu.Backend{}, cfg)
+		})
+	}
 }

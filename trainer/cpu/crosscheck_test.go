@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dqnflow/dqnflow/blas"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/trainer/cpu"
 	"github.com/dqnflow/dqnflow/trainer/model"
@@ -38,6 +39,36 @@ func TestCrossCheckOfTheReferenceWithItselfIsExact(t *testing.T) {
 			t.Run(name+"/"+precision, func(t *testing.T) {
 				trainertest.CrossCheck(t, stepLearner(t, cfg, precision), stepLearner(t, cfg, precision), cfg, trainertest.Tolerances{})
 			})
+		}
+	}
+}
+
+// TestCrossCheckPassesWithEveryBLAS: the CPU learner on each optimised BLAS passes
+// the harness against the gonum reference at the tolerances a GPU backend
+// is held to (FP32Tolerances, BF16MixedTolerances), and against itself on
+// the same BLAS with every tolerance 0. OpenBLAS sums in another order
+// (blocked, with FMA), so against gonum it differs in the last bits only.
+func TestCrossCheckPassesWithEveryBLAS(t *testing.T) {
+	for _, name := range blasNames(t)[1:] { // gonum is the reference: TestCrossCheckOfTheReferenceWithItselfIsExact
+		lib, err := blas.Open(name, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for cname, cfg := range crossConfigs() {
+			for _, tc := range []struct {
+				precision string
+				tol       trainertest.Tolerances
+			}{{config.PrecisionFP32, trainertest.FP32Tolerances}, {config.PrecisionBF16Mixed, trainertest.BF16MixedTolerances}} {
+				t.Run(name+"/"+cname+"/"+tc.precision, func(t *testing.T) {
+					on := func() *cpu.StepLearner {
+						l := stepLearner(t, cfg, tc.precision)
+						l.Learner().SetBLAS(lib)
+						return l
+					}
+					trainertest.CrossCheck(t, stepLearner(t, cfg, tc.precision), on(), cfg, tc.tol)
+					trainertest.CrossCheck(t, on(), on(), cfg, trainertest.Tolerances{})
+				})
+			}
 		}
 	}
 }

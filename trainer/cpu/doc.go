@@ -1,4 +1,4 @@
-// Package cpu is the numerical core of the pure-Go reference backend: the
+// Package cpu is the numerical core of the CPU backend and reference: the
 // distributional (C51), action-branching, dueling double-DQN of DESIGN.md
 // §3, its loss and hand-written backward pass, AdamW with global-norm
 // clipping, the spectral-norm bound and the EMA target update. The CUDA
@@ -29,16 +29,37 @@
 // trainer/rollout's, shared with the GPU backend; this package keeps the
 // replay sampling stream.
 //
+// # GEMMs and the BLAS
+//
+// The layers of one depth are stored side by side (see lvObs in net.go):
+// the four heads' hidden layers v1, a1_0, a1_1, a1_2 read the same trunk
+// output and run as one GEMM with their weights stacked, forward and for
+// ∂loss/∂x; the online network runs on s and s′ as one batch of 2n rows.
+// The GEMMs run on a blas.BLAS chosen at run time (Learner.SetBLAS; the
+// trainer takes RunConfig.BLAS): OpenBLAS or Accelerate loaded with purego,
+// or gonum, the portable reference. Outside the GEMMs a step takes
+// softmaxes only where it reads them (all actions of the online network at
+// s′, the taken actions at s, the chosen actions of the target network),
+// with a float32 exp (exp32).
+//
 // # Determinism
 //
-// For a given seed, model, precision and sequence of batches the results
-// are bit-identical from run to run and do not depend on GOMAXPROCS or
-// SetThreads: every GEMM output element is the float32 sum of its products
-// in index order (see gemm), every other reduction is a sequential loop,
-// and products are converted to float32 explicitly so the compiler cannot
-// fuse them into FMAs. A row's forward result also does not depend on the
-// other rows of its batch. The float32 gradient matches float64 central
-// differences to ~3e-7 relative (TestGradientsMatchFiniteDifferences).
+// For a given seed, model, precision, BLAS and sequence of batches the
+// results are bit-identical from run to run: every reduction outside the
+// GEMMs is a sequential loop, products are converted to float32 explicitly
+// so the compiler cannot fuse them into FMAs, and the GEMMs are
+// deterministic (see package blas). On gonum they are moreover the same on
+// every machine and do not depend on GOMAXPROCS or SetThreads: every GEMM
+// output element is the float32 sum of its products in index order (see
+// blas.Gonum.Sgemm), and a row's forward result does not depend on the
+// other rows of its batch. On OpenBLAS the bits depend on the CPU's kernel
+// and may depend on the thread count, and a row's result depends on the
+// shape of the product it is computed in (measured: Q values of one
+// observation alone and inside a batch of 589 differ in the last bits for
+// every row); they stay within float32 rounding of gonum's
+// (TestCrossCheckPassesWithEveryBLAS: ~4e-7 relative). The float32
+// gradient matches float64 central differences to ~3e-7 relative
+// (TestGradientsMatchFiniteDifferences).
 //
 // For comparing another backend with this one, Net.Logits,
 // Net.Distributions, Net.QValues, Learner.Targets, Learner.Gradient and

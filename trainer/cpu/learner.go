@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/dqnflow/dqnflow/blas"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/trainer"
@@ -27,9 +28,10 @@ type StepResult struct {
 // double-DQN learner: online and target networks, AdamW moments, the
 // spectral-norm vectors and the scratch of a training step. Scratch grows
 // to the largest batch seen and is then reused, so Step allocates no
-// buffers in steady state (with one thread nothing at all; with more, the
-// GEMM fan-out allocates about a hundred small objects per step). A
-// Learner is not safe for concurrent use.
+// buffers in steady state (with one thread nothing at all, on every BLAS;
+// with more, the goroutines of gonum's tiles and of the per-sample loops
+// are a few dozen small objects per step). A Learner is not safe for
+// concurrent use.
 type Learner struct {
 	online, target *Net
 	opt            config.OptimConfig
@@ -38,16 +40,22 @@ type Learner struct {
 	m, v []float32 // AdamW moments
 	step int64     // AdamW updates done
 
-	u       [model.NumLayers][]float32 // spectral-norm left vectors, out_i each
-	svec    []float32                  // spectral scratch: max in
-	swv     []float32                  // spectral scratch: max out
-	rows    int                        // batch capacity of the scratch below
-	tgt     []float32                  // rows×model.NumBranches×Atoms: projected targets m
-	sample  []float32                  // rows: per-sample loss
-	g       [model.NumLayers][]float32 // rows×out_i: ∂loss/∂y_i, y_i the affine output of layer i
-	glogit  []float32                  // Atoms: ∂loss/∂logits of one taken action
-	nextQ   []float32                  // model.NumActions: online Q(s′, ·) of one sample
-	written [model.NumLayers]bool      // backward: g[i] already holds a contribution
+	u      [model.NumLayers][]float32 // spectral-norm left vectors, out_i each
+	svec   []float32                  // spectral scratch: max in
+	swv    []float32                  // spectral scratch: max out
+	rows   int                        // batch capacity of the scratch below
+	tgt    []float32                  // rows×model.NumBranches×Atoms: projected targets m
+	sample []float32                  // rows: per-sample loss
+	g      [numLevels][]float32       // rows×width of each level: ∂loss/∂y, y the affine outputs of its layers
+	scr    []scratch                  // per worker: the per-sample scratch
+	gb     []float32                  // widest level: bias gradients of one GEMM group
+	bg     *gemmGroup                 // the group groupBackward works on
+	batch  *model.Batch               // the batch of the step in progress, for the parallel sections
+	n      int                        // its samples
+
+	// method values made once, so that parallel sections allocate nothing
+	// with one thread
+	targetsFn, headFn, adamFn, gradColsFn func(lo, hi, w int)
 }
 
 // checkOptim rejects optimiser settings Step cannot use, naming the field
@@ -104,12 +112,12 @@ func newLearner(online, target *Net, o config.OptimConfig) *Learner {
 	np := len(online.params)
 	l := &Learner{
 		online: online, target: target, opt: o,
-		grad:   make([]float32, np),
-		m:      make([]float32, np),
-		v:      make([]float32, np),
-		glogit: make([]float32, online.model.Atoms),
-		nextQ:  make([]float32, model.NumActions),
+		grad: make([]float32, np),
+		m:    make([]float32, np),
+		v:    make([]float32, np),
 	}
+	l.targetsFn, l.headFn, l.adamFn, l.gradColsFn = l.targetRows, l.headRows, l.adamChunk, l.gradCols
+	l.gb = make([]float32, slices.Max(online.width[:]))
 	maxIn, maxOut := 0, 0
 	for i, ly := range online.lay {
 		l.u[i] = make([]float32, ly.Out)
@@ -130,12 +138,22 @@ func (l *Learner) Target() *Net { return l.target }
 // NumParams is the number of trainable parameters of one network.
 func (l *Learner) NumParams() int { return len(l.online.params) }
 
-// SetThreads sets the number of goroutines each GEMM may use; n ≤ 0
-// means GOMAXPROCS, the default. Results do not depend on it.
+// SetThreads sets the number of threads each GEMM may use; n ≤ 0 means
+// GOMAXPROCS, the default. With gonum results do not depend on it; for
+// OpenBLAS the count is process-wide (see Net.SetThreads).
 func (l *Learner) SetThreads(n int) {
 	l.online.SetThreads(n)
 	l.target.SetThreads(n)
 }
+
+// SetBLAS makes both networks run their GEMMs on b (Net.SetBLAS).
+func (l *Learner) SetBLAS(b blas.BLAS) {
+	l.online.SetBLAS(b)
+	l.target.SetBLAS(b)
+}
+
+// BLAS returns the implementation the GEMMs run on.
+func (l *Learner) BLAS() blas.BLAS { return l.online.lib }
 
 // Steps returns the number of AdamW updates done (the Adam step t).
 func (l *Learner) Steps() int64 { return l.step }
@@ -212,13 +230,20 @@ func (l *Learner) ensure(rows int) {
 		atoms := l.online.model.Atoms
 		l.tgt = make([]float32, rows*model.NumBranches*atoms)
 		l.sample = make([]float32, rows)
-		for i, ly := range l.online.lay {
-			l.g[i] = make([]float32, rows*ly.Out)
+		for k := lvS1; k < numLevels; k++ {
+			l.g[k] = make([]float32, rows*l.online.width[k])
 		}
 	}
 	l.online.ensure(2 * rows)
 	l.target.ensure(rows)
+	for len(l.scr) < l.workers() {
+		l.scr = append(l.scr, newScratch(l.online.model.Atoms, model.NumActions))
+	}
 }
+
+// workers is the number of goroutines of the step's per-sample and
+// per-parameter loops: the BLAS's thread count.
+func (l *Learner) workers() int { return max(1, l.online.lib.Threads()) }
 
 // Step runs one training step on b: forward, double-DQN C51 targets, loss,
 // backward, global-norm clipping, AdamW, the spectral-norm bound and the
@@ -229,7 +254,9 @@ func (l *Learner) ensure(rows int) {
 // The steps, with n = len(b.Return):
 //
 //  1. The online network runs on [Obs; NextObs] (2n rows), the target
-//     network on NextObs.
+//     network on NextObs. Softmaxes are taken only where needed: all
+//     actions of the online network at s′, the taken actions at s, and the
+//     chosen actions of the target network.
 //  2. For each sample i and branch d the online network picks
 //     a*_d = argmax_a Q_online(s′, a) (first on ties) and the target
 //     distribution m_id is the projection (see project) of
@@ -270,11 +297,22 @@ func (l *Learner) Step(b *model.Batch) (StepResult, error) {
 // applyAdamW runs AdamW step l.step on every layer, with weight decay on
 // the weight matrices and none on the biases.
 func (l *Learner) applyAdamW() {
-	p := l.online.params
+	parallel(l.workers(), l.workers(), l.adamFn)
+}
+
+// adamChunk runs AdamW on chunk w of every block: element-wise, so the
+// split does not change a bit.
+func (l *Learner) adamChunk(_, _, w int) {
+	p, k := l.online.params, l.workers()
 	for _, ly := range l.online.lay {
-		adamW(p[ly.W:ly.B], l.grad[ly.W:ly.B], l.m[ly.W:ly.B], l.v[ly.W:ly.B], l.step, l.opt, l.opt.WeightDecay)
-		e := ly.B + ly.Out
-		adamW(p[ly.B:e], l.grad[ly.B:e], l.m[ly.B:e], l.v[ly.B:e], l.step, l.opt, 0)
+		for _, blk := range [2]struct {
+			from, to int
+			decay    float64
+		}{{ly.W, ly.B, l.opt.WeightDecay}, {ly.B, ly.B + ly.Out, 0}} {
+			size := blk.to - blk.from
+			a, e := blk.from+w*size/k, blk.from+(w+1)*size/k
+			adamW(p[a:e], l.grad[a:e], l.m[a:e], l.v[a:e], l.step, l.opt, blk.decay)
+		}
 	}
 }
 
@@ -329,21 +367,28 @@ func (l *Learner) targets(b *model.Batch, n int) {
 	on, tg := l.online, l.target
 	on.setInput(0, b.Obs)
 	on.setInput(n, b.NextObs)
-	on.forward(2 * n)
+	on.linears(2 * n)
 	tg.setInput(0, b.NextObs)
-	tg.forward(n)
+	tg.linears(n)
 
+	l.batch, l.n = b, n
+	parallel(l.workers(), n, l.targetsFn)
+	l.batch = nil // the caller's batch is not kept
+}
+
+// targetRows computes the projected targets of samples lo…hi−1 (step 2 of
+// Step) with worker w's scratch.
+func (l *Learner) targetRows(lo, hi, w int) {
+	on, tg, b, n, s := l.online, l.target, l.batch, l.n, &l.scr[w]
 	atoms := on.model.Atoms
-	row := model.NumActions * atoms
-	clear(l.tgt[:n*model.NumBranches*atoms])
-	for i := 0; i < n; i++ {
-		expected(on.act.p[(n+i)*row:(n+i+1)*row], on.support, l.nextQ)
+	clear(l.tgt[lo*model.NumBranches*atoms : hi*model.NumBranches*atoms])
+	for i := lo; i < hi; i++ {
+		on.rowQ(n+i, s.nextQ, s)
 		for d, nd := range market.BranchSizes {
 			off := model.BranchOffset[d]
-			best := off + argmax(l.nextQ[off:off+nd])
-			pt := tg.act.p[i*row+best*atoms : i*row+(best+1)*atoms]
+			tg.actionDist(i, d, argmax(s.nextQ[off:off+nd]), s)
 			m := l.tgt[(i*model.NumBranches+d)*atoms : (i*model.NumBranches+d+1)*atoms]
-			project(pt, on.support, b.Return[i], b.Discount[i], on.vmin, on.vmax, on.dz, m)
+			project(s.prob, on.support, b.Return[i], b.Discount[i], on.vmin, on.vmax, on.dz, m)
 		}
 	}
 }

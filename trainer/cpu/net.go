@@ -5,6 +5,7 @@ import (
 	"runtime"
 
 	"github.com/dqnflow/dqnflow/bf16"
+	"github.com/dqnflow/dqnflow/blas"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/trainer"
@@ -17,24 +18,58 @@ var ErrUnsupportedPrecision = fmt.Errorf("unsupported precision (%w)", trainer.E
 
 // inferRows is the number of observations QValues, Distributions and Greedy push through
 // the network at once, which bounds their scratch memory. Results do not
-// depend on it (see gemm).
+// depend on it (see blas.Gonum.Sgemm).
 const inferRows = 512
+
+// Activation levels: the network's layers in depth order. The layers of
+// one level are stored side by side as column blocks of one rows×width
+// matrix, so that the four heads' hidden layers, which read the same input,
+// are one GEMM, and the four output layers write one matrix:
+//
+//	lvObs     observation                          ObsDim
+//	lvS1      s1                                   Trunk1
+//	lvS2      s2                                   Trunk2
+//	lvHidden  v1 | a1_0 | a1_1 | a1_2              4·Head
+//	lvOut     v2 | a2_0 | a2_1 | a2_2              Atoms·(1 + NumActions)
+const (
+	lvObs = iota
+	lvS1
+	lvS2
+	lvHidden
+	lvOut
+	numLevels
+)
+
+// gemmGroup is one GEMM of the forward pass: the layers of one level that
+// read the same input columns, their weights stacked as row blocks.
+type gemmGroup struct {
+	layers         []int // model layer indices, in output column order
+	level, col     int   // output level and first column
+	srcLvl, srcCol int   // input level and first column
+	in, out        int   // inputs; outputs summed over the layers
+	w              int   // offset of the stacked weight in gw and gwt
+}
 
 // Net is the network of DESIGN.md §3 with one set of parameters, as used
 // for the online and the target network and for inference from a
-// checkpoint. Its float32 parameters are the masters; the GEMMs read a copy
-// of the weights (bf16-rounded in bf16-mixed mode) and its transpose, both
-// refreshed whenever the masters change. A Net is not safe for concurrent
-// use: it owns the scratch of its forward pass.
+// checkpoint. Its float32 parameters are the masters; the GEMMs read packed
+// copies of the weights (bf16-rounded in bf16-mixed mode), refreshed
+// whenever the masters change. A Net is not safe for concurrent use: it
+// owns the scratch of its forward pass.
 type Net struct {
 	model     config.ModelConfig
 	precision string
-	mixed     bool // bf16-mixed: round GEMM operands to bf16
-	workers   int  // goroutines per GEMM
+	mixed     bool      // bf16-mixed: round GEMM operands to bf16
+	lib       blas.BLAS // runs the GEMMs
+	seq       bool      // lib sums in index order (gonum): the forward GEMM reads gwt
 	lay       [model.NumLayers]model.Layer
-	params    []float32 // float32 masters, Layout order
-	gemmW     []float32 // GEMM copy: bf16-rounded params (mixed) or params itself (fp32)
-	gemmWT    []float32 // gemmW with each weight block transposed to in×out, for the forward GEMM
+	groups    []gemmGroup
+	width     [numLevels]int       // columns of each level
+	place     [model.NumLayers]int // first column of each layer's output in its level
+	params    []float32            // float32 masters, Layout order
+	gw        []float32            // per group: the stacked weight, out×in (bf16-rounded in mixed mode)
+	gwt       []float32            // per group: gw transposed, in×out (seq only)
+	bias      [numLevels][]float32
 	support   []float32 // z_j = v_min + j·Δz
 	dz        float32   // Δz = (v_max − v_min)/(Atoms − 1)
 	vmin      float32   // v_min
@@ -42,15 +77,22 @@ type Net struct {
 	mean      []float32 // Atoms: dueling mean of one branch
 	q         []float32 // inferRows×model.NumActions: Greedy's Q values
 	act       acts
+
+	// the group being computed, for biasFn (a method value made once, so
+	// that parallel sections allocate nothing with one thread)
+	g      *gemmGroup
+	y      []float32
+	ldy    int
+	biasFn func(lo, hi, w int)
 }
 
-// acts is the forward scratch of a Net for up to rows observations. h[i]
-// is the output of layer i, rows×out_i: after bias, ReLU and (mixed) bf16
-// rounding for the hidden layers, the raw affine output for v2 and a2_d.
+// acts is the forward scratch of a Net for up to rows observations. lv[k]
+// is level k, rows×width[k]: the observation as the s1 GEMM reads it, then
+// after bias, ReLU and (mixed) bf16 rounding for the hidden layers, the raw
+// affine output for v2 and a2_d.
 type acts struct {
 	rows int
-	x    []float32 // rows×ObsDim: the observations as the s1 GEMM reads them
-	h    [model.NumLayers][]float32
+	lv   [numLevels][]float32
 	logp []float32 // rows×model.NumActions×Atoms: log-softmax over atoms
 	p    []float32 // rows×model.NumActions×Atoms: softmax over atoms
 }
@@ -68,7 +110,7 @@ func checkPrecision(precision string) error {
 		config.PrecisionFP32, config.PrecisionBF16Mixed, config.PrecisionBF16, config.ErrInvalid)
 }
 
-// newNet builds a Net with zero parameters.
+// newNet builds a Net with zero parameters on gonum.
 func newNet(m config.ModelConfig, precision string) (*Net, error) {
 	if err := model.Check(m); err != nil {
 		return nil, err
@@ -80,24 +122,71 @@ func newNet(m config.ModelConfig, precision string) (*Net, error) {
 		model:     m,
 		precision: precision,
 		mixed:     precision == config.PrecisionBF16Mixed,
-		workers:   runtime.GOMAXPROCS(0),
 		lay:       model.Layers(m),
 		params:    make([]float32, model.NumParams(m)),
-		gemmWT:    make([]float32, model.NumParams(m)),
+		gw:        make([]float32, model.NumParams(m)),
 		mean:      make([]float32, m.Atoms),
 		q:         make([]float32, inferRows*model.NumActions),
 	}
-	n.gemmW = n.params
-	if n.mixed {
-		n.gemmW = make([]float32, len(n.params))
-	}
 	n.support, n.dz, n.vmin, n.vmax = model.Support(m)
+	n.biasFn = n.biasReLU
+	n.plan()
+	n.setBLAS(blas.Gonum{Workers: runtime.GOMAXPROCS(0)})
 	return n, nil
+}
+
+// maxBranch is the largest number of actions of a branch.
+func maxBranch() int {
+	k := 0
+	for _, nd := range market.BranchSizes {
+		k = max(k, nd)
+	}
+	return k
+}
+
+// plan lays the layers out in levels and GEMM groups (see lvObs).
+func (n *Net) plan() {
+	level := [model.NumLayers]int{model.LayerS1: lvS1, model.LayerS2: lvS2, model.LayerV1: lvHidden, model.LayerV2: lvOut}
+	for d := range market.BranchSizes {
+		level[model.LayerA1(d)], level[model.LayerA2(d)] = lvHidden, lvOut
+	}
+	n.width[lvObs] = market.ObsDim
+	order := []int{model.LayerS1, model.LayerS2, model.LayerV1, model.LayerA1(0), model.LayerA1(1), model.LayerA1(2),
+		model.LayerV2, model.LayerA2(0), model.LayerA2(1), model.LayerA2(2)}
+	for _, i := range order {
+		n.place[i] = n.width[level[i]]
+		n.width[level[i]] += n.lay[i].Out
+	}
+	n.groups = n.groups[:0]
+	w := 0
+	for _, i := range order {
+		l := n.lay[i]
+		srcLvl, srcCol := lvObs, 0
+		if l.Src >= 0 {
+			srcLvl, srcCol = level[l.Src], n.place[l.Src]
+		}
+		if k := len(n.groups) - 1; k >= 0 {
+			g := &n.groups[k]
+			if g.level == level[i] && g.srcLvl == srcLvl && g.srcCol == srcCol {
+				g.layers = append(g.layers, i)
+				g.out += l.Out
+				w += l.Out * l.In
+				continue
+			}
+		}
+		n.groups = append(n.groups, gemmGroup{layers: []int{i}, level: level[i], col: n.place[i],
+			srcLvl: srcLvl, srcCol: srcCol, in: l.In, out: l.Out, w: w})
+		w += l.Out * l.In
+	}
+	for k := lvS1; k < numLevels; k++ {
+		n.bias[k] = make([]float32, n.width[k])
+	}
 }
 
 // NewNet builds a network for model m in the given precision mode with
 // weights initialised from seed as PyTorch's nn.Linear default does (see
-// Layout for the order): U(−1/√in, 1/√in) for weights and biases.
+// Layout for the order): U(−1/√in, 1/√in) for weights and biases. Its
+// GEMMs run on gonum until SetBLAS.
 func NewNet(m config.ModelConfig, precision string, seed uint64) (*Net, error) {
 	n, err := newNet(m, precision)
 	if err != nil {
@@ -108,13 +197,30 @@ func NewNet(m config.ModelConfig, precision string, seed uint64) (*Net, error) {
 	return n, nil
 }
 
-// SetThreads sets the number of goroutines each GEMM may use; k ≤ 0
-// means GOMAXPROCS, the default. Results do not depend on it.
-func (n *Net) SetThreads(k int) {
-	if k <= 0 {
-		k = runtime.GOMAXPROCS(0)
+// SetBLAS makes n run its GEMMs on b. With gonum (b.SequentialSums) every
+// GEMM output is the float32 sum of its products in index order, so results
+// are the same on every machine; with an optimised BLAS they are the same
+// from run to run on one machine, library and thread count.
+func (n *Net) SetBLAS(b blas.BLAS) {
+	n.setBLAS(b)
+	n.refresh()
+}
+
+func (n *Net) setBLAS(b blas.BLAS) {
+	n.lib, n.seq = b, b.SequentialSums()
+	if n.seq && n.gwt == nil {
+		n.gwt = make([]float32, len(n.gw))
 	}
-	n.workers = k
+}
+
+// BLAS returns the implementation n's GEMMs run on.
+func (n *Net) BLAS() blas.BLAS { return n.lib }
+
+// SetThreads sets the number of threads each GEMM may use; k ≤ 0 means
+// GOMAXPROCS, the default. With gonum results do not depend on it. For
+// OpenBLAS the count is process-wide.
+func (n *Net) SetThreads(k int) {
+	n.lib = n.lib.WithThreads(k)
 }
 
 // Model returns the model n computes.
@@ -144,20 +250,31 @@ func (n *Net) SetParams(p []float32) error {
 }
 
 // refresh recomputes the GEMM copies of the weights after the masters
-// changed: in bf16-mixed mode gemmW = bf16.Round(params) element-wise, and
-// in every mode gemmWT holds each weight block of gemmW transposed
-// (in×out), which the forward GEMM reads.
+// changed: per group the stacked weight gw (out×in), bf16.Round(params)
+// element-wise in bf16-mixed mode, and with a sequential-sum BLAS its
+// transpose gwt (in×out), which the forward GEMM reads; and the packed
+// biases of each level.
 func (n *Net) refresh() {
-	if n.mixed {
-		for i, v := range n.params {
-			n.gemmW[i] = bf16.Round(v)
+	for gi := range n.groups {
+		g := &n.groups[gi]
+		dst := n.gw[g.w : g.w+g.out*g.in]
+		r0 := 0
+		for _, i := range g.layers {
+			l := n.lay[i]
+			blk := dst[r0*g.in : (r0+l.Out)*g.in]
+			copy(blk, n.params[l.W:l.B])
+			if n.mixed {
+				bf16.RoundSlice(blk)
+			}
+			copy(n.bias[g.level][n.place[i]:n.place[i]+l.Out], n.params[l.B:l.B+l.Out])
+			r0 += l.Out
 		}
-	}
-	for _, l := range n.lay {
-		w, wt := n.gemmW[l.W:l.B], n.gemmWT[l.W:l.B]
-		for o := 0; o < l.Out; o++ {
-			for i, x := range w[o*l.In : (o+1)*l.In] {
-				wt[i*l.Out+o] = x
+		if n.seq {
+			wt := n.gwt[g.w : g.w+g.out*g.in]
+			for o := 0; o < g.out; o++ {
+				for i, x := range dst[o*g.in : (o+1)*g.in] {
+					wt[i*g.out+o] = x
+				}
 			}
 		}
 	}
@@ -171,9 +288,8 @@ func (n *Net) ensure(rows int) {
 	}
 	a := &n.act
 	a.rows = rows
-	a.x = make([]float32, rows*market.ObsDim)
-	for i, l := range n.lay {
-		a.h[i] = make([]float32, rows*l.Out)
+	for k := range a.lv {
+		a.lv[k] = make([]float32, rows*n.width[k])
 	}
 	a.logp = make([]float32, rows*model.NumActions*n.model.Atoms)
 	a.p = make([]float32, rows*model.NumActions*n.model.Atoms)
@@ -182,266 +298,69 @@ func (n *Net) ensure(rows int) {
 // setInput copies rows observations into the first GEMM's operand, rounded
 // to bf16 in bf16-mixed mode, starting at row first.
 func (n *Net) setInput(first int, obs []float32) {
-	x := n.act.x[first*market.ObsDim : first*market.ObsDim+len(obs)]
+	x := n.act.lv[lvObs][first*market.ObsDim : first*market.ObsDim+len(obs)]
 	copy(x, obs)
 	if n.mixed {
 		bf16.RoundSlice(x)
 	}
 }
 
-// input returns the GEMM operand that layer i reads.
-func (n *Net) input(i int) []float32 {
-	if s := n.lay[i].Src; s >= 0 {
-		return n.act.h[s]
-	}
-	return n.act.x
-}
-
 // forward runs the network on the first rows observations of the scratch
-// (set by setInput), filling act.h, act.logp and act.p.
+// (set by setInput), filling every level, act.logp and act.p.
 func (n *Net) forward(rows int) {
-	for i := range n.lay {
-		n.linear(i, rows)
-	}
+	n.linears(rows)
 	n.head(rows)
 }
 
-// linear computes layer i for rows observations:
+// linears runs the GEMM groups on rows observations, filling every level.
+func (n *Net) linears(rows int) {
+	for gi := range n.groups {
+		n.linear(&n.groups[gi], rows)
+	}
+}
+
+// linear computes the layers of group g for rows observations:
 //
-//	y = x·Wᵀ + b,   h = y (v2, a2_d)   or   h = max(y, 0) (hidden layers)
+//	y = x·Wᵀ + b,   h = y (v2, a2_d)   or   h = max(y, 0) (hidden layers, Go's max: NaN stays NaN)
 //
-// with the GEMM on the transposed weight copy, x·(Wᵀ), so that each output
-// is the float32 sum y[r,o] = Σ_i x[r,i]·W[o,i] taken in input order i
-// (see gemm), and the bias from the float32 masters. In
-// bf16-mixed mode a hidden layer's h is then rounded to bf16, because it is
-// the operand of the next GEMM; the outputs of v2 and a2_d stay float32.
-func (n *Net) linear(i, rows int) {
-	l := &n.lay[i]
-	out := n.act.h[i][:rows*l.Out]
-	gemm(n.workers, false, rows, l.Out, l.In, n.input(i), l.In, n.gemmWT[l.W:l.B], l.Out, 0, out, l.Out)
-	bias := n.params[l.B : l.B+l.Out]
-	for r := 0; r < rows; r++ {
-		y := out[r*l.Out : (r+1)*l.Out]
-		for j, b := range bias {
-			y[j] += b
-		}
-		if !l.ReLU {
+// with one GEMM for the group's stacked W, so that each output is the
+// float32 sum y[r,o] = Σ_i x[r,i]·W[o,i] (taken in input order i with
+// gonum, on the transposed copy, see blas.Gonum.Sgemm), and the bias from
+// the float32 masters. In bf16-mixed mode a hidden layer's h is then
+// rounded to bf16, because it is the operand of the next GEMM; the outputs
+// of v2 and a2_d stay float32.
+func (n *Net) linear(g *gemmGroup, rows int) {
+	x, ldx := n.act.lv[g.srcLvl][g.srcCol:], n.width[g.srcLvl]
+	y, ldy := n.act.lv[g.level][g.col:], n.width[g.level]
+	if n.seq {
+		n.lib.Sgemm(false, false, rows, g.out, g.in, x, ldx, n.gwt[g.w:], g.out, 0, y, ldy)
+	} else {
+		n.lib.Sgemm(false, true, rows, g.out, g.in, x, ldx, n.gw[g.w:], g.in, 0, y, ldy)
+	}
+	n.g, n.y, n.ldy = g, y, ldy
+	parallel(n.lib.Threads(), rows, n.biasFn)
+}
+
+// biasReLU adds the bias of group n.g to rows lo…hi−1 of its output and,
+// for hidden layers, applies the ReLU and (mixed) the bf16 rounding.
+func (n *Net) biasReLU(lo, hi, _ int) {
+	g, y, ldy := n.g, n.y, n.ldy
+	bias := n.bias[g.level][g.col : g.col+g.out]
+	relu := g.level != lvOut
+	for r := lo; r < hi; r++ {
+		yr := y[r*ldy : r*ldy+g.out]
+		yr = yr[:len(bias)]
+		if !relu {
+			for j, b := range bias {
+				yr[j] += b
+			}
 			continue
 		}
-		for j, v := range y {
-			if v < 0 {
-				y[j] = 0
-			}
+		for j, b := range bias {
+			yr[j] = max(yr[j]+b, 0) // branch-free; NaN stays NaN, −0 becomes +0
 		}
 		if n.mixed {
-			bf16.RoundSlice(y)
+			bf16.RoundSlice(yr)
 		}
 	}
-}
-
-// head turns the value and advantage outputs into per-action distributions
-// (Wang et al. 2016 dueling, per atom). For each observation, branch d with
-// n_d actions, action a and atom j, in float32:
-//
-//	mean_j  = (Σ_a' A_d[a',j]) / n_d                 (sum in action order)
-//	L[a,j]  = (V[j] + A_d[a,j]) − mean_j
-//	logp_j  = (L_j − max_k L_k) − log Σ_k exp(L_k − max_k L_k)
-//	p_j     = exp(L_j − max_k L_k) / Σ_k exp(L_k − max_k L_k)
-//
-// exp and log are math.Exp and math.Log of the float32 argument, rounded to
-// float32.
-func (n *Net) head(rows int) {
-	atoms := n.model.Atoms
-	n.logits(rows, n.act.logp)
-	for o := 0; o < rows*model.NumActions*atoms; o += atoms {
-		logSoftmax(n.act.logp[o:o+atoms], n.act.p[o:o+atoms])
-	}
-}
-
-// logits writes the dueling logits L[a,j] of the first rows observations
-// (rows×NumActions×Atoms, formulas at head) from the outputs of v2 and
-// a2_d to dst.
-func (n *Net) logits(rows int, dst []float32) {
-	atoms := n.model.Atoms
-	v2 := n.act.h[model.LayerV2]
-	for r := 0; r < rows; r++ {
-		v := v2[r*atoms : (r+1)*atoms]
-		for d, nd := range market.BranchSizes {
-			adv := n.act.h[model.LayerA2(d)][r*nd*atoms : (r+1)*nd*atoms]
-			base := (r*model.NumActions + model.BranchOffset[d]) * atoms
-			dueling(v, adv, nd, n.mean, dst[base:base+nd*atoms])
-		}
-	}
-}
-
-// dueling writes the logits L[a,j] = (V[j] + A[a,j]) − mean_a' A[a',j] of
-// one branch with nd actions into dst (nd×atoms). mean is atoms scratch.
-func dueling(v, adv []float32, nd int, mean, dst []float32) {
-	atoms := len(v)
-	copy(mean, adv[:atoms])
-	for a := 1; a < nd; a++ {
-		for j, x := range adv[a*atoms : (a+1)*atoms] {
-			mean[j] += x
-		}
-	}
-	count := float32(nd)
-	for j := range mean {
-		mean[j] /= count
-	}
-	for a := 0; a < nd; a++ {
-		row := adv[a*atoms : (a+1)*atoms]
-		out := dst[a*atoms : (a+1)*atoms]
-		for j := range out {
-			out[j] = (v[j] + row[j]) - mean[j]
-		}
-	}
-}
-
-// logSoftmax replaces the logits in l by their log-softmax and writes the
-// softmax to p, subtracting the maximum first (formulas at head).
-func logSoftmax(l, p []float32) {
-	mx := l[0]
-	for _, x := range l[1:] {
-		if x > mx {
-			mx = x
-		}
-	}
-	var s float32
-	for j, x := range l {
-		e := exp32(x - mx)
-		p[j] = e
-		s += e
-	}
-	ls := log32(s)
-	for j, x := range l {
-		l[j] = (x - mx) - ls
-		p[j] /= s
-	}
-}
-
-// expected writes Q[k] = Σ_j p[k,j]·z_j (float32, in atom order) for each
-// of the len(q) action distributions in p.
-func expected(p, z, q []float32) {
-	atoms := len(z)
-	for k := range q {
-		var s float32
-		for j, x := range p[k*atoms : (k+1)*atoms] {
-			s += float32(x * z[j])
-		}
-		q[k] = s
-	}
-}
-
-// argmax returns the index of the first largest value of q.
-func argmax(q []float32) int {
-	best := 0
-	for i, x := range q {
-		if x > q[best] {
-			best = i
-		}
-	}
-	return best
-}
-
-// checkObs checks that obs holds rows observations.
-func checkObs(what string, obs []float32, rows int) error {
-	if rows < 0 {
-		return fmt.Errorf("%s: n = %d: must not be negative", what, rows)
-	}
-	if len(obs) != rows*market.ObsDim {
-		return fmt.Errorf("%s: obs has %d values, want n·ObsDim = %d·%d = %d", what, len(obs), rows, market.ObsDim, rows*market.ObsDim)
-	}
-	return nil
-}
-
-// QValues writes the expected value Q(s, a) = Σ_j p_j(s, a)·z_j of every
-// branch action for the rows observations in obs (rows×ObsDim) to dst
-// (rows×model.NumActions: direction 0..2, size 0..3, exit 0..2). A row's values
-// do not depend on the other rows.
-func (n *Net) QValues(obs []float32, rows int, dst []float32) error {
-	if err := checkObs("q values", obs, rows); err != nil {
-		return err
-	}
-	if len(dst) != rows*model.NumActions {
-		return fmt.Errorf("q values: dst has %d values, want n·%d = %d", len(dst), model.NumActions, rows*model.NumActions)
-	}
-	for r0 := 0; r0 < rows; r0 += inferRows {
-		k := min(inferRows, rows-r0)
-		n.ensure(k)
-		n.setInput(0, obs[r0*market.ObsDim:(r0+k)*market.ObsDim])
-		n.forward(k)
-		expected(n.act.p[:k*model.NumActions*n.model.Atoms], n.support, dst[r0*model.NumActions:(r0+k)*model.NumActions])
-	}
-	return nil
-}
-
-// Distributions writes the probabilities p_j(s, a) of every branch action
-// and atom for the rows observations in obs to dst (rows×model.NumActions×Atoms,
-// actions in QValues order, atoms innermost).
-func (n *Net) Distributions(obs []float32, rows int, dst []float32) error {
-	if err := checkObs("distributions", obs, rows); err != nil {
-		return err
-	}
-	per := model.NumActions * n.model.Atoms
-	if len(dst) != rows*per {
-		return fmt.Errorf("distributions: dst has %d values, want n·%d·%d = %d", len(dst), model.NumActions, n.model.Atoms, rows*per)
-	}
-	for r0 := 0; r0 < rows; r0 += inferRows {
-		k := min(inferRows, rows-r0)
-		n.ensure(k)
-		n.setInput(0, obs[r0*market.ObsDim:(r0+k)*market.ObsDim])
-		n.forward(k)
-		copy(dst[r0*per:(r0+k)*per], n.act.p[:k*per])
-	}
-	return nil
-}
-
-// Logits writes the dueling logits L_d[a, j] before the softmax (see head)
-// of every branch action and atom for the rows observations in obs to dst
-// (rows×NumActions×Atoms, in the layout of Distributions).
-func (n *Net) Logits(obs []float32, rows int, dst []float32) error {
-	if err := checkObs("logits", obs, rows); err != nil {
-		return err
-	}
-	per := model.NumActions * n.model.Atoms
-	if len(dst) != rows*per {
-		return fmt.Errorf("logits: dst has %d values, want n·%d·%d = %d", len(dst), model.NumActions, n.model.Atoms, rows*per)
-	}
-	for r0 := 0; r0 < rows; r0 += inferRows {
-		k := min(inferRows, rows-r0)
-		n.ensure(k)
-		n.setInput(0, obs[r0*market.ObsDim:(r0+k)*market.ObsDim])
-		for i := range n.lay {
-			n.linear(i, k)
-		}
-		n.logits(k, dst[r0*per:(r0+k)*per])
-	}
-	return nil
-}
-
-// Greedy writes, for each of the rows observations in obs, the action that
-// maximises Q on every branch (the first one on ties) to dst.
-func (n *Net) Greedy(obs []float32, rows int, dst []market.Action) error {
-	if err := checkObs("greedy", obs, rows); err != nil {
-		return err
-	}
-	if len(dst) != rows {
-		return fmt.Errorf("greedy: dst has %d actions, want n = %d", len(dst), rows)
-	}
-	for r0 := 0; r0 < rows; r0 += inferRows {
-		k := min(inferRows, rows-r0)
-		q := n.q[:k*model.NumActions]
-		if err := n.QValues(obs[r0*market.ObsDim:(r0+k)*market.ObsDim], k, q); err != nil {
-			return err
-		}
-		for r := 0; r < k; r++ {
-			qr := q[r*model.NumActions : (r+1)*model.NumActions]
-			dst[r0+r] = market.Action{
-				Dir:  argmax(qr[model.BranchOffset[0]:model.BranchOffset[1]]),
-				Size: argmax(qr[model.BranchOffset[1]:model.BranchOffset[2]]),
-				Exit: argmax(qr[model.BranchOffset[2]:]),
-			}
-		}
-	}
-	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 
+	"github.com/dqnflow/dqnflow/blas"
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
@@ -75,10 +76,15 @@ func build(cfg config.RunConfig, ds *market.Dataset) (*Trainer, error) {
 		return nil, fmt.Errorf("cpu trainer: config device %q: this worker runs the cpu backend: %w; set device to \"cpu\" or \"auto\", or run it on a CUDA worker",
 			cfg.Device, trainer.ErrUnsupported)
 	}
+	lib, err := blas.Open(cfg.BLAS, 0)
+	if err != nil {
+		return nil, fmt.Errorf("cpu trainer: config blas %q cannot run on this worker (%w): %w", cfg.BLAS, trainer.ErrUnsupported, err)
+	}
 	l, err := NewLearner(cfg.Model, cfg.Optim, cfg.Precision, cfg.Seed)
 	if err != nil {
 		return nil, err
 	}
+	l.SetBLAS(lib)
 	buf, err := replay.New(cfg.Replay)
 	if err != nil {
 		return nil, err
@@ -102,16 +108,20 @@ func build(cfg config.RunConfig, ds *market.Dataset) (*Trainer, error) {
 	return t, nil
 }
 
-// Info reports the CPU backend and the precision that runs.
+// Info reports the CPU backend, the BLAS its GEMMs run on with its thread
+// count, and the precision that runs.
 func (t *Trainer) Info() trainer.Info {
 	storage := "f32"
 	if t.cfg.Precision != config.PrecisionFP32 {
 		storage = "bf16"
 	}
+	lib := t.learner.BLAS()
 	return trainer.Info{
-		Backend: "cpu", Device: fmt.Sprintf("cpu (%d threads, %s/%s)", runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH),
+		Backend: "cpu",
+		Device: fmt.Sprintf("cpu (%d threads, %s/%s), blas %s", runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH,
+			lib.Describe()),
 		Precision: t.learner.Online().Precision(), StorageDType: storage, ComputeDType: "f32",
-		Parameters: t.learner.NumParams(),
+		Parameters: t.learner.NumParams(), BLAS: lib.Describe(), Threads: lib.Threads(),
 	}
 }
 

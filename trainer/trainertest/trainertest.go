@@ -56,6 +56,12 @@ func SmallConfig() config.RunConfig {
 func Run(t *testing.T, b trainer.Backend, device, precision string) {
 	cfg := SmallConfig()
 	cfg.Device, cfg.Precision = device, precision
+	RunConfig(t, b, cfg)
+}
+
+// RunConfig runs the conformance suite against b with cfg, a config
+// derived from SmallConfig (for example with another blas).
+func RunConfig(t *testing.T, b trainer.Backend, cfg config.RunConfig) {
 	ds, err := market.Prepare(cfg)
 	if err != nil {
 		t.Fatalf("prepare data: %v", err)

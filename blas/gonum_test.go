@@ -1,4 +1,4 @@
-package cpu
+package blas
 
 import (
 	"fmt"
@@ -7,13 +7,23 @@ import (
 	"testing"
 )
 
-// TestGemmIsSequentialFloat32Sum checks the property the package's
-// determinism rests on: every output of gemm equals, bit for bit, the
-// float32 sum C[i,j] = β·C[i,j] + Σ_l op(A)[i,l]·B[l,j] taken in order l =
-// 0, 1, …, k−1 with a rounding after each product and addition, for shapes
-// spanning several tiles, both transpositions of A, β = 0 and 1, and 1 or 3
-// workers. A quarter of A is zero, as after a ReLU.
-func TestGemmIsSequentialFloat32Sum(t *testing.T) {
+// randMatrix returns rows×cols standard normal values.
+func randMatrix(r *rand.Rand, rows, cols int) []float32 {
+	m := make([]float32, rows*cols)
+	for i := range m {
+		m[i] = float32(r.NormFloat64())
+	}
+	return m
+}
+
+// TestGonumIsSequentialFloat32Sum checks the property the CPU backend's
+// portable determinism rests on: every output of Gonum.Sgemm with B not
+// transposed equals, bit for bit, the float32 sum C[i,j] = β·C[i,j] +
+// Σ_l op(A)[i,l]·B[l,j] taken in order l = 0, 1, …, k−1 with a rounding
+// after each product and addition, for shapes spanning several tiles, both
+// transpositions of A, β = 0 and 1, and 1 or 3 workers. A quarter of A is
+// zero, as after a ReLU.
+func TestGonumIsSequentialFloat32Sum(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 7))
 	for _, sh := range []struct{ m, n, k int }{{1, 1, 1}, {130, 400, 70}, {65, 193, 3}, {3, 5, 300}} {
 		for _, tA := range []bool{false, true} {
@@ -46,7 +56,7 @@ func TestGemmIsSequentialFloat32Sum(t *testing.T) {
 							want[i*sh.n+j] = s
 						}
 					}
-					gemm(workers, tA, sh.m, sh.n, sh.k, a, lda, b, sh.n, beta, c, sh.n)
+					Gonum{Workers: workers}.Sgemm(tA, false, sh.m, sh.n, sh.k, a, lda, b, sh.n, beta, c, sh.n)
 					for i := range c {
 						if math.Float32bits(c[i]) != math.Float32bits(want[i]) {
 							t.Fatalf("%s: C[%d] = %g, sequential sum %g", name, i, c[i], want[i])

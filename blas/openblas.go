@@ -1,0 +1,95 @@
+//go:build linux || darwin
+
+package blas
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+)
+
+// openBLASLib is where OpenBLAS may be: the environment variable, the
+// sonames of Debian and Ubuntu (libopenblas0-pthread, -openmp, -serial all
+// provide libopenblas.so.0 through alternatives), Fedora and RHEL
+// (libopenblasp: pthreads, libopenblaso: OpenMP), Arch and Alpine, then
+// their folders and Homebrew's.
+var openBLASLib = library{
+	envVar: "DQNFLOW_OPENBLAS",
+	sonames: []string{
+		"libopenblas.so.0", "libopenblasp.so.0", "libopenblaso.so.0", "libopenblas.so",
+		"libopenblas.dylib", "libopenblas.0.dylib",
+	},
+	paths: []string{
+		"/usr/lib/*-linux-gnu/openblas-pthread/libopenblas.so.0",
+		"/usr/lib/*-linux-gnu/openblas-openmp/libopenblas.so.0",
+		"/usr/lib/*-linux-gnu/openblas-serial/libopenblas.so.0",
+		"/usr/lib64/libopenblasp.so.0", "/usr/lib64/libopenblas.so.0",
+		"/opt/homebrew/opt/openblas/lib/libopenblas.dylib",
+		"/usr/local/opt/openblas/lib/libopenblas.dylib",
+	},
+	hint: "install OpenBLAS (Debian/Ubuntu: apt-get install libopenblas0; Fedora: dnf install openblas; macOS: brew install openblas), " +
+		"set DQNFLOW_OPENBLAS to the library's path, or choose --blas gonum",
+}
+
+// openBLAS is the process's OpenBLAS, opened once: its thread count is
+// process-wide state.
+var openBLAS struct {
+	once sync.Once
+	lib  *native
+	err  error
+}
+
+// openOpenBLAS opens OpenBLAS (once per process) and sets its thread count
+// to threads.
+func openOpenBLAS(threads int) (BLAS, error) {
+	openBLAS.once.Do(func() { openBLAS.lib, openBLAS.err = loadOpenBLAS() })
+	if openBLAS.err != nil {
+		return nil, openBLAS.err
+	}
+	return openBLAS.lib.WithThreads(threads), nil
+}
+
+func loadOpenBLAS() (*native, error) {
+	path, h, err := openBLASLib.open("blas openblas", "sgemm_", "openblas_set_num_threads", "openblas_get_num_threads")
+	if err != nil {
+		return nil, err
+	}
+	b := &native{name: NameOpenBLAS, path: path}
+	var (
+		setThreads func(int32)
+		getThreads func() int32
+		getConfig  func() string
+		getCore    func() string
+		getPar     func() int32
+	)
+	for _, s := range []struct {
+		fptr any
+		name string
+	}{
+		{&setThreads, "openblas_set_num_threads"}, {&getThreads, "openblas_get_num_threads"},
+		{&getConfig, "openblas_get_config"}, {&getCore, "openblas_get_corename"}, {&getPar, "openblas_get_parallel"},
+	} {
+		if err := bind(s.fptr, h, s.name); err != nil {
+			return nil, fmt.Errorf("blas openblas: %s: %w", path, err)
+		}
+	}
+	b.sgemm, _ = dlsym(h, "sgemm_")
+	b.threads = func() int { return int(getThreads()) }
+	b.setThr = func(k int) { setThreads(int32(k)) }
+	// openblas_get_config is e.g. "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY
+	// Haswell MAX_THREADS=64"; keep its version and say which kernel the
+	// CPU got and how the library threads.
+	version := strings.TrimPrefix(getConfig(), "OpenBLAS ")
+	if f := strings.Fields(version); len(f) > 0 {
+		version = f[0]
+	}
+	core := getCore()
+	parallel := map[int32]string{0: "sequential", 1: "pthreads", 2: "OpenMP"}[getPar()]
+	b.describe = func() string {
+		return fmt.Sprintf("openblas %s (%s kernels, %s, %d threads, %s)", version, core, parallel, b.Threads(), path)
+	}
+	return b, nil
+}
+
+func gomaxprocs() int { return runtime.GOMAXPROCS(0) }
