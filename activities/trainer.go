@@ -245,7 +245,7 @@ type device trainer.Device
 // config is the run's config as the device runs it. A run asks for a kind
 // of device ("cpu", "cuda", "auto"); on a CUDA device, a run that named
 // another ordinal ("cuda:N") runs on the slot's ordinal instead, since the
-// slot decides the device (docs/adr/0006-device-slots.md); the trainer's
+// slot decides the device (docs/adr/0007-device-slots.md); the trainer's
 // Info and its checkpoints record the device that ran.
 func (d device) config(cfg config.RunConfig) config.RunConfig {
 	if strings.HasPrefix(d.Name, "cuda:") && strings.HasPrefix(cfg.Device, "cuda:") {

@@ -49,7 +49,7 @@ if has tests; then
   grep -E "^(--- |PASS|FAIL|ok)|tolerance|outside|wrong|: [a-z_]+ +[0-9.e-]+" "$LOGS/gpu-tests.log" | head -120 >>"$OUT/summary.txt"
   grep -E "^--- FAIL" "$LOGS/gpu-tests.log" | head -30
 
-  # Device slots (ADR 0006): every GPU of the host is a device of its own.
+  # Device slots (ADR 0007): every GPU of the host is a device of its own.
   # Then TrainingRun, 3 epochs on the real activities and the CUDA backend,
   # with one checkpoint restore (SDK test environment, in-memory store).
   step devices 120 bin/gputest/backend.test -test.run 'TestEveryGPUIsADeviceOfItsOwn' -test.v -test.count=1
