@@ -83,9 +83,10 @@ fi
 if has ncu; then
   NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
   if [ -n "$NCU" ]; then
-    # Hardware counters of the step's kernels at batch 16384.
+    # Hardware counters of the step's kernels at batch 16384 (gemm128*: the
+    # collector's small inference GEMMs are gemm64, left out).
     step ncu 150 "$NCU" --clock-control none --section SpeedOfLight --section Occupancy \
-      -k 'regex:^(gemm|c51_loss|bias_partial|grad_|adamw|spectral|refresh|sample|priority|tree_)' -c 20 \
+      -k 'regex:^(gemm128|c51_loss|bias_partial|grad_|adamw|spectral|sample|priority|tree_)' -c 20 \
       bin/gputest/dqnflow bench --device cuda --precision bf16-mixed --batch 16384 --steps 2 --json
     grep -E "^  [a-z_0-9]+.*\(|Duration|Compute \(SM\) Throughput|Memory Throughput|Achieved Occupancy|Registers Per|Theoretical Occupancy" "$LOGS/ncu.log" | head -200 >"$LOGS/ncu-summary.txt"
     log "ncu: $(grep -c Duration "$LOGS/ncu.log") kernels profiled (ncu-summary.txt in logs.tgz)"
