@@ -294,11 +294,26 @@ func (l *learner) captureStep(c *cuda.Ctx, p *stepPlan) (cuda.GraphExec, error) 
 	if err := c.Sync(l.stream); err != nil {
 		return 0, err
 	}
-	if err := c.BeginCapture(l.stream); err != nil {
+	x, err := capture(c, l.stream, l.trainLaunches(p))
+	if err != nil {
 		return 0, err
 	}
-	runErr := l.runAll(c, l.trainLaunches(p))
-	g, err := c.EndCapture(l.stream)
+	p.graph = x
+	return x, nil
+}
+
+// capture records launches on stream s as one CUDA graph and instantiates it.
+func capture(c *cuda.Ctx, s cuda.Stream, launches []launch) (cuda.GraphExec, error) {
+	if err := c.BeginCapture(s); err != nil {
+		return 0, err
+	}
+	var runErr error
+	for i := range launches {
+		if runErr = launches[i].run(c, s); runErr != nil {
+			break
+		}
+	}
+	g, err := c.EndCapture(s)
 	if runErr != nil {
 		return 0, runErr
 	}
@@ -309,9 +324,5 @@ func (l *learner) captureStep(c *cuda.Ctx, p *stepPlan) (cuda.GraphExec, error) 
 	if derr := c.DestroyGraph(g); err == nil {
 		err = derr
 	}
-	if err != nil {
-		return 0, err
-	}
-	p.graph = x
-	return x, nil
+	return x, err
 }

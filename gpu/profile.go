@@ -58,27 +58,11 @@ func (t *Trainer) ProfileStep(reps int) ([]KernelTime, error) {
 
 // captureRepeated captures reps launches of ln on stream s as one graph.
 func captureRepeated(c *cuda.Ctx, s cuda.Stream, ln launch, reps int) (cuda.GraphExec, error) {
-	if err := c.BeginCapture(s); err != nil {
-		return 0, err
+	ls := make([]launch, reps)
+	for i := range ls {
+		ls[i] = ln
 	}
-	var runErr error
-	for range reps {
-		if runErr = ln.run(c, s); runErr != nil {
-			break
-		}
-	}
-	g, err := c.EndCapture(s)
-	if runErr != nil {
-		return 0, runErr
-	}
-	if err != nil {
-		return 0, err
-	}
-	x, err := c.Instantiate(g)
-	if derr := c.DestroyGraph(g); err == nil {
-		err = derr
-	}
-	return x, err
+	return capture(c, s, ls)
 }
 
 // timeGraph replays x once to warm up, then once between events a and b,
