@@ -37,15 +37,15 @@ type rig struct {
 	t       *testing.T
 	a       *activities.Trainer
 	backend *activitiestest.Backend
-	store   *activitiestest.MemStore
+	store   *store.SQLite
 	reg     *worker.Registry
 	env     *testsuite.TestActivityEnvironment
 }
 
-func newRig(t *testing.T, root string, st *activitiestest.MemStore) *rig {
+func newRig(t *testing.T, root string, st *store.SQLite) *rig {
 	t.Helper()
 	if st == nil {
-		st = activitiestest.NewMemStore()
+		st = activitiestest.NewStore(t)
 		if _, err := st.CreateRun(context.Background(), store.NewRun{RunID: runID, Config: testConfig().JSON()}); err != nil {
 			t.Fatal(err)
 		}
@@ -221,8 +221,8 @@ func TestCheckpointRestoresBitIdentically(t *testing.T) {
 	if again.Checkpoint != ck.Checkpoint {
 		t.Errorf("a repeated checkpoint differs: %+v vs %+v", again.Checkpoint, ck.Checkpoint)
 	}
-	row, ok := r.store.Checkpoint(runID, 1)
-	if !ok || row.SHA256 != ck.Checkpoint.SHA256 || row.URI != want {
+	row, err := r.store.GetCheckpoint(context.Background(), runID, 1)
+	if err != nil || row.SHA256 != ck.Checkpoint.SHA256 || row.URI != want {
 		t.Fatalf("store row %+v, want uri %s sha %s", row, want, ck.Checkpoint.SHA256)
 	}
 
@@ -355,7 +355,11 @@ func TestBacktestRecordsTheValidationScore(t *testing.T) {
 	if bt.Report.Sharpe != 0.1 {
 		t.Errorf("Sharpe %g, want 0.1", bt.Report.Sharpe)
 	}
-	rec := r.store.Backtests[runID][1]
+	bts, err := r.store.ListBacktests(context.Background(), runID)
+	if err != nil || len(bts) != 1 {
+		t.Fatalf("recorded backtests %+v (%v), want one", bts, err)
+	}
+	rec := bts[0]
 	if rec.Split != store.SplitValid || rec.Sharpe == nil || *rec.Sharpe != 0.1 {
 		t.Errorf("recorded backtest %+v, want a valid split with Sharpe 0.1", rec)
 	}

@@ -48,12 +48,11 @@ func runDev(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("create directory for %s: %w", *dbFile, err)
 	}
 
-	st, err := openStore(ctx)
+	st, err := openStore(ctx, e, true)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	fmt.Fprintln(e.stderr, "dev: PostgreSQL migrations applied")
 
 	srv, err := startTemporal(e, bin, *port, *uiPort, *dbFile)
 	if err != nil {

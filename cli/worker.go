@@ -52,15 +52,6 @@ func clientOptions(e *env) client.Options {
 	return client.Options{HostPort: temporalAddress(), Namespace: temporalNamespace(), Logger: logger}
 }
 
-// openStore connects to PostgreSQL (DATABASE_URL) and applies the migrations.
-func openStore(ctx context.Context) (*store.Store, error) {
-	url := store.URLFromEnv()
-	if err := store.Migrate(ctx, url); err != nil {
-		return nil, err
-	}
-	return store.Open(ctx, url)
-}
-
 // runMigrate implements "dqnflow migrate".
 func runMigrate(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "migrate")
@@ -94,7 +85,7 @@ func (w *workerFlags) register(fsRole bool, fs interface {
 
 // startWorker builds and starts the workers of one process; stop them with
 // Stop. The device choice is logged, never silent.
-func startWorker(ctx context.Context, e *env, c client.Client, st *store.Store, wf workerFlags) (*worker.Worker, error) {
+func startWorker(ctx context.Context, e *env, c client.Client, st store.Metadata, wf workerFlags) (*worker.Worker, error) {
 	role, err := worker.ParseRole(wf.role)
 	if err != nil {
 		return nil, fmt.Errorf("%w: flag --role: %v", errUsage, err)
@@ -137,7 +128,7 @@ func runWorker(ctx context.Context, e *env, args []string) error {
 	if err := parse(fs, args, 0); err != nil {
 		return err
 	}
-	st, err := openStore(ctx)
+	st, err := openStore(ctx, e, true)
 	if err != nil {
 		return err
 	}
