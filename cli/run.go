@@ -229,4 +229,3 @@ func runSignal(ctx context.Context, e *env, sub string, args []string) error {
 	fmt.Fprintf(e.stdout, "sent %s to run %s (it takes effect at the next epoch boundary)\n", signal, fs.Arg(0))
 	return nil
 }
-
