@@ -67,6 +67,15 @@ func watchRun(ctx context.Context, e *env, c client.Client, id string, jsonOut b
 	for {
 		select {
 		case err := <-done:
+			// The epochs that ended since the last sample: a closed run
+			// still answers the query while a worker runs.
+			if !jsonOut {
+				qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				if p, _, qerr := progress(qctx, c, id); qerr == nil {
+					w.update(time.Now(), p, nil)
+				}
+				cancel()
+			}
 			w.finish()
 			if jsonOut {
 				out := map[string]any{"run_id": id, "result": res}
@@ -162,7 +171,8 @@ func (w *watcher) update(now time.Time, p workflows.Progress, live *activities.H
 		w.printed = p.Epoch
 	}
 	state := fmt.Sprintf("%s/%s", p.Status, p.Phase)
-	if state != w.state && (!w.tty || live == nil) {
+	// A terminal status is left to the result line that follows it.
+	if state != w.state && (!w.tty || live == nil) && !p.Status.Terminal() {
 		w.clearLive()
 		fmt.Fprintf(w.w, "run %s [%s] %s at epoch %d/%d%s\n", p.RunID, p.Status, p.Phase, p.Epoch, p.Epochs, deviceNote(p))
 	}

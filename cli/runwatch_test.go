@@ -56,7 +56,6 @@ func TestWatchOnATerminalRedrawsOneLineInPlace(t *testing.T) {
 	for _, want := range []string{
 		"epoch 1/2 done  step 100  50.0 steps/s  loss 1.5000  grad norm 0.250  ε 0.500  valid Sharpe 0.700  best 0.700 @1  2s\n",
 		"epoch 2/2 done  step 200  25.0 steps/s  loss 1.2500  grad norm 0.200  ε 0.250",
-		"run r [completed] done at epoch 2/2\n",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("output lacks %q:\n%q", want, s)
@@ -75,7 +74,7 @@ func TestWatchInALogPrintsPlainLines(t *testing.T) {
 		t.Errorf("control characters in a log:\n%q", s)
 	}
 	lines := strings.Split(strings.TrimSpace(s), "\n")
-	want := []string{"run r [running] training at epoch 0/2", "epoch 1/2 done", "epoch 2/2 done", "run r [completed] done at epoch 2/2"}
+	want := []string{"run r [running] training at epoch 0/2", "epoch 1/2 done", "epoch 2/2 done"}
 	if len(lines) != len(want) {
 		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(want), s)
 	}
