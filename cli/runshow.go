@@ -78,13 +78,14 @@ func stepsPerSecond(epochs []store.Epoch, i int) float64 {
 func runShow(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "run show")
 	jsonOut := fs.Bool("json", false, "print everything as one JSON object")
-	if err := parse(fs, reorderFlags(args), 1); err != nil {
+	pos, err := parsePositional(fs, args, 1)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
+	if len(pos) != 1 {
 		return fmt.Errorf("%w: want \"dqnflow run show RUN [--json]\"", errUsage)
 	}
-	id := fs.Arg(0)
+	id := pos[0]
 
 	// Temporal answers while a worker runs the workflow; the store answers
 	// for every run it recorded. Either is enough, both are better.
@@ -181,13 +182,6 @@ func printRunRecord(w io.Writer, r runRecord) {
 		fmt.Fprintf(w, "error: %s\n", run.Error)
 	}
 
-	fmt.Fprintln(w, "\nconfig:")
-	var cfg any
-	if json.Unmarshal(run.Config, &cfg) == nil {
-		b, _ := json.MarshalIndent(cfg, "  ", "  ")
-		fmt.Fprintf(w, "  %s\n", b)
-	}
-
 	fmt.Fprintf(w, "\nepochs (%d):\n", len(r.Epochs))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "epoch\tstep\tloss\tgrad norm\tε\tmean reward\tvalid Sharpe\tsteps/s\tenv steps\ttime\t")
@@ -225,6 +219,13 @@ func printRunRecord(w io.Writer, r runRecord) {
 			b.DataFrom.Format("2006-01-02"), b.DataTo.Format("2006-01-02"))
 	}
 	tw.Flush()
+	fmt.Fprintln(w, "\nconfig:")
+	var cfg any
+	if json.Unmarshal(run.Config, &cfg) == nil {
+		b, _ := json.MarshalIndent(cfg, "  ", "  ")
+		fmt.Fprintf(w, "  %s\n", b)
+	}
+
 }
 
 // metric formats m[key], or "-" when it is absent.
@@ -250,10 +251,11 @@ func optional(p *float64, format string) string {
 func runCompare(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "run compare")
 	jsonOut := fs.Bool("json", false, "print JSON")
-	if err := parse(fs, reorderFlags(args), 64); err != nil {
+	pos, err := parsePositional(fs, args, 64)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() < 2 {
+	if len(pos) < 2 {
 		return fmt.Errorf("%w: want \"dqnflow run compare RUN RUN...\" (two runs or more)", errUsage)
 	}
 	st, err := openReader(ctx, e)
@@ -262,7 +264,7 @@ func runCompare(ctx context.Context, e *env, args []string) error {
 	}
 	defer st.Close()
 	var recs []runRecord
-	for _, id := range fs.Args() {
+	for _, id := range pos {
 		r, err := loadRunRecord(ctx, st, id)
 		if err != nil {
 			return err

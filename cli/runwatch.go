@@ -23,10 +23,11 @@ import (
 func runWatch(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "run watch")
 	jsonOut := fs.Bool("json", false, "print a JSON object per change (progress and the live heartbeat)")
-	if err := parse(fs, reorderFlags(args), 1); err != nil {
+	pos, err := parsePositional(fs, args, 1)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
+	if len(pos) != 1 {
 		return fmt.Errorf("%w: want \"dqnflow run watch RUN [--json]\"", errUsage)
 	}
 	c, err := dial(ctx, e)
@@ -34,7 +35,7 @@ func runWatch(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer c.Close()
-	_, err = watchRun(ctx, e, c, fs.Arg(0), *jsonOut)
+	_, err = watchRun(ctx, e, c, pos[0], *jsonOut)
 	return err
 }
 
@@ -174,7 +175,7 @@ func (w *watcher) update(now time.Time, p workflows.Progress, live *activities.H
 	// A terminal status is left to the result line that follows it.
 	if state != w.state && (!w.tty || live == nil) && !p.Status.Terminal() {
 		w.clearLive()
-		fmt.Fprintf(w.w, "run %s [%s] %s at epoch %d/%d%s\n", p.RunID, p.Status, p.Phase, p.Epoch, p.Epochs, deviceNote(p))
+		fmt.Fprintf(w.w, "run %s [%s] %s, epoch %d of %d%s\n", p.RunID, p.Status, p.Phase, min(p.Epoch+1, p.Epochs), p.Epochs, deviceNote(p))
 	}
 	w.state = state
 	if !w.tty || live == nil {

@@ -74,7 +74,7 @@ func TestWatchInALogPrintsPlainLines(t *testing.T) {
 		t.Errorf("control characters in a log:\n%q", s)
 	}
 	lines := strings.Split(strings.TrimSpace(s), "\n")
-	want := []string{"run r [running] training at epoch 0/2", "epoch 1/2 done", "epoch 2/2 done"}
+	want := []string{"run r [running] training, epoch 1 of 2", "epoch 1/2 done", "epoch 2/2 done"}
 	if len(lines) != len(want) {
 		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(want), s)
 	}

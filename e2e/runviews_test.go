@@ -130,4 +130,57 @@ func TestRunWatchShowCompareThroughCLI(t *testing.T) {
 			t.Errorf("run compare lacks %q:\n%s", want, text)
 		}
 	}
+
+	// The report of run a: one page with the training and backtest plots.
+	repDir := filepath.Join(s.dir, "report-a")
+	if out := s.dqnflow("report", a, "--out", repDir); !strings.Contains(out, "index.html") {
+		t.Errorf("report printed %q, want the page's path", out)
+	}
+	page, err := os.ReadFile(filepath.Join(repDir, "index.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Run " + a, "Best checkpoint (epoch", "equity.png", "drawdown.png", "actions_direction.png",
+		"loss.png", "mean_q.png", "valid_sharpe.png", "epsilon.png", "grad_norm.png"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("report of %s lacks %q", a, want)
+		}
+	}
+}
+
+// TestSweepReportRanksItsRuns runs a sweep of two seeds and checks that
+// "dqnflow report SWEEP" ranks both runs with their grid values.
+func TestSweepReportRanksItsRuns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: starts the Temporal dev server and a worker")
+	}
+	s := newStack(t)
+	s.startWorker("worker")
+	cfg := trainertest.SmallConfig()
+	cfg.Epochs, cfg.StepsPerEpoch = 2, 10
+	cfg.Checkpoint.Dir = filepath.Join(s.dir, "checkpoints")
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(s.dir, "base.json")
+	if err := os.WriteFile(path, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	id := "sweep-report-" + randomHex(t, 3)
+	s.dqnflow("sweep", "start", "--config", path, "--grid", "seed=1,2", "--max-concurrent", "2", "--id", id, "--wait")
+	dir := filepath.Join(s.dir, "report")
+	s.dqnflow("report", id, "--out", dir)
+	page, err := os.ReadFile(filepath.Join(dir, "index.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Sweep " + id, "2 runs over seed", "best: run " + id, "ranking.png", "grid_seed.png", "Effect of seed"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("sweep report lacks %q", want)
+		}
+	}
+	if n := strings.Count(string(page), "<td>"+id+"-"); n != 2 {
+		t.Errorf("sweep report lists %d runs of %s, want 2", n, id)
+	}
 }
