@@ -10,6 +10,8 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"go.temporal.io/sdk/client"
 )
 
 // command is one subcommand (or group) of the dqnflow binary.
@@ -22,6 +24,9 @@ type command struct {
 // env carries the process's standard streams to the commands.
 type env struct {
 	stdout, stderr io.Writer
+	// metrics, if set, receives the Temporal SDK's metrics of the clients
+	// this process dials (a worker's --metrics-addr).
+	metrics client.MetricsHandler
 }
 
 // errUsage marks an error whose message already explains the correct usage.

@@ -54,6 +54,10 @@ func runDev(ctx context.Context, e *env, args []string) error {
 	}
 	defer st.Close()
 
+	var metricsURL string
+	if wf.metrics, metricsURL, err = startMetrics(ctx, e, wf.metricsAddr, wf.metricsAddr == defaultDevMetricsAddr); err != nil {
+		return err
+	}
 	srv, err := startTemporal(e, bin, *port, *uiPort, *dbFile)
 	if err != nil {
 		return err
@@ -78,6 +82,9 @@ func runDev(ctx context.Context, e *env, args []string) error {
 	}()
 	ui := fmt.Sprintf("http://localhost:%d", *uiPort)
 	fmt.Fprintf(e.stdout, "dqnflow dev is up: Temporal at %s, UI at %s\n", addr, ui)
+	if metricsURL != "" {
+		fmt.Fprintf(e.stdout, "Prometheus metrics (Temporal SDK and trainer) at %s\n", metricsURL)
+	}
 	fmt.Fprintf(e.stdout, "Start a run: dqnflow run start, or in the UI: Start Workflow, type TrainingRun, task queue dqnflow-control, input {}\n")
 
 	if *demo {

@@ -49,7 +49,7 @@ func dial(ctx context.Context, e *env) (client.Client, error) {
 // warn level and above only, so command output stays readable.
 func clientOptions(e *env) client.Options {
 	logger := tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	return client.Options{HostPort: temporalAddress(), Namespace: temporalNamespace(), Logger: logger}
+	return client.Options{HostPort: temporalAddress(), Namespace: temporalNamespace(), Logger: logger, MetricsHandler: e.metrics}
 }
 
 // runMigrate implements "dqnflow migrate".
@@ -69,6 +69,9 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 type workerFlags struct {
 	role, device, checkpointDir string
 	slots                       int
+	metricsAddr                 string
+	// metrics receives the trainer's measurements; set by startMetrics.
+	metrics *worker.Metrics
 }
 
 func (w *workerFlags) register(fsRole bool, fs interface {
@@ -81,6 +84,11 @@ func (w *workerFlags) register(fsRole bool, fs interface {
 	fs.StringVar(&w.device, "device", "auto", "trainer device: auto, cpu, cuda or cuda:N")
 	fs.IntVar(&w.slots, "slots", 1, "runs this worker trains at once (GPU slots)")
 	fs.StringVar(&w.checkpointDir, "checkpoint-dir", getenv(envCheckpointDir, "."), "root for relative checkpoint.dir values")
+	metricsDefault := defaultDevMetricsAddr // dev
+	if fsRole {
+		metricsDefault = "" // a worker serves metrics when asked: several may share a host
+	}
+	fs.StringVar(&w.metricsAddr, "metrics-addr", metricsDefault, "serve Prometheus metrics at this host:port (\"\": none)")
 }
 
 // startWorker builds and starts the workers of one process; stop them with
@@ -102,9 +110,11 @@ func startWorker(ctx context.Context, e *env, c client.Client, st store.Metadata
 		fmt.Fprintf(e.stderr, "worker: device %s: %s, %d slot(s)\n", wf.device, dev, wf.slots)
 	}
 	logger := tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
-	w, err := worker.New(c, worker.Config{
-		Role: role, Slots: wf.slots, Store: st, Backend: b, CheckpointRoot: wf.checkpointDir, Logger: logger,
-	})
+	cfg := worker.Config{Role: role, Slots: wf.slots, Store: st, Backend: b, CheckpointRoot: wf.checkpointDir, Logger: logger}
+	if wf.metrics != nil {
+		cfg.TrainerMetrics = wf.metrics
+	}
+	w, err := worker.New(c, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -133,6 +143,9 @@ func runWorker(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer st.Close()
+	if wf.metrics, _, err = startMetrics(ctx, e, wf.metricsAddr, false); err != nil {
+		return err
+	}
 	c, err := dial(ctx, e)
 	if err != nil {
 		return err

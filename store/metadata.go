@@ -96,22 +96,30 @@ func sqlitePath(url string) string {
 // SQLite file is an error that says what to start, so that a command run
 // in the wrong directory does not report an empty store.
 func Locate(ctx context.Context, sqliteFile string, create bool) (Location, error) {
-	if u := os.Getenv("DATABASE_URL"); u != "" {
-		return Location{URL: u, Why: "DATABASE_URL"}, nil
+	return locate(ctx, os.Getenv("DATABASE_URL"), DefaultURL, sqliteFile, create)
+}
+
+// locate is Locate with the environment's DATABASE_URL and the local
+// server's URL as arguments.
+func locate(ctx context.Context, databaseURL, localURL, sqliteFile string, create bool) (Location, error) {
+	if databaseURL != "" {
+		return Location{URL: databaseURL, Why: "DATABASE_URL"}, nil
 	}
 	pctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	if conn, err := pgx.Connect(pctx, DefaultURL); err == nil {
+	local := Location{URL: localURL}
+	if conn, err := pgx.Connect(pctx, localURL); err == nil {
 		conn.Close(ctx)
-		return Location{URL: DefaultURL, Why: "the local PostgreSQL server (DATABASE_URL is unset)"}, nil
+		local.Why = "the local server; DATABASE_URL is unset"
+		return local, nil
 	}
 	loc := Location{URL: SQLiteScheme + filepath.ToSlash(sqliteFile),
-		Why: "DATABASE_URL is unset and no PostgreSQL server answers at 127.0.0.1:5432"}
+		Why: "DATABASE_URL is unset and no PostgreSQL server answers at " + hostPort(localURL)}
 	if !create {
 		if _, err := os.Stat(sqliteFile); errors.Is(err, os.ErrNotExist) {
-			return loc, fmt.Errorf("no metadata store: DATABASE_URL is unset, no PostgreSQL server answers at 127.0.0.1:5432, "+
+			return loc, fmt.Errorf("no metadata store: DATABASE_URL is unset, no PostgreSQL server answers at %s, "+
 				"and there is no %s here (\"dqnflow dev\" creates it in the directory it runs in); "+
-				"set DATABASE_URL, or run this command where \"dqnflow dev\" runs", sqliteFile)
+				"set DATABASE_URL, or run this command where \"dqnflow dev\" runs", hostPort(localURL), sqliteFile)
 		}
 	}
 	return loc, nil
@@ -135,4 +143,13 @@ func OpenReader(ctx context.Context, loc Location) (Reader, error) {
 		return OpenSQLite(ctx, p)
 	}
 	return Open(ctx, loc.URL)
+}
+
+// hostPort is the server address of a PostgreSQL URL.
+func hostPort(url string) string {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return fmt.Sprintf("%s:%d", cfg.Host, cfg.Port)
 }

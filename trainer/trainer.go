@@ -83,6 +83,13 @@ type Trainer interface {
 	Close() error
 }
 
+// MemoryReporter is implemented by trainers on a device with memory of
+// its own (the CUDA backend): the device's memory in use and in all, in
+// bytes, for the worker's metrics.
+type MemoryReporter interface {
+	DeviceMemory() (used, total uint64, err error)
+}
+
 // Backend creates trainers of one kind.
 type Backend interface {
 	// New builds a trainer for cfg on ds. Its weights are fresh, or, when
