@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -173,7 +172,7 @@ func startTemporal(e *env, bin string, port, uiPort int, dbFile string) (*server
 	args = append(args, worker.DevServerFlags()...)
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = e.stderr, e.stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	cmd.SysProcAttr = serverProcAttr()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
@@ -195,11 +194,11 @@ func (p *serverProc) alive() error {
 
 // stop ends the server's process group: SIGTERM, then SIGKILL after 10 s.
 func (p *serverProc) stop() {
-	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	terminateGroup(p.cmd.Process)
 	select {
 	case <-p.exited:
 	case <-time.After(10 * time.Second):
-		syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		killGroup(p.cmd.Process)
 		<-p.exited
 	}
 }

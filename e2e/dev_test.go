@@ -3,8 +3,8 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -111,6 +111,15 @@ func TestDevRunsOnSQLiteAndServesMetrics(t *testing.T) {
 	cks, err := st.ListCheckpoints(context.Background(), "on-sqlite")
 	if err != nil || len(cks) != 2 {
 		t.Errorf("the SQLite file holds %d checkpoints of the run (%v), want 2", len(cks), err)
+	}
+
+	// doctor sees everything dev started and passes (a missing GPU is a warning).
+	doc := cli("doctor", "--checkpoint-dir", dir)
+	for _, want := range []string{"ok    temporal ", "ok    temporal namespace", "ok    search attributes", "ok    workers on dqnflow-control",
+		"ok    workers on dqnflow-gpu", "ok    metadata store         SQLite " + sqlite, "ok    checkpoint directory"} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("doctor lacks %q:\n%s", want, doc)
+		}
 	}
 
 	resp, err := http.Get(m[1])
