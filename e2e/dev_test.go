@@ -30,6 +30,45 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
+// devStack is a "dqnflow dev" process with its metadata in an SQLite
+// file, on free ports, and the environment that points the CLI at it.
+type devStack struct {
+	dir, bin, sqlite string
+	env              []string
+	addr, ui         string // Temporal frontend host:port; UI base URL
+	metricsURL       string
+	proc             *proc
+}
+
+// startDev starts "dqnflow dev" (no PostgreSQL involved: DATABASE_URL
+// names an SQLite file) and waits until it is up.
+func startDev(t *testing.T) *devStack {
+	t.Helper()
+	d := &devStack{dir: t.TempDir(), bin: dqnflowBinary(t)}
+	port, uiPort := freePort(t), freePort(t)
+	d.addr, d.ui = "127.0.0.1:"+strconv.Itoa(port), "http://localhost:"+strconv.Itoa(uiPort)
+	d.sqlite = filepath.Join(d.dir, ".dqnflow", "metadata.db")
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "DATABASE_URL=") && !strings.HasPrefix(kv, "TEMPORAL_ADDRESS=") {
+			d.env = append(d.env, kv)
+		}
+	}
+	d.env = append(d.env, "DATABASE_URL=sqlite:"+d.sqlite, "TEMPORAL_ADDRESS="+d.addr, "DQNFLOW_TEMPORAL="+temporalBinary(t))
+	d.proc = startProc(t, "dev", filepath.Join(d.dir, "dev.log"), d.env, d.bin, "dev", "--device", "cpu",
+		"--port", strconv.Itoa(port), "--ui-port", strconv.Itoa(uiPort), "--metrics-addr", "127.0.0.1:0",
+		"--db-file", filepath.Join(d.dir, "temporal.db"), "--checkpoint-dir", d.dir)
+	waitFor(t, "dqnflow dev to come up", 2*time.Minute, 100*time.Millisecond, func() (bool, error) {
+		if err := d.proc.alive(); err != nil {
+			return false, err
+		}
+		return strings.Contains(d.proc.output(), "dqnflow dev is up"), nil
+	})
+	if m := regexp.MustCompile(`Prometheus metrics \(Temporal SDK and trainer\) at (http://\S+/metrics)`).FindStringSubmatch(d.proc.output()); m != nil {
+		d.metricsURL = m[1]
+	}
+	return d
+}
+
 // TestDevRunsOnSQLiteAndServesMetrics runs "dqnflow dev" with its metadata
 // in an SQLite file (no PostgreSQL involved), trains a small run through
 // the CLI, and checks that the run's rows are in the file, that the
@@ -39,33 +78,13 @@ func TestDevRunsOnSQLiteAndServesMetrics(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: starts dqnflow dev")
 	}
-	dir := t.TempDir()
-	bin := dqnflowBinary(t)
-	port := freePort(t)
-	sqlite := filepath.Join(dir, ".dqnflow", "metadata.db")
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "DATABASE_URL=") && !strings.HasPrefix(kv, "TEMPORAL_ADDRESS=") {
-			env = append(env, kv)
-		}
-	}
-	env = append(env, "DATABASE_URL=sqlite:"+sqlite, "TEMPORAL_ADDRESS=127.0.0.1:"+strconv.Itoa(port),
-		"DQNFLOW_TEMPORAL="+temporalBinary(t))
-	dev := startProc(t, "dev", filepath.Join(dir, "dev.log"), env, bin, "dev", "--device", "cpu",
-		"--port", strconv.Itoa(port), "--ui-port", strconv.Itoa(freePort(t)), "--metrics-addr", "127.0.0.1:0",
-		"--db-file", filepath.Join(dir, "temporal.db"), "--checkpoint-dir", dir)
-	waitFor(t, "dqnflow dev to come up", 2*time.Minute, 100*time.Millisecond, func() (bool, error) {
-		if err := dev.alive(); err != nil {
-			return false, err
-		}
-		return strings.Contains(dev.output(), "dqnflow dev is up"), nil
-	})
-	out := dev.output()
+	d := startDev(t)
+	dir, bin, env, sqlite := d.dir, d.bin, d.env, d.sqlite
+	out := d.proc.output()
 	if !strings.Contains(out, "metadata store: SQLite "+sqlite) {
 		t.Errorf("dev does not say it keeps the metadata in %s:\n%s", sqlite, out)
 	}
-	m := regexp.MustCompile(`Prometheus metrics \(Temporal SDK and trainer\) at (http://\S+/metrics)`).FindStringSubmatch(out)
-	if m == nil {
+	if d.metricsURL == "" {
 		t.Fatalf("dev printed no metrics address:\n%s", out)
 	}
 
@@ -122,7 +141,7 @@ func TestDevRunsOnSQLiteAndServesMetrics(t *testing.T) {
 		}
 	}
 
-	resp, err := http.Get(m[1])
+	resp, err := http.Get(d.metricsURL)
 	if err != nil {
 		t.Fatal(err)
 	}
