@@ -147,6 +147,20 @@ func TestDevRunsOnSQLiteAndServesMetrics(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
+	// Every metric the Grafana dashboard queries is exported (device
+	// memory only where a CUDA backend reports it).
+	dash, err := os.ReadFile(filepath.Join("..", "docs", "grafana", "dqnflow-workers.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range regexp.MustCompile(`\b(?:dqnflow|temporal|process)_[a-z_]+`).FindAllString(string(dash), -1) {
+		if strings.HasPrefix(name, "dqnflow_device_memory_") {
+			continue
+		}
+		if !regexp.MustCompile(`(?m)^` + name + `[{ ]`).Match(body) {
+			t.Errorf("the Grafana dashboard queries %s, which the worker does not export", name)
+		}
+	}
 	for _, re := range []string{
 		`(?m)^dqnflow_train_steps_total\{backend="cpu",device="[^"]+"\} 20$`,
 		`(?m)^dqnflow_epoch_seconds_count\{backend="cpu",device="[^"]+"\} 2$`,
