@@ -184,10 +184,10 @@ func printRunRecord(w io.Writer, r runRecord) {
 
 	fmt.Fprintf(w, "\nepochs (%d):\n", len(r.Epochs))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "epoch\tstep\tloss\tgrad norm\tε\tmean reward\tvalid Sharpe\tsteps/s\tenv steps\ttime\t")
+	fmt.Fprintln(tw, "epoch\tstep\tloss\tgrad norm\tmean Q\tε\tmean reward\tvalid Sharpe\tsteps/s\tenv steps\ttime\t")
 	for i, ep := range r.Epochs {
-		fmt.Fprintf(tw, "%d\t%d\t%.4f\t%.3f\t%s\t%s\t%s\t%.1f\t%d\t%s\t\n", ep.Epoch, ep.GlobalStep, ep.Loss, ep.GradNorm,
-			metric(ep.Metrics, "epsilon", "%.3f"), metric(ep.Metrics, "mean_reward", "%.5f"),
+		fmt.Fprintf(tw, "%d\t%d\t%.4f\t%.3f\t%s\t%s\t%s\t%s\t%.1f\t%d\t%s\t\n", ep.Epoch, ep.GlobalStep, ep.Loss, ep.GradNorm,
+			metric(ep.Metrics, "mean_q", "%.4f"), metric(ep.Metrics, "epsilon", "%.3f"), metric(ep.Metrics, "mean_reward", "%.5f"),
 			optional(ep.ValidSharpe, "%.3f"), stepsPerSecond(r.Epochs, i), ep.EnvSteps,
 			(time.Duration(ep.DurationMS) * time.Millisecond).String())
 	}
@@ -302,6 +302,7 @@ type runSummary struct {
 	FinalLoss       *float64     `json:"final_loss,omitempty"`
 	FinalGradNorm   *float64     `json:"final_grad_norm,omitempty"`
 	FinalEpsilon    *float64     `json:"final_epsilon,omitempty"`
+	FinalMeanQ      *float64     `json:"final_mean_q,omitempty"`
 	FinalSharpe     *float64     `json:"final_valid_sharpe,omitempty"`
 	// BestReturn and BestMaxDrawdown are the "valid" backtest of the best
 	// epoch; BuyAndHoldSharpe is buy-and-hold on the same range.
@@ -320,6 +321,9 @@ func summarise(r runRecord) runSummary {
 		s.FinalLoss, s.FinalGradNorm, s.FinalSharpe = &last.Loss, &last.GradNorm, last.ValidSharpe
 		if v, ok := last.Metrics["epsilon"]; ok {
 			s.FinalEpsilon = &v
+		}
+		if v, ok := last.Metrics["mean_q"]; ok {
+			s.FinalMeanQ = &v
 		}
 		var steps, ms int64
 		for _, ep := range r.Epochs {
@@ -438,6 +442,7 @@ func printComparison(w io.Writer, c comparison) {
 	row("buy & hold Sharpe", func(s runSummary) string { return opt(s.BuyAndHoldSharpe, "%.3f") })
 	row("final loss", func(s runSummary) string { return opt(s.FinalLoss, "%.4f") })
 	row("final grad norm", func(s runSummary) string { return opt(s.FinalGradNorm, "%.3f") })
+	row("final mean Q", func(s runSummary) string { return opt(s.FinalMeanQ, "%.4f") })
 	row("final ε", func(s runSummary) string { return opt(s.FinalEpsilon, "%.3f") })
 	row("final valid Sharpe", func(s runSummary) string { return opt(s.FinalSharpe, "%.3f") })
 	row("steps/s", func(s runSummary) string { return fmt.Sprintf("%.1f", s.StepsPerSecond) })

@@ -48,7 +48,7 @@ func watchRun(ctx context.Context, e *env, c client.Client, id string, jsonOut b
 	var res workflows.RunResult
 	go func() { done <- run.Get(ctx, &res) }()
 
-	w := &watcher{w: e.stdout, tty: isTerminal(e.stdout), epsilon: math.NaN()}
+	w := &watcher{w: e.stdout, tty: isTerminal(e.stdout), epsilon: math.NaN(), meanQ: math.NaN()}
 	if st, err := openReader(ctx, e); err == nil {
 		defer st.Close()
 		w.epochs = func(runID string) []store.Epoch {
@@ -136,6 +136,8 @@ type watcher struct {
 	// epsilon is the exploration rate at the end of the last stored
 	// epoch (the next one starts there); NaN when unknown.
 	epsilon float64
+	// meanQ is the last stored epoch's mean Q; NaN when unknown.
+	meanQ float64
 }
 
 // update takes one sample of the run's progress.
@@ -164,6 +166,9 @@ func (w *watcher) update(now time.Time, p workflows.Progress, live *activities.H
 			if v, ok := ep.Metrics["epsilon"]; ok {
 				w.epsilon = v
 			}
+			if v, ok := ep.Metrics["mean_q"]; ok {
+				w.meanQ = v
+			}
 		}
 		w.clearLive()
 		for e := w.printed + 1; e <= p.Epoch; e++ {
@@ -189,7 +194,7 @@ func (w *watcher) update(now time.Time, p workflows.Progress, live *activities.H
 	if live.GlobalStep != w.lastStep {
 		w.lastStep, w.lastAt = live.GlobalStep, now
 	}
-	fmt.Fprintf(w.w, "\r\033[K%s", liveLine(p, live, w.rate, w.epsilon))
+	fmt.Fprintf(w.w, "\r\033[K%s", liveLine(p, live, w.rate, w.meanQ, w.epsilon))
 	w.liveDrawn = true
 }
 
@@ -241,7 +246,7 @@ func epochLine(p workflows.Progress, e int, stored map[int]store.Epoch) string {
 
 // liveLine is the epoch in training: a bar of its steps, the rate, the
 // latest loss and the last validation Sharpe.
-func liveLine(p workflows.Progress, live *activities.Heartbeat, rate, epsilon float64) string {
+func liveLine(p workflows.Progress, live *activities.Heartbeat, rate, meanQ, epsilon float64) string {
 	const width = 24
 	frac := 0.0
 	if live.Steps > 0 {
@@ -258,6 +263,9 @@ func liveLine(p workflows.Progress, live *activities.Heartbeat, rate, epsilon fl
 	}
 	if live.Loss != 0 {
 		s += fmt.Sprintf("  loss %.4f", live.Loss)
+	}
+	if !math.IsNaN(meanQ) {
+		s += fmt.Sprintf("  mean Q %.4f", meanQ)
 	}
 	if !math.IsNaN(epsilon) {
 		s += fmt.Sprintf("  ε %.3f", epsilon)

@@ -30,7 +30,7 @@ func storedEpochs(string) []store.Epoch {
 	v := 0.7
 	return []store.Epoch{
 		{Epoch: 1, EpochMetrics: store.EpochMetrics{Loss: 1.5, GradNorm: 0.25, GlobalStep: 100, DurationMS: 2000, ValidSharpe: &v,
-			Metrics: map[string]float64{"epsilon": 0.5}}},
+			Metrics: map[string]float64{"epsilon": 0.5, "mean_q": 0.125}}},
 		{Epoch: 2, EpochMetrics: store.EpochMetrics{Loss: 1.25, GradNorm: 0.2, GlobalStep: 200, DurationMS: 4000,
 			Metrics: map[string]float64{"epsilon": 0.25}}},
 	}
@@ -41,7 +41,7 @@ func storedEpochs(string) []store.Epoch {
 // steps/s from two heartbeats; finished epochs are lines of their own.
 func TestWatchOnATerminalRedrawsOneLineInPlace(t *testing.T) {
 	var out bytes.Buffer
-	w := &watcher{w: &out, tty: true, epochs: storedEpochs, epsilon: math.NaN()}
+	w := &watcher{w: &out, tty: true, epochs: storedEpochs, epsilon: math.NaN(), meanQ: math.NaN()}
 	watchSamples(w)
 	s := out.String()
 	if n := strings.Count(s, "\r\033[K"); n < 4 {
@@ -50,11 +50,11 @@ func TestWatchOnATerminalRedrawsOneLineInPlace(t *testing.T) {
 	if !strings.Contains(s, "epoch 1/2 [============>           ] train 50/100  40.0 steps/s  loss 2.0000") {
 		t.Errorf("no live line at step 50 with 40 steps/s (40 steps in 1 s):\n%q", s)
 	}
-	if !strings.Contains(s, "ε 0.500") {
-		t.Errorf("the live line of epoch 2 lacks ε of epoch 1:\n%q", s)
+	if !strings.Contains(s, "loss 1.4000  mean Q 0.1250  ε 0.500") {
+		t.Errorf("the live line of epoch 2 lacks mean Q and ε of epoch 1:\n%q", s)
 	}
 	for _, want := range []string{
-		"epoch 1/2 done  step 100  50.0 steps/s  loss 1.5000  grad norm 0.250  ε 0.500  valid Sharpe 0.700  best 0.700 @1  2s\n",
+		"epoch 1/2 done  step 100  50.0 steps/s  loss 1.5000  grad norm 0.250  mean Q 0.1250  ε 0.500  valid Sharpe 0.700  best 0.700 @1  2s\n",
 		"epoch 2/2 done  step 200  25.0 steps/s  loss 1.2500  grad norm 0.200  ε 0.250",
 	} {
 		if !strings.Contains(s, want) {
@@ -67,7 +67,7 @@ func TestWatchOnATerminalRedrawsOneLineInPlace(t *testing.T) {
 // characters and no live lines, only a line per epoch and per state.
 func TestWatchInALogPrintsPlainLines(t *testing.T) {
 	var out bytes.Buffer
-	w := &watcher{w: &out, tty: false, epochs: storedEpochs, epsilon: math.NaN()}
+	w := &watcher{w: &out, tty: false, epochs: storedEpochs, epsilon: math.NaN(), meanQ: math.NaN()}
 	watchSamples(w)
 	s := out.String()
 	if strings.ContainsAny(s, "\r\033") {

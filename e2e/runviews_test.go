@@ -49,7 +49,7 @@ func TestRunWatchShowCompareThroughCLI(t *testing.T) {
 	if strings.ContainsAny(watched, "\r\033") {
 		t.Errorf("run watch wrote terminal control characters to a pipe:\n%q", watched)
 	}
-	for _, want := range []string{"epoch 1/3 done  step 10", "epoch 2/3 done", "epoch 3/3 done", "ε ", "valid Sharpe", "run " + a + " completed: 3 epochs"} {
+	for _, want := range []string{"epoch 1/3 done  step 10", "epoch 2/3 done", "epoch 3/3 done", "mean Q ", "ε ", "valid Sharpe", "run " + a + " completed: 3 epochs"} {
 		if !strings.Contains(watched, want) {
 			t.Errorf("run watch output lacks %q:\n%s", want, watched)
 		}
@@ -78,8 +78,9 @@ func TestRunWatchShowCompareThroughCLI(t *testing.T) {
 		t.Fatalf("run show --json: %d epochs, want 3", len(shown.Epochs))
 	}
 	for i, ep := range shown.Epochs {
-		if ep.Epoch != i+1 || ep.GlobalStep != int64(10*(i+1)) || ep.Metrics["epsilon"] <= 0 || ep.ValidSharpe == nil {
-			t.Errorf("epoch row %d: %+v, want step %d, an ε and a validation Sharpe", i+1, ep, 10*(i+1))
+		_, hasQ := ep.Metrics["mean_q"]
+		if ep.Epoch != i+1 || ep.GlobalStep != int64(10*(i+1)) || ep.Metrics["epsilon"] <= 0 || ep.ValidSharpe == nil || !hasQ {
+			t.Errorf("epoch row %d: %+v, want step %d, an ε, a mean Q and a validation Sharpe", i+1, ep, 10*(i+1))
 		}
 	}
 	best := 0

@@ -153,23 +153,20 @@ func runPage(r Run, figs []Figure) page {
 		p.Sections = append(p.Sections, section{Title: "Best checkpoint", Text: r.BestNote})
 	}
 	p.Sections = append(p.Sections, section{Title: "Training", Figures: training})
-	if len(r.MeanQ) == 0 {
-		p.Sections[len(p.Sections)-1].Text = "Mean Q is measured on the checkpoints still on disk; none could be read."
-	}
-	ep := &table{Header: []string{"epoch", "step", "loss", "grad norm", "ε", "mean reward", "valid Sharpe", "time"}, Mark: -1}
+	ep := &table{Header: []string{"epoch", "step", "loss", "grad norm", "mean Q", "ε", "mean reward", "valid Sharpe", "time"}, Mark: -1}
 	for i, e := range r.Epochs {
-		eps, rew := "–", "–"
-		if v, ok := e.Metrics["epsilon"]; ok {
-			eps = fmt.Sprintf("%.3f", v)
-		}
-		if v, ok := e.Metrics["mean_reward"]; ok {
-			rew = fmt.Sprintf("%.5f", v)
+		m := func(key, format string) string {
+			if v, ok := e.Metrics[key]; ok {
+				return fmt.Sprintf(format, v)
+			}
+			return "–"
 		}
 		if run.BestEpoch != nil && e.Epoch == *run.BestEpoch {
 			ep.Mark = i
 		}
 		ep.Rows = append(ep.Rows, []string{fmt.Sprint(e.Epoch), fmt.Sprint(e.GlobalStep), fmt.Sprintf("%.4f", e.Loss),
-			fmt.Sprintf("%.3f", e.GradNorm), eps, rew, f3(e.ValidSharpe), (time.Duration(e.DurationMS) * time.Millisecond).String()})
+			fmt.Sprintf("%.3f", e.GradNorm), m("mean_q", "%.4f"), m("epsilon", "%.3f"), m("mean_reward", "%.5f"),
+			f3(e.ValidSharpe), (time.Duration(e.DurationMS) * time.Millisecond).String()})
 	}
 	p.Sections = append(p.Sections, section{Title: "Epochs", Text: "The best epoch is highlighted.", Table: ep})
 	ck := &table{Header: []string{"epoch", "step", "valid Sharpe", "bytes", "state", "sha256"}, Mark: -1}

@@ -102,8 +102,12 @@ func RunFigures(r Run) ([]Figure, error) {
 	for _, v := range r.MeanQ {
 		q = append(q, plotter.XY{X: float64(v.Epoch), Y: v.Value})
 	}
-	meanQ, err := linePlot("Mean Q", "epoch", "expected return", false, series{"mean Q", q})
-	if err := add("mean_q.png", "Mean Q per checkpoint", "Expected Q of the greedy action over the validation bars, for each checkpoint retention kept.", meanQ, err); err != nil {
+	meanQ, err := linePlot("Mean Q", "epoch", "expected return", false,
+		series{"training batch (actions taken)", perEpoch(metric("mean_q"))},
+		series{"validation (greedy actions, checkpoints kept)", q})
+	if err := add("mean_q.png", "Mean Q per epoch",
+		"Expected Q of the actions taken in each epoch's last training batch (as the backend reports it), and of the greedy actions over the validation bars for each checkpoint retention kept.",
+		meanQ, err); err != nil {
 		return nil, err
 	}
 	grad, err := linePlot("Gradient norm", "epoch", "global L2 norm (before clipping)", false,

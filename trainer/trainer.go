@@ -57,6 +57,11 @@ type TrainStats struct {
 	GlobalStep int64   `json:"global_step"`
 	Loss       float64 `json:"loss"`      // mean loss over the call
 	GradNorm   float64 `json:"grad_norm"` // mean global gradient norm over the call
+	// MeanQ is the online network's expected Q of the actions taken in
+	// the call's last batch, after the call, averaged over the batch and
+	// the three branches: the value estimate whose drift shows
+	// over-estimation. Nil when the backend does not measure it.
+	MeanQ *float64 `json:"mean_q,omitempty"`
 }
 
 // Trainer is one run's learner. Methods are not safe for concurrent use.
