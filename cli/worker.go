@@ -58,10 +58,17 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 	if err := parse(fs, args, 0); err != nil {
 		return err
 	}
-	if err := store.Migrate(ctx, store.URLFromEnv()); err != nil {
+	loc := store.Location{URL: store.URLFromEnv()}
+	if loc.SQLitePath() != "" {
+		st, err := store.Connect(ctx, loc) // creates or checks the SQLite schema
+		if err != nil {
+			return err
+		}
+		st.Close()
+	} else if err := store.Migrate(ctx, loc.URL); err != nil {
 		return err
 	}
-	fmt.Fprintln(e.stdout, "migrations applied")
+	fmt.Fprintf(e.stdout, "migrations applied to %s\n", loc)
 	return nil
 }
 
