@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -98,6 +100,53 @@ func TestSQLiteSchemaHasThePostgresColumns(t *testing.T) {
 		lrows.Close()
 		if strings.Join(got, ",") != strings.Join(want, ",") || len(want) == 0 {
 			t.Errorf("table %s: SQLite columns %v, PostgreSQL %v", table, got, want)
+		}
+	}
+}
+
+// TestSQLiteFileSharedByTwoProcessesTakesEveryWrite: two stores on one
+// file (dev's worker and a CLI command, say) write at the same time; each
+// write waits for the other's lock instead of failing with "database is
+// locked", and every row arrives.
+func TestSQLiteFileSharedByTwoProcessesTakesEveryWrite(t *testing.T) {
+	ctx := context.Background()
+	file := filepath.Join(t.TempDir(), "shared.db")
+	var stores [2]*SQLite
+	for i := range stores {
+		s, err := OpenSQLite(ctx, file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		stores[i] = s
+	}
+	const epochs = 40
+	errs := make(chan error, len(stores))
+	for i, s := range stores {
+		go func() {
+			run := fmt.Sprintf("run-%d", i)
+			if _, err := s.CreateRun(ctx, NewRun{RunID: run, Config: json.RawMessage(`{}`)}); err != nil {
+				errs <- err
+				return
+			}
+			for e := 1; e <= epochs; e++ {
+				if err := s.RecordEpoch(ctx, run, e, EpochMetrics{Loss: float64(e)}); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range stores {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range stores {
+		eps, err := stores[1-i].ListEpochs(ctx, fmt.Sprintf("run-%d", i))
+		if err != nil || len(eps) != epochs {
+			t.Errorf("run-%d: %d epochs read through the other store (%v), want %d", i, len(eps), err, epochs)
 		}
 	}
 }
