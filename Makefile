@@ -7,13 +7,22 @@ TEMPORAL := $(BIN)/temporal
 # otherwise; `make run` uses DATABASE_URL or the local `postgres` database.
 TEST_DATABASE_URL := $(or $(DATABASE_URL),postgres://postgres@127.0.0.1:5432/test?sslmode=disable)
 
-.PHONY: gpu-binaries all build run test test-short lint bench bench-temporal learn-check record-history temporal clean fuzz-short fuzz chaos vulncheck
+.PHONY: gpu-binaries all build cross run test test-short lint bench bench-temporal learn-check record-history temporal clean fuzz-short fuzz chaos vulncheck
 
 all: build
 
 ## build: the static dqnflow binary (no cgo; the GPU libraries load at run time)
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(DQNFLOW) ./cmd/dqnflow
+
+## cross: the binary for every platform users run it on (the control-plane commands everywhere; CUDA loads at run time on Linux)
+PLATFORMS := linux/amd64 linux/arm64 darwin/arm64 windows/amd64
+cross:
+	@for p in $(PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; ext=; [ $$os = windows ] && ext=.exe; \
+		echo "build $$os/$$arch"; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -o $(BIN)/cross/dqnflow-$$os-$$arch$$ext ./cmd/dqnflow || exit 1; \
+	done
 
 ## temporal: the pinned Temporal dev server (tools/go.mod pins CLI v1.5.1; cached after the first build)
 temporal: $(TEMPORAL)
@@ -24,9 +33,10 @@ $(TEMPORAL): tools/go.mod tools/go.sum
 run: build temporal
 	$(DQNFLOW) dev --demo
 
-## test: every test, against the real PostgreSQL and a real Temporal dev server
+## test: every test, against the real PostgreSQL, a real Temporal dev server and headless Chromium (UI screenshots in artifacts/)
 test: build temporal
 	DATABASE_URL='$(TEST_DATABASE_URL)' DQNFLOW_BIN=$(abspath $(DQNFLOW)) DQNFLOW_TEMPORAL=$(abspath $(TEMPORAL)) \
+		DQNFLOW_ARTIFACTS=$(abspath artifacts) \
 		$(GO) test -count=1 -timeout 30m ./...
 
 ## test-short: unit tests only (no servers, no long runs)
@@ -86,7 +96,7 @@ learn-check: build
 	$(DQNFLOW) learn-check --json
 
 clean:
-	rm -rf $(BIN) checkpoints .dqnflow
+	rm -rf $(BIN) checkpoints .dqnflow artifacts
 
 ## gpu-binaries: static binaries for a device visit (tools/device/visit.sh runs them on a GPU machine)
 gpu-binaries:

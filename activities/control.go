@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 
@@ -106,7 +107,7 @@ type RecordEpochOutput struct{}
 // RecordEpoch records an epoch's metrics (an upsert: a redone epoch
 // overwrites its row).
 func (c *Control) RecordEpoch(ctx context.Context, in RecordEpochInput) (RecordEpochOutput, error) {
-	err := c.Store.RecordEpoch(ctx, in.RunID, in.Epoch, store.EpochMetrics{
+	m := store.EpochMetrics{
 		Loss: in.Train.Loss, GradNorm: in.Train.GradNorm,
 		EnvSteps: in.Collect.EnvSteps, GlobalStep: in.Train.GlobalStep,
 		DurationMS: max(in.DurationMS, 0),
@@ -117,7 +118,11 @@ func (c *Control) RecordEpoch(ctx context.Context, in RecordEpochInput) (RecordE
 			"transitions": float64(in.Collect.Transitions),
 			"episodes":    float64(in.Collect.Episodes),
 		},
-	})
+	}
+	if q := in.Train.MeanQ; q != nil && !math.IsNaN(*q) && !math.IsInf(*q, 0) {
+		m.Metrics["mean_q"] = *q
+	}
+	err := c.Store.RecordEpoch(ctx, in.RunID, in.Epoch, m)
 	return RecordEpochOutput{}, classify(fmt.Sprintf("record epoch %d of run %s", in.Epoch, in.RunID), err)
 }
 

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
@@ -18,9 +19,9 @@ import (
 	"github.com/dqnflow/dqnflow/store"
 )
 
-func newControl(t *testing.T) (*activities.Control, *activitiestest.MemStore, *testsuite.TestActivityEnvironment) {
+func newControl(t *testing.T) (*activities.Control, *store.SQLite, *testsuite.TestActivityEnvironment) {
 	t.Helper()
-	st := activitiestest.NewMemStore()
+	st := activitiestest.NewStore(t)
 	c := &activities.Control{Store: st, CheckpointRoot: os.TempDir()} // every t.TempDir is inside
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
@@ -30,7 +31,7 @@ func newControl(t *testing.T) (*activities.Control, *activitiestest.MemStore, *t
 
 // seedCheckpoints records checkpoints of epochs 1..len(sharpes) with blobs
 // under dir and the given validation Sharpe ratios.
-func seedCheckpoints(t *testing.T, st *activitiestest.MemStore, dir string, sharpes []float64) []string {
+func seedCheckpoints(t *testing.T, st *store.SQLite, dir string, sharpes []float64) []string {
 	t.Helper()
 	ctx := context.Background()
 	if _, err := st.CreateRun(ctx, store.NewRun{RunID: runID, Config: testConfig().JSON()}); err != nil {
@@ -46,7 +47,7 @@ func seedCheckpoints(t *testing.T, st *activitiestest.MemStore, dir string, shar
 		if _, err := st.RecordCheckpoint(ctx, store.CheckpointRecord{RunID: runID, Epoch: e, URI: uri, SHA256: fmt.Sprintf("%064d", e)}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.RecordBacktest(ctx, store.BacktestRecord{RunID: runID, Epoch: e, Split: store.SplitValid, Sharpe: &s}); err != nil {
+		if _, err := st.RecordBacktest(ctx, store.BacktestRecord{RunID: runID, Epoch: e, Split: store.SplitValid, Sharpe: &s, DataFrom: validFrom, DataTo: validFrom}); err != nil {
 			t.Fatal(err)
 		}
 		uris = append(uris, uri)
@@ -75,7 +76,7 @@ func TestRetentionDeletesNothingOutsideTheCheckpointRoot(t *testing.T) {
 		}
 	}
 	for e := 1; e <= len(uris); e++ {
-		if row, _ := st.Checkpoint(runID, e); row.Pruned {
+		if row, _ := st.GetCheckpoint(context.Background(), runID, e); row.Pruned {
 			t.Errorf("checkpoint of epoch %d marked pruned", e)
 		}
 	}
@@ -108,7 +109,7 @@ func TestRetentionKeepsLastBestAndProtected(t *testing.T) {
 	for i, uri := range uris {
 		e := i + 1
 		_, statErr := os.Stat(uri)
-		row, _ := st.Checkpoint(runID, e)
+		row, _ := st.GetCheckpoint(context.Background(), runID, e)
 		gone := e == 1 || e == 4
 		if gone != errors.Is(statErr, os.ErrNotExist) || gone != row.Pruned {
 			t.Errorf("epoch %d: blob exists %v, row pruned %v; want pruned %v", e, statErr == nil, row.Pruned, gone)
@@ -129,7 +130,7 @@ func TestRetentionRefusesWhenTheStorageIsNotVisible(t *testing.T) {
 	if _, err := env.ExecuteActivity(c.ApplyRetention, activities.RetentionInput{RunID: runID, KeepLast: 1}); err == nil {
 		t.Fatal("retention succeeded although the checkpoint directory is not there")
 	}
-	if row, _ := st.Checkpoint(runID, 1); row.Pruned {
+	if row, _ := st.GetCheckpoint(context.Background(), runID, 1); row.Pruned {
 		t.Error("a checkpoint whose blob could not be deleted was marked pruned")
 	}
 }
@@ -176,3 +177,6 @@ func TestStoreRejectionIsFatal(t *testing.T) {
 		t.Fatalf("status of a missing run: %v, want a non-retryable %s error", err, activities.ErrTypeStoreRejected)
 	}
 }
+
+// validFrom is the time of the seeded backtests' validation range.
+var validFrom = time.Date(2024, 1, 2, 0, 0, 0, 0, time.UTC)

@@ -47,7 +47,9 @@ func (a *Trainer) Collect(ctx context.Context, in CollectInput) (CollectOutput, 
 		return CollectOutput{}, stepFailed(in.RunID, fmt.Sprintf("run %s epoch %d: collect", in.RunID, in.Epoch), err)
 	}
 	run.Epoch, run.Stage, run.collected = in.Epoch, StageCollected, st
-	return CollectOutput{Epoch: in.Epoch, Stats: st, DurationMS: time.Since(start).Milliseconds()}, nil
+	took := time.Since(start)
+	a.observeCollect(run, st, took)
+	return CollectOutput{Epoch: in.Epoch, Stats: st, DurationMS: took.Milliseconds()}, nil
 }
 
 // Heartbeat is the progress a session activity reports while it works; the
@@ -107,7 +109,9 @@ func (a *Trainer) TrainEpoch(ctx context.Context, in TrainInput) (TrainOutput, e
 		return TrainOutput{}, stepFailed(in.RunID, fmt.Sprintf("run %s epoch %d: train", in.RunID, in.Epoch), err)
 	}
 	run.Epoch, run.Stage, run.trained, run.GlobalStep = in.Epoch, StageTrained, st, st.GlobalStep
-	return TrainOutput{Epoch: in.Epoch, Stats: st, DurationMS: time.Since(start).Milliseconds()}, nil
+	took := time.Since(start)
+	a.observeTrain(run, st, took)
+	return TrainOutput{Epoch: in.Epoch, Stats: st, DurationMS: took.Milliseconds()}, nil
 }
 
 // SyncInput asks for epoch Epoch's target-network update.

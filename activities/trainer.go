@@ -53,6 +53,9 @@ type Trainer struct {
 	// HeartbeatInterval is the period of liveness heartbeats while an
 	// activity works; zero means one second.
 	HeartbeatInterval time.Duration
+	// Metrics, if set, receives each collection's and training's
+	// measurements (the worker's Prometheus endpoint).
+	Metrics TrainerMetrics
 }
 
 // OpenInput asks for run RunID's trainer at the end of epoch Epoch.

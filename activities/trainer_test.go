@@ -43,15 +43,15 @@ type rig struct {
 	t       *testing.T
 	a       *activities.Trainer
 	backend *activitiestest.Backend
-	store   *activitiestest.MemStore
+	store   *store.SQLite
 	reg     *worker.Registry
 	env     *testsuite.TestActivityEnvironment
 }
 
-func newRig(t *testing.T, root string, st *activitiestest.MemStore) *rig {
+func newRig(t *testing.T, root string, st *store.SQLite) *rig {
 	t.Helper()
 	if st == nil {
-		st = activitiestest.NewMemStore()
+		st = activitiestest.NewStore(t)
 		if _, err := st.CreateRun(context.Background(), store.NewRun{RunID: runID, Config: testConfig().JSON()}); err != nil {
 			t.Fatal(err)
 		}
@@ -227,8 +227,8 @@ func TestCheckpointRestoresBitIdentically(t *testing.T) {
 	if again.Checkpoint != ck.Checkpoint {
 		t.Errorf("a repeated checkpoint differs: %+v vs %+v", again.Checkpoint, ck.Checkpoint)
 	}
-	row, ok := r.store.Checkpoint(runID, 1)
-	if !ok || row.SHA256 != ck.Checkpoint.SHA256 || row.URI != want {
+	row, err := r.store.GetCheckpoint(context.Background(), runID, 1)
+	if err != nil || row.SHA256 != ck.Checkpoint.SHA256 || row.URI != want {
 		t.Fatalf("store row %+v, want uri %s sha %s", row, want, ck.Checkpoint.SHA256)
 	}
 
@@ -361,7 +361,11 @@ func TestBacktestRecordsTheValidationScore(t *testing.T) {
 	if bt.Report.Sharpe != 0.1 {
 		t.Errorf("Sharpe %g, want 0.1", bt.Report.Sharpe)
 	}
-	rec := r.store.Backtests[runID][1]
+	bts, err := r.store.ListBacktests(context.Background(), runID)
+	if err != nil || len(bts) != 1 {
+		t.Fatalf("recorded backtests %+v (%v), want one", bts, err)
+	}
+	rec := bts[0]
 	if rec.Split != store.SplitValid || rec.Sharpe == nil || *rec.Sharpe != 0.1 {
 		t.Errorf("recorded backtest %+v, want a valid split with Sharpe 0.1", rec)
 	}
@@ -438,7 +442,7 @@ func TestCheckpointsStayInsideTheRoot(t *testing.T) {
 			!strings.Contains(err.Error(), "outside the checkpoint root") {
 			t.Errorf("checkpoint.dir %q: %v; want InvalidConfig naming checkpoint.dir and the root", dir, err)
 		}
-		if _, ok := r.store.Checkpoint(runID, 1); ok {
+		if _, err := r.store.GetCheckpoint(context.Background(), runID, 1); err == nil {
 			t.Errorf("checkpoint.dir %q: a checkpoint row was recorded", dir)
 		}
 	}
@@ -668,7 +672,7 @@ func TestFailedCheckpointWriteRecordsNothing(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("checkpoint on a failing disk: %v; want an error naming %s and %q", err, want, tc.want)
 			}
-			if _, ok := r.store.Checkpoint(runID, 2); ok {
+			if _, err := r.store.GetCheckpoint(context.Background(), runID, 2); err == nil {
 				t.Fatal("a checkpoint row was recorded for the failed write")
 			}
 			if entries, err := os.ReadDir(runDir); err == nil {

@@ -93,7 +93,7 @@ func runCheckpointList(ctx context.Context, e *env, args []string) error {
 	if fs.NArg() != 1 {
 		return fmt.Errorf("%w: want \"dqnflow checkpoint list RUN [--json]\"", errUsage)
 	}
-	st, err := store.Open(ctx, store.URLFromEnv())
+	st, err := openReader(ctx, e)
 	if err != nil {
 		return err
 	}

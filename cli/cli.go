@@ -10,6 +10,8 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"go.temporal.io/sdk/client"
 )
 
 // command is one subcommand (or group) of the dqnflow binary.
@@ -23,6 +25,9 @@ type command struct {
 type env struct {
 	stdout, stderr io.Writer
 	conn           *temporalConn // the Temporal connection (temporal.go)
+	// metrics, if set, receives the Temporal SDK's metrics of the clients
+	// this process dials (a worker's --metrics-addr).
+	metrics client.MetricsHandler
 }
 
 // errUsage marks an error whose message already explains the correct usage.
@@ -39,10 +44,14 @@ func commands() []command {
 		{"learn-check", "train on the synthetic series and compare with the oracle policy", runLearnCheck},
 		{"dev", "local stack: Temporal dev server + UI, migrations, a worker [--demo]", runDev},
 		{"worker", "a worker: dqnflow worker --role all|control|gpu --device auto|cpu|cuda[:N] [--runs-per-device N] [--cpu-devices N]", runWorker},
-		{"run", "runs on Temporal: run start|list|show|watch|pause|resume|stop", runRun},
+		{"run", "runs on Temporal: run start|list|show|watch|compare|pause|resume|stop", runRun},
+		{"report", "HTML report with plots of a run or a sweep: dqnflow report RUN --out DIR", runReport},
 		{"schedule", "periodic retraining: schedule create|list|delete", runSchedule},
 		{"sweep", "grid search: sweep start --grid PATH=V1,V2 ... [--max-concurrent N]", runSweep},
 		{"migrate", "apply the PostgreSQL migrations (DATABASE_URL)", runMigrate},
+		{"doctor", "check what is reachable and what is misconfigured: Temporal, the store, GPUs, libraries, checkpoint directory", runDoctor},
+		{"completion", "shell completion: dqnflow completion bash|zsh|fish", runCompletion},
+		{completeCommand, "", runComplete},
 	}
 }
 
@@ -52,6 +61,14 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	e := &env{stdout: stdout, stderr: stderr, conn: &temporalConn{}}
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		usage(stdout)
+		return 0
+	}
+	if len(args) >= 2 && subcommands[args[0]] != nil && isHelp(args[1]) {
+		groupHelp(stdout, args[0])
+		return 0
+	}
+	if len(args) == 3 && flagless[args[0]+" "+args[1]] && isHelp(args[2]) {
+		flaglessHelp(stdout, args[0]+" "+args[1])
 		return 0
 	}
 	for _, c := range commands() {
@@ -83,9 +100,21 @@ func usage(w io.Writer) {
 	cs := commands()
 	sort.Slice(cs, func(i, j int) bool { return cs[i].name < cs[j].name })
 	for _, c := range cs {
-		fmt.Fprintf(w, "  %-12s %s\n", c.name, c.summary)
+		if c.summary != "" {
+			fmt.Fprintf(w, "  %-12s %s\n", c.name, c.summary)
+		}
 	}
-	fmt.Fprintln(w, "\nRun \"dqnflow COMMAND -h\" for a command's flags.")
+	fmt.Fprintln(w, "\nGetting started:")
+	for _, x := range []string{
+		"dqnflow dev --demo                      # Temporal, UI, a worker and a demo run, nothing else needed",
+		"dqnflow run start --config my.json      # in another terminal; prints the run id",
+		"dqnflow run watch RUN                   # live progress",
+		"dqnflow report RUN --out reports/RUN    # HTML report with plots",
+		"dqnflow doctor                          # what is reachable, what is not",
+	} {
+		fmt.Fprintf(w, "  %s\n", x)
+	}
+	fmt.Fprintln(w, "\nRun \"dqnflow COMMAND -h\" for a command's flags and examples.")
 }
 
 // newFlags returns a FlagSet whose errors are returned, not printed and
@@ -96,6 +125,7 @@ func newFlags(e *env, name string) *flag.FlagSet {
 	if dialsTemporal(name) {
 		e.conn.register(fs)
 	}
+	setUsage(fs, name)
 	return fs
 }
 

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -53,13 +52,16 @@ func runDev(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("create directory for %s: %w", *dbFile, err)
 	}
 
-	st, err := openStore(ctx)
+	st, err := openStore(ctx, e, true)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	fmt.Fprintln(e.stderr, "dev: PostgreSQL migrations applied")
 
+	var metricsURL string
+	if wf.metrics, metricsURL, err = startMetrics(ctx, e, wf.metricsAddr, wf.metricsAddr == defaultDevMetricsAddr); err != nil {
+		return err
+	}
 	srv, err := startTemporal(e, bin, *port, *uiPort, *dbFile)
 	if err != nil {
 		return err
@@ -88,6 +90,9 @@ func runDev(ctx context.Context, e *env, args []string) error {
 	}()
 	ui := fmt.Sprintf("http://localhost:%d", *uiPort)
 	fmt.Fprintf(e.stdout, "dqnflow dev is up: Temporal at %s, UI at %s\n", addr, ui)
+	if metricsURL != "" {
+		fmt.Fprintf(e.stdout, "Prometheus metrics (Temporal SDK and trainer) at %s\n", metricsURL)
+	}
 	fmt.Fprintf(e.stdout, "Start a run: dqnflow run start, or in the UI: Start Workflow, type TrainingRun, task queue dqnflow-control, input {}\n")
 
 	if *demo {
@@ -176,7 +181,7 @@ func startTemporal(e *env, bin string, port, uiPort int, dbFile string) (*server
 	args = append(args, worker.DevServerFlags()...)
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = e.stderr, e.stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	cmd.SysProcAttr = serverProcAttr()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
@@ -198,11 +203,11 @@ func (p *serverProc) alive() error {
 
 // stop ends the server's process group: SIGTERM, then SIGKILL after 10 s.
 func (p *serverProc) stop() {
-	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	terminateGroup(p.cmd.Process)
 	select {
 	case <-p.exited:
 	case <-time.After(10 * time.Second):
-		syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		killGroup(p.cmd.Process)
 		<-p.exited
 	}
 }

@@ -17,10 +17,10 @@ import (
 	"github.com/dqnflow/dqnflow/workflows"
 )
 
-// runRun implements "dqnflow run start|list|show|watch|pause|resume|stop".
+// runRun implements "dqnflow run start|list|show|watch|compare|pause|resume|stop".
 func runRun(ctx context.Context, e *env, args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("%w: want \"dqnflow run start|list|show|watch|pause|resume|stop ...\"", errUsage)
+		return fmt.Errorf("%w: want \"dqnflow run start|list|show|watch|compare|pause|resume|stop ...\"", errUsage)
 	}
 	sub, rest := args[0], args[1:]
 	switch sub {
@@ -28,12 +28,16 @@ func runRun(ctx context.Context, e *env, args []string) error {
 		return runStart(ctx, e, rest)
 	case "list":
 		return runList(ctx, e, rest)
-	case "show", "watch":
-		return runShowWatch(ctx, e, sub, rest)
+	case "show":
+		return runShow(ctx, e, rest)
+	case "watch":
+		return runWatch(ctx, e, rest)
+	case "compare":
+		return runCompare(ctx, e, rest)
 	case "pause", "resume", "stop":
 		return runSignal(ctx, e, sub, rest)
 	}
-	return fmt.Errorf("%w: unknown run command %q: want start, list, show, watch, pause, resume or stop", errUsage, sub)
+	return fmt.Errorf("%w: unknown run command %q: want start, list, show, watch, compare, pause, resume or stop", errUsage, sub)
 }
 
 // newRunID returns "<prefix>-<UTC time>-<4 random bytes>".
@@ -126,7 +130,7 @@ func runList(ctx context.Context, e *env, args []string) error {
 	if err := parse(fs, args, 0); err != nil {
 		return err
 	}
-	st, err := store.Open(ctx, store.URLFromEnv())
+	st, err := openReader(ctx, e)
 	if err != nil {
 		return err
 	}
@@ -146,38 +150,6 @@ func runList(ctx context.Context, e *env, args []string) error {
 		}
 		fmt.Fprintf(e.stdout, "%-36s %-14s %7d %9s %-10s %s\n", r.RunID, r.Status, r.EpochsDone, best, r.Precision, r.CreatedAt.Format(time.RFC3339))
 	}
-	return nil
-}
-
-// runShowWatch implements "run show RUN" (one progress report) and "run
-// watch RUN" (a report on every change until the run ends).
-func runShowWatch(ctx context.Context, e *env, sub string, args []string) error {
-	fs := newFlags(e, "run "+sub)
-	jsonOut := fs.Bool("json", false, "print JSON")
-	if err := parse(fs, reorderFlags(args), 1); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return fmt.Errorf("%w: want \"dqnflow run %s RUN\"", errUsage, sub)
-	}
-	c, err := dial(ctx, e)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	if sub == "watch" {
-		_, err := watchRun(ctx, e, c, fs.Arg(0), *jsonOut)
-		return err
-	}
-	p, live, err := progress(ctx, c, fs.Arg(0))
-	if err != nil {
-		// A query needs a worker to answer; the metadata store does not.
-		return showStoredRun(ctx, e, fs.Arg(0), *jsonOut, err)
-	}
-	if *jsonOut {
-		return printJSON(e, map[string]any{"progress": p, "training": live})
-	}
-	printProgress(e, p, live)
 	return nil
 }
 
@@ -230,55 +202,6 @@ func printProgress(e *env, p workflows.Progress, live *activities.Heartbeat) {
 	fmt.Fprintln(e.stdout)
 }
 
-// watchRun prints the run's progress whenever it changes until the run
-// ends, then its result, which it returns.
-func watchRun(ctx context.Context, e *env, c client.Client, id string, jsonOut bool) (workflows.RunResult, error) {
-	run := c.GetWorkflow(ctx, id, "")
-	done := make(chan error, 1)
-	var res workflows.RunResult
-	go func() { done <- run.Get(ctx, &res) }()
-	var last string
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for {
-		select {
-		case err := <-done:
-			if jsonOut {
-				out := map[string]any{"run_id": id, "result": res}
-				if err != nil {
-					out["error"] = err.Error()
-				}
-				printJSON(e, out)
-			}
-			if err != nil {
-				return res, fmt.Errorf("run %s failed: %w", id, err)
-			}
-			if !jsonOut {
-				fmt.Fprintf(e.stdout, "run %s %s: %d epochs, best validation Sharpe %.3f at epoch %d, last checkpoint %s\n",
-					id, res.Status, res.Epochs, res.BestValidSharpe, res.BestEpoch, ckURI(res.LastCheckpoint))
-			}
-			return res, nil
-		case <-ctx.Done():
-			return res, ctx.Err()
-		case <-tick.C:
-			p, live, err := progress(ctx, c, id)
-			if err != nil {
-				continue // the first workflow task may not have run yet
-			}
-			key := fmt.Sprintf("%s %s %d %v", p.Status, p.Phase, p.Epoch, live)
-			if key == last {
-				continue
-			}
-			last = key
-			if jsonOut {
-				printJSON(e, map[string]any{"progress": p, "training": live})
-			} else {
-				printProgress(e, p, live)
-			}
-		}
-	}
-}
-
 func ckURI(r *activities.CheckpointRef) string {
 	if r == nil {
 		return "-"
@@ -304,34 +227,5 @@ func runSignal(ctx context.Context, e *env, sub string, args []string) error {
 		return fmt.Errorf("signal %s to run %s: %w", signal, fs.Arg(0), err)
 	}
 	fmt.Fprintf(e.stdout, "sent %s to run %s (it takes effect at the next epoch boundary)\n", signal, fs.Arg(0))
-	return nil
-}
-
-// showStoredRun prints what PostgreSQL holds about a run, for when the
-// workflow cannot answer a query (no worker running, or the run is gone
-// from Temporal's retention).
-func showStoredRun(ctx context.Context, e *env, id string, jsonOut bool, queryErr error) error {
-	st, err := store.Open(ctx, store.URLFromEnv())
-	if err != nil {
-		return fmt.Errorf("%w; and the metadata store: %v", queryErr, err)
-	}
-	defer st.Close()
-	r, err := st.GetRun(ctx, id)
-	if err != nil {
-		return fmt.Errorf("%w; and the metadata store: %v", queryErr, err)
-	}
-	fmt.Fprintf(e.stderr, "run %s: no live answer from Temporal (%v); showing the metadata store\n", id, queryErr)
-	if jsonOut {
-		return printJSON(e, map[string]any{"run": r})
-	}
-	best := "-"
-	if r.BestValidSharpe != nil && r.BestEpoch != nil {
-		best = fmt.Sprintf("%.3f (epoch %d)", *r.BestValidSharpe, *r.BestEpoch)
-	}
-	fmt.Fprintf(e.stdout, "run %s [%s]: %d epochs done, best validation Sharpe %s; %s backend on %s, %s\n",
-		r.RunID, r.Status, r.EpochsDone, best, r.Backend, r.Device, r.Precision)
-	if r.Error != "" {
-		fmt.Fprintf(e.stdout, "error: %s\n", r.Error)
-	}
 	return nil
 }

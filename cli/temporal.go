@@ -53,7 +53,7 @@ type temporalConn struct {
 // newFlags) talks to Temporal and so takes the connection flags.
 func dialsTemporal(name string) bool {
 	switch {
-	case name == "worker", name == "bench":
+	case name == "worker", name == "bench", name == "doctor", name == "report":
 		return true
 	case strings.HasPrefix(name, "run "), strings.HasPrefix(name, "schedule "), strings.HasPrefix(name, "sweep "):
 		return true
@@ -167,5 +167,7 @@ func (c *temporalConn) apiKey() (string, error) {
 // readable.
 func clientOptions(e *env) (client.Options, error) {
 	logger := tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	return e.conn.options(logger)
+	o, err := e.conn.options(logger)
+	o.MetricsHandler = e.metrics
+	return o, err
 }

@@ -41,25 +41,23 @@ func dial(ctx context.Context, e *env) (client.Client, error) {
 	return c, nil
 }
 
-// openStore connects to PostgreSQL (DATABASE_URL) and applies the migrations.
-func openStore(ctx context.Context) (*store.Store, error) {
-	url := store.URLFromEnv()
-	if err := store.Migrate(ctx, url); err != nil {
-		return nil, err
-	}
-	return store.Open(ctx, url)
-}
-
 // runMigrate implements "dqnflow migrate".
 func runMigrate(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "migrate")
 	if err := parse(fs, args, 0); err != nil {
 		return err
 	}
-	if err := store.Migrate(ctx, store.URLFromEnv()); err != nil {
+	loc := store.Location{URL: store.URLFromEnv()}
+	if loc.SQLitePath() != "" {
+		st, err := store.Connect(ctx, loc) // creates or checks the SQLite schema
+		if err != nil {
+			return err
+		}
+		st.Close()
+	} else if err := store.Migrate(ctx, loc.URL); err != nil {
 		return err
 	}
-	fmt.Fprintln(e.stdout, "migrations applied")
+	fmt.Fprintf(e.stdout, "migrations applied to %s\n", loc)
 	return nil
 }
 
@@ -67,6 +65,9 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 type workerFlags struct {
 	role, device, checkpointDir string
 	devices                     deviceFlags
+	metricsAddr                 string
+	// metrics receives the trainer's measurements; set by startMetrics.
+	metrics *worker.Metrics
 }
 
 func (w *workerFlags) register(fsRole bool, fs interface {
@@ -79,11 +80,17 @@ func (w *workerFlags) register(fsRole bool, fs interface {
 	fs.StringVar(&w.device, "device", "auto", "trainer devices: cuda (every GPU of the host), cuda:N (GPU N), auto (the GPUs, or the CPU without), cpu")
 	w.devices.register(fs)
 	fs.StringVar(&w.checkpointDir, "checkpoint-dir", getenv(envCheckpointDir, "."), "root for relative checkpoint.dir values")
+	metricsDefault := defaultDevMetricsAddr // dev
+	if fsRole {
+		metricsDefault = "" // a worker serves metrics when asked: several may share a host
+	}
+	fs.StringVar(&w.metricsAddr, "metrics-addr", metricsDefault, "serve Prometheus metrics at this host:port (\"\": none)")
 }
 
 // startWorker builds and starts the workers of one process on devices
-// (workerFlags.openDevices); stop them with Stop.
-func startWorker(ctx context.Context, e *env, c client.Client, st *store.Store, wf workerFlags, devices []trainer.Device) (*worker.Worker, error) {
+// (workerFlags.openDevices); stop them with Stop. The device choice is
+// logged, never silent.
+func startWorker(ctx context.Context, e *env, c client.Client, st store.Metadata, wf workerFlags, devices []trainer.Device) (*worker.Worker, error) {
 	role, err := worker.ParseRole(wf.role)
 	if err != nil {
 		return nil, fmt.Errorf("%w: flag --role: %v", errUsage, err)
@@ -99,10 +106,14 @@ func startWorker(ctx context.Context, e *env, c client.Client, st *store.Store, 
 		fmt.Fprintf(e.stderr, "worker: FAULT INJECTION ON (%s=%s): for tests only\n", faults.EnvPlan, plan)
 	}
 	logger := tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
-	w, err := worker.New(c, worker.Config{
+	cfg := worker.Config{
 		Role: role, Devices: devices, RunsPerDevice: wf.devices.runsPerDevice(), Store: st,
 		CheckpointRoot: wf.checkpointDir, Logger: logger,
-	})
+	}
+	if wf.metrics != nil {
+		cfg.TrainerMetrics = wf.metrics
+	}
+	w, err := worker.New(c, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -130,11 +141,14 @@ func runWorker(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	st, err := openStore(ctx)
+	st, err := openStore(ctx, e, true)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	if wf.metrics, _, err = startMetrics(ctx, e, wf.metricsAddr, false); err != nil {
+		return err
+	}
 	c, err := dial(ctx, e)
 	if err != nil {
 		return err

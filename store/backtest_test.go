@@ -20,7 +20,7 @@ func backtestAt(runID string, epoch int, split string, sharpe *float64) Backtest
 	}
 }
 
-func recordBacktest(t *testing.T, s *Store, b BacktestRecord) BacktestRecord {
+func recordBacktest(t *testing.T, s Metadata, b BacktestRecord) BacktestRecord {
 	t.Helper()
 	out, err := s.RecordBacktest(context.Background(), b)
 	if err != nil {
@@ -31,7 +31,7 @@ func recordBacktest(t *testing.T, s *Store, b BacktestRecord) BacktestRecord {
 
 // TestBestFlagFollowsValidSharpe walks the order the workflow uses: the
 // checkpoint first, its validation backtest later.
-func TestBestFlagFollowsValidSharpe(t *testing.T) {
+func testBestFlagFollowsValidSharpe(t *testing.T, newStore func(*testing.T) Metadata) {
 	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t)
@@ -111,7 +111,7 @@ func TestBestFlagFollowsValidSharpe(t *testing.T) {
 	}
 }
 
-func TestValidBacktestFillsEpochScore(t *testing.T) {
+func testValidBacktestFillsEpochScore(t *testing.T, newStore func(*testing.T) Metadata) {
 	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t)
@@ -136,7 +136,7 @@ func TestValidBacktestFillsEpochScore(t *testing.T) {
 	}
 }
 
-func TestRecordBacktestRejectsBadInput(t *testing.T) {
+func testRecordBacktestRejectsBadInput(t *testing.T, newStore func(*testing.T) Metadata) {
 	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t)

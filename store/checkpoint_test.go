@@ -22,7 +22,7 @@ func checkpointAt(runID string, epoch int, content string) CheckpointRecord {
 	}
 }
 
-func record(t *testing.T, s *Store, c CheckpointRecord) CheckpointRecord {
+func record(t *testing.T, s Metadata, c CheckpointRecord) CheckpointRecord {
 	t.Helper()
 	out, err := s.RecordCheckpoint(context.Background(), c)
 	if err != nil {
@@ -47,7 +47,7 @@ func idsOf(cps []CheckpointRecord) []int64 {
 	return out
 }
 
-func TestRecordCheckpointRetry(t *testing.T) {
+func testRecordCheckpointRetry(t *testing.T, newStore func(*testing.T) Metadata) {
 	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t)
@@ -91,7 +91,7 @@ func TestRecordCheckpointRetry(t *testing.T) {
 	wantErrIs(t, err, ErrNotFound)
 }
 
-func TestLatestCheckpointSkipsPruned(t *testing.T) {
+func testLatestCheckpointSkipsPruned(t *testing.T, newStore func(*testing.T) Metadata) {
 	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t)
@@ -131,7 +131,7 @@ func TestLatestCheckpointSkipsPruned(t *testing.T) {
 // validation Sharpe 0.5, 1.2, -, 0.9, 1.2, -0.3, 0.1, -; keep the last 3
 // (6, 7, 8) and the best 2 (2 and 5 tie at 1.2; 2 is earlier, 5 is second),
 // so 1, 3 and 4 go.
-func TestRetentionKeepsLastAndBest(t *testing.T) {
+func testRetentionKeepsLastAndBest(t *testing.T, newStore func(*testing.T) Metadata) {
 	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t)
@@ -214,7 +214,7 @@ func TestRetentionKeepsLastAndBest(t *testing.T) {
 	}
 }
 
-func TestMarkPrunedKeepsFirstPrunedAt(t *testing.T) {
+func testMarkPrunedKeepsFirstPrunedAt(t *testing.T, newStore func(*testing.T) Metadata) {
 	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t)
@@ -233,7 +233,7 @@ func TestMarkPrunedKeepsFirstPrunedAt(t *testing.T) {
 	}
 }
 
-func TestCheckpointJSONNamesEpochURIAndSHA256(t *testing.T) {
+func testCheckpointJSONNamesEpochURIAndSHA256(t *testing.T, newStore func(*testing.T) Metadata) {
 	t.Parallel()
 	s := newStore(t)
 	newRun(t, s, NewRun{RunID: "r"})

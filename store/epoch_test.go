@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-func TestRecordEpochIsIdempotent(t *testing.T) {
+func testRecordEpochIsIdempotent(t *testing.T, newStore func(*testing.T) Metadata) {
 	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t)
@@ -46,7 +46,7 @@ func TestRecordEpochIsIdempotent(t *testing.T) {
 	}
 }
 
-func TestEpochsDoneNeverGoesDown(t *testing.T) {
+func testEpochsDoneNeverGoesDown(t *testing.T, newStore func(*testing.T) Metadata) {
 	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t)
@@ -62,7 +62,7 @@ func TestEpochsDoneNeverGoesDown(t *testing.T) {
 	}
 }
 
-func TestRecordEpochRejectsBadInput(t *testing.T) {
+func testRecordEpochRejectsBadInput(t *testing.T, newStore func(*testing.T) Metadata) {
 	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t)

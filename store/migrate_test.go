@@ -175,7 +175,7 @@ func embeddedVersions(t *testing.T) []int64 {
 
 func TestStoreMigrateIsIdempotent(t *testing.T) {
 	t.Parallel()
-	s := newStore(t) // migrated once by Migrate(url)
+	s := newPostgres(t) // migrated once by Migrate(url)
 	if err := s.Migrate(context.Background()); err != nil {
 		t.Fatalf("second Migrate: %v", err)
 	}

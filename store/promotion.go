@@ -86,25 +86,7 @@ func (s *Store) RecordPromotion(ctx context.Context, p Promotion) (Promotion, er
 			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 				return err
 			}
-			if champ.PromotionID == 0 && champ.RunID == p.ChallengerRunID {
-				// The challenger is the lineage's first run, champion only
-				// by default: the retrain found none when it began.
-				champ = Champion{}
-			}
-			if champ.RunID != p.IncumbentRunID || champ.CheckpointURI != p.IncumbentCheckpointURI {
-				now := "none"
-				if champ.RunID != "" {
-					now = fmt.Sprintf("run %s, %s", champ.RunID, champ.CheckpointURI)
-				}
-				read := "none"
-				if p.IncumbentRunID != "" {
-					read = fmt.Sprintf("run %s, %s", p.IncumbentRunID, p.IncumbentCheckpointURI)
-				}
-				p.Promoted = false
-				p.Reason = fmt.Sprintf("not promoted: the lineage's champion changed while this retrain ran "+
-					"(it compared against %s; the champion is now %s); retrain again to compare against it. "+
-					"Its comparison: %s", read, now, p.Reason)
-			}
+			p = compareAndSet(p, champ)
 		}
 		if _, err := tx.Exec(ctx, `
 			INSERT INTO promotions (lineage, retrain_run_id, challenger_run_id, challenger_checkpoint_uri,
@@ -197,4 +179,33 @@ func champion(ctx context.Context, q interface {
 	}
 	c, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[row])
 	return c.Champion, err
+}
+
+// compareAndSet returns p, a decision to promote, unchanged if champ (the
+// lineage's champion now; zero when it has none) is still the incumbent
+// that p compared against, and otherwise turned into a refusal whose
+// reason names both. Every store applies it inside the transaction that
+// records p.
+func compareAndSet(p Promotion, champ Champion) Promotion {
+	if champ.PromotionID == 0 && champ.RunID == p.ChallengerRunID {
+		// The challenger is the lineage's first run, champion only
+		// by default: the retrain found none when it began.
+		champ = Champion{}
+	}
+	if champ.RunID == p.IncumbentRunID && champ.CheckpointURI == p.IncumbentCheckpointURI {
+		return p
+	}
+	now := "none"
+	if champ.RunID != "" {
+		now = fmt.Sprintf("run %s, %s", champ.RunID, champ.CheckpointURI)
+	}
+	read := "none"
+	if p.IncumbentRunID != "" {
+		read = fmt.Sprintf("run %s, %s", p.IncumbentRunID, p.IncumbentCheckpointURI)
+	}
+	p.Promoted = false
+	p.Reason = fmt.Sprintf("not promoted: the lineage's champion changed while this retrain ran "+
+		"(it compared against %s; the champion is now %s); retrain again to compare against it. "+
+		"Its comparison: %s", read, now, p.Reason)
+	return p
 }

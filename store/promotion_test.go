@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-func TestRecordPromotionOnce(t *testing.T) {
+func testRecordPromotionOnce(t *testing.T, newStore func(*testing.T) Metadata) {
 	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t)
@@ -51,7 +51,7 @@ func TestRecordPromotionOnce(t *testing.T) {
 	wantErrIs(t, err, ErrNotFound)
 }
 
-func TestChampion(t *testing.T) {
+func testChampion(t *testing.T, newStore func(*testing.T) Metadata) {
 	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t)
@@ -116,7 +116,7 @@ func TestChampion(t *testing.T) {
 // against the new champion, must not take the title from it (compare and
 // set), and its decision says why. Then the same race with the two
 // promotions at once, many times: exactly one wins each time.
-func TestPromotionComparesAgainstTheIncumbentItRead(t *testing.T) {
+func testPromotionComparesAgainstTheIncumbentItRead(t *testing.T, newStore func(*testing.T) Metadata) {
 	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t)

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-func TestCreateRunIsIdempotent(t *testing.T) {
+func testCreateRunIsIdempotent(t *testing.T, newStore func(*testing.T) Metadata) {
 	t.Parallel()
 	s := newStore(t)
 	first := newRun(t, s, NewRun{RunID: "run-1", Config: json.RawMessage(`{"seed": 7}`)})
@@ -24,7 +24,7 @@ func TestCreateRunIsIdempotent(t *testing.T) {
 	}
 }
 
-func TestCreateRunRejectsBadInput(t *testing.T) {
+func testCreateRunRejectsBadInput(t *testing.T, newStore func(*testing.T) Metadata) {
 	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t)
@@ -41,7 +41,7 @@ func TestCreateRunRejectsBadInput(t *testing.T) {
 	wantErrIs(t, err, ErrNotFound)
 }
 
-func TestSetRunStatus(t *testing.T) {
+func testSetRunStatus(t *testing.T, newStore func(*testing.T) Metadata) {
 	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t)
@@ -78,7 +78,7 @@ func TestSetRunStatus(t *testing.T) {
 	wantErrIs(t, s.SetRunStatus(ctx, "nope", StatusCompleted, ""), ErrNotFound)
 }
 
-func TestSetRunDevice(t *testing.T) {
+func testSetRunDevice(t *testing.T, newStore func(*testing.T) Metadata) {
 	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t)
@@ -95,7 +95,7 @@ func TestSetRunDevice(t *testing.T) {
 	wantErrIs(t, s.SetRunDevice(ctx, "nope", "cpu", "cpu", "fp32"), ErrNotFound)
 }
 
-func TestListRunsFilters(t *testing.T) {
+func testListRunsFilters(t *testing.T, newStore func(*testing.T) Metadata) {
 	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t)
@@ -142,7 +142,7 @@ func TestListRunsFilters(t *testing.T) {
 // workflow id, as the Temporal UI allows: the second must get a row of its
 // own (run id "<workflow id>.<execution id>", its own lineage) and leave
 // the first one's row as it was; a retry of either finds its own row.
-func TestCreateRunKeysOnTheFirstExecution(t *testing.T) {
+func testCreateRunKeysOnTheFirstExecution(t *testing.T, newStore func(*testing.T) Metadata) {
 	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,8 +15,8 @@ import (
 // newSchema returns the URL of a fresh schema for this test.
 func newSchema(t *testing.T) string { return storetest.Schema(t, "dqnflow_test") }
 
-// newStore returns a Store on a fresh, migrated schema.
-func newStore(t *testing.T) *Store {
+// newPostgres returns a Store on a fresh, migrated PostgreSQL schema.
+func newPostgres(t *testing.T) *Store {
 	t.Helper()
 	u := newSchema(t)
 	ctx := context.Background()
@@ -30,8 +31,19 @@ func newStore(t *testing.T) *Store {
 	return s
 }
 
+// newSQLite returns an SQLite store in a fresh file.
+func newSQLite(t *testing.T) *SQLite {
+	t.Helper()
+	s, err := OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "metadata.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
 // newRun creates a run with a small config.
-func newRun(t *testing.T, s *Store, r NewRun) Run {
+func newRun(t *testing.T, s Metadata, r NewRun) Run {
 	t.Helper()
 	if r.Config == nil {
 		r.Config = json.RawMessage(`{"seed": 1, "epochs": 20}`)
@@ -44,10 +56,21 @@ func newRun(t *testing.T, s *Store, r NewRun) Run {
 }
 
 // count returns the number of rows a query's WHERE clause selects.
-func count(t *testing.T, s *Store, table, where string, args ...any) int {
+func count(t *testing.T, s Metadata, table, where string, args ...any) int {
 	t.Helper()
+	ctx := context.Background()
+	q := "SELECT count(*) FROM " + table + " WHERE " + where
 	var n int
-	if err := s.pool.QueryRow(context.Background(), "SELECT count(*) FROM "+table+" WHERE "+where, args...).Scan(&n); err != nil {
+	var err error
+	switch s := s.(type) {
+	case *Store:
+		err = s.pool.QueryRow(ctx, q, args...).Scan(&n)
+	case *SQLite:
+		err = s.db.QueryRowContext(ctx, q, args...).Scan(&n)
+	default:
+		t.Fatalf("count: unknown store %T", s)
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	return n

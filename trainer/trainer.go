@@ -64,6 +64,11 @@ type TrainStats struct {
 	GlobalStep int64   `json:"global_step"`
 	Loss       float64 `json:"loss"`      // mean loss over the call
 	GradNorm   float64 `json:"grad_norm"` // mean global gradient norm over the call
+	// MeanQ is the online network's expected Q of the actions taken in
+	// the call's last batch, after the call, averaged over the batch and
+	// the three branches: the value estimate whose drift shows
+	// over-estimation. Nil when the backend does not measure it.
+	MeanQ *float64 `json:"mean_q,omitempty"`
 }
 
 // Trainer is one run's learner. Methods are not safe for concurrent use.
@@ -88,6 +93,13 @@ type Trainer interface {
 	Backtest(ctx context.Context, ds *market.Dataset, r market.Range) (market.Report, error)
 	// Close frees the trainer's memory; the trainer is unusable afterwards.
 	Close() error
+}
+
+// MemoryReporter is implemented by trainers on a device with memory of
+// its own (the CUDA backend): the device's memory in use and in all, in
+// bytes, for the worker's metrics.
+type MemoryReporter interface {
+	DeviceMemory() (used, total uint64, err error)
 }
 
 // Backend creates trainers of one kind.

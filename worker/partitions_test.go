@@ -106,7 +106,7 @@ func TestSessionQueuesDispatchPromptlyWithTheDeploymentsPartitions(t *testing.T)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	w, err := worker.New(c, worker.Config{
-		Role: worker.RoleAll, Slots: 1, Store: activitiestest.NewMemStore(), Backend: &activitiestest.Backend{},
+		Role: worker.RoleAll, Slots: 1, Store: activitiestest.NewStore(t), Backend: &activitiestest.Backend{},
 		Prepare: activitiestest.Dataset, CheckpointRoot: t.TempDir(), HeartbeatInterval: 100 * time.Millisecond,
 		Workflows: workflows.Options{ContinueAsNewEvery: 4},
 	})

@@ -44,7 +44,7 @@ func TestSlotIsKeptAcrossContinueAsNew(t *testing.T) {
 		return nil
 	}}
 	w, err := worker.New(c, worker.Config{
-		Role: worker.RoleAll, Slots: 1, Store: activitiestest.NewMemStore(), Backend: b, Prepare: activitiestest.Dataset,
+		Role: worker.RoleAll, Slots: 1, Store: activitiestest.NewStore(t), Backend: b, Prepare: activitiestest.Dataset,
 		CheckpointRoot: t.TempDir(), HeartbeatInterval: 100 * time.Millisecond,
 		Workflows: workflows.Options{ContinueAsNewEvery: 2, RecreateTimeout: 5 * time.Second},
 	})
@@ -126,7 +126,7 @@ func TestStuckWorkflowGivesItsSlotBack(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	w, err := worker.New(c, worker.Config{
-		Role: worker.RoleAll, Slots: 1, Store: activitiestest.NewMemStore(), Backend: &activitiestest.Backend{},
+		Role: worker.RoleAll, Slots: 1, Store: activitiestest.NewStore(t), Backend: &activitiestest.Backend{},
 		Prepare: activitiestest.Dataset, CheckpointRoot: t.TempDir(), HeartbeatInterval: 100 * time.Millisecond,
 		IdleTimeout: 2 * time.Second,
 	})

@@ -94,6 +94,9 @@ type Config struct {
 	Workflows workflows.Options
 	// Logger for the registry; nil means none.
 	Logger log.Logger
+	// TrainerMetrics, if set, receives the session activities'
+	// measurements (*Metrics; the SDK's own metrics go through the client).
+	TrainerMetrics activities.TrainerMetrics
 }
 
 // Worker is the Temporal workers of one process.
@@ -147,7 +150,7 @@ func New(c client.Client, cfg Config) (*Worker, error) {
 		gw := sdkworker.New(c, opts.GPUTaskQueue, gopts)
 		RegisterGPU(gw, &activities.Trainer{
 			Devices: devices, Registry: w.Registry, Slots: w.Slots, Store: cfg.Store, Prepare: cfg.Prepare,
-			CheckpointRoot: cfg.CheckpointRoot, HeartbeatInterval: cfg.HeartbeatInterval,
+			CheckpointRoot: cfg.CheckpointRoot, HeartbeatInterval: cfg.HeartbeatInterval, Metrics: cfg.TrainerMetrics,
 		})
 		w.workers = append(w.workers, gw)
 	}

@@ -78,7 +78,7 @@ func TestRunMovesToAnotherWorkerWhenItsWorkerStops(t *testing.T) {
 	c := workertest.DevServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	st := activitiestest.NewMemStore()
+	st := activitiestest.NewStore(t)
 	root := t.TempDir()
 	opts := workflows.Options{SessionHeartbeatTimeout: 2 * time.Second, HeartbeatTimeout: 5 * time.Second}
 
@@ -146,12 +146,12 @@ func TestRunMovesToAnotherWorkerWhenItsWorkerStops(t *testing.T) {
 		t.Errorf("final weight %v, want %v (uninterrupted run)", tr.W, want)
 	}
 	for e := 1; e <= 4; e++ {
-		if ck, ok := st.Checkpoint("moves", e); !ok || ck.Epoch != e || ck.GlobalStep != int64(10*e) {
-			t.Errorf("checkpoint row of epoch %d: %+v (found %v)", e, ck, ok)
+		if ck, err := st.GetCheckpoint(ctx, "moves", e); err != nil || ck.Epoch != e || ck.GlobalStep != int64(10*e) {
+			t.Errorf("checkpoint row of epoch %d: %+v (%v)", e, ck, err)
 		}
 	}
-	if r := st.Runs["moves"]; r == nil || r.Status != store.StatusCompleted || r.Backend != "fake" {
-		t.Errorf("run row %+v, want completed on the fake backend", r)
+	if r, err := st.GetRun(ctx, "moves"); err != nil || r.Status != store.StatusCompleted || r.Backend != "fake" {
+		t.Errorf("run row %+v (%v), want completed on the fake backend", r, err)
 	}
 }
 

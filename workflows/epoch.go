@@ -22,15 +22,15 @@ type trained struct {
 func (r *run) train(e int) (trained, error) {
 	var t trained
 	ctx := r.o.stepCtx(r.sess.ctx)
-	r.phase = "collect"
+	r.setPhase("collect")
 	if err := workflow.ExecuteActivity(ctx, ta.Collect, activities.CollectInput{RunID: r.st.RunID, Epoch: e}).Get(r.ctx, &t.collect); err != nil {
 		return t, err
 	}
-	r.phase = "train"
+	r.setPhase("train")
 	if err := workflow.ExecuteActivity(ctx, ta.TrainEpoch, activities.TrainInput{RunID: r.st.RunID, Epoch: e}).Get(r.ctx, &t.train); err != nil {
 		return t, err
 	}
-	r.phase = "sync target"
+	r.setPhase("sync target")
 	if err := workflow.ExecuteActivity(ctx, ta.SyncTarget, activities.SyncInput{RunID: r.st.RunID, Epoch: e}).Get(r.ctx, nil); err != nil {
 		return t, err
 	}
@@ -78,11 +78,11 @@ func (r *run) settle(e int, t trained, needCk, needBt bool) (early bool, err err
 	}
 	switch {
 	case needCk && needBt:
-		r.phase = "checkpoint and backtest"
+		r.setPhase("checkpoint and backtest")
 	case needCk:
-		r.phase = "checkpoint"
+		r.setPhase("checkpoint")
 	case needBt:
-		r.phase = "backtest"
+		r.setPhase("backtest")
 	}
 	if ckF != nil {
 		if err := getCheckpoint(ckF); err != nil {
@@ -103,7 +103,7 @@ func (r *run) settle(e int, t trained, needCk, needBt bool) (early bool, err err
 			early = r.cfg.Backtest.Patience > 0 && sc.SinceBest >= r.cfg.Backtest.Patience
 		}
 		if ck == nil && (sc.BestEpoch == e || early) {
-			r.phase = "checkpoint"
+			r.setPhase("checkpoint")
 			if err := getCheckpoint(startCheckpoint()); err != nil {
 				return false, err
 			}

@@ -125,7 +125,7 @@ type realRun struct {
 func runOnRealActivities(t *testing.T, b trainer.Backend, cfg config.RunConfig, lose bool) realRun {
 	t.Helper()
 	cfg.Checkpoint.Dir = t.TempDir()
-	st := activitiestest.NewMemStore()
+	st := activitiestest.NewStore(t)
 	reg := worker.NewRegistry(0, nil)
 	defer reg.Close(context.Background())
 	tr := &activities.Trainer{Backend: b, Registry: reg, Store: st, CheckpointRoot: cfg.Checkpoint.Dir, HeartbeatInterval: time.Second}

@@ -141,7 +141,7 @@ func TestRecordHistories(t *testing.T) {
 		},
 	}
 	w, err := worker.New(c, worker.Config{
-		Role: worker.RoleAll, Slots: 2, Store: activitiestest.NewMemStore(), Backend: b,
+		Role: worker.RoleAll, Slots: 2, Store: activitiestest.NewStore(t), Backend: b,
 		Prepare: activitiestest.Dataset, CheckpointRoot: t.TempDir(), Workflows: recordOptions,
 	})
 	if err != nil {

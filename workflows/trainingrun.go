@@ -177,7 +177,7 @@ func (r *run) takeSignals() {
 // loop drives the run to its end, a Continue-As-New or a failure.
 func (r *run) loop() (*RunResult, error) {
 	if !r.st.Recorded {
-		r.phase = "recording the run"
+		r.setPhase("recording the run")
 		var out activities.RecordRunOutput
 		if err := r.control(ca.RecordRun, activities.RecordRunInput{
 			RunID: r.st.RunID, ExecutionID: r.st.ExecutionID, Lineage: r.st.Lineage, ParentRunID: r.st.ParentRunID, Config: r.cfg,
@@ -252,7 +252,7 @@ var errStopped = errors.New("stop requested")
 
 // open gets a session on a GPU worker and the run's trainer in it.
 func (r *run) open() error {
-	r.phase = "waiting for a GPU worker"
+	r.setPhase("waiting for a GPU worker")
 	stopped := func() bool {
 		r.takeSignals()
 		return r.st.StopRequested
@@ -265,7 +265,7 @@ func (r *run) open() error {
 		return controlError{err} // nothing a new session would fix
 	}
 	r.sess, r.st.SessionToken = sess, sess.token
-	r.phase = "opening the trainer"
+	r.setPhase("opening the trainer")
 	var out activities.OpenOutput
 	if err := workflow.ExecuteActivity(r.o.sessionCtx(sess.ctx), ta.OpenTrainer, activities.OpenInput{
 		RunID: r.st.RunID, ExecutionID: r.st.ExecutionID, Config: r.cfg, Epoch: r.st.Epoch, GlobalStep: r.st.GlobalStep,
@@ -327,7 +327,7 @@ func (r *run) recover(cause error) error {
 		r.st.Epoch, r.st.GlobalStep = ck.Epoch, ck.GlobalStep
 	}
 	r.st.Scores = r.st.ScoresAtCheckpoint
-	r.phase = "recovering"
+	r.setPhase("recovering")
 	return nil
 }
 
@@ -352,7 +352,7 @@ func (r *run) pause() error {
 	if err := r.setStatus(store.StatusPaused, ""); err != nil {
 		return err
 	}
-	r.phase = "paused"
+	r.setPhase("paused")
 	if err := workflow.Await(r.ctx, func() bool {
 		r.takeSignals()
 		return r.resumeRequested || r.st.StopRequested
@@ -412,7 +412,7 @@ func (r *run) finish(status store.Status) (*RunResult, error) {
 	if err := r.setStatus(status, ""); err != nil {
 		return nil, r.fail(err)
 	}
-	r.phase = "done"
+	r.setPhase("done")
 	return &RunResult{
 		RunID: r.st.RunID, Lineage: r.st.Lineage, Status: status,
 		Epochs: r.st.Epoch, GlobalStep: r.st.GlobalStep,
@@ -436,7 +436,7 @@ func (r *run) fail(cause error) error {
 	}
 	_ = r.flush()
 	r.closeTrainer()
-	r.phase = string(status)
+	r.setPhase(string(status))
 	errText := cause.Error()
 	var ae *temporal.ApplicationError
 	if ck := r.st.LastCheckpoint; ck != nil && errors.As(cause, &ae) && ae.Type() == activities.ErrTypeNonFinite {

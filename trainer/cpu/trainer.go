@@ -187,6 +187,11 @@ func (t *Trainer) Train(ctx context.Context, steps int, progress func(trainer.Pr
 	st.GlobalStep = t.learner.Steps()
 	if steps > 0 {
 		st.Loss, st.GradNorm = lossSum/float64(steps), normSum/float64(steps)
+		q, err := t.meanQ()
+		if err != nil {
+			return st, fmt.Errorf("train: mean Q: %w", err)
+		}
+		st.MeanQ = &q
 	}
 	return st, nil
 }

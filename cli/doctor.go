@@ -1,0 +1,216 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/api/taskqueue/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/gpu/cuda"
+	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/workflows"
+)
+
+// check is one line of "dqnflow doctor".
+type check struct {
+	Name   string `json:"name"`
+	Status string `json:"status"` // ok, warn or fail
+	Detail string `json:"detail"`
+	// Fix says what to do when Status is not ok.
+	Fix string `json:"fix,omitempty"`
+}
+
+// runDoctor implements "dqnflow doctor [--json]": what is reachable and
+// what is misconfigured, without printing secrets (the store is named by
+// host, port and database; no URL, password or key is printed).
+func runDoctor(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "doctor")
+	jsonOut := fs.Bool("json", false, "print the checks as JSON")
+	ckDir := fs.String("checkpoint-dir", getenv(envCheckpointDir, "."), "checkpoint root to check, as a worker's --checkpoint-dir")
+	if _, err := parsePositional(fs, args, 0); err != nil {
+		return err
+	}
+	var checks []check
+	checks = append(checks, checkTemporal(ctx, e)...)
+	checks = append(checks, checkStore(ctx))
+	checks = append(checks, checkGPU()...)
+	checks = append(checks, checkCheckpointDir(*ckDir))
+	checks = append(checks, checkTemporalCLI())
+	failed := 0
+	for _, c := range checks {
+		if c.Status == "fail" {
+			failed++
+		}
+	}
+	if *jsonOut {
+		if err := printJSON(e, map[string]any{"checks": checks, "failed": failed}); err != nil {
+			return err
+		}
+	} else {
+		for _, c := range checks {
+			fmt.Fprintf(e.stdout, "%-4s  %-22s %s\n", c.Status, c.Name, c.Detail)
+			if c.Fix != "" {
+				fmt.Fprintf(e.stdout, "      %-22s → %s\n", "", c.Fix)
+			}
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d check(s) failed", failed)
+	}
+	return nil
+}
+
+// checkTemporal checks the server, the namespace, the search attributes
+// and the workers polling dqnflow's task queues.
+func checkTemporal(ctx context.Context, e *env) []check {
+	addr, ns := e.conn.address(), e.conn.namespace()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	opts, err := clientOptions(e)
+	if err != nil {
+		return []check{{Name: "temporal", Status: "fail", Detail: err.Error(),
+			Fix: "fix the Temporal connection flags or environment named in the message"}}
+	}
+	c, err := client.DialContext(ctx, opts)
+	if err != nil {
+		return []check{{Name: "temporal", Status: "fail", Detail: fmt.Sprintf("%s: %v", addr, err),
+			Fix: "start one with \"dqnflow dev\" (or make run), or set " + envTemporalAddress}}
+	}
+	defer c.Close()
+	out := []check{{Name: "temporal", Status: "ok", Detail: "server at " + addr}}
+	if _, err := c.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: ns}); err != nil {
+		return append(out, check{Name: "temporal namespace", Status: "fail", Detail: fmt.Sprintf("%s: %v", ns, err),
+			Fix: "create it (temporal operator namespace create " + ns + ") or set " + envTemporalNamespace})
+	}
+	out = append(out, check{Name: "temporal namespace", Status: "ok", Detail: ns})
+	attrs, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: ns})
+	if err != nil {
+		out = append(out, check{Name: "search attributes", Status: "warn", Detail: err.Error()})
+	} else {
+		var missing []string
+		for name := range workflows.SearchAttributes {
+			if _, ok := attrs.GetCustomAttributes()[name]; !ok {
+				missing = append(missing, name)
+			}
+		}
+		if len(missing) > 0 {
+			out = append(out, check{Name: "search attributes", Status: "warn", Detail: "missing " + strings.Join(missing, ", ") + ": the UI cannot show epoch and best Sharpe as columns",
+				Fix: "\"dqnflow dev\" registers them; on a server of your own see docs/ui.md"})
+		} else {
+			out = append(out, check{Name: "search attributes", Status: "ok", Detail: "DqnEpoch, DqnBestValidSharpe, DqnStatus registered"})
+		}
+	}
+	for _, q := range []string{workflows.ControlTaskQueue, workflows.GPUTaskQueue} {
+		kind := enums.TASK_QUEUE_TYPE_WORKFLOW
+		if q == workflows.GPUTaskQueue {
+			kind = enums.TASK_QUEUE_TYPE_ACTIVITY
+		}
+		resp, err := c.WorkflowService().DescribeTaskQueue(ctx, &workflowservice.DescribeTaskQueueRequest{
+			Namespace: ns, TaskQueue: &taskqueue.TaskQueue{Name: q, Kind: enums.TASK_QUEUE_KIND_NORMAL}, TaskQueueType: kind})
+		switch {
+		case err != nil:
+			out = append(out, check{Name: "workers on " + q, Status: "warn", Detail: err.Error()})
+		case len(resp.GetPollers()) == 0:
+			out = append(out, check{Name: "workers on " + q, Status: "warn", Detail: "no worker polls it: runs will wait",
+				Fix: "start one: dqnflow worker --role " + map[bool]string{true: "gpu", false: "control"}[q == workflows.GPUTaskQueue]})
+		default:
+			var ids []string
+			for _, p := range resp.GetPollers() {
+				ids = append(ids, p.GetIdentity())
+			}
+			out = append(out, check{Name: "workers on " + q, Status: "ok", Detail: fmt.Sprintf("%d: %s", len(ids), strings.Join(ids, ", "))})
+		}
+	}
+	return out
+}
+
+// checkStore checks the metadata store that commands would use.
+func checkStore(ctx context.Context) check {
+	loc, err := store.Locate(ctx, store.DefaultSQLiteFile, false)
+	if err != nil {
+		return check{Name: "metadata store", Status: "warn", Detail: err.Error(), Fix: "\"dqnflow dev\" creates the SQLite file; or set DATABASE_URL"}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	st, err := store.OpenReader(ctx, loc)
+	if err != nil {
+		return check{Name: "metadata store", Status: "fail", Detail: fmt.Sprintf("%s (%s): %v", loc, loc.Why, err),
+			Fix: "start the server or fix DATABASE_URL"}
+	}
+	defer st.Close()
+	if _, err := st.ListRuns(ctx, store.RunFilter{Limit: 1}); err != nil {
+		return check{Name: "metadata store", Status: "fail", Detail: fmt.Sprintf("%s: %v", loc, err), Fix: "apply the migrations: dqnflow migrate"}
+	}
+	return check{Name: "metadata store", Status: "ok", Detail: fmt.Sprintf("%s (%s)", loc, loc.Why)}
+}
+
+// checkGPU lists the CUDA devices and the libraries the CUDA backend
+// loads at run time. None of them is needed on a control-plane host.
+func checkGPU() []check {
+	devs, err := cuda.Devices()
+	if err != nil {
+		return []check{{Name: "gpu", Status: "warn", Detail: "no CUDA driver: training runs on the CPU backend here (" + firstLine(err.Error()) + ")",
+			Fix: "on a GPU host: install the NVIDIA driver, or set DQNFLOW_LIBCUDA"}}
+	}
+	if len(devs) == 0 {
+		return []check{{Name: "gpu", Status: "warn", Detail: "the CUDA driver loads but finds no device"}}
+	}
+	var out []check
+	v, _ := cuda.DriverVersion()
+	for _, d := range devs {
+		out = append(out, check{Name: fmt.Sprintf("gpu cuda:%d", d.Ordinal), Status: "ok",
+			Detail: fmt.Sprintf("%s, sm_%d%d, %d SMs, %.1f GiB, driver CUDA %d.%d", d.Name, d.Major, d.Minor, d.SMs,
+				float64(d.TotalMem)/(1<<30), v/1000, v%1000/10)})
+	}
+	comp, err := cuda.NewCompiler()
+	if err != nil {
+		return append(out, check{Name: "nvrtc", Status: "fail", Detail: firstLine(err.Error()),
+			Fix: "install the CUDA runtime libraries (NVRTC) on this GPU host"})
+	}
+	major, minor, _ := comp.Version()
+	return append(out, check{Name: "nvrtc", Status: "ok", Detail: fmt.Sprintf("%d.%d at %s", major, minor, comp.Path())})
+}
+
+// checkCheckpointDir checks that the default checkpoint directory under
+// root can be created and written.
+func checkCheckpointDir(root string) check {
+	dir := filepath.Join(root, config.Defaults().Checkpoint.Dir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return check{Name: "checkpoint directory", Status: "fail", Detail: err.Error(), Fix: "use --checkpoint-dir or " + envCheckpointDir + " to name a writable root"}
+	}
+	f, err := os.CreateTemp(dir, ".doctor-*")
+	if err != nil {
+		return check{Name: "checkpoint directory", Status: "fail", Detail: fmt.Sprintf("%s is not writable: %v", dir, err),
+			Fix: "use --checkpoint-dir or " + envCheckpointDir + " to name a writable root"}
+	}
+	f.Close()
+	os.Remove(f.Name())
+	abs, _ := filepath.Abs(dir)
+	return check{Name: "checkpoint directory", Status: "ok", Detail: abs + " is writable (every worker must see it at this path)"}
+}
+
+// checkTemporalCLI checks for the Temporal CLI that "dqnflow dev" runs.
+func checkTemporalCLI() check {
+	p, err := findTemporal("")
+	if err != nil {
+		return check{Name: "temporal CLI (dev)", Status: "warn", Detail: err.Error()}
+	}
+	return check{Name: "temporal CLI (dev)", Status: "ok", Detail: p + " (" + runtime.GOOS + "/" + runtime.GOARCH + ")"}
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexAny(s, ";\n"); i > 0 {
+		return s[:i]
+	}
+	return s
+}

@@ -1,0 +1,227 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/report"
+	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/trainer/policy"
+	"github.com/dqnflow/dqnflow/workflows"
+)
+
+// runReport implements "dqnflow report RUN|SWEEP --out DIR [--data FILE]".
+func runReport(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "report")
+	out := fs.String("out", "", "directory to write index.html and the plots into (created if missing)")
+	data := fs.String("data", "", "price data of the backtest plots (default: the run's data.path)")
+	pos, err := parsePositional(fs, args, 1)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return fmt.Errorf("%w: want \"dqnflow report RUN --out DIR\" (RUN is a run id or a sweep's workflow id)", errUsage)
+	}
+	if err := required(fs, "out"); err != nil {
+		return err
+	}
+	id := pos[0]
+	st, err := openReader(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	rec, err := loadRunRecord(ctx, st, id)
+	if errors.Is(err, store.ErrNotFound) {
+		// Not a run: a sweep is a workflow whose result lists its runs.
+		c, derr := dial(ctx, e)
+		if derr != nil {
+			return fmt.Errorf("%w; and it cannot be a sweep: %v", err, derr)
+		}
+		defer c.Close()
+		sw, serr := loadSweep(ctx, c, st, id)
+		if serr != nil {
+			return fmt.Errorf("%w; as a sweep: %v", err, serr)
+		}
+		path, err := report.WriteSweep(*out, sw)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "wrote %s (sweep %s, %d runs)\n", path, id, len(sw.Points))
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	r := report.Run{Run: rec.Run, Epochs: rec.Epochs, Checkpoints: rec.Checkpoints, Backtests: rec.Backtests}
+	evaluateCheckpoints(e, &r, rec, *data)
+	path, err := report.WriteRun(*out, r)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "wrote %s (run %s, %d epochs)\n", path, id, len(rec.Epochs))
+	return nil
+}
+
+// evaluateCheckpoints backtests every checkpoint still on disk on the
+// validation range: mean Q for each, and for the best one its equity,
+// buy-and-hold's and the actions. A file out of reach (another host, a
+// pruned blob) is a note in the report, not an error.
+func evaluateCheckpoints(e *env, r *report.Run, rec runRecord, dataFlag string) {
+	var cfg struct {
+		Data struct {
+			Path string `json:"path"`
+		} `json:"data"`
+	}
+	json.Unmarshal(rec.Run.Config, &cfg)
+	data := dataFlag
+	if data == "" {
+		data = cfg.Data.Path
+	}
+	best := rec.best()
+	if best == nil {
+		r.BestNote = "The run has no checkpoint with a validation score yet."
+	}
+	for _, c := range rec.Checkpoints {
+		if c.Pruned {
+			continue
+		}
+		if _, err := os.Stat(c.URI); err != nil {
+			if c.IsBest {
+				r.BestNote = fmt.Sprintf("The best checkpoint (epoch %d) is not readable here: %v. Run the report on a host that sees the checkpoint storage.", c.Epoch, err)
+			}
+			continue
+		}
+		bt, meanQ, err := evaluate(c.URI, data, c.IsBest)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "report: checkpoint of epoch %d: %v\n", c.Epoch, err)
+			if c.IsBest {
+				r.BestNote = fmt.Sprintf("The best checkpoint (epoch %d) could not be backtested: %v", c.Epoch, err)
+			}
+			continue
+		}
+		r.MeanQ = append(r.MeanQ, report.EpochValue{Epoch: c.Epoch, Value: meanQ})
+		if c.IsBest {
+			bt.Epoch = c.Epoch
+			r.Best = bt
+		}
+	}
+}
+
+// evaluate backtests the checkpoint's greedy policy on the validation
+// range of data, recording the mean expected Q of the chosen actions and,
+// with path, the equity, buy-and-hold's equity and the actions.
+func evaluate(uri, data string, path bool) (*report.Backtest, float64, error) {
+	pol, ds, rng, err := openPolicyData(uri, data, "", "")
+	if err != nil {
+		return nil, 0, err
+	}
+	rec := &qRecorder{pol: pol, q: make([]float32, market.NumDirections+market.NumSizes+market.NumExits)}
+	rep, err := market.Backtest(ds, rng, rec)
+	if err == nil {
+		err = pol.Err()
+	}
+	if err == nil {
+		err = rec.err
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("backtest %s on %s: %w", uri, data, err)
+	}
+	meanQ := rec.sumQ / float64(max(rec.n, 1))
+	if !path {
+		return nil, meanQ, nil
+	}
+	hold, err := market.Backtest(ds, rng, holdLong{})
+	if err != nil {
+		return nil, 0, fmt.Errorf("buy-and-hold on %s: %w", data, err)
+	}
+	b := &report.Backtest{URI: uri, Equity: rep.Equity, BuyAndHold: hold.Equity, Actions: rec.actions, Report: rep}
+	for i := range rep.Equity {
+		b.Times = append(b.Times, ds.Bars.Time[rng.From+i])
+	}
+	return b, meanQ, nil
+}
+
+// qRecorder is the checkpoint's greedy policy, noting each action and the
+// mean over branches of the chosen action's expected Q.
+type qRecorder struct {
+	pol     *policy.Policy
+	q       []float32
+	sumQ    float64
+	n       int
+	actions []market.Action
+	err     error
+}
+
+// Act returns the policy's action and records it.
+func (r *qRecorder) Act(t int, obs []float32) market.Action {
+	a := r.pol.Act(t, obs)
+	if err := r.pol.QValues(obs, 1, r.q); err != nil {
+		if r.err == nil {
+			r.err = err
+		}
+	} else {
+		d, s, x := r.q[:market.NumDirections], r.q[market.NumDirections:market.NumDirections+market.NumSizes], r.q[market.NumDirections+market.NumSizes:]
+		r.sumQ += (float64(d[a.Dir]) + float64(s[a.Size]) + float64(x[a.Exit])) / 3
+		r.n++
+	}
+	r.actions = append(r.actions, a)
+	return a
+}
+
+// holdLong is buy-and-hold as market.Backtest measures it: long the
+// maximum contracts from the first fill, no stop.
+type holdLong struct{}
+
+// Act returns long at full size.
+func (holdLong) Act(int, []float32) market.Action {
+	return market.Action{Dir: 2, Size: market.NumSizes - 1}
+}
+
+// loadSweep reads a closed Sweep workflow's result and each run's final
+// loss from the store.
+func loadSweep(ctx context.Context, c client.Client, st store.Reader, id string) (report.Sweep, error) {
+	desc, err := c.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		return report.Sweep{}, fmt.Errorf("describe workflow %s: %w", id, err)
+	}
+	if name := desc.GetWorkflowExecutionInfo().GetType().GetName(); name != workflows.SweepName {
+		return report.Sweep{}, fmt.Errorf("workflow %s is a %s, not a run the store knows nor a %s", id, name, workflows.SweepName)
+	}
+	var res workflows.SweepResult
+	if err := c.GetWorkflow(ctx, id, "").Get(ctx, &res); err != nil {
+		return report.Sweep{}, fmt.Errorf("sweep %s: %w (a report needs the sweep's result: wait until it ends)", id, err)
+	}
+	sw := report.Sweep{ID: id}
+	keys := map[string]bool{}
+	for _, p := range res.Points {
+		sp := report.SweepPoint{RunID: p.RunID, Values: p.Values, Error: p.Error}
+		for k := range p.Values {
+			keys[k] = true
+		}
+		if r := p.Result; r != nil {
+			sp.RunID, sp.Status, sp.Epochs, sp.BestEpoch = r.RunID, r.Status, r.Epochs, r.BestEpoch
+			if r.BestEpoch > 0 {
+				v := r.BestValidSharpe
+				sp.BestValidSharpe = &v
+			}
+		}
+		if eps, err := st.ListEpochs(ctx, sp.RunID); err == nil && len(eps) > 0 {
+			l := eps[len(eps)-1].Loss
+			sp.FinalLoss = &l
+		}
+		sw.Points = append(sw.Points, sp)
+	}
+	for k := range keys {
+		sw.Keys = append(sw.Keys, k)
+	}
+	sort.Strings(sw.Keys)
+	return sw, nil
+}

@@ -1,0 +1,45 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/dqnflow/dqnflow/store"
+)
+
+// openStore opens the metadata store that store.Locate picks (DATABASE_URL,
+// else the local PostgreSQL server, else .dqnflow/metadata.db), brings its
+// schema up to date, and says on stderr which store it is and why. With
+// create, a missing SQLite file is created ("dqnflow dev", a worker);
+// without, it is an error that says where to run the command.
+func openStore(ctx context.Context, e *env, create bool) (store.Metadata, error) {
+	loc, err := store.Locate(ctx, store.DefaultSQLiteFile, create)
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.Connect(ctx, loc)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(e.stderr, "metadata store: %s (%s)\n", loc, loc.Why)
+	return st, nil
+}
+
+// openReader opens the metadata store for reading ("run list", "run
+// show", "report"...). It names the store on stderr only when it is not
+// the one DATABASE_URL names, so that scripts reading stdout are not
+// affected and a user sees where an unexpected answer comes from.
+func openReader(ctx context.Context, e *env) (store.Reader, error) {
+	loc, err := store.Locate(ctx, store.DefaultSQLiteFile, false)
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.OpenReader(ctx, loc)
+	if err != nil {
+		return nil, err
+	}
+	if loc.Why != "DATABASE_URL" {
+		fmt.Fprintf(e.stderr, "metadata store: %s (%s)\n", loc, loc.Why)
+	}
+	return st, nil
+}

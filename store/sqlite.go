@@ -1,0 +1,536 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// SQLite is the metadata store of one machine: an embedded SQLite file
+// (modernc.org/sqlite, pure Go, so the binary stays static), the way
+// Temporal's dev server keeps its own state. "dqnflow dev" uses it when no
+// PostgreSQL is configured or running; every shared deployment uses *Store.
+//
+// It keeps the same rows under the same keys and rules as *Store, and
+// passes the same suite. Writers are serialised: the database has one
+// connection, and each write transaction begins IMMEDIATE, taking SQLite's
+// write lock at once, which stands in for PostgreSQL's row locks and
+// advisory locks. Other processes (the CLI beside "dqnflow dev") wait for
+// the lock up to the busy timeout.
+type SQLite struct {
+	db   *sql.DB
+	path string
+	now  func() time.Time
+}
+
+// querier is a *sql.DB or a *sql.Tx.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// sqliteSchemaVersion is the schema that sqliteSchema creates; it is
+// stored in PRAGMA user_version. It follows migrations/ (the PostgreSQL
+// schema) table for table: 1 is migrations 00001 to 00004.
+const sqliteSchemaVersion = 1
+
+// sqliteSchema is the PostgreSQL schema of migrations/ in SQLite's
+// dialect: jsonb is JSON text, timestamptz is Unix nanoseconds (UTC),
+// boolean is 0 or 1, identities are INTEGER PRIMARY KEY AUTOINCREMENT.
+const sqliteSchema = `
+CREATE TABLE runs (
+    run_id            TEXT PRIMARY KEY CHECK (run_id <> ''),
+    workflow_id       TEXT NOT NULL CHECK (workflow_id <> ''),
+    execution_id      TEXT CHECK (execution_id <> ''),
+    lineage           TEXT NOT NULL CHECK (lineage <> ''),
+    parent_run_id     TEXT REFERENCES runs (run_id) ON DELETE SET NULL,
+    config            TEXT NOT NULL CHECK (json_valid(config) AND json_type(config) = 'object'),
+    status            TEXT NOT NULL DEFAULT 'running' CHECK (status IN
+                          ('running', 'paused', 'completed', 'stopped', 'early_stopped', 'failed', 'canceled')),
+    backend           TEXT NOT NULL DEFAULT '',
+    device            TEXT NOT NULL DEFAULT '',
+    precision         TEXT NOT NULL DEFAULT '',
+    epochs_done       INTEGER NOT NULL DEFAULT 0 CHECK (epochs_done >= 0),
+    best_epoch        INTEGER,
+    best_valid_sharpe REAL,
+    error             TEXT,
+    created_at        INTEGER NOT NULL,
+    updated_at        INTEGER NOT NULL,
+    finished_at       INTEGER
+);
+CREATE INDEX runs_created_at_idx ON runs (created_at DESC, run_id);
+CREATE INDEX runs_lineage_idx ON runs (lineage, created_at);
+CREATE UNIQUE INDEX runs_execution_idx ON runs (workflow_id, execution_id) WHERE execution_id IS NOT NULL;
+
+CREATE TABLE epochs (
+    run_id       TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+    epoch        INTEGER NOT NULL CHECK (epoch >= 1),
+    loss         REAL NOT NULL,
+    grad_norm    REAL NOT NULL,
+    env_steps    INTEGER NOT NULL CHECK (env_steps >= 0),
+    global_step  INTEGER NOT NULL CHECK (global_step >= 0),
+    valid_sharpe REAL,
+    duration_ms  INTEGER NOT NULL CHECK (duration_ms >= 0),
+    metrics      TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(metrics) AND json_type(metrics) = 'object'),
+    recorded_at  INTEGER NOT NULL,
+    PRIMARY KEY (run_id, epoch)
+);
+
+CREATE TABLE checkpoints (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id       TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+    epoch        INTEGER NOT NULL CHECK (epoch >= 1),
+    uri          TEXT NOT NULL CHECK (uri <> ''),
+    sha256       TEXT NOT NULL CHECK (length(sha256) = 64 AND sha256 NOT GLOB '*[^0-9a-f]*'),
+    bytes        INTEGER NOT NULL CHECK (bytes >= 0),
+    global_step  INTEGER NOT NULL CHECK (global_step >= 0),
+    metrics      TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(metrics) AND json_type(metrics) = 'object'),
+    valid_sharpe REAL,
+    is_best      INTEGER NOT NULL DEFAULT 0 CHECK (is_best IN (0, 1)),
+    pruned       INTEGER NOT NULL DEFAULT 0 CHECK (pruned IN (0, 1)),
+    pruned_at    INTEGER,
+    created_at   INTEGER NOT NULL,
+    UNIQUE (run_id, epoch),
+    CHECK (pruned = (pruned_at IS NOT NULL)),
+    CHECK (NOT (is_best AND pruned))
+);
+CREATE UNIQUE INDEX checkpoints_one_best_idx ON checkpoints (run_id) WHERE is_best;
+
+CREATE TABLE backtests (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id        TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+    epoch         INTEGER NOT NULL CHECK (epoch >= 1),
+    split         TEXT NOT NULL CHECK (split <> ''),
+    checkpoint_id INTEGER REFERENCES checkpoints (id) ON DELETE SET NULL,
+    data_from     INTEGER NOT NULL,
+    data_to       INTEGER NOT NULL,
+    report        TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(report) AND json_type(report) = 'object'),
+    sharpe        REAL,
+    total_return  REAL NOT NULL,
+    max_drawdown  REAL NOT NULL,
+    created_at    INTEGER NOT NULL,
+    UNIQUE (run_id, epoch, split),
+    CHECK (data_from <= data_to)
+);
+CREATE INDEX backtests_checkpoint_id_idx ON backtests (checkpoint_id);
+
+CREATE TABLE promotions (
+    id                        INTEGER PRIMARY KEY AUTOINCREMENT,
+    lineage                   TEXT NOT NULL CHECK (lineage <> ''),
+    retrain_run_id            TEXT NOT NULL UNIQUE CHECK (retrain_run_id <> ''),
+    challenger_run_id         TEXT NOT NULL REFERENCES runs (run_id),
+    challenger_checkpoint_uri TEXT NOT NULL CHECK (challenger_checkpoint_uri <> ''),
+    challenger_score          REAL,
+    incumbent_run_id          TEXT REFERENCES runs (run_id),
+    incumbent_checkpoint_uri  TEXT,
+    incumbent_score           REAL,
+    promoted                  INTEGER NOT NULL CHECK (promoted IN (0, 1)),
+    reason                    TEXT NOT NULL DEFAULT '',
+    decided_at                INTEGER NOT NULL
+);
+CREATE INDEX promotions_champion_idx ON promotions (lineage, decided_at DESC, id DESC) WHERE promoted;
+`
+
+// OpenSQLite opens (creating it and its directory if need be) the SQLite
+// metadata file at path and creates its schema. ":memory:" opens a
+// private in-memory database.
+func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
+	dsn := ":memory:"
+	if path != ":memory:" {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return nil, fmt.Errorf("open SQLite store %s: %w", path, err)
+		}
+		dsn = "file:" + filepath.ToSlash(path)
+	}
+	dsn += "?_pragma=foreign_keys(1)&_pragma=busy_timeout(10000)&_txlock=immediate"
+	if path != ":memory:" {
+		dsn += "&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
+	}
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open SQLite store %s: %w", path, err)
+	}
+	// One connection: writes are serialised in this process, and an
+	// in-memory database is one database.
+	db.SetMaxOpenConns(1)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
+	s := &SQLite{db: db, path: path, now: time.Now}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open SQLite store %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// migrate creates the schema in an empty database and refuses a file
+// written by a newer dqnflow.
+func (s *SQLite) migrate(ctx context.Context) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		var v int
+		if err := tx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil {
+			return err
+		}
+		switch {
+		case v == sqliteSchemaVersion:
+			return nil
+		case v > sqliteSchemaVersion:
+			return fmt.Errorf("schema version %d is newer than this dqnflow's %d: upgrade dqnflow", v, sqliteSchemaVersion)
+		}
+		if _, err := tx.ExecContext(ctx, sqliteSchema); err != nil {
+			return fmt.Errorf("create schema: %w", err)
+		}
+		_, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, sqliteSchemaVersion))
+		return err
+	})
+}
+
+// Path is the database file (":memory:" for an in-memory one).
+func (s *SQLite) Path() string { return s.path }
+
+// Close closes the database; the SQLite is unusable afterwards.
+func (s *SQLite) Close() { s.db.Close() }
+
+// tx runs fn in an IMMEDIATE transaction, committed when fn returns nil.
+func (s *SQLite) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// nanos is a time as stored: Unix nanoseconds.
+func nanos(t time.Time) int64 { return t.UnixNano() }
+
+// fromNanos is a stored time, in UTC.
+func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
+
+// nullTime turns a nullable stored time into a *time.Time.
+func nullTime(n sql.NullInt64) *time.Time {
+	if !n.Valid {
+		return nil
+	}
+	t := fromNanos(n.Int64)
+	return &t
+}
+
+// sqliteClassify makes constraint violations wrap ErrNotFound (a
+// referenced row is missing) or ErrInvalid (a check failed), as classify
+// does for PostgreSQL.
+func sqliteClassify(err error) error {
+	var e *sqlite.Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	switch e.Code() {
+	case sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
+		return fmt.Errorf("%w: a referenced row does not exist: %w", ErrNotFound, err)
+	case sqlite3.SQLITE_CONSTRAINT_CHECK, sqlite3.SQLITE_CONSTRAINT_NOTNULL:
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if e.Code()&0xff == sqlite3.SQLITE_CONSTRAINT && strings.Contains(e.Error(), "FOREIGN KEY") {
+		return fmt.Errorf("%w: a referenced row does not exist: %w", ErrNotFound, err)
+	}
+	return err
+}
+
+// sqliteRunColumns are the columns scanRun reads, in its order.
+const sqliteRunColumns = `run_id, workflow_id, COALESCE(execution_id, ''), lineage, COALESCE(parent_run_id, ''), config, status,
+	backend, device, precision, epochs_done, best_epoch, best_valid_sharpe,
+	COALESCE(error, ''), created_at, updated_at, finished_at`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanRun(row scanner) (Run, error) {
+	var r Run
+	var cfg string
+	var created, updated int64
+	var finished sql.NullInt64
+	err := row.Scan(&r.RunID, &r.WorkflowID, &r.ExecutionID, &r.Lineage, &r.ParentRunID, &cfg, &r.Status,
+		&r.Backend, &r.Device, &r.Precision, &r.EpochsDone, &r.BestEpoch, &r.BestValidSharpe,
+		&r.Error, &created, &updated, &finished)
+	if err != nil {
+		return Run{}, err
+	}
+	r.Config = json.RawMessage(cfg)
+	r.CreatedAt, r.UpdatedAt, r.FinishedAt = fromNanos(created), fromNanos(updated), nullTime(finished)
+	return r, nil
+}
+
+// sqliteEnsureRun returns an ErrNotFound error when the run does not exist.
+func sqliteEnsureRun(ctx context.Context, q querier, runID string) error {
+	var one int
+	err := q.QueryRowContext(ctx, `SELECT 1 FROM runs WHERE run_id = ?`, runID).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("run %q: %w", runID, ErrNotFound)
+	}
+	return err
+}
+
+// CreateRun is Store.CreateRun.
+func (s *SQLite) CreateRun(ctx context.Context, r NewRun) (Run, error) {
+	if r.RunID == "" {
+		return Run{}, fmt.Errorf("create run: %w: empty run id", ErrInvalid)
+	}
+	cfg, err := jsonObject("config", r.Config)
+	if err != nil || len(r.Config) == 0 {
+		return Run{}, fmt.Errorf("create run %s: %w: config must be the RunConfig JSON object", r.RunID, ErrInvalid)
+	}
+	now := nanos(s.now())
+	var run Run
+	err = s.tx(ctx, func(tx *sql.Tx) error {
+		if r.ExecutionID == "" {
+			lineage := r.Lineage
+			if lineage == "" {
+				lineage = r.RunID
+			}
+			var err error
+			run, err = scanRun(tx.QueryRowContext(ctx, `
+				INSERT INTO runs (run_id, workflow_id, lineage, parent_run_id, config, created_at, updated_at)
+				VALUES (?1, ?1, ?2, NULLIF(?3, ''), ?4, ?5, ?5)
+				ON CONFLICT (run_id) DO UPDATE SET updated_at = excluded.updated_at
+				RETURNING `+sqliteRunColumns,
+				r.RunID, lineage, r.ParentRunID, string(cfg), now))
+			return err
+		}
+		// As in Store.CreateRun: the workflow id if it is free, else one
+		// suffixed with the execution id.
+		for _, id := range []string{r.RunID, r.RunID + "." + r.ExecutionID} {
+			lineage := r.Lineage
+			if lineage == "" {
+				lineage = id
+			}
+			if _, err := tx.ExecContext(ctx, `
+				INSERT INTO runs (run_id, workflow_id, execution_id, lineage, parent_run_id, config, created_at, updated_at)
+				VALUES (?1, ?2, ?3, ?4, NULLIF(?5, ''), ?6, ?7, ?7)
+				ON CONFLICT DO NOTHING`,
+				id, r.RunID, r.ExecutionID, lineage, r.ParentRunID, string(cfg), now); err != nil {
+				return err
+			}
+			var err error
+			run, err = scanRun(tx.QueryRowContext(ctx, `
+				UPDATE runs SET updated_at = ?3 WHERE workflow_id = ?1 AND execution_id = ?2
+				RETURNING `+sqliteRunColumns, r.RunID, r.ExecutionID, now))
+			if err == nil {
+				return nil
+			}
+			if !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+		}
+		return fmt.Errorf("run ids %s and %s.%s are both taken by other executions", r.RunID, r.RunID, r.ExecutionID)
+	})
+	if err != nil {
+		if r.ExecutionID != "" {
+			return Run{}, fmt.Errorf("create run %s (execution %s): %w", r.RunID, r.ExecutionID, sqliteClassify(err))
+		}
+		return Run{}, fmt.Errorf("create run %s: %w", r.RunID, sqliteClassify(err))
+	}
+	return run, nil
+}
+
+// SetRunStatus is Store.SetRunStatus.
+func (s *SQLite) SetRunStatus(ctx context.Context, runID string, status Status, errText string) error {
+	if !status.Valid() {
+		return fmt.Errorf("set run %s status: %w: unknown status %q", runID, ErrInvalid, status)
+	}
+	res, err := s.db.ExecContext(ctx, `
+		UPDATE runs SET
+			status = ?2,
+			error = NULLIF(?3, ''),
+			finished_at = CASE WHEN NOT ?4 THEN NULL
+			                   WHEN status = ?2 THEN COALESCE(finished_at, ?5)
+			                   ELSE ?5 END,
+			updated_at = ?5
+		WHERE run_id = ?1`,
+		runID, string(status), errText, status.Terminal(), nanos(s.now()))
+	if err != nil {
+		return fmt.Errorf("set run %s status %s: %w", runID, status, sqliteClassify(err))
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("set run %s status %s: run %w", runID, status, ErrNotFound)
+	}
+	return nil
+}
+
+// SetRunDevice is Store.SetRunDevice.
+func (s *SQLite) SetRunDevice(ctx context.Context, runID, backend, device, precision string) error {
+	res, err := s.db.ExecContext(ctx, `
+		UPDATE runs SET backend = ?2, device = ?3, precision = ?4, updated_at = ?5 WHERE run_id = ?1`,
+		runID, backend, device, precision, nanos(s.now()))
+	if err != nil {
+		return fmt.Errorf("set run %s device: %w", runID, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("set run %s device: run %w", runID, ErrNotFound)
+	}
+	return nil
+}
+
+// GetRun is Store.GetRun.
+func (s *SQLite) GetRun(ctx context.Context, runID string) (Run, error) {
+	run, err := scanRun(s.db.QueryRowContext(ctx, `SELECT `+sqliteRunColumns+` FROM runs WHERE run_id = ?`, runID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Run{}, fmt.Errorf("get run %s: %w", runID, ErrNotFound)
+	}
+	if err != nil {
+		return Run{}, fmt.Errorf("get run %s: %w", runID, err)
+	}
+	return run, nil
+}
+
+// ListRuns is Store.ListRuns.
+func (s *SQLite) ListRuns(ctx context.Context, f RunFilter) ([]Run, error) {
+	if f.Limit < 0 {
+		return nil, fmt.Errorf("list runs: %w: limit %d is negative", ErrInvalid, f.Limit)
+	}
+	limit := f.Limit
+	if limit == 0 {
+		limit = -1 // SQLite: no limit
+	}
+	rows, err := s.db.QueryContext(ctx, `
+		SELECT `+sqliteRunColumns+` FROM runs
+		WHERE (?1 = '' OR lineage = ?1) AND (?2 = '' OR status = ?2)
+		ORDER BY created_at DESC, run_id
+		LIMIT ?3`, f.Lineage, string(f.Status), limit)
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	runs, err := collect(rows, scanRun)
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	return runs, nil
+}
+
+// collect scans every row with scan; the result is never nil.
+func collect[T any](rows *sql.Rows, scan func(scanner) (T, error)) ([]T, error) {
+	defer rows.Close()
+	out := []T{}
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// sqliteRefreshRunBest is refreshRunBest.
+func sqliteRefreshRunBest(ctx context.Context, tx *sql.Tx, runID string, now int64) error {
+	_, err := tx.ExecContext(ctx, `
+		WITH top AS (
+			SELECT epoch, s FROM (
+				SELECT epoch, valid_sharpe AS s FROM epochs WHERE run_id = ?1 AND valid_sharpe IS NOT NULL
+				UNION ALL
+				SELECT epoch, sharpe FROM backtests WHERE run_id = ?1 AND split = 'valid' AND sharpe IS NOT NULL
+			)
+			ORDER BY s DESC, epoch
+			LIMIT 1
+		)
+		UPDATE runs SET
+			best_epoch = (SELECT epoch FROM top),
+			best_valid_sharpe = (SELECT s FROM top),
+			updated_at = ?2
+		WHERE run_id = ?1`, runID, now)
+	return err
+}
+
+// RecordEpoch is Store.RecordEpoch.
+func (s *SQLite) RecordEpoch(ctx context.Context, runID string, epoch int, m EpochMetrics) error {
+	if err := validEpoch(epoch); err != nil {
+		return fmt.Errorf("record epoch %d of run %s: %w", epoch, runID, err)
+	}
+	metrics, err := metricsJSON(m.Metrics)
+	if err == nil {
+		err = checkFinite("loss", m.Loss)
+	}
+	if err == nil {
+		err = checkFinite("grad_norm", m.GradNorm)
+	}
+	if err == nil && (m.EnvSteps < 0 || m.GlobalStep < 0 || m.DurationMS < 0) {
+		err = fmt.Errorf("%w: negative env_steps, global_step or duration_ms", ErrInvalid)
+	}
+	if err != nil {
+		return fmt.Errorf("record epoch %d of run %s: %w", epoch, runID, err)
+	}
+	now := nanos(s.now())
+	err = s.tx(ctx, func(tx *sql.Tx) error {
+		if err := sqliteEnsureRun(ctx, tx, runID); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `
+			INSERT INTO epochs (run_id, epoch, loss, grad_norm, env_steps, global_step, valid_sharpe, duration_ms, metrics, recorded_at)
+			VALUES (?1, ?2, ?3, ?4, ?5, ?6,
+				COALESCE(?7, (SELECT sharpe FROM backtests WHERE run_id = ?1 AND epoch = ?2 AND split = 'valid')),
+				?8, ?9, ?10)
+			ON CONFLICT (run_id, epoch) DO UPDATE SET
+				loss = excluded.loss, grad_norm = excluded.grad_norm,
+				env_steps = excluded.env_steps, global_step = excluded.global_step,
+				valid_sharpe = COALESCE(?7, valid_sharpe),
+				duration_ms = excluded.duration_ms, metrics = excluded.metrics,
+				recorded_at = excluded.recorded_at`,
+			runID, epoch, m.Loss, m.GradNorm, m.EnvSteps, m.GlobalStep, score(m.ValidSharpe), m.DurationMS, string(metrics), now); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `
+			UPDATE runs SET epochs_done = MAX(epochs_done, ?2), updated_at = ?3 WHERE run_id = ?1`,
+			runID, epoch, now); err != nil {
+			return err
+		}
+		return sqliteRefreshRunBest(ctx, tx, runID, now)
+	})
+	if err != nil {
+		return fmt.Errorf("record epoch %d of run %s: %w", epoch, runID, sqliteClassify(err))
+	}
+	return nil
+}
+
+func scanEpoch(row scanner) (Epoch, error) {
+	var e Epoch
+	var metrics string
+	var recorded int64
+	if err := row.Scan(&e.RunID, &e.Epoch, &e.Loss, &e.GradNorm, &e.EnvSteps, &e.GlobalStep, &e.ValidSharpe,
+		&e.DurationMS, &metrics, &recorded); err != nil {
+		return Epoch{}, err
+	}
+	if err := json.Unmarshal([]byte(metrics), &e.Metrics); err != nil {
+		return Epoch{}, fmt.Errorf("epoch %d metrics: %w", e.Epoch, err)
+	}
+	e.RecordedAt = fromNanos(recorded)
+	return e, nil
+}
+
+// ListEpochs is Store.ListEpochs.
+func (s *SQLite) ListEpochs(ctx context.Context, runID string) ([]Epoch, error) {
+	rows, err := s.db.QueryContext(ctx, `
+		SELECT run_id, epoch, loss, grad_norm, env_steps, global_step, valid_sharpe, duration_ms, metrics, recorded_at
+		FROM epochs WHERE run_id = ? ORDER BY epoch`, runID)
+	var epochs []Epoch
+	if err == nil {
+		epochs, err = collect(rows, scanEpoch)
+	}
+	if err == nil && len(epochs) == 0 {
+		err = sqliteEnsureRun(ctx, s.db, runID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list epochs of run %s: %w", runID, err)
+	}
+	return epochs, nil
+}

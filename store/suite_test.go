@@ -1,0 +1,53 @@
+package store
+
+import "testing"
+
+// suite is the one set of expectations every metadata store meets: the
+// same keys, the same idempotent retries, the same retention and best
+// flag, the same refusal of unknown runs and bad input. Each case takes a
+// constructor of a fresh, empty store.
+var suite = []struct {
+	name string
+	test func(t *testing.T, newStore func(*testing.T) Metadata)
+}{
+	{"CreateRunIsIdempotent", testCreateRunIsIdempotent},
+	{"CreateRunRejectsBadInput", testCreateRunRejectsBadInput},
+	{"SetRunStatus", testSetRunStatus},
+	{"SetRunDevice", testSetRunDevice},
+	{"ListRunsFilters", testListRunsFilters},
+	{"CreateRunKeysOnTheFirstExecution", testCreateRunKeysOnTheFirstExecution},
+	{"RecordEpochIsIdempotent", testRecordEpochIsIdempotent},
+	{"EpochsDoneNeverGoesDown", testEpochsDoneNeverGoesDown},
+	{"RecordEpochRejectsBadInput", testRecordEpochRejectsBadInput},
+	{"RecordCheckpointRetry", testRecordCheckpointRetry},
+	{"LatestCheckpointSkipsPruned", testLatestCheckpointSkipsPruned},
+	{"RetentionKeepsLastAndBest", testRetentionKeepsLastAndBest},
+	{"MarkPrunedKeepsFirstPrunedAt", testMarkPrunedKeepsFirstPrunedAt},
+	{"CheckpointJSONNamesEpochURIAndSHA256", testCheckpointJSONNamesEpochURIAndSHA256},
+	{"BestFlagFollowsValidSharpe", testBestFlagFollowsValidSharpe},
+	{"ValidBacktestFillsEpochScore", testValidBacktestFillsEpochScore},
+	{"RecordBacktestRejectsBadInput", testRecordBacktestRejectsBadInput},
+	{"RecordPromotionOnce", testRecordPromotionOnce},
+	{"Champion", testChampion},
+	{"PromotionComparesAgainstTheIncumbentItRead", testPromotionComparesAgainstTheIncumbentItRead},
+	{"UnknownRunsAreRefused", testUnknownRunsAreRefused},
+	{"ListsOfARunWithoutRowsAreEmpty", testListsOfARunWithoutRowsAreEmpty},
+}
+
+func runSuite(t *testing.T, newStore func(*testing.T) Metadata) {
+	for _, c := range suite {
+		t.Run(c.name, func(t *testing.T) { c.test(t, newStore) })
+	}
+}
+
+// TestPostgresStorePassesTheSuite runs the suite on PostgreSQL, the store
+// of every shared deployment.
+func TestPostgresStorePassesTheSuite(t *testing.T) {
+	runSuite(t, func(t *testing.T) Metadata { return newPostgres(t) })
+}
+
+// TestSQLiteStorePassesTheSuite runs the suite on the embedded SQLite
+// store of "dqnflow dev" without PostgreSQL.
+func TestSQLiteStorePassesTheSuite(t *testing.T) {
+	runSuite(t, func(t *testing.T) Metadata { return newSQLite(t) })
+}

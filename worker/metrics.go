@@ -1,0 +1,295 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.temporal.io/sdk/client"
+
+	"github.com/dqnflow/dqnflow/activities"
+	"github.com/dqnflow/dqnflow/trainer"
+)
+
+// Metrics is a worker's Prometheus registry: the Temporal SDK's own metrics
+// (through SDKHandler, set as client.Options.MetricsHandler), the trainer's
+// (through the activities.TrainerMetrics methods), and the Go runtime's and
+// the process's. Serve exposes them at /metrics.
+//
+// Trainer metrics, labelled by backend and device:
+//
+//	dqnflow_train_steps_per_second       gradient steps per second of the last epoch's training
+//	dqnflow_env_steps_per_second         environment steps (all environments) per second of the last collection
+//	dqnflow_train_loss                   mean training loss of the last epoch
+//	dqnflow_train_grad_norm              mean gradient norm of the last epoch
+//	dqnflow_epoch_seconds                histogram of an epoch's collect plus train time
+//	dqnflow_train_steps_total            gradient steps trained by this worker
+//	dqnflow_env_steps_total              environment steps collected by this worker
+//	dqnflow_device_memory_used_bytes     device memory in use, where the backend reports it (CUDA)
+//	dqnflow_device_memory_total_bytes    device memory, likewise
+type Metrics struct {
+	reg *prometheus.Registry
+
+	stepsPerSec, envStepsPerSec, loss, gradNorm *prometheus.GaugeVec
+	memUsed, memTotal                           *prometheus.GaugeVec
+	epochSeconds                                *prometheus.HistogramVec
+	steps, envSteps                             *prometheus.CounterVec
+
+	mu      sync.Mutex
+	collect map[string]time.Duration // last collection time per run, to time whole epochs
+
+	sdk *sdkMetrics
+}
+
+// NewMetrics returns a registry with the Go and process collectors and the
+// trainer metrics registered.
+func NewMetrics() *Metrics {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	dev := []string{"backend", "device"}
+	gauge := func(name, help string) *prometheus.GaugeVec {
+		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, dev)
+		reg.MustRegister(g)
+		return g
+	}
+	counter := func(name, help string) *prometheus.CounterVec {
+		c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, dev)
+		reg.MustRegister(c)
+		return c
+	}
+	m := &Metrics{
+		reg:            reg,
+		stepsPerSec:    gauge("dqnflow_train_steps_per_second", "Gradient steps per second of the last epoch's training."),
+		envStepsPerSec: gauge("dqnflow_env_steps_per_second", "Environment steps (all environments) per second of the last collection."),
+		loss:           gauge("dqnflow_train_loss", "Mean training loss of the last epoch."),
+		gradNorm:       gauge("dqnflow_train_grad_norm", "Mean global gradient norm (before clipping) of the last epoch."),
+		memUsed:        gauge("dqnflow_device_memory_used_bytes", "Device memory in use, where the backend reports it."),
+		memTotal:       gauge("dqnflow_device_memory_total_bytes", "Device memory, where the backend reports it."),
+		steps:          counter("dqnflow_train_steps_total", "Gradient steps trained by this worker."),
+		envSteps:       counter("dqnflow_env_steps_total", "Environment steps collected by this worker."),
+		epochSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "dqnflow_epoch_seconds", Help: "Collect plus train time of an epoch.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 2, 16), // 10 ms to 5.5 min
+		}, dev),
+		collect: map[string]time.Duration{},
+	}
+	reg.MustRegister(m.epochSeconds)
+	m.sdk = &sdkMetrics{reg: reg, counters: map[string]*prometheus.CounterVec{},
+		gauges: map[string]*prometheus.GaugeVec{}, timers: map[string]*prometheus.HistogramVec{}}
+	return m
+}
+
+// Registry is the registry that Serve exposes; a test gathers from it.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// SDKHandler is the Temporal SDK's metrics handler for client.Options.
+func (m *Metrics) SDKHandler() client.MetricsHandler { return sdkHandler{m: m.sdk} }
+
+// Collected records one collection of run runID.
+func (m *Metrics) Collected(runID string, info trainer.Info, st trainer.CollectStats, transitions int64, d time.Duration) {
+	l := prometheus.Labels{"backend": info.Backend, "device": info.Device}
+	m.envSteps.With(l).Add(float64(transitions))
+	if d > 0 {
+		m.envStepsPerSec.With(l).Set(float64(transitions) / d.Seconds())
+	}
+	m.mu.Lock()
+	m.collect[runID] = d
+	m.mu.Unlock()
+}
+
+// Trained records one epoch's training of run runID, and with the run's
+// last collection the epoch's time.
+func (m *Metrics) Trained(runID string, info trainer.Info, st trainer.TrainStats, d time.Duration) {
+	l := prometheus.Labels{"backend": info.Backend, "device": info.Device}
+	m.steps.With(l).Add(float64(st.Steps))
+	if d > 0 {
+		m.stepsPerSec.With(l).Set(float64(st.Steps) / d.Seconds())
+	}
+	m.loss.With(l).Set(st.Loss)
+	m.gradNorm.With(l).Set(st.GradNorm)
+	m.mu.Lock()
+	c := m.collect[runID]
+	delete(m.collect, runID)
+	m.mu.Unlock()
+	m.epochSeconds.With(l).Observe((c + d).Seconds())
+}
+
+// DeviceMemory records the device's memory as the trainer reports it.
+func (m *Metrics) DeviceMemory(info trainer.Info, used, total uint64) {
+	l := prometheus.Labels{"backend": info.Backend, "device": info.Device}
+	m.memUsed.With(l).Set(float64(used))
+	m.memTotal.With(l).Set(float64(total))
+}
+
+// Serve listens on addr and serves /metrics until ctx ends. It returns the
+// address it listens on (addr may ask for port 0).
+func (m *Metrics) Serve(ctx context.Context, addr string) (string, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", fmt.Errorf("metrics: listen on %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+	}()
+	go func() {
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			l.Close()
+		}
+	}()
+	return l.Addr().String(), nil
+}
+
+// sdkLabels are the tags the Temporal SDK puts on its metrics
+// (internal/common/metrics/constants.go). Every SDK metric carries all of
+// them, empty where the SDK gives none, because Prometheus needs one label
+// set per metric name and the SDK's sets differ between call sites. Other
+// tags are dropped.
+var sdkLabels = []string{"namespace", "client_name", "poller_type", "worker_type", "workflow_type", "activity_type",
+	"nexus_service", "nexus_operation", "failure_reason", "task_queue", "operation", "cause"}
+
+// sdkMetrics holds the SDK's metrics, created on first use.
+type sdkMetrics struct {
+	reg      *prometheus.Registry
+	mu       sync.Mutex
+	counters map[string]*prometheus.CounterVec
+	gauges   map[string]*prometheus.GaugeVec
+	timers   map[string]*prometheus.HistogramVec
+}
+
+// sdkHandler is client.MetricsHandler with a set of tags.
+type sdkHandler struct {
+	m    *sdkMetrics
+	tags map[string]string
+}
+
+// WithTags returns a handler with tags added (a key already set is
+// overwritten).
+func (h sdkHandler) WithTags(tags map[string]string) client.MetricsHandler {
+	merged := make(map[string]string, len(h.tags)+len(tags))
+	for k, v := range h.tags {
+		merged[k] = v
+	}
+	for k, v := range tags {
+		merged[k] = v
+	}
+	return sdkHandler{m: h.m, tags: merged}
+}
+
+func (h sdkHandler) labels() prometheus.Labels {
+	l := make(prometheus.Labels, len(sdkLabels))
+	for _, k := range sdkLabels {
+		l[k] = h.tags[k]
+	}
+	return l
+}
+
+// promName turns an SDK metric name ("temporal_request_latency") into a
+// valid Prometheus name; the SDK's names already are, bar odd characters.
+func promName(name string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '_' || r == ':' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
+			return r
+		}
+		return '_'
+	}, name)
+}
+
+// Counter returns the named counter with the handler's tags.
+func (h sdkHandler) Counter(name string) client.MetricsCounter {
+	h.m.mu.Lock()
+	v, ok := h.m.counters[name]
+	if !ok {
+		v = prometheus.NewCounterVec(prometheus.CounterOpts{Name: promName(name) + "_total", Help: "Temporal SDK counter " + name + "."}, sdkLabels)
+		if err := h.m.reg.Register(v); err != nil {
+			v = nil
+		}
+		h.m.counters[name] = v
+	}
+	h.m.mu.Unlock()
+	if v == nil {
+		return client.MetricsNopHandler.Counter(name)
+	}
+	c := v.With(h.labels())
+	return counterFunc(func(d int64) { c.Add(float64(d)) })
+}
+
+// Gauge returns the named gauge with the handler's tags.
+func (h sdkHandler) Gauge(name string) client.MetricsGauge {
+	h.m.mu.Lock()
+	v, ok := h.m.gauges[name]
+	if !ok {
+		v = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: promName(name), Help: "Temporal SDK gauge " + name + "."}, sdkLabels)
+		if err := h.m.reg.Register(v); err != nil {
+			v = nil
+		}
+		h.m.gauges[name] = v
+	}
+	h.m.mu.Unlock()
+	if v == nil {
+		return client.MetricsNopHandler.Gauge(name)
+	}
+	g := v.With(h.labels())
+	return gaugeFunc(g.Set)
+}
+
+// Timer returns the named timer, a histogram in seconds, with the
+// handler's tags.
+func (h sdkHandler) Timer(name string) client.MetricsTimer {
+	h.m.mu.Lock()
+	v, ok := h.m.timers[name]
+	if !ok {
+		v = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: promName(name) + "_seconds", Help: "Temporal SDK timer " + name + ".",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 18)}, sdkLabels) // 1 ms to 131 s
+		if err := h.m.reg.Register(v); err != nil {
+			v = nil
+		}
+		h.m.timers[name] = v
+	}
+	h.m.mu.Unlock()
+	if v == nil {
+		return client.MetricsNopHandler.Timer(name)
+	}
+	o := v.With(h.labels())
+	return timerFunc(func(d time.Duration) { o.Observe(d.Seconds()) })
+}
+
+type counterFunc func(int64)
+
+func (f counterFunc) Inc(d int64) { f(d) }
+
+type gaugeFunc func(float64)
+
+func (f gaugeFunc) Update(v float64) { f(v) }
+
+type timerFunc func(time.Duration)
+
+func (f timerFunc) Record(d time.Duration) { f(d) }
+
+// metricNames returns the names of the families the registry has now, for
+// messages and tests.
+func metricNames(reg *prometheus.Registry) []string {
+	fams, _ := reg.Gather()
+	var out []string
+	for _, f := range fams {
+		out = append(out, f.GetName())
+	}
+	sort.Strings(out)
+	return out
+}
+
+var _ activities.TrainerMetrics = (*Metrics)(nil)
