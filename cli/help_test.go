@@ -48,7 +48,8 @@ func TestCompletionOffersCommandsSubcommandsAndFlags(t *testing.T) {
 		{[]string{"re"}, "report\n"},
 		{[]string{"run", "c"}, "compare\n"},
 		{[]string{"report", "--o"}, "--out\n"},
-		{[]string{"run", "show", "--"}, "--json\n"},
+		{[]string{"run", "show", "--j"}, "--json\n"},
+		{[]string{"run", "show", "--tls-c"}, "--tls-ca-path\n--tls-cert-path\n"},
 		{[]string{"worker", "--met"}, "--metrics-addr\n"},
 	} {
 		out, _, code := run(t, append([]string{completeCommand}, c.words...)...)

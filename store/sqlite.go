@@ -44,6 +44,11 @@ type querier interface {
 // schema) table for table: 1 is migrations 00001 to 00004.
 const sqliteSchemaVersion = 1
 
+// sqliteSetSchemaVersion records sqliteSchemaVersion in the file (a PRAGMA
+// takes no parameters, so the number is part of the constant statement;
+// TestSchemaVersionStatementMatches keeps the two in step).
+const sqliteSetSchemaVersion = `PRAGMA user_version = 1`
+
 // sqliteSchema is the PostgreSQL schema of migrations/ in SQLite's
 // dialect: jsonb is JSON text, timestamptz is Unix nanoseconds (UTC),
 // boolean is 0 or 1, identities are INTEGER PRIMARY KEY AUTOINCREMENT.
@@ -190,7 +195,7 @@ func (s *SQLite) migrate(ctx context.Context) error {
 		if _, err := tx.ExecContext(ctx, sqliteSchema); err != nil {
 			return fmt.Errorf("create schema: %w", err)
 		}
-		_, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, sqliteSchemaVersion))
+		_, err := tx.ExecContext(ctx, sqliteSetSchemaVersion)
 		return err
 	})
 }
