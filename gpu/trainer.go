@@ -124,7 +124,7 @@ func (b *Backend) build(cfg config.RunConfig, ds *market.Dataset, s *model.State
 			return err
 		}
 		t.l = l
-		if l.replay, err = newDevReplay(c, l, cfg.Replay, ds); err != nil {
+		if l.replay, err = newDevReplay(c, l, annealed(cfg), ds); err != nil {
 			return err
 		}
 		for i := range t.events {
@@ -514,4 +514,13 @@ func (t *Trainer) Close() error {
 		}
 		return t.l.free(c)
 	})
+}
+
+// annealed is cfg's replay section with beta_steps resolved to the β
+// schedule's length in gradient steps (config.RunConfig.BetaAnnealSteps),
+// which the loss kernel takes as a number.
+func annealed(cfg config.RunConfig) config.ReplayConfig {
+	r := cfg.Replay
+	r.BetaSteps = cfg.BetaAnnealSteps()
+	return r
 }

@@ -61,9 +61,9 @@ func New(cfg config.RunConfig, ds *market.Dataset) (*Collector, error) {
 	if ds == nil {
 		return nil, fmt.Errorf("rollout: nil dataset")
 	}
-	if cfg.Env.NumEnvs < 1 || cfg.Optim.NStep < 1 || cfg.Env.EpsilonDecaySteps < 1 {
-		return nil, fmt.Errorf("rollout: env.num_envs = %d, optim.n_step = %d, env.epsilon_decay_steps = %d: each must be at least 1 (validate the config first)",
-			cfg.Env.NumEnvs, cfg.Optim.NStep, cfg.Env.EpsilonDecaySteps)
+	if cfg.Env.NumEnvs < 1 || cfg.Optim.NStep < 1 || cfg.EpsilonDecayEnvSteps() < 1 {
+		return nil, fmt.Errorf("rollout: env.num_envs = %d, optim.n_step = %d, epsilon schedule %d env steps: each must be at least 1 (validate the config first)",
+			cfg.Env.NumEnvs, cfg.Optim.NStep, cfg.EpsilonDecayEnvSteps())
 	}
 	c := &Collector{
 		cfg:        cfg,
@@ -95,10 +95,12 @@ func (c *Collector) Epsilon() float64 { return c.epsilon(c.envSteps) }
 func (c *Collector) NumEnvs() int { return c.env.N() }
 
 // epsilon is the exploration rate after s environment steps: linear from
-// epsilon_start to epsilon_end over epsilon_decay_steps, then constant.
+// epsilon_start to epsilon_end over config.RunConfig.EpsilonDecayEnvSteps
+// (a fraction of the run's environment steps, or epsilon_decay_steps),
+// then constant.
 func (c *Collector) epsilon(s int64) float64 {
 	e := c.cfg.Env
-	f := math.Min(float64(s)/float64(e.EpsilonDecaySteps), 1)
+	f := math.Min(float64(s)/float64(c.cfg.EpsilonDecayEnvSteps()), 1)
 	return e.EpsilonStart + f*(e.EpsilonEnd-e.EpsilonStart)
 }
 
