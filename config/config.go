@@ -107,6 +107,10 @@ type DataConfig struct {
 	TestBars int `json:"test_bars"`
 	// SyntheticBars is the length of the synthetic series. Default 20000.
 	SyntheticBars int `json:"synthetic_bars"`
+	// SyntheticPhi is the planted signal of the synthetic series, the
+	// lag-1 autocorrelation φ of its returns (market.SyntheticSeries); 0
+	// is a series with no signal. In [0, 0.9], default 0.35.
+	SyntheticPhi float64 `json:"synthetic_phi"`
 }
 
 // ModelConfig is the network of DESIGN.md §3: trunk s1, s2 → value head
@@ -242,7 +246,7 @@ func Defaults() RunConfig {
 	return RunConfig{
 		Seed: 1, Epochs: 20, StepsPerEpoch: 300, BatchSize: 256, ReadbackInterval: 100,
 		Device: "cpu", Precision: PrecisionFP32,
-		Data:  DataConfig{Path: data.Default, TrainFraction: 0.7, TestFraction: 0.15, SyntheticBars: 20000},
+		Data:  DataConfig{Path: data.Default, TrainFraction: 0.7, TestFraction: 0.15, SyntheticBars: 20000, SyntheticPhi: 0.35},
 		Model: ModelConfig{Trunk1: 256, Trunk2: 256, Head: 128, Atoms: 51, VMin: -10, VMax: 10},
 		Env: EnvConfig{
 			NumEnvs: 32, EpisodeBars: 512, MaxContracts: 4, Instrument: InstrumentAuto,

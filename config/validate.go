@@ -44,6 +44,7 @@ func (c *RunConfig) Validate() error {
 		{"data.train_fraction", c.Data.TrainFraction, c.Data.TrainFraction+c.Data.TestFraction < 1,
 			fmt.Sprintf("plus data.test_fraction (%g) must be below 1, so that some bars validate", c.Data.TestFraction)},
 		intIn("data.synthetic_bars", c.Data.SyntheticBars, 2000, 10_000_000),
+		floatIn("data.synthetic_phi", c.Data.SyntheticPhi, 0, 0.9),
 
 		intIn("model.trunk1", c.Model.Trunk1, 1, 16384),
 		intIn("model.trunk2", c.Model.Trunk2, 1, 16384),

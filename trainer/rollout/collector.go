@@ -75,6 +75,9 @@ func New(cfg config.RunConfig, ds *market.Dataset) (*Collector, error) {
 	if c.env, err = market.NewVecEnv(ds, ds.Train, cfg.Env.NumEnvs, cfg.Env.EpisodeBars, rand.New(c.envPCG)); err != nil {
 		return nil, err
 	}
+	if err := c.env.SetReward(cfg.Env.RewardScale, cfg.Env.TurnoverPenalty); err != nil {
+		return nil, fmt.Errorf("rollout: env.reward_scale, env.turnover_penalty: %w", err)
+	}
 	n := cfg.Env.NumEnvs
 	c.nstep = newNStep(n, cfg.Optim.NStep, cfg.Optim.Gamma)
 	c.obs = make([]float32, n*market.ObsDim)
