@@ -36,6 +36,8 @@ func commands() []command {
 		{"config", "config defaults: print the default config as JSON", runConfig},
 		{"bench", "throughput: dqnflow bench --device cpu [--json]; Temporal overhead: dqnflow bench --temporal", runBench},
 		{"learn-check", "train on the synthetic series and compare with the oracle policy", runLearnCheck},
+		{"walkforward", "walk-forward: dqnflow walkforward [--config FILE] [--data FILE] [--windows K] [--test-bars N]: one run per window, test metrics per window and pooled", runWalkForward},
+		{"evaluate", "dqnflow evaluate [--config FILE | --checkpoint FILE] [--out DIR]: test-range report with plots for every bundled series and the synthetic one", runEvaluate},
 		{"dev", "local stack: Temporal dev server + UI, migrations, a worker [--demo]", runDev},
 		{"worker", "a worker: dqnflow worker --role all|control|gpu --device auto|cpu|cuda[:N] [--slots N]", runWorker},
 		{"run", "runs on Temporal: run start|list|show|watch|pause|resume|stop", runRun},

@@ -13,6 +13,7 @@ import (
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/report"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/trainer/policy"
 )
@@ -219,7 +220,7 @@ func describeInstrument(ds *market.Dataset) string {
 	in := ds.Instrument
 	name := in.Name
 	if name == "" {
-		name = "custom"
+		name = config.InstrumentCustom
 	}
 	p := ds.Bars.Close[ds.Bars.Len()-1]
 	return fmt.Sprintf("%s (tick %g, slippage %g ticks + %g bps, commission %.4g/contract + %g bps, point value %.4g), %.2f bps per round trip at %.6g",
@@ -291,27 +292,14 @@ func printReport(e *env, r market.Report) {
 	w := e.stdout
 	fmt.Fprintf(w, "backtest %s .. %s (%d bars, %.0f bars/year)\n", r.From.Format("2006-01-02 15:04"), r.To.Format("2006-01-02 15:04"), r.Bars, r.BarsPerYear)
 	fmt.Fprintf(w, "%-16s %12s %12s %12s\n", "", "agent", "buy & hold", "flat")
-	row := func(name string, f func(m market.Metrics) string) {
-		fmt.Fprintf(w, "%-16s %12s %12s %12s\n", name, f(r.Metrics), f(r.BuyAndHold), f(r.Flat))
+	for _, row := range report.Rows() {
+		fmt.Fprintf(w, "%-16s %12s %12s %12s\n", row.Name, row.Format(r.Metrics), row.Format(r.BuyAndHold), row.Format(r.Flat))
 	}
-	pct := func(v float64) string { return fmt.Sprintf("%.2f%%", 100*v) }
-	num := func(v float64) string { return fmt.Sprintf("%.3f", v) }
-	row("total return", func(m market.Metrics) string { return pct(m.TotalReturn) })
-	row("annual return", func(m market.Metrics) string { return pct(m.AnnualReturn) })
-	row("volatility", func(m market.Metrics) string { return pct(m.Volatility) })
-	row("Sharpe", func(m market.Metrics) string { return num(m.Sharpe) })
-	row("Sortino", func(m market.Metrics) string { return num(m.Sortino) })
-	row("max drawdown", func(m market.Metrics) string { return pct(m.MaxDrawdown) })
-	row("Calmar", func(m market.Metrics) string { return num(m.Calmar) })
-	row("CVaR 5%", func(m market.Metrics) string { return pct(m.CVaR5) })
-	row("trades", func(m market.Metrics) string { return strconv.Itoa(m.Trades) })
-	row("win rate", func(m market.Metrics) string { return pct(m.WinRate) })
-	row("profit factor", func(m market.Metrics) string { return num(m.ProfitFactor) })
-	row("turnover", func(m market.Metrics) string { return num(m.Turnover) })
-	row("exposure", func(m market.Metrics) string { return pct(m.Exposure) })
-	row("costs", func(m market.Metrics) string { return fmt.Sprintf("%.2f", m.Costs) })
-	row("cost per trade", func(m market.Metrics) string { return fmt.Sprintf("%.2f", m.CostPerTrade) })
-	fmt.Fprintf(w, "cost per round trip: %.2f bps of the notional at the mean close (%s)\n", r.CostPerRoundTripBps, orCustom(r.Instrument.Name))
+	name := r.Instrument.Name
+	if name == "" {
+		name = "custom"
+	}
+	fmt.Fprintf(w, "cost per round trip: %.2f bps of the notional at the mean close (%s)\n", r.CostPerRoundTripBps, name)
 	for _, x := range []struct {
 		name string
 		m    market.Metrics
@@ -321,11 +309,4 @@ func printReport(e *env, r market.Report) {
 				x.name, x.m.RuinBar, x.m.RuinTime.Format("2006-01-02 15:04"), x.m.RuinShortfall)
 		}
 	}
-}
-
-func orCustom(s string) string {
-	if s == "" {
-		return "custom"
-	}
-	return s
 }

@@ -26,6 +26,9 @@ type Report struct {
 	Equity    []float64 `json:"-"` // equity in money at the close of each bar of the range
 	Positions []int     `json:"-"` // signed contracts held through each bar's close
 	TradeLog  []Trade   `json:"-"` // closed round trips in exit order
+	// BuyAndHoldEquity is buy-and-hold's equity at each bar (flat's is
+	// the initial capital throughout).
+	BuyAndHoldEquity []float64 `json:"-"`
 }
 
 // Backtest runs policy p greedily over bars r of ds in time order, with
@@ -75,17 +78,21 @@ func Backtest(ds *Dataset, r Range, p Policy) (Report, error) {
 	rep.Metrics = pol.measure(ds)
 	rep.Equity, rep.Positions, rep.TradeLog = pol.equity, pol.positions, pol.trades
 	for _, b := range []struct {
-		a   Action
-		dst *Metrics
+		a      Action
+		dst    *Metrics
+		equity *[]float64
 	}{
-		{Action{Dir: 2, Size: NumSizes - 1}, &rep.BuyAndHold},
-		{Action{Dir: 1}, &rep.Flat},
+		{Action{Dir: 2, Size: NumSizes - 1}, &rep.BuyAndHold, &rep.BuyAndHoldEquity},
+		{Action{Dir: 1}, &rep.Flat, nil},
 	} {
 		pa, err := s.run(r, constPolicy(b.a))
 		if err != nil {
 			return Report{}, fmt.Errorf("backtest %s: benchmark: %w", r, err)
 		}
 		*b.dst = pa.measure(ds)
+		if b.equity != nil {
+			*b.equity = pa.equity
+		}
 	}
 	return rep, nil
 }

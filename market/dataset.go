@@ -36,15 +36,9 @@ const SyntheticPath = "synthetic"
 // *config.FieldError naming the field to change.
 func Prepare(cfg config.RunConfig) (*Dataset, error) {
 	dc := cfg.Data
-	var b *Bars
-	var err error
-	if dc.Path == SyntheticPath {
-		b, _, err = SyntheticSeries(dc.SyntheticBars, cfg.Seed, dc.SyntheticPhi)
-	} else {
-		b, err = LoadBars(dc.Path)
-	}
+	b, err := Load(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("config data.path: %w", err)
+		return nil, err
 	}
 	raw, warmup := ComputeFeatures(b)
 	if b.Len() < warmup+cfg.Env.EpisodeBars+4 {
@@ -66,6 +60,23 @@ func Prepare(cfg config.RunConfig) (*Dataset, error) {
 		return nil, fmt.Errorf("config env: %w", err)
 	}
 	return ds, nil
+}
+
+// Load returns the bars of cfg.Data.Path: a CSV file, "bundled:NAME" or the
+// synthetic series of cfg.Seed, cfg.Data.SyntheticBars and SyntheticPhi.
+func Load(cfg config.RunConfig) (*Bars, error) {
+	dc := cfg.Data
+	var b *Bars
+	var err error
+	if dc.Path == SyntheticPath {
+		b, _, err = SyntheticSeries(dc.SyntheticBars, cfg.Seed, dc.SyntheticPhi)
+	} else {
+		b, err = LoadBars(dc.Path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("config data.path: %w", err)
+	}
+	return b, nil
 }
 
 // PrepareWith builds a Dataset for running an already trained policy on
