@@ -200,7 +200,7 @@ type OptimConfig struct {
 	// SpectralBound caps the largest singular value of each weight matrix;
 	// 0 disables. Default 4.
 	SpectralBound float64 `json:"spectral_bound"`
-	Gamma         float64 `json:"gamma"`  // default 0.99
+	Gamma         float64 `json:"gamma"`  // default 0.9 (0.99 before issue 9: 6 % of S&P returns fell outside ±10)
 	NStep         int     `json:"n_step"` // default 3
 	// TargetTau is the EMA rate of SyncTarget: target ← τ·online + (1−τ)·target.
 	// Default 0.5 (SyncTarget runs once per epoch).
@@ -256,7 +256,7 @@ func Defaults() RunConfig {
 		},
 		Optim: OptimConfig{
 			LR: 3e-4, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 1e-5, ClipNorm: 10,
-			SpectralBound: 4, Gamma: 0.99, NStep: 3, TargetTau: 0.5,
+			SpectralBound: 4, Gamma: 0.9, NStep: 3, TargetTau: 0.5,
 		},
 		Replay:     ReplayConfig{Capacity: 100000, Alpha: 0.6, Beta0: 0.4, BetaFraction: 1, PriorityEps: 1e-6, Warmup: 2048},
 		Checkpoint: CheckpointConfig{Every: 1, KeepLast: 3, KeepBest: 1, Dir: "checkpoints"},
