@@ -81,11 +81,11 @@ type DataConfig struct {
 	// Path is a CSV file, "bundled:NAME" for a file bundled in the binary, or
 	// "synthetic" for the seeded synthetic series with a planted signal.
 	// Default "bundled:USA500IDXUSD_H1.csv".
-	Path          string  `json:"path"`
-	TrainFrom     string  `json:"train_from,omitempty"`
-	TrainTo       string  `json:"train_to,omitempty"`
-	ValidFrom     string  `json:"valid_from,omitempty"`
-	ValidTo       string  `json:"valid_to,omitempty"`
+	Path      string `json:"path"`
+	TrainFrom string `json:"train_from,omitempty"`
+	TrainTo   string `json:"train_to,omitempty"`
+	ValidFrom string `json:"valid_from,omitempty"`
+	ValidTo   string `json:"valid_to,omitempty"`
 	// TestFrom and TestTo bound the test range when times are given; with
 	// times and neither of them there is no test range.
 	TestFrom      string  `json:"test_from,omitempty"`
@@ -219,7 +219,7 @@ type ReplayConfig struct {
 	Beta0        float64 `json:"beta0"`         // default 0.4
 	BetaFraction float64 `json:"beta_fraction"` // (0, 1], default 1
 	BetaSteps    int     `json:"beta_steps"`    // default 0 (use the fraction)
-	PriorityEps float64 `json:"priority_eps"` // default 1e-6
+	PriorityEps  float64 `json:"priority_eps"`  // default 1e-6
 	// Warmup is the number of transitions stored before training starts;
 	// Train collects more first when the buffer holds fewer. Default 2048.
 	Warmup int `json:"warmup"`

@@ -208,8 +208,12 @@ func TestPrepareRejectsBadSplits(t *testing.T) {
 		{"bad time", func(c *config.DataConfig) { c.TrainFrom = "yesterday" }, "data.train_from", "RFC 3339"},
 		{"fraction leaves training short", func(c *config.DataConfig) { c.TrainFraction = 0.05 }, "data.train_fraction", "need ≥ env.episode_bars+2 = 514"},
 		{"fraction leaves no validation", func(c *config.DataConfig) { c.TrainFraction, c.TestFraction = 0.9999, 0 }, "data.train_fraction", "(1 bars, need ≥ 2)"},
-		{"test overlaps validation", func(c *config.DataConfig) { c.ValidFrom, c.ValidTo, c.TestFrom = "2024-07-01", "2024-08-01", "2024-07-15" }, "data.test_from", "overlaps the validation range"},
-		{"test range too short", func(c *config.DataConfig) { c.ValidFrom, c.TestFrom, c.TestTo = "2024-07-01", "2024-08-01", "2024-08-01" }, "data.test_to", "needs at least 2"},
+		{"test overlaps validation", func(c *config.DataConfig) {
+			c.ValidFrom, c.ValidTo, c.TestFrom = "2024-07-01", "2024-08-01", "2024-07-15"
+		}, "data.test_from", "overlaps the validation range"},
+		{"test range too short", func(c *config.DataConfig) {
+			c.ValidFrom, c.TestFrom, c.TestTo = "2024-07-01", "2024-08-01", "2024-08-01"
+		}, "data.test_to", "needs at least 2"},
 		{"synthetic series too short", func(c *config.DataConfig) { c.Path, c.SyntheticBars = SyntheticPath, 600 }, "data.synthetic_bars", "holds 600 bars"},
 		{"file too short", func(c *config.DataConfig) { c.Path = short }, "data.path", "holds 300 bars"},
 	}

@@ -87,4 +87,3 @@ func Pool(reps []Report) (Report, error) {
 	pooled.CostPerRoundTripBps = rt / bars
 	return pooled, nil
 }
-
