@@ -164,7 +164,9 @@ type EnvConfig struct {
 	MarginFloor float64 `json:"margin_floor"`
 	// TurnoverPenalty is subtracted from the training reward per full
 	// position traded (|Δ contracts| / MaxContracts), in reward units (one
-	// ATR of a full position). Backtests book only the real costs. Default 0.
+	// ATR of a full position). Backtests book only the real costs. Default
+	// 0.05: without it the agent churns on a series with no signal
+	// (docs/perf/learning-2026-12-01.md).
 	TurnoverPenalty float64 `json:"turnover_penalty"`
 	// RewardScale multiplies the training reward (one ATR move of a full
 	// position earns about RewardScale). Default 1.
@@ -191,7 +193,7 @@ type EnvConfig struct {
 
 // OptimConfig is the optimiser and the learning target.
 type OptimConfig struct {
-	LR          float64 `json:"lr"`           // default 3e-4
+	LR          float64 `json:"lr"`           // default 1e-4 (3e-4 before issue 9: docs/perf/learning-2026-12-01.md)
 	Beta1       float64 `json:"beta1"`        // default 0.9
 	Beta2       float64 `json:"beta2"`        // default 0.999
 	Eps         float64 `json:"eps"`          // default 1e-8
@@ -251,11 +253,11 @@ func Defaults() RunConfig {
 		Env: EnvConfig{
 			NumEnvs: 32, EpisodeBars: 512, MaxContracts: 4, Instrument: InstrumentAuto,
 			TickSize: 0.25, SlippageTicks: 1, Commission: 0.62, SlippageBps: 1, CommissionBps: 0.5,
-			InitialCapital: 100000, RewardScale: 1,
+			InitialCapital: 100000, RewardScale: 1, TurnoverPenalty: 0.05,
 			EpsilonStart: 1, EpsilonEnd: 0.05, EpsilonDecayFraction: 0.5, CollectSteps: 64,
 		},
 		Optim: OptimConfig{
-			LR: 3e-4, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 1e-5, ClipNorm: 10,
+			LR: 1e-4, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 1e-5, ClipNorm: 10,
 			SpectralBound: 4, Gamma: 0.9, NStep: 3, TargetTau: 0.5,
 		},
 		Replay:     ReplayConfig{Capacity: 100000, Alpha: 0.6, Beta0: 0.4, BetaFraction: 1, PriorityEps: 1e-6, Warmup: 2048},
