@@ -36,14 +36,15 @@ func addCostFlags(fs *flag.FlagSet) *costFlags {
 func (c *costFlags) edit() func(*config.EnvConfig) {
 	set := map[string]bool{}
 	c.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if len(set) == 0 {
-		return nil
+	values := map[string]*float64{
+		"tick-size": c.tick, "slippage-ticks": c.slipTicks, "slippage-bps": c.slipBps,
+		"commission": c.commission, "commission-bps": c.commBps, "point-value": c.pv, "margin-floor": c.flo,
 	}
-	any := false
-	for _, n := range []string{"instrument", "tick-size", "slippage-ticks", "slippage-bps", "commission", "commission-bps", "point-value", "margin-floor"} {
-		any = any || set[n]
+	given := set["instrument"]
+	for name := range values {
+		given = given || set[name]
 	}
-	if !any {
+	if !given {
 		return nil
 	}
 	return func(e *config.EnvConfig) {
@@ -55,15 +56,13 @@ func (c *costFlags) edit() func(*config.EnvConfig) {
 		case set["tick-size"] || set["commission"]:
 			e.Instrument = config.InstrumentCustom
 		}
-		for name, dst := range map[string]*float64{
+		fields := map[string]*float64{
 			"tick-size": &e.TickSize, "slippage-ticks": &e.SlippageTicks, "slippage-bps": &e.SlippageBps,
 			"commission": &e.Commission, "commission-bps": &e.CommissionBps, "point-value": &e.PointValue, "margin-floor": &e.MarginFloor,
-		} {
+		}
+		for name, v := range values {
 			if set[name] {
-				*dst = *map[string]*float64{
-					"tick-size": c.tick, "slippage-ticks": c.slipTicks, "slippage-bps": c.slipBps,
-					"commission": c.commission, "commission-bps": c.commBps, "point-value": c.pv, "margin-floor": c.flo,
-				}[name]
+				*fields[name] = *v
 			}
 		}
 	}
