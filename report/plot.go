@@ -71,6 +71,7 @@ func WritePNG(path, title, yLabel string, curves []Curve) error {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = "bar of the test range"
+	p.X.Tick.Marker = wholeTicks{}
 	p.Y.Label.Text = yLabel
 	p.Add(plotter.NewGrid())
 	for _, c := range curves {
@@ -118,4 +119,19 @@ func WritePlots(dir, name, title string, r market.Report) (equity, drawdown stri
 		return "", "", err
 	}
 	return equity, drawdown, nil
+}
+
+// wholeTicks are gonum's default ticks labelled as whole numbers (bar
+// numbers have no fraction).
+type wholeTicks struct{}
+
+// Ticks implements plot.Ticker.
+func (wholeTicks) Ticks(lo, hi float64) []plot.Tick {
+	ts := plot.DefaultTicks{}.Ticks(lo, hi)
+	for i := range ts {
+		if ts[i].Label != "" {
+			ts[i].Label = fmt.Sprintf("%.0f", ts[i].Value)
+		}
+	}
+	return ts
 }
