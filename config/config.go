@@ -165,8 +165,9 @@ type EnvConfig struct {
 	// TurnoverPenalty is subtracted from the training reward per full
 	// position traded (|Δ contracts| / MaxContracts), in reward units (one
 	// ATR of a full position). Backtests book only the real costs. Default
-	// 0.15: without it the agent churns on a series with no signal; 0.05
-	// churns less, 0.25 also suppresses a real signal
+	// 0.05: without it the agent churns on a series with no signal; 0.15
+	// churns less there but fell behind buy-and-hold's Sharpe on both
+	// bundled series, and 0.25 suppresses a real signal
 	// (docs/perf/learning-2026-12-01.md).
 	TurnoverPenalty float64 `json:"turnover_penalty"`
 	// RewardScale multiplies the training reward (one ATR move of a full
@@ -254,7 +255,7 @@ func Defaults() RunConfig {
 		Env: EnvConfig{
 			NumEnvs: 32, EpisodeBars: 512, MaxContracts: 4, Instrument: InstrumentAuto,
 			TickSize: 0.25, SlippageTicks: 1, Commission: 0.62, SlippageBps: 1, CommissionBps: 0.5,
-			InitialCapital: 100000, RewardScale: 1, TurnoverPenalty: 0.15,
+			InitialCapital: 100000, RewardScale: 1, TurnoverPenalty: 0.05,
 			EpsilonStart: 1, EpsilonEnd: 0.05, EpsilonDecayFraction: 0.5, CollectSteps: 64,
 		},
 		Optim: OptimConfig{
