@@ -13,7 +13,8 @@ import "fmt"
 // then Measure's over that curve, with two exceptions: turnover is the
 // bar-weighted mean of the windows' turnovers (each window's is already
 // normalised by its own equity), and costs and trades add up (cost per
-// trade is their ratio). A window that was ruined contributes its returns
+// trade is their ratio); buy-and-hold makes one round trip per window. A
+// window that was ruined contributes its returns
 // up to the ruin and flat bars after it; the pooled RuinBar is the first
 // window's ruin, if any. The windows must share bars per year; the ruin
 // fields name bars of their own data, so Pool keeps the first.
@@ -30,7 +31,7 @@ func Pool(reps []Report) (Report, error) {
 	agent := []float64{e0[0]}
 	bh := []float64{e0[0]}
 	pos := []int{0}
-	var trades []Trade
+	var trades, bhTrades []Trade
 	var turnover, bhTurnover, bars, costs, bhCosts, rt float64
 	var ruin *Metrics
 	for k, r := range reps {
@@ -48,6 +49,10 @@ func Pool(reps []Report) (Report, error) {
 			bh = append(bh, bh[len(bh)-1]*(1+x))
 		}
 		pos = append(pos, r.Positions[1:]...)
+		// Buy-and-hold is one round trip per window; its P&L is the
+		// window's equity change (costs included).
+		be := r.BuyAndHoldEquity
+		bhTrades = append(bhTrades, Trade{Dir: 1, PnL: be[len(be)-1] - be[0]})
 		trades = append(trades, r.TradeLog...)
 		n := float64(len(r.Equity) - 1)
 		bars += n
@@ -75,9 +80,8 @@ func Pool(reps []Report) (Report, error) {
 	for i := 1; i < len(bhPos); i++ {
 		bhPos[i] = 1
 	}
-	pooled.BuyAndHold = Measure(bh, bhPos, nil, 0, bpy)
+	pooled.BuyAndHold = Measure(bh, bhPos, bhTrades, 0, bpy)
 	pooled.BuyAndHold.Turnover, pooled.BuyAndHold.Costs = bhTurnover/bars, bhCosts
-	pooled.BuyAndHold.Trades = len(reps) // one round trip per window
 	pooled.BuyAndHold.CostPerTrade = bhCosts / float64(len(reps))
 	flat := make([]float64, len(agent))
 	for i := range flat {

@@ -51,6 +51,15 @@ func TestPooledWindowsCompoundTheirReturns(t *testing.T) {
 	if all.Bars != 1+299*3 || all.Trades != reps[0].Trades+reps[1].Trades+reps[2].Trades {
 		t.Errorf("pooled %d bars and %d trades", all.Bars, all.Trades)
 	}
+	wins := 0
+	for _, r := range reps {
+		if r.BuyAndHold.TotalReturn > 0 {
+			wins++
+		}
+	}
+	if all.BuyAndHold.Trades != 3 || all.BuyAndHold.WinRate != float64(wins)/3 {
+		t.Errorf("pooled buy-and-hold: %d trades, win rate %g; want one per window and %d/3 winning", all.BuyAndHold.Trades, all.BuyAndHold.WinRate, wins)
+	}
 	if _, err := market.Pool(nil); err == nil {
 		t.Error("pooling nothing did not fail")
 	}
