@@ -18,16 +18,18 @@ func runBacktest(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "backtest")
 	ckPath := fs.String("checkpoint", "", "checkpoint file (.safetensors)")
 	dataPath := fs.String("data", "", "price CSV file or bundled:NAME")
-	from := fs.String("from", "", "first bar time (default: validation start on the training data, else the first bar)")
-	to := fs.String("to", "", "end time, exclusive (default: the end of the range)")
+	rangeName := fs.String("range", "test", "on the run's training data: test, validation or all (ignored on another file, which is used whole)")
+	from := fs.String("from", "", "first bar time (overrides --range)")
+	to := fs.String("to", "", "end time, exclusive (overrides --range)")
 	jsonOut := fs.Bool("json", false, "print the report as JSON")
+	costs := addCostFlags(fs)
 	if err := parse(fs, args, 0); err != nil {
 		return err
 	}
 	if err := required(fs, "checkpoint", "data"); err != nil {
 		return err
 	}
-	pol, ds, r, err := openPolicyData(*ckPath, *dataPath, *from, *to)
+	pol, ds, r, what, err := openPolicyData(*ckPath, *dataPath, *rangeName, *from, *to, costs.edit())
 	if err != nil {
 		return err
 	}
@@ -38,53 +40,77 @@ func runBacktest(ctx context.Context, e *env, args []string) error {
 	if *jsonOut {
 		return printJSON(e, report)
 	}
+	fmt.Fprintf(e.stdout, "%s; instrument %s\n", what, describeInstrument(ds))
 	printReport(e, report)
 	return nil
 }
 
 // openPolicyData loads the checkpoint's greedy policy and the data file,
-// with features normalised by the checkpoint's statistics, and picks the
-// bar range: --from/--to when given; otherwise the validation range when the
-// file is the run's training data, else the whole file.
-func openPolicyData(ckPath, dataPath, from, to string) (*policy.Policy, *market.Dataset, market.Range, error) {
+// with features normalised by the checkpoint's statistics and trades priced
+// as trainer.CheckpointDataset says (costs: the command line's overrides),
+// and picks the bar range: --from/--to when given; otherwise, on the run's
+// own training data, its test range (rangeName "test", the default: the
+// one range neither training nor checkpoint selection saw), validation
+// range or all bars; on another file every bar with full feature history.
+// what describes the range for the reader.
+func openPolicyData(ckPath, dataPath, rangeName, from, to string, costs func(*config.EnvConfig)) (pol *policy.Policy, ds *market.Dataset, r market.Range, what string, err error) {
+	fail := func(err error) (*policy.Policy, *market.Dataset, market.Range, string, error) {
+		return nil, nil, market.Range{}, "", err
+	}
+	if rangeName != "test" && rangeName != "validation" && rangeName != "all" {
+		return fail(fmt.Errorf("%w: flag --range %q: want test, validation or all", errUsage, rangeName))
+	}
 	ck, _, err := checkpoint.Read(ckPath)
 	if err != nil {
-		return nil, nil, market.Range{}, err
+		return fail(err)
 	}
-	pol, err := policy.Load(ck)
+	if pol, err = policy.Load(ck); err != nil {
+		return fail(fmt.Errorf("checkpoint %s: %w", ckPath, err))
+	}
+	cfg, ds, err := trainer.CheckpointDataset(ck, dataPath, costs)
 	if err != nil {
-		return nil, nil, market.Range{}, fmt.Errorf("checkpoint %s: %w", ckPath, err)
+		return fail(fmt.Errorf("checkpoint %s with data %s: %w", ckPath, dataPath, err))
 	}
-	cfg, ds, err := trainer.CheckpointDataset(ck, dataPath)
-	if err != nil {
-		return nil, nil, market.Range{}, fmt.Errorf("checkpoint %s with data %s: %w", ckPath, dataPath, err)
-	}
-	r := ds.Valid
-	if from == "" && to == "" && trainer.SameDataPath(cfg.Data.Path, dataPath) {
-		trainDS, err := market.Prepare(withData(cfg, dataPath))
-		if err == nil {
-			r = trainDS.Valid
+	r = ds.Valid
+	what = "all bars of " + dataPath + " (not the run's training data)"
+	if trainer.SameDataPath(cfg.Data.Path, dataPath) {
+		what = "all bars of the run's data " + dataPath + ", training range included"
+		if rangeName != "all" {
+			trainDS, err := market.Prepare(withData(cfg, dataPath))
+			if err != nil {
+				return fail(fmt.Errorf("checkpoint %s: the ranges of its config on %s: %w", ckPath, dataPath, err))
+			}
+			switch {
+			case rangeName == "test" && trainDS.Test.Len() >= 2:
+				r, what = trainDS.Test, "test range of the run (held out from training and checkpoint selection)"
+			case rangeName == "test":
+				r, what = trainDS.Valid, "validation range of the run: its config holds out no test range, and this range picked the checkpoint, so it flatters it"
+			default:
+				r, what = trainDS.Valid, "validation range of the run (it picked the checkpoint)"
+			}
 		}
 	}
 	if from != "" {
 		t, err := config.ParseTime(from)
 		if err != nil {
-			return nil, nil, r, fmt.Errorf("%w: flag --from: %v", errUsage, err)
+			return fail(fmt.Errorf("%w: flag --from: %v", errUsage, err))
 		}
 		r.From = max(ds.Bars.Index(t), ds.Warmup)
+		what = "bars from --from/--to"
 	}
 	if to != "" {
 		t, err := config.ParseTime(to)
 		if err != nil {
-			return nil, nil, r, fmt.Errorf("%w: flag --to: %v", errUsage, err)
+			return fail(fmt.Errorf("%w: flag --to: %v", errUsage, err))
 		}
 		r.To = ds.Bars.Index(t)
+		what = "bars from --from/--to"
 	}
 	if r.Len() < 2 {
-		return nil, nil, r, fmt.Errorf("%w: the range %s .. %s of %s holds %d usable bars (features need %d bars of history); widen --from/--to",
-			errUsage, orAll(from), orAll(to), dataPath, max(r.Len(), 0), ds.Warmup)
+		return fail(fmt.Errorf("%w: the range %s .. %s of %s holds %d usable bars (features need %d bars of history); widen --from/--to",
+			errUsage, orAll(from), orAll(to), dataPath, max(r.Len(), 0), ds.Warmup))
 	}
-	return pol, ds, r, nil
+	return pol, ds, r, what, nil
 }
 
 func withData(cfg config.RunConfig, path string) config.RunConfig {
@@ -119,7 +145,7 @@ func runPredict(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("%w: predict prints JSON only", errUsage)
 	}
 	// predict covers the whole file unless --from/--to narrow it.
-	pol, ds, r, err := openPolicyData(*ckPath, *dataPath, *from, *to)
+	pol, ds, r, _, err := openPolicyData(*ckPath, *dataPath, "all", *from, *to, nil)
 	if err != nil {
 		return err
 	}

@@ -36,12 +36,14 @@ var errUsage = errors.New("usage")
 func commands() []command {
 	return []command{
 		{"train", "train locally: dqnflow train --device cpu [--config FILE] [--data FILE] [--epochs N] [--out DIR]", runTrain},
-		{"backtest", "greedy backtest of a checkpoint: dqnflow backtest --checkpoint FILE --data FILE [--from T] [--to T] [--json]", runBacktest},
+		{"backtest", "greedy backtest of a checkpoint: dqnflow backtest --checkpoint FILE --data FILE [--range test|validation|all] [--instrument NAME] [--json] (the test range by default)", runBacktest},
 		{"predict", "features and Q values per bar: dqnflow predict --checkpoint FILE --data FILE --json", runPredict},
 		{"checkpoint", "checkpoint export|verify|list", runCheckpoint},
 		{"config", "config defaults: print the default config as JSON", runConfig},
 		{"bench", "throughput: dqnflow bench --device cpu [--json]; Temporal overhead: dqnflow bench --temporal", runBench},
-		{"learn-check", "train on the synthetic series and compare with the oracle policy", runLearnCheck},
+		{"learn-check", "train on the synthetic series with and without its signal and compare with the oracle on the test range", runLearnCheck},
+		{"walkforward", "walk-forward: dqnflow walkforward [--config FILE] [--data FILE] [--windows K] [--test-bars N]: one run per window, test metrics per window and pooled", runWalkForward},
+		{"evaluate", "dqnflow evaluate [--config FILE | --checkpoint FILE] [--out DIR]: test-range report with plots for every bundled series and the synthetic one", runEvaluate},
 		{"dev", "local stack: Temporal dev server + UI, migrations, a worker [--demo]", runDev},
 		{"worker", "a worker: dqnflow worker --role all|control|gpu --device auto|cpu|cuda[:N] [--runs-per-device N] [--cpu-devices N]", runWorker},
 		{"run", "runs on Temporal: run start|list|show|watch|compare|pause|resume|stop", runRun},

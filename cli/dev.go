@@ -130,12 +130,18 @@ func runDemo(ctx context.Context, e *env, c client.Client, ui string) error {
 	if err != nil || res.LastCheckpoint == nil {
 		return err
 	}
-	// The final checkpoint's greedy policy on the validation range, beside
-	// buy-and-hold and flat (what "dqnflow backtest" prints).
-	pol, ds, r, err := openPolicyData(res.LastCheckpoint.URI, cfg.Data.Path, "", "")
+	// The checkpoint validation picked (else the last), on the held-out
+	// test range, beside buy-and-hold and flat (what "dqnflow backtest"
+	// prints).
+	ck := res.LastCheckpoint
+	if res.BestCheckpoint != nil {
+		ck = res.BestCheckpoint
+	}
+	pol, ds, r, what, err := openPolicyData(ck.URI, cfg.Data.Path, "test", "", "", nil)
 	if err != nil {
 		return err
 	}
+	fmt.Fprintf(e.stdout, "%s, epoch %d's checkpoint; instrument %s\n", what, ck.Epoch, describeInstrument(ds))
 	report, err := pol.Backtest(ds, r)
 	if err != nil {
 		return err

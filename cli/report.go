@@ -119,7 +119,7 @@ func evaluateCheckpoints(e *env, r *report.Run, rec runRecord, dataFlag string) 
 // range of data, recording the mean expected Q of the chosen actions and,
 // with path, the equity, buy-and-hold's equity and the actions.
 func evaluate(uri, data string, path bool) (*report.Backtest, float64, error) {
-	pol, ds, rng, err := openPolicyData(uri, data, "", "")
+	pol, ds, rng, _, err := openPolicyData(uri, data, "validation", "", "", nil)
 	if err != nil {
 		return nil, 0, err
 	}

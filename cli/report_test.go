@@ -19,7 +19,7 @@ func TestReportBacktestMatchesTheBacktestCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pol, ds, r, err := openPolicyData(ck, data, "", "")
+	pol, ds, r, _, err := openPolicyData(ck, data, "validation", "", "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

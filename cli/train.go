@@ -13,7 +13,9 @@ import (
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/report"
 	"github.com/dqnflow/dqnflow/trainer"
+	"github.com/dqnflow/dqnflow/trainer/policy"
 )
 
 // runTrain implements "dqnflow train": the whole training loop in this
@@ -27,7 +29,7 @@ func runTrain(ctx context.Context, e *env, args []string) error {
 	epochs := fs.Int("epochs", 0, "number of epochs (default: the config's epochs)")
 	blasFlag(fs)
 	out := fs.String("out", "", "directory for checkpoints and the final report (default: runs/<run id>, a new one per run)")
-	jsonOut := fs.Bool("json", false, "print the final validation report as JSON")
+	jsonOut := fs.Bool("json", false, "print the final report (best checkpoint on validation and test) as JSON")
 	if err := parse(fs, args, 0); err != nil {
 		return err
 	}
@@ -35,14 +37,14 @@ func runTrain(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	report, _, err := trainLocal(ctx, e, cfg, *out, "")
+	res, err := trainLocal(ctx, e, cfg, *out, "")
 	if err != nil {
 		return err
 	}
 	if *jsonOut {
-		return printJSON(e, report)
+		return printJSON(e, res)
 	}
-	printReport(e, report)
+	printTrainResult(e, res)
 	return nil
 }
 
@@ -78,75 +80,176 @@ func loadConfig(fs *flag.FlagSet, path, device, dataPath string, epochs int) (co
 	return cfg, nil
 }
 
-// trainLocal trains cfg in this process as run runID (a new id when empty),
-// writes checkpoints and the final validation report (report.json) under
-// out (runs/<run id> when empty), and returns that report and what ran.
-// Progress goes to e.stderr.
-func trainLocal(ctx context.Context, e *env, cfg config.RunConfig, out, runID string) (market.Report, trainer.Info, error) {
-	var report market.Report
+// trainResult is what a local training run ends with: the checkpoint that
+// validation picked, its validation report and, when the data has a test
+// range, its report on that held-out range, which nothing else touched.
+type trainResult struct {
+	RunID      string        `json:"run_id"`
+	Info       trainer.Info  `json:"trainer"`
+	Epochs     int           `json:"epochs"`     // epochs trained
+	EarlyStop  bool          `json:"early_stop"` // stopped by backtest.patience
+	BestEpoch  int           `json:"best_epoch"` // highest validation Sharpe
+	Checkpoint string        `json:"checkpoint"` // its file
+	Valid      market.Report `json:"validation"`
+	// Test is the chosen checkpoint's backtest on the test range; nil when
+	// the config holds none out (data.test_fraction 0).
+	Test *market.Report `json:"test,omitempty"`
+}
+
+// Final is the report the run is judged by: the test range when there is
+// one, else validation (which also picked the checkpoint, so it is biased
+// upwards).
+func (r trainResult) Final() market.Report {
+	if r.Test != nil {
+		return *r.Test
+	}
+	return r.Valid
+}
+
+// trainLocal trains cfg in this process as run runID (a new id when empty)
+// and writes checkpoints and the final report (report.json) under out
+// (runs/<run id> when empty). Every backtest.every epochs the online
+// network runs on the validation range; the epoch with the best
+// validation Sharpe is checkpointed (and kept), and after backtest.patience
+// backtests without a better one training stops. The chosen checkpoint
+// then runs once on the test range. Progress goes to e.stderr.
+func trainLocal(ctx context.Context, e *env, cfg config.RunConfig, out, runID string) (trainResult, error) {
+	var res trainResult
 	b, dev, err := backend.Open(cfg.Device)
 	if err != nil {
-		return report, trainer.Info{}, err
+		return res, err
 	}
 	fmt.Fprintf(e.stderr, "device: %s\n", dev)
 	ds, err := market.Prepare(cfg)
 	if err != nil {
-		return report, trainer.Info{}, err
+		return res, err
 	}
-	fmt.Fprintf(e.stderr, "data: %s, %d bars, train %s .. %s (%d bars), validation %s .. %s (%d bars)\n",
-		ds.Bars.Name, ds.Bars.Len(),
-		day(ds, ds.Train.From), day(ds, ds.Train.To-1), ds.Train.Len(),
-		day(ds, ds.Valid.From), day(ds, ds.Valid.To-1), ds.Valid.Len())
+	fmt.Fprintf(e.stderr, "data: %s, %d bars, train %s (%d bars), validation %s (%d bars), test %s (%d bars)\n",
+		ds.Bars.Name, ds.Bars.Len(), barSpan(ds, ds.Train), ds.Train.Len(), barSpan(ds, ds.Valid), ds.Valid.Len(), barSpan(ds, ds.Test), ds.Test.Len())
+	fmt.Fprintf(e.stderr, "instrument: %s\n", describeInstrument(ds))
 	tr, err := b.New(ctx, cfg, ds, nil)
 	if err != nil {
-		return report, trainer.Info{}, err
+		return res, err
 	}
 	defer tr.Close()
-	info := tr.Info()
+	res.Info = tr.Info()
+	info := res.Info
 	fmt.Fprintf(e.stderr, "trainer: %s on %s, precision %s (storage %s, compute %s), %d parameters\n",
 		info.Backend, info.Device, info.Precision, info.StorageDType, info.ComputeDType, info.Parameters)
 	if runID == "" {
 		runID = newRunID("local")
 	}
+	res.RunID = runID
 	if out == "" {
 		out = filepath.Join("runs", runID)
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
-		return report, info, fmt.Errorf("create output directory: %w", err)
+		return res, fmt.Errorf("create output directory: %w", err)
 	}
 	fmt.Fprintf(e.stderr, "run %s: checkpoints and report in %s\n", runID, out)
+	sinceBest := 0
 	for epoch := 1; epoch <= cfg.Epochs; epoch++ {
 		if _, err := tr.Collect(ctx, cfg.Env.CollectSteps); err != nil {
-			return report, info, fmt.Errorf("epoch %d: collect: %w", epoch, err)
+			return res, fmt.Errorf("epoch %d: collect: %w", epoch, err)
 		}
 		bar := newProgressBar(e.stderr, fmt.Sprintf("epoch %d/%d", epoch, cfg.Epochs), cfg.StepsPerEpoch)
 		st, err := tr.Train(ctx, cfg.StepsPerEpoch, func(p trainer.Progress) {
 			bar.Update(p.Step, fmt.Sprintf("loss %.4f", p.Loss))
 		})
 		if err != nil {
-			return report, info, fmt.Errorf("epoch %d: train: %w", epoch, err)
+			return res, fmt.Errorf("epoch %d: train: %w", epoch, err)
 		}
 		if err := tr.SyncTarget(); err != nil {
-			return report, info, fmt.Errorf("epoch %d: sync target: %w", epoch, err)
+			return res, fmt.Errorf("epoch %d: sync target: %w", epoch, err)
 		}
+		res.Epochs = epoch
 		last := epoch == cfg.Epochs
+		ckPath := ""
 		if last || epoch%cfg.Checkpoint.Every == 0 {
-			path, err := saveCheckpoint(tr, out, runID, epoch)
-			if err != nil {
-				return report, info, err
+			if ckPath, err = saveCheckpoint(tr, out, runID, epoch); err != nil {
+				return res, err
 			}
-			fmt.Fprintf(e.stderr, "epoch %d: checkpoint %s\n", epoch, path)
+			fmt.Fprintf(e.stderr, "epoch %d: checkpoint %s\n", epoch, ckPath)
 		}
-		if last || epoch%cfg.Backtest.Every == 0 {
-			report, err = tr.Backtest(ctx, ds, ds.Valid)
-			if err != nil {
-				return report, info, fmt.Errorf("epoch %d: backtest: %w", epoch, err)
+		if !last && epoch%cfg.Backtest.Every != 0 {
+			continue
+		}
+		rep, err := tr.Backtest(ctx, ds, ds.Valid)
+		if err != nil {
+			return res, fmt.Errorf("epoch %d: backtest: %w", epoch, err)
+		}
+		fmt.Fprintf(e.stderr, "epoch %d: loss %.4f, grad norm %.3f, validation Sharpe %.3f, return %.2f%%, max drawdown %.2f%%, trades %d\n",
+			epoch, st.Loss, st.GradNorm, rep.Sharpe, 100*rep.TotalReturn, 100*rep.MaxDrawdown, rep.Trades)
+		if res.BestEpoch == 0 || rep.Sharpe > res.Valid.Sharpe {
+			if ckPath == "" {
+				if ckPath, err = saveCheckpoint(tr, out, runID, epoch); err != nil {
+					return res, err
+				}
 			}
-			fmt.Fprintf(e.stderr, "epoch %d: loss %.4f, grad norm %.3f, validation Sharpe %.3f, return %.2f%%, max drawdown %.2f%%, trades %d\n",
-				epoch, st.Loss, st.GradNorm, report.Sharpe, 100*report.TotalReturn, 100*report.MaxDrawdown, report.Trades)
+			res.BestEpoch, res.Checkpoint, res.Valid, sinceBest = epoch, ckPath, rep, 0
+			continue
+		}
+		sinceBest++
+		if cfg.Backtest.Patience > 0 && sinceBest >= cfg.Backtest.Patience {
+			res.EarlyStop = true
+			fmt.Fprintf(e.stderr, "epoch %d: no better validation Sharpe in %d backtests (backtest.patience): stopping; best epoch %d\n",
+				epoch, sinceBest, res.BestEpoch)
+			break
 		}
 	}
-	return report, info, writeJSONFile(filepath.Join(out, "report.json"), report)
+	if ds.Test.Len() >= 2 {
+		ck, _, err := checkpoint.Read(res.Checkpoint)
+		if err != nil {
+			return res, err
+		}
+		pol, err := policy.Load(ck)
+		if err != nil {
+			return res, fmt.Errorf("checkpoint %s: %w", res.Checkpoint, err)
+		}
+		rep, err := pol.Backtest(ds, ds.Test)
+		if err != nil {
+			return res, fmt.Errorf("test backtest of %s: %w", res.Checkpoint, err)
+		}
+		res.Test = &rep
+	}
+	return res, writeJSONFile(filepath.Join(out, "report.json"), res)
+}
+
+// barSpan is "first .. last" bar time of r, or "-" when r is empty.
+func barSpan(ds *market.Dataset, r market.Range) string {
+	if r.Len() <= 0 {
+		return "-"
+	}
+	return day(ds, r.From) + " .. " + day(ds, r.To-1)
+}
+
+// describeInstrument says how ds prices trades: the instrument, its tick
+// and costs, and what a round trip costs in basis points at the last close.
+func describeInstrument(ds *market.Dataset) string {
+	in := ds.Instrument
+	name := in.Name
+	if name == "" {
+		name = config.InstrumentCustom
+	}
+	p := ds.Bars.Close[ds.Bars.Len()-1]
+	return fmt.Sprintf("%s (tick %g, slippage %g ticks + %g bps, commission %.4g/contract + %g bps, point value %.4g), %.2f bps per round trip at %.6g",
+		name, in.TickSize, in.SlippageTicks, in.SlippageBps, in.Commission, in.CommissionBps, in.PointValue, in.RoundTripBps(p), p)
+}
+
+// printTrainResult prints the chosen checkpoint and its final report.
+func printTrainResult(e *env, r trainResult) {
+	stop := ""
+	if r.EarlyStop {
+		stop = ", stopped early"
+	}
+	fmt.Fprintf(e.stdout, "best epoch %d of %d%s (validation Sharpe %.3f): %s\n", r.BestEpoch, r.Epochs, stop, r.Valid.Sharpe, r.Checkpoint)
+	if r.Test == nil {
+		fmt.Fprintln(e.stdout, "no test range (data.test_fraction 0): the validation range below also picked the checkpoint, so it flatters it")
+		printReport(e, r.Valid)
+		return
+	}
+	fmt.Fprintln(e.stdout, "test range (held out; touched only by this report):")
+	printReport(e, *r.Test)
 }
 
 // saveCheckpoint snapshots tr and writes it atomically as
@@ -198,22 +301,21 @@ func printReport(e *env, r market.Report) {
 	w := e.stdout
 	fmt.Fprintf(w, "backtest %s .. %s (%d bars, %.0f bars/year)\n", r.From.Format("2006-01-02 15:04"), r.To.Format("2006-01-02 15:04"), r.Bars, r.BarsPerYear)
 	fmt.Fprintf(w, "%-16s %12s %12s %12s\n", "", "agent", "buy & hold", "flat")
-	row := func(name string, f func(m market.Metrics) string) {
-		fmt.Fprintf(w, "%-16s %12s %12s %12s\n", name, f(r.Metrics), f(r.BuyAndHold), f(r.Flat))
+	for _, row := range report.Rows() {
+		fmt.Fprintf(w, "%-16s %12s %12s %12s\n", row.Name, row.Format(r.Metrics), row.Format(r.BuyAndHold), row.Format(r.Flat))
 	}
-	pct := func(v float64) string { return fmt.Sprintf("%.2f%%", 100*v) }
-	num := func(v float64) string { return fmt.Sprintf("%.3f", v) }
-	row("total return", func(m market.Metrics) string { return pct(m.TotalReturn) })
-	row("annual return", func(m market.Metrics) string { return pct(m.AnnualReturn) })
-	row("volatility", func(m market.Metrics) string { return pct(m.Volatility) })
-	row("Sharpe", func(m market.Metrics) string { return num(m.Sharpe) })
-	row("Sortino", func(m market.Metrics) string { return num(m.Sortino) })
-	row("max drawdown", func(m market.Metrics) string { return pct(m.MaxDrawdown) })
-	row("Calmar", func(m market.Metrics) string { return num(m.Calmar) })
-	row("CVaR 5%", func(m market.Metrics) string { return pct(m.CVaR5) })
-	row("trades", func(m market.Metrics) string { return strconv.Itoa(m.Trades) })
-	row("win rate", func(m market.Metrics) string { return pct(m.WinRate) })
-	row("profit factor", func(m market.Metrics) string { return num(m.ProfitFactor) })
-	row("turnover", func(m market.Metrics) string { return num(m.Turnover) })
-	row("exposure", func(m market.Metrics) string { return pct(m.Exposure) })
+	name := r.Instrument.Name
+	if name == "" {
+		name = "custom"
+	}
+	fmt.Fprintf(w, "cost per round trip: %.2f bps of the notional at the mean close (%s)\n", r.CostPerRoundTripBps, name)
+	for _, x := range []struct {
+		name string
+		m    market.Metrics
+	}{{"agent", r.Metrics}, {"buy & hold", r.BuyAndHold}} {
+		if x.m.RuinBar > 0 {
+			fmt.Fprintf(w, "%s: RUINED at bar %d (%s): equity reached the margin floor, trading stopped; shortfall %.2f\n",
+				x.name, x.m.RuinBar, x.m.RuinTime.Format("2006-01-02 15:04"), x.m.RuinShortfall)
+		}
+	}
 }

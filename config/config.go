@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 
@@ -70,21 +71,38 @@ type RunConfig struct {
 	decodeErr string // set by UnmarshalJSON, reported by Validate
 }
 
-// DataConfig selects the price file and splits it into a training and a
-// validation range. Times are RFC 3339 or "2006-01-02[ 15:04[:05]]" (UTC).
-// When no time is given, the first TrainFraction of the bars train and the
-// rest validate, or, with ValidBars, a rolling window at the end of the data
-// does; the two ranges never overlap.
+// DataConfig selects the price file and splits it into a training, a
+// validation and a test range, in time order and never overlapping. Times
+// are RFC 3339 or "2006-01-02[ 15:04[:05]]" (UTC). When no time is given,
+// the first TrainFraction of the bars (after the feature warmup) train, the
+// last TestFraction are the test range and the bars between validate; with
+// ValidBars a rolling window at the end of the data does (TestBars, when
+// positive, holds out the newest bars after it).
+//
+// Validation picks the best checkpoint and stops training early
+// (backtest.patience); the test range is touched only by the final report
+// (dqnflow train, evaluate, walkforward) and is where `dqnflow backtest`
+// runs by default. A test_fraction of 0 (and no test times) means no test
+// range: what a config stored before the test range existed decodes to
+// (DecodeStored).
 type DataConfig struct {
 	// Path is a CSV file, "bundled:NAME" for a file bundled in the binary, or
 	// "synthetic" for the seeded synthetic series with a planted signal.
 	// Default "bundled:USA500IDXUSD_H1.csv".
-	Path          string  `json:"path"`
-	TrainFrom     string  `json:"train_from,omitempty"`
-	TrainTo       string  `json:"train_to,omitempty"`
-	ValidFrom     string  `json:"valid_from,omitempty"`
-	ValidTo       string  `json:"valid_to,omitempty"`
-	TrainFraction float64 `json:"train_fraction"` // default 0.8, in (0, 1)
+	Path      string `json:"path"`
+	TrainFrom string `json:"train_from,omitempty"`
+	TrainTo   string `json:"train_to,omitempty"`
+	ValidFrom string `json:"valid_from,omitempty"`
+	ValidTo   string `json:"valid_to,omitempty"`
+	// TestFrom and TestTo bound the test range when times are given; with
+	// times and neither of them there is no test range.
+	TestFrom      string  `json:"test_from,omitempty"`
+	TestTo        string  `json:"test_to,omitempty"`
+	TrainFraction float64 `json:"train_fraction"` // default 0.7, in (0, 1)
+	// TestFraction is the share of the bars after the warmup, at the end,
+	// held out as the test range; train_fraction + test_fraction < 1, the
+	// rest validates. Default 0.15; 0 means no test range.
+	TestFraction float64 `json:"test_fraction"`
 	// ValidBars, when positive, makes a rolling window at the end of the
 	// data: the last ValidBars bars validate and the TrainBars bars before
 	// them train (all earlier bars after the feature warmup when TrainBars
@@ -92,8 +110,15 @@ type DataConfig struct {
 	// the file as it is then. Not combined with times. Default 0 (off).
 	ValidBars int `json:"valid_bars"`
 	TrainBars int `json:"train_bars"`
+	// TestBars, with ValidBars, holds out the newest TestBars bars as the
+	// test range; the validation window ends where it begins. Default 0.
+	TestBars int `json:"test_bars"`
 	// SyntheticBars is the length of the synthetic series. Default 20000.
 	SyntheticBars int `json:"synthetic_bars"`
+	// SyntheticPhi is the planted signal of the synthetic series, the
+	// lag-1 autocorrelation φ of its returns (market.SyntheticSeries); 0
+	// is a series with no signal. In [0, 0.9], default 0.35.
+	SyntheticPhi float64 `json:"synthetic_phi"`
 }
 
 // ModelConfig is the network of DESIGN.md §3: trunk s1, s2 → value head
@@ -110,23 +135,67 @@ type ModelConfig struct {
 }
 
 // EnvConfig is the futures environment and the instrument it trades.
+//
+// Costs are set relative to the instrument (market.ResolveInstrument and
+// market.Presets give the numbers): Instrument picks how.
+//
+//	"auto"    the documented default of the data file: ES for the bundled
+//	          S&P 500, BTC for the bundled bitcoin, "bps" for the synthetic
+//	          series and for any other file
+//	"ES", "NQ", "CL", "BRN", "BTC"
+//	          the contract's tick size and commission per side (converted to
+//	          price points with its real point value); SlippageTicks ticks of
+//	          slippage per fill
+//	"bps"     SlippageBps and CommissionBps of the fill price per fill, so
+//	          the cost follows the price level of any series
+//	"custom"  TickSize, SlippageTicks and Commission as given (Commission is
+//	          money per contract at the resolved PointValue): how configs
+//	          were read before presets existed
 type EnvConfig struct {
-	NumEnvs       int     `json:"num_envs"`       // parallel environments, default 32
-	EpisodeBars   int     `json:"episode_bars"`   // random window length, default 512
-	MaxContracts  int     `json:"max_contracts"`  // default 4
-	TickSize      float64 `json:"tick_size"`      // default 0.25
-	SlippageTicks float64 `json:"slippage_ticks"` // default 1
-	Commission    float64 `json:"commission"`     // per contract per fill, default 0.62
+	NumEnvs      int `json:"num_envs"`      // parallel environments, default 32
+	EpisodeBars  int `json:"episode_bars"`  // random window length, default 512
+	MaxContracts int `json:"max_contracts"` // default 4
+	// Instrument is "auto", a preset (ES, NQ, CL, BRN, BTC), "bps" or
+	// "custom" (see above). Default "auto".
+	Instrument    string  `json:"instrument"`
+	TickSize      float64 `json:"tick_size"`      // "custom" only, price units; default 0.25
+	SlippageTicks float64 `json:"slippage_ticks"` // presets and "custom"; default 1
+	Commission    float64 `json:"commission"`     // "custom" only, money per contract per fill; default 0.62
+	// SlippageBps and CommissionBps are the costs of instrument "bps", in
+	// basis points of the fill price per fill. Defaults 1 and 0.5.
+	SlippageBps   float64 `json:"slippage_bps"`
+	CommissionBps float64 `json:"commission_bps"`
+	// MarginFloor ends trading in a backtest when equity falls to
+	// MarginFloor × InitialCapital or below (0: when it reaches zero): the
+	// position is closed and the account stays flat; the report names the
+	// bar. In [0, 1), default 0.
+	MarginFloor float64 `json:"margin_floor"`
+	// TurnoverPenalty is subtracted from the training reward per full
+	// position traded (|Δ contracts| / MaxContracts), in reward units (one
+	// ATR of a full position). Backtests book only the real costs. Default
+	// 0.05: without it the agent churns on a series with no signal; 0.15
+	// churns less there but fell behind buy-and-hold's Sharpe on both
+	// bundled series, and 0.25 suppresses a real signal
+	// (docs/perf/learning-2026-12-01.md).
+	TurnoverPenalty float64 `json:"turnover_penalty"`
+	// RewardScale multiplies the training reward (one ATR move of a full
+	// position earns about RewardScale). Default 1.
+	RewardScale float64 `json:"reward_scale"`
 	// PointValue is the money value of one price point per contract; 0 picks
 	// it so that a full position's notional equals InitialCapital at the
 	// last training bar (the resolved value is stored with the run).
 	PointValue     float64 `json:"point_value"`
 	InitialCapital float64 `json:"initial_capital"` // default 100000
-	// Exploration: epsilon-greedy per branch, decayed linearly over
-	// EpsilonDecaySteps environment steps (summed over all environments).
-	EpsilonStart      float64 `json:"epsilon_start"`       // default 1
-	EpsilonEnd        float64 `json:"epsilon_end"`         // default 0.05
-	EpsilonDecaySteps int     `json:"epsilon_decay_steps"` // default 200000
+	// Exploration: epsilon-greedy per branch, decayed linearly from
+	// EpsilonStart to EpsilonEnd over the first EpsilonDecayFraction of the
+	// run's environment steps (RunConfig.TotalEnvSteps), so the schedule
+	// ends inside any run length. EpsilonDecaySteps, when positive, gives
+	// the length in environment steps instead (summed over environments),
+	// as configs did before the fraction existed.
+	EpsilonStart         float64 `json:"epsilon_start"`          // default 1
+	EpsilonEnd           float64 `json:"epsilon_end"`            // default 0.05
+	EpsilonDecayFraction float64 `json:"epsilon_decay_fraction"` // (0, 1], default 0.5
+	EpsilonDecaySteps    int     `json:"epsilon_decay_steps"`    // default 0 (use the fraction)
 	// CollectSteps is the number of environment steps per environment that
 	// Collect runs in each epoch. Default 64 (2048 transitions with 32 envs).
 	CollectSteps int `json:"collect_steps"`
@@ -134,7 +203,7 @@ type EnvConfig struct {
 
 // OptimConfig is the optimiser and the learning target.
 type OptimConfig struct {
-	LR          float64 `json:"lr"`           // default 3e-4
+	LR          float64 `json:"lr"`           // default 1e-4 (3e-4 before issue 9: docs/perf/learning-2026-12-01.md)
 	Beta1       float64 `json:"beta1"`        // default 0.9
 	Beta2       float64 `json:"beta2"`        // default 0.999
 	Eps         float64 `json:"eps"`          // default 1e-8
@@ -143,7 +212,7 @@ type OptimConfig struct {
 	// SpectralBound caps the largest singular value of each weight matrix;
 	// 0 disables. Default 4.
 	SpectralBound float64 `json:"spectral_bound"`
-	Gamma         float64 `json:"gamma"`  // default 0.99
+	Gamma         float64 `json:"gamma"`  // default 0.9 (0.99 before issue 9: 6 % of S&P returns fell outside ±10)
 	NStep         int     `json:"n_step"` // default 3
 	// TargetTau is the EMA rate of SyncTarget: target ← τ·online + (1−τ)·target.
 	// Default 0.5 (SyncTarget runs once per epoch).
@@ -152,13 +221,17 @@ type OptimConfig struct {
 
 // ReplayConfig is the proportional prioritised replay buffer (Schaul et al.
 // 2016): P(i) = p_i^α / Σ p^α, weights w_i = (N·P(i))^−β / max w, with β
-// annealed linearly from Beta0 to 1 over BetaSteps gradient steps.
+// annealed linearly from Beta0 to 1 over the first BetaFraction of the
+// run's gradient steps (RunConfig.TotalGradSteps), or over BetaSteps
+// gradient steps when that is positive (as configs did before the
+// fraction existed).
 type ReplayConfig struct {
-	Capacity    int     `json:"capacity"`     // default 100000
-	Alpha       float64 `json:"alpha"`        // default 0.6
-	Beta0       float64 `json:"beta0"`        // default 0.4
-	BetaSteps   int     `json:"beta_steps"`   // default 6000
-	PriorityEps float64 `json:"priority_eps"` // default 1e-6
+	Capacity     int     `json:"capacity"`      // default 100000
+	Alpha        float64 `json:"alpha"`         // default 0.6
+	Beta0        float64 `json:"beta0"`         // default 0.4
+	BetaFraction float64 `json:"beta_fraction"` // (0, 1], default 1
+	BetaSteps    int     `json:"beta_steps"`    // default 0 (use the fraction)
+	PriorityEps  float64 `json:"priority_eps"`  // default 1e-6
 	// Warmup is the number of transitions stored before training starts;
 	// Train collects more first when the buffer holds fewer. Default 2048.
 	Warmup int `json:"warmup"`
@@ -176,7 +249,7 @@ type CheckpointConfig struct {
 type BacktestConfig struct {
 	Every int `json:"every"` // epochs between validation backtests, default 1
 	// Patience stops the run after this many validation backtests without a
-	// better validation Sharpe; 0 disables early stopping. Default 0.
+	// better validation Sharpe; 0 disables early stopping. Default 5.
 	Patience int `json:"patience"`
 }
 
@@ -185,20 +258,21 @@ func Defaults() RunConfig {
 	return RunConfig{
 		Seed: 1, Epochs: 20, StepsPerEpoch: 300, BatchSize: 256, ReadbackInterval: 100,
 		Device: "cpu", Precision: PrecisionFP32, BLAS: "auto",
-		Data:  DataConfig{Path: data.Default, TrainFraction: 0.8, SyntheticBars: 20000},
+		Data:  DataConfig{Path: data.Default, TrainFraction: 0.7, TestFraction: 0.15, SyntheticBars: 20000, SyntheticPhi: 0.35},
 		Model: ModelConfig{Trunk1: 256, Trunk2: 256, Head: 128, Atoms: 51, VMin: -10, VMax: 10},
 		Env: EnvConfig{
-			NumEnvs: 32, EpisodeBars: 512, MaxContracts: 4, TickSize: 0.25, SlippageTicks: 1,
-			Commission: 0.62, InitialCapital: 100000,
-			EpsilonStart: 1, EpsilonEnd: 0.05, EpsilonDecaySteps: 200000, CollectSteps: 64,
+			NumEnvs: 32, EpisodeBars: 512, MaxContracts: 4, Instrument: InstrumentAuto,
+			TickSize: 0.25, SlippageTicks: 1, Commission: 0.62, SlippageBps: 1, CommissionBps: 0.5,
+			InitialCapital: 100000, RewardScale: 1, TurnoverPenalty: 0.05,
+			EpsilonStart: 1, EpsilonEnd: 0.05, EpsilonDecayFraction: 0.5, CollectSteps: 64,
 		},
 		Optim: OptimConfig{
-			LR: 3e-4, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 1e-5, ClipNorm: 10,
-			SpectralBound: 4, Gamma: 0.99, NStep: 3, TargetTau: 0.5,
+			LR: 1e-4, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 1e-5, ClipNorm: 10,
+			SpectralBound: 4, Gamma: 0.9, NStep: 3, TargetTau: 0.5,
 		},
-		Replay:     ReplayConfig{Capacity: 100000, Alpha: 0.6, Beta0: 0.4, BetaSteps: 6000, PriorityEps: 1e-6, Warmup: 2048},
+		Replay:     ReplayConfig{Capacity: 100000, Alpha: 0.6, Beta0: 0.4, BetaFraction: 1, PriorityEps: 1e-6, Warmup: 2048},
 		Checkpoint: CheckpointConfig{Every: 1, KeepLast: 3, KeepBest: 1, Dir: "checkpoints"},
-		Backtest:   BacktestConfig{Every: 1},
+		Backtest:   BacktestConfig{Every: 1, Patience: 5},
 	}
 }
 
@@ -308,4 +382,90 @@ func position(raw []byte, off int64) (line, col int) {
 func (c RunConfig) JSON() []byte {
 	b, _ := json.MarshalIndent(c, "", "  ")
 	return b
+}
+
+// Instrument choices of env.instrument (EnvConfig documents each).
+const (
+	InstrumentAuto   = "auto"
+	InstrumentBps    = "bps"
+	InstrumentCustom = "custom"
+)
+
+// InstrumentPresets are the contracts env.instrument can name; market.Presets
+// holds their tick sizes and commissions.
+var InstrumentPresets = []string{"ES", "NQ", "CL", "BRN", "BTC"}
+
+// validInstrument reports whether s is a value env.instrument accepts.
+func validInstrument(s string) bool {
+	if s == InstrumentAuto || s == InstrumentBps || s == InstrumentCustom {
+		return true
+	}
+	for _, p := range InstrumentPresets {
+		if s == p {
+			return true
+		}
+	}
+	return false
+}
+
+// TotalEnvSteps is the number of environment steps the run's Collect calls
+// take, summed over environments: epochs × env.collect_steps × env.num_envs.
+// (Train's warm-up collection adds steps only when replay.warmup exceeds
+// one epoch's transitions; the schedules ignore those.)
+func (c RunConfig) TotalEnvSteps() int64 {
+	return int64(c.Epochs) * int64(c.Env.CollectSteps) * int64(c.Env.NumEnvs)
+}
+
+// TotalGradSteps is the number of gradient steps of the run:
+// epochs × steps_per_epoch.
+func (c RunConfig) TotalGradSteps() int64 {
+	return int64(c.Epochs) * int64(c.StepsPerEpoch)
+}
+
+// EpsilonDecayEnvSteps is the length of the exploration schedule in
+// environment steps: env.epsilon_decay_steps when positive, else
+// max(1, round(env.epsilon_decay_fraction × TotalEnvSteps)).
+func (c RunConfig) EpsilonDecayEnvSteps() int64 {
+	if c.Env.EpsilonDecaySteps > 0 {
+		return int64(c.Env.EpsilonDecaySteps)
+	}
+	return max(1, int64(math.Round(c.Env.EpsilonDecayFraction*float64(c.TotalEnvSteps()))))
+}
+
+// BetaAnnealSteps is the length of the PER β schedule in gradient steps:
+// replay.beta_steps when positive, else
+// max(1, round(replay.beta_fraction × TotalGradSteps)).
+func (c RunConfig) BetaAnnealSteps() int {
+	if c.Replay.BetaSteps > 0 {
+		return c.Replay.BetaSteps
+	}
+	return int(max(1, min(math.MaxInt32, math.Round(c.Replay.BetaFraction*float64(c.TotalGradSteps())))))
+}
+
+// DecodeStored decodes a config stored with a run or a checkpoint. It is
+// Decode, except that a config written before a key existed keeps the
+// meaning it had then: without data.test_fraction (and no test times) it
+// has no test range, and without env.instrument its tick_size, slippage
+// and commission are taken as given ("custom"). The exploration and β
+// schedules need no such care: older configs always gave their lengths in
+// steps, which still win over the fractions.
+func DecodeStored(name string, raw []byte) (RunConfig, error) {
+	c, err := Decode(name, raw)
+	if err != nil {
+		return c, err
+	}
+	var keys struct {
+		Data map[string]json.RawMessage `json:"data"`
+		Env  map[string]json.RawMessage `json:"env"`
+	}
+	if json.Unmarshal(raw, &keys) != nil {
+		return c, nil // Decode accepted it; nothing more to learn
+	}
+	if _, ok := keys.Data["test_fraction"]; !ok {
+		c.Data.TestFraction = 0
+	}
+	if _, ok := keys.Env["instrument"]; !ok {
+		c.Env.Instrument = InstrumentCustom
+	}
+	return c, c.Validate()
 }

@@ -41,7 +41,11 @@ func (c *RunConfig) Validate() error {
 		{"precision", c.Precision, c.Precision == PrecisionFP32 || c.Precision == PrecisionBF16Mixed || c.Precision == PrecisionBF16, `must be "fp32", "bf16-mixed" or "bf16"`},
 
 		floatOpen("data.train_fraction", c.Data.TrainFraction, 0, 1),
+		floatIn("data.test_fraction", c.Data.TestFraction, 0, 0.9),
+		{"data.train_fraction", c.Data.TrainFraction, c.Data.TrainFraction+c.Data.TestFraction < 1,
+			fmt.Sprintf("plus data.test_fraction (%g) must be below 1, so that some bars validate", c.Data.TestFraction)},
 		intIn("data.synthetic_bars", c.Data.SyntheticBars, 2000, 10_000_000),
+		floatIn("data.synthetic_phi", c.Data.SyntheticPhi, 0, 0.9),
 
 		intIn("model.trunk1", c.Model.Trunk1, 1, 16384),
 		intIn("model.trunk2", c.Model.Trunk2, 1, 16384),
@@ -53,14 +57,23 @@ func (c *RunConfig) Validate() error {
 		intIn("env.num_envs", c.Env.NumEnvs, 1, 65536),
 		intIn("env.episode_bars", c.Env.EpisodeBars, 8, 10_000_000),
 		intIn("env.max_contracts", c.Env.MaxContracts, 1, 1_000_000),
+		{"env.instrument", c.Env.Instrument, validInstrument(c.Env.Instrument),
+			fmt.Sprintf(`must be "auto", one of the presets %s, "bps" or "custom"`, strings.Join(InstrumentPresets, ", "))},
 		floatOpen("env.tick_size", c.Env.TickSize, 0, 1e9),
+		floatIn("env.slippage_bps", c.Env.SlippageBps, 0, 10000),
+		floatIn("env.commission_bps", c.Env.CommissionBps, 0, 10000),
+		{"env.margin_floor", c.Env.MarginFloor, !math.IsNaN(c.Env.MarginFloor) && c.Env.MarginFloor >= 0 && c.Env.MarginFloor < 1, "must be in [0, 1): a fraction of env.initial_capital"},
+		floatIn("env.turnover_penalty", c.Env.TurnoverPenalty, 0, 100),
+		{"env.reward_scale", c.Env.RewardScale, c.Env.RewardScale > 0 && c.Env.RewardScale <= 1000, "must be in (0, 1000]"},
 		floatIn("env.slippage_ticks", c.Env.SlippageTicks, 0, 1e6),
 		floatIn("env.commission", c.Env.Commission, 0, 1e9),
 		floatIn("env.point_value", c.Env.PointValue, 0, 1e12),
 		floatOpen("env.initial_capital", c.Env.InitialCapital, 0, 1e15),
 		floatIn("env.epsilon_start", c.Env.EpsilonStart, 0, 1),
 		floatIn("env.epsilon_end", c.Env.EpsilonEnd, 0, 1),
-		intIn("env.epsilon_decay_steps", c.Env.EpsilonDecaySteps, 1, math.MaxInt32),
+		{"env.epsilon_decay_fraction", c.Env.EpsilonDecayFraction, c.Env.EpsilonDecayFraction > 0 && c.Env.EpsilonDecayFraction <= 1,
+			"must be in (0, 1]: the share of the run's environment steps over which epsilon decays"},
+		intIn("env.epsilon_decay_steps", c.Env.EpsilonDecaySteps, 0, math.MaxInt32),
 		intIn("env.collect_steps", c.Env.CollectSteps, 1, 10_000_000),
 
 		floatOpen("optim.lr", c.Optim.LR, 0, 1),
@@ -77,7 +90,9 @@ func (c *RunConfig) Validate() error {
 		intIn("replay.capacity", c.Replay.Capacity, 2, 1<<28),
 		floatIn("replay.alpha", c.Replay.Alpha, 0, 1),
 		floatIn("replay.beta0", c.Replay.Beta0, 0, 1),
-		intIn("replay.beta_steps", c.Replay.BetaSteps, 1, math.MaxInt32),
+		{"replay.beta_fraction", c.Replay.BetaFraction, c.Replay.BetaFraction > 0 && c.Replay.BetaFraction <= 1,
+			"must be in (0, 1]: the share of the run's gradient steps over which β anneals to 1"},
+		intIn("replay.beta_steps", c.Replay.BetaSteps, 0, math.MaxInt32),
 		floatOpen("replay.priority_eps", c.Replay.PriorityEps, 0, 1),
 		intIn("replay.warmup", c.Replay.Warmup, 1, c.Replay.Capacity),
 
@@ -94,14 +109,17 @@ func (c *RunConfig) Validate() error {
 			return &FieldError{Field: k.field, Value: k.value, Allowed: k.allowed}
 		}
 	}
-	if c.Data.ValidBars < 0 || c.Data.TrainBars < 0 {
-		return &FieldError{Field: "data.valid_bars", Value: fmt.Sprintf("%d (train_bars %d)", c.Data.ValidBars, c.Data.TrainBars), Allowed: "must not be negative"}
+	if c.Data.ValidBars < 0 || c.Data.TrainBars < 0 || c.Data.TestBars < 0 {
+		return &FieldError{Field: "data.valid_bars", Value: fmt.Sprintf("%d (train_bars %d, test_bars %d)", c.Data.ValidBars, c.Data.TrainBars, c.Data.TestBars), Allowed: "must not be negative"}
+	}
+	if c.Data.TestBars > 0 && c.Data.ValidBars == 0 {
+		return &FieldError{Field: "data.test_bars", Value: c.Data.TestBars, Allowed: "must come with data.valid_bars (the rolling window); otherwise use data.test_fraction or data.test_from"}
 	}
 	if c.Data.TrainBars > 0 && c.Data.ValidBars == 0 {
 		return &FieldError{Field: "data.train_bars", Value: c.Data.TrainBars, Allowed: "needs data.valid_bars (the window ends at the data's end)"}
 	}
-	if c.Data.ValidBars > 0 && (c.Data.TrainFrom != "" || c.Data.TrainTo != "" || c.Data.ValidFrom != "" || c.Data.ValidTo != "") {
-		return &FieldError{Field: "data.valid_bars", Value: c.Data.ValidBars, Allowed: "cannot be combined with data.train_from/train_to/valid_from/valid_to"}
+	if c.Data.ValidBars > 0 && c.Data.Timed() {
+		return &FieldError{Field: "data.valid_bars", Value: c.Data.ValidBars, Allowed: "cannot be combined with data.train_from/train_to/valid_from/valid_to/test_from/test_to"}
 	}
 	if c.Replay.Capacity < c.BatchSize {
 		return &FieldError{Field: "replay.capacity", Value: c.Replay.Capacity, Allowed: fmt.Sprintf("must be at least batch_size (%d)", c.BatchSize)}
@@ -109,6 +127,7 @@ func (c *RunConfig) Validate() error {
 	for _, t := range []struct{ field, value string }{
 		{"data.train_from", c.Data.TrainFrom}, {"data.train_to", c.Data.TrainTo},
 		{"data.valid_from", c.Data.ValidFrom}, {"data.valid_to", c.Data.ValidTo},
+		{"data.test_from", c.Data.TestFrom}, {"data.test_to", c.Data.TestTo},
 	} {
 		if t.value == "" {
 			continue
@@ -118,6 +137,12 @@ func (c *RunConfig) Validate() error {
 		}
 	}
 	return nil
+}
+
+// Timed reports whether the data ranges are given by time (any of the
+// train, validation or test times is set).
+func (d DataConfig) Timed() bool {
+	return d.TrainFrom != "" || d.TrainTo != "" || d.ValidFrom != "" || d.ValidTo != "" || d.TestFrom != "" || d.TestTo != ""
 }
 
 var timeLayouts = []string{

@@ -124,7 +124,7 @@ func (b *Backend) build(cfg config.RunConfig, ds *market.Dataset, s *model.State
 			return err
 		}
 		t.l = l
-		if l.replay, err = newDevReplay(c, l, cfg.Replay, ds); err != nil {
+		if l.replay, err = newDevReplay(c, l, annealed(cfg), ds); err != nil {
 			return err
 		}
 		for i := range t.events {
@@ -528,4 +528,13 @@ func deviceErr(err error) error {
 		return err
 	}
 	return fmt.Errorf("%w: %w", trainer.ErrDevice, err)
+}
+
+// annealed is cfg's replay section with beta_steps resolved to the β
+// schedule's length in gradient steps (config.RunConfig.BetaAnnealSteps),
+// which the loss kernel takes as a number.
+func annealed(cfg config.RunConfig) config.ReplayConfig {
+	r := cfg.Replay
+	r.BetaSteps = cfg.BetaAnnealSteps()
+	return r
 }

@@ -17,10 +17,18 @@ type Report struct {
 	From        time.Time `json:"from"` // time of the first bar of the range
 	To          time.Time `json:"to"`   // time of the last bar of the range
 	BarsPerYear float64   `json:"bars_per_year"`
+	// Instrument is what the trades were priced with, and
+	// CostPerRoundTripBps what opening and closing one contract costs at
+	// the range's mean close (Instrument.RoundTripBps).
+	Instrument          Instrument `json:"instrument"`
+	CostPerRoundTripBps float64    `json:"cost_per_round_trip_bps"`
 
 	Equity    []float64 `json:"-"` // equity in money at the close of each bar of the range
 	Positions []int     `json:"-"` // signed contracts held through each bar's close
 	TradeLog  []Trade   `json:"-"` // closed round trips in exit order
+	// BuyAndHoldEquity is buy-and-hold's equity at each bar (flat's is
+	// the initial capital throughout).
+	BuyAndHoldEquity []float64 `json:"-"`
 }
 
 // Backtest runs policy p greedily over bars r of ds in time order, with
@@ -34,6 +42,16 @@ type Report struct {
 // take out. Buy-and-hold (long MaxContracts from the first fill, at the
 // open of r.From+1, to the end) and flat run on the same range and costs.
 // Metrics are annualised with ds.BarsPerYear.
+//
+// Ruin. When equity at a bar's close is at or below the margin floor,
+// MarginFloor × InitialCapital (zero by default), trading ends: the
+// position is closed at that close with slippage and commission, the
+// policy is not asked again and the account stays flat to the end of the
+// range. Equity below zero is a debt the account cannot pay: the curve
+// records 0 from there on and Metrics.RuinShortfall the debt. Metrics
+// names the bar (RuinBar, RuinTime), so a ruined run reads as a total
+// return of at least −100 % and a drawdown of at most 100 %, never the
+// impossible numbers an account trading on below zero would give.
 //
 // An error names the field, the bar or the action that is unusable.
 func Backtest(ds *Dataset, r Range, p Policy) (Report, error) {
@@ -51,25 +69,30 @@ func Backtest(ds *Dataset, r Range, p Policy) (Report, error) {
 	case len(ds.Bars.Time) != ds.Bars.Len():
 		return Report{}, fmt.Errorf("backtest: dataset %q: Bars.Time has %d values, want %d", ds.Bars.Name, len(ds.Bars.Time), ds.Bars.Len())
 	}
-	rep := Report{From: ds.Bars.Time[r.From], To: ds.Bars.Time[r.To-1], BarsPerYear: ds.BarsPerYear}
+	rep := Report{From: ds.Bars.Time[r.From], To: ds.Bars.Time[r.To-1], BarsPerYear: ds.BarsPerYear,
+		Instrument: ds.Instrument, CostPerRoundTripBps: ds.Instrument.RoundTripBps(meanClose(ds.Bars, r))}
 	pol, err := s.run(r, p)
 	if err != nil {
 		return Report{}, fmt.Errorf("backtest %s: %w", r, err)
 	}
-	rep.Metrics = pol.measure(ds.BarsPerYear)
+	rep.Metrics = pol.measure(ds)
 	rep.Equity, rep.Positions, rep.TradeLog = pol.equity, pol.positions, pol.trades
 	for _, b := range []struct {
-		a   Action
-		dst *Metrics
+		a      Action
+		dst    *Metrics
+		equity *[]float64
 	}{
-		{Action{Dir: 2, Size: NumSizes - 1}, &rep.BuyAndHold},
-		{Action{Dir: 1}, &rep.Flat},
+		{Action{Dir: 2, Size: NumSizes - 1}, &rep.BuyAndHold, &rep.BuyAndHoldEquity},
+		{Action{Dir: 1}, &rep.Flat, nil},
 	} {
 		pa, err := s.run(r, constPolicy(b.a))
 		if err != nil {
 			return Report{}, fmt.Errorf("backtest %s: benchmark: %w", r, err)
 		}
-		*b.dst = pa.measure(ds.BarsPerYear)
+		*b.dst = pa.measure(ds)
+		if b.equity != nil {
+			*b.equity = pa.equity
+		}
 	}
 	return rep, nil
 }
@@ -80,29 +103,54 @@ type constPolicy Action
 // Act returns the constant action.
 func (c constPolicy) Act(int, []float32) Action { return Action(c) }
 
+// meanClose is the mean close of bars r.
+func meanClose(b *Bars, r Range) float64 {
+	return mean(b.Close[r.From:r.To])
+}
+
 // runRecord is the record of one backtest run.
 type runRecord struct {
 	equity    []float64
 	positions []int
 	trades    []Trade
 	traded    float64 // Σ |qty|·|price|·PointValue over all fills
+	costs     float64 // Σ cost over all fills
+	ruinBar   int     // bar index where trading ended; 0 when never
+	shortfall float64 // debt beyond zero equity at the ruin, ≥ 0
 }
 
-func (pa *runRecord) measure(barsPerYear float64) Metrics {
-	return Measure(pa.equity, pa.positions, pa.trades, pa.traded, barsPerYear)
+func (pa *runRecord) measure(ds *Dataset) Metrics {
+	m := Measure(pa.equity, pa.positions, pa.trades, pa.traded, ds.BarsPerYear)
+	m.Costs = finite(pa.costs)
+	if m.Trades > 0 {
+		m.CostPerTrade = m.Costs / float64(m.Trades)
+	}
+	if pa.ruinBar > 0 {
+		m.RuinBar = pa.ruinBar
+		t := ds.Bars.Time[pa.ruinBar]
+		m.RuinTime = &t
+		m.RuinShortfall = finite(pa.shortfall)
+	}
+	return m
 }
 
 // run walks bars r with policy p (see Backtest).
 func (s *sim) run(r Range, p Policy) (runRecord, error) {
 	n := r.Len()
 	pa := runRecord{equity: make([]float64, n), positions: make([]int, n)}
-	book := tradeBook{pv: s.in.PointValue, comm: s.in.Commission}
+	book := tradeBook{pv: s.in.PointValue}
 	e := s.in.InitialCapital
+	floor := s.in.MarginFloor * s.in.InitialCapital
 	pa.equity[0] = e
 	var acc account
 	obs := make([]float32, ObsDim)
 	var fills []fill
 	for t := r.From; t < r.To-1; t++ {
+		i := t + 1 - r.From
+		if pa.ruinBar > 0 { // ruined: flat to the end
+			pa.equity[i] = e
+			continue
+		}
 		s.observe(&acc, t, obs)
 		a := p.Act(t, obs)
 		if err := a.validate(); err != nil {
@@ -110,23 +158,29 @@ func (s *sim) run(r Range, p Policy) (runRecord, error) {
 		}
 		fills = fills[:0]
 		e += s.step(&acc, a, t, &fills)
-		i := t + 1 - r.From
 		pa.positions[i] = acc.pos
-		if t+1 == r.To-1 {
+		if e <= floor || t+1 == r.To-1 {
 			e += s.liquidate(&acc, t+1, &fills)
+		}
+		if e <= floor {
+			pa.ruinBar = t + 1
+			pa.positions[i] = 0
+			if e < 0 {
+				pa.shortfall, e = -e, 0
+			}
 		}
 		pa.equity[i] = e
 		for _, f := range fills {
 			book.add(f)
 		}
 	}
-	pa.trades, pa.traded = book.trades, book.traded
+	pa.trades, pa.traded, pa.costs = book.trades, book.traded, book.costs
 	return pa, nil
 }
 
 // tradeBook splits a stream of fills into round trips.
 type tradeBook struct {
-	pv, comm float64
+	pv float64
 
 	pos           int     // position after the fills so far
 	cur           Trade   // the open trade (when pos ≠ 0)
@@ -136,19 +190,22 @@ type tradeBook struct {
 
 	trades []Trade
 	traded float64
+	costs  float64
 }
 
 // add books one fill: the part against the open position closes (part of)
 // it, the rest opens or adds. A reversal closes one trade and opens one.
 func (b *tradeBook) add(f fill) {
 	b.traded += float64(abs(f.qty)) * math.Abs(f.price) * b.pv
+	b.costs += f.cost
+	perContract := f.comm / float64(abs(f.qty)) // commission of one contract of this fill
 	q := f.qty
 	if b.pos != 0 && sign(q) != sign(b.pos) {
 		c := min(abs(q), abs(b.pos)) // contracts that reduce the open trade
 		d := sign(q) * c
 		b.outQty += c
 		b.outSum += float64(c) * f.price
-		b.cash += -float64(d)*f.price*b.pv - float64(c)*b.comm
+		b.cash += -float64(d)*f.price*b.pv - float64(c)*perContract
 		b.pos += d
 		q -= d
 		if b.pos == 0 {
@@ -168,7 +225,7 @@ func (b *tradeBook) add(f fill) {
 	}
 	b.inQty += abs(q)
 	b.inSum += float64(abs(q)) * f.price
-	b.cash += -float64(q)*f.price*b.pv - float64(abs(q))*b.comm
+	b.cash += -float64(q)*f.price*b.pv - float64(abs(q))*perContract
 	b.pos += q
 	b.cur.Contracts = max(b.cur.Contracts, abs(b.pos))
 }

@@ -109,7 +109,9 @@ func TestBacktestIsHandComputed(t *testing.T) {
 	if !rep.From.Equal(ds.Bars.Time[0]) || !rep.To.Equal(ds.Bars.Time[4]) {
 		t.Errorf("from %v to %v, want the first and last bar's times", rep.From, rep.To)
 	}
-	if m := market.Measure(rep.Equity, rep.Positions, rep.TradeLog, 8140, 4); m != rep.Metrics {
+	m := market.Measure(rep.Equity, rep.Positions, rep.TradeLog, 8140, 4)
+	m.Costs, m.CostPerTrade = rep.Costs, rep.CostPerTrade
+	if m != rep.Metrics {
 		t.Errorf("report metrics %+v differ from Measure of its own records %+v", rep.Metrics, m)
 	}
 }
@@ -150,8 +152,9 @@ func TestReportJSONHasMetricsAtTopLevel(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys := []string{"total_return", "annual_return", "volatility", "sharpe", "sortino", "max_drawdown", "calmar",
-		"cvar_5", "trades", "win_rate", "profit_factor", "turnover", "exposure", "bars", "final_equity"}
-	for _, k := range append(keys, "buy_and_hold", "flat", "from", "to", "bars_per_year") {
+		"cvar_5", "trades", "win_rate", "profit_factor", "turnover", "exposure", "bars", "final_equity", "costs", "cost_per_trade"}
+	top := []string{"buy_and_hold", "flat", "from", "to", "bars_per_year", "instrument", "cost_per_round_trip_bps"}
+	for _, k := range append(keys, top...) {
 		if _, ok := got[k]; !ok {
 			t.Errorf("top-level key %q missing in %s", k, raw)
 		}
@@ -167,8 +170,8 @@ func TestReportJSONHasMetricsAtTopLevel(t *testing.T) {
 			t.Errorf("%s has %d keys, want %d", obj, len(o), len(keys))
 		}
 	}
-	if len(got) != len(keys)+5 {
-		t.Errorf("report has %d top-level keys, want %d: %s", len(got), len(keys)+5, raw)
+	if len(got) != len(keys)+len(top) {
+		t.Errorf("report has %d top-level keys, want %d: %s", len(got), len(keys)+len(top), raw)
 	}
 }
 

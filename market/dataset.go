@@ -14,31 +14,31 @@ const SyntheticPath = "synthetic"
 // Prepare builds the Dataset of a run: it loads cfg.Data.Path (a CSV file,
 // "bundled:NAME" or "synthetic", which generates cfg.Data.SyntheticBars bars
 // from cfg.Seed), computes the features and ATR(14), splits the bars into a
-// training and a validation range, fits the Normalizer on the training range
-// only and resolves the instrument at the first training bar's close.
+// training, a validation and a test range, fits the Normalizer on the
+// training range only and resolves the instrument at the last training
+// bar's close.
 //
-// The split: when any of data.train_from, train_to, valid_from, valid_to is
-// set, ranges are by time, each a half-open [from, to) (an end time is
-// exclusive). A missing train_from is the first bar, a missing train_to is
-// valid_from when that lies after the training start and the end of the
-// data otherwise, a missing
-// valid_from is the end of training and a missing valid_to the last bar.
-// Otherwise the bars after the feature warmup split at data.train_fraction:
-// the first part trains and the rest validates. Training never starts before
-// the warmup (nor does validation). The ranges must not overlap, training
-// must hold at least env.episode_bars+2 bars and validation at least 2; a
-// split that breaks this is a *config.FieldError naming the field to change.
+// The split (config.DataConfig): when any of data.train_from, train_to,
+// valid_from, valid_to, test_from, test_to is set, ranges are by time, each
+// a half-open [from, to) (an end time is exclusive). A missing train_from is
+// the first bar, a missing train_to is valid_from when that lies after the
+// training start and the end of the data otherwise, a missing valid_from is
+// the end of training, a missing valid_to is test_from when given and the
+// last bar otherwise; a missing test_from is valid_to, a missing test_to the
+// last bar, and with neither test time there is no test range. Otherwise
+// the n bars after the feature warmup split by fraction: the first
+// ⌊train_fraction·n⌋ train, the last ⌊test_fraction·n⌋ test and the bars
+// between validate; or, with data.valid_bars, the newest test_bars bars test
+// and the valid_bars before them validate. Training never starts before the
+// warmup (nor does validation). The ranges must not overlap, training must
+// hold at least env.episode_bars+2 bars, validation at least 2 and a test
+// range (when there is one) at least 2; a split that breaks this is a
+// *config.FieldError naming the field to change.
 func Prepare(cfg config.RunConfig) (*Dataset, error) {
 	dc := cfg.Data
-	var b *Bars
-	var err error
-	if dc.Path == SyntheticPath {
-		b, _, err = Synthetic(dc.SyntheticBars, cfg.Seed)
-	} else {
-		b, err = LoadBars(dc.Path)
-	}
+	b, err := Load(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("config data.path: %w", err)
+		return nil, err
 	}
 	raw, warmup := ComputeFeatures(b)
 	if b.Len() < warmup+cfg.Env.EpisodeBars+4 {
@@ -50,20 +50,40 @@ func Prepare(cfg config.RunConfig) (*Dataset, error) {
 			"the data holds %d bars; it needs at least %d (feature warmup %d + env.episode_bars %d + 2 training + 2 validation)",
 			b.Len(), warmup+cfg.Env.EpisodeBars+4, warmup, cfg.Env.EpisodeBars)}
 	}
-	train, valid, err := split(b, warmup, cfg)
+	train, valid, test, err := split(b, warmup, cfg)
 	if err != nil {
 		return nil, err
 	}
 	ds := build(b, raw, warmup, FitNormalizer(raw, train))
-	ds.Train, ds.Valid = train, valid
-	ds.Instrument = ResolveInstrument(cfg.Env, b.Close[train.To-1])
+	ds.Train, ds.Valid, ds.Test = train, valid, test
+	if ds.Instrument, err = ResolveInstrument(cfg.Env, dc.Path, b.Close[train.To-1]); err != nil {
+		return nil, fmt.Errorf("config env: %w", err)
+	}
 	return ds, nil
+}
+
+// Load returns the bars of cfg.Data.Path: a CSV file, "bundled:NAME" or the
+// synthetic series of cfg.Seed, cfg.Data.SyntheticBars and SyntheticPhi.
+func Load(cfg config.RunConfig) (*Bars, error) {
+	dc := cfg.Data
+	var b *Bars
+	var err error
+	if dc.Path == SyntheticPath {
+		b, _, err = SyntheticSeries(dc.SyntheticBars, cfg.Seed, dc.SyntheticPhi)
+	} else {
+		b, err = LoadBars(dc.Path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("config data.path: %w", err)
+	}
+	return b, nil
 }
 
 // PrepareWith builds a Dataset for running an already trained policy on
 // bars b: the features are normalised with the run's stored Normalizer and
-// the instrument is the run's resolved one. Train is empty; Valid is every
-// bar from the warmup on.
+// trades use inst (the run's own instrument on its own data, else the one
+// resolved for b). Train and Test are empty; Valid is every bar from the
+// warmup on.
 func PrepareWith(b *Bars, norm Normalizer, inst Instrument) (*Dataset, error) {
 	if b == nil {
 		return nil, fmt.Errorf("prepare dataset: no bars")
@@ -92,70 +112,40 @@ func build(b *Bars, raw []float64, warmup int, norm Normalizer) *Dataset {
 	}
 }
 
-// checkInstrument rejects an instrument that cannot price a trade.
-func checkInstrument(i Instrument) error {
-	switch {
-	case !(i.TickSize > 0):
-		return fmt.Errorf("instrument tick_size %v: must be positive", i.TickSize)
-	case !(i.PointValue > 0):
-		return fmt.Errorf("instrument point_value %v: must be positive (resolved, not auto)", i.PointValue)
-	case i.MaxContracts < 1:
-		return fmt.Errorf("instrument max_contracts %d: must be at least 1", i.MaxContracts)
-	case !(i.InitialCapital > 0):
-		return fmt.Errorf("instrument initial_capital %v: must be positive", i.InitialCapital)
-	case !(i.SlippageTicks >= 0) || !(i.Commission >= 0):
-		return fmt.Errorf("instrument slippage_ticks %v, commission %v: must not be negative", i.SlippageTicks, i.Commission)
-	}
-	return nil
-}
-
-// ResolveInstrument turns the env config into an Instrument. A PointValue
-// of 0 means auto: InitialCapital / (MaxContracts · refPrice), so that a
-// full position's notional equals the initial capital at refPrice (Prepare
-// passes the last training bar's close, the price nearest to the
-// validation range). refPrice must be positive for
-// auto; otherwise PointValue stays 0, which PrepareWith rejects.
-func ResolveInstrument(e config.EnvConfig, refPrice float64) Instrument {
-	inst := Instrument{
-		TickSize: e.TickSize, SlippageTicks: e.SlippageTicks, Commission: e.Commission,
-		PointValue: e.PointValue, MaxContracts: e.MaxContracts, InitialCapital: e.InitialCapital,
-	}
-	if inst.PointValue == 0 && refPrice > 0 && e.MaxContracts > 0 {
-		inst.PointValue = e.InitialCapital / (float64(e.MaxContracts) * refPrice)
-	}
-	return inst
-}
-
-// split chooses the training and validation ranges (Prepare documents how).
-func split(b *Bars, warmup int, cfg config.RunConfig) (train, valid Range, err error) {
+// split chooses the training, validation and test ranges (Prepare
+// documents how); test is empty when the config has none.
+func split(b *Bars, warmup int, cfg config.RunConfig) (train, valid, test Range, err error) {
 	dc := cfg.Data
 	n := b.Len()
 	minTrain := cfg.Env.EpisodeBars + 2
-	timed := dc.TrainFrom != "" || dc.TrainTo != "" || dc.ValidFrom != "" || dc.ValidTo != ""
+	test = Range{n, n}
 	if dc.ValidBars > 0 {
 		// Rolling window at the end of the data.
-		valid = Range{max(n-dc.ValidBars, warmup), n}
+		test = Range{max(n-dc.TestBars, warmup), n}
+		valid = Range{max(test.From-dc.ValidBars, warmup), test.From}
 		from := warmup
 		if dc.TrainBars > 0 {
 			from = max(valid.From-dc.TrainBars, warmup)
 		}
 		train = Range{from, valid.From}
-		if train.Len() < minTrain || valid.Len() < dc.ValidBars {
-			return train, valid, &config.FieldError{Field: "data.valid_bars", Value: dc.ValidBars, Allowed: fmt.Sprintf(
-				"with data.train_bars %d leaves training %s (%d bars, need ≥ env.episode_bars+2 = %d) and validation %s of the %d bars after the warmup",
-				dc.TrainBars, train, train.Len(), minTrain, valid, n-warmup)}
+		if train.Len() < minTrain || valid.Len() < dc.ValidBars || test.Len() < dc.TestBars || test.Len() == 1 {
+			return train, valid, test, &config.FieldError{Field: "data.valid_bars", Value: dc.ValidBars, Allowed: fmt.Sprintf(
+				"with data.train_bars %d and data.test_bars %d leaves training %s (%d bars, need ≥ env.episode_bars+2 = %d), validation %s and test %s of the %d bars after the warmup",
+				dc.TrainBars, dc.TestBars, train, train.Len(), minTrain, valid, test, n-warmup)}
 		}
-		return train, valid, nil
+		return train, valid, test, nil
 	}
-	if !timed {
-		cut := warmup + int(dc.TrainFraction*float64(n-warmup))
-		train, valid = Range{warmup, cut}, Range{cut, n}
-		if train.Len() < minTrain || valid.Len() < 2 {
-			return train, valid, &config.FieldError{Field: "data.train_fraction", Value: dc.TrainFraction, Allowed: fmt.Sprintf(
-				"splits the %d bars after the warmup into training %s (%d bars, need ≥ env.episode_bars+2 = %d) and validation %s (%d bars, need ≥ 2)",
-				n-warmup, train, train.Len(), minTrain, valid, valid.Len())}
+	if !dc.Timed() {
+		usable := n - warmup
+		cut := warmup + int(dc.TrainFraction*float64(usable))
+		test = Range{n - int(dc.TestFraction*float64(usable)), n}
+		train, valid = Range{warmup, cut}, Range{cut, test.From}
+		if train.Len() < minTrain || valid.Len() < 2 || test.Len() == 1 {
+			return train, valid, test, &config.FieldError{Field: "data.train_fraction", Value: dc.TrainFraction, Allowed: fmt.Sprintf(
+				"with data.test_fraction %g splits the %d bars after the warmup into training %s (%d bars, need ≥ env.episode_bars+2 = %d), validation %s (%d bars, need ≥ 2) and test %s (%d bars, need 0 or ≥ 2)",
+				dc.TestFraction, usable, train, train.Len(), minTrain, valid, valid.Len(), test, test.Len())}
 		}
-		return train, valid, nil
+		return train, valid, test, nil
 	}
 
 	// at resolves a config time to a bar index; def is used when s is empty.
@@ -171,11 +161,11 @@ func split(b *Bars, warmup int, cfg config.RunConfig) (train, valid Range, err e
 	}
 	tf, err := at("data.train_from", dc.TrainFrom, 0)
 	if err != nil {
-		return train, valid, err
+		return train, valid, test, err
 	}
 	vf, err := at("data.valid_from", dc.ValidFrom, -1)
 	if err != nil {
-		return train, valid, err
+		return train, valid, test, err
 	}
 	defTrainTo := n
 	if vf > max(tf, warmup) {
@@ -183,14 +173,32 @@ func split(b *Bars, warmup int, cfg config.RunConfig) (train, valid Range, err e
 	}
 	tt, err := at("data.train_to", dc.TrainTo, defTrainTo)
 	if err != nil {
-		return train, valid, err
+		return train, valid, test, err
 	}
 	if vf < 0 {
 		vf = tt
 	}
-	vt, err := at("data.valid_to", dc.ValidTo, n)
+	sf, err := at("data.test_from", dc.TestFrom, -1)
 	if err != nil {
-		return train, valid, err
+		return train, valid, test, err
+	}
+	defValidTo := n
+	if sf >= 0 {
+		defValidTo = sf
+	}
+	vt, err := at("data.valid_to", dc.ValidTo, defValidTo)
+	if err != nil {
+		return train, valid, test, err
+	}
+	if dc.TestFrom != "" || dc.TestTo != "" {
+		if sf < 0 {
+			sf = vt
+		}
+		st, err := at("data.test_to", dc.TestTo, n)
+		if err != nil {
+			return train, valid, test, err
+		}
+		test = Range{max(sf, warmup), max(st, warmup)}
 	}
 	train = Range{max(tf, warmup), max(tt, warmup)}
 	valid = Range{max(vf, warmup), max(vt, warmup)}
@@ -198,9 +206,9 @@ func split(b *Bars, warmup int, cfg config.RunConfig) (train, valid Range, err e
 	// blame names the first of fields that the config sets (the one to
 	// change), else the first time field that is set at all.
 	given := map[string]string{"data.train_from": dc.TrainFrom, "data.train_to": dc.TrainTo,
-		"data.valid_from": dc.ValidFrom, "data.valid_to": dc.ValidTo}
+		"data.valid_from": dc.ValidFrom, "data.valid_to": dc.ValidTo, "data.test_from": dc.TestFrom, "data.test_to": dc.TestTo}
 	blame := func(fields ...string) (string, string) {
-		for _, f := range append(fields, "data.train_from", "data.train_to", "data.valid_from", "data.valid_to") {
+		for _, f := range append(fields, "data.train_from", "data.train_to", "data.valid_from", "data.valid_to", "data.test_from", "data.test_to") {
 			if given[f] != "" {
 				return f, given[f]
 			}
@@ -213,24 +221,40 @@ func split(b *Bars, warmup int, cfg config.RunConfig) (train, valid Range, err e
 		}
 		return fmt.Sprintf("%s = %s to %s", r, b.Time[r.From].Format(time.DateTime), b.Time[r.To-1].Format(time.DateTime))
 	}
+	data := fmt.Sprintf("data %s to %s, features from bar %d", b.Time[0].Format(time.DateTime), b.Time[n-1].Format(time.DateTime), warmup)
 	if train.Len() < minTrain {
 		f, v := blame("data.train_to", "data.train_from")
-		return train, valid, &config.FieldError{Field: f, Value: fmt.Sprintf("%q", v), Allowed: fmt.Sprintf(
-			"the training range %s holds %d bars (data %s to %s, features from bar %d); it needs at least env.episode_bars+2 = %d",
-			span(train), max(train.Len(), 0), b.Time[0].Format(time.DateTime), b.Time[n-1].Format(time.DateTime), warmup, minTrain)}
+		return train, valid, test, &config.FieldError{Field: f, Value: fmt.Sprintf("%q", v), Allowed: fmt.Sprintf(
+			"the training range %s holds %d bars (%s); it needs at least env.episode_bars+2 = %d",
+			span(train), max(train.Len(), 0), data, minTrain)}
 	}
 	if valid.Len() < 2 {
 		f, v := blame("data.valid_to", "data.valid_from")
-		return train, valid, &config.FieldError{Field: f, Value: fmt.Sprintf("%q", v), Allowed: fmt.Sprintf(
-			"the validation range %s holds %d bars (data %s to %s, features from bar %d); it needs at least 2",
-			span(valid), max(valid.Len(), 0), b.Time[0].Format(time.DateTime), b.Time[n-1].Format(time.DateTime), warmup)}
+		return train, valid, test, &config.FieldError{Field: f, Value: fmt.Sprintf("%q", v), Allowed: fmt.Sprintf(
+			"the validation range %s holds %d bars (%s); it needs at least 2", span(valid), max(valid.Len(), 0), data)}
 	}
-	if train.From < valid.To && valid.From < train.To {
+	if (dc.TestFrom != "" || dc.TestTo != "") && test.Len() < 2 {
+		f, v := blame("data.test_to", "data.test_from")
+		return train, valid, test, &config.FieldError{Field: f, Value: fmt.Sprintf("%q", v), Allowed: fmt.Sprintf(
+			"the test range %s holds %d bars (%s); it needs at least 2", span(test), max(test.Len(), 0), data)}
+	}
+	overlap := func(x, y Range) bool { return x.Len() > 0 && y.Len() > 0 && x.From < y.To && y.From < x.To }
+	if overlap(train, valid) {
 		f, v := blame("data.valid_from", "data.train_to")
-		return train, valid, &config.FieldError{Field: f, Value: fmt.Sprintf("%q", v), Allowed: fmt.Sprintf(
+		return train, valid, test, &config.FieldError{Field: f, Value: fmt.Sprintf("%q", v), Allowed: fmt.Sprintf(
 			"the validation range %s overlaps the training range %s; they must be disjoint", span(valid), span(train))}
 	}
-	return train, valid, nil
+	for _, o := range []struct {
+		name string
+		r    Range
+	}{{"training", train}, {"validation", valid}} {
+		if overlap(test, o.r) {
+			f, v := blame("data.test_from", "data.valid_to")
+			return train, valid, test, &config.FieldError{Field: f, Value: fmt.Sprintf("%q", v), Allowed: fmt.Sprintf(
+				"the test range %s overlaps the %s range %s; they must be disjoint", span(test), o.name, span(o.r))}
+		}
+	}
+	return train, valid, test, nil
 }
 
 // Obs writes the observation at bar t into dst[:ObsDim]: the bar's

@@ -66,7 +66,8 @@ func checkDataset(t *testing.T, ds *Dataset, env config.EnvConfig) {
 }
 
 // TestPrepareSplitsByFraction: with no times, the bars after the warmup
-// split at train_fraction.
+// split at train_fraction, the last test_fraction are held out as the test
+// range, and the three ranges tile the data in time order.
 func TestPrepareSplitsByFraction(t *testing.T) {
 	for _, path := range []string{spxPath, btcPath} {
 		t.Run(path, func(t *testing.T) {
@@ -76,12 +77,19 @@ func TestPrepareSplitsByFraction(t *testing.T) {
 				t.Fatal(err)
 			}
 			n := ds.Bars.Len()
-			cut := FeatureWarmup + int(0.8*float64(n-FeatureWarmup))
-			if ds.Train != (Range{FeatureWarmup, cut}) || ds.Valid != (Range{cut, n}) {
-				t.Errorf("train %v valid %v, want [%d, %d) and [%d, %d)", ds.Train, ds.Valid, FeatureWarmup, cut, cut, n)
+			usable := float64(n - FeatureWarmup)
+			cut := FeatureWarmup + int(0.7*usable)
+			test := n - int(0.15*usable)
+			if ds.Train != (Range{FeatureWarmup, cut}) || ds.Valid != (Range{cut, test}) || ds.Test != (Range{test, n}) {
+				t.Errorf("train %v valid %v test %v, want [%d, %d), [%d, %d) and [%d, %d)", ds.Train, ds.Valid, ds.Test, FeatureWarmup, cut, cut, test, test, n)
 			}
-			if ds.Instrument.TickSize != 0.25 || ds.Instrument.MaxContracts != 4 || ds.Instrument.Commission != 0.62 {
-				t.Errorf("instrument %+v does not carry the env config", ds.Instrument)
+			if want := AutoInstrument(path); ds.Instrument.Name != want || ds.Instrument.MaxContracts != 4 {
+				t.Errorf("instrument %+v, want the file's documented %s with the env's contracts", ds.Instrument, want)
+			}
+			cfg.Data.TestFraction = 0
+			ds, err = Prepare(cfg)
+			if err != nil || ds.Test.Len() != 0 || ds.Valid.To != n {
+				t.Errorf("test_fraction 0: test %v, valid %v, %v; want no test range and validation to the end", ds.Test, ds.Valid, err)
 			}
 			checkDataset(t, ds, cfg.Env)
 		})
@@ -199,7 +207,13 @@ func TestPrepareRejectsBadSplits(t *testing.T) {
 		{"validation ends before it starts", func(c *config.DataConfig) { c.ValidFrom, c.ValidTo = "2024-08-01", "2024-07-01" }, "data.valid_to", "needs at least 2"},
 		{"bad time", func(c *config.DataConfig) { c.TrainFrom = "yesterday" }, "data.train_from", "RFC 3339"},
 		{"fraction leaves training short", func(c *config.DataConfig) { c.TrainFraction = 0.05 }, "data.train_fraction", "need ≥ env.episode_bars+2 = 514"},
-		{"fraction leaves no validation", func(c *config.DataConfig) { c.TrainFraction = 0.9999 }, "data.train_fraction", "(1 bars, need ≥ 2)"},
+		{"fraction leaves no validation", func(c *config.DataConfig) { c.TrainFraction, c.TestFraction = 0.9999, 0 }, "data.train_fraction", "(1 bars, need ≥ 2)"},
+		{"test overlaps validation", func(c *config.DataConfig) {
+			c.ValidFrom, c.ValidTo, c.TestFrom = "2024-07-01", "2024-08-01", "2024-07-15"
+		}, "data.test_from", "overlaps the validation range"},
+		{"test range too short", func(c *config.DataConfig) {
+			c.ValidFrom, c.TestFrom, c.TestTo = "2024-07-01", "2024-08-01", "2024-08-01"
+		}, "data.test_to", "needs at least 2"},
 		{"synthetic series too short", func(c *config.DataConfig) { c.Path, c.SyntheticBars = SyntheticPath, 600 }, "data.synthetic_bars", "holds 600 bars"},
 		{"file too short", func(c *config.DataConfig) { c.Path = short }, "data.path", "holds 300 bars"},
 	}
@@ -257,14 +271,51 @@ func TestPrepareWithUsesStoredNormalizer(t *testing.T) {
 	}
 }
 
-func TestResolveInstrument(t *testing.T) {
+// TestInstrumentCostsFollowThePriceLevel: presets cost a fixed number of
+// price points (so their bps fall as the price rises), "bps" costs the
+// same share of any price, "auto" picks the data file's documented
+// instrument, and the point value is resolved at the reference price.
+func TestInstrumentCostsFollowThePriceLevel(t *testing.T) {
 	e := config.Defaults().Env
-	if got := ResolveInstrument(e, 4000); got.PointValue != 100000.0/(4*4000) || got.InitialCapital != 100000 || got.SlippageTicks != 1 {
-		t.Errorf("auto: %+v, want point value 6.25", got)
+	es, err := ResolveInstrument(e, "bundled:USA500IDXUSD_H1.csv", 4000)
+	if err != nil {
+		t.Fatal(err)
 	}
-	e.PointValue = 50
-	if got := ResolveInstrument(e, 4000); got.PointValue != 50 {
-		t.Errorf("explicit: point value %v, want 50", got.PointValue)
+	if es.Name != "ES" || es.PointValue != 100000.0/(4*4000) || es.TickSize != 0.25 || es.SlippageTicks != 1 {
+		t.Errorf("auto on the bundled S&P: %+v, want ES, point value 6.25, tick 0.25", es)
+	}
+	// ES: 0.25 slippage + 2.50/50 = 0.05 commission per side, 0.6 points a round trip.
+	if got, want := es.RoundTripBps(4000), 0.6/4000*1e4; math.Abs(got-want) > 1e-12 {
+		t.Errorf("ES round trip at 4000 = %g bps, want %g", got, want)
+	}
+	if es.RoundTripBps(60) < 50*es.RoundTripBps(4000)*0.99 {
+		t.Errorf("a tick-priced instrument should cost more bps at a lower price: %g at 60, %g at 4000", es.RoundTripBps(60), es.RoundTripBps(4000))
+	}
+	btc, err := ResolveInstrument(e, "bundled:bitcoin_2024.csv", 60000)
+	if err != nil || btc.Name != "BTC" || btc.TickSize != 5 {
+		t.Errorf("auto on the bundled bitcoin: %+v, %v; want BTC with tick 5", btc, err)
+	}
+	bps, err := ResolveInstrument(e, "prices.csv", 60)
+	if err != nil || bps.Name != config.InstrumentBps {
+		t.Fatalf("auto on another file: %+v, %v; want bps", bps, err)
+	}
+	for _, p := range []float64{60, 4000, 60000} {
+		if got, want := bps.RoundTripBps(p), 2*(e.SlippageBps+e.CommissionBps); math.Abs(got-want) > 1e-9 {
+			t.Errorf("bps round trip at %g = %g bps, want %g", p, got, want)
+		}
+	}
+	e.Instrument, e.PointValue = config.InstrumentCustom, 50
+	cu, err := ResolveInstrument(e, "bundled:USA500IDXUSD_H1.csv", 4000)
+	if err != nil || cu.PointValue != 50 || cu.Commission != e.Commission || cu.TickSize != e.TickSize {
+		t.Errorf("custom: %+v, %v; want the config's point value, tick and commission", cu, err)
+	}
+	for _, name := range config.InstrumentPresets {
+		if _, ok := Presets[name]; !ok {
+			t.Errorf("config names preset %s, market has no numbers for it", name)
+		}
+	}
+	if _, err := ResolveInstrument(e, "x.csv", math.NaN()); err == nil {
+		t.Error("a NaN reference price was accepted")
 	}
 }
 

@@ -59,7 +59,9 @@ const clipATR = 10
 //
 // (with a stop, the last term becomes q·(exit − open_{t+1})·PV −
 // |q|·Commission), divided by ATR_t × PV × MaxContracts, so a full position
-// moving one ATR earns about 1 whatever the instrument. ATR_t is floored at
+// moving one ATR earns about 1 whatever the instrument (SetReward can scale
+// it and charge a turnover penalty). s and Commission are the
+// instrument's slippage and commission at the fill price (Instrument). ATR_t is floored at
 // max(ATR[t], TickSize, 1e-6·|close_t|, 1e-12) so a zero ATR (before it is
 // defined) never gives an infinite reward. At the end of a window the open
 // position is closed at close − s (long) or close + s (short) with
@@ -96,6 +98,8 @@ type VecEnv struct {
 	acc             []account
 	epReward        []float64 // sum of rewards of the running episode
 	episodes        int64     // episodes finished since the environment was built (or restored)
+
+	rewardScale, turnoverPenalty float64 // SetReward; 1 and 0 by default
 }
 
 // StepResult holds the outcome of one VecEnv.Step for all N environments.
@@ -135,6 +139,7 @@ func NewVecEnv(ds *Dataset, r Range, n, episodeBars int, rng *rand.Rand) (*VecEn
 		sim: s, r: r, episodeBars: episodeBars, rng: rng,
 		bar: make([]int, n), start: make([]int, n), end: make([]int, n),
 		acc: make([]account, n), epReward: make([]float64, n),
+		rewardScale: 1,
 	}
 	for i := range n {
 		e.reset(i)
@@ -155,6 +160,19 @@ func (e *VecEnv) reset(i int) {
 	e.start[i], e.end[i], e.bar[i] = s, s+l, s
 	e.acc[i] = account{}
 	e.epReward[i] = 0
+}
+
+// SetReward shapes the training reward (the Reward paragraph of VecEnv):
+// the scaled P&L is multiplied by scale, and penalty × |Δ|/MaxContracts
+// is subtracted for the |Δ| contracts the decision trades (stops and the
+// end-of-window close excluded). scale must be positive and penalty not
+// negative; NewVecEnv starts at 1 and 0, the unshaped reward.
+func (e *VecEnv) SetReward(scale, penalty float64) error {
+	if !(scale > 0) || math.IsInf(scale, 0) || !(penalty >= 0) || math.IsInf(penalty, 0) {
+		return fmt.Errorf("set reward: scale %g must be positive and penalty %g not negative, both finite", scale, penalty)
+	}
+	e.rewardScale, e.turnoverPenalty = scale, penalty
+	return nil
 }
 
 // N is the number of environments.
@@ -220,12 +238,14 @@ func (e *VecEnv) Step(actions []Action, res *StepResult) error {
 	for i, a := range actions {
 		t := e.bar[i]
 		acc := &e.acc[i]
+		traded := abs(e.sim.target(a) - acc.pos)
 		dE := e.sim.step(acc, a, t, nil)
 		done := t+1 == e.end[i]-1
 		if done {
 			dE += e.sim.liquidate(acc, t+1, nil)
 		}
-		rw := dE / e.sim.rewardScale(t)
+		rw := e.rewardScale*dE/e.sim.rewardScale(t) -
+			e.turnoverPenalty*float64(traded)/float64(e.sim.in.MaxContracts)
 		res.Reward[i] = float32(rw)
 		res.Done[i] = done
 		res.NextBar[i] = int32(t + 1)

@@ -21,18 +21,26 @@ type account struct {
 
 // fill is one execution: qty signed contracts (+ bought, − sold) at price
 // (slippage included) at the open (or, for stops and liquidation, inside
-// or at the close) of bar.
+// or at the close) of bar. comm is the commission it paid in money and
+// cost all it paid, slippage and commission: |qty|·slip·PointValue + comm.
 type fill struct {
 	bar   int
 	qty   int
 	price float64
+	comm  float64
+	cost  float64
 }
 
 // sim is the trading arithmetic over one checked Dataset.
 type sim struct {
-	ds   *Dataset
-	in   Instrument
-	slip float64 // s = SlippageTicks × TickSize, price points per contract per fill
+	ds *Dataset
+	in Instrument
+}
+
+// fillCost is the money one fill of |q| contracts at reference price p
+// pays: |q|·(slip(p)·PointValue + comm(p)).
+func (s *sim) fillCost(q int, p float64) float64 {
+	return float64(abs(q)) * (s.in.slip(p)*s.in.PointValue + s.in.comm(p))
 }
 
 // newSim checks that ds can be traded over r: consistent lengths, at least
@@ -70,6 +78,9 @@ func newSim(ds *Dataset, r Range) (*sim, error) {
 		{"tick_size", in.TickSize, in.TickSize >= 0, "non-negative"},
 		{"slippage_ticks", in.SlippageTicks, in.SlippageTicks >= 0, "non-negative"},
 		{"commission", in.Commission, in.Commission >= 0, "non-negative"},
+		{"slippage_bps", in.SlippageBps, in.SlippageBps >= 0, "non-negative"},
+		{"commission_bps", in.CommissionBps, in.CommissionBps >= 0, "non-negative"},
+		{"margin_floor", in.MarginFloor, in.MarginFloor >= 0 && in.MarginFloor < 1, "in [0, 1)"},
 	} {
 		if !c.ok || math.IsInf(c.v, 0) {
 			return nil, fmt.Errorf("dataset %q: instrument %s = %g: must be finite and %s", name, c.field, c.v, c.want)
@@ -91,7 +102,7 @@ func newSim(ds *Dataset, r Range) (*sim, error) {
 			return nil, fmt.Errorf("dataset %q: bar %d: ATR is %g, must not be negative", name, t, ds.ATR[t])
 		}
 	}
-	return &sim{ds: ds, in: in, slip: in.SlippageTicks * in.TickSize}, nil
+	return &sim{ds: ds, in: in}, nil
 }
 
 // atr is the ATR of bar t with its floor:
@@ -149,15 +160,17 @@ func stopPrice(ref float64, dir, k int, atr float64) float64 {
 func (s *sim) step(acc *account, a Action, t int, rec *[]fill) float64 {
 	b := s.ds.Bars
 	o := b.Open[t+1]
-	pv, comm := s.in.PointValue, s.in.Commission
+	pv := s.in.PointValue
+	slip := s.in.slip(o)
 	// The old position over the gap from close_t to open_{t+1}.
 	dE := float64(acc.pos) * (o - b.Close[t]) * pv
 	q := s.target(a)
 	atr := s.atr(t)
 	if d := q - acc.pos; d != 0 {
-		price := o + float64(sign(d))*s.slip
-		dE -= float64(abs(d)) * (s.slip*pv + comm)
-		record(rec, fill{bar: t + 1, qty: d, price: price})
+		price := o + float64(sign(d))*slip
+		cost := s.fillCost(d, o)
+		dE -= cost
+		record(rec, fill{bar: t + 1, qty: d, price: price, comm: float64(abs(d)) * s.in.comm(o), cost: cost})
 		switch {
 		case q == 0:
 			*acc = account{}
@@ -178,13 +191,14 @@ func (s *sim) step(acc *account, a Action, t int, rec *[]fill) float64 {
 		var x float64
 		hit := false
 		if acc.pos > 0 && b.Low[t+1] <= acc.stop {
-			x, hit = min(o, acc.stop)-s.slip, true
+			x, hit = min(o, acc.stop)-slip, true
 		} else if acc.pos < 0 && b.High[t+1] >= acc.stop {
-			x, hit = max(o, acc.stop)+s.slip, true
+			x, hit = max(o, acc.stop)+slip, true
 		}
 		if hit {
-			dE += float64(acc.pos)*(x-o)*pv - float64(abs(acc.pos))*comm
-			record(rec, fill{bar: t + 1, qty: -acc.pos, price: x})
+			comm := float64(abs(acc.pos)) * s.in.comm(o)
+			dE += float64(acc.pos)*(x-o)*pv - comm
+			record(rec, fill{bar: t + 1, qty: -acc.pos, price: x, comm: comm, cost: s.fillCost(acc.pos, o)})
 			*acc = account{}
 		}
 	}
@@ -201,18 +215,20 @@ func record(rec *[]fill, f fill) {
 	}
 }
 
-// liquidate closes the open position at the close of bar t, at close − s
-// for a long and close + s for a short, with commission; it returns the
-// change of equity, −|p|·(s·PV + Commission), and records the fill in
-// *rec unless rec is nil.
+// liquidate closes the open position at the close c of bar t, at
+// c − slip(c) for a long and c + slip(c) for a short, with commission; it
+// returns the change of equity, −|p|·(slip(c)·PV + comm(c)), and records
+// the fill in *rec unless rec is nil.
 func (s *sim) liquidate(acc *account, t int, rec *[]fill) float64 {
 	if acc.pos == 0 {
 		return 0
 	}
 	p := acc.pos
-	record(rec, fill{bar: t, qty: -p, price: s.ds.Bars.Close[t] - float64(sign(p))*s.slip})
+	c := s.ds.Bars.Close[t]
+	cost := s.fillCost(p, c)
+	record(rec, fill{bar: t, qty: -p, price: c - float64(sign(p))*s.in.slip(c), comm: float64(abs(p)) * s.in.comm(c), cost: cost})
 	*acc = account{}
-	return -float64(abs(p)) * (s.slip*s.in.PointValue + s.in.Commission)
+	return -cost
 }
 
 // observe writes the observation of acc at bar t into dst (ObsDim values):

@@ -3,6 +3,7 @@ package market
 import (
 	"math"
 	"slices"
+	"time"
 )
 
 // Metrics measures one equity curve. Returns are simple per-bar returns
@@ -13,21 +14,30 @@ import (
 // reported as ±math.MaxFloat64, so Metrics always encodes as JSON: read
 // profit_factor 0 together with win_rate (1 means no losing trade).
 type Metrics struct {
-	TotalReturn  float64 `json:"total_return"`  // E_n/E_0 − 1
-	AnnualReturn float64 `json:"annual_return"` // (1 + total)^(barsPerYear/n) − 1
-	Volatility   float64 `json:"volatility"`    // sample std of r × √barsPerYear
-	Sharpe       float64 `json:"sharpe"`        // mean(r)/std(r) × √barsPerYear, risk-free 0
-	Sortino      float64 `json:"sortino"`       // mean(r)/√mean(min(r,0)²) × √barsPerYear
-	MaxDrawdown  float64 `json:"max_drawdown"`  // max_t 1 − E_t/max_{s≤t} E_s, a positive fraction
-	Calmar       float64 `json:"calmar"`        // annual return / max drawdown
-	CVaR5        float64 `json:"cvar_5"`        // −mean of the worst ⌈5%·n⌉ returns (positive = loss)
-	Trades       int     `json:"trades"`        // closed round trips
-	WinRate      float64 `json:"win_rate"`      // winning trades / trades
-	ProfitFactor float64 `json:"profit_factor"` // gross profit / gross loss of the trades
-	Turnover     float64 `json:"turnover"`      // notional traded / mean equity / years
-	Exposure     float64 `json:"exposure"`      // fraction of bars holding a position
-	Bars         int     `json:"bars"`          // bars of the equity curve, n + 1
-	FinalEquity  float64 `json:"final_equity"`  // E_n
+	TotalReturn  float64 `json:"total_return"`   // E_n/E_0 − 1
+	AnnualReturn float64 `json:"annual_return"`  // (1 + total)^(barsPerYear/n) − 1
+	Volatility   float64 `json:"volatility"`     // sample std of r × √barsPerYear
+	Sharpe       float64 `json:"sharpe"`         // mean(r)/std(r) × √barsPerYear, risk-free 0
+	Sortino      float64 `json:"sortino"`        // mean(r)/√mean(min(r,0)²) × √barsPerYear
+	MaxDrawdown  float64 `json:"max_drawdown"`   // max_t 1 − E_t/max_{s≤t} E_s, a positive fraction
+	Calmar       float64 `json:"calmar"`         // annual return / max drawdown
+	CVaR5        float64 `json:"cvar_5"`         // −mean of the worst ⌈5%·n⌉ returns (positive = loss)
+	Trades       int     `json:"trades"`         // closed round trips
+	WinRate      float64 `json:"win_rate"`       // winning trades / trades
+	ProfitFactor float64 `json:"profit_factor"`  // gross profit / gross loss of the trades
+	Turnover     float64 `json:"turnover"`       // notional traded / mean equity / years
+	Exposure     float64 `json:"exposure"`       // fraction of bars holding a position
+	Bars         int     `json:"bars"`           // bars of the equity curve, n + 1
+	FinalEquity  float64 `json:"final_equity"`   // E_n
+	Costs        float64 `json:"costs"`          // money paid in slippage and commission
+	CostPerTrade float64 `json:"cost_per_trade"` // Costs / Trades; 0 without trades
+	// RuinBar is the bar (index in the data) at whose close equity reached
+	// the margin floor and trading ended (Backtest); 0 when it never did.
+	// RuinShortfall is the debt beyond zero equity at that bar, which the
+	// equity curve (floored at 0) does not show.
+	RuinBar       int        `json:"ruin_bar,omitempty"`
+	RuinTime      *time.Time `json:"ruin_time,omitempty"`
+	RuinShortfall float64    `json:"ruin_shortfall,omitempty"`
 }
 
 // Trade is one closed round trip: from the fill that opens a position (or

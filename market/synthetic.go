@@ -28,10 +28,12 @@ const (
 	SyntheticStayCalm     = 0.995
 	SyntheticStayVolatile = 0.98
 	// SyntheticThreshold is the oracle's entry threshold on the predicted
-	// next log return. One fill with the default instrument at P₀ costs
-	// 1 tick of slippage plus commission: 0.25/1000 + 0.62/(25·1000) ≈
-	// 2.75e-4 of the notional; a threshold of 4e-4 keeps the expected gain
-	// of a position above the cost of turning it over.
+	// next log return. One fill with the synthetic series' default
+	// instrument ("bps": 1 bp slippage + 0.5 bp commission) costs 1.5e-4
+	// of the notional (2.75e-4 with the instrument of earlier versions,
+	// 1 tick of 0.25 plus 0.62 commission at P₀); a threshold of 4e-4
+	// keeps the expected gain of a position above the cost of turning it
+	// over with either.
 	SyntheticThreshold = 4e-4
 )
 
@@ -58,8 +60,20 @@ var syntheticStart = time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
 // position filled at the open of bar t+1 earns exactly r_{t+1}, whose
 // conditional mean given bars ≤ t is φ·r_t − κ·x_t (Oracle.Predict).
 func Synthetic(n int, seed uint64) (*Bars, *Oracle, error) {
+	return SyntheticSeries(n, seed, SyntheticPhi)
+}
+
+// SyntheticSeries is Synthetic with the planted autocorrelation φ = phi
+// instead of SyntheticPhi: phi 0 is a series with no signal beyond the
+// slow pull to P₀ (κ), where the oracle stays flat and an agent should
+// too. The random draws are the same for every phi, so series of one seed
+// differ only in the signal. phi must be in [0, 1).
+func SyntheticSeries(n int, seed uint64, phi float64) (*Bars, *Oracle, error) {
 	if n < 2 {
 		return nil, nil, fmt.Errorf("synthetic bars: n = %d, need at least 2", n)
+	}
+	if !(phi >= 0 && phi < 1) {
+		return nil, nil, fmt.Errorf("synthetic bars: phi = %g, want [0, 1)", phi)
 	}
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	b := &Bars{
@@ -82,7 +96,7 @@ func Synthetic(n int, seed uint64) (*Bars, *Oracle, error) {
 		}
 		s := sigma[regime]
 		x := math.Log(prevClose / SyntheticLevel)
-		r := SyntheticPhi*prevRet - SyntheticKappa*x + s*rng.NormFloat64()
+		r := phi*prevRet - SyntheticKappa*x + s*rng.NormFloat64()
 		open := prevClose
 		closePrice := open * math.Exp(r)
 		b.Time[t] = syntheticStart.Add(time.Duration(t) * time.Hour)
@@ -94,7 +108,7 @@ func Synthetic(n int, seed uint64) (*Bars, *Oracle, error) {
 		prevClose, prevRet = closePrice, r
 	}
 	o := &Oracle{
-		Phi: SyntheticPhi, Kappa: SyntheticKappa, Level: SyntheticLevel,
+		Phi: phi, Kappa: SyntheticKappa, Level: SyntheticLevel,
 		Threshold: SyntheticThreshold, bars: b,
 	}
 	return b, o, nil

@@ -118,8 +118,10 @@ func TestOracleIsRightAndProfitable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inst := ResolveInstrument(config.Defaults().Env, b.Close[0])
-	perContract := inst.SlippageTicks*inst.TickSize*inst.PointValue + inst.Commission
+	inst, err := ResolveInstrument(config.Defaults().Env, SyntheticPath, b.Close[0])
+	if err != nil {
+		t.Fatal(err)
+	}
 	var hits, calls, prev int
 	var pnl, sum, sumSq float64
 	for i := 0; i+1 < b.Len(); i++ {
@@ -144,6 +146,7 @@ func TestOracleIsRightAndProfitable(t *testing.T) {
 				hits++
 			}
 		}
+		perContract := inst.slip(b.Open[i+1])*inst.PointValue + inst.comm(b.Open[i+1])
 		step := float64(pos)*next*inst.PointValue - math.Abs(float64(pos-prev))*perContract
 		pnl += step
 		sum += step / inst.InitialCapital

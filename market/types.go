@@ -26,17 +26,6 @@ type Action struct {
 	Exit int `json:"exit"`
 }
 
-// Instrument is the traded contract and the account; values are resolved
-// (no "auto" zeros) once a Dataset is prepared.
-type Instrument struct {
-	TickSize       float64 `json:"tick_size"`
-	SlippageTicks  float64 `json:"slippage_ticks"`
-	Commission     float64 `json:"commission"`  // per contract per fill
-	PointValue     float64 `json:"point_value"` // money per price point per contract
-	MaxContracts   int     `json:"max_contracts"`
-	InitialCapital float64 `json:"initial_capital"`
-}
-
 // Dataset is a bar series ready for training or evaluation: normalised
 // features for every bar, the train and validation ranges and the
 // instrument.
@@ -49,10 +38,13 @@ type Dataset struct {
 	// ATR is the causal 14-bar average true range at each bar, in price
 	// points (Wilder's smoothing); zero before it is defined. Exit rules
 	// and the reward scale use it.
-	ATR        []float64
-	Warmup     int
-	Train      Range
-	Valid      Range
+	ATR    []float64
+	Warmup int
+	Train  Range
+	Valid  Range
+	// Test is the held-out range after validation (empty when the config
+	// has none, and in a PrepareWith dataset).
+	Test       Range
 	Instrument Instrument
 	// BarsPerYear annualises returns and volatility, measured from the data.
 	BarsPerYear float64

@@ -11,13 +11,15 @@ import (
 	"github.com/dqnflow/dqnflow/market"
 )
 
-// CheckpointConfig returns the validated run config stored in ck's metadata.
+// CheckpointConfig returns the validated run config stored in ck's
+// metadata, read with config.DecodeStored: a checkpoint written before the
+// test range and instrument presets existed keeps the meaning it had.
 func CheckpointConfig(ck *checkpoint.Checkpoint) (config.RunConfig, error) {
 	raw, ok := ck.Meta[checkpoint.MetaConfig]
 	if !ok {
 		return config.RunConfig{}, fmt.Errorf("checkpoint metadata has no %q", checkpoint.MetaConfig)
 	}
-	return config.Decode("checkpoint metadata "+checkpoint.MetaConfig, []byte(raw))
+	return config.DecodeStored("checkpoint metadata "+checkpoint.MetaConfig, []byte(raw))
 }
 
 // CheckpointMarket returns the instrument and the feature normalisation
@@ -36,14 +38,20 @@ func CheckpointMarket(ck *checkpoint.Checkpoint) (market.Instrument, market.Norm
 
 // CheckpointDataset loads dataPath (a CSV file, "bundled:NAME" or
 // "synthetic") for the policy saved in ck: features are normalised with the
-// checkpoint's statistics and trades use its instrument, so a policy runs on
-// any data as it ran in training. One exception: when the run's point value
-// was automatic (env.point_value 0) and dataPath is not the run's training
-// data, the point value is resolved again on dataPath's first usable bar, so
-// that a full position is worth the initial capital on that instrument too
-// (an S&P 500 point value would lever a BTC backtest 13 times). The
-// dataset's Valid range is every bar with full feature history.
-func CheckpointDataset(ck *checkpoint.Checkpoint, dataPath string) (config.RunConfig, *market.Dataset, error) {
+// checkpoint's statistics, and trades are priced with
+//
+//   - the checkpoint's own instrument when dataPath is the run's training
+//     data and costs is nil: the policy runs as it ran in training;
+//   - otherwise the instrument of dataPath: the run's contracts, capital
+//     and margin floor, with the file's documented costs (env.instrument
+//     "auto", point value auto, the default slippage) and then costs, when
+//     not nil, applied on top (the command line's overrides). A
+//     checkpoint's tick size never prices another series: an S&P tick on a
+//     series priced around 60 is 0.4 % a fill.
+//
+// The point value is resolved on dataPath's first bar with full feature
+// history. The dataset's Valid range is every such bar; Test is empty.
+func CheckpointDataset(ck *checkpoint.Checkpoint, dataPath string, costs func(*config.EnvConfig)) (config.RunConfig, *market.Dataset, error) {
 	cfg, err := CheckpointConfig(ck)
 	if err != nil {
 		return cfg, nil, err
@@ -54,16 +62,30 @@ func CheckpointDataset(ck *checkpoint.Checkpoint, dataPath string) (config.RunCo
 	}
 	var bars *market.Bars
 	if dataPath == market.SyntheticPath {
-		bars, _, err = market.Synthetic(cfg.Data.SyntheticBars, cfg.Seed)
+		bars, _, err = market.SyntheticSeries(cfg.Data.SyntheticBars, cfg.Seed, cfg.Data.SyntheticPhi)
 	} else {
 		bars, err = market.LoadBars(dataPath)
 	}
 	if err != nil {
 		return cfg, nil, err
 	}
-	if cfg.Env.PointValue == 0 && !SameDataPath(cfg.Data.Path, dataPath) {
-		if w := market.FeatureWarmup; w < bars.Len() {
-			inst = market.ResolveInstrument(cfg.Env, bars.Close[w])
+	if costs != nil || !SameDataPath(cfg.Data.Path, dataPath) {
+		env := config.Defaults().Env
+		env.MaxContracts, env.InitialCapital, env.MarginFloor = cfg.Env.MaxContracts, cfg.Env.InitialCapital, cfg.Env.MarginFloor
+		if costs != nil {
+			costs(&env)
+		}
+		check := config.Defaults()
+		check.Env = env
+		if err := check.Validate(); err != nil {
+			return cfg, nil, err
+		}
+		w := min(market.FeatureWarmup, bars.Len()-1)
+		if w < 0 {
+			return cfg, nil, fmt.Errorf("data %s has no bars", dataPath)
+		}
+		if inst, err = market.ResolveInstrument(env, dataPath, bars.Close[w]); err != nil {
+			return cfg, nil, err
 		}
 	}
 	ds, err := market.PrepareWith(bars, norm, inst)

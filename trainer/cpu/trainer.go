@@ -200,7 +200,7 @@ func (t *Trainer) Train(ctx context.Context, steps int, progress func(trainer.Pr
 // global step), rebuilds its observations from the dataset, runs one
 // learner step and writes the new priorities back.
 func (t *Trainer) gradientStep() (StepResult, error) {
-	beta := replay.Beta(t.cfg.Replay.Beta0, int(t.learner.Steps()), t.cfg.Replay.BetaSteps)
+	beta := replay.Beta(t.cfg.Replay.Beta0, int(t.learner.Steps()), t.cfg.BetaAnnealSteps())
 	if err := t.buf.Sample(t.sampleRNG, t.cfg.BatchSize, beta, t.idx, t.w); err != nil {
 		return StepResult{}, err
 	}

@@ -61,9 +61,9 @@ func New(cfg config.RunConfig, ds *market.Dataset) (*Collector, error) {
 	if ds == nil {
 		return nil, fmt.Errorf("rollout: nil dataset")
 	}
-	if cfg.Env.NumEnvs < 1 || cfg.Optim.NStep < 1 || cfg.Env.EpsilonDecaySteps < 1 {
-		return nil, fmt.Errorf("rollout: env.num_envs = %d, optim.n_step = %d, env.epsilon_decay_steps = %d: each must be at least 1 (validate the config first)",
-			cfg.Env.NumEnvs, cfg.Optim.NStep, cfg.Env.EpsilonDecaySteps)
+	if cfg.Env.NumEnvs < 1 || cfg.Optim.NStep < 1 || cfg.EpsilonDecayEnvSteps() < 1 {
+		return nil, fmt.Errorf("rollout: env.num_envs = %d, optim.n_step = %d, epsilon schedule %d env steps: each must be at least 1 (validate the config first)",
+			cfg.Env.NumEnvs, cfg.Optim.NStep, cfg.EpsilonDecayEnvSteps())
 	}
 	c := &Collector{
 		cfg:        cfg,
@@ -74,6 +74,9 @@ func New(cfg config.RunConfig, ds *market.Dataset) (*Collector, error) {
 	var err error
 	if c.env, err = market.NewVecEnv(ds, ds.Train, cfg.Env.NumEnvs, cfg.Env.EpisodeBars, rand.New(c.envPCG)); err != nil {
 		return nil, err
+	}
+	if err := c.env.SetReward(cfg.Env.RewardScale, cfg.Env.TurnoverPenalty); err != nil {
+		return nil, fmt.Errorf("rollout: env.reward_scale, env.turnover_penalty: %w", err)
 	}
 	n := cfg.Env.NumEnvs
 	c.nstep = newNStep(n, cfg.Optim.NStep, cfg.Optim.Gamma)
@@ -95,10 +98,12 @@ func (c *Collector) Epsilon() float64 { return c.epsilon(c.envSteps) }
 func (c *Collector) NumEnvs() int { return c.env.N() }
 
 // epsilon is the exploration rate after s environment steps: linear from
-// epsilon_start to epsilon_end over epsilon_decay_steps, then constant.
+// epsilon_start to epsilon_end over config.RunConfig.EpsilonDecayEnvSteps
+// (a fraction of the run's environment steps, or epsilon_decay_steps),
+// then constant.
 func (c *Collector) epsilon(s int64) float64 {
 	e := c.cfg.Env
-	f := math.Min(float64(s)/float64(e.EpsilonDecaySteps), 1)
+	f := math.Min(float64(s)/float64(c.cfg.EpsilonDecayEnvSteps()), 1)
 	return e.EpsilonStart + f*(e.EpsilonEnd-e.EpsilonStart)
 }
 

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# run.sh CASES OUT [JOBS] [THREADS]: trains every case of the file CASES
+# with `dqnflow train --device cpu`, JOBS at a time with THREADS threads
+# each (default 8 and 2), and writes OUT/NAME.json (the final report: the
+# checkpoint validation picked, on validation and on the test range),
+# OUT/NAME.log (progress) and OUT/NAME.time (wall seconds). A line of
+# CASES is "NAME CONFIG DATA" (CONFIG relative to this folder); # starts
+# a comment. Checkpoints are deleted after each run. The CPU backend's
+# results do not depend on the thread count (trainer/cpu/doc.go).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+cases=$1 out=$2 jobs=${3:-8} threads=${4:-2}
+bin=${DQNFLOW_BIN:-$here/../../bin/dqnflow}
+mkdir -p "$out"
+one() {
+	local name=$1 cfg=$2 data=$3
+	local t0=$(date +%s.%N)
+	GOMAXPROCS=$threads "$bin" train --device cpu --config "$here/$cfg" --data "$data" \
+		--out "$out/$name.d" --json >"$out/$name.json" 2>"$out/$name.log" || echo "FAILED $name" >>"$out/$name.log"
+	echo "$(date +%s.%N) $t0" | awk '{printf "%.1f\n", $1-$2}' >"$out/$name.time"
+	rm -rf "$out/$name.d"
+}
+export -f one
+export here out threads bin
+grep -v '^\s*#' "$cases" | grep -v '^\s*$' | xargs -P "$jobs" -L 1 bash -c 'one "$@"' _

@@ -1,0 +1,180 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/dqnflow/dqnflow/checkpoint"
+	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/data"
+	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/report"
+	"github.com/dqnflow/dqnflow/trainer"
+	"github.com/dqnflow/dqnflow/trainer/policy"
+)
+
+// evaluateSeries are the series `dqnflow evaluate` reports on by default:
+// every bundled file and the synthetic series.
+func evaluateSeries() []string {
+	var out []string
+	for _, n := range data.Names() {
+		out = append(out, data.Prefix+n)
+	}
+	return append(out, market.SyntheticPath)
+}
+
+// evaluation is what "dqnflow evaluate --json" prints and evaluate.json holds.
+type evaluation struct {
+	Date       string           `json:"date"`
+	Checkpoint string           `json:"checkpoint,omitempty"`
+	Config     config.RunConfig `json:"config"`
+	Series     []evalSeries     `json:"series"`
+}
+
+type evalSeries struct {
+	Data      string        `json:"data"`
+	BestEpoch int           `json:"best_epoch,omitempty"`
+	Epochs    int           `json:"epochs,omitempty"`
+	Test      market.Report `json:"test"`
+	Equity    string        `json:"equity_png"`
+	Drawdown  string        `json:"drawdown_png"`
+}
+
+// runEvaluate implements "dqnflow evaluate": for each series it trains the
+// config (validation picks the checkpoint and stops early) or takes
+// --checkpoint, runs the policy once on the series' held-out test range,
+// and writes report.md with the metrics beside buy-and-hold and flat,
+// costs per trade and per round trip, and equity and drawdown PNGs.
+func runEvaluate(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "evaluate")
+	cfgPath := fs.String("config", "", "RunConfig JSON file to train (default: built-in defaults)")
+	ckPath := fs.String("checkpoint", "", "evaluate this checkpoint instead of training (its config gives the ranges)")
+	series := fs.String("data", strings.Join(evaluateSeries(), ","), "comma-separated series: CSV files, bundled:NAME, synthetic")
+	epochs := fs.Int("epochs", 0, "epochs per training run (default: the config's epochs)")
+	device := fs.String("device", "", "cpu, cuda, cuda:N or auto (default: the config's device)")
+	out := fs.String("out", "", "directory for the report, plots and runs (default: runs/<id>)")
+	jsonOut := fs.Bool("json", false, "print the result as JSON")
+	if err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	var cfg config.RunConfig
+	var ck *checkpoint.Checkpoint
+	var err error
+	if *ckPath != "" {
+		if *cfgPath != "" {
+			return fmt.Errorf("%w: give --config (train) or --checkpoint (evaluate it), not both", errUsage)
+		}
+		if ck, _, err = checkpoint.Read(*ckPath); err != nil {
+			return err
+		}
+		if cfg, err = trainer.CheckpointConfig(ck); err != nil {
+			return fmt.Errorf("checkpoint %s: %w", *ckPath, err)
+		}
+	} else if cfg, err = loadConfig(fs, *cfgPath, *device, "", *epochs); err != nil {
+		return err
+	}
+	id := newRunID("evaluate")
+	if *out == "" {
+		*out = filepath.Join("runs", id)
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return fmt.Errorf("create output directory: %w", err)
+	}
+	ev := evaluation{Date: time.Now().UTC().Format(time.RFC3339), Checkpoint: *ckPath, Config: cfg}
+	var sections []report.Section
+	for _, path := range strings.Split(*series, ",") {
+		path = strings.TrimSpace(path)
+		if path == "" {
+			continue
+		}
+		slug := seriesSlug(path)
+		s := evalSeries{Data: path}
+		note := ""
+		c := withData(cfg, path)
+		if ck != nil {
+			if s.Test, err = evaluateCheckpoint(ck, c); err != nil {
+				return fmt.Errorf("evaluate %s on %s: %w", *ckPath, path, err)
+			}
+			note = fmt.Sprintf("Checkpoint `%s` (trained on %s), test range of its config's split of this series.", filepath.Base(*ckPath), cfg.Data.Path)
+		} else {
+			fmt.Fprintf(e.stderr, "evaluate: training on %s\n", path)
+			r, err := trainLocal(ctx, e, c, filepath.Join(*out, slug), id+"-"+slug)
+			if err != nil {
+				return fmt.Errorf("evaluate %s: %w", path, err)
+			}
+			if r.Test == nil {
+				return fmt.Errorf("%w: evaluate reports the test range; the config holds none out (data.test_fraction 0)", errUsage)
+			}
+			s.Test, s.BestEpoch, s.Epochs = *r.Test, r.BestEpoch, r.Epochs
+			note = fmt.Sprintf("Trained %d epochs (of %d); validation picked epoch %d (validation Sharpe %.3f); the test range below was touched only by this report.",
+				r.Epochs, c.Epochs, r.BestEpoch, r.Valid.Sharpe)
+		}
+		if s.Equity, s.Drawdown, err = report.WritePlots(*out, slug, path, s.Test); err != nil {
+			return err
+		}
+		ev.Series = append(ev.Series, s)
+		sections = append(sections, report.Section{Title: path, Note: note, Report: s.Test, Equity: s.Equity, Drawdown: s.Drawdown})
+	}
+	var md bytes.Buffer
+	intro := fmt.Sprintf("`dqnflow evaluate`, %s. Each series is split into training, validation and test ranges (data.train_fraction %g, data.test_fraction %g); every number below is from the test range, after costs, beside buy-and-hold and flat on the same bars with the same costs.",
+		ev.Date, cfg.Data.TrainFraction, cfg.Data.TestFraction)
+	if err := report.WriteMarkdown(&md, "Evaluation", intro, sections); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(*out, "report.md"), md.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	if err := writeJSONFile(filepath.Join(*out, "evaluate.json"), ev); err != nil {
+		return err
+	}
+	if *jsonOut {
+		return printJSON(e, ev)
+	}
+	for _, s := range ev.Series {
+		fmt.Fprintf(e.stdout, "%s:\n", s.Data)
+		printReport(e, s.Test)
+	}
+	fmt.Fprintf(e.stdout, "report: %s\n", filepath.Join(*out, "report.md"))
+	return nil
+}
+
+// evaluateCheckpoint runs ck's policy on the test range that cfg's split
+// gives on cfg.Data.Path, priced as trainer.CheckpointDataset says.
+func evaluateCheckpoint(ck *checkpoint.Checkpoint, cfg config.RunConfig) (market.Report, error) {
+	split, err := market.Prepare(cfg)
+	if err != nil {
+		return market.Report{}, err
+	}
+	if split.Test.Len() < 2 {
+		return market.Report{}, fmt.Errorf("%w: the checkpoint's config holds out no test range (data.test_fraction 0); evaluate a run trained with one", errUsage)
+	}
+	pol, err := policy.Load(ck)
+	if err != nil {
+		return market.Report{}, err
+	}
+	_, ds, err := trainer.CheckpointDataset(ck, cfg.Data.Path, nil)
+	if err != nil {
+		return market.Report{}, err
+	}
+	return pol.Backtest(ds, split.Test)
+}
+
+// seriesSlug is a file-name-safe name of a data path.
+func seriesSlug(path string) string {
+	s := strings.TrimPrefix(filepath.Base(strings.TrimPrefix(path, data.Prefix)), data.Prefix)
+	s = strings.TrimSuffix(s, filepath.Ext(s))
+	var b strings.Builder
+	for _, r := range s {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+			b.WriteRune(r)
+		} else {
+			b.WriteRune('-')
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,154 @@
+package cli
+
+import (
+	"encoding/json"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dqnflow/dqnflow/market"
+)
+
+// TestWalkWindowsTileTheEndOfTheData: the test ranges are consecutive and
+// end at the last bar, each window validates on the bars just before its
+// test range and trains before that, never overlapping them.
+func TestWalkWindowsTileTheEndOfTheData(t *testing.T) {
+	for _, train := range []int{0, 3000} {
+		ws, err := walkWindows(20000, 199, 4, 1500, 1000, train, 514)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ws) != 4 || ws[3].Test.To != 20000 {
+			t.Fatalf("windows %+v: want 4 ending at bar 20000", ws)
+		}
+		for i, w := range ws {
+			if w.Test.Len() != 1500 || w.Valid.Len() != 1000 || w.Valid.To != w.Test.From || w.Train.To != w.Valid.From || w.Train.From < 199 {
+				t.Errorf("train %d: window %d = %+v", train, i, w)
+			}
+			if i > 0 && ws[i-1].Test.To != w.Test.From {
+				t.Errorf("test ranges %v and %v are not consecutive", ws[i-1].Test, w.Test)
+			}
+			if train > 0 && w.Train.Len() != train {
+				t.Errorf("window %d trains on %d bars, want %d", i, w.Train.Len(), train)
+			}
+			if train == 0 && w.Train.From != 199 {
+				t.Errorf("expanding window %d starts at %d, want the warmup 199", i, w.Train.From)
+			}
+		}
+	}
+	if _, err := walkWindows(3000, 199, 4, 600, 600, 0, 514); err == nil || !strings.Contains(err.Error(), "window 1 of 4") {
+		t.Errorf("too many windows for the data: err = %v, want one naming the window", err)
+	}
+}
+
+// TestEvaluateWritesTheTestReportWithPlots: evaluate trains on a series and
+// writes report.md (the metrics table with buy-and-hold, flat and costs)
+// and equity and drawdown PNGs of the test range.
+func TestEvaluateWritesTheTestReportWithPlots(t *testing.T) {
+	dir := t.TempDir()
+	cfg := tinyConfig(t, dir)
+	out := filepath.Join(dir, "eval")
+	stdout, _ := runOK(t, "evaluate", "--config", cfg, "--data", "bundled:bitcoin_2024.csv", "--out", out, "--json")
+	var ev evaluation
+	if err := json.Unmarshal([]byte(stdout), &ev); err != nil {
+		t.Fatalf("evaluate --json: %v", err)
+	}
+	if len(ev.Series) != 1 || ev.Series[0].BestEpoch < 1 {
+		t.Fatalf("series %+v", ev.Series)
+	}
+	s := ev.Series[0]
+	if n := 6115 - market.FeatureWarmup; s.Test.Bars != int(0.15*float64(n)) {
+		t.Errorf("report covers %d bars, want the test range of %d", s.Test.Bars, int(0.15*float64(n)))
+	}
+	if s.Test.Instrument.Name != "BTC" || s.Test.CostPerRoundTripBps <= 0 {
+		t.Errorf("instrument %+v, round trip %g bps: want the file's BTC preset", s.Test.Instrument, s.Test.CostPerRoundTripBps)
+	}
+	md, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| Sharpe |", "| cost per trade |", "buy & hold", "bps per round trip", s.Equity, s.Drawdown} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("report.md lacks %q", want)
+		}
+	}
+	for _, f := range []string{s.Equity, s.Drawdown} {
+		fh, err := os.Open(filepath.Join(out, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := png.Decode(fh)
+		fh.Close()
+		if err != nil || img.Bounds().Dx() < 400 {
+			t.Errorf("%s: %v, %v: want a PNG plot", f, err, img)
+		}
+	}
+}
+
+// TestBacktestDefaultsToTheTestRangeAndTheFilesInstrument: on the run's own
+// data, backtest runs the held-out test range; on another file it prices
+// trades with that file's instrument (never the checkpoint's tick size),
+// and cost flags override it.
+func TestBacktestDefaultsToTheTestRangeAndTheFilesInstrument(t *testing.T) {
+	dir := t.TempDir()
+	cfg := tinyConfig(t, dir)
+	runOK(t, "train", "--device", "cpu", "--config", cfg, "--data", "bundled:bitcoin_2024.csv", "--epochs", "1", "--out", dir, "--json")
+	ck := filepath.Join(dir, "epoch-000001.safetensors")
+	backtest := func(args ...string) market.Report {
+		t.Helper()
+		out, _ := runOK(t, append([]string{"backtest", "--checkpoint", ck, "--json"}, args...)...)
+		var r market.Report
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	own := backtest("--data", "bundled:bitcoin_2024.csv")
+	if n := 6115 - market.FeatureWarmup; own.Bars != int(0.15*float64(n)) || own.Instrument.Name != "BTC" {
+		t.Errorf("own data: %d bars with %s, want the test range of %d bars with BTC", own.Bars, own.Instrument.Name, int(0.15*float64(n)))
+	}
+	valid := backtest("--data", "bundled:bitcoin_2024.csv", "--range", "validation")
+	if valid.From.Equal(own.From) || !valid.To.Before(own.From) {
+		t.Errorf("validation %v..%v is not before the test range %v", valid.From, valid.To, own.From)
+	}
+	spx := backtest("--data", "bundled:USA500IDXUSD_H1.csv")
+	if spx.Instrument.Name != "ES" || spx.Instrument.TickSize != 0.25 {
+		t.Errorf("another file: instrument %+v, want the S&P file's ES, not the checkpoint's BTC", spx.Instrument)
+	}
+	bps := backtest("--data", "bundled:USA500IDXUSD_H1.csv", "--slippage-bps", "2", "--commission-bps", "1")
+	if bps.Instrument.Name != "bps" || bps.CostPerRoundTripBps < 5.999 || bps.CostPerRoundTripBps > 6.001 {
+		t.Errorf("cost flags: instrument %+v, round trip %g bps; want bps and 6", bps.Instrument, bps.CostPerRoundTripBps)
+	}
+	if _, errOut, code := run(t, "backtest", "--checkpoint", ck, "--data", "bundled:bitcoin_2024.csv", "--instrument", "SPX"); code == 0 || !strings.Contains(errOut, "env.instrument") {
+		t.Errorf("bad --instrument: exit %d, %q; want an error naming env.instrument", code, errOut)
+	}
+}
+
+// TestWalkForwardReportsEachWindowAndThePool: one command trains a run per
+// window and reports each window's test range and the pooled result, whose
+// total return compounds the windows'.
+func TestWalkForwardReportsEachWindowAndThePool(t *testing.T) {
+	dir := t.TempDir()
+	cfg := tinyConfig(t, dir)
+	out, _ := runOK(t, "walkforward", "--config", cfg, "--data", "bundled:bitcoin_2024.csv", "--windows", "2",
+		"--test-bars", "300", "--valid-bars", "200", "--out", filepath.Join(dir, "wf"), "--json")
+	var res walkForwardResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Windows) != 2 {
+		t.Fatalf("%d windows, want 2", len(res.Windows))
+	}
+	want := 1.0
+	for i, w := range res.Windows {
+		if w.Test.Bars != 300 || w.Ranges.Test.To != 6115-300*(1-i) {
+			t.Errorf("window %d: %d test bars over %v", i+1, w.Test.Bars, w.Ranges.Test)
+		}
+		want *= 1 + w.Test.TotalReturn
+	}
+	if got := res.Pooled.TotalReturn; got < want-1-1e-9 || got > want-1+1e-9 || res.Pooled.Bars != 1+2*299 {
+		t.Errorf("pooled total return %g over %d bars, want %g over %d", got, res.Pooled.Bars, want-1, 1+2*299)
+	}
+}

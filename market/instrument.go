@@ -1,0 +1,160 @@
+package market
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/data"
+)
+
+// Instrument is the traded contract and the account; values are resolved
+// (no "auto" zeros) once a Dataset is prepared.
+//
+// The cost of one fill of one contract at price P, in price points, is
+//
+//	slip(P) = SlippageTicks·TickSize + SlippageBps·10⁻⁴·P     (the fill moves against the order by slip)
+//	comm(P) = Commission/PointValue + CommissionBps·10⁻⁴·P    (paid in money as comm·PointValue)
+//
+// so presets and custom instruments cost a fixed number of price points
+// and "bps" instruments a fixed share of the price, whatever its level.
+type Instrument struct {
+	// Name is the preset ("ES", …), "bps" or "custom" the costs came from.
+	Name           string  `json:"name,omitempty"`
+	TickSize       float64 `json:"tick_size"`
+	SlippageTicks  float64 `json:"slippage_ticks"`
+	Commission     float64 `json:"commission"`  // money per contract per fill
+	PointValue     float64 `json:"point_value"` // money per price point per contract
+	MaxContracts   int     `json:"max_contracts"`
+	InitialCapital float64 `json:"initial_capital"`
+	// SlippageBps and CommissionBps are per-fill costs in basis points of
+	// the fill price.
+	SlippageBps   float64 `json:"slippage_bps,omitempty"`
+	CommissionBps float64 `json:"commission_bps,omitempty"`
+	// MarginFloor ends a backtest's trading when equity falls to
+	// MarginFloor × InitialCapital or below (Backtest).
+	MarginFloor float64 `json:"margin_floor,omitempty"`
+}
+
+// Preset is a futures contract's tick size and all-in commission per side.
+// Commission is in money per contract at the contract's real point value;
+// ResolveInstrument converts it to price points (CommissionUSD /
+// PointValueUSD), because a run sizes its own contract (point_value auto).
+type Preset struct {
+	Name          string  `json:"name"`
+	Description   string  `json:"description"`
+	TickSize      float64 `json:"tick_size"`       // price units
+	PointValueUSD float64 `json:"point_value_usd"` // the exchange's contract multiplier
+	CommissionUSD float64 `json:"commission_usd"`  // per contract per side, broker + exchange + clearing
+}
+
+// Presets are the contracts env.instrument can name (config.InstrumentPresets).
+// Commissions are typical all-in retail rates per side in 2026 (broker,
+// exchange and clearing fees); slippage comes from env.slippage_ticks.
+var Presets = map[string]Preset{
+	"ES":  {"ES", "CME E-mini S&P 500", 0.25, 50, 2.50},
+	"NQ":  {"NQ", "CME E-mini Nasdaq-100", 0.25, 20, 2.50},
+	"CL":  {"CL", "NYMEX WTI crude oil", 0.01, 1000, 2.50},
+	"BRN": {"BRN", "ICE Brent crude oil", 0.01, 1000, 2.50},
+	"BTC": {"BTC", "CME Bitcoin futures", 5, 5, 10.00},
+}
+
+// BundledInstruments is the documented instrument of each bundled file
+// (data/README-*.md), what env.instrument "auto" picks for it. Any other
+// file, and the synthetic series, get "bps".
+var BundledInstruments = map[string]string{
+	data.Prefix + "USA500IDXUSD_H1.csv": "ES",
+	data.Prefix + "bitcoin_2024.csv":    "BTC",
+}
+
+// AutoInstrument is the instrument env.instrument "auto" means for
+// dataPath: the bundled file's documented one, else "bps".
+func AutoInstrument(dataPath string) string {
+	if name, ok := BundledInstruments[dataPath]; ok {
+		return name
+	}
+	return config.InstrumentBps
+}
+
+// ResolveInstrument turns the env config into the Instrument that trades
+// dataPath. The costs follow env.instrument ("auto" picks by dataPath, see
+// AutoInstrument and config.EnvConfig). A PointValue of 0 means auto:
+// InitialCapital / (MaxContracts · refPrice), so that a full position's
+// notional equals the initial capital at refPrice (Prepare passes the last
+// training bar's close, the price nearest to the validation range). For
+// "bps" the TickSize (which only floors the ATR) is one basis point of
+// refPrice. refPrice must be positive and finite.
+func ResolveInstrument(e config.EnvConfig, dataPath string, refPrice float64) (Instrument, error) {
+	if !(refPrice > 0) || math.IsInf(refPrice, 0) {
+		return Instrument{}, fmt.Errorf("resolve instrument for %s: reference price %g must be positive and finite", dataPath, refPrice)
+	}
+	inst := Instrument{
+		PointValue: e.PointValue, MaxContracts: e.MaxContracts, InitialCapital: e.InitialCapital,
+		MarginFloor: e.MarginFloor,
+	}
+	if inst.PointValue == 0 && e.MaxContracts > 0 {
+		inst.PointValue = e.InitialCapital / (float64(e.MaxContracts) * refPrice)
+	}
+	name := e.Instrument
+	if name == config.InstrumentAuto || name == "" {
+		name = AutoInstrument(dataPath)
+	}
+	inst.Name = name
+	switch name {
+	case config.InstrumentCustom:
+		inst.TickSize, inst.SlippageTicks, inst.Commission = e.TickSize, e.SlippageTicks, e.Commission
+	case config.InstrumentBps:
+		inst.TickSize = 1e-4 * refPrice
+		inst.SlippageBps, inst.CommissionBps = e.SlippageBps, e.CommissionBps
+	default:
+		p, ok := Presets[name]
+		if !ok {
+			return Instrument{}, &config.FieldError{Field: "env.instrument", Value: name, Allowed: "must be auto, a preset (ES, NQ, CL, BRN, BTC), bps or custom"}
+		}
+		inst.TickSize, inst.SlippageTicks = p.TickSize, e.SlippageTicks
+		inst.Commission = p.CommissionUSD / p.PointValueUSD * inst.PointValue
+	}
+	return inst, checkInstrument(inst)
+}
+
+// slip is the slippage of one fill at price p, in price points.
+func (i Instrument) slip(p float64) float64 {
+	return i.SlippageTicks*i.TickSize + i.SlippageBps*1e-4*math.Abs(p)
+}
+
+// comm is the commission of one contract filled at price p, in money.
+func (i Instrument) comm(p float64) float64 {
+	return i.Commission + i.CommissionBps*1e-4*math.Abs(p)*i.PointValue
+}
+
+// RoundTripBps is the cost of opening and closing one contract at price p
+// (two fills, slippage and commission), in basis points of the notional:
+// 2·(slip(p) + comm(p)/PointValue)/p · 10⁴.
+func (i Instrument) RoundTripBps(p float64) float64 {
+	if !(p > 0) || !(i.PointValue > 0) {
+		return 0
+	}
+	return 2 * (i.slip(p) + i.comm(p)/i.PointValue) / p * 1e4
+}
+
+// checkInstrument rejects an instrument that cannot price a trade.
+func checkInstrument(i Instrument) error {
+	fin := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+	switch {
+	case !(i.TickSize > 0) || !fin(i.TickSize):
+		return fmt.Errorf("instrument tick_size %v: must be positive", i.TickSize)
+	case !(i.PointValue > 0) || !fin(i.PointValue):
+		return fmt.Errorf("instrument point_value %v: must be positive (resolved, not auto)", i.PointValue)
+	case i.MaxContracts < 1:
+		return fmt.Errorf("instrument max_contracts %d: must be at least 1", i.MaxContracts)
+	case !(i.InitialCapital > 0) || !fin(i.InitialCapital):
+		return fmt.Errorf("instrument initial_capital %v: must be positive", i.InitialCapital)
+	case !(i.SlippageTicks >= 0) || !(i.Commission >= 0) || !fin(i.SlippageTicks) || !fin(i.Commission):
+		return fmt.Errorf("instrument slippage_ticks %v, commission %v: must not be negative", i.SlippageTicks, i.Commission)
+	case !(i.SlippageBps >= 0) || !(i.CommissionBps >= 0) || !fin(i.SlippageBps) || !fin(i.CommissionBps):
+		return fmt.Errorf("instrument slippage_bps %v, commission_bps %v: must not be negative", i.SlippageBps, i.CommissionBps)
+	case !(i.MarginFloor >= 0 && i.MarginFloor < 1):
+		return fmt.Errorf("instrument margin_floor %v: must be in [0, 1)", i.MarginFloor)
+	}
+	return nil
+}
