@@ -40,6 +40,14 @@ var examples = map[string][]string{
 		"dqnflow bench --temporal --epochs 50   # needs dqnflow dev running",
 	},
 	"learn-check": {"dqnflow learn-check --json"},
+	"evaluate": {
+		"dqnflow evaluate --out reports/eval          # trains the defaults on every bundled series and the synthetic one",
+		"dqnflow evaluate --checkpoint ck.safetensors --data bundled:bitcoin_2024.csv --out reports/ck",
+	},
+	"walkforward": {
+		"dqnflow walkforward --data bundled:bitcoin_2024.csv --windows 3 --epochs 10 --out runs/wf",
+		"dqnflow walkforward --config my.json --windows 4 --train-bars 20000 --json",
+	},
 	"dev": {
 		"dqnflow dev               # Temporal + UI on :8233, a worker, metrics on :9464",
 		"dqnflow dev --demo        # and a small demo run, watched to the end",
@@ -47,7 +55,7 @@ var examples = map[string][]string{
 	},
 	"worker": {
 		"dqnflow worker --role control",
-		"dqnflow worker --role gpu --device cuda:0 --slots 2 --metrics-addr :9464 --checkpoint-dir /mnt/ckpt",
+		"dqnflow worker --role gpu --device cuda --runs-per-device 2 --metrics-addr :9464 --checkpoint-dir /mnt/ckpt",
 	},
 	"run start": {
 		"dqnflow run start                               # the defaults on the bundled S&P 500 data",
