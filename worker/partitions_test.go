@@ -101,6 +101,30 @@ func TestSessionQueuesDispatchPromptlyWithTheDeploymentsPartitions(t *testing.T)
 	if testing.Short() {
 		t.Skip("starts a Temporal dev server")
 	}
+	// A wrong partition count stalls a few dispatches by about 2 s in every
+	// measurement (docs/perf/temporal-partitions-2026-12-01.md); a machine
+	// busy with other tests can stall one now and then. So the test fails
+	// only when a second measurement stalls too.
+	for attempt := 1; ; attempt++ {
+		stalls, partitions := measureDispatch(t)
+		if stalls == 0 {
+			return
+		}
+		if attempt == 2 {
+			t.Errorf("%d activities waited 1 s or more to start with the deployment's dynamic config (partitions %v), "+
+				"in two measurements in a row; set matching.numTaskqueue{Read,Write}Partitions in %s (ADR 0002)",
+				stalls, partitions, deployDynamicConfig)
+			return
+		}
+		t.Logf("%d activities waited 1 s or more; measuring again on a fresh server", stalls)
+	}
+}
+
+// measureDispatch runs sessions and control activities through a dev
+// server started with the deployment's dynamic config and returns how many
+// activities waited 1 s or more to start, and the partition settings.
+func measureDispatch(t *testing.T) (int, map[string]int) {
+	t.Helper()
 	flags, partitions := deploymentFlags(t)
 	c := workertest.DevServer(t, flags...)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -179,10 +203,7 @@ func TestSessionQueuesDispatchPromptlyWithTheDeploymentsPartitions(t *testing.T)
 			t.Fatal(err)
 		}
 	}
-	if stalls > 0 {
-		t.Errorf("%d activities waited 1 s or more to start with the deployment's dynamic config (partitions %v); "+
-			"set matching.numTaskqueue{Read,Write}Partitions in %s (ADR 0002)", stalls, partitions, deployDynamicConfig)
-	}
+	return stalls, partitions
 }
 
 // The queues latencies are reported by.
