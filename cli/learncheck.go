@@ -68,6 +68,7 @@ type noSignalCheck struct {
 // cores.
 func learnCheckConfig() config.RunConfig {
 	cfg := config.Defaults()
+	cfg.Device = "cpu" // the recorded results are the CPU backend's, deterministic on any machine
 	cfg.Data.Path = "synthetic"
 	cfg.Data.SyntheticBars = 20000
 	cfg.Epochs = 12

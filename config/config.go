@@ -42,7 +42,11 @@ type RunConfig struct {
 	StepsPerEpoch int `json:"steps_per_epoch"`
 	// BatchSize is the number of transitions per gradient step. Default 256.
 	BatchSize int `json:"batch_size"`
-	// Device is "cpu", "cuda", "cuda:N" or "auto". Default "cpu".
+	// Device is "cpu", "cuda", "cuda:N" or "auto". Default "auto": the run
+	// trains on whatever device the worker's slot has (its GPU, or the CPU
+	// on a worker without one), so a run started with "{}" trains on any
+	// deployment; "cpu", "cuda" and "cuda:N" are refused by a worker of
+	// another kind.
 	Device string `json:"device"`
 	// Precision is "fp32", "bf16-mixed" or "bf16". Default "fp32".
 	Precision string `json:"precision"`
@@ -257,7 +261,7 @@ type BacktestConfig struct {
 func Defaults() RunConfig {
 	return RunConfig{
 		Seed: 1, Epochs: 20, StepsPerEpoch: 300, BatchSize: 256, ReadbackInterval: 100,
-		Device: "cpu", Precision: PrecisionFP32, BLAS: "auto",
+		Device: "auto", Precision: PrecisionFP32, BLAS: "auto",
 		Data:  DataConfig{Path: data.Default, TrainFraction: 0.7, TestFraction: 0.15, SyntheticBars: 20000, SyntheticPhi: 0.35},
 		Model: ModelConfig{Trunk1: 256, Trunk2: 256, Head: 128, Atoms: 51, VMin: -10, VMax: 10},
 		Env: EnvConfig{
