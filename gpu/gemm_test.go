@@ -13,18 +13,26 @@ import (
 	"github.com/dqnflow/dqnflow/gpu/cuda"
 )
 
-// testDevice opens CUDA device 0 or skips with the reason (a failure under
-// DQNFLOW_REQUIRE_GPU=1, as in the device script).
+// SkipWithoutGPU skips t, with err as the reason, when err says this
+// machine has no CUDA driver, device or NVRTC; with DQNFLOW_REQUIRE_GPU
+// set (the device script) or any other error it fails t. Shared by the
+// package's internal and external tests.
+func SkipWithoutGPU(t *testing.T, err error) {
+	t.Helper()
+	var ce *cuda.Error
+	noDev := errors.As(err, &ce) && (ce.Name == "CUDA_ERROR_NO_DEVICE" || ce.Name == "CUDA_ERROR_INVALID_DEVICE")
+	if os.Getenv("DQNFLOW_REQUIRE_GPU") == "" && (errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoNVRTC) || noDev) {
+		t.Skipf("no CUDA device here: %v", err)
+	}
+	t.Fatal(err)
+}
+
+// testDevice opens CUDA device 0 or skips with the reason.
 func testDevice(t *testing.T) *gpuDevice {
 	t.Helper()
 	d, err := openDevice(0)
 	if err != nil {
-		var ce *cuda.Error
-		noDev := errors.As(err, &ce) && (ce.Name == "CUDA_ERROR_NO_DEVICE" || ce.Name == "CUDA_ERROR_INVALID_DEVICE")
-		if os.Getenv("DQNFLOW_REQUIRE_GPU") == "" && (errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoNVRTC) || noDev) {
-			t.Skipf("no CUDA device here: %v", err)
-		}
-		t.Fatal(err)
+		SkipWithoutGPU(t, err)
 	}
 	return d
 }

@@ -2,13 +2,10 @@ package gpu_test
 
 import (
 	"context"
-	"errors"
-	"os"
 	"testing"
 
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/gpu"
-	"github.com/dqnflow/dqnflow/gpu/cuda"
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/trainer/cpu"
@@ -22,17 +19,9 @@ func backend(t *testing.T) *gpu.Backend {
 	t.Helper()
 	b, err := gpu.NewBackend(0)
 	if err != nil {
-		if os.Getenv("DQNFLOW_REQUIRE_GPU") == "" && (errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoNVRTC) || isNoDevice(err)) {
-			t.Skipf("no CUDA device here: %v", err)
-		}
-		t.Fatal(err)
+		gpu.SkipWithoutGPU(t, err)
 	}
 	return b
-}
-
-func isNoDevice(err error) bool {
-	var e *cuda.Error
-	return errors.As(err, &e) && (e.Name == "CUDA_ERROR_NO_DEVICE" || e.Name == "CUDA_ERROR_INVALID_DEVICE")
 }
 
 func TestConformanceFP32(t *testing.T) {

@@ -60,6 +60,8 @@ func kernelOptions(m config.ModelConfig, bf16 bool) []string {
 		fmt.Sprintf("-DCOLA0=%d", cols[1]),
 		fmt.Sprintf("-DCOLA1=%d", cols[2]),
 		fmt.Sprintf("-DCOLA2=%d", cols[3]),
+		fmt.Sprintf("-DLOSS_SPB=%d", lossSamplesPerBlock),
+		fmt.Sprintf("-DTREE_SPAN=%d", treeSpan),
 		fmt.Sprintf("-DOBS=%d", market.ObsDim),
 		fmt.Sprintf("-DNFEAT=%d", market.NumFeatures),
 		fmt.Sprintf("-DNAGENT=%d", market.NumAgentFeatures),

@@ -27,7 +27,8 @@ type stepPlan struct {
 	graph                   cuda.GraphExec
 }
 
-// lossSamplesPerBlock is LOSS_SPB of kernels/head.cu.
+// lossSamplesPerBlock is LOSS_SPB of kernels/head.cu (passed by
+// kernelOptions): samples per block of c51_loss, three warps each.
 const lossSamplesPerBlock = 2
 
 // sampleKeyWord is the index of SampleArgs.key among its 64-bit words.

@@ -168,7 +168,8 @@ func (r *devReplay) flush(c *cuda.Ctx, l *learner) error {
 	return c.Sync(l.stream)
 }
 
-// treeSpan is TREE_SPAN of kernels/replay.cu: leaves per tree_sub block.
+// treeSpan is TREE_SPAN of kernels/replay.cu (passed by kernelOptions):
+// leaves per tree_sub block.
 const treeSpan = 2048
 
 // treeLaunches recompute every inner node of the tree from the leaves (the

@@ -151,7 +151,7 @@ struct LossArgs {
 // every target atom adds its shares j = 0, 1, … with zeros for the others,
 // which leaves the sum's bits unchanged), and ∂/∂V and ℓ_i add the
 // branches in order 0, 1, 2: equal inputs give equal bits.
-#define LOSS_SPB 2
+// LOSS_SPB comes as a -D option (gpu/plan.go lossSamplesPerBlock).
 #define LOSS_WARPS (NBRANCH * LOSS_SPB)
 
 extern "C" __global__ void __launch_bounds__(32 * LOSS_WARPS) c51_loss(const LossArgs* pa, const StepState* st) {

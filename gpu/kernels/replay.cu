@@ -173,7 +173,7 @@ extern "C" __global__ void priority(const PrioArgs* pa, StepState* st) {
 // each, in shared memory; tree_top builds the nodes above their roots.
 // Every node is the sum of its two children, so the bits are those of any
 // order of updates.
-#define TREE_SPAN 2048
+// TREE_SPAN comes as a -D option (gpu/replay.go treeSpan).
 
 extern "C" __global__ void __launch_bounds__(1024) tree_sub(double* tree, long long base, const StepState* st) {
   if (st && st->abort) return;
