@@ -267,6 +267,9 @@ def table(d):
                      f"{' (' + mm['error'][:60] + ')' if 'error' in mm else ''}; "
                      f"copy {fmt(cp.get('gb_per_s'), '.0f')} GB/s"
                      f"{' (' + cp['error'][:60] + ')' if 'error' in cp else ''}")
+        for b, g in sorted(c.get("step_gemms", {}).get("batches", {}).items(), key=lambda x: int(x[0])):
+            lines.append(f"cuBLAS on the step's GEMM shapes, batch {b}: {fmt(g.get('ms'), '.3f')} ms "
+                         f"({fmt(g.get('gflop'), '.1f')} GFLOP, {fmt(g.get('tflops'), '.0f')} TFLOP/s)")
     else:
         lines.append("ceilings: not measured")
     ck = d.get("checks", {})
@@ -410,6 +413,7 @@ def run(args, rep):
     if not args.no_ceilings and dev.type == "cuda":
         rep.current = "ceilings"
         doc["ceilings"] = ceilings(torch, dev)
+        doc["ceilings"]["step_gemms"] = step_gemms(torch, dev, dqn, cfg, args.batch_list)
     if not args.no_checks:
         rep.current = "checks"
         doc["checks"] = checks(torch, dqn, cfg, dev, args)
@@ -520,6 +524,50 @@ def ceilings(torch, dev):
     torch.cuda.empty_cache()
     return out
 
+
+
+def step_gemms(torch, dev, dqn, cfg, batches):
+    """cuBLAS on the step's own GEMM shapes: the bound a backend that calls
+    cuBLAS once per matrix could reach on the GEMMs alone.
+
+    For each logical layer (in -> out) and batch n, the step multiplies:
+    forward, online at s and s' (2n rows) and target at s' (n rows);
+    backward (n rows), the weight gradient G^T.X (out x in, K = n) and,
+    except for the first layer, the input gradient G.W (n x in, K = out).
+    Each product is one torch.mm in bf16 (f32 accumulation, bf16 out), timed
+    alone after warm-up; the sum is the GEMM time of one step. FLOPs are
+    counted as dqnflow's GEMMFlops does (gpu/profile.go)."""
+    out = {"method": "one torch.mm (bf16, cuBLAS) per product of a step, each "
+                     "timed alone, median of 3 x 20 after 3 warm-ups, summed",
+           "batches": {}}
+    try:
+        layers = list(dqn.logical_layers(cfg))
+        for n in batches:
+            total_ms, flops, rows = 0.0, 0.0, []
+            for li, (name, i, o) in enumerate(layers):
+                prods = [("fwd_online", 2 * n, i, o), ("fwd_target", n, i, o), ("bwd_dW", o, n, i)]
+                if li > 0:
+                    prods.append(("bwd_dX", n, o, i))
+                for kind, m, k, nn in prods:
+                    a = torch.randn(m, k, device=dev, dtype=torch.bfloat16)
+                    b = torch.randn(k, nn, device=dev, dtype=torch.bfloat16)
+                    for _ in range(3):
+                        torch.mm(a, b)
+                    ms = statistics.median(time_ms(torch, lambda: torch.mm(a, b), 20)[0] / 20 for _ in range(3))
+                    f = 2.0 * m * k * nn
+                    total_ms += ms
+                    flops += f
+                    rows.append({"layer": name, "product": kind, "m": m, "k": k, "n": nn,
+                                 "us": round(ms * 1e3, 2), "tflops": round(f / (ms * 1e-3) / 1e12, 1)})
+            out["batches"][str(n)] = {"ms": round(total_ms, 4), "gflop": round(flops / 1e9, 3),
+                                      "tflops": round(flops / (total_ms * 1e-3) / 1e12, 1),
+                                      "products": rows}
+            sys.stderr.write(f"bench: cuBLAS on the step's GEMM shapes, batch {n}: {total_ms:.3f} ms, "
+                             f"{flops / (total_ms * 1e-3) / 1e12:.0f} TFLOP/s\n")
+    except Exception as e:
+        out["error"] = short_error(e)
+    torch.cuda.empty_cache()
+    return out
 
 def checks(torch, dqn, cfg, dev, args):
     """Cheap numerical self-checks of the reference (fp32)."""
