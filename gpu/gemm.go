@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/dqnflow/dqnflow/gpu/cuda"
 	"github.com/dqnflow/dqnflow/market"
@@ -48,9 +49,24 @@ type gemmShape struct {
 // gemmShapes are the shapes of kernels/gemm.cu in the given mode; shared
 // memory is GSTAGES·(tile A + tile B) bf16 in bf16 mode (k tiles of 32,
 // 64 for the 128×128 shape), static in fp32.
-func gemmShapes(bf16 bool) []gemmShape {
+func gemmShapes(bf16 bool) []gemmShape { return gemmShapesOf(bf16, gemmVariant) }
+
+// gemmVariant picks the large tiles' kernels: "" (gemm128, gemm128x64),
+// "p" (gemm128p, gemm128x64o) or "o" (gemm128o, gemm128x64o), the
+// occupancy variants of kernels/gemm.cu. DQNFLOW_GEMM_VARIANT sets it for
+// the benchmark that compares them (tools/device/visit.sh, part gemm).
+var gemmVariant = os.Getenv("DQNFLOW_GEMM_VARIANT")
+
+func gemmShapesOf(bf16 bool, variant string) []gemmShape {
+	big, narrow, bk := "gemm128", "gemm128x64", 64
+	switch variant {
+	case "p":
+		big, narrow = "gemm128p", "gemm128x64o"
+	case "o":
+		big, narrow, bk = "gemm128o", "gemm128x64o", 32
+	}
 	if !bf16 {
-		return []gemmShape{{"gemm64", 64, 64, 256, 0}, {"gemm128", 128, 128, 256, 0}, {"gemm128x64", 128, 64, 256, 0}}
+		return []gemmShape{{"gemm64", 64, 64, 256, 0}, {big, 128, 128, 256, 0}, {narrow, 128, 64, 256, 0}}
 	}
 	stages := func(bm, bn, bk int) int {
 		elems := func(r int) int { return max(r*(bk+8), bk*(r+8)) }
@@ -58,10 +74,13 @@ func gemmShapes(bf16 bool) []gemmShape {
 	}
 	return []gemmShape{
 		{"gemm64", 64, 64, 128, stages(64, 64, 32)},
-		{"gemm128", 128, 128, 256, stages(128, 128, 64)},
-		{"gemm128x64", 128, 64, 128, stages(128, 64, 32)},
+		{big, 128, 128, 256, stages(128, 128, bk)},
+		{narrow, 128, 64, 128, stages(128, 64, 32)},
 	}
 }
+
+// gemmVariants are the values gemmVariant may take.
+var gemmVariants = []string{"", "p", "o"}
 
 // fillBlocks is the number of blocks at which a launch keeps every SM of
 // an H200 busy for two waves; a launch with fewer takes the shape that

@@ -23,7 +23,7 @@ var kernelFiles = []string{"common.cu", "gemm.cu", "head.cu", "optim.cu", "repla
 // resolves each once (device pointers and functions are resolved once, never
 // per step).
 var kernelNames = []string{
-	"gemm64", "gemm128", "gemm128x64", "head_infer", "c51_loss", "bias_partial", "grad_reduce", "grad_norm", "adamw",
+	"gemm64", "gemm128", "gemm128x64", "gemm128p", "gemm128o", "gemm128x64o", "head_infer", "c51_loss", "bias_partial", "grad_reduce", "grad_norm", "adamw",
 	"spectral", "refresh", "ema", "cast_rows", "sample", "insert", "tree_sub", "tree_top", "priority",
 }
 

@@ -105,10 +105,12 @@ func (d *gpuDevice) module(c *cuda.Ctx, m config.ModelConfig, bf16 bool) (*kerne
 		}
 		k.fn[name] = f
 	}
-	for _, sh := range gemmShapes(bf16) {
-		if sh.shared > 48<<10 {
-			if err := c.SetMaxDynamicShared(k.fn[sh.name], sh.shared); err != nil {
-				return nil, fmt.Errorf("%s: %w", sh.name, err)
+	for _, v := range gemmVariants {
+		for _, sh := range gemmShapesOf(bf16, v) {
+			if sh.shared > 48<<10 {
+				if err := c.SetMaxDynamicShared(k.fn[sh.name], sh.shared); err != nil {
+					return nil, fmt.Errorf("%s: %w", sh.name, err)
+				}
 			}
 		}
 	}

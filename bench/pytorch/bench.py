@@ -534,40 +534,65 @@ def step_gemms(torch, dev, dqn, cfg, batches):
     forward, online at s and s' (2n rows) and target at s' (n rows);
     backward (n rows), the weight gradient G^T.X (out x in, K = n) and,
     except for the first layer, the input gradient G.W (n x in, K = out).
-    Each product is one torch.mm in bf16 (f32 accumulation, bf16 out), timed
-    alone after warm-up; the sum is the GEMM time of one step. FLOPs are
-    counted as dqnflow's GEMMFlops does (gpu/profile.go)."""
-    out = {"method": "one torch.mm (bf16, cuBLAS) per product of a step, each "
-                     "timed alone, median of 3 x 20 after 3 warm-ups, summed",
+    Each product is one torch.mm in bf16 (cuBLAS, f32 accumulation, bf16
+    out). All the products of a step are captured in one CUDA graph, so the
+    time is the GPU's and not the host's launch rate; each product is also
+    timed alone (20 copies in a graph). FLOPs are counted as dqnflow's
+    GEMMFlops does (gpu/profile.go)."""
+    out = {"method": "one torch.mm (bf16, cuBLAS) per product of a step, captured in one CUDA graph; "
+                     "median of 5 replays x 10 after warm-up; per product: 20 copies in a graph",
            "batches": {}}
     try:
         layers = list(dqn.logical_layers(cfg))
         for n in batches:
-            total_ms, flops, rows = 0.0, 0.0, []
+            prods = []
             for li, (name, i, o) in enumerate(layers):
-                prods = [("fwd_online", 2 * n, i, o), ("fwd_target", n, i, o), ("bwd_dW", o, n, i)]
+                shapes = [("fwd_online", 2 * n, i, o), ("fwd_target", n, i, o), ("bwd_dW", o, n, i)]
                 if li > 0:
-                    prods.append(("bwd_dX", n, o, i))
-                for kind, m, k, nn in prods:
+                    shapes.append(("bwd_dX", n, o, i))
+                for kind, m, k, nn in shapes:
                     a = torch.randn(m, k, device=dev, dtype=torch.bfloat16)
                     b = torch.randn(k, nn, device=dev, dtype=torch.bfloat16)
+                    prods.append((name, kind, m, k, nn, a, b, torch.empty(m, nn, device=dev, dtype=torch.bfloat16)))
+
+            def graph_of(fns):
+                side = torch.cuda.Stream()
+                side.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(side):
                     for _ in range(3):
-                        torch.mm(a, b)
-                    ms = statistics.median(time_ms(torch, lambda: torch.mm(a, b), 20)[0] / 20 for _ in range(3))
-                    f = 2.0 * m * k * nn
-                    total_ms += ms
-                    flops += f
-                    rows.append({"layer": name, "product": kind, "m": m, "k": k, "n": nn,
-                                 "us": round(ms * 1e3, 2), "tflops": round(f / (ms * 1e-3) / 1e12, 1)})
+                        for f in fns:
+                            f()
+                torch.cuda.current_stream().wait_stream(side)
+                g = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(g):
+                    for f in fns:
+                        f()
+                return g
+
+            def replay_ms(g, reps):
+                g.replay()
+                return statistics.median([time_ms(torch, g.replay, reps)[0] / reps for _ in range(5)])
+
+            fns = [(lambda a=a, b=b, c=c: torch.mm(a, b, out=c)) for (_, _, _, _, _, a, b, c) in prods]
+            total_ms = replay_ms(graph_of(fns), 10)
+            rows, flops = [], 0.0
+            for (name, kind, m, k, nn, a, b, c), f in zip(prods, fns):
+                ms = replay_ms(graph_of([f] * 20), 3) / 20
+                fl = 2.0 * m * k * nn
+                flops += fl
+                rows.append({"layer": name, "product": kind, "m": m, "k": k, "n": nn,
+                             "us": round(ms * 1e3, 2), "tflops": round(fl / (ms * 1e-3) / 1e12, 1)})
             out["batches"][str(n)] = {"ms": round(total_ms, 4), "gflop": round(flops / 1e9, 3),
                                       "tflops": round(flops / (total_ms * 1e-3) / 1e12, 1),
                                       "products": rows}
             sys.stderr.write(f"bench: cuBLAS on the step's GEMM shapes, batch {n}: {total_ms:.3f} ms, "
                              f"{flops / (total_ms * 1e-3) / 1e12:.0f} TFLOP/s\n")
+            prods = fns = None
     except Exception as e:
         out["error"] = short_error(e)
     torch.cuda.empty_cache()
     return out
+
 
 def checks(torch, dqn, cfg, dev, args):
     """Cheap numerical self-checks of the reference (fp32)."""

@@ -394,6 +394,19 @@ extern "C" __global__ void __launch_bounds__(256) gemm128(const GemmJob* jobs, i
 extern "C" __global__ void __launch_bounds__(128) gemm128x64(const GemmJob* jobs, int njobs, const StepState* st) {
   gemmMma<128, 64, 2, 2, 32>(jobs, njobs, st);
 }
+// Occupancy variants (gpu/gemm.go gemmVariant): at most 128 registers per
+// thread, so that two blocks of 256 threads (four of 128) share an SM;
+// gemm128p keeps k tiles of 64 (2 × 110 KB of shared memory), gemm128o
+// takes k tiles of 32.
+extern "C" __global__ void __launch_bounds__(256, 2) gemm128p(const GemmJob* jobs, int njobs, const StepState* st) {
+  gemmMma<128, 128, 2, 4, 64>(jobs, njobs, st);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) gemm128o(const GemmJob* jobs, int njobs, const StepState* st) {
+  gemmMma<128, 128, 2, 4, 32>(jobs, njobs, st);
+}
+extern "C" __global__ void __launch_bounds__(128, 4) gemm128x64o(const GemmJob* jobs, int njobs, const StepState* st) {
+  gemmMma<128, 64, 2, 2, 32>(jobs, njobs, st);
+}
 #else
 // float32: 256 threads as 16×16, each (BM/16)×(BN/16) outputs (rows and
 // columns by simtIdx); k tiles of 16 held in shared memory as [k][m] and
@@ -564,6 +577,16 @@ extern "C" __global__ void __launch_bounds__(256) gemm128(const GemmJob* jobs, i
   gemmSimt<128, 128>(jobs, njobs, st);
 }
 extern "C" __global__ void __launch_bounds__(256) gemm128x64(const GemmJob* jobs, int njobs, const StepState* st) {
+  gemmSimt<128, 64>(jobs, njobs, st);
+}
+// The occupancy variants' names run the same float32 kernels.
+extern "C" __global__ void __launch_bounds__(256) gemm128p(const GemmJob* jobs, int njobs, const StepState* st) {
+  gemmSimt<128, 128>(jobs, njobs, st);
+}
+extern "C" __global__ void __launch_bounds__(256) gemm128o(const GemmJob* jobs, int njobs, const StepState* st) {
+  gemmSimt<128, 128>(jobs, njobs, st);
+}
+extern "C" __global__ void __launch_bounds__(256) gemm128x64o(const GemmJob* jobs, int njobs, const StepState* st) {
   gemmSimt<128, 64>(jobs, njobs, st);
 }
 #endif

@@ -6,7 +6,8 @@
 # PARTS is a comma-separated list of: tests (binding, GPU, device-slot and
 # real-activity workflow tests), bench (our benchmarks), pytorch (the
 # PyTorch reference), cpu (the CPU backend against PyTorch on 2 cores), ncu
-# (hardware counters of the step's kernels), sanitize (compute-sanitizer).
+# (hardware counters of the step's kernels), sanitize (compute-sanitizer),
+# gemm (the GEMM occupancy variants side by side).
 # quick = tests,bench (the default); full = all of them, which takes longer
 # than one device call allows: split it, e.g. tests,bench,pytorch then
 # cpu,ncu,sanitize.
@@ -68,6 +69,16 @@ has bench && for p in bf16-mixed fp32; do
   done
 done
 
+# The GEMM occupancy variants (gpu/gemm.go gemmVariant) side by side.
+has gemm && for v in base p o; do
+  for b in 256 4096 16384; do
+    vv=$v; [ $v = base ] && vv=
+    step "gemm-$v-$b" 60 env DQNFLOW_GEMM_VARIANT=$vv bin/gputest/dqnflow bench --device cuda --precision bf16-mixed --batch "$b" --steps 300 --json --profile
+    echo -n "gemm variant $v batch $b: " >>"$OUT/summary.txt"
+    grep -E '"(ms_per_step|gemm_tflop_s)"' "$LOGS/gemm-$v-$b.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
+  done
+done
+
 if has pytorch && [ -f bench/pytorch/bench.py ]; then
   step pytorch 240 python3 bench/pytorch/bench.py --out "$LOGS/pytorch.json" --budget-s 210
   tail -25 "$LOGS/pytorch.log" >>"$OUT/summary.txt"
@@ -85,7 +96,8 @@ if has ncu; then
   if [ -n "$NCU" ]; then
     # Hardware counters of the step's kernels at batch 16384 (gemm128*: the
     # collector's small inference GEMMs are gemm64, left out).
-    step ncu 150 "$NCU" --clock-control none --section SpeedOfLight --section Occupancy \
+    step ncu 200 "$NCU" --clock-control none --section SpeedOfLight --section Occupancy --section LaunchStats \
+      --section WarpStateStats --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
       -k 'regex:^(gemm128|c51_loss|bias_partial|grad_|adamw|spectral|sample|priority|tree_)' -c 20 \
       bin/gputest/dqnflow bench --device cuda --precision bf16-mixed --batch 16384 --steps 2 --json
     grep -E "^  [a-z_0-9]+.*\(|Duration|Compute \(SM\) Throughput|Memory Throughput|Achieved Occupancy|Registers Per|Theoretical Occupancy" "$LOGS/ncu.log" | head -200 >"$LOGS/ncu-summary.txt"
