@@ -51,19 +51,23 @@ type gemmShape struct {
 // 64 for the 128×128 shape), static in fp32.
 func gemmShapes(bf16 bool) []gemmShape { return gemmShapesOf(bf16, gemmVariant) }
 
-// gemmVariant picks the large tiles' kernels: "" (gemm128, gemm128x64),
-// "p" (gemm128p, gemm128x64o) or "o" (gemm128o, gemm128x64o), the
-// occupancy variants of kernels/gemm.cu. DQNFLOW_GEMM_VARIANT sets it for
-// the benchmark that compares them (tools/device/visit.sh, part gemm).
+// gemmVariant picks the large tiles' kernels: "o" (gemm128o, gemm128x64o:
+// at most 128 registers, two 256-thread blocks per SM, k tiles of 32; the
+// default), "p" (gemm128p, gemm128x64o: the same with k tiles of 64) or
+// "base" (gemm128, gemm128x64: 174 registers, one block per SM). Measured
+// on an H200 at batch 16384 (docs/perf/gpu-2026-12-01.md): 0.930, 0.936
+// and 1.062 ms per step. DQNFLOW_GEMM_VARIANT sets it for the benchmark
+// that compares them (tools/device/visit.sh, part gemm); an unknown value
+// is refused when the kernels load.
 var gemmVariant = os.Getenv("DQNFLOW_GEMM_VARIANT")
 
 func gemmShapesOf(bf16 bool, variant string) []gemmShape {
-	big, narrow, bk := "gemm128", "gemm128x64", 64
+	big, narrow, bk := "gemm128o", "gemm128x64o", 32
 	switch variant {
 	case "p":
-		big, narrow = "gemm128p", "gemm128x64o"
-	case "o":
-		big, narrow, bk = "gemm128o", "gemm128x64o", 32
+		big, bk = "gemm128p", 64
+	case "base":
+		big, narrow, bk = "gemm128", "gemm128x64", 64
 	}
 	if !bf16 {
 		return []gemmShape{{"gemm64", 64, 64, 256, 0}, {big, 128, 128, 256, 0}, {narrow, 128, 64, 256, 0}}
@@ -80,7 +84,7 @@ func gemmShapesOf(bf16 bool, variant string) []gemmShape {
 }
 
 // gemmVariants are the values gemmVariant may take.
-var gemmVariants = []string{"", "p", "o"}
+var gemmVariants = []string{"", "o", "p", "base"}
 
 // fillBlocks is the number of blocks at which a launch keeps every SM of
 // an H200 busy for two waves; a launch with fewer takes the shape that

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/dqnflow/dqnflow/config"
@@ -104,6 +105,9 @@ func (d *gpuDevice) module(c *cuda.Ctx, m config.ModelConfig, bf16 bool) (*kerne
 			return nil, err
 		}
 		k.fn[name] = f
+	}
+	if !slices.Contains(gemmVariants, gemmVariant) {
+		return nil, fmt.Errorf("DQNFLOW_GEMM_VARIANT %q: must be one of o (the default), p or base", gemmVariant)
 	}
 	for _, v := range gemmVariants {
 		for _, sh := range gemmShapesOf(bf16, v) {

@@ -72,8 +72,7 @@ done
 # The GEMM occupancy variants (gpu/gemm.go gemmVariant) side by side.
 has gemm && for v in base p o; do
   for b in 256 4096 16384; do
-    vv=$v; [ $v = base ] && vv=
-    step "gemm-$v-$b" 60 env DQNFLOW_GEMM_VARIANT=$vv bin/gputest/dqnflow bench --device cuda --precision bf16-mixed --batch "$b" --steps 300 --json --profile
+    step "gemm-$v-$b" 60 env DQNFLOW_GEMM_VARIANT=$v bin/gputest/dqnflow bench --device cuda --precision bf16-mixed --batch "$b" --steps 300 --json --profile
     echo -n "gemm variant $v batch $b: " >>"$OUT/summary.txt"
     grep -E '"(ms_per_step|gemm_tflop_s)"' "$LOGS/gemm-$v-$b.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
   done
