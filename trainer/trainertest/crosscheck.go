@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dqnflow/dqnflow/bf16"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/trainer/model"
@@ -148,6 +149,10 @@ func CrossCheck(t *testing.T, ref, got StepLearner, cfg config.RunConfig, tol To
 // reports, as the quantity "argmax", the fraction of samples where got's
 // online Q picks another action.
 //
+// In precision bf16 every state loaded into both learners is first
+// rounded to bfloat16, the values bf16 storage holds, so the round trip
+// of step 1 stays exact.
+//
 // An error is returned when a learner fails a call or returns a slice of
 // the wrong length; errors beyond tolerance are in the report.
 func Compare(ref, got StepLearner, cfg config.RunConfig, tol Tolerances) (*Report, error) {
@@ -161,6 +166,11 @@ func Compare(ref, got StepLearner, cfg config.RunConfig, tol Tolerances) (*Repor
 	}
 	rng := rand.New(rand.NewPCG(CrossCheckSeed, 1))
 	base := randomState(rng, m)
+	if cfg.Precision == config.PrecisionBF16 {
+		// bf16 storage holds bf16 values only: the round trip is exact
+		// for a state of bf16 values.
+		roundState(base)
+	}
 	rep := &Report{}
 
 	// 1. Round trip.
@@ -249,6 +259,9 @@ func Compare(ref, got StepLearner, cfg config.RunConfig, tol Tolerances) (*Repor
 	if o.SpectralBound > 0 {
 		scaleSpectral(calm, m, func(sigma float64) float64 { return math.Min(1, o.SpectralBound/(2*sigma)) })
 	}
+	if cfg.Precision == config.PrecisionBF16 {
+		roundState(calm)
+	}
 	rs, gs, err := stepBoth(ref, got, m, calm, b, rep, tol)
 	if err != nil {
 		return nil, err
@@ -264,6 +277,9 @@ func Compare(ref, got StepLearner, cfg config.RunConfig, tol Tolerances) (*Repor
 	if o.SpectralBound > 0 {
 		hot := base.Clone()
 		scaleSpectral(hot, m, func(sigma float64) float64 { return 3 * o.SpectralBound / sigma })
+		if cfg.Precision == config.PrecisionBF16 {
+			roundState(hot)
+		}
 		rs, gs, err := stepBoth(ref, got, m, hot, b, nil, tol)
 		if err != nil {
 			return nil, err
@@ -454,6 +470,16 @@ func randomState(rng *rand.Rand, m config.ModelConfig) *model.State {
 	}
 	s.U = model.InitSpectral(m, rng.Uint64())
 	return s
+}
+
+// roundState rounds every value of s to the nearest bfloat16.
+func roundState(s *model.State) {
+	for _, x := range [][]float32{s.Online, s.Target, s.AdamM, s.AdamV} {
+		bf16.RoundSlice(x)
+	}
+	for _, u := range s.U {
+		bf16.RoundSlice(u)
+	}
 }
 
 // scaleSpectral multiplies each weight matrix of s.Online by
