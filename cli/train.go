@@ -136,6 +136,9 @@ func trainLocal(ctx context.Context, e *env, cfg config.RunConfig, out, runID st
 	info := res.Info
 	fmt.Fprintf(e.stderr, "trainer: %s on %s, precision %s (storage %s, compute %s), %d parameters\n",
 		info.Backend, info.Device, info.Precision, info.StorageDType, info.ComputeDType, info.Parameters)
+	if w := precisionWarning(cfg); w != "" {
+		fmt.Fprintln(e.stderr, w)
+	}
 	if runID == "" {
 		runID = newRunID("local")
 	}

@@ -6,7 +6,9 @@
 # PARTS is a comma-separated list of: tests (binding, GPU, device-slot and
 # real-activity workflow tests), bench (our benchmarks), pytorch (the
 # PyTorch reference), cpu (the CPU backend against PyTorch on 2 cores), ncu
-# (hardware counters of the step's kernels), sanitize (compute-sanitizer).
+# (hardware counters of the step's kernels), sanitize (compute-sanitizer),
+# parity (50 epochs in fp32, bf16-mixed, bf16 and bf16 with stochastic
+# rounding against fp32; parity.json and learning-curves.png come back).
 # quick = tests,bench (the default); full = all of them, which takes longer
 # than one device call allows: split it, e.g. tests,bench,pytorch then
 # cpu,ncu,sanitize.
@@ -16,7 +18,7 @@ set -u
 MODE=${1:-quick}
 case $MODE in
   quick) MODE=tests,bench ;;
-  full) MODE=tests,bench,pytorch,cpu,ncu,sanitize ;;
+  full) MODE=tests,bench,pytorch,cpu,ncu,sanitize,parity ;;
 esac
 has() { [[ ",$MODE," == *",$1,"* ]]; }
 OUT=${OUT:-/tmp/visit-out}
@@ -67,6 +69,14 @@ has bench && for p in bf16-mixed fp32; do
     grep -E '"(ms_per_step|ms_per_300_step_epoch|train_steps_per_s|gemm_tflop_s)"' "$LOGS/bench-$p-$b.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
   done
 done
+
+if has parity; then
+  # Convergence parity (issue 8 §5): same seed, data and config in each
+  # mode, 50 epochs each; exit 1 means a mode does not hold parity.
+  step parity 560 bin/gputest/dqnflow parity --device cuda --epochs 50 --out "$LOGS/parity"
+  grep -vE "^parity .*: epoch " "$LOGS/parity.log" | tail -30 >>"$OUT/summary.txt"
+  cp "$LOGS/parity/parity.json" "$LOGS/parity/learning-curves.png" "$OUT/" 2>/dev/null
+fi
 
 if has pytorch && [ -f bench/pytorch/bench.py ]; then
   step pytorch 240 python3 bench/pytorch/bench.py --out "$LOGS/pytorch.json" --budget-s 210
