@@ -62,7 +62,7 @@ if has tests; then
   done
 fi
 
-has bench && for p in bf16-mixed fp32; do
+has bench && for p in bf16-mixed fp32 bf16; do
   for b in 256 4096 16384; do
     prof=""; [ "$b" = 256 ] || [ "$b" = 16384 ] && prof="--profile"
     step "bench-$p-$b" 90 bin/gputest/dqnflow bench --device cuda --precision "$p" --batch "$b" --steps 300 --json $prof
