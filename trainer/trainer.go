@@ -28,7 +28,7 @@ type Info struct {
 	// moments and gradients; "f32" in fp32 and bf16-mixed (float32
 	// masters), "bf16" in bf16. With stochastic rounding of the weight
 	// update it reads "bf16 (stochastic rounding)".
-	StateDType string `json:"state_dtype,omitempty"`
+	StateDType   string `json:"state_dtype,omitempty"`
 	ComputeDType string `json:"compute_dtype"` // GEMM accumulation: "f32"
 	Parameters   int    `json:"parameters"`    // trainable parameters of the online network
 	// BLAS is the matrix library the CPU backend's GEMMs run on, with its

@@ -275,9 +275,6 @@ func (l *Learner) ensure(rows int) {
 	for len(l.scr) < l.workers() {
 		l.scr = append(l.scr, newScratch(l.online.model.Atoms, model.NumActions))
 	}
-	for len(l.stag) < l.workers() {
-		l.stag = append(l.stag, stagnation{})
-	}
 }
 
 // workers is the number of goroutines of the step's per-sample and
@@ -347,6 +344,9 @@ func (l *Learner) Step(b *model.Batch) (StepResult, error) {
 // applyAdamW runs AdamW step l.step on every layer, with weight decay on
 // the weight matrices and none on the biases.
 func (l *Learner) applyAdamW() {
+	for len(l.stag) < l.workers() {
+		l.stag = append(l.stag, stagnation{})
+	}
 	parallel(l.workers(), l.workers(), l.adamFn)
 }
 
