@@ -303,3 +303,27 @@ func TestBF16ToleranceAbsorbsAnotherSummationOrder(t *testing.T) {
 		t.Errorf("AdamW updates within %.3g everywhere: BF16Tolerances need not widen Adam to %g", worst, trainertest.BF16Tolerances.Adam)
 	}
 }
+
+// TestCrossCheckSeesStateNotStoredAsBF16: a learner that keeps float32
+// masters (bf16-mixed) compared as a bf16 backend fails the "bf16 values"
+// checks of its gradient and state, so a GPU that forgot a rounding
+// cannot pass as bf16.
+func TestCrossCheckSeesStateNotStoredAsBF16(t *testing.T) {
+	cfg := trainertest.SmallConfig()
+	cfg.Precision = config.PrecisionBF16
+	rep, err := trainertest.Compare(stepLearner(t, cfg, config.PrecisionBF16), stepLearner(t, cfg, config.PrecisionBF16Mixed), cfg, trainertest.BF16Tolerances)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := map[string]bool{}
+	for _, c := range rep.Failures() {
+		if c.Quantity == "bf16 values" {
+			failed[c.Block] = true
+		}
+	}
+	for _, b := range []string{"gradient", "online after step", "adam.m after step", "adam.v after step"} {
+		if !failed[b] {
+			t.Errorf("bf16-mixed passed the bf16 check of %s:\n%s", b, rep)
+		}
+	}
+}
