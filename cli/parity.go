@@ -111,7 +111,7 @@ type parityCheck struct {
 	Metric    string  `json:"metric"`
 	Value     float64 `json:"value"`
 	Reference float64 `json:"reference"` // fp32's
-	RelDiff   float64 `json:"rel_diff"`  // |value − reference| / |reference|
+	RelDiff   float64 `json:"rel_diff"`  // |value − reference| / max(|reference|, 1e-12)
 	Limit     float64 `json:"limit"`
 	Pass      bool    `json:"pass"`
 }
@@ -348,17 +348,10 @@ func parityChecks(runs []parityRun) ([]parityCheck, map[string]bool) {
 	return checks, holds
 }
 
-// relDiff is |got − want|/|want|, and +Inf when want is 0 and got is not
-// (no relative bound can hold around 0).
+// relDiff is |got − want| / max(|want|, 10⁻¹²): relative, and huge but
+// finite (JSON has no Inf) when fp32's value is 0 and got's is not.
 func relDiff(got, want float64) float64 {
-	d := math.Abs(got - want)
-	if want == 0 {
-		if d == 0 {
-			return 0
-		}
-		return math.Inf(1)
-	}
-	return d / math.Abs(want)
+	return math.Abs(got-want) / math.Max(math.Abs(want), 1e-12)
 }
 
 // parityFigure is the failed checks of mode as a short text, e.g.
