@@ -6,12 +6,13 @@
 # PARTS is a comma-separated list of: tests (binding, GPU, device-slot and
 # real-activity workflow tests), bench (our benchmarks), pytorch (the
 # PyTorch reference), cpu (the CPU backend against PyTorch on 2 cores), ncu
-# (hardware counters of the step's kernels), sanitize (compute-sanitizer),
-# parity (50 epochs in fp32, bf16-mixed, bf16 and bf16 with stochastic
-# rounding against fp32; parity.json and learning-curves.png come back).
+# (hardware counters of the step's kernels), sanitize (compute-sanitizer).
 # quick = tests,bench (the default); full = all of them, which takes longer
 # than one device call allows: split it, e.g. tests,bench,pytorch then
 # cpu,ncu,sanitize.
+# Part parity (in full) trains 50 epochs in fp32, bf16-mixed, bf16 and bf16
+# with stochastic rounding and compares each with fp32 (dqnflow parity;
+# parity.json and learning-curves.png come back beside summary.txt).
 # $OUT receives summary.txt and logs.tgz (every log); the device tool
 # returns at most 8 files, so the logs travel as one archive.
 set -u
@@ -70,14 +71,6 @@ has bench && for p in bf16-mixed fp32 bf16; do
   done
 done
 
-if has parity; then
-  # Convergence parity (issue 8 §5): same seed, data and config in each
-  # mode, 50 epochs each; exit 1 means a mode does not hold parity.
-  step parity 560 bin/gputest/dqnflow parity --device cuda --epochs 50 --out "$LOGS/parity"
-  grep -vE "^parity .*: epoch " "$LOGS/parity.log" | tail -30 >>"$OUT/summary.txt"
-  cp "$LOGS/parity/parity.json" "$LOGS/parity/learning-curves.png" "$OUT/" 2>/dev/null
-fi
-
 if has pytorch && [ -f bench/pytorch/bench.py ]; then
   step pytorch 240 python3 bench/pytorch/bench.py --out "$LOGS/pytorch.json" --budget-s 210
   tail -25 "$LOGS/pytorch.log" >>"$OUT/summary.txt"
@@ -116,4 +109,12 @@ if has sanitize; then
   else
     log "compute-sanitizer: not on this machine"
   fi
+fi
+
+if has parity; then
+  # Convergence parity (issue 8 §5): same seed, data and config in each
+  # mode, 50 epochs each; exit 1 means a mode does not hold parity.
+  step parity 560 bin/gputest/dqnflow parity --device cuda --epochs 50 --out "$LOGS/parity"
+  grep -vE "^parity .*: epoch " "$LOGS/parity.log" | tail -30 >>"$OUT/summary.txt"
+  cp "$LOGS/parity/parity.json" "$LOGS/parity/learning-curves.png" "$OUT/" 2>/dev/null
 fi
