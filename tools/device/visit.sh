@@ -57,7 +57,7 @@ if has tests; then
   # with one checkpoint restore (SDK test environment, in-memory store).
   step devices 120 bin/gputest/backend.test -test.run 'TestEveryGPUIsADeviceOfItsOwn' -test.v -test.count=1
   grep -E "^(---|    devices_test)" "$LOGS/devices.log" | head -12 >>"$OUT/summary.txt"
-  for p in fp32 bf16-mixed; do
+  for p in fp32 bf16-mixed bf16; do
     step "workflow-$p" 300 env DQNFLOW_TEST_DEVICE=cuda DQNFLOW_TEST_PRECISION=$p bin/gputest/workflows.test -test.run 'TestTrainingRunOnRealActivitiesResumesBitIdentically' -test.v -test.count=1
     grep -E "^(---|    realactivities)" "$LOGS/workflow-$p.log" | head -8 >>"$OUT/summary.txt"
   done
