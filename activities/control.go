@@ -122,6 +122,12 @@ func (c *Control) RecordEpoch(ctx context.Context, in RecordEpochInput) (RecordE
 	if q := in.Train.MeanQ; q != nil && !math.IsNaN(*q) && !math.IsInf(*q, 0) {
 		m.Metrics["mean_q"] = *q
 	}
+	if g := in.Train.GradNormMax; g > 0 && !math.IsInf(g, 0) {
+		m.Metrics["grad_norm_max"] = g
+	}
+	if s := in.Train.Stagnation; s != nil && !math.IsNaN(*s) {
+		m.Metrics["stagnation"] = *s
+	}
 	err := c.Store.RecordEpoch(ctx, in.RunID, in.Epoch, m)
 	return RecordEpochOutput{}, classify(fmt.Sprintf("record epoch %d of run %s", in.Epoch, in.RunID), err)
 }

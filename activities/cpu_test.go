@@ -64,13 +64,12 @@ func TestCPURunRestoredOnAnotherWorkerIsBitIdentical(t *testing.T) {
 }
 
 // TestConfigTheBackendCannotRunIsFatal: a run asking the CPU backend for a
-// CUDA device or the bf16 storage mode ends with a non-retryable
-// InvalidConfig error that names the problem, instead of recovering forever
-// or running something else.
+// CUDA device ends with a non-retryable InvalidConfig error that names the
+// problem, instead of recovering forever or running something else.
 func TestConfigTheBackendCannotRunIsFatal(t *testing.T) {
 	for _, c := range []struct{ device, precision, want string }{
 		{"cuda:0", config.PrecisionFP32, `device "cuda:0"`},
-		{"cpu", config.PrecisionBF16, "precision"},
+		{"cuda", config.PrecisionBF16, `device "cuda"`},
 	} {
 		cfg := tinyCPUConfig()
 		cfg.Device, cfg.Precision = c.device, c.precision

@@ -239,3 +239,94 @@ func TestRoundSlice(t *testing.T) {
 		}
 	}
 }
+
+// TestStochasticRoundingIsUnbiased: over all 2¹⁶ values of the random
+// bits, the results of FromFloat32Stochastic average to f exactly (in
+// float64), each result is one of f's two bfloat16 neighbours, and the
+// share rounded away from zero is the dropped fraction.
+func TestStochasticRoundingIsUnbiased(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	cases := []float32{1 + 1.0/1024, -3.14159, 1e-30, -7e20, 0.1, 2.5e-41, 3.3e38}
+	for range 50 {
+		cases = append(cases, math.Float32frombits(rng.Uint32()&0x7f7fffff|rng.Uint32()&0x80000000))
+	}
+	for _, f := range cases {
+		u := math.Float32bits(f)
+		lo, hi := BF16(u>>16), BF16(u>>16+1)
+		var sum float64
+		up := 0
+		for r := range uint32(1 << 16) {
+			b := FromFloat32Stochastic(f, r|0xabcd0000) // high bits are ignored
+			switch b {
+			case lo:
+			case hi:
+				up++
+			default:
+				t.Fatalf("%g with bits %#x rounded to %#04x, not a neighbour %#04x or %#04x", f, r, b, lo, hi)
+			}
+			sum += float64(b.Float32())
+		}
+		if hi&0x7fff == 0x7f80 { // rounding up overflows: the mean is Inf
+			continue
+		}
+		if mean := sum / (1 << 16); mean != float64(f) {
+			t.Errorf("%g: mean of the stochastic roundings %.17g, want %.17g", f, mean, float64(f))
+		}
+		if want := int(u & 0xffff); up != want {
+			t.Errorf("%g: rounded away from zero %d times in 2¹⁶, want %d", f, up, want)
+		}
+	}
+}
+
+// TestStochasticRoundingKeepsExactAndSpecialValues: a bfloat16 value, ±0,
+// ±Inf and NaN come back unchanged whatever the random bits.
+func TestStochasticRoundingKeepsExactAndSpecialValues(t *testing.T) {
+	for _, f := range []float32{0, float32(math.Copysign(0, -1)), 1, -2.5, float32(math.Inf(1)), float32(math.Inf(-1)), Round(3.3e38)} {
+		for _, r := range []uint32{0, 1, 0x8000, 0xffff} {
+			if got := FromFloat32Stochastic(f, r); got != FromFloat32(f) {
+				t.Errorf("FromFloat32Stochastic(%g, %#x) = %#04x, want %#04x", f, r, got, FromFloat32(f))
+			}
+		}
+	}
+	nan := math.Float32frombits(0x7fc00001)
+	if b := FromFloat32Stochastic(nan, 0xffff); !isNaN16(b) {
+		t.Errorf("NaN rounded stochastically to %#04x", b)
+	}
+}
+
+// TestSRBitsAreAPureFunctionOfTheCounter: the bits depend on seed, step and
+// index only; neighbouring counters give unrelated bits (each of the 32
+// bits set in about half of 2¹⁶ consecutive indices), and the first values
+// are pinned so that another implementation (the CUDA kernel) can be
+// checked against them.
+func TestSRBitsAreAPureFunctionOfTheCounter(t *testing.T) {
+	if SRBits(1, 5, 9) != SRBits(1, 5, 9) {
+		t.Fatal("SRBits is not deterministic")
+	}
+	seen := map[uint32]bool{}
+	for _, c := range [][3]int64{{1, 1, 0}, {1, 1, 1}, {1, 2, 0}, {2, 1, 0}, {1, 0, 0}, {0, 0, 0}} {
+		b := SRBits(uint64(c[0]), c[1], int(c[2]))
+		if seen[b] {
+			t.Errorf("SRBits%v repeats an earlier counter's bits %#x", c, b)
+		}
+		seen[b] = true
+	}
+	var ones [32]int
+	const n = 1 << 16
+	for i := range n {
+		b := SRBits(1, 7, i)
+		for k := range ones {
+			ones[k] += int(b >> k & 1)
+		}
+	}
+	for k, c := range ones {
+		if c < n/2-4*128 || c > n/2+4*128 { // 4σ of a fair coin over 2¹⁶ draws
+			t.Errorf("bit %d set in %d of %d indices, want about %d", k, c, n, n/2)
+		}
+	}
+	for i, want := range []uint32{0xe0f7f4d2, 0x348d8839, 0x1cb407af, 0x035776ba} {
+		if got := SRBits(1, 1, i); got != want {
+			t.Errorf("SRBits(1, 1, %d) = %#x, want %#x (the pinned value the CUDA kernel is checked against)", i, got, want)
+		}
+	}
+}

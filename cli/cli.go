@@ -42,6 +42,7 @@ func commands() []command {
 		{"config", "config defaults: print the default config as JSON", runConfig},
 		{"bench", "throughput: dqnflow bench --device cpu [--json]; Temporal overhead: dqnflow bench --temporal", runBench},
 		{"learn-check", "train on the synthetic series with and without its signal and compare with the oracle on the test range", runLearnCheck},
+		{"parity", "convergence parity: dqnflow parity --device cuda [--epochs 50] [--modes fp32,bf16-mixed,bf16,bf16-sr]: each mode against fp32, JSON and learning curves", runParity},
 		{"walkforward", "walk-forward: dqnflow walkforward [--config FILE] [--data FILE] [--windows K] [--test-bars N]: one run per window, test metrics per window and pooled", runWalkForward},
 		{"evaluate", "dqnflow evaluate [--config FILE | --checkpoint FILE] [--out DIR]: test-range report with plots for every bundled series and the synthetic one", runEvaluate},
 		{"dev", "local stack: Temporal dev server + UI, migrations, a worker [--demo]", runDev},

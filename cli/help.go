@@ -40,6 +40,10 @@ var examples = map[string][]string{
 		"dqnflow bench --temporal --epochs 50   # needs dqnflow dev running",
 	},
 	"learn-check": {"dqnflow learn-check --json"},
+	"parity": {
+		"dqnflow parity --device cuda --out runs/parity          # 50 epochs in fp32, bf16-mixed, bf16 and bf16 with stochastic rounding",
+		"dqnflow parity --device cpu --config small.json --epochs 3 --modes fp32,bf16 --json",
+	},
 	"evaluate": {
 		"dqnflow evaluate --out reports/eval          # trains the defaults on every bundled series and the synthetic one",
 		"dqnflow evaluate --checkpoint ck.safetensors --data bundled:bitcoin_2024.csv --out reports/ck",

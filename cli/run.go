@@ -80,6 +80,9 @@ func runStart(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if w := precisionWarning(cfg); w != "" {
+		fmt.Fprintln(e.stderr, w)
+	}
 	if *id == "" {
 		*id = newRunID("run")
 	}

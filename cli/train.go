@@ -134,8 +134,11 @@ func trainLocal(ctx context.Context, e *env, cfg config.RunConfig, out, runID st
 	defer tr.Close()
 	res.Info = tr.Info()
 	info := res.Info
-	fmt.Fprintf(e.stderr, "trainer: %s on %s, precision %s (storage %s, compute %s), %d parameters\n",
-		info.Backend, info.Device, info.Precision, info.StorageDType, info.ComputeDType, info.Parameters)
+	fmt.Fprintf(e.stderr, "trainer: %s on %s, precision %s (GEMM operands %s, state %s, compute %s), %d parameters\n",
+		info.Backend, info.Device, info.Precision, info.StorageDType, info.StateDType, info.ComputeDType, info.Parameters)
+	if w := precisionWarning(cfg); w != "" {
+		fmt.Fprintln(e.stderr, w)
+	}
 	if runID == "" {
 		runID = newRunID("local")
 	}
@@ -178,8 +181,12 @@ func trainLocal(ctx context.Context, e *env, cfg config.RunConfig, out, runID st
 		if err != nil {
 			return res, fmt.Errorf("epoch %d: backtest: %w", epoch, err)
 		}
-		fmt.Fprintf(e.stderr, "epoch %d: loss %.4f, grad norm %.3f, validation Sharpe %.3f, return %.2f%%, max drawdown %.2f%%, trades %d\n",
-			epoch, st.Loss, st.GradNorm, rep.Sharpe, 100*rep.TotalReturn, 100*rep.MaxDrawdown, rep.Trades)
+		stag := ""
+		if st.Stagnation != nil && cfg.Precision == config.PrecisionBF16 {
+			stag = fmt.Sprintf(", stagnation %.3f", *st.Stagnation)
+		}
+		fmt.Fprintf(e.stderr, "epoch %d: loss %.4f, grad norm %.3f%s, validation Sharpe %.3f, return %.2f%%, max drawdown %.2f%%, trades %d\n",
+			epoch, st.Loss, st.GradNorm, stag, rep.Sharpe, 100*rep.TotalReturn, 100*rep.MaxDrawdown, rep.Trades)
 		if res.BestEpoch == 0 || rep.Sharpe > res.Valid.Sharpe {
 			if ckPath == "" {
 				if ckPath, err = saveCheckpoint(tr, out, runID, epoch); err != nil {

@@ -221,6 +221,15 @@ type OptimConfig struct {
 	// TargetTau is the EMA rate of SyncTarget: target ← τ·online + (1−τ)·target.
 	// Default 0.5 (SyncTarget runs once per epoch).
 	TargetTau float64 `json:"target_tau"`
+	// StochasticRounding rounds each weight update of precision "bf16" to
+	// one of the two nearest bf16 values at random, up with probability
+	// equal to the distance from the lower one in bf16 ulps, instead of to
+	// the nearest: an update smaller than half an ulp then moves the weight
+	// on average instead of never (docs/precision.md). The random bits are
+	// a hash of (seed, Adam step, parameter index) (bf16.SRBits), so a run
+	// stays bit-reproducible. Only precision "bf16" rounds its weights to
+	// bf16; with "fp32" or "bf16-mixed" it is an error. Default false.
+	StochasticRounding bool `json:"stochastic_rounding"`
 }
 
 // ReplayConfig is the proportional prioritised replay buffer (Schaul et al.

@@ -107,6 +107,8 @@ func TestOutOfRangeValuesNameTheField(t *testing.T) {
 		{`{"optim": {"lr": 0}}`, "optim.lr"},
 		{`{"optim": {"n_step": 0}}`, "optim.n_step"},
 		{`{"optim": {"target_tau": 0}}`, "optim.target_tau"},
+		{`{"optim": {"stochastic_rounding": true}}`, "optim.stochastic_rounding"},
+		{`{"precision": "bf16-mixed", "optim": {"stochastic_rounding": true}}`, "optim.stochastic_rounding"},
 		{`{"replay": {"alpha": 2}}`, "replay.alpha"},
 		{`{"replay": {"capacity": 100, "warmup": 10, "batch_size": 1}}`, "batch_size"},
 		{`{"batch_size": 512, "replay": {"capacity": 300, "warmup": 10}}`, "replay.capacity"},
@@ -136,6 +138,18 @@ func TestOutOfRangeValuesNameTheField(t *testing.T) {
 		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), fe.Allowed) {
 			t.Errorf("Decode(%s) error %q lacks the allowed range or ErrInvalid", c.in, err)
 		}
+	}
+}
+
+// TestStochasticRoundingGoesWithBF16: the key is taken with precision
+// bf16, the only mode whose weights an update rounds to bf16.
+func TestStochasticRoundingGoesWithBF16(t *testing.T) {
+	c, err := Decode("cfg.json", []byte(`{"precision": "bf16", "optim": {"stochastic_rounding": true}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Optim.StochasticRounding || Defaults().Optim.StochasticRounding {
+		t.Errorf("stochastic_rounding: got %v, default %v; want true, false", c.Optim.StochasticRounding, Defaults().Optim.StochasticRounding)
 	}
 }
 

@@ -2,6 +2,7 @@ package gpu_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/dqnflow/dqnflow/config"
@@ -32,6 +33,20 @@ func TestConformanceBF16Mixed(t *testing.T) {
 	trainertest.Run(t, backend(t), "cuda", config.PrecisionBF16Mixed)
 }
 
+// TestConformanceBF16 runs the suite in precision bf16, with rounding to
+// nearest and with stochastic rounding of the weight update: resume and
+// same-seed runs bit-identical, the state all bf16 values.
+func TestConformanceBF16(t *testing.T) {
+	b := backend(t)
+	for _, sr := range []bool{false, true} {
+		t.Run(map[bool]string{false: "nearest", true: "stochastic"}[sr], func(t *testing.T) {
+			cfg := trainertest.SmallConfig()
+			cfg.Device, cfg.Precision, cfg.Optim.StochasticRounding = "cuda", config.PrecisionBF16, sr
+			trainertest.RunConfig(t, b, cfg)
+		})
+	}
+}
+
 // TestMatchesCPUReference loads the same weights and batches into the CPU
 // reference and the CUDA learner and compares logits, targets, loss,
 // gradients, AdamW, the spectral step and the EMA sync within the issue's
@@ -40,24 +55,29 @@ func TestMatchesCPUReference(t *testing.T) {
 	b := backend(t)
 	cfg := config.Defaults()
 	for _, tc := range []struct {
-		precision string
-		tol       trainertest.Tolerances
+		name, precision string
+		sr              bool
+		tol             trainertest.Tolerances
 	}{
-		{config.PrecisionFP32, trainertest.FP32Tolerances},
-		{config.PrecisionBF16Mixed, trainertest.BF16MixedTolerances},
+		{config.PrecisionFP32, config.PrecisionFP32, false, trainertest.FP32Tolerances},
+		{config.PrecisionBF16Mixed, config.PrecisionBF16Mixed, false, trainertest.BF16MixedTolerances},
+		{config.PrecisionBF16, config.PrecisionBF16, false, trainertest.BF16Tolerances},
+		{config.PrecisionBF16 + "-stochastic", config.PrecisionBF16, true, trainertest.BF16Tolerances},
 	} {
-		t.Run(tc.precision, func(t *testing.T) {
-			ref, err := cpu.NewStepLearner(cfg.Model, cfg.Optim, tc.precision, cfg.Seed)
+		t.Run(tc.name, func(t *testing.T) {
+			o := cfg.Optim
+			o.StochasticRounding = tc.sr
+			ref, err := cpu.NewStepLearner(cfg.Model, o, tc.precision, cfg.Seed)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := b.NewStepLearner(cfg.Model, cfg.Optim, tc.precision, cfg.Seed)
+			got, err := b.NewStepLearner(cfg.Model, o, tc.precision, cfg.Seed)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer got.Close()
 			c := cfg
-			c.Precision = tc.precision
+			c.Precision, c.Optim = tc.precision, o
 			rep, err := trainertest.Compare(ref, got, c, tc.tol)
 			if err != nil {
 				t.Fatal(err)
@@ -128,7 +148,7 @@ func TestCheckpointsMoveBetweenBackends(t *testing.T) {
 // GEMM behaviour.
 func TestInfoCarriesTheSelfCheck(t *testing.T) {
 	b := backend(t)
-	for _, p := range []string{config.PrecisionFP32, config.PrecisionBF16Mixed} {
+	for _, p := range []string{config.PrecisionFP32, config.PrecisionBF16Mixed, config.PrecisionBF16} {
 		cfg := trainertest.SmallConfig()
 		cfg.Device, cfg.Precision = "cuda", p
 		ds, err := market.Prepare(cfg)
@@ -144,6 +164,9 @@ func TestInfoCarriesTheSelfCheck(t *testing.T) {
 		t.Logf("%s: %+v", p, info)
 		if info.SelfCheck == "" || info.Backend != "cuda" || info.Precision != p {
 			t.Errorf("%s: info %+v lacks the self-check or misreports the mode", p, info)
+		}
+		if full := p == config.PrecisionBF16; full != strings.Contains(info.SelfCheck, "state bf16") || full != (info.StateDType == "bf16") {
+			t.Errorf("%s: state dtype %q, self-check %q: the bf16 state check must run in precision bf16 and only there", p, info.StateDType, info.SelfCheck)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/dqnflow/dqnflow/bf16"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/gpu/cuda"
 	"github.com/dqnflow/dqnflow/market"
@@ -46,7 +47,9 @@ type learner struct {
 	k      *kernels
 	m      config.ModelConfig
 	o      config.OptimConfig
-	bf16   bool
+	bf16   bool   // GEMM operands and activations are bf16 (bf16-mixed and bf16)
+	full   bool   // precision bf16: the trained state is stored as bf16 values
+	seed   uint64 // the run's seed: the stochastic rounding's bits (bf16.SRBits)
 	esz    int
 	lay    [model.NumLayers]model.Layer
 	np     int
@@ -58,6 +61,7 @@ type learner struct {
 
 	online, target        netBufs
 	grad, adamM, adamV, u cuda.DevPtr
+	stag                  cuda.DevPtr // [2]uint64: Adam terms ≠ 0, and stores that absorbed them (kernel adamw)
 	st, partial, z        cuda.DevPtr
 	lossHist, normHist    cuda.DevPtr
 	paramSegs, specSegs   cuda.DevPtr
@@ -70,8 +74,9 @@ type learner struct {
 }
 
 // newLearner allocates a learner for model m in the given precision with
-// the state s. Call inside Do.
-func newLearner(c *cuda.Ctx, d *gpuDevice, m config.ModelConfig, o config.OptimConfig, precision string, s *model.State) (*learner, error) {
+// the state s (rounded to bf16 in precision bf16); seed keys the
+// stochastic rounding of precision bf16. Call inside Do.
+func newLearner(c *cuda.Ctx, d *gpuDevice, m config.ModelConfig, o config.OptimConfig, precision string, seed uint64, s *model.State) (*learner, error) {
 	if err := model.Check(m); err != nil {
 		return nil, err
 	}
@@ -83,13 +88,16 @@ func newLearner(c *cuda.Ctx, d *gpuDevice, m config.ModelConfig, o config.OptimC
 			return nil, fmt.Errorf("model.%s = %d: the CUDA backend needs a multiple of 8 (its GEMMs move rows in 16-byte pieces)", f.name, f.v)
 		}
 	}
-	bf := precision == config.PrecisionBF16Mixed
+	if o.StochasticRounding && precision != config.PrecisionBF16 {
+		return nil, fmt.Errorf("%w: optim.stochastic_rounding = true: needs precision %q (got %q)", config.ErrInvalid, config.PrecisionBF16, precision)
+	}
+	bf := precision != config.PrecisionFP32
 	k, err := d.module(c, m, bf)
 	if err != nil {
 		return nil, err
 	}
-	l := &learner{d: d, k: k, m: m, o: o, bf16: bf, esz: 4, lay: model.Layers(m), np: model.NumParams(m),
-		plans: map[int]*stepPlan{}}
+	l := &learner{d: d, k: k, m: m, o: o, bf16: bf, full: precision == config.PrecisionBF16, seed: seed, esz: 4,
+		lay: model.Layers(m), np: model.NumParams(m), plans: map[int]*stepPlan{}}
 	_, l.outw = headCols(m.Atoms)
 	for _, i := range gwOrder {
 		l.gwOff[i] = l.gwLen
@@ -122,6 +130,7 @@ func newLearner(c *cuda.Ctx, d *gpuDevice, m config.ModelConfig, o config.OptimC
 	}
 	l.grad, l.adamM, l.adamV, l.u = alloc(4*np), alloc(4*np), alloc(4*np), alloc(4*uLen)
 	l.specScale = alloc(4 * model.NumLayers)
+	l.stag = alloc(16)
 	l.st, l.partial, l.z = alloc(stBytes), alloc(8*normBlocks), alloc(4*m.Atoms)
 	l.lossHist, l.normHist = alloc(4*histCap), alloc(4*histCap)
 	if err != nil {
@@ -212,14 +221,33 @@ func (l *learner) refreshLaunch(c *cuda.Ctx, net *netBufs, scale cuda.DevPtr) (l
 		return launch{}, err
 	}
 	return launch{name: "refresh", f: l.k.fn["refresh"], grid: dim2(32, n), block: dim(256),
-		args: []any{net.p, net.gw, net.bcat, p, scale, l.st}}, nil
+		args: []any{net.p, net.gw, net.bcat, p, scale, l.st, l.fullFlag()}}, nil
+}
+
+// fullFlag is the kernels' flag of precision bf16 (1) or not (0).
+func (l *learner) fullFlag() int32 {
+	if l.full {
+		return 1
+	}
+	return 0
 }
 
 // setState uploads s and refreshes both networks' copies. The step state's
-// counters are set to s.Step and 0; the abort flag is cleared.
+// counters are set to s.Step and 0; the abort flag is cleared. In
+// precision bf16 the values uploaded are s's rounded to the nearest bf16
+// (s itself is not changed).
 func (l *learner) setState(c *cuda.Ctx, s *model.State) error {
 	if err := s.Check(l.m); err != nil {
 		return err
+	}
+	if l.full {
+		s = s.Clone()
+		for _, x := range [][]float32{s.Online, s.Target, s.AdamM, s.AdamV} {
+			bf16.RoundSlice(x)
+		}
+		for _, u := range s.U {
+			bf16.RoundSlice(u)
+		}
 	}
 	for _, x := range []struct {
 		p cuda.DevPtr
@@ -329,7 +357,7 @@ func (l *learner) syncTarget(c *cuda.Ctx, tau float64) error {
 		cp = 1
 	}
 	if err := c.Launch(l.k.fn["ema"], dim(256), dim(256), 0, l.stream,
-		l.online.p, l.target.p, int64(l.np), float32(tau), float32(1-tau), cp); err != nil {
+		l.online.p, l.target.p, int64(l.np), float32(tau), float32(1-tau), cp, l.fullFlag()); err != nil {
 		return err
 	}
 	if err := l.target.refresh.run(c, l.stream); err != nil {
@@ -366,3 +394,25 @@ const spectralStatic = 4 * 32 * 256
 
 // obsWidth is the observation width, market.ObsDim.
 const obsWidth = market.ObsDim
+
+// resetStagnation zeroes the stagnation counts of kernel adamw.
+func (l *learner) resetStagnation(c *cuda.Ctx) error {
+	return cuda.Upload(c, l.stag, []uint64{0, 0})
+}
+
+// stagnation returns the share of the AdamW updates since resetStagnation
+// that the stored parameter absorbed (trainer.TrainStats.Stagnation), and
+// the number of updates it is a share of.
+func (l *learner) stagnation(c *cuda.Ctx) (float64, uint64, error) {
+	if err := c.Sync(l.stream); err != nil {
+		return 0, 0, err
+	}
+	v := make([]uint64, 2)
+	if err := cuda.Download(c, v, l.stag); err != nil {
+		return 0, 0, err
+	}
+	if v[0] == 0 {
+		return 0, 0, nil
+	}
+	return float64(v[1]) / float64(v[0]), v[0], nil
+}

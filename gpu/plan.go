@@ -224,17 +224,22 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 	redP := upload(rw)
 	p.reduceL = launch{name: "grad_reduce", f: l.k.fn["grad_reduce"], grid: dim2(64, 1+nred), block: dim(256), args: []any{redP, l.st}}
 	p.normL = launch{name: "grad_norm", f: l.k.fn["grad_norm"], grid: dim(normBlocks), block: dim(1024),
-		args: []any{l.grad, int64(l.np), l.partial, p.w, p.sample, int64(n), l.st}}
+		args: []any{l.grad, int64(l.np), l.partial, p.w, p.sample, int64(n), l.st, l.fullFlag()}}
 	var aw words
 	aw.ptr(l.online.p).ptr(l.grad).ptr(l.adamM).ptr(l.adamV).ptr(l.partial).i64(normBlocks).ptr(l.paramSegs)
 	aw.ptr(l.lossHist).ptr(l.normHist)
 	o := l.o
 	aw.f64(o.Beta1).f64(o.Beta2).f64(o.LR).f64(o.Eps).f64(o.WeightDecay).f64(o.ClipNorm)
 	aw.i64(int64(l.np)).i64(2 * model.NumLayers)
+	sr := int64(0)
+	if o.StochasticRounding {
+		sr = 1
+	}
+	aw.ptr(l.stag).i64(int64(l.fullFlag())).i64(sr).i64(int64(l.seed))
 	adamP := upload(aw)
 	p.adamL = launch{name: "adamw", f: l.k.fn["adamw"], grid: dim(ceilDiv(l.np, 256)), block: dim(256), args: []any{adamP, l.st}}
 	p.specL = launch{name: "spectral", f: l.k.fn["spectral"], grid: dim(model.NumLayers), block: dim(1024), shared: l.specShared,
-		args: []any{l.online.p, l.u, l.specSegs, o.SpectralBound, l.specScale, l.st}}
+		args: []any{l.online.p, l.u, l.specSegs, o.SpectralBound, l.specScale, l.st, l.fullFlag()}}
 	if err := bt.err; err != nil {
 		return nil, err
 	}

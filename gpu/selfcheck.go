@@ -2,7 +2,9 @@ package gpu
 
 import (
 	"fmt"
+	"math"
 
+	"github.com/dqnflow/dqnflow/bf16"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/gpu/cuda"
 )
@@ -118,4 +120,91 @@ func (b *Backend) selfCheck(m config.ModelConfig, bf16 bool) (string, error) {
 	b.d.checks[bf16] = s
 	b.d.mu.Unlock()
 	return s, nil
+}
+
+// stateCheckN is the number of values the state self-check rounds.
+const stateCheckN = 4096
+
+// stateCheck backs the claim of precision bf16 that the trained state is
+// stored as bf16 values, rounded as trainer/cpu rounds it: it runs the
+// rounding functions of kernel adamw (kernel round_check, the same device
+// code) on stateCheckN values around 1 and spread over the exponent range,
+// with the run's seed, and compares the random bits with bf16.SRBits, the
+// nearest rounding with bf16.Round and the stochastic rounding with
+// bf16.RoundStochastic, bit for bit. It returns a line for Info; any
+// difference is an error.
+func (b *Backend) stateCheck(m config.ModelConfig, seed uint64) (string, error) {
+	x := make([]float32, stateCheckN)
+	for i := range x {
+		switch i % 3 {
+		case 0: // 1 + k·2⁻¹⁶: between bf16 neighbours of 1, every rounding case
+			x[i] = 1 + float32(i/3)*(1.0/65536)
+		case 1: // spread over the exponents, both signs
+			x[i] = float32(math.Ldexp(1+float64(i%97)/97, i%200-100))
+			if i%2 == 1 {
+				x[i] = -x[i]
+			}
+		default: // a typical weight update: 0.03 − 1e-5·k
+			x[i] = 0.03 - 1e-5*float32(i)
+		}
+	}
+	const step = 12345
+	bits := make([]uint32, stateCheckN)
+	nearest := make([]float32, stateCheckN)
+	stoch := make([]float32, stateCheckN)
+	err := b.d.dev.Do(func(c *cuda.Ctx) error {
+		k, err := b.d.module(c, m, true)
+		if err != nil {
+			return err
+		}
+		s, err := c.NewStream()
+		if err != nil {
+			return err
+		}
+		defer c.DestroyStream(s)
+		var mem arena
+		defer mem.free(c)
+		bt := mem.batch(c, s)
+		xp, bp, np, sp := bt.alloc(4*stateCheckN), bt.alloc(4*stateCheckN), bt.alloc(4*stateCheckN), bt.alloc(4*stateCheckN)
+		if err := bt.err; err != nil {
+			return err
+		}
+		if err := cuda.Upload(c, xp, x); err != nil {
+			return err
+		}
+		if err := c.Launch(k.fn["round_check"], dim(ceilDiv(stateCheckN, 256)), dim(256), 0, s,
+			xp, int64(stateCheckN), int64(seed), int64(step), bp, np, sp); err != nil {
+			return err
+		}
+		if err := c.Sync(s); err != nil {
+			return err
+		}
+		for _, d := range []error{cuda.Download(c, bits, bp), cuda.Download(c, nearest, np), cuda.Download(c, stoch, sp)} {
+			if d != nil {
+				return d
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("bf16 state self-check: %w", err)
+	}
+	moved := 0
+	for i, v := range x {
+		want := bf16.SRBits(seed, step, i)
+		if bits[i] != want {
+			return "", fmt.Errorf("bf16 state self-check failed on %s: stochastic-rounding bits of index %d are %#x on the device, %#x in bf16.SRBits", b.Describe(), i, bits[i], want)
+		}
+		if math.Float32bits(nearest[i]) != math.Float32bits(bf16.Round(v)) {
+			return "", fmt.Errorf("bf16 state self-check failed on %s: %g rounds to %g on the device, %g in bf16.Round", b.Describe(), v, nearest[i], bf16.Round(v))
+		}
+		if w := bf16.RoundStochastic(v, want); math.Float32bits(stoch[i]) != math.Float32bits(w) {
+			return "", fmt.Errorf("bf16 state self-check failed on %s: %g rounds stochastically to %g on the device, %g in bf16.RoundStochastic", b.Describe(), v, stoch[i], w)
+		}
+		if stoch[i] != nearest[i] {
+			moved++
+		}
+	}
+	return fmt.Sprintf("state bf16: %d stores rounded to nearest and stochastically as bf16.Round and bf16.RoundStochastic with bf16.SRBits (seed %d), bit for bit (%d of them rounded the other way stochastically)",
+		stateCheckN, seed, moved), nil
 }

@@ -19,16 +19,20 @@ type StepLearner struct {
 }
 
 // NewStepLearner builds a learner for model m and optimiser o on the
-// backend's device in precision fp32 or bf16-mixed, initialised from seed
-// as every backend does (model.NewState).
+// backend's device in precision fp32, bf16-mixed or bf16, initialised from
+// seed as every backend does (model.NewState); seed also keys the
+// stochastic rounding of precision bf16 (optim.stochastic_rounding).
 func (b *Backend) NewStepLearner(m config.ModelConfig, o config.OptimConfig, precision string, seed uint64) (*StepLearner, error) {
-	if precision != config.PrecisionFP32 && precision != config.PrecisionBF16Mixed {
-		return nil, fmt.Errorf("precision %q: the cuda backend runs %s and %s: %w", precision, config.PrecisionFP32, config.PrecisionBF16Mixed, trainer.ErrUnsupported)
+	switch precision {
+	case config.PrecisionFP32, config.PrecisionBF16Mixed, config.PrecisionBF16:
+	default:
+		return nil, fmt.Errorf("precision %q: the cuda backend runs %s, %s and %s: %w", precision,
+			config.PrecisionFP32, config.PrecisionBF16Mixed, config.PrecisionBF16, trainer.ErrUnsupported)
 	}
 	s := &StepLearner{b: b}
 	err := b.d.dev.Do(func(c *cuda.Ctx) error {
 		var err error
-		s.l, err = newLearner(c, b.d, m, o, precision, model.NewState(m, seed))
+		s.l, err = newLearner(c, b.d, m, o, precision, seed, model.NewState(m, seed))
 		return err
 	})
 	return s, err

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strconv"
 
+	"github.com/dqnflow/dqnflow/bf16"
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/gpu/cuda"
@@ -68,11 +69,8 @@ func checkDevice(cfg config.RunConfig, ordinal int) error {
 		return fmt.Errorf("cuda trainer: config device %q: this worker runs cuda:%d: %w", cfg.Device, ordinal, trainer.ErrUnsupported)
 	}
 	switch cfg.Precision {
-	case config.PrecisionFP32, config.PrecisionBF16Mixed:
+	case config.PrecisionFP32, config.PrecisionBF16Mixed, config.PrecisionBF16:
 		return nil
-	case config.PrecisionBF16:
-		return fmt.Errorf("precision %s (bf16 storage everywhere) is not built yet on the cuda backend; use %s or %s: %w",
-			cfg.Precision, config.PrecisionFP32, config.PrecisionBF16Mixed, trainer.ErrUnsupported)
 	}
 	return fmt.Errorf("precision %q: %w", cfg.Precision, config.ErrInvalid)
 }
@@ -113,13 +111,20 @@ func (b *Backend) build(cfg config.RunConfig, ds *market.Dataset, s *model.State
 		return nil, err
 	}
 	t := &Trainer{b: b, cfg: cfg, ds: ds, col: col, samplePCG: rand.NewPCG(cfg.Seed, model.StreamSample)}
-	bf := cfg.Precision == config.PrecisionBF16Mixed
+	bf := cfg.Precision != config.PrecisionFP32
 	check, err := b.selfCheck(cfg.Model, bf)
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Precision == config.PrecisionBF16 {
+		sc, err := b.stateCheck(cfg.Model, cfg.Seed)
+		if err != nil {
+			return nil, err
+		}
+		check += "; " + sc
+	}
 	err = b.d.dev.Do(func(c *cuda.Ctx) error {
-		l, err := newLearner(c, b.d, cfg.Model, cfg.Optim, cfg.Precision, s)
+		l, err := newLearner(c, b.d, cfg.Model, cfg.Optim, cfg.Precision, cfg.Seed, s)
 		if err != nil {
 			return err
 		}
@@ -148,7 +153,8 @@ func (b *Backend) build(cfg config.RunConfig, ds *market.Dataset, s *model.State
 		storage = "bf16"
 	}
 	t.info = trainer.Info{Backend: "cuda", Device: b.Describe(), Precision: cfg.Precision,
-		StorageDType: storage, ComputeDType: "f32", Parameters: model.NumParams(cfg.Model), SelfCheck: check}
+		StorageDType: storage, ComputeDType: "f32", StateDType: trainer.StateDType(cfg.Precision, cfg.Optim.StochasticRounding),
+		Parameters: model.NumParams(cfg.Model), SelfCheck: check}
 	return t, nil
 }
 
@@ -221,6 +227,9 @@ func (t *Trainer) Train(ctx context.Context, steps int, progress func(trainer.Pr
 		if err != nil {
 			return err
 		}
+		if err := l.resetStagnation(c); err != nil {
+			return err
+		}
 		g, err := l.captureStep(c, p)
 		if err != nil {
 			return err
@@ -275,6 +284,7 @@ func (t *Trainer) Train(ctx context.Context, steps int, progress func(trainer.Pr
 				for i := range ls {
 					cl += float64(ls[i])
 					cn += float64(ns[i])
+					st.GradNormMax = max(st.GradNormMax, float64(ns[i]))
 				}
 				if !ok {
 					if err := c.Sync(l.stream); err != nil {
@@ -301,7 +311,71 @@ func (t *Trainer) Train(ctx context.Context, steps int, progress func(trainer.Pr
 		st.Loss, st.GradNorm = lossSum/float64(done), normSum/float64(done)
 	}
 	_ = t.do(func(c *cuda.Ctx) error { st.GlobalStep = t.globalStep(c); return nil })
+	if err == nil && done > 0 {
+		err = t.do(func(c *cuda.Ctx) error {
+			stag, _, err := l.stagnation(c)
+			if err != nil {
+				return err
+			}
+			st.Stagnation = &stag
+			q, err := t.meanQ(c)
+			if err != nil {
+				return fmt.Errorf("train: mean Q: %w", err)
+			}
+			st.MeanQ = &q
+			return nil
+		})
+	}
 	return st, err
+}
+
+// meanQ is trainer.TrainStats.MeanQ, as the CPU backend computes it: the
+// online network's expected Q of the action taken in each sample of the
+// last batch the step sampled (the observations s in the plan's operand
+// buffer, already in the storage type, and the actions), averaged over the
+// three branches and the batch in float64. It changes no training state.
+func (t *Trainer) meanQ(c *cuda.Ctx) (float64, error) {
+	l := t.l
+	p, err := l.plan(c, t.cfg.BatchSize)
+	if err != nil {
+		return 0, err
+	}
+	n := p.n
+	obs := make([]float32, n*obsWidth)
+	if l.bf16 {
+		h := make([]uint16, n*obsWidth)
+		if err := cuda.Download(c, h, p.x); err != nil {
+			return 0, err
+		}
+		for i, b := range h {
+			obs[i] = bf16.BF16(b).Float32()
+		}
+	} else if err := cuda.Download(c, obs, p.x); err != nil {
+		return 0, err
+	}
+	act := make([]int32, n*model.NumBranches)
+	if err := cuda.Download(c, act, p.act); err != nil {
+		return 0, err
+	}
+	ip, err := l.infer(c, obs, n, false)
+	if err != nil {
+		return 0, err
+	}
+	q := make([]float32, n*model.NumActions)
+	if err := cuda.Download(c, q, ip.q); err != nil {
+		return 0, err
+	}
+	var sum float64
+	for i := range n {
+		for d := range model.NumBranches {
+			a := int(act[i*model.NumBranches+d])
+			if a < 0 || a >= market.BranchSizes[d] {
+				return 0, fmt.Errorf("sample %d branch %d: action %d on the device", i, d, a)
+			}
+			sum += float64(q[i*model.NumActions+model.BranchOffset[d]+a])
+		}
+	}
+	return sum / float64(n*model.NumBranches), nil
 }
 
 // readHistory reads the loss and norm of local steps [from, to) and reports

@@ -111,8 +111,15 @@ func RunFigures(r Run) ([]Figure, error) {
 		return nil, err
 	}
 	grad, err := linePlot("Gradient norm", "epoch", "global L2 norm (before clipping)", false,
-		series{"grad norm", perEpoch(func(e store.Epoch) (float64, bool) { return e.GradNorm, true })})
-	if err := add("grad_norm.png", "Gradient norm per epoch", "Mean global gradient norm before clipping.", grad, err); err != nil {
+		series{"mean over the epoch", perEpoch(func(e store.Epoch) (float64, bool) { return e.GradNorm, true })},
+		series{"largest step of the epoch", perEpoch(metric("grad_norm_max"))})
+	if err := add("grad_norm.png", "Gradient norm per epoch", "Global gradient norm before clipping: the epoch's mean and (where the backend reports it) its largest step.", grad, err); err != nil {
+		return nil, err
+	}
+	stag, err := linePlot("Stagnation", "epoch", "share of updates", false, series{"stagnation", perEpoch(metric("stagnation"))})
+	if err := add("stagnation.png", "Stagnation per epoch",
+		"Share of the epoch's parameter updates that the rounding of the stored parameter absorbed (docs/precision.md): near 0 with float32 masters, the figure to watch in precision bf16.",
+		stag, err); err != nil {
 		return nil, err
 	}
 	eps, err := linePlot("Exploration rate", "epoch", "ε", false, series{"ε", perEpoch(metric("epsilon"))})

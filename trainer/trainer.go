@@ -24,6 +24,11 @@ type Info struct {
 	Device       string `json:"device"`        // e.g. "cpu (2 threads)", "NVIDIA H200"
 	Precision    string `json:"precision"`     // mode that runs: fp32, bf16-mixed, bf16
 	StorageDType string `json:"storage_dtype"` // weights and activations entering GEMMs: "f32" or "bf16"
+	// StateDType is how the trained state is stored: parameters, Adam
+	// moments and gradients; "f32" in fp32 and bf16-mixed (float32
+	// masters), "bf16" in bf16. With stochastic rounding of the weight
+	// update it reads "bf16 (stochastic rounding)".
+	StateDType   string `json:"state_dtype,omitempty"`
 	ComputeDType string `json:"compute_dtype"` // GEMM accumulation: "f32"
 	Parameters   int    `json:"parameters"`    // trainable parameters of the online network
 	// BLAS is the matrix library the CPU backend's GEMMs run on, with its
@@ -69,6 +74,17 @@ type TrainStats struct {
 	// the three branches: the value estimate whose drift shows
 	// over-estimation. Nil when the backend does not measure it.
 	MeanQ *float64 `json:"mean_q,omitempty"`
+	// GradNormMax is the largest global gradient norm (before clipping)
+	// of the call's steps.
+	GradNormMax float64 `json:"grad_norm_max,omitempty"`
+	// Stagnation is the share of the call's parameter updates that the
+	// rounding of the stored parameter absorbed: updates whose computed
+	// change is not zero but after which the stored weight or bias is the
+	// same value (docs/precision.md). Near 0 in fp32 and bf16-mixed, whose
+	// masters are float32; the figure that matters in bf16, with and
+	// without optim.stochastic_rounding. Nil when the backend does not
+	// measure it.
+	Stagnation *float64 `json:"stagnation,omitempty"`
 }
 
 // Trainer is one run's learner. Methods are not safe for concurrent use.
@@ -111,4 +127,16 @@ type Backend interface {
 	// Restore rebuilds the trainer saved in ck, on ds, exactly: continuing
 	// it gives the same results, bit for bit, as never having stopped.
 	Restore(ctx context.Context, ck *checkpoint.Checkpoint, ds *market.Dataset) (Trainer, error)
+}
+
+// StateDType is Info.StateDType for a precision mode and the
+// optim.stochastic_rounding setting.
+func StateDType(precision string, stochastic bool) string {
+	switch {
+	case precision != config.PrecisionBF16:
+		return "f32"
+	case stochastic:
+		return "bf16 (stochastic rounding)"
+	}
+	return "bf16"
 }

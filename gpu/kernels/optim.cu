@@ -6,6 +6,40 @@
 
 #define RED_THREADS 256
 
+// Precision "bf16" keeps the trained state as bf16 values (trainer/cpu/doc.go):
+// the kernels below take a flag full and then store parameters, moments,
+// gradients and spectral vectors rounded to bf16, in their float32 words
+// (ADR 0013). Arithmetic stays float32.
+
+// roundBF is f rounded to the nearest bf16 (ties to even) and widened back.
+__device__ __forceinline__ float roundBF(float f) { return bf2f(f2bf(f)); }
+
+// srMix is SplitMix64's output function (bf16.mix64; replay.cu's mix64 is
+// defined after this file).
+__device__ __forceinline__ unsigned long long srMix(unsigned long long z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// srBits are the random bits of the stochastic rounding of parameter index
+// at Adam step t of a run seeded with seed: bf16.SRBits, the same wrapping
+// 64-bit arithmetic.
+__device__ __forceinline__ unsigned srBits(unsigned long long seed, long long t, long long index) {
+  const unsigned long long gamma = 0x9e3779b97f4a7c15ull;
+  unsigned long long x = srMix((seed ^ 0x626631367372ull) + gamma * (unsigned long long)(t + 1));
+  x = srMix(x + gamma * (unsigned long long)(index + 1));
+  return (unsigned)(x >> 32);
+}
+
+// roundSR is f rounded stochastically to bf16 with the low 16 bits of r and
+// widened back (bf16.FromFloat32Stochastic): NaN stays NaN, Inf stays Inf.
+__device__ __forceinline__ float roundSR(float f, unsigned r) {
+  unsigned u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) >= 0x7f800000u) return bf2f(f2bf(f));
+  return __uint_as_float(((u + (r & 0xffffu)) >> 16) << 16);
+}
+
 // Column segments of the bias-gradient reduction: the float32 upstream
 // gradients G of the four layer groups, n rows each.
 struct ColSeg {
@@ -78,12 +112,19 @@ __device__ double blockSumD(double v) {
 // grad_norm: partial[b] = Σ g_i² (float64) over the elements of block b
 // (grid-stride), the blocks' parts summed later in block order. Block 0 also
 // computes the batch loss (1/n)·Σ_i w_i·ℓ_i, summed in float64, into st->loss.
-extern "C" __global__ void grad_norm(const float* grad, long long P, double* partial, const float* w,
-                                     const float* sample, long long n, StepState* st) {
+// With full (precision bf16) every gradient element is first rounded to bf16
+// in place, so the norm, the clipping and AdamW read the stored bf16 values.
+extern "C" __global__ void grad_norm(float* grad, long long P, double* partial, const float* w,
+                                     const float* sample, long long n, StepState* st, int full) {
   if (st->abort) return;
   double s = 0.0;
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < P; i += (long long)gridDim.x * blockDim.x) {
-    double g = grad[i];
+    float gf = grad[i];
+    if (full) {
+      gf = roundBF(gf);
+      grad[i] = gf;
+    }
+    double g = gf;
     s += g * g;
   }
   s = blockSumD(s);
@@ -111,13 +152,22 @@ struct AdamArgs {
   float* lossHist; float* normHist; // [steps] per Train call, index st->local
   double beta1, beta2, lr, eps, wd, clip;
   long long nparams, nsegs; // the segments cover [0, nparams) in order
+  unsigned long long* stag; // [2]: updates with a non-zero Adam term, and those the stored value absorbed
+  long long full;           // precision bf16: store m, v and p as bf16 values
+  long long sr;             // with full: round p stochastically (srBits(seed, t, i))
+  unsigned long long seed;  // the run's seed
 };
 
 // adamw: global norm ‖g‖ = √(Σ partials in order); if clip > 0 and ‖g‖ >
 // clip, g ← g·float(clip/‖g‖); then AdamW step t = st->t + 1 on every
 // parameter, one per thread, with weight decay on the weight segments
 // (formula at trainer/cpu/optim.go adamW). A non-finite norm or loss sets
-// st->abort and leaves every parameter as it was.
+// st->abort and leaves every parameter as it was. With full, m and v are
+// stored rounded to the nearest bf16 and p to the nearest or, with sr,
+// stochastically (trainer/cpu/optim.go storedAdamW). Every step counts its
+// stagnation into stag: updates whose Adam term lr·m̂/(√v̂ + ε) is not zero,
+// and those after which the stored p is the old one (integer atomics, so
+// the counts are exact and order-free).
 extern "C" __global__ void adamw(const AdamArgs* pa, StepState* st) {
   if (st->abort) return;
   const AdamArgs a = *pa;
@@ -166,6 +216,7 @@ extern "C" __global__ void adamw(const AdamArgs* pa, StepState* st) {
   __syncthreads();
   const float bc1 = sbc[0], bc2 = sbc[1];
   const float lr = (float)a.lr, eps = (float)a.eps, lrwdW = (float)(a.lr * a.wd);
+  unsigned moved = 0, stuck = 0;
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < a.nparams; i += (long long)gridDim.x * blockDim.x) {
     int q = 0;
     while (q + 1 < a.nsegs && i >= segEnd[q]) q++;
@@ -174,11 +225,31 @@ extern "C" __global__ void adamw(const AdamArgs* pa, StepState* st) {
     if (clipping) gi = gi * c;
     float mi = b1 * a.m[i] + c1 * gi;
     float vi = b2 * a.v[i] + c2 * (gi * gi);
-    a.m[i] = mi;
-    a.v[i] = vi;
     float den = sqrtf(vi / bc2) + eps;
     float p = a.p[i];
-    a.p[i] = (p - lrwd * p) - lr * ((mi / bc1) / den);
+    float step = lr * ((mi / bc1) / den);
+    float pn = (p - lrwd * p) - step;
+    if (a.full) {
+      mi = roundBF(mi);
+      vi = roundBF(vi);
+      pn = a.sr ? roundSR(pn, srBits(a.seed, t, i)) : roundBF(pn);
+    }
+    a.m[i] = mi;
+    a.v[i] = vi;
+    a.p[i] = pn;
+    if (step != 0.0f) {
+      moved++;
+      if (pn == p) stuck++;
+    }
+  }
+  // One atomic per warp: the warp's counts summed by shuffles.
+  for (int o = 16; o > 0; o >>= 1) {
+    moved += __shfl_xor_sync(0xffffffffu, moved, o);
+    stuck += __shfl_xor_sync(0xffffffffu, stuck, o);
+  }
+  if ((threadIdx.x & 31) == 0 && moved > 0) {
+    atomicAdd(&a.stag[0], (unsigned long long)moved);
+    atomicAdd(&a.stag[1], (unsigned long long)stuck);
   }
 }
 
@@ -202,8 +273,9 @@ struct SpecSeg {
 #define SPEC_THREADS 1024
 #define SPEC_COLS 256 // columns of Wᵀu per pass
 
+// With full (precision bf16) u is stored rounded to the nearest bf16.
 extern "C" __global__ void __launch_bounds__(SPEC_THREADS) spectral(const float* p, float* u, const SpecSeg* segs, double bound,
-                                                                   float* scale, StepState* st) {
+                                                                   float* scale, StepState* st, int full) {
   if (st->abort) return;
   extern __shared__ float sh[];
   __shared__ float part[SPEC_THREADS / 32][SPEC_COLS];
@@ -259,7 +331,10 @@ extern "C" __global__ void __launch_bounds__(SPEC_THREADS) spectral(const float*
       for (int r = threadIdx.x; r < rows; r += blockDim.x) w2 += (double)wv[r] * (double)wv[r];
       const double sigma = sqrt(blockSumD(w2));
       if (sigma > 0 && finited(sigma)) {
-        for (int r = threadIdx.x; r < rows; r += blockDim.x) uu[r] = (float)((double)wv[r] / sigma);
+        for (int r = threadIdx.x; r < rows; r += blockDim.x) {
+          const float ur = (float)((double)wv[r] / sigma);
+          uu[r] = full ? roundBF(ur) : ur;
+        }
         if (sigma > bound && threadIdx.x == 0) factor = (float)(bound / sigma);
       }
     }
@@ -284,10 +359,11 @@ struct CopySeg {
 // aligned offset; the head-hidden ones side by side form wcat) and the
 // head-hidden biases into bcat. With scale (the training step's refresh),
 // a weight whose layer has a factor ≠ 1 from spectral is first scaled in
-// the masters, W ← W·factor, as the spectral step's last line; each
-// element is written by one thread only.
+// the masters, W ← W·factor, as the spectral step's last line (stored
+// rounded to the nearest bf16 with full, precision bf16); each element is
+// written by one thread only.
 extern "C" __global__ void refresh(float* p, E* gw, float* bcat, const CopySeg* segs, const float* scale,
-                                   const StepState* st) {
+                                   const StepState* st, int full) {
   if (st && st->abort) return;
   const CopySeg sg = segs[blockIdx.y];
   float* src = p + sg.src;
@@ -296,6 +372,7 @@ extern "C" __global__ void refresh(float* p, E* gw, float* bcat, const CopySeg* 
     float v = src[e];
     if (sc != 1.0f) {
       v = v * sc;
+      if (full) v = roundBF(v);
       src[e] = v;
     }
     if (sg.kind == 0) gw[sg.dst + e] = toE(v);
@@ -304,10 +381,26 @@ extern "C" __global__ void refresh(float* p, E* gw, float* bcat, const CopySeg* 
 }
 
 // ema: target ← a·online + b·target element-wise (a = float(τ), b = float(1−τ));
-// copy = 1 copies exactly (τ = 1).
-extern "C" __global__ void ema(const float* online, float* target, long long P, float a, float b, int copy) {
+// copy = 1 copies exactly (τ = 1). With full (precision bf16) the result is
+// stored rounded to the nearest bf16.
+extern "C" __global__ void ema(const float* online, float* target, long long P, float a, float b, int copy, int full) {
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < P; i += (long long)gridDim.x * blockDim.x) {
-    target[i] = copy ? online[i] : a * online[i] + b * target[i];
+    float v = copy ? online[i] : a * online[i] + b * target[i];
+    target[i] = full ? roundBF(v) : v;
+  }
+}
+
+// round_check: for i < n, bits[i] = srBits(seed, t, i), nearest[i] =
+// roundBF(x[i]) and stochastic[i] = roundSR(x[i], bits[i]): the rounding of
+// AdamW's stores in precision bf16, run by the start-up self-check against
+// the Go definitions (bf16.SRBits, bf16.Round, bf16.RoundStochastic).
+extern "C" __global__ void round_check(const float* x, long long n, unsigned long long seed, long long t,
+                                       unsigned* bits, float* nearest, float* stochastic) {
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+    const unsigned r = srBits(seed, t, i);
+    bits[i] = r;
+    nearest[i] = roundBF(x[i]);
+    stochastic[i] = roundSR(x[i], r);
   }
 }
 

@@ -11,13 +11,16 @@
 # quick = tests,bench (the default); full = all of them, which takes longer
 # than one device call allows: split it, e.g. tests,bench,pytorch then
 # cpu,ncu,sanitize.
+# Part parity (in full) trains 50 epochs in fp32, bf16-mixed, bf16 and bf16
+# with stochastic rounding and compares each with fp32 (dqnflow parity;
+# parity.json and learning-curves.png come back beside summary.txt).
 # $OUT receives summary.txt and logs.tgz (every log); the device tool
 # returns at most 8 files, so the logs travel as one archive.
 set -u
 MODE=${1:-quick}
 case $MODE in
   quick) MODE=tests,bench ;;
-  full) MODE=tests,bench,pytorch,cpu,ncu,sanitize ;;
+  full) MODE=tests,bench,pytorch,cpu,ncu,sanitize,parity ;;
 esac
 has() { [[ ",$MODE," == *",$1,"* ]]; }
 OUT=${OUT:-/tmp/visit-out}
@@ -55,13 +58,13 @@ if has tests; then
   # with one checkpoint restore (SDK test environment, in-memory store).
   step devices 120 bin/gputest/backend.test -test.run 'TestEveryGPUIsADeviceOfItsOwn' -test.v -test.count=1
   grep -E "^(---|    devices_test)" "$LOGS/devices.log" | head -12 >>"$OUT/summary.txt"
-  for p in fp32 bf16-mixed; do
+  for p in fp32 bf16-mixed bf16; do
     step "workflow-$p" 300 env DQNFLOW_TEST_DEVICE=cuda DQNFLOW_TEST_PRECISION=$p bin/gputest/workflows.test -test.run 'TestTrainingRunOnRealActivitiesResumesBitIdentically' -test.v -test.count=1
     grep -E "^(---|    realactivities)" "$LOGS/workflow-$p.log" | head -8 >>"$OUT/summary.txt"
   done
 fi
 
-has bench && for p in bf16-mixed fp32; do
+has bench && for p in bf16-mixed fp32 bf16; do
   for b in 256 4096 16384; do
     prof=""; [ "$b" = 256 ] || [ "$b" = 16384 ] && prof="--profile"
     step "bench-$p-$b" 90 bin/gputest/dqnflow bench --device cuda --precision "$p" --batch "$b" --steps 300 --json $prof
@@ -117,4 +120,12 @@ if has sanitize; then
   else
     log "compute-sanitizer: not on this machine"
   fi
+fi
+
+if has parity; then
+  # Convergence parity (issue 8 §5): same seed, data and config in each
+  # mode, 50 epochs each; exit 1 means a mode does not hold parity.
+  step parity 560 bin/gputest/dqnflow parity --device cuda --epochs 50 --out "$LOGS/parity"
+  grep -vE "^parity .*: epoch " "$LOGS/parity.log" | tail -30 >>"$OUT/summary.txt"
+  cp "$LOGS/parity/parity.json" "$LOGS/parity/learning-curves.png" "$OUT/" 2>/dev/null
 fi

@@ -48,3 +48,16 @@ func TestConformanceBF16Mixed(t *testing.T) {
 		})
 	}
 }
+
+// TestConformanceBF16 runs the suite on the bf16 emulation, with and
+// without stochastic rounding.
+func TestConformanceBF16(t *testing.T) {
+	for _, sr := range []bool{false, true} {
+		t.Run(map[bool]string{false: "nearest", true: "stochastic"}[sr], func(t *testing.T) {
+			cfg := trainertest.SmallConfig()
+			cfg.Device, cfg.Precision, cfg.BLAS = "cpu", config.PrecisionBF16, blas.NameGonum
+			cfg.Optim.StochasticRounding = sr
+			trainertest.RunConfig(t, cpu.Backend{}, cfg)
+		})
+	}
+}

@@ -94,6 +94,26 @@
 // log-softmax, targets, loss, gradients of parameters, clipping, AdamW and
 // the spectral bound run on float32 values and float32 masters.
 //
-// "bf16" (bf16 storage everywhere) is not run by this backend:
-// constructors return an error wrapping ErrUnsupportedPrecision.
+// "bf16" (bf16 storage everywhere) rounds as bf16-mixed does and, on top,
+// keeps the whole trained state as bf16 values where the GPU stores bf16:
+//
+//   - the parameters of both networks, weights and biases: the
+//     initialisation and every loaded state are rounded to the nearest
+//     bf16, and every change is stored rounded: AdamW's new value (to the
+//     nearest, or with optim.stochastic_rounding stochastically with the
+//     bits bf16.SRBits(seed, Adam step, parameter index)), the spectral
+//     step's scaled weights and the EMA target (to the nearest);
+//   - the parameter gradient, rounded to the nearest bf16 after the
+//     backward pass (so the gradient norm, the clipping and AdamW read
+//     bf16 values; the bias sums are taken in float32 from the float32
+//     upstream gradient, as in bf16-mixed);
+//   - the AdamW moments m and v, stored rounded to the nearest bf16 (the
+//     step uses the float32 values it computed);
+//   - the spectral-norm vectors u, stored rounded to the nearest bf16.
+//
+// Arithmetic stays float32 (AdamW, clipping, spectral step, EMA, head and
+// loss), as inside the GPU's kernels. The values are kept in float32
+// slices: every stored value is exactly a bf16, so the results are those
+// of bf16 storage. Learner.Stagnation measures how many updates the
+// rounding of the stored parameter absorbs.
 package cpu

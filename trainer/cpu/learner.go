@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/dqnflow/dqnflow/bf16"
 	"github.com/dqnflow/dqnflow/blas"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
@@ -36,9 +37,11 @@ type Learner struct {
 	online, target *Net
 	opt            config.OptimConfig
 
-	grad []float32 // ∂loss/∂params, Layout order
-	m, v []float32 // AdamW moments
-	step int64     // AdamW updates done
+	grad []float32    // ∂loss/∂params, Layout order
+	m, v []float32    // AdamW moments
+	step int64        // AdamW updates done
+	seed uint64       // the run's seed: the stochastic rounding's bits (bf16.SRBits)
+	stag []stagnation // per worker: the stagnation of the AdamW steps since ResetStagnation
 
 	u      [model.NumLayers][]float32 // spectral-norm left vectors, out_i each
 	svec   []float32                  // spectral scratch: max in
@@ -82,14 +85,27 @@ func checkOptim(o config.OptimConfig) error {
 	return nil
 }
 
+// checkRounding rejects stochastic rounding outside precision bf16, as
+// RunConfig.Validate does.
+func checkRounding(o config.OptimConfig, precision string) error {
+	if o.StochasticRounding && precision != config.PrecisionBF16 {
+		return fmt.Errorf("%w: optim.stochastic_rounding = true: needs precision %q (got %q, whose float32 master weights are not rounded to bf16 by an update)",
+			config.ErrInvalid, config.PrecisionBF16, precision)
+	}
+	return nil
+}
+
 // NewLearner builds a learner for model m and optimiser o in the given
-// precision mode ("fp32" or "bf16-mixed"; "bf16" is an error wrapping
-// ErrUnsupportedPrecision). The online network is initialised from seed
-// (see NewNet), the target network is a copy of it, the AdamW moments and
-// step are zero, and the spectral-norm vectors are model.InitSpectral(m,
-// seed).
+// precision mode ("fp32", "bf16-mixed" or "bf16", see doc.go). The online
+// network is initialised from seed (see NewNet), the target network is a
+// copy of it, the AdamW moments and step are zero, and the spectral-norm
+// vectors are model.InitSpectral(m, seed) (rounded to bf16 in bf16 mode).
+// The seed also keys the stochastic rounding of bf16 mode.
 func NewLearner(m config.ModelConfig, o config.OptimConfig, precision string, seed uint64) (*Learner, error) {
 	if err := checkOptim(o); err != nil {
+		return nil, err
+	}
+	if err := checkRounding(o, precision); err != nil {
 		return nil, err
 	}
 	online, err := NewNet(m, precision, seed)
@@ -103,7 +119,9 @@ func NewLearner(m config.ModelConfig, o config.OptimConfig, precision string, se
 	copy(target.params, online.params)
 	target.refresh()
 	l := newLearner(online, target, o)
+	l.seed = seed
 	l.u = model.InitSpectral(m, seed)
+	l.storeState()
 	return l, nil
 }
 
@@ -196,9 +214,25 @@ func (l *Learner) SetState(s *model.State) error {
 	for i := range s.U {
 		copy(l.u[i], s.U[i])
 	}
+	l.storeState()
 	l.online.refresh()
 	l.target.refresh()
 	return nil
+}
+
+// storeState rounds the whole state to bf16 in bf16 mode, where it is
+// stored as bf16: parameters of both networks, moments and spectral
+// vectors. A state saved in bf16 mode is unchanged by it.
+func (l *Learner) storeState() {
+	if !l.online.full {
+		return
+	}
+	for _, x := range [][]float32{l.online.params, l.target.params, l.m, l.v} {
+		bf16.RoundSlice(x)
+	}
+	for _, u := range l.u {
+		bf16.RoundSlice(u)
+	}
 }
 
 // SyncTarget moves the target network towards the online one, element by
@@ -206,7 +240,8 @@ func (l *Learner) SetState(s *model.State) error {
 //
 //	target ← τ·online + (1 − τ)·target,   τ in (0, 1]
 //
-// with τ and 1 − τ each rounded once to float32; τ = 1 copies exactly.
+// with τ and 1 − τ each rounded once to float32; τ = 1 copies exactly. In
+// bf16 mode the result is stored rounded to the nearest bf16.
 func (l *Learner) SyncTarget(tau float64) error {
 	if !(tau > 0 && tau <= 1) {
 		return fmt.Errorf("sync target: tau = %g: must be in (0, 1]", tau)
@@ -219,6 +254,7 @@ func (l *Learner) SyncTarget(tau float64) error {
 			l.target.params[i] = float32(a*o) + float32(b*l.target.params[i])
 		}
 	}
+	l.target.storeParams()
 	l.target.refresh()
 	return nil
 }
@@ -267,6 +303,12 @@ func (l *Learner) workers() int { return max(1, l.online.lib.Threads()) }
 //     g ← g·float32(clip_norm/‖g‖₂).
 //  5. AdamW (see adamW), then the spectral bound (see spectralStep) on the
 //     ten weight matrices when spectral_bound > 0.
+//
+// In bf16 mode the gradient is rounded to bf16 after step 3 (so the norm,
+// clipping and AdamW read bf16 values), AdamW stores moments and
+// parameters as bf16 (storedAdamW; stochastically with
+// optim.stochastic_rounding), and the spectral step stores its scaled
+// weights and its vectors u rounded to the nearest bf16.
 func (l *Learner) Step(b *model.Batch) (StepResult, error) {
 	n, err := b.Check()
 	if err != nil {
@@ -287,7 +329,12 @@ func (l *Learner) Step(b *model.Batch) (StepResult, error) {
 	l.applyAdamW()
 	if bound := l.opt.SpectralBound; bound > 0 {
 		for i, ly := range l.online.lay {
-			spectralStep(l.online.params[ly.W:ly.B], ly.Out, ly.In, l.u[i], l.svec[:ly.In], l.swv[:ly.Out], bound)
+			w := l.online.params[ly.W:ly.B]
+			spectralStep(w, ly.Out, ly.In, l.u[i], l.svec[:ly.In], l.swv[:ly.Out], bound)
+			if l.online.full {
+				bf16.RoundSlice(w)
+				bf16.RoundSlice(l.u[i])
+			}
 		}
 	}
 	l.online.refresh()
@@ -297,13 +344,18 @@ func (l *Learner) Step(b *model.Batch) (StepResult, error) {
 // applyAdamW runs AdamW step l.step on every layer, with weight decay on
 // the weight matrices and none on the biases.
 func (l *Learner) applyAdamW() {
+	for len(l.stag) < l.workers() {
+		l.stag = append(l.stag, stagnation{})
+	}
 	parallel(l.workers(), l.workers(), l.adamFn)
 }
 
 // adamChunk runs AdamW on chunk w of every block: element-wise, so the
-// split does not change a bit.
+// split does not change a bit. Worker w adds its stagnation counts to
+// l.stag[w].
 func (l *Learner) adamChunk(_, _, w int) {
 	p, k := l.online.params, l.workers()
+	st := store{full: l.online.full, sr: l.opt.StochasticRounding, seed: l.seed}
 	for _, ly := range l.online.lay {
 		for _, blk := range [2]struct {
 			from, to int
@@ -311,7 +363,8 @@ func (l *Learner) adamChunk(_, _, w int) {
 		}{{ly.W, ly.B, l.opt.WeightDecay}, {ly.B, ly.B + ly.Out, 0}} {
 			size := blk.to - blk.from
 			a, e := blk.from+w*size/k, blk.from+(w+1)*size/k
-			adamW(p[a:e], l.grad[a:e], l.m[a:e], l.v[a:e], l.step, l.opt, blk.decay)
+			st.first = a
+			l.stag[w].add(storedAdamW(p[a:e], l.grad[a:e], l.m[a:e], l.v[a:e], l.step, l.opt, blk.decay, st))
 		}
 	}
 }
@@ -356,8 +409,30 @@ func (l *Learner) Targets(b *model.Batch, dst []float32) error {
 // change.
 func (l *Learner) gradients(b *model.Batch, n int) float32 {
 	l.targets(b, n)
-	return l.backward(b, n)
+	loss := l.backward(b, n)
+	if l.online.full {
+		bf16.RoundSlice(l.grad)
+	}
+	return loss
 }
+
+// Stagnation returns the share of the parameter updates of the AdamW
+// steps since the last ResetStagnation that were absorbed by the rounding
+// of the stored parameter (see storedAdamW), and the number of updates
+// that share is of; 0, 0 before any step.
+func (l *Learner) Stagnation() (share float64, updates int64) {
+	var c stagnation
+	for _, s := range l.stag {
+		c.add(s)
+	}
+	if c.moved == 0 {
+		return 0, 0
+	}
+	return float64(c.stuck) / float64(c.moved), c.moved
+}
+
+// ResetStagnation starts a new count for Stagnation.
+func (l *Learner) ResetStagnation() { clear(l.stag) }
 
 // targets runs steps 1–2 of Step on a checked batch of n samples: the
 // forward passes, which backward reads, and the projected targets in

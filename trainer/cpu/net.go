@@ -59,7 +59,8 @@ type gemmGroup struct {
 type Net struct {
 	model     config.ModelConfig
 	precision string
-	mixed     bool      // bf16-mixed: round GEMM operands to bf16
+	mixed     bool      // bf16-mixed or bf16: round GEMM operands to bf16
+	full      bool      // bf16: the parameters themselves are bf16 values
 	lib       blas.BLAS // runs the GEMMs
 	seq       bool      // lib sums in index order (gonum): the forward GEMM reads gwt
 	lay       [model.NumLayers]model.Layer
@@ -97,14 +98,12 @@ type acts struct {
 	p    []float32 // rows×model.NumActions×Atoms: softmax over atoms
 }
 
-// checkPrecision accepts the modes this backend runs: fp32 and bf16-mixed.
+// checkPrecision accepts the modes this backend runs: fp32, bf16-mixed and
+// the emulation of bf16.
 func checkPrecision(precision string) error {
 	switch precision {
-	case config.PrecisionFP32, config.PrecisionBF16Mixed:
+	case config.PrecisionFP32, config.PrecisionBF16Mixed, config.PrecisionBF16:
 		return nil
-	case config.PrecisionBF16:
-		return fmt.Errorf("precision %s is not supported by the cpu backend (use %s or %s): %w",
-			precision, config.PrecisionFP32, config.PrecisionBF16Mixed, ErrUnsupportedPrecision)
 	}
 	return fmt.Errorf("precision %q: must be %q, %q or %q: %w", precision,
 		config.PrecisionFP32, config.PrecisionBF16Mixed, config.PrecisionBF16, config.ErrInvalid)
@@ -121,7 +120,8 @@ func newNet(m config.ModelConfig, precision string) (*Net, error) {
 	n := &Net{
 		model:     m,
 		precision: precision,
-		mixed:     precision == config.PrecisionBF16Mixed,
+		mixed:     precision != config.PrecisionFP32,
+		full:      precision == config.PrecisionBF16,
 		lay:       model.Layers(m),
 		params:    make([]float32, model.NumParams(m)),
 		gw:        make([]float32, model.NumParams(m)),
@@ -185,14 +185,15 @@ func (n *Net) plan() {
 
 // NewNet builds a network for model m in the given precision mode with
 // weights initialised from seed as PyTorch's nn.Linear default does (see
-// Layout for the order): U(−1/√in, 1/√in) for weights and biases. Its
-// GEMMs run on gonum until SetBLAS.
+// Layout for the order): U(−1/√in, 1/√in) for weights and biases, rounded
+// to bf16 in bf16 mode. Its GEMMs run on gonum until SetBLAS.
 func NewNet(m config.ModelConfig, precision string, seed uint64) (*Net, error) {
 	n, err := newNet(m, precision)
 	if err != nil {
 		return nil, err
 	}
 	model.InitParams(n.params, m, seed)
+	n.storeParams()
 	n.refresh()
 	return n, nil
 }
@@ -235,8 +236,9 @@ func (n *Net) Support() []float32 { return append([]float32(nil), n.support...) 
 // Params returns a copy of the float32 parameters in Layout order.
 func (n *Net) Params() []float32 { return append([]float32(nil), n.params...) }
 
-// SetParams copies p (Layout order) into the parameters and refreshes the
-// bf16 copy. p must have NumParams(model) finite values.
+// SetParams copies p (Layout order) into the parameters (rounded to bf16
+// in bf16 mode) and refreshes the bf16 copy. p must have NumParams(model)
+// finite values.
 func (n *Net) SetParams(p []float32) error {
 	if len(p) != len(n.params) {
 		return fmt.Errorf("set params: got %d values, want %d", len(p), len(n.params))
@@ -245,8 +247,17 @@ func (n *Net) SetParams(p []float32) error {
 		return fmt.Errorf("set params: value %d is %g: %w", i, p[i], model.ErrNotFinite)
 	}
 	copy(n.params, p)
+	n.storeParams()
 	n.refresh()
 	return nil
+}
+
+// storeParams rounds the parameters to bf16 in bf16 mode, where they are
+// stored as bf16 (doc.go); in the other modes they are float32 masters.
+func (n *Net) storeParams() {
+	if n.full {
+		bf16.RoundSlice(n.params)
+	}
 }
 
 // refresh recomputes the GEMM copies of the weights after the masters

@@ -3,6 +3,7 @@ package cpu
 import (
 	"math"
 
+	"github.com/dqnflow/dqnflow/bf16"
 	"github.com/dqnflow/dqnflow/config"
 )
 
@@ -26,6 +27,26 @@ func scale(g []float32, c float32) {
 	}
 }
 
+// store says how an AdamW step stores what it computes: in fp32 and
+// bf16-mixed the float32 values; in bf16 mode (full) the moments rounded
+// to the nearest bf16 and the parameters rounded to the nearest bf16 or,
+// with sr, stochastically (bf16.RoundStochastic) with the random bits
+// bf16.SRBits(seed, t, first + i) of parameter first + i of the Layout.
+type store struct {
+	full, sr bool
+	seed     uint64
+	first    int
+}
+
+// stagnation counts, over the parameter updates of AdamW steps, those
+// whose Adam term is not zero (moved) and, of them, those whose stored
+// parameter is nevertheless unchanged (stuck): the update was
+// absorbed by the rounding of the stored value. stuck/moved is the
+// stagnation that trainer.TrainStats reports.
+type stagnation struct{ moved, stuck int64 }
+
+func (s *stagnation) add(o stagnation) { s.moved, s.stuck = s.moved+o.moved, s.stuck+o.stuck }
+
 // adamW applies step t (t ≥ 1) of AdamW (Kingma & Ba 2015 with the
 // decoupled weight decay of Loshchilov & Hutter 2019) to the parameters p
 // with gradient g and moments m, v, element by element in float32:
@@ -38,18 +59,51 @@ func scale(g []float32, c float32) {
 // for biases. The decay uses the parameter before the step, as PyTorch's
 // AdamW does. The constants β1, 1 − β1, β2, 1 − β2, 1 − β1ᵗ, 1 − β2ᵗ, lr,
 // ε and lr·λ are computed in float64 and each rounded once to float32; √
-// is correctly rounded.
+// is correctly rounded. Everything is stored in float32 (fp32 and
+// bf16-mixed); see storedAdamW for bf16.
 func adamW(p, g, m, v []float32, t int64, o config.OptimConfig, decay float64) {
+	storedAdamW(p, g, m, v, t, o, decay, store{})
+}
+
+// storedAdamW is adamW with st saying how m, v and p are stored. The
+// update uses the float32 m and v it computed, not their stored values.
+// It returns the stagnation of the call: an update moved when its Adam
+// term float32(lr·m̂/(√v̂ + ε)) is not zero (the weight decay alone, for a
+// parameter whose gradient has always been zero, is not counted: at
+// lr·λ ≈ 10⁻⁹ float32 absorbs it too), and is stuck when the stored p
+// equals the old one.
+func storedAdamW(p, g, m, v []float32, t int64, o config.OptimConfig, decay float64, st store) stagnation {
 	b1, c1 := float32(o.Beta1), float32(1-o.Beta1)
 	b2, c2 := float32(o.Beta2), float32(1-o.Beta2)
 	bc1 := float32(1 - math.Pow(o.Beta1, float64(t)))
 	bc2 := float32(1 - math.Pow(o.Beta2, float64(t)))
 	lr, eps, lrwd := float32(o.LR), float32(o.Eps), float32(o.LR*decay)
+	var c stagnation
 	for i, gi := range g {
 		mi := float32(b1*m[i]) + float32(c1*gi)
 		vi := float32(b2*v[i]) + float32(c2*float32(gi*gi))
-		m[i], v[i] = mi, vi
 		den := float32(math.Sqrt(float64(vi/bc2))) + eps
-		p[i] = (p[i] - float32(lrwd*p[i])) - float32(lr*((mi/bc1)/den))
+		old := p[i]
+		wd := float32(lrwd * old)
+		step := float32(lr * ((mi / bc1) / den))
+		pn := (old - wd) - step
+		if st.full {
+			m[i], v[i] = bf16.Round(mi), bf16.Round(vi)
+			if st.sr {
+				pn = bf16.RoundStochastic(pn, bf16.SRBits(st.seed, t, st.first+i))
+			} else {
+				pn = bf16.Round(pn)
+			}
+		} else {
+			m[i], v[i] = mi, vi
+		}
+		if step != 0 {
+			c.moved++
+			if pn == old {
+				c.stuck++
+			}
+		}
+		p[i] = pn
 	}
+	return c
 }

@@ -93,7 +93,7 @@ func TestPrecisionModes(t *testing.T) {
 	}{
 		{config.PrecisionFP32, nil},
 		{config.PrecisionBF16Mixed, nil},
-		{config.PrecisionBF16, ErrUnsupportedPrecision},
+		{config.PrecisionBF16, nil},
 		{"fp16", config.ErrInvalid},
 	} {
 		_, err := NewLearner(refModel, refOptim, c.precision, 1)

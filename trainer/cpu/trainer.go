@@ -121,6 +121,7 @@ func (t *Trainer) Info() trainer.Info {
 		Device: fmt.Sprintf("cpu (%d threads, %s/%s), blas %s", runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH,
 			lib.Describe()),
 		Precision: t.learner.Online().Precision(), StorageDType: storage, ComputeDType: "f32",
+		StateDType: trainer.StateDType(t.cfg.Precision, t.cfg.Optim.StochasticRounding),
 		Parameters: t.learner.NumParams(), BLAS: lib.Describe(), Threads: lib.Threads(),
 	}
 }
@@ -162,6 +163,7 @@ func (t *Trainer) Train(ctx context.Context, steps int, progress func(trainer.Pr
 	every := max(1, steps/100)
 	var lossSum, normSum, repLoss, repNorm float64
 	repN := 0
+	t.learner.ResetStagnation()
 	for s := 1; s <= steps; s++ {
 		if err := ctx.Err(); err != nil {
 			return st, err
@@ -172,6 +174,7 @@ func (t *Trainer) Train(ctx context.Context, steps int, progress func(trainer.Pr
 		}
 		lossSum += res.Loss
 		normSum += res.GradNorm
+		st.GradNormMax = max(st.GradNormMax, res.GradNorm)
 		repLoss += res.Loss
 		repNorm += res.GradNorm
 		repN++
@@ -192,6 +195,8 @@ func (t *Trainer) Train(ctx context.Context, steps int, progress func(trainer.Pr
 			return st, fmt.Errorf("train: mean Q: %w", err)
 		}
 		st.MeanQ = &q
+		stag, _ := t.learner.Stagnation()
+		st.Stagnation = &stag
 	}
 	return st, nil
 }

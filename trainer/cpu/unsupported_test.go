@@ -12,8 +12,8 @@ import (
 	"github.com/dqnflow/dqnflow/trainer/trainertest"
 )
 
-// TestRefusesWhatItCannotRun: a CUDA device or the bf16 storage mode is an
-// error wrapping trainer.ErrUnsupported, never a silent CPU fp32 run.
+// TestRefusesWhatItCannotRun: a CUDA device is an error wrapping
+// trainer.ErrUnsupported, never a silent CPU run.
 func TestRefusesWhatItCannotRun(t *testing.T) {
 	base := trainertest.SmallConfig()
 	ds, err := market.Prepare(base)
@@ -21,7 +21,7 @@ func TestRefusesWhatItCannotRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct{ device, precision string }{
-		{"cuda", config.PrecisionFP32}, {"cuda:1", config.PrecisionBF16Mixed}, {"cpu", config.PrecisionBF16},
+		{"cuda", config.PrecisionFP32}, {"cuda:1", config.PrecisionBF16Mixed}, {"cuda", config.PrecisionBF16},
 	} {
 		cfg := base
 		cfg.Device, cfg.Precision = c.device, c.precision

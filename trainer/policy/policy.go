@@ -36,10 +36,10 @@ type Policy struct {
 //
 // It evaluates in the precision the run trained in (metadata precision,
 // else the config's) when the CPU runs it: fp32 or bf16-mixed. A "bf16"
-// run (bf16 storage everywhere, a GPU mode) is evaluated in bf16-mixed,
-// the CPU's closest emulation: the weights and the activations entering
-// each GEMM are rounded to bf16, accumulation and the head are float32.
-// Precision reports the mode used.
+// run (bf16 storage everywhere) is evaluated in bf16-mixed, whose forward
+// pass is the same: the weights (already bf16 values in such a run) and
+// the activations entering each GEMM are rounded to bf16, accumulation
+// and the head are float32. Precision reports the mode used.
 func Load(ck *checkpoint.Checkpoint) (*Policy, error) {
 	cfg, err := trainer.CheckpointConfig(ck)
 	if err != nil {

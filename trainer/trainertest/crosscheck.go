@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dqnflow/dqnflow/bf16"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/trainer/model"
@@ -138,7 +139,10 @@ func CrossCheck(t *testing.T, ref, got StepLearner, cfg config.RunConfig, tol To
 //     spectral norm 3× the bound, so the bound scales them: the update of
 //     every weight block and u (tol.Spectral);
 //  7. SyncTarget(τ = optim.target_tau, or 0.5 when that is 1): the target
-//     network per block (tol.Sync).
+//     network per block (tol.Sync);
+//  8. in precision bf16, that got's gradient, its state after each step and
+//     its target after the sync hold bf16 values only (quantity "bf16
+//     values", tolerance 0).
 //
 // The double-DQN target picks each branch's argmax of the online Q at s′;
 // a near-tie there would make both backends right and their targets
@@ -147,6 +151,10 @@ func CrossCheck(t *testing.T, ref, got StepLearner, cfg config.RunConfig, tol To
 // (50% wider margins are used if too few states qualify), and Compare
 // reports, as the quantity "argmax", the fraction of samples where got's
 // online Q picks another action.
+//
+// In precision bf16 every state loaded into both learners is first
+// rounded to bfloat16, the values bf16 storage holds, so the round trip
+// of step 1 stays exact.
 //
 // An error is returned when a learner fails a call or returns a slice of
 // the wrong length; errors beyond tolerance are in the report.
@@ -161,6 +169,11 @@ func Compare(ref, got StepLearner, cfg config.RunConfig, tol Tolerances) (*Repor
 	}
 	rng := rand.New(rand.NewPCG(CrossCheckSeed, 1))
 	base := randomState(rng, m)
+	if cfg.Precision == config.PrecisionBF16 {
+		// bf16 storage holds bf16 values only: the round trip is exact
+		// for a state of bf16 values.
+		roundState(base)
+	}
 	rep := &Report{}
 
 	// 1. Round trip.
@@ -240,6 +253,10 @@ func Compare(ref, got StepLearner, cfg config.RunConfig, tol Tolerances) (*Repor
 	}
 	rep.addScalar("loss", gl, rl, tol.Loss)
 	rep.add("per-sample loss", "", gps, rps, tol.Loss)
+	bf := cfg.Precision == config.PrecisionBF16
+	if bf {
+		rep.addBF16("gradient", gg)
+	}
 	for _, blk := range model.Layout(m) {
 		rep.add("gradient", blk.Name, gg[blk.Offset:blk.Offset+blk.Size()], rg[blk.Offset:blk.Offset+blk.Size()], tol.Grad)
 	}
@@ -249,12 +266,23 @@ func Compare(ref, got StepLearner, cfg config.RunConfig, tol Tolerances) (*Repor
 	if o.SpectralBound > 0 {
 		scaleSpectral(calm, m, func(sigma float64) float64 { return math.Min(1, o.SpectralBound/(2*sigma)) })
 	}
+	if cfg.Precision == config.PrecisionBF16 {
+		roundState(calm)
+	}
 	rs, gs, err := stepBoth(ref, got, m, calm, b, rep, tol)
 	if err != nil {
 		return nil, err
 	}
 	compareMoments(rep, m, gs, rs, tol.Adam)
 	compareUpdates(rep, "update (AdamW)", m, calm, gs, rs, tol.Adam, tol.Adam)
+	if bf {
+		rep.addBF16("online after step", gs.Online)
+		rep.addBF16(model.TensorAdamM+" after step", gs.AdamM)
+		rep.addBF16(model.TensorAdamV+" after step", gs.AdamV)
+		for i, l := range model.Layers(m) {
+			rep.addBF16(model.SpectralTensor(l)+" after step", gs.U[i])
+		}
+	}
 	for i, l := range model.Layers(m) {
 		rep.add("spectral u", l.Name, gs.U[i], rs.U[i], tol.Spectral)
 	}
@@ -264,11 +292,17 @@ func Compare(ref, got StepLearner, cfg config.RunConfig, tol Tolerances) (*Repor
 	if o.SpectralBound > 0 {
 		hot := base.Clone()
 		scaleSpectral(hot, m, func(sigma float64) float64 { return 3 * o.SpectralBound / sigma })
+		if cfg.Precision == config.PrecisionBF16 {
+			roundState(hot)
+		}
 		rs, gs, err := stepBoth(ref, got, m, hot, b, nil, tol)
 		if err != nil {
 			return nil, err
 		}
 		compareUpdates(rep, "update (spectral)", m, hot, gs, rs, tol.Spectral, -1)
+		if bf {
+			rep.addBF16("online after a scaling step", gs.Online)
+		}
 		for i, l := range model.Layers(m) {
 			rep.add("spectral u (scaled)", l.Name, gs.U[i], rs.U[i], tol.Spectral)
 		}
@@ -299,7 +333,23 @@ func Compare(ref, got StepLearner, cfg config.RunConfig, tol Tolerances) (*Repor
 		e := s + blk.Size()
 		rep.add("sync target", blk.Name, synced[1].Target[s:e], synced[0].Target[s:e], tol.Sync)
 	}
+	if bf {
+		rep.addBF16("target after sync", synced[1].Target)
+	}
 	return rep, nil
+}
+
+// addBF16 adds the quantity "bf16 values" for what (precision bf16): the
+// share of got's values that are not exactly a bfloat16, which must be 0.
+func (r *Report) addBF16(what string, got []float32) {
+	bad := 0
+	for _, v := range got {
+		if bf16.Round(v) != v {
+			bad++
+		}
+	}
+	r.Comparisons = append(r.Comparisons, Comparison{Quantity: "bf16 values", Block: what,
+		Err: float64(bad) / float64(max(len(got), 1)), RefNorm: float64(len(got))})
 }
 
 // stepBoth loads s into both learners, runs Step on b and returns their
@@ -454,6 +504,16 @@ func randomState(rng *rand.Rand, m config.ModelConfig) *model.State {
 	}
 	s.U = model.InitSpectral(m, rng.Uint64())
 	return s
+}
+
+// roundState rounds every value of s to the nearest bfloat16.
+func roundState(s *model.State) {
+	for _, x := range [][]float32{s.Online, s.Target, s.AdamM, s.AdamV} {
+		bf16.RoundSlice(x)
+	}
+	for _, u := range s.U {
+		bf16.RoundSlice(u)
+	}
 }
 
 // scaleSpectral multiplies each weight matrix of s.Online by

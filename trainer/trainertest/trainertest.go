@@ -24,6 +24,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dqnflow/dqnflow/bf16"
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
@@ -72,6 +73,63 @@ func RunConfig(t *testing.T, b trainer.Backend, cfg config.RunConfig) {
 	t.Run("TrainStopsOnNonFinite", func(t *testing.T) { testNonFinite(t, b, cfg, ds) })
 	t.Run("RestoreRejectsDamagedState", func(t *testing.T) { testRestoreRejects(t, b, cfg, ds) })
 	t.Run("BacktestIsGreedyAndRepeatable", func(t *testing.T) { testBacktest(t, b, cfg, ds) })
+	t.Run("TrainReportsStagnation", func(t *testing.T) { testStagnation(t, b, cfg, ds) })
+	if cfg.Precision == config.PrecisionBF16 {
+		t.Run("StateIsStoredAsBF16", func(t *testing.T) { testBF16State(t, b, cfg, ds) })
+	}
+}
+
+// testStagnation: Train reports the largest gradient norm of its steps
+// (at least their mean) and the share of updates that rounding absorbed,
+// a fraction.
+func testStagnation(t *testing.T, b trainer.Backend, cfg config.RunConfig, ds *market.Dataset) {
+	tr := newTrainer(t, b, cfg, ds, nil)
+	ctx := context.Background()
+	if _, err := tr.Collect(ctx, cfg.Env.CollectSteps); err != nil {
+		t.Fatal(err)
+	}
+	st, err := tr.Train(ctx, cfg.StepsPerEpoch, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(st.GradNormMax >= st.GradNorm*(1-1e-6)) || st.GradNormMax <= 0 {
+		t.Errorf("TrainStats.GradNormMax = %g with mean grad norm %g", st.GradNormMax, st.GradNorm)
+	}
+	if st.Stagnation == nil || !(*st.Stagnation >= 0 && *st.Stagnation <= 1) {
+		t.Errorf("TrainStats.Stagnation = %v, want a share in [0, 1]", st.Stagnation)
+	} else {
+		t.Logf("%s: stagnation %.4f over %d steps", cfg.Precision, *st.Stagnation, st.Steps)
+	}
+}
+
+// testBF16State: in precision bf16 every value of the trained state in a
+// snapshot (parameters of both networks, Adam moments, spectral vectors)
+// is exactly a bfloat16, and Info says the state is bf16.
+func testBF16State(t *testing.T, b trainer.Backend, cfg config.RunConfig, ds *market.Dataset) {
+	tr := newTrainer(t, b, cfg, ds, nil)
+	if info := tr.Info(); !strings.HasPrefix(info.StateDType, "bf16") {
+		t.Errorf("Info().StateDType = %q in precision bf16", info.StateDType)
+	}
+	epochs(t, tr, cfg, 2)
+	s, err := model.ReadState(snapshot(t, tr), cfg.Model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(name string, x []float32) {
+		for i, v := range x {
+			if bf16.Round(v) != v {
+				t.Errorf("%s[%d] = %g is not a bf16 value", name, i, v)
+				return
+			}
+		}
+	}
+	check(model.PrefixOnline+"*", s.Online)
+	check(model.PrefixTarget+"*", s.Target)
+	check(model.TensorAdamM, s.AdamM)
+	check(model.TensorAdamV, s.AdamV)
+	for i, l := range model.Layers(cfg.Model) {
+		check(model.SpectralTensor(l), s.U[i])
+	}
 }
 
 func newTrainer(t *testing.T, b trainer.Backend, cfg config.RunConfig, ds *market.Dataset, warm *checkpoint.Checkpoint) trainer.Trainer {
