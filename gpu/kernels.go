@@ -17,7 +17,7 @@ var kernelFS embed.FS
 
 // kernelFiles is the order in which the sources are concatenated into one
 // NVRTC program: common.cu first (types and helpers), then one file per job.
-var kernelFiles = []string{"common.cu", "gemm.cu", "head.cu", "optim.cu", "replay.cu"}
+var kernelFiles = []string{"common.cu", "gemm.cu", "head.cu", "optim.cu", "replay.cu", "env.cu"}
 
 // kernelNames lists every kernel the trainer launches; loading the module
 // resolves each once (device pointers and functions are resolved once, never
@@ -26,6 +26,7 @@ var kernelNames = []string{
 	"gemm64", "gemm128", "gemm128x64", "gemm128p", "gemm128o", "gemm128x64o", "head_infer", "c51_loss", "bias_partial", "grad_reduce", "grad_norm", "adamw",
 	"spectral", "refresh", "ema", "cast_rows", "sample", "insert", "tree_sub", "tree_top", "priority",
 	"round_check",
+	"env_reset", "env_observe", "env_step", "env_commit", "bt_run",
 }
 
 // kernelSource returns the program text of every kernel.

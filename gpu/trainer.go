@@ -18,7 +18,6 @@ import (
 	"github.com/dqnflow/dqnflow/replay"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/trainer/model"
-	"github.com/dqnflow/dqnflow/trainer/rollout"
 )
 
 // Backend is the CUDA backend of trainer.Backend on one device.
@@ -44,16 +43,17 @@ func (b *Backend) Describe() string {
 	return fmt.Sprintf("%s (cuda:%d, sm_%d%d, %d SMs, %.0f GiB)", i.Name, b.ordinal, i.Major, i.Minor, i.SMs, float64(i.TotalMem)/(1<<30))
 }
 
-// Trainer is the CUDA trainer: the learner and the replay buffer in device
-// memory, the training step as a CUDA graph, and the host-side collector
-// shared with the CPU backend (rollout), whose greedy actions come from the
-// device.
+// Trainer is the CUDA trainer: the learner, the replay buffer, the
+// environments and the collector in device memory, the training step and
+// the collector step as CUDA graphs, and the greedy backtest as one kernel
+// (collect.go, backtest.go).
 type Trainer struct {
 	b         *Backend
 	cfg       config.RunConfig
 	ds        *market.Dataset
 	l         *learner
-	col       *rollout.Collector
+	col       *devCollector
+	bt        devBacktest
 	samplePCG *rand.PCG
 	info      trainer.Info
 	events    [2]cuda.Event
@@ -106,11 +106,7 @@ func (b *Backend) build(cfg config.RunConfig, ds *market.Dataset, s *model.State
 	if err := checkDevice(cfg, b.ordinal); err != nil {
 		return nil, err
 	}
-	col, err := rollout.New(cfg, ds)
-	if err != nil {
-		return nil, err
-	}
-	t := &Trainer{b: b, cfg: cfg, ds: ds, col: col, samplePCG: rand.NewPCG(cfg.Seed, model.StreamSample)}
+	t := &Trainer{b: b, cfg: cfg, ds: ds, samplePCG: rand.NewPCG(cfg.Seed, model.StreamSample)}
 	bf := cfg.Precision != config.PrecisionFP32
 	check, err := b.selfCheck(cfg.Model, bf)
 	if err != nil {
@@ -130,6 +126,9 @@ func (b *Backend) build(cfg config.RunConfig, ds *market.Dataset, s *model.State
 		}
 		t.l = l
 		if l.replay, err = newDevReplay(c, l, annealed(cfg), ds); err != nil {
+			return err
+		}
+		if t.col, err = newDevCollector(c, l, cfg, ds); err != nil {
 			return err
 		}
 		for i := range t.events {
@@ -168,27 +167,19 @@ func (t *Trainer) usable() error {
 	return nil
 }
 
-// Collect steps the environments on the host with greedy actions from the
-// device, stages the finished transitions and uploads them once.
+// Collect steps the environments on the device with the ε-greedy policy
+// of the online network and writes the n-step transitions into the device
+// replay buffer (devCollector).
 func (t *Trainer) Collect(ctx context.Context, steps int) (trainer.CollectStats, error) {
 	if err := t.usable(); err != nil {
 		return trainer.CollectStats{}, err
 	}
-	r := t.l.replay
 	var st trainer.CollectStats
 	err := t.do(func(c *cuda.Ctx) error {
 		var err error
-		st, err = t.col.Collect(ctx, steps, func(obs []float32, rows int, dst []market.Action) error {
-			return t.l.greedy(c, obs, rows, dst)
-		}, &r.stage)
-		// Transitions finished before an error are kept, as the CPU buffer
-		// keeps what it was given.
-		if ferr := r.flush(c, t.l); err == nil {
-			err = ferr
-		}
+		st, err = t.col.collect(ctx, c, t.l, steps)
 		return err
 	})
-	st.BufferSize = r.size
 	return st, err
 }
 
@@ -444,8 +435,9 @@ func (t *Trainer) SyncTarget() error {
 	return t.do(func(c *cuda.Ctx) error { return t.l.syncTarget(c, t.cfg.Optim.TargetTau) })
 }
 
-// Backtest runs the online network's greedy policy over bars r of ds, one
-// bar at a time on the device.
+// Backtest runs the online network's greedy policy over bars r of ds in
+// one kernel on the device and books the report with market.Backtest
+// (devBacktest).
 func (t *Trainer) Backtest(ctx context.Context, ds *market.Dataset, r market.Range) (market.Report, error) {
 	if err := t.usable(); err != nil {
 		return market.Report{}, err
@@ -453,9 +445,7 @@ func (t *Trainer) Backtest(ctx context.Context, ds *market.Dataset, r market.Ran
 	var rep market.Report
 	err := t.do(func(c *cuda.Ctx) error {
 		var err error
-		rep, err = rollout.Backtest(ds, r, func(obs []float32, rows int, dst []market.Action) error {
-			return t.l.greedy(c, obs, rows, dst)
-		})
+		rep, err = t.bt.run(c, t.l, t.col.mk, ds, r)
 		return err
 	})
 	if err == nil {
@@ -472,12 +462,16 @@ func (t *Trainer) Snapshot() (*checkpoint.Checkpoint, error) {
 	}
 	var s *model.State
 	var rs replay.Storage
+	var cts []checkpoint.Tensor
 	err := t.do(func(c *cuda.Ctx) error {
 		var err error
 		if s, err = t.l.state(c); err != nil {
 			return err
 		}
-		rs, err = t.l.replay.storage(c, t.l)
+		if rs, err = t.l.replay.storage(c, t.l); err != nil {
+			return err
+		}
+		cts, err = t.col.tensors(c, t.l)
 		return err
 	})
 	if err != nil {
@@ -500,10 +494,6 @@ func (t *Trainer) Snapshot() (*checkpoint.Checkpoint, error) {
 	}
 	ts := s.Tensors(t.cfg.Model)
 	ts = append(ts, buf.Tensors(model.ReplayPrefix)...)
-	cts, err := t.col.Tensors()
-	if err != nil {
-		return nil, err
-	}
 	ts = append(ts, cts...)
 	rb, err := t.samplePCG.MarshalBinary()
 	if err != nil {
@@ -551,7 +541,7 @@ func (b *Backend) Restore(_ context.Context, ck *checkpoint.Checkpoint, ds *mark
 	if err != nil {
 		return nil, err
 	}
-	if err := t.col.Load(ck); err != nil {
+	if err := b.d.dev.Do(func(c *cuda.Ctx) error { return t.col.load(c, t.l, ck) }); err != nil {
 		t.Close()
 		return nil, fmt.Errorf("restore: %w", err)
 	}
@@ -586,6 +576,10 @@ func (t *Trainer) Close() error {
 		if t.l == nil {
 			return nil
 		}
+		if t.col != nil {
+			_ = t.col.free(c)
+		}
+		_ = t.bt.free(c)
 		return t.l.free(c)
 	})
 }

@@ -106,7 +106,12 @@ type VecEnv struct {
 // Step resizes the slices, so one StepResult can be reused.
 type StepResult struct {
 	Reward []float32 // scaled mark-to-market reward of each env
-	Done   []bool    // the env's window ended with this step
+	// PnL is the change of each env's equity over the step in money
+	// (ΔE of the Reward paragraph of VecEnv, the end-of-window close
+	// included), before scaling: what a device implementation of the
+	// environment is checked against in float64.
+	PnL  []float64
+	Done []bool // the env's window ended with this step
 	// NextBar and NextAgent are the state reached by the step, before an
 	// env whose window ended is reset: the bar t+1 and its N×NumAgentFeatures
 	// agent features (all zero when the window ended, since the position was
@@ -231,6 +236,7 @@ func (e *VecEnv) Step(actions []Action, res *StepResult) error {
 		}
 	}
 	res.Reward = resize(res.Reward, n)
+	res.PnL = resize(res.PnL, n)
 	res.Done = resize(res.Done, n)
 	res.NextBar = resize(res.NextBar, n)
 	res.NextAgent = resize(res.NextAgent, n*NumAgentFeatures)
@@ -247,6 +253,7 @@ func (e *VecEnv) Step(actions []Action, res *StepResult) error {
 		rw := e.rewardScale*dE/e.sim.rewardScale(t) -
 			e.turnoverPenalty*float64(traded)/float64(e.sim.in.MaxContracts)
 		res.Reward[i] = float32(rw)
+		res.PnL[i] = dE
 		res.Done[i] = done
 		res.NextBar[i] = int32(t + 1)
 		e.sim.agent(acc, t+1, res.NextAgent[i*NumAgentFeatures:(i+1)*NumAgentFeatures])

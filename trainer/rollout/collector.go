@@ -101,9 +101,14 @@ func (c *Collector) NumEnvs() int { return c.env.N() }
 // epsilon_start to epsilon_end over config.RunConfig.EpsilonDecayEnvSteps
 // (a fraction of the run's environment steps, or epsilon_decay_steps),
 // then constant.
-func (c *Collector) epsilon(s int64) float64 {
-	e := c.cfg.Env
-	f := math.Min(float64(s)/float64(c.cfg.EpsilonDecayEnvSteps()), 1)
+func (c *Collector) epsilon(s int64) float64 { return Epsilon(c.cfg, s) }
+
+// Epsilon is the exploration rate of cfg's schedule after s environment
+// steps, ε_start + min(s/decay, 1)·(ε_end − ε_start) in float64, the
+// formula every collector (the CPU's and the CUDA backend's) uses.
+func Epsilon(cfg config.RunConfig, s int64) float64 {
+	e := cfg.Env
+	f := math.Min(float64(s)/float64(cfg.EpsilonDecayEnvSteps()), 1)
 	return e.EpsilonStart + f*(e.EpsilonEnd-e.EpsilonStart)
 }
 

@@ -1,0 +1,183 @@
+package gpu
+
+import (
+	"fmt"
+
+	"github.com/dqnflow/dqnflow/gpu/cuda"
+	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/trainer/model"
+)
+
+// devBacktest runs the greedy backtest on the device (kernel bt_run): one
+// block walks the range bar by bar, with the online network's forward pass
+// for one observation, the greedy head and the environment's accounting,
+// so a backtest is one launch and one read-back of the actions. The host
+// then books the report from those actions with market.Backtest itself,
+// so a device report is a CPU report of the same actions by construction;
+// the kernel's own equity, which the tests compare with the report's,
+// shows that its accounting (and so the agent features the network saw)
+// is the CPU's.
+type devBacktest struct {
+	mem      arena // the foreign dataset's bars and the buffers
+	foreign  *devMarket
+	cap      int // bars the buffers hold
+	act      cuda.DevPtr
+	equity   cuda.DevPtr
+	result   cuda.DevPtr
+	args     cuda.DevPtr
+	hostAct  []int32
+	hostEq   []float64
+	lastEq   []float64 // the kernel's equity of the last run (tests)
+	lastBars int
+}
+
+// btArgsWords is the size of struct BacktestArgs in 64-bit words.
+const btArgsWords = 13 + 2 + 2 + 9*7 + 4 + 5 + 1 + 3
+
+// market returns ds on the device: the trainer's own (uploaded with the
+// collector) or a foreign one, uploaded once and kept until another comes.
+func (b *devBacktest) market(c *cuda.Ctx, l *learner, own *devMarket, ds *market.Dataset) (*devMarket, error) {
+	if own != nil && own.ds == ds {
+		return own, nil
+	}
+	if b.foreign != nil && b.foreign.ds == ds {
+		return b.foreign, nil
+	}
+	if err := c.Sync(l.stream); err != nil {
+		return nil, err
+	}
+	if err := b.mem.free(c); err != nil {
+		return nil, err
+	}
+	b.foreign, b.cap = nil, 0
+	m, err := newDevMarket(c, b.mem.batch(c, l.stream), ds, 0)
+	if err != nil {
+		return nil, err
+	}
+	b.foreign = m
+	return m, nil
+}
+
+// rowLayers writes the forward pass of the online network for one
+// observation as struct RowLayer entries, the same products as
+// forwardJobs: s1 and s2 with bias+ReLU, the head-hidden block (wcat,
+// bcat), then the four head outputs into their columns of O.
+func (l *learner) rowLayers(w *words) {
+	net, m, lay := &l.online, l.m, &l.lay
+	bias := func(i int) cuda.DevPtr { return net.p + cuda.DevPtr(4*lay[i].B) }
+	row := func(wt, b cuda.DevPtr, n, k, in, inOff, out, outOff, relu int) {
+		w.ptr(wt).ptr(b).i64(int64(n)).i64(int64(k)).i64(int64(in)).i64(int64(inOff)).i64(int64(out)).i64(int64(outOff)).i64(int64(relu))
+	}
+	row(l.weight(net, model.LayerS1), bias(model.LayerS1), m.Trunk1, lay[model.LayerS1].In, 0, 0, 1, 0, 1)
+	row(l.weight(net, model.LayerS2), bias(model.LayerS2), m.Trunk2, m.Trunk1, 1, 0, 2, 0, 1)
+	row(net.wcat, net.bcat, 4*m.Head, m.Trunk2, 2, 0, 3, 0, 1)
+	for h, i := range headOut {
+		row(l.weight(net, i), bias(i), lay[i].Out, m.Head, 3, h*m.Head, 4, headCol(m.Atoms, i), 0)
+	}
+}
+
+// run plays the greedy policy of l's online network over bars r of ds and
+// returns the report market.Backtest books for the actions it took.
+func (b *devBacktest) run(c *cuda.Ctx, l *learner, own *devMarket, ds *market.Dataset, r market.Range) (market.Report, error) {
+	n := r.Len()
+	if ds == nil || ds.Bars == nil || r.From < 0 || r.To > ds.Bars.Len() || n < 2 {
+		// market.Backtest words the error (the range, the missing bars).
+		return market.Backtest(ds, r, &recordedPolicy{})
+	}
+	mk, err := b.market(c, l, own, ds)
+	if err != nil {
+		return market.Report{}, err
+	}
+	if n > b.cap {
+		bt := b.mem.batch(c, l.stream)
+		capN := max(n, 2*b.cap)
+		b.act, b.equity, b.result, b.args = bt.alloc(4*3*capN), bt.alloc(8*capN), bt.alloc(16), bt.alloc(8*btArgsWords)
+		if bt.err != nil {
+			return market.Report{}, bt.err
+		}
+		b.cap = capN
+	}
+	in := ds.Instrument
+	var w words
+	mk.words(&w)
+	w.i64(int64(r.From)).i64(int64(r.To)).f64(in.InitialCapital).f64(in.MarginFloor * in.InitialCapital)
+	l.rowLayers(&w)
+	w.i64(1).i64(2).i64(3).i64(7)
+	m := l.m
+	widths := []int{obsWidth, m.Trunk1, m.Trunk2, 4 * m.Head, l.outw}
+	shared := 0
+	for _, x := range widths {
+		w.i64(int64(x))
+		shared += 4 * x
+	}
+	w.ptr(l.z).ptr(b.act).ptr(b.equity).ptr(b.result)
+	if len(w) != btArgsWords {
+		return market.Report{}, fmt.Errorf("backtest arguments: %d words, want %d", len(w), btArgsWords)
+	}
+	if err := c.HtoDAsync(b.args, ptrOf(w), 8*len(w), l.stream); err != nil {
+		return market.Report{}, err
+	}
+	f := l.k.fn["bt_run"]
+	if shared > 48<<10 {
+		if err := c.SetMaxDynamicShared(f, shared); err != nil {
+			return market.Report{}, err
+		}
+	}
+	if err := c.Launch(f, dim(1), dim(1024), shared, l.stream, b.args); err != nil {
+		return market.Report{}, err
+	}
+	if err := c.Sync(l.stream); err != nil {
+		return market.Report{}, err
+	}
+	res := make([]int64, 2)
+	if err := cuda.Download(c, res, b.result); err != nil {
+		return market.Report{}, err
+	}
+	decided := int(res[0])
+	if cap(b.hostAct) < 3*decided {
+		b.hostAct = make([]int32, 3*decided)
+	}
+	acts := b.hostAct[:3*decided]
+	if decided > 0 {
+		if err := cuda.Download(c, acts, b.act); err != nil {
+			return market.Report{}, err
+		}
+	}
+	if cap(b.hostEq) < n {
+		b.hostEq = make([]float64, n)
+	}
+	b.lastEq, b.lastBars = b.hostEq[:n], decided
+	if err := cuda.Download(c, b.lastEq, b.equity); err != nil {
+		return market.Report{}, err
+	}
+	p := &recordedPolicy{from: r.From, acts: acts}
+	rep, err := market.Backtest(ds, r, p)
+	if err == nil {
+		err = p.err
+	}
+	return rep, err
+}
+
+// recordedPolicy answers market.Backtest with the actions the device took,
+// bar by bar. A question beyond them means the host's accounting reached
+// a bar the device's did not (a ruin one side only): an error, never a
+// silent flat.
+type recordedPolicy struct {
+	from int
+	acts []int32
+	err  error
+}
+
+// Act returns the device's action at bar t.
+func (p *recordedPolicy) Act(t int, _ []float32) market.Action {
+	i := t - p.from
+	if i < 0 || 3*i+2 >= len(p.acts) {
+		if p.err == nil {
+			p.err = fmt.Errorf("backtest: the host asks for bar %d, the device decided %d bars from %d: their accounting differs", t, len(p.acts)/3, p.from)
+		}
+		return market.Action{Dir: 1}
+	}
+	return market.Action{Dir: int(p.acts[3*i]), Size: int(p.acts[3*i+1]), Exit: int(p.acts[3*i+2])}
+}
+
+func (b *devBacktest) free(c *cuda.Ctx) error { return b.mem.free(c) }

@@ -1,0 +1,565 @@
+// env.cu: the futures environment of package market on the device, the
+// collector around it and the greedy backtest, with the arithmetic of
+// market/execution.go and market/env.go written out operation by
+// operation in float64 (the same order of operations, so that equal inputs
+// give equal bits: the module is compiled with --fmad=false, and Go on
+// amd64 contracts nothing either). The doc comment of market.VecEnv states
+// the rules; the names here follow market/execution.go.
+//
+// Random streams (the backend's own, not the CPU's PCG streams): every draw
+// is uniform01(key, counter, index) of replay.cu, a counter-based
+// splitmix64 stream, so no generator state exists beyond the counters the
+// checkpoint already holds:
+//
+//   exploration   key = streamKey(seed, "exp"), counter = collector step s
+//                 (trainer.env_steps / num_envs before the step),
+//                 index 2·(3i+d) for env i's branch-d coin and 2·(3i+d)+1
+//                 for its random action ⌊u·n_d⌋
+//   windows       key = streamKey(seed, "env"), counter 0 for the first
+//                 windows and s+1 for the reset at the end of step s,
+//                 index i; start = from + ⌊u·(free+1)⌋
+//
+// (gpu/env.go streamKey computes the keys on the host.)
+
+// EnvMarket is the dataset as the kernels read it, uploaded once per
+// trainer (gpu/env.go devMarket): prices and ATR per bar, the normalised
+// features, and the resolved instrument.
+struct EnvMarket {
+  const double* open; const double* high; const double* low; const double* close; const double* atr; // [bars]
+  const float* features; // [bars×NFEAT]
+  double tickSize, slipTicks, commission, pointValue, slipBps, commBps;
+  long long maxContracts;
+};
+
+// Account is market's account: one environment's position between decisions.
+struct Account {
+  int pos;      // signed contracts
+  int exit;     // exit rule of the open position; 0 when flat
+  int held;     // bar closes the open position has been held through
+  double entry; // contract-weighted average fill price; 0 when flat
+  double stop;  // stop price when pos ≠ 0 and exit > 0; 0 when flat
+};
+
+__device__ __forceinline__ Account flatAccount() {
+  Account a;
+  a.pos = 0; a.exit = 0; a.held = 0; a.entry = 0.0; a.stop = 0.0;
+  return a;
+}
+
+__device__ __forceinline__ int isign(int x) { return x > 0 ? 1 : (x < 0 ? -1 : 0); }
+__device__ __forceinline__ int iabs(int x) { return x < 0 ? -x : x; }
+
+// slip(p) = SlippageTicks·TickSize + SlippageBps·10⁻⁴·|p|   (Instrument.slip)
+__device__ __forceinline__ double mSlip(const EnvMarket& m, double p) {
+  return m.slipTicks * m.tickSize + m.slipBps * 1e-4 * fabs(p);
+}
+
+// comm(p) = Commission + CommissionBps·10⁻⁴·|p|·PointValue   (Instrument.comm)
+__device__ __forceinline__ double mComm(const EnvMarket& m, double p) {
+  return m.commission + m.commBps * 1e-4 * fabs(p) * m.pointValue;
+}
+
+// fillCost = |q|·(slip(p)·PointValue + comm(p))
+__device__ __forceinline__ double mFillCost(const EnvMarket& m, int q, double p) {
+  return (double)iabs(q) * (mSlip(m, p) * m.pointValue + mComm(m, p));
+}
+
+// mAtr is ATR_t with its floor: max(ATR[t], TickSize, 1e-6·|close_t|, 1e-12).
+__device__ __forceinline__ double mAtr(const EnvMarket& m, long long t) {
+  return fmax(fmax(fmax(m.atr[t], m.tickSize), 1e-6 * fabs(m.close[t])), 1e-12);
+}
+
+// mRewardScale = ATR_t × PointValue × MaxContracts.
+__device__ __forceinline__ double mRewardScale(const EnvMarket& m, long long t) {
+  return mAtr(m, t) * m.pointValue * (double)m.maxContracts;
+}
+
+// mTarget is the signed position of the action (dir, size):
+// ±max(1, round((size+1)/4 × MaxContracts)), 0 for flat.
+__device__ __forceinline__ int mTarget(const EnvMarket& m, int dir, int size) {
+  if (dir == 1) return 0;
+  int c = (int)round((double)(size + 1) / 4.0 * (double)m.maxContracts);
+  if (c < 1) c = 1;
+  return dir == 0 ? -c : c;
+}
+
+__device__ __forceinline__ double stopPrice(double ref, int dir, int k, double atr) {
+  if (k == 0) return 0.0;
+  return ref - (double)(dir * k) * atr;
+}
+
+// mStep plays the decision (dir, size, exit) taken at bar t through bar
+// t+1 (market's sim.step) and returns the change of equity in money.
+__device__ double mStep(const EnvMarket& m, Account* acc, int dir, int size, int exit, long long t) {
+  const double o = m.open[t + 1];
+  const double pv = m.pointValue;
+  const double slip = mSlip(m, o);
+  double dE = (double)acc->pos * (o - m.close[t]) * pv;
+  const int q = mTarget(m, dir, size);
+  const double atr = mAtr(m, t);
+  const int d = q - acc->pos;
+  if (d != 0) {
+    const double price = o + (double)isign(d) * slip;
+    const double cost = mFillCost(m, d, o);
+    dE -= cost;
+    if (q == 0) {
+      *acc = flatAccount();
+    } else if (acc->pos == 0 || isign(q) != isign(acc->pos)) { // open or reverse
+      acc->entry = price;
+      acc->held = 0;
+    } else if (iabs(q) > iabs(acc->pos)) { // add: average the entry
+      acc->entry = ((double)iabs(acc->pos) * acc->entry + (double)iabs(d) * price) / (double)iabs(q);
+    }
+    if (q != 0) {
+      acc->pos = q;
+      acc->exit = exit;
+      acc->stop = stopPrice(price, isign(q), exit, atr);
+    }
+  } else if (q != 0 && exit != acc->exit) {
+    acc->exit = exit;
+    acc->stop = stopPrice(m.close[t], isign(q), exit, atr);
+  }
+  if (acc->pos != 0 && acc->exit > 0) {
+    double x = 0.0;
+    bool hit = false;
+    if (acc->pos > 0 && m.low[t + 1] <= acc->stop) {
+      x = fmin(o, acc->stop) - slip;
+      hit = true;
+    } else if (acc->pos < 0 && m.high[t + 1] >= acc->stop) {
+      x = fmax(o, acc->stop) + slip;
+      hit = true;
+    }
+    if (hit) {
+      const double comm = (double)iabs(acc->pos) * mComm(m, o);
+      dE += (double)acc->pos * (x - o) * pv - comm;
+      *acc = flatAccount();
+    }
+  }
+  if (acc->pos != 0) {
+    dE += (double)acc->pos * (m.close[t + 1] - o) * pv;
+    acc->held++;
+  }
+  return dE;
+}
+
+// mLiquidate closes the position at the close of bar t and returns
+// −|p|·(slip(c)·PointValue + comm(c)).
+__device__ __forceinline__ double mLiquidate(const EnvMarket& m, Account* acc, long long t) {
+  if (acc->pos == 0) return 0.0;
+  const double cost = mFillCost(m, acc->pos, m.close[t]);
+  *acc = flatAccount();
+  return -cost;
+}
+
+__device__ __forceinline__ double clipd(double x, double lim) { return fmax(-lim, fmin(lim, x)); }
+
+// mAgent writes the NAGENT agent features of acc at bar t (market's
+// sim.agent; HeldScale 256, clip ±10 ATR).
+__device__ void mAgent(const EnvMarket& m, const Account& acc, long long t, float out[NAGENT]) {
+  for (int k = 0; k < NAGENT; k++) out[k] = 0.0f;
+  if (acc.pos == 0) return;
+  const double mc = (double)m.maxContracts;
+  const double dir = (double)isign(acc.pos);
+  const double atr = mAtr(m, t);
+  const double c = m.close[t];
+  out[0] = (float)((double)acc.pos / mc);
+  out[1] = (float)((double)iabs(acc.pos) / mc);
+  if (acc.pos > 0) out[2] = 1.0f; else out[3] = 1.0f;
+  out[4] = (float)clipd(dir * (c - acc.entry) / atr, 10.0);
+  out[5] = (float)fmin((double)acc.held / 256.0, 1.0);
+  if (acc.exit > 0) out[6] = (float)clipd(dir * (c - acc.stop) / atr, 10.0);
+  out[7] = (float)acc.exit / 2.0f;
+}
+
+// EnvArrays is the state of N environments and their pending n-step
+// steps, struct of arrays (the checkpoint's env.* and nstep.* tensors).
+struct EnvArrays {
+  int* bar; int* start; int* end; int* pos; int* exit; int* held; // [N]
+  double* entry; double* stop; double* epReward;                  // [N]
+  int* qlen;      // [N] pending steps, oldest first
+  int* qbar;      // [N×nstep]
+  float* qagent;  // [N×nstep×NAGENT]
+  int* qaction;   // [N×nstep×3]
+  float* qreward; // [N×nstep]
+};
+
+// Counters of the collector in device memory (gpu/env.go envCounters).
+struct EnvCounters {
+  long long steps;     // collector steps taken: the counter of the random streams
+  long long envSteps;  // Σ over envs (trainer.env_steps)
+  long long episodes;  // finished since the run began (env.meta)
+  long long cursor, size; // the replay ring
+  long long added;     // transitions added since the counters were last reset (one Collect call)
+  long long callEpisodes;
+  double rewardSum;    // Σ rewards since the reset, summed per step (block order)
+};
+
+struct EnvArgs {
+  EnvMarket m;
+  EnvArrays s;
+  EnvCounters* ctr;
+  long long n, from, to, windowLen, nstep;
+  double gamma, rewardScale, turnoverPenalty;
+  double epsStart, epsEnd; long long epsDecay;
+  unsigned long long keyEnv, keyExplore;
+  const int* greedy; // [N×3] greedy actions (head_infer), or the actions to take
+  E* X;              // [N×OBS] observations for the network
+  // Finished transitions of the step: env i's at [i·nstep, i·nstep + tcount[i]).
+  int* tcount; int* tbar; float* tagent; int* taction; float* tret; float* tdisc; int* tnext; float* tnextAgent;
+  // The step's results per env (tests and statistics).
+  float* reward; double* pnl; float* nextAgent; int* done; int* taken;
+  ReplayArrays r;
+  long long capacity;
+  double alpha;
+};
+
+__device__ __forceinline__ Account loadAccount(const EnvArrays& s, long long i) {
+  Account a;
+  a.pos = s.pos[i]; a.exit = s.exit[i]; a.held = s.held[i]; a.entry = s.entry[i]; a.stop = s.stop[i];
+  return a;
+}
+
+__device__ __forceinline__ void storeAccount(const EnvArrays& s, long long i, const Account& a) {
+  s.pos[i] = a.pos; s.exit[i] = a.exit; s.held[i] = a.held; s.entry[i] = a.entry; s.stop[i] = a.stop;
+}
+
+// resetEnv starts env i flat on the window drawn with counter c.
+__device__ void resetEnv(const EnvArgs& a, long long i, long long c) {
+  long long s = a.from;
+  const long long free = (a.to - a.from) - a.windowLen;
+  if (free > 0) s += (long long)(uniform01(a.keyEnv, c, i) * (double)(free + 1));
+  a.s.start[i] = (int)s;
+  a.s.end[i] = (int)(s + a.windowLen);
+  a.s.bar[i] = (int)s;
+  storeAccount(a.s, i, flatAccount());
+  a.s.epReward[i] = 0.0;
+}
+
+// env_reset draws the first windows of all N environments (counter 0).
+extern "C" __global__ void env_reset(const EnvArgs* pa) {
+  const EnvArgs& a = *pa;
+  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= a.n) return;
+  resetEnv(a, i, 0);
+  a.s.qlen[i] = 0;
+}
+
+// env_observe writes the N observations at the current bars into X
+// (N×OBS, the storage type): the bar's features, then the agent's.
+extern "C" __global__ void env_observe(const EnvArgs* pa) {
+  const EnvArgs& a = *pa;
+  const long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (k >= a.n * OBS) return;
+  const long long i = k / OBS;
+  const int f = (int)(k - i * OBS);
+  const long long t = a.s.bar[i];
+  float v;
+  if (f < NFEAT) {
+    v = a.m.features[t * NFEAT + f];
+  } else {
+    float ag[NAGENT];
+    mAgent(a.m, loadAccount(a.s, i), t, ag);
+    v = ag[f - NFEAT];
+  }
+  a.X[k] = toE(v);
+}
+
+// env_step takes one ε-greedy step in every environment (one thread per
+// env), as rollout.Collector.Collect and market.VecEnv.Step:
+//
+//   ε = ε_start + min(envSteps/decay, 1)·(ε_end − ε_start)
+//   each branch d: the greedy action, or with probability ε a uniform one
+//   ΔE = sim.step (+ the liquidation at the window's last bar)
+//   r  = float32(reward_scale·ΔE/(ATR_t·PV·MaxContracts) − penalty·|Δ|/MaxContracts)
+//
+// and pushes (s, a, r) onto the env's n-step queue (rollout's nstep):
+// the transitions it completes go to the staging area (tcount per env),
+// R = Σ_j γʲ r_j in float64, discount γᵐ(1 − done). An env whose window
+// ended starts a new one (counter s+1 of the window stream).
+extern "C" __global__ void env_step(const EnvArgs* pa) {
+  const EnvArgs& a = *pa;
+  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= a.n) return;
+  const long long step = a.ctr->steps;
+  const double f = fmin((double)a.ctr->envSteps / (double)a.epsDecay, 1.0);
+  const double eps = a.epsStart + f * (a.epsEnd - a.epsStart);
+  int act[3];
+  for (int d = 0; d < 3; d++) {
+    act[d] = a.greedy[i * 3 + d];
+    const double u = uniform01(a.keyExplore, step, 2 * (3 * i + d));
+    if (u < eps) act[d] = (int)(uniform01(a.keyExplore, step, 2 * (3 * i + d) + 1) * (double)kBranchSize[d]);
+  }
+  const long long t = a.s.bar[i];
+  Account acc = loadAccount(a.s, i);
+  float cur[NAGENT];
+  mAgent(a.m, acc, t, cur);
+  const int traded = iabs(mTarget(a.m, act[0], act[1]) - acc.pos);
+  double dE = mStep(a.m, &acc, act[0], act[1], act[2], t);
+  const bool done = t + 1 == (long long)a.s.end[i] - 1;
+  if (done) dE += mLiquidate(a.m, &acc, t + 1);
+  const double rw = a.rewardScale * dE / mRewardScale(a.m, t) -
+                    a.turnoverPenalty * (double)traded / (double)a.m.maxContracts;
+  const float r = (float)rw;
+  float nxt[NAGENT];
+  mAgent(a.m, acc, t + 1, nxt);
+  a.s.epReward[i] += (double)r;
+
+  // The n-step queue.
+  const long long ns = a.nstep, base = i * ns;
+  int len = a.s.qlen[i];
+  {
+    const long long k = base + len;
+    a.s.qbar[k] = (int)t;
+    for (int j = 0; j < NAGENT; j++) a.s.qagent[k * NAGENT + j] = cur[j];
+    for (int j = 0; j < 3; j++) a.s.qaction[k * 3 + j] = act[j];
+    a.s.qreward[k] = r;
+    len++;
+  }
+  int cnt = 0;
+  while (len == ns || (done && len > 0)) {
+    double ret = 0.0, disc = 1.0;
+    for (int j = 0; j < len; j++) {
+      ret += disc * (double)a.s.qreward[base + j];
+      disc *= a.gamma;
+    }
+    if (done) disc = 0.0;
+    const long long o = base + cnt;
+    a.tbar[o] = a.s.qbar[base];
+    a.tret[o] = (float)ret;
+    a.tdisc[o] = (float)disc;
+    a.tnext[o] = (int)(t + 1);
+    for (int j = 0; j < 3; j++) a.taction[o * 3 + j] = a.s.qaction[base * 3 + j];
+    for (int j = 0; j < NAGENT; j++) {
+      a.tagent[o * NAGENT + j] = a.s.qagent[base * NAGENT + j];
+      a.tnextAgent[o * NAGENT + j] = nxt[j];
+    }
+    cnt++;
+    for (int j = 0; j + 1 < len; j++) { // pop the oldest
+      a.s.qbar[base + j] = a.s.qbar[base + j + 1];
+      for (int q = 0; q < NAGENT; q++) a.s.qagent[(base + j) * NAGENT + q] = a.s.qagent[(base + j + 1) * NAGENT + q];
+      for (int q = 0; q < 3; q++) a.s.qaction[(base + j) * 3 + q] = a.s.qaction[(base + j + 1) * 3 + q];
+      a.s.qreward[base + j] = a.s.qreward[base + j + 1];
+    }
+    len--;
+  }
+  a.s.qlen[i] = len;
+  a.tcount[i] = cnt;
+
+  a.reward[i] = r;
+  a.pnl[i] = dE;
+  a.done[i] = done ? 1 : 0;
+  for (int j = 0; j < NAGENT; j++) a.nextAgent[i * NAGENT + j] = nxt[j];
+  for (int j = 0; j < 3; j++) a.taken[i * 3 + j] = act[j];
+  storeAccount(a.s, i, acc);
+  if (done) {
+    resetEnv(a, i, step + 1);
+  } else {
+    a.s.bar[i] = (int)(t + 1);
+  }
+}
+
+// env_commit (one block of COMMIT_THREADS) writes the step's finished
+// transitions into the replay ring in env order, as the CPU collector adds
+// them one by one: env i's j-th at slot (cursor + Σ_{i'<i} tcount[i'] + j)
+// mod capacity, mass p_max^α (replay.Add); when a step finishes more than
+// the capacity only the last capacity survive. It then advances the
+// counters. The tree's inner nodes are rebuilt once per Collect call
+// (tree_sub, tree_top).
+#define COMMIT_THREADS 1024
+extern "C" __global__ void __launch_bounds__(COMMIT_THREADS) env_commit(const EnvArgs* pa, const StepState* st) {
+  const EnvArgs& a = *pa;
+  __shared__ long long part[COMMIT_THREADS];
+  __shared__ double rsum[COMMIT_THREADS / 32];
+  __shared__ int dsum[COMMIT_THREADS / 32];
+  const int tid = threadIdx.x;
+  const long long per = (a.n + COMMIT_THREADS - 1) / COMMIT_THREADS;
+  const long long lo = tid * per, hi = lo + per < a.n ? lo + per : a.n;
+  long long mine = 0;
+  double rs = 0.0;
+  int dn = 0;
+  for (long long i = lo; i < hi; i++) {
+    mine += a.tcount[i];
+    rs += (double)a.reward[i];
+    dn += a.done[i];
+  }
+  part[tid] = mine;
+  __syncthreads();
+  // Inclusive scan (Hillis–Steele) of the per-thread counts.
+  for (int o = 1; o < COMMIT_THREADS; o <<= 1) {
+    const long long v = tid >= o ? part[tid - o] : 0;
+    __syncthreads();
+    part[tid] += v;
+    __syncthreads();
+  }
+  const long long total = part[COMMIT_THREADS - 1];
+  const long long cursor = a.ctr->cursor;
+  const double mass = pow(st->maxPrio, a.alpha);
+  long long j = part[tid] - mine; // index of this thread's first transition in the step
+  for (long long i = lo; i < hi; i++) {
+    const int c = a.tcount[i];
+    for (int q = 0; q < c; q++, j++) {
+      if (total - j > a.capacity) continue;
+      const long long src = i * a.nstep + q;
+      const long long s = (cursor + j) % a.capacity;
+      a.r.bar[s] = a.tbar[src];
+      a.r.nextBar[s] = a.tnext[src];
+      for (int f = 0; f < NAGENT; f++) {
+        a.r.agent[s * NAGENT + f] = a.tagent[src * NAGENT + f];
+        a.r.nextAgent[s * NAGENT + f] = a.tnextAgent[src * NAGENT + f];
+      }
+      for (int f = 0; f < 3; f++) a.r.action[s * 3 + f] = a.taction[src * 3 + f];
+      a.r.ret[s] = a.tret[src];
+      a.r.disc[s] = a.tdisc[src];
+      a.r.tree[a.r.base + s] = mass;
+    }
+  }
+  rs = warpSumD(rs);
+  for (int o = 16; o > 0; o >>= 1) dn += __shfl_xor_sync(0xffffffffu, dn, o);
+  if ((tid & 31) == 0) {
+    rsum[tid >> 5] = rs;
+    dsum[tid >> 5] = dn;
+  }
+  __syncthreads();
+  if (tid == 0) {
+    double r = 0.0;
+    long long d = 0;
+    for (int w = 0; w < COMMIT_THREADS / 32; w++) {
+      r += rsum[w];
+      d += dsum[w];
+    }
+    EnvCounters* c = a.ctr;
+    c->cursor = (cursor + total) % a.capacity;
+    c->size = c->size + total < a.capacity ? c->size + total : a.capacity;
+    c->added += total;
+    c->episodes += d;
+    c->callEpisodes += d;
+    c->rewardSum += r;
+    c->envSteps += a.n;
+    c->steps += 1;
+  }
+}
+
+// RowLayer is one product of the forward pass for a single observation:
+// out[outOff + j] = act(Σ_k W[j·K + k]·in[inOff + k] + bias[j]), j < N,
+// with act ReLU and the result rounded to the storage type when relu is
+// set (the GEMM epilogue bias+ReLU+cast), else the plain float32 sum (the
+// head outputs). Buffers: 0 the observation, 1 h1, 2 h2, 3 z, 4 O.
+struct RowLayer {
+  const E* W; const float* bias;
+  long long N, K, in, inOff, out, outOff, relu;
+};
+
+#define ROW_LAYERS 7  // s1, s2, the head-hidden block, v2, a2_0, a2_1, a2_2
+
+struct BacktestArgs {
+  EnvMarket m;
+  long long from, to;       // the range
+  double capital, floor;    // InitialCapital, MarginFloor × InitialCapital
+  RowLayer layer[ROW_LAYERS];
+  long long stageEnd[4];    // layers [stageEnd[s−1], stageEnd[s]) run together
+  long long width[5];       // floats of each buffer
+  const float* z;           // [ATOMS] support
+  int* act;                 // [(to−from)×3] the action decided at bar from + i
+  double* equity;           // [to−from] equity at the close of each bar
+  long long* result;        // [2]: decisions taken, ruin bar (0: none)
+};
+
+// bt_run plays the greedy backtest of bars [from, to) in one block: at
+// each bar the observation (features and agent features), the online
+// network's forward pass (warp per output, the storage type's rounding
+// between layers as the GEMMs), the greedy action of every branch (first
+// on ties, as head_infer), then market's sim.run: the fill, the stop, the
+// mark, the liquidation at the end or at the margin floor (ruin). The host
+// books the report from the recorded actions with market.Backtest.
+extern "C" __global__ void __launch_bounds__(1024) bt_run(const BacktestArgs* pa) {
+  const BacktestArgs& a = *pa;
+  extern __shared__ float buf[];
+  __shared__ int bact[3];
+  __shared__ int stopFlag;
+  float* bufs[5];
+  {
+    long long off = 0;
+    for (int b = 0; b < 5; b++) {
+      bufs[b] = buf + off;
+      off += a.width[b];
+    }
+  }
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, nwarps = blockDim.x >> 5;
+  Account acc = flatAccount(); // thread 0's
+  double e = a.capital;
+  long long decided = 0, ruinBar = 0;
+  if (tid == 0) {
+    a.equity[0] = e;
+    stopFlag = 0;
+  }
+  __syncthreads();
+  for (long long t = a.from; t < a.to - 1; t++) {
+    float* x = bufs[0];
+    for (int f = tid; f < NFEAT; f += blockDim.x) x[f] = roundE(a.m.features[t * NFEAT + f]);
+    if (tid == 0) {
+      float ag[NAGENT];
+      mAgent(a.m, acc, t, ag);
+      for (int k = 0; k < NAGENT; k++) x[NFEAT + k] = roundE(ag[k]);
+    }
+    __syncthreads();
+    long long first = 0;
+    for (int s = 0; s < 4; s++) {
+      for (long long li = first; li < a.stageEnd[s]; li++) {
+        const RowLayer L = a.layer[li];
+        const float* in = bufs[L.in] + L.inOff;
+        float* out = bufs[L.out] + L.outOff;
+        for (long long j = warp; j < L.N; j += nwarps) {
+          const E* w = L.W + j * L.K;
+          float acc2 = 0.0f;
+          for (long long k = lane; k < L.K; k += 32) acc2 += ldE(w + k) * in[k];
+          acc2 = warpSum(acc2);
+          if (lane == 0) {
+            const float v = acc2 + L.bias[j];
+            out[j] = L.relu ? roundE(fmaxf(v, 0.0f)) : v;
+          }
+        }
+      }
+      first = a.stageEnd[s];
+      __syncthreads();
+    }
+    if (warp < NBRANCH) {
+      const int d = warp;
+      const float* o = bufs[4];
+      int best = 0;
+      float bestQ = 0.0f;
+      float mean[JPL];
+      branchMean(o, d, lane, mean);
+      for (int b = 0; b < kBranchSize[d]; b++) {
+        float l[JPL], p[JPL], mx, lse;
+        meanLogits(o, d, b, lane, mean, l);
+        softmax(l, p, &mx, &lse);
+        const float qa = expectation(p, a.z, lane);
+        if (b == 0 || qa > bestQ) { best = b; bestQ = qa; }
+      }
+      if (lane == 0) bact[d] = best;
+    }
+    __syncthreads();
+    if (tid == 0) {
+      const long long i = t + 1 - a.from;
+      a.act[(i - 1) * 3 + 0] = bact[0];
+      a.act[(i - 1) * 3 + 1] = bact[1];
+      a.act[(i - 1) * 3 + 2] = bact[2];
+      decided++;
+      e += mStep(a.m, &acc, bact[0], bact[1], bact[2], t);
+      if (e <= a.floor || t + 1 == a.to - 1) e += mLiquidate(a.m, &acc, t + 1);
+      if (e <= a.floor) {
+        ruinBar = t + 1;
+        if (e < 0) e = 0;
+        stopFlag = 1;
+      }
+      a.equity[i] = e;
+    }
+    __syncthreads();
+    if (stopFlag) break;
+  }
+  if (tid == 0) {
+    for (long long i = decided + 1; i < a.to - a.from; i++) a.equity[i] = e; // flat after a ruin
+    a.result[0] = decided;
+    a.result[1] = ruinBar;
+  }
+}
