@@ -72,7 +72,8 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	profile := fs.Bool("profile", false, "CUDA: time every kernel of a step with CUDA events")
 	jsonOut := fs.Bool("json", false, "print JSON")
 	temporal := fs.Bool("temporal", false, "measure Temporal's overhead per epoch instead, on the server at $"+envTemporalAddress+" (needs a running worker, e.g. dqnflow dev)")
-	epochs := fs.Int("epochs", 30, "with --temporal: epochs of the near-empty benchmark run")
+	epochs := fs.Int("epochs", 30, "with --temporal: epochs of the near-empty benchmark run; with --epoch: epochs to time")
+	epoch := fs.Bool("epoch", false, "CUDA: time the default epoch end to end on the device (collect, train, sync, backtest of the validation range), each phase and the GPU's busy fraction, and the collector with 4096 and 16384 environments")
 	if err := parse(fs, args, 0); err != nil {
 		return err
 	}
@@ -98,6 +99,9 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	}
 	if err := cfg.Validate(); err != nil {
 		return err
+	}
+	if *epoch {
+		return benchEpoch(ctx, e, cfg, *epochs, *jsonOut)
 	}
 	// Asked for PyTorch and it cannot run: say so before timing anything.
 	var torchVersion string

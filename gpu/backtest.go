@@ -29,6 +29,7 @@ type devBacktest struct {
 	hostEq   []float64
 	lastEq   []float64 // the kernel's equity of the last run (tests)
 	lastBars int
+	clock    *deviceClock // TimeEpochs
 }
 
 // btArgsWords is the size of struct BacktestArgs in 64-bit words.
@@ -123,7 +124,13 @@ func (b *devBacktest) run(c *cuda.Ctx, l *learner, own *devMarket, ds *market.Da
 			return market.Report{}, err
 		}
 	}
+	if err := b.clock.begin(c, l.stream); err != nil {
+		return market.Report{}, err
+	}
 	if err := c.Launch(f, dim(1), dim(1024), shared, l.stream, b.args); err != nil {
+		return market.Report{}, err
+	}
+	if err := b.clock.end(c, l.stream, "backtest"); err != nil {
 		return market.Report{}, err
 	}
 	if err := c.Sync(l.stream); err != nil {

@@ -42,6 +42,7 @@ type devCollector struct {
 	fwd                          [4]launch
 	head                         launch
 	graph                        cuda.GraphExec
+	clock                        *deviceClock // TimeEpochs, TimeCollect
 }
 
 // newDevCollector builds the collector of a run on l (whose replay buffer
@@ -151,6 +152,9 @@ func (d *devCollector) finish(c *cuda.Ctx, l *learner, steps int) (trainer.Colle
 	if err := r.rebuild(c, l); err != nil {
 		return st, err
 	}
+	if err := d.clock.end(c, l.stream, "collect"); err != nil {
+		return st, err
+	}
 	if err := c.Sync(l.stream); err != nil {
 		return st, err
 	}
@@ -188,6 +192,9 @@ func (d *devCollector) collect(ctx context.Context, c *cuda.Ctx, l *learner, ste
 		d.graph = g
 	}
 	if err := d.begin(c, l.replay); err != nil {
+		return trainer.CollectStats{}, err
+	}
+	if err := d.clock.begin(c, l.stream); err != nil {
 		return trainer.CollectStats{}, err
 	}
 	done := 0

@@ -7,10 +7,12 @@
 # real-activity workflow tests), bench (our benchmarks), pytorch (the
 # PyTorch reference), cpu (the CPU backend against PyTorch on 2 cores), ncu
 # (hardware counters of the step's kernels), sanitize (compute-sanitizer),
-# gemm (the GEMM occupancy variants side by side).
+# gemm (the GEMM occupancy variants side by side), epoch (the default
+# epoch end to end on the device, per phase, and the collector with 4096
+# and 16384 environments: dqnflow bench --epoch).
 # quick = tests,bench (the default); full = all of them, which takes longer
 # than one device call allows: split it, e.g. tests,bench,pytorch then
-# cpu,ncu,sanitize.
+# epoch,cpu,ncu,sanitize.
 # Part parity (in full) trains 50 epochs in fp32, bf16-mixed, bf16 and bf16
 # with stochastic rounding and compares each with fp32 (dqnflow parity;
 # parity.json and learning-curves.png come back beside summary.txt).
@@ -20,7 +22,7 @@ set -u
 MODE=${1:-quick}
 case $MODE in
   quick) MODE=tests,bench ;;
-  full) MODE=tests,bench,pytorch,cpu,ncu,sanitize,parity ;;
+  full) MODE=tests,bench,pytorch,epoch,cpu,ncu,sanitize,parity ;;
 esac
 has() { [[ ",$MODE," == *",$1,"* ]]; }
 OUT=${OUT:-/tmp/visit-out}
@@ -80,6 +82,18 @@ has gemm && for v in base p o; do
     grep -E '"(ms_per_step|gemm_tflop_s)"' "$LOGS/gemm-$v-$b.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
   done
 done
+
+# The default epoch on the device (issue 8: ≤ 80 ms in bf16-mixed; the
+# collector ≥ 50 M env steps/s with ≥ 4096 envs), then the device
+# environment's, collector's and backtest's GPU tests on their own.
+if has epoch; then
+  for p in bf16-mixed fp32; do
+    step "epoch-$p" 150 bin/gputest/dqnflow bench --device cuda --precision "$p" --epoch --epochs 20 --json
+    grep -E '"(precision|epoch_ms|collect_ms|train_ms|sync_ms|backtest_ms|collect_device_ms|train_device_ms|backtest_device_ms|gpu_busy_fraction|backtest_bars|num_envs|env_steps_per_s|device_env_steps_per_s)"' "$LOGS/epoch-$p.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
+  done
+  step epoch-tests 300 bin/gputest/gpu.test -test.run 'TestDeviceEnvironmentMatchesMarket|TestDeviceBacktestMatchesHost|TestCollectorThroughput' -test.v -test.count=1 -test.timeout=290s
+  grep -E "^(--- |PASS|FAIL|ok)|max relative|differ|env steps/s|replay:" "$LOGS/epoch-tests.log" | head -40 >>"$OUT/summary.txt"
+fi
 
 if has pytorch && [ -f bench/pytorch/bench.py ]; then
   step pytorch 240 python3 bench/pytorch/bench.py --out "$LOGS/pytorch.json" --budget-s 210

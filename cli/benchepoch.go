@@ -1,0 +1,99 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/dqnflow/dqnflow/backend"
+	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/gpu"
+	"github.com/dqnflow/dqnflow/market"
+)
+
+// Targets of issue 8 on one H200.
+const (
+	targetEpochMs             = 80   // the default epoch in bf16-mixed
+	targetCollectEnvStepsPerS = 50e6 // the collector with ≥ 4096 environments, inference included
+)
+
+// epochBenchResult is what "dqnflow bench --epoch --json" prints.
+type epochBenchResult struct {
+	Date       string          `json:"date"`
+	Device     string          `json:"device"`
+	Backend    string          `json:"backend"`
+	Precision  string          `json:"precision"`
+	Parameters int             `json:"parameters"`
+	NumEnvs    int             `json:"num_envs"`
+	Epoch      gpu.EpochTiming `json:"epoch"`
+	// Collectors is the collector alone with many environments.
+	Collectors                []gpu.CollectThroughput `json:"collectors"`
+	TargetEpochMs             float64                 `json:"target_epoch_ms"`
+	TargetCollectEnvStepsPerS float64                 `json:"target_collect_env_steps_per_s"`
+}
+
+// benchEpoch times the default epoch end to end on the device (collect,
+// train, sync, backtest of the validation range; gpu.Trainer.TimeEpochs)
+// and the collector with 4096 and 16384 environments.
+func benchEpoch(ctx context.Context, e *env, cfg config.RunConfig, epochs int, jsonOut bool) error {
+	if epochs < 1 {
+		return fmt.Errorf("%w: flag --epochs %d: must be at least 1", errUsage, epochs)
+	}
+	b, dev, err := backend.Open(cfg.Device)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stderr, "device: %s\n", dev)
+	ds, err := market.Prepare(cfg)
+	if err != nil {
+		return err
+	}
+	tr, err := b.New(ctx, cfg, ds, nil)
+	if err != nil {
+		return err
+	}
+	defer tr.Close()
+	g, ok := tr.(*gpu.Trainer)
+	if !ok {
+		return fmt.Errorf("%w: --epoch times the device epoch: use --device cuda (this is %s)", errUsage, tr.Info().Backend)
+	}
+	info := tr.Info()
+	res := epochBenchResult{Date: time.Now().UTC().Format(time.RFC3339), Device: dev, Backend: info.Backend, Precision: info.Precision,
+		Parameters: info.Parameters, NumEnvs: cfg.Env.NumEnvs, TargetEpochMs: targetEpochMs, TargetCollectEnvStepsPerS: targetCollectEnvStepsPerS}
+	if res.Epoch, err = g.TimeEpochs(ctx, epochs); err != nil {
+		return err
+	}
+	tr.Close()
+	for _, envs := range []int{4096, 16384} {
+		c := cfg
+		c.Env.NumEnvs = envs
+		if err := c.Validate(); err != nil {
+			return err
+		}
+		tr, err := b.New(ctx, c, ds, nil)
+		if err != nil {
+			return err
+		}
+		ct, err := tr.(*gpu.Trainer).TimeCollect(ctx, 256)
+		tr.Close()
+		if err != nil {
+			return err
+		}
+		res.Collectors = append(res.Collectors, ct)
+	}
+	if jsonOut {
+		return printJSON(e, res)
+	}
+	ep := res.Epoch
+	fmt.Fprintf(e.stdout, "%s, %s, %d parameters: epoch %.1f ms (target %d in bf16-mixed), GPU busy %.0f %%\n",
+		res.Backend, res.Precision, res.Parameters, ep.EpochMs, targetEpochMs, 100*ep.BusyFraction)
+	fmt.Fprintf(e.stdout, "  collect  %7.2f ms (device %7.2f)  %d env steps\n", ep.CollectMs, ep.CollectDeviceMs, ep.EnvSteps)
+	fmt.Fprintf(e.stdout, "  train    %7.2f ms (device %7.2f)  %d steps at batch %d\n", ep.TrainMs, ep.TrainDeviceMs, ep.TrainSteps, ep.BatchSize)
+	fmt.Fprintf(e.stdout, "  sync     %7.2f ms (device %7.2f)\n", ep.SyncMs, ep.SyncDeviceMs)
+	fmt.Fprintf(e.stdout, "  backtest %7.2f ms (device %7.2f)  %d bars\n", ep.BacktestMs, ep.BacktestDeviceMs, ep.BacktestBars)
+	for _, c := range res.Collectors {
+		fmt.Fprintf(e.stdout, "  collector %5d envs: %.1f M env steps/s (device %.1f M; target %.0f M)\n",
+			c.NumEnvs, c.EnvStepsPerS/1e6, c.DeviceEnvStepsPerS/1e6, targetCollectEnvStepsPerS/1e6)
+	}
+	return nil
+}
