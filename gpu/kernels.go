@@ -24,7 +24,7 @@ var kernelFiles = []string{"common.cu", "gemm.cu", "head.cu", "optim.cu", "repla
 // per step).
 var kernelNames = []string{
 	"gemm64", "gemm128", "gemm128x64", "gemm128p", "gemm128o", "gemm128x64o", "head_infer", "c51_loss", "bias_partial", "grad_reduce", "grad_norm", "adamw",
-	"spectral", "refresh", "ema", "cast_rows", "sample", "insert", "tree_sub", "tree_top", "priority",
+	"spectral", "refresh", "ema", "cast_rows", "sample", "tree_sub", "tree_top", "priority",
 	"round_check",
 	"env_reset", "env_observe", "env_step", "env_commit", "bt_run",
 }

@@ -2,7 +2,6 @@ package gpu
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/gpu/cuda"
@@ -13,8 +12,9 @@ import (
 const agentW = market.NumAgentFeatures
 
 // devReplay is the prioritised replay buffer in device memory, with the
-// semantics of package replay (kernels/replay.cu). The host mirrors the
-// ring's size and cursor, which only Collect changes; p_max lives in the
+// semantics of package replay (kernels/replay.cu). The device collector
+// writes transitions into it (env_commit, kernels/env.cu). The host
+// mirrors the ring's size and cursor, which only Collect changes; p_max lives in the
 // step state, which the priority kernel updates.
 type devReplay struct {
 	cfg      config.ReplayConfig
@@ -25,44 +25,6 @@ type devReplay struct {
 
 	bar, agent, action, ret, disc, nextBar, nextAgent cuda.DevPtr
 	tree, owner, features                             cuda.DevPtr
-
-	// staging for one Collect call's transitions
-	stage     stagedTransitions
-	stageCap  int
-	stageDev  [7]cuda.DevPtr
-	insertArg cuda.DevPtr
-}
-
-// stagedTransitions is a replay Sink that keeps one Collect call's
-// transitions on the host, oldest first, for one upload.
-type stagedTransitions struct {
-	bar, nextBar, action []int32
-	agent, nextAgent     []float32
-	ret, disc            []float32
-}
-
-// Add stages t (rollout.Sink).
-func (s *stagedTransitions) Add(t replay.Transition) error {
-	if t.Bar < 0 || t.NextBar < 0 || !(t.Discount >= 0 && t.Discount <= 1) ||
-		math.IsNaN(float64(t.Return)) || math.IsInf(float64(t.Return), 0) {
-		return fmt.Errorf("replay add: bad transition (bar %d, next bar %d, return %g, discount %g): %w",
-			t.Bar, t.NextBar, t.Return, t.Discount, replay.ErrInvalid)
-	}
-	s.bar = append(s.bar, t.Bar)
-	s.nextBar = append(s.nextBar, t.NextBar)
-	s.action = append(s.action, t.Action[:]...)
-	s.agent = append(s.agent, t.Agent[:]...)
-	s.nextAgent = append(s.nextAgent, t.NextAgent[:]...)
-	s.ret = append(s.ret, t.Return)
-	s.disc = append(s.disc, t.Discount)
-	return nil
-}
-
-func (s *stagedTransitions) len() int { return len(s.bar) }
-
-func (s *stagedTransitions) reset() {
-	s.bar, s.nextBar, s.action = s.bar[:0], s.nextBar[:0], s.action[:0]
-	s.agent, s.nextAgent, s.ret, s.disc = s.agent[:0], s.nextAgent[:0], s.ret[:0], s.disc[:0]
 }
 
 // newDevReplay allocates an empty buffer and uploads the dataset's
@@ -116,56 +78,6 @@ func (l *learner) replayLaunches(c *cuda.Ctx, p *stepPlan, upload func(words) cu
 	p.prioL = append([]launch{{name: "priority", f: l.k.fn["priority"], grid: dim(1), block: dim(1024), args: []any{upload(pw), l.st}}},
 		r.treeLaunches(l, l.st)...)
 	return nil
-}
-
-// flush uploads the staged transitions, writes them into the ring with
-// mass p_max^α (kernel insert) and rebuilds the tree's inner nodes.
-func (r *devReplay) flush(c *cuda.Ctx, l *learner) error {
-	s := &r.stage
-	n := s.len()
-	if n == 0 {
-		return nil
-	}
-	if n > r.stageCap {
-		capN := max(n, 2*r.stageCap)
-		bt := l.mem.batch(c, l.stream)
-		alloc := bt.alloc
-		r.stageDev = [7]cuda.DevPtr{alloc(4 * capN), alloc(4 * capN * agentW), alloc(4 * capN * 3), alloc(4 * capN),
-			alloc(4 * capN), alloc(4 * capN), alloc(4 * capN * agentW)}
-		r.insertArg = alloc(8 * 32)
-		if err := bt.err; err != nil {
-			return err
-		}
-		r.stageCap = capN
-	}
-	d := r.stageDev
-	for _, up := range []error{
-		cuda.Upload(c, d[0], s.bar), cuda.Upload(c, d[1], s.agent), cuda.Upload(c, d[2], s.action),
-		cuda.Upload(c, d[3], s.ret), cuda.Upload(c, d[4], s.disc), cuda.Upload(c, d[5], s.nextBar), cuda.Upload(c, d[6], s.nextAgent),
-	} {
-		if up != nil {
-			return up
-		}
-	}
-	var w words
-	r.arrays(&w)
-	for _, p := range d {
-		w.ptr(p)
-	}
-	w.i64(int64(n)).i64(int64(r.cursor)).i64(int64(r.capacity)).f64(r.cfg.Alpha)
-	if err := cuda.Upload(c, r.insertArg, []uint64(w)); err != nil {
-		return err
-	}
-	if err := c.Launch(l.k.fn["insert"], dim(ceilDiv(n, 256)), dim(256), 0, l.stream, r.insertArg, l.st); err != nil {
-		return err
-	}
-	if err := r.rebuild(c, l); err != nil {
-		return err
-	}
-	r.cursor = (r.cursor + n) % r.capacity
-	r.size = min(r.size+n, r.capacity)
-	s.reset()
-	return c.Sync(l.stream)
 }
 
 // treeSpan is TREE_SPAN of kernels/replay.cu (passed by kernelOptions):

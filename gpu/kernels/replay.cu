@@ -95,35 +95,6 @@ extern "C" __global__ void sample(const SampleArgs* pa, StepState* st) {
   if (lane == 4) a.disc[k] = a.r.disc[slot];
 }
 
-struct InsertArgs {
-  ReplayArrays r;
-  const int* bar; const float* agent; const int* action; const float* ret; const float* disc;
-  const int* nextBar; const float* nextAgent; // count staged transitions, oldest first
-  long long count, cursor, capacity;
-  double alpha;
-};
-
-// insert writes the staged transitions into slots (cursor + j) mod capacity
-// with mass p_max^α, as count successive replay Adds; when count exceeds
-// the capacity only the last capacity of them survive, as in the ring. The
-// tree's inner nodes are rebuilt afterwards by tree_sub and tree_top.
-extern "C" __global__ void insert(const InsertArgs* pa, const StepState* st) {
-  const InsertArgs a = *pa;
-  const long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  if (j >= a.count || a.count - j > a.capacity) return;
-  const long long s = (a.cursor + j) % a.capacity;
-  a.r.bar[s] = a.bar[j];
-  a.r.nextBar[s] = a.nextBar[j];
-  for (int f = 0; f < NAGENT; f++) {
-    a.r.agent[s * NAGENT + f] = a.agent[j * NAGENT + f];
-    a.r.nextAgent[s * NAGENT + f] = a.nextAgent[j * NAGENT + f];
-  }
-  for (int f = 0; f < 3; f++) a.r.action[s * 3 + f] = a.action[j * 3 + f];
-  a.r.ret[s] = a.ret[j];
-  a.r.disc[s] = a.disc[j];
-  a.r.tree[a.r.base + s] = pow(st->maxPrio, a.alpha);
-}
-
 struct PrioArgs {
   double* tree; long long base;
   const long long* idx; const float* sample; // [n]
