@@ -8,10 +8,12 @@ import (
 	"github.com/dqnflow/dqnflow/trainer/model"
 )
 
-// devBacktest runs the greedy backtest on the device (kernel bt_run): one
-// block walks the range bar by bar, with the online network's forward pass
-// for one observation, the greedy head and the environment's accounting,
-// so a backtest is one launch and one read-back of the actions. The host
+// devBacktest runs the greedy backtest on the device (kernels bt_run and
+// bt_run_cluster): one block, or one cluster of blocks holding the weights
+// in their shared memory, walks the range bar by bar, with the online
+// network's forward pass for one observation, the greedy head and the
+// environment's accounting, so a backtest is one launch and one read-back
+// of the actions. The host
 // then books the report from those actions with market.Backtest itself,
 // so a device report is a CPU report of the same actions by construction;
 // the kernel's own equity, which the tests compare with the report's,
@@ -30,6 +32,8 @@ type devBacktest struct {
 	lastEq   []float64 // the kernel's equity of the last run (tests)
 	lastBars int
 	clock    *deviceClock // TimeEpochs
+	oneBlock bool         // bt_run even where bt_run_cluster fits (tests)
+	cluster  bool         // the last run used bt_run_cluster
 }
 
 // btArgsWords is the size of struct BacktestArgs in 64-bit words.
@@ -77,6 +81,30 @@ func (l *learner) rowLayers(w *words) {
 	}
 }
 
+// BT_CLUSTER and BT_THREADS of kernels/env.cu: blocks of bt_run_cluster's
+// cluster and threads per block.
+const (
+	btCluster = 8
+	btThreads = 512
+	// maxClusterShared is the dynamic shared memory a block may opt into
+	// on Hopper (227 KiB).
+	maxClusterShared = 227 << 10
+)
+
+// clusterShared is the dynamic shared memory of a bt_run_cluster block:
+// the activations (act bytes), then the largest slice of every layer's
+// weights (⌈N/8⌉ rows), each 16-byte aligned, as the kernel lays them out.
+func clusterShared(l *learner, act int) int {
+	m, lay := l.m, &l.lay
+	align := func(n int) int { return (n + 15) &^ 15 }
+	rows := func(n, k int) int { return align(ceilDiv(n, btCluster) * k * l.esz) }
+	n := align(act) + rows(m.Trunk1, lay[model.LayerS1].In) + rows(m.Trunk2, m.Trunk1) + rows(4*m.Head, m.Trunk2)
+	for _, i := range headOut {
+		n += rows(lay[i].Out, m.Head)
+	}
+	return n
+}
+
 // run plays the greedy policy of l's online network over bars r of ds and
 // returns the report market.Backtest books for the actions it took.
 func (b *devBacktest) run(c *cuda.Ctx, l *learner, own *devMarket, ds *market.Dataset, r market.Range) (market.Report, error) {
@@ -118,7 +146,12 @@ func (b *devBacktest) run(c *cuda.Ctx, l *learner, own *devMarket, ds *market.Da
 	if err := c.HtoDAsync(b.args, ptrOf(w), 8*len(w), l.stream); err != nil {
 		return market.Report{}, err
 	}
-	f := l.k.fn["bt_run"]
+	f, grid, block := l.k.fn["bt_run"], 1, 1024
+	b.cluster = false
+	if cs := clusterShared(l, shared); l.d.arch() >= 90 && cs <= maxClusterShared && !b.oneBlock {
+		f, grid, block, shared = l.k.fn["bt_run_cluster"], btCluster, btThreads, cs
+		b.cluster = true
+	}
 	if shared > 48<<10 {
 		if err := c.SetMaxDynamicShared(f, shared); err != nil {
 			return market.Report{}, err
@@ -127,7 +160,7 @@ func (b *devBacktest) run(c *cuda.Ctx, l *learner, own *devMarket, ds *market.Da
 	if err := b.clock.begin(c, l.stream); err != nil {
 		return market.Report{}, err
 	}
-	if err := c.Launch(f, dim(1), dim(1024), shared, l.stream, b.args); err != nil {
+	if err := c.Launch(f, dim(grid), dim(block), shared, l.stream, b.args); err != nil {
 		return market.Report{}, err
 	}
 	if err := b.clock.end(c, l.stream, "backtest"); err != nil {

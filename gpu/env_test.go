@@ -3,6 +3,7 @@ package gpu
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -110,6 +111,8 @@ func TestDeviceEnvironmentMatchesMarket(t *testing.T) {
 	equityCPU, equityDev := make([]float64, envs), make([]float64, envs)
 	var devRes market.StepResult
 	var took []int32
+	// The device thread runs this function: failures return errors (a
+	// t.Fatal there would end the device's goroutine).
 	err = tr.do(func(c *cuda.Ctx) error {
 		if err := d.load(c, l, &checkpoint.Checkpoint{Tensors: ts}); err != nil {
 			return err
@@ -143,10 +146,10 @@ func TestDeviceEnvironmentMatchesMarket(t *testing.T) {
 			}
 			for i := range envs {
 				if a := acts[i]; took[3*i] != int32(a.Dir) || took[3*i+1] != int32(a.Size) || took[3*i+2] != int32(a.Exit) {
-					t.Fatalf("step %d env %d: the device took %v, was given %+v (ε is 0)", s, i, took[3*i:3*i+3], a)
+					return fmt.Errorf("step %d env %d: the device took %v, was given %+v (ε is 0)", s, i, took[3*i:3*i+3], a)
 				}
 				if devRes.Done[i] != res.Done[i] {
-					t.Fatalf("step %d env %d: done %v on the device, %v on the CPU", s, i, devRes.Done[i], res.Done[i])
+					return fmt.Errorf("step %d env %d: done %v on the device, %v on the CPU", s, i, devRes.Done[i], res.Done[i])
 				}
 				maxReward = math.Max(maxReward, relErr(float64(devRes.Reward[i]), float64(res.Reward[i])))
 				maxPnL = math.Max(maxPnL, relErr(devRes.PnL[i], res.PnL[i]))
@@ -292,12 +295,31 @@ func TestDeviceBacktestMatchesHost(t *testing.T) {
 				t.Fatal(err)
 			}
 			devActs := append([]int32(nil), tr.bt.hostAct[:3*tr.bt.lastBars]...)
+			decisions, usedCluster := tr.bt.lastBars, tr.bt.cluster
 			var maxEq float64
 			for i, e := range dev.Equity {
 				maxEq = math.Max(maxEq, relErr(tr.bt.lastEq[i], e))
 			}
+			if usedCluster {
+				// The one-block kernel computes every row as the cluster's
+				// blocks do: the same actions and the same report.
+				tr.bt.oneBlock = true
+				one, err := tr.Backtest(ctx, ds, r)
+				tr.bt.oneBlock = false
+				if err != nil {
+					t.Fatal(err)
+				}
+				same := tr.bt.lastBars == len(devActs)/3
+				for i := 0; same && i < len(devActs); i++ {
+					same = tr.bt.hostAct[i] == devActs[i]
+				}
+				if w, f := metricsErr(one.Metrics, dev.Metrics); !same || w != 0 {
+					t.Errorf("bt_run and bt_run_cluster differ: same actions %v, metrics %g (%s)", same, w, f)
+				}
+			}
+			t.Logf("%s: backtest kernel bt_run_cluster %v", precision, usedCluster)
 			t.Logf("%s: %d bars, %d decisions, Sharpe %.4f, %d trades; kernel equity against the report's: max relative error %.3g",
-				precision, r.Len(), tr.bt.lastBars, dev.Sharpe, dev.Trades, maxEq)
+				precision, r.Len(), decisions, dev.Sharpe, dev.Trades, maxEq)
 			if !(maxEq <= 1e-9) {
 				t.Errorf("the kernel's equity differs from the report's by %g relative", maxEq)
 			}

@@ -464,13 +464,92 @@ struct BacktestArgs {
   long long* result;        // [2]: decisions taken, ruin bar (0: none)
 };
 
+// btObserve writes the observation of bar t into x (all threads of the
+// block): the bar's features and thread 0's account's agent features,
+// rounded to the storage type as cast_rows does for the GEMMs. Thread 0
+// also prefetches bar t+1's prices for the step.
+__device__ __forceinline__ void btObserve(const BacktestArgs& a, const Account& acc, long long t, float* x) {
+  for (int f = threadIdx.x; f < NFEAT; f += blockDim.x) x[f] = roundE(a.m.features[t * NFEAT + f]);
+  if (threadIdx.x == 0) {
+    float ag[NAGENT];
+    mAgent(a.m, acc, t, ag);
+    for (int k = 0; k < NAGENT; k++) x[NFEAT + k] = roundE(ag[k]);
+  } else if (threadIdx.x <= 4) {
+    const double* p[4] = {a.m.open, a.m.high, a.m.low, a.m.close};
+    asm volatile("prefetch.global.L1 [%0];" ::"l"(p[threadIdx.x - 1] + t + 1));
+  }
+}
+
+// btRow computes row j of layer L from the input in (one warp; w is the
+// row's K weights): Σ_k w_k·in_k with lane l summing k ≡ l mod 32 in
+// order, then the warp's butterfly sum, so every kernel that computes a
+// row this way gets the same bits.
+__device__ __forceinline__ void btRow(const RowLayer& L, const E* w, const float* in, float* out, long long j, int lane) {
+  float s = 0.0f;
+  for (long long k = lane; k < L.K; k += 32) s += ldE(w + k) * in[k];
+  s = warpSum(s);
+  if (lane == 0) {
+    const float v = s + L.bias[j];
+    out[j] = L.relu ? roundE(fmaxf(v, 0.0f)) : v;
+  }
+}
+
+// btHead writes the greedy action of branch warp (warps 0, 1, 2) from the
+// head outputs O into act, first on ties as head_infer.
+__device__ __forceinline__ void btHead(const BacktestArgs& a, const float* O, int* act) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  if (warp >= NBRANCH) return;
+  const int d = warp;
+  int best = 0;
+  float bestQ = 0.0f;
+  float mean[JPL];
+  branchMean(O, d, lane, mean);
+  for (int b = 0; b < kBranchSize[d]; b++) {
+    float l[JPL], p[JPL], mx, lse;
+    meanLogits(O, d, b, lane, mean, l);
+    softmax(l, p, &mx, &lse);
+    const float qa = expectation(p, a.z, lane);
+    if (b == 0 || qa > bestQ) { best = b; bestQ = qa; }
+  }
+  if (lane == 0) act[d] = best;
+}
+
+// btStep books the action act taken at bar t as market's sim.run (thread
+// 0): the fill, the stop and the mark, the liquidation at the range's last
+// bar or at the margin floor. It returns whether trading ended (ruin).
+__device__ __forceinline__ bool btStep(const BacktestArgs& a, Account* acc, double* e, long long t, const int* act, bool record) {
+  const long long i = t + 1 - a.from;
+  if (record) {
+    a.act[(i - 1) * 3 + 0] = act[0];
+    a.act[(i - 1) * 3 + 1] = act[1];
+    a.act[(i - 1) * 3 + 2] = act[2];
+  }
+  *e += mStep(a.m, acc, act[0], act[1], act[2], t);
+  if (*e <= a.floor || t + 1 == a.to - 1) *e += mLiquidate(a.m, acc, t + 1);
+  bool ruin = false;
+  if (*e <= a.floor) {
+    ruin = true;
+    if (*e < 0) *e = 0;
+  }
+  if (record) a.equity[i] = *e;
+  return ruin;
+}
+
+// btFinish fills the equity after a ruin (flat to the end) and the result.
+__device__ __forceinline__ void btFinish(const BacktestArgs& a, double e, long long decided, long long ruinBar) {
+  for (long long i = decided + 1; i < a.to - a.from; i++) a.equity[i] = e;
+  a.result[0] = decided;
+  a.result[1] = ruinBar;
+}
+
 // bt_run plays the greedy backtest of bars [from, to) in one block: at
 // each bar the observation (features and agent features), the online
-// network's forward pass (warp per output, the storage type's rounding
-// between layers as the GEMMs), the greedy action of every branch (first
-// on ties, as head_infer), then market's sim.run: the fill, the stop, the
-// mark, the liquidation at the end or at the margin floor (ruin). The host
-// books the report from the recorded actions with market.Backtest.
+// network's forward pass (a warp per output row, btRow, weights read from
+// the GEMM copies; the storage type's rounding between layers as the GEMM
+// epilogues), the greedy action of every branch (btHead), then market's
+// sim.run (btStep). The host books the report from the recorded actions
+// with market.Backtest. bt_run_cluster is the same on a thread-block
+// cluster; this one runs on any architecture and any model size.
 extern "C" __global__ void __launch_bounds__(1024) bt_run(const BacktestArgs* pa) {
   const BacktestArgs& a = *pa;
   extern __shared__ float buf[];
@@ -494,72 +573,146 @@ extern "C" __global__ void __launch_bounds__(1024) bt_run(const BacktestArgs* pa
   }
   __syncthreads();
   for (long long t = a.from; t < a.to - 1; t++) {
-    float* x = bufs[0];
-    for (int f = tid; f < NFEAT; f += blockDim.x) x[f] = roundE(a.m.features[t * NFEAT + f]);
-    if (tid == 0) {
-      float ag[NAGENT];
-      mAgent(a.m, acc, t, ag);
-      for (int k = 0; k < NAGENT; k++) x[NFEAT + k] = roundE(ag[k]);
-    }
+    btObserve(a, acc, t, bufs[0]);
     __syncthreads();
     long long first = 0;
     for (int s = 0; s < 4; s++) {
       for (long long li = first; li < a.stageEnd[s]; li++) {
         const RowLayer L = a.layer[li];
-        const float* in = bufs[L.in] + L.inOff;
+        for (long long j = warp; j < L.N; j += nwarps) btRow(L, L.W + j * L.K, bufs[L.in] + L.inOff, bufs[L.out] + L.outOff, j, lane);
+      }
+      first = a.stageEnd[s];
+      __syncthreads();
+    }
+    btHead(a, bufs[4], bact);
+    __syncthreads();
+    if (tid == 0) {
+      decided++;
+      if (btStep(a, &acc, &e, t, bact, true)) {
+        ruinBar = t + 1;
+        stopFlag = 1;
+      }
+    }
+    __syncthreads();
+    if (stopFlag) break;
+  }
+  if (tid == 0) btFinish(a, e, decided, ruinBar);
+}
+
+// bt_run_cluster is bt_run on a cluster of BT_CLUSTER blocks (Hopper and
+// later): block r keeps rows [N·r/C, N·(r+1)/C) of every layer's weights
+// in its shared memory, loaded once, computes those rows (btRow, the same
+// bits as bt_run), and after a cluster barrier gathers the other blocks'
+// rows from their shared memory (distributed shared memory), so every
+// block holds the whole activation vector. Every block computes the head
+// and books the step itself (the same inputs give the same bits), so only
+// activations cross blocks: four cluster barriers per bar. Block 0 records
+// the actions and the equity. A block writes its rows of a buffer again
+// only three barriers after the others read them, so no other barrier is
+// needed. The host uses it when the weights fit (gpu/backtest.go).
+#define BT_CLUSTER 8
+#define BT_THREADS 512
+#if __CUDA_ARCH__ >= 900
+#define BT_CLUSTER_DIMS __cluster_dims__(BT_CLUSTER, 1, 1)
+__device__ __forceinline__ unsigned clusterRank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+// clusterSync is a cluster-wide barrier; arrive has release and wait
+// acquire semantics by default (PTX ISA 7.8, which NVRTC 11.8 speaks, has
+// no explicit .release/.acquire qualifiers), so shared-memory writes before
+// it are visible to every block of the cluster after it.
+__device__ __forceinline__ void clusterSync() {
+  asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+}
+// ldRemote reads the float at p in the shared memory of cluster block rank.
+__device__ __forceinline__ float ldRemote(const float* p, unsigned rank) {
+  unsigned local, remote;
+  float v;
+  asm volatile("{ .reg .u64 g; cvta.to.shared.u64 g, %1; cvt.u32.u64 %0, g; }" : "=r"(local) : "l"(p));
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
+  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
+  return v;
+}
+#else
+#define BT_CLUSTER_DIMS
+#endif
+
+// btRows is the first row of layer L that cluster block r computes.
+__device__ __forceinline__ long long btRows(const RowLayer& L, unsigned r) { return L.N * (long long)r / BT_CLUSTER; }
+
+extern "C" __global__ void __launch_bounds__(BT_THREADS) BT_CLUSTER_DIMS bt_run_cluster(const BacktestArgs* pa) {
+#if __CUDA_ARCH__ >= 900
+  const BacktestArgs& a = *pa;
+  extern __shared__ __align__(16) unsigned char smem[];
+  __shared__ int bact[3];
+  __shared__ int stopFlag;
+  const unsigned rank = clusterRank();
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, nwarps = blockDim.x >> 5;
+  float* bufs[5];
+  long long off = 0;
+  for (int b = 0; b < 5; b++) {
+    bufs[b] = (float*)smem + off;
+    off += a.width[b];
+  }
+  // The weight slices, each 16-byte aligned, after the activations.
+  E* ws[ROW_LAYERS];
+  unsigned long long bytes = ((unsigned long long)off * 4 + 15) & ~15ull;
+  for (int li = 0; li < ROW_LAYERS; li++) {
+    const RowLayer& L = a.layer[li];
+    const long long lo = btRows(L, rank), hi = btRows(L, rank + 1);
+    ws[li] = (E*)(smem + bytes);
+    const E* src = L.W + lo * L.K;
+    for (long long k = tid; k < (hi - lo) * L.K; k += blockDim.x) ws[li][k] = src[k];
+    bytes += ((unsigned long long)((L.N + BT_CLUSTER - 1) / BT_CLUSTER * L.K) * sizeof(E) + 15) & ~15ull;
+  }
+  Account acc = flatAccount();
+  double e = a.capital;
+  long long decided = 0, ruinBar = 0;
+  if (tid == 0) {
+    if (rank == 0) a.equity[0] = e;
+    stopFlag = 0;
+  }
+  __syncthreads();
+  clusterSync(); // every block has started: its shared memory may be read
+  for (long long t = a.from; t < a.to - 1; t++) {
+    btObserve(a, acc, t, bufs[0]);
+    __syncthreads();
+    long long first = 0;
+    for (int s = 0; s < 4; s++) {
+      for (long long li = first; li < a.stageEnd[s]; li++) {
+        const RowLayer& L = a.layer[li];
+        const long long lo = btRows(L, rank), hi = btRows(L, rank + 1);
+        for (long long j = lo + warp; j < hi; j += nwarps)
+          btRow(L, ws[li] + (j - lo) * L.K, bufs[L.in] + L.inOff, bufs[L.out] + L.outOff, j, lane);
+      }
+      clusterSync();
+      for (long long li = first; li < a.stageEnd[s]; li++) {
+        const RowLayer& L = a.layer[li];
         float* out = bufs[L.out] + L.outOff;
-        for (long long j = warp; j < L.N; j += nwarps) {
-          const E* w = L.W + j * L.K;
-          float acc2 = 0.0f;
-          for (long long k = lane; k < L.K; k += 32) acc2 += ldE(w + k) * in[k];
-          acc2 = warpSum(acc2);
-          if (lane == 0) {
-            const float v = acc2 + L.bias[j];
-            out[j] = L.relu ? roundE(fmaxf(v, 0.0f)) : v;
-          }
+        for (unsigned r = 1; r < BT_CLUSTER; r++) {
+          const unsigned c = (rank + r) % BT_CLUSTER;
+          const long long lo = btRows(L, c), hi = btRows(L, c + 1);
+          for (long long j = lo + tid; j < hi; j += blockDim.x) out[j] = ldRemote(out + j, c);
         }
       }
       first = a.stageEnd[s];
       __syncthreads();
     }
-    if (warp < NBRANCH) {
-      const int d = warp;
-      const float* o = bufs[4];
-      int best = 0;
-      float bestQ = 0.0f;
-      float mean[JPL];
-      branchMean(o, d, lane, mean);
-      for (int b = 0; b < kBranchSize[d]; b++) {
-        float l[JPL], p[JPL], mx, lse;
-        meanLogits(o, d, b, lane, mean, l);
-        softmax(l, p, &mx, &lse);
-        const float qa = expectation(p, a.z, lane);
-        if (b == 0 || qa > bestQ) { best = b; bestQ = qa; }
-      }
-      if (lane == 0) bact[d] = best;
-    }
+    btHead(a, bufs[4], bact);
     __syncthreads();
     if (tid == 0) {
-      const long long i = t + 1 - a.from;
-      a.act[(i - 1) * 3 + 0] = bact[0];
-      a.act[(i - 1) * 3 + 1] = bact[1];
-      a.act[(i - 1) * 3 + 2] = bact[2];
       decided++;
-      e += mStep(a.m, &acc, bact[0], bact[1], bact[2], t);
-      if (e <= a.floor || t + 1 == a.to - 1) e += mLiquidate(a.m, &acc, t + 1);
-      if (e <= a.floor) {
+      if (btStep(a, &acc, &e, t, bact, rank == 0)) {
         ruinBar = t + 1;
-        if (e < 0) e = 0;
         stopFlag = 1;
       }
-      a.equity[i] = e;
     }
     __syncthreads();
     if (stopFlag) break;
   }
-  if (tid == 0) {
-    for (long long i = decided + 1; i < a.to - a.from; i++) a.equity[i] = e; // flat after a ruin
-    a.result[0] = decided;
-    a.result[1] = ruinBar;
-  }
+  if (tid == 0 && rank == 0) btFinish(a, e, decided, ruinBar);
+  clusterSync(); // no block leaves while another may still read its shared memory
+#endif
 }
