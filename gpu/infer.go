@@ -88,7 +88,8 @@ func (l *learner) infer(c *cuda.Ctx, obs []float32, rows int, full bool) (*infer
 }
 
 // greedy writes the online network's greedy action of every branch for rows
-// observations (rollout.Greedy).
+// observations (rollout.Greedy), through the inference GEMMs: the host
+// environment's path, which the device backtest is tested against.
 func (l *learner) greedy(c *cuda.Ctx, obs []float32, rows int, dst []market.Action) error {
 	if len(dst) != rows {
 		return fmt.Errorf("greedy: dst has %d actions, want %d", len(dst), rows)
