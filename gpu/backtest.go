@@ -31,9 +31,10 @@ type devBacktest struct {
 	hostEq   []float64
 	lastEq   []float64 // the kernel's equity of the last run (tests)
 	lastBars int
-	clock    *deviceClock // TimeEpochs
-	oneBlock bool         // bt_run even where bt_run_cluster fits (tests)
-	cluster  bool         // the last run used bt_run_cluster
+	clock    *deviceClock       // TimeEpochs
+	oneBlock bool               // bt_run even where bt_run_cluster fits (tests)
+	bench    *market.Benchmarks // of the last range
+	cluster  bool               // the last run used bt_run_cluster
 }
 
 // btArgsWords is the size of struct BacktestArgs in 64-bit words.
@@ -190,8 +191,14 @@ func (b *devBacktest) run(c *cuda.Ctx, l *learner, own *devMarket, ds *market.Da
 	if err := cuda.Download(c, b.lastEq, b.equity); err != nil {
 		return market.Report{}, err
 	}
+	// Buy-and-hold and flat do not depend on the weights: once per range.
+	if !b.bench.For(ds, r) {
+		if b.bench, err = market.NewBenchmarks(ds, r); err != nil {
+			return market.Report{}, err
+		}
+	}
 	p := &recordedPolicy{from: r.From, acts: acts}
-	rep, err := market.Backtest(ds, r, p)
+	rep, err := market.BacktestWith(ds, r, p, b.bench)
 	if err == nil {
 		err = p.err
 	}

@@ -55,6 +55,54 @@ type Report struct {
 //
 // An error names the field, the bar or the action that is unusable.
 func Backtest(ds *Dataset, r Range, p Policy) (Report, error) {
+	return BacktestWith(ds, r, p, nil)
+}
+
+// Benchmarks are buy-and-hold and flat over one range of a dataset, the
+// comparison every Report carries. They do not depend on the policy, so a
+// caller that backtests many policies on one range (an epoch's
+// validation) computes them once (NewBenchmarks) and passes them to
+// BacktestWith.
+type Benchmarks struct {
+	ds               *Dataset
+	r                Range
+	BuyAndHold, Flat Metrics
+	BuyAndHoldEquity []float64
+}
+
+// NewBenchmarks runs buy-and-hold and flat over bars r of ds (Backtest).
+func NewBenchmarks(ds *Dataset, r Range) (*Benchmarks, error) {
+	s, err := newSim(ds, r)
+	if err != nil {
+		return nil, fmt.Errorf("backtest: %w", err)
+	}
+	b := &Benchmarks{ds: ds, r: r}
+	for _, x := range []struct {
+		a      Action
+		dst    *Metrics
+		equity *[]float64
+	}{
+		{Action{Dir: 2, Size: NumSizes - 1}, &b.BuyAndHold, &b.BuyAndHoldEquity},
+		{Action{Dir: 1}, &b.Flat, nil},
+	} {
+		pa, err := s.run(r, constPolicy(x.a))
+		if err != nil {
+			return nil, fmt.Errorf("backtest %s: benchmark: %w", r, err)
+		}
+		*x.dst = pa.measure(ds)
+		if x.equity != nil {
+			*x.equity = pa.equity
+		}
+	}
+	return b, nil
+}
+
+// For reports whether b was computed for bars r of ds.
+func (b *Benchmarks) For(ds *Dataset, r Range) bool { return b != nil && b.ds == ds && b.r == r }
+
+// BacktestWith is Backtest with the benchmarks b of the same dataset and
+// range (NewBenchmarks), or computed when b is nil.
+func BacktestWith(ds *Dataset, r Range, p Policy, b *Benchmarks) (Report, error) {
 	s, err := newSim(ds, r)
 	if err != nil {
 		return Report{}, fmt.Errorf("backtest: %w", err)
@@ -77,23 +125,15 @@ func Backtest(ds *Dataset, r Range, p Policy) (Report, error) {
 	}
 	rep.Metrics = pol.measure(ds)
 	rep.Equity, rep.Positions, rep.TradeLog = pol.equity, pol.positions, pol.trades
-	for _, b := range []struct {
-		a      Action
-		dst    *Metrics
-		equity *[]float64
-	}{
-		{Action{Dir: 2, Size: NumSizes - 1}, &rep.BuyAndHold, &rep.BuyAndHoldEquity},
-		{Action{Dir: 1}, &rep.Flat, nil},
-	} {
-		pa, err := s.run(r, constPolicy(b.a))
-		if err != nil {
-			return Report{}, fmt.Errorf("backtest %s: benchmark: %w", r, err)
+	if b == nil {
+		if b, err = NewBenchmarks(ds, r); err != nil {
+			return Report{}, err
 		}
-		*b.dst = pa.measure(ds)
-		if b.equity != nil {
-			*b.equity = pa.equity
-		}
+	} else if !b.For(ds, r) {
+		return Report{}, fmt.Errorf("backtest %s: benchmarks given for range %s or another dataset", r, b.r)
 	}
+	rep.BuyAndHold, rep.Flat = b.BuyAndHold, b.Flat
+	rep.BuyAndHoldEquity = append([]float64(nil), b.BuyAndHoldEquity...)
 	return rep, nil
 }
 
