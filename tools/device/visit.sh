@@ -87,7 +87,7 @@ done
 # collector ≥ 50 M env steps/s with ≥ 4096 envs), then the device
 # environment's, collector's and backtest's GPU tests on their own.
 if has epoch; then
-  for p in bf16-mixed fp32; do
+  for p in bf16-mixed fp32 bf16; do
     step "epoch-$p" 150 bin/gputest/dqnflow bench --device cuda --precision "$p" --epoch --epochs 20 --json
     grep -E '"(precision|epoch_ms|collect_ms|train_ms|sync_ms|backtest_ms|collect_device_ms|train_device_ms|backtest_device_ms|gpu_busy_fraction|backtest_bars|num_envs|env_steps_per_s|device_env_steps_per_s)"' "$LOGS/epoch-$p.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
   done
