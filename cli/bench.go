@@ -86,7 +86,12 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	if *steps < 1 {
 		return fmt.Errorf("%w: flag --steps %d: must be at least 1", errUsage, *steps)
 	}
-	cfg, err := loadConfig(fs, *cfgPath, *device, "", 0)
+	if *epoch && *epochs < 1 {
+		return fmt.Errorf("%w: flag --epochs %d: must be at least 1", errUsage, *epochs)
+	}
+	// --epochs counts the epochs to time; the config takes the same number
+	// (it must be one the config accepts, and a bench never trains past it).
+	cfg, err := loadConfig(fs, *cfgPath, *device, "", *epochs)
 	if err != nil {
 		return err
 	}

@@ -131,9 +131,25 @@ if has sanitize; then
     # Every GEMM shape and layout (the 128-row tiles run only at large batch).
     step memcheck-gemm 80 compute-sanitizer --tool memcheck --error-exitcode 9 bin/gputest/gpu.test -test.run 'TestGEMMMatchesFloat64' -test.count=1
     tail -4 "$LOGS/memcheck-gemm.log" >>"$OUT/summary.txt"
+    # The device environment, collector and backtest (one-block and cluster kernels).
+    step memcheck-env 120 compute-sanitizer --tool memcheck --error-exitcode 9 bin/gputest/gpu.test -test.run 'TestDeviceEnvironmentMatchesMarket|TestDeviceBacktestMatchesHost' -test.count=1
+    tail -4 "$LOGS/memcheck-env.log" >>"$OUT/summary.txt"
+    step racecheck-env 120 compute-sanitizer --tool racecheck --error-exitcode 9 bin/gputest/gpu.test -test.run 'TestDeviceBacktestMatchesHost' -test.count=1
+    tail -4 "$LOGS/racecheck-env.log" >>"$OUT/summary.txt"
   else
     log "compute-sanitizer: not on this machine"
   fi
+fi
+
+if has noise; then
+  # How far fp32 itself moves with the seed: the same parity study at seeds
+  # 2 and 3 (fp32 and bf16-mixed), beside seed 1 of the part parity.
+  for seed in 2 3; do
+    echo "{\"seed\": $seed}" >"/tmp/parity-seed$seed.json"
+    step "noise-seed$seed" 280 bin/gputest/dqnflow parity --device cuda --epochs 50 --modes fp32,bf16-mixed \
+      --config "/tmp/parity-seed$seed.json" --out "$LOGS/noise-seed$seed"
+    grep -E "^(fp32|bf16-mixed) " "$LOGS/noise-seed$seed.log" | sed "s/^/seed $seed: /" >>"$OUT/summary.txt"
+  done
 fi
 
 if has parity; then
