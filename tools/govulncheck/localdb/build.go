@@ -47,7 +47,13 @@ type entry struct {
 	Modified  time.Time  `json:"modified"`
 	Aliases   []string   `json:"aliases"`
 	Withdrawn *time.Time `json:"withdrawn"`
-	Affected  []struct {
+	// DatabaseSpecific.URL is the entry's page; govulncheck (v1.9.0)
+	// dereferences database_specific when it reports the entry in text
+	// mode, and crashes where it is absent.
+	DatabaseSpecific *struct {
+		URL string `json:"url"`
+	} `json:"database_specific"`
+	Affected []struct {
 		Package struct {
 			Name      string `json:"name"`
 			Ecosystem string `json:"ecosystem"`
@@ -96,8 +102,8 @@ type Summary struct {
 // so the caller passes the commit time of the module version.
 //
 // Build refuses, naming the file, an entry that is not valid JSON, whose
-// id is not its file name, or that names a package without its path or
-// outside the Go ecosystem. Nothing is written to dir unless every entry
+// id is not its file name, that has no database_specific.url, or that
+// names a package without its path or outside the Go ecosystem. Nothing is written to dir unless every entry
 // passes.
 func Build(zipPath, modVersion string, modified time.Time, dir string) (Summary, error) {
 	zr, err := zip.OpenReader(zipPath)
@@ -146,6 +152,9 @@ func Build(zipPath, modVersion string, modified time.Time, dir string) (Summary,
 		}
 		if want := strings.TrimSuffix(name, ".json"); e.ID != want {
 			return Summary{}, fmt.Errorf("%s: id %q, want %q (the file name)", where, e.ID, want)
+		}
+		if e.DatabaseSpecific == nil || e.DatabaseSpecific.URL == "" {
+			return Summary{}, fmt.Errorf("%s: no database_specific.url (govulncheck needs it to report the entry)", where)
 		}
 
 		sum.Entries++
