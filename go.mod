@@ -2,6 +2,8 @@ module github.com/dqnflow/dqnflow
 
 go 1.26.0
 
+toolchain go1.26.11
+
 require (
 	github.com/chromedp/chromedp v0.23.1
 	github.com/ebitengine/purego v0.11.3
