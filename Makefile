@@ -88,7 +88,7 @@ vulncheck-devserver: $(GOVULNCHECK) $(if $(GOVULNDB),,vulndb) temporal
 
 ## vulncheck-test: the tests of the check itself (the database builder, and govulncheck failing on a called vulnerable symbol)
 vulncheck-test: $(GOVULNCHECK)
-	cd tools/govulncheck && GOVULNCHECK=$(abspath $(GOVULNCHECK)) $(GO) test -count=1 ./...
+	cd tools/govulncheck && $(GO) vet ./... && GOVULNCHECK=$(abspath $(GOVULNCHECK)) $(GO) test -count=1 ./...
 
 ## lint: formatting and vet
 lint:
