@@ -7,7 +7,7 @@ TEMPORAL := $(BIN)/temporal
 # otherwise; `make run` uses DATABASE_URL or the local `postgres` database.
 TEST_DATABASE_URL := $(or $(DATABASE_URL),postgres://postgres@127.0.0.1:5432/test?sslmode=disable)
 
-.PHONY: gpu-binaries all build cross run test test-short lint bench bench-temporal learn-check record-history temporal clean fuzz-short fuzz chaos vulncheck
+.PHONY: gpu-binaries all build cross run test test-short lint bench bench-temporal learn-check record-history temporal clean fuzz-short fuzz chaos vulncheck vulndb vulncheck-devserver vulncheck-test
 
 all: build
 
@@ -63,13 +63,34 @@ fuzz-short:
 fuzz: FUZZTIME = 2m
 fuzz: fuzz-short
 
-## vulncheck: govulncheck (pinned in tools/govulncheck) over every package; GOVULNDB names another database mirror
+## vulncheck: govulncheck (pinned in tools/govulncheck) over every package, failing on a called vulnerable symbol, against the vulnerability data of the golang.org/x/vulndb version pinned in tools/govulncheck/localdb/pin.go (a dated snapshot; GOVULNDB=URL checks against that database instead)
 GOVULNCHECK := $(BIN)/govulncheck
-GOVULNDB ?= https://vuln.go.dev
+LOCALDB     := $(BIN)/localdb
+VULNDB_DIR  := $(BIN)/vulndb
+# Older pinned data fails the check (0: any age); see docs/reliability.md.
+VULNDB_MAX_AGE_DAYS ?= 60
+# VULNDB_WARN_STALE=1: data older than that is a loud warning, not a failure (CI)
+VULNDB_WARN_STALE ?=
+VULNCHECK_DB = $(or $(GOVULNDB),file://$(abspath $(VULNDB_DIR)))
 $(GOVULNCHECK): tools/govulncheck/go.mod tools/govulncheck/go.sum
 	cd tools/govulncheck && CGO_ENABLED=0 $(GO) build -o ../../$(GOVULNCHECK) golang.org/x/vuln/cmd/govulncheck
-vulncheck: $(GOVULNCHECK)
-	$(GOVULNCHECK) -db $(GOVULNDB) ./...
+$(LOCALDB): tools/govulncheck/go.mod tools/govulncheck/go.sum $(wildcard tools/govulncheck/localdb/*.go)
+	cd tools/govulncheck && CGO_ENABLED=0 $(GO) build -o ../../$(LOCALDB) ./localdb
+
+## vulndb: the local vulnerability database (bin/vulndb) from the pinned golang.org/x/vulndb version, through the module proxy
+vulndb: $(LOCALDB)
+	$(LOCALDB) -out $(VULNDB_DIR) -max-age-days $(VULNDB_MAX_AGE_DAYS) $(if $(VULNDB_WARN_STALE),-warn-stale) -go $(GO)
+
+vulncheck: $(GOVULNCHECK) $(if $(GOVULNDB),,vulndb)
+	tools/govulncheck/vulncheck.sh $(GOVULNCHECK) $(VULNCHECK_DB) ./...
+
+## vulncheck-devserver: the same check over the pinned Temporal dev server binary (tools/go.mod; binary mode); CI reports it without failing (docs/reliability.md)
+vulncheck-devserver: $(GOVULNCHECK) $(if $(GOVULNDB),,vulndb) temporal
+	tools/govulncheck/vulncheck.sh $(GOVULNCHECK) $(VULNCHECK_DB) -mode binary $(TEMPORAL)
+
+## vulncheck-test: the tests of the check itself (the database builder, and govulncheck failing on a called vulnerable symbol)
+vulncheck-test: $(GOVULNCHECK)
+	cd tools/govulncheck && $(GO) vet ./... && GOVULNCHECK=$(abspath $(GOVULNCHECK)) $(GO) test -count=1 ./...
 
 ## lint: formatting and vet
 lint:

@@ -2,6 +2,8 @@ module github.com/dqnflow/dqnflow
 
 go 1.26.0
 
+toolchain go1.26.11
+
 require (
 	github.com/chromedp/chromedp v0.23.1
 	github.com/ebitengine/purego v0.11.3
@@ -54,7 +56,7 @@ require (
 	github.com/sethvargo/go-retry v0.5.0 // indirect
 	github.com/stretchr/objx v0.5.3 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
-	golang.org/x/image v0.30.0 // indirect
+	golang.org/x/image v0.45.0 // indirect
 	golang.org/x/net v0.62.0 // indirect
 	golang.org/x/sync v0.25.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect
