@@ -16,13 +16,14 @@ import (
 
 	"github.com/dqnflow/dqnflow/activities"
 	"github.com/dqnflow/dqnflow/activities/activitiestest"
+	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/store"
 )
 
 func newControl(t *testing.T) (*activities.Control, *store.SQLite, *testsuite.TestActivityEnvironment) {
 	t.Helper()
 	st := activitiestest.NewStore(t)
-	c := &activities.Control{Store: st, CheckpointRoot: os.TempDir()} // every t.TempDir is inside
+	c := &activities.Control{Store: st, Checkpoints: checkpoint.Local(os.TempDir())} // every t.TempDir is inside
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
 	env.RegisterActivity(c)
@@ -61,8 +62,9 @@ func seedCheckpoints(t *testing.T, st *store.SQLite, dir string, sharpes []float
 // them, marks none pruned, and fails with an error that names the file.
 func TestRetentionDeletesNothingOutsideTheCheckpointRoot(t *testing.T) {
 	c, st, env := newControl(t)
-	c.CheckpointRoot = filepath.Join(t.TempDir(), "root")
-	if err := os.MkdirAll(c.CheckpointRoot, 0o755); err != nil {
+	root := filepath.Join(t.TempDir(), "root")
+	c.Checkpoints = checkpoint.Local(root)
+	if err := os.MkdirAll(root, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	uris := seedCheckpoints(t, st, t.TempDir(), []float64{0.1, 0.2, 0.3})

@@ -59,7 +59,7 @@ func newRig(t *testing.T, root string, st *store.SQLite) *rig {
 	r := &rig{t: t, backend: &activitiestest.Backend{}, store: st, reg: worker.NewRegistry(0, nil)}
 	r.a = &activities.Trainer{
 		Backend: r.backend, Registry: r.reg, Store: st, Prepare: activitiestest.Dataset,
-		CheckpointRoot: root, HeartbeatInterval: time.Millisecond,
+		Checkpoints: checkpoint.Local(root), HeartbeatInterval: time.Millisecond,
 	}
 	var s testsuite.WorkflowTestSuite
 	r.env = s.NewTestActivityEnvironment()
