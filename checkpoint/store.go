@@ -2,8 +2,8 @@ package checkpoint
 
 import (
 	"bufio"
-	"encoding/hex"
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"

@@ -74,8 +74,8 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 // workerFlags are the flags of "dqnflow worker", shared with "dqnflow dev".
 type workerFlags struct {
 	role, device, checkpointStore string
-	devices                     deviceFlags
-	metricsAddr                 string
+	devices                       deviceFlags
+	metricsAddr                   string
 	// metrics receives the trainer's measurements; set by startMetrics.
 	metrics *worker.Metrics
 }
