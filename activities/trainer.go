@@ -342,16 +342,19 @@ func (a *Trainer) discard(ctx context.Context, run *Run, cause error) {
 	}
 	if errors.Is(cause, trainer.ErrDevice) {
 		if d, ok := a.Slots.(DeviceFailer); ok {
-			activity.GetLogger(ctx).Error("The device failed: this worker takes no more runs until it is restarted", "run", run.ID, "error", cause)
-			d.DeviceFailed(cause)
+			activity.GetLogger(ctx).Error("The device failed: it takes no more runs until the worker is restarted; the run moves to another slot",
+				"run", run.ID, "device", run.Device, "error", cause)
+			d.DeviceFailed(run.Device, cause)
 		}
 	}
 }
 
-// DeviceFailer is told when the worker's device fails (trainer.ErrDevice),
-// so that the worker takes no more runs; worker.Slots implements it.
+// DeviceFailer is told when one of the worker's devices fails
+// (trainer.ErrDevice), so that its slots take no more runs; device is the
+// device's name, as trainer.Device.Name ("" for a worker's only, unnamed
+// device). worker.Slots implements it.
 type DeviceFailer interface {
-	DeviceFailed(cause error)
+	DeviceFailed(device string, cause error)
 }
 
 // stepFailed turns a failed trainer step into the activity's error, after

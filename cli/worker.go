@@ -113,7 +113,7 @@ func startWorker(ctx context.Context, e *env, c client.Client, st store.Metadata
 			return nil, err
 		}
 		for i := range devices {
-			devices[i].Backend = &faults.Backend{Backend: devices[i].Backend, Plan: p}
+			devices[i].Backend = &faults.Backend{Backend: devices[i].Backend, Plan: p, Device: devices[i].Name}
 		}
 		fmt.Fprintf(e.stderr, "worker: FAULT INJECTION ON (%s=%s): for tests only\n", faults.EnvPlan, plan)
 	}
