@@ -63,6 +63,7 @@ func TestDeviceFailureMovesTheRunToAnotherSlot(t *testing.T) {
 		devices := checkpointDevices(t, s, rows)
 		opens := openTrainers(t, s.client, id)
 		name := runDeviceName(t, s, st, id, res)
+		t.Logf("run %s: checkpoints of epochs 1..%d on %v, trainer opened %d time(s), row and progress name %s", id, cfg.Epochs, devices, opens, name)
 		switch {
 		case slices.Equal(devices, []string{"cpu:1", "cpu:1", "cpu:2", "cpu:2"}):
 			moved = id
@@ -88,7 +89,8 @@ func TestDeviceFailureMovesTheRunToAnotherSlot(t *testing.T) {
 }
 
 // checkpointDevices returns the device each checkpoint's metadata names
-// (the name before the description), in the order of rows.
+// (the name before the description), in the order of rows, and fails the
+// test if one is marked not bit-exact.
 func checkpointDevices(t *testing.T, s *stack, rows []store.CheckpointRecord) []string {
 	t.Helper()
 	var out []string
@@ -103,6 +105,9 @@ func checkpointDevices(t *testing.T, s *stack, rows []store.CheckpointRecord) []
 		}
 		name, _, _ := strings.Cut(ck.Meta[checkpoint.MetaDevice], " ")
 		out = append(out, name)
+		if why := ck.Meta[checkpoint.MetaNotBitExact]; why != "" {
+			t.Errorf("checkpoint of epoch %d is marked not bit-exact (%s): a move between stand-ins of one CPU is exact", r.Epoch, why)
+		}
 	}
 	return out
 }
