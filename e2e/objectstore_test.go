@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io/fs"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/dqnflow/dqnflow/store"
@@ -23,7 +25,9 @@ import (
 // epoch; the other restores the run's last checkpoint from the bucket and
 // finishes it. Every checkpoint is an object whose size and SHA-256 are
 // the ones PostgreSQL records, bit-identical to an uninterrupted run, and
-// neither worker wrote a checkpoint to its local directory.
+// neither worker wrote a checkpoint to its local directory. The S3 secret
+// key is in neither worker's log, the run's row, a checkpoint nor the
+// workflow history.
 func TestRunMovesBetweenHostsThroughTheObjectStore(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: starts the Temporal dev server, an S3 server and worker processes")
@@ -97,6 +101,7 @@ func TestRunMovesBetweenHostsThroughTheObjectStore(t *testing.T) {
 		}
 	}
 	n := compareWithUninterrupted(t, s, cfg, rows)
+	s3SecretIsNeverLoggedOrStored(t, s, runID, rows, hosts)
 
 	// Nothing of the run was written to a local directory of either host.
 	filepath.WalkDir(s.dir, func(p string, d fs.DirEntry, err error) error {
@@ -107,4 +112,49 @@ func TestRunMovesBetweenHostsThroughTheObjectStore(t *testing.T) {
 	})
 	t.Logf("%s trained, was killed %.1f s into the test; %s resumed from the bucket; all %d checkpoints bit-identical to the uninterrupted run (%d tensors); test took %.1f s",
 		trainer, killedAt.Sub(began).Seconds(), survivor, len(rows), n, time.Since(began).Seconds())
+}
+
+// s3SecretIsNeverLoggedOrStored fails the test if the S3 server's secret
+// key appears in a worker's log, the run's row, a checkpoint object or the
+// workflow's history.
+func s3SecretIsNeverLoggedOrStored(t *testing.T, s *stack, runID string, rows []store.CheckpointRecord, hosts map[string]*proc) {
+	t.Helper()
+	secret := []byte(s.s3.Secret)
+	leaks := func(where string, b []byte) {
+		if bytes.Contains(b, secret) {
+			t.Errorf("the S3 secret key appears in %s", where)
+		}
+	}
+	for name, p := range hosts {
+		leaks(name+"'s log", []byte(p.output()))
+	}
+	ctx := context.Background()
+	st, err := store.Open(ctx, s.dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	run, err := st.GetRun(ctx, runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaks("the run's stored config", run.Config)
+	leaks("the run's error", []byte(run.Error))
+	for _, r := range rows {
+		b, err := s.readBlob(r.URI)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaks("checkpoint "+r.URI, b)
+	}
+	var hist strings.Builder
+	it := s.client.GetWorkflowHistory(ctx, runID, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		hist.WriteString(ev.String())
+	}
+	leaks("the workflow history", []byte(hist.String()))
 }
