@@ -396,6 +396,18 @@ func TestDockerfileHasControlAndGPUTargets(t *testing.T) {
 			t.Errorf("%s target runs as %q, want a non-root user", name, user)
 		}
 	}
+	// The s3 target: versitygw built from the pinned module, as a non-root user.
+	if s3, ok := stages["s3"]; !ok {
+		t.Error("Dockerfile: no s3 target (versitygw for the compose file's s3 service)")
+	} else {
+		all := strings.Join(append(stages["s3-build"].Lines, s3.Lines...), "\n")
+		for _, want := range []string{"COPY tools/versitygw/", "github.com/versity/versitygw/cmd/versitygw", "CGO_ENABLED=0",
+			`ENTRYPOINT ["/usr/local/bin/versitygw"]`, "USER 10001:10001", "--sidecar"} {
+			if !strings.Contains(all, want) {
+				t.Errorf("s3 target lacks %q", want)
+			}
+		}
+	}
 	if gpu := stages["gpu"]; !strings.Contains(gpu.Base, "-runtime-") {
 		t.Errorf("gpu target from %q, want a CUDA runtime image (NVRTC and cuBLAS, no toolkit)", gpu.Base)
 	} else if all := strings.Join(gpu.Lines, "\n"); !strings.Contains(all, "NVIDIA_DRIVER_CAPABILITIES=compute,utility") {
