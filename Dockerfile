@@ -3,6 +3,9 @@
 # dqnflow images. One static binary (CGO_ENABLED=0) on two run-time bases:
 #
 #   control  Debian slim: the control worker, `dqnflow migrate` and the CLI.
+#   s3       Debian slim: versitygw, the S3-compatible checkpoint store of
+#            docker-compose.yml (Apache-2.0), built from the Go module proxy
+#            at the version tools/versitygw pins.
 #   gpu      NVIDIA CUDA 13 runtime (Ubuntu 24.04): the GPU worker. The binary
 #            opens libcuda (injected by the NVIDIA Container Toolkit), NVRTC
 #            and cuBLAS/cuBLASLt (from this image) at run time with purego;
@@ -53,6 +56,31 @@ USER 10001:10001
 WORKDIR /home/dqnflow
 ENTRYPOINT ["/usr/local/bin/dqnflow"]
 CMD ["worker", "--role", "gpu", "--device", "auto"]
+
+# ---- s3: versitygw serving a directory (posix backend) ----------------------
+FROM ${GO_IMAGE} AS s3-build
+WORKDIR /src/tools/versitygw
+ENV CGO_ENABLED=0
+COPY tools/versitygw/ ./
+RUN --mount=type=cache,target=/go/pkg/mod \
+    --mount=type=cache,target=/root/.cache/go-build \
+    go build -trimpath -buildvcs=false -ldflags="-s -w" -o /out/versitygw github.com/versity/versitygw/cmd/versitygw
+
+FROM ${CONTROL_BASE} AS s3
+ARG DEBIAN_FRONTEND=noninteractive
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends ca-certificates \
+ && rm -rf /var/lib/apt/lists/* \
+ && groupadd --gid 10001 versitygw \
+ && useradd --uid 10001 --gid 10001 --no-create-home --shell /usr/sbin/nologin versitygw \
+ && install -d -o 10001 -g 10001 /var/lib/versitygw /var/lib/versitygw/data /var/lib/versitygw/meta
+COPY --from=s3-build /out/versitygw /usr/local/bin/versitygw
+USER 10001:10001
+# The root credentials come from ROOT_ACCESS_KEY_ID and
+# ROOT_SECRET_ACCESS_KEY in the environment. Object metadata goes to a
+# sidecar directory, so the data volume needs no extended attributes.
+ENTRYPOINT ["/usr/local/bin/versitygw"]
+CMD ["--port", ":7070", "posix", "--sidecar", "/var/lib/versitygw/meta", "/var/lib/versitygw/data"]
 
 # ---- control: control worker, migrations, CLI (the default target) --------
 FROM ${CONTROL_BASE} AS control

@@ -3,11 +3,12 @@ GO       ?= go
 BIN      := bin
 DQNFLOW  := $(BIN)/dqnflow
 TEMPORAL := $(BIN)/temporal
+VERSITYGW := $(BIN)/versitygw
 # Tests use the local server's `test` database unless DATABASE_URL says
 # otherwise; `make run` uses DATABASE_URL or the local `postgres` database.
 TEST_DATABASE_URL := $(or $(DATABASE_URL),postgres://postgres@127.0.0.1:5432/test?sslmode=disable)
 
-.PHONY: gpu-binaries all build cross run test test-short lint bench bench-temporal learn-check record-history temporal clean fuzz-short fuzz chaos vulncheck vulndb vulncheck-devserver vulncheck-test
+.PHONY: gpu-binaries all build cross run test test-short lint bench bench-temporal learn-check record-history temporal versitygw clean fuzz-short fuzz chaos vulncheck vulndb vulncheck-devserver vulncheck-test
 
 all: build
 
@@ -29,13 +30,18 @@ temporal: $(TEMPORAL)
 $(TEMPORAL): tools/go.mod tools/go.sum
 	cd tools && CGO_ENABLED=0 $(GO) build -o ../$(TEMPORAL) github.com/temporalio/cli/cmd/temporal
 
+## versitygw: the S3-compatible server the object-store tests start (tools/versitygw pins v1.8.0; Apache-2.0; cached after the first build)
+versitygw: $(VERSITYGW)
+$(VERSITYGW): tools/versitygw/go.mod tools/versitygw/go.sum
+	cd tools/versitygw && CGO_ENABLED=0 $(GO) build -trimpath -o ../../$(VERSITYGW) github.com/versity/versitygw/cmd/versitygw
+
 ## run: the main job on local defaults
 run: build temporal
 	$(DQNFLOW) dev --demo
 
-## test: every test, against the real PostgreSQL, a real Temporal dev server and headless Chromium (UI screenshots in artifacts/)
-test: build temporal
-	DATABASE_URL='$(TEST_DATABASE_URL)' DQNFLOW_BIN=$(abspath $(DQNFLOW)) DQNFLOW_TEMPORAL=$(abspath $(TEMPORAL)) \
+## test: every test, against the real PostgreSQL, a real Temporal dev server, a real S3 server (versitygw) and headless Chromium (UI screenshots in artifacts/)
+test: build temporal versitygw
+	DATABASE_URL='$(TEST_DATABASE_URL)' DQNFLOW_BIN=$(abspath $(DQNFLOW)) DQNFLOW_TEMPORAL=$(abspath $(TEMPORAL)) DQNFLOW_S3=$(abspath $(VERSITYGW)) \
 		DQNFLOW_ARTIFACTS=$(abspath artifacts) \
 		$(GO) test -count=1 -timeout 30m ./...
 
@@ -44,8 +50,8 @@ test-short:
 	DATABASE_URL='$(TEST_DATABASE_URL)' $(GO) test -short -count=1 ./...
 
 ## chaos: the heavy fault-injection tests (docs/reliability.md), beside those in `make test`
-chaos: build temporal
-	DATABASE_URL='$(TEST_DATABASE_URL)' DQNFLOW_BIN=$(abspath $(DQNFLOW)) DQNFLOW_TEMPORAL=$(abspath $(TEMPORAL)) \
+chaos: build temporal versitygw
+	DATABASE_URL='$(TEST_DATABASE_URL)' DQNFLOW_BIN=$(abspath $(DQNFLOW)) DQNFLOW_TEMPORAL=$(abspath $(TEMPORAL)) DQNFLOW_S3=$(abspath $(VERSITYGW)) \
 		$(GO) test -tags chaos -count=1 -timeout 30m -v -run 'KillInEveryStage|WorkflowWorkerKill|TemporalServerKill|PostgreSQLRestart|FalseAlarm|SixteenConcurrentRuns|DamagedCheckpointIsSkipped' ./e2e
 
 ## fuzz-short: every fuzz target for FUZZTIME (default 5s) each, one worker: the CI pass

@@ -20,7 +20,7 @@ import (
 // CheckpointRef points at one checkpoint blob and says what it holds.
 type CheckpointRef struct {
 	RunID      string `json:"run_id,omitempty"`
-	URI        string `json:"uri"`              // absolute file path
+	URI        string `json:"uri"`              // absolute file path, or s3://bucket/key
 	SHA256     string `json:"sha256,omitempty"` // of the whole file; empty when unknown
 	Bytes      int64  `json:"bytes,omitempty"`
 	Epoch      int    `json:"epoch"`
@@ -80,20 +80,19 @@ func (a *Trainer) Checkpoint(ctx context.Context, in CheckpointInput) (Checkpoin
 		ck.Meta[checkpoint.MetaDevice] = run.Info.Device
 	}
 
-	path, err := a.blobPath(run, in.Epoch)
+	uri, err := a.blobURI(run, in.Epoch)
 	if err != nil {
 		return CheckpointOutput{}, classify(what+": checkpoint.dir "+run.Config.Checkpoint.Dir, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return CheckpointOutput{}, fmt.Errorf("%s: %w", what, err)
+	if !a.checkpoints().Remote() {
+		removeStaleTemps(ctx, filepath.Dir(uri))
 	}
-	removeStaleTemps(ctx, filepath.Dir(path))
-	info, err := checkpoint.Write(path, ck)
+	info, err := a.checkpoints().Write(ctx, uri, ck)
 	if err != nil {
 		return CheckpointOutput{}, classify(what, err)
 	}
 	ref := CheckpointRef{
-		RunID: in.RunID, URI: path, SHA256: info.SHA256, Bytes: info.Bytes,
+		RunID: in.RunID, URI: uri, SHA256: info.SHA256, Bytes: info.Bytes,
 		Epoch: in.Epoch, GlobalStep: run.GlobalStep,
 	}
 	if _, err := a.Store.RecordCheckpoint(ctx, store.CheckpointRecord{
@@ -125,17 +124,18 @@ func removeStaleTemps(ctx context.Context, dir string) {
 	}
 }
 
-// blobPath is the absolute path of run's checkpoint at the end of epoch,
-// under checkpoint.dir taken relative to CheckpointRoot. A checkpoint.dir
-// that leads out of the root (an absolute path elsewhere, "..", a symbolic
-// link pointing out) is refused: a run config, which anyone who can start
-// a workflow writes, must not make the worker write files anywhere it can.
-func (a *Trainer) blobPath(run *Run, epoch int) (string, error) {
+// blobURI is the URI of run's checkpoint at the end of epoch, under
+// checkpoint.dir taken relative to the worker's checkpoint store. A
+// checkpoint.dir that leads out of the store (an absolute path elsewhere,
+// "..", a symbolic link pointing out) is refused: a run config, which
+// anyone who can start a workflow writes, must not make the worker write
+// files anywhere it can.
+func (a *Trainer) blobURI(run *Run, epoch int) (string, error) {
 	dir := filepath.Join(run.Config.Checkpoint.Dir, safeName(run.ID))
 	if run.ExecutionID != "" {
 		dir = filepath.Join(dir, safeName(run.ExecutionID))
 	}
-	return checkpoint.Confine(a.CheckpointRoot, filepath.Join(dir, fmt.Sprintf("epoch-%06d.safetensors", epoch)))
+	return a.checkpoints().Locate(filepath.Join(dir, fmt.Sprintf("epoch-%06d.safetensors", epoch)))
 }
 
 // safeName maps a run id (a workflow id, free text) to one path element.

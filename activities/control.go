@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"math"
-	"os"
-	"path/filepath"
 
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
@@ -19,10 +16,10 @@ import (
 // They run on the control task queue, on any worker.
 type Control struct {
 	Store Store
-	// CheckpointRoot is the GPU workers' checkpoint root as this worker
-	// sees it: retention deletes no file outside it. Empty means the
+	// Checkpoints is the GPU workers' checkpoint store as this worker
+	// opens it: retention deletes no blob outside it. nil means the
 	// working directory.
-	CheckpointRoot string
+	Checkpoints *checkpoint.Store
 }
 
 // RecordRunInput describes a run as it starts.
@@ -169,10 +166,10 @@ func (c *Control) ApplyRetention(ctx context.Context, in RetentionInput) (Retent
 		if keep[ck.URI] {
 			continue
 		}
-		if err := removeBlob(c.CheckpointRoot, ck.URI); err != nil {
+		if err := c.checkpoints().Delete(ctx, ck.URI); err != nil {
 			if errors.Is(err, checkpoint.ErrOutsideRoot) {
 				return RetentionOutput{}, nonRetryable(ErrTypeStoreRejected, what, err,
-					"nothing outside the checkpoint root is deleted; give the control worker the GPU workers' --checkpoint-dir")
+					"nothing outside the checkpoint store is deleted; give the control worker the GPU workers' --checkpoint-store")
 			}
 			return RetentionOutput{}, fmt.Errorf("%s: %w", what, err)
 		}
@@ -187,19 +184,12 @@ func (c *Control) ApplyRetention(ctx context.Context, in RetentionInput) (Retent
 	return out, nil
 }
 
-// removeBlob deletes the checkpoint at path, which must lie inside root.
-func removeBlob(root, path string) error {
-	if _, err := checkpoint.Confine(root, path); err != nil {
-		return fmt.Errorf("delete checkpoint: %w", err)
+// checkpoints is the worker's checkpoint store.
+func (c *Control) checkpoints() *checkpoint.Store {
+	if c.Checkpoints == nil {
+		return checkpoint.Local("")
 	}
-	if _, err := os.Stat(filepath.Dir(path)); err != nil {
-		host, _ := os.Hostname()
-		return fmt.Errorf("checkpoint directory of %s is not visible on %s (%w): the control worker must see the checkpoint storage at the same path as the GPU workers", path, host, err)
-	}
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("delete checkpoint: %w", err)
-	}
-	return nil
+	return c.Checkpoints
 }
 
 // ChampionInput names a lineage.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,13 +17,15 @@ import (
 
 	"github.com/dqnflow/dqnflow/activities"
 	"github.com/dqnflow/dqnflow/activities/activitiestest"
+	"github.com/dqnflow/dqnflow/checkpoint"
+	"github.com/dqnflow/dqnflow/checkpoint/s3test"
 	"github.com/dqnflow/dqnflow/store"
 )
 
 func newControl(t *testing.T) (*activities.Control, *store.SQLite, *testsuite.TestActivityEnvironment) {
 	t.Helper()
 	st := activitiestest.NewStore(t)
-	c := &activities.Control{Store: st, CheckpointRoot: os.TempDir()} // every t.TempDir is inside
+	c := &activities.Control{Store: st, Checkpoints: checkpoint.Local(os.TempDir())} // every t.TempDir is inside
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
 	env.RegisterActivity(c)
@@ -61,8 +64,9 @@ func seedCheckpoints(t *testing.T, st *store.SQLite, dir string, sharpes []float
 // them, marks none pruned, and fails with an error that names the file.
 func TestRetentionDeletesNothingOutsideTheCheckpointRoot(t *testing.T) {
 	c, st, env := newControl(t)
-	c.CheckpointRoot = filepath.Join(t.TempDir(), "root")
-	if err := os.MkdirAll(c.CheckpointRoot, 0o755); err != nil {
+	root := filepath.Join(t.TempDir(), "root")
+	c.Checkpoints = checkpoint.Local(root)
+	if err := os.MkdirAll(root, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	uris := seedCheckpoints(t, st, t.TempDir(), []float64{0.1, 0.2, 0.3})
@@ -180,3 +184,56 @@ func TestStoreRejectionIsFatal(t *testing.T) {
 
 // validFrom is the time of the seeded backtests' validation range.
 var validFrom = time.Date(2024, 1, 2, 0, 0, 0, 0, time.UTC)
+
+// TestRetentionDeletesTheObjectsOfAnS3Store keeps the last and the best
+// of four checkpoints written to a bucket of a real S3 server (versitygw):
+// the other two objects are deleted and their rows marked pruned, the kept
+// ones still read back with their recorded hashes.
+func TestRetentionDeletesTheObjectsOfAnS3Store(t *testing.T) {
+	srv := s3test.Start(t)
+	srv.SetEnv(t)
+	ctx := context.Background()
+	objects, err := checkpoint.OpenStore(ctx, srv.URL("retention"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer objects.Close()
+	c, st, env := newControl(t)
+	c.Checkpoints = objects
+	if _, err := st.CreateRun(ctx, store.NewRun{RunID: runID, Config: testConfig().JSON()}); err != nil {
+		t.Fatal(err)
+	}
+	var uris, sums []string
+	for i, sharpe := range []float64{0.1, 0.9, 0.2, 0.3} {
+		e := i + 1
+		uri, err := objects.Locate(fmt.Sprintf("checkpoints/%s/epoch-%06d.safetensors", runID, e))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ck := &checkpoint.Checkpoint{Meta: map[string]string{checkpoint.MetaEpoch: fmt.Sprint(e)},
+			Tensors: []checkpoint.Tensor{checkpoint.F32Tensor("w", []int{1}, []float32{float32(e)})}}
+		info, err := objects.Write(ctx, uri, ck)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.RecordCheckpoint(ctx, store.CheckpointRecord{RunID: runID, Epoch: e, URI: uri, SHA256: info.SHA256, Bytes: info.Bytes}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.RecordBacktest(ctx, store.BacktestRecord{RunID: runID, Epoch: e, Split: store.SplitValid, Sharpe: &sharpe, DataFrom: validFrom, DataTo: validFrom}); err != nil {
+			t.Fatal(err)
+		}
+		uris, sums = append(uris, uri), append(sums, info.SHA256)
+	}
+	if _, err := env.ExecuteActivity(c.ApplyRetention, activities.RetentionInput{RunID: runID, KeepLast: 1, KeepBest: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for i, uri := range uris {
+		e := i + 1
+		_, _, readErr := objects.Read(ctx, uri, sums[i])
+		row, _ := st.GetCheckpoint(ctx, runID, e)
+		gone := e == 1 || e == 3
+		if gone != errors.Is(readErr, fs.ErrNotExist) || (!gone && readErr != nil) || gone != row.Pruned {
+			t.Errorf("epoch %d: read %v, row pruned %v; want pruned %v", e, readErr, row.Pruned, gone)
+		}
+	}
+}

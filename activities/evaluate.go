@@ -53,7 +53,7 @@ func (a *Trainer) EvaluateCheckpoints(ctx context.Context, in EvaluateInput) (Ev
 
 func (a *Trainer) evaluate(ctx context.Context, ds *market.Dataset, ref CheckpointRef) (market.Report, error) {
 	what := "evaluate " + ref.URI
-	ck, err := a.read(ref)
+	ck, err := a.read(ctx, ref)
 	if err != nil {
 		return market.Report{}, readError(what, err)
 	}

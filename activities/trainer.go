@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -42,14 +41,15 @@ type Trainer struct {
 	Store CheckpointStore
 	// Prepare loads a run's dataset; nil means market.Prepare.
 	Prepare func(config.RunConfig) (*market.Dataset, error)
-	// CheckpointRoot is the directory every checkpoint lives in; empty
-	// means the working directory. checkpoint.dir is taken relative to it,
-	// and no checkpoint outside it is written or read (checkpoint.Confine).
-	// Blobs are written under
-	// <root>/<checkpoint.dir>/<run id>/<execution id>/epoch-<NNNNNN>.safetensors and
-	// referred to by absolute path, so every worker must see the same
-	// storage at the same path.
-	CheckpointRoot string
+	// Checkpoints is the store every checkpoint lives in (a directory of
+	// this host or an s3:// bucket prefix); nil means the working
+	// directory. checkpoint.dir is taken relative to it, and no checkpoint
+	// outside it is written or read. Blobs are written under
+	// <store>/<checkpoint.dir>/<run id>/<execution id>/epoch-<NNNNNN>.safetensors
+	// and referred to by URI (an absolute path in a directory store), so
+	// every worker must open the same store: the same bucket, or the same
+	// storage mounted at the same path.
+	Checkpoints *checkpoint.Store
 	// HeartbeatInterval is the period of liveness heartbeats while an
 	// activity works; zero means one second.
 	HeartbeatInterval time.Duration
@@ -169,7 +169,7 @@ func (a *Trainer) OpenTrainer(ctx context.Context, in OpenInput) (OpenOutput, er
 	switch {
 	case in.Resume != nil:
 		resume := *in.Resume
-		ck, err := a.read(resume)
+		ck, err := a.read(ctx, resume)
 		if err == nil {
 			if err = checkMeta(ck, in.RunID, resume); err != nil {
 				err = fmt.Errorf("%s: %w: %v", resume.URI, checkpoint.ErrCorrupt, err)
@@ -177,7 +177,7 @@ func (a *Trainer) OpenTrainer(ctx context.Context, in OpenInput) (OpenOutput, er
 		}
 		if errors.Is(err, checkpoint.ErrCorrupt) {
 			var prev *CheckpointRef
-			if ck, prev = a.previousGood(in.RunID, resume); prev != nil {
+			if ck, prev = a.previousGood(ctx, in.RunID, resume); prev != nil {
 				activity.GetLogger(ctx).Warn("The run's last checkpoint is damaged; restoring the previous good one",
 					"run", in.RunID, "damaged", resume.URI, "error", err, "restoring", prev.URI, "epoch", prev.Epoch)
 				fallback, damaged, resume, err = prev, err.Error(), *prev, nil
@@ -199,7 +199,7 @@ func (a *Trainer) OpenTrainer(ctx context.Context, in OpenInput) (OpenOutput, er
 				"run", in.RunID, "checkpoint", resume.URI, "why", notBitExact)
 		}
 	case in.Warm != nil:
-		ck, err := a.read(*in.Warm)
+		ck, err := a.read(ctx, *in.Warm)
 		if err != nil {
 			return OpenOutput{}, readError(what+": warm start", err)
 		}
@@ -342,16 +342,19 @@ func (a *Trainer) discard(ctx context.Context, run *Run, cause error) {
 	}
 	if errors.Is(cause, trainer.ErrDevice) {
 		if d, ok := a.Slots.(DeviceFailer); ok {
-			activity.GetLogger(ctx).Error("The device failed: this worker takes no more runs until it is restarted", "run", run.ID, "error", cause)
-			d.DeviceFailed(cause)
+			activity.GetLogger(ctx).Error("The device failed: it takes no more runs until the worker is restarted; the run moves to another slot",
+				"run", run.ID, "device", run.Device, "error", cause)
+			d.DeviceFailed(run.Device, cause)
 		}
 	}
 }
 
-// DeviceFailer is told when the worker's device fails (trainer.ErrDevice),
-// so that the worker takes no more runs; worker.Slots implements it.
+// DeviceFailer is told when one of the worker's devices fails
+// (trainer.ErrDevice), so that its slots take no more runs; device is the
+// device's name, as trainer.Device.Name ("" for a worker's only, unnamed
+// device). worker.Slots implements it.
 type DeviceFailer interface {
-	DeviceFailed(cause error)
+	DeviceFailed(device string, cause error)
 }
 
 // stepFailed turns a failed trainer step into the activity's error, after
@@ -430,53 +433,52 @@ func (a *Trainer) prepare(cfg config.RunConfig) (*market.Dataset, error) {
 	return market.Prepare(cfg)
 }
 
-// read loads the checkpoint ref points to, verifying the whole-file SHA-256
+// checkpoints is the worker's checkpoint store.
+func (a *Trainer) checkpoints() *checkpoint.Store {
+	if a.Checkpoints == nil {
+		return checkpoint.Local("")
+	}
+	return a.Checkpoints
+}
+
+// read loads the checkpoint ref points to, verifying the whole-blob SHA-256
 // when the ref carries one (the file's own header and tensor hashes are
 // always checked).
-func (a *Trainer) read(ref CheckpointRef) (*checkpoint.Checkpoint, error) {
-	path, err := checkpoint.Confine(a.CheckpointRoot, ref.URI)
-	if err != nil {
-		return nil, err
-	}
-	if ref.SHA256 == "" {
-		ck, _, err := checkpoint.Read(path)
-		return ck, err
-	}
-	ck, _, err := checkpoint.ReadVerified(path, ref.SHA256)
+func (a *Trainer) read(ctx context.Context, ref CheckpointRef) (*checkpoint.Checkpoint, error) {
+	ck, _, err := a.checkpoints().Read(ctx, ref.URI, ref.SHA256)
 	return ck, err
 }
 
-// previousGood finds the newest checkpoint of the run older than damaged in
-// damaged's directory whose file passes every check (both integrity
-// hashes, the run id and epoch in its metadata), and returns it with a ref
-// (its whole-file SHA-256 and global step from the file). The file alone
-// is enough to trust it: its hashes cover every byte. nil when none is.
-func (a *Trainer) previousGood(runID string, damaged CheckpointRef) (*checkpoint.Checkpoint, *CheckpointRef) {
-	dir := filepath.Dir(damaged.URI)
-	entries, err := os.ReadDir(dir)
+// previousGood finds the newest checkpoint of the run older than damaged
+// beside damaged (same directory or key prefix) whose blob passes every
+// check (both integrity hashes, the run id and epoch in its metadata), and
+// returns it with a ref (its whole-blob SHA-256 and global step from the
+// blob). The blob alone is enough to trust it: its hashes cover every
+// byte. nil when none is.
+func (a *Trainer) previousGood(ctx context.Context, runID string, damaged CheckpointRef) (*checkpoint.Checkpoint, *CheckpointRef) {
+	siblings, err := a.checkpoints().Siblings(ctx, damaged.URI)
 	if err != nil {
 		return nil, nil
 	}
-	var epochs []int
-	for _, e := range entries {
+	epochs := map[int]string{}
+	var order []int
+	for _, uri := range siblings {
+		name := checkpoint.Base(uri)
 		var n int
-		if _, err := fmt.Sscanf(e.Name(), "epoch-%06d.safetensors", &n); err == nil &&
-			e.Name() == fmt.Sprintf("epoch-%06d.safetensors", n) && n < damaged.Epoch {
-			epochs = append(epochs, n)
+		if _, err := fmt.Sscanf(name, "epoch-%06d.safetensors", &n); err == nil &&
+			name == fmt.Sprintf("epoch-%06d.safetensors", n) && n < damaged.Epoch {
+			epochs[n] = uri
+			order = append(order, n)
 		}
 	}
-	slices.Sort(epochs)
-	for _, n := range slices.Backward(epochs) {
-		p, err := checkpoint.Confine(a.CheckpointRoot, filepath.Join(dir, fmt.Sprintf("epoch-%06d.safetensors", n)))
-		if err != nil {
-			continue
-		}
-		ck, info, err := checkpoint.Read(p)
+	slices.Sort(order)
+	for _, n := range slices.Backward(order) {
+		ck, info, err := a.checkpoints().Read(ctx, epochs[n], "")
 		if err != nil {
 			continue
 		}
 		step, err := strconv.ParseInt(ck.Meta[checkpoint.MetaGlobalStep], 10, 64)
-		ref := CheckpointRef{RunID: runID, URI: p, SHA256: info.SHA256, Bytes: info.Bytes, Epoch: n, GlobalStep: step}
+		ref := CheckpointRef{RunID: runID, URI: epochs[n], SHA256: info.SHA256, Bytes: info.Bytes, Epoch: n, GlobalStep: step}
 		if err != nil || checkMeta(ck, runID, ref) != nil {
 			continue
 		}
@@ -491,7 +493,7 @@ func readError(what string, err error) error {
 	if errors.Is(err, fs.ErrNotExist) {
 		host, _ := os.Hostname()
 		return nonRetryable(ErrTypeCheckpointMissing, what+" on "+host, err,
-			"checkpoint.dir must be storage that every GPU worker can read at the same path")
+			"every GPU worker must open the same checkpoint store: one s3:// bucket, or storage mounted at the same path (dqnflow worker --checkpoint-store)")
 	}
 	if errors.Is(err, checkpoint.ErrCorrupt) || errors.Is(err, checkpoint.ErrOutsideRoot) {
 		return classify(what, err)

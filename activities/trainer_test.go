@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -15,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
@@ -23,6 +26,7 @@ import (
 	"github.com/dqnflow/dqnflow/activities"
 	"github.com/dqnflow/dqnflow/activities/activitiestest"
 	"github.com/dqnflow/dqnflow/checkpoint"
+	"github.com/dqnflow/dqnflow/checkpoint/s3test"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/trainer"
@@ -59,7 +63,7 @@ func newRig(t *testing.T, root string, st *store.SQLite) *rig {
 	r := &rig{t: t, backend: &activitiestest.Backend{}, store: st, reg: worker.NewRegistry(0, nil)}
 	r.a = &activities.Trainer{
 		Backend: r.backend, Registry: r.reg, Store: st, Prepare: activitiestest.Dataset,
-		CheckpointRoot: root, HeartbeatInterval: time.Millisecond,
+		Checkpoints: checkpoint.Local(root), HeartbeatInterval: time.Millisecond,
 	}
 	var s testsuite.WorkflowTestSuite
 	r.env = s.NewTestActivityEnvironment()
@@ -719,5 +723,60 @@ func TestCheckpointRemovesWhatAKilledWriteLeft(t *testing.T) {
 	}
 	if _, err := os.Stat(fresh); err != nil {
 		t.Errorf("the temporary file of a write in progress was removed: %v", err)
+	}
+}
+
+// TestDamagedObjectFallsBackToThePreviousGoodOne is the fallback above in
+// an S3 store (versitygw): the last two checkpoints' objects are replaced
+// by copies with a bit flipped, and another worker, opening the same
+// bucket, restores epoch 1, found by listing the run's objects.
+func TestDamagedObjectFallsBackToThePreviousGoodOne(t *testing.T) {
+	srv := s3test.Start(t)
+	srv.SetEnv(t)
+	ctx := context.Background()
+	open := func() *checkpoint.Store {
+		s, err := checkpoint.OpenStore(ctx, srv.URL("runs"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	r := newRig(t, t.TempDir(), nil)
+	r.a.Checkpoints = open()
+	r.open(activities.OpenInput{})
+	refs := make([]activities.CheckpointRef, 4)
+	for e := 1; e <= 3; e++ {
+		r.epoch(e)
+		var ck activities.CheckpointOutput
+		r.must(r.a.Checkpoint, activities.CheckpointInput{RunID: runID, Epoch: e}, &ck)
+		refs[e] = ck.Checkpoint
+	}
+	c := srv.Client()
+	key := func(uri string) string { return strings.TrimPrefix(uri, "s3://"+srv.Bucket+"/") }
+	for _, e := range []int{3, 2} {
+		got, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(srv.Bucket), Key: aws.String(key(refs[e].URI))})
+		if err != nil {
+			t.Fatalf("%s: %v", refs[e].URI, err)
+		}
+		raw, err := io.ReadAll(got.Body)
+		got.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw[len(raw)/2] ^= 0x10
+		if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(srv.Bucket), Key: aws.String(key(refs[e].URI)), Body: bytes.NewReader(raw)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other := newRig(t, t.TempDir(), r.store)
+	other.a.Checkpoints = open()
+	var out activities.OpenOutput
+	other.must(other.a.OpenTrainer, activities.OpenInput{RunID: runID, Config: testConfig(), Epoch: 3, GlobalStep: 30, Resume: &refs[3]}, &out)
+	if out.Fallback == nil || out.Fallback.URI != refs[1].URI || out.Fallback.SHA256 != refs[1].SHA256 || out.Epoch != 1 || !out.Restored {
+		t.Fatalf("open from a damaged epoch 3: %+v; want a restore of epoch 1 from %s", out, refs[1].URI)
+	}
+	if !strings.HasPrefix(refs[1].URI, "s3://"+srv.Bucket+"/runs/") || !strings.Contains(out.Damaged, refs[3].URI) {
+		t.Fatalf("checkpoint URIs %s, damaged %q: want objects of the bucket, the damaged one named", refs[1].URI, out.Damaged)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/trainer"
@@ -60,7 +59,7 @@ func openPolicyData(ckPath, dataPath, rangeName, from, to string, costs func(*co
 	if rangeName != "test" && rangeName != "validation" && rangeName != "all" {
 		return fail(fmt.Errorf("%w: flag --range %q: want test, validation or all", errUsage, rangeName))
 	}
-	ck, _, err := checkpoint.Read(ckPath)
+	ck, _, err := readCheckpoint(ckPath)
 	if err != nil {
 		return fail(err)
 	}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -42,7 +43,7 @@ func runCheckpointExport(e *env, args []string) error {
 	if !ok {
 		return fmt.Errorf("%w: flag --dtype %q: want f32, bf16 or f16", errUsage, *dtype)
 	}
-	ck, _, err := checkpoint.Read(*ckPath)
+	ck, _, err := readCheckpoint(*ckPath)
 	if err != nil {
 		return err
 	}
@@ -72,7 +73,7 @@ func runCheckpointVerify(e *env, args []string) error {
 	if fs.NArg() != 1 {
 		return fmt.Errorf("%w: want \"dqnflow checkpoint verify FILE\"", errUsage)
 	}
-	info, err := checkpoint.Verify(fs.Arg(0))
+	_, info, err := readCheckpoint(fs.Arg(0))
 	if err != nil {
 		return err
 	}
@@ -132,4 +133,29 @@ func reorderFlags(args []string) []string {
 		}
 	}
 	return append(flags, pos...)
+}
+
+// readCheckpoint loads and verifies the checkpoint at path: a file, or an
+// object s3://bucket/key of the checkpoint store that --checkpoint-store's
+// environment default names (DQNFLOW_CHECKPOINT_STORE, which carries the
+// endpoint; the credentials come from the AWS variables or files).
+func readCheckpoint(path string) (*checkpoint.Checkpoint, checkpoint.Info, error) {
+	if !strings.HasPrefix(path, "s3://") {
+		return checkpoint.Read(path)
+	}
+	ctx := context.Background()
+	loc := defaultCheckpointStore()
+	s, err := checkpoint.OpenStore(ctx, loc)
+	if err == nil && !s.Remote() {
+		err = fmt.Errorf("it is a directory")
+	}
+	if err != nil {
+		return nil, checkpoint.Info{}, fmt.Errorf("read checkpoint %s: set %s to the s3:// store it was written to (%v)", path, envCheckpointStore, err)
+	}
+	defer s.Close()
+	ck, info, err := s.Read(ctx, path, "")
+	if errors.Is(err, checkpoint.ErrOutsideRoot) {
+		return nil, checkpoint.Info{}, fmt.Errorf("%w; %s names store %s", err, envCheckpointStore, s)
+	}
+	return ck, info, err
 }

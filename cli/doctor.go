@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/gpu/cuda"
 	"github.com/dqnflow/dqnflow/store"
@@ -36,7 +37,8 @@ type check struct {
 func runDoctor(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "doctor")
 	jsonOut := fs.Bool("json", false, "print the checks as JSON")
-	ckDir := fs.String("checkpoint-dir", getenv(envCheckpointDir, "."), "checkpoint root to check, as a worker's --checkpoint-dir")
+	ckStore := fs.String("checkpoint-store", defaultCheckpointStore(), "checkpoint store to check, as a worker's --checkpoint-store")
+	fs.StringVar(ckStore, "checkpoint-dir", defaultCheckpointStore(), "the older name of --checkpoint-store")
 	if _, err := parsePositional(fs, args, 0); err != nil {
 		return err
 	}
@@ -44,7 +46,7 @@ func runDoctor(ctx context.Context, e *env, args []string) error {
 	checks = append(checks, checkTemporal(ctx, e)...)
 	checks = append(checks, checkStore(ctx))
 	checks = append(checks, checkGPU()...)
-	checks = append(checks, checkCheckpointDir(*ckDir))
+	checks = append(checks, checkCheckpointStore(ctx, *ckStore))
 	checks = append(checks, checkTemporalCLI())
 	failed := 0
 	for _, c := range checks {
@@ -181,17 +183,48 @@ func checkGPU() []check {
 	return append(out, check{Name: "nvrtc", Status: "ok", Detail: fmt.Sprintf("%d.%d at %s", major, minor, comp.Path())})
 }
 
+// checkCheckpointStore checks that the checkpoint store can be written:
+// a directory store as checkCheckpointDir does; an object store by writing,
+// reading back (hash verified) and deleting a small checkpoint under
+// .doctor/ in it.
+func checkCheckpointStore(ctx context.Context, location string) check {
+	const name = "checkpoint store"
+	fix := "use --checkpoint-store or " + envCheckpointStore + " to name a writable directory or s3://bucket/prefix; credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or an AWS profile"
+	s, err := checkpoint.OpenStore(ctx, location)
+	if err != nil {
+		return check{Name: name, Status: "fail", Detail: err.Error(), Fix: fix}
+	}
+	defer s.Close()
+	if !s.Remote() {
+		return checkCheckpointDir(location)
+	}
+	uri, err := s.Locate(".doctor/probe.safetensors")
+	if err == nil {
+		ck := &checkpoint.Checkpoint{Meta: map[string]string{}, Tensors: []checkpoint.Tensor{checkpoint.U8Tensor("probe", []int{1}, []byte{1})}}
+		var info checkpoint.Info
+		if info, err = s.Write(ctx, uri, ck); err == nil {
+			if _, _, err = s.Read(ctx, uri, info.SHA256); err == nil {
+				err = s.Delete(ctx, uri)
+			}
+		}
+	}
+	if err != nil {
+		return check{Name: name, Status: "fail", Detail: err.Error(), Fix: fix}
+	}
+	return check{Name: name, Status: "ok", Detail: s.String() + ": a probe object was written, read back with its SHA-256 and deleted (every worker must use this store)"}
+}
+
 // checkCheckpointDir checks that the default checkpoint directory under
 // root can be created and written.
 func checkCheckpointDir(root string) check {
 	dir := filepath.Join(root, config.Defaults().Checkpoint.Dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return check{Name: "checkpoint directory", Status: "fail", Detail: err.Error(), Fix: "use --checkpoint-dir or " + envCheckpointDir + " to name a writable root"}
+		return check{Name: "checkpoint directory", Status: "fail", Detail: err.Error(), Fix: "use --checkpoint-store or " + envCheckpointStore + " to name a writable root"}
 	}
 	f, err := os.CreateTemp(dir, ".doctor-*")
 	if err != nil {
 		return check{Name: "checkpoint directory", Status: "fail", Detail: fmt.Sprintf("%s is not writable: %v", dir, err),
-			Fix: "use --checkpoint-dir or " + envCheckpointDir + " to name a writable root"}
+			Fix: "use --checkpoint-store or " + envCheckpointStore + " to name a writable root"}
 	}
 	f.Close()
 	os.Remove(f.Name())

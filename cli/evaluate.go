@@ -69,7 +69,7 @@ func runEvaluate(ctx context.Context, e *env, args []string) error {
 		if *cfgPath != "" {
 			return fmt.Errorf("%w: give --config (train) or --checkpoint (evaluate it), not both", errUsage)
 		}
-		if ck, _, err = checkpoint.Read(*ckPath); err != nil {
+		if ck, _, err = readCheckpoint(*ckPath); err != nil {
 			return err
 		}
 		if cfg, err = trainer.CheckpointConfig(ck); err != nil {

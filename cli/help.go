@@ -59,7 +59,8 @@ var examples = map[string][]string{
 	},
 	"worker": {
 		"dqnflow worker --role control",
-		"dqnflow worker --role gpu --device cuda --runs-per-device 2 --metrics-addr :9464 --checkpoint-dir /mnt/ckpt",
+		"dqnflow worker --role gpu --device cuda --runs-per-device 2 --metrics-addr :9464 --checkpoint-store /mnt/ckpt",
+		"dqnflow worker --role gpu --device cuda --checkpoint-store 's3://dqnflow/ckpt?endpoint=http://s3:7070&use_path_style=true'  # AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY in the environment",
 	},
 	"run start": {
 		"dqnflow run start                               # the defaults on the bundled S&P 500 data",

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 
+	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/trainer/faults"
@@ -17,8 +18,17 @@ import (
 	"github.com/dqnflow/dqnflow/workflows"
 )
 
-// envCheckpointDir is the default of --checkpoint-dir.
-const envCheckpointDir = "DQNFLOW_CHECKPOINT_DIR"
+// envCheckpointStore is the default of --checkpoint-store; envCheckpointDir,
+// its older name, is read when it is unset.
+const (
+	envCheckpointStore = "DQNFLOW_CHECKPOINT_STORE"
+	envCheckpointDir   = "DQNFLOW_CHECKPOINT_DIR"
+)
+
+// defaultCheckpointStore is the default of --checkpoint-store.
+func defaultCheckpointStore() string {
+	return getenv(envCheckpointStore, getenv(envCheckpointDir, "."))
+}
 
 func getenv(name, def string) string {
 	if v := os.Getenv(name); v != "" {
@@ -63,9 +73,9 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 
 // workerFlags are the flags of "dqnflow worker", shared with "dqnflow dev".
 type workerFlags struct {
-	role, device, checkpointDir string
-	devices                     deviceFlags
-	metricsAddr                 string
+	role, device, checkpointStore string
+	devices                       deviceFlags
+	metricsAddr                   string
 	// metrics receives the trainer's measurements; set by startMetrics.
 	metrics *worker.Metrics
 }
@@ -79,7 +89,9 @@ func (w *workerFlags) register(fsRole bool, fs interface {
 	}
 	fs.StringVar(&w.device, "device", "auto", "trainer devices: cuda (every GPU of the host), cuda:N (GPU N), auto (the GPUs, or the CPU without), cpu")
 	w.devices.register(fs)
-	fs.StringVar(&w.checkpointDir, "checkpoint-dir", getenv(envCheckpointDir, "."), "root for relative checkpoint.dir values")
+	fs.StringVar(&w.checkpointStore, "checkpoint-store", defaultCheckpointStore(),
+		"where checkpoints live: a directory, file:///dir, or s3://bucket/prefix?endpoint=URL (credentials from AWS_* variables or ~/.aws); every worker of a deployment names the same one")
+	fs.StringVar(&w.checkpointStore, "checkpoint-dir", defaultCheckpointStore(), "the older name of --checkpoint-store")
 	metricsDefault := defaultDevMetricsAddr // dev
 	if fsRole {
 		metricsDefault = "" // a worker serves metrics when asked: several may share a host
@@ -101,23 +113,33 @@ func startWorker(ctx context.Context, e *env, c client.Client, st store.Metadata
 			return nil, err
 		}
 		for i := range devices {
-			devices[i].Backend = &faults.Backend{Backend: devices[i].Backend, Plan: p}
+			devices[i].Backend = &faults.Backend{Backend: devices[i].Backend, Plan: p, Device: devices[i].Name}
 		}
 		fmt.Fprintf(e.stderr, "worker: FAULT INJECTION ON (%s=%s): for tests only\n", faults.EnvPlan, plan)
+	}
+	ckStore, err := checkpoint.OpenStore(ctx, wf.checkpointStore)
+	if err != nil {
+		return nil, fmt.Errorf("%w: flag --checkpoint-store: %v", errUsage, err)
+	}
+	if err := ckStore.Check(ctx); err != nil {
+		ckStore.Close()
+		return nil, err
 	}
 	logger := tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	cfg := worker.Config{
 		Role: role, Devices: devices, RunsPerDevice: wf.devices.runsPerDevice(), Store: st,
-		CheckpointRoot: wf.checkpointDir, Logger: logger,
+		Checkpoints: ckStore, Logger: logger,
 	}
 	if wf.metrics != nil {
 		cfg.TrainerMetrics = wf.metrics
 	}
 	w, err := worker.New(c, cfg)
 	if err != nil {
+		ckStore.Close()
 		return nil, err
 	}
 	if err := w.Start(); err != nil {
+		ckStore.Close()
 		return nil, err
 	}
 	queues := map[worker.Role]string{
@@ -125,7 +147,7 @@ func startWorker(ctx context.Context, e *env, c client.Client, st store.Metadata
 		worker.RoleControl: workflows.ControlTaskQueue,
 		worker.RoleGPU:     workflows.GPUTaskQueue,
 	}[role]
-	fmt.Fprintf(e.stderr, "worker: role %s serving %s at %s, namespace %s\n", role, queues, e.conn.address(), e.conn.namespace())
+	fmt.Fprintf(e.stderr, "worker: role %s serving %s at %s, namespace %s, checkpoints in %s\n", role, queues, e.conn.address(), e.conn.namespace(), ckStore)
 	return w, nil
 }
 

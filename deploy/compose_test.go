@@ -153,7 +153,7 @@ func TestComposeHasTheRequiredServices(t *testing.T) {
 	f := readCompose(t)
 	for _, name := range []string{
 		"postgresql", "temporal-admin-tools", "temporal", "temporal-setup", "temporal-ui",
-		"dqnflow-migrate", "dqnflow-control", "dqnflow-gpu",
+		"dqnflow-migrate", "dqnflow-control", "dqnflow-gpu", "s3", "s3-setup",
 	} {
 		s, ok := f.Services[name]
 		if !ok {
@@ -212,13 +212,15 @@ func TestComposeHasTheRequiredServices(t *testing.T) {
 	dependsOn("temporal", "temporal-admin-tools", "service_completed_successfully")
 	dependsOn("temporal-setup", "temporal", "service_started")
 	dependsOn("dqnflow-migrate", "postgresql", "service_healthy")
+	dependsOn("s3-setup", "s3", "service_started")
 	for _, w := range []string{"dqnflow-control", "dqnflow-gpu", "dqnflow-cpu"} {
 		dependsOn(w, "dqnflow-migrate", "service_completed_successfully")
 		dependsOn(w, "temporal-setup", "service_completed_successfully")
+		dependsOn(w, "s3-setup", "service_completed_successfully")
 	}
 
 	// The workers: built from the Dockerfile's targets, in their roles, on
-	// the shared checkpoint volume.
+	// the shared checkpoint bucket.
 	role := func(service, target string, args ...string) {
 		t.Helper()
 		s := f.Services[service]
@@ -233,20 +235,28 @@ func TestComposeHasTheRequiredServices(t *testing.T) {
 	role("dqnflow-control", "control", "worker", "--role", "control")
 	role("dqnflow-gpu", "gpu", "worker", "--role", "gpu", "--device", "cuda")
 	role("dqnflow-cpu", "control", "worker", "--role", "gpu", "--device", "cpu")
+	role("s3", "s3")
 	for _, w := range []string{"dqnflow-control", "dqnflow-gpu", "dqnflow-cpu"} {
 		s := f.Services[w]
-		dir := s.Environment["DQNFLOW_CHECKPOINT_DIR"]
-		if dir == "" || !slices.Contains(s.Volumes, "dqnflow-checkpoints:"+dir) {
-			t.Errorf("service %s: DQNFLOW_CHECKPOINT_DIR=%q is not the mount point of the dqnflow-checkpoints volume (volumes %v)", w, dir, s.Volumes)
+		store := interpolated(s.Environment["DQNFLOW_CHECKPOINT_STORE"])
+		if !strings.HasPrefix(store, "s3://") || !strings.Contains(store, "endpoint=http://s3:7070") || strings.Contains(store, "@") {
+			t.Errorf("service %s: DQNFLOW_CHECKPOINT_STORE=%q, want the s3 service's bucket (s3://…?endpoint=http://s3:7070, no credentials in the URL)", w, store)
 		}
-		for _, k := range []string{"DATABASE_URL", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE"} {
+		if len(s.Volumes) > 0 {
+			t.Errorf("service %s mounts %v: the checkpoints live in the bucket, a worker needs no shared volume", w, s.Volumes)
+		}
+		for _, k := range []string{"DATABASE_URL", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"} {
 			if s.Environment[k] == "" {
 				t.Errorf("service %s: %s is not set", w, k)
 			}
 		}
 	}
-	if _, ok := f.Volumes["dqnflow-checkpoints"]; !ok {
-		t.Error("the named volume dqnflow-checkpoints is not declared")
+	if s3 := f.Services["s3"]; s3.Environment["ROOT_ACCESS_KEY_ID"] != f.Services["dqnflow-gpu"].Environment["AWS_ACCESS_KEY_ID"] ||
+		s3.Environment["ROOT_SECRET_ACCESS_KEY"] != f.Services["dqnflow-gpu"].Environment["AWS_SECRET_ACCESS_KEY"] {
+		t.Error("the s3 service's root credentials are not the ones the workers use")
+	}
+	if _, ok := f.Volumes["s3-data"]; !ok {
+		t.Error("the named volume s3-data (the bucket's objects) is not declared")
 	}
 
 	// The GPU worker reserves an NVIDIA GPU.
@@ -275,10 +285,16 @@ func TestComposeHasTheRequiredServices(t *testing.T) {
 				t.Errorf("service %s mounts %s: %v", name, src, err)
 			}
 		}
+		deployDir := "" // the repository folder mounted at /dqnflow-deploy
+		for _, v := range s.Volumes {
+			if src, dst, _ := strings.Cut(v, ":"); strings.HasPrefix(dst, "/dqnflow-deploy") {
+				deployDir = src
+			}
+		}
 		for _, arg := range s.Entrypoint {
 			if rest, ok := strings.CutPrefix(arg, "/dqnflow-deploy/"); ok {
-				if _, err := os.Stat(filepath.Join(root, "deploy", "temporal", rest)); err != nil {
-					t.Errorf("service %s runs %s: %v", name, arg, err)
+				if _, err := os.Stat(filepath.Join(root, deployDir, rest)); deployDir == "" || err != nil {
+					t.Errorf("service %s runs %s from %q: %v", name, arg, deployDir, err)
 				}
 			}
 		}
@@ -378,6 +394,18 @@ func TestDockerfileHasControlAndGPUTargets(t *testing.T) {
 		}
 		if u, _, _ := strings.Cut(user, ":"); u == "" || u == "root" || u == "0" {
 			t.Errorf("%s target runs as %q, want a non-root user", name, user)
+		}
+	}
+	// The s3 target: versitygw built from the pinned module, as a non-root user.
+	if s3, ok := stages["s3"]; !ok {
+		t.Error("Dockerfile: no s3 target (versitygw for the compose file's s3 service)")
+	} else {
+		all := strings.Join(append(stages["s3-build"].Lines, s3.Lines...), "\n")
+		for _, want := range []string{"COPY tools/versitygw/", "github.com/versity/versitygw/cmd/versitygw", "CGO_ENABLED=0",
+			`ENTRYPOINT ["/usr/local/bin/versitygw"]`, "USER 10001:10001", "--sidecar"} {
+			if !strings.Contains(all, want) {
+				t.Errorf("s3 target lacks %q", want)
+			}
 		}
 	}
 	if gpu := stages["gpu"]; !strings.Contains(gpu.Base, "-runtime-") {

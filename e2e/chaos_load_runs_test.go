@@ -65,7 +65,7 @@ func TestSixteenConcurrentRuns(t *testing.T) {
 			}
 			elapsed := time.Since(began)
 			for i, id := range ids {
-				compareWithUninterrupted(t, cfgs[i], checkCheckpointRows(t, s, id, cfgs[i]))
+				compareWithUninterrupted(t, s, cfgs[i], checkCheckpointRows(t, s, id, cfgs[i]))
 			}
 			peak := sessionsPerWorker(t, s, ids)
 			for w, n := range peak {

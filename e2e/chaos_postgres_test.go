@@ -141,7 +141,7 @@ func TestRunSurvivesPostgreSQLRestart(t *testing.T) {
 		t.Fatalf("run result: %s, %d epochs; want completed, %d", res.Status, res.Epochs, cfg.Epochs)
 	}
 	rows := checkCheckpointRows(t, s, runID, cfg)
-	compareWithUninterrupted(t, cfg, rows)
+	compareWithUninterrupted(t, s, cfg, rows)
 
 	conn, err := pgx.Connect(context.Background(), s.dbURL)
 	if err != nil {

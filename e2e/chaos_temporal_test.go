@@ -103,7 +103,7 @@ func TestRunSurvivesTemporalServerKill(t *testing.T) {
 		t.Fatalf("run result: %s, %d epochs; want completed, %d", res.Status, res.Epochs, cfg.Epochs)
 	}
 	rows := checkCheckpointRows(t, s, runID, cfg)
-	compareWithUninterrupted(t, cfg, rows)
+	compareWithUninterrupted(t, s, cfg, rows)
 	t.Logf("completed %.1f s after the kill", time.Since(killedAt).Seconds())
 }
 
@@ -127,6 +127,6 @@ func TestRunSurvivesWorkflowWorkerKill(t *testing.T) {
 		t.Fatalf("run result: %s, %d epochs; want completed, %d", res.Status, res.Epochs, cfg.Epochs)
 	}
 	rows := checkCheckpointRows(t, s, runID, cfg)
-	compareWithUninterrupted(t, cfg, rows)
+	compareWithUninterrupted(t, s, cfg, rows)
 	t.Logf("control worker killed during epoch 2; run completed %.1f s later", time.Since(killedAt).Seconds())
 }

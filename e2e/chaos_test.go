@@ -63,7 +63,7 @@ func TestRunSurvivesWorkerKillInEveryStage(t *testing.T) {
 				t.Fatalf("run result: %s, %d epochs; want completed, %d epochs", res.Status, res.Epochs, cfg.Epochs)
 			}
 			rows := checkCheckpointRows(t, s, runID, cfg)
-			n := compareWithUninterrupted(t, cfg, rows)
+			n := compareWithUninterrupted(t, s, cfg, rows)
 			t.Logf("SIGKILL during %s of epoch %d: training again %.2f s later; %d checkpoints bit-identical to the uninterrupted run (%d tensors)",
 				tc.activity, victim.Heartbeat.Epoch, rec.RecoveryS, len(rows), n)
 		})
@@ -116,5 +116,5 @@ func TestDamagedCheckpointIsSkippedOnRecovery(t *testing.T) {
 	if !strings.Contains(b.output(), "last checkpoint is damaged") {
 		t.Errorf("worker B did not report the damaged checkpoint; its log ends:\n%s", b.tail(4<<10))
 	}
-	compareWithUninterrupted(t, cfg, checkCheckpointRows(t, s, runID, cfg))
+	compareWithUninterrupted(t, s, cfg, checkCheckpointRows(t, s, runID, cfg))
 }

@@ -127,5 +127,5 @@ func TestDeviceFailureMovesTheRunToAnotherWorker(t *testing.T) {
 		t.Fatal("worker B did not start")
 	}
 	rows := checkCheckpointRows(t, s, runID, cfg)
-	compareWithUninterrupted(t, cfg, rows)
+	compareWithUninterrupted(t, s, cfg, rows)
 }

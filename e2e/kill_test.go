@@ -169,7 +169,7 @@ func TestRunSurvivesWorkerKill(t *testing.T) {
 	}
 
 	rows := checkCheckpointRows(t, s, runID, cfg)
-	n := compareWithUninterrupted(t, cfg, rows)
+	n := compareWithUninterrupted(t, s, cfg, rows)
 	t.Logf("all %d checkpoints are bit-identical to the uninterrupted run: %d tensors compared; test took %.1f s",
 		len(rows), n, time.Since(began).Seconds())
 }
@@ -321,8 +321,9 @@ func writeRecovery(t *testing.T, rec recovery) {
 }
 
 // checkCheckpointRows checks the run's checkpoint rows in PostgreSQL: one
-// per epoch, none pruned, global steps of whole epochs, and a file at each
-// uri with the recorded size and SHA-256.
+// per epoch, none pruned, global steps of whole epochs, and a blob at each
+// uri (a file, or an object of the stack's S3 server) with the recorded size
+// and SHA-256.
 func checkCheckpointRows(t *testing.T, s *stack, runID string, cfg config.RunConfig) []store.CheckpointRecord {
 	t.Helper()
 	ctx := context.Background()
@@ -353,7 +354,7 @@ func checkCheckpointRows(t *testing.T, s *stack, runID string, cfg config.RunCon
 		if r.Pruned {
 			t.Errorf("checkpoint of epoch %d is marked pruned (keep_last %d)", e, cfg.Checkpoint.KeepLast)
 		}
-		b, err := os.ReadFile(r.URI)
+		b, err := s.readBlob(r.URI)
 		if err != nil {
 			t.Errorf("checkpoint of epoch %d: %v", e, err)
 			continue
@@ -373,9 +374,9 @@ func checkCheckpointRows(t *testing.T, s *stack, runID string, cfg config.RunCon
 // backend, exactly as the workflow drives a trainer that is never lost (per
 // epoch Collect(env.collect_steps) → Train(steps_per_epoch) → SyncTarget;
 // the checkpoints and backtests between epochs only read the trainer), and
-// compares the state after each epoch with that epoch's checkpoint file,
+// compares the state after each epoch with that epoch's checkpoint blob,
 // tensor by tensor, bit for bit. It returns the number of tensors compared.
-func compareWithUninterrupted(t *testing.T, cfg config.RunConfig, rows []store.CheckpointRecord) int {
+func compareWithUninterrupted(t *testing.T, s *stack, cfg config.RunConfig, rows []store.CheckpointRecord) int {
 	t.Helper()
 	ctx := context.Background()
 	ds, err := market.Prepare(cfg)
@@ -396,9 +397,13 @@ func compareWithUninterrupted(t *testing.T, cfg config.RunConfig, rows []store.C
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, _, err := checkpoint.Read(row.URI)
+		b, err := s.readBlob(row.URI)
 		if err != nil {
 			t.Fatal(err)
+		}
+		got, _, err := checkpoint.Decode(b)
+		if err != nil {
+			t.Fatalf("checkpoint %s: %v", row.URI, err)
 		}
 		compared += equalTensors(t, row.Epoch, want, got)
 	}

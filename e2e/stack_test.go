@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,11 +15,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
 	"github.com/dqnflow/dqnflow/activities"
+	"github.com/dqnflow/dqnflow/checkpoint/s3test"
 	"github.com/dqnflow/dqnflow/store/storetest"
 	"github.com/dqnflow/dqnflow/worker/workertest"
 	"github.com/dqnflow/dqnflow/workflows"
@@ -33,6 +37,40 @@ type stack struct {
 	addr   string // Temporal frontend host:port
 	dbURL  string // PostgreSQL URL whose search_path is the test's schema
 	client client.Client
+	// s3, when the test started one (useS3), holds the checkpoints of
+	// the runs whose URIs are s3:// URLs.
+	s3 *s3test.Server
+}
+
+// useS3 starts an S3 server (versitygw) for the stack and returns the
+// --checkpoint-store URL of a prefix in its bucket; the workers get its
+// credentials through the standard AWS variables (stack.env).
+func (s *stack) useS3(prefix string) string {
+	s.t.Helper()
+	s.s3 = s3test.Start(s.t)
+	return s.s3.URL(prefix)
+}
+
+// readBlob returns the bytes of the checkpoint blob at uri: a file, or an
+// object of the stack's S3 server, fetched with the server's own client
+// rather than the product's store.
+func (s *stack) readBlob(uri string) ([]byte, error) {
+	rest, ok := strings.CutPrefix(uri, "s3://")
+	if !ok {
+		return os.ReadFile(uri)
+	}
+	if s.s3 == nil {
+		return nil, fmt.Errorf("checkpoint %s: the test started no S3 server", uri)
+	}
+	bucket, key, _ := strings.Cut(rest, "/")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := s.s3.Client().GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", uri, err)
+	}
+	defer out.Body.Close()
+	return io.ReadAll(out.Body)
 }
 
 func newStack(t *testing.T) *stack {
@@ -46,8 +84,12 @@ func newStack(t *testing.T) *stack {
 // env is the environment of the dqnflow processes: this process's, with
 // the stack's Temporal server and database.
 func (s *stack) env() []string {
-	return append(os.Environ(),
+	env := append(os.Environ(),
 		"TEMPORAL_ADDRESS="+s.addr, "TEMPORAL_NAMESPACE=default", "DATABASE_URL="+s.dbURL)
+	if s.s3 != nil {
+		env = append(env, s.s3.Env()...)
+	}
+	return env
 }
 
 // startWorker starts `dqnflow worker --role all --device cpu` with extra
@@ -108,6 +150,9 @@ type pendingActivity struct {
 	Started       bool                  // a worker runs it now
 	Heartbeat     *activities.Heartbeat // nil before its first heartbeat
 	LastHeartbeat time.Time             // zero before its first heartbeat
+	// Worker is the identity of the worker that last took it
+	// ("<pid>@<host>@<queue>", the SDK's default).
+	Worker string
 }
 
 // pending returns run id's activities in flight, or an error wrapping
@@ -129,6 +174,7 @@ func (s *stack) pending(ctx context.Context, id string) ([]pendingActivity, erro
 		a := pendingActivity{
 			ID: pa.GetActivityId(), Type: pa.GetActivityType().GetName(),
 			Started: pa.GetState() == enums.PENDING_ACTIVITY_STATE_STARTED,
+			Worker:  pa.GetLastWorkerIdentity(),
 		}
 		if ts := pa.GetLastHeartbeatTime(); ts != nil {
 			a.LastHeartbeat = ts.AsTime()

@@ -2,6 +2,7 @@ package trainer
 
 import (
 	"fmt"
+	"regexp"
 	"runtime"
 	"strings"
 
@@ -28,11 +29,18 @@ func Origin(info Info) map[string]string {
 // exact as it was. The reason a checkpoint already carries
 // (checkpoint.MetaNotBitExact) is kept: once a run has moved it stays
 // inexact. A key the checkpoint lacks (written before it was recorded)
-// counts as unknown, hence as a difference.
+// counts as unknown, hence as a difference. Devices are compared without
+// the slot's identity (deviceModel): a run that moves from one GPU of a
+// model to another of the same model and architecture runs the same
+// kernels, and CPU stand-in devices are all the one CPU.
 func ResumeExactness(meta map[string]string, info Info) string {
 	var diffs []string
 	for _, k := range []string{checkpoint.MetaBackend, checkpoint.MetaDevice, checkpoint.MetaArch} {
-		if was, now := meta[k], Origin(info)[k]; was != now {
+		was, now := meta[k], Origin(info)[k]
+		if k == checkpoint.MetaDevice && was != "" && deviceModel(was) == deviceModel(now) {
+			continue
+		}
+		if was != now {
 			if was == "" {
 				was = "unrecorded"
 			}
@@ -49,4 +57,16 @@ func ResumeExactness(meta map[string]string, info Info) string {
 		why = prior + "; " + why
 	}
 	return why
+}
+
+// slotIdentity matches what names one device among equals in a device
+// description: a CUDA ordinal ("NVIDIA H200 (cuda:1, sm_90, …)", from
+// gpu.Backend) and a CPU stand-in's name and number ("cpu:1 (stand-in
+// device 2 of 3): …", from backend.StandIn).
+var slotIdentity = regexp.MustCompile(`^cpu:\d+ \(stand-in device \d+ of \d+\): |cuda:\d+, `)
+
+// deviceModel is a device description without its slot identity: what
+// decides the arithmetic the device does.
+func deviceModel(desc string) string {
+	return slotIdentity.ReplaceAllString(desc, "")
 }

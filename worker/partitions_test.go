@@ -20,6 +20,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/activities"
 	"github.com/dqnflow/dqnflow/activities/activitiestest"
+	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/worker"
 	"github.com/dqnflow/dqnflow/worker/workertest"
@@ -131,7 +132,7 @@ func measureDispatch(t *testing.T) (int, map[string]int) {
 	defer cancel()
 	w, err := worker.New(c, worker.Config{
 		Role: worker.RoleAll, Slots: 1, Store: activitiestest.NewStore(t), Backend: &activitiestest.Backend{},
-		Prepare: activitiestest.Dataset, CheckpointRoot: t.TempDir(), HeartbeatInterval: 100 * time.Millisecond,
+		Prepare: activitiestest.Dataset, Checkpoints: checkpoint.Local(t.TempDir()), HeartbeatInterval: 100 * time.Millisecond,
 		Workflows: workflows.Options{ContinueAsNewEvery: 4},
 	})
 	if err != nil {

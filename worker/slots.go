@@ -68,7 +68,7 @@ type Slots struct {
 	mu       sync.Mutex
 	sessions map[string]*sessionEntry // by sessionKey of the creation activity
 	holds    map[string]hold          // by workflow id
-	failed   error                    // the device failure that stopped this worker taking runs
+	failed   map[int]error            // by device: the failure that took it out of service
 
 	stop chan struct{}
 	done chan struct{}
@@ -102,7 +102,7 @@ func NewSlots(devices []string, runsPerDevice int, idle time.Duration, registry 
 	s := &Slots{
 		devices: devices, runsPerDevice: runsPerDevice, slots: len(devices) * runsPerDevice,
 		idle: idle, registry: registry, logger: logger, now: time.Now,
-		sessions: map[string]*sessionEntry{}, holds: map[string]hold{},
+		sessions: map[string]*sessionEntry{}, holds: map[string]hold{}, failed: map[int]error{},
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	every := time.Second
@@ -143,17 +143,29 @@ func (s *Slots) Release(workflowID string) {
 func (s *Slots) Device(workflowID, runID string) (int, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	dev, ok := -1, false
-	for _, e := range s.sessions {
-		if e.workflowID != workflowID {
-			continue
+	// A run that moved off a failed device may briefly have its old
+	// session there beside its new one: a working device ranks first,
+	// then the session of this very execution.
+	rank := func(e *sessionEntry) int {
+		r := 0
+		if s.failed[e.device] == nil {
+			r += 2
 		}
 		if e.runID == runID {
-			return e.device, true
+			r++
 		}
-		dev, ok = e.device, true
+		return r
 	}
-	return dev, ok
+	var best *sessionEntry
+	for _, e := range s.sessions {
+		if e.workflowID == workflowID && (best == nil || rank(e) > rank(best)) {
+			best = e
+		}
+	}
+	if best == nil {
+		return -1, false
+	}
+	return best.device, true
 }
 
 // Load returns how many runs hold a slot on each device now (sessions and
@@ -179,20 +191,22 @@ func (s *Slots) load(except string) []int {
 	delete(on, except)
 	n := make([]int, len(s.devices))
 	for _, d := range on {
+		if d < 0 {
+			d = s.least(n) // a hold whose device is unknown takes a slot somewhere
+		}
 		if d >= 0 {
 			n[d]++
-		} else {
-			n[s.least(n)]++ // a hold whose device is unknown takes a slot somewhere
 		}
 	}
 	return n
 }
 
-// least is the first device with the fewest runs in load.
+// least is the first working device with the fewest runs in load; -1
+// when every device failed. The caller holds mu.
 func (s *Slots) least(load []int) int {
-	best := 0
+	best := -1
 	for d, n := range load {
-		if n < load[best] {
+		if s.failed[d] == nil && (best < 0 || n < load[best]) {
 			best = d
 		}
 	}
@@ -216,21 +230,26 @@ func (s *Slots) open(id, workflowID, runID string, cancel context.CancelFunc) (d
 	return device, ok
 }
 
-// admit is open's decision. The caller holds mu.
+// admit is open's decision. A failed device admits nothing: the session
+// or hold of a run on it does not keep it there, and the run takes a slot
+// on a working device like a new one. The caller holds mu.
 func (s *Slots) admit(workflowID string) (device int, ok bool) {
 	for _, e := range s.sessions {
-		if e.workflowID == workflowID {
+		if e.workflowID == workflowID && s.failed[e.device] == nil {
 			return e.device, true
 		}
 	}
 	load := s.load(workflowID)
-	if h, held := s.holds[workflowID]; held {
+	d := s.least(load)
+	if d < 0 {
+		return -1, false
+	}
+	if h, held := s.holds[workflowID]; held && (h.device < 0 || s.failed[h.device] == nil) {
 		if h.device >= 0 {
 			return h.device, true
 		}
-		return s.least(load), true
+		return d, true
 	}
-	d := s.least(load)
 	return d, load[d] < s.runsPerDevice
 }
 
@@ -271,25 +290,45 @@ func sessionKey(workflowID, runID, activityID string) string {
 	return workflowID + "\x00" + runID + "\x00" + activityID
 }
 
-// DeviceFailed stops the worker taking runs: its device failed
-// (trainer.ErrDevice), so every later session creation is refused, with the
-// same retryable error as a full worker's, and goes to another worker. It
-// implements activities.DeviceFailer. Restarting the worker (after the
-// device is fixed or drained) is the way back.
-func (s *Slots) DeviceFailed(cause error) {
+// DeviceFailed takes the device named device out of service: it failed
+// (trainer.ErrDevice). Its slots admit no more sessions; the run that
+// failed there opens a new session, on another device of this worker when
+// one has a free slot, else on another worker, and resumes from its last
+// checkpoint. The other devices' runs go on. Once every device failed, every
+// session creation is refused, with the same retryable error as a full
+// worker's, and goes to another worker. It implements
+// activities.DeviceFailer. Restarting the worker (after the device is
+// fixed or drained) is the way back.
+func (s *Slots) DeviceFailed(device string, cause error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.failed == nil {
-		s.failed = cause
-		s.warn("Device failed: this worker refuses new runs until it is restarted", "error", cause)
+	for d, name := range s.devices {
+		if name != device || s.failed[d] != nil {
+			continue
+		}
+		s.failed[d] = cause
+		if len(s.failed) == len(s.devices) {
+			s.warn("Device failed: this worker refuses new runs until it is restarted", "device", name, "error", cause)
+		} else {
+			s.warn("Device failed: its slots take no more runs until the worker is restarted; the other devices go on",
+				"device", name, "working_devices", len(s.devices)-len(s.failed), "error", cause)
+		}
 	}
 }
 
-// deviceFailure is the device failure that stopped the worker, or nil.
+// deviceFailure is the failure of the last device to fail once every
+// device of the worker has failed, or nil while one works.
 func (s *Slots) deviceFailure() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.failed
+	if len(s.failed) < len(s.devices) {
+		return nil
+	}
+	var last error
+	for d := range s.devices {
+		last = s.failed[d]
+	}
+	return last
 }
 
 // session runs a session's creation activity (its whole life) if admit
@@ -297,7 +336,7 @@ func (s *Slots) deviceFailure() error {
 func (s *Slots) session(ctx context.Context, id, workflowID, runID string, run func(context.Context) (any, error)) (any, error) {
 	if err := s.deviceFailure(); err != nil {
 		return nil, temporal.NewApplicationError(
-			fmt.Sprintf("too many outstanding sessions: this worker's device failed (%v) and it takes no runs until restarted", err),
+			fmt.Sprintf("too many outstanding sessions: this worker's devices failed (%v) and it takes no runs until restarted", err),
 			"", nil)
 	}
 	ctx, cancel := context.WithCancel(ctx)

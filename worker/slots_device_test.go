@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -100,5 +101,56 @@ func TestSessionsOfRunsStartedAlikeAreCountedApart(t *testing.T) {
 		if d, ok := s.Device(wf, "r"); !ok || d != i {
 			t.Errorf("Device(%s) = %d, %v; want %d", wf, d, ok, i)
 		}
+	}
+}
+
+// TestFailedDeviceTakesNoRunsAndItsRunMoves fails one of three devices
+// (one run each) under a run: that run's next session, while its old one
+// on the failed device is still ending, takes the free device and is named
+// there; the failed device admits nothing, the other run keeps its device,
+// and once every device failed the worker admits no session at all.
+func TestFailedDeviceTakesNoRunsAndItsRunMoves(t *testing.T) {
+	s := NewSlots([]string{"cpu:0", "cpu:1", "cpu:2"}, 1, 0, nil, nil)
+	defer s.Close()
+	for i, wf := range []string{"wf-a", "wf-b"} {
+		if d, ok := s.open("s-"+wf, wf, "r", func() {}); !ok || d != i {
+			t.Fatalf("run %s: device %d, admitted %v; want %d", wf, d, ok, i)
+		}
+	}
+	s.DeviceFailed("cpu:1", errors.New("injected"))
+	if err := s.deviceFailure(); err != nil {
+		t.Fatalf("with two devices working the worker refuses runs: %v", err)
+	}
+	// wf-b recovers: a new session while the old one on cpu:1 ends.
+	if d, ok := s.open("s-wf-b-2", "wf-b", "r", func() {}); !ok || d != 2 {
+		t.Fatalf("the run of the failed device got device %d (admitted %v), want the free cpu:2", d, ok)
+	}
+	if d, ok := s.Device("wf-b", "r"); !ok || d != 2 {
+		t.Errorf("Device(wf-b) = %d, %v with its old session still on the failed device; want 2", d, ok)
+	}
+	s.close("s-wf-b")
+	if d, ok := s.Device("wf-a", "r"); !ok || d != 0 {
+		t.Errorf("the other run moved: Device(wf-a) = %d, %v; want 0", d, ok)
+	}
+	if got := s.Load(); !slices.Equal(got, []int{1, 0, 1}) {
+		t.Errorf("load %v, want [1 0 1]: nothing on the failed device", got)
+	}
+	if d, ok := s.open("s-wf-c", "wf-c", "r", func() {}); ok {
+		t.Fatalf("a third run was admitted on device %d: cpu:1 failed and the others are full", d)
+	}
+	// A hold on a failed device does not bring the run back to it.
+	s.Hold("wf-a", "run-a", time.Minute)
+	s.DeviceFailed("cpu:0", errors.New("injected"))
+	s.close("s-wf-a")
+	if _, ok := s.open("s-wf-a-2", "wf-a", "r2", func() {}); ok {
+		t.Fatal("the run held on failed cpu:0 was admitted while the only working device is full")
+	}
+	s.DeviceFailed("cpu:2", errors.New("injected"))
+	if err := s.deviceFailure(); err == nil {
+		t.Fatal("every device failed and the worker still takes runs")
+	}
+	s.close("s-wf-b-2")
+	if d, ok := s.open("s-wf-d", "wf-d", "r", func() {}); ok {
+		t.Fatalf("a run was admitted on device %d of a worker whose devices all failed", d)
 	}
 }

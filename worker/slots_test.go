@@ -13,6 +13,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/activities"
 	"github.com/dqnflow/dqnflow/activities/activitiestest"
+	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/worker"
@@ -45,7 +46,7 @@ func TestSlotIsKeptAcrossContinueAsNew(t *testing.T) {
 	}}
 	w, err := worker.New(c, worker.Config{
 		Role: worker.RoleAll, Slots: 1, Store: activitiestest.NewStore(t), Backend: b, Prepare: activitiestest.Dataset,
-		CheckpointRoot: t.TempDir(), HeartbeatInterval: 100 * time.Millisecond,
+		Checkpoints: checkpoint.Local(t.TempDir()), HeartbeatInterval: 100 * time.Millisecond,
 		Workflows: workflows.Options{ContinueAsNewEvery: 2, RecreateTimeout: 5 * time.Second},
 	})
 	if err != nil {
@@ -127,7 +128,7 @@ func TestStuckWorkflowGivesItsSlotBack(t *testing.T) {
 	defer cancel()
 	w, err := worker.New(c, worker.Config{
 		Role: worker.RoleAll, Slots: 1, Store: activitiestest.NewStore(t), Backend: &activitiestest.Backend{},
-		Prepare: activitiestest.Dataset, CheckpointRoot: t.TempDir(), HeartbeatInterval: 100 * time.Millisecond,
+		Prepare: activitiestest.Dataset, Checkpoints: checkpoint.Local(t.TempDir()), HeartbeatInterval: 100 * time.Millisecond,
 		IdleTimeout: 2 * time.Second,
 	})
 	if err != nil {

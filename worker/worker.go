@@ -21,6 +21,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/dqnflow/dqnflow/activities"
+	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/trainer"
@@ -75,10 +76,11 @@ type Config struct {
 	Store activities.Store
 	// Prepare loads a run's dataset; nil means market.Prepare.
 	Prepare func(config.RunConfig) (*market.Dataset, error)
-	// CheckpointRoot is the directory of every checkpoint: checkpoint.dir
-	// is relative to it and nothing outside it is written, read or deleted
-	// (activities.Trainer.CheckpointRoot).
-	CheckpointRoot string
+	// Checkpoints is the store of every checkpoint (a directory or an
+	// s3:// bucket prefix): checkpoint.dir is relative to it and nothing
+	// outside it is written, read or deleted (activities.Trainer.Checkpoints);
+	// nil means the working directory.
+	Checkpoints *checkpoint.Store
 	// IdleTimeout evicts trainers unused for this long, and ends sessions
 	// in which no activity ran for this long (Slots); default
 	// DefaultIdleTimeout, negative disables both.
@@ -120,7 +122,7 @@ func New(c client.Client, cfg Config) (*Worker, error) {
 	w := &Worker{}
 	if cfg.Role.control() {
 		cw := sdkworker.New(c, opts.ControlTaskQueue, ControlOptions())
-		RegisterControl(cw, &workflows.Workflows{Options: opts}, &activities.Control{Store: cfg.Store, CheckpointRoot: cfg.CheckpointRoot})
+		RegisterControl(cw, &workflows.Workflows{Options: opts}, &activities.Control{Store: cfg.Store, Checkpoints: cfg.Checkpoints})
 		w.workers = append(w.workers, cw)
 	}
 	if cfg.Role.gpu() {
@@ -150,7 +152,7 @@ func New(c client.Client, cfg Config) (*Worker, error) {
 		gw := sdkworker.New(c, opts.GPUTaskQueue, gopts)
 		RegisterGPU(gw, &activities.Trainer{
 			Devices: devices, Registry: w.Registry, Slots: w.Slots, Store: cfg.Store, Prepare: cfg.Prepare,
-			CheckpointRoot: cfg.CheckpointRoot, HeartbeatInterval: cfg.HeartbeatInterval, Metrics: cfg.TrainerMetrics,
+			Checkpoints: cfg.Checkpoints, HeartbeatInterval: cfg.HeartbeatInterval, Metrics: cfg.TrainerMetrics,
 		})
 		w.workers = append(w.workers, gw)
 	}

@@ -85,7 +85,7 @@ func TestRunMovesToAnotherWorkerWhenItsWorkerStops(t *testing.T) {
 	start := func(role worker.Role, b *activitiestest.Backend) *worker.Worker {
 		w, err := worker.New(c, worker.Config{
 			Role: role, Slots: 1, Store: st, Backend: b, Prepare: activitiestest.Dataset,
-			CheckpointRoot: root, StopTimeout: 100 * time.Millisecond, Workflows: opts,
+			Checkpoints: checkpoint.Local(root), StopTimeout: 100 * time.Millisecond, Workflows: opts,
 			HeartbeatInterval: 100 * time.Millisecond,
 		})
 		if err != nil {
@@ -179,7 +179,7 @@ func TestReusedWorkflowIDKeepsTheFirstRunsRowsAndFiles(t *testing.T) {
 	defer st.Close()
 	w, err := worker.New(c, worker.Config{
 		Role: worker.RoleAll, Slots: 1, Store: st, Backend: &activitiestest.Backend{}, Prepare: activitiestest.Dataset,
-		CheckpointRoot: t.TempDir(), HeartbeatInterval: 100 * time.Millisecond,
+		Checkpoints: checkpoint.Local(t.TempDir()), HeartbeatInterval: 100 * time.Millisecond,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -128,7 +128,7 @@ func runOnRealActivities(t *testing.T, b trainer.Backend, cfg config.RunConfig, 
 	st := activitiestest.NewStore(t)
 	reg := worker.NewRegistry(0, nil)
 	defer reg.Close(context.Background())
-	tr := &activities.Trainer{Backend: b, Registry: reg, Store: st, CheckpointRoot: cfg.Checkpoint.Dir, HeartbeatInterval: time.Second}
+	tr := &activities.Trainer{Backend: b, Registry: reg, Store: st, Checkpoints: checkpoint.Local(cfg.Checkpoint.Dir), HeartbeatInterval: time.Second}
 
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))

@@ -27,6 +27,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/dqnflow/dqnflow/activities/activitiestest"
+	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/worker"
@@ -142,7 +143,7 @@ func TestRecordHistories(t *testing.T) {
 	}
 	w, err := worker.New(c, worker.Config{
 		Role: worker.RoleAll, Slots: 2, Store: activitiestest.NewStore(t), Backend: b,
-		Prepare: activitiestest.Dataset, CheckpointRoot: t.TempDir(), Workflows: recordOptions,
+		Prepare: activitiestest.Dataset, Checkpoints: checkpoint.Local(t.TempDir()), Workflows: recordOptions,
 	})
 	if err != nil {
 		t.Fatal(err)

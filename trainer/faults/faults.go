@@ -10,8 +10,10 @@
 //	delay:STAGE=DURATION   sleep before every call of STAGE: collect, train, sync, snapshot, backtest
 //	nan-on-train=N         the Nth Train call in this process fails with trainer.ErrNonFinite
 //	device-error-on-train=N the Nth Train call in this process fails with trainer.ErrDevice
+//	device-error-on-train=N@DEVICE the same, counting only the calls on device DEVICE (cpu:1, cuda:0)
 //
-// for example "delay:snapshot=2s,nan-on-train=3".
+// for example "delay:snapshot=2s,nan-on-train=3". Calls are counted per
+// device: a worker with several devices wraps each device's backend apart.
 package faults
 
 import (
@@ -36,6 +38,9 @@ type Plan struct {
 	Delay              map[string]time.Duration
 	NaNOnTrain         int64
 	DeviceErrorOnTrain int64
+	// DeviceErrorDevice restricts DeviceErrorOnTrain to the device of
+	// that name; "" means every device.
+	DeviceErrorDevice string
 }
 
 var stages = map[string]bool{"collect": true, "train": true, "sync": true, "snapshot": true, "backtest": true}
@@ -61,14 +66,18 @@ func Parse(s string) (Plan, error) {
 			}
 			p.Delay[stage] = d
 		case key == "nan-on-train" || key == "device-error-on-train":
-			n, err := strconv.ParseInt(val, 10, 64)
+			num, device, on := strings.Cut(val, "@")
+			n, err := strconv.ParseInt(num, 10, 64)
 			if err != nil || n < 1 {
 				return Plan{}, fmt.Errorf("%s: item %q: want a call number ≥ 1", EnvPlan, item)
+			}
+			if on && (key != "device-error-on-train" || device == "") {
+				return Plan{}, fmt.Errorf("%s: item %q: only device-error-on-train takes @DEVICE, a device name such as cpu:1", EnvPlan, item)
 			}
 			if key == "nan-on-train" {
 				p.NaNOnTrain = n
 			} else {
-				p.DeviceErrorOnTrain = n
+				p.DeviceErrorOnTrain, p.DeviceErrorDevice = n, device
 			}
 		default:
 			return Plan{}, fmt.Errorf("%s: item %q: unknown fault %q", EnvPlan, item, key)
@@ -78,10 +87,13 @@ func Parse(s string) (Plan, error) {
 }
 
 // Backend wraps a backend so that its trainers fail as Plan says. Calls
-// are counted over every trainer of the backend (the process).
+// are counted over every trainer of the backend (its device).
 type Backend struct {
 	trainer.Backend
-	Plan   Plan
+	Plan Plan
+	// Device is the name of the backend's device, which
+	// Plan.DeviceErrorDevice selects.
+	Device string
 	trains atomic.Int64
 }
 
@@ -137,6 +149,9 @@ func (f *faulty) Train(ctx context.Context, steps int, progress func(trainer.Pro
 	case f.b.Plan.NaNOnTrain:
 		return trainer.TrainStats{}, fmt.Errorf("injected fault (train call %d): loss is NaN: %w", n, trainer.ErrNonFinite)
 	case f.b.Plan.DeviceErrorOnTrain:
+		if d := f.b.Plan.DeviceErrorDevice; d != "" && d != f.b.Device {
+			break
+		}
 		return trainer.TrainStats{}, fmt.Errorf("injected fault (train call %d): %w", n, trainer.ErrDevice)
 	}
 	return f.Trainer.Train(ctx, steps, progress)

@@ -1,0 +1,164 @@
+package e2e
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/dqnflow/dqnflow/checkpoint"
+	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/trainer/faults"
+	"github.com/dqnflow/dqnflow/trainer/trainertest"
+	"github.com/dqnflow/dqnflow/workflows"
+)
+
+// TestDeviceFailureMovesTheRunToAnotherSlot runs two runs on one worker
+// whose CPU backend stands in for three devices, one run each
+// (--cpu-devices 3): they take cpu:0 and cpu:1. The device cpu:1 fails on
+// its third Train call (trainer/faults, device-error-on-train=3@cpu:1).
+// The run on it moves to the free slot of cpu:2 and resumes from its last
+// checkpoint; the run on cpu:0 goes on untouched (its trainer opened once).
+// Both complete bit-identical to an uninterrupted run; the moved run's
+// checkpoints name cpu:1 before the failure and cpu:2 after it, and its
+// row and progress name cpu:2. The worker keeps serving: only cpu:1 is out.
+func TestDeviceFailureMovesTheRunToAnotherSlot(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: starts the Temporal dev server and a worker process")
+	}
+	s := newStack(t)
+	w := s.startWorkerEnv("worker", []string{faults.EnvPlan + "=device-error-on-train=3@cpu:1"},
+		"--cpu-devices", "3", "--runs-per-device", "1")
+	cfg := trainertest.SmallConfig()
+	cfg.Epochs, cfg.StepsPerEpoch = 4, 60
+	cfg.Checkpoint.Dir = filepath.Join(s.dir, "checkpoints")
+	cfg.Checkpoint.KeepLast = 10
+	ctx := context.Background()
+	ids := []string{"slot-a-" + randomHex(t, 3), "slot-b-" + randomHex(t, 3)}
+	for _, id := range ids {
+		if _, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: workflows.ControlTaskQueue},
+			workflows.TrainingRunName, cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := store.Open(ctx, s.dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+
+	moved, untouched := "", ""
+	for _, id := range ids {
+		res := s.waitClosed(id, 4*time.Minute, w)
+		if res.Status != store.StatusCompleted || res.Epochs != cfg.Epochs {
+			t.Fatalf("run %s: %s after %d epochs, want completed after %d", id, res.Status, res.Epochs, cfg.Epochs)
+		}
+		rows := checkCheckpointRows(t, s, res.RunID, cfg)
+		compareWithUninterrupted(t, s, cfg, rows)
+		devices := checkpointDevices(t, s, rows)
+		opens := openTrainers(t, s.client, id)
+		name := runDeviceName(t, s, st, id, res)
+		t.Logf("run %s: checkpoints of epochs 1..%d on %v, trainer opened %d time(s), row and progress name %s", id, cfg.Epochs, devices, opens, name)
+		switch {
+		case slices.Equal(devices, []string{"cpu:1", "cpu:1", "cpu:2", "cpu:2"}):
+			moved = id
+			if name != "cpu:2" || opens != 2 {
+				t.Errorf("moved run %s: row and progress name %s, trainer opened %d times; want cpu:2, twice", id, name, opens)
+			}
+		case slices.Equal(devices, []string{"cpu:0", "cpu:0", "cpu:0", "cpu:0"}):
+			untouched = id
+			if name != "cpu:0" || opens != 1 {
+				t.Errorf("untouched run %s: row and progress name %s, trainer opened %d times; want cpu:0, once", id, name, opens)
+			}
+		default:
+			t.Errorf("run %s: checkpoints of epochs 1..4 name devices %v; want cpu:1 twice then cpu:2 (the failed device's run), or cpu:0 throughout", id, devices)
+		}
+	}
+	if moved == "" || untouched == "" {
+		t.Fatalf("want one run moved off cpu:1 and one untouched on cpu:0; got moved %q, untouched %q", moved, untouched)
+	}
+	log := w.output()
+	if !strings.Contains(log, "its slots take no more runs") || strings.Contains(log, "refuses new runs") {
+		t.Errorf("the worker's log should take cpu:1 out of service and keep serving; it ends:\n%s", w.tail(4<<10))
+	}
+}
+
+// checkpointDevices returns the device each checkpoint's metadata names
+// (the name before the description), in the order of rows, and fails the
+// test if one is marked not bit-exact.
+func checkpointDevices(t *testing.T, s *stack, rows []store.CheckpointRecord) []string {
+	t.Helper()
+	var out []string
+	for _, r := range rows {
+		b, err := s.readBlob(r.URI)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ck, _, err := checkpoint.Decode(b)
+		if err != nil {
+			t.Fatalf("checkpoint %s: %v", r.URI, err)
+		}
+		name, _, _ := strings.Cut(ck.Meta[checkpoint.MetaDevice], " ")
+		out = append(out, name)
+		if why := ck.Meta[checkpoint.MetaNotBitExact]; why != "" {
+			t.Errorf("checkpoint of epoch %d is marked not bit-exact (%s): a move between stand-ins of one CPU is exact", r.Epoch, why)
+		}
+	}
+	return out
+}
+
+// openTrainers counts the OpenTrainer activities that completed in run
+// id's history: 1 for a run that never lost its trainer.
+func openTrainers(t *testing.T, c client.Client, id string) int {
+	t.Helper()
+	names := map[int64]string{}
+	n := 0
+	it := c.GetWorkflowHistory(context.Background(), id, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch ev.GetEventType() {
+		case enums.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+			names[ev.GetEventId()] = ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName()
+		case enums.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+			if names[ev.GetActivityTaskCompletedEventAttributes().GetScheduledEventId()] == "OpenTrainer" {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// runDeviceName checks that the run's progress and its row name the same
+// device and returns its name ("cpu:2").
+func runDeviceName(t *testing.T, s *stack, st *store.Store, id string, res workflows.RunResult) string {
+	t.Helper()
+	ctx := context.Background()
+	v, err := s.client.QueryWorkflow(ctx, id, "", workflows.ProgressQuery)
+	if err != nil {
+		t.Fatalf("progress of %s: %v", id, err)
+	}
+	var p workflows.Progress
+	if err := v.Get(&p); err != nil {
+		t.Fatal(err)
+	}
+	row, err := st.GetRun(ctx, res.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row.Device != p.Device {
+		t.Errorf("run %s: row says device %q, progress %q", id, row.Device, p.Device)
+	}
+	name, _, _ := strings.Cut(p.Device, " ")
+	if name == "" {
+		t.Fatalf("progress of %s names no device", id)
+	}
+	return name
+}
