@@ -77,62 +77,6 @@ __device__ __forceinline__ float expectation(const float p[JPL], const float* z,
   return warpSum(s);
 }
 
-// greedyOf returns the greedy action of branch d of row o (the first on
-// ties) for a branch of ND actions. It computes exactly what
-// meanLogits, softmax and expectation compute one action after the other,
-// with the same operations in the same order for each action, but the ND
-// warp reductions of each stage run side by side: ND independent shuffle
-// chains instead of one, which hides their latency (c51_loss spends most
-// of its time in these reductions).
-template <int ND>
-__device__ __forceinline__ int greedyOf(const float* o, int d, int lane, const float mean[JPL], const float* z) {
-  float l[ND][JPL], m[ND], s[ND], e[ND];
-#pragma unroll
-  for (int b = 0; b < ND; b++) {
-    meanLogits(o, d, b, lane, mean, l[b]);
-    m[b] = -3.402823466e38f;
-#pragma unroll
-    for (int q = 0; q < JPL; q++) m[b] = fmaxf(m[b], l[b][q]);
-  }
-#pragma unroll
-  for (int sh = 16; sh > 0; sh >>= 1)
-#pragma unroll
-    for (int b = 0; b < ND; b++) m[b] = fmaxf(m[b], __shfl_xor_sync(0xffffffffu, m[b], sh));
-#pragma unroll
-  for (int b = 0; b < ND; b++) {
-    s[b] = 0.0f;
-#pragma unroll
-    for (int q = 0; q < JPL; q++) {
-      int j = lane + 32 * q;
-      l[b][q] = j < ATOMS ? expf(l[b][q] - m[b]) : 0.0f;
-      s[b] += l[b][q];
-    }
-  }
-#pragma unroll
-  for (int sh = 16; sh > 0; sh >>= 1)
-#pragma unroll
-    for (int b = 0; b < ND; b++) s[b] += __shfl_xor_sync(0xffffffffu, s[b], sh);
-#pragma unroll
-  for (int b = 0; b < ND; b++) {
-    e[b] = 0.0f;
-#pragma unroll
-    for (int q = 0; q < JPL; q++) {
-      int j = lane + 32 * q;
-      const float p = l[b][q] / s[b];
-      if (j < ATOMS) e[b] += p * z[j];
-    }
-  }
-#pragma unroll
-  for (int sh = 16; sh > 0; sh >>= 1)
-#pragma unroll
-    for (int b = 0; b < ND; b++) e[b] += __shfl_xor_sync(0xffffffffu, e[b], sh);
-  int best = 0;
-#pragma unroll
-  for (int b = 1; b < ND; b++)
-    if (e[b] > e[best]) best = b;
-  return best;
-}
-
 // head_infer: for rows observations with head outputs O [rows×OUTW],
 // writes (each output optional, null to skip) the logits and the
 // probabilities [rows×NACT×ATOMS], the expected values Q [rows×NACT] and the
@@ -250,21 +194,15 @@ extern "C" __global__ void __launch_bounds__(32 * LOSS_WARPS) c51_loss(const Los
     const int nd = kBranchSize[d];
     // Double DQN: the online network picks a*, the target network rates it.
     int best = 0;
+    float bestQ = 0.0f;
     float meanNext[JPL];
     branchMean(onNext, d, lane, meanNext);
-    if (nd == 3) {
-      best = greedyOf<3>(onNext, d, lane, meanNext, a.z);
-    } else if (nd == 4) {
-      best = greedyOf<4>(onNext, d, lane, meanNext, a.z);
-    } else {
-      float bestQ = 0.0f;
-      for (int b = 0; b < nd; b++) {
-        float l[JPL], p[JPL], mx, lse;
-        meanLogits(onNext, d, b, lane, meanNext, l);
-        softmax(l, p, &mx, &lse);
-        float qb = expectation(p, a.z, lane);
-        if (b == 0 || qb > bestQ) { best = b; bestQ = qb; }
-      }
+    for (int b = 0; b < nd; b++) {
+      float l[JPL], p[JPL], mx, lse;
+      meanLogits(onNext, d, b, lane, meanNext, l);
+      softmax(l, p, &mx, &lse);
+      float qb = expectation(p, a.z, lane);
+      if (b == 0 || qb > bestQ) { best = b; bestQ = qb; }
     }
     for (int t = lane; t < ATOMS; t += 32) {
       fL[wid][t] = ATOMS;
