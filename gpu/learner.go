@@ -61,7 +61,7 @@ type learner struct {
 
 	online, target        netBufs
 	grad, adamM, adamV, u cuda.DevPtr
-	stag                  cuda.DevPtr // [2]uint64: Adam terms ≠ 0, and stores that absorbed them (kernel adamw)
+	stag                  cuda.DevPtr // [2·adamBlocks]uint64: per block of kernel adamw, Adam terms ≠ 0 and stores that absorbed them
 	st, partial, z        cuda.DevPtr
 	lossHist, normHist    cuda.DevPtr
 	paramSegs, specSegs   cuda.DevPtr
@@ -130,7 +130,7 @@ func newLearner(c *cuda.Ctx, d *gpuDevice, m config.ModelConfig, o config.OptimC
 	}
 	l.grad, l.adamM, l.adamV, l.u = alloc(4*np), alloc(4*np), alloc(4*np), alloc(4*uLen)
 	l.specScale = alloc(4 * model.NumLayers)
-	l.stag = alloc(16)
+	l.stag = alloc(16 * adamBlocks(np))
 	l.st, l.partial, l.z = alloc(stBytes), alloc(8*normBlocks), alloc(4*m.Atoms)
 	l.lossHist, l.normHist = alloc(4*histCap), alloc(4*histCap)
 	if err != nil {
@@ -395,9 +395,14 @@ const spectralStatic = 4 * 32 * 256
 // obsWidth is the observation width, market.ObsDim.
 const obsWidth = market.ObsDim
 
+// adamBlocks is the grid of kernel adamw for np parameters (one thread per
+// parameter, 256 per block); each block keeps its own pair of stagnation
+// counters.
+func adamBlocks(np int) int { return ceilDiv(np, 256) }
+
 // resetStagnation zeroes the stagnation counts of kernel adamw.
 func (l *learner) resetStagnation(c *cuda.Ctx) error {
-	return cuda.Upload(c, l.stag, []uint64{0, 0})
+	return cuda.Upload(c, l.stag, make([]uint64, 2*adamBlocks(l.np)))
 }
 
 // stagnation returns the share of the AdamW updates since resetStagnation
@@ -407,9 +412,13 @@ func (l *learner) stagnation(c *cuda.Ctx) (float64, uint64, error) {
 	if err := c.Sync(l.stream); err != nil {
 		return 0, 0, err
 	}
-	v := make([]uint64, 2)
-	if err := cuda.Download(c, v, l.stag); err != nil {
+	pairs := make([]uint64, 2*adamBlocks(l.np))
+	if err := cuda.Download(c, pairs, l.stag); err != nil {
 		return 0, 0, err
+	}
+	var v [2]uint64
+	for i, x := range pairs {
+		v[i%2] += x
 	}
 	if v[0] == 0 {
 		return 0, 0, nil
