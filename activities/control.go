@@ -107,29 +107,35 @@ type RecordEpochOutput struct{}
 // RecordEpoch records an epoch's metrics (an upsert: a redone epoch
 // overwrites its row).
 func (c *Control) RecordEpoch(ctx context.Context, in RecordEpochInput) (RecordEpochOutput, error) {
+	err := c.Store.RecordEpoch(ctx, in.RunID, in.Epoch, epochMetrics(in.Collect, in.Train, in.DurationMS))
+	return RecordEpochOutput{}, classify(fmt.Sprintf("record epoch %d of run %s", in.Epoch, in.RunID), err)
+}
+
+// epochMetrics is the epoch row of a collection and a training that took
+// durationMS together; RecordEpoch and RunEpochs write the same row.
+func epochMetrics(col trainer.CollectStats, tr trainer.TrainStats, durationMS int64) store.EpochMetrics {
 	m := store.EpochMetrics{
-		Loss: in.Train.Loss, GradNorm: in.Train.GradNorm,
-		EnvSteps: in.Collect.EnvSteps, GlobalStep: in.Train.GlobalStep,
-		DurationMS: max(in.DurationMS, 0),
+		Loss: tr.Loss, GradNorm: tr.GradNorm,
+		EnvSteps: col.EnvSteps, GlobalStep: tr.GlobalStep,
+		DurationMS: max(durationMS, 0),
 		Metrics: map[string]float64{
-			"epsilon":     in.Collect.Epsilon,
-			"mean_reward": in.Collect.MeanReward,
-			"buffer_size": float64(in.Collect.BufferSize),
-			"transitions": float64(in.Collect.Transitions),
-			"episodes":    float64(in.Collect.Episodes),
+			"epsilon":     col.Epsilon,
+			"mean_reward": col.MeanReward,
+			"buffer_size": float64(col.BufferSize),
+			"transitions": float64(col.Transitions),
+			"episodes":    float64(col.Episodes),
 		},
 	}
-	if q := in.Train.MeanQ; q != nil && !math.IsNaN(*q) && !math.IsInf(*q, 0) {
+	if q := tr.MeanQ; q != nil && !math.IsNaN(*q) && !math.IsInf(*q, 0) {
 		m.Metrics["mean_q"] = *q
 	}
-	if g := in.Train.GradNormMax; g > 0 && !math.IsInf(g, 0) {
+	if g := tr.GradNormMax; g > 0 && !math.IsInf(g, 0) {
 		m.Metrics["grad_norm_max"] = g
 	}
-	if s := in.Train.Stagnation; s != nil && !math.IsNaN(*s) {
+	if s := tr.Stagnation; s != nil && !math.IsNaN(*s) {
 		m.Metrics["stagnation"] = *s
 	}
-	err := c.Store.RecordEpoch(ctx, in.RunID, in.Epoch, m)
-	return RecordEpochOutput{}, classify(fmt.Sprintf("record epoch %d of run %s", in.Epoch, in.RunID), err)
+	return m
 }
 
 // RetentionInput asks to prune run RunID's checkpoints down to the KeepLast

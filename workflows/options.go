@@ -83,6 +83,14 @@ type Options struct {
 	// instead of keeping its GPU slot for ever. Default 30 min.
 	ControlTimeout time.Duration
 
+	// ChunkBudget is the wall time of a chunk of epochs in one RunEpochs
+	// activity (ADR 0010): the chunk starts no epoch after it. It bounds
+	// how stale the workflow's state (the progress query, the search
+	// attributes) may be and how long a pause or stop signal waits, plus
+	// one epoch. Default 2 s: about 40 GPU epochs of 47 ms share one round
+	// trip to the server.
+	ChunkBudget time.Duration
+
 	// SearchAttributesEvery is the least workflow time between two upserts
 	// of a run's search attributes while its status stays the same: with
 	// GPU epochs of tens of milliseconds an upsert per epoch would be most
@@ -107,6 +115,7 @@ func DefaultOptions() Options {
 		HistoryLimit:            10000,
 		ControlTimeout:          30 * time.Minute,
 		SearchAttributesEvery:   5 * time.Second,
+		ChunkBudget:             2 * time.Second,
 	}
 }
 
@@ -136,6 +145,7 @@ func (o Options) WithDefaults() Options {
 	set(&o.EpochTimeout, d.EpochTimeout)
 	set(&o.ControlTimeout, d.ControlTimeout)
 	set(&o.SearchAttributesEvery, d.SearchAttributesEvery)
+	set(&o.ChunkBudget, d.ChunkBudget)
 	if o.MaxRecoveries <= 0 {
 		o.MaxRecoveries = d.MaxRecoveries
 	}
@@ -163,7 +173,7 @@ func (o Options) controlCtx(ctx workflow.Context) workflow.Context {
 }
 
 // stepCtx is the context for the stateful session activities (Collect,
-// TrainEpoch, SyncTarget): a single attempt, because a step that failed
+// TrainEpoch, SyncTarget, RunEpochs): a single attempt, because a step that failed
 // part-way is redone from the last checkpoint, never retried in place.
 func (o Options) stepCtx(sess workflow.Context) workflow.Context {
 	return workflow.WithActivityOptions(sess, workflow.ActivityOptions{

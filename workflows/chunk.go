@@ -1,0 +1,103 @@
+package workflows
+
+import (
+	"fmt"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/dqnflow/dqnflow/activities"
+)
+
+// epochs trains the next chunk of epochs in one RunEpochs activity
+// (changeEpochChunks, ADR 0010), commits them in order, and settles the
+// last one where the run is about to pause, stop or continue as new: the
+// checkpoint and the backtest that the chunk's own cadence did not write
+// are taken with the per-stage activities, as settle takes them.
+//
+// Signals are taken at chunk boundaries: a chunk ends by itself within
+// Options.ChunkBudget plus one epoch, which bounds how long a pause or a
+// stop waits. The chunk is not cancelled for them, because a cancelled
+// activity's result reaches the workflow only if it waits for the
+// cancellation (WaitForCancellation), and then a dead worker's chunk
+// would hold the run for its heartbeat timeout instead of failing with
+// the session in SessionHeartbeatTimeout.
+func (r *run) epochs() (outcome, error) {
+	until := r.cfg.Epochs
+	if r.o.ContinueAsNewEvery > 0 {
+		until = min(until, r.started+r.o.ContinueAsNewEvery)
+	}
+	r.setPhase("training")
+	f := workflow.ExecuteActivity(r.o.stepCtx(r.sess.ctx), ta.RunEpochs, activities.EpochsInput{
+		RunID: r.st.RunID, After: r.st.Epoch, Until: until, Budget: r.o.ChunkBudget, Scores: r.st.Scores,
+	})
+	// The previous chunk's retention runs beside this chunk.
+	if err := r.flush(); err != nil {
+		return outcome{}, err
+	}
+	var out activities.EpochsOutput
+	if err := f.Get(r.ctx, &out); err != nil {
+		return outcome{}, err
+	}
+	last, early, err := r.commit(out)
+	if err != nil {
+		return outcome{}, err
+	}
+	e := last.Epoch
+	r.takeSignals()
+	o := outcome{final: e == r.cfg.Epochs, stopping: r.st.StopRequested, early: early}
+	o.pausing = r.st.PauseRequested && !o.final && !o.stopping && !o.early
+	o.moveOn = !o.final && !o.stopping && !o.pausing && !o.early && r.wantContinueAsNew(e)
+	needCk := (o.stopping || o.pausing || o.moveOn) && last.Checkpoint == nil
+	needBt := (o.stopping || o.pausing) && last.ValidSharpe == nil
+	if needCk || needBt {
+		t := trained{
+			collect: activities.CollectOutput{Epoch: e, Stats: last.Collect},
+			train:   activities.TrainOutput{Epoch: e, Stats: last.Train},
+		}
+		if o.early, err = r.settle(e, t, needCk, needBt); err != nil {
+			return outcome{}, err
+		}
+	}
+	return o, nil
+}
+
+// commit commits a chunk's epochs to the run's state in order, with the
+// scoring rules of settle (activities.Scores), and starts retention when
+// the chunk wrote a checkpoint. It returns the last epoch and whether the
+// patience ran out there. A chunk that does not continue from the
+// committed epoch is refused as a lost trainer: the run restores its last
+// checkpoint.
+func (r *run) commit(out activities.EpochsOutput) (activities.EpochResult, bool, error) {
+	if len(out.Epochs) == 0 {
+		return activities.EpochResult{}, false, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("run %s: RunEpochs returned no epoch after epoch %d", r.st.RunID, r.st.Epoch), activities.ErrTypeTrainerLost, nil)
+	}
+	sc, early, checkpointed := r.st.Scores, false, false
+	for _, ep := range out.Epochs {
+		if ep.Epoch != r.st.Epoch+1 {
+			return activities.EpochResult{}, false, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("run %s: RunEpochs returned epoch %d after epoch %d", r.st.RunID, ep.Epoch, r.st.Epoch), activities.ErrTypeTrainerLost, nil)
+		}
+		e := ep.Epoch
+		early = false
+		if ep.ValidSharpe != nil {
+			sc, early = sc.Add(e, *ep.ValidSharpe, r.cfg.Backtest.Patience)
+		}
+		if ck := ep.Checkpoint; ck != nil {
+			if sc.BestEpoch == e {
+				sc.BestCheckpoint = ck
+			}
+			r.st.LastCheckpoint, r.st.ScoresAtCheckpoint, checkpointed = ck, sc, true
+		}
+		r.st.Epoch, r.st.GlobalStep, r.st.Loss, r.st.Scores = e, ep.Train.GlobalStep, ep.Train.Loss, sc
+		if e > r.st.Furthest {
+			r.st.Furthest, r.st.Recoveries = e, 0
+		}
+	}
+	r.publishProgress()
+	if checkpointed {
+		r.retain()
+	}
+	return out.Epochs[len(out.Epochs)-1], early, nil
+}
