@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
@@ -136,6 +137,61 @@ func epochMetrics(col trainer.CollectStats, tr trainer.TrainStats, durationMS in
 		m.Metrics["stagnation"] = *s
 	}
 	return m
+}
+
+// LeftoversInput names a RunEpochs chunk that failed: the epochs after
+// After, up to Until.
+type LeftoversInput struct {
+	RunID string `json:"run_id"`
+	After int    `json:"after"`
+	Until int    `json:"until"`
+}
+
+// LeftoversOutput is what the failed chunk recorded before it failed: its
+// checkpoints (unpruned) and its validation Sharpes, in epoch order.
+type LeftoversOutput struct {
+	Checkpoints []CheckpointRef `json:"checkpoints"`
+	Sharpes     []EpochSharpe   `json:"sharpes"`
+}
+
+// EpochSharpe is the validation Sharpe of an epoch.
+type EpochSharpe struct {
+	Epoch  int     `json:"epoch"`
+	Sharpe float64 `json:"sharpe"`
+}
+
+// ChunkLeftovers reads, from the store, the checkpoints and validation
+// backtests that a failed RunEpochs chunk recorded in epochs
+// (in.After, in.Until]: the workflow commits the newest of its
+// checkpoints, so that the recovery restores it instead of the one the
+// chunk started from (ADR 0010).
+func (c *Control) ChunkLeftovers(ctx context.Context, in LeftoversInput) (LeftoversOutput, error) {
+	what := fmt.Sprintf("leftovers of run %s after epoch %d", in.RunID, in.After)
+	cks, err := c.Store.ListCheckpoints(ctx, in.RunID)
+	if err != nil {
+		return LeftoversOutput{}, classify(what, err)
+	}
+	bts, err := c.Store.ListBacktests(ctx, in.RunID)
+	if err != nil {
+		return LeftoversOutput{}, classify(what, err)
+	}
+	in0 := func(e int) bool { return e > in.After && e <= in.Until }
+	out := LeftoversOutput{Checkpoints: []CheckpointRef{}, Sharpes: []EpochSharpe{}}
+	for _, ck := range cks {
+		if in0(ck.Epoch) && !ck.Pruned {
+			out.Checkpoints = append(out.Checkpoints, CheckpointRef{
+				RunID: ck.RunID, URI: ck.URI, SHA256: ck.SHA256, Bytes: ck.Bytes, Epoch: ck.Epoch, GlobalStep: ck.GlobalStep,
+			})
+		}
+	}
+	for _, b := range bts {
+		if in0(b.Epoch) && b.Split == store.SplitValid && b.Sharpe != nil {
+			out.Sharpes = append(out.Sharpes, EpochSharpe{Epoch: b.Epoch, Sharpe: *b.Sharpe})
+		}
+	}
+	slices.SortFunc(out.Checkpoints, func(a, b CheckpointRef) int { return a.Epoch - b.Epoch })
+	slices.SortFunc(out.Sharpes, func(a, b EpochSharpe) int { return a.Epoch - b.Epoch })
+	return out, nil
 }
 
 // RetentionInput asks to prune run RunID's checkpoints down to the KeepLast

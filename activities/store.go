@@ -23,6 +23,8 @@ type Store interface {
 	CreateRun(ctx context.Context, r store.NewRun) (store.Run, error)
 	SetRunStatus(ctx context.Context, runID string, status store.Status, errText string) error
 	SetRunDevice(ctx context.Context, runID, backend, device, precision string) error
+	ListCheckpoints(ctx context.Context, runID string) ([]store.CheckpointRecord, error)
+	ListBacktests(ctx context.Context, runID string) ([]store.BacktestRecord, error)
 	Retention(ctx context.Context, runID string, keepLast, keepBest int) ([]store.CheckpointRecord, error)
 	MarkPruned(ctx context.Context, ids []int64) error
 	Champion(ctx context.Context, lineage string) (store.Champion, error)

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -37,6 +38,9 @@ func (r *run) epochs() (outcome, error) {
 	}
 	var out activities.EpochsOutput
 	if err := f.Get(r.ctx, &out); err != nil {
+		if r.ctx.Err() == nil && !activities.IsFatal(err) {
+			r.adopt(until)
+		}
 		return outcome{}, err
 	}
 	last, early, err := r.commit(out)
@@ -100,4 +104,51 @@ func (r *run) commit(out activities.EpochsOutput) (activities.EpochResult, bool,
 		r.retain()
 	}
 	return out.Epochs[len(out.Epochs)-1], early, nil
+}
+
+// adopt commits the newest checkpoint that a failed chunk wrote and
+// recorded before it failed, with the scores its validation backtests
+// give through that epoch (the rules of commit), so that the recovery
+// that follows restores it instead of the checkpoint the chunk started
+// from: a lost worker loses nothing that was checkpointed. The store is
+// asked once, for a minute at most; when it does not answer, the run
+// recovers from its last committed checkpoint, as it would have.
+func (r *run) adopt(until int) {
+	ctx := workflow.WithScheduleToCloseTimeout(r.o.controlCtx(r.ctx), time.Minute)
+	var left activities.LeftoversOutput
+	if err := workflow.ExecuteActivity(ctx, ca.ChunkLeftovers, activities.LeftoversInput{
+		RunID: r.st.RunID, After: r.st.Epoch, Until: until,
+	}).Get(r.ctx, &left); err != nil {
+		workflow.GetLogger(r.ctx).Warn("Reading what the failed chunk checkpointed failed; recovering from the last committed checkpoint",
+			"run", r.st.RunID, "error", err)
+		return
+	}
+	if len(left.Checkpoints) == 0 {
+		return
+	}
+	last := left.Checkpoints[len(left.Checkpoints)-1]
+	sharpes := make(map[int]float64, len(left.Sharpes))
+	for _, s := range left.Sharpes {
+		sharpes[s.Epoch] = s.Sharpe
+	}
+	cks := make(map[int]activities.CheckpointRef, len(left.Checkpoints))
+	for _, ck := range left.Checkpoints {
+		cks[ck.Epoch] = ck
+	}
+	sc := r.st.Scores
+	for e := r.st.Epoch + 1; e <= last.Epoch; e++ {
+		if s, ok := sharpes[e]; ok {
+			sc, _ = sc.Add(e, s, r.cfg.Backtest.Patience)
+		}
+		if ck, ok := cks[e]; ok && sc.BestEpoch == e {
+			sc.BestCheckpoint = &ck
+		}
+	}
+	workflow.GetLogger(r.ctx).Info("The failed chunk checkpointed epochs beyond the run's last checkpoint; recovering from its newest",
+		"run", r.st.RunID, "committed", r.st.Epoch, "checkpoint", last.URI, "epoch", last.Epoch)
+	r.st.Epoch, r.st.GlobalStep, r.st.Scores = last.Epoch, last.GlobalStep, sc
+	r.st.LastCheckpoint, r.st.ScoresAtCheckpoint = &last, sc
+	if last.Epoch > r.st.Furthest {
+		r.st.Furthest, r.st.Recoveries = last.Epoch, 0
+	}
 }

@@ -62,6 +62,11 @@ type fakeGPU struct {
 	// chunks are the RunEpochs calls.
 	chunks []activities.EpochsInput
 
+	// ckRows and btRows are the checkpoints and validation Sharpes that
+	// RunEpochs recorded, by epoch (ChunkLeftovers reads them).
+	ckRows map[int]activities.CheckpointRef
+	btRows map[int]float64
+
 	calls      []string
 	runIDs     map[string]bool // run ids the trainer activities were given
 	trainCalls map[int]int
@@ -73,7 +78,9 @@ type fakeGPU struct {
 	devices    int
 }
 
-func newFake() *fakeGPU { return &fakeGPU{trainCalls: map[int]int{}, runIDs: map[string]bool{}} }
+func newFake() *fakeGPU {
+	return &fakeGPU{trainCalls: map[int]int{}, runIDs: map[string]bool{}, ckRows: map[int]activities.CheckpointRef{}, btRows: map[int]float64{}}
+}
 
 func (f *fakeGPU) used(runID string) {
 	f.mu.Lock()
@@ -215,6 +222,21 @@ func (f *fakeGPU) register(env *testsuite.TestWorkflowEnvironment) {
 			f.epochs = append(f.epochs, in.Epoch)
 			return activities.RecordEpochOutput{}, nil
 		})
+	env.OnActivity(ca.ChunkLeftovers, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.LeftoversInput) (activities.LeftoversOutput, error) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			var out activities.LeftoversOutput
+			for e := in.After + 1; e <= in.Until; e++ {
+				if ck, ok := f.ckRows[e]; ok {
+					out.Checkpoints = append(out.Checkpoints, ck)
+				}
+				if s, ok := f.btRows[e]; ok {
+					out.Sharpes = append(out.Sharpes, activities.EpochSharpe{Epoch: e, Sharpe: s})
+				}
+			}
+			return out, nil
+		})
 	env.OnActivity(ca.ApplyRetention, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.RetentionInput) (activities.RetentionOutput, error) {
 			f.mu.Lock()
@@ -265,6 +287,9 @@ func (f *fakeGPU) runEpochs(_ context.Context, in activities.EpochsInput) (activ
 				s = f.sharpe(e)
 			}
 			res.ValidSharpe = &s
+			f.mu.Lock()
+			f.btRows[e] = s
+			f.mu.Unlock()
 			out.Scores, out.Early = out.Scores.Add(e, s, cfg.Backtest.Patience)
 			ck = ck || out.Scores.MustCheckpoint(e, out.Early)
 		}
@@ -272,6 +297,9 @@ func (f *fakeGPU) runEpochs(_ context.Context, in activities.EpochsInput) (activ
 			f.add(fmt.Sprintf("K%d", e))
 			ref := ckRef(e)
 			res.Checkpoint = &ref
+			f.mu.Lock()
+			f.ckRows[e] = ref
+			f.mu.Unlock()
 			if out.Scores.BestEpoch == e {
 				out.Scores.BestCheckpoint = &ref
 			}
