@@ -24,9 +24,11 @@ import (
 // would hold the run for its heartbeat timeout instead of failing with
 // the session in SessionHeartbeatTimeout.
 func (r *run) epochs() (outcome, error) {
+	// A chunk ends where the run continues as new, or one epoch later
+	// when the run paused there and resumed (as the per-stage path does).
 	until := r.cfg.Epochs
 	if r.o.ContinueAsNewEvery > 0 {
-		until = min(until, r.started+r.o.ContinueAsNewEvery)
+		until = min(until, max(r.started+r.o.ContinueAsNewEvery, r.st.Epoch+1))
 	}
 	r.setPhase("training")
 	f := workflow.ExecuteActivity(r.o.stepCtx(r.sess.ctx), ta.RunEpochs, activities.EpochsInput{

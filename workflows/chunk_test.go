@@ -205,3 +205,31 @@ func TestChunksStopAtTheContinueAsNewCadence(t *testing.T) {
 		}
 	}
 }
+
+// TestResumeAtTheContinueAsNewEpochTrainsOneMore: a run paused at the
+// epoch where it was to continue as new trains one epoch after the resume
+// and continues as new after it, as the per-stage path does.
+func TestResumeAtTheContinueAsNewEpochTrainsOneMore(t *testing.T) {
+	var seqs [2]string
+	// The pause arrives in epoch 2: in its TrainEpoch, or in the chunk of
+	// epochs 1-2 (a mocked RunEpochs takes trainTime).
+	for i, chunk := range []int{0, 10} {
+		f := newFake()
+		f.chunk = chunk
+		env := newEnv(t, f, workflows.Options{ContinueAsNewEvery: 2})
+		at := trainTime + trainTime/2
+		if chunk > 0 {
+			at = trainTime / 2
+		}
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(workflows.PauseSignal, nil) }, at)
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(workflows.ResumeSignal, nil) }, 3*time.Hour)
+		env.ExecuteWorkflow(workflows.TrainingRunName, smallConfig(6, 10, 10))
+		if next := continuedState(t, env); next.Epoch != 3 || next.LastCheckpoint == nil || next.LastCheckpoint.Epoch != 3 {
+			t.Errorf("chunk %d: continued at epoch %d with checkpoint %+v, want 3", chunk, next.Epoch, next.LastCheckpoint)
+		}
+		seqs[i] = f.sequence()
+	}
+	if seqs[0] != seqs[1] {
+		t.Errorf("per stage: %s\nin chunks: %s", seqs[0], seqs[1])
+	}
+}
