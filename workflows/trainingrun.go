@@ -40,11 +40,13 @@ const ErrTypeTooManyRecoveries = "TooManyRecoveries"
 // An invalid cfg fails the run at once with a non-retryable
 // activities.ErrTypeInvalidConfig error that names the field, before any
 // activity runs. Then the run is recorded, a session on a GPU worker opens
-// the trainer, and each epoch runs Collect → TrainEpoch → SyncTarget, with a
+// the trainer, and each epoch runs collect → train → sync target, with a
 // checkpoint every checkpoint.every epochs and a validation backtest every
 // backtest.every epochs (a new best validation Sharpe is always
-// checkpointed), followed by retention. See ADR 0001 for how a lost worker
-// is recovered and why the run stays on one worker.
+// checkpointed), followed by retention. The epochs run in chunks of about
+// Options.ChunkBudget, one RunEpochs activity each (ADR 0010); executions
+// that began before that run an activity per stage. See ADR 0001 for how a
+// lost worker is recovered and why the run stays on one worker.
 func (w *Workflows) TrainingRun(ctx workflow.Context, cfg config.RunConfig, state *RunState) (*RunResult, error) {
 	if cfg == (config.RunConfig{}) {
 		cfg = config.Defaults()
