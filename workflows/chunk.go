@@ -10,6 +10,12 @@ import (
 	"github.com/dqnflow/dqnflow/activities"
 )
 
+// MaxChunkEpochs bounds the epochs of one chunk whatever its budget: a
+// chunk's result holds about 1.1 kB per epoch (measured,
+// docs/perf/temporal-chunks-2026-12-01.md), and Temporal warns about a
+// payload over 512 kB and refuses one over 2 MB.
+const MaxChunkEpochs = 256
+
 // epochs trains the next chunk of epochs in one RunEpochs activity
 // (changeEpochChunks, ADR 0010), commits them in order, and settles the
 // last one where the run is about to pause, stop or continue as new: the
@@ -26,7 +32,7 @@ import (
 func (r *run) epochs() (outcome, error) {
 	// A chunk ends where the run continues as new, or one epoch later
 	// when the run paused there and resumed (as the per-stage path does).
-	until := r.cfg.Epochs
+	until := min(r.cfg.Epochs, r.st.Epoch+MaxChunkEpochs)
 	if r.o.ContinueAsNewEvery > 0 {
 		until = min(until, max(r.started+r.o.ContinueAsNewEvery, r.st.Epoch+1))
 	}
