@@ -13,8 +13,8 @@ import (
 // MaxChunkEpochs bounds the epochs of one chunk whatever its budget: a
 // chunk's result holds about 1.1 kB per epoch (measured,
 // docs/perf/temporal-chunks-2026-12-01.md), and Temporal warns about a
-// payload over 512 kB and refuses one over 2 MB.
-const MaxChunkEpochs = 256
+// payload over 256 kB and refuses one over 2 MB.
+const MaxChunkEpochs = 200
 
 // epochs trains the next chunk of epochs in one RunEpochs activity
 // (changeEpochChunks, ADR 0010), commits them in order, and settles the
@@ -59,7 +59,8 @@ func (r *run) epochs() (outcome, error) {
 	r.takeSignals()
 	o := outcome{final: e == r.cfg.Epochs, stopping: r.st.StopRequested, early: early}
 	o.pausing = r.st.PauseRequested && !o.final && !o.stopping && !o.early
-	o.moveOn = !o.final && !o.stopping && !o.pausing && !o.early && r.wantContinueAsNew(e)
+	o.moveOn = !o.final && !o.stopping && !o.pausing && !o.early &&
+		(r.wantContinueAsNew(e) || workflow.GetInfo(r.ctx).GetCurrentHistorySize() >= r.o.HistorySizeLimit)
 	needCk := (o.stopping || o.pausing || o.moveOn) && last.Checkpoint == nil
 	needBt := (o.stopping || o.pausing) && last.ValidSharpe == nil
 	if needCk || needBt {

@@ -233,3 +233,4 @@ func TestResumeAtTheContinueAsNewEpochTrainsOneMore(t *testing.T) {
 		t.Errorf("per stage: %s\nin chunks: %s", seqs[0], seqs[1])
 	}
 }
+

@@ -76,6 +76,12 @@ type Options struct {
 	// HistoryLimit continues the run as new once its history has this many
 	// events. Default 10000.
 	HistoryLimit int
+	// HistorySizeLimit continues a run that trains in chunks (ADR 0010) as
+	// new once its history has this many bytes: a chunk's result records
+	// every epoch, about 1.1 kB each, so a long run reaches Temporal's
+	// size warning (10 MB) long before HistoryLimit's events. Default
+	// 4 MiB.
+	HistorySizeLimit int
 
 	// ControlTimeout bounds each control activity (store writes, retention,
 	// champion look-up) over all its retries: a metadata store that stays
@@ -113,6 +119,7 @@ func DefaultOptions() Options {
 		EpochTimeout:            6 * time.Hour,
 		MaxRecoveries:           5,
 		HistoryLimit:            10000,
+		HistorySizeLimit:        4 << 20,
 		ControlTimeout:          30 * time.Minute,
 		SearchAttributesEvery:   5 * time.Second,
 		ChunkBudget:             2 * time.Second,
@@ -151,6 +158,9 @@ func (o Options) WithDefaults() Options {
 	}
 	if o.HistoryLimit <= 0 {
 		o.HistoryLimit = d.HistoryLimit
+	}
+	if o.HistorySizeLimit <= 0 {
+		o.HistorySizeLimit = d.HistorySizeLimit
 	}
 	return o
 }
