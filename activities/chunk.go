@@ -3,11 +3,13 @@ package activities
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/trainer"
 )
 
@@ -60,7 +62,8 @@ func (o EpochsOutput) last() int { return o.Epochs[len(o.Epochs)-1].Epoch }
 // of tens of milliseconds does not wait for a round trip to the Temporal
 // server per stage (docs/adr/0010-epochs-in-one-activity.md). Each epoch
 // runs the sequence of the per-stage activities: Collect → TrainEpoch →
-// SyncTarget, its epoch row, the validation backtest when due (recorded
+// SyncTarget, its epoch row (written in the background while the next
+// epoch trains), the validation backtest when due (recorded
 // as Backtest records it), the checkpoint when due or when the backtest
 // asks for one (Due, Scores.MustCheckpoint; recorded as Checkpoint records
 // it). Every row is keyed by run and epoch, so a chunk redone after a
@@ -95,8 +98,10 @@ func (a *Trainer) RunEpochs(ctx context.Context, in EpochsInput) (EpochsOutput, 
 	}
 	start := time.Now()
 	out := EpochsOutput{Scores: in.Scores}
+	rows := a.writeRows(ctx, run.ID)
+	defer rows.close()
 	for e := in.After + 1; e <= in.Until; e++ {
-		res, err := a.epoch(ctx, run, e, &out, p)
+		res, err := a.epoch(ctx, run, e, &out, p, rows)
 		if err != nil {
 			return EpochsOutput{}, err
 		}
@@ -112,8 +117,70 @@ func (a *Trainer) RunEpochs(ctx context.Context, in EpochsInput) (EpochsOutput, 
 			break
 		}
 	}
+	if err := rows.close(); err != nil {
+		return EpochsOutput{}, err
+	}
 	run.chunk = &chunkResult{after: in.After, out: out}
 	return out, nil
+}
+
+// rowWriter records a chunk's epoch rows in the background, in order, so
+// that the next epoch trains while the store commits the last one's row
+// (a transaction of a millisecond or more, against a 47-ms GPU epoch). The
+// per-stage path wrote them from a control activity beside the next
+// stage, for the same reason. The first failure fails the chunk: at the
+// next epoch, or when the chunk ends.
+type rowWriter struct {
+	rows chan epochRow
+	done chan struct{}
+	mu   sync.Mutex
+	err  error
+	once sync.Once
+}
+
+type epochRow struct {
+	epoch int
+	m     store.EpochMetrics
+}
+
+func (a *Trainer) writeRows(ctx context.Context, runID string) *rowWriter {
+	w := &rowWriter{rows: make(chan epochRow, 64), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		for r := range w.rows {
+			if w.failed() != nil {
+				continue
+			}
+			if err := a.Store.RecordEpoch(ctx, runID, r.epoch, r.m); err != nil {
+				w.mu.Lock()
+				w.err = classify(fmt.Sprintf("record epoch %d of run %s", r.epoch, runID), err)
+				w.mu.Unlock()
+			}
+		}
+	}()
+	return w
+}
+
+// add queues epoch's row and returns the first failure so far.
+func (w *rowWriter) add(epoch int, m store.EpochMetrics) error {
+	if err := w.failed(); err != nil {
+		return err
+	}
+	w.rows <- epochRow{epoch, m}
+	return nil
+}
+
+func (w *rowWriter) failed() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+// close waits for the queued rows and returns the first failure.
+func (w *rowWriter) close() error {
+	w.once.Do(func() { close(w.rows) })
+	<-w.done
+	return w.failed()
 }
 
 // chunkResult is the last chunk RunEpochs completed on a Run, returned
@@ -125,7 +192,7 @@ type chunkResult struct {
 
 // epoch runs epoch e of a chunk on run (locked, at the end of epoch e−1)
 // and updates out.Scores and out.Early with its backtest.
-func (a *Trainer) epoch(ctx context.Context, run *Run, e int, out *EpochsOutput, p *progress) (EpochResult, error) {
+func (a *Trainer) epoch(ctx context.Context, run *Run, e int, out *EpochsOutput, p *progress, rows *rowWriter) (EpochResult, error) {
 	stage := func(s string) {
 		p.update(func(hb *Heartbeat) { hb.Epoch, hb.Stage, hb.Step, hb.Steps, hb.GlobalStep = e, s, 0, 0, run.GlobalStep })
 	}
@@ -144,8 +211,8 @@ func (a *Trainer) epoch(ctx context.Context, run *Run, e int, out *EpochsOutput,
 		return EpochResult{}, err
 	}
 	res := EpochResult{Epoch: e, Collect: col.Stats, Train: tr.Stats, DurationMS: col.DurationMS + tr.DurationMS}
-	if err := a.Store.RecordEpoch(ctx, run.ID, e, epochMetrics(res.Collect, res.Train, res.DurationMS)); err != nil {
-		return EpochResult{}, classify(fmt.Sprintf("record epoch %d of run %s", e, run.ID), err)
+	if err := rows.add(e, epochMetrics(res.Collect, res.Train, res.DurationMS)); err != nil {
+		return EpochResult{}, err
 	}
 	needCk, needBt := Due(run.Config, e)
 	if needBt {

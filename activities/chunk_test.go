@@ -187,3 +187,17 @@ func TestChunkLeftoversAreTheFailedChunksCheckpoints(t *testing.T) {
 		t.Errorf("newest leftover %+v, want epoch 3 at global step 30 with its SHA-256", ck)
 	}
 }
+
+// TestEpochRowTheStoreRefusesFailsTheChunk: the epoch rows are written in
+// the background, and a row the store refuses (a run it does not know)
+// still fails the chunk with the store's non-retryable error.
+func TestEpochRowTheStoreRefusesFailsTheChunk(t *testing.T) {
+	r := newRig(t, t.TempDir(), nil)
+	cfg := chunkConfig()
+	cfg.Checkpoint.Every, cfg.Backtest.Every = 5, 5
+	r.open(activities.OpenInput{RunID: "unrecorded", Config: cfg})
+	err := r.do(r.a.RunEpochs, activities.EpochsInput{RunID: "unrecorded", After: 0, Until: 2, Budget: time.Hour}, nil)
+	if errType(err) != activities.ErrTypeStoreRejected || !activities.IsFatal(err) {
+		t.Fatalf("chunk of a run the store does not know: %v, want a fatal %s", err, activities.ErrTypeStoreRejected)
+	}
+}
