@@ -46,7 +46,9 @@ func (r *run) epochs() (outcome, error) {
 	}
 	var out activities.EpochsOutput
 	if err := f.Get(r.ctx, &out); err != nil {
-		if r.ctx.Err() == nil && !activities.IsFatal(err) {
+		if r.ctx.Err() == nil {
+			// Also before a deterministic failure ends the run: its error
+			// names the last good checkpoint (fail).
 			r.adopt(until)
 		}
 		return outcome{}, err
@@ -119,7 +121,8 @@ func (r *run) commit(out activities.EpochsOutput) (activities.EpochResult, bool,
 // recorded before it failed, with the scores its validation backtests
 // give through that epoch (the rules of commit), so that the recovery
 // that follows restores it instead of the checkpoint the chunk started
-// from: a lost worker loses nothing that was checkpointed. The store is
+// from (a lost worker loses nothing that was checkpointed), and a run
+// that fails names it as its last good checkpoint. The store is
 // asked once, for a minute at most; when it does not answer, the run
 // recovers from its last committed checkpoint, as it would have.
 func (r *run) adopt(until int) {

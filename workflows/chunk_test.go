@@ -4,9 +4,11 @@ import (
 	"errors"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/dqnflow/dqnflow/activities"
@@ -234,3 +236,29 @@ func TestResumeAtTheContinueAsNewEpochTrainsOneMore(t *testing.T) {
 	}
 }
 
+
+// TestNonFiniteInAChunkNamesTheCheckpointItWrote: a chunk that diverges
+// after writing checkpoints fails the run with an error that names the
+// newest of them as the last good one.
+func TestNonFiniteInAChunkNamesTheCheckpointItWrote(t *testing.T) {
+	f := newFake()
+	f.chunk = 10
+	f.trainErr = func(e, n int) error {
+		if e == 3 {
+			return temporal.NewNonRetryableApplicationError("loss is NaN", activities.ErrTypeNonFinite, nil)
+		}
+		return nil
+	}
+	env := newEnv(t, f, workflows.Options{})
+	env.ExecuteWorkflow(workflows.TrainingRunName, smallConfig(10, 1, 1))
+	if err := env.GetWorkflowError(); !activities.IsFatal(err) {
+		t.Fatalf("run ended with %v; want the non-finite failure", err)
+	}
+	if n := len(f.statusErrs); n == 0 || f.statuses[n-1] != store.StatusFailed ||
+		!strings.Contains(f.statusErrs[n-1], "the last good checkpoint is epoch 2") || !strings.Contains(f.statusErrs[n-1], ckRef(2).URI) {
+		t.Fatalf("recorded statuses %v, errors %q; want failed, naming the epoch 2 checkpoint", f.statuses, f.statusErrs)
+	}
+	if strings.Contains(f.sequence(), "O2") {
+		t.Errorf("activities %s: a deterministic failure must not reopen the trainer", f.sequence())
+	}
+}

@@ -75,6 +75,7 @@ type fakeGPU struct {
 	epochs     []int
 	retentions []activities.RetentionInput
 	statuses   []store.Status
+	statusErrs []string // SetRunStatus's error texts, beside statuses
 	devices    int
 }
 
@@ -206,6 +207,7 @@ func (f *fakeGPU) register(env *testsuite.TestWorkflowEnvironment) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.statuses = append(f.statuses, in.Status)
+			f.statusErrs = append(f.statusErrs, in.Error)
 			return activities.SetStatusOutput{}, nil
 		})
 	env.OnActivity(ca.SetRunDevice, mock.Anything, mock.Anything).Return(
