@@ -11,7 +11,7 @@ import (
 )
 
 // MaxChunkEpochs bounds the epochs of one chunk whatever its budget: a
-// chunk's result holds about 1.1 kB per epoch (measured,
+// chunk's result holds about 1 kB per epoch (measured,
 // docs/perf/temporal-chunks-2026-12-01.md), and Temporal warns about a
 // payload over 256 kB and refuses one over 2 MB.
 const MaxChunkEpochs = 200

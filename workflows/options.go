@@ -78,7 +78,7 @@ type Options struct {
 	HistoryLimit int
 	// HistorySizeLimit continues a run that trains in chunks (ADR 0010) as
 	// new once its history has this many bytes: a chunk's result records
-	// every epoch, about 1.1 kB each, so a long run reaches Temporal's
+	// every epoch, about 1 kB each, so a long run reaches Temporal's
 	// size warning (10 MB) long before HistoryLimit's events. Default
 	// 4 MiB.
 	HistorySizeLimit int
