@@ -236,7 +236,6 @@ func TestResumeAtTheContinueAsNewEpochTrainsOneMore(t *testing.T) {
 	}
 }
 
-
 // TestNonFiniteInAChunkNamesTheCheckpointItWrote: a chunk that diverges
 // after writing checkpoints fails the run with an error that names the
 // newest of them as the last good one.
