@@ -57,6 +57,12 @@ func (a *Trainer) Checkpoint(ctx context.Context, in CheckpointInput) (Checkpoin
 	if run.Epoch != in.Epoch || run.Stage != StageSynced {
 		return CheckpointOutput{}, trainerLost(in.RunID, fmt.Sprintf("asked to checkpoint the end of epoch %d, the trainer here is at %s", in.Epoch, run.where()))
 	}
+	return a.checkpoint(ctx, run, in)
+}
+
+// checkpoint writes and records the checkpoint of run, which the caller
+// holds locked at the end of epoch in.Epoch.
+func (a *Trainer) checkpoint(ctx context.Context, run *Run, in CheckpointInput) (CheckpointOutput, error) {
 	what := fmt.Sprintf("run %s epoch %d: checkpoint", in.RunID, in.Epoch)
 	ck, err := run.Trainer.Snapshot()
 	if err != nil {
@@ -180,6 +186,12 @@ func (a *Trainer) Backtest(ctx context.Context, in BacktestInput) (BacktestOutpu
 	if run.Epoch != in.Epoch || run.Stage != StageSynced {
 		return BacktestOutput{}, trainerLost(in.RunID, fmt.Sprintf("asked to backtest the end of epoch %d, the trainer here is at %s", in.Epoch, run.where()))
 	}
+	return a.backtest(ctx, run, in)
+}
+
+// backtest runs and records the validation backtest of run, which the
+// caller holds locked at the end of epoch in.Epoch.
+func (a *Trainer) backtest(ctx context.Context, run *Run, in BacktestInput) (BacktestOutput, error) {
 	what := fmt.Sprintf("run %s epoch %d: validation backtest", in.RunID, in.Epoch)
 	rep, err := run.Trainer.Backtest(ctx, run.Dataset, run.Dataset.Valid)
 	if err != nil {

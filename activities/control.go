@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
@@ -104,29 +105,90 @@ type RecordEpochOutput struct{}
 // RecordEpoch records an epoch's metrics (an upsert: a redone epoch
 // overwrites its row).
 func (c *Control) RecordEpoch(ctx context.Context, in RecordEpochInput) (RecordEpochOutput, error) {
+	err := c.Store.RecordEpoch(ctx, in.RunID, in.Epoch, epochMetrics(in.Collect, in.Train, in.DurationMS))
+	return RecordEpochOutput{}, classify(fmt.Sprintf("record epoch %d of run %s", in.Epoch, in.RunID), err)
+}
+
+// epochMetrics is the epoch row of a collection and a training that took
+// durationMS together; RecordEpoch and RunEpochs write the same row.
+func epochMetrics(col trainer.CollectStats, tr trainer.TrainStats, durationMS int64) store.EpochMetrics {
 	m := store.EpochMetrics{
-		Loss: in.Train.Loss, GradNorm: in.Train.GradNorm,
-		EnvSteps: in.Collect.EnvSteps, GlobalStep: in.Train.GlobalStep,
-		DurationMS: max(in.DurationMS, 0),
+		Loss: tr.Loss, GradNorm: tr.GradNorm,
+		EnvSteps: col.EnvSteps, GlobalStep: tr.GlobalStep,
+		DurationMS: max(durationMS, 0),
 		Metrics: map[string]float64{
-			"epsilon":     in.Collect.Epsilon,
-			"mean_reward": in.Collect.MeanReward,
-			"buffer_size": float64(in.Collect.BufferSize),
-			"transitions": float64(in.Collect.Transitions),
-			"episodes":    float64(in.Collect.Episodes),
+			"epsilon":     col.Epsilon,
+			"mean_reward": col.MeanReward,
+			"buffer_size": float64(col.BufferSize),
+			"transitions": float64(col.Transitions),
+			"episodes":    float64(col.Episodes),
 		},
 	}
-	if q := in.Train.MeanQ; q != nil && !math.IsNaN(*q) && !math.IsInf(*q, 0) {
+	if q := tr.MeanQ; q != nil && !math.IsNaN(*q) && !math.IsInf(*q, 0) {
 		m.Metrics["mean_q"] = *q
 	}
-	if g := in.Train.GradNormMax; g > 0 && !math.IsInf(g, 0) {
+	if g := tr.GradNormMax; g > 0 && !math.IsInf(g, 0) {
 		m.Metrics["grad_norm_max"] = g
 	}
-	if s := in.Train.Stagnation; s != nil && !math.IsNaN(*s) {
+	if s := tr.Stagnation; s != nil && !math.IsNaN(*s) {
 		m.Metrics["stagnation"] = *s
 	}
-	err := c.Store.RecordEpoch(ctx, in.RunID, in.Epoch, m)
-	return RecordEpochOutput{}, classify(fmt.Sprintf("record epoch %d of run %s", in.Epoch, in.RunID), err)
+	return m
+}
+
+// LeftoversInput names a RunEpochs chunk that failed: the epochs after
+// After, up to Until.
+type LeftoversInput struct {
+	RunID string `json:"run_id"`
+	After int    `json:"after"`
+	Until int    `json:"until"`
+}
+
+// LeftoversOutput is what the failed chunk recorded before it failed: its
+// checkpoints (unpruned) and its validation Sharpes, in epoch order.
+type LeftoversOutput struct {
+	Checkpoints []CheckpointRef `json:"checkpoints"`
+	Sharpes     []EpochSharpe   `json:"sharpes"`
+}
+
+// EpochSharpe is the validation Sharpe of an epoch.
+type EpochSharpe struct {
+	Epoch  int     `json:"epoch"`
+	Sharpe float64 `json:"sharpe"`
+}
+
+// ChunkLeftovers reads, from the store, the checkpoints and validation
+// backtests that a failed RunEpochs chunk recorded in epochs
+// (in.After, in.Until]: the workflow commits the newest of its
+// checkpoints, so that the recovery restores it instead of the one the
+// chunk started from (ADR 0010).
+func (c *Control) ChunkLeftovers(ctx context.Context, in LeftoversInput) (LeftoversOutput, error) {
+	what := fmt.Sprintf("leftovers of run %s after epoch %d", in.RunID, in.After)
+	cks, err := c.Store.ListCheckpoints(ctx, in.RunID)
+	if err != nil {
+		return LeftoversOutput{}, classify(what, err)
+	}
+	bts, err := c.Store.ListBacktests(ctx, in.RunID)
+	if err != nil {
+		return LeftoversOutput{}, classify(what, err)
+	}
+	in0 := func(e int) bool { return e > in.After && e <= in.Until }
+	out := LeftoversOutput{Checkpoints: []CheckpointRef{}, Sharpes: []EpochSharpe{}}
+	for _, ck := range cks {
+		if in0(ck.Epoch) && !ck.Pruned {
+			out.Checkpoints = append(out.Checkpoints, CheckpointRef{
+				RunID: ck.RunID, URI: ck.URI, SHA256: ck.SHA256, Bytes: ck.Bytes, Epoch: ck.Epoch, GlobalStep: ck.GlobalStep,
+			})
+		}
+	}
+	for _, b := range bts {
+		if in0(b.Epoch) && b.Split == store.SplitValid && b.Sharpe != nil {
+			out.Sharpes = append(out.Sharpes, EpochSharpe{Epoch: b.Epoch, Sharpe: *b.Sharpe})
+		}
+	}
+	slices.SortFunc(out.Checkpoints, func(a, b CheckpointRef) int { return a.Epoch - b.Epoch })
+	slices.SortFunc(out.Sharpes, func(a, b EpochSharpe) int { return a.Epoch - b.Epoch })
+	return out, nil
 }
 
 // RetentionInput asks to prune run RunID's checkpoints down to the KeepLast

@@ -2,14 +2,17 @@
 // structs whose fields are their dependencies:
 //
 //   - Trainer: the session activities of a training run (OpenTrainer,
-//     Collect, TrainEpoch, SyncTarget, Checkpoint, Backtest, CloseTrainer,
-//     and HoldSlot before a Continue-As-New) and EvaluateCheckpoints. They run on a GPU worker, inside a Temporal
+//     RunEpochs, which trains a chunk of epochs in one call (ADR 0010),
+//     the per-stage Collect, TrainEpoch, SyncTarget of the executions that
+//     began before it, Checkpoint, Backtest, CloseTrainer, and HoldSlot
+//     before a Continue-As-New) and EvaluateCheckpoints. They run on a GPU worker, inside a Temporal
 //     session, so that every activity of a run reaches the worker that
 //     holds the run's trainer in memory. They look the trainer up in the
 //     worker's Registry, call it, heartbeat progress, and turn
 //     deterministic failures into non-retryable errors.
 //   - Control: light activities that only talk to the metadata Store (run
-//     rows, epoch metrics, retention, champions and promotions). They run
+//     rows, epoch metrics, retention, what a failed chunk recorded,
+//     champions and promotions). They run
 //     on the control task queue.
 //
 // Every activity takes one input struct and returns one output struct, and

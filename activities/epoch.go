@@ -40,16 +40,22 @@ func (a *Trainer) Collect(ctx context.Context, in CollectInput) (CollectOutput, 
 		return CollectOutput{}, trainerLost(in.RunID, fmt.Sprintf("asked to collect epoch %d, the trainer here is at %s", in.Epoch, run.where()))
 	}
 	p.update(func(hb *Heartbeat) { hb.GlobalStep = run.GlobalStep })
+	return a.collect(ctx, run, in.Epoch)
+}
+
+// collect runs epoch e's collection on run, which the caller holds locked
+// at the end of epoch e−1. A failure discards the trainer.
+func (a *Trainer) collect(ctx context.Context, run *Run, e int) (CollectOutput, error) {
 	start := time.Now()
 	st, err := run.Trainer.Collect(ctx, run.Config.Env.CollectSteps)
 	if err != nil {
 		a.discard(ctx, run, err)
-		return CollectOutput{}, stepFailed(in.RunID, fmt.Sprintf("run %s epoch %d: collect", in.RunID, in.Epoch), err)
+		return CollectOutput{}, stepFailed(run.ID, fmt.Sprintf("run %s epoch %d: collect", run.ID, e), err)
 	}
-	run.Epoch, run.Stage, run.collected = in.Epoch, StageCollected, st
+	run.Epoch, run.Stage, run.collected = e, StageCollected, st
 	took := time.Since(start)
 	a.observeCollect(run, st, took)
-	return CollectOutput{Epoch: in.Epoch, Stats: st, DurationMS: took.Milliseconds()}, nil
+	return CollectOutput{Epoch: e, Stats: st, DurationMS: took.Milliseconds()}, nil
 }
 
 // Heartbeat is the progress a session activity reports while it works; the
@@ -61,6 +67,12 @@ type Heartbeat struct {
 	Steps      int     `json:"steps,omitempty"`
 	GlobalStep int64   `json:"global_step"`
 	Loss       float64 `json:"loss,omitempty"`
+	// Done is the last epoch RunEpochs completed in its chunk (0 before
+	// the first), with its validation Sharpe when it was backtested and
+	// the newest checkpoint the chunk wrote.
+	Done        int            `json:"done,omitempty"`
+	ValidSharpe *float64       `json:"valid_sharpe,omitempty"`
+	Checkpoint  *CheckpointRef `json:"checkpoint,omitempty"`
 }
 
 // TrainInput asks for epoch Epoch's training: steps_per_epoch gradient steps.
@@ -98,6 +110,13 @@ func (a *Trainer) TrainEpoch(ctx context.Context, in TrainInput) (TrainOutput, e
 		return TrainOutput{}, trainerLost(in.RunID, fmt.Sprintf("asked to train epoch %d, the trainer here is at %s", in.Epoch, run.where()))
 	}
 	p.update(func(hb *Heartbeat) { hb.Steps, hb.GlobalStep = run.Config.StepsPerEpoch, run.GlobalStep })
+	return a.train(ctx, run, in.Epoch, p)
+}
+
+// train runs epoch e's gradient steps on run, which the caller holds
+// locked after epoch e's collection, reporting each step's progress to p.
+// A failure discards the trainer.
+func (a *Trainer) train(ctx context.Context, run *Run, e int, p *progress) (TrainOutput, error) {
 	start := time.Now()
 	st, err := run.Trainer.Train(ctx, run.Config.StepsPerEpoch, func(pr trainer.Progress) {
 		p.update(func(hb *Heartbeat) {
@@ -106,12 +125,12 @@ func (a *Trainer) TrainEpoch(ctx context.Context, in TrainInput) (TrainOutput, e
 	})
 	if err != nil {
 		a.discard(ctx, run, err)
-		return TrainOutput{}, stepFailed(in.RunID, fmt.Sprintf("run %s epoch %d: train", in.RunID, in.Epoch), err)
+		return TrainOutput{}, stepFailed(run.ID, fmt.Sprintf("run %s epoch %d: train", run.ID, e), err)
 	}
-	run.Epoch, run.Stage, run.trained, run.GlobalStep = in.Epoch, StageTrained, st, st.GlobalStep
+	run.Epoch, run.Stage, run.trained, run.GlobalStep = e, StageTrained, st, st.GlobalStep
 	took := time.Since(start)
 	a.observeTrain(run, st, took)
-	return TrainOutput{Epoch: in.Epoch, Stats: st, DurationMS: took.Milliseconds()}, nil
+	return TrainOutput{Epoch: e, Stats: st, DurationMS: took.Milliseconds()}, nil
 }
 
 // SyncInput asks for epoch Epoch's target-network update.
@@ -144,10 +163,19 @@ func (a *Trainer) SyncTarget(ctx context.Context, in SyncInput) (SyncOutput, err
 	case stepWrong:
 		return SyncOutput{}, trainerLost(in.RunID, fmt.Sprintf("asked to sync the target of epoch %d, the trainer here is at %s", in.Epoch, run.where()))
 	}
+	if err := a.sync(ctx, run, in.Epoch); err != nil {
+		return SyncOutput{}, err
+	}
+	return SyncOutput{Epoch: in.Epoch, GlobalStep: run.GlobalStep}, nil
+}
+
+// sync updates run's target network, completing epoch e; the caller holds
+// run locked after epoch e's training. A failure discards the trainer.
+func (a *Trainer) sync(ctx context.Context, run *Run, e int) error {
 	if err := run.Trainer.SyncTarget(); err != nil {
 		a.discard(ctx, run, err)
-		return SyncOutput{}, stepFailed(in.RunID, fmt.Sprintf("run %s epoch %d: sync target", in.RunID, in.Epoch), err)
+		return stepFailed(run.ID, fmt.Sprintf("run %s epoch %d: sync target", run.ID, e), err)
 	}
-	run.Epoch, run.Stage = in.Epoch, StageSynced
-	return SyncOutput{Epoch: in.Epoch, GlobalStep: run.GlobalStep}, nil
+	run.Epoch, run.Stage = e, StageSynced
+	return nil
 }

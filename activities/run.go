@@ -73,6 +73,7 @@ type Run struct {
 	opened    int                  // epoch at which the trainer was built or restored
 	collected trainer.CollectStats // result of Collect in Epoch (Stage >= StageCollected)
 	trained   trainer.TrainStats   // result of Train in Epoch (Stage >= StageTrained)
+	chunk     *chunkResult         // the last chunk RunEpochs completed
 
 	lock     chan struct{}
 	closed   bool

@@ -7,11 +7,12 @@ import (
 )
 
 // CheckpointStore is the part of the metadata store that the session
-// activities write: checkpoint rows and backtest reports. *store.Store
-// implements it.
+// activities write: checkpoint rows, backtest reports, and the epoch rows
+// of the chunks RunEpochs trains. *store.Store implements it.
 type CheckpointStore interface {
 	RecordCheckpoint(ctx context.Context, c store.CheckpointRecord) (store.CheckpointRecord, error)
 	RecordBacktest(ctx context.Context, b store.BacktestRecord) (store.BacktestRecord, error)
+	RecordEpoch(ctx context.Context, runID string, epoch int, m store.EpochMetrics) error
 }
 
 // Store is the metadata store the control activities use. *store.Store
@@ -22,7 +23,8 @@ type Store interface {
 	CreateRun(ctx context.Context, r store.NewRun) (store.Run, error)
 	SetRunStatus(ctx context.Context, runID string, status store.Status, errText string) error
 	SetRunDevice(ctx context.Context, runID, backend, device, precision string) error
-	RecordEpoch(ctx context.Context, runID string, epoch int, m store.EpochMetrics) error
+	ListCheckpoints(ctx context.Context, runID string) ([]store.CheckpointRecord, error)
+	ListBacktests(ctx context.Context, runID string) ([]store.BacktestRecord, error)
 	Retention(ctx context.Context, runID string, keepLast, keepBest int) ([]store.CheckpointRecord, error)
 	MarkPruned(ctx context.Context, ids []int64) error
 	Champion(ctx context.Context, lineage string) (store.Champion, error)

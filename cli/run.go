@@ -157,7 +157,8 @@ func runList(ctx context.Context, e *env, args []string) error {
 }
 
 // progress queries the run's progress and, while an epoch trains, the
-// latest heartbeat of its TrainEpoch activity (step and loss right now).
+// latest heartbeat of its TrainEpoch or RunEpochs activity (epoch, stage,
+// step and loss as of the last heartbeat that reached the server).
 func progress(ctx context.Context, c client.Client, id string) (workflows.Progress, *activities.Heartbeat, error) {
 	var p workflows.Progress
 	v, err := c.QueryWorkflow(ctx, id, "", workflows.ProgressQuery)
@@ -172,7 +173,7 @@ func progress(ctx context.Context, c client.Client, id string) (workflows.Progre
 		return p, nil, nil
 	}
 	for _, pa := range desc.GetPendingActivities() {
-		if pa.GetActivityType().GetName() != "TrainEpoch" || pa.GetHeartbeatDetails() == nil {
+		if name := pa.GetActivityType().GetName(); (name != "TrainEpoch" && name != "RunEpochs") || pa.GetHeartbeatDetails() == nil {
 			continue
 		}
 		var hb activities.Heartbeat

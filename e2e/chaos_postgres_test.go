@@ -126,7 +126,7 @@ func TestRunSurvivesPostgreSQLRestart(t *testing.T) {
 		}
 		acts, err := s.pending(context.Background(), runID)
 		for _, pa := range acts {
-			if pa.Type == "TrainEpoch" && pa.Started && pa.Heartbeat != nil && pa.Heartbeat.Epoch >= 2 {
+			if pa.in("train") && pa.Started && pa.Heartbeat != nil && pa.Heartbeat.Epoch >= 2 {
 				return true, nil
 			}
 		}

@@ -75,7 +75,7 @@ func waitTraining(t *testing.T, s *stack, id string, procs ...*proc) {
 		}
 		acts, err := s.pending(context.Background(), id)
 		for _, pa := range acts {
-			if pa.Type == "TrainEpoch" && pa.Started && pa.Heartbeat != nil && pa.Heartbeat.Epoch >= 2 {
+			if pa.in("train") && pa.Started && pa.Heartbeat != nil && pa.Heartbeat.Epoch >= 2 {
 				return true, nil
 			}
 		}

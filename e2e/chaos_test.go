@@ -24,10 +24,10 @@ func TestRunSurvivesWorkerKillInEveryStage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: starts the Temporal dev server and worker processes")
 	}
-	for _, tc := range []struct{ stage, activity string }{
-		{"collect", "Collect"},
-		{"snapshot", "Checkpoint"},
-		{"backtest", "Backtest"},
+	for _, tc := range []struct{ stage, activity, in string }{
+		{"collect", "Collect", "collect"},
+		{"snapshot", "Checkpoint", "checkpoint"},
+		{"backtest", "Backtest", "backtest"},
 	} {
 		t.Run(tc.activity, func(t *testing.T) {
 			s := newStack(t)
@@ -43,7 +43,7 @@ func TestRunSurvivesWorkerKillInEveryStage(t *testing.T) {
 					return false, err
 				}
 				for _, pa := range acts {
-					if pa.Type == tc.activity && pa.Started && pa.Heartbeat != nil && pa.Heartbeat.Epoch >= 2 {
+					if pa.in(tc.in) && pa.Started && pa.Heartbeat != nil && pa.Heartbeat.Epoch >= 2 {
 						victim = pa
 						return true, nil
 					}
@@ -86,7 +86,7 @@ func TestDamagedCheckpointIsSkippedOnRecovery(t *testing.T) {
 		}
 		acts, err := s.pending(context.Background(), runID)
 		for _, pa := range acts {
-			if pa.Type == "TrainEpoch" && pa.Started && pa.Heartbeat != nil && pa.Heartbeat.Epoch == 3 {
+			if pa.in("train") && pa.Started && pa.Heartbeat != nil && pa.Heartbeat.Epoch == 3 {
 				return true, nil
 			}
 		}

@@ -33,6 +33,9 @@ func TestPauseResumeStopThroughCLI(t *testing.T) {
 
 	cfg := trainertest.SmallConfig()
 	cfg.Epochs = 10000 // never reached: the run ends by stop
+	// Nor by early stopping: a chunk of epochs (ADR 0010) may run several
+	// backtests before the pause is taken.
+	cfg.Backtest.Patience = 0
 	cfg.StepsPerEpoch = 20
 	cfg.Checkpoint.KeepLast = 10000
 	cfg.Checkpoint.Dir = filepath.Join(s.dir, "checkpoints")

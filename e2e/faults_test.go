@@ -109,7 +109,7 @@ func TestDeviceFailureMovesTheRunToAnotherWorker(t *testing.T) {
 		}
 		acts, err := s.pending(context.Background(), runID)
 		for _, pa := range acts {
-			if pa.Type == "TrainEpoch" && pa.Started {
+			if pa.trains() && pa.Started {
 				return true, nil
 			}
 		}

@@ -136,7 +136,7 @@ func TestRunSurvivesWorkerKill(t *testing.T) {
 			return false, err
 		}
 		for _, pa := range acts {
-			if hb := pa.Heartbeat; pa.Type == "TrainEpoch" && pa.Started && hb != nil &&
+			if hb := pa.Heartbeat; pa.in("train") && pa.Started && hb != nil &&
 				hb.Epoch >= killEpoch && hb.Step > 0 && hb.Step < hb.Steps {
 				victim = pa
 				return true, nil
@@ -213,7 +213,7 @@ func measureRecovery(t *testing.T, s *stack, runID string, victim pendingActivit
 		}
 		now := time.Now()
 		for _, pa := range acts {
-			if pa.ID == victim.ID || !pa.Started || (pa.Type != "TrainEpoch" && pa.Type != "Collect") {
+			if pa.ID == victim.ID || !pa.Started || !pa.trains() {
 				continue
 			}
 			if resumed.IsZero() {
@@ -267,7 +267,7 @@ func recoveryEvents(t *testing.T, s *stack, runID, victimID string, killedAt tim
 				first("new_session_requested", at)
 			case "OpenTrainer":
 				first("open_trainer_scheduled", at)
-			case "TrainEpoch":
+			case "TrainEpoch", "RunEpochs":
 				first("train_epoch_scheduled", at)
 			}
 		case enums.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:

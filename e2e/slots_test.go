@@ -55,11 +55,11 @@ func TestWorkerTrainsNoMoreRunsThanSlots(t *testing.T) {
 	}
 }
 
-// trainerWindow returns when run id's first Collect started and its last
-// Collect, TrainEpoch or SyncTarget completed.
+// trainerWindow returns when run id's first Collect or RunEpochs started
+// and its last Collect, TrainEpoch, SyncTarget or RunEpochs completed.
 func trainerWindow(t *testing.T, c client.Client, id string) (w struct{ first, last time.Time }) {
 	t.Helper()
-	trainer := map[string]bool{"Collect": true, "TrainEpoch": true, "SyncTarget": true}
+	trainer := map[string]bool{"Collect": true, "TrainEpoch": true, "SyncTarget": true, "RunEpochs": true}
 	names := map[int64]string{}
 	it := c.GetWorkflowHistory(context.Background(), id, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	for it.HasNext() {
@@ -71,7 +71,7 @@ func trainerWindow(t *testing.T, c client.Client, id string) (w struct{ first, l
 		case enums.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
 			names[ev.GetEventId()] = ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName()
 		case enums.EVENT_TYPE_ACTIVITY_TASK_STARTED:
-			if names[ev.GetActivityTaskStartedEventAttributes().GetScheduledEventId()] == "Collect" && w.first.IsZero() {
+			if n := names[ev.GetActivityTaskStartedEventAttributes().GetScheduledEventId()]; (n == "Collect" || n == "RunEpochs") && w.first.IsZero() {
 				w.first = ev.GetEventTime().AsTime()
 			}
 		case enums.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:

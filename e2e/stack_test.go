@@ -155,6 +155,29 @@ type pendingActivity struct {
 	Worker string
 }
 
+// stageActivities are the per-stage activities of the executions that
+// began before RunEpochs (ADR 0010), by the stage a RunEpochs heartbeat
+// names.
+var stageActivities = map[string]string{
+	"collect": "Collect", "train": "TrainEpoch", "sync": "SyncTarget", "checkpoint": "Checkpoint", "backtest": "Backtest",
+}
+
+// in reports whether the activity runs stage ("collect", "train",
+// "checkpoint", "backtest") of an epoch: the stage's own activity, or a
+// RunEpochs chunk whose last heartbeat names that stage.
+func (pa pendingActivity) in(stage string) bool {
+	if pa.Type == "RunEpochs" {
+		return pa.Heartbeat != nil && pa.Heartbeat.Stage == stage
+	}
+	return pa.Type == stageActivities[stage]
+}
+
+// trains reports whether the activity runs epochs: Collect, TrainEpoch or
+// a RunEpochs chunk.
+func (pa pendingActivity) trains() bool {
+	return pa.Type == "Collect" || pa.Type == "TrainEpoch" || pa.Type == "RunEpochs"
+}
+
 // pending returns run id's activities in flight, or an error wrapping
 // errWorkflowClosed, with the run's result, when it has ended: a wait for
 // something the run should do then fails at once instead of at its deadline.

@@ -179,13 +179,19 @@ func ControlOptions() sdkworker.Options {
 }
 
 // GPUOptions are the SDK worker options of a GPU worker with slots slots
-// (at least 1): sessions enabled, at most slots sessions at once, and time
-// for a running activity to notice the shutdown.
+// (at least 1): sessions enabled, at most slots sessions at once, time for
+// a running activity to notice the shutdown, and heartbeats sent to the
+// server at least every second. The SDK otherwise sends an activity's
+// heartbeat details at most every 0.8 × its heartbeat timeout (16 s for
+// the session activities): a RunEpochs chunk reports each epoch in them
+// (ADR 0010), which `run watch` shows and which carry a cancellation back
+// to the activity. Heartbeats are not history events.
 func GPUOptions(slots int) sdkworker.Options {
 	return sdkworker.Options{
 		EnableSessionWorker:               true,
 		MaxConcurrentSessionExecutionSize: max(slots, 1),
 		WorkerStopTimeout:                 DefaultStopTimeout,
+		MaxHeartbeatThrottleInterval:      time.Second,
 	}
 }
 

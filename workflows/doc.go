@@ -1,5 +1,5 @@
 // Package workflows holds dqnflow's Temporal workflows: TrainingRun (one
-// model, epoch by epoch, surviving worker loss), Retrain (a challenger
+// model, in chunks of epochs, surviving worker loss), Retrain (a challenger
 // against a lineage's champion, for Schedules) and Sweep (child runs over a
 // grid with bounded concurrency).
 //

@@ -94,15 +94,8 @@ func (r *run) settle(e int, t trained, needCk, needBt bool) (early bool, err err
 		if err := btF.Get(r.ctx, &bt); err != nil {
 			return false, err
 		}
-		s := bt.Report.Sharpe
-		sc.LastEpoch, sc.LastValidSharpe = e, s
-		if sc.BestEpoch == 0 || s > sc.BestValidSharpe {
-			sc.BestEpoch, sc.BestValidSharpe, sc.SinceBest = e, s, 0
-		} else {
-			sc.SinceBest++
-			early = r.cfg.Backtest.Patience > 0 && sc.SinceBest >= r.cfg.Backtest.Patience
-		}
-		if ck == nil && (sc.BestEpoch == e || early) {
+		sc, early = sc.Add(e, bt.Report.Sharpe, r.cfg.Backtest.Patience)
+		if ck == nil && sc.MustCheckpoint(e, early) {
 			r.setPhase("checkpoint")
 			if err := getCheckpoint(startCheckpoint()); err != nil {
 				return false, err
@@ -126,15 +119,21 @@ func (r *run) settle(e int, t trained, needCk, needBt bool) (early bool, err err
 	}
 	r.publishProgress()
 	if ck != nil {
-		keep := []string{ck.URI}
-		if b := sc.BestCheckpoint; b != nil {
-			keep = append(keep, b.URI)
-		}
-		r.startControl("retention", ca.ApplyRetention, activities.RetentionInput{
-			RunID: r.st.RunID, KeepLast: r.cfg.Checkpoint.KeepLast, KeepBest: r.cfg.Checkpoint.KeepBest, Keep: keep,
-		}, true)
+		r.retain()
 	}
 	return early, nil
+}
+
+// retain starts retention after a checkpoint; the run's last and best
+// checkpoints are kept whatever the ranking says.
+func (r *run) retain() {
+	keep := []string{r.st.LastCheckpoint.URI}
+	if b := r.st.Scores.BestCheckpoint; b != nil {
+		keep = append(keep, b.URI)
+	}
+	r.startControl("retention", ca.ApplyRetention, activities.RetentionInput{
+		RunID: r.st.RunID, KeepLast: r.cfg.Checkpoint.KeepLast, KeepBest: r.cfg.Checkpoint.KeepBest, Keep: keep,
+	}, true)
 }
 
 // controlError marks the failure of a control activity, which has retried

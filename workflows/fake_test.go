@@ -55,6 +55,18 @@ type fakeGPU struct {
 	// be placed inside them.
 	checkpointTime, backtestTime time.Duration
 
+	// chunk is how many epochs a RunEpochs call trains at most (its
+	// budget, counted in epochs); 0 runs the executions of before
+	// changeEpochChunks, an activity per stage (newEnv pins that path).
+	chunk int
+	// chunks are the RunEpochs calls.
+	chunks []activities.EpochsInput
+
+	// ckRows and btRows are the checkpoints and validation Sharpes that
+	// RunEpochs recorded, by epoch (ChunkLeftovers reads them).
+	ckRows map[int]activities.CheckpointRef
+	btRows map[int]float64
+
 	calls      []string
 	runIDs     map[string]bool // run ids the trainer activities were given
 	trainCalls map[int]int
@@ -63,10 +75,13 @@ type fakeGPU struct {
 	epochs     []int
 	retentions []activities.RetentionInput
 	statuses   []store.Status
+	statusErrs []string // SetRunStatus's error texts, beside statuses
 	devices    int
 }
 
-func newFake() *fakeGPU { return &fakeGPU{trainCalls: map[int]int{}, runIDs: map[string]bool{}} }
+func newFake() *fakeGPU {
+	return &fakeGPU{trainCalls: map[int]int{}, runIDs: map[string]bool{}, ckRows: map[int]activities.CheckpointRef{}, btRows: map[int]float64{}}
+}
 
 func (f *fakeGPU) used(runID string) {
 	f.mu.Lock()
@@ -138,6 +153,7 @@ func (f *fakeGPU) register(env *testsuite.TestWorkflowEnvironment) {
 			}
 			return activities.TrainOutput{Epoch: in.Epoch, Stats: trainer.TrainStats{Steps: 10, GlobalStep: int64(10 * in.Epoch), Loss: 1 / float64(in.Epoch)}}, nil
 		})
+	env.OnActivity(ta.RunEpochs, mock.Anything, mock.Anything).After(tt).Return(f.runEpochs)
 	env.OnActivity(ta.SyncTarget, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.SyncInput) (activities.SyncOutput, error) {
 			f.add(fmt.Sprintf("S%d", in.Epoch))
@@ -191,6 +207,7 @@ func (f *fakeGPU) register(env *testsuite.TestWorkflowEnvironment) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.statuses = append(f.statuses, in.Status)
+			f.statusErrs = append(f.statusErrs, in.Error)
 			return activities.SetStatusOutput{}, nil
 		})
 	env.OnActivity(ca.SetRunDevice, mock.Anything, mock.Anything).Return(
@@ -207,6 +224,21 @@ func (f *fakeGPU) register(env *testsuite.TestWorkflowEnvironment) {
 			f.epochs = append(f.epochs, in.Epoch)
 			return activities.RecordEpochOutput{}, nil
 		})
+	env.OnActivity(ca.ChunkLeftovers, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.LeftoversInput) (activities.LeftoversOutput, error) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			var out activities.LeftoversOutput
+			for e := in.After + 1; e <= in.Until; e++ {
+				if ck, ok := f.ckRows[e]; ok {
+					out.Checkpoints = append(out.Checkpoints, ck)
+				}
+				if s, ok := f.btRows[e]; ok {
+					out.Sharpes = append(out.Sharpes, activities.EpochSharpe{Epoch: e, Sharpe: s})
+				}
+			}
+			return out, nil
+		})
 	env.OnActivity(ca.ApplyRetention, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.RetentionInput) (activities.RetentionOutput, error) {
 			f.mu.Lock()
@@ -216,8 +248,73 @@ func (f *fakeGPU) register(env *testsuite.TestWorkflowEnvironment) {
 		})
 }
 
+// runEpochs stands in for RunEpochs: up to f.chunk epochs from in.After+1,
+// each recorded as the per-stage activities record theirs (collect,
+// train, sync, epoch row, then the backtest and the checkpoint that
+// activities.Due and activities.Scores ask for), with the config of the
+// last OpenTrainer. A trainErr fails the whole chunk, as a lost worker
+// does.
+func (f *fakeGPU) runEpochs(_ context.Context, in activities.EpochsInput) (activities.EpochsOutput, error) {
+	f.used(in.RunID)
+	f.mu.Lock()
+	f.chunks = append(f.chunks, in)
+	cfg := f.opens[len(f.opens)-1].Config
+	f.mu.Unlock()
+	out := activities.EpochsOutput{Scores: in.Scores}
+	for e := in.After + 1; e <= in.Until && len(out.Epochs) < f.chunk && !out.Early; e++ {
+		f.add(fmt.Sprintf("C%d", e))
+		f.add(fmt.Sprintf("T%d", e))
+		f.mu.Lock()
+		f.trainCalls[e]++
+		n := f.trainCalls[e]
+		f.mu.Unlock()
+		if f.trainErr != nil {
+			if err := f.trainErr(e, n); err != nil {
+				return activities.EpochsOutput{}, err
+			}
+		}
+		f.add(fmt.Sprintf("S%d", e))
+		res := activities.EpochResult{
+			Epoch: e, Collect: trainer.CollectStats{EnvSteps: int64(100 * e)},
+			Train: trainer.TrainStats{Steps: 10, GlobalStep: int64(10 * e), Loss: 1 / float64(e)},
+		}
+		f.mu.Lock()
+		f.epochs = append(f.epochs, e)
+		f.mu.Unlock()
+		ck, bt := activities.Due(cfg, e)
+		if bt {
+			f.add(fmt.Sprintf("B%d", e))
+			s := float64(e) / 10
+			if f.sharpe != nil {
+				s = f.sharpe(e)
+			}
+			res.ValidSharpe = &s
+			f.mu.Lock()
+			f.btRows[e] = s
+			f.mu.Unlock()
+			out.Scores, out.Early = out.Scores.Add(e, s, cfg.Backtest.Patience)
+			ck = ck || out.Scores.MustCheckpoint(e, out.Early)
+		}
+		if ck {
+			f.add(fmt.Sprintf("K%d", e))
+			ref := ckRef(e)
+			res.Checkpoint = &ref
+			f.mu.Lock()
+			f.ckRows[e] = ref
+			f.mu.Unlock()
+			if out.Scores.BestEpoch == e {
+				out.Scores.BestCheckpoint = &ref
+			}
+		}
+		out.Epochs = append(out.Epochs, res)
+	}
+	return out, nil
+}
+
 // newEnv returns a test environment with sessions enabled, the workflows
-// registered with options o and every activity mocked by f.
+// registered with options o and every activity mocked by f. Unless
+// f.chunk is set, runs take the path of the executions that began before
+// changeEpochChunks: an activity per stage and epoch.
 func newEnv(t *testing.T, f *fakeGPU, o workflows.Options) *testsuite.TestWorkflowEnvironment {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
@@ -231,6 +328,9 @@ func newEnv(t *testing.T, f *fakeGPU, o workflows.Options) *testsuite.TestWorkfl
 	env.RegisterWorkflowWithOptions(wf.Sweep, workflow.RegisterOptions{Name: workflows.SweepName})
 	if f != nil {
 		f.register(env)
+	}
+	if f == nil || f.chunk == 0 {
+		env.OnGetVersion("epochs-in-chunks", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 	}
 	return env
 }

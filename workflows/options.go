@@ -76,12 +76,26 @@ type Options struct {
 	// HistoryLimit continues the run as new once its history has this many
 	// events. Default 10000.
 	HistoryLimit int
+	// HistorySizeLimit continues a run that trains in chunks (ADR 0010) as
+	// new once its history has this many bytes: a chunk's result records
+	// every epoch, about 1 kB each, so a long run reaches Temporal's
+	// size warning (10 MB) long before HistoryLimit's events. Default
+	// 4 MiB.
+	HistorySizeLimit int
 
 	// ControlTimeout bounds each control activity (store writes, retention,
 	// champion look-up) over all its retries: a metadata store that stays
 	// unreachable fails the run with ErrTypeControlTimeout after this long,
 	// instead of keeping its GPU slot for ever. Default 30 min.
 	ControlTimeout time.Duration
+
+	// ChunkBudget is the wall time of a chunk of epochs in one RunEpochs
+	// activity (ADR 0010): the chunk starts no epoch after it. It bounds
+	// how stale the workflow's state (the progress query, the search
+	// attributes) may be and how long a pause or stop signal waits, plus
+	// one epoch. Default 2 s: about 40 GPU epochs of 47 ms share one round
+	// trip to the server.
+	ChunkBudget time.Duration
 
 	// SearchAttributesEvery is the least workflow time between two upserts
 	// of a run's search attributes while its status stays the same: with
@@ -105,8 +119,10 @@ func DefaultOptions() Options {
 		EpochTimeout:            6 * time.Hour,
 		MaxRecoveries:           5,
 		HistoryLimit:            10000,
+		HistorySizeLimit:        4 << 20,
 		ControlTimeout:          30 * time.Minute,
 		SearchAttributesEvery:   5 * time.Second,
+		ChunkBudget:             2 * time.Second,
 	}
 }
 
@@ -136,11 +152,15 @@ func (o Options) WithDefaults() Options {
 	set(&o.EpochTimeout, d.EpochTimeout)
 	set(&o.ControlTimeout, d.ControlTimeout)
 	set(&o.SearchAttributesEvery, d.SearchAttributesEvery)
+	set(&o.ChunkBudget, d.ChunkBudget)
 	if o.MaxRecoveries <= 0 {
 		o.MaxRecoveries = d.MaxRecoveries
 	}
 	if o.HistoryLimit <= 0 {
 		o.HistoryLimit = d.HistoryLimit
+	}
+	if o.HistorySizeLimit <= 0 {
+		o.HistorySizeLimit = d.HistorySizeLimit
 	}
 	return o
 }
@@ -163,7 +183,7 @@ func (o Options) controlCtx(ctx workflow.Context) workflow.Context {
 }
 
 // stepCtx is the context for the stateful session activities (Collect,
-// TrainEpoch, SyncTarget): a single attempt, because a step that failed
+// TrainEpoch, SyncTarget, RunEpochs): a single attempt, because a step that failed
 // part-way is redone from the last checkpoint, never retried in place.
 func (o Options) stepCtx(sess workflow.Context) workflow.Context {
 	return workflow.WithActivityOptions(sess, workflow.ActivityOptions{

@@ -70,8 +70,23 @@ func TestTrainingRunOnRealActivitiesResumesBitIdentically(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	whole := runOnRealActivities(t, b, cfg, false)
-	resumed := runOnRealActivities(t, b, cfg, true)
+	for _, path := range []struct {
+		name    string
+		chunked bool
+	}{{"activity per stage", false}, {"epochs in chunks", true}} {
+		t.Run(path.name, func(t *testing.T) {
+			whole := runOnRealActivities(t, b, cfg, false, path.chunked)
+			resumed := runOnRealActivities(t, b, cfg, true, path.chunked)
+			checkResumedBitIdentically(t, cfg, whole, resumed)
+		})
+	}
+}
+
+// checkResumedBitIdentically checks that the run that lost its trainer
+// before the last epoch restored it from the checkpoint before, and ended
+// with the same final checkpoint as the run that lost nothing.
+func checkResumedBitIdentically(t *testing.T, cfg config.RunConfig, whole, resumed realRun) {
+	t.Helper()
 
 	if len(whole.opens) != 1 || whole.opens[0].Restored {
 		t.Fatalf("without the loss the trainer was opened as %+v; want one new trainer", whole.opens)
@@ -121,8 +136,10 @@ type realRun struct {
 // runOnRealActivities runs TrainingRun with cfg to its end in a test
 // environment whose activities are the real ones on backend b. With lose,
 // the worker loses the run's trainer just before the first Collect of the
-// last epoch.
-func runOnRealActivities(t *testing.T, b trainer.Backend, cfg config.RunConfig, lose bool) realRun {
+// last epoch. With chunked, the run trains in RunEpochs chunks of one
+// epoch each (a budget of 1 ns), else with the per-stage activities of
+// the executions that began before them.
+func runOnRealActivities(t *testing.T, b trainer.Backend, cfg config.RunConfig, lose, chunked bool) realRun {
 	t.Helper()
 	cfg.Checkpoint.Dir = t.TempDir()
 	st := activitiestest.NewStore(t)
@@ -136,9 +153,15 @@ func runOnRealActivities(t *testing.T, b trainer.Backend, cfg config.RunConfig, 
 	env.SetWorkerOptions(sdkworker.Options{EnableSessionWorker: true})
 	env.SetTestTimeout(5 * time.Minute)
 	wf := &workflows.Workflows{}
+	if chunked {
+		wf.Options.ChunkBudget = time.Nanosecond
+	}
 	env.RegisterWorkflowWithOptions(wf.TrainingRun, workflow.RegisterOptions{Name: workflows.TrainingRunName})
 	env.RegisterActivity(tr)
 	env.RegisterActivity(&activities.Control{Store: st})
+	if !chunked {
+		env.OnGetVersion("epochs-in-chunks", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	}
 
 	var (
 		mu    sync.Mutex
@@ -156,16 +179,24 @@ func runOnRealActivities(t *testing.T, b trainer.Backend, cfg config.RunConfig, 
 			mu.Unlock()
 		}
 	})
+	loseBefore := func(runID string, e int) {
+		mu.Lock()
+		loseNow := lose && !lost && e == cfg.Epochs
+		lost = lost || loseNow
+		mu.Unlock()
+		if loseNow && !reg.CloseRun(runID, "the test loses the worker") {
+			t.Errorf("run %s: no idle trainer to lose before epoch %d", runID, e)
+		}
+	}
 	env.OnActivity(tr.Collect, mock.Anything, mock.Anything).Return(
 		func(ctx context.Context, in activities.CollectInput) (activities.CollectOutput, error) {
-			mu.Lock()
-			loseNow := lose && !lost && in.Epoch == cfg.Epochs
-			lost = lost || loseNow
-			mu.Unlock()
-			if loseNow && !reg.CloseRun(in.RunID, "the test loses the worker") {
-				t.Errorf("run %s: no idle trainer to lose before epoch %d", in.RunID, in.Epoch)
-			}
+			loseBefore(in.RunID, in.Epoch)
 			return tr.Collect(ctx, in)
+		})
+	env.OnActivity(tr.RunEpochs, mock.Anything, mock.Anything).Return(
+		func(ctx context.Context, in activities.EpochsInput) (activities.EpochsOutput, error) {
+			loseBefore(in.RunID, in.After+1)
+			return tr.RunEpochs(ctx, in)
 		})
 
 	start := time.Now()

@@ -41,9 +41,15 @@ import (
 //	go test ./workflows -run TestRecordHistories -record
 var record = flag.Bool("record", false, "run the workflows on a Temporal dev server and save their histories under testdata/")
 
+// recordParents also records Retrain and Sweep. Their histories were last
+// recorded as rec2-* (the workflows have not changed since); today their
+// challenger evaluation (EvaluateCheckpoints) loads the real network from
+// a checkpoint, which the fake backend's checkpoints do not hold.
+var recordParents = flag.Bool("record-parents", false, "with -record: also record Retrain and Sweep")
+
 // recordOptions are the workflow options the histories were recorded with;
 // a replay must use the same ones.
-var recordOptions = workflows.Options{ContinueAsNewEvery: 4}
+var recordOptions = workflows.Options{ContinueAsNewEvery: 4, ChunkBudget: time.Nanosecond}
 
 // TestReplayRecordedHistories replays every history under testdata/ with the
 // current workflow code: a change that alters the commands a recorded
@@ -83,22 +89,25 @@ func TestReplayRecordedHistories(t *testing.T) {
 // TestRecordHistories runs, on a dev server with the real activities over
 // the fake trainer backend and an in-memory store, the workflows through
 // every branch that a GetVersion patch guards (workflows/version.go) and
-// saves their histories under testdata/ as rec2-*.json:
+// saves their histories under testdata/ as rec3-*.json (recordOptions
+// give each RunEpochs chunk one epoch, so that signals land at the same
+// epochs as with an activity per stage):
 //
-//   - rec2-run: a failed step and its recovery, pause and resume,
+//   - rec3-run: a failed step and its recovery, pause and resume,
 //     Continue-As-New with the slot held for the next run, completion;
-//   - rec2-resume: a resume that arrives during the pausing epoch's
+//   - rec3-resume: a resume that arrives during the pausing epoch's
 //     backtest and cancels the pause;
-//   - rec2-stop and rec2-cancel: a stop signal, and a cancellation in the
+//   - rec3-stop and rec3-cancel: a stop signal, and a cancellation in the
 //     middle of an epoch (clean-up on the disconnected session);
-//   - rec2-reuse: the second run under a used workflow id;
-//   - rec2-retrain, rec2-retrain2: Retrain without and with a champion;
-//   - rec2-sweep, rec2-sweep-cancel: a Sweep, and one cancelled while its
+//   - rec3-reuse: the second run under a used workflow id;
+//   - rec3-retrain, rec3-retrain2: Retrain without and with a champion;
+//   - rec3-sweep, rec3-sweep-cancel: a Sweep, and one cancelled while its
 //     runs train (children asked to cancel and waited for).
 //
-// The record-*.json files were recorded the same way before those patches
-// and are kept: they are the histories of executions that began before,
-// which must keep replaying.
+// The record-*.json files were recorded the same way before those patches,
+// and the rec2-*.json files before epochs-in-chunks; both are kept: they
+// are the histories of executions that began before, which must keep
+// replaying.
 func TestRecordHistories(t *testing.T) {
 	if !*record {
 		t.Skip("records histories only with -record")
@@ -121,9 +130,9 @@ func TestRecordHistories(t *testing.T) {
 	)
 	current.Store("")
 	b := &activitiestest.Backend{
-		// The first attempt at epoch 2 of rec2-run fails part-way (a recovery).
+		// The first attempt at epoch 2 of rec3-run fails part-way (a recovery).
 		TrainErr: func(step int64) error {
-			if current.Load() == "rec2-run" && step == 10 && failed.CompareAndSwap(false, true) {
+			if current.Load() == "rec3-run" && step == 10 && failed.CompareAndSwap(false, true) {
 				return errors.New("injected device error")
 			}
 			return nil
@@ -177,54 +186,57 @@ func TestRecordHistories(t *testing.T) {
 		return res
 	}
 
-	// rec2-run: a pause during epoch 3, resumed once the run is paused.
-	atStep.Store("rec2-run@25", func() { signal("rec2-run", workflows.PauseSignal) })
-	run := start("rec2-run", workflows.TrainingRunName, cfg)
+	// rec3-run: a pause during epoch 3, resumed once the run is paused.
+	atStep.Store("rec3-run@25", func() { signal("rec3-run", workflows.PauseSignal) })
+	run := start("rec3-run", workflows.TrainingRunName, cfg)
 	firstRunID := run.GetRunID() // Get follows the Continue-As-New and moves the run id on
-	waitForStatus(ctx, t, c, "rec2-run", store.StatusPaused)
-	signal("rec2-run", workflows.ResumeSignal)
+	waitForStatus(ctx, t, c, "rec3-run", store.StatusPaused)
+	signal("rec3-run", workflows.ResumeSignal)
 	result(run, store.StatusCompleted, 6)
-	saveHistory(ctx, t, c, "rec2-run", firstRunID, "rec2-run.first.json")
-	saveHistory(ctx, t, c, "rec2-run", "", "rec2-run.continued.json")
+	saveHistory(ctx, t, c, "rec3-run", firstRunID, "rec3-run.first.json")
+	saveHistory(ctx, t, c, "rec3-run", "", "rec3-run.continued.json")
 
-	// rec2-resume: pause during epoch 2, resume during its backtest.
+	// rec3-resume: pause during epoch 2, resume during its backtest.
 	small := cfg
 	small.Epochs = 3
-	atStep.Store("rec2-resume@15", func() { signal("rec2-resume", workflows.PauseSignal) })
-	atSharpe.Store("rec2-resume@20", func() { signal("rec2-resume", workflows.ResumeSignal) })
-	result(start("rec2-resume", workflows.TrainingRunName, small), store.StatusCompleted, 3)
-	saveHistory(ctx, t, c, "rec2-resume", "", "rec2-resume.json")
+	atStep.Store("rec3-resume@15", func() { signal("rec3-resume", workflows.PauseSignal) })
+	atSharpe.Store("rec3-resume@20", func() { signal("rec3-resume", workflows.ResumeSignal) })
+	result(start("rec3-resume", workflows.TrainingRunName, small), store.StatusCompleted, 3)
+	saveHistory(ctx, t, c, "rec3-resume", "", "rec3-resume.json")
 
-	// rec2-stop: stop during epoch 2.
-	atStep.Store("rec2-stop@15", func() { signal("rec2-stop", workflows.StopSignal) })
-	result(start("rec2-stop", workflows.TrainingRunName, small), store.StatusStopped, 2)
-	saveHistory(ctx, t, c, "rec2-stop", "", "rec2-stop.json")
+	// rec3-stop: stop during epoch 2.
+	atStep.Store("rec3-stop@15", func() { signal("rec3-stop", workflows.StopSignal) })
+	result(start("rec3-stop", workflows.TrainingRunName, small), store.StatusStopped, 2)
+	saveHistory(ctx, t, c, "rec3-stop", "", "rec3-stop.json")
 
-	// rec2-cancel: cancelled during epoch 2.
-	atStep.Store("rec2-cancel@15", func() {
-		if err := c.CancelWorkflow(ctx, "rec2-cancel", ""); err != nil {
+	// rec3-cancel: cancelled during epoch 2.
+	atStep.Store("rec3-cancel@15", func() {
+		if err := c.CancelWorkflow(ctx, "rec3-cancel", ""); err != nil {
 			t.Error(err)
 		}
 	})
-	if err := start("rec2-cancel", workflows.TrainingRunName, small).Get(ctx, nil); !temporal.IsCanceledError(err) {
-		t.Fatalf("rec2-cancel ended with %v, want canceled", err)
+	if err := start("rec3-cancel", workflows.TrainingRunName, small).Get(ctx, nil); !temporal.IsCanceledError(err) {
+		t.Fatalf("rec3-cancel ended with %v, want canceled", err)
 	}
-	saveHistory(ctx, t, c, "rec2-cancel", "", "rec2-cancel.json")
+	saveHistory(ctx, t, c, "rec3-cancel", "", "rec3-cancel.json")
 
-	// rec2-reuse: two runs under one workflow id; the second's history.
+	// rec3-reuse: two runs under one workflow id; the second's history.
 	tiny := cfg
 	tiny.Epochs, tiny.Checkpoint.Every = 1, 1
-	result(start("rec2-reuse", workflows.TrainingRunName, tiny), store.StatusCompleted, 1)
-	if res := result(start("rec2-reuse", workflows.TrainingRunName, tiny), store.StatusCompleted, 1); !strings.HasPrefix(res.RunID, "rec2-reuse.") {
-		t.Fatalf("second run under rec2-reuse recorded as %s", res.RunID)
+	result(start("rec3-reuse", workflows.TrainingRunName, tiny), store.StatusCompleted, 1)
+	if res := result(start("rec3-reuse", workflows.TrainingRunName, tiny), store.StatusCompleted, 1); !strings.HasPrefix(res.RunID, "rec3-reuse.") {
+		t.Fatalf("second run under rec3-reuse recorded as %s", res.RunID)
 	}
-	saveHistory(ctx, t, c, "rec2-reuse", "", "rec2-reuse.second.json")
+	saveHistory(ctx, t, c, "rec3-reuse", "", "rec3-reuse.second.json")
 
+	if !*recordParents {
+		return
+	}
 	// Retrain without, then with, a champion.
 	two := cfg
 	two.Epochs, two.Checkpoint.Every = 2, 1
-	for _, id := range []string{"rec2-retrain", "rec2-retrain2"} {
-		if err := start(id, workflows.RetrainName, workflows.RetrainInput{Lineage: "record2", Config: two}).Get(ctx, nil); err != nil {
+	for _, id := range []string{"rec3-retrain", "rec3-retrain2"} {
+		if err := start(id, workflows.RetrainName, workflows.RetrainInput{Lineage: "record3", Config: two}).Get(ctx, nil); err != nil {
 			t.Fatal(err)
 		}
 		saveHistory(ctx, t, c, id, "", id+".json")
@@ -232,20 +244,20 @@ func TestRecordHistories(t *testing.T) {
 
 	// Sweeps: one to the end, one cancelled while its runs train.
 	sweep := workflows.SweepInput{Base: two, Grid: map[string][]json.RawMessage{"seed": raw("1", "2", "3")}, MaxConcurrent: 2}
-	if err := start("rec2-sweep", workflows.SweepName, sweep).Get(ctx, nil); err != nil {
+	if err := start("rec3-sweep", workflows.SweepName, sweep).Get(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	saveHistory(ctx, t, c, "rec2-sweep", "", "rec2-sweep.json")
+	saveHistory(ctx, t, c, "rec3-sweep", "", "rec3-sweep.json")
 	sweep.Base.Epochs = 50
-	sw := start("rec2-sweep-cancel", workflows.SweepName, sweep)
-	waitForStatus(ctx, t, c, childOf(ctx, t, c, "rec2-sweep-cancel"), store.StatusRunning)
-	if err := c.CancelWorkflow(ctx, "rec2-sweep-cancel", ""); err != nil {
+	sw := start("rec3-sweep-cancel", workflows.SweepName, sweep)
+	waitForStatus(ctx, t, c, childOf(ctx, t, c, "rec3-sweep-cancel"), store.StatusRunning)
+	if err := c.CancelWorkflow(ctx, "rec3-sweep-cancel", ""); err != nil {
 		t.Fatal(err)
 	}
 	if err := sw.Get(ctx, nil); !temporal.IsCanceledError(err) {
-		t.Fatalf("rec2-sweep-cancel ended with %v, want canceled", err)
+		t.Fatalf("rec3-sweep-cancel ended with %v, want canceled", err)
 	}
-	saveHistory(ctx, t, c, "rec2-sweep-cancel", "", "rec2-sweep-cancel.json")
+	saveHistory(ctx, t, c, "rec3-sweep-cancel", "", "rec3-sweep-cancel.json")
 }
 
 // childOf waits for workflow id to start a child and returns the child's

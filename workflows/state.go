@@ -61,20 +61,8 @@ type RunState struct {
 }
 
 // Scores track validation backtests for best-checkpoint selection and early
-// stopping.
-type Scores struct {
-	// BestEpoch is the epoch with the highest validation Sharpe so far
-	// (the earlier on a tie), 0 before the first backtest.
-	BestEpoch       int                       `json:"best_epoch,omitempty"`
-	BestValidSharpe float64                   `json:"best_valid_sharpe,omitempty"`
-	BestCheckpoint  *activities.CheckpointRef `json:"best_checkpoint,omitempty"`
-	// SinceBest counts the backtests after BestEpoch that did not beat it;
-	// the run stops early when it reaches backtest.patience.
-	SinceBest int `json:"since_best,omitempty"`
-	// LastEpoch and LastValidSharpe are the most recent backtest.
-	LastEpoch       int     `json:"last_epoch,omitempty"`
-	LastValidSharpe float64 `json:"last_valid_sharpe,omitempty"`
-}
+// stopping; RunEpochs applies the same rules (activities.Scores).
+type Scores = activities.Scores
 
 // RunResult is what TrainingRun returns.
 type RunResult struct {

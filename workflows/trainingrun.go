@@ -40,11 +40,13 @@ const ErrTypeTooManyRecoveries = "TooManyRecoveries"
 // An invalid cfg fails the run at once with a non-retryable
 // activities.ErrTypeInvalidConfig error that names the field, before any
 // activity runs. Then the run is recorded, a session on a GPU worker opens
-// the trainer, and each epoch runs Collect → TrainEpoch → SyncTarget, with a
+// the trainer, and each epoch runs collect → train → sync target, with a
 // checkpoint every checkpoint.every epochs and a validation backtest every
 // backtest.every epochs (a new best validation Sharpe is always
-// checkpointed), followed by retention. See ADR 0001 for how a lost worker
-// is recovered and why the run stays on one worker.
+// checkpointed), followed by retention. The epochs run in chunks of about
+// Options.ChunkBudget, one RunEpochs activity each (ADR 0010); executions
+// that began before that run an activity per stage. See ADR 0001 for how a
+// lost worker is recovered and why the run stays on one worker.
 func (w *Workflows) TrainingRun(ctx workflow.Context, cfg config.RunConfig, state *RunState) (*RunResult, error) {
 	if cfg == (config.RunConfig{}) {
 		cfg = config.Defaults()
@@ -191,6 +193,7 @@ func (r *run) loop() (*RunResult, error) {
 	}
 	r.st.Status = store.StatusRunning
 	r.publish()
+	chunked := version(r.ctx, changeEpochChunks) != workflow.DefaultVersion
 	for {
 		if r.sess == nil {
 			if err := r.open(); err != nil {
@@ -206,21 +209,11 @@ func (r *run) loop() (*RunResult, error) {
 		if r.st.Epoch >= r.cfg.Epochs {
 			return r.finish(store.StatusCompleted)
 		}
-		e := r.st.Epoch + 1
-		res, err := r.train(e)
-		if err != nil {
-			if err := r.recover(err); err != nil {
-				return nil, err
-			}
-			continue
+		step := r.epoch
+		if chunked {
+			step = r.epochs
 		}
-		r.takeSignals()
-		final, stopping := e == r.cfg.Epochs, r.st.StopRequested
-		pausing := r.st.PauseRequested && !final && !stopping
-		moveOn := !final && !stopping && !pausing && r.wantContinueAsNew(e)
-		early, err := r.settle(e, res,
-			final || stopping || pausing || moveOn || e%r.cfg.Checkpoint.Every == 0,
-			final || stopping || pausing || e%r.cfg.Backtest.Every == 0)
+		o, err := step()
 		if err != nil {
 			if err := r.recover(err); err != nil {
 				return nil, err
@@ -228,23 +221,52 @@ func (r *run) loop() (*RunResult, error) {
 			continue
 		}
 		switch {
-		case final:
+		case o.final:
 			return r.finish(store.StatusCompleted)
-		case stopping:
+		case o.stopping:
 			return r.finish(store.StatusStopped)
-		case early:
+		case o.early:
 			return r.finish(store.StatusEarlyStopped)
-		case pausing:
+		case o.pausing:
 			if err := r.pause(); err != nil {
 				if errors.Is(err, errStopped) {
 					return r.finish(store.StatusStopped)
 				}
 				return nil, r.fail(err)
 			}
-		case moveOn:
+		case o.moveOn:
 			return nil, r.continueAsNew()
 		}
 	}
+}
+
+// outcome is where the run stands after an epoch or a chunk of epochs has
+// been committed: what it does next.
+type outcome struct {
+	final    bool // the run's last epoch is done
+	stopping bool // a stop signal was taken
+	early    bool // the patience ran out
+	pausing  bool // a pause signal was taken
+	moveOn   bool // the run continues as new
+}
+
+// epoch trains and settles the next epoch with an activity per stage:
+// the path of executions that began before changeEpochChunks.
+func (r *run) epoch() (outcome, error) {
+	e := r.st.Epoch + 1
+	res, err := r.train(e)
+	if err != nil {
+		return outcome{}, err
+	}
+	r.takeSignals()
+	var o outcome
+	o.final, o.stopping = e == r.cfg.Epochs, r.st.StopRequested
+	o.pausing = r.st.PauseRequested && !o.final && !o.stopping
+	o.moveOn = !o.final && !o.stopping && !o.pausing && r.wantContinueAsNew(e)
+	o.early, err = r.settle(e, res,
+		o.final || o.stopping || o.pausing || o.moveOn || e%r.cfg.Checkpoint.Every == 0,
+		o.final || o.stopping || o.pausing || e%r.cfg.Backtest.Every == 0)
+	return o, err
 }
 
 // errStopped reports a stop signal taken while the run held no trainer.

@@ -41,6 +41,11 @@ const (
 	// changeSlotKeptAcrossCAN: before a Continue-As-New, TrainingRun asks
 	// its worker to hold the slot for the next run (HoldSlot).
 	changeSlotKeptAcrossCAN = "slot-kept-across-continue-as-new"
+	// changeEpochChunks: TrainingRun trains a chunk of epochs per
+	// RunEpochs activity (ADR 0010) instead of an activity per stage and
+	// epoch; the choice is taken once per workflow run, so an execution
+	// keeps its path until it continues as new.
+	changeEpochChunks = "epochs-in-chunks"
 )
 
 // changes lists every change id above; the replay test requires a recorded
@@ -48,6 +53,7 @@ const (
 var changes = []string{
 	changeChildID, changeResumeDuringPause, changeSignalDrain, changeSearchAttributesEvery,
 	changeSessionOutlivesCancel, changeChildrenCancelled, changeSweepConcurrencyBound, changeSlotKeptAcrossCAN,
+	changeEpochChunks,
 }
 
 // version is workflow.GetVersion(ctx, change, DefaultVersion, 1): every

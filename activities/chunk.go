@@ -1,0 +1,244 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/trainer"
+)
+
+// EpochsInput asks RunEpochs for a chunk of run RunID's epochs: After+1,
+// After+2, … up to Until at most, for about Budget of wall time.
+type EpochsInput struct {
+	RunID string `json:"run_id"`
+	// After is the last epoch the workflow committed; the trainer here
+	// must stand at its end.
+	After int `json:"after"`
+	// Until is the last epoch the chunk may train: the run's last one, or
+	// the last one before the workflow continues as new.
+	Until int `json:"until"`
+	// Budget is the wall time after which the chunk starts no new epoch;
+	// the epoch in progress is finished. Zero or less means one epoch.
+	Budget time.Duration `json:"budget"`
+	// Scores are the run's validation scores as committed through After;
+	// the chunk goes on from them (Scores.Add) to decide which epochs are
+	// checkpointed and whether the run stops early.
+	Scores Scores `json:"scores"`
+}
+
+// EpochResult is one epoch of a chunk, as the workflow commits it.
+type EpochResult struct {
+	Epoch      int                  `json:"epoch"`
+	Collect    trainer.CollectStats `json:"collect"`
+	Train      trainer.TrainStats   `json:"train"`
+	DurationMS int64                `json:"duration_ms"` // collect plus train
+	// ValidSharpe is the Sharpe of the epoch's validation backtest; nil
+	// when none was due.
+	ValidSharpe *float64 `json:"valid_sharpe,omitempty"`
+	// Checkpoint is the checkpoint written at the end of the epoch; nil
+	// when none was due.
+	Checkpoint *CheckpointRef `json:"checkpoint,omitempty"`
+}
+
+// EpochsOutput is a chunk's epochs in order, the scores after the last
+// one, and whether the patience ran out there (Early).
+type EpochsOutput struct {
+	Epochs   []EpochResult `json:"epochs"`
+	Scores   Scores        `json:"scores"`
+	Early    bool          `json:"early,omitempty"`
+	Replayed bool          `json:"replayed,omitempty"`
+}
+
+// last is the chunk's last epoch.
+func (o EpochsOutput) last() int { return o.Epochs[len(o.Epochs)-1].Epoch }
+
+// RunEpochs trains a chunk of epochs in one activity, so that a GPU epoch
+// of tens of milliseconds does not wait for a round trip to the Temporal
+// server per stage (docs/adr/0010-epochs-in-one-activity.md). Each epoch
+// runs the sequence of the per-stage activities: Collect → TrainEpoch →
+// SyncTarget, its epoch row (written in the background while the next
+// epoch trains), the validation backtest when due (recorded
+// as Backtest records it), the checkpoint when due or when the backtest
+// asks for one (Due, Scores.MustCheckpoint; recorded as Checkpoint records
+// it). Every row is keyed by run and epoch, so a chunk redone after a
+// recovery overwrites its rows. The activity heartbeats the epoch, stage,
+// step and loss every HeartbeatInterval and after each epoch.
+//
+// The chunk ends after epoch in.Until, when the patience runs out, or at
+// the first epoch boundary after in.Budget or after a cancellation. Like
+// the per-stage activities it never trains an epoch twice: a retry of a
+// chunk that completed returns the recorded result, and a failure
+// part-way discards the trainer (ErrTypeTrainerLost); the epochs it did
+// stay in the store, the workflow restores its last committed checkpoint.
+func (a *Trainer) RunEpochs(ctx context.Context, in EpochsInput) (EpochsOutput, error) {
+	if in.Until <= in.After {
+		return EpochsOutput{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("run %s: run epochs: until %d is not after epoch %d", in.RunID, in.Until, in.After), ErrTypeInvalidConfig, nil)
+	}
+	p, stop := a.beat(ctx, Heartbeat{Epoch: in.After + 1, Stage: "collect"})
+	defer stop()
+	run, err := a.acquire(ctx, in.RunID)
+	if err != nil {
+		return EpochsOutput{}, err
+	}
+	defer run.Unlock()
+	if c := run.chunk; c != nil && c.after == in.After && run.Epoch == c.out.last() && run.Stage == StageSynced {
+		out := c.out
+		out.Replayed = true
+		return out, nil
+	}
+	if run.Epoch != in.After || run.Stage != StageSynced {
+		return EpochsOutput{}, trainerLost(in.RunID, fmt.Sprintf("asked for the epochs after %d, the trainer here is at %s", in.After, run.where()))
+	}
+	start := time.Now()
+	out := EpochsOutput{Scores: in.Scores}
+	rows := a.writeRows(ctx, run.ID)
+	defer rows.close()
+	for e := in.After + 1; e <= in.Until; e++ {
+		res, err := a.epoch(ctx, run, e, &out, p, rows)
+		if err != nil {
+			return EpochsOutput{}, err
+		}
+		out.Epochs = append(out.Epochs, res)
+		p.update(func(hb *Heartbeat) {
+			hb.Done, hb.ValidSharpe = e, res.ValidSharpe
+			if res.Checkpoint != nil {
+				hb.Checkpoint = res.Checkpoint
+			}
+		})
+		activity.RecordHeartbeat(ctx, p.get())
+		if out.Early || time.Since(start) >= in.Budget || ctx.Err() != nil {
+			break
+		}
+	}
+	if err := rows.close(); err != nil {
+		return EpochsOutput{}, err
+	}
+	run.chunk = &chunkResult{after: in.After, out: out}
+	return out, nil
+}
+
+// rowWriter records a chunk's epoch rows in the background, in order, so
+// that the next epoch trains while the store commits the last one's row
+// (a transaction of a millisecond or more, against a 47-ms GPU epoch). The
+// per-stage path wrote them from a control activity beside the next
+// stage, for the same reason. The first failure fails the chunk: at the
+// next epoch, or when the chunk ends.
+type rowWriter struct {
+	rows chan epochRow
+	done chan struct{}
+	mu   sync.Mutex
+	err  error
+	once sync.Once
+}
+
+type epochRow struct {
+	epoch int
+	m     store.EpochMetrics
+}
+
+func (a *Trainer) writeRows(ctx context.Context, runID string) *rowWriter {
+	w := &rowWriter{rows: make(chan epochRow, 64), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		for r := range w.rows {
+			if w.failed() != nil {
+				continue
+			}
+			if err := a.Store.RecordEpoch(ctx, runID, r.epoch, r.m); err != nil {
+				w.mu.Lock()
+				w.err = classify(fmt.Sprintf("record epoch %d of run %s", r.epoch, runID), err)
+				w.mu.Unlock()
+			}
+		}
+	}()
+	return w
+}
+
+// add queues epoch's row and returns the first failure so far.
+func (w *rowWriter) add(epoch int, m store.EpochMetrics) error {
+	if err := w.failed(); err != nil {
+		return err
+	}
+	w.rows <- epochRow{epoch, m}
+	return nil
+}
+
+func (w *rowWriter) failed() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+// close waits for the queued rows and returns the first failure.
+func (w *rowWriter) close() error {
+	w.once.Do(func() { close(w.rows) })
+	<-w.done
+	return w.failed()
+}
+
+// chunkResult is the last chunk RunEpochs completed on a Run, returned
+// again to a retry of the same request.
+type chunkResult struct {
+	after int
+	out   EpochsOutput
+}
+
+// epoch runs epoch e of a chunk on run (locked, at the end of epoch e−1)
+// and updates out.Scores and out.Early with its backtest.
+func (a *Trainer) epoch(ctx context.Context, run *Run, e int, out *EpochsOutput, p *progress, rows *rowWriter) (EpochResult, error) {
+	stage := func(s string) {
+		p.update(func(hb *Heartbeat) { hb.Epoch, hb.Stage, hb.Step, hb.Steps, hb.GlobalStep = e, s, 0, 0, run.GlobalStep })
+	}
+	stage("collect")
+	col, err := a.collect(ctx, run, e)
+	if err != nil {
+		return EpochResult{}, err
+	}
+	stage("train")
+	tr, err := a.train(ctx, run, e, p)
+	if err != nil {
+		return EpochResult{}, err
+	}
+	stage("sync")
+	if err := a.sync(ctx, run, e); err != nil {
+		return EpochResult{}, err
+	}
+	res := EpochResult{Epoch: e, Collect: col.Stats, Train: tr.Stats, DurationMS: col.DurationMS + tr.DurationMS}
+	if err := rows.add(e, epochMetrics(res.Collect, res.Train, res.DurationMS)); err != nil {
+		return EpochResult{}, err
+	}
+	needCk, needBt := Due(run.Config, e)
+	if needBt {
+		stage("backtest")
+		bt, err := a.backtest(ctx, run, BacktestInput{RunID: run.ID, Epoch: e})
+		if err != nil {
+			return EpochResult{}, err
+		}
+		s := bt.Report.Sharpe
+		res.ValidSharpe = &s
+		out.Scores, out.Early = out.Scores.Add(e, s, run.Config.Backtest.Patience)
+		needCk = needCk || out.Scores.MustCheckpoint(e, out.Early)
+	}
+	if needCk {
+		stage("checkpoint")
+		ck, err := a.checkpoint(ctx, run, CheckpointInput{
+			RunID: run.ID, Epoch: e,
+			Metrics: map[string]float64{"loss": tr.Stats.Loss, "grad_norm": tr.Stats.GradNorm},
+		})
+		if err != nil {
+			return EpochResult{}, err
+		}
+		res.Checkpoint = &ck.Checkpoint
+		if out.Scores.BestEpoch == e {
+			out.Scores.BestCheckpoint = res.Checkpoint
+		}
+	}
+	return res, nil
+}

@@ -1,0 +1,204 @@
+package activities_test
+
+import (
+	"context"
+	"reflect"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/dqnflow/dqnflow/activities"
+	"github.com/dqnflow/dqnflow/checkpoint"
+	"github.com/dqnflow/dqnflow/config"
+)
+
+// sharpeByEpoch is a validation Sharpe that rises to epoch 2 and falls
+// after (testConfig trains 10 steps per epoch).
+func sharpeByEpoch(step int64) float64 {
+	return map[int64]float64{10: 0.5, 20: 0.9, 30: 0.4, 40: 0.3, 50: 0.2, 60: 0.1}[step]
+}
+
+func chunkConfig() config.RunConfig {
+	cfg := testConfig()
+	cfg.Epochs, cfg.Checkpoint.Every, cfg.Backtest.Every, cfg.Backtest.Patience = 6, 3, 1, 0
+	return cfg
+}
+
+// TestRunEpochsIsThePerStageSequence runs epochs 1-6 once in one RunEpochs
+// call and once with the per-stage activities, checkpointing and
+// backtesting where activities.Due and activities.Scores say: both write
+// the same checkpoints (bit for bit), backtests and epoch rows.
+func TestRunEpochsIsThePerStageSequence(t *testing.T) {
+	cfg := chunkConfig()
+	ctx := context.Background()
+
+	chunk := newRig(t, t.TempDir(), nil)
+	chunk.backend.Sharpe = sharpeByEpoch
+	chunk.open(activities.OpenInput{Config: cfg})
+	var out activities.EpochsOutput
+	chunk.must(chunk.a.RunEpochs, activities.EpochsInput{RunID: runID, After: 0, Until: cfg.Epochs, Budget: time.Hour}, &out)
+
+	stages := newRig(t, t.TempDir(), nil)
+	stages.backend.Sharpe = sharpeByEpoch
+	stages.open(activities.OpenInput{Config: cfg})
+	var sc activities.Scores
+	wantCk := map[int]string{}
+	for e := 1; e <= cfg.Epochs; e++ {
+		stages.epoch(e)
+		ck, bt := activities.Due(cfg, e)
+		if bt {
+			var b activities.BacktestOutput
+			stages.must(stages.a.Backtest, activities.BacktestInput{RunID: runID, Epoch: e}, &b)
+			var early bool
+			sc, early = sc.Add(e, b.Report.Sharpe, cfg.Backtest.Patience)
+			ck = ck || sc.MustCheckpoint(e, early)
+		}
+		if ck {
+			var c activities.CheckpointOutput
+			stages.must(stages.a.Checkpoint, activities.CheckpointInput{RunID: runID, Epoch: e}, &c)
+			wantCk[e] = c.Checkpoint.SHA256
+		}
+	}
+
+	if len(out.Epochs) != cfg.Epochs || out.Early || out.Replayed {
+		t.Fatalf("RunEpochs did %d epochs (early %v, replayed %v), want %d", len(out.Epochs), out.Early, out.Replayed, cfg.Epochs)
+	}
+	gotCk := map[int]string{}
+	for i, ep := range out.Epochs {
+		if ep.Epoch != i+1 || ep.Train.GlobalStep != int64(10*(i+1)) || ep.ValidSharpe == nil || *ep.ValidSharpe != sharpeByEpoch(int64(10*(i+1))) {
+			t.Errorf("epoch result %d: %+v", i, ep)
+		}
+		if ep.Checkpoint != nil {
+			gotCk[ep.Epoch] = ep.Checkpoint.SHA256
+		}
+	}
+	// Checkpoints at 1 and 2 (new bests), 3 and 6 (every 3).
+	if !reflect.DeepEqual(gotCk, wantCk) || len(gotCk) != 4 {
+		t.Errorf("checkpoints by epoch: RunEpochs %v, per stage %v; want epochs 1, 2, 3, 6 with equal files", gotCk, wantCk)
+	}
+	if out.Scores.BestEpoch != 2 || out.Scores.SinceBest != 4 || out.Scores.BestCheckpoint == nil || out.Scores.BestCheckpoint.Epoch != 2 {
+		t.Errorf("scores %+v: want best epoch 2 with its checkpoint, 4 backtests since", out.Scores)
+	}
+	for _, r := range []*rig{chunk, stages} {
+		bts, err := r.store.ListBacktests(ctx, runID)
+		if err != nil || len(bts) != cfg.Epochs {
+			t.Errorf("backtests %d (%v), want %d", len(bts), err, cfg.Epochs)
+		}
+	}
+	eps, err := chunk.store.ListEpochs(ctx, runID)
+	if err != nil || len(eps) != cfg.Epochs {
+		t.Fatalf("RunEpochs recorded %d epoch rows (%v), want %d", len(eps), err, cfg.Epochs)
+	}
+	for i, ep := range eps {
+		if ep.Epoch != i+1 || ep.GlobalStep != int64(10*(i+1)) || ep.Loss != out.Epochs[i].Train.Loss ||
+			ep.ValidSharpe == nil || *ep.ValidSharpe != *out.Epochs[i].ValidSharpe {
+			t.Errorf("epoch row %+v, want epoch %d with the chunk's loss and validation Sharpe", ep, i+1)
+		}
+	}
+}
+
+// TestRunEpochsEndsAtItsBudgetAndReplaysARetry: a chunk stops at the first
+// epoch boundary after its budget; the same request again returns the
+// recorded result without training, and a request from another epoch is
+// refused as a lost trainer.
+func TestRunEpochsEndsAtItsBudgetAndReplaysARetry(t *testing.T) {
+	r := newRig(t, t.TempDir(), nil)
+	cfg := chunkConfig()
+	r.open(activities.OpenInput{Config: cfg})
+	in := activities.EpochsInput{RunID: runID, After: 0, Until: cfg.Epochs, Budget: time.Nanosecond}
+	var first, again activities.EpochsOutput
+	r.must(r.a.RunEpochs, in, &first)
+	r.must(r.a.RunEpochs, in, &again)
+	tr := r.backend.Trainers()[0]
+	if len(first.Epochs) != 1 || tr.Trains != 1 {
+		t.Fatalf("a 1 ns budget trained %d epochs (%d Train calls), want 1", len(first.Epochs), tr.Trains)
+	}
+	if !again.Replayed || !reflect.DeepEqual(again.Epochs, first.Epochs) {
+		t.Errorf("the retry returned %+v, want the first result replayed", again)
+	}
+	if err := r.do(r.a.RunEpochs, activities.EpochsInput{RunID: runID, After: 3, Until: 6, Budget: time.Hour}, nil); errType(err) != activities.ErrTypeTrainerLost {
+		t.Errorf("a chunk after epoch 3 of a trainer at epoch 1: %v, want %s", err, activities.ErrTypeTrainerLost)
+	}
+	var next activities.EpochsOutput
+	r.must(r.a.RunEpochs, activities.EpochsInput{RunID: runID, After: 1, Until: 2, Budget: time.Hour}, &next)
+	if len(next.Epochs) != 1 || next.Epochs[0].Epoch != 2 {
+		t.Errorf("the chunk after epoch 1 up to 2 did %+v, want epoch 2 only", next.Epochs)
+	}
+}
+
+// TestRunEpochsStopsWhenThePatienceRunsOut: the epoch that exhausts the
+// patience ends the chunk and is checkpointed, like settle does it.
+func TestRunEpochsStopsWhenThePatienceRunsOut(t *testing.T) {
+	r := newRig(t, t.TempDir(), nil)
+	r.backend.Sharpe = sharpeByEpoch
+	cfg := chunkConfig()
+	cfg.Epochs, cfg.Checkpoint.Every, cfg.Backtest.Patience = 20, 10, 2
+	r.open(activities.OpenInput{Config: cfg})
+	var out activities.EpochsOutput
+	r.must(r.a.RunEpochs, activities.EpochsInput{RunID: runID, After: 0, Until: cfg.Epochs, Budget: time.Hour}, &out)
+	last := out.Epochs[len(out.Epochs)-1]
+	if !out.Early || last.Epoch != 4 || last.Checkpoint == nil {
+		t.Fatalf("chunk ended at epoch %d (early %v, checkpoint %+v), want early at 4 with a checkpoint", last.Epoch, out.Early, last.Checkpoint)
+	}
+}
+
+// TestChunkLeftoversAreTheFailedChunksCheckpoints: what a chunk recorded
+// before it failed is read back, newest checkpoint last, with the
+// validation Sharpes the workflow scores it with.
+func TestChunkLeftoversAreTheFailedChunksCheckpoints(t *testing.T) {
+	root := t.TempDir()
+	r := newRig(t, root, nil)
+	r.backend.Sharpe = sharpeByEpoch
+	cfg := chunkConfig()
+	r.open(activities.OpenInput{Config: cfg})
+	// The chunk fails in epoch 5's training, after epochs 1-4 were
+	// recorded and 1, 2 and 3 checkpointed.
+	r.backend.TrainErr = func(step int64) error {
+		if step == 40 {
+			return context.DeadlineExceeded
+		}
+		return nil
+	}
+	err := r.do(r.a.RunEpochs, activities.EpochsInput{RunID: runID, After: 0, Until: cfg.Epochs, Budget: time.Hour}, nil)
+	if errType(err) != activities.ErrTypeTrainerLost {
+		t.Fatalf("the failed chunk: %v, want %s", err, activities.ErrTypeTrainerLost)
+	}
+	c := &activities.Control{Store: r.store, Checkpoints: checkpoint.Local(root)}
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestActivityEnvironment()
+	env.RegisterActivity(c)
+	v, err := env.ExecuteActivity(c.ChunkLeftovers, activities.LeftoversInput{RunID: runID, After: 1, Until: cfg.Epochs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left activities.LeftoversOutput
+	if err := v.Get(&left); err != nil {
+		t.Fatal(err)
+	}
+	var cks []int
+	for _, ck := range left.Checkpoints {
+		cks = append(cks, ck.Epoch)
+	}
+	want := []activities.EpochSharpe{{Epoch: 2, Sharpe: 0.9}, {Epoch: 3, Sharpe: 0.4}, {Epoch: 4, Sharpe: 0.3}}
+	if !reflect.DeepEqual(cks, []int{2, 3}) || !reflect.DeepEqual(left.Sharpes, want) {
+		t.Errorf("leftovers after epoch 1: checkpoints %v, Sharpes %v; want [2 3] and %v", cks, left.Sharpes, want)
+	}
+	if ck := left.Checkpoints[1]; ck.GlobalStep != 30 || ck.SHA256 == "" {
+		t.Errorf("newest leftover %+v, want epoch 3 at global step 30 with its SHA-256", ck)
+	}
+}
+
+// TestEpochRowTheStoreRefusesFailsTheChunk: the epoch rows are written in
+// the background, and a row the store refuses (a run it does not know)
+// still fails the chunk with the store's non-retryable error.
+func TestEpochRowTheStoreRefusesFailsTheChunk(t *testing.T) {
+	r := newRig(t, t.TempDir(), nil)
+	cfg := chunkConfig()
+	cfg.Checkpoint.Every, cfg.Backtest.Every = 5, 5
+	r.open(activities.OpenInput{RunID: "unrecorded", Config: cfg})
+	err := r.do(r.a.RunEpochs, activities.EpochsInput{RunID: "unrecorded", After: 0, Until: 2, Budget: time.Hour}, nil)
+	if errType(err) != activities.ErrTypeStoreRejected || !activities.IsFatal(err) {
+		t.Fatalf("chunk of a run the store does not know: %v, want a fatal %s", err, activities.ErrTypeStoreRejected)
+	}
+}
