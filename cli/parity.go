@@ -433,8 +433,10 @@ type parityNote struct {
 // nearest (false) and with optim.stochastic_rounding (true), from the
 // device run of dqnflow parity recorded in docs/precision.md.
 var bf16Parity = map[bool]parityNote{
-	false: {},
-	true:  {},
+	false: {Date: "2026-12-01", Command: "dqnflow parity --device cuda --epochs 50 on an H200",
+		Figure: "final validation Sharpe 100 % off, mean Q 12.5 % off, gradient-norm max 30.6 % off fp32; 96 % of updates absorbed"},
+	true: {Date: "2026-12-01", Command: "dqnflow parity --device cuda --epochs 50 on an H200",
+		Figure: "final validation Sharpe 89 % off, gradient-norm mean 20.9 % off fp32 (mean Q within 3.2 %)"},
 }
 
 // precisionWarning is the warning dqnflow prints when a config selects
