@@ -22,11 +22,12 @@ import (
 // whose CPU backend stands in for three devices, one run each
 // (--cpu-devices 3): they take cpu:0 and cpu:1. The device cpu:1 fails on
 // its third Train call (trainer/faults, device-error-on-train=3@cpu:1).
-// The run on it moves to the free slot of cpu:2 and resumes from its last
-// checkpoint; the run on cpu:0 goes on untouched (its trainer opened once).
-// Both complete bit-identical to an uninterrupted run; the moved run's
-// checkpoints name cpu:1 before the failure and cpu:2 after it, and its
-// row and progress name cpu:2. The worker keeps serving: only cpu:1 is out.
+// The run on it moves to a free slot of a working device (cpu:2, or cpu:0
+// once the other run is done) and resumes from its last checkpoint; the
+// run on cpu:0 goes on untouched (its trainer opened once). Both complete
+// bit-identical to an uninterrupted run; the moved run's checkpoints name
+// cpu:1 before the failure and its new device after it, and its row and
+// progress name the new device. The worker keeps serving: only cpu:1 is out.
 func TestDeviceFailureMovesTheRunToAnotherSlot(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: starts the Temporal dev server and a worker process")
@@ -64,11 +65,18 @@ func TestDeviceFailureMovesTheRunToAnotherSlot(t *testing.T) {
 		opens := openTrainers(t, s.client, id)
 		name := runDeviceName(t, s, st, id, res)
 		t.Logf("run %s: checkpoints of epochs 1..%d on %v, trainer opened %d time(s), row and progress name %s", id, cfg.Epochs, devices, opens, name)
+		// The moved run takes whichever working slot is free when it
+		// reopens: cpu:2, or cpu:0 if the other run has finished by then
+		// (a chunk of epochs can finish it within the same second).
+		after := ""
+		if len(devices) == 4 {
+			after = devices[2]
+		}
 		switch {
-		case slices.Equal(devices, []string{"cpu:1", "cpu:1", "cpu:2", "cpu:2"}):
+		case slices.Equal(devices, []string{"cpu:1", "cpu:1", after, after}) && (after == "cpu:0" || after == "cpu:2"):
 			moved = id
-			if name != "cpu:2" || opens != 2 {
-				t.Errorf("moved run %s: row and progress name %s, trainer opened %d times; want cpu:2, twice", id, name, opens)
+			if name != after || opens != 2 {
+				t.Errorf("moved run %s: row and progress name %s, trainer opened %d times; want %s, twice", id, name, opens, after)
 			}
 		case slices.Equal(devices, []string{"cpu:0", "cpu:0", "cpu:0", "cpu:0"}):
 			untouched = id
@@ -76,7 +84,7 @@ func TestDeviceFailureMovesTheRunToAnotherSlot(t *testing.T) {
 				t.Errorf("untouched run %s: row and progress name %s, trainer opened %d times; want cpu:0, once", id, name, opens)
 			}
 		default:
-			t.Errorf("run %s: checkpoints of epochs 1..4 name devices %v; want cpu:1 twice then cpu:2 (the failed device's run), or cpu:0 throughout", id, devices)
+			t.Errorf("run %s: checkpoints of epochs 1..4 name devices %v; want cpu:1 twice then a working device twice (the failed device's run), or cpu:0 throughout", id, devices)
 		}
 	}
 	if moved == "" || untouched == "" {

@@ -62,13 +62,13 @@ func TestRunMovesBetweenHostsThroughTheObjectStore(t *testing.T) {
 	}
 
 	var victim pendingActivity
-	waitFor(t, fmt.Sprintf("TrainEpoch of epoch %d to report a step", killEpoch), 3*time.Minute, 50*time.Millisecond, func() (bool, error) {
+	waitFor(t, fmt.Sprintf("the training of epoch %d to report a step", killEpoch), 3*time.Minute, 50*time.Millisecond, func() (bool, error) {
 		acts, err := s.pending(ctx, runID)
 		if err != nil {
 			return false, err
 		}
 		for _, pa := range acts {
-			if hb := pa.Heartbeat; pa.Type == "TrainEpoch" && pa.Started && hb != nil &&
+			if hb := pa.Heartbeat; pa.in("train") && pa.Started && hb != nil &&
 				hb.Epoch >= killEpoch && hb.Step > 0 && hb.Step < hb.Steps {
 				victim = pa
 				return true, nil
@@ -79,14 +79,14 @@ func TestRunMovesBetweenHostsThroughTheObjectStore(t *testing.T) {
 	pid, _, _ := strings.Cut(victim.Worker, "@")
 	trainer, ok := pids[pid]
 	if !ok {
-		t.Fatalf("TrainEpoch runs on worker %q, which is neither host (pids %v)", victim.Worker, pids)
+		t.Fatalf("%s runs on worker %q, which is neither host (pids %v)", victim.Type, victim.Worker, pids)
 	}
 	survivor := map[string]string{"host-a": "host-b", "host-b": "host-a"}[trainer]
 	killedAt := time.Now()
 	if err := hosts[trainer].kill(); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("SIGKILL to %s during TrainEpoch of epoch %d at step %d/%d", trainer, victim.Heartbeat.Epoch, victim.Heartbeat.Step, victim.Heartbeat.Steps)
+	t.Logf("SIGKILL to %s during %s, training epoch %d at step %d/%d", trainer, victim.Type, victim.Heartbeat.Epoch, victim.Heartbeat.Step, victim.Heartbeat.Steps)
 
 	res := s.waitClosed(runID, 5*time.Minute, hosts[survivor])
 	if res.Status != store.StatusCompleted || res.Epochs != cfg.Epochs || res.GlobalStep != int64(cfg.Epochs*cfg.StepsPerEpoch) {
