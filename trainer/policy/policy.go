@@ -20,7 +20,8 @@ import (
 
 // Policy is the greedy policy of a checkpoint's online network: in each
 // branch the action with the highest expected value Σ_j p_j z_j (the first
-// one on ties). It is not safe for concurrent use.
+// one on ties), flat unless the direction beats flat by the config's
+// margin (model.Greedy, env.flat_margin). It is not safe for concurrent use.
 type Policy struct {
 	net       *cpu.Net
 	precision string
@@ -69,6 +70,9 @@ func Load(ck *checkpoint.Checkpoint) (*Policy, error) {
 	}
 	if err := net.SetParams(p); err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
+	}
+	if err := net.SetGreedyMargin(cfg.GreedyMargin()); err != nil {
+		return nil, fmt.Errorf("policy: env.flat_margin: %w", err)
 	}
 	return &Policy{net: net, precision: precision}, nil
 }
