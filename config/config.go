@@ -191,7 +191,9 @@ type EnvConfig struct {
 	// FlatMargin × RewardScale (reward units of one ATR of a full position;
 	// model.Greedy, ADR 0014). Every greedy decision uses it: the
 	// collector's, validation and test backtests, predict. 0 is the plain
-	// argmax. Default 0.
+	// argmax. Default 0: measured on three seeds of learn-check, no margin
+	// met both of its targets (0.05 helped seed 1 and cut seed 3's signal
+	// to 0.64 of the oracle; docs/perf/learning-2026-12-01.md).
 	FlatMargin float64 `json:"flat_margin"`
 	// PointValue is the money value of one price point per contract; 0 picks
 	// it so that a full position's notional equals InitialCapital at the
