@@ -229,6 +229,9 @@ func (n *Net) SetGreedyMargin(margin float32) error {
 	return nil
 }
 
+// GreedyMargin is the margin set by SetGreedyMargin.
+func (n *Net) GreedyMargin() float32 { return n.margin }
+
 // SetThreads sets the number of threads each GEMM may use; k ≤ 0 means
 // GOMAXPROCS, the default. With gonum results do not depend on it. For
 // OpenBLAS the count is process-wide.

@@ -80,6 +80,10 @@ func Load(ck *checkpoint.Checkpoint) (*Policy, error) {
 // Precision is the precision mode the policy evaluates in.
 func (p *Policy) Precision() string { return p.precision }
 
+// Margin is the greedy margin over flat in Q units
+// (config.RunConfig.GreedyMargin of the checkpoint's config).
+func (p *Policy) Margin() float32 { return p.net.GreedyMargin() }
+
 // Greedy writes the greedy action of each of the rows observations in obs
 // to dst (see rollout.Greedy).
 func (p *Policy) Greedy(obs []float32, rows int, dst []market.Action) error {
