@@ -26,9 +26,9 @@ const FlatDir = 1
 // computes exactly this.
 func Greedy(q []float32, margin float32) market.Action {
 	a := market.Action{
-		Dir:  argmax(q[BranchOffset[0]:BranchOffset[1]]),
-		Size: argmax(q[BranchOffset[1]:BranchOffset[2]]),
-		Exit: argmax(q[BranchOffset[2]:]),
+		Dir:  Argmax(q[BranchOffset[0]:BranchOffset[1]]),
+		Size: Argmax(q[BranchOffset[1]:BranchOffset[2]]),
+		Exit: Argmax(q[BranchOffset[2]:]),
 	}
 	if d := q[BranchOffset[0]:]; a.Dir != FlatDir && d[a.Dir]-d[FlatDir] < margin {
 		a.Dir = FlatDir
@@ -44,8 +44,10 @@ func CheckMargin(margin float32) error {
 	return nil
 }
 
-// argmax returns the index of the first largest value of q.
-func argmax(q []float32) int {
+// Argmax returns the index of the first largest value of q: a branch's
+// greedy action, and the double-DQN target's choice at s′, which takes no
+// margin (it estimates the optimal value; ADR 0014).
+func Argmax(q []float32) int {
 	best := 0
 	for i, x := range q {
 		if x > q[best] {
