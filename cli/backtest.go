@@ -177,6 +177,8 @@ func runPredict(ctx context.Context, e *env, args []string) error {
 			"exit":      {"none", "stop 1xATR", "stop 2xATR"},
 		},
 		"agent_state": "flat (no position)",
+		// greedy is flat unless a direction's Q beats flat's by this (ADR 0014)
+		"greedy_margin": pol.Margin(),
 	}
 	hb, err := json.Marshal(head)
 	if err != nil {

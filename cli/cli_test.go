@@ -100,6 +100,7 @@ func TestTrainBacktestPredictExportOnBothBundledFiles(t *testing.T) {
 			out, _ = runOK(t, "predict", "--checkpoint", ck, "--data", files[1], "--from", "2024-09-01", "--json")
 			var p struct {
 				FeatureNames []string `json:"feature_names"`
+				GreedyMargin *float64 `json:"greedy_margin"`
 				Bars         []struct {
 					Features []float64 `json:"features"`
 					Q        struct {
@@ -113,6 +114,9 @@ func TestTrainBacktestPredictExportOnBothBundledFiles(t *testing.T) {
 			if len(p.Bars) < 200 || len(p.FeatureNames) != len(p.Bars[0].Features) ||
 				len(p.Bars[0].Q.Direction) != 3 || len(p.Bars[0].Q.Size) != 4 || len(p.Bars[0].Q.Exit) != 3 {
 				t.Errorf("predict: %d bars, %d names, first bar %+v", len(p.Bars), len(p.FeatureNames), p.Bars[0].Q)
+			}
+			if p.GreedyMargin == nil || *p.GreedyMargin != 0 {
+				t.Errorf("predict: greedy_margin %v, want the default run's 0", p.GreedyMargin)
 			}
 			for _, dt := range []string{"f32", "bf16", "f16"} {
 				exp := filepath.Join(dir, "export-"+dt+".safetensors")

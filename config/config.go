@@ -185,6 +185,16 @@ type EnvConfig struct {
 	// RewardScale multiplies the training reward (one ATR move of a full
 	// position earns about RewardScale). Default 1.
 	RewardScale float64 `json:"reward_scale"`
+	// FlatMargin is how much more than flat a position must be worth, in
+	// expected Q, before the greedy policy takes or keeps it: the greedy
+	// direction is flat unless the best direction's Q exceeds flat's by
+	// FlatMargin × RewardScale (reward units of one ATR of a full position;
+	// model.Greedy, ADR 0014). Every greedy decision uses it: the
+	// collector's, validation and test backtests, predict. 0 is the plain
+	// argmax. Default 0: measured on three seeds of learn-check, no margin
+	// met both of its targets (0.05 helped seed 1 and cut seed 3's signal
+	// to 0.64 of the oracle; docs/perf/learning-2026-12-01.md).
+	FlatMargin float64 `json:"flat_margin"`
 	// PointValue is the money value of one price point per contract; 0 picks
 	// it so that a full position's notional equals InitialCapital at the
 	// last training bar (the resolved value is stored with the run).
@@ -455,11 +465,18 @@ func (c RunConfig) BetaAnnealSteps() int {
 	return int(max(1, min(math.MaxInt32, math.Round(c.Replay.BetaFraction*float64(c.TotalGradSteps())))))
 }
 
+// GreedyMargin is the margin of the greedy policy in Q units,
+// env.flat_margin × env.reward_scale, as float32 (model.Greedy).
+func (c RunConfig) GreedyMargin() float32 {
+	return float32(c.Env.FlatMargin * c.Env.RewardScale)
+}
+
 // DecodeStored decodes a config stored with a run or a checkpoint. It is
 // Decode, except that a config written before a key existed keeps the
 // meaning it had then: without data.test_fraction (and no test times) it
-// has no test range, and without env.instrument its tick_size, slippage
-// and commission are taken as given ("custom"). The exploration and β
+// has no test range, without env.instrument its tick_size, slippage
+// and commission are taken as given ("custom"), and without
+// env.flat_margin its greedy policy is the plain argmax (margin 0). The exploration and β
 // schedules need no such care: older configs always gave their lengths in
 // steps, which still win over the fractions.
 func DecodeStored(name string, raw []byte) (RunConfig, error) {
@@ -479,6 +496,9 @@ func DecodeStored(name string, raw []byte) (RunConfig, error) {
 	}
 	if _, ok := keys.Env["instrument"]; !ok {
 		c.Env.Instrument = InstrumentCustom
+	}
+	if _, ok := keys.Env["flat_margin"]; !ok {
+		c.Env.FlatMargin = 0
 	}
 	return c, c.Validate()
 }

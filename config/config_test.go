@@ -104,6 +104,7 @@ func TestOutOfRangeValuesNameTheField(t *testing.T) {
 		{`{"model": {"v_min": 5, "v_max": 5}}`, "model.v_max"},
 		{`{"env": {"tick_size": 0}}`, "env.tick_size"},
 		{`{"env": {"epsilon_end": 1.5}}`, "env.epsilon_end"},
+		{`{"env": {"flat_margin": -0.05}}`, "env.flat_margin"},
 		{`{"optim": {"lr": 0}}`, "optim.lr"},
 		{`{"optim": {"n_step": 0}}`, "optim.n_step"},
 		{`{"optim": {"target_tau": 0}}`, "optim.target_tau"},

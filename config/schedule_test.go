@@ -36,6 +36,9 @@ func TestScheduleStepsWinOverFractions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if c.Env.FlatMargin != 0 || c.GreedyMargin() != 0 {
+		t.Errorf("old config read with env.flat_margin %g, want 0 (the plain argmax it was trained and selected with)", c.Env.FlatMargin)
+	}
 	if c.EpsilonDecayEnvSteps() != 200000 || c.BetaAnnealSteps() != 6000 {
 		t.Errorf("steps not kept: epsilon %d, β %d", c.EpsilonDecayEnvSteps(), c.BetaAnnealSteps())
 	}
@@ -67,9 +70,10 @@ func TestScheduleFractionsOutOfRangeAreNamed(t *testing.T) {
 	}
 }
 
-// TestStoredConfigKeepsItsMeaning: a config stored before the test range
-// and instrument presets existed decodes with no test range and its own
-// costs; a current one decodes as written.
+// TestStoredConfigKeepsItsMeaning: a config stored before the test range,
+// instrument presets and the greedy margin existed decodes with no test
+// range, its own costs and the plain argmax; a current one decodes as
+// written.
 func TestStoredConfigKeepsItsMeaning(t *testing.T) {
 	old := `{"data": {"path": "bundled:USA500IDXUSD_H1.csv", "train_fraction": 0.8},
 	         "env": {"tick_size": 0.25, "slippage_ticks": 1, "commission": 0.62, "epsilon_decay_steps": 200000},
@@ -82,6 +86,9 @@ func TestStoredConfigKeepsItsMeaning(t *testing.T) {
 		t.Errorf("old config read as test_fraction %g, train_fraction %g, instrument %q; want 0, 0.8, custom",
 			c.Data.TestFraction, c.Data.TrainFraction, c.Env.Instrument)
 	}
+	if c.Env.FlatMargin != 0 || c.GreedyMargin() != 0 {
+		t.Errorf("old config read with env.flat_margin %g, want 0 (the plain argmax it was trained and selected with)", c.Env.FlatMargin)
+	}
 	if c.EpsilonDecayEnvSteps() != 200000 || c.BetaAnnealSteps() != 6000 {
 		t.Errorf("old schedules changed: %d, %d", c.EpsilonDecayEnvSteps(), c.BetaAnnealSteps())
 	}
@@ -91,5 +98,14 @@ func TestStoredConfigKeepsItsMeaning(t *testing.T) {
 	}
 	if string(cur.JSON()) != string(Defaults().JSON()) {
 		t.Errorf("a current config changed on DecodeStored")
+	}
+	margin := Defaults()
+	margin.Env.FlatMargin, margin.Env.RewardScale = 0.25, 2
+	got, err := DecodeStored("margin", margin.JSON())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Env.FlatMargin != 0.25 || got.GreedyMargin() != 0.5 {
+		t.Errorf("stored env.flat_margin 0.25 at reward_scale 2 read as %g, greedy margin %g; want 0.25 and 0.5 in Q units", got.Env.FlatMargin, got.GreedyMargin())
 	}
 }

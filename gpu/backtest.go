@@ -38,7 +38,7 @@ type devBacktest struct {
 }
 
 // btArgsWords is the size of struct BacktestArgs in 64-bit words.
-const btArgsWords = 13 + 2 + 2 + 9*7 + 4 + 5 + 1 + 3
+const btArgsWords = 13 + 2 + 2 + 9*7 + 4 + 5 + 1 + 3 + 1
 
 // market returns ds on the device: the trainer's own (uploaded with the
 // collector) or a foreign one, uploaded once and kept until another comes.
@@ -140,7 +140,7 @@ func (b *devBacktest) run(c *cuda.Ctx, l *learner, own *devMarket, ds *market.Da
 		w.i64(int64(x))
 		shared += 4 * x
 	}
-	w.ptr(l.z).ptr(b.act).ptr(b.equity).ptr(b.result)
+	w.ptr(l.z).ptr(b.act).ptr(b.equity).ptr(b.result).f32i32(l.margin, 0)
 	if len(w) != btArgsWords {
 		return market.Report{}, fmt.Errorf("backtest arguments: %d words, want %d", len(w), btArgsWords)
 	}

@@ -118,7 +118,7 @@ func newDevCollector(c *cuda.Ctx, l *learner, cfg config.RunConfig, ds *market.D
 		d.fwd[s].args = []any{d.fwd[s].args[0], d.fwd[s].args[1], cuda.DevPtr(0)} // no step state: always runs
 	}
 	d.head = launch{name: "head_infer", f: l.k.fn["head_infer"], grid: dim(ceilDiv(n, 4)), block: dim(128),
-		args: []any{d.a.o, int32(n), l.z, cuda.DevPtr(0), cuda.DevPtr(0), cuda.DevPtr(0), d.act}}
+		args: []any{d.a.o, int32(n), l.z, cuda.DevPtr(0), cuda.DevPtr(0), cuda.DevPtr(0), d.act, l.margin}}
 	if err := d.reset.run(c, l.stream); err != nil {
 		return nil, err
 	}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/dqnflow/dqnflow/checkpoint"
@@ -13,6 +15,7 @@ import (
 	"github.com/dqnflow/dqnflow/gpu/cuda"
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/replay"
+	"github.com/dqnflow/dqnflow/trainer/model"
 	"github.com/dqnflow/dqnflow/trainer/policy"
 	"github.com/dqnflow/dqnflow/trainer/rollout"
 )
@@ -217,12 +220,16 @@ func transitionAt(s replay.Storage, i int) replay.Transition {
 // judge replays the device's actions through market.Backtest and asks a
 // reference policy, at every bar, what it would do on the same
 // observation: a bar differs when it answers otherwise. For the CPU
-// policy it also measures how close the two actions' Q values are there
-// (a tie within rounding is close to 0).
+// policy it also measures how close that bar was to the decision's
+// boundary in its Q values (a tie within rounding is close to 0): the gap
+// between the two actions' Q, or, when one of two directions is flat,
+// how far the other's advantage over flat is from the greedy margin
+// (model.Greedy).
 type judge struct {
 	rec    recordedPolicy
 	ref    rollout.Greedy
 	q      func(obs []float32, dst []float32) error // nil: no gaps
+	margin float32
 	bars   int
 	diff   int
 	first  int
@@ -253,7 +260,12 @@ func (j *judge) Act(t int, obs []float32) market.Action {
 			off := 0
 			for d, n := range market.BranchSizes {
 				x, y := [3]int{a.Dir, a.Size, a.Exit}[d], [3]int{b.Dir, b.Size, b.Exit}[d]
-				j.maxGap = math.Max(j.maxGap, math.Abs(float64(j.qv[off+x]-j.qv[off+y])))
+				gap := math.Abs(float64(j.qv[off+x] - j.qv[off+y]))
+				if d == 0 && x != y && (x == model.FlatDir || y == model.FlatDir) {
+					pos := x + y - model.FlatDir
+					gap = math.Abs(float64(j.qv[pos]-j.qv[model.FlatDir]) - float64(j.margin))
+				}
+				j.maxGap = math.Max(j.maxGap, gap)
 				off += n
 			}
 		}
@@ -269,7 +281,11 @@ func (j *judge) Act(t int, obs []float32) market.Action {
 // forward pass sums in another order than the GEMMs), and checks that the
 // metrics agree within 1e-6 when no bar differs, that in fp32 every
 // difference is a tie (Q gap ≤ 1e-4), and that the kernel's own equity
-// curve equals the report's within 1e-9 relative.
+// curve equals the report's within 1e-9 relative. It does so with the
+// plain argmax and with a greedy margin over flat (env.flat_margin) at
+// the median advantage of the positions the CPU policy's plain argmax
+// takes on the range's flat observations, so that the margin turns some
+// of them flat.
 func TestDeviceBacktestMatchesHost(t *testing.T) {
 	for _, precision := range []string{config.PrecisionFP32, config.PrecisionBF16Mixed} {
 		t.Run(precision, func(t *testing.T) {
@@ -289,94 +305,156 @@ func TestDeviceBacktestMatchesHost(t *testing.T) {
 			if _, err := tr.Train(ctx, 50, nil); err != nil {
 				t.Fatal(err)
 			}
-			r := ds.Valid
-			dev, err := tr.Backtest(ctx, ds, r)
-			if err != nil {
-				t.Fatal(err)
-			}
-			devActs := append([]int32(nil), tr.bt.hostAct[:3*tr.bt.lastBars]...)
-			decisions, usedCluster := tr.bt.lastBars, tr.bt.cluster
-			var maxEq float64
-			for i, e := range dev.Equity {
-				maxEq = math.Max(maxEq, relErr(tr.bt.lastEq[i], e))
-			}
-			if usedCluster {
-				// The one-block kernel computes every row as the cluster's
-				// blocks do: the same actions and the same report.
-				tr.bt.oneBlock = true
-				one, err := tr.Backtest(ctx, ds, r)
-				tr.bt.oneBlock = false
-				if err != nil {
-					t.Fatal(err)
-				}
-				same := tr.bt.lastBars == len(devActs)/3
-				for i := 0; same && i < len(devActs); i++ {
-					same = tr.bt.hostAct[i] == devActs[i]
-				}
-				if w, f := metricsErr(one.Metrics, dev.Metrics); !same || w != 0 {
-					t.Errorf("bt_run and bt_run_cluster differ: same actions %v, metrics %g (%s)", same, w, f)
-				}
-			}
-			t.Logf("%s: backtest kernel bt_run_cluster %v", precision, usedCluster)
-			t.Logf("%s: %d bars, %d decisions, Sharpe %.4f, %d trades; kernel equity against the report's: max relative error %.3g",
-				precision, r.Len(), decisions, dev.Sharpe, dev.Trades, maxEq)
-			if !(maxEq <= 1e-9) {
-				t.Errorf("the kernel's equity differs from the report's by %g relative", maxEq)
-			}
 			ck, err := tr.Snapshot()
 			if err != nil {
 				t.Fatal(err)
 			}
-			pol, err := policy.Load(ck)
-			if err != nil {
-				t.Fatal(err)
+			margins := []float64{0}
+			if median, ok := medianAdvantage(t, ck, ds, ds.Valid); ok {
+				margins = append(margins, median/cfg.Env.RewardScale)
+			} else {
+				t.Errorf("the plain argmax is flat on every bar of the range: the margin is not exercised")
 			}
-			for _, ref := range []struct {
-				name string
-				g    rollout.Greedy
-				q    func(obs []float32, dst []float32) error
-			}{
-				{"the device network with the host environment", nil, nil},
-				{"the CPU policy (" + pol.Precision() + ")", pol.Greedy, func(obs []float32, dst []float32) error { return pol.QValues(obs, 1, dst) }},
-			} {
-				var refRep, judged market.Report
-				j := &judge{rec: recordedPolicy{from: r.From, acts: devActs}, q: ref.q, first: -1}
-				err := tr.do(func(c *cuda.Ctx) error {
-					g := ref.g
-					if g == nil {
-						g = func(obs []float32, rows int, dst []market.Action) error { return tr.l.greedy(c, obs, rows, dst) }
-					}
-					j.ref = g
-					var err error
-					if refRep, err = rollout.Backtest(ds, r, g); err != nil {
-						return err
-					}
-					judged, err = market.Backtest(ds, r, j)
-					return err
+			for _, margin := range margins {
+				c := cfg
+				c.Env.FlatMargin = margin
+				t.Run(fmt.Sprintf("flat_margin=%.4g", margin), func(t *testing.T) {
+					tr.l.margin = c.GreedyMargin() // the margin the trainer of config c would have
+					compareBacktests(t, tr, ds, ds.Valid, withConfig(t, ck, c), c.GreedyMargin())
 				})
-				if err == nil {
-					err = j.err
-				}
-				if err == nil {
-					err = j.rec.err
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				if jm, _ := metricsErr(judged.Metrics, dev.Metrics); jm != 0 {
-					t.Errorf("replaying the device's actions gives other metrics (%g)", jm)
-				}
-				worst, field := metricsErr(dev.Metrics, refRep.Metrics)
-				t.Logf("%s against %s: %d of %d bars' actions differ on the same observation (first at bar %d, largest Q gap %.3g); metrics max relative error %.3g (%s)",
-					precision, ref.name, j.diff, j.bars, j.first, j.maxGap, worst, field)
-				if j.diff == 0 && !(worst <= 1e-6) {
-					t.Errorf("the same actions, yet %s differs by %g relative", field, worst)
-				}
-				if precision == config.PrecisionFP32 && ref.q != nil && j.maxGap > 1e-4 {
-					t.Errorf("a bar differs with a Q gap of %g: not a tie within rounding", j.maxGap)
-				}
 			}
+			tr.l.margin = cfg.GreedyMargin()
 		})
+	}
+}
+
+// medianAdvantage is the median advantage over flat, Q(position) − Q(flat),
+// of the positions that the plain argmax of ck's CPU policy takes on the
+// flat observations of bars r (agent features 0); false when it takes
+// none.
+func medianAdvantage(t *testing.T, ck *checkpoint.Checkpoint, ds *market.Dataset, r market.Range) (float64, bool) {
+	t.Helper()
+	pol, err := policy.Load(ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := make([]float32, r.Len()*market.ObsDim)
+	for i := range r.Len() {
+		copy(obs[i*market.ObsDim:], ds.Features[(r.From+i)*market.NumFeatures:(r.From+i+1)*market.NumFeatures])
+	}
+	q := make([]float32, r.Len()*model.NumActions)
+	if err := pol.QValues(obs, r.Len(), q); err != nil {
+		t.Fatal(err)
+	}
+	var adv []float64
+	for i := range r.Len() {
+		qi := q[i*model.NumActions : (i+1)*model.NumActions]
+		if a := model.Greedy(qi, 0); a.Dir != model.FlatDir {
+			adv = append(adv, float64(qi[a.Dir]-qi[model.FlatDir]))
+		}
+	}
+	if len(adv) == 0 {
+		return 0, false
+	}
+	slices.Sort(adv)
+	return adv[len(adv)/2], true
+}
+
+// withConfig is ck with cfg as its stored config.
+func withConfig(t *testing.T, ck *checkpoint.Checkpoint, cfg config.RunConfig) *checkpoint.Checkpoint {
+	t.Helper()
+	meta := maps.Clone(ck.Meta)
+	meta[checkpoint.MetaConfig] = string(cfg.JSON())
+	return &checkpoint.Checkpoint{Meta: meta, Tensors: ck.Tensors}
+}
+
+// compareBacktests is the body of TestDeviceBacktestMatchesHost for one
+// greedy margin: tr's device backtest of bars r against the host
+// environment driven by tr's network and by the CPU policy of ck.
+func compareBacktests(t *testing.T, tr *Trainer, ds *market.Dataset, r market.Range, ck *checkpoint.Checkpoint, margin float32) {
+	ctx := context.Background()
+	precision := tr.cfg.Precision
+	dev, err := tr.Backtest(ctx, ds, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	devActs := append([]int32(nil), tr.bt.hostAct[:3*tr.bt.lastBars]...)
+	decisions, usedCluster := tr.bt.lastBars, tr.bt.cluster
+	var maxEq float64
+	for i, e := range dev.Equity {
+		maxEq = math.Max(maxEq, relErr(tr.bt.lastEq[i], e))
+	}
+	if usedCluster {
+		// The one-block kernel computes every row as the cluster's
+		// blocks do: the same actions and the same report.
+		tr.bt.oneBlock = true
+		one, err := tr.Backtest(ctx, ds, r)
+		tr.bt.oneBlock = false
+		if err != nil {
+			t.Fatal(err)
+		}
+		same := tr.bt.lastBars == len(devActs)/3
+		for i := 0; same && i < len(devActs); i++ {
+			same = tr.bt.hostAct[i] == devActs[i]
+		}
+		if w, f := metricsErr(one.Metrics, dev.Metrics); !same || w != 0 {
+			t.Errorf("bt_run and bt_run_cluster differ: same actions %v, metrics %g (%s)", same, w, f)
+		}
+	}
+	t.Logf("%s: backtest kernel bt_run_cluster %v", precision, usedCluster)
+	t.Logf("%s: %d bars, %d decisions, Sharpe %.4f, %d trades; kernel equity against the report's: max relative error %.3g",
+		precision, r.Len(), decisions, dev.Sharpe, dev.Trades, maxEq)
+	if !(maxEq <= 1e-9) {
+		t.Errorf("the kernel's equity differs from the report's by %g relative", maxEq)
+	}
+	pol, err := policy.Load(ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ref := range []struct {
+		name string
+		g    rollout.Greedy
+		q    func(obs []float32, dst []float32) error
+	}{
+		{"the device network with the host environment", nil, nil},
+		{"the CPU policy (" + pol.Precision() + ")", pol.Greedy, func(obs []float32, dst []float32) error { return pol.QValues(obs, 1, dst) }},
+	} {
+		var refRep, judged market.Report
+		j := &judge{rec: recordedPolicy{from: r.From, acts: devActs}, q: ref.q, margin: margin, first: -1}
+		err := tr.do(func(c *cuda.Ctx) error {
+			g := ref.g
+			if g == nil {
+				g = func(obs []float32, rows int, dst []market.Action) error { return tr.l.greedy(c, obs, rows, dst) }
+			}
+			j.ref = g
+			var err error
+			if refRep, err = rollout.Backtest(ds, r, g); err != nil {
+				return err
+			}
+			judged, err = market.Backtest(ds, r, j)
+			return err
+		})
+		if err == nil {
+			err = j.err
+		}
+		if err == nil {
+			err = j.rec.err
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if jm, _ := metricsErr(judged.Metrics, dev.Metrics); jm != 0 {
+			t.Errorf("replaying the device's actions gives other metrics (%g)", jm)
+		}
+		worst, field := metricsErr(dev.Metrics, refRep.Metrics)
+		t.Logf("%s, margin %.4g, against %s: %d of %d bars' actions differ on the same observation (first at bar %d, largest Q gap %.3g); metrics max relative error %.3g (%s)",
+			precision, margin, ref.name, j.diff, j.bars, j.first, j.maxGap, worst, field)
+		if j.diff == 0 && !(worst <= 1e-6) {
+			t.Errorf("the same actions, yet %s differs by %g relative", field, worst)
+		}
+		if precision == config.PrecisionFP32 && ref.q != nil && j.maxGap > 1e-4 {
+			t.Errorf("a bar differs with a Q gap of %g: not a tie within rounding", j.maxGap)
+		}
 	}
 }
 

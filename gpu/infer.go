@@ -81,15 +81,16 @@ func (l *learner) infer(c *cuda.Ctx, obs []float32, rows int, full bool) (*infer
 		lg, pr = p.logits, p.probs
 	}
 	if err := c.Launch(l.k.fn["head_infer"], dim(ceilDiv(rows, 4)), dim(128), 0, l.stream,
-		p.a.o, int32(rows), l.z, lg, pr, p.q, p.act); err != nil {
+		p.a.o, int32(rows), l.z, lg, pr, p.q, p.act, l.margin); err != nil {
 		return nil, err
 	}
 	return p, c.Sync(l.stream)
 }
 
 // greedy writes the online network's greedy action of every branch for rows
-// observations (rollout.Greedy), through the inference GEMMs: the host
-// environment's path, which the device backtest is tested against.
+// observations (rollout.Greedy, with the learner's margin over flat),
+// through the inference GEMMs: the host environment's path, which the
+// device backtest is tested against.
 func (l *learner) greedy(c *cuda.Ctx, obs []float32, rows int, dst []market.Action) error {
 	if len(dst) != rows {
 		return fmt.Errorf("greedy: dst has %d actions, want %d", len(dst), rows)

@@ -71,6 +71,10 @@ type learner struct {
 	plans                 map[int]*stepPlan
 	inf                   *inferPlan
 	replay                *devReplay // nil for a bare learner (harness)
+	// margin is the greedy policy's margin for a position over flat in Q
+	// units (config.RunConfig.GreedyMargin, model.Greedy): head_infer's
+	// and the backtest's. 0 for a bare learner.
+	margin float32
 }
 
 // newLearner allocates a learner for model m in the given precision with

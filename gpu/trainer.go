@@ -125,6 +125,7 @@ func (b *Backend) build(cfg config.RunConfig, ds *market.Dataset, s *model.State
 			return err
 		}
 		t.l = l
+		l.margin = cfg.GreedyMargin()
 		if l.replay, err = newDevReplay(c, l, annealed(cfg), ds); err != nil {
 			return err
 		}

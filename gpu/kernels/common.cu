@@ -35,6 +35,16 @@ __device__ __constant__ int kBranchOff[NBRANCH] = {0, 3, 7};
 // gpu/gemm.go headCols.
 __device__ __constant__ int kHeadCol[NBRANCH] = {COLA0, COLA1, COLA2};
 
+#define FLAT_DIR 1  // the direction action that holds no position (model.FlatDir)
+
+// greedyDir is model.Greedy's rule for the direction branch: best, the
+// branch's argmax with expected value qBest, unless it is a position whose
+// advantage over flat (expected value qFlat), rounded once to float32, is
+// below margin; then flat. Margin 0 keeps the argmax.
+__device__ __forceinline__ int greedyDir(int best, float qBest, float qFlat, float margin) {
+  return (best != FLAT_DIR && qBest - qFlat < margin) ? FLAT_DIR : best;
+}
+
 // bf2f widens a bf16 exactly.
 __device__ __forceinline__ float bf2f(bf16_t h) { return __uint_as_float(((unsigned)h) << 16); }
 

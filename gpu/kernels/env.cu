@@ -462,6 +462,8 @@ struct BacktestArgs {
   int* act;                 // [(to−from)×3] the action decided at bar from + i
   double* equity;           // [to−from] equity at the close of each bar
   long long* result;        // [2]: decisions taken, ruin bar (0: none)
+  float margin;             // the greedy margin for a position over flat (greedyDir)
+  int pad;
 };
 
 // btObserve writes the observation of bar t into x (all threads of the
@@ -495,13 +497,14 @@ __device__ __forceinline__ void btRow(const RowLayer& L, const E* w, const float
 }
 
 // btHead writes the greedy action of branch warp (warps 0, 1, 2) from the
-// head outputs O into act, first on ties as head_infer.
+// head outputs O into act, first on ties and with the direction's margin
+// over flat as head_infer.
 __device__ __forceinline__ void btHead(const BacktestArgs& a, const float* O, int* act) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   if (warp >= NBRANCH) return;
   const int d = warp;
   int best = 0;
-  float bestQ = 0.0f;
+  float bestQ = 0.0f, flatQ = 0.0f;
   float mean[JPL];
   branchMean(O, d, lane, mean);
   for (int b = 0; b < kBranchSize[d]; b++) {
@@ -510,7 +513,9 @@ __device__ __forceinline__ void btHead(const BacktestArgs& a, const float* O, in
     softmax(l, p, &mx, &lse);
     const float qa = expectation(p, a.z, lane);
     if (b == 0 || qa > bestQ) { best = b; bestQ = qa; }
+    if (b == FLAT_DIR) flatQ = qa;
   }
+  if (d == 0) best = greedyDir(best, bestQ, flatQ, a.margin);
   if (lane == 0) act[d] = best;
 }
 

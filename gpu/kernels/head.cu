@@ -80,16 +80,18 @@ __device__ __forceinline__ float expectation(const float p[JPL], const float* z,
 // head_infer: for rows observations with head outputs O [rows×OUTW],
 // writes (each output optional, null to skip) the logits and the
 // probabilities [rows×NACT×ATOMS], the expected values Q [rows×NACT] and the
-// greedy action of every branch act [rows×3] (the first on ties).
+// greedy action of every branch act [rows×3]: the first argmax, and in the
+// direction branch flat unless the position beats flat by margin
+// (greedyDir, model.Greedy).
 extern "C" __global__ void head_infer(const float* O, int rows, const float* z, float* logits,
-                                      float* probs, float* qout, int* act) {
+                                      float* probs, float* qout, int* act, float margin) {
   const int lane = threadIdx.x & 31;
   const long long r = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
   if (r >= rows) return;
   const float* o = O + r * OUTW;
   for (int d = 0; d < NBRANCH; d++) {
     int best = 0;
-    float bestQ = 0.0f;
+    float bestQ = 0.0f, flatQ = 0.0f;
     float mean[JPL];
     branchMean(o, d, lane, mean);
     for (int a = 0; a < kBranchSize[d]; a++) {
@@ -108,7 +110,9 @@ extern "C" __global__ void head_infer(const float* O, int rows, const float* z, 
       float qa = expectation(p, z, lane);
       if (qout && lane == 0) qout[r * NACT + k] = qa;
       if (a == 0 || qa > bestQ) { best = a; bestQ = qa; }
+      if (a == FLAT_DIR) flatQ = qa;
     }
+    if (d == 0) best = greedyDir(best, bestQ, flatQ, margin);
     if (act && lane == 0) act[r * 3 + d] = best;
   }
 }

@@ -166,14 +166,3 @@ func expected(p, z, q []float32) {
 		q[k] = s
 	}
 }
-
-// argmax returns the index of the first largest value of q.
-func argmax(q []float32) int {
-	best := 0
-	for i, x := range q {
-		if x > q[best] {
-			best = i
-		}
-	}
-	return best
-}

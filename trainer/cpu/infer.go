@@ -81,8 +81,10 @@ func (n *Net) Logits(obs []float32, rows int, dst []float32) error {
 	return nil
 }
 
-// Greedy writes, for each of the rows observations in obs, the action that
-// maximises Q on every branch (the first one on ties) to dst.
+// Greedy writes, for each of the rows observations in obs, the greedy
+// action to dst: the one that maximises Q on every branch (the first one
+// on ties), flat unless the direction it picks beats flat's Q by the
+// net's margin (model.Greedy, SetGreedyMargin).
 func (n *Net) Greedy(obs []float32, rows int, dst []market.Action) error {
 	if err := checkObs("greedy", obs, rows); err != nil {
 		return err
@@ -97,12 +99,7 @@ func (n *Net) Greedy(obs []float32, rows int, dst []market.Action) error {
 			return err
 		}
 		for r := 0; r < k; r++ {
-			qr := q[r*model.NumActions : (r+1)*model.NumActions]
-			dst[r0+r] = market.Action{
-				Dir:  argmax(qr[model.BranchOffset[0]:model.BranchOffset[1]]),
-				Size: argmax(qr[model.BranchOffset[1]:model.BranchOffset[2]]),
-				Exit: argmax(qr[model.BranchOffset[2]:]),
-			}
+			dst[r0+r] = model.Greedy(q[r*model.NumActions:(r+1)*model.NumActions], n.margin)
 		}
 	}
 	return nil

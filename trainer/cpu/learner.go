@@ -461,7 +461,7 @@ func (l *Learner) targetRows(lo, hi, w int) {
 		on.rowQ(n+i, s.nextQ, s)
 		for d, nd := range market.BranchSizes {
 			off := model.BranchOffset[d]
-			tg.actionDist(i, d, argmax(s.nextQ[off:off+nd]), s)
+			tg.actionDist(i, d, model.Argmax(s.nextQ[off:off+nd]), s)
 			m := l.tgt[(i*model.NumBranches+d)*atoms : (i*model.NumBranches+d+1)*atoms]
 			project(s.prob, on.support, b.Return[i], b.Discount[i], on.vmin, on.vmax, on.dz, m)
 		}

@@ -77,6 +77,7 @@ type Net struct {
 	vmax      float32   // v_max
 	mean      []float32 // Atoms: dueling mean of one branch
 	q         []float32 // inferRows×model.NumActions: Greedy's Q values
+	margin    float32   // Greedy's margin for a position over flat (SetGreedyMargin)
 	act       acts
 
 	// the group being computed, for biasFn (a method value made once, so
@@ -216,6 +217,20 @@ func (n *Net) setBLAS(b blas.BLAS) {
 
 // BLAS returns the implementation n's GEMMs run on.
 func (n *Net) BLAS() blas.BLAS { return n.lib }
+
+// SetGreedyMargin sets the margin by which Greedy needs a position's
+// expected Q to beat flat's (model.Greedy); a new Net has 0, the plain
+// argmax. margin must be finite and not negative.
+func (n *Net) SetGreedyMargin(margin float32) error {
+	if err := model.CheckMargin(margin); err != nil {
+		return err
+	}
+	n.margin = margin
+	return nil
+}
+
+// GreedyMargin is the margin set by SetGreedyMargin.
+func (n *Net) GreedyMargin() float32 { return n.margin }
 
 // SetThreads sets the number of threads each GEMM may use; k ≤ 0 means
 // GOMAXPROCS, the default. With gonum results do not depend on it. For

@@ -85,6 +85,9 @@ func build(cfg config.RunConfig, ds *market.Dataset) (*Trainer, error) {
 		return nil, err
 	}
 	l.SetBLAS(lib)
+	if err := l.Online().SetGreedyMargin(cfg.GreedyMargin()); err != nil {
+		return nil, fmt.Errorf("cpu trainer: env.flat_margin: %w", err)
+	}
 	buf, err := replay.New(cfg.Replay)
 	if err != nil {
 		return nil, err

@@ -20,7 +20,8 @@ import (
 
 // Policy is the greedy policy of a checkpoint's online network: in each
 // branch the action with the highest expected value Σ_j p_j z_j (the first
-// one on ties). It is not safe for concurrent use.
+// one on ties), flat unless the direction beats flat by the config's
+// margin (model.Greedy, env.flat_margin). It is not safe for concurrent use.
 type Policy struct {
 	net       *cpu.Net
 	precision string
@@ -70,11 +71,18 @@ func Load(ck *checkpoint.Checkpoint) (*Policy, error) {
 	if err := net.SetParams(p); err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
+	if err := net.SetGreedyMargin(cfg.GreedyMargin()); err != nil {
+		return nil, fmt.Errorf("policy: env.flat_margin: %w", err)
+	}
 	return &Policy{net: net, precision: precision}, nil
 }
 
 // Precision is the precision mode the policy evaluates in.
 func (p *Policy) Precision() string { return p.precision }
+
+// Margin is the greedy margin over flat in Q units
+// (config.RunConfig.GreedyMargin of the checkpoint's config).
+func (p *Policy) Margin() float32 { return p.net.GreedyMargin() }
 
 // Greedy writes the greedy action of each of the rows observations in obs
 // to dst (see rollout.Greedy).

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/trainer/cpu"
+	"github.com/dqnflow/dqnflow/trainer/model"
 	"github.com/dqnflow/dqnflow/trainer/policy"
 	"github.com/dqnflow/dqnflow/trainer/trainertest"
 )
@@ -167,5 +169,67 @@ func TestLoadRejectsBadWeights(t *testing.T) {
 	empty := &checkpoint.Checkpoint{Meta: ck.Meta}
 	if _, err := policy.Load(empty); !errors.Is(err, checkpoint.ErrMissingTensor) || !strings.Contains(err.Error(), "s1.weight") {
 		t.Errorf("no weights: %v", err)
+	}
+}
+
+// TestPolicyKeepsTheRunsMargin: a checkpoint's env.flat_margin (times its
+// reward scale) is the margin of its greedy policy: on observations of the
+// validation range each action is model.Greedy of the policy's own Q
+// values with that margin, and a margin at the median advantage of the
+// positions the plain argmax takes turns some of them flat.
+func TestPolicyKeepsTheRunsMargin(t *testing.T) {
+	ck, ds, _ := trained(t, config.PrecisionFP32)
+	plain, err := policy.Load(ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := ds.Valid.Len()
+	obs := make([]float32, rows*market.ObsDim)
+	for i := range rows {
+		copy(obs[i*market.ObsDim:], ds.Features[(ds.Valid.From+i)*market.NumFeatures:(ds.Valid.From+i+1)*market.NumFeatures])
+	}
+	q := make([]float32, rows*model.NumActions)
+	if err := plain.QValues(obs, rows, q); err != nil {
+		t.Fatal(err)
+	}
+	var adv []float64
+	for i := range rows {
+		d := q[i*model.NumActions : i*model.NumActions+market.NumDirections]
+		if a := model.Greedy(q[i*model.NumActions:(i+1)*model.NumActions], 0); a.Dir != model.FlatDir {
+			adv = append(adv, float64(d[a.Dir]-d[model.FlatDir]))
+		}
+	}
+	if len(adv) < 2 {
+		t.Fatalf("the plain argmax takes a position on %d of %d bars: too few to place a margin", len(adv), rows)
+	}
+	slices.Sort(adv)
+	cfg, err := trainer.CheckpointConfig(ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Env.RewardScale = 2 // the margin is in reward units: Q units are twice as large
+	cfg.Env.FlatMargin = adv[len(adv)/2] / cfg.Env.RewardScale
+	ck.Meta[checkpoint.MetaConfig] = string(cfg.JSON())
+	pol, err := policy.Load(ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]market.Action, rows)
+	if err := pol.Greedy(obs, rows, got); err != nil {
+		t.Fatal(err)
+	}
+	flipped := 0
+	for i := range rows {
+		qi := q[i*model.NumActions : (i+1)*model.NumActions]
+		if want := model.Greedy(qi, cfg.GreedyMargin()); got[i] != want {
+			t.Fatalf("bar %d: policy with margin %g chose %+v, model.Greedy of its Q values %+v", i, cfg.GreedyMargin(), got[i], want)
+		}
+		if got[i] != model.Greedy(qi, 0) {
+			flipped++
+		}
+	}
+	t.Logf("margin %.4g in Q units: %d of %d positions of the plain argmax turned flat", cfg.GreedyMargin(), flipped, len(adv))
+	if flipped == 0 || flipped == len(adv) {
+		t.Errorf("margin at the median advantage turned %d of %d positions flat: want some, not all", flipped, len(adv))
 	}
 }

@@ -73,6 +73,7 @@ func RunConfig(t *testing.T, b trainer.Backend, cfg config.RunConfig) {
 	t.Run("TrainStopsOnNonFinite", func(t *testing.T) { testNonFinite(t, b, cfg, ds) })
 	t.Run("RestoreRejectsDamagedState", func(t *testing.T) { testRestoreRejects(t, b, cfg, ds) })
 	t.Run("BacktestIsGreedyAndRepeatable", func(t *testing.T) { testBacktest(t, b, cfg, ds) })
+	t.Run("GreedyStaysFlatBelowTheMargin", func(t *testing.T) { testFlatMargin(t, b, cfg, ds) })
 	t.Run("TrainReportsStagnation", func(t *testing.T) { testStagnation(t, b, cfg, ds) })
 	if cfg.Precision == config.PrecisionBF16 {
 		t.Run("StateIsStoredAsBF16", func(t *testing.T) { testBF16State(t, b, cfg, ds) })
@@ -291,6 +292,36 @@ func testRestoreRejects(t *testing.T, b trainer.Backend, cfg config.RunConfig, d
 		_, err := b.Restore(context.Background(), damaged, ds)
 		if err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("Restore with tensor %s reshaped returned %v, want an error naming it", name, err)
+		}
+	}
+}
+
+// testFlatMargin: with env.flat_margin above any difference of expected
+// values the support allows ((v_max − v_min)/reward_scale in reward
+// units), every greedy decision is flat (model.Greedy): with ε = 0 the
+// collector never holds a position, so every reward is exactly 0, and the
+// backtest trades nothing. The same run without the margin is logged for
+// comparison.
+func testFlatMargin(t *testing.T, b trainer.Backend, cfg config.RunConfig, ds *market.Dataset) {
+	cfg.Env.EpsilonStart, cfg.Env.EpsilonEnd = 0, 0
+	ctx := context.Background()
+	for _, margin := range []float64{0, 1.01 * (cfg.Model.VMax - cfg.Model.VMin) / cfg.Env.RewardScale} {
+		c := cfg
+		c.Env.FlatMargin = margin
+		tr := newTrainer(t, b, c, ds, nil)
+		epochs(t, tr, c, 1)
+		st, err := tr.Collect(ctx, c.Env.CollectSteps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := tr.Backtest(ctx, ds, ds.Valid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("env.flat_margin %g: collector mean reward %.4g; backtest %d trades, exposure %.3f", margin, st.MeanReward, rep.Trades, rep.Exposure)
+		if margin > 0 && (st.MeanReward != 0 || rep.Trades != 0 || rep.Exposure != 0) {
+			t.Errorf("env.flat_margin %g above every Q difference: collector mean reward %g (want 0: always flat), backtest %d trades and exposure %g (want none)",
+				margin, st.MeanReward, rep.Trades, rep.Exposure)
 		}
 	}
 }
