@@ -30,7 +30,9 @@ func TestKillInAChunkKeepsItsCheckpoints(t *testing.T) {
 	s := newStack(t)
 	// Epochs of about 0.4 s: a 2-s chunk holds about five.
 	cfg := killConfig(filepath.Join(s.dir, "checkpoints"), max(calibrateSteps(t)/6, 20))
-	cfg.Epochs = 12
+	// 24 epochs (about 10 s): on a quiet machine a run of 12 could finish
+	// before the server saw a heartbeat past the committed epoch.
+	cfg.Epochs = 24
 	cfg.Checkpoint.KeepLast = cfg.Epochs
 	a := s.startWorker("worker-a")
 
