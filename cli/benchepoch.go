@@ -36,10 +36,7 @@ type epochBenchResult struct {
 // train, sync, backtest of the validation range; gpu.Trainer.TimeEpochs)
 // and the collector with 4096 and 16384 environments.
 func benchEpoch(ctx context.Context, e *env, cfg config.RunConfig, epochs int, jsonOut bool) error {
-	if epochs < 1 {
-		return fmt.Errorf("%w: flag --epochs %d: must be at least 1", errUsage, epochs)
-	}
-	b, dev, err := backend.Open(cfg.Device)
+	b, dev, err := backend.Open(cfg.Device) // runBench has checked epochs ≥ 1
 	if err != nil {
 		return err
 	}
