@@ -87,7 +87,11 @@ func benchEpoch(ctx context.Context, e *env, cfg config.RunConfig, epochs int, j
 	fmt.Fprintf(e.stdout, "  collect  %7.2f ms (device %7.2f)  %d env steps\n", ep.CollectMs, ep.CollectDeviceMs, ep.EnvSteps)
 	fmt.Fprintf(e.stdout, "  train    %7.2f ms (device %7.2f)  %d steps at batch %d\n", ep.TrainMs, ep.TrainDeviceMs, ep.TrainSteps, ep.BatchSize)
 	fmt.Fprintf(e.stdout, "  sync     %7.2f ms (device %7.2f)\n", ep.SyncMs, ep.SyncDeviceMs)
-	fmt.Fprintf(e.stdout, "  backtest %7.2f ms (device %7.2f)  %d bars\n", ep.BacktestMs, ep.BacktestDeviceMs, ep.BacktestBars)
+	fmt.Fprintf(e.stdout, "  backtest %7.2f ms (device %7.2f)  %d bars, %s", ep.BacktestMs, ep.BacktestDeviceMs, ep.BacktestBars, ep.BacktestMode)
+	if ep.BacktestMode == "batch" {
+		fmt.Fprintf(e.stdout, ": %d calls of the network, %d observations", ep.BacktestCalls, ep.BacktestRows)
+	}
+	fmt.Fprintln(e.stdout)
 	for _, c := range res.Collectors {
 		fmt.Fprintf(e.stdout, "  collector %5d envs: %.1f M env steps/s (device %.1f M; target %.0f M)\n",
 			c.NumEnvs, c.EnvStepsPerS/1e6, c.DeviceEnvStepsPerS/1e6, targetCollectEnvStepsPerS/1e6)

@@ -2,23 +2,34 @@ package gpu
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/dqnflow/dqnflow/gpu/cuda"
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/trainer/model"
+	"github.com/dqnflow/dqnflow/trainer/rollout"
 )
 
-// devBacktest runs the greedy backtest on the device (kernels bt_run and
-// bt_run_cluster): one block, or one cluster of blocks holding the weights
-// in their shared memory, walks the range bar by bar, with the online
-// network's forward pass for one observation, the greedy head and the
-// environment's accounting, so a backtest is one launch and one read-back
-// of the actions. The host
-// then books the report from those actions with market.Backtest itself,
-// so a device report is a CPU report of the same actions by construction;
-// the kernel's own equity, which the tests compare with the report's,
-// shows that its accounting (and so the agent features the network saw)
-// is the CPU's.
+// devBacktest runs the greedy backtest on the device, in one of two ways.
+//
+// By default (batched) it is rollout's backtest (market.BacktestBatch)
+// with the device network as the policy: the host walks the range with the
+// exact accounting of market and asks the inference GEMMs for the greedy
+// actions of many observations per call (every bar's flat decision, then
+// chains of held positions), a few calls per backtest instead of one
+// forward pass per bar. Its report is the host environment's driven by the
+// device network, by construction.
+//
+// With DQNFLOW_BACKTEST=kernel (kept for comparison, visit.sh epoch) it
+// runs the kernels bt_run and bt_run_cluster: one block, or one cluster of
+// blocks holding the weights in their shared memory, walks the range bar
+// by bar, with the online network's forward pass for one observation, the
+// greedy head and the environment's accounting, so a backtest is one
+// launch and one read-back of the actions. The host then books the report
+// from those actions with market.Backtest itself, so a device report is a
+// CPU report of the same actions by construction; the kernel's own
+// equity, which the tests compare with the report's, shows that its
+// accounting (and so the agent features the network saw) is the CPU's.
 type devBacktest struct {
 	mem      arena // the foreign dataset's bars and the buffers
 	foreign  *devMarket
@@ -35,6 +46,52 @@ type devBacktest struct {
 	oneBlock bool               // bt_run even where bt_run_cluster fits (tests)
 	bench    *market.Benchmarks // of the last range
 	cluster  bool               // the last run used bt_run_cluster
+	kernel   bool               // bt_run / bt_run_cluster instead of the batched backtest
+	// lastStats is how the last batched backtest decided (tests, bench).
+	lastStats market.BatchStats
+}
+
+// backtestMode is DQNFLOW_BACKTEST: "" or "batch" (the default) or
+// "kernel" (devBacktest).
+var backtestMode = os.Getenv("DQNFLOW_BACKTEST")
+
+// checkBacktestMode refuses a DQNFLOW_BACKTEST it does not know.
+func checkBacktestMode() (kernel bool, err error) {
+	switch backtestMode {
+	case "", "batch":
+		return false, nil
+	case "kernel":
+		return true, nil
+	}
+	return false, fmt.Errorf("DQNFLOW_BACKTEST %q: must be batch (the default) or kernel", backtestMode)
+}
+
+// runBatch is the batched backtest (devBacktest): rollout's, with the
+// device network's greedy actions. The device clock counts each call's
+// device work (upload, forward pass, head, read-back).
+func (b *devBacktest) runBatch(c *cuda.Ctx, l *learner, ds *market.Dataset, r market.Range) (market.Report, error) {
+	if r.From >= 0 && r.To <= ds.Bars.Len() && r.Len() >= 2 && !b.bench.For(ds, r) {
+		var err error
+		if b.bench, err = market.NewBenchmarks(ds, r); err != nil {
+			return market.Report{}, err
+		}
+	}
+	var bench *market.Benchmarks
+	if b.bench.For(ds, r) {
+		bench = b.bench
+	}
+	g := func(obs []float32, rows int, dst []market.Action) error {
+		if err := b.clock.begin(c, l.stream); err != nil {
+			return err
+		}
+		if err := l.greedy(c, obs, rows, dst); err != nil {
+			return err
+		}
+		return b.clock.end(c, l.stream, "backtest")
+	}
+	rep, st, err := rollout.BacktestStats(ds, r, g, bench)
+	b.lastStats = st
+	return rep, err
 }
 
 // btArgsWords is the size of struct BacktestArgs in 64-bit words.
@@ -113,6 +170,9 @@ func (b *devBacktest) run(c *cuda.Ctx, l *learner, own *devMarket, ds *market.Da
 	if ds == nil || ds.Bars == nil || r.From < 0 || r.To > ds.Bars.Len() || n < 2 {
 		// market.Backtest words the error (the range, the missing bars).
 		return market.Backtest(ds, r, &recordedPolicy{})
+	}
+	if !b.kernel {
+		return b.runBatch(c, l, ds, r)
 	}
 	mk, err := b.market(c, l, own, ds)
 	if err != nil {

@@ -372,11 +372,35 @@ func withConfig(t *testing.T, ck *checkpoint.Checkpoint, cfg config.RunConfig) *
 // greedy margin: tr's device backtest of bars r against the host
 // environment driven by tr's network and by the CPU policy of ck.
 func compareBacktests(t *testing.T, tr *Trainer, ds *market.Dataset, r market.Range, ck *checkpoint.Checkpoint, margin float32) {
+	defer func(k bool) { tr.bt.kernel = k }(tr.bt.kernel)
+	for _, kernel := range []bool{false, true} {
+		tr.bt.kernel = kernel
+		compareBacktest(t, tr, ds, r, ck, margin)
+	}
+}
+
+// compareBacktest is compareBacktests for the trainer's backtest mode
+// (batched or kernel).
+func compareBacktest(t *testing.T, tr *Trainer, ds *market.Dataset, r market.Range, ck *checkpoint.Checkpoint, margin float32) {
 	ctx := context.Background()
 	precision := tr.cfg.Precision
 	dev, err := tr.Backtest(ctx, ds, r)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !tr.bt.kernel {
+		st := tr.bt.lastStats
+		precision += " batched"
+		t.Logf("%s: %d decisions from %d rows in %d calls", precision, st.Decisions, st.Evaluated, st.Rounds)
+		if st.Decisions != len(st.Actions) || st.Rounds < 1 || st.Rounds > st.Decisions {
+			t.Errorf("batched backtest stats %d decisions, %d actions, %d calls", st.Decisions, len(st.Actions), st.Rounds)
+		}
+		acts := make([]int32, 0, 3*len(st.Actions))
+		for _, a := range st.Actions {
+			acts = append(acts, int32(a.Dir), int32(a.Size), int32(a.Exit))
+		}
+		judgeBacktest(t, tr, ds, r, ck, margin, dev, acts, precision)
+		return
 	}
 	devActs := append([]int32(nil), tr.bt.hostAct[:3*tr.bt.lastBars]...)
 	decisions, usedCluster := tr.bt.lastBars, tr.bt.cluster
@@ -407,6 +431,13 @@ func compareBacktests(t *testing.T, tr *Trainer, ds *market.Dataset, r market.Ra
 	if !(maxEq <= 1e-9) {
 		t.Errorf("the kernel's equity differs from the report's by %g relative", maxEq)
 	}
+	judgeBacktest(t, tr, ds, r, ck, margin, dev, devActs, precision)
+}
+
+// judgeBacktest replays the device backtest's actions devActs (report dev)
+// against the host environment driven by the device network and by the
+// CPU policy of ck, bar by bar on the same observations.
+func judgeBacktest(t *testing.T, tr *Trainer, ds *market.Dataset, r market.Range, ck *checkpoint.Checkpoint, margin float32, dev market.Report, devActs []int32, precision string) {
 	pol, err := policy.Load(ck)
 	if err != nil {
 		t.Fatal(err)

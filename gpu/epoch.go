@@ -62,6 +62,14 @@ type EpochTiming struct {
 	TrainDeviceMs    float64 `json:"train_device_ms"`
 	SyncDeviceMs     float64 `json:"sync_device_ms"`
 	BacktestDeviceMs float64 `json:"backtest_device_ms"`
+	// BacktestMode is how the backtest ran: "batch" (the host's accounting,
+	// the device network deciding many observations per call) or "kernel"
+	// (DQNFLOW_BACKTEST=kernel: one kernel walks the range bar by bar).
+	// In batch mode BacktestCalls and BacktestRows are the last epoch's
+	// calls of the network and the observations they decided.
+	BacktestMode  string `json:"backtest_mode"`
+	BacktestCalls int    `json:"backtest_calls,omitempty"`
+	BacktestRows  int    `json:"backtest_rows,omitempty"`
 	// BusyFraction is the device time over the wall time of the epoch.
 	BusyFraction float64 `json:"gpu_busy_fraction"`
 }
@@ -143,6 +151,12 @@ func (t *Trainer) TimeEpochs(ctx context.Context, epochs int) (EpochTiming, erro
 		}
 	}
 	t.col.clock, t.bt.clock = nil, nil
+	out.BacktestMode = "batch"
+	if t.bt.kernel {
+		out.BacktestMode = "kernel"
+	} else {
+		out.BacktestCalls, out.BacktestRows = t.bt.lastStats.Rounds, t.bt.lastStats.Evaluated
+	}
 	n := float64(epochs)
 	out.CollectMs, out.TrainMs, out.SyncMs, out.BacktestMs = wall["collect"]/n, wall["train"]/n, wall["sync"]/n, wall["backtest"]/n
 	out.CollectDeviceMs, out.TrainDeviceMs = clock.ms["collect"]/n, clock.ms["train"]/n

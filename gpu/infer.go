@@ -37,6 +37,11 @@ func (l *learner) inferPlanFor(c *cuda.Ctx, rows int) (*inferPlan, error) {
 	if err := bt.err; err != nil {
 		return nil, err
 	}
+	// Zero observations: rows past a call's observations (infer pads to a
+	// power of two) read zeros, never uninitialised memory.
+	if err := c.MemsetD8Async(p.x, 0, e*rows*obsWidth, l.stream); err != nil {
+		return nil, err
+	}
 	l.inf = p
 	return p, nil
 }
@@ -48,14 +53,23 @@ func (l *learner) infer(c *cuda.Ctx, obs []float32, rows int, full bool) (*infer
 	if len(obs) != rows*obsWidth {
 		return nil, fmt.Errorf("infer: obs has %d values, want rows·ObsDim = %d·%d", len(obs), rows, obsWidth)
 	}
-	p, err := l.inferPlanFor(c, rows)
+	// The GEMMs run on a power-of-two number of rows (at least 64), so
+	// that callers with ever-changing row counts (the batched backtest)
+	// build and upload a bounded set of launches; the rows past the
+	// observations are computed and never read (a row's result depends on
+	// that row alone).
+	padded := 64
+	for padded < rows {
+		padded *= 2
+	}
+	p, err := l.inferPlanFor(c, padded)
 	if err != nil {
 		return nil, err
 	}
-	fw, ok := p.fwd[rows]
+	fw, ok := p.fwd[padded]
 	if !ok {
 		a := p.a
-		a.rows = rows
+		a.rows = padded
 		jobs := l.forwardJobs(&l.online, p.x, &a)
 		for s := range 4 {
 			if fw[s], err = l.gemmLaunch(c, "infer", jobs[s]); err != nil {
@@ -63,7 +77,7 @@ func (l *learner) infer(c *cuda.Ctx, obs []float32, rows int, full bool) (*infer
 			}
 			fw[s].args = []any{fw[s].args[0], fw[s].args[1], cuda.DevPtr(0)} // no step state: always runs
 		}
-		p.fwd[rows] = fw
+		p.fwd[padded] = fw
 	}
 	if err := c.HtoDAsync(p.xf, ptrOf(obs), 4*len(obs), l.stream); err != nil {
 		return nil, err

@@ -107,6 +107,10 @@ func (b *Backend) build(cfg config.RunConfig, ds *market.Dataset, s *model.State
 		return nil, err
 	}
 	t := &Trainer{b: b, cfg: cfg, ds: ds, samplePCG: rand.NewPCG(cfg.Seed, model.StreamSample)}
+	var err error
+	if t.bt.kernel, err = checkBacktestMode(); err != nil {
+		return nil, err
+	}
 	bf := cfg.Precision != config.PrecisionFP32
 	check, err := b.selfCheck(cfg.Model, bf)
 	if err != nil {
@@ -436,9 +440,10 @@ func (t *Trainer) SyncTarget() error {
 	return t.do(func(c *cuda.Ctx) error { return t.l.syncTarget(c, t.cfg.Optim.TargetTau) })
 }
 
-// Backtest runs the online network's greedy policy over bars r of ds in
-// one kernel on the device and books the report with market.Backtest
-// (devBacktest).
+// Backtest runs the online network's greedy policy over bars r of ds:
+// the host's accounting asks the device network for many actions per call
+// (market.BacktestBatch), or with DQNFLOW_BACKTEST=kernel one kernel walks
+// the range (devBacktest).
 func (t *Trainer) Backtest(ctx context.Context, ds *market.Dataset, r market.Range) (market.Report, error) {
 	if err := t.usable(); err != nil {
 		return market.Report{}, err

@@ -103,13 +103,20 @@ func (b *Benchmarks) For(ds *Dataset, r Range) bool { return b != nil && b.ds ==
 // BacktestWith is Backtest with the benchmarks b of the same dataset and
 // range (NewBenchmarks), or computed when b is nil.
 func BacktestWith(ds *Dataset, r Range, p Policy, b *Benchmarks) (Report, error) {
+	if p == nil {
+		return Report{}, fmt.Errorf("backtest: nil policy")
+	}
+	return backtestRun(ds, r, b, func(s *sim) (runRecord, error) { return s.run(r, p) })
+}
+
+// backtestRun checks ds and r, walks the range with run and books the
+// report (BacktestWith).
+func backtestRun(ds *Dataset, r Range, b *Benchmarks, run func(*sim) (runRecord, error)) (Report, error) {
 	s, err := newSim(ds, r)
 	if err != nil {
 		return Report{}, fmt.Errorf("backtest: %w", err)
 	}
 	switch {
-	case p == nil:
-		return Report{}, fmt.Errorf("backtest: nil policy")
 	case !(ds.BarsPerYear > 0) || math.IsInf(ds.BarsPerYear, 0):
 		return Report{}, fmt.Errorf("backtest: dataset bars_per_year = %g: must be finite and positive", ds.BarsPerYear)
 	case !(ds.Instrument.InitialCapital > 0) || math.IsInf(ds.Instrument.InitialCapital, 0):
@@ -119,7 +126,7 @@ func BacktestWith(ds *Dataset, r Range, p Policy, b *Benchmarks) (Report, error)
 	}
 	rep := Report{From: ds.Bars.Time[r.From], To: ds.Bars.Time[r.To-1], BarsPerYear: ds.BarsPerYear,
 		Instrument: ds.Instrument, CostPerRoundTripBps: ds.Instrument.RoundTripBps(meanClose(ds.Bars, r))}
-	pol, err := s.run(r, p)
+	pol, err := run(s)
 	if err != nil {
 		return Report{}, fmt.Errorf("backtest %s: %w", r, err)
 	}
@@ -176,46 +183,90 @@ func (pa *runRecord) measure(ds *Dataset) Metrics {
 
 // run walks bars r with policy p (see Backtest).
 func (s *sim) run(r Range, p Policy) (runRecord, error) {
-	n := r.Len()
-	pa := runRecord{equity: make([]float64, n), positions: make([]int, n)}
-	book := tradeBook{pv: s.in.PointValue}
-	e := s.in.InitialCapital
-	floor := s.in.MarginFloor * s.in.InitialCapital
-	pa.equity[0] = e
-	var acc account
+	w := s.newWalk(r)
 	obs := make([]float32, ObsDim)
-	var fills []fill
-	for t := r.From; t < r.To-1; t++ {
-		i := t + 1 - r.From
-		if pa.ruinBar > 0 { // ruined: flat to the end
-			pa.equity[i] = e
+	for w.t < r.To-1 {
+		if w.pa.ruinBar > 0 {
+			w.flat()
 			continue
 		}
-		s.observe(&acc, t, obs)
-		a := p.Act(t, obs)
-		if err := a.validate(); err != nil {
-			return runRecord{}, fmt.Errorf("policy at bar %d: %w", t, err)
-		}
-		fills = fills[:0]
-		e += s.step(&acc, a, t, &fills)
-		pa.positions[i] = acc.pos
-		if e <= floor || t+1 == r.To-1 {
-			e += s.liquidate(&acc, t+1, &fills)
-		}
-		if e <= floor {
-			pa.ruinBar = t + 1
-			pa.positions[i] = 0
-			if e < 0 {
-				pa.shortfall, e = -e, 0
-			}
-		}
-		pa.equity[i] = e
-		for _, f := range fills {
-			book.add(f)
+		s.observe(&w.acc, w.t, obs)
+		if err := w.act(p.Act(w.t, obs)); err != nil {
+			return runRecord{}, err
 		}
 	}
-	pa.trades, pa.traded, pa.costs = book.trades, book.traded, book.costs
-	return pa, nil
+	return w.record(), nil
+}
+
+// walk is a backtest in progress: the account, equity and trade book after
+// the decisions before bar t. Copying a walk saves its state: the copy
+// shares the per-bar slices and the book's trades, whose entries at and
+// after t it rewrites when it goes on, so a copy taken at bar t resumes
+// from t (BacktestBatch).
+type walk struct {
+	s     *sim
+	r     Range
+	t     int // next decision bar
+	pa    runRecord
+	book  tradeBook
+	e     float64
+	floor float64
+	acc   account
+	fills []fill
+	// decisions counts the actions taken (the policy's calls in Backtest).
+	decisions int
+}
+
+// newWalk starts a walk over bars r with the initial capital.
+func (s *sim) newWalk(r Range) *walk {
+	n := r.Len()
+	w := &walk{s: s, r: r, t: r.From, pa: runRecord{equity: make([]float64, n), positions: make([]int, n)},
+		book: tradeBook{pv: s.in.PointValue}, e: s.in.InitialCapital, floor: s.in.MarginFloor * s.in.InitialCapital}
+	w.pa.equity[0] = w.e
+	return w
+}
+
+// flat moves a ruined walk one bar on: flat, equity unchanged.
+func (w *walk) flat() {
+	w.pa.equity[w.t+1-w.r.From] = w.e
+	w.t++
+}
+
+// act takes action a at bar t: fill at the next open, stops inside the
+// bar, mark to its close, liquidation at the end of the range or at the
+// margin floor (Backtest).
+func (w *walk) act(a Action) error {
+	if err := a.validate(); err != nil {
+		return fmt.Errorf("policy at bar %d: %w", w.t, err)
+	}
+	t, i := w.t, w.t+1-w.r.From
+	w.decisions++
+	w.fills = w.fills[:0]
+	w.e += w.s.step(&w.acc, a, t, &w.fills)
+	w.pa.positions[i] = w.acc.pos
+	if w.e <= w.floor || t+1 == w.r.To-1 {
+		w.e += w.s.liquidate(&w.acc, t+1, &w.fills)
+	}
+	if w.e <= w.floor {
+		w.pa.ruinBar = t + 1
+		w.pa.positions[i] = 0
+		if w.e < 0 {
+			w.pa.shortfall, w.e = -w.e, 0
+		}
+	}
+	w.pa.equity[i] = w.e
+	for _, f := range w.fills {
+		w.book.add(f)
+	}
+	w.t++
+	return nil
+}
+
+// record is the walk's record once it reached the end of its range.
+func (w *walk) record() runRecord {
+	pa := w.pa
+	pa.trades, pa.traded, pa.costs = w.book.trades, w.book.traded, w.book.costs
+	return pa
 }
 
 // tradeBook splits a stream of fills into round trips.

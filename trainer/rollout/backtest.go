@@ -2,35 +2,27 @@ package rollout
 
 import "github.com/dqnflow/dqnflow/market"
 
-// Backtest runs the greedy policy over bars r of ds (market.Backtest), one
-// observation per call of greedy. An error of greedy fails the backtest;
-// every backend and the checkpoint policy (trainer/policy) backtest through
-// it.
+// Backtest runs the greedy policy over bars r of ds. It asks greedy for
+// many observations per call (market.BacktestBatch: the flat decisions of
+// every bar, then held positions in chains) and books the report a
+// bar-by-bar market.Backtest books, since a row's greedy action depends on
+// that row alone. An error of greedy fails the backtest; every backend and
+// the checkpoint policy (trainer/policy) backtest through it.
 func Backtest(ds *market.Dataset, r market.Range, greedy Greedy) (market.Report, error) {
-	p := &greedyPolicy{greedy: greedy}
-	rep, err := market.Backtest(ds, r, p)
-	if err == nil {
-		err = p.err
-	}
+	rep, _, err := BacktestStats(ds, r, greedy, nil)
 	return rep, err
 }
 
-// greedyPolicy adapts a Greedy function to market.Policy, which has no
-// error result: the first error is kept and the action is flat.
-type greedyPolicy struct {
-	greedy Greedy
-	err    error
-	acts   [1]market.Action
+// BacktestStats is Backtest with the benchmarks of the range (nil: computed
+// here), returning how the actions were decided.
+func BacktestStats(ds *market.Dataset, r market.Range, greedy Greedy, b *market.Benchmarks) (market.Report, market.BatchStats, error) {
+	return market.BacktestBatch(ds, r, batchGreedy(greedy), b)
 }
 
-// Act returns the greedy action for one observation, or flat after an
-// error.
-func (p *greedyPolicy) Act(_ int, obs []float32) market.Action {
-	if err := p.greedy(obs, 1, p.acts[:]); err != nil {
-		if p.err == nil {
-			p.err = err
-		}
-		return market.Action{Dir: 1}
-	}
-	return p.acts[0]
+// batchGreedy adapts a Greedy function to market.BatchPolicy.
+type batchGreedy Greedy
+
+// ActBatch writes the greedy actions of rows observations.
+func (g batchGreedy) ActBatch(obs []float32, rows int, dst []market.Action) error {
+	return g(obs, rows, dst)
 }

@@ -1,0 +1,294 @@
+package market
+
+import (
+	"fmt"
+	"math"
+	"slices"
+)
+
+// BatchPolicy decides the actions of many observations in one call: the
+// rows observations of obs (rows×ObsDim) into dst[:rows]. The action of a
+// row must be a function of that row alone, never of the other rows of the
+// call, as a network's greedy action is.
+type BatchPolicy interface {
+	ActBatch(obs []float32, rows int, dst []Action) error
+}
+
+// BatchStats says how BacktestBatch reached its actions.
+type BatchStats struct {
+	Rounds    int // calls of ActBatch
+	Evaluated int // rows those calls decided, all rounds together
+	Decisions int // decisions the backtest took (a bar-by-bar Backtest's calls)
+	// Actions are the actions taken, one per decision from the range's
+	// first bar.
+	Actions []Action
+}
+
+// BacktestBatch is Backtest for a policy that decides many observations in
+// one call: the same report, from far fewer and far larger calls.
+//
+// Only the agent features of an observation depend on earlier actions, and
+// they are all zero while the account is flat. An open position evolves
+// without the policy's help as long as the policy holds it (asks for the
+// same position and exit rule): its features at the next bars follow from
+// the bars alone. So the backtest decides in rounds:
+//
+//  0. every decision bar as if the account were flat, in one call;
+//  1. every position those flat decisions open, held for a few bars: a
+//     chain of observations per entry, all chains in one call;
+//  2. where a chain's policy stops holding (it reverses, adds, changes its
+//     exit rule, or the chain ran out), the position that follows, held
+//     for twice as many bars, all such chains in one call; and so on.
+//
+// After each round the range is walked bar by bar with the exact account:
+// at a flat bar the action is the flat decision; at a bar with a position
+// it is the decision of a chain whose observation equals the account's,
+// bit for bit. The first bar without one is a miss: a chain from the exact
+// state there joins the next round, and the next walk resumes at that bar
+// (from a saved copy of the walk). A walk without a miss is the backtest.
+// Every decision it used was taken on the observation a bar-by-bar
+// Backtest makes at that bar, so the report is Backtest's.
+//
+// Each round resolves at least the bar of its first miss, so the loop
+// ends. After maxRounds rounds, or when speculation would decide more than
+// maxRowsPerDecision rows per decision bar, the walk finishes bar by bar,
+// deciding each miss alone: a policy that defeats the chains costs at most
+// about what Backtest costs.
+func BacktestBatch(ds *Dataset, r Range, p BatchPolicy, b *Benchmarks) (Report, BatchStats, error) {
+	if p == nil {
+		return Report{}, BatchStats{}, fmt.Errorf("backtest: nil policy")
+	}
+	bp := &batchRun{p: p}
+	rep, err := backtestRun(ds, r, b, func(s *sim) (runRecord, error) { return bp.run(s, r) })
+	return rep, bp.stats, err
+}
+
+// Bounds of BacktestBatch's speculation: rounds, first chain length,
+// longest chain, and rows decided per decision bar of the range.
+const (
+	maxRounds          = 24
+	firstChain         = 4
+	maxChain           = 512
+	maxRowsPerDecision = 16
+)
+
+// rowKey is one decided observation: the decision bar and the bits of its
+// agent features (the bar's own features follow from the bar).
+type rowKey struct {
+	t    int32
+	feat [NumAgentFeatures]uint32
+}
+
+// chain is a position held from decision bar t for up to n bars.
+type chain struct {
+	t   int
+	acc account
+	n   int
+}
+
+// batchRun is one BacktestBatch.
+type batchRun struct {
+	p     BatchPolicy
+	s     *sim
+	r     Range
+	stats BatchStats
+	flat  []Action          // decision of every bar when flat
+	seen  map[rowKey]Action // decisions with a position
+	keys  []rowKey          // rows of the next call
+	buf   []float32         // their observations
+	out   []Action          // their decisions
+	next  []chain           // chains of the next round
+	taken []Action          // the walk's actions so far
+	feat  [NumAgentFeatures]float32
+}
+
+// key is the row of decision bar t with account acc.
+func (b *batchRun) key(t int, acc *account) rowKey {
+	b.s.agent(acc, t, b.feat[:])
+	k := rowKey{t: int32(t)}
+	for j, x := range b.feat {
+		k.feat[j] = math.Float32bits(x)
+	}
+	return k
+}
+
+// hold is the action that keeps acc's position and exit rule.
+func (b *batchRun) hold(acc *account) Action {
+	a := Action{Dir: 1, Exit: acc.exit}
+	if acc.pos == 0 {
+		return a
+	}
+	a.Dir = 2
+	if acc.pos < 0 {
+		a.Dir = 0
+	}
+	for k := range NumSizes {
+		if b.s.contracts(k) == abs(acc.pos) {
+			a.Size = k
+		}
+	}
+	return a
+}
+
+// holds reports whether a leaves acc's position and exit rule as they are.
+func (b *batchRun) holds(acc *account, a Action) bool {
+	return b.s.target(a) == acc.pos && a.Exit == acc.exit
+}
+
+// rows appends the rows of chain c not decided yet to the next call.
+func (b *batchRun) rows(c chain) {
+	acc := c.acc
+	for t := c.t; t < c.t+c.n && t < b.r.To-1 && acc.pos != 0; t++ {
+		k := b.key(t, &acc)
+		if _, ok := b.seen[k]; !ok {
+			b.seen[k] = Action{Dir: -1} // pending
+			b.keys = append(b.keys, k)
+		}
+		b.s.step(&acc, b.hold(&acc), t, nil)
+	}
+}
+
+// follow walks chain c through its decisions and returns the chain that
+// comes after it: where the policy stops holding, the position its action
+// leaves (a flat account ends the line); where the chain ran out holding,
+// the same position held twice as long.
+func (b *batchRun) follow(c chain) (chain, bool) {
+	acc := c.acc
+	for t := c.t; t < c.t+c.n; t++ {
+		if t >= b.r.To-1 || acc.pos == 0 {
+			return chain{}, false
+		}
+		a := b.seen[b.key(t, &acc)]
+		if a.Dir < 0 || !b.holds(&acc, a) {
+			if a.Dir < 0 || a.validate() != nil {
+				return chain{}, false
+			}
+			b.s.step(&acc, a, t, nil)
+			return chain{t: t + 1, acc: acc, n: firstChain}, acc.pos != 0 && t+1 < b.r.To-1
+		}
+		b.s.step(&acc, a, t, nil)
+	}
+	return chain{t: c.t + c.n, acc: acc, n: min(2*c.n, maxChain)}, acc.pos != 0 && c.t+c.n < b.r.To-1
+}
+
+// decide decides the rows gathered in keys in one call.
+func (b *batchRun) decide() error {
+	n := len(b.keys)
+	if n == 0 {
+		return nil
+	}
+	b.buf = slices.Grow(b.buf[:0], n*ObsDim)[:n*ObsDim]
+	b.out = slices.Grow(b.out[:0], n)[:n]
+	for i, k := range b.keys {
+		row := b.buf[i*ObsDim : (i+1)*ObsDim]
+		copy(row[:NumFeatures], b.s.ds.Features[int(k.t)*NumFeatures:(int(k.t)+1)*NumFeatures])
+		for j, u := range k.feat {
+			row[NumFeatures+j] = math.Float32frombits(u)
+		}
+	}
+	b.stats.Rounds++
+	b.stats.Evaluated += n
+	if err := b.p.ActBatch(b.buf, n, b.out); err != nil {
+		return fmt.Errorf("policy, %d bars: %w", n, err)
+	}
+	for i, k := range b.keys {
+		b.seen[k] = b.out[i]
+	}
+	b.keys = b.keys[:0]
+	return nil
+}
+
+// run walks bars r (BacktestBatch).
+func (b *batchRun) run(s *sim, r Range) (runRecord, error) {
+	b.s, b.r = s, r
+	n := r.Len() - 1 // decision bars r.From … r.To−2
+	b.flat = make([]Action, n)
+	b.seen = make(map[rowKey]Action)
+	obs := make([]float32, n*ObsDim)
+	for i := range n {
+		s.ds.Obs(r.From+i, nil, obs[i*ObsDim:(i+1)*ObsDim])
+	}
+	b.stats.Rounds, b.stats.Evaluated = 1, n
+	if err := b.p.ActBatch(obs, n, b.flat); err != nil {
+		return runRecord{}, fmt.Errorf("policy, %d bars: %w", n, err)
+	}
+	// Round 1: every position a flat decision opens.
+	for i, a := range b.flat {
+		t := r.From + i
+		if a.validate() != nil || s.target(a) == 0 || t+1 >= r.To-1 {
+			continue
+		}
+		var acc account
+		s.step(&acc, a, t, nil)
+		if acc.pos != 0 {
+			b.next = append(b.next, chain{t: t + 1, acc: acc, n: firstChain})
+		}
+	}
+	w := s.newWalk(r)
+	budget := maxRowsPerDecision * n
+	for {
+		exact := b.stats.Rounds > maxRounds || b.stats.Evaluated > budget
+		if !exact {
+			cur := b.next
+			b.next = nil
+			for _, c := range cur {
+				b.rows(c)
+			}
+			if err := b.decide(); err != nil {
+				return runRecord{}, err
+			}
+			for _, c := range cur {
+				if nc, ok := b.follow(c); ok {
+					b.next = append(b.next, nc)
+				}
+			}
+		}
+		var saved walk
+		miss := false
+		for w.t < r.To-1 {
+			if w.pa.ruinBar > 0 {
+				w.flat()
+				continue
+			}
+			a := b.flat[w.t-r.From]
+			if w.acc.pos != 0 {
+				k := b.key(w.t, &w.acc)
+				d, ok := b.seen[k]
+				if !ok || d.Dir < 0 {
+					if !exact {
+						miss, saved = true, *w
+						b.next = append(b.next, chain{t: w.t, acc: w.acc, n: firstChain})
+						break
+					}
+					b.keys = append(b.keys[:0], k)
+					if err := b.decide(); err != nil {
+						return runRecord{}, err
+					}
+					d = b.seen[k]
+				}
+				a = d
+			}
+			if err := w.act(a); err != nil {
+				return runRecord{}, err
+			}
+			b.taken = append(b.taken[:w.decisions-1], a)
+		}
+		if !miss {
+			b.stats.Actions = b.taken
+			b.stats.Decisions = w.decisions
+			return w.record(), nil
+		}
+		*w = saved
+	}
+}
+
+// sameBits reports whether a and b (of one length) hold the same values bit
+// for bit (−0 is not 0).
+func sameBits(a, b []float32) bool {
+	for k := range a {
+		if math.Float32bits(a[k]) != math.Float32bits(b[k]) {
+			return false
+		}
+	}
+	return true
+}
