@@ -537,6 +537,18 @@ func TestCollectorThroughput(t *testing.T) {
 		if tr.l.replay.size <= before {
 			t.Errorf("replay size %d after %d steps of %d envs, was %d", tr.l.replay.size, steps+1, envs, before)
 		}
+		// Where a collector step's time goes, launch by launch (last:
+		// the profile's launches change the collector's state).
+		kt, err := tr.ProfileCollect(20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sum float64
+		for _, k := range kt {
+			sum += k.Us
+			t.Logf("collector, %d envs: %-16s %8.1f µs  grid %s", envs, k.Name, k.Us, k.Grid)
+		}
+		t.Logf("collector, %d envs: launches sum to %.1f µs per step (%.1f M env steps/s)", envs, sum, float64(envs)/sum)
 		tr.Close()
 	}
 }

@@ -22,14 +22,36 @@ type KernelTime struct {
 // reps graph-captured launches), so the report shows where a step's time
 // goes. The launches change the trainer's state like training does.
 func (t *Trainer) ProfileStep(reps int) ([]KernelTime, error) {
+	return t.profile(reps, func(c *cuda.Ctx) ([]launch, error) {
+		p, err := t.l.plan(c, t.cfg.BatchSize)
+		if err != nil {
+			return nil, err
+		}
+		return t.l.trainLaunches(p), nil
+	})
+}
+
+// ProfileCollect times every launch of one collector step the same way
+// (observe, the four forward GEMMs, the greedy head, the environment step,
+// the commit into replay). The launches change the collector's state; a
+// trainer profiled so is for measuring only.
+func (t *Trainer) ProfileCollect(reps int) ([]KernelTime, error) {
+	if t.col == nil {
+		return nil, fmt.Errorf("profile collect: the trainer has no device collector")
+	}
+	return t.profile(reps, func(*cuda.Ctx) ([]launch, error) { return t.col.launches(), nil })
+}
+
+// profile times each launch that launches returns (ProfileStep).
+func (t *Trainer) profile(reps int, launches func(*cuda.Ctx) ([]launch, error)) ([]KernelTime, error) {
 	var out []KernelTime
 	err := t.b.d.dev.Do(func(c *cuda.Ctx) error {
-		p, err := t.l.plan(c, t.cfg.BatchSize)
+		ls, err := launches(c)
 		if err != nil {
 			return err
 		}
 		a, b := t.events[0], t.events[1]
-		for i, ln := range t.l.trainLaunches(p) {
+		for i, ln := range ls {
 			x, err := captureRepeated(c, t.l.stream, ln, reps)
 			if err != nil {
 				return fmt.Errorf("profile %s: %w", ln.name, err)

@@ -95,7 +95,7 @@ if has epoch; then
   step "epoch-bf16-mixed-kernel" 150 env DQNFLOW_BACKTEST=kernel bin/gputest/dqnflow bench --device cuda --precision bf16-mixed --epoch --epochs 5 --json
   grep -E '"(epoch_ms|backtest_ms|backtest_device_ms|backtest_mode)"' "$LOGS/epoch-bf16-mixed-kernel.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
   step epoch-tests 300 bin/gputest/gpu.test -test.run 'TestDeviceEnvironmentMatchesMarket|TestDeviceBacktestMatchesHost|TestCollectorThroughput' -test.v -test.count=1 -test.timeout=290s
-  grep -E "^(--- |PASS|FAIL|ok)|max relative|differ|env steps/s|replay:" "$LOGS/epoch-tests.log" | head -40 >>"$OUT/summary.txt"
+  grep -E "^(--- |PASS|FAIL|ok)|max relative|differ|env steps/s|replay:|collector, |batched" "$LOGS/epoch-tests.log" | head -80 >>"$OUT/summary.txt"
 fi
 
 if has pytorch && [ -f bench/pytorch/bench.py ]; then
