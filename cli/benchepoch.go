@@ -89,7 +89,7 @@ func benchEpoch(ctx context.Context, e *env, cfg config.RunConfig, epochs int, j
 	fmt.Fprintf(e.stdout, "  sync     %7.2f ms (device %7.2f)\n", ep.SyncMs, ep.SyncDeviceMs)
 	fmt.Fprintf(e.stdout, "  backtest %7.2f ms (device %7.2f)  %d bars, %s", ep.BacktestMs, ep.BacktestDeviceMs, ep.BacktestBars, ep.BacktestMode)
 	if ep.BacktestMode == "batch" {
-		fmt.Fprintf(e.stdout, ": %d calls of the network, %d observations", ep.BacktestCalls, ep.BacktestRows)
+		fmt.Fprintf(e.stdout, ": %.1f calls of the network (at most %d), %.0f observations", ep.BacktestCalls, ep.BacktestCallsMax, ep.BacktestRows)
 	}
 	fmt.Fprintln(e.stdout)
 	for _, c := range res.Collectors {

@@ -20,7 +20,8 @@ import (
 // exploration per branch, and n-step transitions written straight into the
 // device replay ring. One collector step is one CUDA graph of
 //
-//	env_observe → the four forward GEMMs → head_infer → env_step → env_commit
+//	env_observe → the four forward GEMMs → head_infer → env_step →
+//	env_commit_scan → env_commit
 //
 // replayed once per step; the tree's inner nodes are rebuilt once per
 // Collect call and the counters read back once.
@@ -38,11 +39,11 @@ type devCollector struct {
 	reward, pnl, nextAgent, done, took cuda.DevPtr // the step's results per env
 	args                               cuda.DevPtr // struct EnvArgs
 
-	observe, reset, step, commit launch
-	fwd                          [4]launch
-	head                         launch
-	graph                        cuda.GraphExec
-	clock                        *deviceClock // TimeEpochs, TimeCollect
+	observe, reset, step, scan, commit launch
+	fwd                                [4]launch
+	head                               launch
+	graph                              cuda.GraphExec
+	clock                              *deviceClock // TimeEpochs, TimeCollect
 }
 
 // newDevCollector builds the collector of a run on l (whose replay buffer
@@ -79,6 +80,7 @@ func newDevCollector(c *cuda.Ctx, l *learner, cfg config.RunConfig, ds *market.D
 	d.tcount, d.tbar, d.tagent, d.taction = bt.alloc(4*n), bt.alloc(4*k), bt.alloc(4*k*agentW), bt.alloc(4*k*3)
 	d.tret, d.tdisc, d.tnext, d.tnextAgent = bt.alloc(4*k), bt.alloc(4*k), bt.alloc(4*k), bt.alloc(4*k*agentW)
 	d.reward, d.pnl, d.nextAgent, d.done, d.took = bt.alloc(4*n), bt.alloc(8*n), bt.alloc(4*n*agentW), bt.alloc(4*n), bt.alloc(4*n*3)
+	commit := bt.alloc(8 * (2 + n))
 	if bt.err != nil {
 		return nil, bt.err
 	}
@@ -95,6 +97,7 @@ func newDevCollector(c *cuda.Ctx, l *learner, cfg config.RunConfig, ds *market.D
 	w.ptr(d.reward).ptr(d.pnl).ptr(d.nextAgent).ptr(d.done).ptr(d.took)
 	r.arrays(&w)
 	w.i64(int64(r.capacity)).f64(r.cfg.Alpha)
+	w.ptr(commit)
 	if len(w) != envArgsWords {
 		return nil, fmt.Errorf("collector arguments: %d words, want %d", len(w), envArgsWords)
 	}
@@ -109,7 +112,8 @@ func newDevCollector(c *cuda.Ctx, l *learner, cfg config.RunConfig, ds *market.D
 	d.reset = launch{name: "env_reset", f: l.k.fn["env_reset"], grid: perEnv, block: dim(256), args: []any{d.args}}
 	d.observe = launch{name: "env_observe", f: l.k.fn["env_observe"], grid: dim(ceilDiv(n*obsWidth, 256)), block: dim(256), args: []any{d.args}}
 	d.step = launch{name: "env_step", f: l.k.fn["env_step"], grid: perEnv, block: dim(256), args: []any{d.args}}
-	d.commit = launch{name: "env_commit", f: l.k.fn["env_commit"], grid: dim(1), block: dim(commitThreads), args: []any{d.args, l.st}}
+	d.scan = launch{name: "env_commit_scan", f: l.k.fn["env_commit_scan"], grid: dim(1), block: dim(commitThreads), args: []any{d.args}}
+	d.commit = launch{name: "env_commit", f: l.k.fn["env_commit"], grid: perEnv, block: dim(256), args: []any{d.args, l.st}}
 	jobs := l.forwardJobs(&l.online, d.x, &d.a)
 	for s := range 4 {
 		if d.fwd[s], err = l.gemmLaunch(c, "collect", jobs[s]); err != nil {
@@ -126,16 +130,17 @@ func newDevCollector(c *cuda.Ctx, l *learner, cfg config.RunConfig, ds *market.D
 }
 
 // envArgsWords is the size of struct EnvArgs in 64-bit words.
-const envArgsWords = 13 + 14 + 1 + 5 + 3 + 3 + 2 + 2 + 8 + 5 + 9 + 2
+const envArgsWords = 13 + 14 + 1 + 5 + 3 + 3 + 2 + 2 + 8 + 5 + 9 + 2 + 1
 
 // commitThreads is COMMIT_THREADS of kernels/env.cu.
 const commitThreads = 1024
 
-// launches are one collector step: observe, forward, greedy head, step, commit.
+// launches are one collector step: observe, forward, greedy head, step,
+// commit (scan, then write).
 func (d *devCollector) launches() []launch {
 	out := []launch{d.observe}
 	out = append(out, d.fwd[:]...)
-	return append(out, d.head, d.step, d.commit)
+	return append(out, d.head, d.step, d.scan, d.commit)
 }
 
 // begin sets the counters of one Collect call: the replay ring's cursor
@@ -224,7 +229,7 @@ func (d *devCollector) stepGiven(c *cuda.Ctx, l *learner, actions []int32) error
 	if err := cuda.Upload(c, d.act, actions); err != nil {
 		return err
 	}
-	for _, ln := range []launch{d.step, d.commit} {
+	for _, ln := range []launch{d.step, d.scan, d.commit} {
 		if err := ln.run(c, l.stream); err != nil {
 			return err
 		}

@@ -65,11 +65,13 @@ type EpochTiming struct {
 	// BacktestMode is how the backtest ran: "batch" (the host's accounting,
 	// the device network deciding many observations per call) or "kernel"
 	// (DQNFLOW_BACKTEST=kernel: one kernel walks the range bar by bar).
-	// In batch mode BacktestCalls and BacktestRows are the last epoch's
-	// calls of the network and the observations they decided.
-	BacktestMode  string `json:"backtest_mode"`
-	BacktestCalls int    `json:"backtest_calls,omitempty"`
-	BacktestRows  int    `json:"backtest_rows,omitempty"`
+	// In batch mode BacktestCalls and BacktestRows are the calls of the
+	// network and the observations they decided, mean per timed epoch,
+	// and BacktestCallsMax the most calls one epoch made.
+	BacktestMode     string  `json:"backtest_mode"`
+	BacktestCalls    float64 `json:"backtest_calls,omitempty"`
+	BacktestRows     float64 `json:"backtest_rows,omitempty"`
+	BacktestCallsMax int     `json:"backtest_calls_max,omitempty"`
 	// BusyFraction is the device time over the wall time of the epoch.
 	BusyFraction float64 `json:"gpu_busy_fraction"`
 }
@@ -147,6 +149,12 @@ func (t *Trainer) TimeEpochs(ctx context.Context, epochs int) (EpochTiming, erro
 			}
 			if timed {
 				wall[p.name] += float64(time.Since(t0).Microseconds()) / 1000
+				if p.name == "backtest" && !t.bt.kernel {
+					st := t.bt.lastStats
+					out.BacktestCalls += float64(st.Rounds) / float64(epochs)
+					out.BacktestRows += float64(st.Evaluated) / float64(epochs)
+					out.BacktestCallsMax = max(out.BacktestCallsMax, st.Rounds)
+				}
 			}
 		}
 	}
@@ -154,8 +162,6 @@ func (t *Trainer) TimeEpochs(ctx context.Context, epochs int) (EpochTiming, erro
 	out.BacktestMode = "batch"
 	if t.bt.kernel {
 		out.BacktestMode = "kernel"
-	} else {
-		out.BacktestCalls, out.BacktestRows = t.bt.lastStats.Rounds, t.bt.lastStats.Evaluated
 	}
 	n := float64(epochs)
 	out.CollectMs, out.TrainMs, out.SyncMs, out.BacktestMs = wall["collect"]/n, wall["train"]/n, wall["sync"]/n, wall["backtest"]/n

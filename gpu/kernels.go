@@ -26,7 +26,7 @@ var kernelNames = []string{
 	"gemm64", "gemm128", "gemm128x64", "gemm128p", "gemm128o", "gemm128x64o", "head_infer", "c51_loss", "bias_partial", "grad_reduce", "grad_norm", "adamw",
 	"spectral", "refresh", "ema", "cast_rows", "sample", "tree_sub", "tree_top", "priority",
 	"round_check",
-	"env_reset", "env_observe", "env_step", "env_commit", "bt_run", "bt_run_cluster",
+	"env_reset", "env_observe", "env_step", "env_commit_scan", "env_commit", "bt_run", "bt_run_cluster",
 }
 
 // kernelSource returns the program text of every kernel.

@@ -60,6 +60,26 @@ func trader(obs []float32) market.Action {
 	return market.Action{Dir: dir, Size: int(ag[1]*4+0.5) - 1, Exit: int(ag[7] * 2)}
 }
 
+// flipper reverses its position at every bar: every decision leads to a
+// state no chain foresaw, so BacktestBatch runs out of rounds and finishes
+// in its one-pass mode.
+func flipper(obs []float32) market.Action {
+	ag := obs[market.NumFeatures:]
+	if ag[2] == 1 { // long
+		return market.Action{Dir: 0, Size: 1}
+	}
+	return market.Action{Dir: 2, Size: 2, Exit: 1}
+}
+
+// sizer is always long and changes its size at random with every
+// observation: each bar's account is one no chain foresaw, and the
+// position never closes, so BacktestBatch runs out of rounds and finishes
+// in its one-pass mode.
+func sizer(obs []float32) market.Action {
+	a := hashed(obs)
+	return market.Action{Dir: 2, Size: a.Size}
+}
+
 // hashed is a policy whose action changes with any bit of the observation,
 // the worst case for BacktestBatch's guessing.
 func hashed(obs []float32) market.Action {
@@ -87,6 +107,8 @@ func TestBacktestBatchIsBacktest(t *testing.T) {
 	}{
 		{"trader", trader, 0, 40},
 		{"hashed", hashed, 0, 0},
+		{"flipper", flipper, 0, 0},
+		{"sizer", sizer, 0, 0},
 		{"ruined", trader, 0.995, 40},
 	} {
 		for seed := uint64(1); seed <= 3; seed++ {
@@ -112,6 +134,9 @@ func TestBacktestBatchIsBacktest(t *testing.T) {
 			}
 			t.Logf("%s seed %d: %d trades, %d decisions (bar by bar: %d), %d rounds, %d rows decided",
 				c.name, seed, want.Trades, st.Decisions, ref.rows, st.Rounds, st.Evaluated)
+			if st.Rounds > st.Decisions+25 {
+				t.Errorf("%s seed %d: %d calls for %d decisions: more than a bar-by-bar backtest and the rounds", c.name, seed, st.Rounds, st.Decisions)
+			}
 			if c.maxRounds > 0 && st.Rounds > c.maxRounds {
 				t.Errorf("%s seed %d: %d rounds for %d trades, want at most %d", c.name, seed, st.Rounds, want.Trades, c.maxRounds)
 			}

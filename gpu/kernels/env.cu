@@ -211,6 +211,9 @@ struct EnvArgs {
   ReplayArrays r;
   long long capacity;
   double alpha;
+  // env_commit_scan → env_commit: [0] the ring's cursor before the step,
+  // [1] the step's transitions, then env i's first transition index at 2+i.
+  long long* commit;
 };
 
 __device__ __forceinline__ Account loadAccount(const EnvArrays& s, long long i) {
@@ -358,66 +361,62 @@ extern "C" __global__ void env_step(const EnvArgs* pa) {
   }
 }
 
-// env_commit (one block of COMMIT_THREADS) writes the step's finished
-// transitions into the replay ring in env order, as the CPU collector adds
-// them one by one: env i's j-th at slot (cursor + Σ_{i'<i} tcount[i'] + j)
-// mod capacity, mass p_max^α (replay.Add); when a step finishes more than
-// the capacity only the last capacity survive. It then advances the
-// counters. The tree's inner nodes are rebuilt once per Collect call
-// (tree_sub, tree_top).
+// The step's finished transitions go into the replay ring in env order, as
+// the CPU collector adds them one by one: env i's j-th at slot
+// (cursor + Σ_{i'<i} tcount[i'] + j) mod capacity, mass p_max^α
+// (replay.Add); when a step finishes more than the capacity only the last
+// capacity survive. Two kernels: env_commit_scan (one block) numbers the
+// transitions (an exclusive scan of tcount) and advances the counters;
+// env_commit (one thread per env, any number of blocks) writes them. The
+// tree's inner nodes are rebuilt once per Collect call (tree_sub, tree_top).
 #define COMMIT_THREADS 1024
-extern "C" __global__ void __launch_bounds__(COMMIT_THREADS) env_commit(const EnvArgs* pa, const StepState* st) {
+extern "C" __global__ void __launch_bounds__(COMMIT_THREADS) env_commit_scan(const EnvArgs* pa) {
   const EnvArgs& a = *pa;
-  __shared__ long long part[COMMIT_THREADS];
+  __shared__ long long wsum[COMMIT_THREADS / 32];
   __shared__ double rsum[COMMIT_THREADS / 32];
   __shared__ int dsum[COMMIT_THREADS / 32];
-  const int tid = threadIdx.x;
-  const long long per = (a.n + COMMIT_THREADS - 1) / COMMIT_THREADS;
-  const long long lo = tid * per, hi = lo + per < a.n ? lo + per : a.n;
-  long long mine = 0;
+  __shared__ long long carry;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  if (tid == 0) carry = 0;
   double rs = 0.0;
   int dn = 0;
-  for (long long i = lo; i < hi; i++) {
-    mine += a.tcount[i];
-    rs += (double)a.reward[i];
-    dn += a.done[i];
-  }
-  part[tid] = mine;
-  __syncthreads();
-  // Inclusive scan (Hillis–Steele) of the per-thread counts.
-  for (int o = 1; o < COMMIT_THREADS; o <<= 1) {
-    const long long v = tid >= o ? part[tid - o] : 0;
-    __syncthreads();
-    part[tid] += v;
-    __syncthreads();
-  }
-  const long long total = part[COMMIT_THREADS - 1];
-  const long long cursor = a.ctr->cursor;
-  const double mass = pow(st->maxPrio, a.alpha);
-  long long j = part[tid] - mine; // index of this thread's first transition in the step
-  for (long long i = lo; i < hi; i++) {
-    const int c = a.tcount[i];
-    for (int q = 0; q < c; q++, j++) {
-      if (total - j > a.capacity) continue;
-      const long long src = i * a.nstep + q;
-      const long long s = (cursor + j) % a.capacity;
-      a.r.bar[s] = a.tbar[src];
-      a.r.nextBar[s] = a.tnext[src];
-      for (int f = 0; f < NAGENT; f++) {
-        a.r.agent[s * NAGENT + f] = a.tagent[src * NAGENT + f];
-        a.r.nextAgent[s * NAGENT + f] = a.tnextAgent[src * NAGENT + f];
-      }
-      for (int f = 0; f < 3; f++) a.r.action[s * 3 + f] = a.taction[src * 3 + f];
-      a.r.ret[s] = a.tret[src];
-      a.r.disc[s] = a.tdisc[src];
-      a.r.tree[a.r.base + s] = mass;
+  // Tiles of COMMIT_THREADS envs, coalesced: a warp scan, a scan of the
+  // warp totals, and the running total of the tiles before.
+  for (long long t0 = 0; t0 < a.n; t0 += COMMIT_THREADS) {
+    const long long i = t0 + tid;
+    long long c = 0;
+    if (i < a.n) {
+      c = a.tcount[i];
+      rs += (double)a.reward[i];
+      dn += a.done[i];
     }
+    long long x = c; // inclusive scan within the warp
+    for (int o = 1; o < 32; o <<= 1) {
+      const long long y = __shfl_up_sync(0xffffffffu, x, o);
+      if (lane >= o) x += y;
+    }
+    if (lane == 31) wsum[warp] = x;
+    __syncthreads();
+    if (warp == 0) {
+      long long w = wsum[lane];
+      for (int o = 1; o < 32; o <<= 1) {
+        const long long y = __shfl_up_sync(0xffffffffu, w, o);
+        if (lane >= o) w += y;
+      }
+      wsum[lane] = w; // inclusive over warps
+    }
+    __syncthreads();
+    const long long before = carry + (warp > 0 ? wsum[warp - 1] : 0) + x - c;
+    if (i < a.n) a.commit[2 + i] = before;
+    __syncthreads();
+    if (tid == 0) carry += wsum[COMMIT_THREADS / 32 - 1];
+    __syncthreads();
   }
   rs = warpSumD(rs);
   for (int o = 16; o > 0; o >>= 1) dn += __shfl_xor_sync(0xffffffffu, dn, o);
-  if ((tid & 31) == 0) {
-    rsum[tid >> 5] = rs;
-    dsum[tid >> 5] = dn;
+  if (lane == 0) {
+    rsum[warp] = rs;
+    dsum[warp] = dn;
   }
   __syncthreads();
   if (tid == 0) {
@@ -427,8 +426,11 @@ extern "C" __global__ void __launch_bounds__(COMMIT_THREADS) env_commit(const En
       r += rsum[w];
       d += dsum[w];
     }
+    const long long total = carry;
     EnvCounters* c = a.ctr;
-    c->cursor = (cursor + total) % a.capacity;
+    a.commit[0] = c->cursor;
+    a.commit[1] = total;
+    c->cursor = (c->cursor + total) % a.capacity;
     c->size = c->size + total < a.capacity ? c->size + total : a.capacity;
     c->added += total;
     c->episodes += d;
@@ -436,6 +438,32 @@ extern "C" __global__ void __launch_bounds__(COMMIT_THREADS) env_commit(const En
     c->rewardSum += r;
     c->envSteps += a.n;
     c->steps += 1;
+  }
+}
+
+extern "C" __global__ void env_commit(const EnvArgs* pa, const StepState* st) {
+  const EnvArgs& a = *pa;
+  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= a.n) return;
+  const int c = a.tcount[i];
+  if (c == 0) return;
+  const long long cursor = a.commit[0], total = a.commit[1];
+  const double mass = pow(st->maxPrio, a.alpha);
+  long long j = a.commit[2 + i];
+  for (int q = 0; q < c; q++, j++) {
+    if (total - j > a.capacity) continue;
+    const long long src = i * a.nstep + q;
+    const long long s = (cursor + j) % a.capacity;
+    a.r.bar[s] = a.tbar[src];
+    a.r.nextBar[s] = a.tnext[src];
+    for (int f = 0; f < NAGENT; f++) {
+      a.r.agent[s * NAGENT + f] = a.tagent[src * NAGENT + f];
+      a.r.nextAgent[s * NAGENT + f] = a.tnextAgent[src * NAGENT + f];
+    }
+    for (int f = 0; f < 3; f++) a.r.action[s * 3 + f] = a.taction[src * 3 + f];
+    a.r.ret[s] = a.tret[src];
+    a.r.disc[s] = a.tdisc[src];
+    a.r.tree[a.r.base + s] = mass;
   }
 }
 

@@ -89,7 +89,7 @@ done
 if has epoch; then
   for p in bf16-mixed fp32 bf16; do
     step "epoch-$p" 150 bin/gputest/dqnflow bench --device cuda --precision "$p" --epoch --epochs 20 --json
-    grep -E '"(precision|epoch_ms|collect_ms|train_ms|sync_ms|backtest_ms|collect_device_ms|train_device_ms|backtest_device_ms|gpu_busy_fraction|backtest_bars|backtest_mode|backtest_calls|backtest_rows|num_envs|env_steps_per_s|device_env_steps_per_s)"' "$LOGS/epoch-$p.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
+    grep -E '"(precision|epoch_ms|collect_ms|train_ms|sync_ms|backtest_ms|collect_device_ms|train_device_ms|backtest_device_ms|gpu_busy_fraction|backtest_bars|backtest_mode|backtest_calls|backtest_calls_max|backtest_rows|num_envs|env_steps_per_s|device_env_steps_per_s)"' "$LOGS/epoch-$p.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
   done
   # The bar-by-bar backtest kernel beside the batched default, same run.
   step "epoch-bf16-mixed-kernel" 150 env DQNFLOW_BACKTEST=kernel bin/gputest/dqnflow bench --device cuda --precision bf16-mixed --epoch --epochs 5 --json
