@@ -89,20 +89,50 @@ type chain struct {
 	n   int
 }
 
+// decision is the action decided on one bar's observation with the agent
+// features feat (their bits); Dir < 0 while the call is pending.
+type decision struct {
+	feat [NumAgentFeatures]uint32
+	act  Action
+}
+
 // batchRun is one BacktestBatch.
 type batchRun struct {
 	p     BatchPolicy
 	s     *sim
 	r     Range
 	stats BatchStats
-	flat  []Action          // decision of every bar when flat
-	seen  map[rowKey]Action // decisions with a position
-	keys  []rowKey          // rows of the next call
-	buf   []float32         // their observations
-	out   []Action          // their decisions
-	next  []chain           // chains of the next round
-	taken []Action          // the walk's actions so far
+	flat  []Action     // decision of every bar when flat
+	seen  [][]decision // per decision bar, the decisions with a position
+	keys  []rowKey     // rows of the next call
+	at    []int32      // their index in seen[bar]
+	buf   []float32    // their observations
+	out   []Action     // their decisions
+	next  []chain      // chains of the next round
+	taken []Action     // the walk's actions so far
 	feat  [NumAgentFeatures]float32
+}
+
+// lookup returns the decision of row k and whether there is one (its Dir
+// is negative while pending).
+func (b *batchRun) lookup(k rowKey) (Action, bool) {
+	for _, d := range b.seen[int(k.t)-b.r.From] {
+		if d.feat == k.feat {
+			return d.act, true
+		}
+	}
+	return Action{}, false
+}
+
+// ask adds row k to the next call unless it is decided or pending.
+func (b *batchRun) ask(k rowKey) {
+	if _, ok := b.lookup(k); ok {
+		return
+	}
+	i := int(k.t) - b.r.From
+	b.seen[i] = append(b.seen[i], decision{feat: k.feat, act: Action{Dir: -1}})
+	b.keys = append(b.keys, k)
+	b.at = append(b.at, int32(len(b.seen[i])-1))
 }
 
 // key is the row of decision bar t with account acc.
@@ -142,11 +172,7 @@ func (b *batchRun) holds(acc *account, a Action) bool {
 func (b *batchRun) rows(c chain) {
 	acc := c.acc
 	for t := c.t; t < c.t+c.n && t < b.r.To-1 && acc.pos != 0; t++ {
-		k := b.key(t, &acc)
-		if _, ok := b.seen[k]; !ok {
-			b.seen[k] = Action{Dir: -1} // pending
-			b.keys = append(b.keys, k)
-		}
+		b.ask(b.key(t, &acc))
 		b.s.step(&acc, b.hold(&acc), t, nil)
 	}
 }
@@ -161,8 +187,8 @@ func (b *batchRun) follow(c chain) (chain, bool) {
 		if t >= b.r.To-1 || acc.pos == 0 {
 			return chain{}, false
 		}
-		a := b.seen[b.key(t, &acc)]
-		if a.Dir < 0 || !b.holds(&acc, a) {
+		a, ok := b.lookup(b.key(t, &acc))
+		if !ok || a.Dir < 0 || !b.holds(&acc, a) {
 			if a.Dir < 0 || a.validate() != nil {
 				return chain{}, false
 			}
@@ -195,9 +221,9 @@ func (b *batchRun) decide() error {
 		return fmt.Errorf("policy, %d bars: %w", n, err)
 	}
 	for i, k := range b.keys {
-		b.seen[k] = b.out[i]
+		b.seen[int(k.t)-b.r.From][b.at[i]].act = b.out[i]
 	}
-	b.keys = b.keys[:0]
+	b.keys, b.at = b.keys[:0], b.at[:0]
 	return nil
 }
 
@@ -206,13 +232,13 @@ func (b *batchRun) run(s *sim, r Range) (runRecord, error) {
 	b.s, b.r = s, r
 	n := r.Len() - 1 // decision bars r.From … r.To−2
 	b.flat = make([]Action, n)
-	b.seen = make(map[rowKey]Action)
-	obs := make([]float32, n*ObsDim)
+	b.seen = make([][]decision, n)
+	b.buf = make([]float32, n*ObsDim)
 	for i := range n {
-		s.ds.Obs(r.From+i, nil, obs[i*ObsDim:(i+1)*ObsDim])
+		s.ds.Obs(r.From+i, nil, b.buf[i*ObsDim:(i+1)*ObsDim])
 	}
 	b.stats.Rounds, b.stats.Evaluated = 1, n
-	if err := b.p.ActBatch(obs, n, b.flat); err != nil {
+	if err := b.p.ActBatch(b.buf, n, b.flat); err != nil {
 		return runRecord{}, fmt.Errorf("policy, %d bars: %w", n, err)
 	}
 	// Round 1: every position a flat decision opens.
@@ -256,7 +282,7 @@ func (b *batchRun) run(s *sim, r Range) (runRecord, error) {
 			a := b.flat[w.t-r.From]
 			if w.acc.pos != 0 {
 				k := b.key(w.t, &w.acc)
-				d, ok := b.seen[k]
+				d, ok := b.lookup(k)
 				if !ok || d.Dir < 0 {
 					if !exact {
 						miss, saved = true, *w
@@ -267,7 +293,7 @@ func (b *batchRun) run(s *sim, r Range) (runRecord, error) {
 					if err := b.decide(); err != nil {
 						return runRecord{}, err
 					}
-					d = b.seen[k]
+					d, _ = b.lookup(k)
 				}
 				a = d
 			}
