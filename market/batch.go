@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 )
 
 // BatchPolicy decides the actions of many observations in one call: the
@@ -59,9 +60,23 @@ func BacktestBatch(ds *Dataset, r Range, p BatchPolicy, b *Benchmarks) (Report, 
 	if p == nil {
 		return Report{}, BatchStats{}, fmt.Errorf("backtest: nil policy")
 	}
-	bp := &batchRun{p: p}
+	bp := batchRuns.Get().(*batchRun)
+	bp.reset(p)
 	rep, err := backtestRun(ds, r, b, func(s *sim) (runRecord, error) { return bp.run(s, r) })
-	return rep, bp.stats, err
+	st := bp.stats
+	bp.p, bp.s = nil, nil
+	batchRuns.Put(bp)
+	return rep, st, err
+}
+
+// batchRuns keeps the scratch of finished BacktestBatch calls: a trainer
+// backtests every epoch, and a range of 8,000 bars needs megabytes.
+var batchRuns = sync.Pool{New: func() any { return new(batchRun) }}
+
+// reset readies b for a backtest of p, keeping its buffers' capacity.
+func (b *batchRun) reset(p BatchPolicy) {
+	*b = batchRun{p: p, flat: b.flat[:0], dec: b.dec[:0], first: b.first[:0], keys: b.keys[:0], at: b.at[:0],
+		crow: b.crow[:0], buf: b.buf[:0], out: b.out[:0], next: b.next[:0], spare: b.spare[:0]}
 }
 
 // Bounds of BacktestBatch's speculation: rounds, first chain length,
@@ -82,18 +97,22 @@ type rowKey struct {
 	feat [NumAgentFeatures]uint32
 }
 
-// chain is a position held from decision bar t for up to n bars.
+// chain is a position held from decision bar t for up to n bars; lo and hi
+// bound its rows' indices in batchRun.crow once asked for (rows).
 type chain struct {
-	t   int
-	acc account
-	n   int
+	t      int
+	acc    account
+	n      int
+	lo, hi int32
 }
 
 // decision is the action decided on one bar's observation with the agent
-// features feat (their bits); Dir < 0 while the call is pending.
+// features feat (their bits); Dir < 0 while the call is pending. next is
+// the index of the bar's next decision in batchRun.dec, or −1.
 type decision struct {
 	feat [NumAgentFeatures]uint32
 	act  Action
+	next int32
 }
 
 // batchRun is one BacktestBatch.
@@ -102,37 +121,45 @@ type batchRun struct {
 	s     *sim
 	r     Range
 	stats BatchStats
-	flat  []Action     // decision of every bar when flat
-	seen  [][]decision // per decision bar, the decisions with a position
-	keys  []rowKey     // rows of the next call
-	at    []int32      // their index in seen[bar]
-	buf   []float32    // their observations
-	out   []Action     // their decisions
-	next  []chain      // chains of the next round
-	taken []Action     // the walk's actions so far
+	flat  []Action   // decision of every bar when flat
+	dec   []decision // the decisions with a position
+	first []int32    // per decision bar, its first decision in dec, or −1
+	keys  []rowKey   // rows of the next call
+	at    []int32    // their index in dec
+	crow  []int32    // the rows of this round's chains, indices in dec
+	buf   []float32  // their observations
+	out   []Action   // their decisions
+	next  []chain    // chains of the next round
+	spare []chain    // the buffer of the round before
+	taken []Action   // the walk's actions so far
 	feat  [NumAgentFeatures]float32
 }
 
 // lookup returns the decision of row k and whether there is one (its Dir
 // is negative while pending).
 func (b *batchRun) lookup(k rowKey) (Action, bool) {
-	for _, d := range b.seen[int(k.t)-b.r.From] {
-		if d.feat == k.feat {
-			return d.act, true
+	for j := b.first[int(k.t)-b.r.From]; j >= 0; j = b.dec[j].next {
+		if b.dec[j].feat == k.feat {
+			return b.dec[j].act, true
 		}
 	}
 	return Action{}, false
 }
 
 // ask adds row k to the next call unless it is decided or pending.
-func (b *batchRun) ask(k rowKey) {
-	if _, ok := b.lookup(k); ok {
-		return
-	}
+// It returns the row's index in dec.
+func (b *batchRun) ask(k rowKey) int32 {
 	i := int(k.t) - b.r.From
-	b.seen[i] = append(b.seen[i], decision{feat: k.feat, act: Action{Dir: -1}})
+	for j := b.first[i]; j >= 0; j = b.dec[j].next {
+		if b.dec[j].feat == k.feat {
+			return j
+		}
+	}
+	b.dec = append(b.dec, decision{feat: k.feat, act: Action{Dir: -1}, next: b.first[i]})
+	b.first[i] = int32(len(b.dec) - 1)
 	b.keys = append(b.keys, k)
-	b.at = append(b.at, int32(len(b.seen[i])-1))
+	b.at = append(b.at, b.first[i])
+	return b.first[i]
 }
 
 // key is the row of decision bar t with account acc.
@@ -169,12 +196,16 @@ func (b *batchRun) holds(acc *account, a Action) bool {
 }
 
 // rows appends the rows of chain c not decided yet to the next call.
-func (b *batchRun) rows(c chain) {
+// It returns c with the rows' indices in dec, for follow.
+func (b *batchRun) rows(c chain) chain {
 	acc := c.acc
+	c.lo = int32(len(b.crow))
 	for t := c.t; t < c.t+c.n && t < b.r.To-1 && acc.pos != 0; t++ {
-		b.ask(b.key(t, &acc))
+		b.crow = append(b.crow, b.ask(b.key(t, &acc)))
 		b.s.step(&acc, b.hold(&acc), t, nil)
 	}
+	c.hi = int32(len(b.crow))
+	return c
 }
 
 // follow walks chain c through its decisions and returns the chain that
@@ -183,12 +214,12 @@ func (b *batchRun) rows(c chain) {
 // the same position held twice as long.
 func (b *batchRun) follow(c chain) (chain, bool) {
 	acc := c.acc
-	for t := c.t; t < c.t+c.n; t++ {
-		if t >= b.r.To-1 || acc.pos == 0 {
+	for k, t := c.lo, c.t; t < c.t+c.n; k, t = k+1, t+1 {
+		if t >= b.r.To-1 || acc.pos == 0 || k >= c.hi {
 			return chain{}, false
 		}
-		a, ok := b.lookup(b.key(t, &acc))
-		if !ok || a.Dir < 0 || !b.holds(&acc, a) {
+		a := b.dec[b.crow[k]].act
+		if !b.holds(&acc, a) {
 			if a.Dir < 0 || a.validate() != nil {
 				return chain{}, false
 			}
@@ -220,8 +251,8 @@ func (b *batchRun) decide() error {
 	if err := b.p.ActBatch(b.buf, n, b.out); err != nil {
 		return fmt.Errorf("policy, %d bars: %w", n, err)
 	}
-	for i, k := range b.keys {
-		b.seen[int(k.t)-b.r.From][b.at[i]].act = b.out[i]
+	for i, j := range b.at {
+		b.dec[j].act = b.out[i]
 	}
 	b.keys, b.at = b.keys[:0], b.at[:0]
 	return nil
@@ -231,9 +262,12 @@ func (b *batchRun) decide() error {
 func (b *batchRun) run(s *sim, r Range) (runRecord, error) {
 	b.s, b.r = s, r
 	n := r.Len() - 1 // decision bars r.From … r.To−2
-	b.flat = make([]Action, n)
-	b.seen = make([][]decision, n)
-	b.buf = make([]float32, n*ObsDim)
+	b.flat = slices.Grow(b.flat, n)[:n]
+	b.first = slices.Grow(b.first, n)[:n]
+	for i := range b.first {
+		b.first[i] = -1
+	}
+	b.buf = slices.Grow(b.buf, n*ObsDim)[:n*ObsDim]
 	for i := range n {
 		s.ds.Obs(r.From+i, nil, b.buf[i*ObsDim:(i+1)*ObsDim])
 	}
@@ -259,9 +293,9 @@ func (b *batchRun) run(s *sim, r Range) (runRecord, error) {
 		exact := b.stats.Rounds > maxRounds || b.stats.Evaluated > budget // one pass, a chain per miss
 		if !exact {
 			cur := b.next
-			b.next = nil
-			for _, c := range cur {
-				b.rows(c)
+			b.next, b.crow = b.spare[:0], b.crow[:0]
+			for i, c := range cur {
+				cur[i] = b.rows(c)
 			}
 			if err := b.decide(); err != nil {
 				return runRecord{}, err
@@ -271,6 +305,7 @@ func (b *batchRun) run(s *sim, r Range) (runRecord, error) {
 					b.next = append(b.next, nc)
 				}
 			}
+			b.spare = cur[:0]
 		}
 		var saved walk
 		miss := false
@@ -289,6 +324,7 @@ func (b *batchRun) run(s *sim, r Range) (runRecord, error) {
 						b.next = append(b.next, chain{t: w.t, acc: w.acc, n: firstChain})
 						break
 					}
+					b.crow = b.crow[:0]
 					b.rows(chain{t: w.t, acc: w.acc, n: narrowChain})
 					if err := b.decide(); err != nil {
 						return runRecord{}, err
