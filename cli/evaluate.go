@@ -111,8 +111,12 @@ func runEvaluate(ctx context.Context, e *env, args []string) error {
 				return fmt.Errorf("%w: evaluate reports the test range; the config holds none out (data.test_fraction 0)", errUsage)
 			}
 			s.Test, s.BestEpoch, s.Epochs = *r.Test, r.BestEpoch, r.Epochs
-			note = fmt.Sprintf("Trained %d epochs (of %d); validation picked epoch %d (validation Sharpe %.3f); the test range below was touched only by this report.",
-				r.Epochs, c.Epochs, r.BestEpoch, r.Valid.Sharpe)
+			note = fmt.Sprintf("Trained %d epochs (of %d); validation picked epoch %d (validation Sharpe %.3f, t = %.2f); the test range below was touched only by this report.",
+				r.Epochs, c.Epochs, r.BestEpoch, r.Valid.Sharpe, r.ValidT)
+			if r.Abstained {
+				note += fmt.Sprintf(" That t is below backtest.min_valid_t (%g): the run found no edge and recommends flat, which is what the table shows; the checkpoint itself had a test Sharpe of %.3f with %d trades.",
+					c.Backtest.MinValidT, r.CheckpointTest.Sharpe, r.CheckpointTest.Trades)
+			}
 		}
 		if s.Equity, s.Drawdown, err = report.WritePlots(*out, slug, path, s.Test); err != nil {
 			return err

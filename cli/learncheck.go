@@ -42,6 +42,8 @@ type learnCheckResult struct {
 type signalCheck struct {
 	Phi          float64       `json:"phi"`
 	BestEpoch    int           `json:"best_epoch"`
+	ValidT       float64       `json:"validation_sharpe_t"`
+	Abstained    bool          `json:"abstained"`
 	AgentSharpe  float64       `json:"agent_sharpe"`
 	OracleSharpe float64       `json:"oracle_sharpe"`
 	Ratio        float64       `json:"ratio"`
@@ -54,13 +56,19 @@ type signalCheck struct {
 // noSignalCheck is the agent on the test range of the series without a
 // signal, where staying flat is the best it can do.
 type noSignalCheck struct {
-	BestEpoch   int           `json:"best_epoch"`
-	Sharpe      float64       `json:"sharpe"`
-	MaxSharpe   float64       `json:"max_abs_sharpe"`
-	Turnover    float64       `json:"turnover"`
-	MaxTurnover float64       `json:"max_turnover"`
-	Pass        bool          `json:"pass"`
-	Agent       market.Report `json:"agent"`
+	BestEpoch int     `json:"best_epoch"`
+	ValidT    float64 `json:"validation_sharpe_t"`
+	// Abstained is set when the run found no edge (backtest.min_valid_t)
+	// and so recommends flat: Agent is then flat's report, and
+	// CheckpointAgent the best checkpoint's own, which it does not trade.
+	Abstained       bool           `json:"abstained"`
+	CheckpointAgent *market.Report `json:"checkpoint_agent,omitempty"`
+	Sharpe          float64        `json:"sharpe"`
+	MaxSharpe       float64        `json:"max_abs_sharpe"`
+	Turnover        float64        `json:"turnover"`
+	MaxTurnover     float64        `json:"max_turnover"`
+	Pass            bool           `json:"pass"`
+	Agent           market.Report  `json:"agent"`
 }
 
 // learnCheckConfig is the run that learn-check trains: the defaults on the
@@ -137,7 +145,8 @@ func runLearnCheck(ctx context.Context, e *env, args []string) error {
 		Date: time.Now().UTC().Format(time.RFC3339), Device: sig.Info.Backend + " " + sig.Info.Device + " " + sig.Info.Precision,
 		Config: cfg,
 		Signal: signalCheck{
-			Phi: cfg.Data.SyntheticPhi, BestEpoch: sig.BestEpoch, AgentSharpe: agent.Sharpe, OracleSharpe: oracleReport.Sharpe,
+			Phi: cfg.Data.SyntheticPhi, BestEpoch: sig.BestEpoch, ValidT: sig.ValidT, Abstained: sig.Abstained,
+			AgentSharpe: agent.Sharpe, OracleSharpe: oracleReport.Sharpe,
 			Target: learnCheckRatio, Agent: agent, Oracle: oracleReport,
 		},
 	}
@@ -155,8 +164,11 @@ func runLearnCheck(ctx context.Context, e *env, args []string) error {
 		}
 		a := ns.Final()
 		res.NoSignal = &noSignalCheck{
-			BestEpoch: ns.BestEpoch, Sharpe: a.Sharpe, MaxSharpe: noSignalMaxSharpe,
+			BestEpoch: ns.BestEpoch, ValidT: ns.ValidT, Abstained: ns.Abstained, Sharpe: a.Sharpe, MaxSharpe: noSignalMaxSharpe,
 			Turnover: a.Turnover, MaxTurnover: noSignalMaxTurnover, Agent: a,
+		}
+		if ns.Abstained {
+			res.NoSignal.CheckpointAgent = ns.CheckpointTest
 		}
 		res.NoSignal.Pass = math.Abs(a.Sharpe) < noSignalMaxSharpe && a.Turnover <= noSignalMaxTurnover
 		res.Pass = res.Pass && res.NoSignal.Pass
@@ -177,6 +189,10 @@ func runLearnCheck(ctx context.Context, e *env, args []string) error {
 		if n := res.NoSignal; n != nil {
 			fmt.Fprintf(e.stdout, "learn-check no signal: agent test Sharpe %.3f (|.| < %.1f), turnover %.1f (≤ %.1f), exposure %.1f%%: %s\n",
 				n.Sharpe, n.MaxSharpe, n.Turnover, n.MaxTurnover, 100*n.Agent.Exposure, verdict[n.Pass])
+			if c := n.CheckpointAgent; n.Abstained && c != nil {
+				fmt.Fprintf(e.stdout, "learn-check no signal: the run abstained (validation t = %.2f): its best checkpoint, not traded, had test Sharpe %.3f, turnover %.1f\n",
+					n.ValidT, c.Sharpe, c.Turnover)
+			}
 		}
 		fmt.Fprintf(e.stdout, "learn-check: %s in %.0f s\n", verdict[res.Pass], res.Seconds)
 	}

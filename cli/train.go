@@ -15,6 +15,7 @@ import (
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/report"
 	"github.com/dqnflow/dqnflow/trainer"
+	"github.com/dqnflow/dqnflow/trainer/model"
 	"github.com/dqnflow/dqnflow/trainer/policy"
 )
 
@@ -91,14 +92,29 @@ type trainResult struct {
 	BestEpoch  int           `json:"best_epoch"` // highest validation Sharpe
 	Checkpoint string        `json:"checkpoint"` // its file
 	Valid      market.Report `json:"validation"`
-	// Test is the chosen checkpoint's backtest on the test range; nil when
-	// the config holds none out (data.test_fraction 0).
-	Test *market.Report `json:"test,omitempty"`
+	// ValidT is the t-statistic of the chosen checkpoint's validation
+	// Sharpe (market.Report.SharpeT). Abstained is set when it is below
+	// backtest.min_valid_t: the run found no edge it can vouch for and
+	// recommends flat.
+	ValidT    float64 `json:"validation_sharpe_t"`
+	Abstained bool    `json:"abstained"`
+	// Test is the run's report on the test range, nil when the config
+	// holds none out (data.test_fraction 0): the chosen checkpoint's
+	// backtest, or flat's when the run abstained. CheckpointTest is the
+	// chosen checkpoint's own test backtest, also when the run abstained.
+	Test           *market.Report `json:"test,omitempty"`
+	CheckpointTest *market.Report `json:"checkpoint_test,omitempty"`
 }
 
+// flatPolicy stays flat: what a run that abstains recommends.
+type flatPolicy struct{}
+
+// Act returns flat.
+func (flatPolicy) Act(int, []float32) market.Action { return market.Action{Dir: model.FlatDir} }
+
 // Final is the report the run is judged by: the test range when there is
-// one, else validation (which also picked the checkpoint, so it is biased
-// upwards).
+// one (flat's when the run abstained), else validation (which also picked
+// the checkpoint, so it is biased upwards).
 func (r trainResult) Final() market.Report {
 	if r.Test != nil {
 		return *r.Test
@@ -204,6 +220,12 @@ func trainLocal(ctx context.Context, e *env, cfg config.RunConfig, out, runID st
 			break
 		}
 	}
+	res.ValidT = res.Valid.SharpeT()
+	if min := cfg.Backtest.MinValidT; min > 0 && res.BestEpoch > 0 && !(res.ValidT >= min) {
+		res.Abstained = true
+		fmt.Fprintf(e.stderr, "no edge: the best validation Sharpe, %.3f at epoch %d, has t = %.2f over %.2f years, below backtest.min_valid_t = %g; the run recommends flat (ADR 0016)\n",
+			res.Valid.Sharpe, res.BestEpoch, res.ValidT, float64(res.Valid.Bars-1)/res.Valid.BarsPerYear, min)
+	}
 	if ds.Test.Len() >= 2 {
 		ck, _, err := checkpoint.Read(res.Checkpoint)
 		if err != nil {
@@ -217,7 +239,14 @@ func trainLocal(ctx context.Context, e *env, cfg config.RunConfig, out, runID st
 		if err != nil {
 			return res, fmt.Errorf("test backtest of %s: %w", res.Checkpoint, err)
 		}
-		res.Test = &rep
+		res.Test, res.CheckpointTest = &rep, &rep
+		if res.Abstained {
+			flat, err := market.Backtest(ds, ds.Test, flatPolicy{})
+			if err != nil {
+				return res, fmt.Errorf("test backtest of flat: %w", err)
+			}
+			res.Test = &flat
+		}
 	}
 	return res, writeJSONFile(filepath.Join(out, "report.json"), res)
 }
@@ -249,10 +278,18 @@ func printTrainResult(e *env, r trainResult) {
 	if r.EarlyStop {
 		stop = ", stopped early"
 	}
-	fmt.Fprintf(e.stdout, "best epoch %d of %d%s (validation Sharpe %.3f): %s\n", r.BestEpoch, r.Epochs, stop, r.Valid.Sharpe, r.Checkpoint)
+	fmt.Fprintf(e.stdout, "best epoch %d of %d%s (validation Sharpe %.3f, t = %.2f): %s\n", r.BestEpoch, r.Epochs, stop, r.Valid.Sharpe, r.ValidT, r.Checkpoint)
+	if r.Abstained {
+		fmt.Fprintln(e.stdout, "no edge: t is below backtest.min_valid_t, so the run recommends flat (ADR 0016)")
+	}
 	if r.Test == nil {
 		fmt.Fprintln(e.stdout, "no test range (data.test_fraction 0): the validation range below also picked the checkpoint, so it flatters it")
 		printReport(e, r.Valid)
+		return
+	}
+	if r.Abstained {
+		fmt.Fprintln(e.stdout, "test range (held out; touched only by this report), the checkpoint the run does not recommend:")
+		printReport(e, *r.CheckpointTest)
 		return
 	}
 	fmt.Fprintln(e.stdout, "test range (held out; touched only by this report):")

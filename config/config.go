@@ -274,6 +274,13 @@ type BacktestConfig struct {
 	// Patience stops the run after this many validation backtests without a
 	// better validation Sharpe; 0 disables early stopping. Default 5.
 	Patience int `json:"patience"`
+	// MinValidT is the evidence a local run's chosen checkpoint must show
+	// before the run recommends trading it: the t-statistic of its
+	// validation Sharpe, Sharpe·√(validation years), at least this. Below
+	// it the run abstains: it reports flat on the test range, beside the
+	// checkpoint's own test report (ADR 0016). 0 turns the gate off.
+	// Default 2.
+	MinValidT float64 `json:"min_valid_t"`
 }
 
 // Defaults returns the default configuration.
@@ -295,7 +302,7 @@ func Defaults() RunConfig {
 		},
 		Replay:     ReplayConfig{Capacity: 100000, Alpha: 0.6, Beta0: 0.4, BetaFraction: 1, PriorityEps: 1e-6, Warmup: 2048},
 		Checkpoint: CheckpointConfig{Every: 1, KeepLast: 3, KeepBest: 1, Dir: "checkpoints"},
-		Backtest:   BacktestConfig{Every: 1, Patience: 5},
+		Backtest:   BacktestConfig{Every: 1, Patience: 5, MinValidT: 2},
 	}
 }
 

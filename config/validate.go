@@ -106,6 +106,7 @@ func (c *RunConfig) Validate() error {
 
 		intIn("backtest.every", c.Backtest.Every, 1, 1_000_000),
 		intIn("backtest.patience", c.Backtest.Patience, 0, 1_000_000),
+		floatIn("backtest.min_valid_t", c.Backtest.MinValidT, 0, 100),
 	}
 	for _, k := range checks {
 		if !k.ok {

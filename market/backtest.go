@@ -31,6 +31,18 @@ type Report struct {
 	BuyAndHoldEquity []float64 `json:"-"`
 }
 
+// SharpeT is the t-statistic of the report's Sharpe ratio: Sharpe·√years,
+// the years being its bar returns (Bars − 1) over BarsPerYear. For returns
+// of zero mean it is about standard normal, so 2 is about the one-sided
+// 2.3 % level, before any choosing among several policies. 0 when the
+// report has no bars or no annualisation.
+func (r Report) SharpeT() float64 {
+	if r.Bars < 2 || !(r.BarsPerYear > 0) {
+		return 0
+	}
+	return r.Sharpe * math.Sqrt(float64(r.Bars-1)/r.BarsPerYear)
+}
+
 // Backtest runs policy p greedily over bars r of ds in time order, with
 // the fills, costs and stops of VecEnv. At each bar t = r.From … r.To−2 it
 // asks p for the action at t with the observation of t (the bar's features
