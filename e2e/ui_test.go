@@ -113,14 +113,21 @@ func TestStartTrainingRunFromTheUIInABrowser(t *testing.T) {
 		}
 		return s
 	}
-	// until reloads url until the page's text satisfies ok.
+	// until reloads url until the page's text satisfies ok. After each
+	// load it watches the page for up to 10 s: on a loaded machine the UI
+	// renders its list late, and the body's text can read empty before it
+	// does.
 	until := func(what, url string, timeout time.Duration, ok func(text string) bool) string {
 		t.Helper()
 		deadline := time.Now().Add(timeout)
 		for {
 			do("open "+url, chromedp.Navigate(url), chromedp.WaitReady(chromedp.CSS("body")), chromedp.Sleep(1500*time.Millisecond))
 			text := bodyText()
-			if ok(text) {
+			for i := 0; i < 10 && !(text != "" && ok(text)); i++ {
+				time.Sleep(time.Second)
+				text = bodyText()
+			}
+			if text != "" && ok(text) {
 				return text
 			}
 			if err := d.proc.alive(); err != nil {
@@ -180,7 +187,7 @@ func TestStartTrainingRunFromTheUIInABrowser(t *testing.T) {
 	})
 
 	// The list shows the run with its epoch, best Sharpe and status.
-	text := until("the run list to show epoch 1", d.ui+"/namespaces/default/workflows", time.Minute, func(text string) bool {
+	text := until("the run list to show epoch 1", d.ui+"/namespaces/default/workflows", 2*time.Minute, func(text string) bool {
 		row := rowText(ctx, id)
 		return strings.Contains(row, "running") && !strings.Contains(row, "\t0\t")
 	})

@@ -149,13 +149,15 @@ if { has sanitize || has sanitize-env; } && command -v compute-sanitizer >/dev/n
 fi
 
 if has noise; then
-  # How far fp32 itself moves with the seed: the same parity study at seeds
-  # 2 and 3 (fp32 and bf16-mixed), beside seed 1 of the part parity.
-  for seed in 2 3; do
+  # How far each mode moves with the seed: the parity study at the seeds of
+  # NOISE_SEEDS (default 2 3) in the modes of NOISE_MODES (default fp32 and
+  # bf16-mixed), 50 epochs each; tools/device/noise.py summarises the
+  # parity.json files over seeds.
+  for seed in ${NOISE_SEEDS:-2 3}; do
     echo "{\"seed\": $seed}" >"/tmp/parity-seed$seed.json"
-    step "noise-seed$seed" 280 bin/gputest/dqnflow parity --device cuda --epochs 50 --modes fp32,bf16-mixed \
+    step "noise-seed$seed" 280 bin/gputest/dqnflow parity --device cuda --epochs 50 --modes "${NOISE_MODES:-fp32,bf16-mixed}" \
       --config "/tmp/parity-seed$seed.json" --out "$LOGS/noise-seed$seed"
-    grep -E "^(fp32|bf16-mixed) " "$LOGS/noise-seed$seed.log" | sed "s/^/seed $seed: /" >>"$OUT/summary.txt"
+    grep -E "^(fp32|bf16-mixed|bf16|bf16-sr) " "$LOGS/noise-seed$seed.log" | sed "s/^/seed $seed: /" >>"$OUT/summary.txt"
   done
 fi
 
