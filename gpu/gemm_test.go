@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/dqnflow/dqnflow/bf16"
@@ -303,4 +304,19 @@ func checkGEMM(c *cuda.Ctx, d *gpuDevice, bf bool, sh gemmShape, aCol, bCol bool
 		return fmt.Errorf("%d of %d outputs wrong; first: %w", bad, M*N, first)
 	}
 	return nil
+}
+
+// TestGradKChunkIsChecked: the precision study's control knob takes only
+// chunks the split-k plan can run, and names itself when it refuses one.
+func TestGradKChunkIsChecked(t *testing.T) {
+	for v, want := range map[string]int{"": 0, "64": 64, "128": 128, "512": 512} {
+		if got, err := parseGradKChunk(v); err != nil || got != want {
+			t.Errorf("parseGradKChunk(%q) = %d, %v; want %d", v, got, err, want)
+		}
+	}
+	for _, v := range []string{"32", "100", "-64", "x", "0"} {
+		if _, err := parseGradKChunk(v); err == nil || !strings.Contains(err.Error(), "DQNFLOW_GRAD_KCHUNK") {
+			t.Errorf("parseGradKChunk(%q) = %v; want an error naming DQNFLOW_GRAD_KCHUNK", v, err)
+		}
+	}
 }

@@ -106,6 +106,11 @@ func (d *gpuDevice) module(c *cuda.Ctx, m config.ModelConfig, bf16 bool) (*kerne
 		}
 		k.fn[name] = f
 	}
+	kc, err := parseGradKChunk(os.Getenv("DQNFLOW_GRAD_KCHUNK"))
+	if err != nil {
+		return nil, err
+	}
+	gradKChunk = kc
 	if !slices.Contains(gemmVariants, gemmVariant) {
 		return nil, fmt.Errorf("DQNFLOW_GEMM_VARIANT %q: must be one of o (the default), p or base", gemmVariant)
 	}

@@ -1,6 +1,9 @@
 package gpu
 
 import (
+	"fmt"
+	"strconv"
+
 	"github.com/dqnflow/dqnflow/gpu/cuda"
 	"github.com/dqnflow/dqnflow/trainer/model"
 )
@@ -30,6 +33,25 @@ type stepPlan struct {
 // lossSamplesPerBlock is LOSS_SPB of kernels/head.cu (passed by
 // kernelOptions): samples per block of c51_loss, three warps each.
 const lossSamplesPerBlock = 2
+
+// gradKChunk, when positive, replaces the rows per split of the weight
+// gradients' k-split (DQNFLOW_GRAD_KCHUNK, a multiple of 32 from 64). It
+// changes nothing but the order in which the gradient's partial sums are
+// added: the control of the precision study (ADR 0017), which measures how
+// far fp32 moves from fp32 when only the rounding order changes.
+var gradKChunk int
+
+// parseGradKChunk reads DQNFLOW_GRAD_KCHUNK: empty is the default plan.
+func parseGradKChunk(v string) (int, error) {
+	if v == "" {
+		return 0, nil
+	}
+	k, err := strconv.Atoi(v)
+	if err != nil || k < 64 || k%32 != 0 {
+		return 0, fmt.Errorf("DQNFLOW_GRAD_KCHUNK %q: want a multiple of 32, at least 64", v)
+	}
+	return k, nil
+}
 
 // sampleKeyWord is the index of SampleArgs.key among its 64-bit words.
 const sampleKeyWord = 17
@@ -130,6 +152,9 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 	// that even a small batch gives every SM work (deterministic: grad_reduce
 	// adds the parts in order).
 	kchunk := min(max(ceilDiv(ceilDiv(n, 8), 32)*32, 64), 512)
+	if gradKChunk > 0 {
+		kchunk = gradKChunk
+	}
 	var reds words
 	nred := 0
 	// dW jobs: C(o, i) = Σ_r A(o, r)·B(r, i) into the flat gradient at off.

@@ -156,8 +156,13 @@ func (b *Backend) build(cfg config.RunConfig, ds *market.Dataset, s *model.State
 	if bf {
 		storage = "bf16"
 	}
+	compute := "f32"
+	if gradKChunk > 0 {
+		// The precision study's control (ADR 0017) says what it changed.
+		compute = fmt.Sprintf("f32 (weight gradients summed in k chunks of %d rows, DQNFLOW_GRAD_KCHUNK)", gradKChunk)
+	}
 	t.info = trainer.Info{Backend: "cuda", Device: b.Describe(), Precision: cfg.Precision,
-		StorageDType: storage, ComputeDType: "f32", StateDType: trainer.StateDType(cfg.Precision, cfg.Optim.StochasticRounding),
+		StorageDType: storage, ComputeDType: compute, StateDType: trainer.StateDType(cfg.Precision, cfg.Optim.StochasticRounding),
 		Parameters: model.NumParams(cfg.Model), SelfCheck: check}
 	return t, nil
 }

@@ -3,7 +3,11 @@
 
     python3 tools/device/noise.py DIR
 
-DIR holds noise-seedN/parity.json (one `dqnflow parity` per seed). For each
+DIR holds noise-seedN/parity.json (one `dqnflow parity` per seed) and,
+from visit.sh part control, control-seedN/parity.json: the same study with
+only the weight gradients' summation order changed (DQNFLOW_GRAD_KCHUNK,
+ADR 0017); its modes are named "fp32 reordered" and so on, and are
+compared with the plain fp32 run of the same seed like every mode. For each
 mode: the final validation Sharpe (epoch 50) per seed, its mean and
 standard error over seeds; for each mode against fp32 at the same seed,
 the paired difference of final Sharpe, its mean, standard error and t;
@@ -27,12 +31,17 @@ def stats(xs):
 
 def main(root):
     runs = {}  # mode -> seed -> summary values
-    for path in sorted(glob.glob(os.path.join(root, "noise-seed*", "parity.json"))):
-        seed = int(re.search(r"noise-seed(\d+)", path).group(1))
+    paths = sorted(glob.glob(os.path.join(root, "noise-seed*", "parity.json")))
+    paths += sorted(glob.glob(os.path.join(root, "control-seed*", "parity.json")))
+    for path in paths:
+        kind, seed = re.search(r"(noise|control)-seed(\d+)", path).groups()
+        seed = int(seed)
         with open(path) as f:
             d = json.load(f)
         for r in d["runs"]:
             mode = r["mode"]["name"] if isinstance(r["mode"], dict) and "name" in r["mode"] else str(r["mode"])
+            if kind == "control":
+                mode += " reordered"
             ep = r["epochs"]
             last = ep[-1]
             tail = ep[-10:]
@@ -48,8 +57,8 @@ def main(root):
         sys.exit("no fp32 runs under " + root)
     seeds = sorted(runs["fp32"])
     print(f"{len(seeds)} seeds: {', '.join(map(str, seeds))}\n")
-    print("| mode | final Sharpe, mean ± SE | SD over seeds | mean of last 10 epochs, mean ± SE | paired Δ final Sharpe vs fp32, mean ± SE (t) | Δ last-10 mean vs fp32 (t) | mean Q gap | ‖g‖ mean gap | ‖g‖ max gap | NaN/Inf |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| mode | final Sharpe, mean ± SE | SD over seeds | mean of last 10 epochs, mean ± SE | paired Δ final Sharpe vs fp32, mean ± SE (t) | Δ last-10 mean vs fp32 (t) | mean Q gap | ‖g‖ mean gap | ‖g‖ max gap | seeds within issue 8's limits: Sharpe 5 % / mean Q 10 % / ‖g‖ mean and max 20 % / all | NaN/Inf |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     ref = runs["fp32"]
     for mode, by in runs.items():
         common = [s for s in seeds if s in by]
@@ -59,7 +68,7 @@ def main(root):
         m10, _, se10 = stats(s10)
         row = f"| {mode} | {m:.3f} ± {se:.3f} | {sd:.3f} | {m10:.3f} ± {se10:.3f} |"
         if mode == "fp32":
-            row += " — | — | — | — | — |"
+            row += " — | — | — | — | — | — |"
         else:
             d = [by[s]["sharpe"] - ref[s]["sharpe"] for s in common]
             d10 = [by[s]["sharpe10"] - ref[s]["sharpe10"] for s in common]
@@ -67,6 +76,10 @@ def main(root):
             dm10, _, dse10 = stats(d10)
             gap = lambda k: 100 * sum(abs(by[s][k] - ref[s][k]) / abs(ref[s][k]) for s in common) / len(common)
             row += f" {dm:+.3f} ± {dse:.3f} ({dm / dse:+.2f}) | {dm10:+.3f} ({dm10 / dse10:+.2f}) | {gap('q'):.1f} % | {gap('g'):.1f} % | {gap('gmax'):.1f} % |"
+            rel = lambda s, k: abs(by[s][k] - ref[s][k]) / max(abs(ref[s][k]), 1e-12)
+            ok = {s: (rel(s, "sharpe") <= 0.05, rel(s, "q") <= 0.10, rel(s, "g") <= 0.20 and rel(s, "gmax") <= 0.20) for s in common}
+            cnt = [sum(ok[s][i] for s in common) for i in range(3)]
+            row += f" {cnt[0]} / {cnt[1]} / {cnt[2]} / {sum(all(ok[s]) for s in common)} of {len(common)} |"
         row += " " + ("yes" if any(by[s]["nonfinite"] for s in common) else "none") + " |"
         print(row)
     print()

@@ -8,7 +8,9 @@
 # PyTorch reference), cpu (the CPU backend against PyTorch on 2 cores), ncu
 # (hardware counters of the step's kernels), sanitize (compute-sanitizer),
 # sanitize-env (the environment's part of sanitize alone),
-# gemm (the GEMM occupancy variants side by side), epoch (the default
+# gemm (the GEMM occupancy variants side by side), noise (the parity study
+# at NOISE_SEEDS), control (the same with the gradients' summation order
+# changed, ADR 0017), epoch (the default
 # epoch end to end on the device, per phase, and the collector with 4096
 # and 16384 environments: dqnflow bench --epoch).
 # quick = tests,bench (the default); full = all of them, which takes longer
@@ -159,6 +161,23 @@ if has noise; then
       --config "/tmp/parity-seed$seed.json" --out "$LOGS/noise-seed$seed"
     grep -E "^(fp32|bf16-mixed|bf16|bf16-sr) " "$LOGS/noise-seed$seed.log" | sed "s/^/seed $seed: /" >>"$OUT/summary.txt"
   done
+fi
+
+if has control; then
+  # The control of the precision study (ADR 0017): the noise study again
+  # with only the summation order of the weight gradients changed
+  # (DQNFLOW_GRAD_KCHUNK, default here 128 rows per split instead of 64 at
+  # batch 256), so fp32 is compared with fp32 that differs in rounding alone.
+  for seed in ${NOISE_SEEDS:-2 3}; do
+    echo "{\"seed\": $seed}" >"/tmp/parity-seed$seed.json"
+    DQNFLOW_GRAD_KCHUNK=${CONTROL_KCHUNK:-128} step "control-seed$seed" 280 bin/gputest/dqnflow parity --device cuda --epochs 50 --modes "${CONTROL_MODES:-fp32,bf16-mixed}" \
+      --config "/tmp/parity-seed$seed.json" --out "$LOGS/control-seed$seed"
+    grep -E "^(fp32|bf16-mixed|bf16|bf16-sr) " "$LOGS/control-seed$seed.log" | sed "s/^/control seed $seed: /" >>"$OUT/summary.txt"
+  done
+fi
+if has noise || has control; then
+  python3 tools/device/noise.py "$LOGS" >"$OUT/noise.md" 2>&1
+  cat "$OUT/noise.md" >>"$OUT/summary.txt"
 fi
 
 if has parity; then
