@@ -197,3 +197,26 @@ func TestSgemmIsSafeForConcurrentUse(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenBLASSaysWhoChoseItsKernels: the kernels OpenBLAS runs are named
+// with who chose them, OpenBLAS's own CPU detection or OPENBLAS_CORETYPE,
+// and dqnflow leaves the variable as it was.
+func TestOpenBLASSaysWhoChoseItsKernels(t *testing.T) {
+	userSet := os.Getenv(coreTypeVar)
+	b, err := Open(NameOpenBLAS, 1)
+	if err != nil {
+		t.Skipf("OpenBLAS does not open here: %v", err)
+	}
+	d := b.Describe()
+	if userSet != "" {
+		if !strings.Contains(d, coreTypeVar+"="+userSet) {
+			t.Errorf("Describe %q does not say %s=%s", d, coreTypeVar, userSet)
+		}
+	} else if !strings.Contains(d, "kernels: detected by OpenBLAS;") {
+		t.Errorf("Describe %q does not say OpenBLAS detected its kernels", d)
+	}
+	if got := os.Getenv(coreTypeVar); got != userSet {
+		t.Errorf("%s is %q after Open, was %q", coreTypeVar, got, userSet)
+	}
+	t.Log(d)
+}

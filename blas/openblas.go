@@ -4,6 +4,7 @@ package blas
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -32,6 +33,10 @@ var openBLASLib = library{
 		"set DQNFLOW_OPENBLAS to the library's path, or choose --blas gonum",
 }
 
+// coreTypeVar is OpenBLAS's environment variable that names the kernels
+// to use instead of those its CPU detection picks.
+const coreTypeVar = "OPENBLAS_CORETYPE"
+
 // openBLAS is the process's OpenBLAS, opened once: its thread count is
 // process-wide state.
 var openBLAS struct {
@@ -51,6 +56,16 @@ func openOpenBLAS(threads int) (BLAS, error) {
 }
 
 func loadOpenBLAS() (*native, error) {
+	// OpenBLAS picks its kernels once, while it loads: those named by
+	// OPENBLAS_CORETYPE where set, else those its CPU detection finds.
+	// dqnflow leaves the choice to it (on an AVX-512 CPU its detection was
+	// as fast as forcing SkylakeX: docs/perf/cpu-coretype-2026-12-01.md),
+	// and Describe says who chose.
+	asked := os.Getenv(coreTypeVar)
+	why := "detected by OpenBLAS"
+	if asked != "" {
+		why = coreTypeVar + "=" + asked
+	}
 	path, h, err := openBLASLib.open("blas openblas", "sgemm_", "openblas_set_num_threads", "openblas_get_num_threads")
 	if err != nil {
 		return nil, err
@@ -85,9 +100,14 @@ func loadOpenBLAS() (*native, error) {
 		version = f[0]
 	}
 	core := getCore()
+	if asked != "" && !strings.EqualFold(core, asked) {
+		// A name OpenBLAS does not know, or kernels the CPU cannot run:
+		// OpenBLAS chose others.
+		why = "chosen by OpenBLAS, " + coreTypeVar + "=" + asked + " not taken"
+	}
 	parallel := map[int32]string{0: "sequential", 1: "pthreads", 2: "OpenMP"}[getPar()]
 	b.describe = func() string {
-		return fmt.Sprintf("openblas %s (%s kernels, %s, %d threads, %s)", version, core, parallel, b.Threads(), path)
+		return fmt.Sprintf("openblas %s (%s kernels: %s; %s, %d threads, %s)", version, core, why, parallel, b.Threads(), path)
 	}
 	return b, nil
 }
