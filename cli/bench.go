@@ -49,6 +49,9 @@ type benchResult struct {
 	MsPer300StepEpoch float64 `json:"ms_per_300_step_epoch"`
 	// GEMMTFLOPs is the GEMM work of a step over MsPerStep (CUDA only).
 	GEMMTFLOPs float64 `json:"gemm_tflop_s,omitempty"`
+	// Forward says how the CUDA forward pass ran: "fused" (one
+	// mlp_forward launch) or "layered" (four GEMM launches), gpu/mlp.go.
+	Forward string `json:"forward,omitempty"`
 	// SelfCheck is the backend's measured precision check.
 	SelfCheck string `json:"self_check,omitempty"`
 	// Kernels is the device time of each launch of a step (CUDA only).
@@ -167,6 +170,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	res.SelfCheck = info.SelfCheck
 	if g, ok := tr.(*gpu.Trainer); ok {
 		res.GEMMTFLOPs = gpu.GEMMFlops(model.Layers(cfg.Model), cfg.BatchSize) / (res.MsPerStep * 1e-3) / 1e12
+		res.Forward = g.ForwardPath()
 		if *profile {
 			if res.Kernels, err = g.ProfileStep(20); err != nil {
 				return err

@@ -20,7 +20,7 @@ import (
 // exploration per branch, and n-step transitions written straight into the
 // device replay ring. One collector step is one CUDA graph of
 //
-//	env_observe → the four forward GEMMs → head_infer → env_step →
+//	env_observe → the forward pass (fused, or four GEMMs) → head_infer → env_step →
 //	env_commit_scan → env_commit
 //
 // replayed once per step; the tree's inner nodes are rebuilt once per
@@ -40,7 +40,7 @@ type devCollector struct {
 	args                               cuda.DevPtr // struct EnvArgs
 
 	observe, reset, step, scan, commit launch
-	fwd                                [4]launch
+	fwd                                []launch
 	head                               launch
 	graph                              cuda.GraphExec
 	clock                              *deviceClock // TimeEpochs, TimeCollect
@@ -71,10 +71,10 @@ func newDevCollector(c *cuda.Ctx, l *learner, cfg config.RunConfig, ds *market.D
 		return nil, err
 	}
 	d := &devCollector{cfg: cfg, ds: ds, mk: mk, env: newDevEnv(bt, ds.Train, n, ns, cfg.Env.EpisodeBars)}
-	m, e := l.m, l.esz
 	rows := max(n, 64)
-	d.x = bt.alloc(e * rows * obsWidth)
-	d.a = acts{rows: n, h1: bt.alloc(e * rows * m.Trunk1), h2: bt.alloc(e * rows * m.Trunk2), z: bt.alloc(e * rows * 4 * m.Head), o: bt.alloc(4 * rows * l.outw)}
+	d.x = bt.alloc(l.esz * rows * obsWidth)
+	d.a = l.newActs(bt.alloc, rows, 0)
+	d.a.rows = n
 	d.act = bt.alloc(4 * n * 3)
 	k := n * ns
 	d.tcount, d.tbar, d.tagent, d.taction = bt.alloc(4*n), bt.alloc(4*k), bt.alloc(4*k*agentW), bt.alloc(4*k*3)
@@ -114,12 +114,9 @@ func newDevCollector(c *cuda.Ctx, l *learner, cfg config.RunConfig, ds *market.D
 	d.step = launch{name: "env_step", f: l.k.fn["env_step"], grid: perEnv, block: dim(256), args: []any{d.args}}
 	d.scan = launch{name: "env_commit_scan", f: l.k.fn["env_commit_scan"], grid: dim(1), block: dim(commitThreads), args: []any{d.args}}
 	d.commit = launch{name: "env_commit", f: l.k.fn["env_commit"], grid: perEnv, block: dim(256), args: []any{d.args, l.st}}
-	jobs := l.forwardJobs(&l.online, d.x, &d.a)
-	for s := range 4 {
-		if d.fwd[s], err = l.gemmLaunch(c, "collect", jobs[s]); err != nil {
-			return nil, err
-		}
-		d.fwd[s].args = []any{d.fwd[s].args[0], d.fwd[s].args[1], cuda.DevPtr(0)} // no step state: always runs
+	// No step state: the collector's forward always runs.
+	if d.fwd, err = l.forwardLaunches(c, "collect", []fwdNet{{&l.online, d.x, &d.a, 0}}, 0); err != nil {
+		return nil, err
 	}
 	d.head = launch{name: "head_infer", f: l.k.fn["head_infer"], grid: dim(ceilDiv(n, 4)), block: dim(128),
 		args: []any{d.a.o, int32(n), l.z, cuda.DevPtr(0), cuda.DevPtr(0), cuda.DevPtr(0), d.act, l.margin}}
@@ -139,7 +136,7 @@ const commitThreads = 1024
 // commit (scan, then write).
 func (d *devCollector) launches() []launch {
 	out := []launch{d.observe}
-	out = append(out, d.fwd[:]...)
+	out = append(out, d.fwd...)
 	return append(out, d.head, d.step, d.scan, d.commit)
 }
 

@@ -129,7 +129,7 @@ func TestGEMMMatchesFloat64(t *testing.T) {
 }
 
 func checkGEMM(c *cuda.Ctx, d *gpuDevice, bf bool, sh gemmShape, aCol, bCol bool, M, N, K, kchunk, epi int) error {
-	k, err := d.module(c, config.Defaults().Model, bf)
+	k, _, err := d.moduleFor(c, config.Defaults().Model, bf)
 	if err != nil {
 		return err
 	}

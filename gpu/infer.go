@@ -17,7 +17,7 @@ type inferPlan struct {
 	a             acts
 	act, q        cuda.DevPtr
 	logits, probs cuda.DevPtr
-	fwd           map[int][4]launch // per row count
+	fwd           map[int][]launch // per row count
 	hostAct       []int32
 }
 
@@ -29,9 +29,9 @@ func (l *learner) inferPlanFor(c *cuda.Ctx, rows int) (*inferPlan, error) {
 	m, e := l.m, l.esz
 	bt := l.mem.batch(c, l.stream)
 	alloc := bt.alloc
-	p := &inferPlan{rows: rows, fwd: map[int][4]launch{}}
+	p := &inferPlan{rows: rows, fwd: map[int][]launch{}}
 	p.xf, p.x = alloc(4*rows*obsWidth), alloc(e*rows*obsWidth)
-	p.a = acts{rows: rows, h1: alloc(e * rows * m.Trunk1), h2: alloc(e * rows * m.Trunk2), z: alloc(e * rows * 4 * m.Head), o: alloc(4 * rows * l.outw)}
+	p.a = l.newActs(alloc, rows, 0)
 	p.act, p.q = alloc(4*rows*3), alloc(4*rows*model.NumActions)
 	p.logits, p.probs = alloc(4*rows*model.NumActions*m.Atoms), alloc(4*rows*model.NumActions*m.Atoms)
 	if err := bt.err; err != nil {
@@ -70,12 +70,9 @@ func (l *learner) infer(c *cuda.Ctx, obs []float32, rows int, full bool) (*infer
 	if !ok {
 		a := p.a
 		a.rows = padded
-		jobs := l.forwardJobs(&l.online, p.x, &a)
-		for s := range 4 {
-			if fw[s], err = l.gemmLaunch(c, "infer", jobs[s]); err != nil {
-				return nil, err
-			}
-			fw[s].args = []any{fw[s].args[0], fw[s].args[1], cuda.DevPtr(0)} // no step state: always runs
+		// No step state: inference always runs.
+		if fw, err = l.forwardLaunches(c, "infer", []fwdNet{{&l.online, p.x, &a, 0}}, 0); err != nil {
+			return nil, err
 		}
 		p.fwd[padded] = fw
 	}
@@ -85,8 +82,8 @@ func (l *learner) infer(c *cuda.Ctx, obs []float32, rows int, full bool) (*infer
 	if err := c.Launch(l.k.fn["cast_rows"], dim(ceilDiv(len(obs), 256)), dim(256), 0, l.stream, p.xf, p.x, int64(len(obs))); err != nil {
 		return nil, err
 	}
-	for s := range 4 {
-		if err := fw[s].run(c, l.stream); err != nil {
+	for i := range fw {
+		if err := fw[i].run(c, l.stream); err != nil {
 			return nil, err
 		}
 	}

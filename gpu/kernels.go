@@ -17,17 +17,21 @@ var kernelFS embed.FS
 
 // kernelFiles is the order in which the sources are concatenated into one
 // NVRTC program: common.cu first (types and helpers), then one file per job.
-var kernelFiles = []string{"common.cu", "gemm.cu", "head.cu", "optim.cu", "replay.cu", "env.cu"}
+var kernelFiles = []string{"common.cu", "gemm.cu", "mlp.cu", "head.cu", "optim.cu", "replay.cu", "env.cu"}
 
 // kernelNames lists every kernel the trainer launches; loading the module
 // resolves each once (device pointers and functions are resolved once, never
 // per step).
 var kernelNames = []string{
 	"gemm64", "gemm128", "gemm128x64", "gemm128p", "gemm128o", "gemm128x64o", "head_infer", "c51_loss", "bias_partial", "grad_reduce", "grad_norm", "adamw",
-	"spectral", "refresh", "ema", "cast_rows", "sample", "tree_sub", "tree_top", "priority",
+	"spectral", "refresh", "ema", "cast_rows", "sample", "tree_sub", "tree_top", "prio_claim", "prio_set",
 	"round_check",
 	"env_reset", "env_observe", "env_step", "env_commit_scan", "env_commit", "bt_run", "bt_run_cluster",
 }
+
+// fusedKernelNames are the kernels of the fused forward (kernels/mlp.cu),
+// compiled into a module only where the model fits it (useFused).
+var fusedKernelNames = []string{"mlp_forward128", "mlp_forward64"}
 
 // kernelSource returns the program text of every kernel.
 func kernelSource() (string, error) {
@@ -45,15 +49,19 @@ func kernelSource() (string, error) {
 }
 
 // kernelOptions are the NVRTC options of the module for model m in the given
-// storage mode: the sizes the kernels fix at compile time, and --fmad=false
+// storage mode, with or without the fused forward: the sizes the kernels
+// fix at compile time, and --fmad=false
 // so that no product and sum are contracted into one rounding behind the
 // reference's back (the float32 GEMM uses fmaf explicitly; its products
 // are exact in float32 only up to that rounding, which the cross-backend
 // tolerances state).
-func kernelOptions(m config.ModelConfig, bf16 bool) []string {
-	mode := "0"
+func kernelOptions(m config.ModelConfig, bf16, fused bool) []string {
+	mode, mlp := "0", "0"
 	if bf16 {
 		mode = "1"
+	}
+	if fused {
+		mlp = "1"
 	}
 	cols, width := headCols(m.Atoms)
 	return []string{
@@ -68,6 +76,10 @@ func kernelOptions(m config.ModelConfig, bf16 bool) []string {
 		fmt.Sprintf("-DNFEAT=%d", market.NumFeatures),
 		fmt.Sprintf("-DNAGENT=%d", market.NumAgentFeatures),
 		fmt.Sprintf("-DATOMS=%d", m.Atoms),
+		fmt.Sprintf("-DT1=%d", m.Trunk1),
+		fmt.Sprintf("-DT2=%d", m.Trunk2),
+		fmt.Sprintf("-DHD=%d", m.Head),
+		"-DMLP_FUSED=" + mlp,
 		"--fmad=false",
 		"--std=c++17",
 	}

@@ -25,24 +25,37 @@ func TestKernelsCompileForHopper(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, bf := range []bool{false, true} {
-		for _, atoms := range []int{51, 2, 101} {
-			m := config.Defaults().Model
-			m.Atoms = atoms
-			bin, log, err := c.Compile(src, "dqnflow.cu", 90, kernelOptions(m, bf)...)
-			if err != nil {
-				t.Fatalf("bf16=%v atoms=%d: %v\n%s", bf, atoms, err, log)
-			}
-			if !bytes.HasPrefix(bin, []byte("\x7fELF")) {
-				t.Fatalf("bf16=%v atoms=%d: NVRTC output is not an ELF cubin", bf, atoms)
-			}
-			for _, name := range kernelNames {
-				if !bytes.Contains(bin, []byte(name)) {
-					t.Errorf("bf16=%v atoms=%d: kernel %s missing from the cubin", bf, atoms, name)
-				}
-			}
-			if bf && !bytes.Contains(bin, []byte("HMMA")) && testing.Verbose() {
-				t.Logf("cubin has no HMMA string (expected: SASS is binary)")
+	// Both storage modes with the default network, other atom counts, and
+	// the fused forward (bf16 only) at other sizes it takes: trunk and head
+	// multiples of 64 up to 256, one head wider than a 128-column chunk.
+	for _, v := range []struct {
+		bf16                bool
+		atoms, t1, t2, head int
+	}{
+		{false, 51, 256, 256, 128}, {false, 2, 256, 256, 128},
+		{true, 51, 256, 256, 128}, {true, 101, 256, 256, 128},
+		{true, 2, 64, 128, 256}, {true, 21, 192, 64, 64},
+	} {
+		m := config.Defaults().Model
+		m.Atoms, m.Trunk1, m.Trunk2, m.Head = v.atoms, v.t1, v.t2, v.head
+		fused := v.bf16
+		if err := fusedForwardFits(m); err != nil {
+			t.Fatalf("%+v: %v", v, err)
+		}
+		bin, log, err := c.Compile(src, "dqnflow.cu", 90, kernelOptions(m, v.bf16, fused)...)
+		if err != nil {
+			t.Fatalf("%+v: %v\n%s", v, err, log)
+		}
+		if !bytes.HasPrefix(bin, []byte("\x7fELF")) {
+			t.Fatalf("%+v: NVRTC output is not an ELF cubin", v)
+		}
+		names := kernelNames
+		if fused {
+			names = append(names[:len(names):len(names)], fusedKernelNames...)
+		}
+		for _, name := range names {
+			if !bytes.Contains(bin, []byte(name)) {
+				t.Errorf("%+v: kernel %s missing from the cubin", v, name)
 			}
 		}
 	}

@@ -48,6 +48,7 @@ type learner struct {
 	m      config.ModelConfig
 	o      config.OptimConfig
 	bf16   bool   // GEMM operands and activations are bf16 (bf16-mixed and bf16)
+	fused  bool   // the forward pass is one mlp_forward launch (gpu/mlp.go)
 	full   bool   // precision bf16: the trained state is stored as bf16 values
 	seed   uint64 // the run's seed: the stochastic rounding's bits (bf16.SRBits)
 	esz    int
@@ -96,11 +97,11 @@ func newLearner(c *cuda.Ctx, d *gpuDevice, m config.ModelConfig, o config.OptimC
 		return nil, fmt.Errorf("%w: optim.stochastic_rounding = true: needs precision %q (got %q)", config.ErrInvalid, config.PrecisionBF16, precision)
 	}
 	bf := precision != config.PrecisionFP32
-	k, err := d.module(c, m, bf)
+	k, fused, err := d.moduleFor(c, m, bf)
 	if err != nil {
 		return nil, err
 	}
-	l := &learner{d: d, k: k, m: m, o: o, bf16: bf, full: precision == config.PrecisionBF16, seed: seed, esz: 4,
+	l := &learner{d: d, k: k, m: m, o: o, bf16: bf, fused: fused, full: precision == config.PrecisionBF16, seed: seed, esz: 4,
 		lay: model.Layers(m), np: model.NumParams(m), plans: map[int]*stepPlan{}}
 	_, l.outw = headCols(m.Atoms)
 	for _, i := range gwOrder {
@@ -144,7 +145,7 @@ func newLearner(c *cuda.Ctx, d *gpuDevice, m config.ModelConfig, o config.OptimC
 	if err := cuda.Upload(c, l.z, z); err != nil {
 		return fail(err)
 	}
-	// mmin starts at +Inf; priority resets it after every step.
+	// mmin starts at +Inf; prio_set resets it after every step.
 	if err := cuda.Upload(c, l.st+stMMin, []uint64{0x7ff0000000000000}); err != nil {
 		return fail(err)
 	}
@@ -273,6 +274,11 @@ func (l *learner) setState(c *cuda.Ctx, s *model.State) error {
 	}
 	if err := cuda.Upload(c, l.st+stAbort, []int32{0, 0}); err != nil {
 		return err
+	}
+	if l.replay != nil {
+		if err := l.replay.resetClaims(c, l); err != nil {
+			return err
+		}
 	}
 	return l.refreshBoth(c)
 }

@@ -30,11 +30,11 @@ func CacheDir() string {
 	return filepath.Join(os.TempDir(), "dqnflow-kernels")
 }
 
-// moduleKey names a compiled module: storage mode and atoms (the only
-// model size compiled in).
+// moduleKey names a compiled module: storage mode, whether it has the
+// fused forward, and the model sizes compiled in.
 type moduleKey struct {
-	bf16  bool
-	atoms int
+	bf16, fused         bool
+	atoms, t1, t2, head int
 }
 
 // gpuDevice is one opened CUDA device with its compiled modules, shared by
@@ -78,11 +78,12 @@ func openDevice(ordinal int) (*gpuDevice, error) {
 func (d *gpuDevice) arch() int { return d.info.Major*10 + d.info.Minor }
 
 // module compiles (or takes from the disk cache) and loads the kernels for
-// model m in one storage mode. Call inside Do.
-func (d *gpuDevice) module(c *cuda.Ctx, m config.ModelConfig, bf16 bool) (*kernels, error) {
+// model m in one storage mode, with the fused forward when fused. Call
+// inside Do.
+func (d *gpuDevice) module(c *cuda.Ctx, m config.ModelConfig, bf16, fused bool) (*kernels, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	key := moduleKey{bf16, m.Atoms}
+	key := moduleKey{bf16, fused, m.Atoms, m.Trunk1, m.Trunk2, m.Head}
 	if k, ok := d.mods[key]; ok {
 		return k, nil
 	}
@@ -90,7 +91,7 @@ func (d *gpuDevice) module(c *cuda.Ctx, m config.ModelConfig, bf16 bool) (*kerne
 	if err != nil {
 		return nil, err
 	}
-	bin, err := d.compiler.CompileCached(CacheDir(), src, "dqnflow.cu", d.arch(), kernelOptions(m, bf16)...)
+	bin, err := d.compiler.CompileCached(CacheDir(), src, "dqnflow.cu", d.arch(), kernelOptions(m, bf16, fused)...)
 	if err != nil {
 		return nil, fmt.Errorf("compile kernels for sm_%d: %w", d.arch(), err)
 	}
@@ -99,7 +100,11 @@ func (d *gpuDevice) module(c *cuda.Ctx, m config.ModelConfig, bf16 bool) (*kerne
 		return nil, err
 	}
 	k := &kernels{mod: mod, fn: map[string]cuda.Function{}}
-	for _, name := range kernelNames {
+	names := kernelNames
+	if fused {
+		names = append(names[:len(names):len(names)], fusedKernelNames...)
+	}
+	for _, name := range names {
 		f, err := mod.Function(name)
 		if err != nil {
 			return nil, err
@@ -120,6 +125,13 @@ func (d *gpuDevice) module(c *cuda.Ctx, m config.ModelConfig, bf16 bool) (*kerne
 				if err := c.SetMaxDynamicShared(k.fn[sh.name], sh.shared); err != nil {
 					return nil, fmt.Errorf("%s: %w", sh.name, err)
 				}
+			}
+		}
+	}
+	if fused {
+		for _, mk := range mlpKernels {
+			if err := c.SetMaxDynamicShared(k.fn[mk.name], mlpShared(mk.bm, m)); err != nil {
+				return nil, fmt.Errorf("%s: %w", mk.name, err)
 			}
 		}
 	}

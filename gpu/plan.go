@@ -23,8 +23,9 @@ type stepPlan struct {
 	sampleArgs              cuda.DevPtr // struct SampleArgs (key at word sampleKeyWord)
 	lossSampled, lossGiven  launch
 	sampleL                 launch
-	prioL                   []launch // priority, then the tree's inner nodes
-	fwd, bwd                [4]launch
+	prioL                   []launch // prio_claim, prio_set, then the tree's inner nodes
+	fwd                     []launch // the forward passes (gpu/mlp.go)
+	bwd                     [4]launch
 	biasL, reduceL, normL   launch
 	adamL, specL            launch
 	graph                   cuda.GraphExec
@@ -92,8 +93,10 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 		return f
 	}
 	p.x = alloc(e * 2 * n * obsWidth)
-	p.on = acts{rows: 2 * n, h1: alloc(e * 2 * n * t1), h2: alloc(e * 2 * n * t2), z: alloc(e * 2 * n * 4 * hd), o: alloc(4 * 2 * n * outw)}
-	p.tg = acts{rows: n, h1: alloc(e * n * t1), h2: alloc(e * n * t2), z: alloc(e * n * 4 * hd), o: alloc(4 * n * outw)}
+	// The backward pass reads the online network's activations at s (the
+	// first n rows) only.
+	p.on = l.newActs(alloc, 2*n, n)
+	p.tg = l.newActs(alloc, n, 0)
 	p.g = alloc(4 * n * outw)
 	p.ge = eCopy(p.g, n*outw)
 	p.g3 = alloc(4 * n * 4 * hd)
@@ -109,14 +112,10 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 		return nil, err
 	}
 
-	// Forward: online over [s; s′], target over s′, grouped per stage.
+	// Forward: online over [s; s′], target over s′, in the same launches.
 	xs := p.x + cuda.DevPtr(e*n*obsWidth)
-	fo := l.forwardJobs(&l.online, p.x, &p.on)
-	ft := l.forwardJobs(&l.target, xs, &p.tg)
-	for s := range 4 {
-		if p.fwd[s], err = l.gemmLaunch(c, "forward", append(fo[s], ft[s]...)); err != nil {
-			return nil, err
-		}
+	if p.fwd, err = l.forwardLaunches(c, "forward", []fwdNet{{&l.online, p.x, &p.on, n}, {&l.target, xs, &p.tg, 0}}, l.st); err != nil {
+		return nil, err
 	}
 
 	// Loss.
@@ -288,7 +287,7 @@ func (l *learner) eOut(q cuda.DevPtr, col, ld int) mat {
 // gradient runs the forward pass, the loss and the backward pass of plan p
 // on the batch already in its buffers (given weights).
 func (l *learner) gradientLaunches(p *stepPlan, loss launch) []launch {
-	ls := append([]launch{}, p.fwd[:]...)
+	ls := append([]launch{}, p.fwd...)
 	ls = append(ls, loss)
 	ls = append(ls, p.bwd[:]...)
 	return append(ls, p.biasL, p.reduceL, p.normL)

@@ -42,12 +42,9 @@ func newDevReplay(c *cuda.Ctx, l *learner, cfg config.ReplayConfig, ds *market.D
 	alloc := bt.alloc
 	r.bar, r.agent, r.action = alloc(4*n), alloc(4*n*agentW), alloc(4*n*3)
 	r.ret, r.disc, r.nextBar, r.nextAgent = alloc(4*n), alloc(4*n), alloc(4*n), alloc(4*n*agentW)
-	r.tree, r.owner = alloc(8*2*r.base), alloc(4*n)
+	r.tree, r.owner = alloc(8*2*r.base), alloc(8*n) // claims zeroed: none stands
 	r.features = alloc(4 * len(ds.Features))
 	if err := bt.err; err != nil {
-		return nil, err
-	}
-	if err := c.MemsetD8Async(r.owner, 0xff, 4*n, l.stream); err != nil { // −1: no owner
 		return nil, err
 	}
 	if err := cuda.Upload(c, r.features, ds.Features); err != nil {
@@ -71,13 +68,22 @@ func (l *learner) replayLaunches(c *cuda.Ctx, p *stepPlan, upload func(words) cu
 	}
 	p.sampleArgs = upload(sw)
 	p.sampleL = launch{name: "sample", f: l.k.fn["sample"], grid: dim(ceilDiv(p.n, 4)), block: dim(128), args: []any{p.sampleArgs, l.st}}
-	win := alloc(4 * p.n)
 	var pw words
-	pw.ptr(r.tree).i64(int64(r.base)).ptr(p.idx).ptr(p.sample).ptr(r.owner).ptr(win).i64(int64(p.n))
+	pw.ptr(r.tree).i64(int64(r.base)).ptr(p.idx).ptr(p.sample).ptr(r.owner).i64(int64(p.n))
 	pw.f64(r.cfg.PriorityEps).f64(r.cfg.Alpha)
-	p.prioL = append([]launch{{name: "priority", f: l.k.fn["priority"], grid: dim(1), block: dim(1024), args: []any{upload(pw), l.st}}},
-		r.treeLaunches(l, l.st)...)
+	pa := upload(pw)
+	grid := dim(ceilDiv(p.n, 256))
+	p.prioL = append([]launch{
+		{name: "prio_claim", f: l.k.fn["prio_claim"], grid: grid, block: dim(256), args: []any{pa, l.st}},
+		{name: "prio_set", f: l.k.fn["prio_set"], grid: grid, block: dim(256), args: []any{pa, l.st}},
+	}, r.treeLaunches(l, l.st)...)
 	return nil
+}
+
+// resetClaims clears the priority kernels' claims (t·2³² + k, prio_claim),
+// which rise with the step t: a state load may set t back.
+func (r *devReplay) resetClaims(c *cuda.Ctx, l *learner) error {
+	return c.MemsetD8Async(r.owner, 0, 8*r.capacity, l.stream)
 }
 
 // treeSpan is TREE_SPAN of kernels/replay.cu (passed by kernelOptions):
@@ -160,6 +166,9 @@ func (r *devReplay) load(c *cuda.Ctx, l *learner, s replay.Storage) error {
 		return err
 	}
 	r.size, r.cursor = s.Size, s.Cursor
+	if err := r.resetClaims(c, l); err != nil {
+		return err
+	}
 	if err := r.rebuild(c, l); err != nil {
 		return err
 	}

@@ -38,7 +38,7 @@ func (b *Backend) selfCheck(m config.ModelConfig, bf16 bool) (string, error) {
 	b.d.mu.Unlock()
 	var got [2]float32
 	err := b.d.dev.Do(func(c *cuda.Ctx) error {
-		k, err := b.d.module(c, m, bf16)
+		k, _, err := b.d.moduleFor(c, m, bf16)
 		if err != nil {
 			return err
 		}
@@ -153,7 +153,7 @@ func (b *Backend) stateCheck(m config.ModelConfig, seed uint64) (string, error) 
 	nearest := make([]float32, stateCheckN)
 	stoch := make([]float32, stateCheckN)
 	err := b.d.dev.Do(func(c *cuda.Ctx) error {
-		k, err := b.d.module(c, m, true)
+		k, _, err := b.d.moduleFor(c, m, true)
 		if err != nil {
 			return err
 		}

@@ -128,7 +128,7 @@ func (s *StepLearner) Targets(b *model.Batch, dst []float32) error {
 		if len(dst) != p.n*model.NumBranches*s.l.m.Atoms {
 			return fmt.Errorf("targets: dst has %d values, want %d", len(dst), p.n*model.NumBranches*s.l.m.Atoms)
 		}
-		if err := s.l.runAll(c, append(append([]launch{}, p.fwd[:]...), p.lossGiven)); err != nil {
+		if err := s.l.runAll(c, append(append([]launch{}, p.fwd...), p.lossGiven)); err != nil {
 			return err
 		}
 		if err := c.Sync(s.l.stream); err != nil {

@@ -156,148 +156,213 @@ struct LossArgs {
 // which leaves the sum's bits unchanged), and ∂/∂V and ℓ_i add the
 // branches in order 0, 1, 2: equal inputs give equal bits.
 // LOSS_SPB comes as a -D option (gpu/plan.go lossSamplesPerBlock).
+//
+// Each warp runs lossBranch<d> for its branch, with the branch's action
+// count and columns known at compile time, so the n_d softmaxes of the
+// a* choice are independent chains the scheduler interleaves; each
+// action's arithmetic is that of a lone softmax. The importance weight (a
+// float64 power) is computed once per sample, by branch 0's warp.
 #define LOSS_WARPS (NBRANCH * LOSS_SPB)
+
+struct LossShared {
+  // Per warp: each source atom's shares for its lower and upper target,
+  // and for each target atom the first source and the number of sources
+  // whose lower (L) or upper (U) target it is.
+  float wl[LOSS_WARPS][ATOMS], wu[LOSS_WARPS][ATOMS];
+  int fL[LOSS_WARPS][ATOMS], nL[LOSS_WARPS][ATOMS], fU[LOSS_WARPS][ATOMS], nU[LOSS_WARPS][ATOMS];
+  float gsh[LOSS_WARPS][ATOMS];
+  float ces[LOSS_WARPS];
+  float w[LOSS_SPB];
+};
+
+__host__ __device__ constexpr int lossND(int d) { return d == 1 ? 4 : 3; }
+__host__ __device__ constexpr int lossCol(int d) { return d == 0 ? COLA0 : d == 1 ? COLA1 : COLA2; }
+
+// lossMean and lossLogits are branchMean and meanLogits of branch D.
+template <int D>
+__device__ __forceinline__ void lossMean(const float* o, int lane, float mean[JPL]) {
+  constexpr int nd = lossND(D);
+  const float* adv = o + lossCol(D);
+#pragma unroll
+  for (int q = 0; q < JPL; q++) {
+    int j = lane + 32 * q;
+    if (j < ATOMS) {
+      float s = adv[j];
+#pragma unroll
+      for (int b = 1; b < nd; b++) s += adv[b * ATOMS + j];
+      mean[q] = s / (float)nd;
+    } else {
+      mean[q] = 0.0f;
+    }
+  }
+}
+
+template <int D>
+__device__ __forceinline__ void lossLogits(const float* o, int a, int lane, const float mean[JPL], float l[JPL]) {
+  const float* adv = o + lossCol(D);
+#pragma unroll
+  for (int q = 0; q < JPL; q++) {
+    int j = lane + 32 * q;
+    l[q] = j < ATOMS ? (o[j] + adv[a * ATOMS + j]) - mean[q] : -3.402823466e38f;
+  }
+}
+
+template <int D>
+__device__ __forceinline__ void lossBranch(const LossArgs& a, LossShared& sh, long long i, int lane, int wid, float w) {
+  constexpr int nd = lossND(D);
+  const long long n = a.n;
+  const float k = w / (float)(NBRANCH * n);
+  const float* on = a.O + i * OUTW;
+  const float* onNext = a.O + (n + i) * OUTW;
+  const float* tg = a.Ot + i * OUTW;
+  const float top = (float)(ATOMS - 1);
+  const float R = a.ret[i], Dd = a.disc[i];
+  // Double DQN: the online network picks a*, the target network rates it.
+  int best = 0;
+  {
+    float meanNext[JPL], qb[nd];
+    lossMean<D>(onNext, lane, meanNext);
+#pragma unroll
+    for (int b = 0; b < nd; b++) {
+      float l[JPL], p[JPL], mx, lse;
+      lossLogits<D>(onNext, b, lane, meanNext, l);
+      softmax(l, p, &mx, &lse);
+      qb[b] = expectation(p, a.z, lane);
+    }
+    float bestQ = qb[0];
+#pragma unroll
+    for (int b = 1; b < nd; b++)
+      if (qb[b] > bestQ) {
+        best = b;
+        bestQ = qb[b];
+      }
+  }
+  for (int t = lane; t < ATOMS; t += 32) {
+    sh.fL[wid][t] = ATOMS;
+    sh.fU[wid][t] = ATOMS;
+    sh.nL[wid][t] = 0;
+    sh.nU[wid][t] = 0;
+  }
+  __syncwarp();
+  {
+    // Where each source atom's mass goes: atoms l ≤ u with shares.
+    float mean[JPL], l[JPL], p[JPL], mx, lse;
+    lossMean<D>(tg, lane, mean);
+    lossLogits<D>(tg, best, lane, mean, l);
+    softmax(l, p, &mx, &lse);
+#pragma unroll
+    for (int q = 0; q < JPL; q++) {
+      int j = lane + 32 * q;
+      if (j >= ATOMS) continue;
+      float pj = p[q];
+      float tz = R + Dd * a.z[j];
+      tz = fminf(fmaxf(tz, a.vmin), a.vmax);
+      float bj = fminf(fmaxf((tz - a.vmin) / a.dz, 0.0f), top);
+      float lo = floorf(bj), hi = ceilf(bj);
+      int lj = (int)lo, uj = (int)hi;
+      if (lj == uj) {
+        sh.wl[wid][j] = pj;
+        sh.wu[wid][j] = 0.0f;
+      } else {
+        sh.wl[wid][j] = pj * (hi - bj);
+        sh.wu[wid][j] = pj * (bj - lo);
+      }
+      atomicMin(&sh.fL[wid][lj], j);
+      atomicAdd(&sh.nL[wid][lj], 1);
+      atomicMin(&sh.fU[wid][uj], j);
+      atomicAdd(&sh.nU[wid][uj], 1);
+    }
+  }
+  __syncwarp();
+  // Projection: m_t = Σ_j (mass of source atom j landing on atom t), j
+  // ascending. b_j rises with j (γⁿ(1−done) ≥ 0), so the sources whose
+  // upper target is t are consecutive, and so are those whose lower target
+  // is t, and the former all come before the latter (b_j ≤ t ≤ b_j′; a
+  // source with b_j = t is in both, with a zero upper share). Adding them in
+  // that order is the CPU's j-ascending sum, bit for bit.
+  float m[JPL];
+#pragma unroll
+  for (int q = 0; q < JPL; q++) {
+    const int t = lane + 32 * q;
+    m[q] = 0.0f;
+    if (t >= ATOMS) continue;
+    for (int j = sh.fU[wid][t], e = sh.fU[wid][t] + sh.nU[wid][t]; j < e; j++) m[q] += sh.wu[wid][j];
+    for (int j = sh.fL[wid][t], e = sh.fL[wid][t] + sh.nL[wid][t]; j < e; j++) m[q] += sh.wl[wid][j];
+  }
+  if (a.targets) {
+#pragma unroll
+    for (int q = 0; q < JPL; q++) {
+      int j = lane + 32 * q;
+      if (j < ATOMS) a.targets[(i * NBRANCH + D) * ATOMS + j] = m[q];
+    }
+  }
+  // Online distribution of the action taken at s.
+  const int ad = a.act[i * 3 + D];
+  float mean[JPL], l[JPL], p[JPL], mx, lse;
+  lossMean<D>(on, lane, mean);
+  lossLogits<D>(on, ad, lane, mean, l);
+  softmax(l, p, &mx, &lse);
+  float c = 0.0f, S = 0.0f;
+#pragma unroll
+  for (int q = 0; q < JPL; q++) {
+    int j = lane + 32 * q;
+    if (j < ATOMS) {
+      float logp = (l[q] - mx) - lse;
+      c += m[q] * logp;
+      S += m[q];
+    }
+  }
+  const float ce = -warpSum(c);
+  S = warpSum(S);
+  if (lane == 0) sh.ces[wid] = ce;
+  float* G = a.G + i * OUTW + lossCol(D);
+  E* Ge = a.Ge ? a.Ge + i * OUTW + lossCol(D) : 0;
+#pragma unroll
+  for (int q = 0; q < JPL; q++) {
+    int j = lane + 32 * q;
+    if (j >= ATOMS) continue;
+    float g = k * (p[q] * S - m[q]);
+    sh.gsh[wid][j] = g;
+#pragma unroll
+    for (int b = 0; b < nd; b++) {
+      float v = -(g / (float)nd);
+      if (b == ad) v += g;
+      G[b * ATOMS + j] = v;
+      if (Ge) Ge[b * ATOMS + j] = toE(v);
+    }
+  }
+}
 
 extern "C" __global__ void __launch_bounds__(32 * LOSS_WARPS) c51_loss(const LossArgs* pa, const StepState* st) {
   if (st->abort) return;
   const LossArgs a = *pa;
-  // Per warp: each source atom's shares for its lower and upper target,
-  // and for each target atom the first source and the number of sources
-  // whose lower (L) or upper (U) target it is.
-  __shared__ float wl[LOSS_WARPS][ATOMS], wu[LOSS_WARPS][ATOMS];
-  __shared__ int fL[LOSS_WARPS][ATOMS], nL[LOSS_WARPS][ATOMS], fU[LOSS_WARPS][ATOMS], nU[LOSS_WARPS][ATOMS];
-  __shared__ float gsh[LOSS_WARPS][ATOMS];
-  __shared__ float ces[LOSS_WARPS];
+  __shared__ LossShared sh;
   const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
   const int d = wid % NBRANCH, si = wid / NBRANCH;
   const long long i = (long long)blockIdx.x * LOSS_SPB + si;
   const long long n = a.n;
   const bool live = i < n;
-  if (live) {
-    float w = 0.0f;
+  if (live && d == 0 && lane == 0) {
+    float w;
     if (a.sampled) {
-      // One lane computes the weight (a float64 pow) for its warp.
-      if (lane == 0) {
-        double t = (double)st->t;
-        double beta = 1.0;
-        if (a.betaSteps > 0) beta = a.beta0 + (1.0 - a.beta0) * fmin(fmax(t, 0.0), (double)a.betaSteps) / (double)a.betaSteps;
-        double mmin = __longlong_as_double((long long)st->mmin);
-        w = (float)pow(mmin / a.mass[i], beta);
-        if (d == 0) a.w[i] = w;
-      }
-      w = __shfl_sync(0xffffffffu, w, 0);
+      double t = (double)st->t;
+      double beta = 1.0;
+      if (a.betaSteps > 0) beta = a.beta0 + (1.0 - a.beta0) * fmin(fmax(t, 0.0), (double)a.betaSteps) / (double)a.betaSteps;
+      double mmin = __longlong_as_double((long long)st->mmin);
+      w = (float)pow(mmin / a.mass[i], beta);
+      a.w[i] = w;
     } else {
       w = a.w[i];
     }
-    const float k = w / (float)(NBRANCH * n);
-    const float* on = a.O + i * OUTW;
-    const float* onNext = a.O + (n + i) * OUTW;
-    const float* tg = a.Ot + i * OUTW;
-    const float top = (float)(ATOMS - 1);
-    const float R = a.ret[i], D = a.disc[i];
-    const int nd = kBranchSize[d];
-    // Double DQN: the online network picks a*, the target network rates it.
-    int best = 0;
-    float bestQ = 0.0f;
-    float meanNext[JPL];
-    branchMean(onNext, d, lane, meanNext);
-    for (int b = 0; b < nd; b++) {
-      float l[JPL], p[JPL], mx, lse;
-      meanLogits(onNext, d, b, lane, meanNext, l);
-      softmax(l, p, &mx, &lse);
-      float qb = expectation(p, a.z, lane);
-      if (b == 0 || qb > bestQ) { best = b; bestQ = qb; }
-    }
-    for (int t = lane; t < ATOMS; t += 32) {
-      fL[wid][t] = ATOMS;
-      fU[wid][t] = ATOMS;
-      nL[wid][t] = 0;
-      nU[wid][t] = 0;
-    }
-    __syncwarp();
-    {
-      // Where each source atom's mass goes: atoms l ≤ u with shares.
-      float l[JPL], p[JPL], mx, lse;
-      branchLogits(tg, d, best, lane, l);
-      softmax(l, p, &mx, &lse);
-#pragma unroll
-      for (int q = 0; q < JPL; q++) {
-        int j = lane + 32 * q;
-        if (j >= ATOMS) continue;
-        float pj = p[q];
-        float tz = R + D * a.z[j];
-        tz = fminf(fmaxf(tz, a.vmin), a.vmax);
-        float bj = fminf(fmaxf((tz - a.vmin) / a.dz, 0.0f), top);
-        float lo = floorf(bj), hi = ceilf(bj);
-        int lj = (int)lo, uj = (int)hi;
-        if (lj == uj) {
-          wl[wid][j] = pj;
-          wu[wid][j] = 0.0f;
-        } else {
-          wl[wid][j] = pj * (hi - bj);
-          wu[wid][j] = pj * (bj - lo);
-        }
-        atomicMin(&fL[wid][lj], j);
-        atomicAdd(&nL[wid][lj], 1);
-        atomicMin(&fU[wid][uj], j);
-        atomicAdd(&nU[wid][uj], 1);
-      }
-    }
-    __syncwarp();
-    // Projection: m_t = Σ_j (mass of source atom j landing on atom t), j
-    // ascending. b_j rises with j (γⁿ(1−done) ≥ 0), so the sources whose
-    // upper target is t are consecutive, and so are those whose lower target
-    // is t, and the former all come before the latter (b_j ≤ t ≤ b_j′; a
-    // source with b_j = t is in both, with a zero upper share). Adding them in
-    // that order is the CPU's j-ascending sum, bit for bit.
-    float m[JPL];
-#pragma unroll
-    for (int q = 0; q < JPL; q++) {
-      const int t = lane + 32 * q;
-      m[q] = 0.0f;
-      if (t >= ATOMS) continue;
-      for (int j = fU[wid][t], e = fU[wid][t] + nU[wid][t]; j < e; j++) m[q] += wu[wid][j];
-      for (int j = fL[wid][t], e = fL[wid][t] + nL[wid][t]; j < e; j++) m[q] += wl[wid][j];
-    }
-    if (a.targets) {
-#pragma unroll
-      for (int q = 0; q < JPL; q++) {
-        int j = lane + 32 * q;
-        if (j < ATOMS) a.targets[(i * NBRANCH + d) * ATOMS + j] = m[q];
-      }
-    }
-    // Online distribution of the action taken at s.
-    const int ad = a.act[i * 3 + d];
-    float l[JPL], p[JPL], mx, lse;
-    branchLogits(on, d, ad, lane, l);
-    softmax(l, p, &mx, &lse);
-    float c = 0.0f, S = 0.0f;
-#pragma unroll
-    for (int q = 0; q < JPL; q++) {
-      int j = lane + 32 * q;
-      if (j < ATOMS) {
-        float logp = (l[q] - mx) - lse;
-        c += m[q] * logp;
-        S += m[q];
-      }
-    }
-    const float ce = -warpSum(c);
-    S = warpSum(S);
-    if (lane == 0) ces[wid] = ce;
-    float* G = a.G + i * OUTW + kHeadCol[d];
-    E* Ge = a.Ge ? a.Ge + i * OUTW + kHeadCol[d] : 0;
-#pragma unroll
-    for (int q = 0; q < JPL; q++) {
-      int j = lane + 32 * q;
-      if (j >= ATOMS) continue;
-      float g = k * (p[q] * S - m[q]);
-      gsh[wid][j] = g;
-      for (int b = 0; b < nd; b++) {
-        float v = -(g / (float)nd);
-        if (b == ad) v += g;
-        G[b * ATOMS + j] = v;
-        if (Ge) Ge[b * ATOMS + j] = toE(v);
-      }
+    sh.w[si] = w;
+  }
+  __syncthreads();
+  if (live) {
+    const float w = sh.w[si];
+    switch (d) {
+    case 0: lossBranch<0>(a, sh, i, lane, wid, w); break;
+    case 1: lossBranch<1>(a, sh, i, lane, wid, w); break;
+    default: lossBranch<2>(a, sh, i, lane, wid, w);
     }
   }
   __syncthreads();
@@ -305,12 +370,12 @@ extern "C" __global__ void __launch_bounds__(32 * LOSS_WARPS) c51_loss(const Los
     const int w0 = si * NBRANCH;
     for (int j = lane; j < ATOMS; j += 32) {
       float gv = 0.0f;
-      gv += gsh[w0][j];
-      gv += gsh[w0 + 1][j];
-      gv += gsh[w0 + 2][j];
+      gv += sh.gsh[w0][j];
+      gv += sh.gsh[w0 + 1][j];
+      gv += sh.gsh[w0 + 2][j];
       a.G[i * OUTW + j] = gv;
       if (a.Ge) a.Ge[i * OUTW + j] = toE(gv);
     }
-    if (lane == 0) a.sample[i] = (ces[w0] + ces[w0 + 1] + ces[w0 + 2]) / (float)NBRANCH;
+    if (lane == 0) a.sample[i] = (sh.ces[w0] + sh.ces[w0 + 1] + sh.ces[w0 + 2]) / (float)NBRANCH;
   }
 }

@@ -98,45 +98,51 @@ extern "C" __global__ void sample(const SampleArgs* pa, StepState* st) {
 struct PrioArgs {
   double* tree; long long base;
   const long long* idx; const float* sample; // [n]
-  int* owner;  // [capacity], −1 when free
-  int* win;    // [n] scratch
+  unsigned long long* owner;  // [capacity] claims (t << 32 | k); 0 after a state load
   long long n;
   double eps, alpha;
 };
 
-// priority sets the new priorities (replay.UpdatePriorities, one block):
+// The new priorities (replay.UpdatePriorities) in two launches over the
+// batch, one thread per sample k:
 //
 //   p = float64(ℓ_k) + ε,  m = p^α,  p_max = max(p_max, p)
 //
-// where an index appears more than once the last sample wins, then every
-// changed path of the tree is recomputed level by level from its children.
-// It also resets st->mmin for the next step.
-extern "C" __global__ void priority(const PrioArgs* pa, StepState* st) {
+// where an index appears more than once the last sample wins: prio_claim
+// puts t·2³² + k into the index's claim by an atomic maximum (t, the
+// step, rises from step to step, so no claim needs clearing; a state load
+// clears them, gpu/replay.go resetClaims), and in prio_set the sample
+// whose claim stands writes the leaf. p_max is an atomic maximum of the
+// bits of positive float64 values, exact in any order. The inner nodes
+// follow in tree_sub and tree_top. prio_set also resets st->mmin for the
+// next step.
+extern "C" __global__ void prio_claim(const PrioArgs* pa, const StepState* st) {
+  if (st->abort) return;
+  const long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (k >= pa->n) return;
+  atomicMax(&pa->owner[pa->idx[k]], ((unsigned long long)st->t << 32) | (unsigned long long)k);
+}
+
+extern "C" __global__ void __launch_bounds__(256) prio_set(const PrioArgs* pa, StepState* st) {
   if (st->abort) return;
   const PrioArgs a = *pa;
-  for (long long k = threadIdx.x; k < a.n; k += blockDim.x) atomicMax(&a.owner[a.idx[k]], (int)k);
-  __syncthreads();
+  const long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   double pmax = 0.0;
-  for (long long k = threadIdx.x; k < a.n; k += blockDim.x) {
+  if (k < a.n) {
     const double p = (double)a.sample[k] + a.eps;
-    pmax = fmax(pmax, p);
-    const int w = a.owner[a.idx[k]] == (int)k;
-    a.win[k] = w;
-    if (w) a.tree[a.base + a.idx[k]] = pow(p, a.alpha);
+    pmax = p;
+    if (a.owner[a.idx[k]] == (((unsigned long long)st->t << 32) | (unsigned long long)k)) a.tree[a.base + a.idx[k]] = pow(p, a.alpha);
   }
-  __shared__ double red[32];
+  __shared__ double red[8];
   for (int o = 16; o > 0; o >>= 1) pmax = fmax(pmax, __shfl_xor_sync(0xffffffffu, pmax, o));
   if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = pmax;
   __syncthreads();
-  for (long long k = threadIdx.x; k < a.n; k += blockDim.x)
-    if (a.win[k]) a.owner[a.idx[k]] = -1;
   if (threadIdx.x == 0) {
-    double m = st->maxPrio;
+    double m = 0.0;
     for (int i = 0; i < (int)(blockDim.x >> 5); i++) m = fmax(m, red[i]);
-    st->maxPrio = m;
-    st->mmin = 0x7ff0000000000000ull; // +Inf
+    if (m > 0.0) atomicMax((unsigned long long*)&st->maxPrio, (unsigned long long)__double_as_longlong(m));
+    if (blockIdx.x == 0) st->mmin = 0x7ff0000000000000ull; // +Inf
   }
-  // The inner nodes follow in tree_sub and tree_top.
 }
 
 // The sum tree's inner nodes from its leaves, in two launches whatever the

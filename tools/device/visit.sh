@@ -8,7 +8,9 @@
 # PyTorch reference), cpu (the CPU backend against PyTorch on 2 cores), ncu
 # (hardware counters of the step's kernels), sanitize (compute-sanitizer),
 # sanitize-env (the environment's part of sanitize alone),
-# gemm (the GEMM occupancy variants side by side), noise (the parity study
+# gemm (the GEMM occupancy variants side by side), fused (the fused forward
+# against the layered one: the step at three batches and the collector),
+# noise (the parity study
 # at NOISE_SEEDS), control (the same with the gradients' summation order
 # changed, ADR 0017), epoch (the default
 # epoch end to end on the device, per phase, and the collector with 4096
@@ -54,7 +56,12 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm 
 if has tests; then
   step cuda-binding 120 bin/gputest/cuda.test -test.v -test.count=1
   tail -3 "$LOGS/cuda-binding.log" | tee -a "$OUT/summary.txt"
-  step gpu-tests 400 bin/gputest/gpu.test -test.v -test.count=1 -test.timeout=390s
+  # The fused forward first (gpu/mlp.go): every other test runs on it.
+  step fused-forward 120 bin/gputest/gpu.test -test.run 'TestFusedForwardMatchesLayered' -test.v -test.count=1
+  grep -E "^(--- |PASS|FAIL|ok)|fused" "$LOGS/fused-forward.log" | head -20 >>"$OUT/summary.txt"
+  # TestKernelsCompileForHopper runs in make test (NVRTC 11.8); here every
+  # module is compiled by NVRTC 13 when it loads.
+  step gpu-tests 400 bin/gputest/gpu.test -test.v -test.count=1 -test.timeout=390s -test.skip TestKernelsCompileForHopper
   grep -E "^(--- |PASS|FAIL|ok)|tolerance|outside|wrong|: [a-z_]+ +[0-9.e-]+" "$LOGS/gpu-tests.log" | head -120 >>"$OUT/summary.txt"
   grep -E "^--- FAIL" "$LOGS/gpu-tests.log" | head -30
 
@@ -84,6 +91,18 @@ has gemm && for v in base p o; do
     echo -n "gemm variant $v batch $b: " >>"$OUT/summary.txt"
     grep -E '"(ms_per_step|gemm_tflop_s)"' "$LOGS/gemm-$v-$b.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
   done
+done
+
+# The fused forward against the layered one (DQNFLOW_FORWARD), same call:
+# the training step with its per-kernel profile, and the collector.
+has fused && for fw in fused layered; do
+  for b in 256 4096 16384; do
+    step "fwd-$fw-$b" 90 env DQNFLOW_FORWARD=$fw bin/gputest/dqnflow bench --device cuda --precision bf16-mixed --batch "$b" --steps 300 --json --profile
+    echo -n "forward $fw batch $b: " >>"$OUT/summary.txt"
+    grep -E '"(ms_per_step|forward)"' "$LOGS/fwd-$fw-$b.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
+  done
+  step "fwd-$fw-collector" 120 env DQNFLOW_FORWARD=$fw bin/gputest/gpu.test -test.run 'TestCollectorThroughput' -test.v -test.count=1
+  grep -E "env steps/s" "$LOGS/fwd-$fw-collector.log" | sed "s/^/forward $fw: /" >>"$OUT/summary.txt"
 done
 
 # The default epoch on the device (issue 8: ≤ 80 ms in bf16-mixed; the
@@ -120,7 +139,7 @@ if has ncu; then
     # collector's small inference GEMMs are gemm64, left out).
     step ncu 200 "$NCU" --clock-control none --section SpeedOfLight --section Occupancy --section LaunchStats \
       --section WarpStateStats --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
-      -k 'regex:^(gemm128|c51_loss|bias_partial|grad_|adamw|spectral|sample|priority|tree_)' -c 20 \
+      -k 'regex:^(gemm128|mlp_forward|c51_loss|bias_partial|grad_|adamw|spectral|sample|prio_|tree_)' -c 20 \
       bin/gputest/dqnflow bench --device cuda --precision bf16-mixed --batch 16384 --steps 2 --json
     grep -E "^  [a-z_0-9]+.*\(|Duration|Compute \(SM\) Throughput|Memory Throughput|Achieved Occupancy|Registers Per|Theoretical Occupancy" "$LOGS/ncu.log" | head -200 >"$LOGS/ncu-summary.txt"
     log "ncu: $(grep -c Duration "$LOGS/ncu.log") kernels profiled (ncu-summary.txt in logs.tgz)"
@@ -138,6 +157,11 @@ elif has sanitize; then
   # Every GEMM shape and layout (the 128-row tiles run only at large batch).
   step memcheck-gemm 80 compute-sanitizer --tool memcheck --error-exitcode 9 bin/gputest/gpu.test -test.run 'TestGEMMMatchesFloat64' -test.count=1
   tail -4 "$LOGS/memcheck-gemm.log" >>"$OUT/summary.txt"
+  # The fused forward writes only the rows it keeps (exact-size buffers in the test).
+  step memcheck-fused 100 compute-sanitizer --tool memcheck --error-exitcode 9 bin/gputest/gpu.test -test.run 'TestFusedForwardMatchesLayered/bf16-mixed/n=(1|300)/' -test.count=1
+  tail -4 "$LOGS/memcheck-fused.log" >>"$OUT/summary.txt"
+  step racecheck-fused 100 compute-sanitizer --tool racecheck --error-exitcode 9 bin/gputest/gpu.test -test.run 'TestFusedForwardMatchesLayered/bf16-mixed/n=300/' -test.count=1
+  tail -4 "$LOGS/racecheck-fused.log" >>"$OUT/summary.txt"
 fi
 # Part sanitize-env (also in sanitize): the device environment and
 # collector (observe, step, the replay commit's scan and writes) over a
