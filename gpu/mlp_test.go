@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/dqnflow/dqnflow/config"
@@ -30,6 +31,7 @@ func TestFusedForwardMatchesLayered(t *testing.T) {
 			bm string
 		}{{1, ""}, {300, ""}, {300, "128"}, {5000, "64"}, {17000, ""}} {
 			t.Run(fmt.Sprintf("%s/n=%d/bm=%s", precision, tc.n, tc.bm), func(t *testing.T) {
+				t.Setenv("DQNFLOW_FORWARD", "fused")
 				t.Setenv("DQNFLOW_MLP_BM", tc.bm)
 				err := d.dev.Do(func(c *cuda.Ctx) error { return checkFusedForward(c, d, m, precision, tc.n) })
 				if err != nil {
@@ -151,4 +153,35 @@ func checkFusedForward(c *cuda.Ctx, d *gpuDevice, m config.ModelConfig, precisio
 		}
 	}
 	return nil
+}
+
+// TestForwardModeIsChecked: the layered forward is the default; a fused
+// forward asked for where it cannot run, or an unknown mode, is an error
+// that names the setting.
+func TestForwardModeIsChecked(t *testing.T) {
+	m := config.Defaults().Model
+	for _, tc := range []struct {
+		mode   string
+		bf16   bool
+		model  func(*config.ModelConfig)
+		fused  bool
+		errHas string
+	}{
+		{"", true, nil, false, ""},
+		{"layered", true, nil, false, ""},
+		{"fused", true, nil, true, ""},
+		{"fused", false, nil, false, "precision fp32"},
+		{"fused", true, func(m *config.ModelConfig) { m.Trunk1 = 200 }, false, "model.trunk1 = 200"},
+		{"fast", true, nil, false, `DQNFLOW_FORWARD "fast"`},
+	} {
+		t.Setenv("DQNFLOW_FORWARD", tc.mode)
+		mm := m
+		if tc.model != nil {
+			tc.model(&mm)
+		}
+		fused, err := useFused(mm, tc.bf16)
+		if fused != tc.fused || (err == nil) != (tc.errHas == "") || (err != nil && !strings.Contains(err.Error(), tc.errHas)) {
+			t.Errorf("DQNFLOW_FORWARD=%q bf16=%v: got %v, %v; want %v and an error containing %q", tc.mode, tc.bf16, fused, err, tc.fused, tc.errHas)
+		}
+	}
 }

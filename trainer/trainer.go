@@ -32,8 +32,9 @@ type Info struct {
 	ComputeDType string `json:"compute_dtype"` // GEMM accumulation: "f32"
 	Parameters   int    `json:"parameters"`    // trainable parameters of the online network
 	// BLAS is the matrix library the CPU backend's GEMMs run on, with its
-	// version, CPU kernel and thread count (e.g. "openblas 0.3.21
-	// (Haswell kernels, pthreads, 2 threads, libopenblas.so.0)"); empty
+	// version, CPU kernel, who chose it and thread count (e.g. "openblas
+	// 0.3.21 (Cooperlake kernels: detected by OpenBLAS; pthreads, 2
+	// threads, libopenblas.so.0)"); empty
 	// for the CUDA backend. Device repeats it, so the run's row shows it.
 	BLAS string `json:"blas,omitempty"`
 	// Threads is the number of threads the GEMMs may use (CPU backend).

@@ -45,6 +45,7 @@
 #define MLP_STAGES 3
 #define MLP_THREADS 256
 #define MLP_PASSES 10
+#define MLP_MAXJOBS 4  // jobs per launch (gpu/mlp.go mlpMaxJobs)
 
 // MlpJob is 29 64-bit words; gpu/mlp.go writes the same layout.
 struct MlpJob {
@@ -77,12 +78,35 @@ __host__ __device__ constexpr int mlpK(int p) { return p == 0 ? OBS : p == 1 ? T
 __host__ __device__ constexpr int mlpKTiles(int p) { return (mlpK(p) + MLP_BK - 1) / MLP_BK; }
 __host__ __device__ constexpr int mlpChunks(int p) { return (mlpN(p) + MLP_NC - 1) / MLP_NC; }
 __host__ __device__ constexpr int mlpUnits(int p) { return mlpKTiles(p) * mlpChunks(p); }
-__host__ __device__ __forceinline__ constexpr int mlpUnitStart(int p) {
-  int s = 0;
-  for (int q = 0; q < p; q++) s += mlpUnits(q);
-  return s;
+// MlpStart<p>::v is the first unit of pass p within a tile, a constant
+// (measured: a constexpr loop called with an unrolled index stayed a loop
+// in the SASS, 700 instructions per unit, and took the kernel from tens of
+// µs to hundreds).
+template <int P> struct MlpStart { static constexpr int v = MlpStart<P - 1>::v + mlpUnits(P - 1); };
+template <> struct MlpStart<0> { static constexpr int v = 0; };
+#define MLP_UNITS (MlpStart<MLP_PASSES>::v)
+static_assert(MLP_PASSES == 10, "mlpPassOf lists the passes");
+
+// mlpPassOf is the pass of unit lu of a tile (the starts ascend).
+__device__ __forceinline__ int mlpPassOf(int lu) {
+  return (lu >= MlpStart<1>::v) + (lu >= MlpStart<2>::v) + (lu >= MlpStart<3>::v) + (lu >= MlpStart<4>::v) +
+         (lu >= MlpStart<5>::v) + (lu >= MlpStart<6>::v) + (lu >= MlpStart<7>::v) + (lu >= MlpStart<8>::v) +
+         (lu >= MlpStart<9>::v);
 }
-#define MLP_UNITS mlpUnitStart(MLP_PASSES)
+__device__ __forceinline__ int mlpStartOf(int p) {
+  switch (p) {
+  case 0: return MlpStart<0>::v;
+  case 1: return MlpStart<1>::v;
+  case 2: return MlpStart<2>::v;
+  case 3: return MlpStart<3>::v;
+  case 4: return MlpStart<4>::v;
+  case 5: return MlpStart<5>::v;
+  case 6: return MlpStart<6>::v;
+  case 7: return MlpStart<7>::v;
+  case 8: return MlpStart<8>::v;
+  default: return MlpStart<9>::v;
+  }
+}
 static_assert(mlpUnits(MLP_PASSES - 1) >= MLP_STAGES - 1, "the next tile's x must land while head 3's output layer runs");
 static_assert(OBS % 8 == 0 && T1 % 64 == 0 && T2 % 64 == 0 && HD % 64 == 0, "mlp_forward: sizes");
 
@@ -100,24 +124,16 @@ __device__ __forceinline__ int mlpJobOf(const MlpJob* jobs, int njobs, long long
 // each tile: weight rows t/4 + 64·i, k offset 8·(t%4); x rows t/8 + 32·i,
 // k offset 8·(t%8).
 template <int BM>
-__device__ __forceinline__ void mlpIssue(const MlpJob* jobs, int njobs, long long tiles, long long u, bf16_t* ws, bf16_t* xb) {
+__device__ __forceinline__ void mlpIssue(const MlpJob* jobs, int njobs, long long tiles, int u, bf16_t* ws, bf16_t* xb) {
   static_assert(MLP_NC * MLP_BK / 8 == 2 * MLP_THREADS && MLP_BK == 32, "mlpIssue: two weight pieces per thread");
-  const long long seq = u / MLP_UNITS;
-  const int lu = (int)(u - seq * MLP_UNITS);
-  const long long tile = blockIdx.x + seq * gridDim.x;
+  const int seq = u / MLP_UNITS;
+  const int lu = u - seq * MLP_UNITS;
+  const long long tile = blockIdx.x + (long long)seq * gridDim.x;
   if (tile < tiles) {
     const MlpJob& j = jobs[mlpJobOf(jobs, njobs, tile)];
-    int p = 0, start = 0, N = 0, K = 0, kt = 1;
-#pragma unroll
-    for (int q = 0; q < MLP_PASSES; q++)
-      if (lu >= mlpUnitStart(q)) {
-        p = q;
-        start = mlpUnitStart(q);
-        N = mlpN(q);
-        K = mlpK(q);
-        kt = mlpKTiles(q);
-      }
-    const int within = lu - start;
+    const int p = mlpPassOf(lu);
+    const int N = mlpN(p), K = mlpK(p), kt = mlpKTiles(p);
+    const int within = lu - mlpStartOf(p);
     const int n0 = (within / kt) * MLP_NC, k0 = (within % kt) * MLP_BK;
     const bf16_t* W = j.w[p];
     const int tr = threadIdx.x >> 2, tk = (threadIdx.x & 3) * 8;
@@ -145,28 +161,45 @@ __device__ __forceinline__ void mlpIssue(const MlpJob* jobs, int njobs, long lon
   cpCommit();
 }
 
+// The jobs live in shared memory for the whole launch: every unit's loads
+// start from them, and a chain of global loads there would stall the warp
+// that issues them before its own arithmetic at every unit.
 template <int BM>
-__device__ __forceinline__ void mlpForward(const MlpJob* jobs, int njobs, long long tiles, const StepState* st) {
+__device__ __forceinline__ void mlpForward(const MlpJob* gjobs, int njobs, long long tiles, const StepState* st) {
   constexpr int WTM = BM / 2, MI = WTM / 16, NI = 4;
   extern __shared__ __align__(16) unsigned char msm[];
+  __shared__ MlpJob jobs[MLP_MAXJOBS];
   bf16_t* bufA = (bf16_t*)msm;
   bf16_t* bufB = bufA + BM * MLP_SA;
   bf16_t* wst = bufB + BM * MLP_SB;
   if (st && st->abort) return;
+  {
+    const unsigned long long* src = (const unsigned long long*)gjobs;
+    unsigned long long* dst = (unsigned long long*)jobs;
+    const int words = njobs * (int)(sizeof(MlpJob) / 8);
+    for (int i = threadIdx.x; i < words; i += MLP_THREADS) dst[i] = src[i];
+    __syncthreads();
+  }
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int wm = (warp / 4) * WTM, wn = (warp % 4) * 32;
   const int g = lane >> 2, t4 = lane & 3;
-  const long long mine = blockIdx.x < tiles ? (tiles - 1 - blockIdx.x) / gridDim.x + 1 : 0;
-  const long long units = mine * MLP_UNITS;
+  const int mine = blockIdx.x < tiles ? (int)((tiles - 1 - blockIdx.x) / gridDim.x) + 1 : 0;
+  const int units = mine * MLP_UNITS;
 #pragma unroll
   for (int s = 0; s < MLP_STAGES - 1; s++)
     if (s < units) mlpIssue<BM>(jobs, njobs, tiles, s, wst + s * MLP_NC * MLP_WS, bufB);
     else cpCommit();
-  long long u = 0;
-  for (long long seq = 0; seq < mine; seq++) {
-    const long long tile = blockIdx.x + seq * gridDim.x;
+  int u = 0;
+  for (int seq = 0; seq < mine; seq++) {
+    const long long tile = blockIdx.x + (long long)seq * gridDim.x;
     const MlpJob& j = jobs[mlpJobOf(jobs, njobs, tile)];
     const long long row0 = (tile - j.firstTile) * BM;
+    // The tile's outputs, in registers for the epilogues.
+    const long long rows = j.rows, keep = j.keep;
+    float* const jo = j.o;
+    E* const jh1 = j.h1;
+    E* const jh2 = j.h2;
+    E* const jz = j.z;
 #pragma unroll 1
     for (int p = 0; p < MLP_PASSES; p++) {
       // The pass's operand buffer A (k-contiguous rows) and where its
@@ -177,15 +210,9 @@ __device__ __forceinline__ void mlpForward(const MlpJob* jobs, int njobs, long l
       const int lda = A == bufB ? MLP_SB : MLP_SA;
       bf16_t* sOut = p == 1 ? bufB : bufA;
       const int sld = p == 1 ? MLP_SB : MLP_SA;
-      int N = 0, kts = 0, chunks = 0;
-#pragma unroll
-      for (int q = 0; q < MLP_PASSES; q++)
-        if (q == p) {
-          N = mlpN(q);
-          kts = mlpKTiles(q);
-          chunks = mlpChunks(q);
-        }
+      const int N = mlpN(p), kts = mlpKTiles(p), chunks = mlpChunks(p);
       const float* bias = j.b[p];
+      const int ocol = out && head > 0 ? kHeadCol[head - 1] : 0;
       for (int ch = 0; ch < chunks; ch++) {
         const int n0 = ch * MLP_NC;
         const bool active = n0 + wn < N;
@@ -199,11 +226,11 @@ __device__ __forceinline__ void mlpForward(const MlpJob* jobs, int njobs, long l
         for (int kt = 0; kt < kts; kt++, u++) {
           cpWait<MLP_STAGES - 2>();
           __syncthreads();
-          const long long nx = u + MLP_STAGES - 1;
-          if (nx < units) mlpIssue<BM>(jobs, njobs, tiles, nx, wst + (int)(nx % MLP_STAGES) * MLP_NC * MLP_WS, bufB);
+          const int nx = u + MLP_STAGES - 1;
+          if (nx < units) mlpIssue<BM>(jobs, njobs, tiles, nx, wst + (nx % MLP_STAGES) * MLP_NC * MLP_WS, bufB);
           else cpCommit();
           if (!active) continue;
-          const bf16_t* b = wst + (int)(u % MLP_STAGES) * MLP_NC * MLP_WS;
+          const bf16_t* b = wst + (u % MLP_STAGES) * MLP_NC * MLP_WS;
 #pragma unroll
           for (int ks = 0; ks < MLP_BK; ks += 16) {
             const int k = kt * MLP_BK + ks;
@@ -249,8 +276,8 @@ __device__ __forceinline__ void mlpForward(const MlpJob* jobs, int njobs, long l
               const long long gr = row0 + r;
               const float v0 = acc[mi][ni][2 * hh] + b0, v1 = acc[mi][ni][2 * hh + 1] + b1;
               if (out) {
-                if (gr < j.rows) {
-                  float* o = j.o + gr * OUTW + (head == 0 ? 0 : kHeadCol[head - 1]) + n;
+                if (gr < rows) {
+                  float* o = jo + gr * OUTW + ocol + n;
                   if (two)
                     stF2(o, v0, v1);
                   else
@@ -262,8 +289,8 @@ __device__ __forceinline__ void mlpForward(const MlpJob* jobs, int njobs, long l
               unsigned pr;
               asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(pr) : "f"(y1), "f"(y0));
               *(unsigned*)(sOut + r * sld + n) = pr;
-              if (gr < j.keep) {
-                E* dst = p == 0 ? j.h1 + gr * T1 + n : p == 1 ? j.h2 + gr * T2 + n : j.z + gr * (4 * HD) + head * HD + n;
+              if (gr < keep) {
+                E* dst = p == 0 ? jh1 + gr * T1 + n : p == 1 ? jh2 + gr * T2 + n : jz + gr * (4 * HD) + head * HD + n;
                 *(unsigned*)dst = pr;
               }
             }

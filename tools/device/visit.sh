@@ -49,7 +49,11 @@ finish() {
   cat "$OUT/summary.txt"
 }
 trap finish EXIT
-[ -f bin/gputest.tgz ] && tar xzf bin/gputest.tgz -C bin
+# The binaries travel packed (make gpu-binaries); Python's lzma unpacks
+# them where the machine has no xz.
+if [ -f bin/gputest.txz ]; then
+  tar xJf bin/gputest.txz -C bin 2>/dev/null || python3 -c 'import tarfile; tarfile.open("bin/gputest.txz").extractall("bin")'
+fi
 log "date $(date -u +%FT%TZ) mode $MODE"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv | tee -a "$OUT/summary.txt"
 
@@ -101,6 +105,13 @@ has fused && for fw in fused layered; do
     echo -n "forward $fw batch $b: " >>"$OUT/summary.txt"
     grep -E '"(ms_per_step|forward)"' "$LOGS/fwd-$fw-$b.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
   done
+  if [ "$fw" = fused ]; then # both row tiles at the large batch
+    for bm in 64 128; do
+      step "fwd-fused-bm$bm-16384" 90 env DQNFLOW_MLP_BM=$bm bin/gputest/dqnflow bench --device cuda --precision bf16-mixed --batch 16384 --steps 300 --json --profile
+      echo -n "forward fused, row tiles of $bm, batch 16384: " >>"$OUT/summary.txt"
+      grep -E '"ms_per_step"' "$LOGS/fwd-fused-bm$bm-16384.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
+    done
+  fi
   step "fwd-$fw-collector" 120 env DQNFLOW_FORWARD=$fw bin/gputest/gpu.test -test.run 'TestCollectorThroughput' -test.v -test.count=1
   grep -E "env steps/s" "$LOGS/fwd-$fw-collector.log" | sed "s/^/forward $fw: /" >>"$OUT/summary.txt"
 done
