@@ -220,3 +220,24 @@ func TestOpenBLASSaysWhoChoseItsKernels(t *testing.T) {
 	}
 	t.Log(d)
 }
+
+// TestOpenBLASIdleThreadsSleep: unless the user set OPENBLAS_THREAD_TIMEOUT,
+// OpenBLAS loads with its idle workers sleeping after 2^4 cycles, Describe
+// says what OpenBLAS read, and the variable is left as it was.
+func TestOpenBLASIdleThreadsSleep(t *testing.T) {
+	userSet := os.Getenv(threadTimeoutVar)
+	b, err := Open(NameOpenBLAS, 1)
+	if err != nil {
+		t.Skipf("OpenBLAS does not open here: %v", err)
+	}
+	want := "idle threads sleep after 2^" + threadTimeoutDefault + " cycles"
+	if userSet != "" {
+		want = "idle threads sleep after 2^" + userSet + " cycles"
+	}
+	if d := b.Describe(); !strings.Contains(d, want) {
+		t.Errorf("Describe %q does not say %q", d, want)
+	}
+	if got := os.Getenv(threadTimeoutVar); got != userSet {
+		t.Errorf("%s is %q after Open, was %q", threadTimeoutVar, got, userSet)
+	}
+}

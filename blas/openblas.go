@@ -37,6 +37,13 @@ var openBLASLib = library{
 // to use instead of those its CPU detection picks.
 const coreTypeVar = "OPENBLAS_CORETYPE"
 
+// threadTimeoutVar is OpenBLAS's environment variable for how long an idle
+// worker thread spins before it sleeps: 2^value cycles, 4 to 30.
+const (
+	threadTimeoutVar     = "OPENBLAS_THREAD_TIMEOUT"
+	threadTimeoutDefault = "4"
+)
+
 // openBLAS is the process's OpenBLAS, opened once: its thread count is
 // process-wide state.
 var openBLAS struct {
@@ -66,6 +73,23 @@ func loadOpenBLAS() (*native, error) {
 	if asked != "" {
 		why = coreTypeVar + "=" + asked
 	}
+	// OpenBLAS's idle worker threads spin (sched_yield) for 2^28 cycles,
+	// about 0.1 s, before they sleep. The trainer alternates GEMMs with its
+	// own parallel loops on the same cores, so between two GEMMs the
+	// spinning workers take the cores from those loops: on 2 cores
+	// make learn-check spent 33 s of its 69 s in system time. Unless the
+	// user set it, OPENBLAS_THREAD_TIMEOUT=4 (2^4 cycles) for the load, the
+	// value OpenBLAS reads once as it loads: learn-check 69 → 51 s, the
+	// same bits (docs/perf/cpu-blas-2026-12-01.md).
+	if os.Getenv(threadTimeoutVar) == "" {
+		// os.Setenv reaches the C environment that OpenBLAS reads, also
+		// without cgo (purego's runtime shim), and Describe reports what
+		// OpenBLAS read (openblas_thread_timeout).
+		if err := os.Setenv(threadTimeoutVar, threadTimeoutDefault); err != nil {
+			return nil, fmt.Errorf("blas openblas: set %s: %w", threadTimeoutVar, err)
+		}
+		defer os.Unsetenv(threadTimeoutVar)
+	}
 	path, h, err := openBLASLib.open("blas openblas", "sgemm_", "openblas_set_num_threads", "openblas_get_num_threads")
 	if err != nil {
 		return nil, err
@@ -77,6 +101,7 @@ func loadOpenBLAS() (*native, error) {
 		getConfig  func() string
 		getCore    func() string
 		getPar     func() int32
+		getTimeout func() int32
 	)
 	for _, s := range []struct {
 		fptr any
@@ -84,6 +109,7 @@ func loadOpenBLAS() (*native, error) {
 	}{
 		{&setThreads, "openblas_set_num_threads"}, {&getThreads, "openblas_get_num_threads"},
 		{&getConfig, "openblas_get_config"}, {&getCore, "openblas_get_corename"}, {&getPar, "openblas_get_parallel"},
+		{&getTimeout, "openblas_thread_timeout"},
 	} {
 		if err := bind(s.fptr, h, s.name); err != nil {
 			return nil, fmt.Errorf("blas openblas: %s: %w", path, err)
@@ -106,8 +132,13 @@ func loadOpenBLAS() (*native, error) {
 		why = "chosen by OpenBLAS, " + coreTypeVar + "=" + asked + " not taken"
 	}
 	parallel := map[int32]string{0: "sequential", 1: "pthreads", 2: "OpenMP"}[getPar()]
+	// What OpenBLAS read, not what was asked: 0 is its default spin.
+	idle := "idle threads spin 2^28 cycles"
+	if t := getTimeout(); t > 0 {
+		idle = fmt.Sprintf("idle threads sleep after 2^%d cycles", min(max(t, 4), 30))
+	}
 	b.describe = func() string {
-		return fmt.Sprintf("openblas %s (%s kernels: %s; %s, %d threads, %s)", version, core, why, parallel, b.Threads(), path)
+		return fmt.Sprintf("openblas %s (%s kernels: %s; %s, %d threads, %s; %s)", version, core, why, parallel, b.Threads(), idle, path)
 	}
 	return b, nil
 }
