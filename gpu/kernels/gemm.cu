@@ -217,6 +217,34 @@ __device__ __forceinline__ void ldsm4t(unsigned r[4], const bf16_t* p) {
                : "r"(smemAddr(p)));
 }
 
+// ldsmPair loads the B fragments of two neighbouring 8-column tiles (lo,
+// hi) with one ldmatrix.x4 from this lane's row address p (TRANS: the
+// operand is n-contiguous in shared memory).
+template <bool TRANS>
+__device__ __forceinline__ void ldsmPair(unsigned lo[2], unsigned hi[2], const bf16_t* p) {
+  unsigned r[4];
+  if (TRANS)
+    ldsm4t(r, p);
+  else
+    ldsm4(r, p);
+  lo[0] = r[0];
+  lo[1] = r[1];
+  hi[0] = r[2];
+  hi[1] = r[3];
+}
+
+// mma16816 adds the m16n8k16 product of the A fragment a (four registers
+// of bf16 pairs, row-major) and the B fragment b (two, column-major) to
+// the float32 accumulators d, on the tensor cores. The one matrix
+// instruction of the gemm and mlp_forward kernels, so both sum alike.
+__device__ __forceinline__ void mma16816(float d[4], const unsigned a[4], const unsigned b[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+      "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
 // Shared-memory elements of one operand tile of R rows (m or n) by BK:
 // [R][BK+8] when k-contiguous, [BK][R+8] otherwise; the padding keeps
 // ldmatrix free of bank conflicts and every row 16-byte aligned.
@@ -350,27 +378,15 @@ __device__ __forceinline__ void gemmMma(const GemmJob* jobs, int njobs, const St
       }
 #pragma unroll
       for (int ni = 0; ni < NI; ni += 2) {
-        unsigned r[4];
         if (bK)
-          ldsm4(r, b + (wn + ni * 8 + (lane & 7) + ((lane >> 4) << 3)) * (BK + 8) + ks + ((lane >> 3) & 1) * 8);
+          ldsmPair<false>(bfr[ni], bfr[ni + 1], b + (wn + ni * 8 + (lane & 7) + ((lane >> 4) << 3)) * (BK + 8) + ks + ((lane >> 3) & 1) * 8);
         else
-          ldsm4t(r, b + (ks + (lane & 7) + ((lane >> 3) & 1) * 8) * (BN + 8) + wn + ni * 8 + (lane >> 4) * 8);
-        bfr[ni][0] = r[0];
-        bfr[ni][1] = r[1];
-        bfr[ni + 1][0] = r[2];
-        bfr[ni + 1][1] = r[3];
+          ldsmPair<true>(bfr[ni], bfr[ni + 1], b + (ks + (lane & 7) + ((lane >> 3) & 1) * 8) * (BN + 8) + wn + ni * 8 + (lane >> 4) * 8);
       }
 #pragma unroll
       for (int mi = 0; mi < MI; mi++)
 #pragma unroll
-        for (int ni = 0; ni < NI; ni++) {
-          float* d = acc[mi][ni];
-          asm volatile(
-              "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-              "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-              : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-              : "r"(af[mi][0]), "r"(af[mi][1]), "r"(af[mi][2]), "r"(af[mi][3]), "r"(bfr[ni][0]), "r"(bfr[ni][1]));
-        }
+        for (int ni = 0; ni < NI; ni++) mma16816(acc[mi][ni], af[mi], bfr[ni]);
     }
   }
   cpWait<0>();

@@ -238,25 +238,12 @@ __device__ __forceinline__ void mlpForward(const MlpJob* gjobs, int njobs, long 
 #pragma unroll
             for (int mi = 0; mi < MI; mi++) ldsm4(af[mi], A + (wm + mi * 16 + (lane & 15)) * lda + k + (lane >> 4) * 8);
 #pragma unroll
-            for (int ni = 0; ni < NI; ni += 2) {
-              unsigned r[4];
-              ldsm4(r, b + (wn + ni * 8 + (lane & 7) + ((lane >> 4) << 3)) * MLP_WS + ks + ((lane >> 3) & 1) * 8);
-              bfr[ni][0] = r[0];
-              bfr[ni][1] = r[1];
-              bfr[ni + 1][0] = r[2];
-              bfr[ni + 1][1] = r[3];
-            }
+            for (int ni = 0; ni < NI; ni += 2)
+              ldsmPair<false>(bfr[ni], bfr[ni + 1], b + (wn + ni * 8 + (lane & 7) + ((lane >> 4) << 3)) * MLP_WS + ks + ((lane >> 3) & 1) * 8);
 #pragma unroll
             for (int mi = 0; mi < MI; mi++)
 #pragma unroll
-              for (int ni = 0; ni < NI; ni++) {
-                float* d = acc[mi][ni];
-                asm volatile(
-                    "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-                    "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                    : "r"(af[mi][0]), "r"(af[mi][1]), "r"(af[mi][2]), "r"(af[mi][3]), "r"(bfr[ni][0]), "r"(bfr[ni][1]));
-              }
+              for (int ni = 0; ni < NI; ni++) mma16816(acc[mi][ni], af[mi], bfr[ni]);
           }
         }
         if (!active) continue;
