@@ -187,9 +187,12 @@ func TestStartTrainingRunFromTheUIInABrowser(t *testing.T) {
 	})
 
 	// The list shows the run with its epoch, best Sharpe and status.
+	// The text and the row are read at different moments: wait until the
+	// text read also holds the columns (a clean-clone CI run once read it
+	// while the table was still empty, just before the row rendered).
 	text := until("the run list to show epoch 1", d.ui+"/namespaces/default/workflows", 2*time.Minute, func(text string) bool {
 		row := rowText(ctx, id)
-		return strings.Contains(row, "running") && !strings.Contains(row, "\t0\t")
+		return strings.Contains(row, "running") && !strings.Contains(row, "\t0\t") && strings.Contains(text, "DqnStatus")
 	})
 	for _, col := range []string{"DqnStatus", "DqnEpoch", "DqnBestValidSharpe"} {
 		if !strings.Contains(text, col) {
