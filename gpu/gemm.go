@@ -217,8 +217,10 @@ func gemmWords(sh gemmShape, bf16 bool, jobs []job) (words, int, error) {
 	return w, first, nil
 }
 
-// gemmLaunch uploads jobs and returns the launch that runs them all.
-func (l *learner) gemmLaunch(c *cuda.Ctx, name string, jobs []job) (launch, error) {
+// gemmLaunch uploads jobs and returns the launch that runs them all; st is
+// the step state it checks for an abort, or 0 for a launch that always
+// runs (inference).
+func (l *learner) gemmLaunch(c *cuda.Ctx, name string, jobs []job, st cuda.DevPtr) (launch, error) {
 	sh, w, blocks, err := gemmCall(l.bf16, jobs)
 	if err != nil {
 		return launch{}, fmt.Errorf("%s: %w", name, err)
@@ -231,7 +233,7 @@ func (l *learner) gemmLaunch(c *cuda.Ctx, name string, jobs []job) (launch, erro
 		return launch{}, err
 	}
 	return launch{name: name, f: l.k.fn[sh.name], grid: dim(blocks), block: dim(sh.threads), shared: sh.shared,
-		args: []any{p, int32(len(jobs)), l.st}}, nil
+		args: []any{p, int32(len(jobs)), st}}, nil
 }
 
 // acts are the activations of one forward pass over rows observations.

@@ -146,11 +146,10 @@ func (l *learner) forwardLaunches(c *cuda.Ctx, name string, nets []fwdNet, st cu
 	}
 	out := make([]launch, 0, len(stages))
 	for s := range stages {
-		ln, err := l.gemmLaunch(c, name, stages[s])
+		ln, err := l.gemmLaunch(c, name, stages[s], st)
 		if err != nil {
 			return nil, err
 		}
-		ln.args[2] = st
 		out = append(out, ln)
 	}
 	return out, nil

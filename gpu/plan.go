@@ -195,7 +195,7 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 	// Stage 4: s1. dW = G1ᵀ·x.
 	b4 = append(b4, dW(mat{p.g1e, 1, int64(t1)}, mat{p.x, obsWidth, 1}, s1.W, t1, obsWidth))
 	for s, js := range [][]job{b1, b2, b3, b4} {
-		if p.bwd[s], err = l.gemmLaunch(c, "backward", js); err != nil {
+		if p.bwd[s], err = l.gemmLaunch(c, "backward", js, l.st); err != nil {
 			return nil, err
 		}
 	}

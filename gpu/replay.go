@@ -81,7 +81,8 @@ func (l *learner) replayLaunches(c *cuda.Ctx, p *stepPlan, upload func(words) cu
 }
 
 // resetClaims clears the priority kernels' claims (t·2³² + k, prio_claim),
-// which rise with the step t: a state load may set t back.
+// which rise with the step t: learner.setState, the one place that sets t,
+// calls it. A new buffer starts with them cleared.
 func (r *devReplay) resetClaims(c *cuda.Ctx, l *learner) error {
 	return c.MemsetD8Async(r.owner, 0, 8*r.capacity, l.stream)
 }
@@ -166,9 +167,6 @@ func (r *devReplay) load(c *cuda.Ctx, l *learner, s replay.Storage) error {
 		return err
 	}
 	r.size, r.cursor = s.Size, s.Cursor
-	if err := r.resetClaims(c, l); err != nil {
-		return err
-	}
 	if err := r.rebuild(c, l); err != nil {
 		return err
 	}

@@ -27,13 +27,16 @@ typedef float E;
 #define NACT 10
 #define JPL ((ATOMS + 31) / 32)   // atoms per lane when a warp owns a row
 
-__device__ __constant__ int kBranchSize[NBRANCH] = {3, 4, 3};
-__device__ __constant__ int kBranchOff[NBRANCH] = {0, 3, 7};
-// A row of the head outputs O is OUTW floats: V at [0, ATOMS), branch d's
-// advantages from column kHeadCol[d], each start a multiple of 8 (the
-// padding is never read). OUTW and COLA0..COLA2 come as -D options from
-// gpu/gemm.go headCols.
-__device__ __constant__ int kHeadCol[NBRANCH] = {COLA0, COLA1, COLA2};
+// branchSize(d) is branch d's number of actions (market.BranchSizes);
+// branchCol(d) is where its advantages start in a row of the head outputs
+// O: OUTW floats, V at [0, ATOMS), each start a multiple of 8 (the padding
+// is never read). OUTW and COLA0..COLA2 come as -D options from gpu/gemm.go
+// headCols. The constant arrays hold the same values for run-time d.
+__host__ __device__ constexpr int branchSize(int d) { return d == 1 ? 4 : 3; }
+__host__ __device__ constexpr int branchCol(int d) { return d == 0 ? COLA0 : d == 1 ? COLA1 : COLA2; }
+__device__ __constant__ int kBranchSize[NBRANCH] = {branchSize(0), branchSize(1), branchSize(2)};
+__device__ __constant__ int kBranchOff[NBRANCH] = {0, branchSize(0), branchSize(0) + branchSize(1)};
+__device__ __constant__ int kHeadCol[NBRANCH] = {branchCol(0), branchCol(1), branchCol(2)};
 
 #define FLAT_DIR 1  // the direction action that holds no position (model.FlatDir)
 

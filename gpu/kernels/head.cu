@@ -11,10 +11,10 @@
 //   p_j     = exp(L_j − max L) / Σ_k exp(L_k − max L)
 //   Q(a)    = Σ_j p_j·z_j
 
-// branchMean writes mean_j of branch d of row o into mean (lane's atoms).
-__device__ __forceinline__ void branchMean(const float* o, int d, int lane, float mean[JPL]) {
-  const int nd = kBranchSize[d];
-  const float* adv = o + kHeadCol[d];
+// meanOf writes mean_j of the branch of row o with nd actions whose
+// advantages start at column col into mean (lane's atoms).
+__device__ __forceinline__ void meanOf(const float* o, int col, int nd, int lane, float mean[JPL]) {
+  const float* adv = o + col;
 #pragma unroll
   for (int q = 0; q < JPL; q++) {
     int j = lane + 32 * q;
@@ -28,10 +28,10 @@ __device__ __forceinline__ void branchMean(const float* o, int d, int lane, floa
   }
 }
 
-// meanLogits writes the logits of action a of branch d of row o into l,
-// given the branch's mean.
-__device__ __forceinline__ void meanLogits(const float* o, int d, int a, int lane, const float mean[JPL], float l[JPL]) {
-  const float* adv = o + kHeadCol[d];
+// logitsOf writes the logits of action a of that branch into l, given
+// its mean.
+__device__ __forceinline__ void logitsOf(const float* o, int col, int a, int lane, const float mean[JPL], float l[JPL]) {
+  const float* adv = o + col;
 #pragma unroll
   for (int q = 0; q < JPL; q++) {
     int j = lane + 32 * q;
@@ -39,11 +39,12 @@ __device__ __forceinline__ void meanLogits(const float* o, int d, int a, int lan
   }
 }
 
-// branchLogits writes the logits of action a of branch d of row o into l.
-__device__ __forceinline__ void branchLogits(const float* o, int d, int a, int lane, float l[JPL]) {
-  float mean[JPL];
-  branchMean(o, d, lane, mean);
-  meanLogits(o, d, a, lane, mean, l);
+// branchMean and meanLogits are meanOf and logitsOf of branch d.
+__device__ __forceinline__ void branchMean(const float* o, int d, int lane, float mean[JPL]) {
+  meanOf(o, kHeadCol[d], kBranchSize[d], lane, mean);
+}
+__device__ __forceinline__ void meanLogits(const float* o, int d, int a, int lane, const float mean[JPL], float l[JPL]) {
+  logitsOf(o, kHeadCol[d], a, lane, mean, l);
 }
 
 // softmax turns the logits l into probabilities p and returns log Σ exp(l − max) and max.
@@ -175,41 +176,20 @@ struct LossShared {
   float w[LOSS_SPB];
 };
 
-__host__ __device__ constexpr int lossND(int d) { return d == 1 ? 4 : 3; }
-__host__ __device__ constexpr int lossCol(int d) { return d == 0 ? COLA0 : d == 1 ? COLA1 : COLA2; }
-
-// lossMean and lossLogits are branchMean and meanLogits of branch D.
+// lossMean and lossLogits are branchMean and meanLogits of branch D, its
+// action count and columns constants.
 template <int D>
 __device__ __forceinline__ void lossMean(const float* o, int lane, float mean[JPL]) {
-  constexpr int nd = lossND(D);
-  const float* adv = o + lossCol(D);
-#pragma unroll
-  for (int q = 0; q < JPL; q++) {
-    int j = lane + 32 * q;
-    if (j < ATOMS) {
-      float s = adv[j];
-#pragma unroll
-      for (int b = 1; b < nd; b++) s += adv[b * ATOMS + j];
-      mean[q] = s / (float)nd;
-    } else {
-      mean[q] = 0.0f;
-    }
-  }
+  meanOf(o, branchCol(D), branchSize(D), lane, mean);
 }
-
 template <int D>
 __device__ __forceinline__ void lossLogits(const float* o, int a, int lane, const float mean[JPL], float l[JPL]) {
-  const float* adv = o + lossCol(D);
-#pragma unroll
-  for (int q = 0; q < JPL; q++) {
-    int j = lane + 32 * q;
-    l[q] = j < ATOMS ? (o[j] + adv[a * ATOMS + j]) - mean[q] : -3.402823466e38f;
-  }
+  logitsOf(o, branchCol(D), a, lane, mean, l);
 }
 
 template <int D>
 __device__ __forceinline__ void lossBranch(const LossArgs& a, LossShared& sh, long long i, int lane, int wid, float w) {
-  constexpr int nd = lossND(D);
+  constexpr int nd = branchSize(D);
   const long long n = a.n;
   const float k = w / (float)(NBRANCH * n);
   const float* on = a.O + i * OUTW;
@@ -315,8 +295,8 @@ __device__ __forceinline__ void lossBranch(const LossArgs& a, LossShared& sh, lo
   const float ce = -warpSum(c);
   S = warpSum(S);
   if (lane == 0) sh.ces[wid] = ce;
-  float* G = a.G + i * OUTW + lossCol(D);
-  E* Ge = a.Ge ? a.Ge + i * OUTW + lossCol(D) : 0;
+  float* G = a.G + i * OUTW + branchCol(D);
+  E* Ge = a.Ge ? a.Ge + i * OUTW + branchCol(D) : 0;
 #pragma unroll
   for (int q = 0; q < JPL; q++) {
     int j = lane + 32 * q;
