@@ -3,6 +3,7 @@ package gpu
 import (
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/dqnflow/dqnflow/gpu/cuda"
 	"github.com/dqnflow/dqnflow/market"
@@ -54,7 +55,9 @@ func gemmShapes(bf16 bool) []gemmShape { return gemmShapesOf(bf16, gemmVariant) 
 // gemmVariant picks the large tiles' kernels: "o" (gemm128o, gemm128x64o:
 // at most 128 registers, two 256-thread blocks per SM, k tiles of 32; the
 // default), "p" (gemm128p, gemm128x64o: the same with k tiles of 64) or
-// "base" (gemm128, gemm128x64: 174 registers, one block per SM). Measured
+// "base" (gemm128, gemm128x64: 174 registers, one block per SM), "o4"
+// (gemm128o, gemm128x64o with four pipeline stages), "w" (128×256 tiles)
+// or "t" (256×128 tiles; both with 64×64 warp tiles). Measured
 // on an H200 at batch 16384 (docs/perf/gpu-2026-12-01.md): 0.930, 0.936
 // and 1.062 ms per step. DQNFLOW_GEMM_VARIANT sets it for the benchmark
 // that compares them (tools/device/visit.sh, part gemm); an unknown value
@@ -63,28 +66,52 @@ var gemmVariant = os.Getenv("DQNFLOW_GEMM_VARIANT")
 
 func gemmShapesOf(bf16 bool, variant string) []gemmShape {
 	big, narrow, bk := "gemm128o", "gemm128x64o", 32
+	bm, bn, stagesBig, stagesNarrow := 128, 128, 3, 3
 	switch variant {
 	case "p":
 		big, bk = "gemm128p", 64
 	case "base":
 		big, narrow, bk = "gemm128", "gemm128x64", 64
+	case "o4": // four-stage pipelines
+		big, narrow, stagesBig, stagesNarrow = "gemm128o4", "gemm128x64o4", 4, 4
+	case "w": // 128×256 tiles, 64×64 per warp
+		big, bn = "gemm128w", 256
+	case "t": // 256×128 tiles, 64×64 per warp
+		big, bm = "gemm256w", 256
 	}
 	if !bf16 {
+		// The float32 kernels behind every variant's names are the 128×128 and 128×64 ones.
 		return []gemmShape{{"gemm64", 64, 64, 256, 0}, {big, 128, 128, 256, 0}, {narrow, 128, 64, 256, 0}}
 	}
-	stages := func(bm, bn, bk int) int {
+	shared := func(stages, bm, bn, bk int) int {
 		elems := func(r int) int { return max(r*(bk+8), bk*(r+8)) }
-		return 3 * 2 * (elems(bm) + elems(bn))
+		return stages * 2 * (elems(bm) + elems(bn))
 	}
 	return []gemmShape{
-		{"gemm64", 64, 64, 128, stages(64, 64, 32)},
-		{big, 128, 128, 256, stages(128, 128, bk)},
-		{narrow, 128, 64, 128, stages(128, 64, 32)},
+		{"gemm64", 64, 64, 128, shared(3, 64, 64, 32)},
+		{big, bm, bn, 256, shared(stagesBig, bm, bn, bk)},
+		{narrow, 128, 64, 128, shared(stagesNarrow, 128, 64, 32)},
 	}
 }
 
-// gemmVariants are the values gemmVariant may take.
-var gemmVariants = []string{"", "o", "p", "base"}
+// gemmVariants are the values gemmVariant may take; the last three
+// (tuneVariants) need the kernels of a module compiled with GEMM_TUNE.
+var (
+	gemmVariants = []string{"", "o", "p", "base", "o4", "w", "t"}
+	tuneVariants = gemmVariants[4:]
+)
+
+// gemmTune reports whether this process's modules compile the variant
+// kernels: where gemmVariant is one of them.
+func gemmTune() bool { return slices.Contains(tuneVariants, gemmVariant) }
+
+// loadedVariants are the variants whose kernels this process's modules hold.
+func loadedVariants() []string {
+	if gemmTune() {
+		return gemmVariants
+	}
+	return gemmVariants[:4]
+}
 
 // fillBlocks is the number of blocks at which a launch keeps every SM of
 // an H200 busy for two waves; a launch with fewer takes the shape that

@@ -81,7 +81,9 @@ func (h hostMat) view(p cuda.DevPtr) mat {
 	return mat{p, int64(h.ld), 1}
 }
 
-// TestGEMMMatchesFloat64 runs the gemm kernel in both tile shapes, every
+// TestGEMMMatchesFloat64 runs the gemm kernel in every tile shape of every
+// variant the module holds (the tuning variants with DQNFLOW_GEMM_VARIANT
+// o4, w or t), every
 // operand layout (A k- or m-contiguous, B k- or n-contiguous), ragged
 // sizes, split-k and each epilogue, and compares every output with the
 // float64 product of the same (storage-rounded) operands: within
@@ -92,7 +94,7 @@ func TestGEMMMatchesFloat64(t *testing.T) {
 	var shapes [2][]gemmShape // every shape of every variant, once
 	for i, bf := range []bool{false, true} {
 		seen := map[string]bool{}
-		for _, v := range gemmVariants {
+		for _, v := range loadedVariants() {
 			for _, sh := range gemmShapesOf(bf, v) {
 				if !seen[sh.name] {
 					seen[sh.name] = true

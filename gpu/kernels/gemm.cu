@@ -191,7 +191,8 @@ __device__ __forceinline__ GemmTile gemmTile(const GemmJob& j, int BM, int BN) {
 }
 
 #if DQN_BF16
-#define GSTAGES 3
+// GSTAGES (a template parameter of gemmMma, 3 unless a kernel says
+// otherwise) is the depth of the cp.async pipeline: k tiles in shared memory.
 
 __device__ __forceinline__ unsigned smemAddr(const void* p) {
   unsigned r;
@@ -319,7 +320,7 @@ __device__ __forceinline__ void mmaEpilogue(const GemmJob& j, const GemmTile& t,
     }
 }
 
-template <int BM, int BN, int WARPS_M, int WARPS_N, int BK>
+template <int BM, int BN, int WARPS_M, int WARPS_N, int BK, int GSTAGES = 3>
 __device__ __forceinline__ void gemmMma(const GemmJob* jobs, int njobs, const StepState* st) {
   constexpr int NT = 32 * WARPS_M * WARPS_N;
   constexpr int WTM = BM / WARPS_M, WTN = BN / WARPS_N;
@@ -423,6 +424,26 @@ extern "C" __global__ void __launch_bounds__(256, 2) gemm128o(const GemmJob* job
 extern "C" __global__ void __launch_bounds__(128, 4) gemm128x64o(const GemmJob* jobs, int njobs, const StepState* st) {
   gemmMma<128, 64, 2, 2, 32>(jobs, njobs, st);
 }
+#if GEMM_TUNE
+// Pipeline and warp-tile variants (gpu/gemm.go gemmShapesOf), compiled only
+// into the module of a run that selects one (GEMM_TUNE), to be measured
+// against gemm128o: gemm128o4 (four stages), gemm128w (128×256 tiles,
+// warp tiles of 64×64: half the fragment loads per product), gemm256w
+// (256×128, the same warp tiles) and gemm128x64o4 (the narrow tile with
+// four stages).
+extern "C" __global__ void __launch_bounds__(256, 2) gemm128o4(const GemmJob* jobs, int njobs, const StepState* st) {
+  gemmMma<128, 128, 2, 4, 32, 4>(jobs, njobs, st);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) gemm128w(const GemmJob* jobs, int njobs, const StepState* st) {
+  gemmMma<128, 256, 2, 4, 32>(jobs, njobs, st);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) gemm256w(const GemmJob* jobs, int njobs, const StepState* st) {
+  gemmMma<256, 128, 4, 2, 32>(jobs, njobs, st);
+}
+extern "C" __global__ void __launch_bounds__(128, 4) gemm128x64o4(const GemmJob* jobs, int njobs, const StepState* st) {
+  gemmMma<128, 64, 2, 2, 32, 4>(jobs, njobs, st);
+}
+#endif
 #else
 // float32: 256 threads as 16×16, each (BM/16)×(BN/16) outputs (rows and
 // columns by simtIdx); k tiles of 16 held in shared memory as [k][m] and
@@ -605,4 +626,20 @@ extern "C" __global__ void __launch_bounds__(256) gemm128o(const GemmJob* jobs, 
 extern "C" __global__ void __launch_bounds__(256) gemm128x64o(const GemmJob* jobs, int njobs, const StepState* st) {
   gemmSimt<128, 64>(jobs, njobs, st);
 }
+#if GEMM_TUNE
+// So do the pipeline and warp-tile variants' (bigger float32 tiles would
+// pass the 48 KB of static shared memory).
+extern "C" __global__ void __launch_bounds__(256) gemm128o4(const GemmJob* jobs, int njobs, const StepState* st) {
+  gemmSimt<128, 128>(jobs, njobs, st);
+}
+extern "C" __global__ void __launch_bounds__(256) gemm128w(const GemmJob* jobs, int njobs, const StepState* st) {
+  gemmSimt<128, 128>(jobs, njobs, st);
+}
+extern "C" __global__ void __launch_bounds__(256) gemm256w(const GemmJob* jobs, int njobs, const StepState* st) {
+  gemmSimt<128, 128>(jobs, njobs, st);
+}
+extern "C" __global__ void __launch_bounds__(256) gemm128x64o4(const GemmJob* jobs, int njobs, const StepState* st) {
+  gemmSimt<128, 64>(jobs, njobs, st);
+}
+#endif
 #endif

@@ -8,7 +8,8 @@
 # PyTorch reference), cpu (the CPU backend against PyTorch on 2 cores), ncu
 # (hardware counters of the step's kernels), sanitize (compute-sanitizer),
 # sanitize-env (the environment's part of sanitize alone),
-# gemm (the GEMM occupancy variants side by side), fused (the fused forward
+# gemm (the GEMM occupancy variants side by side), tune (the GEMM pipeline
+# and warp-tile variants and the loss's block size, with ncu), fused (the fused forward
 # against the layered one: the step at three batches and the collector),
 # noise (the parity study
 # at NOISE_SEEDS), control (the same with the gradients' summation order
@@ -96,6 +97,30 @@ has gemm && for v in base p o; do
     grep -E '"(ms_per_step|gemm_tflop_s)"' "$LOGS/gemm-$v-$b.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
   done
 done
+
+# Part tune: the GEMM pipeline and warp-tile variants (gemm.go
+# gemmShapesOf) and c51_loss's samples per block (DQNFLOW_LOSS_SPB), the
+# step's per-launch profile of each (tools/device/kernels.py), then ncu's
+# full set on one step's GEMMs and loss at batch 16384.
+if has tune; then
+  step tune-gemm-test 120 bin/gputest/gpu.test -test.run 'TestGEMMMatchesFloat64' -test.count=1 -test.v
+  grep -E "^(--- |PASS|FAIL|ok)" "$LOGS/tune-gemm-test.log" | head -20 >>"$OUT/summary.txt"
+  for b in ${TUNE_BATCHES:-4096 16384}; do
+    for v in ${TUNE_VARIANTS:-o o4 w t}; do
+      step "tune-gemm-$v-$b" 60 env DQNFLOW_GEMM_VARIANT=$v bin/gputest/dqnflow bench --device cuda --precision bf16-mixed --batch "$b" --steps 300 --json --profile
+    done
+  done
+  for spb in ${TUNE_SPB:-1 4 8}; do
+    step "tune-spb-$spb-16384" 60 env DQNFLOW_LOSS_SPB=$spb bin/gputest/dqnflow bench --device cuda --precision bf16-mixed --batch 16384 --steps 300 --json --profile
+  done
+  python3 tools/device/kernels.py "$LOGS"/tune-*.log >>"$OUT/summary.txt"
+  NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  if [ -n "$NCU" ] && [ -z "${TUNE_NO_NCU:-}" ]; then
+    step tune-ncu 240 "$NCU" --clock-control none --set full -k 'regex:^(gemm128o|gemm128x64o|c51_loss)$' -c 9 \
+      bin/gputest/dqnflow bench --device cuda --precision bf16-mixed --batch 16384 --steps 2 --json
+    grep -E "^  [a-z_0-9]+.*\(|Duration|Compute \(SM\) Throughput|Memory Throughput|DRAM Throughput|Achieved Occupancy|Registers Per|Theoretical Occupancy|Stall|Issue Slots Busy|Executed Ipc|L2 Hit|L1/TEX Hit|Warp Cycles Per Issued|Block Limit|Uncoalesced|Excessive|est. speedup" "$LOGS/tune-ncu.log" | head -400 >"$OUT/ncu-tune.txt"
+  fi
+fi
 
 # The fused forward against the layered one (DQNFLOW_FORWARD), same call:
 # the training step with its per-kernel profile, and the collector.
