@@ -57,11 +57,16 @@ func (a *Trainer) evaluate(ctx context.Context, ds *market.Dataset, ref Checkpoi
 	if err != nil {
 		return market.Report{}, readError(what, err)
 	}
-	pol, err := policy.Load(ck)
-	if err != nil {
-		return market.Report{}, classify(what, err)
+	var rep market.Report
+	if a.Evaluate != nil {
+		rep, err = a.Evaluate(ck, ds, ds.Valid)
+	} else {
+		var pol *policy.Policy
+		if pol, err = policy.Load(ck); err != nil {
+			return market.Report{}, classify(what, err)
+		}
+		rep, err = pol.Backtest(ds, ds.Valid)
 	}
-	rep, err := pol.Backtest(ds, ds.Valid)
 	if err == nil {
 		err = ctx.Err()
 	}

@@ -41,6 +41,12 @@ type Trainer struct {
 	Store CheckpointStore
 	// Prepare loads a run's dataset; nil means market.Prepare.
 	Prepare func(config.RunConfig) (*market.Dataset, error)
+	// Evaluate backtests a checkpoint on range r of ds for
+	// EvaluateCheckpoints; nil means the checkpoint's greedy policy
+	// through trainer/policy, the one path for checkpoints of every real
+	// backend. A test whose backend writes no network sets it
+	// (activitiestest.Backend.Evaluate).
+	Evaluate func(ck *checkpoint.Checkpoint, ds *market.Dataset, r market.Range) (market.Report, error)
 	// Checkpoints is the store every checkpoint lives in (a directory of
 	// this host or an s3:// bucket prefix); nil means the working
 	// directory. checkpoint.dir is taken relative to it, and no checkpoint

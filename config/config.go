@@ -278,7 +278,8 @@ type BacktestConfig struct {
 	// before the run recommends trading it: the t-statistic of its
 	// validation Sharpe, Sharpe·√(validation years), at least this. Below
 	// it the run abstains: it reports flat on the test range, beside the
-	// checkpoint's own test report (ADR 0016). 0 turns the gate off.
+	// checkpoint's own test report (ADR 0016). Retrain promotes a
+	// challenger only with the same evidence. 0 turns the gate off.
 	// Default 2.
 	MinValidT float64 `json:"min_valid_t"`
 }

@@ -27,6 +27,12 @@ func TestSweepAndScheduleThroughCLI(t *testing.T) {
 	s.startWorker("worker")
 	cfg := trainertest.SmallConfig()
 	cfg.Epochs, cfg.StepsPerEpoch = 2, 4
+	// Two four-step epochs show no edge: the evidence a promotion needs
+	// (backtest.min_valid_t, ADR 0016) is turned off here, so that the
+	// schedule's mechanics (champion, warm start, comparison) are what is
+	// tested; TestRetrainPromotesOnlyAStrictlyBetterChallengerWithEvidence
+	// tests the gate.
+	cfg.Backtest.MinValidT = 0
 	cfg.Checkpoint.Dir = filepath.Join(s.dir, "checkpoints")
 	raw, err := json.Marshal(cfg)
 	if err != nil {

@@ -76,6 +76,9 @@ type Config struct {
 	Store activities.Store
 	// Prepare loads a run's dataset; nil means market.Prepare.
 	Prepare func(config.RunConfig) (*market.Dataset, error)
+	// Evaluate backtests a checkpoint for EvaluateCheckpoints; nil means
+	// its greedy policy through trainer/policy (activities.Trainer.Evaluate).
+	Evaluate func(*checkpoint.Checkpoint, *market.Dataset, market.Range) (market.Report, error)
 	// Checkpoints is the store of every checkpoint (a directory or an
 	// s3:// bucket prefix): checkpoint.dir is relative to it and nothing
 	// outside it is written, read or deleted (activities.Trainer.Checkpoints);
@@ -151,7 +154,7 @@ func New(c client.Client, cfg Config) (*Worker, error) {
 		}
 		gw := sdkworker.New(c, opts.GPUTaskQueue, gopts)
 		RegisterGPU(gw, &activities.Trainer{
-			Devices: devices, Registry: w.Registry, Slots: w.Slots, Store: cfg.Store, Prepare: cfg.Prepare,
+			Devices: devices, Registry: w.Registry, Slots: w.Slots, Store: cfg.Store, Prepare: cfg.Prepare, Evaluate: cfg.Evaluate,
 			Checkpoints: cfg.Checkpoints, HeartbeatInterval: cfg.HeartbeatInterval, Metrics: cfg.TrainerMetrics,
 		})
 		w.workers = append(w.workers, gw)

@@ -41,10 +41,11 @@ import (
 //	go test ./workflows -run TestRecordHistories -record
 var record = flag.Bool("record", false, "run the workflows on a Temporal dev server and save their histories under testdata/")
 
-// recordParents also records Retrain and Sweep. Their histories were last
-// recorded as rec2-* (the workflows have not changed since); today their
-// challenger evaluation (EvaluateCheckpoints) loads the real network from
-// a checkpoint, which the fake backend's checkpoints do not hold.
+// recordParents also records Retrain and Sweep, as rec4-* (after
+// retrain-needs-evidence; the fake backend evaluates its own checkpoints,
+// activitiestest.Backend.Evaluate). The TrainingRun histories it records
+// again on the way are those of rec3-*, which stand: keep the committed
+// ones.
 var recordParents = flag.Bool("record-parents", false, "with -record: also record Retrain and Sweep")
 
 // recordOptions are the workflow options the histories were recorded with;
@@ -100,8 +101,11 @@ func TestReplayRecordedHistories(t *testing.T) {
 //   - rec3-stop and rec3-cancel: a stop signal, and a cancellation in the
 //     middle of an epoch (clean-up on the disconnected session);
 //   - rec3-reuse: the second run under a used workflow id;
-//   - rec3-retrain, rec3-retrain2: Retrain without and with a champion;
-//   - rec3-sweep, rec3-sweep-cancel: a Sweep, and one cancelled while its
+//   - with -record-parents, rec4-retrain and rec4-retrain2: Retrain
+//     without a champion (evidence not asked for: promoted), then with one
+//     (the challenger shows no edge at backtest.min_valid_t 2: not
+//     promoted);
+//   - rec4-sweep, rec4-sweep-cancel: a Sweep, and one cancelled while its
 //     runs train (children asked to cancel and waited for).
 //
 // The record-*.json files were recorded the same way before those patches,
@@ -152,7 +156,7 @@ func TestRecordHistories(t *testing.T) {
 	}
 	w, err := worker.New(c, worker.Config{
 		Role: worker.RoleAll, Slots: 2, Store: activitiestest.NewStore(t), Backend: b,
-		Prepare: activitiestest.Dataset, Checkpoints: checkpoint.Local(t.TempDir()), Workflows: recordOptions,
+		Prepare: activitiestest.Dataset, Evaluate: b.Evaluate, Checkpoints: checkpoint.Local(t.TempDir()), Workflows: recordOptions,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -235,29 +239,40 @@ func TestRecordHistories(t *testing.T) {
 	// Retrain without, then with, a champion.
 	two := cfg
 	two.Epochs, two.Checkpoint.Every = 2, 1
-	for _, id := range []string{"rec3-retrain", "rec3-retrain2"} {
-		if err := start(id, workflows.RetrainName, workflows.RetrainInput{Lineage: "record3", Config: two}).Get(ctx, nil); err != nil {
+	// The first without the evidence test (promoted: no champion), the
+	// second with it (the fake's 21 validation bars give t ≈ 0.06: not
+	// promoted, no edge).
+	for i, id := range []string{"rec4-retrain", "rec4-retrain2"} {
+		in := workflows.RetrainInput{Lineage: "record4", Config: two}
+		if i == 0 {
+			in.Config.Backtest.MinValidT = 0
+		}
+		var res workflows.RetrainResult
+		if err := start(id, workflows.RetrainName, in).Get(ctx, &res); err != nil {
 			t.Fatal(err)
+		}
+		if res.Promoted != (i == 0) {
+			t.Fatalf("%s: %+v, want promoted = %v", id, res, i == 0)
 		}
 		saveHistory(ctx, t, c, id, "", id+".json")
 	}
 
 	// Sweeps: one to the end, one cancelled while its runs train.
 	sweep := workflows.SweepInput{Base: two, Grid: map[string][]json.RawMessage{"seed": raw("1", "2", "3")}, MaxConcurrent: 2}
-	if err := start("rec3-sweep", workflows.SweepName, sweep).Get(ctx, nil); err != nil {
+	if err := start("rec4-sweep", workflows.SweepName, sweep).Get(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	saveHistory(ctx, t, c, "rec3-sweep", "", "rec3-sweep.json")
+	saveHistory(ctx, t, c, "rec4-sweep", "", "rec4-sweep.json")
 	sweep.Base.Epochs = 50
-	sw := start("rec3-sweep-cancel", workflows.SweepName, sweep)
-	waitForStatus(ctx, t, c, childOf(ctx, t, c, "rec3-sweep-cancel"), store.StatusRunning)
-	if err := c.CancelWorkflow(ctx, "rec3-sweep-cancel", ""); err != nil {
+	sw := start("rec4-sweep-cancel", workflows.SweepName, sweep)
+	waitForStatus(ctx, t, c, childOf(ctx, t, c, "rec4-sweep-cancel"), store.StatusRunning)
+	if err := c.CancelWorkflow(ctx, "rec4-sweep-cancel", ""); err != nil {
 		t.Fatal(err)
 	}
 	if err := sw.Get(ctx, nil); !temporal.IsCanceledError(err) {
-		t.Fatalf("rec3-sweep-cancel ended with %v, want canceled", err)
+		t.Fatalf("rec4-sweep-cancel ended with %v, want canceled", err)
 	}
-	saveHistory(ctx, t, c, "rec3-sweep-cancel", "", "rec3-sweep-cancel.json")
+	saveHistory(ctx, t, c, "rec4-sweep-cancel", "", "rec4-sweep-cancel.json")
 }
 
 // childOf waits for workflow id to start a child and returns the child's

@@ -22,15 +22,18 @@ type RetrainInput struct {
 // RetrainResult is Retrain's decision and the runs behind it. Both scores
 // are validation Sharpe ratios on the challenger config's validation window.
 type RetrainResult struct {
-	Lineage              string                    `json:"lineage"`
-	Challenger           RunResult                 `json:"challenger"`
-	ChallengerCheckpoint activities.CheckpointRef  `json:"challenger_checkpoint"`
-	ChallengerSharpe     float64                   `json:"challenger_sharpe"`
-	IncumbentRunID       string                    `json:"incumbent_run_id,omitempty"`
-	IncumbentCheckpoint  *activities.CheckpointRef `json:"incumbent_checkpoint,omitempty"`
-	IncumbentSharpe      *float64                  `json:"incumbent_sharpe,omitempty"`
-	Promoted             bool                      `json:"promoted"`
-	Reason               string                    `json:"reason"`
+	Lineage              string                   `json:"lineage"`
+	Challenger           RunResult                `json:"challenger"`
+	ChallengerCheckpoint activities.CheckpointRef `json:"challenger_checkpoint"`
+	ChallengerSharpe     float64                  `json:"challenger_sharpe"`
+	// ChallengerSharpeT is the t-statistic of ChallengerSharpe
+	// (market.Report.SharpeT), the evidence a promotion needs.
+	ChallengerSharpeT   float64                   `json:"challenger_sharpe_t"`
+	IncumbentRunID      string                    `json:"incumbent_run_id,omitempty"`
+	IncumbentCheckpoint *activities.CheckpointRef `json:"incumbent_checkpoint,omitempty"`
+	IncumbentSharpe     *float64                  `json:"incumbent_sharpe,omitempty"`
+	Promoted            bool                      `json:"promoted"`
+	Reason              string                    `json:"reason"`
 }
 
 // Retrain trains a challenger for a lineage and promotes it only if it beats
@@ -40,7 +43,10 @@ type RetrainResult struct {
 // champion's checkpoint (fresh when the lineage has none), backtests the
 // challenger's best checkpoint and the champion's on the same validation
 // window, and promotes the challenger when its validation Sharpe is
-// strictly higher (or the lineage had no champion). The decision is
+// strictly higher (or the lineage had no champion) and, since
+// changeRetrainEvidence, shows evidence: its t-statistic is at least the
+// config's backtest.min_valid_t (ADR 0016; 0 turns the test off), the
+// rule a local run abstains by. The decision is
 // recorded once per Retrain execution (workflow id and run id), so a
 // retried activity cannot record two. Schedules start it.
 func (w *Workflows) Retrain(ctx workflow.Context, in RetrainInput) (*RetrainResult, error) {
@@ -99,8 +105,20 @@ func (w *Workflows) Retrain(ctx workflow.Context, in RetrainInput) (*RetrainResu
 	promo := activities.PromotionInput{
 		RetrainID: exec.ID + "/" + exec.RunID, Lineage: in.Lineage, Challenger: *ck, ChallengerScore: &res.ChallengerSharpe,
 	}
+	res.ChallengerSharpeT = reports.Reports[0].SharpeT()
+	// noEdge is why a challenger without evidence is not promoted, or "".
+	noEdge := ""
+	if version(ctx, changeRetrainEvidence) == 1 {
+		if min := cfg.Backtest.MinValidT; min > 0 && !(res.ChallengerSharpeT >= min) {
+			noEdge = fmt.Sprintf("the challenger's validation Sharpe %.4f has t = %.2f, below backtest.min_valid_t %.2f: no edge to promote (ADR 0016)",
+				res.ChallengerSharpe, res.ChallengerSharpeT, min)
+		}
+	}
 	if !champ.Found {
 		promo.Promoted, promo.Reason = true, "the lineage had no champion"
+		if noEdge != "" {
+			promo.Promoted, promo.Reason = false, "the lineage has no champion, and "+noEdge
+		}
 	} else {
 		inc := reports.Reports[1].Sharpe
 		res.IncumbentRunID, res.IncumbentCheckpoint, res.IncumbentSharpe = champ.RunID, &champ.Checkpoint, &inc
@@ -112,6 +130,9 @@ func (w *Workflows) Retrain(ctx workflow.Context, in RetrainInput) (*RetrainResu
 		}
 		promo.Reason = fmt.Sprintf("challenger validation Sharpe %.4f %s incumbent %.4f (run %s) on the same window",
 			res.ChallengerSharpe, cmp, inc, champ.RunID)
+		if noEdge != "" {
+			promo.Promoted, promo.Reason = false, promo.Reason+"; "+noEdge
+		}
 	}
 	var rec activities.PromotionOutput
 	if err := workflow.ExecuteActivity(cctx, ca.RecordPromotion, promo).Get(ctx, &rec); err != nil {

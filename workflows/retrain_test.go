@@ -2,6 +2,7 @@ package workflows_test
 
 import (
 	"context"
+	"math"
 	"strings"
 	"testing"
 
@@ -14,19 +15,29 @@ import (
 	"github.com/dqnflow/dqnflow/workflows"
 )
 
-func TestRetrainPromotesOnlyAStrictlyBetterChallenger(t *testing.T) {
+// TestRetrainPromotesOnlyAStrictlyBetterChallengerWithEvidence: the
+// challenger must beat the champion's validation Sharpe on the same window,
+// and its own must show evidence, t ≥ backtest.min_valid_t (ADR 0016). The
+// validation window here is 8,767 bars of an hourly series (one year:
+// t = Sharpe·√(8766/8766)), so t equals the Sharpe.
+func TestRetrainPromotesOnlyAStrictlyBetterChallengerWithEvidence(t *testing.T) {
 	champion := activities.CheckpointRef{RunID: "champ", URI: "/ck/champ/epoch-000009"}
 	for _, tc := range []struct {
 		name          string
 		hasChampion   bool
 		incumbent     float64
 		challenger    float64
+		minValidT     float64
 		wantPromotion bool
 	}{
-		{"no champion yet", false, 0, 0.2, true},
-		{"better", true, 1.0, 1.2, true},
-		{"equal", true, 1.0, 1.0, false},
-		{"worse", true, 1.0, 0.8, false},
+		{"no champion yet", false, 0, 2.2, 2, true},
+		{"no champion yet, no evidence", false, 0, 1.9, 2, false},
+		{"no champion yet, evidence not asked for", false, 0, 0.2, 0, true},
+		{"better", true, 2.0, 2.2, 2, true},
+		{"better without evidence", true, 1.0, 1.2, 2, false},
+		{"better, evidence not asked for", true, 1.0, 1.2, 0, true},
+		{"equal", true, 3.0, 3.0, 2, false},
+		{"worse", true, 3.0, 2.8, 2, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := newEnv(t, nil, workflows.Options{})
@@ -55,8 +66,8 @@ func TestRetrainPromotesOnlyAStrictlyBetterChallenger(t *testing.T) {
 					evaluated = in
 					var out activities.EvaluateOutput
 					for i := range in.Checkpoints {
-						var rep market.Report
-						rep.Sharpe = []float64{tc.challenger, tc.incumbent}[i]
+						rep := market.Report{BarsPerYear: 8766}
+						rep.Bars, rep.Sharpe = 8767, []float64{tc.challenger, tc.incumbent}[i]
 						out.Reports = append(out.Reports, rep)
 					}
 					return out, nil
@@ -68,6 +79,7 @@ func TestRetrainPromotesOnlyAStrictlyBetterChallenger(t *testing.T) {
 				})
 			cfg := config.Defaults()
 			cfg.Data.TrainFrom, cfg.Data.ValidFrom = "2024-01-01", "2024-06-01"
+			cfg.Backtest.MinValidT = tc.minValidT
 			env.ExecuteWorkflow(workflows.RetrainName, workflows.RetrainInput{Lineage: "spx", Config: cfg})
 			if err := env.GetWorkflowError(); err != nil {
 				t.Fatal(err)
@@ -99,6 +111,12 @@ func TestRetrainPromotesOnlyAStrictlyBetterChallenger(t *testing.T) {
 			}
 			if res.Promoted != tc.wantPromotion || res.ChallengerSharpe != tc.challenger || res.Reason == "" {
 				t.Errorf("result %+v, want promoted=%v with a reason", res, tc.wantPromotion)
+			}
+			if math.Abs(res.ChallengerSharpeT-tc.challenger) > 1e-12 {
+				t.Errorf("challenger t = %v, want %v (one year of bars)", res.ChallengerSharpeT, tc.challenger)
+			}
+			if noEdge := strings.Contains(res.Reason, "no edge"); noEdge != (tc.minValidT > 0 && tc.challenger < tc.minValidT) {
+				t.Errorf("reason %q: says no edge = %v, want %v", res.Reason, noEdge, !noEdge)
 			}
 		})
 	}

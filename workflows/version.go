@@ -46,6 +46,10 @@ const (
 	// epoch; the choice is taken once per workflow run, so an execution
 	// keeps its path until it continues as new.
 	changeEpochChunks = "epochs-in-chunks"
+	// changeRetrainEvidence: Retrain promotes a challenger only when its
+	// validation Sharpe shows evidence (t-statistic at least the config's
+	// backtest.min_valid_t, ADR 0016), with a champion or without one.
+	changeRetrainEvidence = "retrain-needs-evidence"
 )
 
 // changes lists every change id above; the replay test requires a recorded
@@ -53,7 +57,7 @@ const (
 var changes = []string{
 	changeChildID, changeResumeDuringPause, changeSignalDrain, changeSearchAttributesEvery,
 	changeSessionOutlivesCancel, changeChildrenCancelled, changeSweepConcurrencyBound, changeSlotKeptAcrossCAN,
-	changeEpochChunks,
+	changeEpochChunks, changeRetrainEvidence,
 }
 
 // version is workflow.GetVersion(ctx, change, DefaultVersion, 1): every
