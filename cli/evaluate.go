@@ -43,11 +43,15 @@ type evalSeries struct {
 	Test      market.Report `json:"test"`
 	Equity    string        `json:"equity_png"`
 	Drawdown  string        `json:"drawdown_png"`
+	// Seeds holds every seed's run with --seeds N > 1 (the first is the
+	// run above), and Summary what they say together.
+	Seeds   []report.SeedRow    `json:"seeds,omitempty"`
+	Summary *report.SeedSummary `json:"seed_summary,omitempty"`
 }
 
 // runEvaluate implements "dqnflow evaluate": for each series it trains the
-// config (validation picks the checkpoint and stops early) or takes
-// --checkpoint, runs the policy once on the series' held-out test range,
+// config (validation picks the checkpoint and stops early; with --seeds N
+// at N seeds, each run reported beside the first) or takes --checkpoint, runs the policy once on the series' held-out test range,
 // and writes report.md with the metrics beside buy-and-hold and flat,
 // costs per trade and per round trip, and equity and drawdown PNGs.
 func runEvaluate(ctx context.Context, e *env, args []string) error {
@@ -59,8 +63,12 @@ func runEvaluate(ctx context.Context, e *env, args []string) error {
 	device := fs.String("device", "", "cpu, cuda, cuda:N or auto (default: the config's device)")
 	out := fs.String("out", "", "directory for the report, plots and runs (default: runs/<id>)")
 	jsonOut := fs.Bool("json", false, "print the result as JSON")
+	seeds := fs.Int("seeds", 1, "train each series at this many seeds (the config's seed and the next ones) and report every run beside the first")
 	if err := parse(fs, args, 0); err != nil {
 		return err
+	}
+	if *seeds < 1 || *seeds > 1000 {
+		return fmt.Errorf("%w: --seeds %d: want 1 to 1000", errUsage, *seeds)
 	}
 	var cfg config.RunConfig
 	var ck *checkpoint.Checkpoint
@@ -68,6 +76,9 @@ func runEvaluate(ctx context.Context, e *env, args []string) error {
 	if *ckPath != "" {
 		if *cfgPath != "" {
 			return fmt.Errorf("%w: give --config (train) or --checkpoint (evaluate it), not both", errUsage)
+		}
+		if *seeds != 1 {
+			return fmt.Errorf("%w: --seeds trains; a --checkpoint is one trained policy", errUsage)
 		}
 		if ck, _, err = readCheckpoint(*ckPath); err != nil {
 			return err
@@ -117,12 +128,27 @@ func runEvaluate(ctx context.Context, e *env, args []string) error {
 				note += fmt.Sprintf(" That t is below backtest.min_valid_t (%g): the run found no edge and recommends flat, which is what the table shows; the checkpoint itself had a test Sharpe of %.3f with %d trades.",
 					c.Backtest.MinValidT, r.CheckpointTest.Sharpe, r.CheckpointTest.Trades)
 			}
+			if *seeds > 1 {
+				s.Seeds = append(s.Seeds, seedRow(c.Seed, r))
+				for k := 1; k < *seeds; k++ {
+					cs := c
+					cs.Seed = c.Seed + uint64(k)
+					fmt.Fprintf(e.stderr, "evaluate: training on %s, seed %d (%d of %d)\n", path, cs.Seed, k+1, *seeds)
+					rk, err := trainLocal(ctx, e, cs, filepath.Join(*out, slug, fmt.Sprintf("seed-%d", cs.Seed)), fmt.Sprintf("%s-%s-seed%d", id, slug, cs.Seed))
+					if err != nil {
+						return fmt.Errorf("evaluate %s, seed %d: %w", path, cs.Seed, err)
+					}
+					s.Seeds = append(s.Seeds, seedRow(cs.Seed, rk))
+				}
+				sum := report.Summarize(s.Seeds)
+				s.Summary = &sum
+			}
 		}
 		if s.Equity, s.Drawdown, err = report.WritePlots(*out, slug, path, s.Test); err != nil {
 			return err
 		}
 		ev.Series = append(ev.Series, s)
-		sections = append(sections, report.Section{Title: path, Note: note, Report: s.Test, Equity: s.Equity, Drawdown: s.Drawdown})
+		sections = append(sections, report.Section{Title: path, Note: note, Report: s.Test, Equity: s.Equity, Drawdown: s.Drawdown, Seeds: s.Seeds})
 	}
 	var md bytes.Buffer
 	intro := fmt.Sprintf("`dqnflow evaluate`, %s. Each series is split into training, validation and test ranges (data.train_fraction %g, data.test_fraction %g); every number below is from the test range, after costs, beside buy-and-hold and flat on the same bars with the same costs.",
@@ -142,9 +168,26 @@ func runEvaluate(ctx context.Context, e *env, args []string) error {
 	for _, s := range ev.Series {
 		fmt.Fprintf(e.stdout, "%s:\n", s.Data)
 		printReport(e, s.Test)
+		if m := s.Summary; m != nil {
+			fmt.Fprintf(e.stdout, "  %d seeds: %d abstained; the chosen checkpoints' test Sharpe is above zero in %d, above buy-and-hold's in %d; mean %.3f, sd %.3f\n",
+				m.Runs, m.Abstained, m.AboveZero, m.AboveBuyHold, m.Mean, m.SD)
+		}
 	}
 	fmt.Fprintf(e.stdout, "report: %s\n", filepath.Join(*out, "report.md"))
 	return nil
+}
+
+// seedRow is the report's row of a run trained at seed.
+func seedRow(seed uint64, r trainResult) report.SeedRow {
+	row := report.SeedRow{Seed: seed, BestEpoch: r.BestEpoch, Epochs: r.Epochs, ValidSharpe: r.Valid.Sharpe, ValidT: r.ValidT, Abstained: r.Abstained}
+	if r.Test != nil {
+		row.Test = *r.Test
+	}
+	row.Checkpoint = row.Test
+	if r.CheckpointTest != nil {
+		row.Checkpoint = *r.CheckpointTest
+	}
+	return row
 }
 
 // evaluateCheckpoint runs ck's policy on the test range that cfg's split

@@ -87,6 +87,57 @@ func TestEvaluateWritesTheTestReportWithPlots(t *testing.T) {
 	}
 }
 
+// TestEvaluateSeedsReportsEveryRun: with --seeds 3, evaluate trains the
+// series at the config's seed and the two after it, reports each run's
+// validation evidence and test Sharpes beside the first, and sums them up;
+// the first seed's run is the one the main table shows. --seeds with a
+// checkpoint, or out of range, is refused.
+func TestEvaluateSeedsReportsEveryRun(t *testing.T) {
+	dir := t.TempDir()
+	cfg := tinyConfig(t, dir)
+	out := filepath.Join(dir, "eval")
+	stdout, _ := runOK(t, "evaluate", "--config", cfg, "--data", "bundled:bitcoin_2024.csv", "--epochs", "1", "--seeds", "3", "--out", out, "--json")
+	var ev evaluation
+	if err := json.Unmarshal([]byte(stdout), &ev); err != nil {
+		t.Fatalf("evaluate --json: %v", err)
+	}
+	if len(ev.Series) != 1 {
+		t.Fatalf("series %+v", ev.Series)
+	}
+	s := ev.Series[0]
+	if len(s.Seeds) != 3 || s.Summary == nil || s.Summary.Runs != 3 {
+		t.Fatalf("seeds %+v, summary %+v: want three runs", s.Seeds, s.Summary)
+	}
+	for i, r := range s.Seeds {
+		if r.Seed != ev.Config.Seed+uint64(i) || r.BestEpoch != 1 || r.Checkpoint.Bars != s.Test.Bars {
+			t.Errorf("seed row %d: %+v, want seed %d over the %d test bars", i, r, ev.Config.Seed+uint64(i), s.Test.Bars)
+		}
+		if r.Abstained && (r.Test.Sharpe != 0 || r.Test.Trades != 0) {
+			t.Errorf("seed %d abstained but its run reports %+v, want flat", r.Seed, r.Test.Metrics)
+		}
+	}
+	if s.Seeds[0].Test.Sharpe != s.Test.Sharpe || s.Seeds[0].Test.FinalEquity != s.Test.FinalEquity {
+		t.Errorf("the first seed's run %+v is not the one reported above it (%+v)", s.Seeds[0].Test.Metrics, s.Test.Metrics)
+	}
+	if s.Seeds[1].Checkpoint.FinalEquity == s.Seeds[0].Checkpoint.FinalEquity && s.Seeds[2].Checkpoint.FinalEquity == s.Seeds[0].Checkpoint.FinalEquity {
+		t.Errorf("three seeds gave the same checkpoint result: the seed did not reach the runs")
+	}
+	md, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"### The same config at 3 seeds", "| seed | best / ran |", "runs abstained"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("report.md lacks %q", want)
+		}
+	}
+	for _, args := range [][]string{{"--seeds", "0"}, {"--seeds", "2", "--checkpoint", filepath.Join(dir, "none.safetensors")}} {
+		if _, errOut, code := run(t, append([]string{"evaluate", "--data", "bundled:bitcoin_2024.csv"}, args...)...); code == 0 || !strings.Contains(errOut, "--seeds") {
+			t.Errorf("evaluate %v: exit %d, %q; want a usage error naming --seeds", args, code, errOut)
+		}
+	}
+}
+
 // TestBacktestDefaultsToTheTestRangeAndTheFilesInstrument: on the run's own
 // data, backtest runs the held-out test range; on another file it prices
 // trades with that file's instrument (never the checkpoint's tick size),

@@ -46,6 +46,7 @@ var examples = map[string][]string{
 	},
 	"evaluate": {
 		"dqnflow evaluate --out reports/eval          # trains the defaults on every bundled series and the synthetic one",
+		"dqnflow evaluate --data bundled:USA500IDXUSD_H1.csv --seeds 8   # eight runs: how much of one result is the seed",
 		"dqnflow evaluate --checkpoint ck.safetensors --data bundled:bitcoin_2024.csv --out reports/ck",
 	},
 	"walkforward": {

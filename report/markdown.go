@@ -3,18 +3,75 @@ package report
 import (
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 
 	"github.com/dqnflow/dqnflow/market"
 )
 
-// Section is one series of an evaluation: its test report and plots.
+// Section is one series of an evaluation: its test report and plots, and
+// with several seeds one row per seed's run.
 type Section struct {
 	Title    string // e.g. "bundled:USA500IDXUSD_H1.csv"
 	Note     string // how the policy was obtained (run, checkpoint, best epoch)
 	Report   market.Report
 	Equity   string // PNG file names, relative to the page
 	Drawdown string
+	Seeds    []SeedRow // the same config trained at several seeds; empty for one
+}
+
+// SeedRow is one seed's training run of a series: the checkpoint validation
+// picked, whether the run abstained (ADR 0016), the run's test report (flat's
+// when it abstained) and the checkpoint's own test report.
+type SeedRow struct {
+	Seed        uint64        `json:"seed"`
+	BestEpoch   int           `json:"best_epoch"`
+	Epochs      int           `json:"epochs"`
+	ValidSharpe float64       `json:"validation_sharpe"`
+	ValidT      float64       `json:"validation_sharpe_t"`
+	Abstained   bool          `json:"abstained"`
+	Test        market.Report `json:"test"`
+	Checkpoint  market.Report `json:"checkpoint_test"`
+}
+
+// SeedSummary is what a series' seeds say together: how many runs
+// abstained, how many chosen checkpoints beat zero and buy-and-hold's
+// Sharpe on the test range, and the mean and sample standard deviation of
+// their test Sharpes.
+type SeedSummary struct {
+	Runs, Abstained, AboveZero, AboveBuyHold int
+	Mean, SD                                 float64
+}
+
+// Summarize returns the summary of rows.
+func Summarize(rows []SeedRow) SeedSummary {
+	var s SeedSummary
+	s.Runs = len(rows)
+	for _, r := range rows {
+		c := r.Checkpoint
+		if r.Abstained {
+			s.Abstained++
+		}
+		if c.Sharpe > 0 {
+			s.AboveZero++
+		}
+		if c.Sharpe > c.BuyAndHold.Sharpe {
+			s.AboveBuyHold++
+		}
+		s.Mean += c.Sharpe
+	}
+	if s.Runs == 0 {
+		return s
+	}
+	s.Mean /= float64(s.Runs)
+	if s.Runs > 1 {
+		for _, r := range rows {
+			d := r.Checkpoint.Sharpe - s.Mean
+			s.SD += d * d
+		}
+		s.SD = math.Sqrt(s.SD / float64(s.Runs-1))
+	}
+	return s
 }
 
 // WriteMarkdown writes the evaluation page: for each section the test
@@ -47,6 +104,22 @@ func WriteMarkdown(w io.Writer, title, intro string, sections []Section) error {
 			}
 		}
 		p("\n![equity](%s)\n\n![drawdown](%s)\n", s.Equity, s.Drawdown)
+		if len(s.Seeds) > 1 {
+			p("\n### The same config at %d seeds\n\n", len(s.Seeds))
+			p("The table and plots above are seed %d's. Each row is a run of its own; \"run's test Sharpe\" is what the run reports (flat's 0 when it abstained), \"checkpoint's\" the test backtest of the checkpoint validation picked.\n\n", s.Seeds[0].Seed)
+			p("| seed | best / ran | validation Sharpe (t) | abstained | run's test Sharpe | checkpoint's test Sharpe | its max drawdown | trades |\n|---:|---|---|---|---:|---:|---:|---:|\n")
+			for _, r := range s.Seeds {
+				ab := "no"
+				if r.Abstained {
+					ab = "yes"
+				}
+				p("| %d | %d / %d | %.3f (%.2f) | %s | %.3f | %.3f | %.2f%% | %d |\n", r.Seed, r.BestEpoch, r.Epochs, r.ValidSharpe, r.ValidT, ab,
+					r.Test.Sharpe, r.Checkpoint.Sharpe, 100*r.Checkpoint.MaxDrawdown, r.Checkpoint.Trades)
+			}
+			sum := Summarize(s.Seeds)
+			p("\n%d of %d runs abstained. The chosen checkpoints' test Sharpe is above zero in %d of %d and above buy-and-hold's (%.3f) in %d; mean %.3f, standard deviation %.3f.\n",
+				sum.Abstained, sum.Runs, sum.AboveZero, sum.Runs, s.Report.BuyAndHold.Sharpe, sum.AboveBuyHold, sum.Mean, sum.SD)
+		}
 	}
 	return err
 }
