@@ -103,8 +103,9 @@ done
 # step's per-launch profile of each (tools/device/kernels.py), then ncu's
 # full set on one step's GEMMs and loss at batch 16384.
 if has tune; then
-  step tune-gemm-test 120 bin/gputest/gpu.test -test.run 'TestGEMMMatchesFloat64' -test.count=1 -test.v
-  grep -E "^(--- |PASS|FAIL|ok)" "$LOGS/tune-gemm-test.log" | head -20 >>"$OUT/summary.txt"
+  # With a tuning variant selected, the module holds every variant's kernels.
+  step tune-gemm-test 180 env DQNFLOW_GEMM_VARIANT=w bin/gputest/gpu.test -test.run 'TestGEMMMatchesFloat64|TestGEMMVariantsTrainTheSameBits' -test.count=1 -test.v
+  grep -E "^(--- |PASS|FAIL|ok)|variant .*: " "$LOGS/tune-gemm-test.log" | head -30 >>"$OUT/summary.txt"
   for b in ${TUNE_BATCHES:-4096 16384}; do
     for v in ${TUNE_VARIANTS:-o o4 w t}; do
       step "tune-gemm-$v-$b" 60 env DQNFLOW_GEMM_VARIANT=$v bin/gputest/dqnflow bench --device cuda --precision bf16-mixed --batch "$b" --steps 300 --json --profile
