@@ -45,8 +45,9 @@ type evalSeries struct {
 	Drawdown  string        `json:"drawdown_png"`
 	// Seeds holds every seed's run with --seeds N > 1 (the first is the
 	// run above), and Summary what they say together.
-	Seeds   []report.SeedRow    `json:"seeds,omitempty"`
-	Summary *report.SeedSummary `json:"seed_summary,omitempty"`
+	Seeds    []report.SeedRow    `json:"seeds,omitempty"`
+	Summary  *report.SeedSummary `json:"seed_summary,omitempty"`
+	Ensemble *report.EnsembleRow `json:"ensemble,omitempty"`
 }
 
 // runEvaluate implements "dqnflow evaluate": for each series it trains the
@@ -130,6 +131,7 @@ func runEvaluate(ctx context.Context, e *env, args []string) error {
 			}
 			if *seeds > 1 {
 				s.Seeds = append(s.Seeds, seedRow(c.Seed, r))
+				members := []string{r.Checkpoint}
 				for k := 1; k < *seeds; k++ {
 					cs := c
 					cs.Seed = c.Seed + uint64(k)
@@ -139,16 +141,20 @@ func runEvaluate(ctx context.Context, e *env, args []string) error {
 						return fmt.Errorf("evaluate %s, seed %d: %w", path, cs.Seed, err)
 					}
 					s.Seeds = append(s.Seeds, seedRow(cs.Seed, rk))
+					members = append(members, rk.Checkpoint)
 				}
 				sum := report.Summarize(s.Seeds)
 				s.Summary = &sum
+				if s.Ensemble, err = evaluateEnsemble(c, members); err != nil {
+					return fmt.Errorf("evaluate %s: the seeds' ensemble: %w", path, err)
+				}
 			}
 		}
 		if s.Equity, s.Drawdown, err = report.WritePlots(*out, slug, path, s.Test); err != nil {
 			return err
 		}
 		ev.Series = append(ev.Series, s)
-		sections = append(sections, report.Section{Title: path, Note: note, Report: s.Test, Equity: s.Equity, Drawdown: s.Drawdown, Seeds: s.Seeds})
+		sections = append(sections, report.Section{Title: path, Note: note, Report: s.Test, Equity: s.Equity, Drawdown: s.Drawdown, Seeds: s.Seeds, Ensemble: s.Ensemble})
 	}
 	var md bytes.Buffer
 	intro := fmt.Sprintf("`dqnflow evaluate`, %s. Each series is split into training, validation and test ranges (data.train_fraction %g, data.test_fraction %g); every number below is from the test range, after costs, beside buy-and-hold and flat on the same bars with the same costs.",
@@ -172,6 +178,10 @@ func runEvaluate(ctx context.Context, e *env, args []string) error {
 			fmt.Fprintf(e.stdout, "  %d seeds: %d abstained; the chosen checkpoints' test Sharpe is above zero in %d, above buy-and-hold's in %d; mean %.3f, sd %.3f\n",
 				m.Runs, m.Abstained, m.AboveZero, m.AboveBuyHold, m.Mean, m.SD)
 		}
+		if en := s.Ensemble; en != nil {
+			fmt.Fprintf(e.stdout, "  their ensemble: validation Sharpe %.3f (t = %.2f, abstained %v), test Sharpe %.3f (its own backtest %.3f, %d trades)\n",
+				en.Valid.Sharpe, en.ValidT, en.Abstained, en.Test.Sharpe, en.Own.Sharpe, en.Own.Trades)
+		}
 	}
 	fmt.Fprintf(e.stdout, "report: %s\n", filepath.Join(*out, "report.md"))
 	return nil
@@ -188,6 +198,47 @@ func seedRow(seed uint64, r trainResult) report.SeedRow {
 		row.Checkpoint = *r.CheckpointTest
 	}
 	return row
+}
+
+// evaluateEnsemble backtests the checkpoints at paths, trained on cfg at
+// several seeds, voting together (policy.Ensemble): on cfg's validation
+// range for the evidence (backtest.min_valid_t, as a single run's
+// abstention) and on its test range.
+func evaluateEnsemble(cfg config.RunConfig, paths []string) (*report.EnsembleRow, error) {
+	ds, err := market.Prepare(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ps := make([]*policy.Policy, len(paths))
+	for i, p := range paths {
+		ck, _, err := checkpoint.Read(p)
+		if err != nil {
+			return nil, err
+		}
+		if ps[i], err = policy.Load(ck); err != nil {
+			return nil, fmt.Errorf("checkpoint %s: %w", p, err)
+		}
+	}
+	ens, err := policy.NewEnsemble(ps)
+	if err != nil {
+		return nil, err
+	}
+	row := &report.EnsembleRow{Members: len(ps)}
+	if row.Valid, err = ens.Backtest(ds, ds.Valid); err != nil {
+		return nil, fmt.Errorf("validation backtest: %w", err)
+	}
+	row.ValidT = row.Valid.SharpeT()
+	if row.Own, err = ens.Backtest(ds, ds.Test); err != nil {
+		return nil, fmt.Errorf("test backtest: %w", err)
+	}
+	row.Test = row.Own
+	if min := cfg.Backtest.MinValidT; min > 0 && !(row.ValidT >= min) {
+		row.Abstained = true
+		if row.Test, err = market.Backtest(ds, ds.Test, flatPolicy{}); err != nil {
+			return nil, fmt.Errorf("test backtest of flat: %w", err)
+		}
+	}
+	return row, nil
 }
 
 // evaluateCheckpoint runs ck's policy on the test range that cfg's split

@@ -90,7 +90,9 @@ func TestEvaluateWritesTheTestReportWithPlots(t *testing.T) {
 // TestEvaluateSeedsReportsEveryRun: with --seeds 3, evaluate trains the
 // series at the config's seed and the two after it, reports each run's
 // validation evidence and test Sharpes beside the first, and sums them up;
-// the first seed's run is the one the main table shows. --seeds with a
+// the first seed's run is the one the main table shows. The three chosen
+// checkpoints also vote together (policy.Ensemble), on validation for the
+// evidence and on the test range, flat there when the evidence is short. --seeds with a
 // checkpoint, or out of range, is refused.
 func TestEvaluateSeedsReportsEveryRun(t *testing.T) {
 	dir := t.TempDir()
@@ -122,11 +124,18 @@ func TestEvaluateSeedsReportsEveryRun(t *testing.T) {
 	if s.Seeds[1].Checkpoint.FinalEquity == s.Seeds[0].Checkpoint.FinalEquity && s.Seeds[2].Checkpoint.FinalEquity == s.Seeds[0].Checkpoint.FinalEquity {
 		t.Errorf("three seeds gave the same checkpoint result: the seed did not reach the runs")
 	}
+	en := s.Ensemble
+	if en == nil || en.Members != 3 || en.Own.Bars != s.Test.Bars || en.Valid.Bars < 2 || en.ValidT != en.Valid.SharpeT() {
+		t.Fatalf("ensemble %+v: want the three checkpoints on the validation and test ranges", en)
+	}
+	if en.Abstained != (en.ValidT < ev.Config.Backtest.MinValidT) || (en.Abstained && (en.Test.Trades != 0 || en.Test.Sharpe != 0)) || (!en.Abstained && en.Test.Metrics != en.Own.Metrics) {
+		t.Errorf("ensemble t = %.2f against min_valid_t %g: abstained %v with test %+v; want flat exactly when t is short", en.ValidT, ev.Config.Backtest.MinValidT, en.Abstained, en.Test.Metrics)
+	}
 	md, err := os.ReadFile(filepath.Join(out, "report.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"### The same config at 3 seeds", "| seed | best / ran |", "runs abstained"} {
+	for _, want := range []string{"### The same config at 3 seeds", "| seed | best / ran |", "runs abstained", "checkpoints voting together"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report.md lacks %q", want)
 		}

@@ -17,7 +17,21 @@ type Section struct {
 	Report   market.Report
 	Equity   string // PNG file names, relative to the page
 	Drawdown string
-	Seeds    []SeedRow // the same config trained at several seeds; empty for one
+	Seeds    []SeedRow    // the same config trained at several seeds; empty for one
+	Ensemble *EnsembleRow // the seeds' checkpoints voting together, with Seeds
+}
+
+// EnsembleRow is the seeds' chosen checkpoints deciding by majority
+// (policy.Ensemble): its validation backtest and t-statistic, whether that
+// evidence falls short of backtest.min_valid_t (then the run's answer on
+// the test range is flat's), the test report it is judged by and its own.
+type EnsembleRow struct {
+	Members   int           `json:"members"`
+	Valid     market.Report `json:"validation"`
+	ValidT    float64       `json:"validation_sharpe_t"`
+	Abstained bool          `json:"abstained"`
+	Test      market.Report `json:"test"`
+	Own       market.Report `json:"ensemble_test"`
 }
 
 // SeedRow is one seed's training run of a series: the checkpoint validation
@@ -119,6 +133,14 @@ func WriteMarkdown(w io.Writer, title, intro string, sections []Section) error {
 			sum := Summarize(s.Seeds)
 			p("\n%d of %d runs abstained. The chosen checkpoints' test Sharpe is above zero in %d of %d and above buy-and-hold's (%.3f) in %d; mean %.3f, standard deviation %.3f.\n",
 				sum.Abstained, sum.Runs, sum.AboveZero, sum.Runs, s.Report.BuyAndHold.Sharpe, sum.AboveBuyHold, sum.Mean, sum.SD)
+			if en := s.Ensemble; en != nil {
+				verdict := "it shows that evidence, so its test backtest is the answer"
+				if en.Abstained {
+					verdict = "that is short of backtest.min_valid_t, so the answer on the test range is flat's"
+				}
+				p("\nThe %d checkpoints voting together (a position only where more than half take it): validation Sharpe %.3f (t = %.2f); %s. Its own test backtest: Sharpe %.3f, max drawdown %.2f%%, %d trades, exposure %.1f%%.\n",
+					en.Members, en.Valid.Sharpe, en.ValidT, verdict, en.Own.Sharpe, 100*en.Own.MaxDrawdown, en.Own.Trades, 100*en.Own.Exposure)
+			}
 		}
 	}
 	return err
