@@ -53,8 +53,12 @@ type SeedRow struct {
 // Sharpe on the test range, and the mean and sample standard deviation of
 // their test Sharpes.
 type SeedSummary struct {
-	Runs, Abstained, AboveZero, AboveBuyHold int
-	Mean, SD                                 float64
+	Runs         int     `json:"runs"`
+	Abstained    int     `json:"abstained"`
+	AboveZero    int     `json:"above_zero"`
+	AboveBuyHold int     `json:"above_buy_and_hold"`
+	Mean         float64 `json:"mean_sharpe"`
+	SD           float64 `json:"sd_sharpe"`
 }
 
 // Summarize returns the summary of rows.
