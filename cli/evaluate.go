@@ -52,8 +52,9 @@ type evalSeries struct {
 
 // runEvaluate implements "dqnflow evaluate": for each series it trains the
 // config (validation picks the checkpoint and stops early; with --seeds N
-// at N seeds, each run reported beside the first) or takes --checkpoint, runs the policy once on the series' held-out test range,
-// and writes report.md with the metrics beside buy-and-hold and flat,
+// at N seeds, each run reported beside the first, and the N checkpoints
+// voting together) or takes --checkpoint, runs the policy once on the
+// series' held-out test range, and writes report.md with the metrics beside buy-and-hold and flat,
 // costs per trade and per round trip, and equity and drawdown PNGs.
 func runEvaluate(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "evaluate")
@@ -211,12 +212,8 @@ func evaluateEnsemble(cfg config.RunConfig, paths []string) (*report.EnsembleRow
 	}
 	ps := make([]*policy.Policy, len(paths))
 	for i, p := range paths {
-		ck, _, err := checkpoint.Read(p)
-		if err != nil {
+		if ps[i], err = loadPolicy(p); err != nil {
 			return nil, err
-		}
-		if ps[i], err = policy.Load(ck); err != nil {
-			return nil, fmt.Errorf("checkpoint %s: %w", p, err)
 		}
 	}
 	ens, err := policy.NewEnsemble(ps)
@@ -232,10 +229,10 @@ func evaluateEnsemble(cfg config.RunConfig, paths []string) (*report.EnsembleRow
 		return nil, fmt.Errorf("test backtest: %w", err)
 	}
 	row.Test = row.Own
-	if min := cfg.Backtest.MinValidT; min > 0 && !(row.ValidT >= min) {
+	if cfg.Backtest.NoEdge(row.ValidT) {
 		row.Abstained = true
-		if row.Test, err = market.Backtest(ds, ds.Test, flatPolicy{}); err != nil {
-			return nil, fmt.Errorf("test backtest of flat: %w", err)
+		if row.Test, err = flatTest(ds); err != nil {
+			return nil, err
 		}
 	}
 	return row, nil

@@ -112,6 +112,29 @@ type flatPolicy struct{}
 // Act returns flat.
 func (flatPolicy) Act(int, []float32) market.Action { return market.Action{Dir: model.FlatDir} }
 
+// flatTest is flat's backtest of ds's test range: the report of a run that
+// abstains.
+func flatTest(ds *market.Dataset) (market.Report, error) {
+	rep, err := market.Backtest(ds, ds.Test, flatPolicy{})
+	if err != nil {
+		return rep, fmt.Errorf("test backtest of flat: %w", err)
+	}
+	return rep, nil
+}
+
+// loadPolicy reads the checkpoint file at path and loads its greedy policy.
+func loadPolicy(path string) (*policy.Policy, error) {
+	ck, _, err := checkpoint.Read(path)
+	if err != nil {
+		return nil, err
+	}
+	pol, err := policy.Load(ck)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
+	}
+	return pol, nil
+}
+
 // Final is the report the run is judged by: the test range when there is
 // one (flat's when the run abstained), else validation (which also picked
 // the checkpoint, so it is biased upwards).
@@ -221,19 +244,15 @@ func trainLocal(ctx context.Context, e *env, cfg config.RunConfig, out, runID st
 		}
 	}
 	res.ValidT = res.Valid.SharpeT()
-	if min := cfg.Backtest.MinValidT; min > 0 && res.BestEpoch > 0 && !(res.ValidT >= min) {
+	if res.BestEpoch > 0 && cfg.Backtest.NoEdge(res.ValidT) {
 		res.Abstained = true
 		fmt.Fprintf(e.stderr, "no edge: the best validation Sharpe, %.3f at epoch %d, has t = %.2f over %.2f years, below backtest.min_valid_t = %g; the run recommends flat (ADR 0016)\n",
-			res.Valid.Sharpe, res.BestEpoch, res.ValidT, float64(res.Valid.Bars-1)/res.Valid.BarsPerYear, min)
+			res.Valid.Sharpe, res.BestEpoch, res.ValidT, float64(res.Valid.Bars-1)/res.Valid.BarsPerYear, cfg.Backtest.MinValidT)
 	}
 	if ds.Test.Len() >= 2 {
-		ck, _, err := checkpoint.Read(res.Checkpoint)
+		pol, err := loadPolicy(res.Checkpoint)
 		if err != nil {
 			return res, err
-		}
-		pol, err := policy.Load(ck)
-		if err != nil {
-			return res, fmt.Errorf("checkpoint %s: %w", res.Checkpoint, err)
 		}
 		rep, err := pol.Backtest(ds, ds.Test)
 		if err != nil {
@@ -241,9 +260,9 @@ func trainLocal(ctx context.Context, e *env, cfg config.RunConfig, out, runID st
 		}
 		res.Test, res.CheckpointTest = &rep, &rep
 		if res.Abstained {
-			flat, err := market.Backtest(ds, ds.Test, flatPolicy{})
+			flat, err := flatTest(ds)
 			if err != nil {
-				return res, fmt.Errorf("test backtest of flat: %w", err)
+				return res, err
 			}
 			res.Test = &flat
 		}

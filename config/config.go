@@ -284,6 +284,11 @@ type BacktestConfig struct {
 	MinValidT float64 `json:"min_valid_t"`
 }
 
+// NoEdge reports whether a validation Sharpe with t-statistic t falls short
+// of MinValidT: the one rule by which a local run abstains and Retrain
+// refuses a promotion (ADR 0016). A NaN t falls short; MinValidT 0 never.
+func (b BacktestConfig) NoEdge(t float64) bool { return b.MinValidT > 0 && !(t >= b.MinValidT) }
+
 // Defaults returns the default configuration.
 func Defaults() RunConfig {
 	return RunConfig{

@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 )
@@ -164,5 +165,19 @@ func TestParseTimeFormats(t *testing.T) {
 	}
 	if _, err := ParseTime("01/03/2024"); err == nil {
 		t.Error("ParseTime accepted 01/03/2024")
+	}
+}
+
+// TestNoEdgeIsBelowMinValidT: a t-statistic short of backtest.min_valid_t
+// (or NaN) shows no edge; at or above it does; min_valid_t 0 turns the
+// test off.
+func TestNoEdgeIsBelowMinValidT(t *testing.T) {
+	for _, tc := range []struct {
+		min, t float64
+		want   bool
+	}{{2, 1.99, true}, {2, 2, false}, {2, 3.5, false}, {2, -4, true}, {2, math.NaN(), true}, {0, -4, false}, {0, math.NaN(), false}} {
+		if got := (BacktestConfig{MinValidT: tc.min}).NoEdge(tc.t); got != tc.want {
+			t.Errorf("min_valid_t %g, t %g: NoEdge = %v, want %v", tc.min, tc.t, got, tc.want)
+		}
 	}
 }

@@ -55,11 +55,11 @@ func gemmShapes(bf16 bool) []gemmShape { return gemmShapesOf(bf16, gemmVariant) 
 // gemmVariant picks the large tiles' kernels: "o" (gemm128o, gemm128x64o:
 // at most 128 registers, two 256-thread blocks per SM, k tiles of 32; the
 // default), "p" (gemm128p, gemm128x64o: the same with k tiles of 64) or
-// "base" (gemm128, gemm128x64: 174 registers, one block per SM), "o4"
-// (gemm128o, gemm128x64o with four pipeline stages), "w" (128×256 tiles)
-// or "t" (256×128 tiles; both with 64×64 warp tiles). Measured
+// "base" (gemm128, gemm128x64: 174 registers, one block per SM). Measured
 // on an H200 at batch 16384 (docs/perf/gpu-2026-12-01.md): 0.930, 0.936
-// and 1.062 ms per step. DQNFLOW_GEMM_VARIANT sets it for the benchmark
+// and 1.062 ms per step. The tuning variants, not yet measured: "o4"
+// (gemm128o4, gemm128x64o4: four pipeline stages), "w" (gemm128w: 128×256
+// tiles) and "t" (gemm256w: 256×128 tiles; both with 64×64 warp tiles). DQNFLOW_GEMM_VARIANT sets it for the benchmark
 // that compares them (tools/device/visit.sh, part gemm); an unknown value
 // is refused when the kernels load.
 var gemmVariant = os.Getenv("DQNFLOW_GEMM_VARIANT")
@@ -94,14 +94,16 @@ func gemmShapesOf(bf16 bool, variant string) []gemmShape {
 	}
 }
 
-// gemmVariants are the values gemmVariant may take; the last three
-// (tuneVariants) need the kernels of a module compiled with GEMM_TUNE.
+// gemmVariants are the values gemmVariant may take: the variants every
+// module holds, then the tuning ones (tuneVariants), whose kernels only a
+// module compiled with GEMM_TUNE has.
 var (
-	gemmVariants = []string{"", "o", "p", "base", "o4", "w", "t"}
-	tuneVariants = gemmVariants[4:]
+	baseVariants = []string{"", "o", "p", "base"}
+	tuneVariants = []string{"o4", "w", "t"}
+	gemmVariants = slices.Concat(baseVariants, tuneVariants)
 )
 
-// gemmTune reports whether this process's modules compile the variant
+// gemmTune reports whether this process's modules compile the tuning
 // kernels: where gemmVariant is one of them.
 func gemmTune() bool { return slices.Contains(tuneVariants, gemmVariant) }
 
@@ -110,7 +112,7 @@ func loadedVariants() []string {
 	if gemmTune() {
 		return gemmVariants
 	}
-	return gemmVariants[:4]
+	return baseVariants
 }
 
 // fillBlocks is the number of blocks at which a launch keeps every SM of

@@ -82,9 +82,9 @@ func (h hostMat) view(p cuda.DevPtr) mat {
 }
 
 // TestGEMMMatchesFloat64 runs the gemm kernel in every tile shape of every
-// variant the module holds (the tuning variants with DQNFLOW_GEMM_VARIANT
-// o4, w or t), every
-// operand layout (A k- or m-contiguous, B k- or n-contiguous), ragged
+// variant the module holds (the tuning ones with DQNFLOW_GEMM_VARIANT o4,
+// w or t), every operand layout (A k- or m-contiguous, B k- or
+// n-contiguous), ragged
 // sizes, split-k and each epilogue, and compares every output with the
 // float64 product of the same (storage-rounded) operands: within
 // 1e-5·Σ|a·b| + 1e-30 for the float32 output, and within one rounding of
@@ -306,6 +306,21 @@ func checkGEMM(c *cuda.Ctx, d *gpuDevice, bf bool, sh gemmShape, aCol, bCol bool
 		return fmt.Errorf("%d of %d outputs wrong; first: %w", bad, M*N, first)
 	}
 	return nil
+}
+
+// TestLossSPBIsChecked: c51_loss's samples per block take 1 to 8, the
+// default 2, and a refusal names DQNFLOW_LOSS_SPB.
+func TestLossSPBIsChecked(t *testing.T) {
+	for v, want := range map[string]int{"": 2, "1": 1, "4": 4, "8": 8} {
+		if got, err := parseLossSPB(v); err != nil || got != want {
+			t.Errorf("parseLossSPB(%q) = %d, %v; want %d", v, got, err, want)
+		}
+	}
+	for _, v := range []string{"0", "9", "-1", "x"} {
+		if _, err := parseLossSPB(v); err == nil || !strings.Contains(err.Error(), "DQNFLOW_LOSS_SPB") {
+			t.Errorf("parseLossSPB(%q) = %v; want an error naming DQNFLOW_LOSS_SPB", v, err)
+		}
+	}
 }
 
 // TestGradKChunkIsChecked: the precision study's control knob takes only

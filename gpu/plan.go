@@ -39,6 +39,7 @@ type stepPlan struct {
 // load (lossSPBErr).
 var lossSamplesPerBlock, lossSPBErr = parseLossSPB(os.Getenv("DQNFLOW_LOSS_SPB"))
 
+// parseLossSPB reads DQNFLOW_LOSS_SPB: empty is the default, 2.
 func parseLossSPB(v string) (int, error) {
 	if v == "" {
 		return 2, nil

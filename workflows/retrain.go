@@ -109,9 +109,9 @@ func (w *Workflows) Retrain(ctx workflow.Context, in RetrainInput) (*RetrainResu
 	// noEdge is why a challenger without evidence is not promoted, or "".
 	noEdge := ""
 	if version(ctx, changeRetrainEvidence) == 1 {
-		if min := cfg.Backtest.MinValidT; min > 0 && !(res.ChallengerSharpeT >= min) {
+		if cfg.Backtest.NoEdge(res.ChallengerSharpeT) {
 			noEdge = fmt.Sprintf("the challenger's validation Sharpe %.4f has t = %.2f, below backtest.min_valid_t %.2f: no edge to promote (ADR 0016)",
-				res.ChallengerSharpe, res.ChallengerSharpeT, min)
+				res.ChallengerSharpe, res.ChallengerSharpeT, cfg.Backtest.MinValidT)
 		}
 	}
 	if !champ.Found {

@@ -10,9 +10,9 @@ import (
 
 // Ensemble is the greedy policy of several checkpoints deciding together
 // (Vote): a position is taken only where more than half of them take it.
-// Checkpoints of one config trained at different seeds disagree where
-// their Q estimates are noise, so the ensemble trades less of the noise
-// than any one of them. It is not safe for concurrent use.
+// Where checkpoints of one config trained at different seeds disagree, the
+// vote stays flat, so a trade needs most of them behind it. It is not safe
+// for concurrent use.
 type Ensemble struct {
 	members []*Policy
 	votes   [][]market.Action // per member, the actions of the current rows
