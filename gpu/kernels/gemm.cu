@@ -204,6 +204,10 @@ __device__ __forceinline__ unsigned smemAddr(const void* p) {
 __device__ __forceinline__ void cpAsync(void* dst, const void* src, int bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smemAddr(dst)), "l"(src), "r"(bytes));
 }
+// cpAsyncS is cpAsync to a shared-space address.
+__device__ __forceinline__ void cpAsyncS(unsigned dst, const void* src, int bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
+}
 __device__ __forceinline__ void cpCommit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N> __device__ __forceinline__ void cpWait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
 
@@ -216,6 +220,18 @@ __device__ __forceinline__ void ldsm4t(unsigned r[4], const bf16_t* p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(smemAddr(p)));
+}
+
+// The same on shared-space addresses.
+__device__ __forceinline__ void ldsm4s(unsigned r[4], unsigned a) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
+__device__ __forceinline__ void ldsm4ts(unsigned r[4], unsigned a) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
 }
 
 // ldsmPair loads the B fragments of two neighbouring 8-column tiles (lo,
@@ -253,39 +269,76 @@ __host__ __device__ constexpr int tileElems(int R, int BK) {
   return R * (BK + 8) > BK * (R + 8) ? R * (BK + 8) : BK * (R + 8);
 }
 
-// loadTile stages rows [r0, r0+R) × k [k0, k0+BK) of an operand X with
-// X(r, k) = X[r·ld + k] (kContig) or X[k·ld + r], r < rows, k < ke, into s.
-template <int R, int NT, int BK>
-__device__ __forceinline__ void loadTile(bf16_t* s, const bf16_t* X, long long ld, bool kContig, long long r0,
-                                         long long rows, long long k0, long long ke) {
-  constexpr int CH = R * BK / 8;
-#pragma unroll
-  for (int c = threadIdx.x; c < CH; c += NT) {
-    int bytes = 0;
-    const bf16_t* src = X;
-    bf16_t* dst;
-    if (kContig) {
-      const int r = c / (BK / 8), kc = (c % (BK / 8)) * 8;
-      const long long gr = r0 + r, gk = k0 + kc;
-      if (gr < rows && gk < ke) {
-        const long long rem = ke - gk;
-        bytes = rem >= 8 ? 16 : (int)rem * 2;
-        src = X + gr * ld + gk;
-      }
-      dst = s + r * (BK + 8) + kc;
+// TileLoad stages one operand's k tiles into shared memory: rows
+// [r0, r0+R) × k [k0, k0+BK) of X with X(r, k) = X[r·ld + k] (kContig) or
+// X[k·ld + r] (KC: kContig, fixed per instantiation), rows r < rows and
+// k < ke, zero elsewhere. The tile moves in
+// CH 16-byte chunks, PER per thread. Chunk c = tid + i·NT covers 8
+// consecutive k (kContig: row c/(BK/8), k (c%(BK/8))·8) or 8 consecutive
+// rows (k row c/(R/8), rows (c%(R/8))·8). NT is a multiple of BK/8 and of
+// R/8, so a thread's chunks differ only in their row (kContig) or k row,
+// by a fixed stride: everything but the k position is worked out once per
+// block, and a k tile costs each chunk a compare and a pointer step.
+template <int R, int NT, int BK, bool KC>
+struct TileLoad {
+  static constexpr int CH = R * BK / 8, PER = CH / NT;
+  static_assert(CH % NT == 0, "tile chunks must divide among the threads");
+  static constexpr int RS = NT / (BK / 8); // kContig: rows between a thread's chunks
+  static constexpr int KS = NT / (R / 8);  // otherwise: k rows between them
+  const bf16_t* X;   // the operand's base (the address of a zero-filled chunk)
+  const bf16_t* p;   // this thread's first chunk at k tile kt
+  long long ci;      // elements between this thread's consecutive chunks
+  long long step;    // elements from one k tile to the next
+  unsigned soff;     // byte offset of the first chunk in the stage's tile
+  int q;             // kContig: the chunk's k in the tile; otherwise its first k row
+  int lim;           // kContig: rows left from the first chunk's row; otherwise bytes of row data (0…16)
+
+  __device__ __forceinline__ void init(const bf16_t* X_, long long ld, long long r0, long long rows, long long k0) {
+    const int tid = threadIdx.x;
+    X = X_;
+    if (KC) {
+      const int r = tid / (BK / 8);
+      q = (tid % (BK / 8)) * 8;
+      const long long left = rows - (r0 + r);
+      lim = left < 0 ? 0 : (left > R ? R : (int)left);
+      p = X_ + (r0 + r) * ld + k0 + q;
+      ci = (long long)RS * ld;
+      step = BK;
+      soff = (unsigned)(r * (BK + 8) + q) * 2u;
     } else {
-      const int kr = c / (R / 8), rc = (c % (R / 8)) * 8;
-      const long long gk = k0 + kr, gr = r0 + rc;
-      if (gk < ke && gr < rows) {
-        const long long rem = rows - gr;
-        bytes = rem >= 8 ? 16 : (int)rem * 2;
-        src = X + gk * ld + gr;
-      }
-      dst = s + kr * (R + 8) + rc;
+      q = tid / (R / 8);
+      const int rc = (tid % (R / 8)) * 8;
+      const long long left = rows - (r0 + rc);
+      lim = left <= 0 ? 0 : (left >= 8 ? 16 : (int)left * 2);
+      p = X_ + (k0 + q) * ld + r0 + rc;
+      ci = (long long)KS * ld;
+      step = (long long)BK * ld;
+      soff = (unsigned)(q * (R + 8) + rc) * 2u;
     }
-    cpAsync(dst, src, bytes);
   }
-}
+
+  // load issues the cp.async of the k tile starting at kt0 (its k, which
+  // init's k0 plus the tiles stepped so far) into the tile at shared
+  // address s, then steps to the next k tile.
+  __device__ __forceinline__ void load(unsigned s, long long kt0, long long ke) {
+    if (KC) {
+      const long long left = ke - (kt0 + q);
+      const int kb = left <= 0 ? 0 : (left >= 8 ? 16 : (int)left * 2);
+#pragma unroll
+      for (int i = 0; i < PER; i++) {
+        const int bytes = i * RS < lim ? kb : 0;
+        cpAsyncS(s + soff + (unsigned)(i * RS * (BK + 8) * 2), bytes ? p + i * ci : X, bytes);
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < PER; i++) {
+        const int bytes = kt0 + q + i * KS < ke ? lim : 0;
+        cpAsyncS(s + soff + (unsigned)(i * KS * (R + 8) * 2), bytes ? p + i * ci : X, bytes);
+      }
+    }
+    p += step;
+  }
+};
 
 // mmaEpilogue stores a warp's accumulators: in the m16n8 layout, lane
 // (g, t4) holds rows g and g+8 of columns 2·t4 and 2·t4+1 of each tile.
@@ -301,6 +354,21 @@ __device__ __forceinline__ void mmaEpilogue(const GemmJob& j, const GemmTile& t,
     const bool biased = EPI == EPI_BIAS || EPI == EPI_BIAS_RELU;
     bias0[ni] = biased && n < j.N ? j.bias[n] : 0.0f;
     bias1[ni] = biased && n + 1 < j.N ? j.bias[n + 1] : 0.0f;
+  }
+  // A warp tile wholly inside the job, with rows aligned for pairs (the
+  // common case), stores without a test per element.
+  if (vec && t.m0 + wm + MI * 16 <= j.M && t.n0 + wn + NI * 8 <= j.N) {
+#pragma unroll
+    for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+      for (int h = 0; h < 2; h++) {
+        const EpiRow r = epiRow(j, t.C, t.m0 + wm + mi * 16 + g + 8 * h);
+#pragma unroll
+        for (int ni = 0; ni < NI; ni++)
+          epiTwo<EPI>(r, j.bias, t.n0 + wn + ni * 8 + 2 * t4, acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1], true,
+                      bias0[ni], bias1[ni]);
+      }
+    return;
   }
 #pragma unroll
   for (int mi = 0; mi < MI; mi++)
@@ -320,23 +388,92 @@ __device__ __forceinline__ void mmaEpilogue(const GemmJob& j, const GemmTile& t,
     }
 }
 
-template <int BM, int BN, int WARPS_M, int WARPS_N, int BK, int GSTAGES = 3>
-__device__ __forceinline__ void gemmMma(const GemmJob* jobs, int njobs, const StepState* st) {
+// gemmLoop accumulates the block's tile over its k range into acc, with
+// the operands' layouts (AK: A k-contiguous, BKC: B k-contiguous) fixed at
+// compile time so that every shared-memory offset is a constant off one
+// base per thread. sbase is the shared-space address of the pipeline's
+// stages: GSTAGES A tiles, then GSTAGES B tiles.
+template <int BM, int BN, int WARPS_M, int WARPS_N, int BK, int GSTAGES, bool AK, bool BKC, int MI, int NI>
+__device__ __forceinline__ void gemmLoop(float (&acc)[MI][NI][4], const GemmJob& j, const GemmTile& t, unsigned sbase) {
   constexpr int NT = 32 * WARPS_M * WARPS_N;
   constexpr int WTM = BM / WARPS_M, WTN = BN / WARPS_N;
+  constexpr unsigned ASZB = 2u * tileElems(BM, BK), BSZB = 2u * tileElems(BN, BK);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int wm = (warp / WARPS_N) * WTM, wn = (warp % WARPS_N) * WTN;
+  TileLoad<BM, NT, BK, AK> la;
+  TileLoad<BN, NT, BK, BKC> lb;
+  la.init(j.A, AK ? j.sam : j.sak, t.m0, j.M, t.kb);
+  lb.init(j.B, BKC ? j.sbn : j.sbk, t.n0, j.N, t.kb);
+  // This lane's ldmatrix row addresses in a stage (bytes), at ks = 0 and
+  // mi = 0 (A) or the first column pair (B); the rest are constant steps.
+  const unsigned aoff = AK ? 2u * ((wm + (lane & 15)) * (BK + 8) + (lane >> 4) * 8)
+                           : 2u * (((lane & 7) + ((lane >> 4) << 3)) * (BM + 8) + wm + ((lane >> 3) & 1) * 8);
+  const unsigned boff = BKC ? 2u * ((wn + (lane & 7) + ((lane >> 4) << 3)) * (BK + 8) + ((lane >> 3) & 1) * 8)
+                            : 2u * (((lane & 7) + ((lane >> 3) & 1) * 8) * (BN + 8) + wn + (lane >> 4) * 8);
+  constexpr unsigned AMI = AK ? 32u * (BK + 8) : 32u, AKS = AK ? 2u : 2u * (BM + 8);
+  constexpr unsigned BNI = BKC ? 16u * (BK + 8) : 16u, BKS = BKC ? 2u : 2u * (BN + 8);
+  const unsigned sB = sbase + GSTAGES * ASZB;
+  const int nk = (int)((t.ke - t.kb + BK - 1) / BK);
+#pragma unroll
+  for (int s = 0; s < GSTAGES - 1; s++) {
+    if (s < nk) {
+      la.load(sbase + s * ASZB, t.kb + (long long)s * BK, t.ke);
+      lb.load(sB + s * BSZB, t.kb + (long long)s * BK, t.ke);
+    }
+    cpCommit();
+  }
+  int cs = 0, ls = GSTAGES - 1; // the stages computed and loaded next
+  for (int kt = 0; kt < nk; kt++) {
+    cpWait<GSTAGES - 2>();
+    __syncthreads();
+    const int nx = kt + GSTAGES - 1;
+    if (nx < nk) {
+      la.load(sbase + ls * ASZB, t.kb + (long long)nx * BK, t.ke);
+      lb.load(sB + ls * BSZB, t.kb + (long long)nx * BK, t.ke);
+    }
+    cpCommit();
+    const unsigned a = sbase + cs * ASZB + aoff, b = sB + cs * BSZB + boff;
+#pragma unroll
+    for (int ks = 0; ks < BK; ks += 16) {
+      unsigned af[MI][4], bfr[NI][2];
+#pragma unroll
+      for (int mi = 0; mi < MI; mi++) {
+        if (AK)
+          ldsm4s(af[mi], a + mi * AMI + ks * AKS);
+        else
+          ldsm4ts(af[mi], a + mi * AMI + ks * AKS);
+      }
+#pragma unroll
+      for (int ni = 0; ni < NI; ni += 2) {
+        unsigned r[4];
+        if (BKC)
+          ldsm4s(r, b + ni * BNI + ks * BKS);
+        else
+          ldsm4ts(r, b + ni * BNI + ks * BKS);
+        bfr[ni][0] = r[0];
+        bfr[ni][1] = r[1];
+        bfr[ni + 1][0] = r[2];
+        bfr[ni + 1][1] = r[3];
+      }
+#pragma unroll
+      for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+        for (int ni = 0; ni < NI; ni++) mma16816(acc[mi][ni], af[mi], bfr[ni]);
+    }
+    cs = cs + 1 == GSTAGES ? 0 : cs + 1;
+    ls = ls + 1 == GSTAGES ? 0 : ls + 1;
+  }
+  cpWait<0>();
+}
+
+template <int BM, int BN, int WARPS_M, int WARPS_N, int BK, int GSTAGES = 3>
+__device__ __forceinline__ void gemmMma(const GemmJob* jobs, int njobs, const StepState* st) {
+  constexpr int WTM = BM / WARPS_M, WTN = BN / WARPS_N;
   constexpr int MI = WTM / 16, NI = WTN / 8;
-  constexpr int ASZ = tileElems(BM, BK), BSZ = tileElems(BN, BK);
   extern __shared__ __align__(16) unsigned char gsm[];
-  bf16_t* sA = (bf16_t*)gsm;
-  bf16_t* sB = sA + GSTAGES * ASZ;
   if (st && st->abort) return;
   const GemmJob j = jobs[findJob(jobs, njobs)];
   const GemmTile t = gemmTile(j, BM, BN);
-  const bool aK = j.sak == 1, bK = j.sbk == 1;
-  const long long lda = aK ? j.sam : j.sak, ldb = bK ? j.sbn : j.sbk;
-  const bf16_t* A = j.A;
-  const bf16_t* B = j.B;
-  const long long M = j.M, N = j.N;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int wm = (warp / WARPS_N) * WTM, wn = (warp % WARPS_N) * WTN;
   float acc[MI][NI][4];
@@ -346,51 +483,16 @@ __device__ __forceinline__ void gemmMma(const GemmJob* jobs, int njobs, const St
     for (int b = 0; b < NI; b++)
 #pragma unroll
       for (int c = 0; c < 4; c++) acc[a][b][c] = 0.0f;
-  const int nk = (int)((t.ke - t.kb + BK - 1) / BK);
-#pragma unroll
-  for (int s = 0; s < GSTAGES - 1; s++) {
-    if (s < nk) {
-      loadTile<BM, NT, BK>(sA + s * ASZ, A, lda, aK, t.m0, M, t.kb + s * BK, t.ke);
-      loadTile<BN, NT, BK>(sB + s * BSZ, B, ldb, bK, t.n0, N, t.kb + s * BK, t.ke);
-    }
-    cpCommit();
-  }
-  for (int kt = 0; kt < nk; kt++) {
-    cpWait<GSTAGES - 2>();
-    __syncthreads();
-    const int nx = kt + GSTAGES - 1;
-    if (nx < nk) {
-      const int s = nx % GSTAGES;
-      loadTile<BM, NT, BK>(sA + s * ASZ, A, lda, aK, t.m0, M, t.kb + (long long)nx * BK, t.ke);
-      loadTile<BN, NT, BK>(sB + s * BSZ, B, ldb, bK, t.n0, N, t.kb + (long long)nx * BK, t.ke);
-    }
-    cpCommit();
-    const bf16_t* a = sA + (kt % GSTAGES) * ASZ;
-    const bf16_t* b = sB + (kt % GSTAGES) * BSZ;
-#pragma unroll
-    for (int ks = 0; ks < BK; ks += 16) {
-      unsigned af[MI][4], bfr[NI][2];
-#pragma unroll
-      for (int mi = 0; mi < MI; mi++) {
-        if (aK)
-          ldsm4(af[mi], a + (wm + mi * 16 + (lane & 15)) * (BK + 8) + ks + (lane >> 4) * 8);
-        else
-          ldsm4t(af[mi], a + (ks + (lane & 7) + ((lane >> 4) << 3)) * (BM + 8) + wm + mi * 16 + ((lane >> 3) & 1) * 8);
-      }
-#pragma unroll
-      for (int ni = 0; ni < NI; ni += 2) {
-        if (bK)
-          ldsmPair<false>(bfr[ni], bfr[ni + 1], b + (wn + ni * 8 + (lane & 7) + ((lane >> 4) << 3)) * (BK + 8) + ks + ((lane >> 3) & 1) * 8);
-        else
-          ldsmPair<true>(bfr[ni], bfr[ni + 1], b + (ks + (lane & 7) + ((lane >> 3) & 1) * 8) * (BN + 8) + wn + ni * 8 + (lane >> 4) * 8);
-      }
-#pragma unroll
-      for (int mi = 0; mi < MI; mi++)
-#pragma unroll
-        for (int ni = 0; ni < NI; ni++) mma16816(acc[mi][ni], af[mi], bfr[ni]);
-    }
-  }
-  cpWait<0>();
+  const unsigned sbase = smemAddr(gsm);
+  const bool aK = j.sak == 1, bK = j.sbk == 1;
+  if (aK && bK)
+    gemmLoop<BM, BN, WARPS_M, WARPS_N, BK, GSTAGES, true, true>(acc, j, t, sbase);
+  else if (aK)
+    gemmLoop<BM, BN, WARPS_M, WARPS_N, BK, GSTAGES, true, false>(acc, j, t, sbase);
+  else if (bK)
+    gemmLoop<BM, BN, WARPS_M, WARPS_N, BK, GSTAGES, false, true>(acc, j, t, sbase);
+  else
+    gemmLoop<BM, BN, WARPS_M, WARPS_N, BK, GSTAGES, false, false>(acc, j, t, sbase);
   switch (j.epi) {
   case EPI_STORE: mmaEpilogue<EPI_STORE, MI, NI>(j, t, acc, wm, wn, lane); break;
   case EPI_BIAS: mmaEpilogue<EPI_BIAS, MI, NI>(j, t, acc, wm, wn, lane); break;

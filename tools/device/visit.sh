@@ -9,7 +9,10 @@
 # (hardware counters of the step's kernels), sanitize (compute-sanitizer),
 # sanitize-env (the environment's part of sanitize alone),
 # gemm (the GEMM occupancy variants side by side), tune (the GEMM pipeline
-# and warp-tile variants and the loss's block size, with ncu), fused (the fused forward
+# and warp-tile variants and the loss's block size, with ncu), same (the
+# parity study's seed 1 in every mode against its committed log: the bits
+# kept), prof
+# (ncu on one step's GEMMs and loss), fused (the fused forward
 # against the layered one: the step at three batches and the collector),
 # noise (the parity study
 # at NOISE_SEEDS), control (the same with the gradients' summation order
@@ -98,6 +101,21 @@ has gemm && for v in base p o; do
   done
 done
 
+# ncuStep NAME: ncu's full set (stall reasons, memory tables) on one
+# training step's GEMMs and loss at batch 16384, the headline metrics of
+# each launch into $OUT/NAME.txt.
+ncuStep() {
+  local NCU
+  NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  if [ -z "$NCU" ]; then
+    log "$1: no ncu on this machine"
+    return
+  fi
+  step "$1" 240 "$NCU" --clock-control none --set full -k 'regex:^(gemm128o|gemm128x64o|c51_loss)$' -c 9 \
+    bin/gputest/dqnflow bench --device cuda --precision bf16-mixed --batch 16384 --steps 2 --json
+  grep -E "^  [a-z_0-9]+.*\(|Duration|Compute \(SM\) Throughput|Memory Throughput|DRAM Throughput|Achieved Occupancy|Registers Per|Theoretical Occupancy|Stall|Issue Slots Busy|Executed Ipc|Executed Instructions  |L2 Hit|L1/TEX Hit|Warp Cycles Per Issued|Block Limit|Uncoalesced|Excessive|est. speedup" "$LOGS/$1.log" | head -400 >"$OUT/$1.txt"
+}
+
 # Part tune: the GEMM pipeline and warp-tile variants (gemm.go
 # gemmShapesOf) and c51_loss's samples per block (DQNFLOW_LOSS_SPB), the
 # step's per-launch profile of each (tools/device/kernels.py), then ncu's
@@ -106,22 +124,39 @@ if has tune; then
   # With a tuning variant selected, the module holds every variant's kernels.
   step tune-gemm-test 180 env DQNFLOW_GEMM_VARIANT=w bin/gputest/gpu.test -test.run 'TestGEMMMatchesFloat64|TestGEMMVariantsTrainTheSameBits' -test.count=1 -test.v
   grep -E "^(--- |PASS|FAIL|ok)|variant .*: " "$LOGS/tune-gemm-test.log" | head -30 >>"$OUT/summary.txt"
-  for b in ${TUNE_BATCHES:-4096 16384}; do
-    for v in ${TUNE_VARIANTS:-o o4 w t}; do
+  # TUNE_BATCHES, TUNE_VARIANTS and TUNE_SPB narrow the runs (empty: none).
+  for b in ${TUNE_BATCHES-4096 16384}; do
+    for v in ${TUNE_VARIANTS-o o4 w t}; do
       step "tune-gemm-$v-$b" 60 env DQNFLOW_GEMM_VARIANT=$v bin/gputest/dqnflow bench --device cuda --precision bf16-mixed --batch "$b" --steps 300 --json --profile
     done
   done
-  for spb in ${TUNE_SPB:-1 4 8}; do
+  for spb in ${TUNE_SPB-1 4 8}; do
     step "tune-spb-$spb-16384" 60 env DQNFLOW_LOSS_SPB=$spb bin/gputest/dqnflow bench --device cuda --precision bf16-mixed --batch 16384 --steps 300 --json --profile
   done
   python3 tools/device/kernels.py "$LOGS"/tune-*.log >>"$OUT/summary.txt"
-  NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
-  if [ -n "$NCU" ] && [ -z "${TUNE_NO_NCU:-}" ]; then
-    step tune-ncu 240 "$NCU" --clock-control none --set full -k 'regex:^(gemm128o|gemm128x64o|c51_loss)$' -c 9 \
-      bin/gputest/dqnflow bench --device cuda --precision bf16-mixed --batch 16384 --steps 2 --json
-    grep -E "^  [a-z_0-9]+.*\(|Duration|Compute \(SM\) Throughput|Memory Throughput|DRAM Throughput|Achieved Occupancy|Registers Per|Theoretical Occupancy|Stall|Issue Slots Busy|Executed Ipc|L2 Hit|L1/TEX Hit|Warp Cycles Per Issued|Block Limit|Uncoalesced|Excessive|est. speedup" "$LOGS/tune-ncu.log" | head -400 >"$OUT/ncu-tune.txt"
+  [ -z "${TUNE_NO_NCU:-}" ] && ncuStep tune-ncu
+fi
+
+# Part same: the parity study's seed 1 (fp32, bf16-mixed, bf16 and bf16
+# with stochastic rounding, 50 epochs each) against its committed log: a kernel change that claims to keep the bits
+# (a new GEMM loader, tile shape or launch) must reproduce every epoch's
+# loss, gradient norm, mean Q, stagnation and Sharpe. Only the epoch's
+# milliseconds may differ. Then ncu's profile of the step (part prof alone
+# runs only that).
+if has same; then
+  echo '{"seed": 1}' >/tmp/parity-seed1.json
+  step same-seed1 280 bin/gputest/dqnflow parity --device cuda --epochs 50 \
+    --config /tmp/parity-seed1.json --out "$LOGS/same-seed1"
+  ref=docs/perf/parity-2026-12-01/seeds/noise-seed1.log
+  if diff <(grep -E "^parity .*: epoch " "$ref" | sed -E 's/, [0-9]+ ms$//') \
+    <(grep -E "^parity .*: epoch " "$LOGS/same-seed1.log" | sed -E 's/, [0-9]+ ms$//') >"$LOGS/same-diff.txt"; then
+    log "same: all $(grep -cE '^parity .*: epoch ' "$ref") epochs of seed 1 match $ref"
+  else
+    log "same: DIFFERS from $ref ($(grep -c '^<' "$LOGS/same-diff.txt") epoch lines)"
+    head -12 "$LOGS/same-diff.txt" >>"$OUT/summary.txt"
   fi
 fi
+has prof && ncuStep prof-ncu
 
 # The fused forward against the layered one (DQNFLOW_FORWARD), same call:
 # the training step with its per-kernel profile, and the collector.
