@@ -7,7 +7,8 @@
 # real-activity workflow tests), bench (our benchmarks), pytorch (the
 # PyTorch reference), cpu (the CPU backend against PyTorch on 2 cores), ncu
 # (hardware counters of the step's kernels), sanitize (compute-sanitizer),
-# sanitize-env (the environment's part of sanitize alone),
+# sanitize-env (the environment's part of sanitize alone), sanitize-gemm
+# (memcheck and racecheck of the GEMM test alone),
 # gemm (the GEMM occupancy variants side by side), tune (the GEMM pipeline
 # and warp-tile variants and the loss's block size, with ncu), same (the
 # parity study's seed 1 in every mode against its committed log: the bits
@@ -138,24 +139,29 @@ if has tune; then
 fi
 
 # Part same: the parity study's seed 1 (fp32, bf16-mixed, bf16 and bf16
-# with stochastic rounding, 50 epochs each) against its committed log: a kernel change that claims to keep the bits
-# (a new GEMM loader, tile shape or launch) must reproduce every epoch's
-# loss, gradient norm, mean Q, stagnation and Sharpe. Only the epoch's
-# milliseconds may differ. Then ncu's profile of the step (part prof alone
-# runs only that).
-if has same; then
+# with stochastic rounding, 50 epochs each) against its committed log: a
+# kernel change that claims to keep the bits (a new GEMM loader, tile
+# shape or launch) must reproduce every epoch's loss, gradient norm, mean
+# Q, stagnation and Sharpe. Only the epoch's milliseconds may differ.
+# sameCheck NAME [VAR=VALUE...] runs that check under the given
+# environment. Part prof is ncu's profile of the step alone.
+sameCheck() {
+  local name=$1
+  shift
   echo '{"seed": 1}' >/tmp/parity-seed1.json
-  step same-seed1 280 bin/gputest/dqnflow parity --device cuda --epochs 50 \
-    --config /tmp/parity-seed1.json --out "$LOGS/same-seed1"
-  ref=docs/perf/parity-2026-12-01/seeds/noise-seed1.log
+  step "$name" 280 env "$@" bin/gputest/dqnflow parity --device cuda --epochs 50 \
+    --config /tmp/parity-seed1.json --out "$LOGS/$name"
+  local ref=docs/perf/parity-2026-12-01/seeds/noise-seed1.log
   if diff <(grep -E "^parity .*: epoch " "$ref" | sed -E 's/, [0-9]+ ms$//') \
-    <(grep -E "^parity .*: epoch " "$LOGS/same-seed1.log" | sed -E 's/, [0-9]+ ms$//') >"$LOGS/same-diff.txt"; then
-    log "same: all $(grep -cE '^parity .*: epoch ' "$ref") epochs of seed 1 match $ref"
+    <(grep -E "^parity .*: epoch " "$LOGS/$name.log" | sed -E 's/, [0-9]+ ms$//') >"$LOGS/$name-diff.txt"; then
+    log "$name ($*): all $(grep -cE '^parity .*: epoch ' "$ref") epochs of seed 1 match $ref"
   else
-    log "same: DIFFERS from $ref ($(grep -c '^<' "$LOGS/same-diff.txt") epoch lines)"
-    head -12 "$LOGS/same-diff.txt" >>"$OUT/summary.txt"
+    log "$name ($*): DIFFERS from $ref ($(grep -c '^<' "$LOGS/$name-diff.txt") epoch lines)"
+    head -12 "$LOGS/$name-diff.txt" >>"$OUT/summary.txt"
   fi
-fi
+}
+has same && sameCheck same DQNFLOW_SAME=1
+
 has prof && ncuStep prof-ncu
 
 # The fused forward against the layered one (DQNFLOW_FORWARD), same call:
@@ -239,6 +245,18 @@ fi
 # collector (observe, step, the replay commit's scan and writes) over a
 # whole episode. The backtest tests walk 8,000 bars and outlast the
 # sanitizers' time here.
+# Part sanitize-gemm: memcheck and racecheck on every GEMM shape, layout
+# and edge of TestGEMMMatchesFloat64 alone (part sanitize has the rest).
+if has sanitize-gemm && command -v compute-sanitizer >/dev/null; then
+  step memcheck-gemm 150 compute-sanitizer --tool memcheck --error-exitcode 9 bin/gputest/gpu.test -test.run 'TestGEMMMatchesFloat64' -test.count=1
+  tail -4 "$LOGS/memcheck-gemm.log" >>"$OUT/summary.txt"
+  if [ -z "${NO_RACECHECK:-}" ]; then
+    step racecheck-gemm 200 compute-sanitizer --tool racecheck --error-exitcode 9 bin/gputest/gpu.test -test.run 'TestGEMMMatchesFloat64' -test.count=1
+    tail -4 "$LOGS/racecheck-gemm.log" >>"$OUT/summary.txt"
+  fi
+elif has sanitize-gemm; then
+  log "compute-sanitizer: not on this machine"
+fi
 if { has sanitize || has sanitize-env; } && command -v compute-sanitizer >/dev/null; then
   step memcheck-env 120 compute-sanitizer --tool memcheck --error-exitcode 9 bin/gputest/gpu.test -test.run 'TestDeviceEnvironmentMatchesMarket' -test.count=1
   tail -4 "$LOGS/memcheck-env.log" >>"$OUT/summary.txt"
