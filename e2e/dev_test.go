@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,19 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dqnflow/dqnflow/internal/testproc"
 	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/trainer/trainertest"
 )
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
 
 // devStack is a "dqnflow dev" process with its metadata in an SQLite
 // file, on free ports, and the environment that points the CLI at it.
@@ -45,7 +35,7 @@ type devStack struct {
 func startDev(t *testing.T) *devStack {
 	t.Helper()
 	d := &devStack{dir: t.TempDir(), bin: dqnflowBinary(t)}
-	port, uiPort := freePort(t), freePort(t)
+	port, uiPort := testproc.FreePort(t), testproc.FreePort(t)
 	d.addr, d.ui = "127.0.0.1:"+strconv.Itoa(port), "http://localhost:"+strconv.Itoa(uiPort)
 	d.sqlite = filepath.Join(d.dir, ".dqnflow", "metadata.db")
 	for _, kv := range os.Environ() {

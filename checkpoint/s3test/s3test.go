@@ -10,20 +10,20 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/dqnflow/dqnflow/internal/testproc"
 )
 
 // EnvBinary names the versitygw binary; `make test` sets it.
@@ -76,29 +76,7 @@ func (s *Server) SetEnv(t testing.TB) {
 
 // Binary returns versitygw: $DQNFLOW_S3, else bin/versitygw in the module
 // root above the working directory, or "" when there is none.
-func Binary() string {
-	if p := os.Getenv(EnvBinary); p != "" {
-		return p
-	}
-	dir, err := os.Getwd()
-	if err != nil {
-		return ""
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			p := filepath.Join(dir, "bin", "versitygw")
-			if st, err := os.Stat(p); err == nil && !st.IsDir() {
-				return p
-			}
-			return ""
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return ""
-		}
-		dir = parent
-	}
-}
+func Binary() string { return testproc.Binary(EnvBinary, "versitygw") }
 
 // Start starts versitygw for the test, creates a bucket and returns the
 // server; it is stopped when the test ends. The test fails when no binary
@@ -120,39 +98,14 @@ func Start(t testing.TB) *Server {
 			t.Fatal(err)
 		}
 	}
-	port := freePort(t)
+	port := testproc.FreePort(t)
 	s.Endpoint = "http://127.0.0.1:" + strconv.Itoa(port)
-	logPath := filepath.Join(base, "versitygw.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The sidecar directory holds object metadata, so the backend needs no
 	// extended attributes from the test's file system (tmpfs, overlayfs).
 	cmd := exec.Command(bin, "--port", "127.0.0.1:"+strconv.Itoa(port), "--quiet",
 		"posix", "--sidecar", meta, s.Dir)
 	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY_ID="+s.AccessKey, "ROOT_SECRET_ACCESS_KEY="+s.Secret)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
-		t.Fatalf("start %s: %v", bin, err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); logFile.Close(); close(exited) }()
-	t.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-		}
-		if t.Failed() {
-			tail, _ := os.ReadFile(logPath)
-			t.Logf("--- versitygw: end of its output ---\n%s", tail[max(0, len(tail)-8<<10):])
-		}
-	})
+	p := testproc.Start(t, "versitygw", cmd, filepath.Join(base, "versitygw.log"))
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -163,8 +116,8 @@ func Start(t testing.TB) *Server {
 			break
 		}
 		select {
-		case <-exited:
-			t.Fatalf("versitygw exited at start: %v", cmd.ProcessState)
+		case <-p.Exited:
+			t.Fatalf("versitygw exited at start: %v", p.Cmd.ProcessState)
 		case <-ctx.Done():
 			t.Fatalf("versitygw at %s: create bucket %s: %v", s.Endpoint, s.Bucket, err)
 		case <-time.After(100 * time.Millisecond):
@@ -191,14 +144,4 @@ func randomHex(t testing.TB, n int) string {
 		t.Fatal(err)
 	}
 	return hex.EncodeToString(b)
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }

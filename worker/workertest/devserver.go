@@ -13,14 +13,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 
+	"github.com/dqnflow/dqnflow/internal/testproc"
 	"github.com/dqnflow/dqnflow/worker"
 )
 
@@ -29,29 +28,7 @@ const EnvBinary = "DQNFLOW_TEMPORAL"
 
 // Binary returns the Temporal CLI: $DQNFLOW_TEMPORAL, else bin/temporal in
 // the module root above the working directory, or "" when there is none.
-func Binary() string {
-	if p := os.Getenv(EnvBinary); p != "" {
-		return p
-	}
-	dir, err := os.Getwd()
-	if err != nil {
-		return ""
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			p := filepath.Join(dir, "bin", "temporal")
-			if st, err := os.Stat(p); err == nil && !st.IsDir() {
-				return p
-			}
-			return ""
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return ""
-		}
-		dir = parent
-	}
-}
+func Binary() string { return testproc.Binary(EnvBinary, "temporal") }
 
 // DevServer starts a dev server for the test and returns a client of its
 // default namespace; both are stopped when the test ends. extraArgs are
@@ -76,51 +53,20 @@ func DevServerAt(t testing.TB, logPath string, extraArgs ...string) (string, cli
 	if bin == "" {
 		t.Fatalf("no Temporal CLI: run `make temporal` or set %s", EnvBinary)
 	}
-	port, httpPort := freePort(t), freePort(t)
+	port, httpPort := testproc.FreePort(t), testproc.FreePort(t)
 	args := append([]string{"server", "start-dev", "--headless",
 		"--ip", "127.0.0.1", "--port", strconv.Itoa(port), "--http-port", strconv.Itoa(httpPort),
 		"--metrics-port", "0", "--db-filename", filepath.Join(filepath.Dir(logPath), "temporal.db"), "--log-level", "warn"},
 		append(worker.DevServerFlags(), extraArgs...)...)
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
-		t.Fatalf("start %s: %v", bin, err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); logFile.Close(); close(exited) }()
-	t.Cleanup(func() {
-		var tail []byte
-		if t.Failed() {
-			tail, _ = os.ReadFile(logPath)
-			tail = tail[max(0, len(tail)-8<<10):]
-		}
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("--- temporal (%s): end of its output ---\n%s", strings.Join(cmd.Args, " "), tail)
-		}
-	})
+	p := testproc.Start(t, "temporal", exec.Command(bin, args...), logPath)
 
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	logger := log.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	alive := func() error {
-		select {
-		case <-exited:
-			return fmt.Errorf("exited at start: %v", cmd.ProcessState)
-		default:
-			return nil
+		if !p.Alive() {
+			return fmt.Errorf("exited at start: %v", p.Cmd.ProcessState)
 		}
+		return nil
 	}
 	c, err := worker.DialWhenReady(context.Background(), client.Options{HostPort: addr, Logger: logger}, time.Minute, alive)
 	if err != nil {
@@ -128,14 +74,4 @@ func DevServerAt(t testing.TB, logPath string, extraArgs ...string) (string, cli
 	}
 	t.Cleanup(c.Close)
 	return addr, c
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
