@@ -66,11 +66,7 @@ func TestEvaluateScoresCheckpointsOnOneWindow(t *testing.T) {
 // network's tensors is a fatal IncompatibleCheckpoint error, not a retry.
 func TestEvaluateRejectsACheckpointWithoutWeights(t *testing.T) {
 	root := t.TempDir()
-	r := newRig(t, root, nil)
-	r.open(activities.OpenInput{})
-	r.epoch(1)
-	var ck activities.CheckpointOutput // the fake backend's: no network tensors
-	r.must(r.a.Checkpoint, activities.CheckpointInput{RunID: runID, Epoch: 1}, &ck)
+	r, ck := checkpointed(t, root, nil) // the fake backend's checkpoint: no network tensors
 	err := r.do(r.a.EvaluateCheckpoints, activities.EvaluateInput{Config: testConfig(), Checkpoints: []activities.CheckpointRef{ck.Checkpoint}}, nil)
 	if errType(err) != activities.ErrTypeIncompatibleCheckpoint || !activities.IsFatal(err) {
 		t.Fatalf("evaluating a checkpoint without weights: %v, want a fatal %s error", err, activities.ErrTypeIncompatibleCheckpoint)

@@ -116,6 +116,19 @@ func (r *rig) epoch(e int) activities.TrainOutput {
 	return tr
 }
 
+// checkpointed is a rig in root (metadata in st, a new store when nil)
+// that has opened the test run, trained its epoch 1 and checkpointed it:
+// the rig and that checkpoint.
+func checkpointed(t *testing.T, root string, st *store.SQLite) (*rig, activities.CheckpointOutput) {
+	t.Helper()
+	r := newRig(t, root, st)
+	r.open(activities.OpenInput{})
+	r.epoch(1)
+	var ck activities.CheckpointOutput
+	r.must(r.a.Checkpoint, activities.CheckpointInput{RunID: runID, Epoch: 1}, &ck)
+	return r, ck
+}
+
 func errType(err error) string {
 	var ae *temporal.ApplicationError
 	if errors.As(err, &ae) {
@@ -218,11 +231,8 @@ func TestOpenReusesOnlyATrainerAtTheExpectedStep(t *testing.T) {
 
 func TestCheckpointRestoresBitIdentically(t *testing.T) {
 	root := t.TempDir()
-	r := newRig(t, root, nil)
-	r.open(activities.OpenInput{})
-	r.epoch(1)
-	var ck, again activities.CheckpointOutput
-	r.must(r.a.Checkpoint, activities.CheckpointInput{RunID: runID, Epoch: 1}, &ck)
+	r, ck := checkpointed(t, root, nil)
+	var again activities.CheckpointOutput
 	r.must(r.a.Checkpoint, activities.CheckpointInput{RunID: runID, Epoch: 1}, &again)
 	want := filepath.Join(root, "checkpoints", runID, "epoch-000001.safetensors")
 	if ck.Checkpoint.URI != want || ck.Checkpoint.Epoch != 1 || ck.Checkpoint.GlobalStep != 10 {
@@ -253,11 +263,7 @@ func TestCheckpointRestoresBitIdentically(t *testing.T) {
 
 func TestOpenRefusesADamagedOrMissingCheckpoint(t *testing.T) {
 	root := t.TempDir()
-	r := newRig(t, root, nil)
-	r.open(activities.OpenInput{})
-	r.epoch(1)
-	var ck activities.CheckpointOutput
-	r.must(r.a.Checkpoint, activities.CheckpointInput{RunID: runID, Epoch: 1}, &ck)
+	r, ck := checkpointed(t, root, nil)
 	raw, err := os.ReadFile(ck.Checkpoint.URI)
 	if err != nil {
 		t.Fatal(err)
@@ -457,11 +463,7 @@ func TestCheckpointsStayInsideTheRoot(t *testing.T) {
 
 	// A checkpoint written inside the root, copied outside: the copy is
 	// intact, but is not read.
-	r := newRig(t, root, nil)
-	r.open(activities.OpenInput{})
-	r.epoch(1)
-	var ck activities.CheckpointOutput
-	r.must(r.a.Checkpoint, activities.CheckpointInput{RunID: runID, Epoch: 1}, &ck)
+	r, ck := checkpointed(t, root, nil)
 	raw, err := os.ReadFile(ck.Checkpoint.URI)
 	if err != nil {
 		t.Fatal(err)
@@ -497,11 +499,7 @@ func TestCheckpointsStayInsideTheRoot(t *testing.T) {
 // and every later checkpoint of the run says so in its metadata.
 func TestResumeElsewhereIsMarkedNotBitExact(t *testing.T) {
 	root := t.TempDir()
-	r := newRig(t, root, nil)
-	r.open(activities.OpenInput{})
-	r.epoch(1)
-	var ck activities.CheckpointOutput
-	r.must(r.a.Checkpoint, activities.CheckpointInput{RunID: runID, Epoch: 1}, &ck)
+	r, ck := checkpointed(t, root, nil)
 	written, _, err := checkpoint.Read(ck.Checkpoint.URI)
 	if err != nil {
 		t.Fatal(err)
@@ -651,11 +649,7 @@ func TestFailedCheckpointWriteRecordsNothing(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
-			r := newRig(t, root, nil)
-			r.open(activities.OpenInput{})
-			r.epoch(1)
-			var first activities.CheckpointOutput
-			r.must(r.a.Checkpoint, activities.CheckpointInput{RunID: runID, Epoch: 1}, &first)
+			r, first := checkpointed(t, root, nil)
 			before, err := os.ReadFile(first.Checkpoint.URI)
 			if err != nil {
 				t.Fatal(err)
@@ -700,11 +694,7 @@ func TestFailedCheckpointWriteRecordsNothing(t *testing.T) {
 // checkpoint removes the first and keeps the second.
 func TestCheckpointRemovesWhatAKilledWriteLeft(t *testing.T) {
 	root := t.TempDir()
-	r := newRig(t, root, nil)
-	r.open(activities.OpenInput{})
-	r.epoch(1)
-	var ck activities.CheckpointOutput
-	r.must(r.a.Checkpoint, activities.CheckpointInput{RunID: runID, Epoch: 1}, &ck)
+	r, ck := checkpointed(t, root, nil)
 	dir := filepath.Dir(ck.Checkpoint.URI)
 	old := filepath.Join(dir, ".epoch-000002.safetensors.tmp-111")
 	fresh := filepath.Join(dir, ".epoch-000003.safetensors.tmp-222")
