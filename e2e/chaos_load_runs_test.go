@@ -100,12 +100,7 @@ func sessionsPerWorker(t *testing.T, s *stack, ids []string) map[string]int {
 	edges := map[string][]edge{}
 	for _, id := range ids {
 		names, started := map[int64]string{}, map[int64]string{}
-		it := s.client.GetWorkflowHistory(context.Background(), id, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-		for it.HasNext() {
-			ev, err := it.Next()
-			if err != nil {
-				t.Fatal(err)
-			}
+		for _, ev := range history(t, s.client, id) {
 			at := ev.GetEventTime().AsTime()
 			var sched int64
 			switch ev.GetEventType() {

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
@@ -95,15 +94,8 @@ func TestKillInAChunkKeepsItsCheckpoints(t *testing.T) {
 // OpenTrainer restored (the first opens a new trainer).
 func reopenedAt(t *testing.T, s *stack, runID string) int {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	it := s.client.GetWorkflowHistory(ctx, runID, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	var opens []activities.OpenInput
-	for it.HasNext() {
-		ev, err := it.Next()
-		if err != nil {
-			t.Fatalf("history of run %s: %v", runID, err)
-		}
+	for _, ev := range history(t, s.client, runID) {
 		a := ev.GetActivityTaskScheduledEventAttributes()
 		if a == nil || a.GetActivityType().GetName() != "OpenTrainer" {
 			continue

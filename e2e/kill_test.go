@@ -246,9 +246,6 @@ func measureRecovery(t *testing.T, s *stack, runID string, victim pendingActivit
 // reopened from the checkpoint, and training scheduled again.
 func recoveryEvents(t *testing.T, s *stack, runID, victimID string, killedAt time.Time) map[string]float64 {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	it := s.client.GetWorkflowHistory(ctx, runID, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	typeOf := map[int64]string{} // scheduled event id → activity type
 	var victimSched int64
 	events := map[string]float64{}
@@ -257,11 +254,7 @@ func recoveryEvents(t *testing.T, s *stack, runID, victimID string, killedAt tim
 			events[name] = at.Sub(killedAt).Round(time.Millisecond).Seconds()
 		}
 	}
-	for it.HasNext() {
-		ev, err := it.Next()
-		if err != nil {
-			t.Fatalf("history of run %s: %v", runID, err)
-		}
+	for _, ev := range history(t, s.client, runID) {
 		at := ev.GetEventTime().AsTime()
 		switch ev.GetEventType() {
 		case enums.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:

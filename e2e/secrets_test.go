@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/dqnflow/dqnflow/store"
@@ -79,12 +78,7 @@ func runLeavesNoSecret(t *testing.T, s *stack, runID string, rows []store.Checkp
 		leaks("checkpoint "+r.URI, b)
 	}
 	var hist strings.Builder
-	it := s.client.GetWorkflowHistory(ctx, runID, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	for it.HasNext() {
-		ev, err := it.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, ev := range history(t, s.client, runID) {
 		hist.WriteString(ev.String())
 	}
 	leaks("the workflow history", []byte(hist.String()))

@@ -61,12 +61,7 @@ func trainerWindow(t *testing.T, c client.Client, id string) (w struct{ first, l
 	t.Helper()
 	trainer := map[string]bool{"Collect": true, "TrainEpoch": true, "SyncTarget": true, "RunEpochs": true}
 	names := map[int64]string{}
-	it := c.GetWorkflowHistory(context.Background(), id, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	for it.HasNext() {
-		ev, err := it.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, ev := range history(t, c, id) {
 		switch ev.GetEventType() {
 		case enums.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
 			names[ev.GetEventId()] = ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName()

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
@@ -235,4 +236,22 @@ func (s *stack) waitClosed(id string, timeout time.Duration, workers ...*proc) w
 		s.t.Fatalf("run %s: %v", id, err)
 	}
 	return res
+}
+
+// history returns every event of workflow id's history (its latest run),
+// read within 30 s; the test fails where the server does not give it.
+func history(t *testing.T, c client.Client, id string) []*historypb.HistoryEvent {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var evs []*historypb.HistoryEvent
+	it := c.GetWorkflowHistory(ctx, id, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatalf("history of workflow %s: %v", id, err)
+		}
+		evs = append(evs, ev)
+	}
+	return evs
 }
