@@ -3,7 +3,6 @@ package gpu
 import (
 	"fmt"
 	"os"
-	"slices"
 
 	"github.com/dqnflow/dqnflow/gpu/cuda"
 	"github.com/dqnflow/dqnflow/market"
@@ -57,63 +56,37 @@ func gemmShapes(bf16 bool) []gemmShape { return gemmShapesOf(bf16, gemmVariant) 
 // default), "p" (gemm128p, gemm128x64o: the same with k tiles of 64) or
 // "base" (gemm128, gemm128x64: 174 registers, one block per SM). Measured
 // on an H200 at batch 16384 (docs/perf/gpu-2026-12-01.md): 0.930, 0.936
-// and 1.062 ms per step. The tuning variants, not yet measured: "o4"
-// (gemm128o4, gemm128x64o4: four pipeline stages), "w" (gemm128w: 128×256
-// tiles) and "t" (gemm256w: 256×128 tiles; both with 64×64 warp tiles). DQNFLOW_GEMM_VARIANT sets it for the benchmark
-// that compares them (tools/device/visit.sh, part gemm); an unknown value
-// is refused when the kernels load.
+// and 1.062 ms per step. (Four-stage pipelines and 128×256 or 256×128
+// tiles were measured slower too, and removed: docs/perf/gpu-2026-12-02.md.)
+// DQNFLOW_GEMM_VARIANT sets it for the benchmark that compares them
+// (tools/device/visit.sh, part gemm); an unknown value is refused when the
+// kernels load.
 var gemmVariant = os.Getenv("DQNFLOW_GEMM_VARIANT")
 
 func gemmShapesOf(bf16 bool, variant string) []gemmShape {
 	big, narrow, bk := "gemm128o", "gemm128x64o", 32
-	bm, bn, stagesBig, stagesNarrow := 128, 128, 3, 3
 	switch variant {
 	case "p":
 		big, bk = "gemm128p", 64
 	case "base":
 		big, narrow, bk = "gemm128", "gemm128x64", 64
-	case "o4": // four-stage pipelines
-		big, narrow, stagesBig, stagesNarrow = "gemm128o4", "gemm128x64o4", 4, 4
-	case "w": // 128×256 tiles, 64×64 per warp
-		big, bn = "gemm128w", 256
-	case "t": // 256×128 tiles, 64×64 per warp
-		big, bm = "gemm256w", 256
 	}
 	if !bf16 {
-		// The float32 kernels behind every variant's names are the 128×128 and 128×64 ones.
 		return []gemmShape{{"gemm64", 64, 64, 256, 0}, {big, 128, 128, 256, 0}, {narrow, 128, 64, 256, 0}}
 	}
-	shared := func(stages, bm, bn, bk int) int {
+	stages := func(bm, bn, bk int) int {
 		elems := func(r int) int { return max(r*(bk+8), bk*(r+8)) }
-		return stages * 2 * (elems(bm) + elems(bn))
+		return 3 * 2 * (elems(bm) + elems(bn))
 	}
 	return []gemmShape{
-		{"gemm64", 64, 64, 128, shared(3, 64, 64, 32)},
-		{big, bm, bn, 256, shared(stagesBig, bm, bn, bk)},
-		{narrow, 128, 64, 128, shared(stagesNarrow, 128, 64, 32)},
+		{"gemm64", 64, 64, 128, stages(64, 64, 32)},
+		{big, 128, 128, 256, stages(128, 128, bk)},
+		{narrow, 128, 64, 128, stages(128, 64, 32)},
 	}
 }
 
-// gemmVariants are the values gemmVariant may take: the variants every
-// module holds, then the tuning ones (tuneVariants), whose kernels only a
-// module compiled with GEMM_TUNE has.
-var (
-	baseVariants = []string{"", "o", "p", "base"}
-	tuneVariants = []string{"o4", "w", "t"}
-	gemmVariants = slices.Concat(baseVariants, tuneVariants)
-)
-
-// gemmTune reports whether this process's modules compile the tuning
-// kernels: where gemmVariant is one of them.
-func gemmTune() bool { return slices.Contains(tuneVariants, gemmVariant) }
-
-// loadedVariants are the variants whose kernels this process's modules hold.
-func loadedVariants() []string {
-	if gemmTune() {
-		return gemmVariants
-	}
-	return baseVariants
-}
+// gemmVariants are the values gemmVariant may take.
+var gemmVariants = []string{"", "o", "p", "base"}
 
 // fillBlocks is the number of blocks at which a launch keeps every SM of
 // an H200 busy for two waves; a launch with fewer takes the shape that

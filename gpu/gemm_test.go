@@ -82,8 +82,7 @@ func (h hostMat) view(p cuda.DevPtr) mat {
 }
 
 // TestGEMMMatchesFloat64 runs the gemm kernel in every tile shape of every
-// variant the module holds (the tuning ones with DQNFLOW_GEMM_VARIANT o4,
-// w or t), every operand layout (A k- or m-contiguous, B k- or
+// variant, every operand layout (A k- or m-contiguous, B k- or
 // n-contiguous), ragged
 // sizes, split-k and each epilogue, and compares every output with the
 // float64 product of the same (storage-rounded) operands: within
@@ -94,7 +93,7 @@ func TestGEMMMatchesFloat64(t *testing.T) {
 	var shapes [2][]gemmShape // every shape of every variant, once
 	for i, bf := range []bool{false, true} {
 		seen := map[string]bool{}
-		for _, v := range loadedVariants() {
+		for _, v := range gemmVariants {
 			for _, sh := range gemmShapesOf(bf, v) {
 				if !seen[sh.name] {
 					seen[sh.name] = true
@@ -306,21 +305,6 @@ func checkGEMM(c *cuda.Ctx, d *gpuDevice, bf bool, sh gemmShape, aCol, bCol bool
 		return fmt.Errorf("%d of %d outputs wrong; first: %w", bad, M*N, first)
 	}
 	return nil
-}
-
-// TestLossSPBIsChecked: c51_loss's samples per block take 1 to 8, the
-// default 2, and a refusal names DQNFLOW_LOSS_SPB.
-func TestLossSPBIsChecked(t *testing.T) {
-	for v, want := range map[string]int{"": 2, "1": 1, "4": 4, "8": 8} {
-		if got, err := parseLossSPB(v); err != nil || got != want {
-			t.Errorf("parseLossSPB(%q) = %d, %v; want %d", v, got, err, want)
-		}
-	}
-	for _, v := range []string{"0", "9", "-1", "x"} {
-		if _, err := parseLossSPB(v); err == nil || !strings.Contains(err.Error(), "DQNFLOW_LOSS_SPB") {
-			t.Errorf("parseLossSPB(%q) = %v; want an error naming DQNFLOW_LOSS_SPB", v, err)
-		}
-	}
 }
 
 // TestGradKChunkIsChecked: the precision study's control knob takes only

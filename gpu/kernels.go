@@ -33,11 +33,6 @@ var kernelNames = []string{
 // compiled into a module only where the model fits it (useFused).
 var fusedKernelNames = []string{"mlp_forward128", "mlp_forward64"}
 
-// tuneKernelNames are the GEMM variants compiled only into the module of a
-// run that selects one of them (gemmTune: DQNFLOW_GEMM_VARIANT o4, w or t),
-// so that the default module's compile time stays what it was.
-var tuneKernelNames = []string{"gemm128o4", "gemm128x64o4", "gemm128w", "gemm256w"}
-
 // kernelSource returns the program text of every kernel.
 func kernelSource() (string, error) {
 	var b strings.Builder
@@ -60,11 +55,8 @@ func kernelSource() (string, error) {
 // reference's back (the float32 GEMM uses fmaf explicitly; its products
 // are exact in float32 only up to that rounding, which the cross-backend
 // tolerances state).
-func kernelOptions(m config.ModelConfig, bf16, fused, tune bool) []string {
-	mode, mlp, gt := "0", "0", "0"
-	if tune {
-		gt = "1"
-	}
+func kernelOptions(m config.ModelConfig, bf16, fused bool) []string {
+	mode, mlp := "0", "0"
 	if bf16 {
 		mode = "1"
 	}
@@ -88,7 +80,6 @@ func kernelOptions(m config.ModelConfig, bf16, fused, tune bool) []string {
 		fmt.Sprintf("-DT2=%d", m.Trunk2),
 		fmt.Sprintf("-DHD=%d", m.Head),
 		"-DMLP_FUSED=" + mlp,
-		"-DGEMM_TUNE=" + gt,
 		"--fmad=false",
 		"--std=c++17",
 	}

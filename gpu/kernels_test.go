@@ -28,16 +28,13 @@ func TestKernelsCompileForHopper(t *testing.T) {
 	// Both storage modes with the default network, other atom counts, and
 	// the fused forward (bf16 only) at other sizes it takes: trunk and head
 	// multiples of 64 up to 256, one head wider than a 128-column chunk.
-	// The GEMM tuning variants (GEMM_TUNE) once, in bf16 (in float32 they
-	// are the default kernels under other names).
 	for _, v := range []struct {
 		bf16                bool
 		atoms, t1, t2, head int
-		tune                bool
 	}{
-		{false, 51, 256, 256, 128, false}, {false, 2, 256, 256, 128, false},
-		{true, 51, 256, 256, 128, true}, {true, 101, 256, 256, 128, false},
-		{true, 2, 64, 128, 256, false}, {true, 21, 192, 64, 64, false},
+		{false, 51, 256, 256, 128}, {false, 2, 256, 256, 128},
+		{true, 51, 256, 256, 128}, {true, 101, 256, 256, 128},
+		{true, 2, 64, 128, 256}, {true, 21, 192, 64, 64},
 	} {
 		m := config.Defaults().Model
 		m.Atoms, m.Trunk1, m.Trunk2, m.Head = v.atoms, v.t1, v.t2, v.head
@@ -45,7 +42,7 @@ func TestKernelsCompileForHopper(t *testing.T) {
 		if err := fusedForwardFits(m); err != nil {
 			t.Fatalf("%+v: %v", v, err)
 		}
-		bin, log, err := c.Compile(src, "dqnflow.cu", 90, kernelOptions(m, v.bf16, fused, v.tune)...)
+		bin, log, err := c.Compile(src, "dqnflow.cu", 90, kernelOptions(m, v.bf16, fused)...)
 		if err != nil {
 			t.Fatalf("%+v: %v\n%s", v, err, log)
 		}
@@ -55,9 +52,6 @@ func TestKernelsCompileForHopper(t *testing.T) {
 		names := kernelNames
 		if fused {
 			names = append(names[:len(names):len(names)], fusedKernelNames...)
-		}
-		if v.tune {
-			names = append(names[:len(names):len(names)], tuneKernelNames...)
 		}
 		for _, name := range names {
 			if !bytes.Contains(bin, []byte(name)) {

@@ -33,7 +33,7 @@ func CacheDir() string {
 // moduleKey names a compiled module: storage mode, whether it has the
 // fused forward, and the model sizes compiled in.
 type moduleKey struct {
-	bf16, fused, tune   bool
+	bf16, fused         bool
 	atoms, t1, t2, head int
 }
 
@@ -83,19 +83,15 @@ func (d *gpuDevice) arch() int { return d.info.Major*10 + d.info.Minor }
 func (d *gpuDevice) module(c *cuda.Ctx, m config.ModelConfig, bf16, fused bool) (*kernels, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	tune := gemmTune()
-	key := moduleKey{bf16, fused, tune, m.Atoms, m.Trunk1, m.Trunk2, m.Head}
+	key := moduleKey{bf16, fused, m.Atoms, m.Trunk1, m.Trunk2, m.Head}
 	if k, ok := d.mods[key]; ok {
 		return k, nil
-	}
-	if lossSPBErr != nil {
-		return nil, lossSPBErr
 	}
 	src, err := kernelSource()
 	if err != nil {
 		return nil, err
 	}
-	bin, err := d.compiler.CompileCached(CacheDir(), src, "dqnflow.cu", d.arch(), kernelOptions(m, bf16, fused, tune)...)
+	bin, err := d.compiler.CompileCached(CacheDir(), src, "dqnflow.cu", d.arch(), kernelOptions(m, bf16, fused)...)
 	if err != nil {
 		return nil, fmt.Errorf("compile kernels for sm_%d: %w", d.arch(), err)
 	}
@@ -107,9 +103,6 @@ func (d *gpuDevice) module(c *cuda.Ctx, m config.ModelConfig, bf16, fused bool) 
 	names := kernelNames
 	if fused {
 		names = append(names[:len(names):len(names)], fusedKernelNames...)
-	}
-	if tune {
-		names = append(names[:len(names):len(names)], tuneKernelNames...)
 	}
 	for _, name := range names {
 		f, err := mod.Function(name)
@@ -124,9 +117,9 @@ func (d *gpuDevice) module(c *cuda.Ctx, m config.ModelConfig, bf16, fused bool) 
 	}
 	gradKChunk = kc
 	if !slices.Contains(gemmVariants, gemmVariant) {
-		return nil, fmt.Errorf("DQNFLOW_GEMM_VARIANT %q: must be one of o (the default), p, base, o4, w or t", gemmVariant)
+		return nil, fmt.Errorf("DQNFLOW_GEMM_VARIANT %q: must be one of o (the default), p or base", gemmVariant)
 	}
-	for _, v := range loadedVariants() {
+	for _, v := range gemmVariants {
 		for _, sh := range gemmShapesOf(bf16, v) {
 			if sh.shared > 48<<10 {
 				if err := c.SetMaxDynamicShared(k.fn[sh.name], sh.shared); err != nil {

@@ -2,7 +2,6 @@ package gpu
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 
 	"github.com/dqnflow/dqnflow/gpu/cuda"
@@ -33,23 +32,9 @@ type stepPlan struct {
 }
 
 // lossSamplesPerBlock is LOSS_SPB of kernels/head.cu (passed by
-// kernelOptions): samples per block of c51_loss, three warps each. It
-// changes no result; DQNFLOW_LOSS_SPB (1 to 8) sets it for the benchmark
-// that compares block sizes, an invalid value refused when the kernels
-// load (lossSPBErr).
-var lossSamplesPerBlock, lossSPBErr = parseLossSPB(os.Getenv("DQNFLOW_LOSS_SPB"))
-
-// parseLossSPB reads DQNFLOW_LOSS_SPB: empty is the default, 2.
-func parseLossSPB(v string) (int, error) {
-	if v == "" {
-		return 2, nil
-	}
-	k, err := strconv.Atoi(v)
-	if err != nil || k < 1 || k > 8 {
-		return 2, fmt.Errorf("DQNFLOW_LOSS_SPB %q: want 1 to 8 samples per block", v)
-	}
-	return k, nil
-}
+// kernelOptions): samples per block of c51_loss, three warps each (1, 4
+// and 8 were measured no faster: docs/perf/gpu-2026-12-02.md).
+const lossSamplesPerBlock = 2
 
 // gradKChunk, when positive, replaces the rows per split of the weight
 // gradients' k-split (DQNFLOW_GRAD_KCHUNK, a multiple of 32 from 64). It

@@ -12,7 +12,7 @@ import (
 
 // TestGEMMVariantsTrainTheSameBits trains the default network at batch
 // 4096 (where the 128-row tiles are chosen) with every GEMM variant the
-// kernels offer, the tuning ones included, and requires the same weights,
+// kernels offer and requires the same weights,
 // bit for bit, from the same seed: a tile shape or pipeline depth changes
 // which block computes an output, never the order in which its k terms are
 // summed (k16 steps in ascending k), so any variant may become the default

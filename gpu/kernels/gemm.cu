@@ -191,8 +191,8 @@ __device__ __forceinline__ GemmTile gemmTile(const GemmJob& j, int BM, int BN) {
 }
 
 #if DQN_BF16
-// GSTAGES (a template parameter of gemmMma, 3 unless a kernel says
-// otherwise) is the depth of the cp.async pipeline: k tiles in shared memory.
+// GSTAGES (a template parameter of gemmMma, 3) is the depth of the
+// cp.async pipeline: k tiles in shared memory.
 
 __device__ __forceinline__ unsigned smemAddr(const void* p) {
   unsigned r;
@@ -200,29 +200,18 @@ __device__ __forceinline__ unsigned smemAddr(const void* p) {
   return r;
 }
 
-// cpAsync copies bytes (0…16) from src to the 16 bytes at dst and zero-fills the rest.
-__device__ __forceinline__ void cpAsync(void* dst, const void* src, int bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smemAddr(dst)), "l"(src), "r"(bytes));
-}
-// cpAsyncS is cpAsync to a shared-space address.
+// cpAsyncS copies bytes (0…16) from src to the 16 bytes at shared-space
+// address dst and zero-fills the rest; cpAsync takes a generic pointer.
 __device__ __forceinline__ void cpAsyncS(unsigned dst, const void* src, int bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
 }
+__device__ __forceinline__ void cpAsync(void* dst, const void* src, int bytes) { cpAsyncS(smemAddr(dst), src, bytes); }
 __device__ __forceinline__ void cpCommit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N> __device__ __forceinline__ void cpWait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
 
-__device__ __forceinline__ void ldsm4(unsigned r[4], const bf16_t* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smemAddr(p)));
-}
-__device__ __forceinline__ void ldsm4t(unsigned r[4], const bf16_t* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smemAddr(p)));
-}
-
-// The same on shared-space addresses.
+// ldsm4s and ldsm4ts load four 8×8 b16 matrices (.trans: transposed) from
+// this lane's row address a in shared space; ldsm4 and ldsm4t take a
+// generic pointer.
 __device__ __forceinline__ void ldsm4s(unsigned r[4], unsigned a) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
@@ -233,6 +222,8 @@ __device__ __forceinline__ void ldsm4ts(unsigned r[4], unsigned a) {
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(a));
 }
+__device__ __forceinline__ void ldsm4(unsigned r[4], const bf16_t* p) { ldsm4s(r, smemAddr(p)); }
+__device__ __forceinline__ void ldsm4t(unsigned r[4], const bf16_t* p) { ldsm4ts(r, smemAddr(p)); }
 
 // ldsmPair loads the B fragments of two neighbouring 8-column tiles (lo,
 // hi) with one ldmatrix.x4 from this lane's row address p (TRANS: the
@@ -248,6 +239,17 @@ __device__ __forceinline__ void ldsmPair(unsigned lo[2], unsigned hi[2], const b
   lo[1] = r[1];
   hi[0] = r[2];
   hi[1] = r[3];
+}
+
+// zeroAcc clears a warp's accumulators of MI×NI m16n8 tiles.
+template <int MI, int NI>
+__device__ __forceinline__ void zeroAcc(float (&acc)[MI][NI][4]) {
+#pragma unroll
+  for (int a = 0; a < MI; a++)
+#pragma unroll
+    for (int b = 0; b < NI; b++)
+#pragma unroll
+      for (int c = 0; c < 4; c++) acc[a][b][c] = 0.0f;
 }
 
 // mma16816 adds the m16n8k16 product of the A fragment a (four registers
@@ -477,12 +479,7 @@ __device__ __forceinline__ void gemmMma(const GemmJob* jobs, int njobs, const St
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int wm = (warp / WARPS_N) * WTM, wn = (warp % WARPS_N) * WTN;
   float acc[MI][NI][4];
-#pragma unroll
-  for (int a = 0; a < MI; a++)
-#pragma unroll
-    for (int b = 0; b < NI; b++)
-#pragma unroll
-      for (int c = 0; c < 4; c++) acc[a][b][c] = 0.0f;
+  zeroAcc(acc);
   const unsigned sbase = smemAddr(gsm);
   const bool aK = j.sak == 1, bK = j.sbk == 1;
   if (aK && bK)
@@ -526,26 +523,6 @@ extern "C" __global__ void __launch_bounds__(256, 2) gemm128o(const GemmJob* job
 extern "C" __global__ void __launch_bounds__(128, 4) gemm128x64o(const GemmJob* jobs, int njobs, const StepState* st) {
   gemmMma<128, 64, 2, 2, 32>(jobs, njobs, st);
 }
-#if GEMM_TUNE
-// Pipeline and warp-tile variants (gpu/gemm.go gemmShapesOf), compiled only
-// into the module of a run that selects one (GEMM_TUNE), to be measured
-// against gemm128o: gemm128o4 (four stages), gemm128w (128×256 tiles,
-// warp tiles of 64×64: half the fragment loads per product), gemm256w
-// (256×128, the same warp tiles) and gemm128x64o4 (the narrow tile with
-// four stages).
-extern "C" __global__ void __launch_bounds__(256, 2) gemm128o4(const GemmJob* jobs, int njobs, const StepState* st) {
-  gemmMma<128, 128, 2, 4, 32, 4>(jobs, njobs, st);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) gemm128w(const GemmJob* jobs, int njobs, const StepState* st) {
-  gemmMma<128, 256, 2, 4, 32>(jobs, njobs, st);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) gemm256w(const GemmJob* jobs, int njobs, const StepState* st) {
-  gemmMma<256, 128, 4, 2, 32>(jobs, njobs, st);
-}
-extern "C" __global__ void __launch_bounds__(128, 4) gemm128x64o4(const GemmJob* jobs, int njobs, const StepState* st) {
-  gemmMma<128, 64, 2, 2, 32, 4>(jobs, njobs, st);
-}
-#endif
 #else
 // float32: 256 threads as 16×16, each (BM/16)×(BN/16) outputs (rows and
 // columns by simtIdx); k tiles of 16 held in shared memory as [k][m] and
@@ -728,20 +705,4 @@ extern "C" __global__ void __launch_bounds__(256) gemm128o(const GemmJob* jobs, 
 extern "C" __global__ void __launch_bounds__(256) gemm128x64o(const GemmJob* jobs, int njobs, const StepState* st) {
   gemmSimt<128, 64>(jobs, njobs, st);
 }
-#if GEMM_TUNE
-// So do the pipeline and warp-tile variants' (bigger float32 tiles would
-// pass the 48 KB of static shared memory).
-extern "C" __global__ void __launch_bounds__(256) gemm128o4(const GemmJob* jobs, int njobs, const StepState* st) {
-  gemmSimt<128, 128>(jobs, njobs, st);
-}
-extern "C" __global__ void __launch_bounds__(256) gemm128w(const GemmJob* jobs, int njobs, const StepState* st) {
-  gemmSimt<128, 128>(jobs, njobs, st);
-}
-extern "C" __global__ void __launch_bounds__(256) gemm256w(const GemmJob* jobs, int njobs, const StepState* st) {
-  gemmSimt<128, 128>(jobs, njobs, st);
-}
-extern "C" __global__ void __launch_bounds__(256) gemm128x64o4(const GemmJob* jobs, int njobs, const StepState* st) {
-  gemmSimt<128, 64>(jobs, njobs, st);
-}
-#endif
 #endif

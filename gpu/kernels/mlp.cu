@@ -220,12 +220,7 @@ __device__ __forceinline__ void mlpForward(const MlpJob* gjobs, int njobs, long 
         const int n0 = ch * MLP_NC;
         const bool active = n0 + wn < N;
         float acc[MI][NI][4];
-#pragma unroll
-        for (int a = 0; a < MI; a++)
-#pragma unroll
-          for (int b = 0; b < NI; b++)
-#pragma unroll
-            for (int c = 0; c < 4; c++) acc[a][b][c] = 0.0f;
+        zeroAcc(acc);
         for (int kt = 0; kt < kts; kt++, u++) {
           cpWait<MLP_STAGES - 2>();
           __syncthreads();

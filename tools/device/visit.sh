@@ -9,8 +9,7 @@
 # (hardware counters of the step's kernels), sanitize (compute-sanitizer),
 # sanitize-env (the environment's part of sanitize alone), sanitize-gemm
 # (memcheck and racecheck of the GEMM test alone),
-# gemm (the GEMM occupancy variants side by side), tune (the GEMM pipeline
-# and warp-tile variants and the loss's block size, with ncu), same (the
+# gemm (the GEMM occupancy variants side by side), same (the
 # parity study's seed 1 in every mode against its committed log: the bits
 # kept), prof
 # (ncu on one step's GEMMs and loss), fused (the fused forward
@@ -92,6 +91,8 @@ has bench && for p in bf16-mixed fp32 bf16; do
     grep -E '"(ms_per_step|ms_per_300_step_epoch|train_steps_per_s|gemm_tflop_s)"' "$LOGS/bench-$p-$b.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
   done
 done
+# Each profiled run's launches on one line (ms per step, then µs per kernel).
+has bench && python3 tools/device/kernels.py "$LOGS"/bench-*-256.log "$LOGS"/bench-*-16384.log >>"$OUT/summary.txt"
 
 # The GEMM occupancy variants (gpu/gemm.go gemmVariant) side by side.
 has gemm && for v in base p o; do
@@ -116,27 +117,6 @@ ncuStep() {
     bin/gputest/dqnflow bench --device cuda --precision bf16-mixed --batch 16384 --steps 2 --json
   grep -E "^  [a-z_0-9]+.*\(|Duration|Compute \(SM\) Throughput|Memory Throughput|DRAM Throughput|Achieved Occupancy|Registers Per|Theoretical Occupancy|Stall|Issue Slots Busy|Executed Ipc|Executed Instructions  |L2 Hit|L1/TEX Hit|Warp Cycles Per Issued|Block Limit|Uncoalesced|Excessive|est. speedup" "$LOGS/$1.log" | head -400 >"$OUT/$1.txt"
 }
-
-# Part tune: the GEMM pipeline and warp-tile variants (gemm.go
-# gemmShapesOf) and c51_loss's samples per block (DQNFLOW_LOSS_SPB), the
-# step's per-launch profile of each (tools/device/kernels.py), then ncu's
-# full set on one step's GEMMs and loss at batch 16384.
-if has tune; then
-  # With a tuning variant selected, the module holds every variant's kernels.
-  step tune-gemm-test 180 env DQNFLOW_GEMM_VARIANT=w bin/gputest/gpu.test -test.run 'TestGEMMMatchesFloat64|TestGEMMVariantsTrainTheSameBits' -test.count=1 -test.v
-  grep -E "^(--- |PASS|FAIL|ok)|variant .*: " "$LOGS/tune-gemm-test.log" | head -30 >>"$OUT/summary.txt"
-  # TUNE_BATCHES, TUNE_VARIANTS and TUNE_SPB narrow the runs (empty: none).
-  for b in ${TUNE_BATCHES-4096 16384}; do
-    for v in ${TUNE_VARIANTS-o o4 w t}; do
-      step "tune-gemm-$v-$b" 60 env DQNFLOW_GEMM_VARIANT=$v bin/gputest/dqnflow bench --device cuda --precision bf16-mixed --batch "$b" --steps 300 --json --profile
-    done
-  done
-  for spb in ${TUNE_SPB-1 4 8}; do
-    step "tune-spb-$spb-16384" 60 env DQNFLOW_LOSS_SPB=$spb bin/gputest/dqnflow bench --device cuda --precision bf16-mixed --batch 16384 --steps 300 --json --profile
-  done
-  python3 tools/device/kernels.py "$LOGS"/tune-*.log >>"$OUT/summary.txt"
-  [ -z "${TUNE_NO_NCU:-}" ] && ncuStep tune-ncu
-fi
 
 # Part same: the parity study's seed 1 (fp32, bf16-mixed, bf16 and bf16
 # with stochastic rounding, 50 epochs each) against its committed log: a
