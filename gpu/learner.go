@@ -30,7 +30,8 @@ const (
 	stAbort   = 24
 	stMaxPrio = 32
 	stLoss    = 40
-	stBytes   = 48
+	stTC      = 48
+	stBytes   = 56
 )
 
 const (
@@ -58,7 +59,11 @@ type learner struct {
 	gwOff  [model.NumLayers]int // element offset of each weight in a GEMM copy
 	gwLen  int
 	stream cuda.Stream
-	mem    arena
+	// side runs the priority update beside AdamW in the captured training
+	// step, forked and joined by the events fork and join (captureFork).
+	side       cuda.Stream
+	fork, join cuda.Event
+	mem        arena
 
 	online, target        netBufs
 	grad, adamM, adamV, u cuda.DevPtr
@@ -115,6 +120,15 @@ func newLearner(c *cuda.Ctx, d *gpuDevice, m config.ModelConfig, o config.OptimC
 		return nil, err
 	}
 	fail := func(err error) (*learner, error) { l.free(c); return nil, err }
+	if l.side, err = c.NewStream(); err != nil {
+		return fail(err)
+	}
+	if l.fork, err = c.NewOrderEvent(); err != nil {
+		return fail(err)
+	}
+	if l.join, err = c.NewOrderEvent(); err != nil {
+		return fail(err)
+	}
 	alloc := func(bytes int) cuda.DevPtr {
 		if err != nil {
 			return 0
@@ -332,6 +346,7 @@ type stepState struct {
 	maxPrio  float64
 	loss     float32
 	pad2     float32
+	tc       int64
 }
 
 func (l *learner) readState(c *cuda.Ctx) (stepState, error) {
@@ -389,11 +404,21 @@ func (l *learner) free(c *cuda.Ctx) error {
 	if err := l.mem.free(c); err != nil && first == nil {
 		first = err
 	}
-	if l.stream != 0 {
-		if err := c.DestroyStream(l.stream); err != nil && first == nil {
-			first = err
+	for _, e := range []*cuda.Event{&l.fork, &l.join} {
+		if *e != 0 {
+			if err := c.DestroyEvent(*e); err != nil && first == nil {
+				first = err
+			}
+			*e = 0
 		}
-		l.stream = 0
+	}
+	for _, s := range []*cuda.Stream{&l.side, &l.stream} {
+		if *s != 0 {
+			if err := c.DestroyStream(*s); err != nil && first == nil {
+				first = err
+			}
+			*s = 0
+		}
 	}
 	return first
 }
@@ -405,10 +430,13 @@ const spectralStatic = 4 * 32 * 256
 // obsWidth is the observation width, market.ObsDim.
 const obsWidth = market.ObsDim
 
-// adamBlocks is the grid of kernel adamw for np parameters (one thread per
-// parameter, 256 per block); each block keeps its own pair of stagnation
-// counters.
-func adamBlocks(np int) int { return ceilDiv(np, 256) }
+// adamBlocks is the grid of kernel adamw for np parameters (ADAM_PER_BLOCK
+// of kernels/optim.cu, 1,024, per block of 256 threads); each block keeps
+// its own pair of stagnation counters.
+func adamBlocks(np int) int { return ceilDiv(np, adamPerBlock) }
+
+// adamPerBlock is ADAM_PER_BLOCK of kernels/optim.cu.
+const adamPerBlock = 1024
 
 // resetStagnation zeroes the stagnation counts of kernel adamw.
 func (l *learner) resetStagnation(c *cuda.Ctx) error {

@@ -300,12 +300,25 @@ func (l *learner) updateLaunches(p *stepPlan) []launch {
 	return []launch{p.adamL, p.specL, l.specRefresh}
 }
 
-// trainLaunches is one whole training step from the replay buffer.
+// trainLaunches is one whole training step from the replay buffer, in
+// the order of its dependencies (trainParts, then the priority update).
 func (l *learner) trainLaunches(p *stepPlan) []launch {
-	ls := []launch{p.sampleL}
-	ls = append(ls, l.gradientLaunches(p, p.lossSampled)...)
-	ls = append(ls, l.updateLaunches(p)...)
-	return append(ls, p.prioL...)
+	grad, update, prio := l.trainParts(p)
+	return append(append(grad, update...), prio...)
+}
+
+// trainParts splits a training step from the replay buffer where its
+// graph forks: the sampling, the gradient and its norm (grad); then AdamW,
+// the spectral step and the refresh (update) beside the priority update
+// (prio), which needs only the per-sample losses and the loss, and which
+// the next step's sampling waits for. prio_claim and prio_set read the
+// step number that grad_norm copies (StepState.tc) while the spectral step
+// advances t, and they skip a step whose loss is not finite themselves.
+// A step whose loss is finite but whose gradient norm is not (it stops
+// the run with ErrNonFinite) may or may not have updated the priorities.
+func (l *learner) trainParts(p *stepPlan) (grad, update, prio []launch) {
+	grad = append([]launch{p.sampleL}, l.gradientLaunches(p, p.lossSampled)...)
+	return grad, l.updateLaunches(p), p.prioL
 }
 
 func (l *learner) runAll(c *cuda.Ctx, ls []launch) error {
@@ -325,12 +338,50 @@ func (l *learner) captureStep(c *cuda.Ctx, p *stepPlan) (cuda.GraphExec, error) 
 	if err := c.Sync(l.stream); err != nil {
 		return 0, err
 	}
-	x, err := capture(c, l.stream, l.trainLaunches(p))
+	grad, update, prio := l.trainParts(p)
+	x, err := captureFork(c, l.stream, l.side, l.fork, l.join, grad, update, prio)
 	if err != nil {
 		return 0, err
 	}
 	p.graph = x
 	return x, nil
+}
+
+// captureFork captures before on stream s, then after on s beside branch
+// on stream side (forked by event fork, joined by event join before the
+// graph ends), as one CUDA graph, and instantiates it.
+func captureFork(c *cuda.Ctx, s, side cuda.Stream, fork, join cuda.Event, before, after, branch []launch) (cuda.GraphExec, error) {
+	if err := c.BeginCapture(s); err != nil {
+		return 0, err
+	}
+	runErr := func() error {
+		for i := range before {
+			if err := before[i].run(c, s); err != nil {
+				return err
+			}
+		}
+		if err := c.Record(fork, s); err != nil {
+			return err
+		}
+		if err := c.WaitEvent(side, fork); err != nil {
+			return err
+		}
+		for i := range branch {
+			if err := branch[i].run(c, side); err != nil {
+				return err
+			}
+		}
+		if err := c.Record(join, side); err != nil {
+			return err
+		}
+		for i := range after {
+			if err := after[i].run(c, s); err != nil {
+				return err
+			}
+		}
+		return c.WaitEvent(s, join)
+	}()
+	return endCapture(c, s, runErr)
 }
 
 // capture records launches on stream s as one CUDA graph and instantiates it.
@@ -344,6 +395,12 @@ func capture(c *cuda.Ctx, s cuda.Stream, launches []launch) (cuda.GraphExec, err
 			break
 		}
 	}
+	return endCapture(c, s, runErr)
+}
+
+// endCapture ends the capture on s and instantiates its graph, or returns
+// runErr, the error of queuing its work, when there is one.
+func endCapture(c *cuda.Ctx, s cuda.Stream, runErr error) (cuda.GraphExec, error) {
 	g, err := c.EndCapture(s)
 	if runErr != nil {
 		return 0, runErr

@@ -74,6 +74,7 @@ type driverAPI struct {
 	cuEventElapsedTime  func(ms *float32, start, end Event) int32
 	cuEventSynchronize  func(e Event) int32
 	cuEventDestroy      func(e Event) int32
+	cuStreamWaitEvent   func(s Stream, e Event, flags uint32) int32
 
 	cuStreamBeginCapture        func(s Stream, mode int32) int32
 	cuStreamEndCapture          func(s Stream, g *Graph) int32
@@ -135,6 +136,7 @@ func (a *driverAPI) symbols() []symbol {
 		req(&a.cuEventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime"),
 		req(&a.cuEventSynchronize, "cuEventSynchronize"),
 		req(&a.cuEventDestroy, "cuEventDestroy_v2"),
+		req(&a.cuStreamWaitEvent, "cuStreamWaitEvent"),
 
 		req(&a.cuStreamBeginCapture, "cuStreamBeginCapture_v2"),
 		req(&a.cuStreamEndCapture, "cuStreamEndCapture"),

@@ -4,6 +4,7 @@ package cuda
 const (
 	streamNonBlocking            = 0x1 // CU_STREAM_NON_BLOCKING
 	eventDefault                 = 0x0 // CU_EVENT_DEFAULT: records timing
+	eventDisableTiming           = 0x2 // CU_EVENT_DISABLE_TIMING: an ordering point only
 	streamCaptureModeThreadLocal = 1   // CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
 )
 
@@ -30,6 +31,23 @@ func (c *Ctx) NewEvent() (Event, error) {
 	var e Event
 	err := c.call("cuEventCreate", func(a *driverAPI) int32 { return a.cuEventCreate(&e, eventDefault) })
 	return e, err
+}
+
+// NewOrderEvent creates an event without timing (CU_EVENT_DISABLE_TIMING),
+// for ordering one stream's work after another's, as the fork and the join
+// of a captured graph's branch (WaitEvent).
+func (c *Ctx) NewOrderEvent() (Event, error) {
+	var e Event
+	err := c.call("cuEventCreate", func(a *driverAPI) int32 { return a.cuEventCreate(&e, eventDisableTiming) })
+	return e, err
+}
+
+// WaitEvent makes the work queued on s after this call wait for e's last
+// record. Inside a capture, a record on the capturing stream and a wait on
+// another stream fork the graph there; a record on the other stream and a
+// wait on the first join it again.
+func (c *Ctx) WaitEvent(s Stream, e Event) error {
+	return c.call("cuStreamWaitEvent", func(a *driverAPI) int32 { return a.cuStreamWaitEvent(s, e, 0) })
 }
 
 // Record records e on s.

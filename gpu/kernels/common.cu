@@ -115,4 +115,5 @@ struct StepState {
   double maxPrio;           // p_max of the replay buffer
   float loss;               // loss of the current step
   float pad2;
+  long long tc;             // t when the step's loss was summed (grad_norm), for the priority update beside AdamW
 };

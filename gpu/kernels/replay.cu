@@ -116,22 +116,30 @@ struct PrioArgs {
 // bits of positive float64 values, exact in any order. The inner nodes
 // follow in tree_sub and tree_top. prio_set also resets st->mmin for the
 // next step.
+//
+// They run beside AdamW and the spectral step (gpu/plan.go trainParts): t
+// is st->tc, the step's number copied by grad_norm before the spectral
+// step advances st->t, and a step whose loss is not finite (which AdamW
+// will abort) is skipped here on the loss itself, without waiting for
+// AdamW's flag.
+__device__ __forceinline__ bool prioSkip(const StepState* st) { return st->abort || !finitef(st->loss); }
+
 extern "C" __global__ void prio_claim(const PrioArgs* pa, const StepState* st) {
-  if (st->abort) return;
+  if (prioSkip(st)) return;
   const long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (k >= pa->n) return;
-  atomicMax(&pa->owner[pa->idx[k]], ((unsigned long long)st->t << 32) | (unsigned long long)k);
+  atomicMax(&pa->owner[pa->idx[k]], ((unsigned long long)st->tc << 32) | (unsigned long long)k);
 }
 
 extern "C" __global__ void __launch_bounds__(256) prio_set(const PrioArgs* pa, StepState* st) {
-  if (st->abort) return;
+  if (prioSkip(st)) return;
   const PrioArgs a = *pa;
   const long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   double pmax = 0.0;
   if (k < a.n) {
     const double p = (double)a.sample[k] + a.eps;
     pmax = p;
-    if (a.owner[a.idx[k]] == (((unsigned long long)st->t << 32) | (unsigned long long)k)) a.tree[a.base + a.idx[k]] = pow(p, a.alpha);
+    if (a.owner[a.idx[k]] == (((unsigned long long)st->tc << 32) | (unsigned long long)k)) a.tree[a.base + a.idx[k]] = pow(p, a.alpha);
   }
   __shared__ double red[8];
   for (int o = 16; o > 0; o >>= 1) pmax = fmax(pmax, __shfl_xor_sync(0xffffffffu, pmax, o));
