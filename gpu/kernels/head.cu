@@ -266,7 +266,12 @@ __device__ __forceinline__ void lossBranch(const LossArgs& a, LossShared& sh, lo
     const int t = lane + 32 * q;
     m[q] = 0.0f;
     if (t >= ATOMS) continue;
+    // Not unrolled: a target atom has one or two sources of each kind
+    // unless the transition is terminal, and the unrolled loops' set-up
+    // cost more than their bodies.
+#pragma unroll 1
     for (int j = sh.fU[wid][t], e = sh.fU[wid][t] + sh.nU[wid][t]; j < e; j++) m[q] += sh.wu[wid][j];
+#pragma unroll 1
     for (int j = sh.fL[wid][t], e = sh.fL[wid][t] + sh.nL[wid][t]; j < e; j++) m[q] += sh.wl[wid][j];
   }
   if (a.targets) {
@@ -313,7 +318,7 @@ __device__ __forceinline__ void lossBranch(const LossArgs& a, LossShared& sh, lo
   }
 }
 
-extern "C" __global__ void __launch_bounds__(32 * LOSS_WARPS) c51_loss(const LossArgs* pa, const StepState* st) {
+extern "C" __global__ void __launch_bounds__(32 * LOSS_WARPS, 7) c51_loss(const LossArgs* pa, const StepState* st) {
   if (st->abort) return;
   const LossArgs a = *pa;
   __shared__ LossShared sh;
