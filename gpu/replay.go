@@ -67,7 +67,7 @@ func (l *learner) replayLaunches(c *cuda.Ctx, p *stepPlan, upload func(words) cu
 		return fmt.Errorf("sample arguments: %d words, want %d", len(sw), sampleKeyWord+1)
 	}
 	p.sampleArgs = upload(sw)
-	p.sampleL = launch{name: "sample", f: l.k.fn["sample"], grid: dim(ceilDiv(p.n, sampleWarps)), block: dim(32 * sampleWarps), args: []any{p.sampleArgs, l.st}}
+	p.sampleL = launch{name: "sample", f: l.k.fn["sample"], grid: dim(ceilDiv(p.n, sampleBlock)), block: dim(sampleThreads), args: []any{p.sampleArgs, l.st}}
 	var pw words
 	pw.ptr(r.tree).i64(int64(r.base)).ptr(p.idx).ptr(p.sample).ptr(r.owner).i64(int64(p.n))
 	pw.f64(r.cfg.PriorityEps).f64(r.cfg.Alpha)
@@ -80,9 +80,13 @@ func (l *learner) replayLaunches(c *cuda.Ctx, p *stepPlan, upload func(words) cu
 	return nil
 }
 
-// sampleWarps is SAMPLE_WARPS of kernels/replay.cu: samples (one warp
-// each) per block of kernel sample.
-const sampleWarps = 8
+// sampleBlock and sampleThreads are SAMPLE_BLOCK and SAMPLE_THREADS of
+// kernels/replay.cu: the samples and the threads of a block of kernel
+// sample.
+const (
+	sampleBlock   = 32
+	sampleThreads = 256
+)
 
 // resetClaims clears the priority kernels' claims (t·2³² + k, prio_claim),
 // which rise with the step t: learner.setState, the one place that sets t,

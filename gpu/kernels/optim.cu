@@ -304,16 +304,13 @@ struct SpecSeg {
 //   v ← Wᵀu/‖Wᵀu‖,  u ← Wv/‖Wv‖,  σ = ‖Wv‖,  W ← W·float(bound/σ) when σ > bound
 //
 // The last line is left to the refresh that follows in the step: scale[i]
-// receives float(bound/σ) or 1 for matrix i. Wᵀu is summed per warp over
-// rows w, w+32, … and the 32 warp parts are added in warp order; Wv is one
-// warp per row, in column order, then warpSum; norms are summed in float64
+// receives float(bound/σ) or 1 for matrix i. Wᵀu is summed per warp over rows w, w+32, … and the 32 warp parts are
+// added in warp order; Wv is one warp per row; norms are summed in float64
 // by blockSumD. Every order is fixed, so the step is bit-reproducible.
 // Block 0 then counts the step (st->t, st->local).
 // Dynamic shared memory: (max cols + max rows) floats.
 #define SPEC_THREADS 1024
-#define SPEC_WARPS (SPEC_THREADS / 32)
 #define SPEC_COLS 256 // columns of Wᵀu per pass
-#define SPEC_ROWS 4   // rows of Wv a warp sums side by side
 
 // With full (precision bf16) u is stored rounded to the nearest bf16.
 extern "C" __global__ void __launch_bounds__(SPEC_THREADS) spectral(const float* p, float* u, const SpecSeg* segs, double bound,
@@ -329,12 +326,12 @@ extern "C" __global__ void __launch_bounds__(SPEC_THREADS) spectral(const float*
     const int rows = (int)sg.rows, cols = (int)sg.cols;
     float* v = sh;
     float* wv = sh + cols;
-    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = SPEC_WARPS;
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
     for (int c0 = 0; c0 < cols; c0 += SPEC_COLS) {
       float acc[SPEC_COLS / 32];
 #pragma unroll
       for (int q = 0; q < SPEC_COLS / 32; q++) acc[q] = 0.0f;
-#pragma unroll 4
+#pragma unroll 2
       for (int r = wid; r < rows; r += nw) {
         const float ur = uu[r];
         const float* wr = W + (long long)r * cols + c0;
@@ -349,8 +346,7 @@ extern "C" __global__ void __launch_bounds__(SPEC_THREADS) spectral(const float*
       __syncthreads();
       for (int c = threadIdx.x; c < SPEC_COLS && c0 + c < cols; c += blockDim.x) {
         float s = 0.0f;
-#pragma unroll
-        for (int w = 0; w < SPEC_WARPS; w++) s += part[w][c];
+        for (int w = 0; w < nw; w++) s += part[w][c];
         v[c0 + c] = s;
       }
       __syncthreads();
@@ -362,27 +358,12 @@ extern "C" __global__ void __launch_bounds__(SPEC_THREADS) spectral(const float*
       __syncthreads();
       for (int c = threadIdx.x; c < cols; c += blockDim.x) v[c] = (float)((double)v[c] / nv);
       __syncthreads();
-      // SPEC_ROWS rows of a warp at a time, nw apart, so that their loads
-      // are in flight together; each row's sum is the same chain as alone.
-      for (int r0 = wid; r0 < rows; r0 += SPEC_ROWS * nw) {
-        float s[SPEC_ROWS];
-#pragma unroll
-        for (int k = 0; k < SPEC_ROWS; k++) s[k] = 0.0f;
-#pragma unroll 2
-        for (int c = lane; c < cols; c += 32) {
-          const float vc = v[c];
-#pragma unroll
-          for (int k = 0; k < SPEC_ROWS; k++) {
-            const int r = r0 + k * nw;
-            if (r < rows) s[k] += W[(long long)r * cols + c] * vc;
-          }
-        }
-#pragma unroll
-        for (int k = 0; k < SPEC_ROWS; k++) {
-          const float sk = warpSum(s[k]);
-          const int r = r0 + k * nw;
-          if (lane == 0 && r < rows) wv[r] = sk;
-        }
+      for (int r = wid; r < rows; r += nw) {
+        float s = 0.0f;
+#pragma unroll 8
+        for (int c = lane; c < cols; c += 32) s += W[(long long)r * cols + c] * v[c];
+        s = warpSum(s);
+        if (lane == 0) wv[r] = s;
       }
       __syncthreads();
       double w2 = 0.0;

@@ -25,15 +25,19 @@ __device__ __forceinline__ double uniform01(unsigned long long key, long long t,
 }
 
 // find descends the tree as replay's sumTree.find: left when u < left sum
-// or the right subtree is empty, otherwise right with u − left.
+// or the right subtree is empty, otherwise right with u − left. A node's
+// two children are neighbours (2k, 2k+1) and move as one 16-byte load.
+struct __align__(16) ChildSums {
+  double left, right;
+};
 __device__ __forceinline__ long long treeFind(const double* tree, long long base, double u) {
   long long k = 1;
   while (k < base) {
-    double left = tree[2 * k], right = tree[2 * k + 1];
-    if (u < left || right <= 0) {
+    const ChildSums c = *(const ChildSums*)&tree[2 * k];
+    if (u < c.left || c.right <= 0) {
       k = 2 * k;
     } else {
-      u -= left;
+      u -= c.left;
       k = 2 * k + 1;
     }
   }
@@ -50,28 +54,32 @@ struct SampleArgs {
   unsigned long long key; // this Train call's key, from the run's sample stream
 };
 
-// sample draws the batch (one warp per sample k):
+// sample draws the batch:
 //
 //   u_k = (k + r_k)·T/n,  r_k = uniform01(key, t, k),  slot = find(u_k)
 //
-// and gathers its transition: the observation of s and s′ rebuilt from the
-// bar's features and the agent features, the actions, R and γⁿ(1−done).
-// The smallest sampled mass goes to st->mmin: the block's smallest first
-// (SAMPLE_WARPS samples), then one atomic minimum of positive float64 bits
-// per block, which is exact in any order. (One atomic per sample on that
-// one address queued 16,384 of them at the L2 at batch 16384.)
-#define SAMPLE_WARPS 8
-extern "C" __global__ void __launch_bounds__(32 * SAMPLE_WARPS) sample(const SampleArgs* pa, StepState* st) {
+// and gathers each sample's transition: the observation of s and s′
+// rebuilt from the bar's features and the agent features, the actions, R
+// and γⁿ(1−done). A block takes SAMPLE_BLOCK samples: its first warp
+// descends the tree for all of them at once, a lane each (the descents are
+// chains of dependent loads, so the more of them in flight the better: one
+// per warp took two waves of them at batch 16384), then its eight warps
+// gather SAMPLE_BLOCK/8 samples each. The smallest sampled mass goes to
+// st->mmin: the block's smallest, then one atomic minimum of positive
+// float64 bits per block, which is exact in any order.
+#define SAMPLE_BLOCK 32
+#define SAMPLE_THREADS 256
+extern "C" __global__ void __launch_bounds__(SAMPLE_THREADS) sample(const SampleArgs* pa, StepState* st) {
   if (st->abort) return;
-  __shared__ unsigned long long smin[SAMPLE_WARPS];
-  const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
-  const long long k = (long long)blockIdx.x * SAMPLE_WARPS + wid;
+  __shared__ long long sslot[SAMPLE_BLOCK];
+  __shared__ unsigned long long smin[SAMPLE_BLOCK];
   const SampleArgs a = *pa;
-  const bool live = k < a.n;
-  long long slot = 0;
-  if (lane == 0) {
+  const long long k0 = (long long)blockIdx.x * SAMPLE_BLOCK;
+  if (threadIdx.x < SAMPLE_BLOCK) {
+    const long long k = k0 + threadIdx.x;
     unsigned long long mb = 0x7ff0000000000000ull; // +Inf
-    if (live) {
+    long long slot = 0;
+    if (k < a.n) {
       const double total = a.r.tree[1];
       const double u = ((double)k + uniform01(a.key, st->t, k)) * (total / (double)a.n);
       slot = treeFind(a.r.tree, a.r.base, u);
@@ -80,34 +88,43 @@ extern "C" __global__ void __launch_bounds__(32 * SAMPLE_WARPS) sample(const Sam
       a.mass[k] = m;
       mb = (unsigned long long)__double_as_longlong(m);
     }
-    smin[wid] = mb;
+    sslot[threadIdx.x] = slot;
+    smin[threadIdx.x] = mb;
   }
   __syncthreads();
   if (threadIdx.x == 0) {
     unsigned long long mb = smin[0];
-    for (int w = 1; w < SAMPLE_WARPS; w++) mb = smin[w] < mb ? smin[w] : mb;
+    for (int j = 1; j < SAMPLE_BLOCK; j++) mb = smin[j] < mb ? smin[j] : mb;
     atomicMin(&st->mmin, mb);
   }
-  if (!live) return;
-  slot = __shfl_sync(0xffffffffu, slot, 0);
-  const long long bar = a.r.bar[slot], nbar = a.r.nextBar[slot];
-  E* xs = a.X + k * OBS;
-  E* xn = a.X + (a.n + k) * OBS;
-  for (int f = lane; f < OBS; f += 32) {
-    float vs, vn;
-    if (f < NFEAT) {
-      vs = a.features[bar * NFEAT + f];
-      vn = a.features[nbar * NFEAT + f];
-    } else {
-      vs = f - NFEAT < NAGENT ? a.r.agent[slot * NAGENT + (f - NFEAT)] : 0.0f;
-      vn = f - NFEAT < NAGENT ? a.r.nextAgent[slot * NAGENT + (f - NFEAT)] : 0.0f;
+  const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+  constexpr int warps = SAMPLE_THREADS / 32;
+#pragma unroll
+  for (int q = 0; q < SAMPLE_BLOCK / warps; q++) {
+    const int j = wid + warps * q;
+    const long long k = k0 + j;
+    if (k < a.n) {
+      const long long slot = sslot[j];
+      const long long bar = a.r.bar[slot], nbar = a.r.nextBar[slot];
+      E* xs = a.X + k * OBS;
+      E* xn = a.X + (a.n + k) * OBS;
+      for (int f = lane; f < OBS; f += 32) {
+        float vs, vn;
+        if (f < NFEAT) {
+          vs = a.features[bar * NFEAT + f];
+          vn = a.features[nbar * NFEAT + f];
+        } else {
+          vs = f - NFEAT < NAGENT ? a.r.agent[slot * NAGENT + (f - NFEAT)] : 0.0f;
+          vn = f - NFEAT < NAGENT ? a.r.nextAgent[slot * NAGENT + (f - NFEAT)] : 0.0f;
+        }
+        xs[f] = toE(vs);
+        xn[f] = toE(vn);
+      }
+      if (lane < 3) a.act[k * 3 + lane] = a.r.action[slot * 3 + lane];
+      if (lane == 3) a.ret[k] = a.r.ret[slot];
+      if (lane == 4) a.disc[k] = a.r.disc[slot];
     }
-    xs[f] = toE(vs);
-    xn[f] = toE(vn);
   }
-  if (lane < 3) a.act[k * 3 + lane] = a.r.action[slot * 3 + lane];
-  if (lane == 3) a.ret[k] = a.r.ret[slot];
-  if (lane == 4) a.disc[k] = a.r.disc[slot];
 }
 
 struct PrioArgs {

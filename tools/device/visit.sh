@@ -5,7 +5,8 @@
 #   bash tools/device/visit.sh [PARTS]
 # PARTS is a comma-separated list of: tests (binding, GPU, device-slot and
 # real-activity workflow tests), bench (our benchmarks), pytorch (the
-# PyTorch reference), cpu (the CPU backend against PyTorch on 2 cores), ncu
+# PyTorch reference), pytorch-autotune (its max-autotune variant beside its
+# best, with a budget of their own), cpu (the CPU backend against PyTorch on 2 cores), ncu
 # (hardware counters of the step's kernels), sanitize (compute-sanitizer),
 # sanitize-env (the environment's part of sanitize alone), sanitize-gemm
 # (memcheck and racecheck of the GEMM test alone),
@@ -181,6 +182,15 @@ fi
 if has pytorch && [ -f bench/pytorch/bench.py ]; then
   step pytorch 240 python3 bench/pytorch/bench.py --out "$LOGS/pytorch.json" --budget-s 210
   tail -25 "$LOGS/pytorch.log" >>"$OUT/summary.txt"
+fi
+# Part pytorch-autotune: torch.compile's max-autotune (the variant the
+# default budget of part pytorch skips) beside that part's best variant,
+# bf16 autocast both, with a budget of its own (PYTORCH_AUTOTUNE_S).
+if has pytorch-autotune && [ -f bench/pytorch/bench.py ]; then
+  budget=${PYTORCH_AUTOTUNE_S:-330}
+  step pytorch-autotune $((budget + 30)) python3 bench/pytorch/bench.py --variants compile+capture-bf16,compile-max-autotune-bf16 \
+    --no-checks --out "$LOGS/pytorch-autotune.json" --budget-s "$budget"
+  tail -12 "$LOGS/pytorch-autotune.log" >>"$OUT/summary.txt"
 fi
 if has cpu; then
   if [ -x tools/bench-cpu-vs-pytorch.sh ]; then
