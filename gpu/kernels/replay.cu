@@ -60,22 +60,24 @@ struct SampleArgs {
 //
 // and gathers each sample's transition: the observation of s and s′
 // rebuilt from the bar's features and the agent features, the actions, R
-// and γⁿ(1−done). A block takes SAMPLE_BLOCK samples: its first warp
+// and γⁿ(1−done). A block takes spb ≤ SAMPLE_BLOCK samples: its first warp
 // descends the tree for all of them at once, a lane each (the descents are
 // chains of dependent loads, so the more of them in flight the better: one
 // per warp took two waves of them at batch 16384), then its eight warps
-// gather SAMPLE_BLOCK/8 samples each. The smallest sampled mass goes to
+// gather the block's samples, warp w those w, w+8, …; small batches take
+// fewer samples a block, so that more SMs share them (gpu/replay.go
+// samplesPerBlock). The smallest sampled mass goes to
 // st->mmin: the block's smallest, then one atomic minimum of positive
 // float64 bits per block, which is exact in any order.
 #define SAMPLE_BLOCK 32
 #define SAMPLE_THREADS 256
-extern "C" __global__ void __launch_bounds__(SAMPLE_THREADS) sample(const SampleArgs* pa, StepState* st) {
+extern "C" __global__ void __launch_bounds__(SAMPLE_THREADS) sample(const SampleArgs* pa, StepState* st, int spb) {
   if (st->abort) return;
   __shared__ long long sslot[SAMPLE_BLOCK];
   __shared__ unsigned long long smin[SAMPLE_BLOCK];
   const SampleArgs a = *pa;
-  const long long k0 = (long long)blockIdx.x * SAMPLE_BLOCK;
-  if (threadIdx.x < SAMPLE_BLOCK) {
+  const long long k0 = (long long)blockIdx.x * spb;
+  if (threadIdx.x < spb) {
     const long long k = k0 + threadIdx.x;
     unsigned long long mb = 0x7ff0000000000000ull; // +Inf
     long long slot = 0;
@@ -94,7 +96,7 @@ extern "C" __global__ void __launch_bounds__(SAMPLE_THREADS) sample(const Sample
   __syncthreads();
   if (threadIdx.x == 0) {
     unsigned long long mb = smin[0];
-    for (int j = 1; j < SAMPLE_BLOCK; j++) mb = smin[j] < mb ? smin[j] : mb;
+    for (int j = 1; j < spb; j++) mb = smin[j] < mb ? smin[j] : mb;
     atomicMin(&st->mmin, mb);
   }
   const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
@@ -103,7 +105,7 @@ extern "C" __global__ void __launch_bounds__(SAMPLE_THREADS) sample(const Sample
   for (int q = 0; q < SAMPLE_BLOCK / warps; q++) {
     const int j = wid + warps * q;
     const long long k = k0 + j;
-    if (k < a.n) {
+    if (j < spb && k < a.n) {
       const long long slot = sslot[j];
       const long long bar = a.r.bar[slot], nbar = a.r.nextBar[slot];
       E* xs = a.X + k * OBS;
