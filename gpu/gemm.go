@@ -36,7 +36,17 @@ type job struct {
 	epi         int
 	kchunk      int
 	splitStride int64
+	// colsum (epiMask only): the column sums of the job's float32 results
+	// per tile of rows, row tile t at colsum + 4·t·colsumStride (see
+	// colsumParts).
+	colsum       cuda.DevPtr
+	colsumStride int64
+	biasOf       int // the plan's own note: where in the flat gradient the column sums go
 }
+
+// colsumParts is the number of row tiles, and so of column-sum rows, of a
+// job of m rows run in tiles of shape sh.
+func colsumParts(m int, sh gemmShape) int { return ceilDiv(m, sh.bm) }
 
 // gemmShape is one of the kernel's tile shapes.
 type gemmShape struct {
@@ -110,7 +120,7 @@ func (j job) padded(sh gemmShape) int64 {
 	return int64(ceilDiv(j.m, sh.bm)*sh.bm) * int64(ceilDiv(j.n, sh.bn)*sh.bn) * int64(j.k)
 }
 
-// words writes j as the 25 words of struct GemmJob, its blocks starting at
+// words writes j as the 27 words of struct GemmJob, its blocks starting at
 // first in tiles of shape sh.
 func (j job) words(w *words, first int, sh gemmShape) {
 	kchunk := j.k
@@ -126,6 +136,7 @@ func (j job) words(w *words, first int, sh gemmShape) {
 	w.i64(int64(j.m)).i64(int64(j.n)).i64(int64(j.k)).i64(int64(j.epi))
 	w.i64(int64(first)).i64(int64(ceilDiv(j.m, sh.bm))).i64(int64(ceilDiv(j.n, sh.bn)))
 	w.i64(int64(kchunk)).i64(j.splitStride)
+	w.ptr(j.colsum).i64(j.colsumStride)
 }
 
 // check verifies what the kernel assumes of a job: each operand has a unit
@@ -168,6 +179,9 @@ func (j job) check(esz int) error {
 			return fmt.Errorf("%s has column stride %d, not 1", o.name, o.x.sc)
 		}
 	}
+	if j.colsum != 0 && (j.epi != epiMask || j.mask.p == 0 || j.colsumStride < int64(j.n)) {
+		return fmt.Errorf("column sums with epilogue %d, mask %#x and stride %d", j.epi, uint64(j.mask.p), j.colsumStride)
+	}
 	if j.splits() > 1 && (j.epi != epiStore || j.splitStride < int64(j.m)*int64(j.n)) {
 		return fmt.Errorf("split in k with epilogue %d and split stride %d", j.epi, j.splitStride)
 	}
@@ -179,6 +193,13 @@ func (j job) check(esz int) error {
 // (fillBlocks), it takes the one that computes the least padding, the
 // bigger tile on a tie; when none fills it, the one with the most blocks.
 func gemmCall(bf16 bool, jobs []job) (gemmShape, words, int, error) {
+	best := gemmShapeFor(bf16, jobs)
+	w, blocks, err := gemmWords(best, bf16, jobs)
+	return best, w, blocks, err
+}
+
+// gemmShapeFor is gemmCall's choice of tile shape for jobs.
+func gemmShapeFor(bf16 bool, jobs []job) gemmShape {
 	var best gemmShape
 	bestFill, bestBlocks, bestPad := false, 0, int64(0)
 	for _, sh := range gemmShapes(bf16) {
@@ -196,8 +217,19 @@ func gemmCall(bf16 bool, jobs []job) (gemmShape, words, int, error) {
 			best, bestFill, bestBlocks, bestPad = sh, fill, blocks, pad
 		}
 	}
-	w, blocks, err := gemmWords(best, bf16, jobs)
-	return best, w, blocks, err
+	return best
+}
+
+// gemmShapeNamed returns the shape called name in the given mode.
+func gemmShapeNamed(bf16 bool, name string) (gemmShape, error) {
+	var names []string
+	for _, sh := range gemmShapes(bf16) {
+		if sh.name == name {
+			return sh, nil
+		}
+		names = append(names, sh.name)
+	}
+	return gemmShape{}, fmt.Errorf("no gemm tile shape %q in this mode (have %v)", name, names)
 }
 
 // gemmWords checks jobs and returns their words for tile shape sh and the
@@ -223,7 +255,20 @@ func gemmWords(sh gemmShape, bf16 bool, jobs []job) (words, int, error) {
 // the step state it checks for an abort, or 0 for a launch that always
 // runs (inference).
 func (l *learner) gemmLaunch(c *cuda.Ctx, name string, jobs []job, st cuda.DevPtr) (launch, error) {
-	sh, w, blocks, err := gemmCall(l.bf16, jobs)
+	return l.gemmLaunchIn(c, name, jobs, st, "")
+}
+
+// gemmLaunchIn is gemmLaunch in the tile shape called shape, or in
+// gemmCall's choice where shape is empty.
+func (l *learner) gemmLaunchIn(c *cuda.Ctx, name string, jobs []job, st cuda.DevPtr, shape string) (launch, error) {
+	sh := gemmShapeFor(l.bf16, jobs)
+	if shape != "" {
+		var err error
+		if sh, err = gemmShapeNamed(l.bf16, shape); err != nil {
+			return launch{}, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	w, blocks, err := gemmWords(sh, l.bf16, jobs)
 	if err != nil {
 		return launch{}, fmt.Errorf("%s: %w", name, err)
 	}

@@ -87,7 +87,9 @@ func (h hostMat) view(p cuda.DevPtr) mat {
 // sizes, split-k and each epilogue, and compares every output with the
 // float64 product of the same (storage-rounded) operands: within
 // 1e-5·Σ|a·b| + 1e-30 for the float32 output, and within one rounding of
-// the storage type for the E output.
+// the storage type for the E output. The mask epilogue's column sums per
+// row tile are checked against the float64 sums of the reference outputs,
+// within 1e-5 of the sum of their products' magnitudes.
 func TestGEMMMatchesFloat64(t *testing.T) {
 	d := testDevice(t)
 	var shapes [2][]gemmShape // every shape of every variant, once
@@ -112,6 +114,7 @@ func TestGEMMMatchesFloat64(t *testing.T) {
 						{200, 72, 56, 0, epiStore},
 						{37, 130, 264, 0, epiBiasReLU},
 						{129, 51, 153, 0, epiMask},
+						{300, 256, 128, 0, epiMask},
 						{150, 140, 1000, 128, epiStore},
 						{3, 5, 7, 0, epiBias},
 					} {
@@ -217,6 +220,19 @@ func checkGEMM(c *cuda.Ctx, d *gpuDevice, bf bool, sh gemmShape, aCol, bCol bool
 		}
 		j.ce = mat{cep, int64(N), 1}
 	}
+	// The mask epilogue also sums its results by column per row tile, into
+	// rows of stride N+3, filled with NaN first so that a sum left out shows.
+	parts, csStride := colsumParts(M, sh), N+3
+	var csp cuda.DevPtr
+	if epi == epiMask {
+		if csp, err = mem.alloc(c, s, 4*parts*csStride); err != nil {
+			return err
+		}
+		if err := c.MemsetD8Async(csp, 0xff, 4*parts*csStride, s); err != nil {
+			return err
+		}
+		j.colsum, j.colsumStride = csp, int64(csStride)
+	}
 	w, blocks, err := gemmWords(sh, bf, []job{j})
 	if err != nil {
 		return err
@@ -253,6 +269,16 @@ func checkGEMM(c *cuda.Ctx, d *gpuDevice, bf bool, sh gemmShape, aCol, bCol bool
 			return err
 		}
 	}
+	var gotCS []float32
+	if csp != 0 {
+		gotCS = make([]float32, parts*csStride)
+		if err := cuda.Download(c, gotCS, csp); err != nil {
+			return err
+		}
+	}
+	// wantCS and magCS are the float64 column sums of the reference outputs
+	// per row tile, and of their magnitudes.
+	wantCS, magCS := make([]float64, parts*N), make([]float64, parts*N)
 	bad := 0
 	var first error
 	for m := range M {
@@ -278,6 +304,10 @@ func checkGEMM(c *cuda.Ctx, d *gpuDevice, bf bool, sh gemmShape, aCol, bCol bool
 				if mask.at(m, n) <= 0 {
 					ref = 0
 				}
+				wantCS[(m/sh.bm)*N+n] += ref
+				if ref != 0 {
+					magCS[(m/sh.bm)*N+n] += mag
+				}
 			}
 			tol := 1e-5*mag + 1e-30
 			if epi == epiBiasReLU {
@@ -297,6 +327,30 @@ func checkGEMM(c *cuda.Ctx, d *gpuDevice, bf bool, sh gemmShape, aCol, bCol bool
 					if first == nil {
 						first = fmt.Errorf("Ce(%d, %d) = %g, want %g", m, n, e, ref)
 					}
+				}
+			}
+		}
+	}
+	for pt := range parts {
+		for n := range csStride {
+			if gotCS == nil {
+				break
+			}
+			v := float64(gotCS[pt*csStride+n])
+			if n >= N {
+				if !math.IsNaN(v) {
+					bad++
+					if first == nil {
+						first = fmt.Errorf("colsum(%d, %d) beyond the job's %d columns written: %g", pt, n, N, v)
+					}
+				}
+				continue
+			}
+			want, tol := wantCS[pt*N+n], 1e-5*magCS[pt*N+n]+1e-30
+			if math.IsNaN(v) || math.Abs(v-want) > tol {
+				bad++
+				if first == nil {
+					first = fmt.Errorf("colsum(%d, %d) = %g, want %g (tolerance %g)", pt, n, v, want, tol)
 				}
 			}
 		}

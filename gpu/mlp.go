@@ -146,7 +146,11 @@ func (l *learner) forwardLaunches(c *cuda.Ctx, name string, nets []fwdNet, st cu
 	}
 	out := make([]launch, 0, len(stages))
 	for s := range stages {
-		ln, err := l.gemmLaunch(c, name, stages[s], st)
+		shape := ""
+		if s == len(stages)-1 {
+			shape = headOutShape
+		}
+		ln, err := l.gemmLaunchIn(c, name, stages[s], st, shape)
 		if err != nil {
 			return nil, err
 		}
@@ -154,6 +158,12 @@ func (l *learner) forwardLaunches(c *cuda.Ctx, name string, nets []fwdNet, st cu
 	}
 	return out, nil
 }
+
+// headOutShape, when set (DQNFLOW_HEADOUT_SHAPE, the name of a gemm tile
+// shape), fixes the tile shape of the head outputs' forward launch, for
+// the benchmark that compares shapes there (tools/device/visit.sh, part
+// headout); an unknown name is refused when the plan is built.
+var headOutShape = os.Getenv("DQNFLOW_HEADOUT_SHAPE")
 
 // mlpLaunch uploads the jobs of the fused forward of nets and returns its
 // launch: row tiles of 128 where they give every SM at least two, else of

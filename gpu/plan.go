@@ -100,11 +100,20 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 	p.tg = l.newActs(alloc, n, 0)
 	p.g = alloc(4 * n * outw)
 	p.ge = eCopy(p.g, n*outw)
-	p.g3 = alloc(4 * n * 4 * hd)
+	// The hidden layers' float32 upstream gradients are kept in fp32 mode
+	// only, where they are the next GEMM's operands; their column sums (the
+	// bias gradients) come from the epilogue that makes them.
+	fGrad := func(elems int) cuda.DevPtr {
+		if l.bf16 {
+			return 0
+		}
+		return alloc(4 * elems)
+	}
+	p.g3 = fGrad(n * 4 * hd)
 	p.g3e = eCopy(p.g3, n*4*hd)
-	p.g2 = alloc(4 * n * t2)
+	p.g2 = fGrad(n * t2)
 	p.g2e = eCopy(p.g2, n*t2)
-	p.g1 = alloc(4 * n * t1)
+	p.g1 = fGrad(n * t1)
 	p.g1e = eCopy(p.g1, n*t1)
 	p.act, p.ret, p.disc, p.w = alloc(4*3*n), alloc(4*n), alloc(4*n), alloc(4*n)
 	p.idx, p.mass, p.sample = alloc(8*n), alloc(8*n), alloc(4*n)
@@ -171,6 +180,14 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 		return j
 	}
 	E := func(q cuda.DevPtr, elems int) cuda.DevPtr { return q + cuda.DevPtr(e*elems) }
+	// F is the float32 output at column col of a gradient with ld columns,
+	// none where the mode keeps no float32 copy.
+	F := func(q cuda.DevPtr, col, ld int) mat {
+		if q == 0 {
+			return mat{}
+		}
+		return mat{q + cuda.DevPtr(4*col), int64(ld), 1}
+	}
 	// Stage 1: the head outputs. dW_h = G_hᵀ·z_h; dz_h = G_h·W_h masked by z_h > 0.
 	var b1, b2, b3, b4 []job
 	for h, i := range headOut {
@@ -178,7 +195,7 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 		col := headCol(m.Atoms, i)
 		b1 = append(b1, dW(mat{E(p.ge, col), 1, int64(outw)}, mat{E(p.on.z, h*hd), int64(4 * hd), 1}, ly.W, ly.Out, hd))
 		b1 = append(b1, job{a: mat{E(p.ge, col), int64(outw), 1}, b: mat{l.weight(&l.online, i), int64(hd), 1},
-			c: mat{p.g3 + cuda.DevPtr(4*h*hd), int64(4 * hd), 1}, ce: l.eOut(p.g3e, h*hd, 4*hd),
+			c: F(p.g3, h*hd, 4*hd), ce: l.eOut(p.g3e, h*hd, 4*hd), biasOf: l.lay[headHidden[h]].B,
 			mask: mat{E(p.on.z, h*hd), int64(4 * hd), 1}, m: n, n: hd, k: ly.Out, epi: epiMask})
 	}
 	// Stage 2: the head hidden layers. dW = G3_hᵀ·h2; dh2 = G3·W_cat masked by h2 > 0.
@@ -187,22 +204,40 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 		b2 = append(b2, dW(mat{E(p.g3e, h*hd), 1, int64(4 * hd)}, mat{p.on.h2, int64(t2), 1}, ly.W, hd, t2))
 	}
 	b2 = append(b2, job{a: mat{p.g3e, int64(4 * hd), 1}, b: mat{l.online.wcat, int64(t2), 1},
-		c: mat{p.g2, int64(t2), 1}, ce: l.eOut(p.g2e, 0, t2), mask: mat{p.on.h2, int64(t2), 1}, m: n, n: t2, k: 4 * hd, epi: epiMask})
+		c: F(p.g2, 0, t2), ce: l.eOut(p.g2e, 0, t2), mask: mat{p.on.h2, int64(t2), 1}, m: n, n: t2, k: 4 * hd, epi: epiMask,
+		biasOf: l.lay[model.LayerS2].B})
 	// Stage 3: s2. dW = G2ᵀ·h1; dh1 = G2·W_s2 masked by h1 > 0.
 	s2, s1 := l.lay[model.LayerS2], l.lay[model.LayerS1]
 	b3 = append(b3, dW(mat{p.g2e, 1, int64(t2)}, mat{p.on.h1, int64(t1), 1}, s2.W, t2, t1))
 	b3 = append(b3, job{a: mat{p.g2e, int64(t2), 1}, b: mat{l.weight(&l.online, model.LayerS2), int64(t1), 1},
-		c: mat{p.g1, int64(t1), 1}, ce: l.eOut(p.g1e, 0, t1), mask: mat{p.on.h1, int64(t1), 1}, m: n, n: t1, k: t2, epi: epiMask})
+		c: F(p.g1, 0, t1), ce: l.eOut(p.g1e, 0, t1), mask: mat{p.on.h1, int64(t1), 1}, m: n, n: t1, k: t2, epi: epiMask,
+		biasOf: s1.B})
 	// Stage 4: s1. dW = G1ᵀ·x.
 	b4 = append(b4, dW(mat{p.g1e, 1, int64(t1)}, mat{p.x, obsWidth, 1}, s1.W, t1, obsWidth))
+	// The hidden layers' bias gradients: each masked job sums its float32
+	// results by column per row tile of its launch's shape (before the bf16
+	// rounding, as the reference does), and grad_reduce adds the row tiles
+	// in order into the bias.
+	for _, js := range [][]job{b1, b2, b3} {
+		parts := colsumParts(n, gemmShapeFor(l.bf16, js))
+		for i := range js {
+			j := &js[i]
+			if j.epi != epiMask {
+				continue
+			}
+			j.colsum, j.colsumStride = alloc(4*parts*j.n), int64(j.n)
+			reds.ptr(j.colsum).ptr(l.grad + cuda.DevPtr(4*j.biasOf)).ptr(0).i64(int64(j.n)).i64(int64(parts)).i64(int64(j.n)).i64(1)
+			nred++
+		}
+	}
 	for s, js := range [][]job{b1, b2, b3, b4} {
 		if p.bwd[s], err = l.gemmLaunch(c, "backward", js, l.st); err != nil {
 			return nil, err
 		}
 	}
 
-	// Bias gradients: column sums of the float32 upstream gradients (taken
-	// before the bf16 rounding, as the reference does), in row chunks of 256.
+	// The head outputs' bias gradients: column sums of the float32 loss
+	// gradient G (taken before the bf16 rounding), in row chunks.
 	type seg struct {
 		g        cuda.DevPtr
 		ld, cols int
@@ -213,11 +248,6 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 		ly := l.lay[i]
 		segs = append(segs, seg{p.g + cuda.DevPtr(4*headCol(m.Atoms, i)), outw, ly.Out, func(c int) int { return ly.B + c }})
 	}
-	segs = append(segs,
-		seg{p.g3, 4 * hd, 4 * hd, func(c int) int { return l.lay[headHidden[c/hd]].B + c%hd }},
-		seg{p.g2, t2, t2, func(c int) int { return s2.B + c }},
-		seg{p.g1, t1, t1, func(c int) int { return s1.B + c }},
-	)
 	var cs words
 	var index []int32
 	total := 0

@@ -33,6 +33,13 @@
 //   EPI_BIAS_RELU  Ce = E(max(v + bias[n], 0)), C too if given  (hidden layers)
 //   EPI_MASK       y = mask(m, n) > 0 ? v : 0; C = y; Ce = E(y)  (ReLU backward)
 // C (float32) and Ce (E) may each be null where a mode writes it optionally.
+// An EPI_MASK job may also sum its float32 results by column, per tile of
+// rows: colsum[mt·scs + n] = Σ_{m in row tile mt} y(m, n) (the bias
+// gradient of the layer, before any rounding to E; grad_reduce adds the
+// row tiles in order). Each block sums its rows in a fixed tree: a
+// thread's rows in order, then the lanes that share its columns by
+// butterfly, then the warps down the tile in order, so the result is the
+// same bits on every run.
 //
 // Three tile shapes, chosen per launch by the Go side (gpu/gemm.go
 // gemmCall): gemm64 (64×64 tiles, for launches that would not fill the GPU
@@ -44,7 +51,7 @@
 #define EPI_BIAS_RELU 2
 #define EPI_MASK 3
 
-// GemmJob is 25 64-bit words; the Go side (gpu/gemm.go) writes the same layout.
+// GemmJob is 27 64-bit words; the Go side (gpu/gemm.go) writes the same layout.
 struct GemmJob {
   const E* A; long long sam, sak;
   const E* B; long long sbk, sbn;
@@ -57,6 +64,8 @@ struct GemmJob {
   long long tilesM, tilesN;
   long long kchunk;       // k per split (K: no split)
   long long splitStride;  // elements between the C of consecutive splits
+  float* colsum;          // EPI_MASK: per row tile column sums of y, or null
+  long long scs;          // elements between the colsum rows of consecutive row tiles
 };
 
 // Pairs of neighbouring columns (n even) move as one 8-byte (float) or
@@ -390,6 +399,57 @@ __device__ __forceinline__ void mmaEpilogue(const GemmJob& j, const GemmTile& t,
     }
 }
 
+// mmaColSums writes the block's column sums of y (EPI_MASK) to j.colsum:
+// each lane adds its rows (mi, then g and g+8) in order, lanes of the same
+// columns add by butterfly over g, and the WARPS_M warps of a column add
+// in order through red (WARPS_M·BN floats of shared memory, free by now).
+template <int BM, int BN, int WARPS_M, int WARPS_N, int MI, int NI>
+__device__ __forceinline__ void mmaColSums(const GemmJob& j, const GemmTile& t, const float (&acc)[MI][NI][4], int wm,
+                                           int wn, int lane, int warp, float* red) {
+  const int g = lane >> 2, t4 = lane & 3;
+  float s[NI][2];
+#pragma unroll
+  for (int ni = 0; ni < NI; ni++) {
+    const long long n = t.n0 + wn + ni * 8 + 2 * t4;
+    float s0 = 0.0f, s1 = 0.0f;
+#pragma unroll
+    for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+      for (int h = 0; h < 2; h++) {
+        const long long m = t.m0 + wm + mi * 16 + g + 8 * h;
+        if (m < j.M) {
+          const E* mk = j.mask + m * j.smm;
+          if (n < j.N && ldE(mk + n) > 0.0f) s0 += acc[mi][ni][2 * h];
+          if (n + 1 < j.N && ldE(mk + n + 1) > 0.0f) s1 += acc[mi][ni][2 * h + 1];
+        }
+      }
+#pragma unroll
+    for (int o = 4; o < 32; o <<= 1) {
+      s0 += __shfl_xor_sync(0xffffffffu, s0, o);
+      s1 += __shfl_xor_sync(0xffffffffu, s1, o);
+    }
+    s[ni][0] = s0;
+    s[ni][1] = s1;
+  }
+  __syncthreads(); // every warp is done with the pipeline's shared memory
+  if (g == 0) {
+    const int wmi = warp / WARPS_N;
+#pragma unroll
+    for (int ni = 0; ni < NI; ni++) {
+      red[wmi * BN + wn + ni * 8 + 2 * t4] = s[ni][0];
+      red[wmi * BN + wn + ni * 8 + 2 * t4 + 1] = s[ni][1];
+    }
+  }
+  __syncthreads();
+  const int col = threadIdx.x;
+  if (col < BN && t.n0 + col < j.N) {
+    float v = red[col];
+#pragma unroll
+    for (int w = 1; w < WARPS_M; w++) v += red[w * BN + col];
+    j.colsum[(t.m0 / BM) * j.scs + t.n0 + col] = v;
+  }
+}
+
 // gemmLoop accumulates the block's tile over its k range into acc, with
 // the operands' layouts (AK: A k-contiguous, BKC: B k-contiguous) fixed at
 // compile time so that every shared-memory offset is a constant off one
@@ -496,6 +556,7 @@ __device__ __forceinline__ void gemmMma(const GemmJob* jobs, int njobs, const St
   case EPI_BIAS_RELU: mmaEpilogue<EPI_BIAS_RELU, MI, NI>(j, t, acc, wm, wn, lane); break;
   default: mmaEpilogue<EPI_MASK, MI, NI>(j, t, acc, wm, wn, lane);
   }
+  if (j.epi == EPI_MASK && j.colsum) mmaColSums<BM, BN, WARPS_M, WARPS_N, MI, NI>(j, t, acc, wm, wn, lane, warp, (float*)gsm);
 }
 
 // Dynamic shared memory of each shape: GSTAGES·(A tile + B tile) bf16.
@@ -614,6 +675,40 @@ __device__ __forceinline__ void simtEpilogue(const GemmJob& j, const GemmTile& t
   }
 }
 
+// simtColSums writes the block's column sums of y (EPI_MASK) to j.colsum:
+// each thread adds its rows r in order, the two row groups of a warp
+// (ty even and odd) add by one butterfly, and the eight warps add in
+// order through red (8·BN floats of shared memory).
+template <int BM, int BN, int TM, int TN>
+__device__ __forceinline__ void simtColSums(const GemmJob& j, const GemmTile& t, const float (&acc)[TM][TN], int tx, int ty,
+                                            float* red) {
+  float s[TN];
+#pragma unroll
+  for (int c = 0; c < TN; c++) {
+    const long long n = t.n0 + simtIdx(c, tx);
+    float v = 0.0f;
+#pragma unroll
+    for (int r = 0; r < TM; r++) {
+      const long long m = t.m0 + simtIdx(r, ty);
+      if (m < j.M && n < j.N && ldE(j.mask + m * j.smm + n) > 0.0f) v += acc[r][c];
+    }
+    s[c] = v + __shfl_xor_sync(0xffffffffu, v, 16);
+  }
+  const int warp = threadIdx.x >> 5;
+  if ((threadIdx.x & 16) == 0) {
+#pragma unroll
+    for (int c = 0; c < TN; c++) red[warp * BN + simtIdx(c, tx)] = s[c];
+  }
+  __syncthreads();
+  const int col = threadIdx.x;
+  if (col < BN && t.n0 + col < j.N) {
+    float v = red[col];
+#pragma unroll
+    for (int w = 1; w < 8; w++) v += red[w * BN + col];
+    j.colsum[(t.m0 / BM) * j.scs + t.n0 + col] = v;
+  }
+}
+
 template <int BM, int BN>
 __device__ __forceinline__ void gemmSimt(const GemmJob* jobs, int njobs, const StepState* st) {
   constexpr int TM = BM / 16, TN = BN / 16;
@@ -683,6 +778,10 @@ __device__ __forceinline__ void gemmSimt(const GemmJob* jobs, int njobs, const S
   case EPI_BIAS: simtEpilogue<EPI_BIAS, TM, TN>(j, t, acc, tx, ty); break;
   case EPI_BIAS_RELU: simtEpilogue<EPI_BIAS_RELU, TM, TN>(j, t, acc, tx, ty); break;
   default: simtEpilogue<EPI_MASK, TM, TN>(j, t, acc, tx, ty);
+  }
+  if (j.epi == EPI_MASK && j.colsum) {
+    __shared__ float red[8 * BN];
+    simtColSums<BM, BN, TM, TN>(j, t, acc, tx, ty, red);
   }
 }
 

@@ -11,8 +11,9 @@
 # sanitize-env (the environment's part of sanitize alone), sanitize-gemm
 # (memcheck and racecheck of the GEMM test alone),
 # gemm (the GEMM occupancy variants side by side), same (the
-# parity study's seed 1 in every mode against its committed log: the bits
-# kept), prof
+# parity study's seed 1 in every mode against its committed log, SAME_REF
+# or the first one: the bits kept; the run's log comes back as
+# same-seed1.log), headout (the head outputs' GEMM tile shapes), prof
 # (ncu on one step's GEMMs and loss), fused (the fused forward
 # against the layered one: the step at three batches and the collector),
 # noise (the parity study
@@ -132,7 +133,8 @@ sameCheck() {
   echo '{"seed": 1}' >/tmp/parity-seed1.json
   step "$name" 280 env "$@" bin/gputest/dqnflow parity --device cuda --epochs 50 \
     --config /tmp/parity-seed1.json --out "$LOGS/$name"
-  local ref=docs/perf/parity-2026-12-01/seeds/noise-seed1.log
+  local ref=${SAME_REF:-docs/perf/parity-2026-12-01/seeds/noise-seed1.log}
+  cp "$LOGS/$name.log" "$OUT/$name-seed1.log" 2>/dev/null
   if diff <(grep -E "^parity .*: epoch " "$ref" | sed -E 's/, [0-9]+ ms$//') \
     <(grep -E "^parity .*: epoch " "$LOGS/$name.log" | sed -E 's/, [0-9]+ ms$//') >"$LOGS/$name-diff.txt"; then
     log "$name ($*): all $(grep -cE '^parity .*: epoch ' "$ref") epochs of seed 1 match $ref"
@@ -144,6 +146,17 @@ sameCheck() {
 has same && sameCheck same DQNFLOW_SAME=1
 
 has prof && ncuStep prof-ncu
+
+# Part headout: the tile shapes of the head outputs' forward launch
+# (DQNFLOW_HEADOUT_SHAPE) side by side at batch 4096 and 16384.
+has headout && for sh in gemm64 gemm128o gemm128x64o; do
+  for b in 4096 16384; do
+    step "headout-$sh-$b" 60 env DQNFLOW_HEADOUT_SHAPE=$sh bin/gputest/dqnflow bench --device cuda --precision bf16-mixed --batch "$b" --steps 300 --json --profile
+    echo -n "head-out shape $sh batch $b: " >>"$OUT/summary.txt"
+    grep -E '"ms_per_step"' "$LOGS/headout-$sh-$b.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
+  done
+done
+has headout && python3 tools/device/kernels.py "$LOGS"/headout-*.log >>"$OUT/summary.txt"
 
 # The fused forward against the layered one (DQNFLOW_FORWARD), same call:
 # the training step with its per-kernel profile, and the collector.
