@@ -78,6 +78,32 @@ __device__ __forceinline__ float expectation(const float p[JPL], const float* z,
   return warpSum(s);
 }
 
+// expectedQ returns Q = Σ_j p_j·z_j of the logits l as (Σ_j e_j·z_j) /
+// (Σ_j e_j), e_j = exp(l_j − max l), the two sums reduced over the warp
+// side by side (c51_loss's choice of a*; head_infer keeps softmax then
+// expectation, the CPU's order).
+__device__ __forceinline__ float expectedQ(const float l[JPL], const float* z, int lane) {
+  float m = -3.402823466e38f;
+#pragma unroll
+  for (int q = 0; q < JPL; q++) m = fmaxf(m, l[q]);
+  m = warpMax(m);
+  float s = 0.0f, t = 0.0f;
+#pragma unroll
+  for (int q = 0; q < JPL; q++) {
+    const int j = lane + 32 * q;
+    if (j < ATOMS) {
+      const float e = expf(l[q] - m);
+      s += e;
+      t += e * z[j];
+    }
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    s += __shfl_xor_sync(0xffffffffu, s, o);
+    t += __shfl_xor_sync(0xffffffffu, t, o);
+  }
+  return t / s;
+}
+
 // head_infer: for rows observations with head outputs O [rows×OUTW],
 // writes (each output optional, null to skip) the logits and the
 // probabilities [rows×NACT×ATOMS], the expected values Q [rows×NACT] and the
@@ -144,7 +170,8 @@ struct LossArgs {
 // every branch and the loss with its gradient; formulas as the CPU
 // reference (trainer/cpu/learner.go, backward.go, c51.go):
 //
-//   a*_d = argmax_a Q_online(s′, a)          (first on ties)
+//   a*_d = argmax_a Q_online(s′, a)          (first on ties; Q from expectedQ,
+//                                             equal to the CPU's within rounding)
 //   m_d  = projection of p_target(s′, a*_d) onto the support for R, γⁿ(1−done)
 //   ℓ_i  = (1/3)·Σ_d −Σ_j m_dj·log p_online(s, a_d)_j
 //   ∂loss/∂L_d[a_d, j] = k·(p_j·S − m_j),  k = w_i/float(3n),  S = Σ_j m_j
@@ -204,10 +231,9 @@ __device__ __forceinline__ void lossBranch(const LossArgs& a, LossShared& sh, lo
     lossMean<D>(onNext, lane, meanNext);
 #pragma unroll
     for (int b = 0; b < nd; b++) {
-      float l[JPL], p[JPL], mx, lse;
+      float l[JPL];
       lossLogits<D>(onNext, b, lane, meanNext, l);
-      softmax(l, p, &mx, &lse);
-      qb[b] = expectation(p, a.z, lane);
+      qb[b] = expectedQ(l, a.z, lane);
     }
     float bestQ = qb[0];
 #pragma unroll

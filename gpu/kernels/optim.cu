@@ -80,17 +80,33 @@ struct RedSeg {
 
 // grad_reduce finishes the gradient: bias sums from bias_partial, and the
 // split-K parts of the weight gradients, each in a fixed order.
+// A thread's parts are loaded RED_AHEAD at a time before they are added
+// (in order): a segment of few elements and many parts (the column sums of
+// the masked GEMMs: one part per row tile) is otherwise a chain of
+// dependent L2 round trips.
+#define RED_AHEAD 16
+__device__ __forceinline__ float sumParts(const float* __restrict__ src, long long parts, long long stride) {
+  float acc = 0.0f;
+  long long s = 0;
+  for (; s + RED_AHEAD <= parts; s += RED_AHEAD) {
+    float v[RED_AHEAD];
+#pragma unroll
+    for (int i = 0; i < RED_AHEAD; i++) v[i] = src[(s + i) * stride];
+#pragma unroll
+    for (int i = 0; i < RED_AHEAD; i++) acc += v[i];
+  }
+  for (; s < parts; s++) acc += src[s * stride];
+  return acc;
+}
+
 extern "C" __global__ void grad_reduce(const RedSeg* segs, const StepState* st) {
   if (st->abort) return;
   const RedSeg sg = segs[blockIdx.y];
   for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < sg.count; e += (long long)gridDim.x * blockDim.x) {
-    float acc = 0.0f;
     if (sg.kind == 0) {
-      for (long long s = 0; s < sg.parts; s++) acc += sg.src[e * sg.parts + s];
-      sg.dst[sg.index[e]] = acc;
+      sg.dst[sg.index[e]] = sumParts(sg.src + e * sg.parts, sg.parts, 1);
     } else {
-      for (long long s = 0; s < sg.parts; s++) acc += sg.src[s * sg.stride + e];
-      sg.dst[e] = acc;
+      sg.dst[e] = sumParts(sg.src + e, sg.parts, sg.stride);
     }
   }
 }
