@@ -67,6 +67,29 @@ __device__ __forceinline__ void softmax(const float l[JPL], float p[JPL], float*
   *lse = logf(s);
 }
 
+// lossSoftmax is softmax for c51_loss: the probabilities as products with
+// one correctly rounded 1/Σ (within an ulp of the quotients; head_infer
+// keeps the quotients, the CPU's formula, for the greedy actions).
+__device__ __forceinline__ void lossSoftmax(const float l[JPL], float p[JPL], float* mx, float* lse) {
+  float m = -3.402823466e38f;
+#pragma unroll
+  for (int q = 0; q < JPL; q++) m = fmaxf(m, l[q]);
+  m = warpMax(m);
+  float s = 0.0f;
+#pragma unroll
+  for (int q = 0; q < JPL; q++) {
+    int j = (threadIdx.x & 31) + 32 * q;
+    p[q] = j < ATOMS ? expf(l[q] - m) : 0.0f;
+    s += p[q];
+  }
+  s = warpSum(s);
+  const float r = 1.0f / s;
+#pragma unroll
+  for (int q = 0; q < JPL; q++) p[q] = p[q] * r;
+  *mx = m;
+  *lse = logf(s);
+}
+
 // expectation returns Σ_j p_j·z_j over the warp.
 __device__ __forceinline__ float expectation(const float p[JPL], const float* z, int lane) {
   float s = 0.0f;
@@ -255,7 +278,7 @@ __device__ __forceinline__ void lossBranch(const LossArgs& a, LossShared& sh, lo
     float mean[JPL], l[JPL], p[JPL], mx, lse;
     lossMean<D>(tg, lane, mean);
     lossLogits<D>(tg, best, lane, mean, l);
-    softmax(l, p, &mx, &lse);
+    lossSoftmax(l, p, &mx, &lse);
 #pragma unroll
     for (int q = 0; q < JPL; q++) {
       int j = lane + 32 * q;
@@ -312,7 +335,7 @@ __device__ __forceinline__ void lossBranch(const LossArgs& a, LossShared& sh, lo
   float mean[JPL], l[JPL], p[JPL], mx, lse;
   lossMean<D>(on, lane, mean);
   lossLogits<D>(on, ad, lane, mean, l);
-  softmax(l, p, &mx, &lse);
+  lossSoftmax(l, p, &mx, &lse);
   float c = 0.0f, S = 0.0f;
 #pragma unroll
   for (int q = 0; q < JPL; q++) {
