@@ -47,8 +47,13 @@ __device__ __forceinline__ void meanLogits(const float* o, int d, int a, int lan
   logitsOf(o, kHeadCol[d], a, lane, mean, l);
 }
 
-// softmax turns the logits l into probabilities p and returns log Σ exp(l − max) and max.
-__device__ __forceinline__ void softmax(const float l[JPL], float p[JPL], float* mx, float* lse) {
+// softmaxBy turns the logits l into probabilities p and returns log Σ
+// exp(l − max) and max; the probabilities are the quotients e/Σ, or with
+// RECIP the products with one correctly rounded 1/Σ (within an ulp of the
+// quotients). softmax (head_infer: the greedy actions) keeps the quotients,
+// the CPU's formula; lossSoftmax (c51_loss) takes the products.
+template <bool RECIP>
+__device__ __forceinline__ void softmaxBy(const float l[JPL], float p[JPL], float* mx, float* lse) {
   float m = -3.402823466e38f;
 #pragma unroll
   for (int q = 0; q < JPL; q++) m = fmaxf(m, l[q]);
@@ -61,33 +66,22 @@ __device__ __forceinline__ void softmax(const float l[JPL], float p[JPL], float*
     s += p[q];
   }
   s = warpSum(s);
+  if (RECIP) {
+    const float r = 1.0f / s;
 #pragma unroll
-  for (int q = 0; q < JPL; q++) p[q] = p[q] / s;
+    for (int q = 0; q < JPL; q++) p[q] = p[q] * r;
+  } else {
+#pragma unroll
+    for (int q = 0; q < JPL; q++) p[q] = p[q] / s;
+  }
   *mx = m;
   *lse = logf(s);
 }
-
-// lossSoftmax is softmax for c51_loss: the probabilities as products with
-// one correctly rounded 1/Σ (within an ulp of the quotients; head_infer
-// keeps the quotients, the CPU's formula, for the greedy actions).
+__device__ __forceinline__ void softmax(const float l[JPL], float p[JPL], float* mx, float* lse) {
+  softmaxBy<false>(l, p, mx, lse);
+}
 __device__ __forceinline__ void lossSoftmax(const float l[JPL], float p[JPL], float* mx, float* lse) {
-  float m = -3.402823466e38f;
-#pragma unroll
-  for (int q = 0; q < JPL; q++) m = fmaxf(m, l[q]);
-  m = warpMax(m);
-  float s = 0.0f;
-#pragma unroll
-  for (int q = 0; q < JPL; q++) {
-    int j = (threadIdx.x & 31) + 32 * q;
-    p[q] = j < ATOMS ? expf(l[q] - m) : 0.0f;
-    s += p[q];
-  }
-  s = warpSum(s);
-  const float r = 1.0f / s;
-#pragma unroll
-  for (int q = 0; q < JPL; q++) p[q] = p[q] * r;
-  *mx = m;
-  *lse = logf(s);
+  softmaxBy<true>(l, p, mx, lse);
 }
 
 // expectation returns Σ_j p_j·z_j over the warp.
