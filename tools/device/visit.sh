@@ -13,7 +13,8 @@
 # gemm (the GEMM occupancy variants side by side), same (the
 # parity study's seed 1 in every mode against its committed log, SAME_REF
 # or the first one: the bits kept; the run's log comes back as
-# same-seed1.log), headout (the head outputs' GEMM tile shapes), prof
+# same-seed1.log), headout (the head outputs' GEMM tile shapes),
+# ncu-headout (ncu's details and SASS counters of that GEMM), prof
 # (ncu on one step's GEMMs and loss), fused (the fused forward
 # against the layered one: the step at three batches and the collector),
 # noise (the parity study
@@ -160,6 +161,27 @@ has headout && for sh in gemm64 gemm128o gemm128x64o; do
   done
 done
 has headout && python3 tools/device/kernels.py "$LOGS"/headout-*.log >>"$OUT/summary.txt"
+
+# Part ncu-headout: where the head outputs' GEMM (gemm128x64o, 102 µs at
+# batch 16384, half the rate of the other forward GEMMs) spends its time:
+# ncu's full set on its first two launches, then the report's details
+# (the memory tables name the accesses with excessive sectors and
+# wavefronts) and its per-instruction SASS counters, into
+# ncu-headout-details.txt and ncu-headout-sass.csv (in logs.tgz).
+if has ncu-headout; then
+  NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  if [ -z "$NCU" ]; then
+    log "ncu-headout: no ncu on this machine"
+  else
+    step ncu-headout 240 "$NCU" --clock-control none --set full --import-source no -k 'regex:^gemm128x64o$' -c 2 \
+      -o "$LOGS/headout" bin/gputest/dqnflow bench --device cuda --precision bf16-mixed --batch 16384 --steps 2 --json
+    "$NCU" --import "$LOGS/headout.ncu-rep" --page details --print-details all >"$LOGS/ncu-headout-details.txt" 2>&1 ||
+      "$NCU" --import "$LOGS/headout.ncu-rep" --page details >"$LOGS/ncu-headout-details.txt" 2>&1
+    "$NCU" --import "$LOGS/headout.ncu-rep" --page source --csv --print-source sass >"$LOGS/ncu-headout-sass.csv" 2>&1
+    log "ncu-headout: details $(wc -l <"$LOGS/ncu-headout-details.txt") lines, SASS $(wc -l <"$LOGS/ncu-headout-sass.csv") lines"
+    grep -E "Excessive|Uncoalesced|Bank|est. speedup|Duration" "$LOGS/ncu-headout-details.txt" | head -40 >>"$OUT/summary.txt"
+  fi
+fi
 
 # The fused forward against the layered one (DQNFLOW_FORWARD), same call:
 # the training step with its per-kernel profile, and the collector.
