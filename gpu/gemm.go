@@ -41,7 +41,6 @@ type job struct {
 	// colsumParts).
 	colsum       cuda.DevPtr
 	colsumStride int64
-	biasOf       int // the plan's own note: where in the flat gradient the column sums go
 }
 
 // colsumParts is the number of row tiles, and so of column-sum rows, of a

@@ -331,28 +331,11 @@ func checkGEMM(c *cuda.Ctx, d *gpuDevice, bf bool, sh gemmShape, aCol, bCol bool
 			}
 		}
 	}
-	for pt := range parts {
-		for n := range csStride {
-			if gotCS == nil {
-				break
-			}
-			v := float64(gotCS[pt*csStride+n])
-			if n >= N {
-				if !math.IsNaN(v) {
-					bad++
-					if first == nil {
-						first = fmt.Errorf("colsum(%d, %d) beyond the job's %d columns written: %g", pt, n, N, v)
-					}
-				}
-				continue
-			}
-			want, tol := wantCS[pt*N+n], 1e-5*magCS[pt*N+n]+1e-30
-			if math.IsNaN(v) || math.Abs(v-want) > tol {
-				bad++
-				if first == nil {
-					first = fmt.Errorf("colsum(%d, %d) = %g, want %g (tolerance %g)", pt, n, v, want, tol)
-				}
-			}
+	if gotCS != nil {
+		nb, err := checkColSums(gotCS, wantCS, magCS, parts, N, csStride)
+		bad += nb
+		if first == nil {
+			first = err
 		}
 	}
 	if bad > 0 {
@@ -372,6 +355,59 @@ func TestGradKChunkIsChecked(t *testing.T) {
 	for _, v := range []string{"32", "100", "-64", "x", "0"} {
 		if _, err := parseGradKChunk(v); err == nil || !strings.Contains(err.Error(), "DQNFLOW_GRAD_KCHUNK") {
 			t.Errorf("parseGradKChunk(%q) = %v; want an error naming DQNFLOW_GRAD_KCHUNK", v, err)
+		}
+	}
+}
+
+// checkColSums compares the column sums got (parts rows of stride
+// columns) with the float64 sums want: within 1e-5 of mag, the sums of
+// their products' magnitudes, for the job's n columns, and NaN (never
+// written) beyond them. It returns how many are wrong and the first.
+func checkColSums(got []float32, want, mag []float64, parts, n, stride int) (int, error) {
+	bad := 0
+	var first error
+	fail := func(err error) {
+		bad++
+		if first == nil {
+			first = err
+		}
+	}
+	for pt := range parts {
+		for c := range stride {
+			v := float64(got[pt*stride+c])
+			if c >= n {
+				if !math.IsNaN(v) {
+					fail(fmt.Errorf("colsum(%d, %d) beyond the job's %d columns written: %g", pt, c, n, v))
+				}
+				continue
+			}
+			w, tol := want[pt*n+c], 1e-5*mag[pt*n+c]+1e-30
+			if math.IsNaN(v) || math.Abs(v-w) > tol {
+				fail(fmt.Errorf("colsum(%d, %d) = %g, want %g (tolerance %g)", pt, c, v, w, tol))
+			}
+		}
+	}
+	return bad, first
+}
+
+// TestColSumCheckCatchesWrongMissingAndStraySums: the check of the GEMM
+// test's column sums fails a sum off by more than its tolerance, one never
+// written (NaN) and one written beyond the job's columns, and passes the
+// rest (it runs without a GPU).
+func TestColSumCheckCatchesWrongMissingAndStraySums(t *testing.T) {
+	nan := float32(math.NaN())
+	want, mag := []float64{1, 2, 3, 4}, []float64{1, 1, 1, 1} // 2 parts × 2 columns
+	good := []float32{1, 2, nan, 3, 4, nan}                      // stride 3
+	if bad, err := checkColSums(good, want, mag, 2, 2, 3); bad != 0 {
+		t.Fatalf("right sums: %d wrong (%v)", bad, err)
+	}
+	for name, got := range map[string][]float32{
+		"off":     {1, 2.001, nan, 3, 4, nan},
+		"missing": {1, 2, nan, nan, 4, nan},
+		"stray":   {1, 2, 0, 3, 4, nan},
+	} {
+		if bad, err := checkColSums(got, want, mag, 2, 2, 3); bad != 1 || err == nil {
+			t.Errorf("%s: %d wrong (%v), want 1", name, bad, err)
 		}
 	}
 }

@@ -195,7 +195,7 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 		col := headCol(m.Atoms, i)
 		b1 = append(b1, dW(mat{E(p.ge, col), 1, int64(outw)}, mat{E(p.on.z, h*hd), int64(4 * hd), 1}, ly.W, ly.Out, hd))
 		b1 = append(b1, job{a: mat{E(p.ge, col), int64(outw), 1}, b: mat{l.weight(&l.online, i), int64(hd), 1},
-			c: F(p.g3, h*hd, 4*hd), ce: l.eOut(p.g3e, h*hd, 4*hd), biasOf: l.lay[headHidden[h]].B,
+			c: F(p.g3, h*hd, 4*hd), ce: l.eOut(p.g3e, h*hd, 4*hd),
 			mask: mat{E(p.on.z, h*hd), int64(4 * hd), 1}, m: n, n: hd, k: ly.Out, epi: epiMask})
 	}
 	// Stage 2: the head hidden layers. dW = G3_hᵀ·h2; dh2 = G3·W_cat masked by h2 > 0.
@@ -204,30 +204,41 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 		b2 = append(b2, dW(mat{E(p.g3e, h*hd), 1, int64(4 * hd)}, mat{p.on.h2, int64(t2), 1}, ly.W, hd, t2))
 	}
 	b2 = append(b2, job{a: mat{p.g3e, int64(4 * hd), 1}, b: mat{l.online.wcat, int64(t2), 1},
-		c: F(p.g2, 0, t2), ce: l.eOut(p.g2e, 0, t2), mask: mat{p.on.h2, int64(t2), 1}, m: n, n: t2, k: 4 * hd, epi: epiMask,
-		biasOf: l.lay[model.LayerS2].B})
+		c: F(p.g2, 0, t2), ce: l.eOut(p.g2e, 0, t2), mask: mat{p.on.h2, int64(t2), 1}, m: n, n: t2, k: 4 * hd, epi: epiMask})
 	// Stage 3: s2. dW = G2ᵀ·h1; dh1 = G2·W_s2 masked by h1 > 0.
 	s2, s1 := l.lay[model.LayerS2], l.lay[model.LayerS1]
 	b3 = append(b3, dW(mat{p.g2e, 1, int64(t2)}, mat{p.on.h1, int64(t1), 1}, s2.W, t2, t1))
 	b3 = append(b3, job{a: mat{p.g2e, int64(t2), 1}, b: mat{l.weight(&l.online, model.LayerS2), int64(t1), 1},
-		c: F(p.g1, 0, t1), ce: l.eOut(p.g1e, 0, t1), mask: mat{p.on.h1, int64(t1), 1}, m: n, n: t1, k: t2, epi: epiMask,
-		biasOf: s1.B})
+		c: F(p.g1, 0, t1), ce: l.eOut(p.g1e, 0, t1), mask: mat{p.on.h1, int64(t1), 1}, m: n, n: t1, k: t2, epi: epiMask})
 	// Stage 4: s1. dW = G1ᵀ·x.
 	b4 = append(b4, dW(mat{p.g1e, 1, int64(t1)}, mat{p.x, obsWidth, 1}, s1.W, t1, obsWidth))
 	// The hidden layers' bias gradients: each masked job sums its float32
 	// results by column per row tile of its launch's shape (before the bf16
 	// rounding, as the reference does), and grad_reduce adds the row tiles
-	// in order into the bias.
-	for _, js := range [][]job{b1, b2, b3} {
-		parts := colsumParts(n, gemmShapeFor(l.bf16, js))
-		for i := range js {
-			j := &js[i]
+	// in order into the bias of the layer whose gradient it makes: the head
+	// hidden layers' (stage 1, in head order), s2's, s1's.
+	var headBias []int
+	for _, i := range headHidden {
+		headBias = append(headBias, l.lay[i].B)
+	}
+	for s, st := range []struct {
+		js   []job
+		bias []int // of the stage's masked jobs, in order
+	}{{b1, headBias}, {b2, []int{s2.B}}, {b3, []int{s1.B}}} {
+		parts := colsumParts(n, gemmShapeFor(l.bf16, st.js))
+		k := 0
+		for i := range st.js {
+			j := &st.js[i]
 			if j.epi != epiMask {
 				continue
 			}
+			if k == len(st.bias) {
+				return nil, fmt.Errorf("backward stage %d: more masked jobs than biases (%d)", s+1, len(st.bias))
+			}
 			j.colsum, j.colsumStride = alloc(4*parts*j.n), int64(j.n)
-			reds.ptr(j.colsum).ptr(l.grad + cuda.DevPtr(4*j.biasOf)).ptr(0).i64(int64(j.n)).i64(int64(parts)).i64(int64(j.n)).i64(1)
+			reds.ptr(j.colsum).ptr(l.grad + cuda.DevPtr(4*st.bias[k])).ptr(0).i64(int64(j.n)).i64(int64(parts)).i64(int64(j.n)).i64(1)
 			nred++
+			k++
 		}
 	}
 	for s, js := range [][]job{b1, b2, b3, b4} {

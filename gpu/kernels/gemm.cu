@@ -199,6 +199,22 @@ __device__ __forceinline__ GemmTile gemmTile(const GemmJob& j, int BM, int BN) {
   return t;
 }
 
+// storeColSums finishes a block's column sums: red holds NW partial sums
+// of each of the tile's BN columns (NW·BN floats, written before the
+// barrier), which one thread a column adds in order and stores in the row
+// of colsum that belongs to the block's row tile.
+template <int BM, int BN, int NW>
+__device__ __forceinline__ void storeColSums(const GemmJob& j, const GemmTile& t, const float* red) {
+  __syncthreads();
+  const int col = threadIdx.x;
+  if (col < BN && t.n0 + col < j.N) {
+    float v = red[col];
+#pragma unroll
+    for (int w = 1; w < NW; w++) v += red[w * BN + col];
+    j.colsum[(t.m0 / BM) * j.scs + t.n0 + col] = v;
+  }
+}
+
 #if DQN_BF16
 // GSTAGES (a template parameter of gemmMma, 3) is the depth of the
 // cp.async pipeline: k tiles in shared memory.
@@ -402,7 +418,8 @@ __device__ __forceinline__ void mmaEpilogue(const GemmJob& j, const GemmTile& t,
 // mmaColSums writes the block's column sums of y (EPI_MASK) to j.colsum:
 // each lane adds its rows (mi, then g and g+8) in order, lanes of the same
 // columns add by butterfly over g, and the WARPS_M warps of a column add
-// in order through red (WARPS_M·BN floats of shared memory, free by now).
+// in order (storeColSums) through red (WARPS_M·BN floats of shared
+// memory, free by now).
 template <int BM, int BN, int WARPS_M, int WARPS_N, int MI, int NI>
 __device__ __forceinline__ void mmaColSums(const GemmJob& j, const GemmTile& t, const float (&acc)[MI][NI][4], int wm,
                                            int wn, int lane, int warp, float* red) {
@@ -440,14 +457,7 @@ __device__ __forceinline__ void mmaColSums(const GemmJob& j, const GemmTile& t, 
       red[wmi * BN + wn + ni * 8 + 2 * t4 + 1] = s[ni][1];
     }
   }
-  __syncthreads();
-  const int col = threadIdx.x;
-  if (col < BN && t.n0 + col < j.N) {
-    float v = red[col];
-#pragma unroll
-    for (int w = 1; w < WARPS_M; w++) v += red[w * BN + col];
-    j.colsum[(t.m0 / BM) * j.scs + t.n0 + col] = v;
-  }
+  storeColSums<BM, BN, WARPS_M>(j, t, red);
 }
 
 // gemmLoop accumulates the block's tile over its k range into acc, with
@@ -678,7 +688,7 @@ __device__ __forceinline__ void simtEpilogue(const GemmJob& j, const GemmTile& t
 // simtColSums writes the block's column sums of y (EPI_MASK) to j.colsum:
 // each thread adds its rows r in order, the two row groups of a warp
 // (ty even and odd) add by one butterfly, and the eight warps add in
-// order through red (8·BN floats of shared memory).
+// order (storeColSums) through red (8·BN floats of shared memory).
 template <int BM, int BN, int TM, int TN>
 __device__ __forceinline__ void simtColSums(const GemmJob& j, const GemmTile& t, const float (&acc)[TM][TN], int tx, int ty,
                                             float* red) {
@@ -699,14 +709,7 @@ __device__ __forceinline__ void simtColSums(const GemmJob& j, const GemmTile& t,
 #pragma unroll
     for (int c = 0; c < TN; c++) red[warp * BN + simtIdx(c, tx)] = s[c];
   }
-  __syncthreads();
-  const int col = threadIdx.x;
-  if (col < BN && t.n0 + col < j.N) {
-    float v = red[col];
-#pragma unroll
-    for (int w = 1; w < 8; w++) v += red[w * BN + col];
-    j.colsum[(t.m0 / BM) * j.scs + t.n0 + col] = v;
-  }
+  storeColSums<BM, BN, 8>(j, t, red);
 }
 
 template <int BM, int BN>

@@ -78,12 +78,10 @@ struct RedSeg {
   long long count, parts, stride, kind;
 };
 
-// grad_reduce finishes the gradient: bias sums from bias_partial, and the
-// split-K parts of the weight gradients, each in a fixed order.
-// A thread's parts are loaded RED_AHEAD at a time before they are added
-// (in order): a segment of few elements and many parts (the column sums of
-// the masked GEMMs: one part per row tile) is otherwise a chain of
-// dependent L2 round trips.
+// sumParts returns Σ_{s < parts} src[s·stride], s in order. A thread's
+// parts are loaded RED_AHEAD at a time before they are added: a segment of
+// few elements and many parts (the column sums of the masked GEMMs: one
+// part per row tile) is otherwise a chain of dependent L2 round trips.
 #define RED_AHEAD 16
 __device__ __forceinline__ float sumParts(const float* __restrict__ src, long long parts, long long stride) {
   float acc = 0.0f;
@@ -99,6 +97,9 @@ __device__ __forceinline__ float sumParts(const float* __restrict__ src, long lo
   return acc;
 }
 
+// grad_reduce finishes the gradient: bias sums from bias_partial and from
+// the masked GEMMs' column sums, and the split-K parts of the weight
+// gradients, each in a fixed order.
 extern "C" __global__ void grad_reduce(const RedSeg* segs, const StepState* st) {
   if (st->abort) return;
   const RedSeg sg = segs[blockIdx.y];
