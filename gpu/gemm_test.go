@@ -397,7 +397,7 @@ func checkColSums(got []float32, want, mag []float64, parts, n, stride int) (int
 func TestColSumCheckCatchesWrongMissingAndStraySums(t *testing.T) {
 	nan := float32(math.NaN())
 	want, mag := []float64{1, 2, 3, 4}, []float64{1, 1, 1, 1} // 2 parts × 2 columns
-	good := []float32{1, 2, nan, 3, 4, nan}                      // stride 3
+	good := []float32{1, 2, nan, 3, 4, nan}                   // stride 3
 	if bad, err := checkColSums(good, want, mag, 2, 2, 3); bad != 0 {
 		t.Fatalf("right sums: %d wrong (%v)", bad, err)
 	}
