@@ -11,8 +11,8 @@
 # sanitize-env (the environment's part of sanitize alone), sanitize-gemm
 # (memcheck and racecheck of the GEMM test alone),
 # gemm (the GEMM occupancy variants side by side), same (the
-# parity study's seed 1 in every mode against its committed log, SAME_REF
-# or the first one: the bits kept; the run's log comes back as
+# parity study's seed 1 in every mode against a committed log, SAME_REF
+# or the current kernels' one: the bits kept; the run's log comes back as
 # same-seed1.log), headout (the head outputs' GEMM tile shapes),
 # ncu-headout (ncu's details and SASS counters of that GEMM), prof
 # (ncu on one step's GEMMs and loss), fused (the fused forward
@@ -164,7 +164,9 @@ has headout && python3 tools/device/kernels.py "$LOGS"/headout-*.log >>"$OUT/sum
 
 # Part ncu-headout: where the head outputs' GEMM (gemm128x64o, 102 µs at
 # batch 16384, half the rate of the other forward GEMMs) spends its time:
-# ncu's full set on its first two launches, then the report's details
+# ncu's full set on the first two launches of its kernel (gemm128x64o
+# runs other launches too: the head outputs' has 4224 blocks of 128
+# threads at this batch, which the details show), then the report's details
 # (the memory tables name the accesses with excessive sectors and
 # wavefronts) and its per-instruction SASS counters, into
 # ncu-headout-details.txt and ncu-headout-sass.csv (in logs.tgz).
