@@ -52,6 +52,9 @@ type benchResult struct {
 	// Forward says how the CUDA forward pass ran: "fused" (one
 	// mlp_forward launch) or "layered" (four GEMM launches), gpu/mlp.go.
 	Forward string `json:"forward,omitempty"`
+	// Launches says how the kernels of the CUDA training graph follow each
+	// other: "programmatic dependent", or "serial: " and why.
+	Launches string `json:"launches,omitempty"`
 	// SelfCheck is the backend's measured precision check.
 	SelfCheck string `json:"self_check,omitempty"`
 	// Kernels is the device time of each launch of a step (CUDA only).
@@ -171,6 +174,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	if g, ok := tr.(*gpu.Trainer); ok {
 		res.GEMMTFLOPs = gpu.GEMMFlops(model.Layers(cfg.Model), cfg.BatchSize) / (res.MsPerStep * 1e-3) / 1e12
 		res.Forward = g.ForwardPath()
+		res.Launches = g.Launches()
 		if *profile {
 			if res.Kernels, err = g.ProfileStep(20); err != nil {
 				return err

@@ -49,6 +49,16 @@ func (l *launch) run(c *cuda.Ctx, s cuda.Stream) error {
 	return c.Launch(l.f, l.grid, l.block, l.shared, s, l.args...)
 }
 
+// runIn queues l on s as a programmatic dependent of the kernel before it
+// when dependent is set (cuda.Ctx.LaunchDependent; every kernel of
+// kernels/*.cu starts with pdlEnter), as an ordinary launch otherwise.
+func (l *launch) runIn(c *cuda.Ctx, s cuda.Stream, dependent bool) error {
+	if dependent {
+		return c.LaunchDependent(l.f, l.grid, l.block, l.shared, s, l.args...)
+	}
+	return l.run(c, s)
+}
+
 func dim(x int) cuda.Dim3        { return cuda.Dim3{X: uint32(x), Y: 1, Z: 1} }
 func dim2(x, y int) cuda.Dim3    { return cuda.Dim3{X: uint32(x), Y: uint32(y), Z: 1} }
 func dim3(x, y, z int) cuda.Dim3 { return cuda.Dim3{X: uint32(x), Y: uint32(y), Z: uint32(z)} }

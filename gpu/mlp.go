@@ -247,3 +247,8 @@ func (t *Trainer) ForwardPath() string {
 	}
 	return "layered"
 }
+
+// Launches says how the kernels of the trainer's CUDA graphs follow each
+// other: "programmatic dependent", or "serial: " and why
+// (dependentLaunches).
+func (t *Trainer) Launches() string { return t.l.d.launches }

@@ -46,6 +46,8 @@ type gpuDevice struct {
 	mu       sync.Mutex
 	mods     map[moduleKey]*kernels
 	checks   map[bool]string // precision self-check result per storage mode
+	pdl      bool            // the trainer's graphs chain kernels as programmatic dependents
+	launches string          // how they chain, and why (Trainer.Launches)
 }
 
 var (
@@ -70,8 +72,48 @@ func openDevice(ordinal int) (*gpuDevice, error) {
 		return nil, fmt.Errorf("cuda:%d: kernels are compiled at start-up: %w", ordinal, err)
 	}
 	d := &gpuDevice{dev: dev, info: dev.Info(), compiler: comp, mods: map[moduleKey]*kernels{}, checks: map[bool]string{}}
+	var hasEx bool
+	if err := dev.Do(func(c *cuda.Ctx) error { hasEx = c.CanLaunchDependent(); return nil }); err != nil {
+		dev.Close()
+		return nil, err
+	}
+	if d.pdl, d.launches, err = dependentLaunches(d.info, hasEx, os.Getenv("DQNFLOW_PDL")); err != nil {
+		dev.Close()
+		return nil, fmt.Errorf("cuda:%d: %w", ordinal, err)
+	}
 	devices[ordinal] = d
 	return d, nil
+}
+
+// dependentLaunches decides how the kernels of the trainer's CUDA graphs
+// follow each other on a device (ADR 0019): as programmatic dependents
+// (the next kernel's blocks are scheduled while the last blocks of the
+// one before still run, and wait at griddepcontrol.wait) on sm_90 and
+// newer with a driver that has cuLaunchKernelEx, else one after the
+// other. setting is DQNFLOW_PDL: empty (that choice), "on" (an error
+// where it cannot be had) or "off" (always one after the other, for
+// comparisons). The description says which ran and why.
+func dependentLaunches(info cuda.DeviceInfo, driverHasEx bool, setting string) (bool, string, error) {
+	why := ""
+	switch {
+	case info.Major < 9:
+		why = fmt.Sprintf("sm_%d%d has no programmatic dependent launch (sm_90 and newer)", info.Major, info.Minor)
+	case !driverHasEx:
+		why = "the driver has no cuLaunchKernelEx (CUDA 11.8 or newer)"
+	}
+	switch setting {
+	case "", "on":
+		if why == "" {
+			return true, "programmatic dependent", nil
+		}
+		if setting == "on" {
+			return false, "", fmt.Errorf("DQNFLOW_PDL=on: %s", why)
+		}
+		return false, "serial: " + why, nil
+	case "off":
+		return false, "serial: DQNFLOW_PDL=off", nil
+	}
+	return false, "", fmt.Errorf("DQNFLOW_PDL %q: must be on, off or unset", setting)
 }
 
 // arch is the device's compute capability as NVRTC's sm_XY number.

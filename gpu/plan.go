@@ -380,7 +380,7 @@ func (l *learner) captureStep(c *cuda.Ctx, p *stepPlan) (cuda.GraphExec, error) 
 		return 0, err
 	}
 	grad, update, prio := l.trainParts(p)
-	x, err := captureFork(c, l.stream, l.side, l.fork, l.join, grad, update, prio)
+	x, err := captureFork(c, l.d.pdl, l.stream, l.side, l.fork, l.join, grad, update, prio)
 	if err != nil {
 		return 0, err
 	}
@@ -390,14 +390,17 @@ func (l *learner) captureStep(c *cuda.Ctx, p *stepPlan) (cuda.GraphExec, error) 
 
 // captureFork captures before on stream s, then after on s beside branch
 // on stream side (forked by event fork, joined by event join before the
-// graph ends), as one CUDA graph, and instantiates it.
-func captureFork(c *cuda.Ctx, s, side cuda.Stream, fork, join cuda.Event, before, after, branch []launch) (cuda.GraphExec, error) {
+// graph ends), as one CUDA graph, and instantiates it. With dependent set
+// every launch is a programmatic dependent of the one before it on its
+// stream (gpuDevice.pdl): the graph holds kernels only, so every edge is
+// between two kernels.
+func captureFork(c *cuda.Ctx, dependent bool, s, side cuda.Stream, fork, join cuda.Event, before, after, branch []launch) (cuda.GraphExec, error) {
 	if err := c.BeginCapture(s); err != nil {
 		return 0, err
 	}
 	runErr := func() error {
 		for i := range before {
-			if err := before[i].run(c, s); err != nil {
+			if err := before[i].runIn(c, s, dependent); err != nil {
 				return err
 			}
 		}
@@ -408,7 +411,7 @@ func captureFork(c *cuda.Ctx, s, side cuda.Stream, fork, join cuda.Event, before
 			return err
 		}
 		for i := range branch {
-			if err := branch[i].run(c, side); err != nil {
+			if err := branch[i].runIn(c, side, dependent); err != nil {
 				return err
 			}
 		}
@@ -416,7 +419,7 @@ func captureFork(c *cuda.Ctx, s, side cuda.Stream, fork, join cuda.Event, before
 			return err
 		}
 		for i := range after {
-			if err := after[i].run(c, s); err != nil {
+			if err := after[i].runIn(c, s, dependent); err != nil {
 				return err
 			}
 		}
@@ -425,14 +428,15 @@ func captureFork(c *cuda.Ctx, s, side cuda.Stream, fork, join cuda.Event, before
 	return endCapture(c, s, runErr)
 }
 
-// capture records launches on stream s as one CUDA graph and instantiates it.
-func capture(c *cuda.Ctx, s cuda.Stream, launches []launch) (cuda.GraphExec, error) {
+// capture records launches on stream s as one CUDA graph and instantiates
+// it; dependent as for captureFork.
+func capture(c *cuda.Ctx, dependent bool, s cuda.Stream, launches []launch) (cuda.GraphExec, error) {
 	if err := c.BeginCapture(s); err != nil {
 		return 0, err
 	}
 	var runErr error
 	for i := range launches {
-		if runErr = launches[i].run(c, s); runErr != nil {
+		if runErr = launches[i].runIn(c, s, dependent); runErr != nil {
 			break
 		}
 	}

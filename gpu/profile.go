@@ -52,7 +52,7 @@ func (t *Trainer) profile(reps int, launches func(*cuda.Ctx) ([]launch, error)) 
 		}
 		a, b := t.events[0], t.events[1]
 		for i, ln := range ls {
-			x, err := captureRepeated(c, t.l.stream, ln, reps)
+			x, err := captureRepeated(c, t.l.d.pdl, t.l.stream, ln, reps)
 			if err != nil {
 				return fmt.Errorf("profile %s: %w", ln.name, err)
 			}
@@ -78,13 +78,15 @@ func (t *Trainer) profile(reps int, launches func(*cuda.Ctx) ([]launch, error)) 
 	return out, err
 }
 
-// captureRepeated captures reps launches of ln on stream s as one graph.
-func captureRepeated(c *cuda.Ctx, s cuda.Stream, ln launch, reps int) (cuda.GraphExec, error) {
+// captureRepeated captures reps launches of ln on stream s as one graph,
+// each a programmatic dependent of the one before when dependent is set,
+// as in the training graph.
+func captureRepeated(c *cuda.Ctx, dependent bool, s cuda.Stream, ln launch, reps int) (cuda.GraphExec, error) {
 	ls := make([]launch, reps)
 	for i := range ls {
 		ls[i] = ln
 	}
-	return capture(c, s, ls)
+	return capture(c, dependent, s, ls)
 }
 
 // timeGraph replays x once to warm up, then once between events a and b,

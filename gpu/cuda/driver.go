@@ -65,6 +65,7 @@ type driverAPI struct {
 	cuModuleGetFunction func(f *Function, m uintptr, name string) int32
 	cuFuncSetAttribute  func(f Function, attr int32, v int32) int32
 	cuLaunchKernel      func(f Function, gx, gy, gz, bx, by, bz, shared uint32, s Stream, params, extra *unsafe.Pointer) int32
+	cuLaunchKernelEx    func(cfg *launchConfig, f Function, params, extra *unsafe.Pointer) int32 // optional: CUDA 11.8+
 
 	cuStreamCreate      func(s *Stream, flags uint32) int32
 	cuStreamSynchronize func(s Stream) int32
@@ -90,6 +91,7 @@ type driverAPI struct {
 // (CUDA 11.4) is the newest required symbol.
 func (a *driverAPI) symbols() []symbol {
 	req := func(fptr any, names ...string) symbol { return symbol{names: names, fptr: fptr} }
+	opt := func(fptr any, names ...string) symbol { return symbol{names: names, fptr: fptr, optional: true} }
 	return []symbol{
 		req(&a.cuInit, "cuInit"),
 		req(&a.cuDriverGetVersion, "cuDriverGetVersion"),
@@ -127,6 +129,7 @@ func (a *driverAPI) symbols() []symbol {
 		req(&a.cuModuleGetFunction, "cuModuleGetFunction"),
 		req(&a.cuFuncSetAttribute, "cuFuncSetAttribute"),
 		req(&a.cuLaunchKernel, "cuLaunchKernel"),
+		opt(&a.cuLaunchKernelEx, "cuLaunchKernelEx"),
 
 		req(&a.cuStreamCreate, "cuStreamCreate"),
 		req(&a.cuStreamSynchronize, "cuStreamSynchronize"),

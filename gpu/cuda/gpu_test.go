@@ -563,3 +563,124 @@ func TestGPUErrorsNameTheCall(t *testing.T) {
 		t.Fatalf("the context is unusable after non-sticky errors: %v", err)
 	}
 }
+
+// Kernels launched as programmatic dependents (LaunchDependent) inside a
+// captured graph still run in order: each of 40 kernels reads what other
+// blocks of the one before wrote, and the result is that of the kernels
+// one after the other. The test also times the graph both ways.
+func TestGPUDependentLaunchesKeepTheOrder(t *testing.T) {
+	d := testDevice(t)
+	m := testModule(t, d, saxpySource, "saxpy.cu")
+	shift := testFunction(t, m, "shift_one")
+	const n, nodes, replays = 1 << 18, 40, 25
+	init := make([]float32, n)
+	for i := range init {
+		init[i] = float32(i)
+	}
+	// After k kernels, element i holds init[(i + k·4099) mod n] + k.
+	want := func(i, k int) float32 { return float32((i+k*4099)%n + k) }
+	err := d.Do(func(c *Ctx) error {
+		if !c.CanLaunchDependent() {
+			return fmt.Errorf("the driver has no cuLaunchKernelEx")
+		}
+		var buf [2]DevPtr
+		for i := range buf {
+			p, err := c.Alloc(4 * n)
+			if err != nil {
+				return err
+			}
+			defer c.Free(p)
+			buf[i] = p
+		}
+		s, err := c.NewStream()
+		if err != nil {
+			return err
+		}
+		defer c.DestroyStream(s)
+		for _, dependent := range []bool{false, true} {
+			if err := Upload(c, buf[0], init); err != nil {
+				return err
+			}
+			us, err := replayGraph(c, s, replays, func() error {
+				for i := range nodes {
+					src, dst := buf[i%2], buf[(i+1)%2]
+					launch := c.Launch
+					if dependent {
+						launch = c.LaunchDependent
+					}
+					if err := launch(shift, blocks(n), block256, 0, s, src, dst, int32(n)); err != nil {
+						return fmt.Errorf("launch %d: %w", i, err)
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			got := make([]float32, n)
+			if err := Download(c, got, buf[0]); err != nil { // an even number of kernels ends in buf[0]
+				return err
+			}
+			for i, v := range got {
+				if w := want(i, nodes*replays); v != w {
+					t.Fatalf("dependent %v: x[%d] = %v after %d kernels, want %v", dependent, i, v, nodes*replays, w)
+				}
+			}
+			t.Logf("dependent launches %v: %d kernels of %d blocks, %.2f µs per kernel", dependent, nodes, blocks(n).X, us/nodes)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// replayGraph captures what queue launches on s as one graph, replays it
+// replays times and returns the µs per replay of all but the first.
+func replayGraph(c *Ctx, s Stream, replays int, queue func() error) (float64, error) {
+	if err := c.BeginCapture(s); err != nil {
+		return 0, err
+	}
+	if err := queue(); err != nil {
+		c.EndCapture(s) // leave the stream usable; the launch error is the one to report
+		return 0, err
+	}
+	g, err := c.EndCapture(s)
+	if err != nil {
+		return 0, err
+	}
+	exec, err := c.Instantiate(g)
+	if derr := c.DestroyGraph(g); err == nil {
+		err = derr
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer c.DestroyGraphExec(exec)
+	var ev [2]Event
+	for i := range ev {
+		if ev[i], err = c.NewEvent(); err != nil {
+			return 0, err
+		}
+		defer c.DestroyEvent(ev[i])
+	}
+	if err := c.GraphLaunch(exec, s); err != nil {
+		return 0, err
+	}
+	if err := c.Record(ev[0], s); err != nil {
+		return 0, err
+	}
+	for range replays - 1 {
+		if err := c.GraphLaunch(exec, s); err != nil {
+			return 0, err
+		}
+	}
+	if err := c.Record(ev[1], s); err != nil {
+		return 0, err
+	}
+	if err := c.Sync(s); err != nil {
+		return 0, err
+	}
+	ms, err := c.Elapsed(ev[0], ev[1])
+	return 1000 * float64(ms) / float64(replays-1), err
+}

@@ -62,4 +62,16 @@ extern "C" __global__ void add_one(float* x, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) x[i] += 1.0f;
 }
+
+// shift_one: dst[i] = src[(i + 4099) % n] + 1, each element from another
+// block's, after the kernel before it has finished (griddepcontrol.wait,
+// a no-op when not launched as a programmatic dependent).
+extern "C" __global__ void shift_one(const float* src, float* dst, int n) {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) dst[i] = src[(i + 4099) % n] + 1.0f;
+}
 `

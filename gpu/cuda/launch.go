@@ -119,6 +119,78 @@ func (c *Ctx) Launch(f Function, grid, block Dim3, sharedBytes int, s Stream, ar
 	return c.api.check("cuLaunchKernel", r)
 }
 
+// launchConfig is CUlaunchConfig (cuda.h, 56 bytes): the grid, the block,
+// the dynamic shared memory, the stream and the launch attributes.
+type launchConfig struct {
+	gridX, gridY, gridZ    uint32
+	blockX, blockY, blockZ uint32
+	shared                 uint32
+	_                      uint32
+	stream                 Stream
+	attrs                  *launchAttr
+	numAttrs               uint32
+	_                      uint32
+}
+
+// launchAttr is CUlaunchAttribute (72 bytes): the attribute's id, padding
+// to 8 bytes, then the 64-byte CUlaunchAttributeValue union, whose first
+// int is the value of the attributes used here.
+type launchAttr struct {
+	id    uint32
+	_     uint32
+	value [8]uint64
+}
+
+// CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION (cuda.h).
+const launchAttrProgrammaticStreamSerialization = 6
+
+// CanLaunchDependent reports whether the driver has cuLaunchKernelEx, which
+// LaunchDependent needs (CUDA 11.8 and newer).
+func (c *Ctx) CanLaunchDependent() bool { return c.api.cuLaunchKernelEx != nil }
+
+// LaunchDependent queues f on s like Launch, as a programmatic dependent
+// launch (cuLaunchKernelEx with programmatic stream serialization, sm_90
+// and newer): the GPU may schedule f's blocks before the kernel queued
+// before it on s has finished, once every block of that kernel has
+// executed griddepcontrol.launch_dependents or exited. f must execute
+// griddepcontrol.wait in every thread before it reads what that kernel
+// wrote. Captured into a CUDA graph, the launch becomes a programmatic
+// edge. Without cuLaunchKernelEx in the driver it is an error, never a
+// plain launch.
+func (c *Ctx) LaunchDependent(f Function, grid, block Dim3, sharedBytes int, s Stream, args ...any) error {
+	if err := c.enter(); err != nil {
+		return err
+	}
+	if c.api.cuLaunchKernelEx == nil {
+		return errors.New("cuda: LaunchDependent: the driver has no cuLaunchKernelEx (CUDA 11.8 or newer needed)")
+	}
+	if f == 0 {
+		return errors.New("cuda: LaunchDependent: nil Function")
+	}
+	if err := checkDim("grid", grid); err != nil {
+		return err
+	}
+	if err := checkDim("block", block); err != nil {
+		return err
+	}
+	if sharedBytes < 0 || int64(sharedBytes) > math.MaxUint32 {
+		return fmt.Errorf("cuda: LaunchDependent: shared memory %d bytes out of range", sharedBytes)
+	}
+	k, err := packArgs(args)
+	if err != nil {
+		return err
+	}
+	attr := &launchAttr{id: launchAttrProgrammaticStreamSerialization}
+	attr.value[0] = 1
+	cfg := &launchConfig{gridX: grid.X, gridY: grid.Y, gridZ: grid.Z, blockX: block.X, blockY: block.Y, blockZ: block.Z,
+		shared: uint32(sharedBytes), stream: s, attrs: attr, numAttrs: 1}
+	r := c.api.cuLaunchKernelEx(cfg, f, k.params(), nil)
+	runtime.KeepAlive(k)
+	runtime.KeepAlive(cfg)
+	runtime.KeepAlive(attr)
+	return c.api.check("cuLaunchKernelEx", r)
+}
+
 func checkDim(what string, d Dim3) error {
 	if d.X == 0 || d.Y == 0 || d.Z == 0 {
 		return fmt.Errorf("cuda: Launch: %s %v: every dimension must be at least 1", what, d)

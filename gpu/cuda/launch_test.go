@@ -111,3 +111,26 @@ func TestCheckPlainRefusesGoPointers(t *testing.T) {
 		}
 	}
 }
+
+// cuLaunchKernelEx reads CUlaunchConfig and CUlaunchAttribute as cuda.h
+// lays them out on a 64-bit host; the Go structs must match byte for byte.
+func TestLaunchConfigHasTheLayoutOfCUlaunchConfig(t *testing.T) {
+	var cfg launchConfig
+	var a launchAttr
+	for _, c := range []struct {
+		name      string
+		got, want uintptr
+	}{
+		{"sizeof(CUlaunchConfig)", unsafe.Sizeof(cfg), 56},
+		{"offsetof(sharedMemBytes)", unsafe.Offsetof(cfg.shared), 24},
+		{"offsetof(hStream)", unsafe.Offsetof(cfg.stream), 32},
+		{"offsetof(attrs)", unsafe.Offsetof(cfg.attrs), 40},
+		{"offsetof(numAttrs)", unsafe.Offsetof(cfg.numAttrs), 48},
+		{"sizeof(CUlaunchAttribute)", unsafe.Sizeof(a), 72},
+		{"offsetof(value)", unsafe.Offsetof(a.value), 8},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s = %d, want %d", c.name, c.got, c.want)
+		}
+	}
+}

@@ -97,6 +97,17 @@ func TestCompileBF16TensorCoreKernelForSM90(t *testing.T) {
 	}
 }
 
+// The graph tests' kernels compile for sm_90 without a GPU, the
+// programmatic dependent launch's griddepcontrol instructions included.
+func TestCompileGraphTestKernelsForSM90(t *testing.T) {
+	c := testCompiler(t)
+	cubin, _, err := c.Compile(saxpySource, "saxpy.cu", 90)
+	if err != nil {
+		t.Fatal(err)
+	}
+	requireCUBIN(t, cubin, 90)
+}
+
 func TestCompileErrorIncludesLogWithLineNumber(t *testing.T) {
 	c := testCompiler(t)
 	src := "extern \"C\" __global__ void k(float* x) {\n" +

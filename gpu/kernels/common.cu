@@ -48,6 +48,23 @@ __device__ __forceinline__ int greedyDir(int best, float qBest, float qFlat, flo
   return (best != FLAT_DIR && qBest - qFlat < margin) ? FLAT_DIR : best;
 }
 
+// pdlEnter is the first statement of every kernel. Inside the trainer's
+// CUDA graphs each kernel is launched as a programmatic dependent of the
+// one before it (gpu/args.go, ADR 0019): the GPU may start its blocks
+// while that kernel's last blocks still run. griddepcontrol.wait holds
+// every thread until the kernels it depends on have finished and their
+// writes are visible, so nothing is read early; then launch_dependents
+// lets the next kernel's blocks be scheduled as this grid's finish. Every
+// block of every kernel passes the wait before it can exit, which makes
+// the order transitive: a kernel that returns early still ends after its
+// predecessor. Launched the ordinary way, both instructions do nothing.
+__device__ __forceinline__ void pdlEnter() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 // bf2f widens a bf16 exactly.
 __device__ __forceinline__ float bf2f(bf16_t h) { return __uint_as_float(((unsigned)h) << 16); }
 

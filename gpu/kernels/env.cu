@@ -240,6 +240,7 @@ __device__ void resetEnv(const EnvArgs& a, long long i, long long c) {
 
 // env_reset draws the first windows of all N environments (counter 0).
 extern "C" __global__ void env_reset(const EnvArgs* pa) {
+  pdlEnter();
   const EnvArgs& a = *pa;
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= a.n) return;
@@ -250,6 +251,7 @@ extern "C" __global__ void env_reset(const EnvArgs* pa) {
 // env_observe writes the N observations at the current bars into X
 // (N×OBS, the storage type): the bar's features, then the agent's.
 extern "C" __global__ void env_observe(const EnvArgs* pa) {
+  pdlEnter();
   const EnvArgs& a = *pa;
   const long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (k >= a.n * OBS) return;
@@ -280,6 +282,7 @@ extern "C" __global__ void env_observe(const EnvArgs* pa) {
 // R = Σ_j γʲ r_j in float64, discount γᵐ(1 − done). An env whose window
 // ended starts a new one (counter s+1 of the window stream).
 extern "C" __global__ void env_step(const EnvArgs* pa) {
+  pdlEnter();
   const EnvArgs& a = *pa;
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= a.n) return;
@@ -371,6 +374,7 @@ extern "C" __global__ void env_step(const EnvArgs* pa) {
 // tree's inner nodes are rebuilt once per Collect call (tree_sub, tree_top).
 #define COMMIT_THREADS 1024
 extern "C" __global__ void __launch_bounds__(COMMIT_THREADS) env_commit_scan(const EnvArgs* pa) {
+  pdlEnter();
   const EnvArgs& a = *pa;
   __shared__ long long wsum[COMMIT_THREADS / 32];
   __shared__ double rsum[COMMIT_THREADS / 32];
@@ -442,6 +446,7 @@ extern "C" __global__ void __launch_bounds__(COMMIT_THREADS) env_commit_scan(con
 }
 
 extern "C" __global__ void env_commit(const EnvArgs* pa, const StepState* st) {
+  pdlEnter();
   const EnvArgs& a = *pa;
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= a.n) return;
@@ -584,6 +589,7 @@ __device__ __forceinline__ void btFinish(const BacktestArgs& a, double e, long l
 // with market.Backtest. bt_run_cluster is the same on a thread-block
 // cluster; this one runs on any architecture and any model size.
 extern "C" __global__ void __launch_bounds__(1024) bt_run(const BacktestArgs* pa) {
+  pdlEnter();
   const BacktestArgs& a = *pa;
   extern __shared__ float buf[];
   __shared__ int bact[3];
@@ -676,6 +682,7 @@ __device__ __forceinline__ float ldRemote(const float* p, unsigned rank) {
 __device__ __forceinline__ long long btRows(const RowLayer& L, unsigned r) { return L.N * (long long)r / BT_CLUSTER; }
 
 extern "C" __global__ void __launch_bounds__(BT_THREADS) BT_CLUSTER_DIMS bt_run_cluster(const BacktestArgs* pa) {
+  pdlEnter();
 #if __CUDA_ARCH__ >= 900
   const BacktestArgs& a = *pa;
   extern __shared__ __align__(16) unsigned char smem[];

@@ -571,14 +571,17 @@ __device__ __forceinline__ void gemmMma(const GemmJob* jobs, int njobs, const St
 
 // Dynamic shared memory of each shape: GSTAGES·(A tile + B tile) bf16.
 extern "C" __global__ void __launch_bounds__(128) gemm64(const GemmJob* jobs, int njobs, const StepState* st) {
+  pdlEnter();
   gemmMma<64, 64, 2, 2, 32>(jobs, njobs, st);
 }
 // k tiles of 64 for the square tile: measured faster than 32 there (fewer
 // pipeline steps for the same K), slower for the 128×64 one.
 extern "C" __global__ void __launch_bounds__(256) gemm128(const GemmJob* jobs, int njobs, const StepState* st) {
+  pdlEnter();
   gemmMma<128, 128, 2, 4, 64>(jobs, njobs, st);
 }
 extern "C" __global__ void __launch_bounds__(128) gemm128x64(const GemmJob* jobs, int njobs, const StepState* st) {
+  pdlEnter();
   gemmMma<128, 64, 2, 2, 32>(jobs, njobs, st);
 }
 // Occupancy variants (gpu/gemm.go gemmVariant): at most 128 registers per
@@ -586,12 +589,15 @@ extern "C" __global__ void __launch_bounds__(128) gemm128x64(const GemmJob* jobs
 // gemm128p keeps k tiles of 64 (2 × 110 KB of shared memory), gemm128o
 // takes k tiles of 32.
 extern "C" __global__ void __launch_bounds__(256, 2) gemm128p(const GemmJob* jobs, int njobs, const StepState* st) {
+  pdlEnter();
   gemmMma<128, 128, 2, 4, 64>(jobs, njobs, st);
 }
 extern "C" __global__ void __launch_bounds__(256, 2) gemm128o(const GemmJob* jobs, int njobs, const StepState* st) {
+  pdlEnter();
   gemmMma<128, 128, 2, 4, 32>(jobs, njobs, st);
 }
 extern "C" __global__ void __launch_bounds__(128, 4) gemm128x64o(const GemmJob* jobs, int njobs, const StepState* st) {
+  pdlEnter();
   gemmMma<128, 64, 2, 2, 32>(jobs, njobs, st);
 }
 #else
@@ -789,22 +795,28 @@ __device__ __forceinline__ void gemmSimt(const GemmJob* jobs, int njobs, const S
 }
 
 extern "C" __global__ void __launch_bounds__(256) gemm64(const GemmJob* jobs, int njobs, const StepState* st) {
+  pdlEnter();
   gemmSimt<64, 64>(jobs, njobs, st);
 }
 extern "C" __global__ void __launch_bounds__(256) gemm128(const GemmJob* jobs, int njobs, const StepState* st) {
+  pdlEnter();
   gemmSimt<128, 128>(jobs, njobs, st);
 }
 extern "C" __global__ void __launch_bounds__(256) gemm128x64(const GemmJob* jobs, int njobs, const StepState* st) {
+  pdlEnter();
   gemmSimt<128, 64>(jobs, njobs, st);
 }
 // The occupancy variants' names run the same float32 kernels.
 extern "C" __global__ void __launch_bounds__(256) gemm128p(const GemmJob* jobs, int njobs, const StepState* st) {
+  pdlEnter();
   gemmSimt<128, 128>(jobs, njobs, st);
 }
 extern "C" __global__ void __launch_bounds__(256) gemm128o(const GemmJob* jobs, int njobs, const StepState* st) {
+  pdlEnter();
   gemmSimt<128, 128>(jobs, njobs, st);
 }
 extern "C" __global__ void __launch_bounds__(256) gemm128x64o(const GemmJob* jobs, int njobs, const StepState* st) {
+  pdlEnter();
   gemmSimt<128, 64>(jobs, njobs, st);
 }
 #endif

@@ -129,6 +129,7 @@ __device__ __forceinline__ float expectedQ(const float l[JPL], const float* z, i
 // (greedyDir, model.Greedy).
 extern "C" __global__ void head_infer(const float* O, int rows, const float* z, float* logits,
                                       float* probs, float* qout, int* act, float margin) {
+  pdlEnter();
   const int lane = threadIdx.x & 31;
   const long long r = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
   if (r >= rows) return;
@@ -362,6 +363,7 @@ __device__ __forceinline__ void lossBranch(const LossArgs& a, LossShared& sh, lo
 }
 
 extern "C" __global__ void __launch_bounds__(32 * LOSS_WARPS, 7) c51_loss(const LossArgs* pa, const StepState* st) {
+  pdlEnter();
   if (st->abort) return;
   const LossArgs a = *pa;
   __shared__ LossShared sh;

@@ -290,10 +290,12 @@ __device__ __forceinline__ void mlpForward(const MlpJob* gjobs, int njobs, long 
 // bytes (gpu/mlp.go mlpShared).
 extern "C" __global__ void __launch_bounds__(MLP_THREADS, 1) mlp_forward128(const MlpJob* jobs, int njobs, long long tiles,
                                                                           const StepState* st) {
+  pdlEnter();
   mlpForward<128>(jobs, njobs, tiles, st);
 }
 extern "C" __global__ void __launch_bounds__(MLP_THREADS, 2) mlp_forward64(const MlpJob* jobs, int njobs, long long tiles,
                                                                          const StepState* st) {
+  pdlEnter();
   mlpForward<64>(jobs, njobs, tiles, st);
 }
 #endif

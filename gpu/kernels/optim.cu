@@ -54,6 +54,7 @@ struct ColSeg {
 // chunkRows rows (the last fewer); grad_reduce adds the chunks in order.
 extern "C" __global__ void bias_partial(const ColSeg* segs, int nseg, long long totalCols, long long n,
                                         long long chunkRows, float* partial, const StepState* st) {
+  pdlEnter();
   if (st->abort) return;
   const long long c = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   const long long s = blockIdx.y, chunks = gridDim.y;
@@ -101,6 +102,7 @@ __device__ __forceinline__ float sumParts(const float* __restrict__ src, long lo
 // the masked GEMMs' column sums, and the split-K parts of the weight
 // gradients, each in a fixed order.
 extern "C" __global__ void grad_reduce(const RedSeg* segs, const StepState* st) {
+  pdlEnter();
   if (st->abort) return;
   const RedSeg sg = segs[blockIdx.y];
   for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < sg.count; e += (long long)gridDim.x * blockDim.x) {
@@ -135,6 +137,7 @@ __device__ double blockSumD(double v) {
 // in place, so the norm, the clipping and AdamW read the stored bf16 values.
 extern "C" __global__ void grad_norm(float* grad, long long P, double* partial, const float* w,
                                      const float* sample, long long n, StepState* st, int full) {
+  pdlEnter();
   if (st->abort) return;
   double s = 0.0;
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < P; i += (long long)gridDim.x * blockDim.x) {
@@ -204,6 +207,7 @@ struct AdamArgs {
 #define ADAM_PER_THREAD 4
 #define ADAM_PER_BLOCK (ADAM_THREADS * ADAM_PER_THREAD)
 extern "C" __global__ void __launch_bounds__(ADAM_THREADS) adamw(const AdamArgs* pa, StepState* st) {
+  pdlEnter();
   if (st->abort) return;
   const AdamArgs a = *pa;
   __shared__ double snorm, sp[RED_THREADS];
@@ -332,6 +336,7 @@ struct SpecSeg {
 // With full (precision bf16) u is stored rounded to the nearest bf16.
 extern "C" __global__ void __launch_bounds__(SPEC_THREADS) spectral(const float* p, float* u, const SpecSeg* segs, double bound,
                                                                    float* scale, StepState* st, int full) {
+  pdlEnter();
   if (st->abort) return;
   extern __shared__ float sh[];
   __shared__ float part[SPEC_THREADS / 32][SPEC_COLS];
@@ -420,6 +425,7 @@ struct CopySeg {
 // written by one thread only.
 extern "C" __global__ void refresh(float* p, E* gw, float* bcat, const CopySeg* segs, const float* scale,
                                    const StepState* st, int full) {
+  pdlEnter();
   if (st && st->abort) return;
   const CopySeg sg = segs[blockIdx.y];
   float* src = p + sg.src;
@@ -440,6 +446,7 @@ extern "C" __global__ void refresh(float* p, E* gw, float* bcat, const CopySeg* 
 // copy = 1 copies exactly (τ = 1). With full (precision bf16) the result is
 // stored rounded to the nearest bf16.
 extern "C" __global__ void ema(const float* online, float* target, long long P, float a, float b, int copy, int full) {
+  pdlEnter();
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < P; i += (long long)gridDim.x * blockDim.x) {
     float v = copy ? online[i] : a * online[i] + b * target[i];
     target[i] = full ? roundBF(v) : v;
@@ -452,6 +459,7 @@ extern "C" __global__ void ema(const float* online, float* target, long long P, 
 // the Go definitions (bf16.SRBits, bf16.Round, bf16.RoundStochastic).
 extern "C" __global__ void round_check(const float* x, long long n, unsigned long long seed, long long t,
                                        unsigned* bits, float* nearest, float* stochastic) {
+  pdlEnter();
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
     const unsigned r = srBits(seed, t, i);
     bits[i] = r;
@@ -462,6 +470,7 @@ extern "C" __global__ void round_check(const float* x, long long n, unsigned lon
 
 // cast_rows: dst[i] = E(src[i]) for count values (observations entering the first GEMM).
 extern "C" __global__ void cast_rows(const float* src, E* dst, long long count) {
+  pdlEnter();
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += (long long)gridDim.x * blockDim.x)
     dst[i] = toE(src[i]);
 }

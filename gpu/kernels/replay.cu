@@ -72,6 +72,7 @@ struct SampleArgs {
 #define SAMPLE_BLOCK 32
 #define SAMPLE_THREADS 256
 extern "C" __global__ void __launch_bounds__(SAMPLE_THREADS) sample(const SampleArgs* pa, StepState* st, int spb) {
+  pdlEnter();
   if (st->abort) return;
   __shared__ long long sslot[SAMPLE_BLOCK];
   __shared__ unsigned long long smin[SAMPLE_BLOCK];
@@ -159,6 +160,7 @@ struct PrioArgs {
 __device__ __forceinline__ bool prioSkip(const StepState* st) { return st->abort || !finitef(st->loss); }
 
 extern "C" __global__ void prio_claim(const PrioArgs* pa, const StepState* st) {
+  pdlEnter();
   if (prioSkip(st)) return;
   const long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (k >= pa->n) return;
@@ -166,6 +168,7 @@ extern "C" __global__ void prio_claim(const PrioArgs* pa, const StepState* st) {
 }
 
 extern "C" __global__ void __launch_bounds__(256) prio_set(const PrioArgs* pa, StepState* st) {
+  pdlEnter();
   if (prioSkip(st)) return;
   const PrioArgs a = *pa;
   const long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -195,6 +198,7 @@ extern "C" __global__ void __launch_bounds__(256) prio_set(const PrioArgs* pa, S
 // TREE_SPAN comes as a -D option (gpu/replay.go treeSpan).
 
 extern "C" __global__ void __launch_bounds__(1024) tree_sub(double* tree, long long base, const StepState* st) {
+  pdlEnter();
   if (st && st->abort) return;
   __shared__ double cur[TREE_SPAN];
   const long long span = base < TREE_SPAN ? base : TREE_SPAN;
@@ -217,6 +221,7 @@ extern "C" __global__ void __launch_bounds__(1024) tree_sub(double* tree, long l
 
 // tree_top: one block; top is the number of subtree roots (nodes [top, 2·top)).
 extern "C" __global__ void __launch_bounds__(1024) tree_top(double* tree, long long top, const StepState* st) {
+  pdlEnter();
   if (st && st->abort) return;
   for (long long lo = top >> 1; lo >= 1; lo >>= 1) {
     for (long long i = threadIdx.x; i < lo; i += blockDim.x) tree[lo + i] = tree[2 * (lo + i)] + tree[2 * (lo + i) + 1];

@@ -10,7 +10,8 @@
 # (hardware counters of the step's kernels), sanitize (compute-sanitizer),
 # sanitize-env (the environment's part of sanitize alone), sanitize-gemm
 # (memcheck and racecheck of the GEMM test alone),
-# gemm (the GEMM occupancy variants side by side), same (the
+# gemm (the GEMM occupancy variants side by side), pdl (the step and the
+# epoch with serial launches beside bench's dependent ones), same (the
 # parity study's seed 1 in every mode against a committed log, SAME_REF
 # or the current kernels' one: the bits kept; the run's log comes back as
 # same-seed1.log), headout (the head outputs' GEMM tile shapes),
@@ -91,11 +92,27 @@ has bench && for p in bf16-mixed fp32 bf16; do
   for b in 256 4096 16384; do
     prof=""; [ "$b" = 256 ] || [ "$b" = 16384 ] && prof="--profile"
     step "bench-$p-$b" 90 bin/gputest/dqnflow bench --device cuda --precision "$p" --batch "$b" --steps 300 --json $prof
-    grep -E '"(ms_per_step|ms_per_300_step_epoch|train_steps_per_s|gemm_tflop_s)"' "$LOGS/bench-$p-$b.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
+    grep -E '"(ms_per_step|ms_per_300_step_epoch|train_steps_per_s|gemm_tflop_s|launches)"' "$LOGS/bench-$p-$b.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
   done
 done
 # Each profiled run's launches on one line (ms per step, then µs per kernel).
 has bench && python3 tools/device/kernels.py "$LOGS"/bench-*-256.log "$LOGS"/bench-*-16384.log >>"$OUT/summary.txt"
+
+# Part pdl: the step with its kernels launched one after the other
+# (DQNFLOW_PDL=off) beside part bench's programmatic dependent launches
+# (ADR 0019), same call; and the default epoch so.
+has pdl && for b in 256 4096 16384; do
+  for p in bf16-mixed fp32; do
+    [ "$p" = fp32 ] && [ "$b" != 256 ] && [ "$b" != 16384 ] && continue
+    prof=""; [ "$b" = 256 ] || [ "$b" = 16384 ] && prof="--profile"
+    step "serial-$p-$b" 90 env DQNFLOW_PDL=off bin/gputest/dqnflow bench --device cuda --precision "$p" --batch "$b" --steps 300 --json $prof
+    echo -n "serial launches, $p batch $b: " >>"$OUT/summary.txt"
+    grep -E '"(ms_per_step|launches)"' "$LOGS/serial-$p-$b.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
+  done
+done
+has pdl && python3 tools/device/kernels.py "$LOGS"/serial-*.log >>"$OUT/summary.txt"
+has pdl && step "epoch-serial-bf16-mixed" 150 env DQNFLOW_PDL=off bin/gputest/dqnflow bench --device cuda --precision bf16-mixed --epoch --epochs 20 --json
+has pdl && { grep -E '"(epoch_ms|collect_ms|train_ms|backtest_ms)"' "$LOGS/epoch-serial-bf16-mixed.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"; }
 
 # The GEMM occupancy variants (gpu/gemm.go gemmVariant) side by side.
 has gemm && for v in base p o; do

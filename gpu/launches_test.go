@@ -1,0 +1,76 @@
+package gpu
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/dqnflow/dqnflow/gpu/cuda"
+)
+
+// Programmatic dependent launch is only safe because every kernel waits for
+// the one before it before doing anything else, in every block (ADR 0019):
+// a kernel that returned before the wait could end before its predecessor
+// and let the next kernel read half-written results.
+func TestEveryKernelWaitsForItsPredecessorFirst(t *testing.T) {
+	files, err := filepath.Glob("kernels/*.cu")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("kernel sources: %v (%d files)", err, len(files))
+	}
+	entry := regexp.MustCompile(`extern "C" __global__[^{]*\{\s*([^\n]*)`)
+	n := 0
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range entry.FindAllSubmatch(src, -1) {
+			n++
+			if first := strings.TrimSpace(string(m[1])); first != "pdlEnter();" {
+				name := regexp.MustCompile(`(\w+)\(`).FindSubmatch(m[0])
+				t.Errorf("%s: kernel %s starts with %q, not pdlEnter();", f, name[1], first)
+			}
+		}
+	}
+	if n < 30 {
+		t.Errorf("found %d kernels, expected every kernel of the module (more than 30)", n)
+	}
+}
+
+func TestDependentLaunchesOnlyWhereTheDeviceAndDriverHaveThem(t *testing.T) {
+	h200 := cuda.DeviceInfo{Name: "NVIDIA H200", Major: 9}
+	a100 := cuda.DeviceInfo{Name: "NVIDIA A100", Major: 8}
+	for _, c := range []struct {
+		name    string
+		info    cuda.DeviceInfo
+		ex      bool
+		setting string
+		on      bool
+		says    string // in the description, or in the error when err
+		err     bool
+	}{
+		{"sm_90 by default", h200, true, "", true, "programmatic dependent", false},
+		{"sm_90 asked for", h200, true, "on", true, "programmatic dependent", false},
+		{"sm_90 turned off", h200, true, "off", false, "serial: DQNFLOW_PDL=off", false},
+		{"sm_80 by default", a100, true, "", false, "serial: sm_80", false},
+		{"sm_80 asked for", a100, true, "on", false, "sm_80 has no programmatic dependent launch", true},
+		{"old driver", h200, false, "", false, "no cuLaunchKernelEx", false},
+		{"old driver asked for", h200, false, "on", false, "no cuLaunchKernelEx", true},
+		{"bad setting", h200, true, "yes", false, `DQNFLOW_PDL "yes"`, true},
+	} {
+		on, desc, err := dependentLaunches(c.info, c.ex, c.setting)
+		if (err != nil) != c.err {
+			t.Errorf("%s: error %v, want error %v", c.name, err, c.err)
+			continue
+		}
+		got := desc
+		if err != nil {
+			got = err.Error()
+		}
+		if on != c.on || !strings.Contains(got, c.says) {
+			t.Errorf("%s: on %v %q, want on %v and %q", c.name, on, got, c.on, c.says)
+		}
+	}
+}
