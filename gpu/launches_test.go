@@ -1,8 +1,7 @@
 package gpu
 
 import (
-	"os"
-	"path/filepath"
+	"io/fs"
 	"regexp"
 	"strings"
 	"testing"
@@ -15,14 +14,14 @@ import (
 // a kernel that returned before the wait could end before its predecessor
 // and let the next kernel read half-written results.
 func TestEveryKernelWaitsForItsPredecessorFirst(t *testing.T) {
-	files, err := filepath.Glob("kernels/*.cu")
+	files, err := fs.Glob(kernelFS, "kernels/*.cu") // the embedded sources: the test binary runs anywhere
 	if err != nil || len(files) == 0 {
 		t.Fatalf("kernel sources: %v (%d files)", err, len(files))
 	}
 	entry := regexp.MustCompile(`extern "C" __global__[^{]*\{\s*([^\n]*)`)
 	n := 0
 	for _, f := range files {
-		src, err := os.ReadFile(f)
+		src, err := kernelFS.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -51,13 +50,15 @@ func TestDependentLaunchesOnlyWhereTheDeviceAndDriverHaveThem(t *testing.T) {
 		says    string // in the description, or in the error when err
 		err     bool
 	}{
-		{"sm_90 by default", h200, true, "", true, "programmatic dependent", false},
+		{"sm_90 by default", h200, true, "", false, "serial: the default", false},
 		{"sm_90 asked for", h200, true, "on", true, "programmatic dependent", false},
 		{"sm_90 turned off", h200, true, "off", false, "serial: DQNFLOW_PDL=off", false},
-		{"sm_80 by default", a100, true, "", false, "serial: sm_80", false},
+		{"sm_80 by default", a100, true, "", false, "serial: the default", false},
 		{"sm_80 asked for", a100, true, "on", false, "sm_80 has no programmatic dependent launch", true},
-		{"old driver", h200, false, "", false, "no cuLaunchKernelEx", false},
+		{"old driver", h200, false, "", false, "serial: the default", false},
 		{"old driver asked for", h200, false, "on", false, "no cuLaunchKernelEx", true},
+		{"sm_90 late", h200, true, "late", true, "launched as the blocks before exit", false},
+		{"sm_80 late", a100, true, "late", false, "DQNFLOW_PDL=late: sm_80", true},
 		{"bad setting", h200, true, "yes", false, `DQNFLOW_PDL "yes"`, true},
 	} {
 		on, desc, err := dependentLaunches(c.info, c.ex, c.setting)

@@ -48,9 +48,9 @@ __device__ __forceinline__ int greedyDir(int best, float qBest, float qFlat, flo
   return (best != FLAT_DIR && qBest - qFlat < margin) ? FLAT_DIR : best;
 }
 
-// pdlEnter is the first statement of every kernel. Inside the trainer's
-// CUDA graphs each kernel is launched as a programmatic dependent of the
-// one before it (gpu/args.go, ADR 0019): the GPU may start its blocks
+// pdlEnter is the first statement of every kernel. With DQNFLOW_PDL=on the
+// trainer's CUDA graphs launch each kernel as a programmatic dependent of
+// the one before it (gpu/module.go, ADR 0019): the GPU may start its blocks
 // while that kernel's last blocks still run. griddepcontrol.wait holds
 // every thread until the kernels it depends on have finished and their
 // writes are visible, so nothing is read early; then launch_dependents
@@ -58,10 +58,17 @@ __device__ __forceinline__ int greedyDir(int best, float qBest, float qFlat, flo
 // block of every kernel passes the wait before it can exit, which makes
 // the order transitive: a kernel that returns early still ends after its
 // predecessor. Launched the ordinary way, both instructions do nothing.
+// With -DPDL_EARLY=0 (DQNFLOW_PDL=late) there is no launch_dependents: the
+// next kernel's blocks are scheduled as this grid's blocks exit.
+#ifndef PDL_EARLY
+#define PDL_EARLY 1
+#endif
 __device__ __forceinline__ void pdlEnter() {
 #if __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
+#if PDL_EARLY
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
 #endif
 }
 

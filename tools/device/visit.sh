@@ -11,10 +11,11 @@
 # sanitize-env (the environment's part of sanitize alone), sanitize-gemm
 # (memcheck and racecheck of the GEMM test alone),
 # gemm (the GEMM occupancy variants side by side), pdl (the step and the
-# epoch with serial launches beside bench's dependent ones), same (the
+# epoch with programmatic dependent launches beside bench's), same (the
 # parity study's seed 1 in every mode against a committed log, SAME_REF
 # or the current kernels' one: the bits kept; the run's log comes back as
-# same-seed1.log), headout (the head outputs' GEMM tile shapes),
+# same-seed1.log), same-headout (that check with the head outputs' staged
+# shapes), headout (the head outputs' GEMM tile shapes, HEADOUT_SHAPES),
 # ncu-headout (ncu's details and SASS counters of that GEMM), prof
 # (ncu on one step's GEMMs and loss), fused (the fused forward
 # against the layered one: the step at three batches and the collector),
@@ -98,21 +99,23 @@ done
 # Each profiled run's launches on one line (ms per step, then µs per kernel).
 has bench && python3 tools/device/kernels.py "$LOGS"/bench-*-256.log "$LOGS"/bench-*-16384.log >>"$OUT/summary.txt"
 
-# Part pdl: the step with its kernels launched one after the other
-# (DQNFLOW_PDL=off) beside part bench's programmatic dependent launches
-# (ADR 0019), same call; and the default epoch so.
+# Part pdl: the step with its kernels chained as programmatic dependent
+# launches (DQNFLOW_PDL=on) beside part bench's default, one after the
+# other (ADR 0019), same call; and the default epoch so.
 has pdl && for b in 256 4096 16384; do
   for p in bf16-mixed fp32; do
     [ "$p" = fp32 ] && [ "$b" != 256 ] && [ "$b" != 16384 ] && continue
     prof=""; [ "$b" = 256 ] || [ "$b" = 16384 ] && prof="--profile"
-    step "serial-$p-$b" 90 env DQNFLOW_PDL=off bin/gputest/dqnflow bench --device cuda --precision "$p" --batch "$b" --steps 300 --json $prof
-    echo -n "serial launches, $p batch $b: " >>"$OUT/summary.txt"
-    grep -E '"(ms_per_step|launches)"' "$LOGS/serial-$p-$b.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
+    for pdl in ${PDL_MODES:-on late}; do
+      step "pdl-$pdl-$p-$b" 90 env DQNFLOW_PDL=$pdl bin/gputest/dqnflow bench --device cuda --precision "$p" --batch "$b" --steps 300 --json $prof
+      echo -n "dependent launches ($pdl), $p batch $b: " >>"$OUT/summary.txt"
+      grep -E '"(ms_per_step|launches)"' "$LOGS/pdl-$pdl-$p-$b.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
+    done
   done
 done
-has pdl && python3 tools/device/kernels.py "$LOGS"/serial-*.log >>"$OUT/summary.txt"
-has pdl && step "epoch-serial-bf16-mixed" 150 env DQNFLOW_PDL=off bin/gputest/dqnflow bench --device cuda --precision bf16-mixed --epoch --epochs 20 --json
-has pdl && { grep -E '"(epoch_ms|collect_ms|train_ms|backtest_ms)"' "$LOGS/epoch-serial-bf16-mixed.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"; }
+has pdl && python3 tools/device/kernels.py "$LOGS"/pdl-*.log >>"$OUT/summary.txt"
+has pdl && step "epoch-pdl-bf16-mixed" 150 env DQNFLOW_PDL=on bin/gputest/dqnflow bench --device cuda --precision bf16-mixed --epoch --epochs 20 --json
+has pdl && { grep -E '"(epoch_ms|collect_ms|train_ms|backtest_ms)"' "$LOGS/epoch-pdl-bf16-mixed.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"; }
 
 # The GEMM occupancy variants (gpu/gemm.go gemmVariant) side by side.
 has gemm && for v in base p o; do
@@ -165,12 +168,17 @@ sameCheck() {
   fi
 }
 has same && sameCheck same DQNFLOW_SAME=1
+# Part same-headout: the same check with the head outputs' launch in each
+# staged shape (gemm128x64s, gemm128x64s64): they must keep the bits.
+has same-headout && for sh in gemm128x64s gemm128x64s64; do
+  sameCheck "same-$sh" DQNFLOW_HEADOUT_SHAPE=$sh
+done
 
 has prof && ncuStep prof-ncu
 
 # Part headout: the tile shapes of the head outputs' forward launch
 # (DQNFLOW_HEADOUT_SHAPE) side by side at batch 4096 and 16384.
-has headout && for sh in gemm64 gemm128o gemm128x64o; do
+has headout && for sh in ${HEADOUT_SHAPES:-gemm64 gemm128o gemm128x64o gemm128x64s gemm128x64s64}; do
   for b in 4096 16384; do
     step "headout-$sh-$b" 60 env DQNFLOW_HEADOUT_SHAPE=$sh bin/gputest/dqnflow bench --device cuda --precision bf16-mixed --batch "$b" --steps 300 --json --profile
     echo -n "head-out shape $sh batch $b: " >>"$OUT/summary.txt"
