@@ -19,13 +19,16 @@ const (
 
 // epochBenchResult is what "dqnflow bench --epoch --json" prints.
 type epochBenchResult struct {
-	Date       string          `json:"date"`
-	Device     string          `json:"device"`
-	Backend    string          `json:"backend"`
-	Precision  string          `json:"precision"`
-	Parameters int             `json:"parameters"`
-	NumEnvs    int             `json:"num_envs"`
-	Epoch      gpu.EpochTiming `json:"epoch"`
+	Date       string `json:"date"`
+	Device     string `json:"device"`
+	Backend    string `json:"backend"`
+	Precision  string `json:"precision"`
+	Parameters int    `json:"parameters"`
+	NumEnvs    int    `json:"num_envs"`
+	// Launches says how the kernels of the CUDA graphs follow each other
+	// (gpu.Trainer.Launches).
+	Launches string          `json:"launches"`
+	Epoch    gpu.EpochTiming `json:"epoch"`
 	// Collectors is the collector alone with many environments.
 	Collectors                []gpu.CollectThroughput `json:"collectors"`
 	TargetEpochMs             float64                 `json:"target_epoch_ms"`
@@ -56,7 +59,7 @@ func benchEpoch(ctx context.Context, e *env, cfg config.RunConfig, epochs int, j
 	}
 	info := tr.Info()
 	res := epochBenchResult{Date: time.Now().UTC().Format(time.RFC3339), Device: dev, Backend: info.Backend, Precision: info.Precision,
-		Parameters: info.Parameters, NumEnvs: cfg.Env.NumEnvs, TargetEpochMs: targetEpochMs, TargetCollectEnvStepsPerS: targetCollectEnvStepsPerS}
+		Parameters: info.Parameters, NumEnvs: cfg.Env.NumEnvs, Launches: g.Launches(), TargetEpochMs: targetEpochMs, TargetCollectEnvStepsPerS: targetCollectEnvStepsPerS}
 	if res.Epoch, err = g.TimeEpochs(ctx, epochs); err != nil {
 		return err
 	}

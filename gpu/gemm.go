@@ -83,45 +83,27 @@ func gemmShapesOf(bf16 bool, variant string) []gemmShape {
 	if !bf16 {
 		return []gemmShape{{"gemm64", 64, 64, 256, 0}, {big, 128, 128, 256, 0}, {narrow, 128, 64, 256, 0}}
 	}
+	stages := func(bm, bn, bk int) int {
+		elems := func(r int) int { return max(r*(bk+8), bk*(r+8)) }
+		return 3 * 2 * (elems(bm) + elems(bn))
+	}
 	return []gemmShape{
-		{"gemm64", 64, 64, 128, pipelineShared(3, 64, 64, 32)},
-		{big, 128, 128, 256, pipelineShared(3, 128, 128, bk)},
-		{narrow, 128, 64, 128, pipelineShared(3, 128, 64, 32)},
+		{"gemm64", 64, 64, 128, stages(64, 64, 32)},
+		{big, 128, 128, 256, stages(128, 128, bk)},
+		{narrow, 128, 64, 128, stages(128, 64, 32)},
 	}
 }
 
-// pipelineShared is the dynamic shared memory of a bf16 tile pipeline:
-// stages k tiles of A (bm rows) and B (bn rows), k tiles of bk
-// (tileElems of kernels/gemm.cu).
-func pipelineShared(stages, bm, bn, bk int) int {
-	elems := func(r int) int { return max(r*(bk+8), bk*(r+8)) }
-	return stages * 2 * (elems(bm) + elems(bn))
-}
+// gemmVariants are the values gemmVariant may take.
+var gemmVariants = []string{"", "o", "p", "base"}
 
-// headShapes are the tile shapes for the head outputs' launch alone
-// (kernels/gemm.cu gemm128x64s, gemm128x64s64): the 128×64 tile with its
-// float32 results staged through shared memory (stagedEpilogue) so that
-// they leave in whole lines, k tiles of 32 in three stages or of 64 in
-// two. gemmCall never picks them; the forward pass names one for the head
-// outputs (headOutShape). In fp32 they run the unstaged float32 kernel.
-func headShapes(bf16 bool) []gemmShape {
-	if !bf16 {
-		return []gemmShape{{"gemm128x64s", 128, 64, 256, 0}, {"gemm128x64s64", 128, 64, 256, 0}}
-	}
-	staging := 128 * (64 + 8) * 4
-	return []gemmShape{
-		{"gemm128x64s", 128, 64, 128, max(pipelineShared(3, 128, 64, 32), staging)},
-		{"gemm128x64s64", 128, 64, 128, max(pipelineShared(2, 128, 64, 64), staging)},
-	}
-}
-
-// allShapes is every tile shape of the module in the given mode: those of
-// every variant, then the head outputs', each once.
+// allShapes is every tile shape of the module in the given mode, those of
+// every variant, each once.
 func allShapes(bf16 bool) []gemmShape {
 	var out []gemmShape
 	seen := map[string]bool{}
 	for _, v := range gemmVariants {
-		for _, sh := range append(gemmShapesOf(bf16, v), headShapes(bf16)...) {
+		for _, sh := range gemmShapesOf(bf16, v) {
 			if !seen[sh.name] {
 				seen[sh.name] = true
 				out = append(out, sh)
@@ -130,9 +112,6 @@ func allShapes(bf16 bool) []gemmShape {
 	}
 	return out
 }
-
-// gemmVariants are the values gemmVariant may take.
-var gemmVariants = []string{"", "o", "p", "base"}
 
 // fillBlocks is the number of blocks at which a launch keeps every SM of
 // an H200 busy for two waves; a launch with fewer takes the shape that
@@ -256,11 +235,10 @@ func gemmShapeFor(bf16 bool, jobs []job) gemmShape {
 	return best
 }
 
-// gemmShapeNamed returns the shape called name in the given mode: one of
-// the variant's (gemmShapes) or of the head outputs' (headShapes).
+// gemmShapeNamed returns the shape called name in the given mode.
 func gemmShapeNamed(bf16 bool, name string) (gemmShape, error) {
 	var names []string
-	for _, sh := range append(gemmShapes(bf16), headShapes(bf16)...) {
+	for _, sh := range gemmShapes(bf16) {
 		if sh.name == name {
 			return sh, nil
 		}

@@ -92,7 +92,7 @@ func (h hostMat) view(p cuda.DevPtr) mat {
 // within 1e-5 of the sum of their products' magnitudes.
 func TestGEMMMatchesFloat64(t *testing.T) {
 	d := testDevice(t)
-	shapes := [2][]gemmShape{allShapes(false), allShapes(true)} // every shape of every variant and the head's, once
+	shapes := [2][]gemmShape{allShapes(false), allShapes(true)} // every shape of every variant, once
 	for i, bf := range []bool{false, true} {
 		for _, sh := range shapes[i] {
 			for _, aCol := range []bool{false, true} {

@@ -24,7 +24,7 @@ var kernelFiles = []string{"common.cu", "gemm.cu", "mlp.cu", "head.cu", "optim.c
 // resolves each once (device pointers and functions are resolved once, never
 // per step).
 var kernelNames = []string{
-	"gemm64", "gemm128", "gemm128x64", "gemm128p", "gemm128o", "gemm128x64o", "gemm128x64s", "gemm128x64s64", "head_infer", "c51_loss", "bias_partial", "grad_reduce", "grad_norm", "adamw",
+	"gemm64", "gemm128", "gemm128x64", "gemm128p", "gemm128o", "gemm128x64o", "head_infer", "c51_loss", "bias_partial", "grad_reduce", "grad_norm", "adamw",
 	"spectral", "refresh", "ema", "cast_rows", "sample", "tree_sub", "tree_top", "prio_claim", "prio_set",
 	"round_check",
 	"env_reset", "env_observe", "env_step", "env_commit_scan", "env_commit", "bt_run", "bt_run_cluster",
@@ -87,12 +87,12 @@ func kernelOptions(m config.ModelConfig, bf16, fused bool) []string {
 	}
 }
 
-// pdlEarly is PDL_EARLY of kernels/common.cu: "0" under DQNFLOW_PDL=late,
-// where no kernel lets its dependents launch before its blocks exit
-// (dependentLaunches), else "1".
+// pdlEarly is PDL_EARLY of kernels/common.cu: "1" under DQNFLOW_PDL=early,
+// where every kernel lets its dependents launch as soon as all its blocks
+// have passed their wait (dependentLaunches), else "0".
 func pdlEarly() string {
-	if os.Getenv("DQNFLOW_PDL") == "late" {
-		return "0"
+	if os.Getenv("DQNFLOW_PDL") == "early" {
+		return "1"
 	}
-	return "1"
+	return "0"
 }

@@ -50,15 +50,15 @@ func TestDependentLaunchesOnlyWhereTheDeviceAndDriverHaveThem(t *testing.T) {
 		says    string // in the description, or in the error when err
 		err     bool
 	}{
-		{"sm_90 by default", h200, true, "", false, "serial: the default", false},
+		{"sm_90 by default", h200, true, "", true, "programmatic dependent", false},
 		{"sm_90 asked for", h200, true, "on", true, "programmatic dependent", false},
+		{"sm_90 early", h200, true, "early", true, "launched early", false},
 		{"sm_90 turned off", h200, true, "off", false, "serial: DQNFLOW_PDL=off", false},
-		{"sm_80 by default", a100, true, "", false, "serial: the default", false},
-		{"sm_80 asked for", a100, true, "on", false, "sm_80 has no programmatic dependent launch", true},
-		{"old driver", h200, false, "", false, "serial: the default", false},
+		{"sm_80 by default", a100, true, "", false, "serial: sm_80 has no programmatic dependent launch", false},
+		{"sm_80 asked for", a100, true, "on", false, "DQNFLOW_PDL=on: sm_80", true},
+		{"sm_80 early", a100, true, "early", false, "DQNFLOW_PDL=early: sm_80", true},
+		{"old driver", h200, false, "", false, "serial: the driver has no cuLaunchKernelEx", false},
 		{"old driver asked for", h200, false, "on", false, "no cuLaunchKernelEx", true},
-		{"sm_90 late", h200, true, "late", true, "launched as the blocks before exit", false},
-		{"sm_80 late", a100, true, "late", false, "DQNFLOW_PDL=late: sm_80", true},
 		{"bad setting", h200, true, "yes", false, `DQNFLOW_PDL "yes"`, true},
 	} {
 		on, desc, err := dependentLaunches(c.info, c.ex, c.setting)

@@ -48,20 +48,22 @@ __device__ __forceinline__ int greedyDir(int best, float qBest, float qFlat, flo
   return (best != FLAT_DIR && qBest - qFlat < margin) ? FLAT_DIR : best;
 }
 
-// pdlEnter is the first statement of every kernel. With DQNFLOW_PDL=on the
-// trainer's CUDA graphs launch each kernel as a programmatic dependent of
-// the one before it (gpu/module.go, ADR 0019): the GPU may start its blocks
-// while that kernel's last blocks still run. griddepcontrol.wait holds
-// every thread until the kernels it depends on have finished and their
-// writes are visible, so nothing is read early; then launch_dependents
-// lets the next kernel's blocks be scheduled as this grid's finish. Every
-// block of every kernel passes the wait before it can exit, which makes
-// the order transitive: a kernel that returns early still ends after its
-// predecessor. Launched the ordinary way, both instructions do nothing.
-// With -DPDL_EARLY=0 (DQNFLOW_PDL=late) there is no launch_dependents: the
-// next kernel's blocks are scheduled as this grid's blocks exit.
+// pdlEnter is the first statement of every kernel. The trainer's CUDA
+// graphs launch each kernel as a programmatic dependent of the one before
+// it (gpu/module.go dependentLaunches, ADR 0019): the GPU prepares the
+// launch while that kernel runs, and schedules its blocks as soon as the
+// blocks before it have exited, without the round trip of an ordinary
+// dependency. griddepcontrol.wait holds every thread until the kernels it
+// depends on have finished and their writes are visible, so nothing is
+// read early. Every block of every kernel passes the wait before it can
+// exit, which makes the order transitive: a kernel that returns early
+// still ends after its predecessor. With -DPDL_EARLY=1 (DQNFLOW_PDL=early)
+// launch_dependents follows the wait, so the next kernel's blocks may be
+// scheduled while this grid's last blocks still run: measured slower in
+// the step (ADR 0019). Launched the ordinary way (DQNFLOW_PDL=off), both
+// instructions do nothing.
 #ifndef PDL_EARLY
-#define PDL_EARLY 1
+#define PDL_EARLY 0
 #endif
 __device__ __forceinline__ void pdlEnter() {
 #if __CUDA_ARCH__ >= 900

@@ -74,9 +74,6 @@ struct __align__(8) f2 {
   float x, y;
 };
 __device__ __forceinline__ void stF2(float* p, float a, float b) { *(f2*)p = f2{a, b}; }
-struct __align__(16) f4 {
-  float x, y, z, w;
-};
 #if DQN_BF16
 // stE2 rounds a pair to bf16 with the hardware's round-to-nearest-even
 // (the bits of f2bf for every non-NaN value).
@@ -463,58 +460,6 @@ __device__ __forceinline__ void mmaColSums(const GemmJob& j, const GemmTile& t, 
   storeColSums<BM, BN, WARPS_M>(j, t, red);
 }
 
-// stagedEpilogue stores the block's float32 results (EPI_STORE, EPI_BIAS;
-// C only) through shared memory, for the head outputs' launch: lanes hold
-// rows g and g+8 of two columns each (the m16n8 layout), so stored
-// directly every row of a warp's store is a 32-byte piece of its own L2
-// request, and that launch is bound by L2 requests (ncu, 2026-12-02:
-// "L2: T Tag Requests" 75 %). Staged, each row of the tile leaves in
-// 16-byte pieces, 16 lanes a row, whole 128-byte lines where the job's
-// rows are aligned for it: a quarter of the requests. The values are
-// epiValue's, as mmaEpilogue stores them; only the path differs. sm is the
-// pipeline's shared memory (BM·(BN+8) floats, free by now); rows of BN+8
-// floats keep both the pair writes and the 16-byte reads free of bank
-// conflicts.
-template <int EPI, int BM, int BN, int NT, int MI, int NI>
-__device__ __forceinline__ void stagedEpilogue(const GemmJob& j, const GemmTile& t, const float (&acc)[MI][NI][4], int wm,
-                                               int wn, int lane, float* sm) {
-  constexpr int LD = BN + 8, CPR = BN / 4;
-  const int g = lane >> 2, t4 = lane & 3;
-  __syncthreads(); // every warp is done with the pipeline's shared memory
-#pragma unroll
-  for (int ni = 0; ni < NI; ni++) {
-    const int c = wn + ni * 8 + 2 * t4;
-    const long long n = t.n0 + c;
-    const float b0 = EPI == EPI_BIAS && n < j.N ? j.bias[n] : 0.0f;
-    const float b1 = EPI == EPI_BIAS && n + 1 < j.N ? j.bias[n + 1] : 0.0f;
-#pragma unroll
-    for (int mi = 0; mi < MI; mi++)
-#pragma unroll
-      for (int h = 0; h < 2; h++) {
-        const int r = wm + mi * 16 + g + 8 * h;
-        *(f2*)&sm[r * LD + c] = f2{epiValue<EPI>(acc[mi][ni][2 * h], b0, 0.0f), epiValue<EPI>(acc[mi][ni][2 * h + 1], b1, 0.0f)};
-      }
-  }
-  __syncthreads();
-  const bool vec = (((unsigned long long)t.C) & 15) == 0 && (j.scm & 3) == 0;
-#pragma unroll 4
-  for (int q = threadIdx.x; q < BM * CPR; q += NT) {
-    const int r = q / CPR, c = (q % CPR) * 4;
-    const long long m = t.m0 + r, n = t.n0 + c;
-    if (m >= j.M || n >= j.N) continue;
-    const f4 v = *(const f4*)&sm[r * LD + c];
-    float* p = t.C + m * j.scm + n;
-    if (vec && n + 3 < j.N) {
-      *(f4*)p = v;
-    } else {
-      p[0] = v.x;
-      if (n + 1 < j.N) p[1] = v.y;
-      if (n + 2 < j.N) p[2] = v.z;
-      if (n + 3 < j.N) p[3] = v.w;
-    }
-  }
-}
-
 // gemmLoop accumulates the block's tile over its k range into acc, with
 // the operands' layouts (AK: A k-contiguous, BKC: B k-contiguous) fixed at
 // compile time so that every shared-memory offset is a constant off one
@@ -593,7 +538,7 @@ __device__ __forceinline__ void gemmLoop(float (&acc)[MI][NI][4], const GemmJob&
   cpWait<0>();
 }
 
-template <int BM, int BN, int WARPS_M, int WARPS_N, int BK, int GSTAGES = 3, bool STAGED = false>
+template <int BM, int BN, int WARPS_M, int WARPS_N, int BK, int GSTAGES = 3>
 __device__ __forceinline__ void gemmMma(const GemmJob* jobs, int njobs, const StepState* st) {
   constexpr int WTM = BM / WARPS_M, WTN = BN / WARPS_N;
   constexpr int MI = WTM / 16, NI = WTN / 8;
@@ -615,14 +560,6 @@ __device__ __forceinline__ void gemmMma(const GemmJob* jobs, int njobs, const St
     gemmLoop<BM, BN, WARPS_M, WARPS_N, BK, GSTAGES, false, true>(acc, j, t, sbase);
   else
     gemmLoop<BM, BN, WARPS_M, WARPS_N, BK, GSTAGES, false, false>(acc, j, t, sbase);
-  if (STAGED && t.C && !j.Ce && j.epi <= EPI_BIAS) {
-    constexpr int NT = 32 * WARPS_M * WARPS_N;
-    if (j.epi == EPI_BIAS)
-      stagedEpilogue<EPI_BIAS, BM, BN, NT>(j, t, acc, wm, wn, lane, (float*)gsm);
-    else
-      stagedEpilogue<EPI_STORE, BM, BN, NT>(j, t, acc, wm, wn, lane, (float*)gsm);
-    return;
-  }
   switch (j.epi) {
   case EPI_STORE: mmaEpilogue<EPI_STORE, MI, NI>(j, t, acc, wm, wn, lane); break;
   case EPI_BIAS: mmaEpilogue<EPI_BIAS, MI, NI>(j, t, acc, wm, wn, lane); break;
@@ -663,27 +600,19 @@ extern "C" __global__ void __launch_bounds__(128, 4) gemm128x64o(const GemmJob* 
   pdlEnter();
   gemmMma<128, 64, 2, 2, 32>(jobs, njobs, st);
 }
-// The head outputs' shapes (gpu/gemm.go headShapes): gemm128x64o with the
-// float32 results staged through shared memory (stagedEpilogue), k tiles
-// of 32 in three stages, or of 64 in two (K is the head width, 128).
-extern "C" __global__ void __launch_bounds__(128, 4) gemm128x64s(const GemmJob* jobs, int njobs, const StepState* st) {
-  pdlEnter();
-  gemmMma<128, 64, 2, 2, 32, 3, true>(jobs, njobs, st);
-}
-extern "C" __global__ void __launch_bounds__(128, 4) gemm128x64s64(const GemmJob* jobs, int njobs, const StepState* st) {
-  pdlEnter();
-  gemmMma<128, 64, 2, 2, 64, 2, true>(jobs, njobs, st);
-}
 #else
 // float32: 256 threads as 16×16, each (BM/16)×(BN/16) outputs (rows and
 // columns by simtIdx); k tiles of 16 held in shared memory as [k][m] and
 // [k][n]; products accumulated with fmaf in k order.
 #define FBK 16
 
-// Tiles move in 16-byte pieces of four floats (f4): piece q of the R×FBK
-// tile at (r0, k0) is rows r..r+3 of column k when the operand is
-// r-contiguous, or row r, k..k+3 otherwise, so that neighbouring threads
-// read neighbouring addresses. Pieces outside rows × [k0, ke) are zero.
+// Tiles move in 16-byte pieces of four floats: piece q of the R×FBK tile
+// at (r0, k0) is rows r..r+3 of column k when the operand is r-contiguous,
+// or row r, k..k+3 otherwise, so that neighbouring threads read
+// neighbouring addresses. Pieces outside rows × [k0, ke) are zero.
+struct __align__(16) f4 {
+  float x, y, z, w;
+};
 
 template <int R>
 __device__ __forceinline__ void loadRegs(f4 v[R / 64], const float* X, long long ld, bool kContig, long long r0,
@@ -887,15 +816,6 @@ extern "C" __global__ void __launch_bounds__(256) gemm128o(const GemmJob* jobs, 
   gemmSimt<128, 128>(jobs, njobs, st);
 }
 extern "C" __global__ void __launch_bounds__(256) gemm128x64o(const GemmJob* jobs, int njobs, const StepState* st) {
-  pdlEnter();
-  gemmSimt<128, 64>(jobs, njobs, st);
-}
-// The head outputs' shapes run the float32 kernel of their tile, unstaged.
-extern "C" __global__ void __launch_bounds__(256) gemm128x64s(const GemmJob* jobs, int njobs, const StepState* st) {
-  pdlEnter();
-  gemmSimt<128, 64>(jobs, njobs, st);
-}
-extern "C" __global__ void __launch_bounds__(256) gemm128x64s64(const GemmJob* jobs, int njobs, const StepState* st) {
   pdlEnter();
   gemmSimt<128, 64>(jobs, njobs, st);
 }
