@@ -463,13 +463,3 @@ func (l *learner) stagnation(c *cuda.Ctx) (float64, uint64, error) {
 	}
 	return float64(v[1]) / float64(v[0]), v[0], nil
 }
-
-// specCluster is SPEC_CLUSTER of kernels/optim.cu: the blocks of the
-// cluster that computes one matrix's spectral step, 8 on sm_90 and newer
-// (thread block clusters), else 1.
-func (l *learner) specCluster() int {
-	if l.d.arch() >= 90 {
-		return 8
-	}
-	return 1
-}

@@ -304,7 +304,7 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 	aw.ptr(l.stag).i64(int64(l.fullFlag())).i64(sr).i64(int64(l.seed))
 	adamP := upload(aw)
 	p.adamL = launch{name: "adamw", f: l.k.fn["adamw"], grid: dim(adamBlocks(l.np)), block: dim(256), args: []any{adamP, l.st}}
-	p.specL = launch{name: "spectral", f: l.k.fn["spectral"], grid: dim(model.NumLayers * l.specCluster()), block: dim(1024), shared: l.specShared,
+	p.specL = launch{name: "spectral", f: l.k.fn["spectral"], grid: dim(model.NumLayers), block: dim(1024), shared: l.specShared,
 		args: []any{l.online.p, l.u, l.specSegs, o.SpectralBound, l.specScale, l.st, l.fullFlag()}}
 	if err := bt.err; err != nil {
 		return nil, err

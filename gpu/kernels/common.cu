@@ -74,33 +74,6 @@ __device__ __forceinline__ void pdlEnter() {
 #endif
 }
 
-// Thread block clusters (Hopper and later; bt_run_cluster, spectral):
-// the block's rank in its cluster, a cluster-wide barrier, and a read of
-// another block's shared memory (distributed shared memory).
-#if __CUDA_ARCH__ >= 900
-__device__ __forceinline__ unsigned clusterRank() {
-  unsigned r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-  return r;
-}
-// clusterSync is a cluster-wide barrier; arrive has release and wait
-// acquire semantics by default (PTX ISA 7.8, which NVRTC 11.8 speaks, has
-// no explicit .release/.acquire qualifiers), so shared-memory writes before
-// it are visible to every block of the cluster after it.
-__device__ __forceinline__ void clusterSync() {
-  asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
-}
-// ldRemote reads the float at p in the shared memory of cluster block rank.
-__device__ __forceinline__ float ldRemote(const float* p, unsigned rank) {
-  unsigned local, remote;
-  float v;
-  asm volatile("{ .reg .u64 g; cvta.to.shared.u64 g, %1; cvt.u32.u64 %0, g; }" : "=r"(local) : "l"(p));
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
-  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
-  return v;
-}
-#endif
-
 // bf2f widens a bf16 exactly.
 __device__ __forceinline__ float bf2f(bf16_t h) { return __uint_as_float(((unsigned)h) << 16); }
 

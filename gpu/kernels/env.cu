@@ -653,6 +653,27 @@ extern "C" __global__ void __launch_bounds__(1024) bt_run(const BacktestArgs* pa
 #define BT_THREADS 512
 #if __CUDA_ARCH__ >= 900
 #define BT_CLUSTER_DIMS __cluster_dims__(BT_CLUSTER, 1, 1)
+__device__ __forceinline__ unsigned clusterRank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+// clusterSync is a cluster-wide barrier; arrive has release and wait
+// acquire semantics by default (PTX ISA 7.8, which NVRTC 11.8 speaks, has
+// no explicit .release/.acquire qualifiers), so shared-memory writes before
+// it are visible to every block of the cluster after it.
+__device__ __forceinline__ void clusterSync() {
+  asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+}
+// ldRemote reads the float at p in the shared memory of cluster block rank.
+__device__ __forceinline__ float ldRemote(const float* p, unsigned rank) {
+  unsigned local, remote;
+  float v;
+  asm volatile("{ .reg .u64 g; cvta.to.shared.u64 g, %1; cvt.u32.u64 %0, g; }" : "=r"(local) : "l"(p));
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
+  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
+  return v;
+}
 #else
 #define BT_CLUSTER_DIMS
 #endif

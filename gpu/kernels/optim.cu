@@ -319,73 +319,37 @@ struct SpecSeg {
   long long w, rows, cols, uoff;
 };
 
-// spectral: one power iteration per weight matrix, one cluster of
-// SPEC_CLUSTER blocks of 1024 threads each (formula at
-// trainer/cpu/spectral.go spectralStep):
+// spectral: one power iteration per weight matrix, one block of 1024
+// threads each (formula at trainer/cpu/spectral.go spectralStep):
 //
 //   v ← Wᵀu/‖Wᵀu‖,  u ← Wv/‖Wv‖,  σ = ‖Wv‖,  W ← W·float(bound/σ) when σ > bound
 //
 // The last line is left to the refresh that follows in the step: scale[i]
-// receives float(bound/σ) or 1 for matrix i. Cluster block r computes the
-// columns [cols·r/C, cols·(r+1)/C) of Wᵀu and the rows [rows·r/C,
-// rows·(r+1)/C) of Wv, and reads the other blocks' parts from their
-// shared memory, so each block holds the whole v and Wv. Every element is
-// summed in the same order whichever block computes it: Wᵀu per warp over
-// rows w, w+32, … and the 32 warp parts in warp order; Wv one warp per
-// row. Every block computes both norms itself over the whole vector, in
-// float64 by blockSumD, the same bits in each. So the step is
-// bit-reproducible, and its bits do not depend on C (1 before sm_90,
-// where there are no clusters). Block 0 then counts the step (st->t,
-// st->local). Dynamic shared memory: (max cols + max rows) floats.
+// receives float(bound/σ) or 1 for matrix i. Wᵀu is summed per warp over rows w, w+32, … and the 32 warp parts are
+// added in warp order; Wv is one warp per row; norms are summed in float64
+// by blockSumD. Every order is fixed, so the step is bit-reproducible.
+// Block 0 then counts the step (st->t, st->local).
+// Dynamic shared memory: (max cols + max rows) floats.
 #define SPEC_THREADS 1024
 #define SPEC_COLS 256 // columns of Wᵀu per pass
-#if __CUDA_ARCH__ >= 900
-#define SPEC_CLUSTER 8
-#define SPEC_CLUSTER_DIMS __cluster_dims__(SPEC_CLUSTER, 1, 1)
-#define specRank() clusterRank()
-#define specSync() clusterSync()
-#define specRemote(p, r) ldRemote(p, r)
-#else
-#define SPEC_CLUSTER 1
-#define SPEC_CLUSTER_DIMS
-#define specRank() 0u
-#define specSync() __syncthreads()
-#define specRemote(p, r) (*(p))
-#endif
-
-// specPart is the first of n elements that cluster block r computes.
-__device__ __forceinline__ int specPart(int n, unsigned r) { return (int)((long long)n * r / SPEC_CLUSTER); }
-
-// specGather copies the n elements of x that the other blocks of the
-// cluster computed from their shared memory into this block's x.
-__device__ __forceinline__ void specGather(float* x, int n, unsigned rank) {
-  for (unsigned r = 0; r < SPEC_CLUSTER; r++) {
-    if (r == rank) continue;
-    const int e = specPart(n, r + 1);
-    for (int i = specPart(n, r) + (int)threadIdx.x; i < e; i += blockDim.x) x[i] = specRemote(x + i, r);
-  }
-}
 
 // With full (precision bf16) u is stored rounded to the nearest bf16.
-extern "C" __global__ void __launch_bounds__(SPEC_THREADS) SPEC_CLUSTER_DIMS spectral(const float* p, float* u, const SpecSeg* segs,
-                                                                                     double bound, float* scale, StepState* st, int full) {
+extern "C" __global__ void __launch_bounds__(SPEC_THREADS) spectral(const float* p, float* u, const SpecSeg* segs, double bound,
+                                                                   float* scale, StepState* st, int full) {
   pdlEnter();
-  if (st->abort) return; // every block of a cluster reads the same flag
+  if (st->abort) return;
   extern __shared__ float sh[];
   __shared__ float part[SPEC_THREADS / 32][SPEC_COLS];
-  const unsigned rank = specRank();
-  const int m = blockIdx.x / SPEC_CLUSTER; // the matrix
-  float factor = 1.0f;                     // thread 0's: the factor of this matrix, 1 when unchanged
+  float factor = 1.0f; // thread 0's: the factor of this matrix, 1 when unchanged
   if (bound > 0) {
-    const SpecSeg sg = segs[m];
+    const SpecSeg sg = segs[blockIdx.x];
     const float* W = p + sg.w;
     float* uu = u + sg.uoff;
     const int rows = (int)sg.rows, cols = (int)sg.cols;
     float* v = sh;
     float* wv = sh + cols;
     const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    const int cb = specPart(cols, rank), ce = specPart(cols, rank + 1);
-    for (int c0 = cb; c0 < ce; c0 += SPEC_COLS) {
+    for (int c0 = 0; c0 < cols; c0 += SPEC_COLS) {
       float acc[SPEC_COLS / 32];
 #pragma unroll
       for (int q = 0; q < SPEC_COLS / 32; q++) acc[q] = 0.0f;
@@ -396,48 +360,39 @@ extern "C" __global__ void __launch_bounds__(SPEC_THREADS) SPEC_CLUSTER_DIMS spe
 #pragma unroll
         for (int q = 0; q < SPEC_COLS / 32; q++) {
           const int c = lane + 32 * q;
-          if (c0 + c < ce) acc[q] += wr[c] * ur;
+          if (c0 + c < cols) acc[q] += wr[c] * ur;
         }
       }
 #pragma unroll
       for (int q = 0; q < SPEC_COLS / 32; q++) part[wid][lane + 32 * q] = acc[q];
       __syncthreads();
-      for (int c = threadIdx.x; c < SPEC_COLS && c0 + c < ce; c += blockDim.x) {
+      for (int c = threadIdx.x; c < SPEC_COLS && c0 + c < cols; c += blockDim.x) {
         float s = 0.0f;
         for (int w = 0; w < nw; w++) s += part[w][c];
         v[c0 + c] = s;
       }
       __syncthreads();
     }
-    specSync(); // every block's columns of Wᵀu are in its shared memory
-    specGather(v, cols, rank);
-    specSync(); // every block has read the others' columns before they are normalised
     double s2 = 0.0;
     for (int c = threadIdx.x; c < cols; c += blockDim.x) s2 += (double)v[c] * (double)v[c];
     const double nv = sqrt(blockSumD(s2));
-    const bool vOK = nv > 0 && finited(nv); // the same in every block
-    const int rb = specPart(rows, rank), re = specPart(rows, rank + 1);
-    if (vOK) {
+    if (nv > 0 && finited(nv)) {
       __syncthreads();
       for (int c = threadIdx.x; c < cols; c += blockDim.x) v[c] = (float)((double)v[c] / nv);
       __syncthreads();
-      for (int r = rb + wid; r < re; r += nw) {
+      for (int r = wid; r < rows; r += nw) {
         float s = 0.0f;
 #pragma unroll 8
         for (int c = lane; c < cols; c += 32) s += W[(long long)r * cols + c] * v[c];
         s = warpSum(s);
         if (lane == 0) wv[r] = s;
       }
-    }
-    specSync(); // every block's rows of Wv
-    if (vOK) specGather(wv, rows, rank);
-    specSync(); // nobody reads this block's shared memory any more: it may exit
-    if (vOK) {
+      __syncthreads();
       double w2 = 0.0;
       for (int r = threadIdx.x; r < rows; r += blockDim.x) w2 += (double)wv[r] * (double)wv[r];
       const double sigma = sqrt(blockSumD(w2));
       if (sigma > 0 && finited(sigma)) {
-        for (int r = rb + (int)threadIdx.x; r < re; r += blockDim.x) {
+        for (int r = threadIdx.x; r < rows; r += blockDim.x) {
           const float ur = (float)((double)wv[r] / sigma);
           uu[r] = full ? roundBF(ur) : ur;
         }
@@ -445,7 +400,7 @@ extern "C" __global__ void __launch_bounds__(SPEC_THREADS) SPEC_CLUSTER_DIMS spe
       }
     }
   }
-  if (rank == 0 && threadIdx.x == 0) scale[m] = factor;
+  if (threadIdx.x == 0) scale[blockIdx.x] = factor;
   if (blockIdx.x == 0 && threadIdx.x == 0) {
     __threadfence();
     st->t += 1;
