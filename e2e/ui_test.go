@@ -157,11 +157,27 @@ func TestStartTrainingRunFromTheUIInABrowser(t *testing.T) {
 		chromedp.SendKeys(chromedp.ID("workflowId"), id),
 		chromedp.SendKeys(chromedp.ID("taskQueue"), workflows.ControlTaskQueue),
 		chromedp.SendKeys(chromedp.ID("workflowType"), workflows.TrainingRunName),
-		chromedp.Click(chromedp.CSS(".cm-content")),
-		chromedp.KeyEvent("{}"),
-		chromedp.Sleep(500*time.Millisecond),
 	)
-	if in, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector(".cm-content").innerText`)); strings.TrimSpace(in) != "{}" {
+	// The input editor (CodeMirror) may not take keys until it has rendered:
+	// type {} while it is empty, and wait until it shows them. On a loaded
+	// machine the first keystrokes can be lost.
+	editor := func() string {
+		in, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector(".cm-content").innerText`))
+		return strings.TrimSpace(in)
+	}
+	in := ""
+	for try := 0; try < 3 && in != "{}"; try++ {
+		if editor() == "" {
+			do("type the input", chromedp.Click(chromedp.CSS(".cm-content")), chromedp.KeyEvent("{}"))
+		}
+		for range 40 {
+			if in = editor(); in == "{}" {
+				break
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+	}
+	if in != "{}" {
 		t.Fatalf("the input editor holds %q, want {}", in)
 	}
 	shot(t, ctx, shots, "1-start-workflow.png")
