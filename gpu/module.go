@@ -90,13 +90,14 @@ func openDevice(ordinal int) (*gpuDevice, error) {
 // with a driver that has cuLaunchKernelEx, as programmatic dependents: the
 // next kernel's launch is prepared while the one before runs and its
 // blocks are scheduled as that kernel's blocks exit (kernels/common.cu
-// pdlEnter). Measured on an H200 against launches one after the other:
-// 0.103 against 0.107 ms a step at batch 256, 0.635 against 0.642 at
-// 16384. Elsewhere one after the other, and the description says why.
+// pdlEnter). Measured on an H200 against launches one after the other in
+// the same run: 0.103 against 0.107 ms a step at batch 256, no difference
+// beyond the spread at 4096 and 16384. Elsewhere one after the other, and
+// the description says why.
 // setting is DQNFLOW_PDL: empty (that choice), "on" (the same, but an
 // error where it cannot be had), "early" (programmatic dependents with
 // kernels compiled to let their dependents launch at once, pdlEarly:
-// measured slower, 0.260 against 0.243 ms at 4096) or "off" (one after
+// measured slower, 0.257 against 0.243 ms at 4096) or "off" (one after
 // the other, for comparisons).
 func dependentLaunches(info cuda.DeviceInfo, driverHasEx bool, setting string) (bool, string, error) {
 	why := ""
