@@ -137,6 +137,7 @@ func TestCtxRefusesEveryCallOutsideDo(t *testing.T) {
 		"LoadModule":    func() error { _, err := c.LoadModule([]byte("\x7fELF")); return err },
 		"UnloadModule":  func() error { return c.UnloadModule(&Module{d: d, h: 1}) },
 		"Launch":        func() error { return c.Launch(1, Dim3{1, 1, 1}, Dim3{1, 1, 1}, 0, 0) },
+		"LaunchDep":     func() error { return c.LaunchDependent(1, Dim3{1, 1, 1}, Dim3{1, 1, 1}, 0, 0) },
 		"SetMaxShared":  func() error { return c.SetMaxDynamicShared(1, 1024) },
 		"NewStream":     func() error { _, err := c.NewStream(); return err },
 		"Sync":          func() error { return c.Sync(0) },
@@ -182,6 +183,12 @@ func TestCtxChecksArgumentsBeforeCallingTheDriver(t *testing.T) {
 		"Launch shared < 0":   func(c *Ctx) error { return c.Launch(1, Dim3{1, 1, 1}, Dim3{1, 1, 1}, -1, 0) },
 		"Launch int arg":      func(c *Ctx) error { return c.Launch(1, Dim3{1, 1, 1}, Dim3{1, 1, 1}, 0, 0, DevPtr(1), 5) },
 		"SetMaxShared < 0":    func(c *Ctx) error { return c.SetMaxDynamicShared(1, -1) },
+		"LaunchDependent zero grid": func(c *Ctx) error {
+			return c.LaunchDependent(1, Dim3{0, 1, 1}, Dim3{1, 1, 1}, 0, 0)
+		},
+		"LaunchDependent without cuLaunchKernelEx": func(c *Ctx) error {
+			return c.LaunchDependent(1, Dim3{1, 1, 1}, Dim3{1, 1, 1}, 0, 0)
+		},
 	} {
 		if err := d.Do(call); err == nil || strings.Contains(err.Error(), "panic") {
 			t.Errorf("%s: %v; want an argument error", name, err)

@@ -94,22 +94,7 @@ func (c *Ctx) SetMaxDynamicShared(f Function, bytes int) error {
 // (a plain int included) is an error naming the argument. The driver copies
 // the argument values during the call, so they need not outlive it.
 func (c *Ctx) Launch(f Function, grid, block Dim3, sharedBytes int, s Stream, args ...any) error {
-	if err := c.enter(); err != nil {
-		return err
-	}
-	if f == 0 {
-		return errors.New("cuda: Launch: nil Function")
-	}
-	if err := checkDim("grid", grid); err != nil {
-		return err
-	}
-	if err := checkDim("block", block); err != nil {
-		return err
-	}
-	if sharedBytes < 0 || int64(sharedBytes) > math.MaxUint32 {
-		return fmt.Errorf("cuda: Launch: shared memory %d bytes out of range", sharedBytes)
-	}
-	k, err := packArgs(args)
+	k, err := c.launchArgs("Launch", f, grid, block, sharedBytes, args)
 	if err != nil {
 		return err
 	}
@@ -146,7 +131,7 @@ const launchAttrProgrammaticStreamSerialization = 6
 
 // CanLaunchDependent reports whether the driver has cuLaunchKernelEx, which
 // LaunchDependent needs (CUDA 11.8 and newer).
-func (c *Ctx) CanLaunchDependent() bool { return c.api.cuLaunchKernelEx != nil }
+func (c *Ctx) CanLaunchDependent() bool { return c.api != nil && c.api.cuLaunchKernelEx != nil }
 
 // LaunchDependent queues f on s like Launch, as a programmatic dependent
 // launch (cuLaunchKernelEx with programmatic stream serialization, sm_90
@@ -158,27 +143,12 @@ func (c *Ctx) CanLaunchDependent() bool { return c.api.cuLaunchKernelEx != nil }
 // edge. Without cuLaunchKernelEx in the driver it is an error, never a
 // plain launch.
 func (c *Ctx) LaunchDependent(f Function, grid, block Dim3, sharedBytes int, s Stream, args ...any) error {
-	if err := c.enter(); err != nil {
-		return err
-	}
-	if c.api.cuLaunchKernelEx == nil {
-		return errors.New("cuda: LaunchDependent: the driver has no cuLaunchKernelEx (CUDA 11.8 or newer needed)")
-	}
-	if f == 0 {
-		return errors.New("cuda: LaunchDependent: nil Function")
-	}
-	if err := checkDim("grid", grid); err != nil {
-		return err
-	}
-	if err := checkDim("block", block); err != nil {
-		return err
-	}
-	if sharedBytes < 0 || int64(sharedBytes) > math.MaxUint32 {
-		return fmt.Errorf("cuda: LaunchDependent: shared memory %d bytes out of range", sharedBytes)
-	}
-	k, err := packArgs(args)
+	k, err := c.launchArgs("LaunchDependent", f, grid, block, sharedBytes, args)
 	if err != nil {
 		return err
+	}
+	if !c.CanLaunchDependent() {
+		return errors.New("cuda: LaunchDependent: the driver has no cuLaunchKernelEx (CUDA 11.8 or newer needed)")
 	}
 	attr := &launchAttr{id: launchAttrProgrammaticStreamSerialization}
 	attr.value[0] = 1
@@ -191,9 +161,30 @@ func (c *Ctx) LaunchDependent(f Function, grid, block Dim3, sharedBytes int, s S
 	return c.api.check("cuLaunchKernelEx", r)
 }
 
-func checkDim(what string, d Dim3) error {
+// launchArgs checks what Launch and LaunchDependent (call, for the
+// errors) are given, before the driver sees it, and packs the arguments.
+func (c *Ctx) launchArgs(call string, f Function, grid, block Dim3, sharedBytes int, args []any) (*kernelArgs, error) {
+	if err := c.enter(); err != nil {
+		return nil, err
+	}
+	if f == 0 {
+		return nil, fmt.Errorf("cuda: %s: nil Function", call)
+	}
+	if err := checkDim(call, "grid", grid); err != nil {
+		return nil, err
+	}
+	if err := checkDim(call, "block", block); err != nil {
+		return nil, err
+	}
+	if sharedBytes < 0 || int64(sharedBytes) > math.MaxUint32 {
+		return nil, fmt.Errorf("cuda: %s: shared memory %d bytes out of range", call, sharedBytes)
+	}
+	return packArgs(args)
+}
+
+func checkDim(call, what string, d Dim3) error {
 	if d.X == 0 || d.Y == 0 || d.Z == 0 {
-		return fmt.Errorf("cuda: Launch: %s %v: every dimension must be at least 1", what, d)
+		return fmt.Errorf("cuda: %s: %s %v: every dimension must be at least 1", call, what, d)
 	}
 	return nil
 }
