@@ -187,7 +187,7 @@ func (d *devCollector) collect(ctx context.Context, c *cuda.Ctx, l *learner, ste
 		if err := c.Sync(l.stream); err != nil {
 			return trainer.CollectStats{}, err
 		}
-		g, err := capture(c, l.d.pdl, l.stream, d.launches())
+		g, err := capture(c, l.d.launch.dependent, l.stream, d.launches())
 		if err != nil {
 			return trainer.CollectStats{}, fmt.Errorf("collect: capture: %w", err)
 		}

@@ -3,7 +3,6 @@ package gpu
 import (
 	"embed"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/dqnflow/dqnflow/config"
@@ -50,20 +49,21 @@ func kernelSource() (string, error) {
 }
 
 // kernelOptions are the NVRTC options of the module for model m in the given
-// storage mode, with or without the fused forward: the sizes the kernels
+// storage mode, with or without the fused forward, with or without early
+// triggers of programmatic dependent launches (launchMode.early): the sizes the kernels
 // fix at compile time, and --fmad=false
 // so that no product and sum are contracted into one rounding behind the
 // reference's back (the float32 GEMM uses fmaf explicitly; its products
 // are exact in float32 only up to that rounding, which the cross-backend
 // tolerances state).
-func kernelOptions(m config.ModelConfig, bf16, fused bool) []string {
-	mode, mlp := "0", "0"
-	if bf16 {
-		mode = "1"
+func kernelOptions(m config.ModelConfig, bf16, fused, early bool) []string {
+	flag := func(b bool) string {
+		if b {
+			return "1"
+		}
+		return "0"
 	}
-	if fused {
-		mlp = "1"
-	}
+	mode, mlp, early01 := flag(bf16), flag(fused), flag(early)
 	cols, width := headCols(m.Atoms)
 	return []string{
 		"-DDQN_BF16=" + mode,
@@ -81,18 +81,8 @@ func kernelOptions(m config.ModelConfig, bf16, fused bool) []string {
 		fmt.Sprintf("-DT2=%d", m.Trunk2),
 		fmt.Sprintf("-DHD=%d", m.Head),
 		"-DMLP_FUSED=" + mlp,
-		"-DPDL_EARLY=" + pdlEarly(),
+		"-DPDL_EARLY=" + early01,
 		"--fmad=false",
 		"--std=c++17",
 	}
-}
-
-// pdlEarly is PDL_EARLY of kernels/common.cu: "1" under DQNFLOW_PDL=early,
-// where every kernel lets its dependents launch as soon as all its blocks
-// have passed their wait (dependentLaunches), else "0".
-func pdlEarly() string {
-	if os.Getenv("DQNFLOW_PDL") == "early" {
-		return "1"
-	}
-	return "0"
 }

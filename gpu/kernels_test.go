@@ -42,7 +42,7 @@ func TestKernelsCompileForHopper(t *testing.T) {
 		if err := fusedForwardFits(m); err != nil {
 			t.Fatalf("%+v: %v", v, err)
 		}
-		bin, log, err := c.Compile(src, "dqnflow.cu", 90, kernelOptions(m, v.bf16, fused)...)
+		bin, log, err := c.Compile(src, "dqnflow.cu", 90, kernelOptions(m, v.bf16, fused, false)...)
 		if err != nil {
 			t.Fatalf("%+v: %v\n%s", v, err, log)
 		}

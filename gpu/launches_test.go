@@ -61,17 +61,20 @@ func TestDependentLaunchesOnlyWhereTheDeviceAndDriverHaveThem(t *testing.T) {
 		{"old driver asked for", h200, false, "on", false, "no cuLaunchKernelEx", true},
 		{"bad setting", h200, true, "yes", false, `DQNFLOW_PDL "yes"`, true},
 	} {
-		on, desc, err := dependentLaunches(c.info, c.ex, c.setting)
+		mode, err := dependentLaunches(c.info, c.ex, c.setting)
 		if (err != nil) != c.err {
 			t.Errorf("%s: error %v, want error %v", c.name, err, c.err)
 			continue
 		}
-		got := desc
+		got := mode.desc
 		if err != nil {
 			got = err.Error()
 		}
-		if on != c.on || !strings.Contains(got, c.says) {
-			t.Errorf("%s: on %v %q, want on %v and %q", c.name, on, got, c.on, c.says)
+		if mode.dependent != c.on || !strings.Contains(got, c.says) {
+			t.Errorf("%s: dependent %v %q, want %v and %q", c.name, mode.dependent, got, c.on, c.says)
+		}
+		if early := err == nil && c.setting == "early"; mode.early != early {
+			t.Errorf("%s: early %v, want %v", c.name, mode.early, early)
 		}
 	}
 }

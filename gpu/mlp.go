@@ -251,4 +251,4 @@ func (t *Trainer) ForwardPath() string {
 // Launches says how the kernels of the trainer's CUDA graphs follow each
 // other: "programmatic dependent", or "serial: " and why
 // (dependentLaunches).
-func (t *Trainer) Launches() string { return t.l.d.launches }
+func (t *Trainer) Launches() string { return t.l.d.launch.desc }

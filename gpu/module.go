@@ -46,8 +46,15 @@ type gpuDevice struct {
 	mu       sync.Mutex
 	mods     map[moduleKey]*kernels
 	checks   map[bool]string // precision self-check result per storage mode
-	pdl      bool            // the trainer's graphs chain kernels as programmatic dependents
-	launches string          // how they chain, and why (Trainer.Launches)
+	launch   launchMode      // how the kernels of the trainer's graphs follow each other
+}
+
+// launchMode is how the kernels of the trainer's CUDA graphs follow each
+// other on a device (dependentLaunches).
+type launchMode struct {
+	dependent bool   // launched as programmatic dependents (cuda.Ctx.LaunchDependent)
+	early     bool   // the kernels are compiled with launch_dependents (PDL_EARLY=1)
+	desc      string // which, and why (Trainer.Launches)
 }
 
 var (
@@ -77,7 +84,7 @@ func openDevice(ordinal int) (*gpuDevice, error) {
 		dev.Close()
 		return nil, err
 	}
-	if d.pdl, d.launches, err = dependentLaunches(d.info, hasEx, os.Getenv("DQNFLOW_PDL")); err != nil {
+	if d.launch, err = dependentLaunches(d.info, hasEx, os.Getenv("DQNFLOW_PDL")); err != nil {
 		dev.Close()
 		return nil, fmt.Errorf("cuda:%d: %w", ordinal, err)
 	}
@@ -96,10 +103,10 @@ func openDevice(ordinal int) (*gpuDevice, error) {
 // the description says why.
 // setting is DQNFLOW_PDL: empty (that choice), "on" (the same, but an
 // error where it cannot be had), "early" (programmatic dependents with
-// kernels compiled to let their dependents launch at once, pdlEarly:
+// kernels compiled to let their dependents launch at once, PDL_EARLY=1:
 // measured slower, 0.257 against 0.243 ms at 4096) or "off" (one after
 // the other, for comparisons).
-func dependentLaunches(info cuda.DeviceInfo, driverHasEx bool, setting string) (bool, string, error) {
+func dependentLaunches(info cuda.DeviceInfo, driverHasEx bool, setting string) (launchMode, error) {
 	why := ""
 	switch {
 	case info.Major < 9:
@@ -110,21 +117,21 @@ func dependentLaunches(info cuda.DeviceInfo, driverHasEx bool, setting string) (
 	switch setting {
 	case "":
 		if why != "" {
-			return false, "serial: " + why, nil
+			return launchMode{desc: "serial: " + why}, nil
 		}
-		return true, "programmatic dependent", nil
+		return launchMode{dependent: true, desc: "programmatic dependent"}, nil
 	case "on", "early":
 		if why != "" {
-			return false, "", fmt.Errorf("DQNFLOW_PDL=%s: %s", setting, why)
+			return launchMode{}, fmt.Errorf("DQNFLOW_PDL=%s: %s", setting, why)
 		}
 		if setting == "early" {
-			return true, "programmatic dependent, launched early: DQNFLOW_PDL=early", nil
+			return launchMode{dependent: true, early: true, desc: "programmatic dependent, launched early: DQNFLOW_PDL=early"}, nil
 		}
-		return true, "programmatic dependent", nil
+		return launchMode{dependent: true, desc: "programmatic dependent"}, nil
 	case "off":
-		return false, "serial: DQNFLOW_PDL=off", nil
+		return launchMode{desc: "serial: DQNFLOW_PDL=off"}, nil
 	}
-	return false, "", fmt.Errorf("DQNFLOW_PDL %q: must be on, early, off or unset", setting)
+	return launchMode{}, fmt.Errorf("DQNFLOW_PDL %q: must be on, early, off or unset", setting)
 }
 
 // arch is the device's compute capability as NVRTC's sm_XY number.
@@ -144,7 +151,7 @@ func (d *gpuDevice) module(c *cuda.Ctx, m config.ModelConfig, bf16, fused bool) 
 	if err != nil {
 		return nil, err
 	}
-	bin, err := d.compiler.CompileCached(CacheDir(), src, "dqnflow.cu", d.arch(), kernelOptions(m, bf16, fused)...)
+	bin, err := d.compiler.CompileCached(CacheDir(), src, "dqnflow.cu", d.arch(), kernelOptions(m, bf16, fused, d.launch.early)...)
 	if err != nil {
 		return nil, fmt.Errorf("compile kernels for sm_%d: %w", d.arch(), err)
 	}

@@ -380,7 +380,7 @@ func (l *learner) captureStep(c *cuda.Ctx, p *stepPlan) (cuda.GraphExec, error) 
 		return 0, err
 	}
 	grad, update, prio := l.trainParts(p)
-	x, err := captureFork(c, l.d.pdl, l.stream, l.side, l.fork, l.join, grad, update, prio)
+	x, err := captureFork(c, l.d.launch.dependent, l.stream, l.side, l.fork, l.join, grad, update, prio)
 	if err != nil {
 		return 0, err
 	}
@@ -392,7 +392,7 @@ func (l *learner) captureStep(c *cuda.Ctx, p *stepPlan) (cuda.GraphExec, error) 
 // on stream side (forked by event fork, joined by event join before the
 // graph ends), as one CUDA graph, and instantiates it. With dependent set
 // every launch is a programmatic dependent of the one before it on its
-// stream (gpuDevice.pdl): the graph holds kernels only, so every edge is
+// stream (launchMode.dependent): the graph holds kernels only, so every edge is
 // between two kernels.
 func captureFork(c *cuda.Ctx, dependent bool, s, side cuda.Stream, fork, join cuda.Event, before, after, branch []launch) (cuda.GraphExec, error) {
 	if err := c.BeginCapture(s); err != nil {

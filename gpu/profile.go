@@ -52,7 +52,7 @@ func (t *Trainer) profile(reps int, launches func(*cuda.Ctx) ([]launch, error)) 
 		}
 		a, b := t.events[0], t.events[1]
 		for i, ln := range ls {
-			x, err := captureRepeated(c, t.l.d.pdl, t.l.stream, ln, reps)
+			x, err := captureRepeated(c, t.l.d.launch.dependent, t.l.stream, ln, reps)
 			if err != nil {
 				return fmt.Errorf("profile %s: %w", ln.name, err)
 			}

@@ -169,7 +169,6 @@ sameCheck() {
 }
 has same && sameCheck same DQNFLOW_SAME=1
 
-
 has prof && ncuStep prof-ncu
 
 # Part headout: the tile shapes of the head outputs' forward launch
