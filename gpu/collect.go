@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"strconv"
 
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
@@ -53,6 +55,10 @@ func newDevCollector(c *cuda.Ctx, l *learner, cfg config.RunConfig, ds *market.D
 	if n < 1 || ns < 1 || cfg.EpsilonDecayEnvSteps() < 1 {
 		return nil, fmt.Errorf("collector: env.num_envs = %d, optim.n_step = %d, epsilon schedule %d env steps: each must be at least 1 (validate the config first)",
 			n, ns, cfg.EpsilonDecayEnvSteps())
+	}
+	eb, err := envBlock(os.Getenv("DQNFLOW_ENV_BLOCK"))
+	if err != nil {
+		return nil, err
 	}
 	// The host environment's checks of the data over the training range
 	// (lengths, finite prices and ATR, a usable instrument) and of the
@@ -108,17 +114,17 @@ func newDevCollector(c *cuda.Ctx, l *learner, cfg config.RunConfig, ds *market.D
 	if err := cuda.Upload(c, d.args, []uint64(w)); err != nil {
 		return nil, err
 	}
-	perEnv := dim(ceilDiv(n, 256))
-	d.reset = launch{name: "env_reset", f: l.k.fn["env_reset"], grid: perEnv, block: dim(256), args: []any{d.args}}
+	perEnv := dim(ceilDiv(n, eb))
+	d.reset = launch{name: "env_reset", f: l.k.fn["env_reset"], grid: perEnv, block: dim(eb), args: []any{d.args}}
 	d.observe = launch{name: "env_observe", f: l.k.fn["env_observe"], grid: dim(ceilDiv(n*obsWidth, 256)), block: dim(256), args: []any{d.args}}
-	d.step = launch{name: "env_step", f: l.k.fn["env_step"], grid: perEnv, block: dim(256), args: []any{d.args}}
+	d.step = launch{name: "env_step", f: l.k.fn["env_step"], grid: perEnv, block: dim(eb), args: []any{d.args}}
 	d.scan = launch{name: "env_commit_scan", f: l.k.fn["env_commit_scan"], grid: dim(1), block: dim(commitThreads), args: []any{d.args}}
-	d.commit = launch{name: "env_commit", f: l.k.fn["env_commit"], grid: perEnv, block: dim(256), args: []any{d.args, l.st}}
+	d.commit = launch{name: "env_commit", f: l.k.fn["env_commit"], grid: perEnv, block: dim(eb), args: []any{d.args, l.st}}
 	// No step state: the collector's forward always runs.
 	if d.fwd, err = l.forwardLaunches(c, "collect", []fwdNet{{&l.online, d.x, &d.a, 0}}, 0); err != nil {
 		return nil, err
 	}
-	d.head = launch{name: "head_infer", f: l.k.fn["head_infer"], grid: dim(ceilDiv(n, 4)), block: dim(128),
+	d.head = launch{name: "head_infer", f: l.k.fn["head_infer"], grid: dim(headInferBlocks(n)), block: dim(headInferThreads),
 		args: []any{d.a.o, int32(n), l.z, cuda.DevPtr(0), cuda.DevPtr(0), cuda.DevPtr(0), d.act, l.margin}}
 	if err := d.reset.run(c, l.stream); err != nil {
 		return nil, err
@@ -128,6 +134,21 @@ func newDevCollector(c *cuda.Ctx, l *learner, cfg config.RunConfig, ds *market.D
 
 // envArgsWords is the size of struct EnvArgs in 64-bit words.
 const envArgsWords = 13 + 14 + 1 + 5 + 3 + 3 + 2 + 2 + 8 + 5 + 9 + 2 + 1
+
+// envBlock is the block of the collector's one-thread-per-environment
+// kernels (env_reset, env_step, env_commit): 256 threads, or
+// DQNFLOW_ENV_BLOCK (a multiple of 32 up to 1024, for comparisons: a
+// smaller block spreads the environments over more SMs).
+func envBlock(v string) (int, error) {
+	if v == "" {
+		return 256, nil
+	}
+	b, err := strconv.Atoi(v)
+	if err != nil || b < 32 || b > 1024 || b%32 != 0 {
+		return 0, fmt.Errorf("DQNFLOW_ENV_BLOCK %q: want a multiple of 32 from 32 to 1024", v)
+	}
+	return b, nil
+}
 
 // commitThreads is COMMIT_THREADS of kernels/env.cu.
 const commitThreads = 1024

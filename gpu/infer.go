@@ -91,7 +91,7 @@ func (l *learner) infer(c *cuda.Ctx, obs []float32, rows int, full bool) (*infer
 	if full {
 		lg, pr = p.logits, p.probs
 	}
-	if err := c.Launch(l.k.fn["head_infer"], dim(ceilDiv(rows, 4)), dim(128), 0, l.stream,
+	if err := c.Launch(l.k.fn["head_infer"], dim(headInferBlocks(rows)), dim(headInferThreads), 0, l.stream,
 		p.a.o, int32(rows), l.z, lg, pr, p.q, p.act, l.margin); err != nil {
 		return nil, err
 	}
@@ -122,3 +122,10 @@ func (l *learner) greedy(c *cuda.Ctx, obs []float32, rows int, dst []market.Acti
 	}
 	return nil
 }
+
+// headInferThreads is the block of head_infer (kernels/head.cu): four
+// warps, each one (row, branch) pair; headInferBlocks is its grid for rows
+// observations.
+const headInferThreads = 128
+
+func headInferBlocks(rows int) int { return ceilDiv(3*rows, headInferThreads/32) }

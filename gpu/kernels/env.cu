@@ -241,7 +241,7 @@ __device__ void resetEnv(const EnvArgs& a, long long i, long long c) {
 // env_reset draws the first windows of all N environments (counter 0).
 extern "C" __global__ void env_reset(const EnvArgs* pa) {
   pdlEnter();
-  const EnvArgs& a = *pa;
+  const EnvArgs a = *pa; // a copy: no store below can alias it, so no field is loaded twice
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= a.n) return;
   resetEnv(a, i, 0);
@@ -252,7 +252,7 @@ extern "C" __global__ void env_reset(const EnvArgs* pa) {
 // (N×OBS, the storage type): the bar's features, then the agent's.
 extern "C" __global__ void env_observe(const EnvArgs* pa) {
   pdlEnter();
-  const EnvArgs& a = *pa;
+  const EnvArgs a = *pa; // a copy: no store below can alias it, so no field is loaded twice
   const long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (k >= a.n * OBS) return;
   const long long i = k / OBS;
@@ -283,7 +283,7 @@ extern "C" __global__ void env_observe(const EnvArgs* pa) {
 // ended starts a new one (counter s+1 of the window stream).
 extern "C" __global__ void env_step(const EnvArgs* pa) {
   pdlEnter();
-  const EnvArgs& a = *pa;
+  const EnvArgs a = *pa; // a copy: no store below can alias it, so no field is loaded twice
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= a.n) return;
   const long long step = a.ctr->steps;
@@ -373,9 +373,10 @@ extern "C" __global__ void env_step(const EnvArgs* pa) {
 // env_commit (one thread per env, any number of blocks) writes them. The
 // tree's inner nodes are rebuilt once per Collect call (tree_sub, tree_top).
 #define COMMIT_THREADS 1024
+#define COMMIT_ITEMS 16  // envs per thread in one pass; more envs take further passes
 extern "C" __global__ void __launch_bounds__(COMMIT_THREADS) env_commit_scan(const EnvArgs* pa) {
   pdlEnter();
-  const EnvArgs& a = *pa;
+  const EnvArgs a = *pa;
   __shared__ long long wsum[COMMIT_THREADS / 32];
   __shared__ double rsum[COMMIT_THREADS / 32];
   __shared__ int dsum[COMMIT_THREADS / 32];
@@ -384,16 +385,29 @@ extern "C" __global__ void __launch_bounds__(COMMIT_THREADS) env_commit_scan(con
   if (tid == 0) carry = 0;
   double rs = 0.0;
   int dn = 0;
-  // Tiles of COMMIT_THREADS envs, coalesced: a warp scan, a scan of the
-  // warp totals, and the running total of the tiles before.
-  for (long long t0 = 0; t0 < a.n; t0 += COMMIT_THREADS) {
-    const long long i = t0 + tid;
-    long long c = 0;
-    if (i < a.n) {
-      c = a.tcount[i];
-      rs += (double)a.reward[i];
-      dn += a.done[i];
+  // Passes over tiles of COMMIT_THREADS·k envs (k = ⌈n/COMMIT_THREADS⌉ up
+  // to COMMIT_ITEMS): thread t takes k consecutive envs, sums them in
+  // order, and a warp scan, a scan of the warp totals and the running
+  // total of the tiles before give each env its first transition index.
+  // Every load of a pass is issued before any sum, so a pass costs one
+  // round trip to memory.
+  const long long k = min((a.n + COMMIT_THREADS - 1) / COMMIT_THREADS, (long long)COMMIT_ITEMS);
+  for (long long t0 = 0; t0 < a.n; t0 += COMMIT_THREADS * k) {
+    const long long i0 = t0 + tid * k;
+    int cnt[COMMIT_ITEMS];
+#pragma unroll
+    for (int q = 0; q < COMMIT_ITEMS; q++) {
+      const long long i = i0 + q;
+      cnt[q] = 0;
+      if (q < k && i < a.n) {
+        cnt[q] = a.tcount[i];
+        rs += (double)a.reward[i];
+        dn += a.done[i];
+      }
     }
+    long long c = 0;
+#pragma unroll
+    for (int q = 0; q < COMMIT_ITEMS; q++) c += cnt[q];
     long long x = c; // inclusive scan within the warp
     for (int o = 1; o < 32; o <<= 1) {
       const long long y = __shfl_up_sync(0xffffffffu, x, o);
@@ -410,8 +424,13 @@ extern "C" __global__ void __launch_bounds__(COMMIT_THREADS) env_commit_scan(con
       wsum[lane] = w; // inclusive over warps
     }
     __syncthreads();
-    const long long before = carry + (warp > 0 ? wsum[warp - 1] : 0) + x - c;
-    if (i < a.n) a.commit[2 + i] = before;
+    long long before = carry + (warp > 0 ? wsum[warp - 1] : 0) + x - c;
+#pragma unroll
+    for (int q = 0; q < COMMIT_ITEMS; q++) {
+      const long long i = i0 + q;
+      if (q < k && i < a.n) a.commit[2 + i] = before;
+      before += cnt[q];
+    }
     __syncthreads();
     if (tid == 0) carry += wsum[COMMIT_THREADS / 32 - 1];
     __syncthreads();
@@ -447,7 +466,7 @@ extern "C" __global__ void __launch_bounds__(COMMIT_THREADS) env_commit_scan(con
 
 extern "C" __global__ void env_commit(const EnvArgs* pa, const StepState* st) {
   pdlEnter();
-  const EnvArgs& a = *pa;
+  const EnvArgs a = *pa; // a copy: no store below can alias it, so no field is loaded twice
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= a.n) return;
   const int c = a.tcount[i];
@@ -530,26 +549,21 @@ __device__ __forceinline__ void btRow(const RowLayer& L, const E* w, const float
 }
 
 // btHead writes the greedy action of branch warp (warps 0, 1, 2) from the
-// head outputs O into act, first on ties and with the direction's margin
-// over flat as head_infer.
+// head outputs O into act, as head_infer (branchGreedy).
+template <int D>
+__device__ __forceinline__ void btBranch(const BacktestArgs& a, const float* O, int* act, int lane) {
+  constexpr int nd = branchSize(D);
+  float l[nd][JPL], p[nd][JPL], q[nd];
+  const int best = branchGreedy<D>(O, a.z, lane, a.margin, l, p, q);
+  if (lane == 0) act[D] = best;
+}
 __device__ __forceinline__ void btHead(const BacktestArgs& a, const float* O, int* act) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  if (warp >= NBRANCH) return;
-  const int d = warp;
-  int best = 0;
-  float bestQ = 0.0f, flatQ = 0.0f;
-  float mean[JPL];
-  branchMean(O, d, lane, mean);
-  for (int b = 0; b < kBranchSize[d]; b++) {
-    float l[JPL], p[JPL], mx, lse;
-    meanLogits(O, d, b, lane, mean, l);
-    softmax(l, p, &mx, &lse);
-    const float qa = expectation(p, a.z, lane);
-    if (b == 0 || qa > bestQ) { best = b; bestQ = qa; }
-    if (b == FLAT_DIR) flatQ = qa;
+  switch (warp) {
+  case 0: btBranch<0>(a, O, act, lane); break;
+  case 1: btBranch<1>(a, O, act, lane); break;
+  case 2: btBranch<2>(a, O, act, lane); break;
   }
-  if (d == 0) best = greedyDir(best, bestQ, flatQ, a.margin);
-  if (lane == 0) act[d] = best;
 }
 
 // btStep books the action act taken at bar t as market's sim.run (thread
@@ -588,7 +602,7 @@ __device__ __forceinline__ void btFinish(const BacktestArgs& a, double e, long l
 // sim.run (btStep). The host books the report from the recorded actions
 // with market.Backtest. bt_run_cluster is the same on a thread-block
 // cluster; this one runs on any architecture and any model size.
-extern "C" __global__ void __launch_bounds__(1024) bt_run(const BacktestArgs* pa) {
+extern "C" __global__ void __launch_bounds__(1024) bt_run(const BacktestArgs* __restrict__ pa) {
   pdlEnter();
   const BacktestArgs& a = *pa;
   extern __shared__ float buf[];
@@ -681,7 +695,7 @@ __device__ __forceinline__ float ldRemote(const float* p, unsigned rank) {
 // btRows is the first row of layer L that cluster block r computes.
 __device__ __forceinline__ long long btRows(const RowLayer& L, unsigned r) { return L.N * (long long)r / BT_CLUSTER; }
 
-extern "C" __global__ void __launch_bounds__(BT_THREADS) BT_CLUSTER_DIMS bt_run_cluster(const BacktestArgs* pa) {
+extern "C" __global__ void __launch_bounds__(BT_THREADS) BT_CLUSTER_DIMS bt_run_cluster(const BacktestArgs* __restrict__ pa) {
   pdlEnter();
 #if __CUDA_ARCH__ >= 900
   const BacktestArgs& a = *pa;

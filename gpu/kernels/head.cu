@@ -1,6 +1,7 @@
 // head.cu: the dueling C51 head: distributions, greedy actions, the
 // double-DQN target projection, the loss and its gradient. A warp owns one
-// row (one observation or one sample); lane l holds atoms l, l+32, ….
+// branch of one row (an observation or a sample); lane l holds atoms l,
+// l+32, ….
 //
 // Row layout of the head outputs O (OUTW floats, bias added): V at
 // [0, ATOMS), branch d's advantages A_d[a, j] at kHeadCol[d] + a·ATOMS + j.
@@ -121,44 +122,89 @@ __device__ __forceinline__ float expectedQ(const float l[JPL], const float* z, i
   return t / s;
 }
 
+// branchMeanC and meanLogitsC are branchMean and meanLogits of branch D,
+// its action count and columns constants (c51_loss, head_infer).
+template <int D>
+__device__ __forceinline__ void branchMeanC(const float* o, int lane, float mean[JPL]) {
+  meanOf(o, branchCol(D), branchSize(D), lane, mean);
+}
+template <int D>
+__device__ __forceinline__ void meanLogitsC(const float* o, int a, int lane, const float mean[JPL], float l[JPL]) {
+  logitsOf(o, branchCol(D), a, lane, mean, l);
+}
+
+// branchGreedy returns the greedy action of branch D of the head outputs o
+// (one warp): the first argmax of Q(a) = Σ_j p_j·z_j, and in the direction
+// branch flat unless the position beats flat by margin (greedyDir,
+// model.Greedy). It leaves every action's logits, probabilities and Q in
+// l, p and q. The actions are independent chains that the scheduler
+// interleaves, each with the arithmetic of a lone softmax; nothing is
+// stored, so no load waits for a store.
+template <int D>
+__device__ __forceinline__ int branchGreedy(const float* o, const float* z, int lane, float margin,
+                                            float l[branchSize(D)][JPL], float p[branchSize(D)][JPL], float q[branchSize(D)]) {
+  constexpr int nd = branchSize(D);
+  float mean[JPL];
+  branchMeanC<D>(o, lane, mean);
+#pragma unroll
+  for (int a = 0; a < nd; a++) {
+    float mx, lse;
+    meanLogitsC<D>(o, a, lane, mean, l[a]);
+    softmax(l[a], p[a], &mx, &lse);
+    q[a] = expectation(p[a], z, lane);
+  }
+  int best = 0;
+  float bestQ = q[0];
+#pragma unroll
+  for (int a = 1; a < nd; a++)
+    if (q[a] > bestQ) {
+      best = a;
+      bestQ = q[a];
+    }
+  if (D == 0) best = greedyDir(best, bestQ, q[FLAT_DIR], margin);
+  return best;
+}
+
+// inferRow is head_infer's work for branch D of row r (one warp).
+template <int D>
+__device__ __forceinline__ void inferRow(const float* o, long long r, const float* z, float* logits, float* probs,
+                                         float* qout, int* act, float margin, int lane) {
+  constexpr int nd = branchSize(D);
+  float l[nd][JPL], p[nd][JPL], q[nd];
+  const int best = branchGreedy<D>(o, z, lane, margin, l, p, q);
+#pragma unroll
+  for (int a = 0; a < nd; a++) {
+    const long long k = r * NACT + kBranchOff[D] + a;
+#pragma unroll
+    for (int s = 0; s < JPL; s++) {
+      const int j = lane + 32 * s;
+      if (j < ATOMS) {
+        if (logits) logits[k * ATOMS + j] = l[a][s];
+        if (probs) probs[k * ATOMS + j] = p[a][s];
+      }
+    }
+    if (qout && lane == 0) qout[k] = q[a];
+  }
+  if (act && lane == 0) act[r * 3 + D] = best;
+}
+
 // head_infer: for rows observations with head outputs O [rows×OUTW],
 // writes (each output optional, null to skip) the logits and the
 // probabilities [rows×NACT×ATOMS], the expected values Q [rows×NACT] and the
-// greedy action of every branch act [rows×3]: the first argmax, and in the
-// direction branch flat unless the position beats flat by margin
-// (greedyDir, model.Greedy).
+// greedy action of every branch act [rows×3] (branchGreedy). One warp per
+// (row, branch): warp w takes row w/3, branch w mod 3.
 extern "C" __global__ void head_infer(const float* O, int rows, const float* z, float* logits,
                                       float* probs, float* qout, int* act, float margin) {
   pdlEnter();
   const int lane = threadIdx.x & 31;
-  const long long r = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-  if (r >= rows) return;
+  const long long w = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  if (w >= (long long)NBRANCH * rows) return;
+  const long long r = w / NBRANCH;
   const float* o = O + r * OUTW;
-  for (int d = 0; d < NBRANCH; d++) {
-    int best = 0;
-    float bestQ = 0.0f, flatQ = 0.0f;
-    float mean[JPL];
-    branchMean(o, d, lane, mean);
-    for (int a = 0; a < kBranchSize[d]; a++) {
-      float l[JPL], p[JPL], mx, lse;
-      meanLogits(o, d, a, lane, mean, l);
-      softmax(l, p, &mx, &lse);
-      const int k = kBranchOff[d] + a;
-#pragma unroll
-      for (int q = 0; q < JPL; q++) {
-        int j = lane + 32 * q;
-        if (j < ATOMS) {
-          if (logits) logits[(r * NACT + k) * ATOMS + j] = l[q];
-          if (probs) probs[(r * NACT + k) * ATOMS + j] = p[q];
-        }
-      }
-      float qa = expectation(p, z, lane);
-      if (qout && lane == 0) qout[r * NACT + k] = qa;
-      if (a == 0 || qa > bestQ) { best = a; bestQ = qa; }
-      if (a == FLAT_DIR) flatQ = qa;
-    }
-    if (d == 0) best = greedyDir(best, bestQ, flatQ, margin);
-    if (act && lane == 0) act[r * 3 + d] = best;
+  switch ((int)(w - r * NBRANCH)) {
+  case 0: inferRow<0>(o, r, z, logits, probs, qout, act, margin, lane); break;
+  case 1: inferRow<1>(o, r, z, logits, probs, qout, act, margin, lane); break;
+  default: inferRow<2>(o, r, z, logits, probs, qout, act, margin, lane);
   }
 }
 
@@ -221,17 +267,6 @@ struct LossShared {
   float w[LOSS_SPB];
 };
 
-// lossMean and lossLogits are branchMean and meanLogits of branch D, its
-// action count and columns constants.
-template <int D>
-__device__ __forceinline__ void lossMean(const float* o, int lane, float mean[JPL]) {
-  meanOf(o, branchCol(D), branchSize(D), lane, mean);
-}
-template <int D>
-__device__ __forceinline__ void lossLogits(const float* o, int a, int lane, const float mean[JPL], float l[JPL]) {
-  logitsOf(o, branchCol(D), a, lane, mean, l);
-}
-
 template <int D>
 __device__ __forceinline__ void lossBranch(const LossArgs& a, LossShared& sh, long long i, int lane, int wid, float w) {
   constexpr int nd = branchSize(D);
@@ -246,11 +281,11 @@ __device__ __forceinline__ void lossBranch(const LossArgs& a, LossShared& sh, lo
   int best = 0;
   {
     float meanNext[JPL], qb[nd];
-    lossMean<D>(onNext, lane, meanNext);
+    branchMeanC<D>(onNext, lane, meanNext);
 #pragma unroll
     for (int b = 0; b < nd; b++) {
       float l[JPL];
-      lossLogits<D>(onNext, b, lane, meanNext, l);
+      meanLogitsC<D>(onNext, b, lane, meanNext, l);
       qb[b] = expectedQ(l, a.z, lane);
     }
     float bestQ = qb[0];
@@ -271,8 +306,8 @@ __device__ __forceinline__ void lossBranch(const LossArgs& a, LossShared& sh, lo
   {
     // Where each source atom's mass goes: atoms l ≤ u with shares.
     float mean[JPL], l[JPL], p[JPL], mx, lse;
-    lossMean<D>(tg, lane, mean);
-    lossLogits<D>(tg, best, lane, mean, l);
+    branchMeanC<D>(tg, lane, mean);
+    meanLogitsC<D>(tg, best, lane, mean, l);
     lossSoftmax(l, p, &mx, &lse);
 #pragma unroll
     for (int q = 0; q < JPL; q++) {
@@ -328,8 +363,8 @@ __device__ __forceinline__ void lossBranch(const LossArgs& a, LossShared& sh, lo
   // Online distribution of the action taken at s.
   const int ad = a.act[i * 3 + D];
   float mean[JPL], l[JPL], p[JPL], mx, lse;
-  lossMean<D>(on, lane, mean);
-  lossLogits<D>(on, ad, lane, mean, l);
+  branchMeanC<D>(on, lane, mean);
+  meanLogitsC<D>(on, ad, lane, mean, l);
   lossSoftmax(l, p, &mx, &lse);
   float c = 0.0f, S = 0.0f;
 #pragma unroll

@@ -22,7 +22,8 @@
 # at NOISE_SEEDS), control (the same with the gradients' summation order
 # changed, ADR 0017), epoch (the default
 # epoch end to end on the device, per phase, and the collector with 4096
-# and 16384 environments: dqnflow bench --epoch).
+# and 16384 environments: dqnflow bench --epoch), envblock (the collector
+# with smaller blocks of its per-environment kernels, DQNFLOW_ENV_BLOCK).
 # quick = tests,bench (the default); full = all of them, which takes longer
 # than one device call allows: split it, e.g. tests,bench,pytorch then
 # epoch,cpu,ncu,sanitize.
@@ -238,6 +239,14 @@ if has epoch; then
   step epoch-tests 300 bin/gputest/gpu.test -test.run 'TestDeviceEnvironmentMatchesMarket|TestDeviceBacktestMatchesHost|TestCollectorThroughput' -test.v -test.count=1 -test.timeout=290s
   grep -E "^(--- |PASS|FAIL|ok)|max relative|differ|env steps/s|replay:|collector, |batched" "$LOGS/epoch-tests.log" | head -80 >>"$OUT/summary.txt"
 fi
+
+# Part envblock: the collector with smaller blocks of its
+# one-thread-per-environment kernels (DQNFLOW_ENV_BLOCK) beside the
+# default 256, same call.
+has envblock && for eb in 256 128 64 32; do
+  step "envblock-$eb" 120 env DQNFLOW_ENV_BLOCK=$eb bin/gputest/gpu.test -test.run 'TestCollectorThroughput' -test.v -test.count=1
+  grep -E "env steps/s|env_step|env_commit" "$LOGS/envblock-$eb.log" | sed "s/^ */env block $eb: /" >>"$OUT/summary.txt"
+done
 
 if has pytorch && [ -f bench/pytorch/bench.py ]; then
   step pytorch 240 python3 bench/pytorch/bench.py --out "$LOGS/pytorch.json" --budget-s 210
