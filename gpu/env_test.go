@@ -555,9 +555,9 @@ func TestCollectorThroughput(t *testing.T) {
 }
 
 // TestEnvBlockIsChecked: DQNFLOW_ENV_BLOCK takes a multiple of 32 from 32
-// to 1024, 256 when unset, and names itself in its error otherwise.
+// to 1024, 64 when unset, and names itself in its error otherwise.
 func TestEnvBlockIsChecked(t *testing.T) {
-	for v, want := range map[string]int{"": 256, "32": 32, "64": 64, "1024": 1024} {
+	for v, want := range map[string]int{"": 64, "32": 32, "64": 64, "1024": 1024} {
 		if got, err := envBlock(v); err != nil || got != want {
 			t.Errorf("envBlock(%q) = %d, %v; want %d", v, got, err, want)
 		}

@@ -373,10 +373,9 @@ extern "C" __global__ void env_step(const EnvArgs* pa) {
 // env_commit (one thread per env, any number of blocks) writes them. The
 // tree's inner nodes are rebuilt once per Collect call (tree_sub, tree_top).
 #define COMMIT_THREADS 1024
-#define COMMIT_ITEMS 16  // envs per thread in one pass; more envs take further passes
 extern "C" __global__ void __launch_bounds__(COMMIT_THREADS) env_commit_scan(const EnvArgs* pa) {
   pdlEnter();
-  const EnvArgs a = *pa;
+  const EnvArgs a = *pa; // a copy: no store below can alias it, so no field is loaded twice
   __shared__ long long wsum[COMMIT_THREADS / 32];
   __shared__ double rsum[COMMIT_THREADS / 32];
   __shared__ int dsum[COMMIT_THREADS / 32];
@@ -385,29 +384,16 @@ extern "C" __global__ void __launch_bounds__(COMMIT_THREADS) env_commit_scan(con
   if (tid == 0) carry = 0;
   double rs = 0.0;
   int dn = 0;
-  // Passes over tiles of COMMIT_THREADS·k envs (k = ⌈n/COMMIT_THREADS⌉ up
-  // to COMMIT_ITEMS): thread t takes k consecutive envs, sums them in
-  // order, and a warp scan, a scan of the warp totals and the running
-  // total of the tiles before give each env its first transition index.
-  // Every load of a pass is issued before any sum, so a pass costs one
-  // round trip to memory.
-  const long long k = min((a.n + COMMIT_THREADS - 1) / COMMIT_THREADS, (long long)COMMIT_ITEMS);
-  for (long long t0 = 0; t0 < a.n; t0 += COMMIT_THREADS * k) {
-    const long long i0 = t0 + tid * k;
-    int cnt[COMMIT_ITEMS];
-#pragma unroll
-    for (int q = 0; q < COMMIT_ITEMS; q++) {
-      const long long i = i0 + q;
-      cnt[q] = 0;
-      if (q < k && i < a.n) {
-        cnt[q] = a.tcount[i];
-        rs += (double)a.reward[i];
-        dn += a.done[i];
-      }
-    }
+  // Tiles of COMMIT_THREADS envs, coalesced: a warp scan, a scan of the
+  // warp totals, and the running total of the tiles before.
+  for (long long t0 = 0; t0 < a.n; t0 += COMMIT_THREADS) {
+    const long long i = t0 + tid;
     long long c = 0;
-#pragma unroll
-    for (int q = 0; q < COMMIT_ITEMS; q++) c += cnt[q];
+    if (i < a.n) {
+      c = a.tcount[i];
+      rs += (double)a.reward[i];
+      dn += a.done[i];
+    }
     long long x = c; // inclusive scan within the warp
     for (int o = 1; o < 32; o <<= 1) {
       const long long y = __shfl_up_sync(0xffffffffu, x, o);
@@ -424,13 +410,8 @@ extern "C" __global__ void __launch_bounds__(COMMIT_THREADS) env_commit_scan(con
       wsum[lane] = w; // inclusive over warps
     }
     __syncthreads();
-    long long before = carry + (warp > 0 ? wsum[warp - 1] : 0) + x - c;
-#pragma unroll
-    for (int q = 0; q < COMMIT_ITEMS; q++) {
-      const long long i = i0 + q;
-      if (q < k && i < a.n) a.commit[2 + i] = before;
-      before += cnt[q];
-    }
+    const long long before = carry + (warp > 0 ? wsum[warp - 1] : 0) + x - c;
+    if (i < a.n) a.commit[2 + i] = before;
     __syncthreads();
     if (tid == 0) carry += wsum[COMMIT_THREADS / 32 - 1];
     __syncthreads();

@@ -242,8 +242,8 @@ fi
 
 # Part envblock: the collector with smaller blocks of its
 # one-thread-per-environment kernels (DQNFLOW_ENV_BLOCK) beside the
-# default 256, same call.
-has envblock && for eb in 256 128 64 32; do
+# default 64, same call.
+has envblock && for eb in 64 128 256; do
   step "envblock-$eb" 120 env DQNFLOW_ENV_BLOCK=$eb bin/gputest/gpu.test -test.run 'TestCollectorThroughput' -test.v -test.count=1
   grep -E "env steps/s|env_step|env_commit" "$LOGS/envblock-$eb.log" | sed "s/^ */env block $eb: /" >>"$OUT/summary.txt"
 done
