@@ -133,6 +133,22 @@ __device__ __forceinline__ void meanLogitsC(const float* o, int a, int lane, con
   logitsOf(o, branchCol(D), a, lane, mean, l);
 }
 
+// firstArgmax returns the first index of the largest of q[0..N) and
+// stores that value in best.
+template <int N>
+__device__ __forceinline__ int firstArgmax(const float q[N], float* best) {
+  int k = 0;
+  float m = q[0];
+#pragma unroll
+  for (int a = 1; a < N; a++)
+    if (q[a] > m) {
+      k = a;
+      m = q[a];
+    }
+  *best = m;
+  return k;
+}
+
 // branchGreedy returns the greedy action of branch D of the head outputs o
 // (one warp): the first argmax of Q(a) = Σ_j p_j·z_j, and in the direction
 // branch flat unless the position beats flat by margin (greedyDir,
@@ -153,14 +169,8 @@ __device__ __forceinline__ int branchGreedy(const float* o, const float* z, int 
     softmax(l[a], p[a], &mx, &lse);
     q[a] = expectation(p[a], z, lane);
   }
-  int best = 0;
-  float bestQ = q[0];
-#pragma unroll
-  for (int a = 1; a < nd; a++)
-    if (q[a] > bestQ) {
-      best = a;
-      bestQ = q[a];
-    }
+  float bestQ;
+  int best = firstArgmax<nd>(q, &bestQ);
   if (D == 0) best = greedyDir(best, bestQ, q[FLAT_DIR], margin);
   return best;
 }
@@ -288,13 +298,8 @@ __device__ __forceinline__ void lossBranch(const LossArgs& a, LossShared& sh, lo
       meanLogitsC<D>(onNext, b, lane, meanNext, l);
       qb[b] = expectedQ(l, a.z, lane);
     }
-    float bestQ = qb[0];
-#pragma unroll
-    for (int b = 1; b < nd; b++)
-      if (qb[b] > bestQ) {
-        best = b;
-        bestQ = qb[b];
-      }
+    float bestQ;
+    best = firstArgmax<nd>(qb, &bestQ);
   }
   for (int t = lane; t < ATOMS; t += 32) {
     sh.fL[wid][t] = ATOMS;
