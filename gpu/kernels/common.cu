@@ -31,11 +31,12 @@ typedef float E;
 // branchCol(d) is where its advantages start in a row of the head outputs
 // O: OUTW floats, V at [0, ATOMS), each start a multiple of 8 (the padding
 // is never read). OUTW and COLA0..COLA2 come as -D options from gpu/gemm.go
-// headCols. The constant arrays hold the same values for run-time d.
+// headCols. branchOff(d) is the index of its first action among the NACT.
+// The constant arrays hold the same values for run-time d.
 __host__ __device__ constexpr int branchSize(int d) { return d == 1 ? 4 : 3; }
 __host__ __device__ constexpr int branchCol(int d) { return d == 0 ? COLA0 : d == 1 ? COLA1 : COLA2; }
+__host__ __device__ constexpr int branchOff(int d) { return d == 0 ? 0 : d == 1 ? branchSize(0) : branchSize(0) + branchSize(1); }
 __device__ __constant__ int kBranchSize[NBRANCH] = {branchSize(0), branchSize(1), branchSize(2)};
-__device__ __constant__ int kBranchOff[NBRANCH] = {0, branchSize(0), branchSize(0) + branchSize(1)};
 __device__ __constant__ int kHeadCol[NBRANCH] = {branchCol(0), branchCol(1), branchCol(2)};
 
 #define FLAT_DIR 1  // the direction action that holds no position (model.FlatDir)

@@ -194,6 +194,10 @@ struct EnvCounters {
   double rewardSum;    // Σ rewards since the reset, summed per step (block order)
 };
 
+// The kernels that take EnvArgs copy it first (const EnvArgs a = *pa):
+// read through a reference, every store through one of its pointers could
+// for the compiler have changed the struct, and its fields were loaded
+// again after each store, a chain of dependent loads.
 struct EnvArgs {
   EnvMarket m;
   EnvArrays s;
@@ -241,7 +245,7 @@ __device__ void resetEnv(const EnvArgs& a, long long i, long long c) {
 // env_reset draws the first windows of all N environments (counter 0).
 extern "C" __global__ void env_reset(const EnvArgs* pa) {
   pdlEnter();
-  const EnvArgs a = *pa; // a copy: no store below can alias it, so no field is loaded twice
+  const EnvArgs a = *pa;
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= a.n) return;
   resetEnv(a, i, 0);
@@ -252,7 +256,7 @@ extern "C" __global__ void env_reset(const EnvArgs* pa) {
 // (N×OBS, the storage type): the bar's features, then the agent's.
 extern "C" __global__ void env_observe(const EnvArgs* pa) {
   pdlEnter();
-  const EnvArgs a = *pa; // a copy: no store below can alias it, so no field is loaded twice
+  const EnvArgs a = *pa;
   const long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (k >= a.n * OBS) return;
   const long long i = k / OBS;
@@ -283,7 +287,7 @@ extern "C" __global__ void env_observe(const EnvArgs* pa) {
 // ended starts a new one (counter s+1 of the window stream).
 extern "C" __global__ void env_step(const EnvArgs* pa) {
   pdlEnter();
-  const EnvArgs a = *pa; // a copy: no store below can alias it, so no field is loaded twice
+  const EnvArgs a = *pa;
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= a.n) return;
   const long long step = a.ctr->steps;
@@ -375,7 +379,7 @@ extern "C" __global__ void env_step(const EnvArgs* pa) {
 #define COMMIT_THREADS 1024
 extern "C" __global__ void __launch_bounds__(COMMIT_THREADS) env_commit_scan(const EnvArgs* pa) {
   pdlEnter();
-  const EnvArgs a = *pa; // a copy: no store below can alias it, so no field is loaded twice
+  const EnvArgs a = *pa;
   __shared__ long long wsum[COMMIT_THREADS / 32];
   __shared__ double rsum[COMMIT_THREADS / 32];
   __shared__ int dsum[COMMIT_THREADS / 32];
@@ -447,7 +451,7 @@ extern "C" __global__ void __launch_bounds__(COMMIT_THREADS) env_commit_scan(con
 
 extern "C" __global__ void env_commit(const EnvArgs* pa, const StepState* st) {
   pdlEnter();
-  const EnvArgs a = *pa; // a copy: no store below can alias it, so no field is loaded twice
+  const EnvArgs a = *pa;
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= a.n) return;
   const int c = a.tcount[i];

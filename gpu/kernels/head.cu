@@ -4,7 +4,7 @@
 // l+32, ….
 //
 // Row layout of the head outputs O (OUTW floats, bias added): V at
-// [0, ATOMS), branch d's advantages A_d[a, j] at kHeadCol[d] + a·ATOMS + j.
+// [0, ATOMS), branch d's advantages A_d[a, j] at branchCol(d) + a·ATOMS + j.
 // For branch d with n_d actions:
 //
 //   mean_j  = (Σ_a A_d[a, j]) / n_d            (sum in action order)
@@ -38,14 +38,6 @@ __device__ __forceinline__ void logitsOf(const float* o, int col, int a, int lan
     int j = lane + 32 * q;
     l[q] = j < ATOMS ? (o[j] + adv[a * ATOMS + j]) - mean[q] : -3.402823466e38f;
   }
-}
-
-// branchMean and meanLogits are meanOf and logitsOf of branch d.
-__device__ __forceinline__ void branchMean(const float* o, int d, int lane, float mean[JPL]) {
-  meanOf(o, kHeadCol[d], kBranchSize[d], lane, mean);
-}
-__device__ __forceinline__ void meanLogits(const float* o, int d, int a, int lane, const float mean[JPL], float l[JPL]) {
-  logitsOf(o, kHeadCol[d], a, lane, mean, l);
 }
 
 // softmaxBy turns the logits l into probabilities p and returns log Σ
@@ -122,14 +114,14 @@ __device__ __forceinline__ float expectedQ(const float l[JPL], const float* z, i
   return t / s;
 }
 
-// branchMeanC and meanLogitsC are branchMean and meanLogits of branch D,
-// its action count and columns constants (c51_loss, head_infer).
+// branchMean and meanLogits are meanOf and logitsOf of branch D, its
+// action count and columns constants (c51_loss, head_infer).
 template <int D>
-__device__ __forceinline__ void branchMeanC(const float* o, int lane, float mean[JPL]) {
+__device__ __forceinline__ void branchMean(const float* o, int lane, float mean[JPL]) {
   meanOf(o, branchCol(D), branchSize(D), lane, mean);
 }
 template <int D>
-__device__ __forceinline__ void meanLogitsC(const float* o, int a, int lane, const float mean[JPL], float l[JPL]) {
+__device__ __forceinline__ void meanLogits(const float* o, int a, int lane, const float mean[JPL], float l[JPL]) {
   logitsOf(o, branchCol(D), a, lane, mean, l);
 }
 
@@ -161,11 +153,11 @@ __device__ __forceinline__ int branchGreedy(const float* o, const float* z, int 
                                             float l[branchSize(D)][JPL], float p[branchSize(D)][JPL], float q[branchSize(D)]) {
   constexpr int nd = branchSize(D);
   float mean[JPL];
-  branchMeanC<D>(o, lane, mean);
+  branchMean<D>(o, lane, mean);
 #pragma unroll
   for (int a = 0; a < nd; a++) {
     float mx, lse;
-    meanLogitsC<D>(o, a, lane, mean, l[a]);
+    meanLogits<D>(o, a, lane, mean, l[a]);
     softmax(l[a], p[a], &mx, &lse);
     q[a] = expectation(p[a], z, lane);
   }
@@ -184,7 +176,7 @@ __device__ __forceinline__ void inferRow(const float* o, long long r, const floa
   const int best = branchGreedy<D>(o, z, lane, margin, l, p, q);
 #pragma unroll
   for (int a = 0; a < nd; a++) {
-    const long long k = r * NACT + kBranchOff[D] + a;
+    const long long k = r * NACT + branchOff(D) + a;
 #pragma unroll
     for (int s = 0; s < JPL; s++) {
       const int j = lane + 32 * s;
@@ -291,11 +283,11 @@ __device__ __forceinline__ void lossBranch(const LossArgs& a, LossShared& sh, lo
   int best = 0;
   {
     float meanNext[JPL], qb[nd];
-    branchMeanC<D>(onNext, lane, meanNext);
+    branchMean<D>(onNext, lane, meanNext);
 #pragma unroll
     for (int b = 0; b < nd; b++) {
       float l[JPL];
-      meanLogitsC<D>(onNext, b, lane, meanNext, l);
+      meanLogits<D>(onNext, b, lane, meanNext, l);
       qb[b] = expectedQ(l, a.z, lane);
     }
     float bestQ;
@@ -311,8 +303,8 @@ __device__ __forceinline__ void lossBranch(const LossArgs& a, LossShared& sh, lo
   {
     // Where each source atom's mass goes: atoms l ≤ u with shares.
     float mean[JPL], l[JPL], p[JPL], mx, lse;
-    branchMeanC<D>(tg, lane, mean);
-    meanLogitsC<D>(tg, best, lane, mean, l);
+    branchMean<D>(tg, lane, mean);
+    meanLogits<D>(tg, best, lane, mean, l);
     lossSoftmax(l, p, &mx, &lse);
 #pragma unroll
     for (int q = 0; q < JPL; q++) {
@@ -368,8 +360,8 @@ __device__ __forceinline__ void lossBranch(const LossArgs& a, LossShared& sh, lo
   // Online distribution of the action taken at s.
   const int ad = a.act[i * 3 + D];
   float mean[JPL], l[JPL], p[JPL], mx, lse;
-  branchMeanC<D>(on, lane, mean);
-  meanLogitsC<D>(on, ad, lane, mean, l);
+  branchMean<D>(on, lane, mean);
+  meanLogits<D>(on, ad, lane, mean, l);
   lossSoftmax(l, p, &mx, &lse);
   float c = 0.0f, S = 0.0f;
 #pragma unroll
