@@ -59,6 +59,9 @@ type benchResult struct {
 	SelfCheck string `json:"self_check,omitempty"`
 	// Kernels is the device time of each launch of a step (CUDA only).
 	Kernels []gpu.KernelTime `json:"kernels,omitempty"`
+	// KernelsInSitu is each launch's share of the step where it runs in
+	// the step, after the launches before it (CUDA only; gpu.ProfileStepInSitu).
+	KernelsInSitu []gpu.KernelTime `json:"kernels_in_situ,omitempty"`
 	// PyTorch is the PyTorch CPU reference of the same step at the same
 	// batch size and thread count, run after ours (CPU only).
 	PyTorch *pytorchBench `json:"pytorch,omitempty"`
@@ -179,6 +182,9 @@ func runBench(ctx context.Context, e *env, args []string) error {
 			if res.Kernels, err = g.ProfileStep(20); err != nil {
 				return err
 			}
+			if res.KernelsInSitu, err = g.ProfileStepInSitu(20); err != nil {
+				return err
+			}
 		}
 	}
 	if info.Backend == "cpu" && cfg.Precision == config.PrecisionFP32 {
@@ -210,6 +216,9 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	}
 	for _, k := range res.Kernels {
 		fmt.Fprintf(e.stdout, "  %2d %-13s %8.2f us  %s\n", k.Index, k.Name, k.Us, k.Grid)
+	}
+	for _, k := range res.KernelsInSitu {
+		fmt.Fprintf(e.stdout, "  %2d %-13s %8.2f us in situ\n", k.Index, k.Name, k.Us)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package gpu
 import (
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/dqnflow/dqnflow/gpu/cuda"
 	"github.com/dqnflow/dqnflow/market"
@@ -113,6 +114,21 @@ func allShapes(bf16 bool) []gemmShape {
 	return out
 }
 
+// wgmmaShapes are the tile shapes of the wgmma kernels (kernels/gemm.cu
+// gemmWgmma): 128 rows by 128 or 64 columns, two warpgroups, three stages
+// of k tiles of 64 and 1 KB to align them.
+func wgmmaShapes() []gemmShape {
+	stages := func(bn int) int { return 3*(128+bn)*128 + 1024 }
+	return []gemmShape{{"wgmma128", 128, 128, 256, stages(128)}, {"wgmma128x64", 128, 64, 256, stages(64)}}
+}
+
+// wgmmaFits reports whether the wgmma kernels compute job j: A and B
+// k-contiguous, no split in k, no mask and no column sums (the forward
+// products x·Wᵀ with their bias and ReLU).
+func (j job) wgmmaFits() bool {
+	return j.a.sc == 1 && j.b.sr == 1 && j.splits() == 1 && j.colsum == 0 && j.epi != epiMask
+}
+
 // fillBlocks is the number of blocks at which a launch keeps every SM of
 // an H200 busy for two waves; a launch with fewer takes the shape that
 // gives the most blocks.
@@ -214,10 +230,14 @@ func gemmCall(bf16 bool, jobs []job) (gemmShape, words, int, error) {
 }
 
 // gemmShapeFor is gemmCall's choice of tile shape for jobs.
-func gemmShapeFor(bf16 bool, jobs []job) gemmShape {
+func gemmShapeFor(bf16 bool, jobs []job) gemmShape { return shapeAmong(gemmShapes(bf16), jobs) }
+
+// shapeAmong is gemmCall's choice for jobs among shapes; on equal padding
+// and blocks the first listed wins.
+func shapeAmong(shapes []gemmShape, jobs []job) gemmShape {
 	var best gemmShape
 	bestFill, bestBlocks, bestPad := false, 0, int64(0)
-	for _, sh := range gemmShapes(bf16) {
+	for _, sh := range shapes {
 		blocks, pad := 0, int64(0)
 		for _, j := range jobs {
 			blocks += j.blocks(sh)
@@ -274,9 +294,14 @@ func (l *learner) gemmLaunch(c *cuda.Ctx, name string, jobs []job, st cuda.DevPt
 }
 
 // gemmLaunchIn is gemmLaunch in the tile shape called shape, or in
-// gemmCall's choice where shape is empty.
+// gemmCall's choice where shape is empty; with a module that has them,
+// the choice takes in the wgmma shapes (first, so that they win a tie)
+// for jobs they compute.
 func (l *learner) gemmLaunchIn(c *cuda.Ctx, name string, jobs []job, st cuda.DevPtr, shape string) (launch, error) {
 	sh := gemmShapeFor(l.bf16, jobs)
+	if l.k.wgmma && shape == "" && !slices.ContainsFunc(jobs, func(j job) bool { return !j.wgmmaFits() }) {
+		sh = shapeAmong(append(wgmmaShapes(), gemmShapes(l.bf16)...), jobs)
+	}
 	if shape != "" {
 		var err error
 		if sh, err = gemmShapeNamed(l.bf16, shape); err != nil {

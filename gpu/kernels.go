@@ -29,6 +29,11 @@ var kernelNames = []string{
 	"env_reset", "env_observe", "env_step", "env_commit_scan", "env_commit", "bt_run", "bt_run_cluster",
 }
 
+// wgmmaKernelNames are the forward GEMMs on Hopper's warpgroup MMA
+// (kernels/gemm.cu gemmWgmma), compiled into a bf16 module only for
+// sm_90a (gpu/module.go useWGMMA).
+var wgmmaKernelNames = []string{"wgmma128", "wgmma128x64"}
+
 // fusedKernelNames are the kernels of the fused forward (kernels/mlp.cu),
 // compiled into a module only where the model fits it (useFused).
 var fusedKernelNames = []string{"mlp_forward128", "mlp_forward64"}
@@ -50,13 +55,14 @@ func kernelSource() (string, error) {
 
 // kernelOptions are the NVRTC options of the module for model m in the given
 // storage mode, with or without the fused forward, with or without early
-// triggers of programmatic dependent launches (launchMode.early): the sizes the kernels
+// triggers of programmatic dependent launches (launchMode.early), with or
+// without the wgmma GEMMs (for sm_90a, which this then compiles for): the sizes the kernels
 // fix at compile time, and --fmad=false
 // so that no product and sum are contracted into one rounding behind the
 // reference's back (the float32 GEMM uses fmaf explicitly; its products
 // are exact in float32 only up to that rounding, which the cross-backend
 // tolerances state).
-func kernelOptions(m config.ModelConfig, bf16, fused, early bool) []string {
+func kernelOptions(m config.ModelConfig, bf16, fused, early, wgmma bool) []string {
 	flag := func(b bool) string {
 		if b {
 			return "1"
@@ -65,7 +71,11 @@ func kernelOptions(m config.ModelConfig, bf16, fused, early bool) []string {
 	}
 	mode, mlp, early01 := flag(bf16), flag(fused), flag(early)
 	cols, width := headCols(m.Atoms)
-	return []string{
+	var arch []string
+	if wgmma {
+		arch = []string{"--gpu-architecture=sm_90a"}
+	}
+	return append(arch, []string{
 		"-DDQN_BF16=" + mode,
 		fmt.Sprintf("-DOUTW=%d", width),
 		fmt.Sprintf("-DCOLA0=%d", cols[1]),
@@ -82,7 +92,8 @@ func kernelOptions(m config.ModelConfig, bf16, fused, early bool) []string {
 		fmt.Sprintf("-DHD=%d", m.Head),
 		"-DMLP_FUSED=" + mlp,
 		"-DPDL_EARLY=" + early01,
+		"-DDQN_WGMMA=" + flag(wgmma),
 		"--fmad=false",
 		"--std=c++17",
-	}
+	}...)
 }

@@ -240,10 +240,14 @@ func (l *learner) mlpJob(w *words, f fwdNet, first int) {
 }
 
 // ForwardPath says how the trainer's forward pass runs: "fused" (one
-// mlp_forward launch per pass) or "layered" (four gemm launches).
+// mlp_forward launch per pass) or "layered" (four gemm launches), and
+// after a comma the GEMM path where its products run on wgmma.
 func (t *Trainer) ForwardPath() string {
 	if t.l.fused {
 		return "fused"
+	}
+	if t.l.k.wgmma {
+		return "layered, " + t.l.d.wgmma.desc
 	}
 	return "layered"
 }

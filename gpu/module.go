@@ -14,8 +14,9 @@ import (
 // kernels is the loaded module of one storage mode on one device, with every
 // kernel resolved once.
 type kernels struct {
-	mod *cuda.Module
-	fn  map[string]cuda.Function
+	mod   *cuda.Module
+	fn    map[string]cuda.Function
+	wgmma bool // the forward GEMMs can run on wgmma (wgmmaKernelNames)
 }
 
 // CacheDir is where compiled kernels are kept: $DQNFLOW_KERNEL_CACHE, or
@@ -47,6 +48,14 @@ type gpuDevice struct {
 	mods     map[moduleKey]*kernels
 	checks   map[bool]string // precision self-check result per storage mode
 	launch   launchMode      // how the kernels of the trainer's graphs follow each other
+	wgmma    gemmPath        // whether bf16 modules have the wgmma GEMMs (useWGMMA)
+}
+
+// gemmPath says whether a device's bf16 modules compile the forward GEMMs
+// for Hopper's warpgroup MMA, and why (useWGMMA).
+type gemmPath struct {
+	on   bool
+	desc string
 }
 
 // launchMode is how the kernels of the trainer's CUDA graphs follow each
@@ -85,6 +94,15 @@ func openDevice(ordinal int) (*gpuDevice, error) {
 		return nil, err
 	}
 	if d.launch, err = dependentLaunches(d.info, hasEx, os.Getenv("DQNFLOW_PDL")); err != nil {
+		dev.Close()
+		return nil, fmt.Errorf("cuda:%d: %w", ordinal, err)
+	}
+	nv, _, err := comp.Version()
+	if err != nil {
+		dev.Close()
+		return nil, fmt.Errorf("cuda:%d: %w", ordinal, err)
+	}
+	if d.wgmma, err = useWGMMA(d.info, nv, os.Getenv("DQNFLOW_WGMMA")); err != nil {
 		dev.Close()
 		return nil, fmt.Errorf("cuda:%d: %w", ordinal, err)
 	}
@@ -134,6 +152,37 @@ func dependentLaunches(info cuda.DeviceInfo, driverHasEx bool, setting string) (
 	return launchMode{}, fmt.Errorf("DQNFLOW_PDL %q: must be on, early, off or unset", setting)
 }
 
+// useWGMMA decides whether the bf16 modules of a device run the forward
+// GEMMs (A and B k-contiguous, unsplit: job.wgmmaFits) on Hopper's
+// warpgroup MMA, compiled for sm_90a (kernels/gemm.cu gemmWgmma). By
+// default where it can be had: compute capability 9.0 and NVRTC 12 or
+// newer (NVRTC 11.8 has no sm_90a); elsewhere those GEMMs run on mma.sync
+// like the others, and the description says why. setting is
+// DQNFLOW_WGMMA: empty (that choice), "on" (an error where it cannot be
+// had) or "off" (mma.sync, for comparisons).
+func useWGMMA(info cuda.DeviceInfo, nvrtcMajor int, setting string) (gemmPath, error) {
+	why := ""
+	switch {
+	case info.Major != 9 || info.Minor != 0:
+		why = fmt.Sprintf("sm_%d%d has no wgmma (sm_90a only)", info.Major, info.Minor)
+	case nvrtcMajor < 12:
+		why = fmt.Sprintf("NVRTC %d has no sm_90a (NVRTC 12 or newer)", nvrtcMajor)
+	}
+	switch setting {
+	case "", "on":
+		if why == "" {
+			return gemmPath{on: true, desc: "wgmma (sm_90a)"}, nil
+		}
+		if setting == "on" {
+			return gemmPath{}, fmt.Errorf("DQNFLOW_WGMMA=on: %s", why)
+		}
+		return gemmPath{desc: "mma.sync: " + why}, nil
+	case "off":
+		return gemmPath{desc: "mma.sync: DQNFLOW_WGMMA=off"}, nil
+	}
+	return gemmPath{}, fmt.Errorf("DQNFLOW_WGMMA %q: must be on, off or unset", setting)
+}
+
 // arch is the device's compute capability as NVRTC's sm_XY number.
 func (d *gpuDevice) arch() int { return d.info.Major*10 + d.info.Minor }
 
@@ -151,7 +200,8 @@ func (d *gpuDevice) module(c *cuda.Ctx, m config.ModelConfig, bf16, fused bool) 
 	if err != nil {
 		return nil, err
 	}
-	bin, err := d.compiler.CompileCached(CacheDir(), src, "dqnflow.cu", d.arch(), kernelOptions(m, bf16, fused, d.launch.early)...)
+	wg := bf16 && d.wgmma.on
+	bin, err := d.compiler.CompileCached(CacheDir(), src, "dqnflow.cu", d.arch(), kernelOptions(m, bf16, fused, d.launch.early, wg)...)
 	if err != nil {
 		return nil, fmt.Errorf("compile kernels for sm_%d: %w", d.arch(), err)
 	}
@@ -159,10 +209,13 @@ func (d *gpuDevice) module(c *cuda.Ctx, m config.ModelConfig, bf16, fused bool) 
 	if err != nil {
 		return nil, err
 	}
-	k := &kernels{mod: mod, fn: map[string]cuda.Function{}}
+	k := &kernels{mod: mod, fn: map[string]cuda.Function{}, wgmma: wg}
 	names := kernelNames
 	if fused {
 		names = append(names[:len(names):len(names)], fusedKernelNames...)
+	}
+	if wg {
+		names = append(names[:len(names):len(names)], wgmmaKernelNames...)
 	}
 	for _, name := range names {
 		f, err := mod.Function(name)
@@ -179,7 +232,11 @@ func (d *gpuDevice) module(c *cuda.Ctx, m config.ModelConfig, bf16, fused bool) 
 	if !slices.Contains(gemmVariants, gemmVariant) {
 		return nil, fmt.Errorf("DQNFLOW_GEMM_VARIANT %q: must be one of o (the default), p or base", gemmVariant)
 	}
-	for _, sh := range allShapes(bf16) {
+	shapes := allShapes(bf16)
+	if wg {
+		shapes = append(shapes, wgmmaShapes()...)
+	}
+	for _, sh := range shapes {
 		if sh.shared > 48<<10 {
 			if err := c.SetMaxDynamicShared(k.fn[sh.name], sh.shared); err != nil {
 				return nil, fmt.Errorf("%s: %w", sh.name, err)

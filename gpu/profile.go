@@ -31,6 +31,54 @@ func (t *Trainer) ProfileStep(reps int) ([]KernelTime, error) {
 	})
 }
 
+// ProfileStepInSitu times every launch of the training step where it runs
+// in the step, after the launches before it: for each k, the graph of the
+// step's first k launches (one after the other, the priority update last
+// instead of beside AdamW) is replayed reps times between CUDA events, and
+// launch k's time is the difference of the means with and without it. It
+// so counts what ProfileStep's repeated launches of one kernel hide: the
+// caches as the previous kernel leaves them, the ramp and the tail of each
+// grid. The launches change the trainer's state like training does.
+func (t *Trainer) ProfileStepInSitu(reps int) ([]KernelTime, error) {
+	var out []KernelTime
+	err := t.b.d.dev.Do(func(c *cuda.Ctx) error {
+		p, err := t.l.plan(c, t.cfg.BatchSize)
+		if err != nil {
+			return err
+		}
+		ls := t.l.trainLaunches(p)
+		a, b := t.events[0], t.events[1]
+		prev := 0.0
+		for k := 1; k <= len(ls); k++ {
+			x, err := capture(c, t.l.d.launch.dependent, t.l.stream, ls[:k])
+			if err != nil {
+				return fmt.Errorf("profile in situ, first %d launches: %w", k, err)
+			}
+			ms, err := timeReplays(c, t.l.stream, x, a, b, reps)
+			if derr := c.DestroyGraphExec(x); err == nil {
+				err = derr
+			}
+			if err != nil {
+				return err
+			}
+			us := 1000 * float64(ms) / float64(reps)
+			ln := ls[k-1]
+			out = append(out, KernelTime{Index: k - 1, Name: ln.name, Us: us - prev,
+				Grid: fmt.Sprintf("%dx%dx%d/%d", ln.grid.X, ln.grid.Y, ln.grid.Z, ln.block.X)})
+			prev = us
+		}
+		s, err := t.l.readState(c)
+		if err != nil {
+			return err
+		}
+		if s.abort != 0 {
+			return fmt.Errorf("profile in situ: the step aborted (flag %d)", s.abort)
+		}
+		return nil
+	})
+	return out, err
+}
+
 // ProfileCollect times every launch of one collector step the same way
 // (observe, the four forward GEMMs, the greedy head, the environment step,
 // the commit into replay). The launches change the collector's state; a
@@ -76,6 +124,29 @@ func (t *Trainer) profile(reps int, launches func(*cuda.Ctx) ([]launch, error)) 
 		return nil
 	})
 	return out, err
+}
+
+// timeReplays replays x once to warm up, then reps times between events a
+// and b, and returns the milliseconds between them.
+func timeReplays(c *cuda.Ctx, s cuda.Stream, x cuda.GraphExec, a, b cuda.Event, reps int) (float32, error) {
+	if err := c.GraphLaunch(x, s); err != nil {
+		return 0, err
+	}
+	if err := c.Record(a, s); err != nil {
+		return 0, err
+	}
+	for range reps {
+		if err := c.GraphLaunch(x, s); err != nil {
+			return 0, err
+		}
+	}
+	if err := c.Record(b, s); err != nil {
+		return 0, err
+	}
+	if err := c.EventSync(b); err != nil {
+		return 0, err
+	}
+	return c.Elapsed(a, b)
 }
 
 // captureRepeated captures reps launches of ln on stream s as one graph,

@@ -11,7 +11,8 @@
 # sanitize-env (the environment's part of sanitize alone), sanitize-gemm
 # (memcheck and racecheck of the GEMM test alone),
 # gemm (the GEMM occupancy variants side by side), pdl (the step and the
-# epoch with serial and early launches beside bench's), same (the
+# epoch with serial and early launches beside bench's), wgmma (the step
+# and the epoch with the forward GEMMs on mma.sync beside bench's), same (the
 # parity study's seed 1 in every mode against a committed log, SAME_REF
 # or the current kernels' one: the bits kept; the run's log comes back as
 # same-seed1.log), headout (the head outputs' GEMM tile shapes, HEADOUT_SHAPES),
@@ -93,7 +94,7 @@ has bench && for p in bf16-mixed fp32 bf16; do
   for b in 256 4096 16384; do
     prof=""; [ "$b" = 256 ] || [ "$b" = 16384 ] && prof="--profile"
     step "bench-$p-$b" 90 bin/gputest/dqnflow bench --device cuda --precision "$p" --batch "$b" --steps 300 --json $prof
-    grep -E '"(ms_per_step|ms_per_300_step_epoch|train_steps_per_s|gemm_tflop_s|launches)"' "$LOGS/bench-$p-$b.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
+    grep -E '"(ms_per_step|ms_per_300_step_epoch|train_steps_per_s|gemm_tflop_s|launches|forward)"' "$LOGS/bench-$p-$b.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
   done
 done
 # Each profiled run's launches on one line (ms per step, then µs per kernel).
@@ -117,6 +118,21 @@ done
 has pdl && python3 tools/device/kernels.py "$LOGS"/pdl-*.log >>"$OUT/summary.txt"
 has pdl && step "epoch-pdl-off-bf16-mixed" 150 env DQNFLOW_PDL=off bin/gputest/dqnflow bench --device cuda --precision bf16-mixed --epoch --epochs 20 --json
 has pdl && { grep -E '"(epoch_ms|collect_ms|train_ms|backtest_ms)"' "$LOGS/epoch-pdl-off-bf16-mixed.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"; }
+
+# Part wgmma: the step with its forward GEMMs on mma.sync
+# (DQNFLOW_WGMMA=off) beside part bench's default (wgmma on sm_90a with
+# NVRTC 12 or newer, gpu/module.go useWGMMA), same call.
+has wgmma && for b in 256 4096 16384; do
+  for p in bf16-mixed bf16; do
+    [ "$p" = bf16 ] && [ "$b" != 16384 ] && continue
+    step "wgmma-off-$p-$b" 90 env DQNFLOW_WGMMA=off bin/gputest/dqnflow bench --device cuda --precision "$p" --batch "$b" --steps 300 --json --profile
+    echo -n "DQNFLOW_WGMMA=off, $p batch $b: " >>"$OUT/summary.txt"
+    grep -E '"(ms_per_step|forward|gemm_tflop_s)"' "$LOGS/wgmma-off-$p-$b.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
+  done
+done
+has wgmma && python3 tools/device/kernels.py "$LOGS"/wgmma-off-*.log >>"$OUT/summary.txt"
+has wgmma && step "epoch-wgmma-off-bf16-mixed" 150 env DQNFLOW_WGMMA=off bin/gputest/dqnflow bench --device cuda --precision bf16-mixed --epoch --epochs 20 --json
+has wgmma && { grep -E '"(epoch_ms|collect_ms|train_ms|backtest_ms)"' "$LOGS/epoch-wgmma-off-bf16-mixed.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"; }
 
 # The GEMM occupancy variants (gpu/gemm.go gemmVariant) side by side.
 has gemm && for v in base p o; do
