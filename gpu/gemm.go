@@ -122,6 +122,10 @@ func wgmmaShapes() []gemmShape {
 	return []gemmShape{{"wgmma128", 128, 128, 256, stages(128)}, {"wgmma128x64", 128, 64, 256, stages(64)}}
 }
 
+// mmaOnly keeps the forward GEMMs of learners built while it is set on
+// mma.sync where their module has wgmma (TestWGMMATrainsLikeMMA).
+var mmaOnly bool
+
 // wgmmaFits reports whether the wgmma kernels compute job j: A and B
 // k-contiguous, no split in k, no mask and no column sums (the forward
 // products x·Wᵀ with their bias and ReLU).
@@ -299,7 +303,7 @@ func (l *learner) gemmLaunch(c *cuda.Ctx, name string, jobs []job, st cuda.DevPt
 // for jobs they compute.
 func (l *learner) gemmLaunchIn(c *cuda.Ctx, name string, jobs []job, st cuda.DevPtr, shape string) (launch, error) {
 	sh := gemmShapeFor(l.bf16, jobs)
-	if l.k.wgmma && shape == "" && !slices.ContainsFunc(jobs, func(j job) bool { return !j.wgmmaFits() }) {
+	if l.k.wgmma && !mmaOnly && shape == "" && !slices.ContainsFunc(jobs, func(j job) bool { return !j.wgmmaFits() }) {
 		sh = shapeAmong(append(wgmmaShapes(), gemmShapes(l.bf16)...), jobs)
 	}
 	if shape != "" {
