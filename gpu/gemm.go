@@ -128,9 +128,12 @@ var mmaOnly bool
 
 // wgmmaFits reports whether the wgmma kernels compute job j: A and B
 // k-contiguous, no split in k, no mask and no column sums (the forward
-// products x·Wᵀ with their bias and ReLU).
+// products x·Wᵀ with their bias and ReLU), and more than one k tile of 64:
+// with one (the first layer, K = 64) the pipeline has nothing to overlap,
+// and wgmma128x64 took 31.2 µs against mma.sync's 25.6 at batch 16384
+// (docs/perf/gpu-2026-12-03-wgmma.md).
 func (j job) wgmmaFits() bool {
-	return j.a.sc == 1 && j.b.sr == 1 && j.splits() == 1 && j.colsum == 0 && j.epi != epiMask
+	return j.a.sc == 1 && j.b.sr == 1 && j.splits() == 1 && j.colsum == 0 && j.epi != epiMask && j.k > 64
 }
 
 // fillBlocks is the number of blocks at which a launch keeps every SM of
