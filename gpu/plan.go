@@ -329,11 +329,11 @@ func (l *learner) eOut(q cuda.DevPtr, col, ld int) mat {
 // gradient runs the forward pass, the loss and the backward pass of plan p
 // on the batch already in its buffers (given weights).
 //
-// bias_partial runs right after the loss, whose float32 gradient it sums
-// while that is still in L2: after the backward pass it took 25.7 µs in
-// the step at batch 16384 against 8.5 µs with its input cached
-// (gpu.ProfileStepInSitu, 2026-12-03). It changes no bits: the sums are the
-// same, only earlier.
+// bias_partial runs right after the loss, whose float32 gradient it
+// sums: there it took 22.6 µs in the step at batch 16384 against 27.6
+// after the backward pass (gpu.ProfileStepInSitu, 2026-12-03; 8.5 µs with
+// its input in L2). It changes no bits: the sums are the same, only
+// earlier.
 func (l *learner) gradientLaunches(p *stepPlan, loss launch) []launch {
 	ls := append([]launch{}, p.fwd...)
 	ls = append(ls, loss, p.biasL)

@@ -49,26 +49,6 @@ struct ColSeg {
   long long first;  // index of its first column among all columns
 };
 
-// bias_partial: partial[c·chunks + s] = Σ_{rows r in chunk s} G(r, c), rows in
-// order, for every column c of the nseg segments. Chunks hold
-// chunkRows rows (the last fewer); grad_reduce adds the chunks in order.
-extern "C" __global__ void bias_partial(const ColSeg* segs, int nseg, long long totalCols, long long n,
-                                        long long chunkRows, float* partial, const StepState* st) {
-  pdlEnter();
-  if (st->abort) return;
-  const long long c = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  const long long s = blockIdx.y, chunks = gridDim.y;
-  if (c >= totalCols) return;
-  int q = 0;
-  while (q + 1 < nseg && c >= segs[q + 1].first) q++;
-  const ColSeg sg = segs[q];
-  const long long col = c - sg.first;
-  const long long r0 = s * chunkRows, r1 = (r0 + chunkRows < n) ? r0 + chunkRows : n;
-  float acc = 0.0f;
-  for (long long r = r0; r < r1; r++) acc += sg.G[r * sg.ld + col];
-  partial[c * chunks + s] = acc;
-}
-
 // A contiguous reduction: dst[e] = Σ_{s < parts} src[s·stride + e], s in order.
 // kind 0: bias columns, dst index from index[e] and src[e·parts + s]; kind 1:
 // split-K partial products, contiguous.
@@ -96,6 +76,27 @@ __device__ __forceinline__ float sumParts(const float* __restrict__ src, long lo
   }
   for (; s < parts; s++) acc += src[s * stride];
   return acc;
+}
+
+// bias_partial: partial[c·chunks + s] = Σ_{rows r in chunk s} G(r, c), rows in
+// order, for every column c of the nseg segments. Chunks hold
+// chunkRows rows (the last fewer); grad_reduce adds the chunks in order.
+// The rows' loads go out RED_AHEAD at a time (sumParts): at batch 16384
+// a thread adds 256 rows that are not in L2, and one load at a time made
+// that a chain of 256 DRAM round trips.
+extern "C" __global__ void bias_partial(const ColSeg* segs, int nseg, long long totalCols, long long n,
+                                        long long chunkRows, float* partial, const StepState* st) {
+  pdlEnter();
+  if (st->abort) return;
+  const long long c = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  const long long s = blockIdx.y, chunks = gridDim.y;
+  if (c >= totalCols) return;
+  int q = 0;
+  while (q + 1 < nseg && c >= segs[q + 1].first) q++;
+  const ColSeg sg = segs[q];
+  const long long col = c - sg.first;
+  const long long r0 = s * chunkRows, r1 = (r0 + chunkRows < n) ? r0 + chunkRows : n;
+  partial[c * chunks + s] = r1 > r0 ? sumParts(sg.G + r0 * sg.ld + col, r1 - r0, sg.ld) : 0.0f;
 }
 
 // grad_reduce finishes the gradient: bias sums from bias_partial and from
