@@ -8,7 +8,7 @@ VERSITYGW := $(BIN)/versitygw
 # otherwise; `make run` uses DATABASE_URL or the local `postgres` database.
 TEST_DATABASE_URL := $(or $(DATABASE_URL),postgres://postgres@127.0.0.1:5432/test?sslmode=disable)
 
-.PHONY: gpu-binaries all build cross run test test-short lint bench bench-temporal learn-check record-history temporal versitygw clean fuzz-short fuzz chaos vulncheck vulndb vulncheck-devserver vulncheck-test
+.PHONY: gpu-binaries all build cross run test test-sm90a test-short lint bench bench-temporal learn-check record-history temporal versitygw clean fuzz-short fuzz chaos vulncheck vulndb vulncheck-devserver vulncheck-test
 
 all: build
 
@@ -44,6 +44,12 @@ test: build temporal versitygw
 	DATABASE_URL='$(TEST_DATABASE_URL)' DQNFLOW_BIN=$(abspath $(DQNFLOW)) DQNFLOW_TEMPORAL=$(abspath $(TEMPORAL)) DQNFLOW_S3=$(abspath $(VERSITYGW)) \
 		DQNFLOW_ARTIFACTS=$(abspath artifacts) \
 		$(GO) test -count=1 -timeout 30m ./...
+
+## test-sm90a: the kernels compiled by NVRTC 12 as well, with the sm_90a (wgmma) GEMMs that NVRTC 11.8 cannot target (NVRTC 12 from Debian trixie, unpacked into bin/nvrtc12 by tools/nvrtc12.sh; CI runs it)
+test-sm90a:
+	tools/nvrtc12.sh $(abspath $(BIN))/nvrtc12
+	DQNFLOW_NVRTC=$(abspath $(BIN))/nvrtc12/libnvrtc.so.12 LD_LIBRARY_PATH=$(abspath $(BIN))/nvrtc12 DQNFLOW_REQUIRE_SM90A=1 \
+		$(GO) test -count=1 -timeout 20m -run TestKernelsCompileForHopper -v ./gpu
 
 ## test-short: unit tests only (no servers, no long runs)
 test-short:

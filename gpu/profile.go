@@ -67,14 +67,7 @@ func (t *Trainer) ProfileStepInSitu(reps int) ([]KernelTime, error) {
 				Grid: fmt.Sprintf("%dx%dx%d/%d", ln.grid.X, ln.grid.Y, ln.grid.Z, ln.block.X)})
 			prev = us
 		}
-		s, err := t.l.readState(c)
-		if err != nil {
-			return err
-		}
-		if s.abort != 0 {
-			return fmt.Errorf("profile in situ: the step aborted (flag %d)", s.abort)
-		}
-		return nil
+		return t.notAborted(c, "profile in situ")
 	})
 	return out, err
 }
@@ -114,16 +107,23 @@ func (t *Trainer) profile(reps int, launches func(*cuda.Ctx) ([]launch, error)) 
 			out = append(out, KernelTime{Index: i, Name: ln.name, Us: 1000 * float64(ms) / float64(reps),
 				Grid: fmt.Sprintf("%dx%dx%d/%d", ln.grid.X, ln.grid.Y, ln.grid.Z, ln.block.X)})
 		}
-		s, err := t.l.readState(c)
-		if err != nil {
-			return err
-		}
-		if s.abort != 0 {
-			return fmt.Errorf("profile: the step aborted (flag %d)", s.abort)
-		}
-		return nil
+		return t.notAborted(c, "profile")
 	})
 	return out, err
+}
+
+// notAborted reads the step state after a profile (what names it) and
+// fails if a step aborted, which would have made its timings those of
+// kernels that return at once.
+func (t *Trainer) notAborted(c *cuda.Ctx, what string) error {
+	s, err := t.l.readState(c)
+	if err != nil {
+		return err
+	}
+	if s.abort != 0 {
+		return fmt.Errorf("%s: the step aborted (flag %d)", what, s.abort)
+	}
+	return nil
 }
 
 // timeReplays replays x once to warm up, then reps times between events a
@@ -163,22 +163,7 @@ func captureRepeated(c *cuda.Ctx, dependent bool, s cuda.Stream, ln launch, reps
 // timeGraph replays x once to warm up, then once between events a and b,
 // and returns the milliseconds between them.
 func timeGraph(c *cuda.Ctx, s cuda.Stream, x cuda.GraphExec, a, b cuda.Event) (float32, error) {
-	if err := c.GraphLaunch(x, s); err != nil {
-		return 0, err
-	}
-	if err := c.Record(a, s); err != nil {
-		return 0, err
-	}
-	if err := c.GraphLaunch(x, s); err != nil {
-		return 0, err
-	}
-	if err := c.Record(b, s); err != nil {
-		return 0, err
-	}
-	if err := c.EventSync(b); err != nil {
-		return 0, err
-	}
-	return c.Elapsed(a, b)
+	return timeReplays(c, s, x, a, b, 1)
 }
 
 // GEMMFlops is the floating-point work of the GEMMs of one training step at
