@@ -643,6 +643,11 @@ __device__ __forceinline__ void holdAcc(float (&d)[NI][4]) {
     for (int q = 0; q < 4; q++) asm volatile("" : "+f"(d[i][q])::"memory");
 }
 
+// wgmma128 and wgmma64 issue one m64nNk16 product for the warpgroup,
+// d += A·B with N = 128 or 64: A (64×16) and B (N×16) from the shared-memory
+// descriptors da and db, both K-major (no transpose), scale-d 1 (add to
+// d). d[i][q] is the warp's value q of its 8-column group i, in mma.sync's
+// m16n8 accumulator order.
 __device__ __forceinline__ void wgmma128(float (&d)[16][4], unsigned long long da, unsigned long long db) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
