@@ -63,8 +63,7 @@ func (t *Trainer) ProfileStepInSitu(reps int) ([]KernelTime, error) {
 			}
 			us := 1000 * float64(ms) / float64(reps)
 			ln := ls[k-1]
-			out = append(out, KernelTime{Index: k - 1, Name: ln.name, Us: us - prev,
-				Grid: fmt.Sprintf("%dx%dx%d/%d", ln.grid.X, ln.grid.Y, ln.grid.Z, ln.block.X)})
+			out = append(out, kernelTime(k-1, ln, us-prev))
 			prev = us
 		}
 		return t.notAborted(c, "profile in situ")
@@ -97,15 +96,14 @@ func (t *Trainer) profile(reps int, launches func(*cuda.Ctx) ([]launch, error)) 
 			if err != nil {
 				return fmt.Errorf("profile %s: %w", ln.name, err)
 			}
-			ms, err := timeGraph(c, t.l.stream, x, a, b)
+			ms, err := timeReplays(c, t.l.stream, x, a, b, 1)
 			if derr := c.DestroyGraphExec(x); err == nil {
 				err = derr
 			}
 			if err != nil {
 				return err
 			}
-			out = append(out, KernelTime{Index: i, Name: ln.name, Us: 1000 * float64(ms) / float64(reps),
-				Grid: fmt.Sprintf("%dx%dx%d/%d", ln.grid.X, ln.grid.Y, ln.grid.Z, ln.block.X)})
+			out = append(out, kernelTime(i, ln, 1000*float64(ms)/float64(reps)))
 		}
 		return t.notAborted(c, "profile")
 	})
@@ -127,7 +125,7 @@ func (t *Trainer) notAborted(c *cuda.Ctx, what string) error {
 }
 
 // timeReplays replays x once to warm up, then reps times between events a
-// and b, and returns the milliseconds between them.
+// and b, and returns the milliseconds between them (all reps).
 func timeReplays(c *cuda.Ctx, s cuda.Stream, x cuda.GraphExec, a, b cuda.Event, reps int) (float32, error) {
 	if err := c.GraphLaunch(x, s); err != nil {
 		return 0, err
@@ -160,10 +158,11 @@ func captureRepeated(c *cuda.Ctx, dependent bool, s cuda.Stream, ln launch, reps
 	return capture(c, dependent, s, ls)
 }
 
-// timeGraph replays x once to warm up, then once between events a and b,
-// and returns the milliseconds between them.
-func timeGraph(c *cuda.Ctx, s cuda.Stream, x cuda.GraphExec, a, b cuda.Event) (float32, error) {
-	return timeReplays(c, s, x, a, b, 1)
+// kernelTime is the report of launch ln, the index-th of its list, at us
+// microseconds.
+func kernelTime(index int, ln launch, us float64) KernelTime {
+	return KernelTime{Index: index, Name: ln.name, Us: us,
+		Grid: fmt.Sprintf("%dx%dx%d/%d", ln.grid.X, ln.grid.Y, ln.grid.Z, ln.block.X)}
 }
 
 // GEMMFlops is the floating-point work of the GEMMs of one training step at
