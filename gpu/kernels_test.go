@@ -36,6 +36,7 @@ func TestKernelsCompileForHopper(t *testing.T) {
 		{false, 51, 256, 256, 128}, {false, 2, 256, 256, 128},
 		{true, 51, 256, 256, 128}, {true, 101, 256, 256, 128},
 		{true, 2, 64, 128, 256}, {true, 21, 192, 64, 64},
+		{false, maxLossAtoms(), 64, 64, 64}, // the loss's shared memory at its bound
 	} {
 		m := config.Defaults().Model
 		m.Atoms, m.Trunk1, m.Trunk2, m.Head = v.atoms, v.t1, v.t2, v.head

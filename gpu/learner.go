@@ -98,6 +98,9 @@ func newLearner(c *cuda.Ctx, d *gpuDevice, m config.ModelConfig, o config.OptimC
 			return nil, fmt.Errorf("model.%s = %d: the CUDA backend needs a multiple of 8 (its GEMMs move rows in 16-byte pieces)", f.name, f.v)
 		}
 	}
+	if lossShared(m.Atoms) > 48<<10 {
+		return nil, fmt.Errorf("%w: model.atoms = %d: the CUDA backend's loss kernel holds at most %d atoms a block", config.ErrInvalid, m.Atoms, maxLossAtoms())
+	}
 	if o.StochasticRounding && precision != config.PrecisionBF16 {
 		return nil, fmt.Errorf("%w: optim.stochastic_rounding = true: needs precision %q (got %q)", config.ErrInvalid, config.PrecisionBF16, precision)
 	}

@@ -26,7 +26,7 @@ type stepPlan struct {
 	prioL                   []launch // prio_claim, prio_set, then the tree's inner nodes
 	fwd                     []launch // the forward passes (gpu/mlp.go)
 	bwd                     [4]launch
-	biasL, reduceL, normL   launch
+	reduceL, normL          launch
 	adamL, specL            launch
 	graph                   cuda.GraphExec
 }
@@ -35,6 +35,39 @@ type stepPlan struct {
 // kernelOptions): samples per block of c51_loss, three warps each (1, 4
 // and 8 were measured no faster: docs/perf/gpu-2026-12-02.md).
 const lossSamplesPerBlock = 2
+
+// lossSlots is the number of c51_loss blocks an H200 holds at once: 7 a
+// SM (its __launch_bounds__) on 132 SMs. The loss takes its rows in about
+// that many blocks, each adding its rows' bias gradients (lossRows). It is
+// a constant, not the device's count, so that the sums' order, and so the
+// bits, depend on the batch only.
+const lossSlots = 7 * 132
+
+// lossShared is the static shared memory of a c51_loss block, struct
+// LossShared of kernels/head.cu, for a model with the given atoms.
+func lossShared(atoms int) int {
+	_, outw := headCols(atoms)
+	warps := 3 * lossSamplesPerBlock
+	return 4 * (7*warps*atoms + warps + lossSamplesPerBlock + lossSamplesPerBlock*outw)
+}
+
+// maxLossAtoms is the most atoms whose c51_loss block fits the 48 KiB of
+// static shared memory a kernel may declare.
+func maxLossAtoms() int {
+	a := 2
+	for lossShared(a+1) <= 48<<10 {
+		a++
+	}
+	return a
+}
+
+// lossRows returns the rows per c51_loss block at batch n: the fewest
+// multiples of lossSamplesPerBlock that keep the blocks within lossSlots,
+// so that every block runs from the start (no second wave) and a small
+// batch still has one block per lossSamplesPerBlock samples.
+func lossRows(n int) int {
+	return lossSamplesPerBlock * ceilDiv(n, lossSamplesPerBlock*lossSlots)
+}
 
 // gradKChunk, when positive, replaces the rows per split of the weight
 // gradients' k-split (DQNFLOW_GRAD_KCHUNK, a multiple of 32 from 64). It
@@ -98,17 +131,21 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 	// first n rows) only.
 	p.on = l.newActs(alloc, 2*n, n)
 	p.tg = l.newActs(alloc, n, 0)
-	p.g = alloc(4 * n * outw)
-	p.ge = eCopy(p.g, n*outw)
-	// The hidden layers' float32 upstream gradients are kept in fp32 mode
-	// only, where they are the next GEMM's operands; their column sums (the
-	// bias gradients) come from the epilogue that makes them.
+	// The float32 gradients are kept in fp32 mode only, where they are the
+	// next GEMM's operands; their column sums (the bias gradients) come
+	// from the kernel that makes them: c51_loss for the head outputs, the
+	// masked epilogues for the hidden layers.
 	fGrad := func(elems int) cuda.DevPtr {
 		if l.bf16 {
 			return 0
 		}
 		return alloc(4 * elems)
 	}
+	p.g = fGrad(n * outw)
+	p.ge = eCopy(p.g, n*outw)
+	lossRowsN := lossRows(n)
+	lossBlocks := ceilDiv(n, lossRowsN)
+	lossPart := alloc(4 * lossBlocks * outw)
 	p.g3 = fGrad(n * 4 * hd)
 	p.g3e = eCopy(p.g3, n*4*hd)
 	p.g2 = fGrad(n * t2)
@@ -147,9 +184,10 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 			beta0, betaSteps = l.replay.cfg.Beta0, int64(l.replay.cfg.BetaSteps)
 		}
 		_, dz, vmin, vmax := model.Support(m)
-		w.f64(beta0).i64(betaSteps).f32x2(vmin, vmax).f32i32(dz, int32(n)).i32x2(sampled, 0)
+		w.f64(beta0).i64(betaSteps).f32x2(vmin, vmax).f32i32(dz, int32(n)).i32x2(sampled, int32(lossRowsN))
+		w.ptr(lossPart)
 		args := upload(w)
-		ll := launch{name: "c51_loss", f: l.k.fn["c51_loss"], grid: dim(ceilDiv(n, lossSamplesPerBlock)), block: dim(32 * 3 * lossSamplesPerBlock), args: []any{args, l.st}}
+		ll := launch{name: "c51_loss", f: l.k.fn["c51_loss"], grid: dim(lossBlocks), block: dim(32 * 3 * lossSamplesPerBlock), args: []any{args, l.st}}
 		if i == 0 {
 			p.lossSampled = ll
 		} else {
@@ -247,45 +285,29 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 		}
 	}
 
-	// The head outputs' bias gradients: column sums of the float32 loss
-	// gradient G (taken before the bf16 rounding), in row chunks.
-	type seg struct {
-		g        cuda.DevPtr
-		ld, cols int
-		dst      func(c int) int
+	// The head outputs' bias gradients: c51_loss's block parts, added by
+	// grad_reduce (kind 0) into the bias of the layer each column of O
+	// belongs to (none for the padding columns).
+	index := make([]int32, outw)
+	for c := range index {
+		index[c] = -1
 	}
-	var segs []seg
 	for _, i := range headOut {
 		ly := l.lay[i]
-		segs = append(segs, seg{p.g + cuda.DevPtr(4*headCol(m.Atoms, i)), outw, ly.Out, func(c int) int { return ly.B + c }})
-	}
-	var cs words
-	var index []int32
-	total := 0
-	for _, s := range segs {
-		cs.ptr(s.g).i64(int64(s.ld)).i64(int64(s.cols)).i64(int64(total))
-		for c := range s.cols {
-			index = append(index, int32(s.dst(c)))
+		col := headCol(m.Atoms, i)
+		for c := range ly.Out {
+			index[col+c] = int32(ly.B + c)
 		}
-		total += s.cols
 	}
-	// Row chunks of the bias sums: small enough that a small batch still
-	// gives many blocks, at most 64 chunks for grad_reduce to add in order.
-	chunkRows := min(max(ceilDiv(n, 64), 32), 256)
-	chunks := ceilDiv(n, chunkRows)
-	partial := alloc(4 * total * chunks)
-	indexP := alloc(4 * total)
-	csP := upload(cs)
+	indexP := alloc(4 * outw)
 	if err := bt.err; err != nil {
 		return nil, err
 	}
 	if err := cuda.Upload(c, indexP, index); err != nil {
 		return nil, err
 	}
-	p.biasL = launch{name: "bias_partial", f: l.k.fn["bias_partial"], grid: dim2(ceilDiv(total, 256), chunks), block: dim(256),
-		args: []any{csP, int32(len(segs)), int64(total), int64(n), int64(chunkRows), partial, l.st}}
 	var rw words
-	rw.ptr(partial).ptr(l.grad).ptr(indexP).i64(int64(total)).i64(int64(chunks)).i64(0).i64(0)
+	rw.ptr(lossPart).ptr(l.grad).ptr(indexP).i64(int64(outw)).i64(int64(lossBlocks)).i64(int64(outw)).i64(0)
 	rw = append(rw, reds...)
 	redP := upload(rw)
 	p.reduceL = launch{name: "grad_reduce", f: l.k.fn["grad_reduce"], grid: dim2(64, 1+nred), block: dim(256), args: []any{redP, l.st}}
@@ -326,17 +348,14 @@ func (l *learner) eOut(q cuda.DevPtr, col, ld int) mat {
 	return mat{q + cuda.DevPtr(l.esz*col), int64(ld), 1}
 }
 
-// gradient runs the forward pass, the loss and the backward pass of plan p
+// gradientLaunches are the forward pass, the loss and the backward pass of plan p
 // on the batch already in its buffers (given weights).
 //
-// bias_partial runs right after the loss, whose float32 gradient it
-// sums: there it took 22.6 µs in the step at batch 16384 against 27.6
-// after the backward pass (gpu.ProfileStepInSitu, 2026-12-03; 8.5 µs with
-// its input in L2, 19.6 in the step once its loads went out 16 ahead). It
-// changes no bits: the sums are the same, only earlier.
+// The head outputs' bias gradients come out of the loss itself
+// (c51_loss's block parts, added by grad_reduce).
 func (l *learner) gradientLaunches(p *stepPlan, loss launch) []launch {
 	ls := append([]launch{}, p.fwd...)
-	ls = append(ls, loss, p.biasL)
+	ls = append(ls, loss)
 	ls = append(ls, p.bwd[:]...)
 	return append(ls, p.reduceL, p.normL)
 }

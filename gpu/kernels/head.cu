@@ -220,8 +220,8 @@ struct LossArgs {
   const float* disc;   // [n] γⁿ·(1 − done)
   const double* mass;  // [n] sampled masses m_i = p_i^α (weights from masses when sampled)
   float* w;            // [n] importance weights: computed (sampled) or read (given)
-  float* G;            // [n×OUTW] ∂loss/∂O, float32
-  E* Ge;               // [n×OUTW] the same rounded to E (bf16 mode), or null
+  float* G;            // [n×OUTW] ∂loss/∂O, float32 (fp32 mode), or null
+  E* Ge;               // [n×OUTW] the same rounded to E (bf16 modes), or null
   float* sample;       // [n] per-sample loss ℓ_i
   float* targets;      // [n×3×ATOMS] projected targets m, or null
   double beta0;        // PER β schedule: β = β0 + (1 − β0)·min(t, betaSteps)/betaSteps
@@ -229,7 +229,8 @@ struct LossArgs {
   float vmin, vmax, dz;
   int n;
   int sampled;         // 1: weights from masses and StepState.mmin; 0: given in w
-  int pad;
+  int rows;            // rows (samples) per block, a multiple of LOSS_SPB
+  float* part;         // [gridDim.x×OUTW] per block: Σ over its rows of ∂loss/∂O
 };
 
 // c51_loss computes, for each sample i, the double-DQN C51 target of
@@ -243,7 +244,8 @@ struct LossArgs {
 //   ∂loss/∂L_d[a_d, j] = k·(p_j·S − m_j),  k = w_i/float(3n),  S = Σ_j m_j
 //   ∂/∂V[j] = Σ_d ∂L_d,   ∂/∂A_d[a, j] = [a = a_d]·∂L_d[j] − ∂L_d[j]/n_d
 //
-// One warp per (sample, branch): LOSS_SPB samples of three warps per block.
+// One warp per (sample, branch): LOSS_SPB samples of three warps per block
+// at a time, the block's rows [b·rows, (b+1)·rows) in turn.
 // The projection sums the mass arriving at each atom in source-atom order,
 // as the CPU does (each source atom's two shares are tabulated first, then
 // every target atom adds its shares j = 0, 1, … with zeros for the others,
@@ -256,6 +258,14 @@ struct LossArgs {
 // a* choice are independent chains the scheduler interleaves; each
 // action's arithmetic is that of a lone softmax. The importance weight (a
 // float64 power) is computed once per sample, by branch 0's warp.
+//
+// The head outputs' bias gradients are the column sums of ∂loss/∂O over
+// the batch. Each block adds its rows' gradients as it makes them: the
+// warps of sample slot s (rows b·rows + s, + s + LOSS_SPB, …) add theirs
+// in row order into acc[s], which only they touch, and the block writes
+// part[b][c] = acc[0][c] + acc[1][c] + …; grad_reduce adds the blocks'
+// parts in a fixed order (kind 2). Nothing rereads the gradient for
+// them, and in the bf16 modes its float32 copy is not written at all.
 #define LOSS_WARPS (NBRANCH * LOSS_SPB)
 
 struct LossShared {
@@ -267,10 +277,11 @@ struct LossShared {
   float gsh[LOSS_WARPS][ATOMS];
   float ces[LOSS_WARPS];
   float w[LOSS_SPB];
+  float acc[LOSS_SPB][OUTW]; // per sample slot: Σ of its rows' ∂loss/∂O so far
 };
 
 template <int D>
-__device__ __forceinline__ void lossBranch(const LossArgs& a, LossShared& sh, long long i, int lane, int wid, float w) {
+__device__ __forceinline__ void lossBranch(const LossArgs& a, LossShared& sh, long long i, int lane, int wid, int si, float w) {
   constexpr int nd = branchSize(D);
   const long long n = a.n;
   const float k = w / (float)(NBRANCH * n);
@@ -376,8 +387,9 @@ __device__ __forceinline__ void lossBranch(const LossArgs& a, LossShared& sh, lo
   const float ce = -warpSum(c);
   S = warpSum(S);
   if (lane == 0) sh.ces[wid] = ce;
-  float* G = a.G + i * OUTW + branchCol(D);
+  float* G = a.G ? a.G + i * OUTW + branchCol(D) : 0;
   E* Ge = a.Ge ? a.Ge + i * OUTW + branchCol(D) : 0;
+  float* acc = sh.acc[si] + branchCol(D);
 #pragma unroll
   for (int q = 0; q < JPL; q++) {
     int j = lane + 32 * q;
@@ -388,8 +400,9 @@ __device__ __forceinline__ void lossBranch(const LossArgs& a, LossShared& sh, lo
     for (int b = 0; b < nd; b++) {
       float v = -(g / (float)nd);
       if (b == ad) v += g;
-      G[b * ATOMS + j] = v;
+      if (G) G[b * ATOMS + j] = v;
       if (Ge) Ge[b * ATOMS + j] = toE(v);
+      acc[b * ATOMS + j] += v;
     }
   }
 }
@@ -397,47 +410,66 @@ __device__ __forceinline__ void lossBranch(const LossArgs& a, LossShared& sh, lo
 extern "C" __global__ void __launch_bounds__(32 * LOSS_WARPS, 7) c51_loss(const LossArgs* pa, const StepState* st) {
   pdlEnter();
   if (st->abort) return;
-  const LossArgs a = *pa;
+  const LossArgs& a = *pa;
   __shared__ LossShared sh;
   const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
   const int d = wid % NBRANCH, si = wid / NBRANCH;
-  const long long i = (long long)blockIdx.x * LOSS_SPB + si;
   const long long n = a.n;
-  const bool live = i < n;
-  if (live && d == 0 && lane == 0) {
-    float w;
-    if (a.sampled) {
-      double t = (double)st->t;
-      double beta = 1.0;
-      if (a.betaSteps > 0) beta = a.beta0 + (1.0 - a.beta0) * fmin(fmax(t, 0.0), (double)a.betaSteps) / (double)a.betaSteps;
-      double mmin = __longlong_as_double((long long)st->mmin);
-      w = (float)pow(mmin / a.mass[i], beta);
-      a.w[i] = w;
-    } else {
-      w = a.w[i];
+  const long long r0 = (long long)blockIdx.x * a.rows;
+  const long long r1 = r0 + a.rows < n ? r0 + a.rows : n;
+  // Zeroed before the first barrier of the loop; after it each slot's
+  // warps add into their own columns only.
+  for (int c = threadIdx.x; c < LOSS_SPB * OUTW; c += blockDim.x) (&sh.acc[0][0])[c] = 0.0f;
+  for (long long i0 = r0; i0 < r1; i0 += LOSS_SPB) {
+    const long long i = i0 + si;
+    const bool live = i < r1;
+    if (live && d == 0 && lane == 0) {
+      float w;
+      if (a.sampled) {
+        double t = (double)st->t;
+        double beta = 1.0;
+        if (a.betaSteps > 0) beta = a.beta0 + (1.0 - a.beta0) * fmin(fmax(t, 0.0), (double)a.betaSteps) / (double)a.betaSteps;
+        double mmin = __longlong_as_double((long long)st->mmin);
+        w = (float)pow(mmin / a.mass[i], beta);
+        a.w[i] = w;
+      } else {
+        w = a.w[i];
+      }
+      sh.w[si] = w;
     }
-    sh.w[si] = w;
+    __syncthreads();
+    if (live) {
+      const float w = sh.w[si];
+      switch (d) {
+      case 0: lossBranch<0>(a, sh, i, lane, wid, si, w); break;
+      case 1: lossBranch<1>(a, sh, i, lane, wid, si, w); break;
+      default: lossBranch<2>(a, sh, i, lane, wid, si, w);
+      }
+    }
+    __syncthreads();
+    // Branch 0's warp finishes the row: ∂/∂V and ℓ_i. The next row's
+    // branch warps overwrite gsh and ces only after the next barrier,
+    // which this warp reaches once it is done here.
+    if (live && d == 0) {
+      const int w0 = si * NBRANCH;
+      for (int j = lane; j < ATOMS; j += 32) {
+        float gv = 0.0f;
+        gv += sh.gsh[w0][j];
+        gv += sh.gsh[w0 + 1][j];
+        gv += sh.gsh[w0 + 2][j];
+        if (a.G) a.G[i * OUTW + j] = gv;
+        if (a.Ge) a.Ge[i * OUTW + j] = toE(gv);
+        sh.acc[si][j] += gv;
+      }
+      if (lane == 0) a.sample[i] = (sh.ces[w0] + sh.ces[w0 + 1] + sh.ces[w0 + 2]) / (float)NBRANCH;
+    }
   }
   __syncthreads();
-  if (live) {
-    const float w = sh.w[si];
-    switch (d) {
-    case 0: lossBranch<0>(a, sh, i, lane, wid, w); break;
-    case 1: lossBranch<1>(a, sh, i, lane, wid, w); break;
-    default: lossBranch<2>(a, sh, i, lane, wid, w);
-    }
-  }
-  __syncthreads();
-  if (live && d == 0) {
-    const int w0 = si * NBRANCH;
-    for (int j = lane; j < ATOMS; j += 32) {
-      float gv = 0.0f;
-      gv += sh.gsh[w0][j];
-      gv += sh.gsh[w0 + 1][j];
-      gv += sh.gsh[w0 + 2][j];
-      a.G[i * OUTW + j] = gv;
-      if (a.Ge) a.Ge[i * OUTW + j] = toE(gv);
-    }
-    if (lane == 0) a.sample[i] = (sh.ces[w0] + sh.ces[w0 + 1] + sh.ces[w0 + 2]) / (float)NBRANCH;
+  float* part = a.part + (long long)blockIdx.x * OUTW;
+  for (int c = threadIdx.x; c < OUTW; c += blockDim.x) {
+    float s = sh.acc[0][c];
+#pragma unroll
+    for (int q = 1; q < LOSS_SPB; q++) s += sh.acc[q][c];
+    part[c] = s;
   }
 }

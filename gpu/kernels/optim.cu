@@ -40,18 +40,12 @@ __device__ __forceinline__ float roundSR(float f, unsigned r) {
   return __uint_as_float(((u + (r & 0xffffu)) >> 16) << 16);
 }
 
-// Column segments of the bias-gradient reduction: the float32 upstream
-// gradients G of the four layer groups, n rows each.
-struct ColSeg {
-  const float* G;   // [n×ld]
-  long long ld;     // row stride of G
-  long long cols;   // columns of this segment
-  long long first;  // index of its first column among all columns
-};
-
-// A contiguous reduction: dst[e] = Σ_{s < parts} src[s·stride + e], s in order.
-// kind 0: bias columns, dst index from index[e] and src[e·parts + s]; kind 1:
-// split-K partial products, contiguous.
+// A reduction over parts: dst[e] = Σ_{s < parts} src[s·stride + e].
+// kind 0: the head outputs' bias gradients from c51_loss's block parts
+// (stride OUTW), into dst[index[e]] (none where index[e] < 0, the padding
+// columns); the parts are added in contiguous runs, one per warp of the
+// block, each in order, then the runs in order (reduceRuns). kind 1: the
+// masked GEMMs' column sums and the split-K parts, s in order.
 struct RedSeg {
   const float* src;
   float* dst;
@@ -78,41 +72,43 @@ __device__ __forceinline__ float sumParts(const float* __restrict__ src, long lo
   return acc;
 }
 
-// bias_partial: partial[c·chunks + s] = Σ_{rows r in chunk s} G(r, c), rows in
-// order, for every column c of the nseg segments. Chunks hold
-// chunkRows rows (the last fewer); grad_reduce adds the chunks in order.
-// The rows' loads go out RED_AHEAD at a time (sumParts): at batch 16384
-// a thread adds 256 rows that are not in L2, and one load at a time made
-// that a chain of 256 DRAM round trips.
-extern "C" __global__ void bias_partial(const ColSeg* segs, int nseg, long long totalCols, long long n,
-                                        long long chunkRows, float* partial, const StepState* st) {
-  pdlEnter();
-  if (st->abort) return;
-  const long long c = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  const long long s = blockIdx.y, chunks = gridDim.y;
-  if (c >= totalCols) return;
-  int q = 0;
-  while (q + 1 < nseg && c >= segs[q + 1].first) q++;
-  const ColSeg sg = segs[q];
-  const long long col = c - sg.first;
-  const long long r0 = s * chunkRows, r1 = (r0 + chunkRows < n) ? r0 + chunkRows : n;
-  partial[c * chunks + s] = r1 > r0 ? sumParts(sg.G + r0 * sg.ld + col, r1 - r0, sg.ld) : 0.0f;
+// reduceRuns is kind 0 of grad_reduce for one block: its warps take the
+// columns 32 at a time, warp q adding parts [q·P/W, (q+1)·P/W) of the
+// lane's column in order, and the W runs are added in warp order. With
+// about a thousand parts (one per c51_loss block) one thread's sum would
+// be a chain of some sixty rounds of RED_AHEAD loads; a run is W times
+// shorter.
+__device__ void reduceRuns(const RedSeg& sg) {
+  __shared__ float run[32][33];
+  const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
+  const long long s0 = sg.parts * wid / nw, s1 = sg.parts * (wid + 1) / nw;
+  for (long long c0 = (long long)blockIdx.x * 32; c0 < sg.count; c0 += (long long)gridDim.x * 32) {
+    const long long e = c0 + lane;
+    run[wid][lane] = e < sg.count ? sumParts(sg.src + s0 * sg.stride + e, s1 - s0, sg.stride) : 0.0f;
+    __syncthreads();
+    if (wid == 0 && e < sg.count && sg.index[e] >= 0) {
+      float t = run[0][lane];
+      for (int q = 1; q < nw; q++) t += run[q][lane];
+      sg.dst[sg.index[e]] = t;
+    }
+    __syncthreads();
+  }
 }
 
-// grad_reduce finishes the gradient: bias sums from bias_partial and from
-// the masked GEMMs' column sums, and the split-K parts of the weight
-// gradients, each in a fixed order.
+// grad_reduce finishes the gradient: the head outputs' bias sums from
+// c51_loss's parts, the other biases from the masked GEMMs' column sums,
+// and the split-K parts of the weight gradients, each in a fixed order.
+// Blocks of at most 1024 threads; a block's segment is blockIdx.y.
 extern "C" __global__ void grad_reduce(const RedSeg* segs, const StepState* st) {
   pdlEnter();
   if (st->abort) return;
   const RedSeg sg = segs[blockIdx.y];
-  for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < sg.count; e += (long long)gridDim.x * blockDim.x) {
-    if (sg.kind == 0) {
-      sg.dst[sg.index[e]] = sumParts(sg.src + e * sg.parts, sg.parts, 1);
-    } else {
-      sg.dst[e] = sumParts(sg.src + e, sg.parts, sg.stride);
-    }
+  if (sg.kind == 0) {
+    reduceRuns(sg);
+    return;
   }
+  for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < sg.count; e += (long long)gridDim.x * blockDim.x)
+    sg.dst[e] = sumParts(sg.src + e, sg.parts, sg.stride);
 }
 
 // blockSumD returns the sum of v over the block (up to 1024 threads) in a
@@ -354,7 +350,7 @@ extern "C" __global__ void __launch_bounds__(SPEC_THREADS) spectral(const float*
       float acc[SPEC_COLS / 32];
 #pragma unroll
       for (int q = 0; q < SPEC_COLS / 32; q++) acc[q] = 0.0f;
-#pragma unroll 2
+#pragma unroll 4
       for (int r = wid; r < rows; r += nw) {
         const float ur = uu[r];
         const float* wr = W + (long long)r * cols + c0;
@@ -381,6 +377,7 @@ extern "C" __global__ void __launch_bounds__(SPEC_THREADS) spectral(const float*
       __syncthreads();
       for (int c = threadIdx.x; c < cols; c += blockDim.x) v[c] = (float)((double)v[c] / nv);
       __syncthreads();
+#pragma unroll 2
       for (int r = wid; r < rows; r += nw) {
         float s = 0.0f;
 #pragma unroll 8

@@ -292,7 +292,7 @@ if has ncu; then
     # collector's small inference GEMMs are gemm64, left out).
     step ncu 200 "$NCU" --clock-control none --section SpeedOfLight --section Occupancy --section LaunchStats \
       --section WarpStateStats --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
-      -k 'regex:^(gemm128|mlp_forward|c51_loss|bias_partial|grad_|adamw|spectral|sample|prio_|tree_)' -c 20 \
+      -k 'regex:^(gemm128|mlp_forward|c51_loss|grad_|adamw|spectral|sample|prio_|tree_)' -c 20 \
       bin/gputest/dqnflow bench --device cuda --precision bf16-mixed --batch 16384 --steps 2 --json
     grep -E "^  [a-z_0-9]+.*\(|Duration|Compute \(SM\) Throughput|Memory Throughput|Achieved Occupancy|Registers Per|Theoretical Occupancy" "$LOGS/ncu.log" | head -200 >"$LOGS/ncu-summary.txt"
     log "ncu: $(grep -c Duration "$LOGS/ncu.log") kernels profiled (ncu-summary.txt in logs.tgz)"

@@ -1,0 +1,38 @@
+package gpu
+
+import "testing"
+
+// The loss's blocks each add their rows' bias gradients, so its rows are
+// split into blocks once per batch size: every row in exactly one block,
+// no block empty, whole sample slots a block, and never more blocks than
+// an H200 holds at once (a second wave would double the loss's time).
+func TestLossRowsCoverTheBatchInOneWave(t *testing.T) {
+	for n := 1; n <= 70000; n++ {
+		r := lossRows(n)
+		blocks := ceilDiv(n, r)
+		switch {
+		case r%lossSamplesPerBlock != 0:
+			t.Fatalf("batch %d: %d rows a block, not a multiple of %d", n, r, lossSamplesPerBlock)
+		case blocks > lossSlots:
+			t.Fatalf("batch %d: %d blocks, more than the %d an H200 holds", n, blocks, lossSlots)
+		case (blocks-1)*r >= n:
+			t.Fatalf("batch %d: %d blocks of %d rows leave the last empty", n, blocks, r)
+		}
+	}
+	if r := lossRows(16384); r != 18 {
+		t.Errorf("batch 16384: %d rows a block, want 18 (911 blocks)", r)
+	}
+}
+
+// A model whose loss block would not fit in static shared memory is
+// refused by name before NVRTC sees it; the default and every atom count
+// the compile test builds fit.
+func TestLossSharedMemoryBoundsTheAtoms(t *testing.T) {
+	maxA := maxLossAtoms()
+	if lossShared(maxA) > 48<<10 || lossShared(maxA+1) <= 48<<10 {
+		t.Fatalf("maxLossAtoms %d: %d and %d bytes", maxA, lossShared(maxA), lossShared(maxA+1))
+	}
+	if maxA < 101 {
+		t.Fatalf("maxLossAtoms %d: below the atoms the compile test builds (101)", maxA)
+	}
+}
