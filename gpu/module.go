@@ -229,6 +229,9 @@ func (d *gpuDevice) module(c *cuda.Ctx, m config.ModelConfig, bf16, fused bool) 
 		return nil, err
 	}
 	gradKChunk = kc
+	if lossSlotsSet, err = parseLossSlots(os.Getenv("DQNFLOW_LOSS_SLOTS")); err != nil {
+		return nil, err
+	}
 	if !slices.Contains(gemmVariants, gemmVariant) {
 		return nil, fmt.Errorf("DQNFLOW_GEMM_VARIANT %q: must be one of o (the default), p or base", gemmVariant)
 	}

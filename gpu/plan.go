@@ -36,12 +36,19 @@ type stepPlan struct {
 // and 8 were measured no faster: docs/perf/gpu-2026-12-02.md).
 const lossSamplesPerBlock = 2
 
-// lossSlots is the number of c51_loss blocks an H200 holds at once: 7 a
-// SM (its __launch_bounds__) on 132 SMs. The loss takes its rows in about
-// that many blocks, each adding its rows' bias gradients (lossRows). It is
-// a constant, not the device's count, so that the sums' order, and so the
-// bits, depend on the batch only.
-const lossSlots = 7 * 132
+// lossSlots is the number of c51_loss blocks an H200 holds at once: 8 a
+// SM on 132 SMs. Its __launch_bounds__ keeps it within 40 registers, so
+// that eight blocks of 192 threads fit the register file, and eight of its
+// 14 KB of shared memory (with the 1 KB each block reserves) fit the
+// 132 KB carveout the driver then picks. The loss takes its rows in at
+// most that many blocks, each adding its rows' bias gradients (lossRows).
+// It is a constant, not the device's count, so that the sums' order, and
+// so the bits, depend on the batch only.
+const lossSlots = 8 * 132
+
+// reduceRunCols is RUN_COLS of kernels/optim.cu: the columns a
+// grad_reduce block adds at a time in a kind-0 segment.
+const reduceRunCols = 8
 
 // lossShared is the static shared memory of a c51_loss block, struct
 // LossShared of kernels/head.cu, for a model with the given atoms.
@@ -66,7 +73,28 @@ func maxLossAtoms() int {
 // so that every block runs from the start (no second wave) and a small
 // batch still has one block per lossSamplesPerBlock samples.
 func lossRows(n int) int {
-	return lossSamplesPerBlock * ceilDiv(n, lossSamplesPerBlock*lossSlots)
+	slots := lossSlots
+	if lossSlotsSet > 0 {
+		slots = lossSlotsSet
+	}
+	return lossSamplesPerBlock * ceilDiv(n, lossSamplesPerBlock*slots)
+}
+
+// lossSlotsSet, when positive, replaces lossSlots (DQNFLOW_LOSS_SLOTS:
+// the loss's partition measured at another occupancy; its bias sums, and
+// so the bits, follow it).
+var lossSlotsSet int
+
+// parseLossSlots reads DQNFLOW_LOSS_SLOTS: empty is lossSlots.
+func parseLossSlots(v string) (int, error) {
+	if v == "" {
+		return 0, nil
+	}
+	k, err := strconv.Atoi(v)
+	if err != nil || k < 1 || k > 1<<16 {
+		return 0, fmt.Errorf("DQNFLOW_LOSS_SLOTS %q: want a block count from 1 to 65536", v)
+	}
+	return k, nil
 }
 
 // gradKChunk, when positive, replaces the rows per split of the weight
@@ -310,7 +338,9 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 	rw.ptr(lossPart).ptr(l.grad).ptr(indexP).i64(int64(outw)).i64(int64(lossBlocks)).i64(int64(outw)).i64(0)
 	rw = append(rw, reds...)
 	redP := upload(rw)
-	p.reduceL = launch{name: "grad_reduce", f: l.k.fn["grad_reduce"], grid: dim2(64, 1+nred), block: dim(256), args: []any{redP, l.st}}
+	// 64 blocks a segment, or one per reduceRunCols columns of the loss's
+	// parts (kind 0) where those are more.
+	p.reduceL = launch{name: "grad_reduce", f: l.k.fn["grad_reduce"], grid: dim2(max(64, ceilDiv(outw, reduceRunCols)), 1+nred), block: dim(256), args: []any{redP, l.st}}
 	p.normL = launch{name: "grad_norm", f: l.k.fn["grad_norm"], grid: dim(normBlocks), block: dim(1024),
 		args: []any{l.grad, int64(l.np), l.partial, p.w, p.sample, int64(n), l.st, l.fullFlag()}}
 	var aw words

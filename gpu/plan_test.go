@@ -1,6 +1,9 @@
 package gpu
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // The loss's blocks each add their rows' bias gradients, so its rows are
 // split into blocks once per batch size: every row in exactly one block,
@@ -19,8 +22,8 @@ func TestLossRowsCoverTheBatchInOneWave(t *testing.T) {
 			t.Fatalf("batch %d: %d blocks of %d rows leave the last empty", n, blocks, r)
 		}
 	}
-	if r := lossRows(16384); r != 18 {
-		t.Errorf("batch 16384: %d rows a block, want 18 (911 blocks)", r)
+	if r := lossRows(16384); r != 16 {
+		t.Errorf("batch 16384: %d rows a block, want 16 (1024 blocks)", r)
 	}
 }
 
@@ -34,5 +37,20 @@ func TestLossSharedMemoryBoundsTheAtoms(t *testing.T) {
 	}
 	if maxA < 101 {
 		t.Fatalf("maxLossAtoms %d: below the atoms the compile test builds (101)", maxA)
+	}
+}
+
+// DQNFLOW_LOSS_SLOTS takes a block count and names itself when it
+// refuses one.
+func TestLossSlotsIsChecked(t *testing.T) {
+	for v, want := range map[string]int{"": 0, "1": 1, "924": 924, "65536": 65536} {
+		if got, err := parseLossSlots(v); err != nil || got != want {
+			t.Errorf("parseLossSlots(%q) = %d, %v; want %d", v, got, err, want)
+		}
+	}
+	for _, v := range []string{"0", "-8", "x", "65537"} {
+		if _, err := parseLossSlots(v); err == nil || !strings.Contains(err.Error(), "DQNFLOW_LOSS_SLOTS") {
+			t.Errorf("parseLossSlots(%q) = %v; want an error naming DQNFLOW_LOSS_SLOTS", v, err)
+		}
 	}
 }

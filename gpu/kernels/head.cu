@@ -407,19 +407,21 @@ __device__ __forceinline__ void lossBranch(const LossArgs& a, LossShared& sh, lo
   }
 }
 
-extern "C" __global__ void __launch_bounds__(32 * LOSS_WARPS, 7) c51_loss(const LossArgs* pa, const StepState* st) {
+extern "C" __global__ void __launch_bounds__(32 * LOSS_WARPS, 8) c51_loss(const LossArgs* pa, const StepState* st) {
   pdlEnter();
   if (st->abort) return;
+  // Read where they are (a copy in registers spills in the row loop, one
+  // in shared memory measured no faster).
   const LossArgs& a = *pa;
   __shared__ LossShared sh;
+  // Each slot's warps add into their own columns only, after this barrier.
+  for (int c = threadIdx.x; c < LOSS_SPB * OUTW; c += blockDim.x) (&sh.acc[0][0])[c] = 0.0f;
+  __syncthreads();
   const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
   const int d = wid % NBRANCH, si = wid / NBRANCH;
   const long long n = a.n;
   const long long r0 = (long long)blockIdx.x * a.rows;
   const long long r1 = r0 + a.rows < n ? r0 + a.rows : n;
-  // Zeroed before the first barrier of the loop; after it each slot's
-  // warps add into their own columns only.
-  for (int c = threadIdx.x; c < LOSS_SPB * OUTW; c += blockDim.x) (&sh.acc[0][0])[c] = 0.0f;
   for (long long i0 = r0; i0 < r1; i0 += LOSS_SPB) {
     const long long i = i0 + si;
     const bool live = i < r1;

@@ -54,9 +54,10 @@ struct RedSeg {
 };
 
 // sumParts returns Σ_{s < parts} src[s·stride], s in order. A thread's
-// parts are loaded RED_AHEAD at a time before they are added: a segment of
-// few elements and many parts (the column sums of the masked GEMMs: one
-// part per row tile) is otherwise a chain of dependent L2 round trips.
+// parts are loaded RED_AHEAD at a time before they are added, the last
+// fewer than RED_AHEAD too: a segment of few elements and many parts (the
+// column sums of the masked GEMMs: one part per row tile) is otherwise a
+// chain of dependent L2 round trips.
 #define RED_AHEAD 16
 __device__ __forceinline__ float sumParts(const float* __restrict__ src, long long parts, long long stride) {
   float acc = 0.0f;
@@ -68,27 +69,38 @@ __device__ __forceinline__ float sumParts(const float* __restrict__ src, long lo
 #pragma unroll
     for (int i = 0; i < RED_AHEAD; i++) acc += v[i];
   }
-  for (; s < parts; s++) acc += src[s * stride];
+  if (s < parts) {
+    const int m = (int)(parts - s);
+    const float* q = src + s * stride;
+    float v[RED_AHEAD];
+#pragma unroll
+    for (int i = 0; i < RED_AHEAD; i++) v[i] = i < m ? q[i * stride] : 0.0f;
+#pragma unroll
+    for (int i = 0; i < RED_AHEAD; i++)
+      if (i < m) acc += v[i];
+  }
   return acc;
 }
 
-// reduceRuns is kind 0 of grad_reduce for one block: its warps take the
-// columns 32 at a time, warp q adding parts [q·P/W, (q+1)·P/W) of the
-// lane's column in order, and the W runs are added in warp order. With
-// about a thousand parts (one per c51_loss block) one thread's sum would
-// be a chain of some sixty rounds of RED_AHEAD loads; a run is W times
-// shorter.
+// reduceRuns is kind 0 of grad_reduce for one block: it takes the
+// columns RUN_COLS at a time, thread t adding the parts of run t / RUN_COLS
+// (runs = blockDim.x / RUN_COLS contiguous ranges of parts, each in order)
+// of column t mod RUN_COLS, and then the runs in order. With about a
+// thousand parts (one per c51_loss block), one thread's sum would be a
+// chain of some sixty rounds of RED_AHEAD loads; a run of 32 is two. The
+// RUN_COLS threads of a run read one 32-byte sector of each part.
+#define RUN_COLS 8
 __device__ void reduceRuns(const RedSeg& sg) {
-  __shared__ float run[32][33];
-  const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
-  const long long s0 = sg.parts * wid / nw, s1 = sg.parts * (wid + 1) / nw;
-  for (long long c0 = (long long)blockIdx.x * 32; c0 < sg.count; c0 += (long long)gridDim.x * 32) {
-    const long long e = c0 + lane;
-    run[wid][lane] = e < sg.count ? sumParts(sg.src + s0 * sg.stride + e, s1 - s0, sg.stride) : 0.0f;
+  __shared__ float run[1024 / RUN_COLS][RUN_COLS];
+  const int col = threadIdx.x % RUN_COLS, r = threadIdx.x / RUN_COLS, runs = blockDim.x / RUN_COLS;
+  const long long s0 = sg.parts * r / runs, s1 = sg.parts * (r + 1) / runs;
+  for (long long c0 = (long long)blockIdx.x * RUN_COLS; c0 < sg.count; c0 += (long long)gridDim.x * RUN_COLS) {
+    const long long e = c0 + col;
+    run[r][col] = e < sg.count ? sumParts(sg.src + s0 * sg.stride + e, s1 - s0, sg.stride) : 0.0f;
     __syncthreads();
-    if (wid == 0 && e < sg.count && sg.index[e] >= 0) {
-      float t = run[0][lane];
-      for (int q = 1; q < nw; q++) t += run[q][lane];
+    if (r == 0 && e < sg.count && sg.index[e] >= 0) {
+      float t = run[0][col];
+      for (int q = 1; q < runs; q++) t += run[q][col];
       sg.dst[sg.index[e]] = t;
     }
     __syncthreads();

@@ -15,7 +15,8 @@
 # and the epoch with the forward GEMMs on mma.sync beside bench's), same (the
 # parity study's seed 1 in every mode against a committed log, SAME_REF
 # or the current kernels' one: the bits kept; the run's log comes back as
-# same-seed1.log), headout (the head outputs' GEMM tile shapes, HEADOUT_SHAPES),
+# same-seed1.log), same2 (after same: a second run against the first's
+# log), lossslots (the loss's block count, LOSS_SLOTS), headout (the head outputs' GEMM tile shapes, HEADOUT_SHAPES),
 # ncu-headout (ncu's details and SASS counters of that GEMM), prof
 # (ncu on one step's GEMMs and loss), fused (the fused forward
 # against the layered one: the step at three batches and the collector),
@@ -134,6 +135,24 @@ has wgmma && python3 tools/device/kernels.py "$LOGS"/wgmma-off-*.log >>"$OUT/sum
 has wgmma && step "epoch-wgmma-off-bf16-mixed" 150 env DQNFLOW_WGMMA=off bin/gputest/dqnflow bench --device cuda --precision bf16-mixed --epoch --epochs 20 --json
 has wgmma && { grep -E '"(epoch_ms|collect_ms|train_ms|backtest_ms)"' "$LOGS/epoch-wgmma-off-bf16-mixed.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"; }
 
+# Part lossslots: the loss's rows in at most LOSS_SLOTS blocks (default
+# 924, 7 blocks a SM: DQNFLOW_LOSS_SLOTS) beside part bench's default (8 a
+# SM, gpu/plan.go lossSlots), same call, batch 4096 and 16384 twice each.
+has lossslots && for ls in ${LOSS_SLOTS:-924} default; do
+  for b in 4096 16384 4096 16384; do
+    tag="lossslots-$ls-$b-$RANDOM"
+    if [ "$ls" = default ]; then
+      step "$tag" 90 bin/gputest/dqnflow bench --device cuda --precision bf16-mixed --batch "$b" --steps 300 --json --profile
+    else
+      step "$tag" 90 env DQNFLOW_LOSS_SLOTS="$ls" bin/gputest/dqnflow bench --device cuda --precision bf16-mixed --batch "$b" --steps 300 --json --profile
+    fi
+    echo -n "loss slots $ls, batch $b: " >>"$OUT/summary.txt"
+    grep -E '"ms_per_step"' "$LOGS/$tag.log" | tr -d ' 
+' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
+  done
+done
+has lossslots && python3 tools/device/kernels.py "$LOGS"/lossslots-*-16384-*.log >>"$OUT/summary.txt"
+
 # The GEMM occupancy variants (gpu/gemm.go gemmVariant) side by side.
 has gemm && for v in base p o; do
   for b in 256 4096 16384; do
@@ -185,6 +204,11 @@ sameCheck() {
   fi
 }
 has same && sameCheck same DQNFLOW_SAME=1
+# Part same2 (after same, same call): a second run against the first's
+# log, which shows that a kernel change that makes new bits (a new
+# summation order) still gives the same bits every run; its log is then
+# the new reference.
+has same2 && SAME_REF="$OUT/same-seed1.log" sameCheck same2 DQNFLOW_SAME=1
 
 has prof && ncuStep prof-ncu
 
