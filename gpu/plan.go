@@ -36,15 +36,19 @@ type stepPlan struct {
 // and 8 were measured no faster: docs/perf/gpu-2026-12-02.md).
 const lossSamplesPerBlock = 2
 
-// lossSlots is the number of c51_loss blocks an H200 holds at once: 8 a
-// SM on 132 SMs. Its __launch_bounds__ keeps it within 40 registers, so
-// that eight blocks of 192 threads fit the register file, and eight of its
-// 14 KB of shared memory (with the 1 KB each block reserves) fit the
-// 132 KB carveout the driver then picks. The loss takes its rows in at
-// most that many blocks, each adding its rows' bias gradients (lossRows).
-// It is a constant, not the device's count, so that the sums' order, and
-// so the bits, depend on the batch only.
-const lossSlots = 8 * 132
+// lossSlots is the most c51_loss blocks a step launches: four waves of
+// the blocks an H200 holds at once, 8 a SM on 132 SMs. (Its
+// __launch_bounds__ keeps it within 40 registers, so that eight blocks of
+// 192 threads fit the register file, and eight of its 14 KB of shared
+// memory, with the 1 KB each block reserves, fit the 132 KB carveout.)
+// Each block adds its rows' bias gradients into one part (lossRows), so
+// fewer blocks mean fewer parts for grad_reduce, and more blocks a
+// shorter tail: at batch 16384 the step took 0.594–0.595 ms with one
+// wave, 0.592 with two, 0.589–0.591 with four and 0.591 with eight (the
+// 2026-12-03 evening report, call 4). It is a constant, not the device's
+// count, so that the sums' order, and so the bits, depend on the batch
+// only.
+const lossSlots = 4 * 8 * 132
 
 // reduceRunCols is RUN_COLS of kernels/optim.cu: the columns a
 // grad_reduce block adds at a time in a kind-0 segment.
@@ -69,9 +73,8 @@ func maxLossAtoms() int {
 }
 
 // lossRows returns the rows per c51_loss block at batch n: the fewest
-// multiples of lossSamplesPerBlock that keep the blocks within lossSlots,
-// so that every block runs from the start (no second wave) and a small
-// batch still has one block per lossSamplesPerBlock samples.
+// multiples of lossSamplesPerBlock that keep the blocks within lossSlots
+// (a small batch has one block per lossSamplesPerBlock samples).
 func lossRows(n int) int {
 	slots := lossSlots
 	if lossSlotsSet > 0 {

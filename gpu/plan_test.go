@@ -7,9 +7,9 @@ import (
 
 // The loss's blocks each add their rows' bias gradients, so its rows are
 // split into blocks once per batch size: every row in exactly one block,
-// no block empty, whole sample slots a block, and never more blocks than
-// an H200 holds at once (a second wave would double the loss's time).
-func TestLossRowsCoverTheBatchInOneWave(t *testing.T) {
+// no block empty, whole sample slots a block, and never more blocks (and
+// so parts to add) than lossSlots.
+func TestLossRowsCoverTheBatch(t *testing.T) {
 	for n := 1; n <= 70000; n++ {
 		r := lossRows(n)
 		blocks := ceilDiv(n, r)
@@ -17,13 +17,13 @@ func TestLossRowsCoverTheBatchInOneWave(t *testing.T) {
 		case r%lossSamplesPerBlock != 0:
 			t.Fatalf("batch %d: %d rows a block, not a multiple of %d", n, r, lossSamplesPerBlock)
 		case blocks > lossSlots:
-			t.Fatalf("batch %d: %d blocks, more than the %d an H200 holds", n, blocks, lossSlots)
+			t.Fatalf("batch %d: %d blocks, more than lossSlots (%d)", n, blocks, lossSlots)
 		case (blocks-1)*r >= n:
 			t.Fatalf("batch %d: %d blocks of %d rows leave the last empty", n, blocks, r)
 		}
 	}
-	if r := lossRows(16384); r != 16 {
-		t.Errorf("batch 16384: %d rows a block, want 16 (1024 blocks)", r)
+	if r := lossRows(16384); r != 4 {
+		t.Errorf("batch 16384: %d rows a block, want 4 (4096 blocks)", r)
 	}
 }
 

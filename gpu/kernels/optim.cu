@@ -85,10 +85,11 @@ __device__ __forceinline__ float sumParts(const float* __restrict__ src, long lo
 // reduceRuns is kind 0 of grad_reduce for one block: it takes the
 // columns RUN_COLS at a time, thread t adding the parts of run t / RUN_COLS
 // (runs = blockDim.x / RUN_COLS contiguous ranges of parts, each in order)
-// of column t mod RUN_COLS, and then the runs in order. With about a
-// thousand parts (one per c51_loss block), one thread's sum would be a
-// chain of some sixty rounds of RED_AHEAD loads; a run of 32 is two. The
-// RUN_COLS threads of a run read one 32-byte sector of each part.
+// of column t mod RUN_COLS, and then the runs in order. With thousands
+// of parts (one per c51_loss block: 4096 at batch 16384), one thread's
+// sum would be a chain of 256 rounds of RED_AHEAD loads; a run is
+// blockDim.x / RUN_COLS times shorter. The RUN_COLS threads of a run read
+// one 32-byte sector of each part.
 #define RUN_COLS 8
 __device__ void reduceRuns(const RedSeg& sg) {
   __shared__ float run[1024 / RUN_COLS][RUN_COLS];

@@ -136,8 +136,9 @@ has wgmma && step "epoch-wgmma-off-bf16-mixed" 150 env DQNFLOW_WGMMA=off bin/gpu
 has wgmma && { grep -E '"(epoch_ms|collect_ms|train_ms|backtest_ms)"' "$LOGS/epoch-wgmma-off-bf16-mixed.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"; }
 
 # Part lossslots: the loss's rows in at most LOSS_SLOTS blocks (default
-# 924, 7 blocks a SM: DQNFLOW_LOSS_SLOTS) beside part bench's default (8 a
-# SM, gpu/plan.go lossSlots), same call, batch 4096 and 16384 twice each.
+# 924, one wave at 7 blocks a SM; a list measures each:
+# DQNFLOW_LOSS_SLOTS) beside part bench's default (gpu/plan.go lossSlots,
+# four waves at 8 a SM), same call, batch 4096 and 16384 twice each.
 has lossslots && for ls in ${LOSS_SLOTS:-924} default; do
   for b in 4096 16384 4096 16384; do
     tag="lossslots-$ls-$b-$RANDOM"
