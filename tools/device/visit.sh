@@ -180,9 +180,10 @@ ncuStep() {
 
 # Part same: the parity study's seed 1 (fp32, bf16-mixed, bf16 and bf16
 # with stochastic rounding, 50 epochs each) against its committed log (the
-# bits of 2026-12-02's third session: the hidden biases' column sums in the
-# GEMM epilogue and c51_loss's reciprocals changed them; the log of
-# 2026-12-01 is docs/perf/parity-2026-12-01/seeds/noise-seed1.log): a
+# bits of 2026-12-03's evening session: the head outputs' bias sums in
+# c51_loss's blocks changed them; the earlier logs are
+# docs/perf/gpu-2026-12-02-third/same-seed1.log and, of 2026-12-01,
+# docs/perf/parity-2026-12-01/seeds/noise-seed1.log): a
 # kernel change that claims to keep the bits (a new GEMM loader, tile
 # shape or launch) must reproduce every epoch's loss, gradient norm, mean
 # Q, stagnation and Sharpe. Only the epoch's milliseconds may differ.
@@ -194,7 +195,7 @@ sameCheck() {
   echo '{"seed": 1}' >/tmp/parity-seed1.json
   step "$name" 280 env "$@" bin/gputest/dqnflow parity --device cuda --epochs 50 \
     --config /tmp/parity-seed1.json --out "$LOGS/$name"
-  local ref=${SAME_REF:-docs/perf/gpu-2026-12-02-third/same-seed1.log}
+  local ref=${SAME_REF:-docs/perf/gpu-2026-12-03-evening/same-seed1.log}
   cp "$LOGS/$name.log" "$OUT/$name-seed1.log" 2>/dev/null
   if diff <(grep -E "^parity .*: epoch " "$ref" | sed -E 's/, [0-9]+ ms$//') \
     <(grep -E "^parity .*: epoch " "$LOGS/$name.log" | sed -E 's/, [0-9]+ ms$//') >"$LOGS/$name-diff.txt"; then
