@@ -39,8 +39,8 @@ const lossSamplesPerBlock = 2
 // lossSlots is the most c51_loss blocks a step launches: four waves of
 // the blocks an H200 holds at once, 8 a SM on 132 SMs. (Its
 // __launch_bounds__ keeps it within 40 registers, so that eight blocks of
-// 192 threads fit the register file, and eight of its 14 KB of shared
-// memory, with the 1 KB each block reserves, fit the 132 KB carveout.)
+// 192 threads fit the register file, and eight blocks' 13 KB of shared
+// memory and the 1 KB each reserves fit the 132 KB carveout.)
 // Each block adds its rows' bias gradients into one part (lossRows), so
 // fewer blocks mean fewer parts for grad_reduce, and more blocks a
 // shorter tail: at batch 16384 the step took 0.594–0.595 ms with one
