@@ -82,6 +82,7 @@ func kernelOptions(m config.ModelConfig, bf16, fused, early, wgmma bool) []strin
 		fmt.Sprintf("-DCOLA1=%d", cols[2]),
 		fmt.Sprintf("-DCOLA2=%d", cols[3]),
 		fmt.Sprintf("-DLOSS_SPB=%d", lossSamplesPerBlock),
+		fmt.Sprintf("-DRUN_COLS=%d", reduceRunCols),
 		fmt.Sprintf("-DTREE_SPAN=%d", treeSpan),
 		fmt.Sprintf("-DOBS=%d", market.ObsDim),
 		fmt.Sprintf("-DNFEAT=%d", market.NumFeatures),

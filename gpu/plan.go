@@ -50,8 +50,9 @@ const lossSamplesPerBlock = 2
 // only.
 const lossSlots = 4 * 8 * 132
 
-// reduceRunCols is RUN_COLS of kernels/optim.cu: the columns a
-// grad_reduce block adds at a time in a kind-0 segment.
+// reduceRunCols is RUN_COLS of kernels/optim.cu (passed by
+// kernelOptions): the columns a grad_reduce block adds at a time in a
+// kind-0 segment.
 const reduceRunCols = 8
 
 // lossShared is the static shared memory of a c51_loss block, struct

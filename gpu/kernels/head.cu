@@ -264,7 +264,7 @@ struct LossArgs {
 // warps of sample slot s (rows b·rows + s, + s + LOSS_SPB, …) add theirs
 // in row order into acc[s], which only they touch, and the block writes
 // part[b][c] = acc[0][c] + acc[1][c] + …; grad_reduce adds the blocks'
-// parts in a fixed order (kind 2). Nothing rereads the gradient for
+// parts in a fixed order (kind 0). Nothing rereads the gradient for
 // them, and in the bf16 modes its float32 copy is not written at all.
 #define LOSS_WARPS (NBRANCH * LOSS_SPB)
 

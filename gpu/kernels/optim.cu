@@ -43,8 +43,8 @@ __device__ __forceinline__ float roundSR(float f, unsigned r) {
 // A reduction over parts: dst[e] = Σ_{s < parts} src[s·stride + e].
 // kind 0: the head outputs' bias gradients from c51_loss's block parts
 // (stride OUTW), into dst[index[e]] (none where index[e] < 0, the padding
-// columns); the parts are added in contiguous runs, one per warp of the
-// block, each in order, then the runs in order (reduceRuns). kind 1: the
+// columns); the parts are added in contiguous runs, each in order, then
+// the runs in order (reduceRuns). kind 1: the
 // masked GEMMs' column sums and the split-K parts, s in order.
 struct RedSeg {
   const float* src;
@@ -57,7 +57,8 @@ struct RedSeg {
 // parts are loaded RED_AHEAD at a time before they are added, the last
 // fewer than RED_AHEAD too: a segment of few elements and many parts (the
 // column sums of the masked GEMMs: one part per row tile) is otherwise a
-// chain of dependent L2 round trips.
+// chain of dependent L2 round trips. The last batch has a loop of its
+// own: one predicated loop for every batch took 96 registers, against 48.
 #define RED_AHEAD 16
 __device__ __forceinline__ float sumParts(const float* __restrict__ src, long long parts, long long stride) {
   float acc = 0.0f;
@@ -89,8 +90,8 @@ __device__ __forceinline__ float sumParts(const float* __restrict__ src, long lo
 // of parts (one per c51_loss block: 4096 at batch 16384), one thread's
 // sum would be a chain of 256 rounds of RED_AHEAD loads; a run is
 // blockDim.x / RUN_COLS times shorter. The RUN_COLS threads of a run read
-// one 32-byte sector of each part.
-#define RUN_COLS 8
+// one 32-byte sector of each part. RUN_COLS comes as a -D option
+// (gpu/plan.go reduceRunCols, which also sizes the launch).
 __device__ void reduceRuns(const RedSeg& sg) {
   __shared__ float run[1024 / RUN_COLS][RUN_COLS];
   const int col = threadIdx.x % RUN_COLS, r = threadIdx.x / RUN_COLS, runs = blockDim.x / RUN_COLS;

@@ -148,8 +148,7 @@ has lossslots && for ls in ${LOSS_SLOTS:-924} default; do
       step "$tag" 90 env DQNFLOW_LOSS_SLOTS="$ls" bin/gputest/dqnflow bench --device cuda --precision bf16-mixed --batch "$b" --steps 300 --json --profile
     fi
     echo -n "loss slots $ls, batch $b: " >>"$OUT/summary.txt"
-    grep -E '"ms_per_step"' "$LOGS/$tag.log" | tr -d ' 
-' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
+    grep -E '"ms_per_step"' "$LOGS/$tag.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
   done
 done
 has lossslots && python3 tools/device/kernels.py "$LOGS"/lossslots-*-16384-*.log >>"$OUT/summary.txt"
