@@ -24,11 +24,14 @@ SRC
 mkdir -p "$work/lists/partial"
 apt=(-o "Dir::Etc::sourcelist=$work/trixie.sources" -o Dir::Etc::sourceparts=/dev/null -o "Dir::State::Lists=$work/lists")
 apt-get "${apt[@]}" update -qq 2>&1 | grep -v "^W: Download is performed unsandboxed" || true
-builtins=$(apt-cache "${apt[@]}" depends libnvrtc12 | awk '/Depends: libnvrtc-builtins/ {print $2; exit}')
+# awk reads to the end: an early exit would kill apt-cache with SIGPIPE,
+# which pipefail turns into the script's failure (exit 141).
+builtins=$(apt-cache "${apt[@]}" depends libnvrtc12 | awk '/Depends: libnvrtc-builtins/ && b == "" {b = $2} END {print b}')
 (cd "$work" && apt-get "${apt[@]}" download libnvrtc12 "${builtins:-libnvrtc-builtins12.4}" 2>&1 | grep -v '^W: Download is performed unsandboxed' || true)
 for deb in "$work"/*.deb; do
   dpkg -x "$deb" "$work/x"
 done
 cp -a "$work"/x/usr/lib/*/libnvrtc* "$dir/"
 ls "$dir/libnvrtc.so.12" >/dev/null
-echo "NVRTC 12 in $dir: $(cd "$dir" && ls libnvrtc.so.12.* | head -1)"
+libs=("$dir"/libnvrtc.so.12.*)
+echo "NVRTC 12 in $dir: ${libs[0]##*/}"
