@@ -8,7 +8,8 @@
 # PyTorch reference), pytorch-autotune (its max-autotune variant beside its
 # best, with a budget of their own), cpu (the CPU backend against PyTorch on 2 cores), ncu
 # (hardware counters of the step's kernels), sanitize (compute-sanitizer),
-# sanitize-env (the environment's part of sanitize alone), sanitize-gemm
+# sanitize-env (the environment's part of sanitize alone), sanitize-step
+# (memcheck and racecheck of the training step in every mode), sanitize-gemm
 # (memcheck and racecheck of the GEMM test alone),
 # gemm (the GEMM occupancy variants side by side), pdl (the step and the
 # epoch with serial and early launches beside bench's), wgmma (the step
@@ -340,6 +341,18 @@ elif has sanitize; then
   tail -4 "$LOGS/memcheck-fused.log" >>"$OUT/summary.txt"
   step racecheck-fused 100 compute-sanitizer --tool racecheck --error-exitcode 9 bin/gputest/gpu.test -test.run 'TestFusedForwardMatchesLayered/bf16-mixed/n=300/' -test.count=1
   tail -4 "$LOGS/racecheck-fused.log" >>"$OUT/summary.txt"
+fi
+# Part sanitize-step: memcheck of one training step and its reference
+# check in every mode (sampling, forward, c51_loss with its bias parts,
+# grad_reduce, backward, AdamW, spectral, priorities), and racecheck of the
+# bf16-mixed step, whose loss and reductions share memory within a block.
+if has sanitize-step && command -v compute-sanitizer >/dev/null; then
+  step memcheck-step 200 compute-sanitizer --tool memcheck --error-exitcode 9 bin/gputest/gpu.test -test.run 'TestMatchesCPUReference' -test.count=1
+  tail -4 "$LOGS/memcheck-step.log" >>"$OUT/summary.txt"
+  step racecheck-step 200 compute-sanitizer --tool racecheck --error-exitcode 9 bin/gputest/gpu.test -test.run 'TestMatchesCPUReference/bf16-mixed' -test.count=1
+  tail -4 "$LOGS/racecheck-step.log" >>"$OUT/summary.txt"
+elif has sanitize-step; then
+  log "compute-sanitizer: not on this machine"
 fi
 # Part sanitize-env (also in sanitize): the device environment and
 # collector (observe, step, the replay commit's scan and writes) over a
