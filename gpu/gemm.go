@@ -53,7 +53,7 @@ type gemmShape struct {
 	name    string
 	bm, bn  int // tile rows (m) and columns (n)
 	threads int
-	shared  int // dynamic shared memory bytes (bf16 mode)
+	shared  int // dynamic shared memory bytes (bf16 mode, fp32 on 3xTF32)
 }
 
 // gemmShapes are the shapes of kernels/gemm.cu in the given mode; shared
@@ -81,6 +81,15 @@ func gemmShapesOf(bf16 bool, variant string) []gemmShape {
 	case "base":
 		big, narrow, bk = "gemm128", "gemm128x64", 64
 	}
+	if !bf16 && fp32TC {
+		// 3xTF32 (kernels/gemm.cu gemmTf32): three stages of k tiles of 32
+		// floats; every square variant runs the same kernel.
+		stages := func(bm, bn int) int {
+			elems := func(r int) int { return max(r*(32+4), 32*(r+8)) }
+			return 3 * 4 * (elems(bm) + elems(bn))
+		}
+		return []gemmShape{{"gemm64", 64, 64, 128, stages(64, 64)}, {big, 128, 128, 256, stages(128, 128)}, {narrow, 128, 64, 128, stages(128, 64)}}
+	}
 	if !bf16 {
 		return []gemmShape{{"gemm64", 64, 64, 256, 0}, {big, 128, 128, 256, 0}, {narrow, 128, 64, 256, 0}}
 	}
@@ -93,6 +102,25 @@ func gemmShapesOf(bf16 bool, variant string) []gemmShape {
 		{big, 128, 128, 256, stages(128, 128, bk)},
 		{narrow, 128, 64, 128, stages(128, 64, 32)},
 	}
+}
+
+// fp32TC is whether fp32 modules run the GEMMs' products on the tensor
+// cores as three TF32 products each (kernels/gemm.cu gemmTf32) instead of
+// fmaf on the CUDA cores: DQNFLOW_FP32_GEMM=3xtf32 (parseFP32GEMM, checked
+// when a device opens). The default stays the CUDA cores until the device
+// report measures the other (ADR 0021).
+var fp32TC = os.Getenv("DQNFLOW_FP32_GEMM") == "3xtf32"
+
+// parseFP32GEMM checks DQNFLOW_FP32_GEMM and returns the description of
+// the fp32 GEMM path it selects, for the precision self-check's line.
+func parseFP32GEMM(setting string) (string, error) {
+	switch setting {
+	case "", "simt":
+		return "products fmaf on the CUDA cores", nil
+	case "3xtf32":
+		return "products 3xTF32 on the tensor cores: DQNFLOW_FP32_GEMM=3xtf32", nil
+	}
+	return "", fmt.Errorf("DQNFLOW_FP32_GEMM %q: must be simt (the default) or 3xtf32", setting)
 }
 
 // gemmVariants are the values gemmVariant may take.

@@ -93,16 +93,23 @@ func (h hostMat) view(p cuda.DevPtr) mat {
 //
 // Where the device has them (useWGMMA), the wgmma shapes run the jobs they
 // compute (job.wgmmaFits: both operands k-contiguous, no split, no mask)
-// in the same cases.
+// in the same cases. fp32 runs both of its GEMM paths (fp32TC), the CUDA
+// cores' and 3xTF32, whatever DQNFLOW_FP32_GEMM says. (TF32 products
+// alone, 2⁻¹¹ relative each, can pass this tolerance over a long K where
+// their errors cancel; the self-check's row of 1+2⁻²⁰ is what tells them
+// from float32.)
 func TestGEMMMatchesFloat64(t *testing.T) {
 	d := testDevice(t)
-	shapes := [2][]gemmShape{allShapes(false), allShapes(true)} // every shape of every variant, once
-	if d.wgmma.on {
-		shapes[1] = append(shapes[1], wgmmaShapes()...)
-	}
+	defer func(v bool) { fp32TC = v }(fp32TC)
 	t.Logf("bf16 forward GEMMs: %s", d.wgmma.desc)
-	for i, bf := range []bool{false, true} {
-		for _, sh := range shapes[i] {
+	for _, mode := range []struct{ bf, tc bool }{{false, false}, {false, true}, {true, false}} {
+		bf := mode.bf
+		fp32TC = mode.tc
+		shapes := allShapes(bf) // every shape of every variant, once
+		if bf && d.wgmma.on {
+			shapes = append(shapes, wgmmaShapes()...)
+		}
+		for _, sh := range shapes {
 			wg := strings.HasPrefix(sh.name, "wgmma")
 			for _, aCol := range []bool{false, true} {
 				for _, bCol := range []bool{false, true} {
@@ -120,7 +127,7 @@ func TestGEMMMatchesFloat64(t *testing.T) {
 						if wg && (aCol || bCol || tc.kchunk > 0 || tc.epi == epiMask) {
 							continue
 						}
-						name := fmt.Sprintf("bf16=%v/%s/aCol=%v/bCol=%v/%dx%dx%d/split=%d/epi=%d", bf, sh.name, aCol, bCol, tc.m, tc.n, tc.k, tc.kchunk, tc.epi)
+						name := fmt.Sprintf("bf16=%v/tf32x3=%v/%s/aCol=%v/bCol=%v/%dx%dx%d/split=%d/epi=%d", bf, mode.tc && !bf, sh.name, aCol, bCol, tc.m, tc.n, tc.k, tc.kchunk, tc.epi)
 						err := d.dev.Do(func(c *cuda.Ctx) error {
 							return checkGEMM(c, d, bf, sh, aCol, bCol, tc.m, tc.n, tc.k, tc.kchunk, tc.epi)
 						})
@@ -357,6 +364,50 @@ func TestGradKChunkIsChecked(t *testing.T) {
 	for _, v := range []string{"32", "100", "-64", "x", "0"} {
 		if _, err := parseGradKChunk(v); err == nil || !strings.Contains(err.Error(), "DQNFLOW_GRAD_KCHUNK") {
 			t.Errorf("parseGradKChunk(%q) = %v; want an error naming DQNFLOW_GRAD_KCHUNK", v, err)
+		}
+	}
+}
+
+// TestFP32GEMMSettingIsChecked: DQNFLOW_FP32_GEMM takes simt (or nothing)
+// and 3xtf32, says which path it selects, and names itself when it refuses
+// a value; a misspelt one is never taken for the default.
+func TestFP32GEMMSettingIsChecked(t *testing.T) {
+	for v, want := range map[string]string{"": "CUDA cores", "simt": "CUDA cores", "3xtf32": "3xTF32"} {
+		if got, err := parseFP32GEMM(v); err != nil || !strings.Contains(got, want) {
+			t.Errorf("parseFP32GEMM(%q) = %q, %v; want a description naming %s", v, got, err, want)
+		}
+	}
+	for _, v := range []string{"tf32", "3xTF32", "on", " simt"} {
+		if _, err := parseFP32GEMM(v); err == nil || !strings.Contains(err.Error(), "DQNFLOW_FP32_GEMM") {
+			t.Errorf("parseFP32GEMM(%q) = %v; want an error naming DQNFLOW_FP32_GEMM", v, err)
+		}
+	}
+}
+
+// TestTF32ShapesFitTheSM: the 3xTF32 kernels' shared memory is what
+// kernels/gemm.cu stages (three k tiles of 32 floats of A and B in their
+// padded layouts), fits one block's limit on Hopper (227 KiB), and lets
+// two square blocks share an SM (228 KiB less 1 KiB a block), as
+// gemm128o's launch bounds ask.
+func TestTF32ShapesFitTheSM(t *testing.T) {
+	defer func(v bool) { fp32TC = v }(fp32TC)
+	fp32TC = true
+	want := map[string]int{"gemm64": 55296, "gemm128o": 110592, "gemm128x64o": 82944}
+	for _, sh := range gemmShapesOf(false, "") {
+		if sh.shared != want[sh.name] {
+			t.Errorf("%s: %d bytes of shared memory, want %d", sh.name, sh.shared, want[sh.name])
+		}
+		if sh.shared > 227<<10 {
+			t.Errorf("%s: %d bytes exceed a block's 227 KiB", sh.name, sh.shared)
+		}
+		if sh.bm == 128 && sh.bn == 128 && 2*(sh.shared+1<<10) > 228<<10 {
+			t.Errorf("%s: two blocks of %d bytes do not fit an SM", sh.name, sh.shared)
+		}
+	}
+	fp32TC = false
+	for _, sh := range gemmShapesOf(false, "") {
+		if sh.shared != 0 || sh.threads != 256 {
+			t.Errorf("CUDA-core %s: %d threads, %d bytes of dynamic shared memory; want 256 and 0", sh.name, sh.threads, sh.shared)
 		}
 	}
 }

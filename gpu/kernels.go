@@ -56,13 +56,15 @@ func kernelSource() (string, error) {
 // kernelOptions are the NVRTC options of the module for model m in the given
 // storage mode, with or without the fused forward, with or without early
 // triggers of programmatic dependent launches (launchMode.early), with or
-// without the wgmma GEMMs (for sm_90a, which this then compiles for): the sizes the kernels
+// without the wgmma GEMMs (for sm_90a, which this then compiles for), and
+// in fp32 with the GEMMs' products as 3xTF32 on the tensor cores (tf32x3,
+// kernels/gemm.cu gemmTf32) or fmaf on the CUDA cores: the sizes the kernels
 // fix at compile time, and --fmad=false
 // so that no product and sum are contracted into one rounding behind the
 // reference's back (the float32 GEMM uses fmaf explicitly; its products
 // are exact in float32 only up to that rounding, which the cross-backend
 // tolerances state).
-func kernelOptions(m config.ModelConfig, bf16, fused, early, wgmma bool) []string {
+func kernelOptions(m config.ModelConfig, bf16, fused, early, wgmma, tf32x3 bool) []string {
 	flag := func(b bool) string {
 		if b {
 			return "1"
@@ -94,6 +96,7 @@ func kernelOptions(m config.ModelConfig, bf16, fused, early, wgmma bool) []strin
 		"-DMLP_FUSED=" + mlp,
 		"-DPDL_EARLY=" + early01,
 		"-DDQN_WGMMA=" + flag(wgmma),
+		"-DDQN_TF32X3=" + flag(tf32x3 && !bf16),
 		"--fmad=false",
 		"--std=c++17",
 	}...)

@@ -29,14 +29,16 @@ func TestKernelsCompileForHopper(t *testing.T) {
 	// Both storage modes with the default network, other atom counts, and
 	// the fused forward (bf16 only) at other sizes it takes: trunk and head
 	// multiples of 64 up to 256, one head wider than a 128-column chunk.
+	// fp32 with its GEMMs on the CUDA cores and as 3xTF32 (tf32).
 	for _, v := range []struct {
-		bf16                bool
+		bf16, tf32          bool
 		atoms, t1, t2, head int
 	}{
-		{false, 51, 256, 256, 128}, {false, 2, 256, 256, 128},
-		{true, 51, 256, 256, 128}, {true, 101, 256, 256, 128},
-		{true, 2, 64, 128, 256}, {true, 21, 192, 64, 64},
-		{false, maxLossAtoms(), 64, 64, 64}, // the loss's shared memory at its bound
+		{false, false, 51, 256, 256, 128}, {false, false, 2, 256, 256, 128},
+		{false, true, 51, 256, 256, 128},
+		{true, false, 51, 256, 256, 128}, {true, false, 101, 256, 256, 128},
+		{true, false, 2, 64, 128, 256}, {true, false, 21, 192, 64, 64},
+		{false, false, maxLossAtoms(), 64, 64, 64}, // the loss's shared memory at its bound
 	} {
 		m := config.Defaults().Model
 		m.Atoms, m.Trunk1, m.Trunk2, m.Head = v.atoms, v.t1, v.t2, v.head
@@ -44,7 +46,7 @@ func TestKernelsCompileForHopper(t *testing.T) {
 		if err := fusedForwardFits(m); err != nil {
 			t.Fatalf("%+v: %v", v, err)
 		}
-		bin, log, err := c.Compile(src, "dqnflow.cu", 90, kernelOptions(m, v.bf16, fused, false, false)...)
+		bin, log, err := c.Compile(src, "dqnflow.cu", 90, kernelOptions(m, v.bf16, fused, false, false, v.tf32)...)
 		if err != nil {
 			t.Fatalf("%+v: %v\n%s", v, err, log)
 		}
@@ -77,7 +79,7 @@ func TestKernelsCompileForHopper(t *testing.T) {
 		return
 	}
 	m := config.Defaults().Model
-	bin, log, err := c.Compile(src, "dqnflow.cu", 90, kernelOptions(m, true, false, false, true)...)
+	bin, log, err := c.Compile(src, "dqnflow.cu", 90, kernelOptions(m, true, false, false, true, false)...)
 	if err != nil {
 		t.Fatalf("sm_90a: %v\n%s", err, log)
 	}

@@ -34,7 +34,7 @@ func CacheDir() string {
 // moduleKey names a compiled module: storage mode, whether it has the
 // fused forward, and the model sizes compiled in.
 type moduleKey struct {
-	bf16, fused         bool
+	bf16, fused, tf32   bool
 	atoms, t1, t2, head int
 }
 
@@ -49,6 +49,7 @@ type gpuDevice struct {
 	checks   map[bool]string // precision self-check result per storage mode
 	launch   launchMode      // how the kernels of the trainer's graphs follow each other
 	wgmma    gemmPath        // whether bf16 modules have the wgmma GEMMs (useWGMMA)
+	fp32     string          // where fp32 modules' GEMM products run (parseFP32GEMM)
 }
 
 // gemmPath says whether a device's bf16 modules compile the forward GEMMs
@@ -103,6 +104,10 @@ func openDevice(ordinal int) (*gpuDevice, error) {
 		return nil, fmt.Errorf("cuda:%d: %w", ordinal, err)
 	}
 	if d.wgmma, err = useWGMMA(d.info, nv, os.Getenv("DQNFLOW_WGMMA")); err != nil {
+		dev.Close()
+		return nil, fmt.Errorf("cuda:%d: %w", ordinal, err)
+	}
+	if d.fp32, err = parseFP32GEMM(os.Getenv("DQNFLOW_FP32_GEMM")); err != nil {
 		dev.Close()
 		return nil, fmt.Errorf("cuda:%d: %w", ordinal, err)
 	}
@@ -192,7 +197,7 @@ func (d *gpuDevice) arch() int { return d.info.Major*10 + d.info.Minor }
 func (d *gpuDevice) module(c *cuda.Ctx, m config.ModelConfig, bf16, fused bool) (*kernels, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	key := moduleKey{bf16, fused, m.Atoms, m.Trunk1, m.Trunk2, m.Head}
+	key := moduleKey{bf16, fused, !bf16 && fp32TC, m.Atoms, m.Trunk1, m.Trunk2, m.Head}
 	if k, ok := d.mods[key]; ok {
 		return k, nil
 	}
@@ -201,7 +206,7 @@ func (d *gpuDevice) module(c *cuda.Ctx, m config.ModelConfig, bf16, fused bool) 
 		return nil, err
 	}
 	wg := bf16 && d.wgmma.on
-	bin, err := d.compiler.CompileCached(CacheDir(), src, "dqnflow.cu", d.arch(), kernelOptions(m, bf16, fused, d.launch.early, wg)...)
+	bin, err := d.compiler.CompileCached(CacheDir(), src, "dqnflow.cu", d.arch(), kernelOptions(m, bf16, fused, d.launch.early, wg, fp32TC)...)
 	if err != nil {
 		return nil, fmt.Errorf("compile kernels for sm_%d: %w", d.arch(), err)
 	}

@@ -13,14 +13,19 @@ import (
 // rounds to 1 (bf16 keeps 7 fraction bits); row 1 is 1 followed by 15 copies
 // of 2⁻⁹, all exact in bf16, whose sum 1+15·2⁻⁹ survives only in an
 // accumulator wider than bf16 (each 2⁻⁹ is below half an ulp of 1 in bf16).
+// Row 2 is 16 copies of 1+2⁻²⁰, exact in float32 but 1 in TF32 (10
+// fraction bits): float32 products give 16+2⁻¹⁶, TF32 products 16, so
+// the check also tells float32 (on the CUDA cores or as 3xTF32) from TF32.
 // B is all ones, so C = row sums.
 const (
 	checkK       = 16
 	checkWide    = 1 + 1.0/1024      // 1+2⁻¹⁰
 	checkSmall   = 1.0 / 512         // 2⁻⁹
+	checkFine    = 1 + 1.0/(1<<20)   // 1+2⁻²⁰
 	checkSumF32  = 16 * checkWide    // 16.015625, float32 operands
 	checkSumBF16 = 16                // bf16 operands
 	checkAcc     = 1 + 15*checkSmall // 1.029296875, float32 accumulation
+	checkFineF32 = 16 * checkFine    // 16+2⁻¹⁶, float32 significands
 )
 
 // selfCheck runs the training GEMM, on the device, on operands converted by
@@ -36,7 +41,7 @@ func (b *Backend) selfCheck(m config.ModelConfig, bf16 bool) (string, error) {
 		return s, nil
 	}
 	b.d.mu.Unlock()
-	var got [2]float32
+	var got [3]float32
 	err := b.d.dev.Do(func(c *cuda.Ctx) error {
 		k, _, err := b.d.moduleFor(c, m, bf16)
 		if err != nil {
@@ -53,10 +58,11 @@ func (b *Backend) selfCheck(m config.ModelConfig, bf16 bool) (string, error) {
 		if bf16 {
 			esz = 2
 		}
-		a32 := make([]float32, 2*checkK)
+		a32 := make([]float32, 3*checkK)
 		for i := range checkK {
 			a32[i] = checkWide
 			a32[checkK+i] = checkSmall
+			a32[2*checkK+i] = checkFine
 		}
 		a32[checkK] = 1
 		ones := make([]float32, checkK)
@@ -66,11 +72,11 @@ func (b *Backend) selfCheck(m config.ModelConfig, bf16 bool) (string, error) {
 		bt := mem.batch(c, s)
 		af, bf := bt.alloc(4*len(a32)), bt.alloc(4*len(ones))
 		ae, be := bt.alloc(esz*len(a32)), bt.alloc(esz*len(ones))
-		out := bt.alloc(8)
+		out := bt.alloc(4 * len(got))
 		if err := bt.err; err != nil {
 			return err
 		}
-		sh, w, blocks, err := gemmCall(bf16, []job{{a: mat{ae, checkK, 1}, b: mat{be, 1, 1}, c: mat{out, 1, 1}, m: 2, n: 1, k: checkK, epi: epiStore}})
+		sh, w, blocks, err := gemmCall(bf16, []job{{a: mat{ae, checkK, 1}, b: mat{be, 1, 1}, c: mat{out, 1, 1}, m: len(got), n: 1, k: checkK, epi: epiStore}})
 		if err != nil {
 			return err
 		}
@@ -88,7 +94,7 @@ func (b *Backend) selfCheck(m config.ModelConfig, bf16 bool) (string, error) {
 			return err
 		}
 		for _, x := range [][2]cuda.DevPtr{{af, ae}, {bf, be}} {
-			n := int64(2 * checkK)
+			n := int64(len(a32))
 			if x[0] == bf {
 				n = checkK
 			}
@@ -107,15 +113,18 @@ func (b *Backend) selfCheck(m config.ModelConfig, bf16 bool) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("precision self-check: %w", err)
 	}
-	wantOps, ops := float32(checkSumF32), "f32"
+	wantOps, wantFine, ops := float32(checkSumF32), float32(checkFineF32), "f32"
 	if bf16 {
-		wantOps, ops = checkSumBF16, "bf16"
+		wantOps, wantFine, ops = checkSumBF16, checkSumBF16, "bf16"
 	}
-	if got[0] != wantOps || got[1] != checkAcc {
-		return "", fmt.Errorf("precision self-check failed on %s: 16×(1+2⁻¹⁰) gave %v (want %v for %s operands) and 1+15×2⁻⁹ gave %v (want %v for f32 accumulation): the device does not compute what the mode claims",
-			b.Describe(), got[0], wantOps, ops, got[1], float32(checkAcc))
+	if got[0] != wantOps || got[1] != checkAcc || got[2] != wantFine {
+		return "", fmt.Errorf("precision self-check failed on %s: 16×(1+2⁻¹⁰) gave %v (want %v for %s operands), 1+15×2⁻⁹ gave %v (want %v for f32 accumulation) and 16×(1+2⁻²⁰) gave %v (want %v): the device does not compute what the mode claims",
+			b.Describe(), got[0], wantOps, ops, got[1], float32(checkAcc), got[2], wantFine)
 	}
-	s := fmt.Sprintf("gemm operands %s (16×(1+2⁻¹⁰) → %v), accumulation f32 (1+15×2⁻⁹ → %v)", ops, got[0], got[1])
+	s := fmt.Sprintf("gemm operands %s (16×(1+2⁻¹⁰) → %v, 16×(1+2⁻²⁰) → %v), accumulation f32 (1+15×2⁻⁹ → %v)", ops, got[0], got[2], got[1])
+	if !bf16 {
+		s += ", " + b.d.fp32
+	}
 	b.d.mu.Lock()
 	b.d.checks[bf16] = s
 	b.d.mu.Unlock()

@@ -15,6 +15,12 @@
 #ifndef DQN_BF16
 #define DQN_BF16 0
 #endif
+// -DDQN_TF32X3=1 (fp32 modules only, gpu/module.go fp32GEMM): the GEMMs'
+// float32 products run on the tensor cores as three TF32 products
+// (kernels/gemm.cu gemmTf32) instead of fmaf on the CUDA cores.
+#ifndef DQN_TF32X3
+#define DQN_TF32X3 0
+#endif
 
 typedef unsigned short bf16_t;
 #if DQN_BF16

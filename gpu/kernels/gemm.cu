@@ -215,10 +215,10 @@ __device__ __forceinline__ void storeColSums(const GemmJob& j, const GemmTile& t
   }
 }
 
-#if DQN_BF16
-// GSTAGES (a template parameter of gemmMma, 3) is the depth of the
-// cp.async pipeline: k tiles in shared memory.
-
+// The mma.sync kernels of both storage modes (bf16 products in bf16 modes,
+// 3xTF32 products in fp32 with DQN_TF32X3): cp.async staging, the m16n8
+// accumulators and their epilogue.
+#if DQN_BF16 || DQN_TF32X3
 __device__ __forceinline__ unsigned smemAddr(const void* p) {
   unsigned r;
   asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(r) : "l"(p));
@@ -234,38 +234,6 @@ __device__ __forceinline__ void cpAsync(void* dst, const void* src, int bytes) {
 __device__ __forceinline__ void cpCommit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N> __device__ __forceinline__ void cpWait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
 
-// ldsm4s and ldsm4ts load four 8×8 b16 matrices (.trans: transposed) from
-// this lane's row address a in shared space; ldsm4 and ldsm4t take a
-// generic pointer.
-__device__ __forceinline__ void ldsm4s(unsigned r[4], unsigned a) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(a));
-}
-__device__ __forceinline__ void ldsm4ts(unsigned r[4], unsigned a) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(a));
-}
-__device__ __forceinline__ void ldsm4(unsigned r[4], const bf16_t* p) { ldsm4s(r, smemAddr(p)); }
-__device__ __forceinline__ void ldsm4t(unsigned r[4], const bf16_t* p) { ldsm4ts(r, smemAddr(p)); }
-
-// ldsmPair loads the B fragments of two neighbouring 8-column tiles (lo,
-// hi) with one ldmatrix.x4 from this lane's row address p (TRANS: the
-// operand is n-contiguous in shared memory).
-template <bool TRANS>
-__device__ __forceinline__ void ldsmPair(unsigned lo[2], unsigned hi[2], const bf16_t* p) {
-  unsigned r[4];
-  if (TRANS)
-    ldsm4t(r, p);
-  else
-    ldsm4(r, p);
-  lo[0] = r[0];
-  lo[1] = r[1];
-  hi[0] = r[2];
-  hi[1] = r[3];
-}
-
 // zeroAcc clears a warp's accumulators of MI×NI m16n8 tiles.
 template <int MI, int NI>
 __device__ __forceinline__ void zeroAcc(float (&acc)[MI][NI][4]) {
@@ -276,96 +244,6 @@ __device__ __forceinline__ void zeroAcc(float (&acc)[MI][NI][4]) {
 #pragma unroll
       for (int c = 0; c < 4; c++) acc[a][b][c] = 0.0f;
 }
-
-// mma16816 adds the m16n8k16 product of the A fragment a (four registers
-// of bf16 pairs, row-major) and the B fragment b (two, column-major) to
-// the float32 accumulators d, on the tensor cores. The one matrix
-// instruction of the gemm and mlp_forward kernels, so both sum alike.
-__device__ __forceinline__ void mma16816(float d[4], const unsigned a[4], const unsigned b[2]) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-      "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
-// Shared-memory elements of one operand tile of R rows (m or n) by BK:
-// [R][BK+8] when k-contiguous, [BK][R+8] otherwise; the padding keeps
-// ldmatrix free of bank conflicts and every row 16-byte aligned.
-__host__ __device__ constexpr int tileElems(int R, int BK) {
-  return R * (BK + 8) > BK * (R + 8) ? R * (BK + 8) : BK * (R + 8);
-}
-
-// TileLoad stages one operand's k tiles into shared memory: rows
-// [r0, r0+R) × k [k0, k0+BK) of X with X(r, k) = X[r·ld + k] (kContig) or
-// X[k·ld + r] (KC: kContig, fixed per instantiation), rows r < rows and
-// k < ke, zero elsewhere. The tile moves in
-// CH 16-byte chunks, PER per thread. Chunk c = tid + i·NT covers 8
-// consecutive k (kContig: row c/(BK/8), k (c%(BK/8))·8) or 8 consecutive
-// rows (k row c/(R/8), rows (c%(R/8))·8). NT is a multiple of BK/8 and of
-// R/8, so a thread's chunks differ only in their row (kContig) or k row,
-// by a fixed stride: everything but the k position is worked out once per
-// block, and a k tile costs each chunk a compare and a pointer step.
-template <int R, int NT, int BK, bool KC>
-struct TileLoad {
-  static constexpr int CH = R * BK / 8, PER = CH / NT;
-  static_assert(CH % NT == 0, "tile chunks must divide among the threads");
-  static constexpr int RS = NT / (BK / 8); // kContig: rows between a thread's chunks
-  static constexpr int KS = NT / (R / 8);  // otherwise: k rows between them
-  const bf16_t* X;   // the operand's base (the address of a zero-filled chunk)
-  const bf16_t* p;   // this thread's first chunk at k tile kt
-  long long ci;      // elements between this thread's consecutive chunks
-  long long step;    // elements from one k tile to the next
-  unsigned soff;     // byte offset of the first chunk in the stage's tile
-  int q;             // kContig: the chunk's k in the tile; otherwise its first k row
-  int lim;           // kContig: rows left from the first chunk's row; otherwise bytes of row data (0…16)
-
-  __device__ __forceinline__ void init(const bf16_t* X_, long long ld, long long r0, long long rows, long long k0) {
-    const int tid = threadIdx.x;
-    X = X_;
-    if (KC) {
-      const int r = tid / (BK / 8);
-      q = (tid % (BK / 8)) * 8;
-      const long long left = rows - (r0 + r);
-      lim = left < 0 ? 0 : (left > R ? R : (int)left);
-      p = X_ + (r0 + r) * ld + k0 + q;
-      ci = (long long)RS * ld;
-      step = BK;
-      soff = (unsigned)(r * (BK + 8) + q) * 2u;
-    } else {
-      q = tid / (R / 8);
-      const int rc = (tid % (R / 8)) * 8;
-      const long long left = rows - (r0 + rc);
-      lim = left <= 0 ? 0 : (left >= 8 ? 16 : (int)left * 2);
-      p = X_ + (k0 + q) * ld + r0 + rc;
-      ci = (long long)KS * ld;
-      step = (long long)BK * ld;
-      soff = (unsigned)(q * (R + 8) + rc) * 2u;
-    }
-  }
-
-  // load issues the cp.async of the k tile starting at kt0 (its k, which
-  // init's k0 plus the tiles stepped so far) into the tile at shared
-  // address s, then steps to the next k tile.
-  __device__ __forceinline__ void load(unsigned s, long long kt0, long long ke) {
-    if (KC) {
-      const long long left = ke - (kt0 + q);
-      const int kb = left <= 0 ? 0 : (left >= 8 ? 16 : (int)left * 2);
-#pragma unroll
-      for (int i = 0; i < PER; i++) {
-        const int bytes = i * RS < lim ? kb : 0;
-        cpAsyncS(s + soff + (unsigned)(i * RS * (BK + 8) * 2), bytes ? p + i * ci : X, bytes);
-      }
-    } else {
-#pragma unroll
-      for (int i = 0; i < PER; i++) {
-        const int bytes = kt0 + q + i * KS < ke ? lim : 0;
-        cpAsyncS(s + soff + (unsigned)(i * KS * (R + 8) * 2), bytes ? p + i * ci : X, bytes);
-      }
-    }
-    p += step;
-  }
-};
 
 // mmaEpilogue stores a warp's accumulators: in the m16n8 layout, lane
 // (g, t4) holds rows g and g+8 of columns 2·t4 and 2·t4+1 of each tile.
@@ -459,6 +337,134 @@ __device__ __forceinline__ void mmaColSums(const GemmJob& j, const GemmTile& t, 
   }
   storeColSums<BM, BN, WARPS_M>(j, t, red);
 }
+
+#endif
+
+#if DQN_BF16
+// GSTAGES (a template parameter of gemmMma, 3) is the depth of the
+// cp.async pipeline: k tiles in shared memory.
+
+// ldsm4s and ldsm4ts load four 8×8 b16 matrices (.trans: transposed) from
+// this lane's row address a in shared space; ldsm4 and ldsm4t take a
+// generic pointer.
+__device__ __forceinline__ void ldsm4s(unsigned r[4], unsigned a) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
+__device__ __forceinline__ void ldsm4ts(unsigned r[4], unsigned a) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
+__device__ __forceinline__ void ldsm4(unsigned r[4], const bf16_t* p) { ldsm4s(r, smemAddr(p)); }
+__device__ __forceinline__ void ldsm4t(unsigned r[4], const bf16_t* p) { ldsm4ts(r, smemAddr(p)); }
+
+// ldsmPair loads the B fragments of two neighbouring 8-column tiles (lo,
+// hi) with one ldmatrix.x4 from this lane's row address p (TRANS: the
+// operand is n-contiguous in shared memory).
+template <bool TRANS>
+__device__ __forceinline__ void ldsmPair(unsigned lo[2], unsigned hi[2], const bf16_t* p) {
+  unsigned r[4];
+  if (TRANS)
+    ldsm4t(r, p);
+  else
+    ldsm4(r, p);
+  lo[0] = r[0];
+  lo[1] = r[1];
+  hi[0] = r[2];
+  hi[1] = r[3];
+}
+
+// mma16816 adds the m16n8k16 product of the A fragment a (four registers
+// of bf16 pairs, row-major) and the B fragment b (two, column-major) to
+// the float32 accumulators d, on the tensor cores. The one matrix
+// instruction of the gemm and mlp_forward kernels, so both sum alike.
+__device__ __forceinline__ void mma16816(float d[4], const unsigned a[4], const unsigned b[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+      "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// Shared-memory elements of one operand tile of R rows (m or n) by BK:
+// [R][BK+8] when k-contiguous, [BK][R+8] otherwise; the padding keeps
+// ldmatrix free of bank conflicts and every row 16-byte aligned.
+__host__ __device__ constexpr int tileElems(int R, int BK) {
+  return R * (BK + 8) > BK * (R + 8) ? R * (BK + 8) : BK * (R + 8);
+}
+
+// TileLoad stages one operand's k tiles into shared memory: rows
+// [r0, r0+R) × k [k0, k0+BK) of X with X(r, k) = X[r·ld + k] (kContig) or
+// X[k·ld + r] (KC: kContig, fixed per instantiation), rows r < rows and
+// k < ke, zero elsewhere. The tile moves in
+// CH 16-byte chunks, PER per thread. Chunk c = tid + i·NT covers 8
+// consecutive k (kContig: row c/(BK/8), k (c%(BK/8))·8) or 8 consecutive
+// rows (k row c/(R/8), rows (c%(R/8))·8). NT is a multiple of BK/8 and of
+// R/8, so a thread's chunks differ only in their row (kContig) or k row,
+// by a fixed stride: everything but the k position is worked out once per
+// block, and a k tile costs each chunk a compare and a pointer step.
+template <int R, int NT, int BK, bool KC>
+struct TileLoad {
+  static constexpr int CH = R * BK / 8, PER = CH / NT;
+  static_assert(CH % NT == 0, "tile chunks must divide among the threads");
+  static constexpr int RS = NT / (BK / 8); // kContig: rows between a thread's chunks
+  static constexpr int KS = NT / (R / 8);  // otherwise: k rows between them
+  const bf16_t* X;   // the operand's base (the address of a zero-filled chunk)
+  const bf16_t* p;   // this thread's first chunk at k tile kt
+  long long ci;      // elements between this thread's consecutive chunks
+  long long step;    // elements from one k tile to the next
+  unsigned soff;     // byte offset of the first chunk in the stage's tile
+  int q;             // kContig: the chunk's k in the tile; otherwise its first k row
+  int lim;           // kContig: rows left from the first chunk's row; otherwise bytes of row data (0…16)
+
+  __device__ __forceinline__ void init(const bf16_t* X_, long long ld, long long r0, long long rows, long long k0) {
+    const int tid = threadIdx.x;
+    X = X_;
+    if (KC) {
+      const int r = tid / (BK / 8);
+      q = (tid % (BK / 8)) * 8;
+      const long long left = rows - (r0 + r);
+      lim = left < 0 ? 0 : (left > R ? R : (int)left);
+      p = X_ + (r0 + r) * ld + k0 + q;
+      ci = (long long)RS * ld;
+      step = BK;
+      soff = (unsigned)(r * (BK + 8) + q) * 2u;
+    } else {
+      q = tid / (R / 8);
+      const int rc = (tid % (R / 8)) * 8;
+      const long long left = rows - (r0 + rc);
+      lim = left <= 0 ? 0 : (left >= 8 ? 16 : (int)left * 2);
+      p = X_ + (k0 + q) * ld + r0 + rc;
+      ci = (long long)KS * ld;
+      step = (long long)BK * ld;
+      soff = (unsigned)(q * (R + 8) + rc) * 2u;
+    }
+  }
+
+  // load issues the cp.async of the k tile starting at kt0 (its k, which
+  // init's k0 plus the tiles stepped so far) into the tile at shared
+  // address s, then steps to the next k tile.
+  __device__ __forceinline__ void load(unsigned s, long long kt0, long long ke) {
+    if (KC) {
+      const long long left = ke - (kt0 + q);
+      const int kb = left <= 0 ? 0 : (left >= 8 ? 16 : (int)left * 2);
+#pragma unroll
+      for (int i = 0; i < PER; i++) {
+        const int bytes = i * RS < lim ? kb : 0;
+        cpAsyncS(s + soff + (unsigned)(i * RS * (BK + 8) * 2), bytes ? p + i * ci : X, bytes);
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < PER; i++) {
+        const int bytes = kt0 + q + i * KS < ke ? lim : 0;
+        cpAsyncS(s + soff + (unsigned)(i * KS * (R + 8) * 2), bytes ? p + i * ci : X, bytes);
+      }
+    }
+    p += step;
+  }
+};
 
 // gemmLoop accumulates the block's tile over its k range into acc, with
 // the operands' layouts (AK: A k-contiguous, BKC: B k-contiguous) fixed at
@@ -776,6 +782,249 @@ extern "C" __global__ void __launch_bounds__(256, 3) wgmma128x64(const GemmJob* 
   gemmWgmma<64>(jobs, njobs, st);
 }
 #endif
+#elif DQN_TF32X3
+// float32 on the tensor cores (3xTF32). TF32 keeps float32's exponent and
+// 10 fraction bits. Each operand x is split into big = tf32(x) (rounded to
+// nearest, ties away) and small = tf32(x − big), so that big + small holds
+// x to about 2⁻²² relative, and each product is
+//
+//   a·b ≈ a_small·b_big + a_big·b_small + a_big·b_big
+//
+// three mma.sync m16n8k8 TF32 products (exact: 11-bit by 11-bit
+// significands) summed into float32 accumulators in that order, k steps
+// of 8 ascending; only a_small·b_small (about 2⁻²² of a·b) is dropped.
+// The tiles, the cp.async pipeline (three stages, k tiles of 32 floats)
+// and the epilogues are gemmMma's; operands are read from shared memory
+// one float per register (ldmatrix moves b16 elements), in padded layouts
+// where the 32 lanes of a fragment load hit 32 banks: [R][BK+4] when
+// k-contiguous, [BK][R+8] otherwise.
+#define TBK 32
+#define TSTAGES 3
+
+__host__ __device__ constexpr int tfElems(int R) { return R * (TBK + 4) > TBK * (R + 8) ? R * (TBK + 4) : TBK * (R + 8); }
+
+// TileLoad32 stages one float32 operand's k tiles, as TileLoad does bf16
+// ones: rows [r0, r0+R) × k [k0, k0+TBK), rows < rows and k < ke, zero
+// elsewhere, in 16-byte chunks of 4 floats, PER per thread. Chunk c = tid
+// + i·NT covers 4 consecutive k (KC: row c/(TBK/4)) or 4 consecutive rows
+// (k row c/(R/4)).
+template <int R, int NT, bool KC>
+struct TileLoad32 {
+  static constexpr int CH = R * TBK / 4, PER = CH / NT;
+  static_assert(CH % NT == 0, "tile chunks must divide among the threads");
+  static constexpr int RS = NT / (TBK / 4); // KC: rows between a thread's chunks
+  static constexpr int KS = NT / (R / 4);   // otherwise: k rows between them
+  const float* X;
+  const float* p;
+  long long ci, step;
+  unsigned soff;
+  int q, lim;
+
+  __device__ __forceinline__ void init(const float* X_, long long ld, long long r0, long long rows, long long k0) {
+    const int tid = threadIdx.x;
+    X = X_;
+    if (KC) {
+      const int r = tid / (TBK / 4);
+      q = (tid % (TBK / 4)) * 4;
+      const long long left = rows - (r0 + r);
+      lim = left < 0 ? 0 : (left > R ? R : (int)left);
+      p = X_ + (r0 + r) * ld + k0 + q;
+      ci = (long long)RS * ld;
+      step = TBK;
+      soff = (unsigned)(r * (TBK + 4) + q) * 4u;
+    } else {
+      q = tid / (R / 4);
+      const int rc = (tid % (R / 4)) * 4;
+      const long long left = rows - (r0 + rc);
+      lim = left <= 0 ? 0 : (left >= 4 ? 16 : (int)left * 4);
+      p = X_ + (k0 + q) * ld + r0 + rc;
+      ci = (long long)KS * ld;
+      step = (long long)TBK * ld;
+      soff = (unsigned)(q * (R + 8) + rc) * 4u;
+    }
+  }
+
+  __device__ __forceinline__ void load(unsigned s, long long kt0, long long ke) {
+    if (KC) {
+      const long long left = ke - (kt0 + q);
+      const int kb = left <= 0 ? 0 : (left >= 4 ? 16 : (int)left * 4);
+#pragma unroll
+      for (int i = 0; i < PER; i++) {
+        const int bytes = i * RS < lim ? kb : 0;
+        cpAsyncS(s + soff + (unsigned)(i * RS * (TBK + 4) * 4), bytes ? p + i * ci : X, bytes);
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < PER; i++) {
+        const int bytes = kt0 + q + i * KS < ke ? lim : 0;
+        cpAsyncS(s + soff + (unsigned)(i * KS * (R + 8) * 4), bytes ? p + i * ci : X, bytes);
+      }
+    }
+    p += step;
+  }
+};
+
+// ldsF loads the float at shared-space address a.
+__device__ __forceinline__ float ldsF(unsigned a) {
+  float v;
+  asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(a));
+  return v;
+}
+
+// tfSplit splits x into its TF32 big and small parts (registers of .b32).
+__device__ __forceinline__ void tfSplit(float x, unsigned& big, unsigned& small) {
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(big) : "f"(x));
+  const float rest = x - __uint_as_float(big);
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(small) : "f"(rest));
+}
+
+// mma1688 adds the m16n8k8 TF32 product of a (four registers, row-major)
+// and b (two, column-major) to the float32 accumulators d.
+__device__ __forceinline__ void mma1688(float d[4], const unsigned a[4], const unsigned b[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+      "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// tfLoop accumulates the block's tile over its k range, as gemmLoop does.
+// Fragments of m16n8k8 (lane g = lane/4, t = lane mod 4): A holds (g, t),
+// (g+8, t), (g, t+4), (g+8, t+4) of its 16×8 tile, B (k t, n g) and
+// (k t+4, n g) of its 8×8 one. A warp takes B's fragments for its NI
+// column tiles once per k step, then each row tile's A in turn.
+template <int BM, int BN, int WARPS_M, int WARPS_N, bool AK, bool BKC, int MI, int NI>
+__device__ __forceinline__ void tfLoop(float (&acc)[MI][NI][4], const GemmJob& j, const GemmTile& t, const float* sm) {
+  constexpr int NT = 32 * WARPS_M * WARPS_N;
+  constexpr int WTM = BM / WARPS_M, WTN = BN / WARPS_N;
+  constexpr int ASZ = tfElems(BM), BSZ = tfElems(BN);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int g = lane >> 2, t4 = lane & 3;
+  const int wm = (warp / WARPS_N) * WTM, wn = (warp % WARPS_N) * WTN;
+  TileLoad32<BM, NT, AK> la;
+  TileLoad32<BN, NT, BKC> lb;
+  la.init(j.A, AK ? j.sam : j.sak, t.m0, j.M, t.kb);
+  lb.init(j.B, BKC ? j.sbn : j.sbk, t.n0, j.N, t.kb);
+  const unsigned sbase = smemAddr(sm), sB = sbase + TSTAGES * ASZ * 4u;
+  // This lane's element offsets in a stage: A at (row wm+g, k t), B at
+  // (column wn+g, k t); a step in rows, columns or k is a constant.
+  const int aoff = AK ? (wm + g) * (TBK + 4) + t4 : t4 * (BM + 8) + wm + g;
+  const int boff = BKC ? (wn + g) * (TBK + 4) + t4 : t4 * (BN + 8) + wn + g;
+  constexpr int AR = AK ? TBK + 4 : 1, AKS = AK ? 1 : BM + 8; // A: next row, next k
+  constexpr int BR = BKC ? TBK + 4 : 1, BKS = BKC ? 1 : BN + 8;
+  const int nk = (int)((t.ke - t.kb + TBK - 1) / TBK);
+#pragma unroll
+  for (int s = 0; s < TSTAGES - 1; s++) {
+    if (s < nk) {
+      la.load(sbase + s * ASZ * 4u, t.kb + (long long)s * TBK, t.ke);
+      lb.load(sB + s * BSZ * 4u, t.kb + (long long)s * TBK, t.ke);
+    }
+    cpCommit();
+  }
+  int cs = 0, ls = TSTAGES - 1;
+  for (int kt = 0; kt < nk; kt++) {
+    cpWait<TSTAGES - 2>();
+    __syncthreads();
+    const int nx = kt + TSTAGES - 1;
+    if (nx < nk) {
+      la.load(sbase + ls * ASZ * 4u, t.kb + (long long)nx * TBK, t.ke);
+      lb.load(sB + ls * BSZ * 4u, t.kb + (long long)nx * TBK, t.ke);
+    }
+    cpCommit();
+    const unsigned a = sbase + (unsigned)(cs * ASZ + aoff) * 4u;
+    const unsigned b = sB + (unsigned)(cs * BSZ + boff) * 4u;
+#pragma unroll 1
+    for (int ks = 0; ks < TBK; ks += 8) {
+      unsigned bb[NI][2], bs[NI][2];
+#pragma unroll
+      for (int ni = 0; ni < NI; ni++) {
+        const unsigned q = b + 4u * (unsigned)(ni * 8 * BR + ks * BKS);
+        tfSplit(ldsF(q), bb[ni][0], bs[ni][0]);
+        tfSplit(ldsF(q + 16u * BKS), bb[ni][1], bs[ni][1]);
+      }
+#pragma unroll
+      for (int mi = 0; mi < MI; mi++) {
+        const unsigned q = a + 4u * (unsigned)(mi * 16 * AR + ks * AKS);
+        unsigned ab[4], as[4];
+        tfSplit(ldsF(q), ab[0], as[0]);
+        tfSplit(ldsF(q + 32u * AR), ab[1], as[1]);
+        tfSplit(ldsF(q + 16u * AKS), ab[2], as[2]);
+        tfSplit(ldsF(q + 32u * AR + 16u * AKS), ab[3], as[3]);
+#pragma unroll
+        for (int ni = 0; ni < NI; ni++) {
+          mma1688(acc[mi][ni], as, bb[ni]);
+          mma1688(acc[mi][ni], ab, bs[ni]);
+          mma1688(acc[mi][ni], ab, bb[ni]);
+        }
+      }
+    }
+    cs = cs + 1 == TSTAGES ? 0 : cs + 1;
+    ls = ls + 1 == TSTAGES ? 0 : ls + 1;
+  }
+  cpWait<0>();
+}
+
+template <int BM, int BN, int WARPS_M, int WARPS_N>
+__device__ __forceinline__ void gemmTf32(const GemmJob* jobs, int njobs, const StepState* st) {
+  constexpr int WTM = BM / WARPS_M, WTN = BN / WARPS_N;
+  constexpr int MI = WTM / 16, NI = WTN / 8;
+  extern __shared__ __align__(16) unsigned char gsm[];
+  if (st && st->abort) return;
+  const GemmJob j = jobs[findJob(jobs, njobs)];
+  const GemmTile t = gemmTile(j, BM, BN);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int wm = (warp / WARPS_N) * WTM, wn = (warp % WARPS_N) * WTN;
+  float acc[MI][NI][4];
+  zeroAcc(acc);
+  const float* sm = (const float*)gsm;
+  const bool aK = j.sak == 1, bK = j.sbk == 1;
+  if (aK && bK)
+    tfLoop<BM, BN, WARPS_M, WARPS_N, true, true>(acc, j, t, sm);
+  else if (aK)
+    tfLoop<BM, BN, WARPS_M, WARPS_N, true, false>(acc, j, t, sm);
+  else if (bK)
+    tfLoop<BM, BN, WARPS_M, WARPS_N, false, true>(acc, j, t, sm);
+  else
+    tfLoop<BM, BN, WARPS_M, WARPS_N, false, false>(acc, j, t, sm);
+  switch (j.epi) {
+  case EPI_STORE: mmaEpilogue<EPI_STORE, MI, NI>(j, t, acc, wm, wn, lane); break;
+  case EPI_BIAS: mmaEpilogue<EPI_BIAS, MI, NI>(j, t, acc, wm, wn, lane); break;
+  case EPI_BIAS_RELU: mmaEpilogue<EPI_BIAS_RELU, MI, NI>(j, t, acc, wm, wn, lane); break;
+  default: mmaEpilogue<EPI_MASK, MI, NI>(j, t, acc, wm, wn, lane);
+  }
+  if (j.epi == EPI_MASK && j.colsum) mmaColSums<BM, BN, WARPS_M, WARPS_N, MI, NI>(j, t, acc, wm, wn, lane, warp, (float*)gsm);
+}
+
+// Dynamic shared memory of each shape: TSTAGES·(A tile + B tile) floats
+// (gpu/gemm.go gemmShapesOf). Every name of the bf16 module is defined.
+// The square tile runs two blocks an SM at 128 registers, spilling some
+// (gemm128o, the default, and gemm128p), or one block without spills
+// (gemm128: DQNFLOW_GEMM_VARIANT=base); a warp's 64×32 tile takes about
+// 190 registers (gemm128x64, gemm128x64o).
+extern "C" __global__ void __launch_bounds__(128) gemm64(const GemmJob* jobs, int njobs, const StepState* st) {
+  pdlEnter();
+  gemmTf32<64, 64, 2, 2>(jobs, njobs, st);
+}
+extern "C" __global__ void __launch_bounds__(256) gemm128(const GemmJob* jobs, int njobs, const StepState* st) {
+  pdlEnter();
+  gemmTf32<128, 128, 2, 4>(jobs, njobs, st);
+}
+extern "C" __global__ void __launch_bounds__(128, 2) gemm128x64(const GemmJob* jobs, int njobs, const StepState* st) {
+  pdlEnter();
+  gemmTf32<128, 64, 2, 2>(jobs, njobs, st);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) gemm128p(const GemmJob* jobs, int njobs, const StepState* st) {
+  pdlEnter();
+  gemmTf32<128, 128, 2, 4>(jobs, njobs, st);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) gemm128o(const GemmJob* jobs, int njobs, const StepState* st) {
+  pdlEnter();
+  gemmTf32<128, 128, 2, 4>(jobs, njobs, st);
+}
+extern "C" __global__ void __launch_bounds__(128, 2) gemm128x64o(const GemmJob* jobs, int njobs, const StepState* st) {
+  pdlEnter();
+  gemmTf32<128, 64, 2, 2>(jobs, njobs, st);
+}
 #else
 // float32: 256 threads as 16×16, each (BM/16)×(BN/16) outputs (rows and
 // columns by simtIdx); k tiles of 16 held in shared memory as [k][m] and

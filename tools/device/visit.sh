@@ -8,7 +8,8 @@
 # PyTorch reference), pytorch-autotune (its max-autotune variant beside its
 # best, with a budget of their own), cpu (the CPU backend against PyTorch on 2 cores), ncu
 # (hardware counters of the step's kernels), sanitize (compute-sanitizer),
-# sanitize-env (the environment's part of sanitize alone), sanitize-step
+# sanitize-env (the environment's part of sanitize alone), tf32 (fp32's
+# GEMMs as 3xTF32 checked and timed beside the CUDA cores'), sanitize-step
 # (memcheck and racecheck of the training step in every mode), sanitize-gemm
 # (memcheck and racecheck of the GEMM test alone),
 # gemm (the GEMM occupancy variants side by side), pdl (the step and the
@@ -153,6 +154,33 @@ has lossslots && for ls in ${LOSS_SLOTS:-924} default; do
   done
 done
 has lossslots && python3 tools/device/kernels.py "$LOGS"/lossslots-*-16384-*.log >>"$OUT/summary.txt"
+
+# Part tf32: fp32 with its GEMMs' products as 3xTF32 on the tensor cores
+# (DQNFLOW_FP32_GEMM=3xtf32, ADR 0021): its checks against the CPU
+# reference and float64 (TestGEMMMatchesFloat64 runs both fp32 paths
+# anyway), memcheck of the GEMM test, then the step beside the CUDA cores'
+# fp32 and bf16-mixed in the same call, and its one-block square tile
+# (DQNFLOW_GEMM_VARIANT=base).
+if has tf32; then
+  step tf32-tests 400 env DQNFLOW_FP32_GEMM=3xtf32 bin/gputest/gpu.test -test.run 'TestMatchesCPUReference/fp32|TestConformanceFP32|TestGEMMMatchesFloat64|TestCheckpointsMoveBetweenBackends' -test.count=1 -test.v
+  grep -E "^(--- |ok|FAIL|PASS)" "$LOGS/tf32-tests.log" | head -40 >>"$OUT/summary.txt"
+  if command -v compute-sanitizer >/dev/null; then
+    step tf32-memcheck-gemm 150 compute-sanitizer --tool memcheck --error-exitcode 9 bin/gputest/gpu.test -test.run 'TestGEMMMatchesFloat64' -test.count=1
+    tail -4 "$LOGS/tf32-memcheck-gemm.log" >>"$OUT/summary.txt"
+  fi
+  for b in 256 4096 16384; do
+    for run in "simt fp32" "3xtf32 fp32" "simt bf16-mixed"; do
+      set -- $run
+      step "tf32-$1-$2-$b" 90 env DQNFLOW_FP32_GEMM=$1 bin/gputest/dqnflow bench --device cuda --precision "$2" --batch "$b" --steps 300 --json --profile
+      echo -n "DQNFLOW_FP32_GEMM=$1, $2 batch $b: " >>"$OUT/summary.txt"
+      grep -E '"(ms_per_step|gemm_tflop_s|self_check)"' "$LOGS/tf32-$1-$2-$b.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
+    done
+  done
+  step tf32-base-16384 90 env DQNFLOW_FP32_GEMM=3xtf32 DQNFLOW_GEMM_VARIANT=base bin/gputest/dqnflow bench --device cuda --precision fp32 --batch 16384 --steps 300 --json --profile
+  echo -n "DQNFLOW_FP32_GEMM=3xtf32 DQNFLOW_GEMM_VARIANT=base, fp32 batch 16384: " >>"$OUT/summary.txt"
+  grep -E '"(ms_per_step|gemm_tflop_s)"' "$LOGS/tf32-base-16384.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
+  python3 tools/device/kernels.py "$LOGS"/tf32-*-16384.log >>"$OUT/summary.txt"
+fi
 
 # The GEMM occupancy variants (gpu/gemm.go gemmVariant) side by side.
 has gemm && for v in base p o; do
