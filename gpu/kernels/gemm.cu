@@ -338,6 +338,96 @@ __device__ __forceinline__ void mmaColSums(const GemmJob& j, const GemmTile& t, 
   storeColSums<BM, BN, WARPS_M>(j, t, red);
 }
 
+
+// TileLoadT stages one operand's k tiles of element type T into shared
+// memory: rows [r0, r0+R) × k [k0, k0+BK) of X with X(r, k) = X[r·ld + k]
+// (KC: k-contiguous, fixed per instantiation) or X[k·ld + r], rows r <
+// rows and k < ke, zero elsewhere, into [R][BK+PK] (KC) or [BK][R+PR]
+// elements. The tile moves in CH 16-byte chunks of CE elements, PER per
+// thread. Chunk c = tid + i·NT covers CE consecutive k (KC: row
+// c/(BK/CE), k (c%(BK/CE))·CE) or CE consecutive rows (k row c/(R/CE),
+// rows (c%(R/CE))·CE). NT is a multiple of BK/CE and of R/CE, so a
+// thread's chunks differ only in their row (KC) or k row, by a fixed
+// stride: everything but the k position is worked out once per block,
+// and a k tile costs each chunk a compare and a pointer step. TileLoad
+// (bf16) and TileLoad32 (float32) name its two uses.
+template <typename T, int R, int NT, int BK, bool KC, int PK, int PR>
+struct TileLoadT {
+  static constexpr int ES = (int)sizeof(T), CE = 16 / ES;
+  static constexpr int CH = R * BK / CE, PER = CH / NT;
+  static_assert(CH % NT == 0, "tile chunks must divide among the threads");
+  static constexpr int RS = NT / (BK / CE); // KC: rows between a thread's chunks
+  static constexpr int KS = NT / (R / CE);  // otherwise: k rows between them
+  const T* X;    // the operand's base (the address of a zero-filled chunk)
+  const T* p;    // this thread's first chunk at k tile kt
+  long long ci;  // elements between this thread's consecutive chunks
+  long long step; // elements from one k tile to the next
+  unsigned soff; // byte offset of the first chunk in the stage's tile
+  int q;         // KC: the chunk's k in the tile; otherwise its first k row
+  int lim;       // KC: rows left from the first chunk's row; otherwise bytes of row data (0…16)
+
+  __device__ __forceinline__ void init(const T* X_, long long ld, long long r0, long long rows, long long k0) {
+    const int tid = threadIdx.x;
+    X = X_;
+    if (KC) {
+      const int r = tid / (BK / CE);
+      q = (tid % (BK / CE)) * CE;
+      const long long left = rows - (r0 + r);
+      lim = left < 0 ? 0 : (left > R ? R : (int)left);
+      p = X_ + (r0 + r) * ld + k0 + q;
+      ci = (long long)RS * ld;
+      step = BK;
+      soff = (unsigned)(r * (BK + PK) + q) * (unsigned)ES;
+    } else {
+      q = tid / (R / CE);
+      const int rc = (tid % (R / CE)) * CE;
+      const long long left = rows - (r0 + rc);
+      lim = left <= 0 ? 0 : (left >= CE ? 16 : (int)left * ES);
+      p = X_ + (k0 + q) * ld + r0 + rc;
+      ci = (long long)KS * ld;
+      step = (long long)BK * ld;
+      soff = (unsigned)(q * (R + PR) + rc) * (unsigned)ES;
+    }
+  }
+
+  // load issues the cp.async of the k tile starting at kt0 (its k, which
+  // init's k0 plus the tiles stepped so far) into the tile at shared
+  // address s, then steps to the next k tile.
+  __device__ __forceinline__ void load(unsigned s, long long kt0, long long ke) {
+    if (KC) {
+      const long long left = ke - (kt0 + q);
+      const int kb = left <= 0 ? 0 : (left >= CE ? 16 : (int)left * ES);
+#pragma unroll
+      for (int i = 0; i < PER; i++) {
+        const int bytes = i * RS < lim ? kb : 0;
+        cpAsyncS(s + soff + (unsigned)(i * RS * (BK + PK) * ES), bytes ? p + i * ci : X, bytes);
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < PER; i++) {
+        const int bytes = kt0 + q + i * KS < ke ? lim : 0;
+        cpAsyncS(s + soff + (unsigned)(i * KS * (R + PR) * ES), bytes ? p + i * ci : X, bytes);
+      }
+    }
+    p += step;
+  }
+};
+
+// mmaStore runs the job's epilogue on a warp's accumulators, then, for a
+// masked job that asks for them, the column sums (red: the block's
+// shared memory, free once the k loop is done). gemmMma and gemmTf32 end
+// with it.
+template <int BM, int BN, int WARPS_M, int WARPS_N, int MI, int NI>
+__device__ __forceinline__ void mmaStore(const GemmJob& j, const GemmTile& t, float (&acc)[MI][NI][4], int wm, int wn,
+                                         int lane, int warp, float* red) {
+  switch (j.epi) {
+  case EPI_STORE: mmaEpilogue<EPI_STORE, MI, NI>(j, t, acc, wm, wn, lane); break;
+  case EPI_BIAS: mmaEpilogue<EPI_BIAS, MI, NI>(j, t, acc, wm, wn, lane); break;
+  case EPI_BIAS_RELU: mmaEpilogue<EPI_BIAS_RELU, MI, NI>(j, t, acc, wm, wn, lane); break;
+  default: mmaEpilogue<EPI_MASK, MI, NI>(j, t, acc, wm, wn, lane);
+  }
+  if (j.epi == EPI_MASK && j.colsum) mmaColSums<BM, BN, WARPS_M, WARPS_N, MI, NI>(j, t, acc, wm, wn, lane, warp, red);
+}
 #endif
 
 #if DQN_BF16
@@ -395,76 +485,10 @@ __host__ __device__ constexpr int tileElems(int R, int BK) {
   return R * (BK + 8) > BK * (R + 8) ? R * (BK + 8) : BK * (R + 8);
 }
 
-// TileLoad stages one operand's k tiles into shared memory: rows
-// [r0, r0+R) × k [k0, k0+BK) of X with X(r, k) = X[r·ld + k] (kContig) or
-// X[k·ld + r] (KC: kContig, fixed per instantiation), rows r < rows and
-// k < ke, zero elsewhere. The tile moves in
-// CH 16-byte chunks, PER per thread. Chunk c = tid + i·NT covers 8
-// consecutive k (kContig: row c/(BK/8), k (c%(BK/8))·8) or 8 consecutive
-// rows (k row c/(R/8), rows (c%(R/8))·8). NT is a multiple of BK/8 and of
-// R/8, so a thread's chunks differ only in their row (kContig) or k row,
-// by a fixed stride: everything but the k position is worked out once per
-// block, and a k tile costs each chunk a compare and a pointer step.
+// TileLoad stages a bf16 operand: chunks of 8 elements, rows padded by 8
+// (ldmatrix reads them without bank conflicts, every row 16-byte aligned).
 template <int R, int NT, int BK, bool KC>
-struct TileLoad {
-  static constexpr int CH = R * BK / 8, PER = CH / NT;
-  static_assert(CH % NT == 0, "tile chunks must divide among the threads");
-  static constexpr int RS = NT / (BK / 8); // kContig: rows between a thread's chunks
-  static constexpr int KS = NT / (R / 8);  // otherwise: k rows between them
-  const bf16_t* X;   // the operand's base (the address of a zero-filled chunk)
-  const bf16_t* p;   // this thread's first chunk at k tile kt
-  long long ci;      // elements between this thread's consecutive chunks
-  long long step;    // elements from one k tile to the next
-  unsigned soff;     // byte offset of the first chunk in the stage's tile
-  int q;             // kContig: the chunk's k in the tile; otherwise its first k row
-  int lim;           // kContig: rows left from the first chunk's row; otherwise bytes of row data (0…16)
-
-  __device__ __forceinline__ void init(const bf16_t* X_, long long ld, long long r0, long long rows, long long k0) {
-    const int tid = threadIdx.x;
-    X = X_;
-    if (KC) {
-      const int r = tid / (BK / 8);
-      q = (tid % (BK / 8)) * 8;
-      const long long left = rows - (r0 + r);
-      lim = left < 0 ? 0 : (left > R ? R : (int)left);
-      p = X_ + (r0 + r) * ld + k0 + q;
-      ci = (long long)RS * ld;
-      step = BK;
-      soff = (unsigned)(r * (BK + 8) + q) * 2u;
-    } else {
-      q = tid / (R / 8);
-      const int rc = (tid % (R / 8)) * 8;
-      const long long left = rows - (r0 + rc);
-      lim = left <= 0 ? 0 : (left >= 8 ? 16 : (int)left * 2);
-      p = X_ + (k0 + q) * ld + r0 + rc;
-      ci = (long long)KS * ld;
-      step = (long long)BK * ld;
-      soff = (unsigned)(q * (R + 8) + rc) * 2u;
-    }
-  }
-
-  // load issues the cp.async of the k tile starting at kt0 (its k, which
-  // init's k0 plus the tiles stepped so far) into the tile at shared
-  // address s, then steps to the next k tile.
-  __device__ __forceinline__ void load(unsigned s, long long kt0, long long ke) {
-    if (KC) {
-      const long long left = ke - (kt0 + q);
-      const int kb = left <= 0 ? 0 : (left >= 8 ? 16 : (int)left * 2);
-#pragma unroll
-      for (int i = 0; i < PER; i++) {
-        const int bytes = i * RS < lim ? kb : 0;
-        cpAsyncS(s + soff + (unsigned)(i * RS * (BK + 8) * 2), bytes ? p + i * ci : X, bytes);
-      }
-    } else {
-#pragma unroll
-      for (int i = 0; i < PER; i++) {
-        const int bytes = kt0 + q + i * KS < ke ? lim : 0;
-        cpAsyncS(s + soff + (unsigned)(i * KS * (R + 8) * 2), bytes ? p + i * ci : X, bytes);
-      }
-    }
-    p += step;
-  }
-};
+using TileLoad = TileLoadT<bf16_t, R, NT, BK, KC, 8, 8>;
 
 // gemmLoop accumulates the block's tile over its k range into acc, with
 // the operands' layouts (AK: A k-contiguous, BKC: B k-contiguous) fixed at
@@ -566,13 +590,7 @@ __device__ __forceinline__ void gemmMma(const GemmJob* jobs, int njobs, const St
     gemmLoop<BM, BN, WARPS_M, WARPS_N, BK, GSTAGES, false, true>(acc, j, t, sbase);
   else
     gemmLoop<BM, BN, WARPS_M, WARPS_N, BK, GSTAGES, false, false>(acc, j, t, sbase);
-  switch (j.epi) {
-  case EPI_STORE: mmaEpilogue<EPI_STORE, MI, NI>(j, t, acc, wm, wn, lane); break;
-  case EPI_BIAS: mmaEpilogue<EPI_BIAS, MI, NI>(j, t, acc, wm, wn, lane); break;
-  case EPI_BIAS_RELU: mmaEpilogue<EPI_BIAS_RELU, MI, NI>(j, t, acc, wm, wn, lane); break;
-  default: mmaEpilogue<EPI_MASK, MI, NI>(j, t, acc, wm, wn, lane);
-  }
-  if (j.epi == EPI_MASK && j.colsum) mmaColSums<BM, BN, WARPS_M, WARPS_N, MI, NI>(j, t, acc, wm, wn, lane, warp, (float*)gsm);
+  mmaStore<BM, BN, WARPS_M, WARPS_N, MI, NI>(j, t, acc, wm, wn, lane, warp, (float*)gsm);
 }
 
 // Dynamic shared memory of each shape: GSTAGES·(A tile + B tile) bf16.
@@ -803,66 +821,10 @@ extern "C" __global__ void __launch_bounds__(256, 3) wgmma128x64(const GemmJob* 
 
 __host__ __device__ constexpr int tfElems(int R) { return R * (TBK + 4) > TBK * (R + 8) ? R * (TBK + 4) : TBK * (R + 8); }
 
-// TileLoad32 stages one float32 operand's k tiles, as TileLoad does bf16
-// ones: rows [r0, r0+R) × k [k0, k0+TBK), rows < rows and k < ke, zero
-// elsewhere, in 16-byte chunks of 4 floats, PER per thread. Chunk c = tid
-// + i·NT covers 4 consecutive k (KC: row c/(TBK/4)) or 4 consecutive rows
-// (k row c/(R/4)).
+// TileLoad32 stages a float32 operand in k tiles of TBK: chunks of 4
+// floats, rows padded by 4 (k-contiguous) or 8 (the fragment loads' banks).
 template <int R, int NT, bool KC>
-struct TileLoad32 {
-  static constexpr int CH = R * TBK / 4, PER = CH / NT;
-  static_assert(CH % NT == 0, "tile chunks must divide among the threads");
-  static constexpr int RS = NT / (TBK / 4); // KC: rows between a thread's chunks
-  static constexpr int KS = NT / (R / 4);   // otherwise: k rows between them
-  const float* X;
-  const float* p;
-  long long ci, step;
-  unsigned soff;
-  int q, lim;
-
-  __device__ __forceinline__ void init(const float* X_, long long ld, long long r0, long long rows, long long k0) {
-    const int tid = threadIdx.x;
-    X = X_;
-    if (KC) {
-      const int r = tid / (TBK / 4);
-      q = (tid % (TBK / 4)) * 4;
-      const long long left = rows - (r0 + r);
-      lim = left < 0 ? 0 : (left > R ? R : (int)left);
-      p = X_ + (r0 + r) * ld + k0 + q;
-      ci = (long long)RS * ld;
-      step = TBK;
-      soff = (unsigned)(r * (TBK + 4) + q) * 4u;
-    } else {
-      q = tid / (R / 4);
-      const int rc = (tid % (R / 4)) * 4;
-      const long long left = rows - (r0 + rc);
-      lim = left <= 0 ? 0 : (left >= 4 ? 16 : (int)left * 4);
-      p = X_ + (k0 + q) * ld + r0 + rc;
-      ci = (long long)KS * ld;
-      step = (long long)TBK * ld;
-      soff = (unsigned)(q * (R + 8) + rc) * 4u;
-    }
-  }
-
-  __device__ __forceinline__ void load(unsigned s, long long kt0, long long ke) {
-    if (KC) {
-      const long long left = ke - (kt0 + q);
-      const int kb = left <= 0 ? 0 : (left >= 4 ? 16 : (int)left * 4);
-#pragma unroll
-      for (int i = 0; i < PER; i++) {
-        const int bytes = i * RS < lim ? kb : 0;
-        cpAsyncS(s + soff + (unsigned)(i * RS * (TBK + 4) * 4), bytes ? p + i * ci : X, bytes);
-      }
-    } else {
-#pragma unroll
-      for (int i = 0; i < PER; i++) {
-        const int bytes = kt0 + q + i * KS < ke ? lim : 0;
-        cpAsyncS(s + soff + (unsigned)(i * KS * (R + 8) * 4), bytes ? p + i * ci : X, bytes);
-      }
-    }
-    p += step;
-  }
-};
+using TileLoad32 = TileLoadT<float, R, NT, TBK, KC, 4, 8>;
 
 // ldsF loads the float at shared-space address a.
 __device__ __forceinline__ float ldsF(unsigned a) {
@@ -986,13 +948,7 @@ __device__ __forceinline__ void gemmTf32(const GemmJob* jobs, int njobs, const S
     tfLoop<BM, BN, WARPS_M, WARPS_N, false, true>(acc, j, t, sm);
   else
     tfLoop<BM, BN, WARPS_M, WARPS_N, false, false>(acc, j, t, sm);
-  switch (j.epi) {
-  case EPI_STORE: mmaEpilogue<EPI_STORE, MI, NI>(j, t, acc, wm, wn, lane); break;
-  case EPI_BIAS: mmaEpilogue<EPI_BIAS, MI, NI>(j, t, acc, wm, wn, lane); break;
-  case EPI_BIAS_RELU: mmaEpilogue<EPI_BIAS_RELU, MI, NI>(j, t, acc, wm, wn, lane); break;
-  default: mmaEpilogue<EPI_MASK, MI, NI>(j, t, acc, wm, wn, lane);
-  }
-  if (j.epi == EPI_MASK && j.colsum) mmaColSums<BM, BN, WARPS_M, WARPS_N, MI, NI>(j, t, acc, wm, wn, lane, warp, (float*)gsm);
+  mmaStore<BM, BN, WARPS_M, WARPS_N, MI, NI>(j, t, acc, wm, wn, lane, warp, (float*)gsm);
 }
 
 // Dynamic shared memory of each shape: TSTAGES·(A tile + B tile) floats
