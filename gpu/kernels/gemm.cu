@@ -428,6 +428,34 @@ __device__ __forceinline__ void mmaStore(const GemmJob& j, const GemmTile& t, fl
   }
   if (j.epi == EPI_MASK && j.colsum) mmaColSums<BM, BN, WARPS_M, WARPS_N, MI, NI>(j, t, acc, wm, wn, lane, warp, red);
 }
+
+// gemmTiles is the body of the mma.sync kernels: the block's job and
+// tile, the k loop L::run (gemmLoop for bf16, tfLoop for 3xTF32) with the
+// operands' layouts fixed at compile time, then mmaStore. gsm is the
+// dynamic shared memory of the loop's stages.
+template <int BM, int BN, int WARPS_M, int WARPS_N, class L>
+__device__ __forceinline__ void gemmTiles(const GemmJob* jobs, int njobs, const StepState* st) {
+  constexpr int WTM = BM / WARPS_M, WTN = BN / WARPS_N;
+  constexpr int MI = WTM / 16, NI = WTN / 8;
+  extern __shared__ __align__(16) unsigned char gsm[];
+  if (st && st->abort) return;
+  const GemmJob j = jobs[findJob(jobs, njobs)];
+  const GemmTile t = gemmTile(j, BM, BN);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int wm = (warp / WARPS_N) * WTM, wn = (warp % WARPS_N) * WTN;
+  float acc[MI][NI][4];
+  zeroAcc(acc);
+  const bool aK = j.sak == 1, bK = j.sbk == 1;
+  if (aK && bK)
+    L::template run<BM, BN, WARPS_M, WARPS_N, true, true>(acc, j, t, gsm);
+  else if (aK)
+    L::template run<BM, BN, WARPS_M, WARPS_N, true, false>(acc, j, t, gsm);
+  else if (bK)
+    L::template run<BM, BN, WARPS_M, WARPS_N, false, true>(acc, j, t, gsm);
+  else
+    L::template run<BM, BN, WARPS_M, WARPS_N, false, false>(acc, j, t, gsm);
+  mmaStore<BM, BN, WARPS_M, WARPS_N, MI, NI>(j, t, acc, wm, wn, lane, warp, (float*)gsm);
+}
 #endif
 
 #if DQN_BF16
@@ -568,29 +596,20 @@ __device__ __forceinline__ void gemmLoop(float (&acc)[MI][NI][4], const GemmJob&
   cpWait<0>();
 }
 
+// MmaLoop is gemmTiles's k loop for bf16: gemmLoop, k tiles of BK in
+// GSTAGES stages.
+template <int BK, int GSTAGES>
+struct MmaLoop {
+  template <int BM, int BN, int WARPS_M, int WARPS_N, bool AK, bool BKC, int MI, int NI>
+  static __device__ __forceinline__ void run(float (&acc)[MI][NI][4], const GemmJob& j, const GemmTile& t,
+                                             unsigned char* sm) {
+    gemmLoop<BM, BN, WARPS_M, WARPS_N, BK, GSTAGES, AK, BKC>(acc, j, t, smemAddr(sm));
+  }
+};
+
 template <int BM, int BN, int WARPS_M, int WARPS_N, int BK, int GSTAGES = 3>
 __device__ __forceinline__ void gemmMma(const GemmJob* jobs, int njobs, const StepState* st) {
-  constexpr int WTM = BM / WARPS_M, WTN = BN / WARPS_N;
-  constexpr int MI = WTM / 16, NI = WTN / 8;
-  extern __shared__ __align__(16) unsigned char gsm[];
-  if (st && st->abort) return;
-  const GemmJob j = jobs[findJob(jobs, njobs)];
-  const GemmTile t = gemmTile(j, BM, BN);
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int wm = (warp / WARPS_N) * WTM, wn = (warp % WARPS_N) * WTN;
-  float acc[MI][NI][4];
-  zeroAcc(acc);
-  const unsigned sbase = smemAddr(gsm);
-  const bool aK = j.sak == 1, bK = j.sbk == 1;
-  if (aK && bK)
-    gemmLoop<BM, BN, WARPS_M, WARPS_N, BK, GSTAGES, true, true>(acc, j, t, sbase);
-  else if (aK)
-    gemmLoop<BM, BN, WARPS_M, WARPS_N, BK, GSTAGES, true, false>(acc, j, t, sbase);
-  else if (bK)
-    gemmLoop<BM, BN, WARPS_M, WARPS_N, BK, GSTAGES, false, true>(acc, j, t, sbase);
-  else
-    gemmLoop<BM, BN, WARPS_M, WARPS_N, BK, GSTAGES, false, false>(acc, j, t, sbase);
-  mmaStore<BM, BN, WARPS_M, WARPS_N, MI, NI>(j, t, acc, wm, wn, lane, warp, (float*)gsm);
+  gemmTiles<BM, BN, WARPS_M, WARPS_N, MmaLoop<BK, GSTAGES>>(jobs, njobs, st);
 }
 
 // Dynamic shared memory of each shape: GSTAGES·(A tile + B tile) bf16.
@@ -926,29 +945,18 @@ __device__ __forceinline__ void tfLoop(float (&acc)[MI][NI][4], const GemmJob& j
   cpWait<0>();
 }
 
+// TfLoop is gemmTiles's k loop for 3xTF32: tfLoop.
+struct TfLoop {
+  template <int BM, int BN, int WARPS_M, int WARPS_N, bool AK, bool BKC, int MI, int NI>
+  static __device__ __forceinline__ void run(float (&acc)[MI][NI][4], const GemmJob& j, const GemmTile& t,
+                                             unsigned char* sm) {
+    tfLoop<BM, BN, WARPS_M, WARPS_N, AK, BKC>(acc, j, t, (const float*)sm);
+  }
+};
+
 template <int BM, int BN, int WARPS_M, int WARPS_N>
 __device__ __forceinline__ void gemmTf32(const GemmJob* jobs, int njobs, const StepState* st) {
-  constexpr int WTM = BM / WARPS_M, WTN = BN / WARPS_N;
-  constexpr int MI = WTM / 16, NI = WTN / 8;
-  extern __shared__ __align__(16) unsigned char gsm[];
-  if (st && st->abort) return;
-  const GemmJob j = jobs[findJob(jobs, njobs)];
-  const GemmTile t = gemmTile(j, BM, BN);
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int wm = (warp / WARPS_N) * WTM, wn = (warp % WARPS_N) * WTN;
-  float acc[MI][NI][4];
-  zeroAcc(acc);
-  const float* sm = (const float*)gsm;
-  const bool aK = j.sak == 1, bK = j.sbk == 1;
-  if (aK && bK)
-    tfLoop<BM, BN, WARPS_M, WARPS_N, true, true>(acc, j, t, sm);
-  else if (aK)
-    tfLoop<BM, BN, WARPS_M, WARPS_N, true, false>(acc, j, t, sm);
-  else if (bK)
-    tfLoop<BM, BN, WARPS_M, WARPS_N, false, true>(acc, j, t, sm);
-  else
-    tfLoop<BM, BN, WARPS_M, WARPS_N, false, false>(acc, j, t, sm);
-  mmaStore<BM, BN, WARPS_M, WARPS_N, MI, NI>(j, t, acc, wm, wn, lane, warp, (float*)gsm);
+  gemmTiles<BM, BN, WARPS_M, WARPS_N, TfLoop>(jobs, njobs, st);
 }
 
 // Dynamic shared memory of each shape: TSTAGES·(A tile + B tile) floats
