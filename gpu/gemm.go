@@ -106,21 +106,29 @@ func gemmShapesOf(bf16 bool, variant string) []gemmShape {
 
 // fp32TC is whether fp32 modules run the GEMMs' products on the tensor
 // cores as three TF32 products each (kernels/gemm.cu gemmTf32) instead of
-// fmaf on the CUDA cores: DQNFLOW_FP32_GEMM=3xtf32 (parseFP32GEMM, checked
-// when a device opens). The default stays the CUDA cores until the device
-// report measures the other (ADR 0021).
-var fp32TC = os.Getenv("DQNFLOW_FP32_GEMM") == "3xtf32"
+// fmaf on the CUDA cores: DQNFLOW_FP32_GEMM=3xtf32. A value it refuses
+// (fp32TCErr) fails every device open. The default stays the CUDA cores
+// until the device report measures the other (ADR 0021).
+var fp32TC, fp32TCErr = parseFP32GEMM(os.Getenv("DQNFLOW_FP32_GEMM"))
 
-// parseFP32GEMM checks DQNFLOW_FP32_GEMM and returns the description of
-// the fp32 GEMM path it selects, for the precision self-check's line.
-func parseFP32GEMM(setting string) (string, error) {
+// parseFP32GEMM reads DQNFLOW_FP32_GEMM: whether it selects 3xTF32.
+func parseFP32GEMM(setting string) (bool, error) {
 	switch setting {
 	case "", "simt":
-		return "products fmaf on the CUDA cores", nil
+		return false, nil
 	case "3xtf32":
-		return "products 3xTF32 on the tensor cores: DQNFLOW_FP32_GEMM=3xtf32", nil
+		return true, nil
 	}
-	return "", fmt.Errorf("DQNFLOW_FP32_GEMM %q: must be simt (the default) or 3xtf32", setting)
+	return false, fmt.Errorf("DQNFLOW_FP32_GEMM %q: must be simt (the default) or 3xtf32", setting)
+}
+
+// fp32GEMMPath describes where fp32 modules' GEMM products run, for the
+// precision self-check's line.
+func fp32GEMMPath(tc bool) string {
+	if tc {
+		return "products 3xTF32 on the tensor cores: DQNFLOW_FP32_GEMM=3xtf32"
+	}
+	return "products fmaf on the CUDA cores"
 }
 
 // gemmVariants are the values gemmVariant may take.

@@ -369,18 +369,24 @@ func TestGradKChunkIsChecked(t *testing.T) {
 }
 
 // TestFP32GEMMSettingIsChecked: DQNFLOW_FP32_GEMM takes simt (or nothing)
-// and 3xtf32, says which path it selects, and names itself when it refuses
-// a value; a misspelt one is never taken for the default.
+// and 3xtf32, names itself when it refuses a value (a misspelt one is
+// never taken for the default), and the self-check's line names the path.
 func TestFP32GEMMSettingIsChecked(t *testing.T) {
-	for v, want := range map[string]string{"": "CUDA cores", "simt": "CUDA cores", "3xtf32": "3xTF32"} {
-		if got, err := parseFP32GEMM(v); err != nil || !strings.Contains(got, want) {
-			t.Errorf("parseFP32GEMM(%q) = %q, %v; want a description naming %s", v, got, err, want)
+	for v, want := range map[string]bool{"": false, "simt": false, "3xtf32": true} {
+		if got, err := parseFP32GEMM(v); err != nil || got != want {
+			t.Errorf("parseFP32GEMM(%q) = %v, %v; want %v", v, got, err, want)
 		}
 	}
 	for _, v := range []string{"tf32", "3xTF32", "on", " simt"} {
 		if _, err := parseFP32GEMM(v); err == nil || !strings.Contains(err.Error(), "DQNFLOW_FP32_GEMM") {
 			t.Errorf("parseFP32GEMM(%q) = %v; want an error naming DQNFLOW_FP32_GEMM", v, err)
 		}
+	}
+	if p := fp32GEMMPath(true); !strings.Contains(p, "3xTF32") {
+		t.Errorf("fp32GEMMPath(true) = %q, want it to name 3xTF32", p)
+	}
+	if p := fp32GEMMPath(false); !strings.Contains(p, "CUDA cores") {
+		t.Errorf("fp32GEMMPath(false) = %q, want it to name the CUDA cores", p)
 	}
 }
 

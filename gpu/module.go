@@ -49,7 +49,6 @@ type gpuDevice struct {
 	checks   map[bool]string // precision self-check result per storage mode
 	launch   launchMode      // how the kernels of the trainer's graphs follow each other
 	wgmma    gemmPath        // whether bf16 modules have the wgmma GEMMs (useWGMMA)
-	fp32     string          // where fp32 modules' GEMM products run (parseFP32GEMM)
 }
 
 // gemmPath says whether a device's bf16 modules compile the forward GEMMs
@@ -107,9 +106,9 @@ func openDevice(ordinal int) (*gpuDevice, error) {
 		dev.Close()
 		return nil, fmt.Errorf("cuda:%d: %w", ordinal, err)
 	}
-	if d.fp32, err = parseFP32GEMM(os.Getenv("DQNFLOW_FP32_GEMM")); err != nil {
+	if fp32TCErr != nil {
 		dev.Close()
-		return nil, fmt.Errorf("cuda:%d: %w", ordinal, err)
+		return nil, fmt.Errorf("cuda:%d: %w", ordinal, fp32TCErr)
 	}
 	devices[ordinal] = d
 	return d, nil

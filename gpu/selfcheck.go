@@ -123,7 +123,7 @@ func (b *Backend) selfCheck(m config.ModelConfig, bf16 bool) (string, error) {
 	}
 	s := fmt.Sprintf("gemm operands %s (16×(1+2⁻¹⁰) → %v, 16×(1+2⁻²⁰) → %v), accumulation f32 (1+15×2⁻⁹ → %v)", ops, got[0], got[2], got[1])
 	if !bf16 {
-		s += ", " + b.d.fp32
+		s += ", " + fp32GEMMPath(fp32TC)
 	}
 	b.d.mu.Lock()
 	b.d.checks[bf16] = s
