@@ -63,51 +63,92 @@ func (a *Trainer) Checkpoint(ctx context.Context, in CheckpointInput) (Checkpoin
 // checkpoint writes and records the checkpoint of run, which the caller
 // holds locked at the end of epoch in.Epoch.
 func (a *Trainer) checkpoint(ctx context.Context, run *Run, in CheckpointInput) (CheckpointOutput, error) {
-	what := fmt.Sprintf("run %s epoch %d: checkpoint", in.RunID, in.Epoch)
-	ck, err := run.Trainer.Snapshot()
+	p, err := a.snapshot(run, in)
 	if err != nil {
-		return CheckpointOutput{}, classify(what+": snapshot", err)
+		return CheckpointOutput{}, err
+	}
+	ref, err := a.write(ctx, p)
+	return CheckpointOutput{Checkpoint: ref}, err
+}
+
+// snapshotted is a trainer state copied at the end of an epoch and named,
+// not yet encoded or written: everything write needs, so that it can run
+// while the trainer goes on (RunEpochs writes in the background).
+type snapshotted struct {
+	in     CheckpointInput
+	encode func() (*checkpoint.Checkpoint, error) // the trainer's checkpoint, from its copy
+	meta   map[string]string                      // what the checkpoint's metadata gains
+	ref    CheckpointRef                          // SHA256 and Bytes are filled in by write
+}
+
+// snapshot copies run's trainer state (the caller holds run locked at the
+// end of epoch in.Epoch): a trainer.Capturer's copy, to be encoded by
+// write, or a whole Snapshot. It also names the blob and fixes what the
+// metadata gains: the run's identity, epoch, global step and origin.
+func (a *Trainer) snapshot(run *Run, in CheckpointInput) (snapshotted, error) {
+	what := fmt.Sprintf("run %s epoch %d: checkpoint", in.RunID, in.Epoch)
+	var encode func() (*checkpoint.Checkpoint, error)
+	if c, ok := run.Trainer.(trainer.Capturer); ok {
+		var err error
+		if encode, err = c.Capture(); err != nil {
+			return snapshotted{}, classify(what+": snapshot", err)
+		}
+	} else {
+		ck, err := run.Trainer.Snapshot()
+		if err != nil {
+			return snapshotted{}, classify(what+": snapshot", err)
+		}
+		encode = func() (*checkpoint.Checkpoint, error) { return ck, nil }
+	}
+	meta := trainer.Origin(run.Info)
+	if run.NotBitExact != "" {
+		meta[checkpoint.MetaNotBitExact] = run.NotBitExact
+	}
+	meta[checkpoint.MetaRunID] = in.RunID
+	meta[checkpoint.MetaEpoch] = strconv.Itoa(in.Epoch)
+	meta[checkpoint.MetaGlobalStep] = strconv.FormatInt(run.GlobalStep, 10)
+	uri, err := a.blobURI(run, in.Epoch)
+	if err != nil {
+		return snapshotted{}, classify(what+": checkpoint.dir "+run.Config.Checkpoint.Dir, err)
+	}
+	return snapshotted{in: in, encode: encode, meta: meta, ref: CheckpointRef{
+		RunID: in.RunID, URI: uri, Epoch: in.Epoch, GlobalStep: run.GlobalStep,
+	}}, nil
+}
+
+// write encodes p's checkpoint (its metadata names the run's backend,
+// device and architecture, trainer.Origin, over the backend's own), stores its blob atomically (temporary
+// file, fsync, rename; or one object) and then records it, so that a row
+// always names a whole blob. It touches nothing of the run's, so it may
+// run beside the run's next epoch.
+func (a *Trainer) write(ctx context.Context, p snapshotted) (CheckpointRef, error) {
+	what := fmt.Sprintf("run %s epoch %d: checkpoint", p.in.RunID, p.in.Epoch)
+	ck, err := p.encode()
+	if err != nil {
+		return CheckpointRef{}, classify(what+": snapshot", err)
 	}
 	if ck.Meta == nil {
 		ck.Meta = map[string]string{}
 	}
-	for k, v := range trainer.Origin(run.Info) {
+	for k, v := range p.meta {
 		ck.Meta[k] = v
 	}
-	if run.NotBitExact != "" {
-		ck.Meta[checkpoint.MetaNotBitExact] = run.NotBitExact
-	}
-	ck.Meta[checkpoint.MetaRunID] = in.RunID
-	ck.Meta[checkpoint.MetaEpoch] = strconv.Itoa(in.Epoch)
-	ck.Meta[checkpoint.MetaGlobalStep] = strconv.FormatInt(run.GlobalStep, 10)
-	if ck.Meta[checkpoint.MetaDevice] == "" {
-		// Every checkpoint names the device that trained it, also where
-		// the backend's snapshot leaves that to the caller (the CPU's).
-		ck.Meta[checkpoint.MetaDevice] = run.Info.Device
-	}
-
-	uri, err := a.blobURI(run, in.Epoch)
-	if err != nil {
-		return CheckpointOutput{}, classify(what+": checkpoint.dir "+run.Config.Checkpoint.Dir, err)
-	}
 	if !a.checkpoints().Remote() {
-		removeStaleTemps(ctx, filepath.Dir(uri))
+		removeStaleTemps(ctx, filepath.Dir(p.ref.URI))
 	}
-	info, err := a.checkpoints().Write(ctx, uri, ck)
+	info, err := a.checkpoints().Write(ctx, p.ref.URI, ck)
 	if err != nil {
-		return CheckpointOutput{}, classify(what, err)
+		return CheckpointRef{}, classify(what, err)
 	}
-	ref := CheckpointRef{
-		RunID: in.RunID, URI: uri, SHA256: info.SHA256, Bytes: info.Bytes,
-		Epoch: in.Epoch, GlobalStep: run.GlobalStep,
-	}
+	ref := p.ref
+	ref.SHA256, ref.Bytes = info.SHA256, info.Bytes
 	if _, err := a.Store.RecordCheckpoint(ctx, store.CheckpointRecord{
-		RunID: in.RunID, Epoch: in.Epoch, URI: ref.URI, SHA256: ref.SHA256, Bytes: ref.Bytes,
-		GlobalStep: ref.GlobalStep, Metrics: in.Metrics,
+		RunID: ref.RunID, Epoch: ref.Epoch, URI: ref.URI, SHA256: ref.SHA256, Bytes: ref.Bytes,
+		GlobalStep: ref.GlobalStep, Metrics: p.in.Metrics,
 	}); err != nil {
-		return CheckpointOutput{}, classify(what+": record", err)
+		return CheckpointRef{}, classify(what+": record", err)
 	}
-	return CheckpointOutput{Checkpoint: ref}, nil
+	return ref, nil
 }
 
 // staleTemp is how long a checkpoint's temporary file must have been

@@ -100,22 +100,25 @@ func (a *Trainer) RunEpochs(ctx context.Context, in EpochsInput) (EpochsOutput, 
 	out := EpochsOutput{Scores: in.Scores}
 	rows := a.writeRows(ctx, run.ID)
 	defer rows.close()
+	cks := &checkpointWriter{a: a, ctx: ctx, out: &out, p: p}
+	defer cks.wait()
 	for e := in.After + 1; e <= in.Until; e++ {
-		res, err := a.epoch(ctx, run, e, &out, p, rows)
+		res, err := a.epoch(ctx, run, e, &out, p, rows, cks)
 		if err != nil {
 			return EpochsOutput{}, err
 		}
 		out.Epochs = append(out.Epochs, res)
-		p.update(func(hb *Heartbeat) {
-			hb.Done, hb.ValidSharpe = e, res.ValidSharpe
-			if res.Checkpoint != nil {
-				hb.Checkpoint = res.Checkpoint
-			}
-		})
+		p.update(func(hb *Heartbeat) { hb.Done, hb.ValidSharpe = e, res.ValidSharpe })
+		if err := cks.poll(); err != nil {
+			return EpochsOutput{}, err
+		}
 		activity.RecordHeartbeat(ctx, p.get())
 		if out.Early || time.Since(start) >= in.Budget || ctx.Err() != nil {
 			break
 		}
+	}
+	if err := cks.wait(); err != nil {
+		return EpochsOutput{}, err
 	}
 	if err := rows.close(); err != nil {
 		return EpochsOutput{}, err
@@ -192,7 +195,7 @@ type chunkResult struct {
 
 // epoch runs epoch e of a chunk on run (locked, at the end of epoch e−1)
 // and updates out.Scores and out.Early with its backtest.
-func (a *Trainer) epoch(ctx context.Context, run *Run, e int, out *EpochsOutput, p *progress, rows *rowWriter) (EpochResult, error) {
+func (a *Trainer) epoch(ctx context.Context, run *Run, e int, out *EpochsOutput, p *progress, rows *rowWriter, cks *checkpointWriter) (EpochResult, error) {
 	stage := func(s string) {
 		p.update(func(hb *Heartbeat) { hb.Epoch, hb.Stage, hb.Step, hb.Steps, hb.GlobalStep = e, s, 0, 0, run.GlobalStep })
 	}
@@ -228,17 +231,99 @@ func (a *Trainer) epoch(ctx context.Context, run *Run, e int, out *EpochsOutput,
 	}
 	if needCk {
 		stage("checkpoint")
-		ck, err := a.checkpoint(ctx, run, CheckpointInput{
+		// One checkpoint in flight at a time: the last one's memory and
+		// disk bandwidth are spent before the next snapshot is taken.
+		if err := cks.wait(); err != nil {
+			return EpochResult{}, err
+		}
+		ck, err := a.snapshot(run, CheckpointInput{
 			RunID: run.ID, Epoch: e,
 			Metrics: map[string]float64{"loss": tr.Stats.Loss, "grad_norm": tr.Stats.GradNorm},
 		})
 		if err != nil {
 			return EpochResult{}, err
 		}
-		res.Checkpoint = &ck.Checkpoint
-		if out.Scores.BestEpoch == e {
-			out.Scores.BestCheckpoint = res.Checkpoint
-		}
+		cks.start(ck)
 	}
 	return res, nil
+}
+
+// checkpointWriter writes a chunk's checkpoints in the background, one at
+// a time, while the next epochs train. The snapshot is taken on the
+// activity's goroutine at the end of its epoch (the trainer's state is
+// copied to the host, so the blob is that epoch's, bit for bit); encoding,
+// hashing, the fsync and the row run beside the next epoch. On a GPU they
+// cost about as much as a whole epoch (docs/perf/gpu-2026-12-04.md), and
+// the default config checkpoints every epoch.
+//
+// A checkpoint's row is recorded only once its blob is whole, as before,
+// so ChunkLeftovers and the recovery see only finished checkpoints. The
+// epoch's result and the scores get the ref when the write is done: at
+// the next epoch boundary it has finished by, before the next snapshot,
+// or when the chunk ends, which waits for it (ADR 0010, amended). A write
+// that fails fails the chunk at that point, and the run recovers from its
+// newest recorded checkpoint.
+type checkpointWriter struct {
+	a   *Trainer
+	ctx context.Context
+	out *EpochsOutput
+	p   *progress
+
+	done chan struct{} // closed when the write in flight ends; nil when none is
+	ck   snapshotted
+	ref  CheckpointRef
+	err  error
+}
+
+// start writes ck in the background; the caller has waited for the last one.
+func (w *checkpointWriter) start(ck snapshotted) {
+	done := make(chan struct{})
+	w.done, w.ck = done, ck
+	go func() {
+		defer close(done)
+		w.ref, w.err = w.a.write(w.ctx, ck)
+	}()
+}
+
+// poll hands on the write in flight if it has finished, without waiting.
+func (w *checkpointWriter) poll() error {
+	if w.done == nil {
+		return nil
+	}
+	select {
+	case <-w.done:
+		return w.finish()
+	default:
+		return nil
+	}
+}
+
+// wait waits for the write in flight, if any, and hands it on.
+func (w *checkpointWriter) wait() error {
+	if w.done == nil {
+		return nil
+	}
+	<-w.done
+	return w.finish()
+}
+
+// finish gives the finished write's ref to its epoch's result, to the
+// scores when that epoch is still the best, and to the heartbeat.
+func (w *checkpointWriter) finish() error {
+	w.done = nil
+	if w.err != nil {
+		return w.err
+	}
+	ref := w.ref
+	e := ref.Epoch
+	for i := range w.out.Epochs {
+		if w.out.Epochs[i].Epoch == e {
+			w.out.Epochs[i].Checkpoint = &ref
+		}
+	}
+	if w.out.Scores.BestEpoch == e {
+		w.out.Scores.BestCheckpoint = &ref
+	}
+	w.p.update(func(hb *Heartbeat) { hb.Checkpoint = &ref })
+	return nil
 }

@@ -2,7 +2,9 @@ package activities_test
 
 import (
 	"context"
+	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/dqnflow/dqnflow/activities"
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/store"
 )
 
 // sharpeByEpoch is a validation Sharpe that rises to epoch 2 and falls
@@ -200,5 +203,97 @@ func TestEpochRowTheStoreRefusesFailsTheChunk(t *testing.T) {
 	err := r.do(r.a.RunEpochs, activities.EpochsInput{RunID: "unrecorded", After: 0, Until: 2, Budget: time.Hour}, nil)
 	if errType(err) != activities.ErrTypeStoreRejected || !activities.IsFatal(err) {
 		t.Fatalf("chunk of a run the store does not know: %v, want a fatal %s", err, activities.ErrTypeStoreRejected)
+	}
+}
+
+// slowRecords is a CheckpointStore whose RecordCheckpoint of one epoch
+// waits for a signal (or fails), so that a test sees what the chunk does
+// while a checkpoint is still being written.
+type slowRecords struct {
+	activities.CheckpointStore
+	epoch   int
+	release <-chan struct{} // RecordCheckpoint of epoch waits for it (at most 10 s)
+	fail    error           // or returns this
+	waited  chan bool       // receives whether release came before the 10 s
+}
+
+func (s *slowRecords) RecordCheckpoint(ctx context.Context, c store.CheckpointRecord) (store.CheckpointRecord, error) {
+	if c.Epoch == s.epoch {
+		if s.fail != nil {
+			return store.CheckpointRecord{}, s.fail
+		}
+		select {
+		case <-s.release:
+			s.waited <- true
+		case <-time.After(10 * time.Second):
+			s.waited <- false
+		}
+	}
+	return s.CheckpointStore.RecordCheckpoint(ctx, c)
+}
+
+// TestChunkWritesEachCheckpointBesideTheNextEpoch: with a checkpoint every
+// epoch, epoch 1's checkpoint is still being written (its row waits) when
+// epoch 2 starts training; when the chunk returns, every epoch's result
+// names a whole, recorded checkpoint of that epoch.
+func TestChunkWritesEachCheckpointBesideTheNextEpoch(t *testing.T) {
+	r := newRig(t, t.TempDir(), nil)
+	cfg := chunkConfig()
+	cfg.Epochs, cfg.Checkpoint.Every = 4, 1
+	r.open(activities.OpenInput{Config: cfg})
+	training := make(chan struct{})
+	r.backend.TrainErr = func(step int64) error {
+		if step == 10 { // epoch 2's Train
+			close(training)
+		}
+		return nil
+	}
+	slow := &slowRecords{CheckpointStore: r.store, epoch: 1, release: training, waited: make(chan bool, 1)}
+	r.a.Store = slow
+	var out activities.EpochsOutput
+	r.must(r.a.RunEpochs, activities.EpochsInput{RunID: runID, After: 0, Until: cfg.Epochs, Budget: time.Hour}, &out)
+	if !<-slow.waited {
+		t.Error("epoch 2 did not start training while epoch 1's checkpoint was being recorded: the chunk waits for its checkpoints")
+	}
+	if len(out.Epochs) != cfg.Epochs {
+		t.Fatalf("the chunk trained %d epochs, want %d", len(out.Epochs), cfg.Epochs)
+	}
+	rows, err := r.store.ListCheckpoints(context.Background(), runID)
+	if err != nil || len(rows) != cfg.Epochs {
+		t.Fatalf("%d checkpoint rows (%v), want %d", len(rows), err, cfg.Epochs)
+	}
+	for i, ep := range out.Epochs {
+		ck := ep.Checkpoint
+		if ck == nil || ck.Epoch != ep.Epoch || ck.GlobalStep != ep.Train.GlobalStep || ck.SHA256 != rows[i].SHA256 {
+			t.Fatalf("epoch %d's checkpoint %+v, row %+v: want that epoch's, recorded", ep.Epoch, ck, rows[i])
+		}
+		if _, _, err := checkpoint.ReadVerified(ck.URI, ck.SHA256); err != nil {
+			t.Errorf("epoch %d: %v", ep.Epoch, err)
+		}
+	}
+	if b := out.Scores.BestCheckpoint; b == nil || b.Epoch != out.Scores.BestEpoch {
+		t.Errorf("best epoch %d, best checkpoint %+v: want that epoch's", out.Scores.BestEpoch, b)
+	}
+}
+
+// TestCheckpointWriteThatFailsFailsTheChunk: a checkpoint whose record
+// fails in the background fails the chunk by the end of the next epoch,
+// naming the checkpoint, and leaves no row of it.
+func TestCheckpointWriteThatFailsFailsTheChunk(t *testing.T) {
+	r := newRig(t, t.TempDir(), nil)
+	cfg := chunkConfig()
+	cfg.Epochs, cfg.Checkpoint.Every = 6, 1
+	r.open(activities.OpenInput{Config: cfg})
+	r.a.Store = &slowRecords{CheckpointStore: r.store, epoch: 2, fail: errors.New("the store went away")}
+	err := r.do(r.a.RunEpochs, activities.EpochsInput{RunID: runID, After: 0, Until: cfg.Epochs, Budget: time.Hour}, nil)
+	if err == nil || !strings.Contains(err.Error(), "epoch 2: checkpoint: record") || !strings.Contains(err.Error(), "the store went away") {
+		t.Fatalf("chunk whose epoch-2 checkpoint cannot be recorded: %v", err)
+	}
+	if n := r.backend.Trainers()[0].Trains; n > 3 {
+		t.Errorf("the chunk trained %d epochs before it failed, want at most 3", n)
+	}
+	rows, err := r.store.ListCheckpoints(context.Background(), runID)
+	if err != nil || len(rows) != 1 || rows[0].Epoch != 1 {
+		t.Errorf("checkpoint rows %+v (%v), want epoch 1's only", rows, err)
 	}
 }

@@ -468,6 +468,18 @@ func (t *Trainer) Backtest(ctx context.Context, ds *market.Dataset, r market.Ran
 // Snapshot copies the whole trainer state to the host in the checkpoint
 // format every backend shares.
 func (t *Trainer) Snapshot() (*checkpoint.Checkpoint, error) {
+	encode, err := t.Capture()
+	if err != nil {
+		return nil, err
+	}
+	return encode()
+}
+
+// Capture downloads the whole trainer state (weights, optimiser, spectral
+// vectors, the replay buffer, the environments) and copies the sampling
+// stream; the returned function checks the replay buffer and encodes the
+// checkpoint from those copies, on any goroutine (trainer.Capturer).
+func (t *Trainer) Capture() (func() (*checkpoint.Checkpoint, error), error) {
 	if err := t.usable(); err != nil {
 		return nil, err
 	}
@@ -488,9 +500,9 @@ func (t *Trainer) Snapshot() (*checkpoint.Checkpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	buf, err := replay.FromStorage(t.cfg.Replay, rs)
+	rb, err := t.samplePCG.MarshalBinary()
 	if err != nil {
-		return nil, fmt.Errorf("snapshot replay: %w", err)
+		return nil, err
 	}
 	meta := map[string]string{
 		checkpoint.MetaFormat:     checkpoint.FormatVersion,
@@ -503,15 +515,18 @@ func (t *Trainer) Snapshot() (*checkpoint.Checkpoint, error) {
 		checkpoint.MetaDevice:     t.info.Device,
 		checkpoint.MetaSelfCheck:  t.info.SelfCheck,
 	}
-	ts := s.Tensors(t.cfg.Model)
-	ts = append(ts, buf.Tensors(model.ReplayPrefix)...)
-	ts = append(ts, cts...)
-	rb, err := t.samplePCG.MarshalBinary()
-	if err != nil {
-		return nil, err
-	}
-	ts = append(ts, checkpoint.U8Tensor(model.TensorRNGSample, []int{len(rb)}, rb))
-	return &checkpoint.Checkpoint{Meta: meta, Tensors: ts}, nil
+	cfg := t.cfg
+	return func() (*checkpoint.Checkpoint, error) {
+		buf, err := replay.FromStorage(cfg.Replay, rs)
+		if err != nil {
+			return nil, fmt.Errorf("snapshot replay: %w", err)
+		}
+		ts := s.Tensors(cfg.Model)
+		ts = append(ts, buf.Tensors(model.ReplayPrefix)...)
+		ts = append(ts, cts...)
+		ts = append(ts, checkpoint.U8Tensor(model.TensorRNGSample, []int{len(rb)}, rb))
+		return &checkpoint.Checkpoint{Meta: meta, Tensors: ts}, nil
+	}, nil
 }
 
 func mustJSON(v any) []byte {

@@ -119,6 +119,18 @@ type MemoryReporter interface {
 	DeviceMemory() (used, total uint64, err error)
 }
 
+// Capturer is implemented by trainers whose Snapshot spends most of its
+// time encoding a state it has already copied (the CUDA backend: the
+// device's state downloads in about 2 ms, then the host checks and
+// encodes a 100,000-transition replay buffer in about 12). Capture copies
+// the state at once, and the trainer may go on training as soon as it
+// returns; the function it returns builds the same checkpoint Snapshot
+// would have, from that copy, on any goroutine, once. RunEpochs encodes
+// and writes a chunk's checkpoints in the background this way.
+type Capturer interface {
+	Capture() (encode func() (*checkpoint.Checkpoint, error), err error)
+}
+
 // Backend creates trainers of one kind.
 type Backend interface {
 	// New builds a trainer for cfg on ds. Its weights are fresh, or, when

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"math"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -75,6 +76,7 @@ func RunConfig(t *testing.T, b trainer.Backend, cfg config.RunConfig) {
 	t.Run("BacktestIsGreedyAndRepeatable", func(t *testing.T) { testBacktest(t, b, cfg, ds) })
 	t.Run("GreedyStaysFlatBelowTheMargin", func(t *testing.T) { testFlatMargin(t, b, cfg, ds) })
 	t.Run("TrainReportsStagnation", func(t *testing.T) { testStagnation(t, b, cfg, ds) })
+	t.Run("CaptureIsTheSnapshotOfItsMoment", func(t *testing.T) { testCapture(t, b, cfg, ds) })
 	if cfg.Precision == config.PrecisionBF16 {
 		t.Run("StateIsStoredAsBF16", func(t *testing.T) { testBF16State(t, b, cfg, ds) })
 	}
@@ -235,6 +237,33 @@ func testResume(t *testing.T, b trainer.Backend, cfg config.RunConfig, ds *marke
 	t.Cleanup(func() { resumed.Close() })
 	epochs(t, resumed, cfg, 2)
 	equalState(t, want, snapshot(t, resumed))
+}
+
+// testCapture: a trainer.Capturer's capture, encoded after the trainer
+// has trained on, is the Snapshot of the moment it was taken, bit for bit
+// (RunEpochs encodes and writes it while the next epoch trains). A
+// backend that does not capture skips it.
+func testCapture(t *testing.T, b trainer.Backend, cfg config.RunConfig, ds *market.Dataset) {
+	tr := newTrainer(t, b, cfg, ds, nil)
+	c, ok := tr.(trainer.Capturer)
+	if !ok {
+		t.Skipf("%T does not implement trainer.Capturer", tr)
+	}
+	epochs(t, tr, cfg, 2)
+	want := snapshot(t, tr)
+	encode, err := c.Capture()
+	if err != nil {
+		t.Fatalf("Capture: %v", err)
+	}
+	epochs(t, tr, cfg, 1)
+	got, err := encode()
+	if err != nil {
+		t.Fatalf("encode the capture: %v", err)
+	}
+	equalState(t, want, got)
+	if !reflect.DeepEqual(want.Meta, got.Meta) {
+		t.Errorf("the capture's metadata %v, the snapshot's %v", got.Meta, want.Meta)
+	}
 }
 
 func testDeterminism(t *testing.T, b trainer.Backend, cfg config.RunConfig, ds *market.Dataset) {
