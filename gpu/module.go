@@ -200,6 +200,9 @@ func (d *gpuDevice) module(c *cuda.Ctx, m config.ModelConfig, bf16, fused bool) 
 	if k, ok := d.mods[key]; ok {
 		return k, nil
 	}
+	if !bf16 && fp32TC && d.arch() < 80 {
+		return nil, fmt.Errorf("fp32 on sm_%d: the fp32 GEMMs run as 3xTF32 on the tensor cores, which need sm_80 or newer; set DQNFLOW_FP32_GEMM=simt for fmaf on the CUDA cores", d.arch())
+	}
 	src, err := kernelSource()
 	if err != nil {
 		return nil, err

@@ -9,7 +9,9 @@
 # best, with a budget of their own), cpu (the CPU backend against PyTorch on 2 cores), ncu
 # (hardware counters of the step's kernels), sanitize (compute-sanitizer),
 # sanitize-env (the environment's part of sanitize alone), tf32 (fp32's
-# GEMMs as 3xTF32 checked and timed beside the CUDA cores'), sanitize-step
+# GEMMs on the CUDA cores checked and timed beside 3xTF32's), runbench (a
+# whole TrainingRun per epoch on the real activities), capture (the
+# checkpointing tests alone), sanitize-step
 # (memcheck and racecheck of the training step in every mode), sanitize-gemm
 # (memcheck and racecheck of the GEMM test alone),
 # gemm (the GEMM occupancy variants side by side), pdl (the step and the
@@ -92,6 +94,19 @@ if has tests; then
     grep -E "^(---|    realactivities)" "$LOGS/workflow-$p.log" | head -8 >>"$OUT/summary.txt"
   done
 fi
+# Part capture: what a change to checkpointing needs on the GPU (a subset
+# of tests): the conformance suite in every mode (its
+# CaptureIsTheSnapshotOfItsMoment encodes a capture after training on),
+# checkpoints between backends, and the real-activity workflow with its
+# bit-identical restore in every mode.
+if has capture; then
+  step capture-tests 300 bin/gputest/gpu.test -test.run 'TestConformance|TestCheckpointsMoveBetweenBackends' -test.count=1 -test.v
+  grep -E "^(--- |ok|FAIL|PASS)|Capture" "$LOGS/capture-tests.log" | head -40 >>"$OUT/summary.txt"
+  for p in fp32 bf16-mixed bf16; do
+    step "capture-workflow-$p" 300 env DQNFLOW_TEST_DEVICE=cuda DQNFLOW_TEST_PRECISION=$p bin/gputest/workflows.test -test.run 'TestTrainingRunOnRealActivitiesResumesBitIdentically' -test.v -test.count=1
+    grep -E "^(---|    realactivities)" "$LOGS/capture-workflow-$p.log" | head -8 >>"$OUT/summary.txt"
+  done
+fi
 
 has bench && for p in bf16-mixed fp32 bf16; do
   for b in 256 4096 16384; do
@@ -155,14 +170,14 @@ has lossslots && for ls in ${LOSS_SLOTS:-924} default; do
 done
 has lossslots && python3 tools/device/kernels.py "$LOGS"/lossslots-*-16384-*.log >>"$OUT/summary.txt"
 
-# Part tf32: fp32 with its GEMMs' products as 3xTF32 on the tensor cores
-# (DQNFLOW_FP32_GEMM=3xtf32, ADR 0021): its checks against the CPU
-# reference and float64 (TestGEMMMatchesFloat64 runs both fp32 paths
-# anyway), memcheck of the GEMM test, then the step beside the CUDA cores'
-# fp32 and bf16-mixed in the same call, and its one-block square tile
-# (DQNFLOW_GEMM_VARIANT=base).
+# Part tf32: fp32 with its GEMMs' products on the CUDA cores
+# (DQNFLOW_FP32_GEMM=simt; the default is 3xTF32 on the tensor cores since
+# ADR 0021): its checks against the CPU reference and float64
+# (TestGEMMMatchesFloat64 runs both fp32 paths anyway), memcheck of the
+# GEMM test, then the step beside 3xTF32 fp32 and bf16-mixed in the same
+# call, and 3xTF32's one-block square tile (DQNFLOW_GEMM_VARIANT=base).
 if has tf32; then
-  step tf32-tests 400 env DQNFLOW_FP32_GEMM=3xtf32 bin/gputest/gpu.test -test.run 'TestMatchesCPUReference/fp32|TestConformanceFP32|TestGEMMMatchesFloat64|TestCheckpointsMoveBetweenBackends' -test.count=1 -test.v
+  step tf32-tests 400 env DQNFLOW_FP32_GEMM=simt bin/gputest/gpu.test -test.run 'TestMatchesCPUReference/fp32|TestConformanceFP32|TestGEMMMatchesFloat64|TestCheckpointsMoveBetweenBackends' -test.count=1 -test.v
   grep -E "^(--- |ok|FAIL|PASS)" "$LOGS/tf32-tests.log" | head -40 >>"$OUT/summary.txt"
   if command -v compute-sanitizer >/dev/null; then
     step tf32-memcheck-gemm 150 compute-sanitizer --tool memcheck --error-exitcode 9 bin/gputest/gpu.test -test.run 'TestGEMMMatchesFloat64' -test.count=1
@@ -208,8 +223,9 @@ ncuStep() {
 
 # Part same: the parity study's seed 1 (fp32, bf16-mixed, bf16 and bf16
 # with stochastic rounding, 50 epochs each) against its committed log (the
-# bits of 2026-12-03's evening session: the head outputs' bias sums in
-# c51_loss's blocks changed them; the earlier logs are
+# bits of 2026-12-04: fp32's GEMMs as 3xTF32 by default changed fp32's 50
+# lines, the other 150 are those of 2026-12-03's evening log; the earlier
+# logs are docs/perf/gpu-2026-12-03-evening/same-seed1.log,
 # docs/perf/gpu-2026-12-02-third/same-seed1.log and, of 2026-12-01,
 # docs/perf/parity-2026-12-01/seeds/noise-seed1.log): a
 # kernel change that claims to keep the bits (a new GEMM loader, tile
@@ -223,7 +239,7 @@ sameCheck() {
   echo '{"seed": 1}' >/tmp/parity-seed1.json
   step "$name" 280 env "$@" bin/gputest/dqnflow parity --device cuda --epochs 50 \
     --config /tmp/parity-seed1.json --out "$LOGS/$name"
-  local ref=${SAME_REF:-docs/perf/gpu-2026-12-03-evening/same-seed1.log}
+  local ref=${SAME_REF:-docs/perf/gpu-2026-12-04/same-seed1.log}
   cp "$LOGS/$name.log" "$OUT/$name-seed1.log" 2>/dev/null
   if diff <(grep -E "^parity .*: epoch " "$ref" | sed -E 's/, [0-9]+ ms$//') \
     <(grep -E "^parity .*: epoch " "$LOGS/$name.log" | sed -E 's/, [0-9]+ ms$//') >"$LOGS/$name-diff.txt"; then
@@ -298,6 +314,23 @@ done
 # The default epoch on the device (issue 8: ≤ 80 ms in bf16-mixed; the
 # collector ≥ 50 M env steps/s with ≥ 4096 envs), then the device
 # environment's, collector's and backtest's GPU tests on their own.
+# Part runbench: what a user's run costs per epoch on the real activities
+# (workflows BenchmarkTrainingRunOnRealActivities: the TrainingRun
+# workflow with the default config, a checkpoint every epoch and at the
+# end only, in bf16-mixed and fp32; RUNBENCH_EPOCHS epochs, default 40).
+# A baseline build of an earlier tree, bin/gputest/baseline-workflows.test
+# when the visit carries one, runs beside it for an A/B in one call.
+if has runbench; then
+  for p in bf16-mixed fp32; do
+    for t in workflows baseline-workflows; do
+      [ -x "bin/gputest/$t.test" ] || continue
+      step "runbench-$t-$p" 300 env DQNFLOW_TEST_DEVICE=cuda DQNFLOW_TEST_PRECISION=$p DQNFLOW_BENCH_EPOCHS="${RUNBENCH_EPOCHS:-40}" \
+        "bin/gputest/$t.test" -test.run '^$' -test.bench TrainingRunOnRealActivities -test.benchtime 1x -test.v
+      grep -E "^Benchmark|realactivities_bench" "$LOGS/runbench-$t-$p.log" | sed "s/^/$t $p: /" >>"$OUT/summary.txt"
+    done
+  done
+fi
+
 if has epoch; then
   for p in bf16-mixed fp32 bf16; do
     step "epoch-$p" 150 bin/gputest/dqnflow bench --device cuda --precision "$p" --epoch --epochs 20 --json
