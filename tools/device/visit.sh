@@ -320,12 +320,18 @@ done
 # end only, in bf16-mixed and fp32; RUNBENCH_EPOCHS epochs, default 40).
 # A baseline build of an earlier tree, bin/gputest/baseline-workflows.test
 # when the visit carries one, runs beside it for an A/B in one call.
+# RUNBENCH_PRECISIONS and RUNBENCH_BINS narrow it; RUNBENCH_BENCH picks
+# the sub-benchmarks (a -test.bench pattern); with RUNBENCH_PROFILE=1 each
+# run's Go CPU profile comes back as runbench-BIN-PRECISION.prof (the host's
+# side of a GPU run: the backtest's walk, the checkpoint, the store).
 if has runbench; then
-  for p in bf16-mixed fp32; do
-    for t in workflows baseline-workflows; do
+  for p in ${RUNBENCH_PRECISIONS:-bf16-mixed fp32}; do
+    for t in ${RUNBENCH_BINS:-workflows baseline-workflows}; do
       [ -x "bin/gputest/$t.test" ] || continue
+      prof=()
+      [ -n "${RUNBENCH_PROFILE:-}" ] && prof=(-test.cpuprofile "$OUT/runbench-$t-$p.prof")
       step "runbench-$t-$p" 300 env DQNFLOW_TEST_DEVICE=cuda DQNFLOW_TEST_PRECISION=$p DQNFLOW_BENCH_EPOCHS="${RUNBENCH_EPOCHS:-40}" \
-        "bin/gputest/$t.test" -test.run '^$' -test.bench TrainingRunOnRealActivities -test.benchtime 1x -test.v
+        "bin/gputest/$t.test" -test.run '^$' -test.bench "${RUNBENCH_BENCH:-TrainingRunOnRealActivities}" -test.benchtime 1x -test.v "${prof[@]}"
       grep -E "^Benchmark|realactivities_bench" "$LOGS/runbench-$t-$p.log" | sed "s/^/$t $p: /" >>"$OUT/summary.txt"
     done
   done
