@@ -117,10 +117,10 @@ func (a *Trainer) snapshot(run *Run, in CheckpointInput) (snapshotted, error) {
 }
 
 // write encodes p's checkpoint (its metadata names the run's backend,
-// device and architecture, trainer.Origin, over the backend's own), stores its blob atomically (temporary
-// file, fsync, rename; or one object) and then records it, so that a row
-// always names a whole blob. It touches nothing of the run's, so it may
-// run beside the run's next epoch.
+// device and architecture, trainer.Origin, over the backend's own), stores
+// its blob atomically (temporary file, fsync, rename; or one object) and
+// then records it, so that a row always names a whole blob. It touches
+// nothing of the run's, so it may run beside the run's next epoch.
 func (a *Trainer) write(ctx context.Context, p snapshotted) (CheckpointRef, error) {
 	what := fmt.Sprintf("run %s epoch %d: checkpoint", p.in.RunID, p.in.Epoch)
 	ck, err := p.encode()

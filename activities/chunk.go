@@ -270,15 +270,14 @@ type checkpointWriter struct {
 	p   *progress
 
 	done chan struct{} // closed when the write in flight ends; nil when none is
-	ck   snapshotted
-	ref  CheckpointRef
+	ref  CheckpointRef // its result, once done is closed
 	err  error
 }
 
 // start writes ck in the background; the caller has waited for the last one.
 func (w *checkpointWriter) start(ck snapshotted) {
 	done := make(chan struct{})
-	w.done, w.ck = done, ck
+	w.done = done
 	go func() {
 		defer close(done)
 		w.ref, w.err = w.a.write(w.ctx, ck)

@@ -369,8 +369,9 @@ func TestGradKChunkIsChecked(t *testing.T) {
 }
 
 // TestFP32GEMMSettingIsChecked: DQNFLOW_FP32_GEMM takes 3xtf32 (or
-// nothing, the default) and simt, names itself when it refuses a value (a misspelt one is
-// never taken for the default), and the self-check's line names the path.
+// nothing, the default) and simt, names itself when it refuses a value (a
+// misspelt one is never taken for the default), and the self-check's line
+// names the path.
 func TestFP32GEMMSettingIsChecked(t *testing.T) {
 	for v, want := range map[string]bool{"": true, "3xtf32": true, "simt": false} {
 		if got, err := parseFP32GEMM(v); err != nil || got != want {
