@@ -3,6 +3,8 @@ package market
 import (
 	"math"
 	"math/rand/v2"
+	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -263,5 +265,64 @@ func TestFeaturesAreScaleFree(t *testing.T) {
 		if math.Abs(a[i]-c[i]) > 1e-7*max(1, math.Abs(a[i])) {
 			t.Fatalf("feature %s at bar %d: %v at price ×1, %v at ×37.5", FeatureNames[i%NumFeatures], i/NumFeatures, a[i], c[i])
 		}
+	}
+}
+
+// TestFeaturesAreTheSameInParallel: ComputeFeatures splits the bars among
+// goroutines; whatever the number of CPUs, every row equals the one the
+// bar's formula gives on its own, bit for bit.
+func TestFeaturesAreTheSameInParallel(t *testing.T) {
+	b, _, err := SyntheticSeries(20_000, 7, 0.35)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := newFeatureInputs(b)
+	want := make([]float64, b.Len()*NumFeatures)
+	for k := FeatureWarmup; k < b.Len(); k++ {
+		in.row(k, want[k*NumFeatures:(k+1)*NumFeatures])
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, procs := range []int{1, 2, 3, 8} {
+		runtime.GOMAXPROCS(procs)
+		got, warmup := ComputeFeatures(b)
+		if warmup != FeatureWarmup || len(got) != len(want) {
+			t.Fatalf("%d CPUs: %d values from bar %d, want %d from %d", procs, len(got), warmup, len(want), FeatureWarmup)
+		}
+		for i := range got {
+			if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
+				t.Fatalf("%d CPUs: bar %d feature %s = %v, alone %v", procs, i/NumFeatures, FeatureNames[i%NumFeatures], got[i], want[i])
+			}
+		}
+	}
+}
+
+// TestParallelRangesCoverEachIndexOnce: the pieces are disjoint and cover
+// the range, whatever its length against the pieces' least length.
+func TestParallelRangesCoverEachIndexOnce(t *testing.T) {
+	for _, n := range []int{0, 1, 5, 2047, 2048, 4096, 4097, 10_000} {
+		seen := make([]int32, n)
+		parallelRanges(0, n, 2048, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				atomic.AddInt32(&seen[i], 1)
+			}
+		})
+		for i, c := range seen {
+			if c != 1 {
+				t.Fatalf("n %d: index %d covered %d times", n, i, c)
+			}
+		}
+	}
+}
+
+// BenchmarkComputeFeatures: the features of the bundled S&P 500 series
+// (53,000 bars), what every run's start prepares; -cpu 1,2,… shows the
+// split among CPUs.
+func BenchmarkComputeFeatures(b *testing.B) {
+	bars, err := LoadBars("bundled:USA500IDXUSD_H1.csv")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		ComputeFeatures(bars)
 	}
 }
