@@ -274,13 +274,18 @@ type checkpointWriter struct {
 	err  error
 }
 
-// start writes ck in the background; the caller has waited for the last one.
+// start writes ck in the background; the caller has waited for the last
+// one. A checkpoint whose state was taken is written and recorded even if
+// the chunk is cancelled meanwhile (the run stopped, the worker shutting
+// down): the write takes tens of milliseconds, and the chunk waits for it
+// before it returns, so a cancellation never leaves a blob without its row.
 func (w *checkpointWriter) start(ck snapshotted) {
 	done := make(chan struct{})
 	w.done = done
+	ctx := context.WithoutCancel(w.ctx)
 	go func() {
 		defer close(done)
-		w.ref, w.err = w.a.write(w.ctx, ck)
+		w.ref, w.err = w.a.write(ctx, ck)
 	}()
 }
 
