@@ -343,7 +343,7 @@ func smallConfig(epochs, ckEvery, btEvery int) config.RunConfig {
 }
 
 // result runs to the end and returns the RunResult, failing on an error.
-func result(t *testing.T, env *testsuite.TestWorkflowEnvironment) workflows.RunResult {
+func result(t testing.TB, env *testsuite.TestWorkflowEnvironment) workflows.RunResult {
 	t.Helper()
 	if !env.IsWorkflowCompleted() {
 		t.Fatal("workflow did not complete")

@@ -2,8 +2,6 @@ package workflows_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"os"
 	"strconv"
 	"sync"
@@ -11,18 +9,11 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/mock"
-	"go.temporal.io/sdk/log"
-	"go.temporal.io/sdk/testsuite"
-	sdkworker "go.temporal.io/sdk/worker"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/dqnflow/dqnflow/activities"
-	"github.com/dqnflow/dqnflow/activities/activitiestest"
 	"github.com/dqnflow/dqnflow/backend"
-	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/trainer"
-	"github.com/dqnflow/dqnflow/worker"
 	"github.com/dqnflow/dqnflow/workflows"
 )
 
@@ -98,20 +89,8 @@ func BenchmarkTrainingRunOnRealActivities(b *testing.B) {
 func benchRun(b *testing.B, be trainer.Backend, cfg config.RunConfig) {
 	b.Helper()
 	cfg.Checkpoint.Dir = b.TempDir()
-	st := activitiestest.NewStore(b)
-	reg := worker.NewRegistry(0, nil)
-	defer reg.Close(context.Background())
-	tr := &activities.Trainer{Backend: be, Registry: reg, Store: st, Checkpoints: checkpoint.Local(cfg.Checkpoint.Dir), HeartbeatInterval: time.Second}
-
-	var s testsuite.WorkflowTestSuite
-	s.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	env := s.NewTestWorkflowEnvironment()
-	env.SetWorkerOptions(sdkworker.Options{EnableSessionWorker: true})
+	env, tr, _ := realEnv(b, be, &workflows.Workflows{}, cfg.Checkpoint.Dir)
 	env.SetTestTimeout(10 * time.Minute)
-	wf := &workflows.Workflows{}
-	env.RegisterWorkflowWithOptions(wf.TrainingRun, workflow.RegisterOptions{Name: workflows.TrainingRunName})
-	env.RegisterActivity(tr)
-	env.RegisterActivity(&activities.Control{Store: st})
 
 	var (
 		mu      sync.Mutex
@@ -138,16 +117,7 @@ func benchRun(b *testing.B, be trainer.Backend, cfg config.RunConfig) {
 	env.ExecuteWorkflow(workflows.TrainingRunName, cfg)
 	took := time.Since(start)
 	b.StopTimer()
-	if !env.IsWorkflowCompleted() {
-		b.Fatal("the workflow did not complete")
-	}
-	if err := env.GetWorkflowError(); err != nil {
-		b.Fatalf("the workflow failed: %v", err)
-	}
-	var res workflows.RunResult
-	if err := env.GetWorkflowResult(&res); err != nil {
-		b.Fatal(err)
-	}
+	res := result(b, env)
 	mu.Lock()
 	defer mu.Unlock()
 	if res.Epochs != cfg.Epochs || trained != cfg.Epochs {

@@ -142,23 +142,12 @@ type realRun struct {
 func runOnRealActivities(t *testing.T, b trainer.Backend, cfg config.RunConfig, lose, chunked bool) realRun {
 	t.Helper()
 	cfg.Checkpoint.Dir = t.TempDir()
-	st := activitiestest.NewStore(t)
-	reg := worker.NewRegistry(0, nil)
-	defer reg.Close(context.Background())
-	tr := &activities.Trainer{Backend: b, Registry: reg, Store: st, Checkpoints: checkpoint.Local(cfg.Checkpoint.Dir), HeartbeatInterval: time.Second}
-
-	var s testsuite.WorkflowTestSuite
-	s.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	env := s.NewTestWorkflowEnvironment()
-	env.SetWorkerOptions(sdkworker.Options{EnableSessionWorker: true})
-	env.SetTestTimeout(5 * time.Minute)
 	wf := &workflows.Workflows{}
 	if chunked {
 		wf.Options.ChunkBudget = time.Nanosecond
 	}
-	env.RegisterWorkflowWithOptions(wf.TrainingRun, workflow.RegisterOptions{Name: workflows.TrainingRunName})
-	env.RegisterActivity(tr)
-	env.RegisterActivity(&activities.Control{Store: st})
+	env, tr, reg := realEnv(t, b, wf, cfg.Checkpoint.Dir)
+	env.SetTestTimeout(5 * time.Minute)
 	if !chunked {
 		env.OnGetVersion("epochs-in-chunks", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 	}
@@ -202,20 +191,30 @@ func runOnRealActivities(t *testing.T, b trainer.Backend, cfg config.RunConfig, 
 	start := time.Now()
 	env.ExecuteWorkflow(workflows.TrainingRunName, cfg)
 	took := time.Since(start)
-	if !env.IsWorkflowCompleted() {
-		t.Fatal("the workflow did not complete")
-	}
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatalf("the workflow failed: %v", err)
-	}
-	var res workflows.RunResult
-	if err := env.GetWorkflowResult(&res); err != nil {
-		t.Fatal(err)
-	}
+	res := result(t, env)
 	if lose && !lost {
 		t.Fatal("the test never lost the trainer")
 	}
 	mu.Lock()
 	defer mu.Unlock()
 	return realRun{res: res, opens: append([]activities.OpenOutput(nil), opens...), took: took}
+}
+
+// realEnv is the SDK's test environment for workflow wf with the real
+// session and control activities on backend b: the worker's registry
+// (closed with the test), checkpoint files under dir and an SQLite store.
+func realEnv(tb testing.TB, b trainer.Backend, wf *workflows.Workflows, dir string) (*testsuite.TestWorkflowEnvironment, *activities.Trainer, *worker.Registry) {
+	tb.Helper()
+	st := activitiestest.NewStore(tb)
+	reg := worker.NewRegistry(0, nil)
+	tb.Cleanup(func() { reg.Close(context.Background()) })
+	tr := &activities.Trainer{Backend: b, Registry: reg, Store: st, Checkpoints: checkpoint.Local(dir), HeartbeatInterval: time.Second}
+	var s testsuite.WorkflowTestSuite
+	s.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	env := s.NewTestWorkflowEnvironment()
+	env.SetWorkerOptions(sdkworker.Options{EnableSessionWorker: true})
+	env.RegisterWorkflowWithOptions(wf.TrainingRun, workflow.RegisterOptions{Name: workflows.TrainingRunName})
+	env.RegisterActivity(tr)
+	env.RegisterActivity(&activities.Control{Store: st})
+	return env, tr, reg
 }
