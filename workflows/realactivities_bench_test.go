@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/mock"
 
 	"github.com/dqnflow/dqnflow/activities"
-	"github.com/dqnflow/dqnflow/backend"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/workflows"
@@ -45,17 +44,10 @@ const envBenchEpochs = "DQNFLOW_BENCH_EPOCHS"
 //	DQNFLOW_TEST_DEVICE=cuda DQNFLOW_TEST_PRECISION=bf16-mixed \
 //	  workflows.test -test.run '^$' -test.bench TrainingRunOnRealActivities -test.benchtime 1x
 func BenchmarkTrainingRunOnRealActivities(b *testing.B) {
-	device := os.Getenv(envTestDevice)
-	if device == "" {
-		device = "cpu"
-	}
-	be, desc, err := backend.Open(device)
-	if err != nil {
-		b.Fatalf("%s=%s: %v", envTestDevice, device, err)
-	}
-	b.Logf("backend: %s", desc)
+	be, device := testBackend(b)
 	epochs := 40
 	if s := os.Getenv(envBenchEpochs); s != "" {
+		var err error
 		if epochs, err = strconv.Atoi(s); err != nil || epochs < 2 {
 			b.Fatalf("%s=%q: want a number of epochs of at least 2", envBenchEpochs, s)
 		}

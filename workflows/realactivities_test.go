@@ -50,15 +50,7 @@ const (
 // bit (weights, optimiser moments, replay buffer, environments, random
 // streams).
 func TestTrainingRunOnRealActivitiesResumesBitIdentically(t *testing.T) {
-	device := os.Getenv(envTestDevice)
-	if device == "" {
-		device = "cpu"
-	}
-	b, desc, err := backend.Open(device)
-	if err != nil {
-		t.Fatalf("%s=%s: %v", envTestDevice, device, err)
-	}
-	t.Logf("backend: %s", desc)
+	b, device := testBackend(t)
 	cfg := trainertest.SmallConfig()
 	cfg.Device = device
 	if p := os.Getenv(envTestPrecision); p != "" {
@@ -217,4 +209,20 @@ func realEnv(tb testing.TB, b trainer.Backend, wf *workflows.Workflows, dir stri
 	env.RegisterActivity(tr)
 	env.RegisterActivity(&activities.Control{Store: st})
 	return env, tr, reg
+}
+
+// testBackend opens the backend for $DQNFLOW_TEST_DEVICE (default cpu)
+// and returns it with that device.
+func testBackend(tb testing.TB) (trainer.Backend, string) {
+	tb.Helper()
+	device := os.Getenv(envTestDevice)
+	if device == "" {
+		device = "cpu"
+	}
+	b, desc, err := backend.Open(device)
+	if err != nil {
+		tb.Fatalf("%s=%s: %v", envTestDevice, device, err)
+	}
+	tb.Logf("backend: %s", desc)
+	return b, device
 }
