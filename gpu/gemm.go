@@ -155,11 +155,17 @@ func allShapes(bf16 bool) []gemmShape {
 }
 
 // wgmmaShapes are the tile shapes of the wgmma kernels (kernels/gemm.cu
-// gemmWgmma): 128 rows by 128 or 64 columns, two warpgroups, three stages
-// of k tiles of 64 and 1 KB to align them.
-func wgmmaShapes() []gemmShape {
-	stages := func(bn int) int { return 3*(128+bn)*128 + 1024 }
-	return []gemmShape{{"wgmma128", 128, 128, 256, stages(128)}, {"wgmma128x64", 128, 64, 256, stages(64)}}
+// gemmWgmma) of a bf16 or an fp32 (3xTF32) module: 128 rows by 128 or 64
+// columns, two warpgroups, k tiles of 128-byte rows (64 bf16 or 32
+// floats), and 1 KB to align them. bf16 has three stages; fp32 has two
+// stages of 128 columns or three of 64, and one more pair of tiles for
+// the small parts of the split, so that two blocks fit on an SM.
+func wgmmaShapes(bf16 bool) []gemmShape {
+	tiles := func(n, bn int) int { return n*(128+bn)*128 + 1024 }
+	if bf16 {
+		return []gemmShape{{"wgmma128", 128, 128, 256, tiles(3, 128)}, {"wgmma128x64", 128, 64, 256, tiles(3, 64)}}
+	}
+	return []gemmShape{{"wgmma128", 128, 128, 256, tiles(2+1, 128)}, {"wgmma128x64", 128, 64, 256, tiles(3+1, 64)}}
 }
 
 // mmaOnly keeps the forward GEMMs of learners built while it is set on
@@ -347,7 +353,7 @@ func (l *learner) gemmLaunch(c *cuda.Ctx, name string, jobs []job, st cuda.DevPt
 func (l *learner) gemmLaunchIn(c *cuda.Ctx, name string, jobs []job, st cuda.DevPtr, shape string) (launch, error) {
 	sh := gemmShapeFor(l.bf16, jobs)
 	if l.k.wgmma && !mmaOnly && shape == "" && !slices.ContainsFunc(jobs, func(j job) bool { return !j.wgmmaFits() }) {
-		sh = shapeAmong(append(wgmmaShapes(), gemmShapes(l.bf16)...), jobs)
+		sh = shapeAmong(append(wgmmaShapes(l.bf16), gemmShapes(l.bf16)...), jobs)
 	}
 	if shape != "" {
 		var err error

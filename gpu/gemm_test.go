@@ -106,8 +106,8 @@ func TestGEMMMatchesFloat64(t *testing.T) {
 		bf := mode.bf
 		fp32TC = mode.tc
 		shapes := allShapes(bf) // every shape of every variant, once
-		if bf && d.wgmma.on {
-			shapes = append(shapes, wgmmaShapes()...)
+		if (bf || mode.tc) && d.wgmma.on {
+			shapes = append(shapes, wgmmaShapes(bf)...)
 		}
 		for _, sh := range shapes {
 			wg := strings.HasPrefix(sh.name, "wgmma")

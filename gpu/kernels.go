@@ -30,8 +30,8 @@ var kernelNames = []string{
 }
 
 // wgmmaKernelNames are the forward GEMMs on Hopper's warpgroup MMA
-// (kernels/gemm.cu gemmWgmma), compiled into a bf16 module only for
-// sm_90a (gpu/module.go useWGMMA).
+// (kernels/gemm.cu gemmWgmma), compiled into a bf16 or 3xTF32 fp32 module
+// only for sm_90a (gpu/module.go useWGMMA).
 var wgmmaKernelNames = []string{"wgmma128", "wgmma128x64"}
 
 // fusedKernelNames are the kernels of the fused forward (kernels/mlp.cu),

@@ -79,13 +79,18 @@ func TestKernelsCompileForHopper(t *testing.T) {
 		return
 	}
 	m := config.Defaults().Model
-	bin, log, err := c.Compile(src, "dqnflow.cu", 90, kernelOptions(m, true, false, false, true, false)...)
-	if err != nil {
-		t.Fatalf("sm_90a: %v\n%s", err, log)
-	}
-	for _, name := range append(kernelNames[:len(kernelNames):len(kernelNames)], wgmmaKernelNames...) {
-		if !bytes.Contains(bin, []byte(name)) {
-			t.Errorf("sm_90a: kernel %s missing from the cubin", name)
+	for _, mode := range []struct {
+		name       string
+		bf, tf32x3 bool
+	}{{"bf16", true, false}, {"fp32 3xTF32", false, true}} {
+		bin, log, err := c.Compile(src, "dqnflow.cu", 90, kernelOptions(m, mode.bf, false, false, true, mode.tf32x3)...)
+		if err != nil {
+			t.Fatalf("sm_90a %s: %v\n%s", mode.name, err, log)
+		}
+		for _, name := range append(kernelNames[:len(kernelNames):len(kernelNames)], wgmmaKernelNames...) {
+			if !bytes.Contains(bin, []byte(name)) {
+				t.Errorf("sm_90a %s: kernel %s missing from the cubin", mode.name, name)
+			}
 		}
 	}
 }

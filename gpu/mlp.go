@@ -247,6 +247,9 @@ func (t *Trainer) ForwardPath() string {
 		return "fused"
 	}
 	if t.l.k.wgmma {
+		if !t.l.bf16 {
+			return "layered, " + t.l.d.wgmma.desc + ", 3xTF32"
+		}
 		return "layered, " + t.l.d.wgmma.desc
 	}
 	return "layered"

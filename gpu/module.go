@@ -48,11 +48,11 @@ type gpuDevice struct {
 	mods     map[moduleKey]*kernels
 	checks   map[bool]string // precision self-check result per storage mode
 	launch   launchMode      // how the kernels of the trainer's graphs follow each other
-	wgmma    gemmPath        // whether bf16 modules have the wgmma GEMMs (useWGMMA)
+	wgmma    gemmPath        // whether bf16 and 3xTF32 fp32 modules have the wgmma GEMMs (useWGMMA)
 }
 
-// gemmPath says whether a device's bf16 modules compile the forward GEMMs
-// for Hopper's warpgroup MMA, and why (useWGMMA).
+// gemmPath says whether a device's bf16 and 3xTF32 fp32 modules compile
+// the forward GEMMs for Hopper's warpgroup MMA, and why (useWGMMA).
 type gemmPath struct {
 	on   bool
 	desc string
@@ -156,8 +156,8 @@ func dependentLaunches(info cuda.DeviceInfo, driverHasEx bool, setting string) (
 	return launchMode{}, fmt.Errorf("DQNFLOW_PDL %q: must be on, early, off or unset", setting)
 }
 
-// useWGMMA decides whether the bf16 modules of a device run the forward
-// GEMMs (A and B k-contiguous, unsplit: job.wgmmaFits) on Hopper's
+// useWGMMA decides whether the bf16 and 3xTF32 fp32 modules of a device
+// run the forward GEMMs (A and B k-contiguous, unsplit: job.wgmmaFits) on Hopper's
 // warpgroup MMA, compiled for sm_90a (kernels/gemm.cu gemmWgmma). By
 // default where it can be had: compute capability 9.0 and NVRTC 12 or
 // newer (NVRTC 11.8 has no sm_90a); elsewhere those GEMMs run on mma.sync
@@ -207,7 +207,7 @@ func (d *gpuDevice) module(c *cuda.Ctx, m config.ModelConfig, bf16, fused bool) 
 	if err != nil {
 		return nil, err
 	}
-	wg := bf16 && d.wgmma.on
+	wg := d.wgmma.on && (bf16 || fp32TC)
 	bin, err := d.compiler.CompileCached(CacheDir(), src, "dqnflow.cu", d.arch(), kernelOptions(m, bf16, fused, d.launch.early, wg, fp32TC)...)
 	if err != nil {
 		return nil, fmt.Errorf("compile kernels for sm_%d: %w", d.arch(), err)
@@ -244,7 +244,7 @@ func (d *gpuDevice) module(c *cuda.Ctx, m config.ModelConfig, bf16, fused bool) 
 	}
 	shapes := allShapes(bf16)
 	if wg {
-		shapes = append(shapes, wgmmaShapes()...)
+		shapes = append(shapes, wgmmaShapes(bf16)...)
 	}
 	for _, sh := range shapes {
 		if sh.shared > 48<<10 {

@@ -34,7 +34,7 @@ func TestGEMMVariantsTrainTheSameBits(t *testing.T) {
 		if name == "" {
 			name = "default"
 		}
-		got, _, err := trainBatch4096(b)
+		got, _, err := trainBatch4096(b, config.PrecisionBF16Mixed)
 		if err != nil {
 			t.Fatalf("variant %s: %v", name, err)
 		}
@@ -58,13 +58,13 @@ func TestGEMMVariantsTrainTheSameBits(t *testing.T) {
 	}
 }
 
-// trainBatch4096 trains the default network in bf16-mixed at batch 4096
-// for 10 steps past the replay warm-up, from seed 1 on synthetic data, and
-// returns its weights by tensor name and whether its step's forward
-// launches ran a wgmma kernel.
-func trainBatch4096(b *Backend) (map[string][]byte, bool, error) {
+// trainBatch4096 trains the default network in the given precision at
+// batch 4096 for 10 steps past the replay warm-up, from seed 1 on
+// synthetic data, and returns its weights by tensor name and whether its
+// step's forward launches ran a wgmma kernel.
+func trainBatch4096(b *Backend, precision string) (map[string][]byte, bool, error) {
 	cfg := config.Defaults()
-	cfg.Device, cfg.Precision = "cuda", config.PrecisionBF16Mixed
+	cfg.Device, cfg.Precision = "cuda", precision
 	cfg.Data.Path, cfg.Data.SyntheticBars = market.SyntheticPath, 3000
 	cfg.BatchSize, cfg.StepsPerEpoch = 4096, 10
 	ds, err := market.Prepare(cfg)
@@ -115,11 +115,13 @@ func trainBatch4096(b *Backend) (map[string][]byte, bool, error) {
 
 // TestWGMMATrainsLikeMMA trains batch 4096 (whose forward GEMMs take the
 // wgmma tiles where the device has them) with the forward GEMMs on wgmma
-// and on mma.sync (mmaOnly), from the same seed, checks that each run took
-// the path it was meant to, and requires the same weights bit for bit
-// (ADR 0020): both sum each output's k terms in k16 steps in ascending k
-// into float32, and the tensor cores round the two instructions alike.
-// Where they differ it reports how far, relative to each tensor's largest
+// and on mma.sync (mmaOnly), from the same seed, in bf16-mixed and in fp32
+// (3xTF32), checks that each run took the path it was meant to, and
+// requires the same weights bit for bit (ADR 0020, ADR 0021): both paths
+// sum each output's k terms in k steps of 32 bytes (k16 of bf16, k8 of
+// TF32, fp32's three products in tfLoop's order) in ascending k into
+// float32, and the tensor cores round the two instructions alike. Where
+// they differ it reports how far, relative to each tensor's largest
 // magnitude.
 func TestWGMMATrainsLikeMMA(t *testing.T) {
 	b, err := NewBackend(0)
@@ -129,7 +131,18 @@ func TestWGMMATrainsLikeMMA(t *testing.T) {
 	if !b.d.wgmma.on {
 		t.Skipf("no wgmma on this device: %s", b.d.wgmma.desc)
 	}
-	wg, usedWG, err := trainBatch4096(b)
+	for _, precision := range []string{config.PrecisionBF16Mixed, config.PrecisionFP32} {
+		t.Run(precision, func(t *testing.T) {
+			if precision == config.PrecisionFP32 && !fp32TC {
+				t.Skip("fp32 GEMMs on the CUDA cores (DQNFLOW_FP32_GEMM=simt): no wgmma path")
+			}
+			wgmmaTrainsLikeMMA(t, b, precision)
+		})
+	}
+}
+
+func wgmmaTrainsLikeMMA(t *testing.T, b *Backend, precision string) {
+	wg, usedWG, err := trainBatch4096(b, precision)
 	if err != nil {
 		t.Fatalf("wgmma: %v", err)
 	}
@@ -138,7 +151,7 @@ func TestWGMMATrainsLikeMMA(t *testing.T) {
 	}
 	mmaOnly = true
 	defer func() { mmaOnly = false }()
-	mma, usedWG, err := trainBatch4096(b)
+	mma, usedWG, err := trainBatch4096(b, precision)
 	if err != nil {
 		t.Fatalf("mma.sync: %v", err)
 	}
@@ -165,7 +178,7 @@ func TestWGMMATrainsLikeMMA(t *testing.T) {
 			worst, worstName = r, name
 		}
 	}
-	t.Logf("wgmma against mma.sync after 10 steps at batch 4096: %d of %d tensors differ; largest relative difference %.3g (%s)", differ, len(mma), worst, worstName)
+	t.Logf("%s: wgmma against mma.sync after 10 steps at batch 4096: %d of %d tensors differ; largest relative difference %.3g (%s)", precision, differ, len(mma), worst, worstName)
 	if differ > 0 || len(wg) != len(mma) {
 		t.Errorf("wgmma's weights are not mma.sync's: %d of %d tensors differ (%d against %d tensors), by up to %.3g relative in %s",
 			differ, len(mma), len(wg), len(mma), worst, worstName)

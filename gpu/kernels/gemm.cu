@@ -643,182 +643,6 @@ extern "C" __global__ void __launch_bounds__(128, 4) gemm128x64o(const GemmJob* 
   pdlEnter();
   gemmMma<128, 64, 2, 2, 32>(jobs, njobs, st);
 }
-// ---- Hopper's warpgroup MMA (wgmma), sm_90a ----
-//
-// wgmma128 and wgmma128x64 compute the forward jobs (A and B both
-// k-contiguous, no split in k; the Go side sends no others: gpu/gemm.go
-// wgmmaFits) with wgmma.mma_async: two warpgroups per block, each a 64-row
-// half of the tile, k tiles of 64 staged by cp.async in a three-stage
-// pipeline, in the 128-byte swizzled layout wgmma reads (16-byte piece c
-// of row r at piece c ^ (r mod 8), rows of 128 bytes, 8-row atoms of 1024
-// bytes). The k steps of 16 run in ascending order into float32
-// accumulators, as in gemmMma. The accumulators of a warp are those of an
-// m16 row band of mma.sync's layout (16w..16w+15 of its warpgroup's 64
-// rows, column pairs 8i + 2(lane mod 4)), so mmaEpilogue stores them.
-// Compiled only for sm_90a with NVRTC 12 or newer (DQN_WGMMA, gpu/module.go).
-#if DQN_WGMMA
-#define WG_BK 64
-#define WG_STAGES 3
-
-// wgDesc is the shared-memory matrix descriptor of a K-major operand at
-// shared-space address a in the 128-byte swizzled layout: start address
-// (bits 0-13, in 16 bytes), leading byte offset 16 (unused for this
-// layout), stride byte offset 1024 between 8-row atoms (bits 32-45) and
-// the 128-byte swizzle (bits 62-63 = 1).
-__device__ __forceinline__ unsigned long long wgDesc(unsigned a) {
-  return (unsigned long long)((a & 0x3FFFF) >> 4) | ((unsigned long long)(16 >> 4) << 16) |
-         ((unsigned long long)(1024 >> 4) << 32) | (1ull << 62);
-}
-
-__device__ __forceinline__ void wgFence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgCommit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgWait0() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
-// proxyFence makes this thread's generic-proxy writes to shared memory
-// (the cp.async copies) visible to wgmma, which reads through the async proxy.
-__device__ __forceinline__ void proxyFence() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
-// holdAcc keeps the compiler from moving accumulator accesses across the
-// asynchronous MMAs that own the registers.
-template <int NI>
-__device__ __forceinline__ void holdAcc(float (&d)[NI][4]) {
-#pragma unroll
-  for (int i = 0; i < NI; i++)
-#pragma unroll
-    for (int q = 0; q < 4; q++) asm volatile("" : "+f"(d[i][q])::"memory");
-}
-
-// wgmma128 and wgmma64 issue one m64nNk16 product for the warpgroup,
-// d += A·B with N = 128 or 64: A (64×16) and B (N×16) from the shared-memory
-// descriptors da and db, both K-major (no transpose), scale-d 1 (add to
-// d). d[i][q] is the warp's value q of its 8-column group i, in mma.sync's
-// m16n8 accumulator order.
-__device__ __forceinline__ void wgmma128(float (&d)[16][4], unsigned long long da, unsigned long long db) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
-      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])
-      : "l"(da), "l"(db), "r"(1));
-}
-__device__ __forceinline__ void wgmma64(float (&d)[8][4], unsigned long long da, unsigned long long db) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
-      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
-      : "l"(da), "l"(db), "r"(1));
-}
-
-template <int BN>
-__device__ __forceinline__ void wgmmaK16(float (&d)[BN / 8][4], unsigned long long da, unsigned long long db);
-template <>
-__device__ __forceinline__ void wgmmaK16<128>(float (&d)[16][4], unsigned long long da, unsigned long long db) { wgmma128(d, da, db); }
-template <>
-__device__ __forceinline__ void wgmmaK16<64>(float (&d)[8][4], unsigned long long da, unsigned long long db) { wgmma64(d, da, db); }
-
-// WgLoad issues the cp.async copies of a k-contiguous operand X (leading
-// stride ld) into swizzled tiles of R rows × 64 k: 256 threads, R·8
-// pieces of 16 bytes. Thread x copies piece x mod 8 of rows x/8 + 32e, so
-// its source moves by 32·ld elements from one of its pieces to the next
-// and by 64 from one k tile to the next, and its destination by 32 rows
-// (the swizzle of row r depends on r mod 8 only). Pieces outside the rows
-// or past ke are zero-filled.
-template <int R>
-struct WgLoad {
-  const E* src;    // this thread's first piece in the k tile at k0
-  long long step;  // 32·ld
-  int rows;        // of this thread's R/32 rows, how many are valid
-  int c;           // this thread's piece within a row
-  unsigned dst;    // offset of its first piece in a tile
-  __device__ __forceinline__ void init(const E* X, long long ld, long long r0, long long M, long long kb) {
-    const int r = (int)(threadIdx.x >> 3);
-    c = (int)(threadIdx.x & 7);
-    step = 32 * ld;
-    const long long left = M - r0 - r; // rows r, r+32, … below M
-    rows = left <= 0 ? 0 : (int)min((left + 31) / 32, (long long)(R / 32));
-    src = X + (r0 + r) * ld + kb + c * 8;
-    if (rows == 0) src = X;
-    dst = (unsigned)(r * 128 + ((c ^ (r & 7)) << 4));
-  }
-  // load copies the k tile at k0 (k0 − kb elements past init's) into the
-  // tile at shared-space address tile.
-  __device__ __forceinline__ void load(unsigned tile, long long k0, long long kb, long long ke) const {
-    const long long gk = k0 + c * 8;
-    const int bytes = gk >= ke ? 0 : (ke - gk >= 8 ? 16 : (int)(2 * (ke - gk)));
-    const E* p = src + (k0 - kb);
-#pragma unroll
-    for (int e = 0; e < R / 32; e++) {
-      const bool ok = e < rows && bytes > 0;
-      cpAsyncS(tile + dst + e * 32 * 128, ok ? (const void*)(p + e * step) : (const void*)src, ok ? bytes : 0);
-    }
-  }
-};
-
-template <int BN>
-__device__ __forceinline__ void gemmWgmma(const GemmJob* jobs, int njobs, const StepState* st) {
-  constexpr int BM = 128, NI = BN / 8;
-  constexpr unsigned ASZ = BM * 128, BSZ = BN * 128; // bytes of a stage's tiles
-  extern __shared__ __align__(16) unsigned char gsm[];
-  if (st && st->abort) return;
-  const GemmJob j = jobs[findJob(jobs, njobs)];
-  const GemmTile t = gemmTile(j, BM, BN);
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wg = warp >> 2;
-  // Stages start at a multiple of 1024 bytes (the swizzle's period).
-  const unsigned sA = (smemAddr(gsm) + 1023u) & ~1023u, sB = sA + WG_STAGES * ASZ;
-  float acc[1][NI][4];
-  zeroAcc(acc);
-  const int nk = (int)((t.ke - t.kb + WG_BK - 1) / WG_BK);
-  WgLoad<BM> la;
-  WgLoad<BN> lb;
-  la.init(j.A, j.sam, t.m0, j.M, t.kb);
-  lb.init(j.B, j.sbn, t.n0, j.N, t.kb);
-#pragma unroll
-  for (int s = 0; s < WG_STAGES - 1; s++) {
-    if (s < nk) {
-      la.load(sA + s * ASZ, t.kb + (long long)s * WG_BK, t.kb, t.ke);
-      lb.load(sB + s * BSZ, t.kb + (long long)s * WG_BK, t.kb, t.ke);
-    }
-    cpCommit();
-  }
-  int cs = 0, ls = WG_STAGES - 1;
-  for (int kt = 0; kt < nk; kt++) {
-    cpWait<WG_STAGES - 2>();
-    proxyFence();
-    __syncthreads(); // stage cs is in; every warpgroup is done with stage ls
-    const int nx = kt + WG_STAGES - 1;
-    if (nx < nk) {
-      la.load(sA + ls * ASZ, t.kb + (long long)nx * WG_BK, t.kb, t.ke);
-      lb.load(sB + ls * BSZ, t.kb + (long long)nx * WG_BK, t.kb, t.ke);
-    }
-    cpCommit();
-    const unsigned a = sA + cs * ASZ + wg * (64 * 128), b = sB + cs * BSZ;
-    holdAcc(acc[0]);
-    wgFence();
-#pragma unroll
-    for (int ks = 0; ks < WG_BK / 16; ks++) wgmmaK16<BN>(acc[0], wgDesc(a + 32 * ks), wgDesc(b + 32 * ks));
-    wgCommit();
-    wgWait0();
-    holdAcc(acc[0]);
-    cs = cs + 1 == WG_STAGES ? 0 : cs + 1;
-    ls = ls + 1 == WG_STAGES ? 0 : ls + 1;
-  }
-  cpWait<0>();
-  const int wm = wg * 64 + (warp & 3) * 16;
-  switch (j.epi) {
-  case EPI_STORE: mmaEpilogue<EPI_STORE, 1, NI>(j, t, acc, wm, 0, lane); break;
-  case EPI_BIAS: mmaEpilogue<EPI_BIAS, 1, NI>(j, t, acc, wm, 0, lane); break;
-  default: mmaEpilogue<EPI_BIAS_RELU, 1, NI>(j, t, acc, wm, 0, lane);
-  }
-}
-
-// Dynamic shared memory: WG_STAGES·(128 + BN)·128 bytes and 1 KB for the
-// alignment (gpu/gemm.go wgmmaShapes).
-extern "C" __global__ void __launch_bounds__(256, 2) wgmma128(const GemmJob* jobs, int njobs, const StepState* st) {
-  pdlEnter();
-  gemmWgmma<128>(jobs, njobs, st);
-}
-extern "C" __global__ void __launch_bounds__(256, 3) wgmma128x64(const GemmJob* jobs, int njobs, const StepState* st) {
-  pdlEnter();
-  gemmWgmma<64>(jobs, njobs, st);
-}
-#endif
 #elif DQN_TF32X3
 // float32 on the tensor cores (3xTF32). TF32 keeps float32's exponent and
 // 10 fraction bits. Each operand x is split into big = tf32(x) (rounded to
@@ -1208,4 +1032,254 @@ extern "C" __global__ void __launch_bounds__(256) gemm128x64o(const GemmJob* job
   pdlEnter();
   gemmSimt<128, 64>(jobs, njobs, st);
 }
+#endif
+
+// ---- Hopper's warpgroup MMA (wgmma), sm_90a ----
+//
+// wgmma128 and wgmma128x64 compute the forward jobs (A and B both
+// k-contiguous, no split in k; the Go side sends no others: gpu/gemm.go
+// wgmmaFits) with wgmma.mma_async: two warpgroups per block, each a 64-row
+// half of the tile, k tiles of 128 bytes a row (64 bf16 or 32 floats)
+// staged by cp.async in a pipeline of WGS stages, in the 128-byte swizzled
+// layout wgmma reads (16-byte piece c of row r at piece c ^ (r mod 8),
+// rows of 128 bytes, 8-row atoms of 1024 bytes). A k step is 32 bytes of
+// a row in both modes (k16 of bf16, k8 of TF32), so the descriptors and
+// the layout are the same. The k steps run in ascending order into
+// float32 accumulators, as in gemmMma and tfLoop. The accumulators of a
+// warp are those of an m16 row band of mma.sync's layout (16w..16w+15 of
+// its warpgroup's 64 rows, column pairs 8i + 2(lane mod 4)), so
+// mmaEpilogue stores them.
+//
+// In fp32 (DQN_TF32X3) each k tile, once in, is split in shared memory:
+// every thread rounds the pieces it copied to their TF32 big parts in
+// place and writes their small parts (tfSplit) at the same offsets of one
+// more pair of tiles, and each k step issues tfLoop's three products in
+// its order: a_small·b_big, a_big·b_small, a_big·b_big (TF32 wgmma takes
+// both operands from shared memory, k-major).
+//
+// Compiled only for sm_90a with NVRTC 12 or newer (DQN_WGMMA, gpu/module.go).
+#if DQN_WGMMA && (DQN_BF16 || DQN_TF32X3)
+#define WG_ROWB 128                  // bytes of a tile row
+#define WG_EPP (16 / (int)sizeof(E)) // elements of a 16-byte piece
+#define WG_BK (WG_ROWB / (int)sizeof(E))
+#define WG_KSTEPS (WG_ROWB / 32)     // k steps of 32 bytes in a k tile
+#if DQN_BF16
+#define WG_SHAPE "k16.f32.bf16.bf16"
+#define WG_TAIL "p, 1, 1, 0, 0" // scale-d, scale a and b, no transposes
+#else
+#define WG_SHAPE "k8.f32.tf32.tf32"
+#define WG_TAIL "p, 1, 1" // TF32 has no transposes
+#endif
+
+// wgDesc is the shared-memory matrix descriptor of a K-major operand at
+// shared-space address a in the 128-byte swizzled layout: start address
+// (bits 0-13, in 16 bytes), leading byte offset 16 (unused for this
+// layout), stride byte offset 1024 between 8-row atoms (bits 32-45) and
+// the 128-byte swizzle (bits 62-63 = 1).
+__device__ __forceinline__ unsigned long long wgDesc(unsigned a) {
+  return (unsigned long long)((a & 0x3FFFF) >> 4) | ((unsigned long long)(16 >> 4) << 16) |
+         ((unsigned long long)(1024 >> 4) << 32) | (1ull << 62);
+}
+
+__device__ __forceinline__ void wgFence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgCommit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgWait0() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+// proxyFence makes this thread's generic-proxy writes to shared memory
+// (the cp.async copies, the split's stores) visible to wgmma, which reads
+// through the async proxy.
+__device__ __forceinline__ void proxyFence() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+// holdAcc keeps the compiler from moving accumulator accesses across the
+// asynchronous MMAs that own the registers.
+template <int NI>
+__device__ __forceinline__ void holdAcc(float (&d)[NI][4]) {
+#pragma unroll
+  for (int i = 0; i < NI; i++)
+#pragma unroll
+    for (int q = 0; q < 4; q++) asm volatile("" : "+f"(d[i][q])::"memory");
+}
+
+// wgmma128 and wgmma64 issue one m64nN product of a k step (WG_SHAPE) for
+// the warpgroup, d += A·B with N = 128 or 64: A (64 rows) and B (N rows)
+// from the shared-memory descriptors da and db, both K-major, scale-d 1
+// (add to d). d[i][q] is the warp's value q of its 8-column group i, in
+// mma.sync's m16n8 accumulator order.
+__device__ __forceinline__ void wgmma128(float (&d)[16][4], unsigned long long da, unsigned long long db) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128" WG_SHAPE " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, " WG_TAIL ";\n}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])
+      : "l"(da), "l"(db), "r"(1));
+}
+__device__ __forceinline__ void wgmma64(float (&d)[8][4], unsigned long long da, unsigned long long db) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64" WG_SHAPE " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, " WG_TAIL ";\n}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
+      : "l"(da), "l"(db), "r"(1));
+}
+
+template <int BN>
+__device__ __forceinline__ void wgmmaStep(float (&d)[BN / 8][4], unsigned long long da, unsigned long long db);
+template <>
+__device__ __forceinline__ void wgmmaStep<128>(float (&d)[16][4], unsigned long long da, unsigned long long db) { wgmma128(d, da, db); }
+template <>
+__device__ __forceinline__ void wgmmaStep<64>(float (&d)[8][4], unsigned long long da, unsigned long long db) { wgmma64(d, da, db); }
+
+// WgLoad issues the cp.async copies of a k-contiguous operand X (leading
+// stride ld) into swizzled tiles of R rows × WG_BK k: 256 threads, R·8
+// pieces of 16 bytes. Thread x copies piece x mod 8 of rows x/8 + 32e, so
+// its source moves by 32·ld elements from one of its pieces to the next
+// and by WG_BK from one k tile to the next, and its destination by 32 rows
+// (the swizzle of row r depends on r mod 8 only). Pieces outside the rows
+// or past ke are zero-filled, so every piece of a tile is written.
+template <int R>
+struct WgLoad {
+  const E* src;    // this thread's first piece in the k tile at k0
+  long long step;  // 32·ld
+  int rows;        // of this thread's R/32 rows, how many are valid
+  int c;           // this thread's piece within a row
+  unsigned dst;    // offset of its first piece in a tile
+  __device__ __forceinline__ void init(const E* X, long long ld, long long r0, long long M, long long kb) {
+    const int r = (int)(threadIdx.x >> 3);
+    c = (int)(threadIdx.x & 7);
+    step = 32 * ld;
+    const long long left = M - r0 - r; // rows r, r+32, … below M
+    rows = left <= 0 ? 0 : (int)min((left + 31) / 32, (long long)(R / 32));
+    src = X + (r0 + r) * ld + kb + c * WG_EPP;
+    if (rows == 0) src = X;
+    dst = (unsigned)(r * WG_ROWB + ((c ^ (r & 7)) << 4));
+  }
+  // load copies the k tile at k0 (k0 − kb elements past init's) into the
+  // tile at shared-space address tile.
+  __device__ __forceinline__ void load(unsigned tile, long long k0, long long kb, long long ke) const {
+    const long long gk = k0 + c * WG_EPP;
+    const int bytes = gk >= ke ? 0 : (ke - gk >= WG_EPP ? 16 : (int)(sizeof(E) * (ke - gk)));
+    const E* p = src + (k0 - kb);
+#pragma unroll
+    for (int e = 0; e < R / 32; e++) {
+      const bool ok = e < rows && bytes > 0;
+      cpAsyncS(tile + dst + e * 32 * WG_ROWB, ok ? (const void*)(p + e * step) : (const void*)src, ok ? bytes : 0);
+    }
+  }
+#if DQN_TF32X3
+  // split rounds the four floats of each of this thread's pieces of the
+  // tile at tile to their TF32 big parts in place and writes their small
+  // parts at the same offsets from small (tfSplit). The pieces are the
+  // ones this thread copied, so its cp.async wait is all they need.
+  __device__ __forceinline__ void split(unsigned tile, unsigned small) const {
+#pragma unroll
+    for (int e = 0; e < R / 32; e++) {
+      const unsigned o = dst + e * 32 * WG_ROWB;
+      float x0, x1, x2, x3;
+      asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n" : "=f"(x0), "=f"(x1), "=f"(x2), "=f"(x3) : "r"(tile + o));
+      unsigned b0, b1, b2, b3, s0, s1, s2, s3;
+      tfSplit(x0, b0, s0);
+      tfSplit(x1, b1, s1);
+      tfSplit(x2, b2, s2);
+      tfSplit(x3, b3, s3);
+      asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(tile + o), "r"(b0), "r"(b1), "r"(b2), "r"(b3) : "memory");
+      asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(small + o), "r"(s0), "r"(s1), "r"(s2), "r"(s3) : "memory");
+    }
+  }
+#endif
+};
+
+// gemmWgmma runs a block of the tile BM = 128 by BN with a pipeline of WGS
+// stages (and, in fp32, one pair of tiles for the small parts).
+template <int BN, int WGS>
+__device__ __forceinline__ void gemmWgmma(const GemmJob* jobs, int njobs, const StepState* st) {
+  constexpr int BM = 128, NI = BN / 8;
+  constexpr unsigned ASZ = BM * WG_ROWB, BSZ = BN * WG_ROWB; // bytes of a stage's tiles
+  extern __shared__ __align__(16) unsigned char gsm[];
+  if (st && st->abort) return;
+  const GemmJob j = jobs[findJob(jobs, njobs)];
+  const GemmTile t = gemmTile(j, BM, BN);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wg = warp >> 2;
+  // Stages start at a multiple of 1024 bytes (the swizzle's period).
+  const unsigned sA = (smemAddr(gsm) + 1023u) & ~1023u, sB = sA + WGS * ASZ;
+#if DQN_TF32X3
+  const unsigned xA = sB + WGS * BSZ, xB = xA + ASZ; // the small parts of the stage in use
+#endif
+  float acc[1][NI][4];
+  zeroAcc(acc);
+  const int nk = (int)((t.ke - t.kb + WG_BK - 1) / WG_BK);
+  WgLoad<BM> la;
+  WgLoad<BN> lb;
+  la.init(j.A, j.sam, t.m0, j.M, t.kb);
+  lb.init(j.B, j.sbn, t.n0, j.N, t.kb);
+#pragma unroll
+  for (int s = 0; s < WGS - 1; s++) {
+    if (s < nk) {
+      la.load(sA + s * ASZ, t.kb + (long long)s * WG_BK, t.kb, t.ke);
+      lb.load(sB + s * BSZ, t.kb + (long long)s * WG_BK, t.kb, t.ke);
+    }
+    cpCommit();
+  }
+  int cs = 0, ls = WGS - 1;
+  for (int kt = 0; kt < nk; kt++) {
+    cpWait<WGS - 2>();
+    proxyFence();
+    __syncthreads(); // stage cs is in; every warpgroup is done with stage ls (and the small tiles)
+    const int nx = kt + WGS - 1;
+    if (nx < nk) {
+      la.load(sA + ls * ASZ, t.kb + (long long)nx * WG_BK, t.kb, t.ke);
+      lb.load(sB + ls * BSZ, t.kb + (long long)nx * WG_BK, t.kb, t.ke);
+    }
+    cpCommit();
+    const unsigned a = sA + cs * ASZ + wg * (64 * WG_ROWB), b = sB + cs * BSZ;
+#if DQN_TF32X3
+    la.split(sA + cs * ASZ, xA);
+    lb.split(sB + cs * BSZ, xB);
+    proxyFence();
+    __syncthreads(); // every piece of stage cs is split
+    const unsigned as = xA + wg * (64 * WG_ROWB);
+#endif
+    holdAcc(acc[0]);
+    wgFence();
+#pragma unroll
+    for (int ks = 0; ks < WG_KSTEPS; ks++) {
+#if DQN_TF32X3
+      wgmmaStep<BN>(acc[0], wgDesc(as + 32 * ks), wgDesc(b + 32 * ks));
+      wgmmaStep<BN>(acc[0], wgDesc(a + 32 * ks), wgDesc(xB + 32 * ks));
+#endif
+      wgmmaStep<BN>(acc[0], wgDesc(a + 32 * ks), wgDesc(b + 32 * ks));
+    }
+    wgCommit();
+    wgWait0();
+    holdAcc(acc[0]);
+    cs = cs + 1 == WGS ? 0 : cs + 1;
+    ls = ls + 1 == WGS ? 0 : ls + 1;
+  }
+  cpWait<0>();
+  const int wm = wg * 64 + (warp & 3) * 16;
+  switch (j.epi) {
+  case EPI_STORE: mmaEpilogue<EPI_STORE, 1, NI>(j, t, acc, wm, 0, lane); break;
+  case EPI_BIAS: mmaEpilogue<EPI_BIAS, 1, NI>(j, t, acc, wm, 0, lane); break;
+  default: mmaEpilogue<EPI_BIAS_RELU, 1, NI>(j, t, acc, wm, 0, lane);
+  }
+}
+
+// Dynamic shared memory (gpu/gemm.go wgmmaShapes): WGS·(128 + BN)·128
+// bytes, in fp32 (128 + BN)·128 more for the small parts, and 1 KB for the
+// alignment. bf16: three stages, two or three blocks an SM; fp32: two
+// stages of 128 columns or three of 64, two blocks an SM (97 KB each).
+#if DQN_BF16
+extern "C" __global__ void __launch_bounds__(256, 2) wgmma128(const GemmJob* jobs, int njobs, const StepState* st) {
+  pdlEnter();
+  gemmWgmma<128, 3>(jobs, njobs, st);
+}
+extern "C" __global__ void __launch_bounds__(256, 3) wgmma128x64(const GemmJob* jobs, int njobs, const StepState* st) {
+  pdlEnter();
+  gemmWgmma<64, 3>(jobs, njobs, st);
+}
+#else
+extern "C" __global__ void __launch_bounds__(256, 2) wgmma128(const GemmJob* jobs, int njobs, const StepState* st) {
+  pdlEnter();
+  gemmWgmma<128, 2>(jobs, njobs, st);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) wgmma128x64(const GemmJob* jobs, int njobs, const StepState* st) {
+  pdlEnter();
+  gemmWgmma<64, 3>(jobs, njobs, st);
+}
+#endif
 #endif

@@ -139,9 +139,9 @@ has pdl && { grep -E '"(epoch_ms|collect_ms|train_ms|backtest_ms)"' "$LOGS/epoch
 
 # Part wgmma: the step with its forward GEMMs on mma.sync
 # (DQNFLOW_WGMMA=off) beside part bench's default (wgmma on sm_90a with
-# NVRTC 12 or newer, gpu/module.go useWGMMA), same call.
+# NVRTC 12 or newer, gpu/module.go useWGMMA; fp32's 3xTF32 too), same call.
 has wgmma && for b in 256 4096 16384; do
-  for p in bf16-mixed bf16; do
+  for p in bf16-mixed bf16 fp32; do
     [ "$p" = bf16 ] && [ "$b" != 16384 ] && continue
     step "wgmma-off-$p-$b" 90 env DQNFLOW_WGMMA=off bin/gputest/dqnflow bench --device cuda --precision "$p" --batch "$b" --steps 300 --json --profile
     echo -n "DQNFLOW_WGMMA=off, $p batch $b: " >>"$OUT/summary.txt"
