@@ -161,25 +161,57 @@ func allShapes(bf16 bool) []gemmShape {
 // stages of 128 columns or three of 64, and one more pair of tiles for
 // the small parts of the split, so that two blocks fit on an SM.
 func wgmmaShapes(bf16 bool) []gemmShape {
+	return wgmmaShapesOf(bf16, wgmmaSchedule)
+}
+
+func wgmmaShapesOf(bf16 bool, schedule string) []gemmShape {
 	tiles := func(n, bn int) int { return n*(128+bn)*128 + 1024 }
-	if bf16 {
+	switch {
+	case bf16:
 		return []gemmShape{{"wgmma128", 128, 128, 256, tiles(3, 128)}, {"wgmma128x64", 128, 64, 256, tiles(3, 64)}}
+	case schedule == "ahead":
+		// three stages and two pairs of small-part tiles: one block an SM
+		return []gemmShape{{"wgmma128a", 128, 128, 256, tiles(3+2, 128)}, {"wgmma128x64a", 128, 64, 256, tiles(3+2, 64)}}
 	}
 	return []gemmShape{{"wgmma128", 128, 128, 256, tiles(2+1, 128)}, {"wgmma128x64", 128, 64, 256, tiles(3+1, 64)}}
 }
+
+// allWGMMAShapes is every wgmma shape of a module with them, those of
+// every schedule.
+func allWGMMAShapes(bf16 bool) []gemmShape {
+	if bf16 {
+		return wgmmaShapesOf(true, "")
+	}
+	return append(wgmmaShapesOf(false, "split"), wgmmaShapesOf(false, "ahead")...)
+}
+
+// wgmmaSchedule picks the schedule of fp32's 3xTF32 wgmma GEMMs
+// (DQNFLOW_WGMMA_TF32): "split" (kernels/gemm.cu gemmWgmma: each k tile
+// split once it is in, two barriers a tile, two blocks an SM) or "ahead"
+// (gemmWgmmaAhead: the next tile split while this one's products run, one
+// block an SM). Both compute the same bits. Empty is the default, split.
+var wgmmaSchedule = os.Getenv("DQNFLOW_WGMMA_TF32")
+
+// wgmmaSchedules are the values wgmmaSchedule may take.
+var wgmmaSchedules = []string{"", "split", "ahead"}
 
 // mmaOnly keeps the forward GEMMs of learners built while it is set on
 // mma.sync where their module has wgmma (TestWGMMATrainsLikeMMA).
 var mmaOnly bool
 
-// wgmmaFits reports whether the wgmma kernels compute job j: A and B
-// k-contiguous, no split in k, no mask and no column sums (the forward
-// products x·Wᵀ with their bias and ReLU), and more than one k tile of 64:
-// with one (the first layer, K = 64) the pipeline has nothing to overlap,
-// and wgmma128x64 took 31.2 µs against mma.sync's 25.6 at batch 16384
-// (docs/perf/gpu-2026-12-03-wgmma.md).
-func (j job) wgmmaFits() bool {
-	return j.a.sc == 1 && j.b.sr == 1 && j.splits() == 1 && j.colsum == 0 && j.epi != epiMask && j.k > 64
+// wgmmaFits reports whether the wgmma kernels of a bf16 or fp32 module
+// compute job j: A and B k-contiguous, no split in k, no mask and no
+// column sums (the forward products x·Wᵀ with their bias and ReLU), and
+// more than one k tile (128-byte rows: 64 bf16, 32 floats). With one (the
+// first layer in bf16, K = 64) the pipeline has nothing to overlap, and
+// wgmma128x64 took 31.2 µs against mma.sync's 25.6 at batch 16384
+// (docs/perf/gpu-2026-12-03-wgmma.md); in fp32 that layer is two tiles.
+func (j job) wgmmaFits(bf16 bool) bool {
+	tile := 32
+	if bf16 {
+		tile = 64
+	}
+	return j.a.sc == 1 && j.b.sr == 1 && j.splits() == 1 && j.colsum == 0 && j.epi != epiMask && j.k > tile
 }
 
 // fillBlocks is the number of blocks at which a launch keeps every SM of
@@ -352,7 +384,7 @@ func (l *learner) gemmLaunch(c *cuda.Ctx, name string, jobs []job, st cuda.DevPt
 // for jobs they compute.
 func (l *learner) gemmLaunchIn(c *cuda.Ctx, name string, jobs []job, st cuda.DevPtr, shape string) (launch, error) {
 	sh := gemmShapeFor(l.bf16, jobs)
-	if l.k.wgmma && !mmaOnly && shape == "" && !slices.ContainsFunc(jobs, func(j job) bool { return !j.wgmmaFits() }) {
+	if l.k.wgmma && !mmaOnly && shape == "" && !slices.ContainsFunc(jobs, func(j job) bool { return !j.wgmmaFits(l.bf16) }) {
 		sh = shapeAmong(append(wgmmaShapes(l.bf16), gemmShapes(l.bf16)...), jobs)
 	}
 	if shape != "" {

@@ -107,7 +107,7 @@ func TestGEMMMatchesFloat64(t *testing.T) {
 		fp32TC = mode.tc
 		shapes := allShapes(bf) // every shape of every variant, once
 		if (bf || mode.tc) && d.wgmma.on {
-			shapes = append(shapes, wgmmaShapes(bf)...)
+			shapes = append(shapes, allWGMMAShapes(bf)...)
 		}
 		for _, sh := range shapes {
 			wg := strings.HasPrefix(sh.name, "wgmma")
@@ -416,6 +416,40 @@ func TestTF32ShapesFitTheSM(t *testing.T) {
 		if sh.shared != 0 || sh.threads != 256 {
 			t.Errorf("CUDA-core %s: %d threads, %d bytes of dynamic shared memory; want 256 and 0", sh.name, sh.threads, sh.shared)
 		}
+	}
+}
+
+// TestWGMMAShapesFitTheSM pins the dynamic shared memory of every wgmma
+// shape (kernels/gemm.cu gemmWgmma, gemmWgmmaAhead) and checks the blocks
+// an SM each was written for: bf16's square tile two, fp32's split
+// schedule two of either tile, the ahead schedule one.
+func TestWGMMAShapesFitTheSM(t *testing.T) {
+	want := map[string]struct{ shared, perSM int }{
+		"bf16 wgmma128": {99328, 2}, "bf16 wgmma128x64": {74752, 3},
+		"fp32 wgmma128": {99328, 2}, "fp32 wgmma128x64": {99328, 2},
+		"fp32 wgmma128a": {164864, 1}, "fp32 wgmma128x64a": {123904, 1},
+	}
+	seen := 0
+	for _, bf := range []bool{true, false} {
+		mode := map[bool]string{true: "bf16", false: "fp32"}[bf]
+		for _, sh := range allWGMMAShapes(bf) {
+			name := mode + " " + sh.name
+			w, ok := want[name]
+			if !ok {
+				t.Errorf("%s: no pinned size", name)
+				continue
+			}
+			seen++
+			if sh.shared != w.shared {
+				t.Errorf("%s: %d bytes of shared memory, want %d", name, sh.shared, w.shared)
+			}
+			if w.perSM*(sh.shared+1<<10) > 228<<10 {
+				t.Errorf("%s: %d blocks of %d bytes do not fit an SM", name, w.perSM, sh.shared)
+			}
+		}
+	}
+	if seen != len(want) {
+		t.Errorf("%d wgmma shapes, want %d", seen, len(want))
 	}
 }
 

@@ -1281,5 +1281,96 @@ extern "C" __global__ void __launch_bounds__(256, 2) wgmma128x64(const GemmJob* 
   pdlEnter();
   gemmWgmma<64, 3>(jobs, njobs, st);
 }
+
+// gemmWgmmaAhead is gemmWgmma's 3xTF32 with the split one k tile ahead of
+// the products: while the warpgroups' wgmma of tile kt run, every thread
+// waits for its pieces of tile kt+1, splits them (into the other of two
+// pairs of small-part tiles) and fences, and only then waits for the
+// products; one barrier a k tile instead of two, and the split off the
+// tensor cores' path. Three stages: tile kt+2 is copied into the stage of
+// tile kt−1, whose products are done. The products and their order are
+// gemmWgmma's, so are the results, bit for bit.
+template <int BN>
+__device__ __forceinline__ void gemmWgmmaAhead(const GemmJob* jobs, int njobs, const StepState* st) {
+  constexpr int BM = 128, NI = BN / 8, S = 3;
+  constexpr unsigned ASZ = BM * WG_ROWB, BSZ = BN * WG_ROWB, XSZ = ASZ + BSZ;
+  extern __shared__ __align__(16) unsigned char gsm[];
+  if (st && st->abort) return;
+  const GemmJob j = jobs[findJob(jobs, njobs)];
+  const GemmTile t = gemmTile(j, BM, BN);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wg = warp >> 2;
+  const unsigned sA = (smemAddr(gsm) + 1023u) & ~1023u, sB = sA + S * ASZ;
+  const unsigned sX = sB + S * BSZ; // two pairs of small-part tiles: A's, then B's
+  float acc[1][NI][4];
+  zeroAcc(acc);
+  const int nk = (int)((t.ke - t.kb + WG_BK - 1) / WG_BK);
+  WgLoad<BM> la;
+  WgLoad<BN> lb;
+  la.init(j.A, j.sam, t.m0, j.M, t.kb);
+  lb.init(j.B, j.sbn, t.n0, j.N, t.kb);
+#pragma unroll
+  for (int s = 0; s < 2; s++) {
+    if (s < nk) {
+      la.load(sA + s * ASZ, t.kb + (long long)s * WG_BK, t.kb, t.ke);
+      lb.load(sB + s * BSZ, t.kb + (long long)s * WG_BK, t.kb, t.ke);
+    }
+    cpCommit();
+  }
+  cpWait<1>(); // this thread's pieces of tile 0
+  la.split(sA, sX);
+  lb.split(sB, sX + ASZ);
+  proxyFence();
+  for (int kt = 0; kt < nk; kt++) {
+    __syncthreads(); // tile kt is split; every warpgroup is done with tile kt−1
+    const int cs = kt % S;
+    const unsigned x = sX + (unsigned)(kt & 1) * XSZ;
+    const unsigned a = sA + cs * ASZ + wg * (64 * WG_ROWB), b = sB + cs * BSZ;
+    const unsigned as = x + wg * (64 * WG_ROWB), bs = x + ASZ;
+    holdAcc(acc[0]);
+    wgFence();
+#pragma unroll
+    for (int ks = 0; ks < WG_KSTEPS; ks++) {
+      wgmmaStep<BN>(acc[0], wgDesc(as + 32 * ks), wgDesc(b + 32 * ks));
+      wgmmaStep<BN>(acc[0], wgDesc(a + 32 * ks), wgDesc(bs + 32 * ks));
+      wgmmaStep<BN>(acc[0], wgDesc(a + 32 * ks), wgDesc(b + 32 * ks));
+    }
+    wgCommit();
+    if (kt + 2 < nk) {
+      const int ns = (kt + 2) % S;
+      la.load(sA + ns * ASZ, t.kb + (long long)(kt + 2) * WG_BK, t.kb, t.ke);
+      lb.load(sB + ns * BSZ, t.kb + (long long)(kt + 2) * WG_BK, t.kb, t.ke);
+    }
+    cpCommit();
+    if (kt + 1 < nk) {
+      cpWait<1>(); // this thread's pieces of tile kt+1
+      const int ns = (kt + 1) % S;
+      const unsigned nx = sX + (unsigned)((kt + 1) & 1) * XSZ;
+      la.split(sA + ns * ASZ, nx);
+      lb.split(sB + ns * BSZ, nx + ASZ);
+      proxyFence();
+    }
+    wgWait0();
+    holdAcc(acc[0]);
+  }
+  cpWait<0>();
+  const int wm = wg * 64 + (warp & 3) * 16;
+  switch (j.epi) {
+  case EPI_STORE: mmaEpilogue<EPI_STORE, 1, NI>(j, t, acc, wm, 0, lane); break;
+  case EPI_BIAS: mmaEpilogue<EPI_BIAS, 1, NI>(j, t, acc, wm, 0, lane); break;
+  default: mmaEpilogue<EPI_BIAS_RELU, 1, NI>(j, t, acc, wm, 0, lane);
+  }
+}
+
+// Dynamic shared memory: 3·(128 + BN)·128 bytes, 2·(128 + BN)·128 for the
+// small parts and 1 KB for the alignment (161 KB and 121 KB): one block an
+// SM.
+extern "C" __global__ void __launch_bounds__(256, 1) wgmma128a(const GemmJob* jobs, int njobs, const StepState* st) {
+  pdlEnter();
+  gemmWgmmaAhead<128>(jobs, njobs, st);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) wgmma128x64a(const GemmJob* jobs, int njobs, const StepState* st) {
+  pdlEnter();
+  gemmWgmmaAhead<64>(jobs, njobs, st);
+}
 #endif
 #endif
