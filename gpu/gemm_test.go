@@ -107,7 +107,7 @@ func TestGEMMMatchesFloat64(t *testing.T) {
 		fp32TC = mode.tc
 		shapes := allShapes(bf) // every shape of every variant, once
 		if (bf || mode.tc) && d.wgmma.on {
-			shapes = append(shapes, allWGMMAShapes(bf)...)
+			shapes = append(shapes, wgmmaShapes(bf)...)
 		}
 		for _, sh := range shapes {
 			wg := strings.HasPrefix(sh.name, "wgmma")
@@ -420,19 +420,17 @@ func TestTF32ShapesFitTheSM(t *testing.T) {
 }
 
 // TestWGMMAShapesFitTheSM pins the dynamic shared memory of every wgmma
-// shape (kernels/gemm.cu gemmWgmma, gemmWgmmaAhead) and checks the blocks
-// an SM each was written for: bf16's square tile two, fp32's split
-// schedule two of either tile, the ahead schedule one.
+// shape (kernels/gemm.cu gemmWgmma) and checks the blocks an SM each was
+// written for: bf16's two or three, fp32's two of either tile.
 func TestWGMMAShapesFitTheSM(t *testing.T) {
 	want := map[string]struct{ shared, perSM int }{
 		"bf16 wgmma128": {99328, 2}, "bf16 wgmma128x64": {74752, 3},
 		"fp32 wgmma128": {99328, 2}, "fp32 wgmma128x64": {99328, 2},
-		"fp32 wgmma128a": {164864, 1}, "fp32 wgmma128x64a": {123904, 1},
 	}
 	seen := 0
 	for _, bf := range []bool{true, false} {
 		mode := map[bool]string{true: "bf16", false: "fp32"}[bf]
-		for _, sh := range allWGMMAShapes(bf) {
+		for _, sh := range wgmmaShapes(bf) {
 			name := mode + " " + sh.name
 			w, ok := want[name]
 			if !ok {

@@ -34,20 +34,6 @@ var kernelNames = []string{
 // only for sm_90a (gpu/module.go useWGMMA).
 var wgmmaKernelNames = []string{"wgmma128", "wgmma128x64"}
 
-// wgmmaAheadKernelNames are fp32's 3xTF32 wgmma GEMMs with the split a k
-// tile ahead (kernels/gemm.cu gemmWgmmaAhead, wgmmaSchedule "ahead"),
-// compiled beside wgmmaKernelNames into a 3xTF32 fp32 module for sm_90a.
-var wgmmaAheadKernelNames = []string{"wgmma128a", "wgmma128x64a"}
-
-// wgmmaNames are the wgmma kernels of a module with them: a bf16 module's,
-// or a 3xTF32 fp32 module's (both schedules).
-func wgmmaNames(bf16 bool) []string {
-	if bf16 {
-		return wgmmaKernelNames
-	}
-	return append(wgmmaKernelNames[:len(wgmmaKernelNames):len(wgmmaKernelNames)], wgmmaAheadKernelNames...)
-}
-
 // fusedKernelNames are the kernels of the fused forward (kernels/mlp.cu),
 // compiled into a module only where the model fits it (useFused).
 var fusedKernelNames = []string{"mlp_forward128", "mlp_forward64"}

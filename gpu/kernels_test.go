@@ -87,7 +87,7 @@ func TestKernelsCompileForHopper(t *testing.T) {
 		if err != nil {
 			t.Fatalf("sm_90a %s: %v\n%s", mode.name, err, log)
 		}
-		for _, name := range append(kernelNames[:len(kernelNames):len(kernelNames)], wgmmaNames(mode.bf)...) {
+		for _, name := range append(kernelNames[:len(kernelNames):len(kernelNames)], wgmmaKernelNames...) {
 			if !bytes.Contains(bin, []byte(name)) {
 				t.Errorf("sm_90a %s: kernel %s missing from the cubin", mode.name, name)
 			}

@@ -222,7 +222,7 @@ func (d *gpuDevice) module(c *cuda.Ctx, m config.ModelConfig, bf16, fused bool) 
 		names = append(names[:len(names):len(names)], fusedKernelNames...)
 	}
 	if wg {
-		names = append(names[:len(names):len(names)], wgmmaNames(bf16)...)
+		names = append(names[:len(names):len(names)], wgmmaKernelNames...)
 	}
 	for _, name := range names {
 		f, err := mod.Function(name)
@@ -239,15 +239,15 @@ func (d *gpuDevice) module(c *cuda.Ctx, m config.ModelConfig, bf16, fused bool) 
 	if lossSlotsSet, err = parseLossSlots(os.Getenv("DQNFLOW_LOSS_SLOTS")); err != nil {
 		return nil, err
 	}
-	if !slices.Contains(wgmmaSchedules, wgmmaSchedule) {
-		return nil, fmt.Errorf("DQNFLOW_WGMMA_TF32 %q: must be split, ahead or unset", wgmmaSchedule)
+	if wgmmaTiles != "" && wgmmaTiles != "128x64" {
+		return nil, fmt.Errorf("DQNFLOW_WGMMA_TILES %q: must be 128x64 or unset", wgmmaTiles)
 	}
 	if !slices.Contains(gemmVariants, gemmVariant) {
 		return nil, fmt.Errorf("DQNFLOW_GEMM_VARIANT %q: must be one of o (the default), p or base", gemmVariant)
 	}
 	shapes := allShapes(bf16)
 	if wg {
-		shapes = append(shapes, allWGMMAShapes(bf16)...)
+		shapes = append(shapes, wgmmaShapes(bf16)...)
 	}
 	for _, sh := range shapes {
 		if sh.shared > 48<<10 {

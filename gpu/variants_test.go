@@ -96,7 +96,7 @@ func trainBatch4096(b *Backend, precision string) (map[string][]byte, bool, erro
 	}
 	wg := false
 	for _, ln := range p.fwd {
-		for _, name := range wgmmaNames(g.l.bf16) {
+		for _, name := range wgmmaKernelNames {
 			if f, ok := g.l.k.fn[name]; ok && ln.f == f {
 				wg = true
 			}
@@ -116,7 +116,7 @@ func trainBatch4096(b *Backend, precision string) (map[string][]byte, bool, erro
 // TestWGMMATrainsLikeMMA trains batch 4096 (whose forward GEMMs take the
 // wgmma tiles where the device has them) with the forward GEMMs on wgmma
 // and on mma.sync (mmaOnly), from the same seed, in bf16-mixed and in fp32
-// (3xTF32, in both of its schedules), checks that each run took the path it was meant to, and
+// (3xTF32), checks that each run took the path it was meant to, and
 // requires the same weights bit for bit (ADR 0020, ADR 0021): both paths
 // sum each output's k terms in k steps of 32 bytes (k16 of bf16, k8 of
 // TF32, fp32's three products in tfLoop's order) in ascending k into
@@ -131,16 +131,12 @@ func TestWGMMATrainsLikeMMA(t *testing.T) {
 	if !b.d.wgmma.on {
 		t.Skipf("no wgmma on this device: %s", b.d.wgmma.desc)
 	}
-	defer func(s string) { wgmmaSchedule = s }(wgmmaSchedule)
-	for _, c := range []struct{ precision, schedule string }{
-		{config.PrecisionBF16Mixed, ""}, {config.PrecisionFP32, "split"}, {config.PrecisionFP32, "ahead"},
-	} {
-		t.Run(c.precision+"/"+c.schedule, func(t *testing.T) {
-			if c.precision == config.PrecisionFP32 && !fp32TC {
+	for _, precision := range []string{config.PrecisionBF16Mixed, config.PrecisionFP32} {
+		t.Run(precision, func(t *testing.T) {
+			if precision == config.PrecisionFP32 && !fp32TC {
 				t.Skip("fp32 GEMMs on the CUDA cores (DQNFLOW_FP32_GEMM=simt): no wgmma path")
 			}
-			wgmmaSchedule = c.schedule
-			wgmmaTrainsLikeMMA(t, b, c.precision)
+			wgmmaTrainsLikeMMA(t, b, precision)
 		})
 	}
 }

@@ -13,7 +13,8 @@
 # whole TrainingRun per epoch on the real activities), capture (the
 # checkpointing tests alone), sanitize-step
 # (memcheck and racecheck of the training step in every mode), tf32wg (fp32's
-# 3xTF32 wgmma schedules checked and timed side by side), sanitize-gemm
+# 3xTF32 wgmma GEMMs checked and timed beside mma.sync), tiles (the
+# narrow wgmma tile alone beside both), sanitize-gemm
 # (memcheck and racecheck of the GEMM test alone),
 # gemm (the GEMM occupancy variants side by side), pdl (the step and the
 # epoch with serial and early launches beside bench's), wgmma (the step
@@ -259,26 +260,43 @@ has same2 && SAME_REF="$OUT/same-seed1.log" sameCheck same2 DQNFLOW_SAME=1
 
 has prof && ncuStep prof-ncu
 
-# Part tf32wg: fp32's forward GEMMs as 3xTF32 on wgmma in both schedules
-# (DQNFLOW_WGMMA_TF32=split, the default, and ahead; gpu/gemm.go
-# wgmmaSchedule): the GEMM test (both), the trains-like-mma.sync test
-# (both, bit for bit), the CPU reference and conformance with ahead, the
-# step at three batches in two interleaved rounds beside bf16-mixed and
-# fp32 on mma.sync, and the parity run of seed 1 with ahead against the
-# committed log.
+# Part tiles: the wgmma forward GEMMs with the narrow tile alone
+# (DQNFLOW_WGMMA_TILES=128x64: wgmma128 spills at two blocks an SM) beside
+# both tiles, bf16-mixed and fp32 at 4096 and 16384, two interleaved rounds.
+has tiles && for round in 1 2; do
+  for b in 4096 16384; do
+    for p in bf16-mixed fp32; do
+      for v in both 128x64; do
+        tag="tiles-$v-$p-$b-$round"
+        if [ "$v" = both ]; then
+          step "$tag" 90 bin/gputest/dqnflow bench --device cuda --precision "$p" --batch "$b" --steps 300 --json --profile
+        else
+          step "$tag" 90 env DQNFLOW_WGMMA_TILES=$v bin/gputest/dqnflow bench --device cuda --precision "$p" --batch "$b" --steps 300 --json --profile
+        fi
+        echo -n "wgmma tiles $v, $p batch $b round $round: " >>"$OUT/summary.txt"
+        grep -E '"ms_per_step"' "$LOGS/$tag.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
+      done
+    done
+  done
+done
+has tiles && python3 tools/device/kernels.py "$LOGS"/tiles-*-16384-1.log >>"$OUT/summary.txt"
+
+# Part tf32wg: fp32's forward GEMMs as 3xTF32 on wgmma: the GEMM test,
+# the trains-like-mma.sync test (bit for bit), the CPU reference and
+# conformance, and the step at three batches in two interleaved rounds
+# beside bf16-mixed and fp32 on mma.sync (DQNFLOW_WGMMA=off). (On
+# 2026-12-04 it also timed a second schedule, since removed: ADR 0021.)
 if has tf32wg; then
   step tf32wg-tests 400 bin/gputest/gpu.test -test.run 'TestGEMMMatchesFloat64|TestWGMMATrainsLikeMMA|TestWGMMAShapesFitTheSM|TestMatchesCPUReference|TestConformanceFP32' -test.count=1 -test.v
   grep -E "^(--- |ok|FAIL|PASS)|wgmma against|worst|outside" "$LOGS/tf32wg-tests.log" | head -60 >>"$OUT/summary.txt"
-  step tf32wg-ahead-tests 300 env DQNFLOW_WGMMA_TF32=ahead bin/gputest/gpu.test -test.run 'TestMatchesCPUReference/fp32|TestConformanceFP32' -test.count=1 -test.v
-  grep -E "^(--- |ok|FAIL|PASS)|worst|outside" "$LOGS/tf32wg-ahead-tests.log" | head -30 >>"$OUT/summary.txt"
   for round in 1 2; do
     for b in 256 4096 16384; do
-      for v in split ahead off bf16-mixed; do
+      for v in wgmma off bf16-mixed; do
         tag="tf32wg-$v-$b-$round"
         case $v in
           bf16-mixed) step "$tag" 90 bin/gputest/dqnflow bench --device cuda --precision bf16-mixed --batch "$b" --steps 300 --json --profile ;;
           off) step "$tag" 90 env DQNFLOW_WGMMA=off bin/gputest/dqnflow bench --device cuda --precision fp32 --batch "$b" --steps 300 --json --profile ;;
-          *) step "$tag" 90 env DQNFLOW_WGMMA_TF32=$v bin/gputest/dqnflow bench --device cuda --precision fp32 --batch "$b" --steps 300 --json --profile ;;
+          *) step "$tag" 90 bin/gputest/dqnflow bench --device cuda --precision fp32 --batch "$b" --steps 300 --json --profile ;;
         esac
         echo -n "$v batch $b round $round: " >>"$OUT/summary.txt"
         grep -E '"(ms_per_step|forward)"' "$LOGS/$tag.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
@@ -286,7 +304,6 @@ if has tf32wg; then
     done
   done
   python3 tools/device/kernels.py "$LOGS"/tf32wg-*-16384-1.log "$LOGS"/tf32wg-*-4096-1.log >>"$OUT/summary.txt"
-  sameCheck same-ahead DQNFLOW_SAME=1 DQNFLOW_WGMMA_TF32=ahead
 fi
 
 # Part headout: the tile shapes of the head outputs' forward launch
