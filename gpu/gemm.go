@@ -161,10 +161,13 @@ func allShapes(bf16 bool) []gemmShape {
 // stages of 128 columns or three of 64, and one more pair of tiles for
 // the small parts of the split, so that two blocks fit on an SM.
 //
-// A schedule that split the next k tile while this one's products ran
-// (one barrier a tile; three stages and two pairs of small-part tiles,
-// one block an SM) computed the same bits and was slower: 1.314 against
-// 1.196 ms a step at batch 16384, 0.431 against 0.413 at 4096 (ADR 0021).
+// The square tile spills at two blocks an SM (128 registers) in both
+// modes, yet offering the narrow tile alone was slower: fp32 1.30 against
+// 1.20 ms a step at batch 16384, bf16-mixed 0.600 against 0.587. A
+// schedule that split the next k tile while this one's products ran (one
+// barrier a tile; three stages and two pairs of small-part tiles, one
+// block an SM) computed the same bits and was slower too: 1.314 against
+// 1.196 ms at batch 16384, 0.431 against 0.413 at 4096 (ADR 0021).
 func wgmmaShapes(bf16 bool) []gemmShape {
 	tiles := func(n, bn int) int { return n*(128+bn)*128 + 1024 }
 	if bf16 {
@@ -173,20 +176,6 @@ func wgmmaShapes(bf16 bool) []gemmShape {
 	return []gemmShape{{"wgmma128", 128, 128, 256, tiles(2+1, 128)}, {"wgmma128x64", 128, 64, 256, tiles(3+1, 64)}}
 }
 
-// wgmmaChoices are the wgmma shapes gemmLaunchIn chooses among: both, or
-// with DQNFLOW_WGMMA_TILES=128x64 the narrow one alone (the square tile
-// spills at two blocks an SM in both modes; a comparison, wgmmaTiles).
-func wgmmaChoices(bf16 bool) []gemmShape {
-	shapes := wgmmaShapes(bf16)
-	if wgmmaTiles == "128x64" {
-		return shapes[1:]
-	}
-	return shapes
-}
-
-// wgmmaTiles is DQNFLOW_WGMMA_TILES: empty (both wgmma tiles) or
-// "128x64"; module refuses any other value.
-var wgmmaTiles = os.Getenv("DQNFLOW_WGMMA_TILES")
 
 // mmaOnly keeps the forward GEMMs of learners built while it is set on
 // mma.sync where their module has wgmma (TestWGMMATrainsLikeMMA).
@@ -378,7 +367,7 @@ func (l *learner) gemmLaunch(c *cuda.Ctx, name string, jobs []job, st cuda.DevPt
 func (l *learner) gemmLaunchIn(c *cuda.Ctx, name string, jobs []job, st cuda.DevPtr, shape string) (launch, error) {
 	sh := gemmShapeFor(l.bf16, jobs)
 	if l.k.wgmma && !mmaOnly && shape == "" && !slices.ContainsFunc(jobs, func(j job) bool { return !j.wgmmaFits(l.bf16) }) {
-		sh = shapeAmong(append(wgmmaChoices(l.bf16), gemmShapes(l.bf16)...), jobs)
+		sh = shapeAmong(append(wgmmaShapes(l.bf16), gemmShapes(l.bf16)...), jobs)
 	}
 	if shape != "" {
 		var err error

@@ -239,9 +239,6 @@ func (d *gpuDevice) module(c *cuda.Ctx, m config.ModelConfig, bf16, fused bool) 
 	if lossSlotsSet, err = parseLossSlots(os.Getenv("DQNFLOW_LOSS_SLOTS")); err != nil {
 		return nil, err
 	}
-	if wgmmaTiles != "" && wgmmaTiles != "128x64" {
-		return nil, fmt.Errorf("DQNFLOW_WGMMA_TILES %q: must be 128x64 or unset", wgmmaTiles)
-	}
 	if !slices.Contains(gemmVariants, gemmVariant) {
 		return nil, fmt.Errorf("DQNFLOW_GEMM_VARIANT %q: must be one of o (the default), p or base", gemmVariant)
 	}

@@ -13,8 +13,7 @@
 # whole TrainingRun per epoch on the real activities), capture (the
 # checkpointing tests alone), sanitize-step
 # (memcheck and racecheck of the training step in every mode), tf32wg (fp32's
-# 3xTF32 wgmma GEMMs checked and timed beside mma.sync), tiles (the
-# narrow wgmma tile alone beside both), sanitize-gemm
+# 3xTF32 wgmma GEMMs checked and timed beside mma.sync), sanitize-gemm
 # (memcheck and racecheck of the GEMM test alone),
 # gemm (the GEMM occupancy variants side by side), pdl (the step and the
 # epoch with serial and early launches beside bench's), wgmma (the step
@@ -260,26 +259,6 @@ has same2 && SAME_REF="$OUT/same-seed1.log" sameCheck same2 DQNFLOW_SAME=1
 
 has prof && ncuStep prof-ncu
 
-# Part tiles: the wgmma forward GEMMs with the narrow tile alone
-# (DQNFLOW_WGMMA_TILES=128x64: wgmma128 spills at two blocks an SM) beside
-# both tiles, bf16-mixed and fp32 at 4096 and 16384, two interleaved rounds.
-has tiles && for round in 1 2; do
-  for b in 4096 16384; do
-    for p in bf16-mixed fp32; do
-      for v in both 128x64; do
-        tag="tiles-$v-$p-$b-$round"
-        if [ "$v" = both ]; then
-          step "$tag" 90 bin/gputest/dqnflow bench --device cuda --precision "$p" --batch "$b" --steps 300 --json --profile
-        else
-          step "$tag" 90 env DQNFLOW_WGMMA_TILES=$v bin/gputest/dqnflow bench --device cuda --precision "$p" --batch "$b" --steps 300 --json --profile
-        fi
-        echo -n "wgmma tiles $v, $p batch $b round $round: " >>"$OUT/summary.txt"
-        grep -E '"ms_per_step"' "$LOGS/$tag.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
-      done
-    done
-  done
-done
-has tiles && python3 tools/device/kernels.py "$LOGS"/tiles-*-16384-1.log >>"$OUT/summary.txt"
 
 # Part tf32wg: fp32's forward GEMMs as 3xTF32 on wgmma: the GEMM test,
 # the trains-like-mma.sync test (bit for bit), the CPU reference and
