@@ -1264,22 +1264,18 @@ __device__ __forceinline__ void gemmWgmma(const GemmJob* jobs, int njobs, const 
 // alignment. bf16: three stages, two or three blocks an SM; fp32: two
 // stages of 128 columns or three of 64, two blocks an SM (97 KB each).
 #if DQN_BF16
-extern "C" __global__ void __launch_bounds__(256, 2) wgmma128(const GemmJob* jobs, int njobs, const StepState* st) {
-  pdlEnter();
-  gemmWgmma<128, 3>(jobs, njobs, st);
-}
-extern "C" __global__ void __launch_bounds__(256, 3) wgmma128x64(const GemmJob* jobs, int njobs, const StepState* st) {
-  pdlEnter();
-  gemmWgmma<64, 3>(jobs, njobs, st);
-}
+#define WG_SQUARE_STAGES 3
+#define WG_NARROW_BLOCKS 3
 #else
+#define WG_SQUARE_STAGES 2
+#define WG_NARROW_BLOCKS 2
+#endif
 extern "C" __global__ void __launch_bounds__(256, 2) wgmma128(const GemmJob* jobs, int njobs, const StepState* st) {
   pdlEnter();
-  gemmWgmma<128, 2>(jobs, njobs, st);
+  gemmWgmma<128, WG_SQUARE_STAGES>(jobs, njobs, st);
 }
-extern "C" __global__ void __launch_bounds__(256, 2) wgmma128x64(const GemmJob* jobs, int njobs, const StepState* st) {
+extern "C" __global__ void __launch_bounds__(256, WG_NARROW_BLOCKS) wgmma128x64(const GemmJob* jobs, int njobs, const StepState* st) {
   pdlEnter();
   gemmWgmma<64, 3>(jobs, njobs, st);
 }
-#endif
 #endif
