@@ -24,8 +24,11 @@
 // Accumulation is float32. bf16 mode: mma.sync m16n8k16 on the tensor
 // cores, operands staged through shared memory by cp.async in a
 // three-stage pipeline and read with ldmatrix (.trans for the m- and
-// n-contiguous operands). fp32 mode: fmaf in k order on the CUDA cores,
-// the next k tile loaded into registers while the current one is used.
+// n-contiguous operands). fp32 mode: by default 3xTF32, three mma.sync
+// m16n8k8 TF32 products per product (gemmTf32, ADR 0021); with
+// DQNFLOW_FP32_GEMM=simt, fmaf in k order on the CUDA cores, the next k
+// tile loaded into registers while the current one is used. On sm_90a
+// the forward jobs of both modes run on wgmma (gemmWgmma, at the end).
 //
 // Epilogues (v the accumulated value, applied per element):
 //   EPI_STORE      C = v
