@@ -176,7 +176,6 @@ func wgmmaShapes(bf16 bool) []gemmShape {
 	return []gemmShape{{"wgmma128", 128, 128, 256, tiles(2+1, 128)}, {"wgmma128x64", 128, 64, 256, tiles(3+1, 64)}}
 }
 
-
 // mmaOnly keeps the forward GEMMs of learners built while it is set on
 // mma.sync where their module has wgmma (TestWGMMATrainsLikeMMA).
 var mmaOnly bool
