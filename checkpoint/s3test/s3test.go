@@ -98,31 +98,34 @@ func Start(t testing.TB) *Server {
 			t.Fatal(err)
 		}
 	}
-	port := testproc.FreePort(t)
-	s.Endpoint = "http://127.0.0.1:" + strconv.Itoa(port)
 	// The sidecar directory holds object metadata, so the backend needs no
 	// extended attributes from the test's file system (tmpfs, overlayfs).
-	cmd := exec.Command(bin, "--port", "127.0.0.1:"+strconv.Itoa(port), "--quiet",
-		"posix", "--sidecar", meta, s.Dir)
-	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY_ID="+s.AccessKey, "ROOT_SECRET_ACCESS_KEY="+s.Secret)
-	p := testproc.Start(t, "versitygw", cmd, filepath.Join(base, "versitygw.log"))
-
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	c := s.Client()
-	for {
-		_, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(s.Bucket)})
-		if err == nil {
-			break
-		}
-		select {
-		case <-p.Exited:
-			t.Fatalf("versitygw exited at start: %v", p.Cmd.ProcessState)
-		case <-ctx.Done():
-			t.Fatalf("versitygw at %s: create bucket %s: %v", s.Endpoint, s.Bucket, err)
-		case <-time.After(100 * time.Millisecond):
+	start := func(ports []int, _ int) *exec.Cmd {
+		s.Endpoint = "http://127.0.0.1:" + strconv.Itoa(ports[0])
+		cmd := exec.Command(bin, "--port", "127.0.0.1:"+strconv.Itoa(ports[0]), "--quiet",
+			"posix", "--sidecar", meta, s.Dir)
+		cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY_ID="+s.AccessKey, "ROOT_SECRET_ACCESS_KEY="+s.Secret)
+		return cmd
+	}
+	ready := func(p *testproc.Proc, _ []int) error {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		c := s.Client()
+		for {
+			_, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(s.Bucket)})
+			if err == nil {
+				return nil
+			}
+			select {
+			case <-p.Exited:
+				return fmt.Errorf("exited at start: %v", p.Cmd.ProcessState)
+			case <-ctx.Done():
+				return fmt.Errorf("at %s: create bucket %s: %w", s.Endpoint, s.Bucket, err)
+			case <-time.After(100 * time.Millisecond):
+			}
 		}
 	}
+	testproc.StartOnFreePorts(t, "versitygw", filepath.Join(base, "versitygw.log"), 1, start, ready)
 	return s
 }
 

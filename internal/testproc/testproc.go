@@ -5,10 +5,13 @@
 package testproc
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -109,4 +112,83 @@ func Start(t testing.TB, label string, cmd *exec.Cmd, logPath string) *Proc {
 		}
 	})
 	return &Proc{Cmd: cmd, Exited: exited}
+}
+
+// startAttempts is how many times StartOnFreePorts starts a server that
+// exits before it is ready.
+const startAttempts = 3
+
+// StartOnFreePorts starts a server on n ports fresh from FreePort: cmd
+// builds its command for the ports and the attempt (1, 2, …), and ready
+// waits until it answers, returning nil then, or an error. A port picked
+// by FreePort is free only until someone binds it, and servers such as the
+// Temporal dev server pick their internal ports the same way, so tests
+// that start several at once can collide. When the process has exited by
+// the time ready fails, it is started again on new ports, up to
+// startAttempts times in all; the attempts' output goes to logPath,
+// logPath.2, …, and what made an attempt exit is logged. Any other
+// failure of ready fails the test.
+func StartOnFreePorts(t testing.TB, label, logPath string, n int, cmd func(ports []int, attempt int) *exec.Cmd, ready func(p *Proc, ports []int) error) (*Proc, []int) {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		ports := make([]int, n)
+		for i := range ports {
+			ports[i] = FreePort(t)
+		}
+		path := logPath
+		if attempt > 1 {
+			path = fmt.Sprintf("%s.%d", logPath, attempt)
+		}
+		p := Start(t, label, cmd(ports, attempt), path)
+		err := ready(p, ports)
+		if err == nil {
+			return p, ports
+		}
+		if p.Alive() || attempt == startAttempts {
+			t.Fatalf("%s on ports %v (attempt %d of %d): %v", label, ports, attempt, startAttempts, err)
+		}
+		<-p.Exited
+		out, _ := os.ReadFile(path)
+		out = out[max(0, len(out)-2<<10):]
+		t.Logf("%s on ports %v exited before it was ready (attempt %d of %d: %v); starting it again on new ports. End of its output:\n%s",
+			label, ports, attempt, startAttempts, err, out)
+	}
+}
+
+// Listens reports whether process pid holds a TCP socket listening on
+// port (any address), from /proc on Linux; elsewhere it reports true. A
+// client that reaches a port this server was meant to bind may be talking
+// to another test's server that got there first; this tells them apart.
+func Listens(pid, port int) bool {
+	if runtime.GOOS != "linux" {
+		return true
+	}
+	inodes := map[string]bool{}
+	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, err := os.ReadFile(table)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			f := strings.Fields(line)
+			// sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+			if len(f) < 10 || f[3] != "0A" { // 0A: LISTEN
+				continue
+			}
+			_, hexPort, ok := strings.Cut(f[1], ":")
+			if p, err := strconv.ParseUint(hexPort, 16, 16); ok && err == nil && int(p) == port {
+				inodes["socket:["+f[9]+"]"] = true
+			}
+		}
+	}
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return false
+	}
+	for _, fd := range fds {
+		if l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil && inodes[l] {
+			return true
+		}
+	}
+	return false
 }

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -43,7 +44,9 @@ func DevServer(t testing.TB, extraArgs ...string) client.Client {
 
 // DevServerAt is DevServer for tests that start their own workers: it also
 // returns the server's host:port, and keeps the server's output in logPath,
-// whose end it prints if the test fails.
+// whose end it prints if the test fails. A server that exits at start (a
+// port taken by another test between picking and binding it) is started
+// again on new ports (testproc.StartOnFreePorts).
 func DevServerAt(t testing.TB, logPath string, extraArgs ...string) (string, client.Client) {
 	t.Helper()
 	if testing.Short() {
@@ -53,25 +56,45 @@ func DevServerAt(t testing.TB, logPath string, extraArgs ...string) (string, cli
 	if bin == "" {
 		t.Fatalf("no Temporal CLI: run `make temporal` or set %s", EnvBinary)
 	}
-	port, httpPort := testproc.FreePort(t), testproc.FreePort(t)
-	args := append([]string{"server", "start-dev", "--headless",
-		"--ip", "127.0.0.1", "--port", strconv.Itoa(port), "--http-port", strconv.Itoa(httpPort),
-		"--metrics-port", "0", "--db-filename", filepath.Join(filepath.Dir(logPath), "temporal.db"), "--log-level", "warn"},
-		append(worker.DevServerFlags(), extraArgs...)...)
-	p := testproc.Start(t, "temporal", exec.Command(bin, args...), logPath)
-
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	dir := filepath.Dir(logPath)
 	logger := log.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	alive := func() error {
-		if !p.Alive() {
-			return fmt.Errorf("exited at start: %v", p.Cmd.ProcessState)
+	var c client.Client
+	start := func(ports []int, attempt int) *exec.Cmd {
+		db := "temporal.db"
+		if attempt > 1 {
+			db = fmt.Sprintf("temporal-%d.db", attempt)
+		}
+		args := append([]string{"server", "start-dev", "--headless",
+			"--ip", "127.0.0.1", "--port", strconv.Itoa(ports[0]), "--http-port", strconv.Itoa(ports[1]),
+			"--metrics-port", "0", "--db-filename", filepath.Join(dir, db), "--log-level", "warn"},
+			append(worker.DevServerFlags(), extraArgs...)...)
+		return exec.Command(bin, args...)
+	}
+	ready := func(p *testproc.Proc, ports []int) error {
+		alive := func() error {
+			if !p.Alive() {
+				return fmt.Errorf("exited at start: %v", p.Cmd.ProcessState)
+			}
+			return nil
+		}
+		var err error
+		if c, err = worker.DialWhenReady(context.Background(), client.Options{HostPort: addrOf(ports[0]), Logger: logger}, time.Minute, alive); err != nil {
+			return err
+		}
+		if !testproc.Listens(p.Cmd.Process.Pid, ports[0]) {
+			// Another server holds the port: this one will fail to bind it.
+			c.Close()
+			syscall.Kill(-p.Cmd.Process.Pid, syscall.SIGTERM)
+			<-p.Exited
+			return fmt.Errorf("port %d answered, but another process listens on it", ports[0])
 		}
 		return nil
 	}
-	c, err := worker.DialWhenReady(context.Background(), client.Options{HostPort: addr, Logger: logger}, time.Minute, alive)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, ports := testproc.StartOnFreePorts(t, "temporal", logPath, 2, start, ready)
+	addr := addrOf(ports[0])
 	t.Cleanup(c.Close)
 	return addr, c
 }
+
+// addrOf is the dev server's host:port on the loopback address.
+func addrOf(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
