@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
 )
 
@@ -210,5 +211,62 @@ func TestWalkForwardReportsEachWindowAndThePool(t *testing.T) {
 	}
 	if got := res.Pooled.TotalReturn; got < want-1-1e-9 || got > want-1+1e-9 || res.Pooled.Bars != 1+2*299 {
 		t.Errorf("pooled total return %g over %d bars, want %g over %d", got, res.Pooled.Bars, want-1, 1+2*299)
+	}
+	for i, w := range res.Windows {
+		if res.Gate != gateWindow || w.Test.Trades != map[bool]int{true: w.CheckpointTest.Trades, false: 0}[w.Traded] {
+			t.Errorf("gate %q, window %d: traded %v with %d trades, its checkpoint %d", res.Gate, i+1, w.Traded, w.Test.Trades, w.CheckpointTest.Trades)
+		}
+	}
+	for _, bad := range [][]string{{"--gate", "both"}, {"--gate", "pooled", "--test-bars", "300", "--valid-bars", "400"}} {
+		if _, errOut, code := run(t, append([]string{"walkforward", "--config", cfg, "--data", "bundled:bitcoin_2024.csv"}, bad...)...); code == 0 || !strings.Contains(errOut, "--gate") {
+			t.Errorf("walkforward %v: exit %d, %q; want an error naming --gate", bad, code, errOut)
+		}
+	}
+}
+
+// TestPooledGateJoinsEveryEarlierValidationRange: with --gate pooled a
+// window trades where the validation ranges of it and every earlier window,
+// joined, reach backtest.min_valid_t, so a window whose own evidence is too
+// short to count can trade on its predecessors' as well; with --gate window
+// each follows its own run.
+func TestPooledGateJoinsEveryEarlierValidationRange(t *testing.T) {
+	const bpy = 6000
+	// One validation report: n bars whose returns alternate 1e-3+drift and
+	// −1e-3+drift, so its Sharpe is drift-driven and its t grows as √bars.
+	valid := func(n int, drift float64) market.Report {
+		eq, pos := []float64{1e5}, []int{0}
+		for i := 1; i < n; i++ {
+			r := drift + 1e-3
+			if i%2 == 0 {
+				r = drift - 1e-3
+			}
+			eq, pos = append(eq, eq[i-1]*(1+r)), append(pos, 1)
+		}
+		return market.Report{Metrics: market.Measure(eq, pos, nil, 0, bpy), BarsPerYear: bpy, Equity: eq, BuyAndHoldEquity: eq, Positions: pos}
+	}
+	valids := []market.Report{valid(600, 6.5e-5), valid(600, 6.5e-5), valid(600, -6.5e-5)}
+	if t1 := valids[0].SharpeT(); !(t1 > 1 && t1 < 2) {
+		t.Fatalf("one window's t = %.2f; the case needs it between 1 and 2", t1)
+	}
+	cfg := config.BacktestConfig{MinValidT: 2}
+	ws := make([]wfResult, 3)
+	if err := gateWindows(cfg, gatePooled, ws, valids, []bool{true, true, true}); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []bool{false, true, false} {
+		if ws[i].Traded != want {
+			t.Errorf("pooled gate, window %d: pooled t %.2f (own %.2f), traded %v, want %v", i+1, ws[i].PooledValidT, ws[i].ValidT, ws[i].Traded, want)
+		}
+	}
+	if ws[0].PooledValidT != ws[0].ValidT {
+		t.Errorf("window 1 pools only itself: pooled t %g, own %g", ws[0].PooledValidT, ws[0].ValidT)
+	}
+	if err := gateWindows(cfg, gateWindow, ws, valids, []bool{false, true, true}); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []bool{true, false, false} {
+		if ws[i].Traded != want {
+			t.Errorf("window gate, window %d: traded %v, want its run's own verdict %v", i+1, ws[i].Traded, want)
+		}
 	}
 }

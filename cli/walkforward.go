@@ -59,26 +59,74 @@ func windowConfig(cfg config.RunConfig, b *market.Bars, w wfWindow) config.RunCo
 	return cfg
 }
 
+// The evidence that lets a walk-forward window trade its test range
+// (--gate): its own run's validation (the rule of every local run, ADR
+// 0016), or the validation ranges of every window up to it, joined.
+const (
+	gateWindow = "window"
+	gatePooled = "pooled"
+)
+
 // walkForwardResult is what "dqnflow walkforward --json" prints.
 type walkForwardResult struct {
 	Data    string           `json:"data"`
 	Config  config.RunConfig `json:"config"`
+	Gate    string           `json:"gate"`
 	Windows []wfResult       `json:"windows"`
 	// Pooled joins the test ranges of every window (market.Pool).
 	Pooled market.Report `json:"pooled"`
 }
 
 type wfResult struct {
-	Window    int           `json:"window"`
-	Ranges    wfWindow      `json:"ranges"`
-	BestEpoch int           `json:"best_epoch"`
-	Test      market.Report `json:"test"`
+	Window    int      `json:"window"`
+	Ranges    wfWindow `json:"ranges"`
+	BestEpoch int      `json:"best_epoch"`
+	// ValidSharpe and ValidT are the chosen checkpoint's on the window's
+	// own validation range; PooledValidSharpe and PooledValidT are those
+	// of windows 1 … this one's validation backtests joined (market.Pool),
+	// each window's checkpoint on its own range. Every one of those ranges
+	// ends before this window's test range begins.
+	ValidSharpe       float64 `json:"validation_sharpe"`
+	ValidT            float64 `json:"validation_sharpe_t"`
+	PooledValidSharpe float64 `json:"pooled_validation_sharpe"`
+	PooledValidT      float64 `json:"pooled_validation_sharpe_t"`
+	// Traded is set when the gate's evidence reached backtest.min_valid_t:
+	// Test is then the checkpoint's test backtest, else flat's.
+	// CheckpointTest is the checkpoint's, whichever the gate chose.
+	Traded         bool          `json:"traded"`
+	Test           market.Report `json:"test"`
+	CheckpointTest market.Report `json:"checkpoint_test"`
+}
+
+// gateWindows decides, window by window, whether each trades its test
+// range: with gatePooled on the t-statistic of the validation backtests of
+// that window and every earlier one joined, else on its own (the run's own
+// abstention). It fills the validation and Traded fields of ws; the
+// validation reports are in the windows' order.
+func gateWindows(cfg config.BacktestConfig, gate string, ws []wfResult, valids []market.Report, abstained []bool) error {
+	for i := range ws {
+		w := &ws[i]
+		w.ValidSharpe, w.ValidT = valids[i].Sharpe, valids[i].SharpeT()
+		pooled, err := market.Pool(valids[:i+1])
+		if err != nil {
+			return fmt.Errorf("window %d: pool validation: %w", i+1, err)
+		}
+		w.PooledValidSharpe, w.PooledValidT = pooled.Sharpe, pooled.SharpeT()
+		if gate == gatePooled {
+			w.Traded = !cfg.NoEdge(w.PooledValidT)
+		} else {
+			w.Traded = !abstained[i]
+		}
+	}
+	return nil
 }
 
 // runWalkForward implements "dqnflow walkforward": it trains one run per
 // window (validation picks its checkpoint and stops it early; its test
 // range is touched only by its report), then prints each window's test
-// metrics and the pooled ones beside buy-and-hold and flat.
+// metrics and the pooled ones beside buy-and-hold and flat. A window
+// trades its checkpoint on its test range where --gate's evidence reaches
+// backtest.min_valid_t, and is flat otherwise.
 func runWalkForward(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "walkforward")
 	cfgPath := fs.String("config", "", "RunConfig JSON file (default: built-in defaults)")
@@ -89,10 +137,14 @@ func runWalkForward(ctx context.Context, e *env, args []string) error {
 	testBars := fs.Int("test-bars", 0, "test bars per window (default: 30% of the bars after the feature warmup, split over the windows)")
 	validBars := fs.Int("valid-bars", 0, "validation bars per window (default: --test-bars)")
 	trainBars := fs.Int("train-bars", 0, "training bars per window (default 0: every earlier bar, an expanding window)")
+	gate := fs.String("gate", gateWindow, "evidence that lets a window trade its test range, at backtest.min_valid_t: window (its run's own validation) or pooled (the validation ranges of that window and every earlier one, joined)")
 	out := fs.String("out", "", "directory for each window's run and the summary (default: runs/<id>)")
 	jsonOut := fs.Bool("json", false, "print the result as JSON")
 	if err := parse(fs, args, 0); err != nil {
 		return err
+	}
+	if *gate != gateWindow && *gate != gatePooled {
+		return fmt.Errorf("%w: --gate %q: want %s or %s", errUsage, *gate, gateWindow, gatePooled)
 	}
 	cfg, err := loadConfig(fs, *cfgPath, *device, *dataPath, *epochs)
 	if err != nil {
@@ -109,6 +161,10 @@ func runWalkForward(ctx context.Context, e *env, args []string) error {
 	if *validBars == 0 {
 		*validBars = *testBars
 	}
+	if *gate == gatePooled && *validBars > *testBars {
+		return fmt.Errorf("%w: --gate pooled with --valid-bars %d above --test-bars %d: the windows' validation ranges would overlap and count bars twice",
+			errUsage, *validBars, *testBars)
+	}
 	ws, err := walkWindows(b.Len(), market.FeatureWarmup, *k, *testBars, *validBars, *trainBars, cfg.Env.EpisodeBars+2)
 	if err != nil {
 		return err
@@ -117,8 +173,9 @@ func runWalkForward(ctx context.Context, e *env, args []string) error {
 	if *out == "" {
 		*out = filepath.Join("runs", id)
 	}
-	res := walkForwardResult{Data: cfg.Data.Path, Config: cfg}
-	var tests []market.Report
+	res := walkForwardResult{Data: cfg.Data.Path, Config: cfg, Gate: *gate}
+	var valids, flats []market.Report
+	var abstained []bool
 	for i, w := range ws {
 		wc := windowConfig(cfg, b, w)
 		fmt.Fprintf(e.stderr, "window %d/%d: train %s, validation %s, test %s\n", i+1, len(ws),
@@ -127,11 +184,31 @@ func runWalkForward(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return fmt.Errorf("window %d: %w", i+1, err)
 		}
-		if r.Test == nil {
+		if r.Test == nil || r.CheckpointTest == nil {
 			return fmt.Errorf("window %d: no test report", i+1)
 		}
-		res.Windows = append(res.Windows, wfResult{Window: i + 1, Ranges: w, BestEpoch: r.BestEpoch, Test: *r.Test})
-		tests = append(tests, *r.Test)
+		ds, err := market.Prepare(wc)
+		if err != nil {
+			return fmt.Errorf("window %d: %w", i+1, err)
+		}
+		flat, err := flatTest(ds)
+		if err != nil {
+			return fmt.Errorf("window %d: %w", i+1, err)
+		}
+		res.Windows = append(res.Windows, wfResult{Window: i + 1, Ranges: w, BestEpoch: r.BestEpoch, CheckpointTest: *r.CheckpointTest})
+		valids, flats, abstained = append(valids, r.Valid), append(flats, flat), append(abstained, r.Abstained)
+	}
+	if err := gateWindows(cfg.Backtest, *gate, res.Windows, valids, abstained); err != nil {
+		return err
+	}
+	tests := make([]market.Report, len(res.Windows))
+	for i := range res.Windows {
+		w := &res.Windows[i]
+		w.Test = flats[i]
+		if w.Traded {
+			w.Test = w.CheckpointTest
+		}
+		tests[i] = w.Test
 	}
 	if res.Pooled, err = market.Pool(tests); err != nil {
 		return err
@@ -143,11 +220,14 @@ func runWalkForward(ctx context.Context, e *env, args []string) error {
 		return printJSON(e, res)
 	}
 	w := e.stdout
-	fmt.Fprintf(w, "walk-forward on %s: %d windows, test ranges only\n", cfg.Data.Path, len(ws))
-	fmt.Fprintf(w, "%-8s %-35s %10s %10s %10s %10s %10s %10s\n", "window", "test range", "return", "Sharpe", "max DD", "B&H ret", "B&H Sharpe", "B&H DD")
+	fmt.Fprintf(w, "walk-forward on %s: %d windows, test ranges only; a window trades where the %s validation evidence has t >= %g (--gate), else it is flat\n",
+		cfg.Data.Path, len(ws), *gate, cfg.Backtest.MinValidT)
+	fmt.Fprintf(w, "%-8s %-35s %14s %14s %7s %10s %10s %10s %10s %10s %10s\n", "window", "test range", "valid S (t)", "pooled S (t)", "trades",
+		"return", "Sharpe", "max DD", "B&H ret", "B&H Sharpe", "B&H DD")
 	for _, x := range res.Windows {
 		t := x.Test
-		fmt.Fprintf(w, "%-8d %-35s %9.2f%% %10.3f %9.2f%% %9.2f%% %10.3f %9.2f%%\n", x.Window, barsSpan(b, x.Ranges.Test),
+		fmt.Fprintf(w, "%-8d %-35s %14s %14s %7s %9.2f%% %10.3f %9.2f%% %9.2f%% %10.3f %9.2f%%\n", x.Window, barsSpan(b, x.Ranges.Test),
+			fmt.Sprintf("%.2f (%.2f)", x.ValidSharpe, x.ValidT), fmt.Sprintf("%.2f (%.2f)", x.PooledValidSharpe, x.PooledValidT), yesNo(x.Traded),
 			100*t.TotalReturn, t.Sharpe, 100*t.MaxDrawdown, 100*t.BuyAndHold.TotalReturn, t.BuyAndHold.Sharpe, 100*t.BuyAndHold.MaxDrawdown)
 	}
 	fmt.Fprintln(w, "pooled:")
@@ -161,4 +241,12 @@ func barsSpan(b *market.Bars, r market.Range) string {
 		return "-"
 	}
 	return b.Time[r.From].Format("2006-01-02 15:04") + " .. " + b.Time[r.To-1].Format("2006-01-02 15:04")
+}
+
+// yesNo is "yes" or "no".
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }

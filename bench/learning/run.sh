@@ -7,6 +7,8 @@
 # CASES is "NAME CONFIG DATA" (CONFIG relative to this folder); # starts
 # a comment. Checkpoints are deleted after each run. The CPU backend's
 # results do not depend on the thread count (trainer/cpu/doc.go).
+# DQNFLOW_CMD (default train) and DQNFLOW_ARGS (default none) run another
+# command the same way, e.g. DQNFLOW_CMD=walkforward DQNFLOW_ARGS="--gate pooled".
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cases=$1 out=$2 jobs=${3:-8} threads=${4:-2}
@@ -15,7 +17,8 @@ mkdir -p "$out"
 one() {
 	local name=$1 cfg=$2 data=$3
 	local t0=$(date +%s.%N)
-	GOMAXPROCS=$threads "$bin" train --device cpu --config "$here/$cfg" --data "$data" \
+	# shellcheck disable=SC2086 # DQNFLOW_ARGS is a list of words
+	GOMAXPROCS=$threads "$bin" "${DQNFLOW_CMD:-train}" --device cpu --config "$here/$cfg" --data "$data" ${DQNFLOW_ARGS:-} \
 		--out "$out/$name.d" --json >"$out/$name.json" 2>"$out/$name.log" || echo "FAILED $name" >>"$out/$name.log"
 	echo "$(date +%s.%N) $t0" | awk '{printf "%.1f\n", $1-$2}' >"$out/$name.time"
 	rm -rf "$out/$name.d"
