@@ -5,6 +5,7 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -213,9 +214,12 @@ func TestWalkForwardReportsEachWindowAndThePool(t *testing.T) {
 		t.Errorf("pooled total return %g over %d bars, want %g over %d", got, res.Pooled.Bars, want-1, 1+2*299)
 	}
 	for i, w := range res.Windows {
-		if res.Gate != gateWindow || w.Test.Trades != map[bool]int{true: w.CheckpointTest.Trades, false: 0}[w.Traded] {
+		if res.Gate != gateWindow || len(res.Gates) != 4 || w.Traded != res.Gates[0].Traded[i] || w.Test.Trades != map[bool]int{true: w.CheckpointTest.Trades, false: 0}[w.Traded] {
 			t.Errorf("gate %q, window %d: traded %v with %d trades, its checkpoint %d", res.Gate, i+1, w.Traded, w.Test.Trades, w.CheckpointTest.Trades)
 		}
+	}
+	if res.Gates[0].Pooled.Sharpe != res.Pooled.Sharpe {
+		t.Errorf("the result's pooled Sharpe %g is not its gate's, %g", res.Pooled.Sharpe, res.Gates[0].Pooled.Sharpe)
 	}
 	for _, bad := range [][]string{{"--gate", "both"}, {"--gate", "pooled", "--test-bars", "300", "--valid-bars", "400"}} {
 		if _, errOut, code := run(t, append([]string{"walkforward", "--config", cfg, "--data", "bundled:bitcoin_2024.csv"}, bad...)...); code == 0 || !strings.Contains(errOut, "--gate") {
@@ -224,16 +228,17 @@ func TestWalkForwardReportsEachWindowAndThePool(t *testing.T) {
 	}
 }
 
-// TestPooledGateJoinsEveryEarlierValidationRange: with --gate pooled a
-// window trades where the validation ranges of it and every earlier window,
-// joined, reach backtest.min_valid_t, so a window whose own evidence is too
-// short to count can trade on its predecessors' as well; with --gate window
-// each follows its own run.
-func TestPooledGateJoinsEveryEarlierValidationRange(t *testing.T) {
+// TestGatesWeighTheEvidenceThatPrecedesEachTestRange: a walk-forward
+// window trades with the window gate on its own validation t, with the
+// pooled gate on the validation ranges of it and every earlier window
+// joined (so a window whose own range is too short can trade on its
+// predecessors' as well), and with the record gate on the earlier windows'
+// test ranges joined (never the first window); with none, always.
+func TestGatesWeighTheEvidenceThatPrecedesEachTestRange(t *testing.T) {
 	const bpy = 6000
-	// One validation report: n bars whose returns alternate 1e-3+drift and
-	// −1e-3+drift, so its Sharpe is drift-driven and its t grows as √bars.
-	valid := func(n int, drift float64) market.Report {
+	// A report of n bars whose returns alternate drift±1e-3, so its t
+	// grows as √bars.
+	rep := func(n int, drift float64) market.Report {
 		eq, pos := []float64{1e5}, []int{0}
 		for i := 1; i < n; i++ {
 			r := drift + 1e-3
@@ -244,29 +249,42 @@ func TestPooledGateJoinsEveryEarlierValidationRange(t *testing.T) {
 		}
 		return market.Report{Metrics: market.Measure(eq, pos, nil, 0, bpy), BarsPerYear: bpy, Equity: eq, BuyAndHoldEquity: eq, Positions: pos}
 	}
-	valids := []market.Report{valid(600, 6.5e-5), valid(600, 6.5e-5), valid(600, -6.5e-5)}
-	if t1 := valids[0].SharpeT(); !(t1 > 1 && t1 < 2) {
+	up, down, strong := rep(600, 6.5e-5), rep(600, -6.5e-5), rep(600, 2e-4)
+	if t1 := up.SharpeT(); !(t1 > 1 && t1 < 2) {
 		t.Fatalf("one window's t = %.2f; the case needs it between 1 and 2", t1)
 	}
+	valids := []market.Report{up, up, down, strong}
+	ckTests := []market.Report{strong, strong, down, up}
+	flat := rep(600, 0)
+	flats := []market.Report{flat, flat, flat, flat}
+	ws := make([]wfResult, len(valids))
+	for i := range ws {
+		ws[i] = wfResult{Window: i + 1, CheckpointTest: ckTests[i]}
+	}
+	if err := weighEvidence(ws, valids, ckTests); err != nil {
+		t.Fatal(err)
+	}
+	if ws[0].PooledValidT != ws[0].ValidT || ws[0].RecordT != 0 {
+		t.Errorf("window 1 pools only itself and has no record: pooled t %g, own %g, record %g", ws[0].PooledValidT, ws[0].ValidT, ws[0].RecordT)
+	}
 	cfg := config.BacktestConfig{MinValidT: 2}
-	ws := make([]wfResult, 3)
-	if err := gateWindows(cfg, gatePooled, ws, valids, []bool{true, true, true}); err != nil {
-		t.Fatal(err)
-	}
-	for i, want := range []bool{false, true, false} {
-		if ws[i].Traded != want {
-			t.Errorf("pooled gate, window %d: pooled t %.2f (own %.2f), traded %v, want %v", i+1, ws[i].PooledValidT, ws[i].ValidT, ws[i].Traded, want)
+	for gate, want := range map[string][]bool{
+		gateWindow: {false, false, false, true},
+		gatePooled: {false, true, false, true},
+		gateRecord: {false, true, true, true},
+		gateNone:   {true, true, true, true},
+	} {
+		g, err := applyGate(cfg, gate, ws, flats)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if ws[0].PooledValidT != ws[0].ValidT {
-		t.Errorf("window 1 pools only itself: pooled t %g, own %g", ws[0].PooledValidT, ws[0].ValidT)
-	}
-	if err := gateWindows(cfg, gateWindow, ws, valids, []bool{false, true, true}); err != nil {
-		t.Fatal(err)
-	}
-	for i, want := range []bool{true, false, false} {
-		if ws[i].Traded != want {
-			t.Errorf("window gate, window %d: traded %v, want its run's own verdict %v", i+1, ws[i].Traded, want)
+		if !slices.Equal(g.Traded, want) {
+			t.Errorf("gate %s traded %v, want %v (own t %.2f %.2f %.2f %.2f; pooled %.2f %.2f %.2f %.2f; record - %.2f %.2f %.2f)", gate, g.Traded, want,
+				ws[0].ValidT, ws[1].ValidT, ws[2].ValidT, ws[3].ValidT, ws[0].PooledValidT, ws[1].PooledValidT, ws[2].PooledValidT, ws[3].PooledValidT,
+				ws[1].RecordT, ws[2].RecordT, ws[3].RecordT)
+		}
+		if wantBars := 1 + len(ws)*599; g.Pooled.Bars != wantBars {
+			t.Errorf("gate %s: the joined test ranges have %d bars, want %d", gate, g.Pooled.Bars, wantBars)
 		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/dqnflow/dqnflow/config"
@@ -60,12 +62,28 @@ func windowConfig(cfg config.RunConfig, b *market.Bars, w wfWindow) config.RunCo
 }
 
 // The evidence that lets a walk-forward window trade its test range
-// (--gate): its own run's validation (the rule of every local run, ADR
-// 0016), or the validation ranges of every window up to it, joined.
+// (--gate), each judged at backtest.min_valid_t:
+//   - window: its own run's validation backtest (the rule of every local
+//     run, ADR 0016);
+//   - pooled: the validation backtests of it and every earlier window,
+//     joined; like window's, each was the best of the run's validation
+//     backtests, so this evidence is biased upwards by that choice;
+//   - record: the test backtests of every earlier window's checkpoint,
+//     joined: the procedure's own out-of-sample record, on ranges that no
+//     choice saw. The first window has none and stays flat;
+//   - none: every window trades its checkpoint, whatever the evidence
+//     (what a walk-forward without ADR 0016's rule reports).
+//
+// Every range each gate reads ends before the window's test range begins.
 const (
 	gateWindow = "window"
 	gatePooled = "pooled"
+	gateRecord = "record"
+	gateNone   = "none"
 )
+
+// gates lists the gates in the order the summary shows them.
+var gates = []string{gateWindow, gatePooled, gateRecord, gateNone}
 
 // walkForwardResult is what "dqnflow walkforward --json" prints.
 type walkForwardResult struct {
@@ -73,8 +91,19 @@ type walkForwardResult struct {
 	Config  config.RunConfig `json:"config"`
 	Gate    string           `json:"gate"`
 	Windows []wfResult       `json:"windows"`
-	// Pooled joins the test ranges of every window (market.Pool).
+	// Pooled joins the test ranges of every window (market.Pool) as Gate
+	// traded them.
 	Pooled market.Report `json:"pooled"`
+	// Gates is every gate's verdicts and pooled test range, on the same
+	// runs, for comparison; Gate's is the result above.
+	Gates []wfGateResult `json:"gates"`
+}
+
+// wfGateResult is what one gate made of a walk-forward's windows.
+type wfGateResult struct {
+	Gate   string        `json:"gate"`
+	Traded []bool        `json:"traded"` // per window
+	Pooled market.Report `json:"pooled"` // the test ranges as the gate traded them, joined
 }
 
 type wfResult struct {
@@ -84,12 +113,15 @@ type wfResult struct {
 	// ValidSharpe and ValidT are the chosen checkpoint's on the window's
 	// own validation range; PooledValidSharpe and PooledValidT are those
 	// of windows 1 … this one's validation backtests joined (market.Pool),
-	// each window's checkpoint on its own range. Every one of those ranges
-	// ends before this window's test range begins.
+	// each window's checkpoint on its own range; RecordSharpe and RecordT
+	// those of the test backtests of windows 1 … this one − 1 joined (0
+	// for the first window).
 	ValidSharpe       float64 `json:"validation_sharpe"`
 	ValidT            float64 `json:"validation_sharpe_t"`
 	PooledValidSharpe float64 `json:"pooled_validation_sharpe"`
 	PooledValidT      float64 `json:"pooled_validation_sharpe_t"`
+	RecordSharpe      float64 `json:"record_sharpe"`
+	RecordT           float64 `json:"record_sharpe_t"`
 	// Traded is set when the gate's evidence reached backtest.min_valid_t:
 	// Test is then the checkpoint's test backtest, else flat's.
 	// CheckpointTest is the checkpoint's, whichever the gate chose.
@@ -98,12 +130,10 @@ type wfResult struct {
 	CheckpointTest market.Report `json:"checkpoint_test"`
 }
 
-// gateWindows decides, window by window, whether each trades its test
-// range: with gatePooled on the t-statistic of the validation backtests of
-// that window and every earlier one joined, else on its own (the run's own
-// abstention). It fills the validation and Traded fields of ws; the
-// validation reports are in the windows' order.
-func gateWindows(cfg config.BacktestConfig, gate string, ws []wfResult, valids []market.Report, abstained []bool) error {
+// weighEvidence fills the evidence fields of ws from each window's
+// chosen checkpoint's validation and test backtests, in the windows'
+// order.
+func weighEvidence(ws []wfResult, valids, ckTests []market.Report) error {
 	for i := range ws {
 		w := &ws[i]
 		w.ValidSharpe, w.ValidT = valids[i].Sharpe, valids[i].SharpeT()
@@ -112,13 +142,49 @@ func gateWindows(cfg config.BacktestConfig, gate string, ws []wfResult, valids [
 			return fmt.Errorf("window %d: pool validation: %w", i+1, err)
 		}
 		w.PooledValidSharpe, w.PooledValidT = pooled.Sharpe, pooled.SharpeT()
-		if gate == gatePooled {
-			w.Traded = !cfg.NoEdge(w.PooledValidT)
-		} else {
-			w.Traded = !abstained[i]
+		w.RecordSharpe, w.RecordT = 0, 0
+		if i > 0 {
+			record, err := market.Pool(ckTests[:i])
+			if err != nil {
+				return fmt.Errorf("window %d: pool the earlier test ranges: %w", i+1, err)
+			}
+			w.RecordSharpe, w.RecordT = record.Sharpe, record.SharpeT()
 		}
 	}
 	return nil
+}
+
+// trades reports whether gate lets window w trade its test range.
+func (w wfResult) trades(cfg config.BacktestConfig, gate string) bool {
+	switch gate {
+	case gatePooled:
+		return !cfg.NoEdge(w.PooledValidT)
+	case gateRecord:
+		return w.Window > 1 && !cfg.NoEdge(w.RecordT)
+	case gateNone:
+		return true
+	default:
+		return !cfg.NoEdge(w.ValidT)
+	}
+}
+
+// applyGate returns gate's verdicts on ws and the test ranges as it
+// traded them (the checkpoint's test backtest where it trades, flats[i]
+// where not), joined.
+func applyGate(cfg config.BacktestConfig, gate string, ws []wfResult, flats []market.Report) (wfGateResult, error) {
+	g := wfGateResult{Gate: gate, Traded: make([]bool, len(ws))}
+	tests := make([]market.Report, len(ws))
+	for i, w := range ws {
+		g.Traded[i], tests[i] = w.trades(cfg, gate), flats[i]
+		if g.Traded[i] {
+			tests[i] = w.CheckpointTest
+		}
+	}
+	var err error
+	if g.Pooled, err = market.Pool(tests); err != nil {
+		return g, fmt.Errorf("gate %s: %w", gate, err)
+	}
+	return g, nil
 }
 
 // runWalkForward implements "dqnflow walkforward": it trains one run per
@@ -137,14 +203,14 @@ func runWalkForward(ctx context.Context, e *env, args []string) error {
 	testBars := fs.Int("test-bars", 0, "test bars per window (default: 30% of the bars after the feature warmup, split over the windows)")
 	validBars := fs.Int("valid-bars", 0, "validation bars per window (default: --test-bars)")
 	trainBars := fs.Int("train-bars", 0, "training bars per window (default 0: every earlier bar, an expanding window)")
-	gate := fs.String("gate", gateWindow, "evidence that lets a window trade its test range, at backtest.min_valid_t: window (its run's own validation) or pooled (the validation ranges of that window and every earlier one, joined)")
+	gate := fs.String("gate", gateWindow, "evidence that lets a window trade its test range, at backtest.min_valid_t: window (its run's own validation), pooled (the validation ranges of that window and every earlier one, joined), record (every earlier window's test range, joined) or none (always); the summary shows them all")
 	out := fs.String("out", "", "directory for each window's run and the summary (default: runs/<id>)")
 	jsonOut := fs.Bool("json", false, "print the result as JSON")
 	if err := parse(fs, args, 0); err != nil {
 		return err
 	}
-	if *gate != gateWindow && *gate != gatePooled {
-		return fmt.Errorf("%w: --gate %q: want %s or %s", errUsage, *gate, gateWindow, gatePooled)
+	if !slices.Contains(gates, *gate) {
+		return fmt.Errorf("%w: --gate %q: want one of %s", errUsage, *gate, strings.Join(gates, ", "))
 	}
 	cfg, err := loadConfig(fs, *cfgPath, *device, *dataPath, *epochs)
 	if err != nil {
@@ -161,9 +227,15 @@ func runWalkForward(ctx context.Context, e *env, args []string) error {
 	if *validBars == 0 {
 		*validBars = *testBars
 	}
-	if *gate == gatePooled && *validBars > *testBars {
-		return fmt.Errorf("%w: --gate pooled with --valid-bars %d above --test-bars %d: the windows' validation ranges would overlap and count bars twice",
-			errUsage, *validBars, *testBars)
+	gatesRun := gates
+	if *validBars > *testBars {
+		// The windows' validation ranges overlap: joined, they would count
+		// bars twice.
+		if *gate == gatePooled {
+			return fmt.Errorf("%w: --gate pooled with --valid-bars %d above --test-bars %d: the windows' validation ranges would overlap and count bars twice",
+				errUsage, *validBars, *testBars)
+		}
+		gatesRun = []string{gateWindow, gateRecord, gateNone}
 	}
 	ws, err := walkWindows(b.Len(), market.FeatureWarmup, *k, *testBars, *validBars, *trainBars, cfg.Env.EpisodeBars+2)
 	if err != nil {
@@ -174,8 +246,7 @@ func runWalkForward(ctx context.Context, e *env, args []string) error {
 		*out = filepath.Join("runs", id)
 	}
 	res := walkForwardResult{Data: cfg.Data.Path, Config: cfg, Gate: *gate}
-	var valids, flats []market.Report
-	var abstained []bool
+	var valids, ckTests, flats []market.Report
 	for i, w := range ws {
 		wc := windowConfig(cfg, b, w)
 		fmt.Fprintf(e.stderr, "window %d/%d: train %s, validation %s, test %s\n", i+1, len(ws),
@@ -196,22 +267,28 @@ func runWalkForward(ctx context.Context, e *env, args []string) error {
 			return fmt.Errorf("window %d: %w", i+1, err)
 		}
 		res.Windows = append(res.Windows, wfResult{Window: i + 1, Ranges: w, BestEpoch: r.BestEpoch, CheckpointTest: *r.CheckpointTest})
-		valids, flats, abstained = append(valids, r.Valid), append(flats, flat), append(abstained, r.Abstained)
+		valids, ckTests, flats = append(valids, r.Valid), append(ckTests, *r.CheckpointTest), append(flats, flat)
 	}
-	if err := gateWindows(cfg.Backtest, *gate, res.Windows, valids, abstained); err != nil {
+	if err := weighEvidence(res.Windows, valids, ckTests); err != nil {
 		return err
 	}
-	tests := make([]market.Report, len(res.Windows))
-	for i := range res.Windows {
-		w := &res.Windows[i]
-		w.Test = flats[i]
-		if w.Traded {
-			w.Test = w.CheckpointTest
+	for _, g := range gatesRun {
+		gr, err := applyGate(cfg.Backtest, g, res.Windows, flats)
+		if err != nil {
+			return err
 		}
-		tests[i] = w.Test
-	}
-	if res.Pooled, err = market.Pool(tests); err != nil {
-		return err
+		res.Gates = append(res.Gates, gr)
+		if g != *gate {
+			continue
+		}
+		res.Pooled = gr.Pooled
+		for i := range res.Windows {
+			w := &res.Windows[i]
+			w.Traded, w.Test = gr.Traded[i], flats[i]
+			if w.Traded {
+				w.Test = w.CheckpointTest
+			}
+		}
 	}
 	if err := writeJSONFile(filepath.Join(*out, "walkforward.json"), res); err != nil {
 		return err
@@ -220,17 +297,29 @@ func runWalkForward(ctx context.Context, e *env, args []string) error {
 		return printJSON(e, res)
 	}
 	w := e.stdout
-	fmt.Fprintf(w, "walk-forward on %s: %d windows, test ranges only; a window trades where the %s validation evidence has t >= %g (--gate), else it is flat\n",
+	fmt.Fprintf(w, "walk-forward on %s: %d windows, test ranges only; a window trades where the %s gate's evidence has t >= %g (--gate), else it is flat\n",
 		cfg.Data.Path, len(ws), *gate, cfg.Backtest.MinValidT)
-	fmt.Fprintf(w, "%-8s %-35s %14s %14s %7s %10s %10s %10s %10s %10s %10s\n", "window", "test range", "valid S (t)", "pooled S (t)", "trades",
+	fmt.Fprintf(w, "%-7s %-35s %14s %14s %14s %7s %10s %10s %10s %10s %10s %10s\n", "window", "test range", "valid S (t)", "pooled S (t)", "record S (t)", "trades",
 		"return", "Sharpe", "max DD", "B&H ret", "B&H Sharpe", "B&H DD")
+	st := func(s, t float64) string { return fmt.Sprintf("%.2f (%.2f)", s, t) }
 	for _, x := range res.Windows {
 		t := x.Test
-		fmt.Fprintf(w, "%-8d %-35s %14s %14s %7s %9.2f%% %10.3f %9.2f%% %9.2f%% %10.3f %9.2f%%\n", x.Window, barsSpan(b, x.Ranges.Test),
-			fmt.Sprintf("%.2f (%.2f)", x.ValidSharpe, x.ValidT), fmt.Sprintf("%.2f (%.2f)", x.PooledValidSharpe, x.PooledValidT), yesNo(x.Traded),
+		fmt.Fprintf(w, "%-7d %-35s %14s %14s %14s %7s %9.2f%% %10.3f %9.2f%% %9.2f%% %10.3f %9.2f%%\n", x.Window, barsSpan(b, x.Ranges.Test),
+			st(x.ValidSharpe, x.ValidT), st(x.PooledValidSharpe, x.PooledValidT), st(x.RecordSharpe, x.RecordT), yesNo(x.Traded),
 			100*t.TotalReturn, t.Sharpe, 100*t.MaxDrawdown, 100*t.BuyAndHold.TotalReturn, t.BuyAndHold.Sharpe, 100*t.BuyAndHold.MaxDrawdown)
 	}
-	fmt.Fprintln(w, "pooled:")
+	fmt.Fprintln(w, "every gate on the same runs (test ranges joined):")
+	for _, g := range res.Gates {
+		n := 0
+		for _, tr := range g.Traded {
+			if tr {
+				n++
+			}
+		}
+		fmt.Fprintf(w, "  %-7s traded %d of %d windows: Sharpe %.3f, return %.2f%%, max drawdown %.2f%%, trades %d\n",
+			g.Gate, n, len(g.Traded), g.Pooled.Sharpe, 100*g.Pooled.TotalReturn, 100*g.Pooled.MaxDrawdown, g.Pooled.Trades)
+	}
+	fmt.Fprintf(w, "pooled, gate %s:\n", *gate)
 	printReport(e, res.Pooled)
 	return nil
 }
