@@ -39,12 +39,25 @@ func newRestartableStack(t *testing.T) (*stack, *restartableServer) {
 		defer l.Close()
 		return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 	}
-	p := port()
-	s.addr = net.JoinHostPort("127.0.0.1", p)
-	srv := &restartableServer{s: s, args: append([]string{"server", "start-dev", "--headless", "--ip", "127.0.0.1",
-		"--port", p, "--http-port", port(), "--metrics-port", "0",
-		"--db-filename", filepath.Join(s.dir, "temporal.db"), "--log-level", "warn"}, worker.DevServerFlags()...)}
-	srv.start()
+	// A server that exits at its first start (a port taken between
+	// picking and binding it, by another test's server) is started again
+	// on new ports, up to three times; a restart keeps its ports.
+	srv := &restartableServer{s: s}
+	for attempt := 1; ; attempt++ {
+		p := port()
+		s.addr = net.JoinHostPort("127.0.0.1", p)
+		srv.args = append([]string{"server", "start-dev", "--headless", "--ip", "127.0.0.1",
+			"--port", p, "--http-port", port(), "--metrics-port", "0",
+			"--db-filename", filepath.Join(s.dir, "temporal-"+strconv.Itoa(attempt)+".db"), "--log-level", "warn"}, worker.DevServerFlags()...)
+		err := srv.start()
+		if err == nil {
+			break
+		}
+		if srv.proc.alive() == nil || attempt == 3 {
+			t.Fatalf("Temporal dev server (attempt %d of 3): %v", attempt, err)
+		}
+		t.Logf("Temporal dev server exited at start (attempt %d of 3); starting it again on new ports: %v", attempt, err)
+	}
 	c, err := worker.DialWhenReady(context.Background(), client.Options{HostPort: s.addr}, time.Minute, srv.proc.alive)
 	if err != nil {
 		t.Fatal(err)
@@ -54,14 +67,18 @@ func newRestartableStack(t *testing.T) (*stack, *restartableServer) {
 	return s, srv
 }
 
-func (r *restartableServer) start() {
+// start starts the server (again) with its arguments and waits until it
+// answers.
+func (r *restartableServer) start() error {
 	r.n++
 	r.proc = startProc(r.s.t, "temporal-"+strconv.Itoa(r.n), filepath.Join(r.s.dir, "temporal-"+strconv.Itoa(r.n)+".log"),
 		nil, temporalBinary(r.s.t), r.args...)
-	_, err := worker.DialWhenReady(context.Background(), client.Options{HostPort: r.s.addr}, time.Minute, r.proc.alive)
+	c, err := worker.DialWhenReady(context.Background(), client.Options{HostPort: r.s.addr}, time.Minute, r.proc.alive)
 	if err != nil {
-		r.s.t.Fatal(err)
+		return err
 	}
+	c.Close()
+	return nil
 }
 
 // waitTraining waits until run id trains epoch 2 or later.
@@ -96,7 +113,9 @@ func TestRunSurvivesTemporalServerKill(t *testing.T) {
 	if err := srv.proc.kill(); err != nil {
 		t.Fatal(err)
 	}
-	srv.start()
+	if err := srv.start(); err != nil {
+		t.Fatal(err)
+	}
 	t.Logf("Temporal server killed during epoch 2 and started again %.1f s later", time.Since(killedAt).Seconds())
 	res := s.waitClosed(runID, 5*time.Minute, w)
 	if res.Status != store.StatusCompleted || res.Epochs != cfg.Epochs {

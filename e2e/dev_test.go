@@ -31,8 +31,27 @@ type devStack struct {
 }
 
 // startDev starts "dqnflow dev" (no PostgreSQL involved: DATABASE_URL
-// names an SQLite file) and waits until it is up.
+// names an SQLite file) and waits until it is up. A dev stack that exits
+// before it is up (a port taken between testproc.FreePort and the bind,
+// by another test's server) is started again on new ports, in a fresh
+// directory, up to three times.
 func startDev(t *testing.T) *devStack {
+	t.Helper()
+	const attempts = 3
+	for attempt := 1; ; attempt++ {
+		d, err := tryDev(t)
+		if err == nil {
+			return d
+		}
+		if d.proc.alive() == nil || attempt == attempts {
+			t.Fatalf("dqnflow dev (attempt %d of %d): %v", attempt, attempts, err)
+		}
+		t.Logf("dqnflow dev exited before it was up (attempt %d of %d); starting it again on new ports: %v", attempt, attempts, err)
+	}
+}
+
+// tryDev starts one "dqnflow dev" and waits until it is up or has exited.
+func tryDev(t *testing.T) (*devStack, error) {
 	t.Helper()
 	d := &devStack{dir: t.TempDir(), bin: dqnflowBinary(t)}
 	port, uiPort := testproc.FreePort(t), testproc.FreePort(t)
@@ -47,16 +66,20 @@ func startDev(t *testing.T) *devStack {
 	d.proc = startProc(t, "dev", filepath.Join(d.dir, "dev.log"), d.env, d.bin, "dev", "--device", "cpu",
 		"--port", strconv.Itoa(port), "--ui-port", strconv.Itoa(uiPort), "--metrics-addr", "127.0.0.1:0",
 		"--db-file", filepath.Join(d.dir, "temporal.db"), "--checkpoint-dir", d.dir)
-	waitFor(t, "dqnflow dev to come up", 2*time.Minute, 100*time.Millisecond, func() (bool, error) {
+	deadline := time.Now().Add(2 * time.Minute)
+	for !strings.Contains(d.proc.output(), "dqnflow dev is up") {
 		if err := d.proc.alive(); err != nil {
-			return false, err
+			return d, err
 		}
-		return strings.Contains(d.proc.output(), "dqnflow dev is up"), nil
-	})
+		if time.Now().After(deadline) {
+			return d, errors.New("not up within 2m0s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	if m := regexp.MustCompile(`Prometheus metrics \(Temporal SDK and trainer\) at (http://\S+/metrics)`).FindStringSubmatch(d.proc.output()); m != nil {
 		d.metricsURL = m[1]
 	}
-	return d
+	return d, nil
 }
 
 // TestDevRunsOnSQLiteAndServesMetrics runs "dqnflow dev" with its metadata
