@@ -214,12 +214,12 @@ func TestWalkForwardReportsEachWindowAndThePool(t *testing.T) {
 		t.Errorf("pooled total return %g over %d bars, want %g over %d", got, res.Pooled.Bars, want-1, 1+2*299)
 	}
 	for i, w := range res.Windows {
-		if res.Gate != gateWindow || len(res.Gates) != 4 || w.Traded != res.Gates[0].Traded[i] || w.Test.Trades != map[bool]int{true: w.CheckpointTest.Trades, false: 0}[w.Traded] {
+		if res.Gate != gateRecord || len(res.Gates) != 4 || w.Traded != res.Gates[2].Traded[i] || (i == 0 && w.Traded) || w.Test.Trades != map[bool]int{true: w.CheckpointTest.Trades, false: 0}[w.Traded] {
 			t.Errorf("gate %q, window %d: traded %v with %d trades, its checkpoint %d", res.Gate, i+1, w.Traded, w.Test.Trades, w.CheckpointTest.Trades)
 		}
 	}
-	if res.Gates[0].Pooled.Sharpe != res.Pooled.Sharpe {
-		t.Errorf("the result's pooled Sharpe %g is not its gate's, %g", res.Pooled.Sharpe, res.Gates[0].Pooled.Sharpe)
+	if res.Gates[2].Pooled.Sharpe != res.Pooled.Sharpe {
+		t.Errorf("the result's pooled Sharpe %g is not its gate's (record, the default), %g", res.Pooled.Sharpe, res.Gates[2].Pooled.Sharpe)
 	}
 	for _, bad := range [][]string{{"--gate", "both"}, {"--gate", "pooled", "--test-bars", "300", "--valid-bars", "400"}} {
 		if _, errOut, code := run(t, append([]string{"walkforward", "--config", cfg, "--data", "bundled:bitcoin_2024.csv"}, bad...)...); code == 0 || !strings.Contains(errOut, "--gate") {

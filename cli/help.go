@@ -52,7 +52,7 @@ var examples = map[string][]string{
 	"walkforward": {
 		"dqnflow walkforward --data bundled:bitcoin_2024.csv --windows 3 --epochs 10 --out runs/wf",
 		"dqnflow walkforward --config my.json --windows 4 --train-bars 20000 --json",
-		"dqnflow walkforward --data bundled:USA500IDXUSD_H1.csv --windows 4 --gate pooled",
+		"dqnflow walkforward --data bundled:USA500IDXUSD_H1.csv --windows 4 --gate window",
 	},
 	"dev": {
 		"dqnflow dev               # Temporal + UI on :8233, a worker, metrics on :9464",

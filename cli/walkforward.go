@@ -75,6 +75,8 @@ func windowConfig(cfg config.RunConfig, b *market.Bars, w wfWindow) config.RunCo
 //     (what a walk-forward without ADR 0016's rule reports).
 //
 // Every range each gate reads ends before the window's test range begins.
+// record is the default: the only evidence no choice biased (ADR 0016's
+// walk-forward section has the measurements).
 const (
 	gateWindow = "window"
 	gatePooled = "pooled"
@@ -203,7 +205,7 @@ func runWalkForward(ctx context.Context, e *env, args []string) error {
 	testBars := fs.Int("test-bars", 0, "test bars per window (default: 30% of the bars after the feature warmup, split over the windows)")
 	validBars := fs.Int("valid-bars", 0, "validation bars per window (default: --test-bars)")
 	trainBars := fs.Int("train-bars", 0, "training bars per window (default 0: every earlier bar, an expanding window)")
-	gate := fs.String("gate", gateWindow, "evidence that lets a window trade its test range, at backtest.min_valid_t: window (its run's own validation), pooled (the validation ranges of that window and every earlier one, joined), record (every earlier window's test range, joined) or none (always); the summary shows them all")
+	gate := fs.String("gate", gateRecord, "evidence that lets a window trade its test range, at backtest.min_valid_t: window (its run's own validation), pooled (the validation ranges of that window and every earlier one, joined), record (every earlier window's test range, joined) or none (always); the summary shows them all")
 	out := fs.String("out", "", "directory for each window's run and the summary (default: runs/<id>)")
 	jsonOut := fs.Bool("json", false, "print the result as JSON")
 	if err := parse(fs, args, 0); err != nil {
