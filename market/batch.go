@@ -3,7 +3,9 @@ package market
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
+	"sort"
 	"sync"
 )
 
@@ -76,7 +78,8 @@ var batchRuns = sync.Pool{New: func() any { return new(batchRun) }}
 // reset readies b for a backtest of p, keeping its buffers' capacity.
 func (b *batchRun) reset(p BatchPolicy) {
 	*b = batchRun{p: p, flat: b.flat[:0], dec: b.dec[:0], first: b.first[:0], keys: b.keys[:0], at: b.at[:0],
-		crow: b.crow[:0], buf: b.buf[:0], out: b.out[:0], next: b.next[:0], spare: b.spare[:0]}
+		crow: b.crow[:0], buf: b.buf[:0], out: b.out[:0], next: b.next[:0], spare: b.spare[:0],
+		ckeys: b.ckeys[:0], off: b.off[:0], cnt: b.cnt[:0]}
 }
 
 // Bounds of BacktestBatch's speculation: rounds, first chain length,
@@ -133,6 +136,12 @@ type batchRun struct {
 	spare []chain    // the buffer of the round before
 	taken []Action   // the walk's actions so far
 	feat  [NumAgentFeatures]float32
+	// A round's chains' rows before they are asked for (chainRows): chain
+	// i's are ckeys[off[i] : off[i]+cnt[i]].
+	ckeys []rowKey
+	off   []int32
+	cnt   []int32
+	one   [1]chain
 }
 
 // lookup returns the decision of row k and whether there is one (its Dir
@@ -163,17 +172,23 @@ func (b *batchRun) ask(k rowKey) int32 {
 }
 
 // key is the row of decision bar t with account acc.
-func (b *batchRun) key(t int, acc *account) rowKey {
-	b.s.agent(acc, t, b.feat[:])
+func (b *batchRun) key(t int, acc *account) rowKey { return b.s.rowKey(t, acc, &b.feat) }
+
+// rowKey is the row of decision bar t with account acc; feat is scratch.
+func (s *sim) rowKey(t int, acc *account, feat *[NumAgentFeatures]float32) rowKey {
+	s.agent(acc, t, feat[:])
 	k := rowKey{t: int32(t)}
-	for j, x := range b.feat {
+	for j, x := range feat {
 		k.feat[j] = math.Float32bits(x)
 	}
 	return k
 }
 
 // hold is the action that keeps acc's position and exit rule.
-func (b *batchRun) hold(acc *account) Action {
+func (b *batchRun) hold(acc *account) Action { return b.s.hold(acc) }
+
+// hold is the action that keeps acc's position and exit rule.
+func (s *sim) hold(acc *account) Action {
 	a := Action{Dir: 1, Exit: acc.exit}
 	if acc.pos == 0 {
 		return a
@@ -183,7 +198,7 @@ func (b *batchRun) hold(acc *account) Action {
 		a.Dir = 0
 	}
 	for k := range NumSizes {
-		if b.s.contracts(k) == abs(acc.pos) {
+		if s.contracts(k) == abs(acc.pos) {
 			a.Size = k
 		}
 	}
@@ -195,17 +210,77 @@ func (b *batchRun) holds(acc *account, a Action) bool {
 	return b.s.target(a) == acc.pos && a.Exit == acc.exit
 }
 
-// rows appends the rows of chain c not decided yet to the next call.
-// It returns c with the rows' indices in dec, for follow.
-func (b *batchRun) rows(c chain) chain {
-	acc := c.acc
-	c.lo = int32(len(b.crow))
-	for t := c.t; t < c.t+c.n && t < b.r.To-1 && acc.pos != 0; t++ {
-		b.crow = append(b.crow, b.ask(b.key(t, &acc)))
-		b.s.step(&acc, b.hold(&acc), t, nil)
+// rows appends the rows of the chains cur not decided yet to the next
+// call, in the chains' order, and sets each chain's lo and hi (its rows'
+// indices in crow) for follow.
+//
+// A chain's rows (its held position's agent features, bar by bar) depend
+// on that chain alone, so they are computed first, on several goroutines
+// when there are enough of them (parallelRows); asking for them is then
+// done here in order, so the call, and everything after it, is the same
+// however the work was split.
+func (b *batchRun) rows(cur []chain) {
+	b.off = slices.Grow(b.off[:0], len(cur)+1)[:len(cur)+1]
+	b.cnt = slices.Grow(b.cnt[:0], len(cur))[:len(cur)]
+	total := 0
+	for i, c := range cur {
+		b.off[i] = int32(total)
+		total += max(0, min(c.n, b.r.To-1-c.t))
 	}
-	c.hi = int32(len(b.crow))
-	return c
+	b.off[len(cur)] = int32(total)
+	b.ckeys = slices.Grow(b.ckeys[:0], total)[:total]
+	s, to := b.s, b.r.To
+	inParts(len(cur), total, func(i int) int { return int(b.off[i]) }, func(lo, hi int) {
+		var feat [NumAgentFeatures]float32
+		for i := lo; i < hi; i++ {
+			c := cur[i]
+			acc, k := c.acc, b.off[i]
+			for t := c.t; t < c.t+c.n && t < to-1 && acc.pos != 0; t++ {
+				b.ckeys[k] = s.rowKey(t, &acc, &feat)
+				k++
+				s.step(&acc, s.hold(&acc), t, nil)
+			}
+			b.cnt[i] = k - b.off[i]
+		}
+	})
+	for i := range cur {
+		cur[i].lo = int32(len(b.crow))
+		for _, k := range b.ckeys[b.off[i] : b.off[i]+b.cnt[i]] {
+			b.crow = append(b.crow, b.ask(k))
+		}
+		cur[i].hi = int32(len(b.crow))
+	}
+}
+
+// parallelRows is the least work (rows) that rows and decide split over
+// goroutines; below it one goroutine is faster than starting more. A
+// variable only so that a test can make every round split.
+var parallelRows = 4096
+
+// inParts calls f(lo, hi) over consecutive parts of items [0, n) that
+// together hold work rows (item i starting at row at(i), at ascending),
+// on up to GOMAXPROCS goroutines of about equal rows, and returns when all
+// are done. Below parallelRows rows it calls f(0, n) on this goroutine.
+func inParts(n, work int, at func(i int) int, f func(lo, hi int)) {
+	parts := min(runtime.GOMAXPROCS(0), work/max(1, parallelRows/2), n)
+	if parts <= 1 {
+		f(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	lo := 0
+	for p := 1; p <= parts; p++ {
+		hi := n
+		if p < parts {
+			want := work * p / parts
+			hi = lo + sort.Search(n-lo, func(j int) bool { return at(lo+j) >= want })
+		}
+		if from := lo; hi > from {
+			wg.Go(func() { f(from, hi) })
+		}
+		lo = hi
+	}
+	wg.Wait()
 }
 
 // follow walks chain c through its decisions and returns the chain that
@@ -239,13 +314,16 @@ func (b *batchRun) decide() error {
 	}
 	b.buf = slices.Grow(b.buf[:0], n*ObsDim)[:n*ObsDim]
 	b.out = slices.Grow(b.out[:0], n)[:n]
-	for i, k := range b.keys {
-		row := b.buf[i*ObsDim : (i+1)*ObsDim]
-		copy(row[:NumFeatures], b.s.ds.Features[int(k.t)*NumFeatures:(int(k.t)+1)*NumFeatures])
-		for j, u := range k.feat {
-			row[NumFeatures+j] = math.Float32frombits(u)
+	feats := b.s.ds.Features
+	inParts(n, n, func(i int) int { return i }, func(lo, hi int) {
+		for i, k := range b.keys[lo:hi] {
+			row := b.buf[(lo+i)*ObsDim : (lo+i+1)*ObsDim]
+			copy(row[:NumFeatures], feats[int(k.t)*NumFeatures:(int(k.t)+1)*NumFeatures])
+			for j, u := range k.feat {
+				row[NumFeatures+j] = math.Float32frombits(u)
+			}
 		}
-	}
+	})
 	b.stats.Rounds++
 	b.stats.Evaluated += n
 	if err := b.p.ActBatch(b.buf, n, b.out); err != nil {
@@ -294,9 +372,7 @@ func (b *batchRun) run(s *sim, r Range) (runRecord, error) {
 		if !exact {
 			cur := b.next
 			b.next, b.crow = b.spare[:0], b.crow[:0]
-			for i, c := range cur {
-				cur[i] = b.rows(c)
-			}
+			b.rows(cur)
 			if err := b.decide(); err != nil {
 				return runRecord{}, err
 			}
@@ -325,7 +401,8 @@ func (b *batchRun) run(s *sim, r Range) (runRecord, error) {
 						break
 					}
 					b.crow = b.crow[:0]
-					b.rows(chain{t: w.t, acc: w.acc, n: narrowChain})
+					b.one[0] = chain{t: w.t, acc: w.acc, n: narrowChain}
+					b.rows(b.one[:])
 					if err := b.decide(); err != nil {
 						return runRecord{}, err
 					}

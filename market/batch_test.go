@@ -4,6 +4,8 @@ import (
 	"hash/fnv"
 	"math"
 	"reflect"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -198,4 +200,41 @@ func BenchmarkBacktestBatch(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestBacktestBatchIsTheSameHoweverItIsSplit: a round's rows and
+// observations are prepared on several goroutines when there are enough of
+// them; split as finely as possible (every round, four goroutines), the
+// backtest calls the policy with the same rows in the same rounds, and
+// books the same report and actions, as on one goroutine.
+func TestBacktestBatchIsTheSameHoweverItIsSplit(t *testing.T) {
+	type result struct {
+		rep market.Report
+		st  market.BatchStats
+	}
+	run := func(ds *market.Dataset, r market.Range, f func([]float32) market.Action, rows int) result {
+		old := market.SetParallelRows(rows)
+		defer market.SetParallelRows(old)
+		rep, st, err := market.BacktestBatch(ds, r, &rowPolicy{f: f}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.Actions = slices.Clone(st.Actions) // the scratch is reused by the next call
+		return result{rep, st}
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	for _, c := range []struct {
+		name string
+		f    func([]float32) market.Action
+	}{{"trader", trader}, {"hashed", hashed}, {"sizer", sizer}} {
+		for seed := uint64(1); seed <= 2; seed++ {
+			ds := walkDataset(seed, 4000)
+			r := market.Range{From: 50, To: 4000}
+			one, split := run(ds, r, c.f, 1<<30), run(ds, r, c.f, 2)
+			if !reflect.DeepEqual(one, split) {
+				t.Errorf("%s seed %d: split %d rounds, %d rows, %d trades; one goroutine %d rounds, %d rows, %d trades",
+					c.name, seed, split.st.Rounds, split.st.Evaluated, split.rep.Trades, one.st.Rounds, one.st.Evaluated, one.rep.Trades)
+			}
+		}
+	}
 }
