@@ -185,9 +185,6 @@ func (s *sim) rowKey(t int, acc *account, feat *[NumAgentFeatures]float32) rowKe
 }
 
 // hold is the action that keeps acc's position and exit rule.
-func (b *batchRun) hold(acc *account) Action { return b.s.hold(acc) }
-
-// hold is the action that keeps acc's position and exit rule.
 func (s *sim) hold(acc *account) Action {
 	a := Action{Dir: 1, Exit: acc.exit}
 	if acc.pos == 0 {
