@@ -254,8 +254,58 @@ func CVaR(r []float64, alpha float64) float64 {
 	bp := int(math.Round(min(alpha, 1) * 10000))
 	k := max(1, (n*bp+9999)/10000)
 	worst := slices.Clone(r)
-	slices.Sort(worst)
+	if slices.ContainsFunc(worst, math.IsNaN) {
+		slices.Sort(worst) // NaNs first, as slices.Sort orders them
+	} else {
+		selectSmallest(worst, k)
+		slices.Sort(worst[:k])
+	}
 	return 0 - mean(worst[:k]) // 0 − x, not −x: no negative zero for a flat curve
+}
+
+// selectSmallest reorders x, which holds no NaN, so that x[:k] holds its
+// k smallest values (in no order), in expected linear time: the worst
+// returns of a backtest without sorting all of them. Sorted afterwards,
+// x[:k] is what sorting x would have put there, value for value.
+func selectSmallest(x []float64, k int) {
+	lo, hi := 0, len(x)-1
+	for lo < hi {
+		// Median of three as the pivot, then Hoare's partition.
+		mid := lo + (hi-lo)/2
+		if x[mid] < x[lo] {
+			x[mid], x[lo] = x[lo], x[mid]
+		}
+		if x[hi] < x[lo] {
+			x[hi], x[lo] = x[lo], x[hi]
+		}
+		if x[hi] < x[mid] {
+			x[hi], x[mid] = x[mid], x[hi]
+		}
+		p := x[mid]
+		i, j := lo, hi
+		for i <= j {
+			for x[i] < p {
+				i++
+			}
+			for p < x[j] {
+				j--
+			}
+			if i <= j {
+				x[i], x[j] = x[j], x[i]
+				i++
+				j--
+			}
+		}
+		// Now x[lo..j] ≤ p ≤ x[i..hi], and x[j+1..i−1] equal p.
+		switch {
+		case k-1 <= j:
+			hi = j
+		case k-1 >= i:
+			lo = i
+		default:
+			return
+		}
+	}
 }
 
 // WinRate is the fraction of trades with a positive P&L; 0 without trades.

@@ -3,6 +3,8 @@ package market_test
 import (
 	"encoding/json"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/dqnflow/dqnflow/market"
@@ -151,5 +153,60 @@ func TestOverflowStillMarshals(t *testing.T) {
 	}
 	if _, err := json.Marshal(market.Report{Metrics: m, BuyAndHold: m}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCVaRIsTheMeanOfTheSortedWorst: CVaR selects the worst returns
+// instead of sorting them all; on random returns with ties, zeros of both
+// signs and NaNs it equals, bit for bit, the mean of the first k of the
+// whole sorted slice, and leaves its input as it was.
+func TestCVaRIsTheMeanOfTheSortedWorst(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 9))
+	for trial := range 2000 {
+		n := 1 + rng.IntN(300)
+		r := make([]float64, n)
+		for i := range r {
+			switch rng.IntN(10) {
+			case 0:
+				r[i] = 0
+			case 1:
+				r[i] = math.Copysign(0, -1)
+			case 2:
+				r[i] = float64(rng.IntN(3)) / 100 // ties
+			default:
+				r[i] = rng.NormFloat64() / 100
+			}
+		}
+		if trial%50 == 0 {
+			r[rng.IntN(n)] = math.NaN()
+		}
+		alpha := []float64{0.01, 0.05, 0.2, 0.5, 1}[trial%5]
+		in := slices.Clone(r)
+		sorted := slices.Clone(r)
+		slices.Sort(sorted)
+		k := max(1, (n*int(math.Round(alpha*10000))+9999)/10000)
+		var sum float64
+		for _, x := range sorted[:k] {
+			sum += x
+		}
+		want := 0 - sum/float64(k)
+		got := market.CVaR(r, alpha)
+		if math.Float64bits(got) != math.Float64bits(want) && !(math.IsNaN(got) && math.IsNaN(want)) {
+			t.Fatalf("trial %d, n %d, alpha %g: CVaR %v, want %v", trial, n, alpha, got, want)
+		}
+		if !slices.EqualFunc(in, r, func(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }) {
+			t.Fatalf("trial %d: CVaR changed its input", trial)
+		}
+	}
+}
+
+func BenchmarkCVaR(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	r := make([]float64, 8000)
+	for i := range r {
+		r[i] = rng.NormFloat64() / 100
+	}
+	for b.Loop() {
+		market.CVaR(r, 0.05)
 	}
 }
