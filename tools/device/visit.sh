@@ -30,7 +30,9 @@
 # changed, ADR 0017), epoch (the default
 # epoch end to end on the device, per phase, and the collector with 4096
 # and 16384 environments: dqnflow bench --epoch), envblock (the collector
-# with smaller blocks of its per-environment kernels, DQNFLOW_ENV_BLOCK).
+# with smaller blocks of its per-environment kernels, DQNFLOW_ENV_BLOCK),
+# hostwalk (the batched backtest's host work on this machine's CPU at 1 to
+# 16 goroutines: BenchmarkBacktestBatch and BenchmarkCVaR).
 # quick = tests,bench (the default); full = all of them, which takes longer
 # than one device call allows: split it, e.g. tests,bench,pytorch then
 # epoch,cpu,ncu,sanitize.
@@ -374,6 +376,15 @@ if has epoch; then
   grep -E '"(epoch_ms|backtest_ms|backtest_device_ms|backtest_mode)"' "$LOGS/epoch-bf16-mixed-kernel.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
   step epoch-tests 300 bin/gputest/gpu.test -test.run 'TestDeviceEnvironmentMatchesMarket|TestDeviceBacktestMatchesHost|TestCollectorThroughput' -test.v -test.count=1 -test.timeout=290s
   grep -E "^(--- |PASS|FAIL|ok)|max relative|differ|env steps/s|replay:|collector, |batched" "$LOGS/epoch-tests.log" | head -80 >>"$OUT/summary.txt"
+fi
+
+# Part hostwalk: the batched backtest's host work (market.BacktestBatch
+# with a policy that costs next to nothing, 8,000 bars) and the report's
+# CVaR on this machine's CPU, at 1 to 16 goroutines: what the epoch's
+# backtest spends on the host between its network calls.
+if has hostwalk; then
+  step hostwalk 200 bin/gputest/market.test -test.run XXX -test.bench 'BenchmarkBacktestBatch|BenchmarkCVaR' -test.benchtime 100x -test.count 3 -test.cpu 1,2,4,8,16
+  grep -E '^(Benchmark|cpu:)' "$LOGS/hostwalk.log" >>"$OUT/summary.txt"
 fi
 
 # Part envblock: the collector with smaller blocks of its
