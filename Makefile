@@ -145,6 +145,6 @@ gpu-binaries:
 	CGO_ENABLED=0 $(GO) test -c -trimpath -ldflags='-s -w' -o $(BIN)/gputest/workflows.test ./workflows
 	CGO_ENABLED=0 $(GO) test -c -trimpath -ldflags='-s -w' -o $(BIN)/gputest/backend.test ./backend
 	CGO_ENABLED=0 $(GO) test -c -trimpath -ldflags='-s -w' -o $(BIN)/gputest/market.test ./market
-	# xz: the six binaries must travel with the working tree in 64 MiB (xz: about 40 MB, the market test binary 2.3 MB of it)
+	# xz: the six binaries must travel with the working tree in 64 MiB (xz: about 42 MB, 2.3 MB of it the market test binary)
 	rm -f $(BIN)/gputest.tgz
 	tar cJf $(BIN)/gputest.txz -C $(BIN) gputest
