@@ -104,6 +104,9 @@ type trainResult struct {
 	// chosen checkpoint's own test backtest, also when the run abstained.
 	Test           *market.Report `json:"test,omitempty"`
 	CheckpointTest *market.Report `json:"checkpoint_test,omitempty"`
+	// FlatTest is flat's report on the test range (what an abstaining run
+	// reports), for callers that gate the checkpoint themselves.
+	FlatTest *market.Report `json:"-"`
 }
 
 // flatPolicy stays flat: what a run that abstains recommends.
@@ -258,12 +261,12 @@ func trainLocal(ctx context.Context, e *env, cfg config.RunConfig, out, runID st
 		if err != nil {
 			return res, fmt.Errorf("test backtest of %s: %w", res.Checkpoint, err)
 		}
-		res.Test, res.CheckpointTest = &rep, &rep
+		flat, err := flatTest(ds)
+		if err != nil {
+			return res, err
+		}
+		res.Test, res.CheckpointTest, res.FlatTest = &rep, &rep, &flat
 		if res.Abstained {
-			flat, err := flatTest(ds)
-			if err != nil {
-				return res, err
-			}
 			res.Test = &flat
 		}
 	}

@@ -257,19 +257,11 @@ func runWalkForward(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return fmt.Errorf("window %d: %w", i+1, err)
 		}
-		if r.Test == nil || r.CheckpointTest == nil {
+		if r.CheckpointTest == nil || r.FlatTest == nil {
 			return fmt.Errorf("window %d: no test report", i+1)
 		}
-		ds, err := market.Prepare(wc)
-		if err != nil {
-			return fmt.Errorf("window %d: %w", i+1, err)
-		}
-		flat, err := flatTest(ds)
-		if err != nil {
-			return fmt.Errorf("window %d: %w", i+1, err)
-		}
 		res.Windows = append(res.Windows, wfResult{Window: i + 1, Ranges: w, BestEpoch: r.BestEpoch, CheckpointTest: *r.CheckpointTest})
-		valids, ckTests, flats = append(valids, r.Valid), append(ckTests, *r.CheckpointTest), append(flats, flat)
+		valids, ckTests, flats = append(valids, r.Valid), append(ckTests, *r.CheckpointTest), append(flats, *r.FlatTest)
 	}
 	if err := weighEvidence(res.Windows, valids, ckTests); err != nil {
 		return err
