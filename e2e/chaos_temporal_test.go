@@ -12,6 +12,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/dqnflow/dqnflow/internal/testproc"
 	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/store/storetest"
 	"github.com/dqnflow/dqnflow/trainer/faults"
@@ -31,33 +32,20 @@ func newRestartableStack(t *testing.T) (*stack, *restartableServer) {
 	t.Helper()
 	s := &stack{t: t, dir: t.TempDir(), bin: dqnflowBinary(t)}
 	s.dbURL = storetest.Schema(t, "dqnflow_e2e")
-	port := func() string {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-	}
+	port := func() string { return strconv.Itoa(testproc.FreePort(t)) }
 	// A server that exits at its first start (a port taken between
 	// picking and binding it, by another test's server) is started again
 	// on new ports, up to three times; a restart keeps its ports.
 	srv := &restartableServer{s: s}
-	for attempt := 1; ; attempt++ {
+	testproc.StartAgain(t, "Temporal dev server", func(attempt int) (bool, error) {
 		p := port()
 		s.addr = net.JoinHostPort("127.0.0.1", p)
 		srv.args = append([]string{"server", "start-dev", "--headless", "--ip", "127.0.0.1",
 			"--port", p, "--http-port", port(), "--metrics-port", "0",
 			"--db-filename", filepath.Join(s.dir, "temporal-"+strconv.Itoa(attempt)+".db"), "--log-level", "warn"}, worker.DevServerFlags()...)
 		err := srv.start()
-		if err == nil {
-			break
-		}
-		if srv.proc.alive() == nil || attempt == 3 {
-			t.Fatalf("Temporal dev server (attempt %d of 3): %v", attempt, err)
-		}
-		t.Logf("Temporal dev server exited at start (attempt %d of 3); starting it again on new ports: %v", attempt, err)
-	}
+		return srv.proc.alive() != nil, err
+	})
 	c, err := worker.DialWhenReady(context.Background(), client.Options{HostPort: s.addr}, time.Minute, srv.proc.alive)
 	if err != nil {
 		t.Fatal(err)

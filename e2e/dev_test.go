@@ -37,17 +37,13 @@ type devStack struct {
 // directory, up to three times.
 func startDev(t *testing.T) *devStack {
 	t.Helper()
-	const attempts = 3
-	for attempt := 1; ; attempt++ {
-		d, err := tryDev(t)
-		if err == nil {
-			return d
-		}
-		if d.proc.alive() == nil || attempt == attempts {
-			t.Fatalf("dqnflow dev (attempt %d of %d): %v", attempt, attempts, err)
-		}
-		t.Logf("dqnflow dev exited before it was up (attempt %d of %d); starting it again on new ports: %v", attempt, attempts, err)
-	}
+	var d *devStack
+	testproc.StartAgain(t, "dqnflow dev", func(int) (bool, error) {
+		var err error
+		d, err = tryDev(t)
+		return d.proc.alive() != nil, err
+	})
+	return d
 }
 
 // tryDev starts one "dqnflow dev" and waits until it is up or has exited.

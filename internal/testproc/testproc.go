@@ -114,24 +114,42 @@ func Start(t testing.TB, label string, cmd *exec.Cmd, logPath string) *Proc {
 	return &Proc{Cmd: cmd, Exited: exited}
 }
 
-// startAttempts is how many times StartOnFreePorts starts a server that
-// exits before it is ready.
+// startAttempts is how many times StartAgain tries a server that exits
+// before it is ready.
 const startAttempts = 3
 
-// StartOnFreePorts starts a server on n ports fresh from FreePort: cmd
-// builds its command for the ports and the attempt (1, 2, …), and ready
-// waits until it answers, returning nil then, or an error. A port picked
-// by FreePort is free only until someone binds it, and servers such as the
-// Temporal dev server pick their internal ports the same way, so tests
-// that start several at once can collide. When the process has exited by
-// the time ready fails, it is started again on new ports, up to
-// startAttempts times in all; the attempts' output goes to logPath,
-// logPath.2, …, and what made an attempt exit is logged. Any other
-// failure of ready fails the test.
-func StartOnFreePorts(t testing.TB, label, logPath string, n int, cmd func(ports []int, attempt int) *exec.Cmd, ready func(p *Proc, ports []int) error) (*Proc, []int) {
+// StartAgain runs try (attempt 1, 2, …) until it returns nil, at most
+// startAttempts times: for a server on ports fresh from FreePort, which
+// are free only until someone binds them. Servers such as the Temporal dev
+// server pick their internal ports the same way, so tests that start
+// several at once can collide. try returns the attempt's error and whether
+// its process has exited; an attempt whose process still runs, or the
+// last one, fails the test. try starts each attempt on new ports.
+func StartAgain(t testing.TB, label string, try func(attempt int) (exited bool, err error)) {
 	t.Helper()
 	for attempt := 1; ; attempt++ {
-		ports := make([]int, n)
+		exited, err := try(attempt)
+		if err == nil {
+			return
+		}
+		if !exited || attempt == startAttempts {
+			t.Fatalf("%s (attempt %d of %d): %v", label, attempt, startAttempts, err)
+		}
+		t.Logf("%s exited before it was ready (attempt %d of %d); starting it again on new ports: %v", label, attempt, startAttempts, err)
+	}
+}
+
+// StartOnFreePorts starts a server on n ports fresh from FreePort (again
+// on new ones if it exits at start, StartAgain): cmd builds its command
+// for the ports and the attempt, and ready waits until it answers,
+// returning nil then, or an error. The attempts' output goes to logPath,
+// logPath.2, …; the end of an exited attempt's output is in its error.
+func StartOnFreePorts(t testing.TB, label, logPath string, n int, cmd func(ports []int, attempt int) *exec.Cmd, ready func(p *Proc, ports []int) error) (*Proc, []int) {
+	t.Helper()
+	var p *Proc
+	var ports []int
+	StartAgain(t, label, func(attempt int) (bool, error) {
+		ports = make([]int, n)
 		for i := range ports {
 			ports[i] = FreePort(t)
 		}
@@ -139,20 +157,16 @@ func StartOnFreePorts(t testing.TB, label, logPath string, n int, cmd func(ports
 		if attempt > 1 {
 			path = fmt.Sprintf("%s.%d", logPath, attempt)
 		}
-		p := Start(t, label, cmd(ports, attempt), path)
+		p = Start(t, label, cmd(ports, attempt), path)
 		err := ready(p, ports)
-		if err == nil {
-			return p, ports
-		}
-		if p.Alive() || attempt == startAttempts {
-			t.Fatalf("%s on ports %v (attempt %d of %d): %v", label, ports, attempt, startAttempts, err)
+		if err == nil || p.Alive() {
+			return false, err
 		}
 		<-p.Exited
 		out, _ := os.ReadFile(path)
-		out = out[max(0, len(out)-2<<10):]
-		t.Logf("%s on ports %v exited before it was ready (attempt %d of %d: %v); starting it again on new ports. End of its output:\n%s",
-			label, ports, attempt, startAttempts, err, out)
-	}
+		return true, fmt.Errorf("on ports %v: %w; end of its output:\n%s", ports, err, out[max(0, len(out)-2<<10):])
+	})
+	return p, ports
 }
 
 // Listens reports whether process pid holds a TCP socket listening on
