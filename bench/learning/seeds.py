@@ -7,19 +7,11 @@ t-statistic, whether the run abstained (ADR 0016), the run's test Sharpe
 buy-and-hold on the same bars. Then, per series, what the seeds say: how
 many runs abstained, how many checkpoints beat zero and buy-and-hold on the
 test range, and their mean and standard deviation."""
-import json, os, re, statistics, sys
+import statistics, sys
 
-d = sys.argv[1]
-rows = {}
-for f in sorted(os.listdir(d)):
-    m = re.fullmatch(r"[a-z]-s(\d+)-(\w+)\.json", f)
-    if not m:
-        continue
-    try:
-        r = json.load(open(os.path.join(d, f)))
-    except (ValueError, OSError):
-        continue
-    rows.setdefault(m.group(2), []).append((int(m.group(1)), r))
+from runs import by_series
+
+rows = by_series(sys.argv[1])
 
 print("| series | seed | best / ran | valid Sharpe (t) | abstained | run's test Sharpe | checkpoint's test Sharpe | its max DD | trades | B&H Sharpe | B&H DD |")
 print("|---|---:|---|---|---|---:|---:|---:|---:|---:|---:|")

@@ -9,20 +9,11 @@ validation range and on the validation ranges of every window so far joined
 checkpoint's test Sharpe (traded or not) and buy-and-hold's. Then one row per
 run and gate: how many windows the gate traded and the test ranges as it
 traded them, joined, beside buy-and-hold."""
-import json, os, re, sys
+import sys
 
-d = sys.argv[1]
-runs = []
-for f in sorted(os.listdir(d)):
-    m = re.fullmatch(r"[a-z]-s(\d+)-(\w+)\.json", f)
-    if not m:
-        continue
-    try:
-        r = json.load(open(os.path.join(d, f)))
-    except (ValueError, OSError):
-        continue
-    runs.append((m.group(2), int(m.group(1)), r))
-runs.sort()
+from runs import by_series
+
+runs = [(series, seed, r) for series, rs in sorted(by_series(sys.argv[1]).items()) for seed, r in rs]
 
 print("| series | seed | window | best epoch | valid Sharpe (t) | pooled valid Sharpe (t) | record Sharpe (t) | traded | checkpoint's test Sharpe | its max DD | trades | B&H Sharpe | B&H DD |")
 print("|---|---:|---:|---:|---|---|---|---|---:|---:|---:|---:|---:|")

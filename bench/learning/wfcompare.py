@@ -6,20 +6,15 @@ many above zero, correlation of validation with test Sharpe), the runs'
 test ranges joined with every window trading (gate none: mean joined Sharpe
 and how many runs above zero), the highest t the procedure's own record
 reached (gate record; windows 2 on, the first has none), and how many windows each gate traded."""
-import json, os, re, statistics, sys
+import os, statistics, sys
+
+from runs import by_series
 
 print("| batch | series | runs | checkpoints' test Sharpe, mean ± sd | > 0 | corr(valid, test) | `none` joined Sharpe, mean (runs > 0) | highest record t | windows traded: window / pooled / record |")
 print("|---|---|---:|---|---:|---:|---|---:|---|")
 for d in sys.argv[1:]:
-    by = {}
-    for f in sorted(os.listdir(d)):
-        m = re.fullmatch(r"[a-z]-s(\d+)-(\w+)\.json", f)
-        if m:
-            try:
-                by.setdefault(m.group(2), []).append(json.load(open(os.path.join(d, f))))
-            except (ValueError, OSError):
-                pass
-    for series, runs in sorted(by.items()):
+    for series, seeds in sorted(by_series(d).items()):
+        runs = [r for _, r in seeds]
         ws = [w for r in runs for w in r["windows"]]
         test = [w["checkpoint_test"]["sharpe"] for w in ws]
         valid = [w["validation_sharpe"] for w in ws]
