@@ -123,6 +123,12 @@ type DataConfig struct {
 	// lag-1 autocorrelation φ of its returns (market.SyntheticSeries); 0
 	// is a series with no signal. In [0, 0.9], default 0.35.
 	SyntheticPhi float64 `json:"synthetic_phi"`
+	// Mirror makes training play the training range and its mirror image,
+	// the same bars with prices reflected in log space (every return
+	// negated), so a policy cannot profit in training from the range's
+	// drift alone (market/mirror.go). Validation, test and backtests use
+	// the data as it is. CPU backend only for now. Default false.
+	Mirror bool `json:"mirror,omitempty"`
 }
 
 // ModelConfig is the network of DESIGN.md §3: trunk s1, s2 → value head

@@ -2,6 +2,7 @@ package gpu_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -168,5 +169,21 @@ func TestInfoCarriesTheSelfCheck(t *testing.T) {
 		if full := p == config.PrecisionBF16; full != strings.Contains(info.SelfCheck, "state bf16") || full != (info.StateDType == "bf16") {
 			t.Errorf("%s: state dtype %q, self-check %q: the bf16 state check must run in precision bf16 and only there", p, info.StateDType, info.SelfCheck)
 		}
+	}
+}
+
+// TestMirroredTrainingIsRefusedNamingTheKey: the device collector plays
+// one training range, so a data.mirror run is refused before any device
+// work, naming the key and the backend that runs it.
+func TestMirroredTrainingIsRefusedNamingTheKey(t *testing.T) {
+	cfg := trainertest.SmallConfig()
+	cfg.Device, cfg.Data.Mirror = "cuda", true
+	ds, err := market.Prepare(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = new(gpu.Backend).New(context.Background(), cfg, ds, nil)
+	if !errors.Is(err, trainer.ErrUnsupported) || !strings.Contains(err.Error(), "data.mirror") || !strings.Contains(err.Error(), `"cpu"`) {
+		t.Fatalf("New with data.mirror: %v; want trainer.ErrUnsupported naming data.mirror and the cpu device", err)
 	}
 }

@@ -103,6 +103,9 @@ func (b *Backend) build(cfg config.RunConfig, ds *market.Dataset, s *model.State
 	if ds == nil {
 		return nil, fmt.Errorf("cuda trainer: nil dataset")
 	}
+	if ds.Mirrored() {
+		return nil, fmt.Errorf("cuda trainer: config data.mirror: the device collector does not play a mirrored training range yet (%w); run it with device \"cpu\"", trainer.ErrUnsupported)
+	}
 	if err := checkDevice(cfg, b.ordinal); err != nil {
 		return nil, err
 	}

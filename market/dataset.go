@@ -54,10 +54,20 @@ func Prepare(cfg config.RunConfig) (*Dataset, error) {
 	if err != nil {
 		return nil, err
 	}
-	ds := build(b, raw, warmup, FitNormalizer(raw, train))
+	var ds *Dataset
+	if dc.Mirror {
+		if ds, err = withMirror(b, raw, warmup, train); err != nil {
+			return nil, fmt.Errorf("config data.mirror: %w", err)
+		}
+	} else {
+		ds = build(b, raw, warmup, FitNormalizer(raw, train))
+	}
 	ds.Train, ds.Valid, ds.Test = train, valid, test
 	if ds.Instrument, err = ResolveInstrument(cfg.Env, dc.Path, b.Close[train.To-1]); err != nil {
 		return nil, fmt.Errorf("config env: %w", err)
+	}
+	if ts := ds.training; ts != nil {
+		ts.Instrument, ts.BarsPerYear = ds.Instrument, ds.BarsPerYear
 	}
 	return ds, nil
 }

@@ -48,6 +48,10 @@ type Dataset struct {
 	Instrument Instrument
 	// BarsPerYear annualises returns and volatility, measured from the data.
 	BarsPerYear float64
+
+	// training is the joined dataset of data.mirror (TrainingSet), nil
+	// without it.
+	training *Dataset
 }
 
 // Policy chooses the action at bar t of a Dataset from the observation at t

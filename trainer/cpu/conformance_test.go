@@ -61,3 +61,13 @@ func TestConformanceBF16(t *testing.T) {
 		})
 	}
 }
+
+// TestConformanceMirrored runs the suite with data.mirror: the collector
+// plays the joined training set and the replay buffer's bars index it, so
+// resume and same-seed runs must stay bit-identical there too.
+func TestConformanceMirrored(t *testing.T) {
+	cfg := trainertest.SmallConfig()
+	cfg.Device, cfg.Precision, cfg.BLAS = "cpu", config.PrecisionFP32, blas.NameGonum
+	cfg.Data.Mirror = true
+	trainertest.RunConfig(t, cpu.Backend{}, cfg)
+}

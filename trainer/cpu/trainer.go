@@ -97,7 +97,7 @@ func build(cfg config.RunConfig, ds *market.Dataset) (*Trainer, error) {
 		return nil, err
 	}
 	t := &Trainer{
-		cfg: cfg, ds: ds, learner: l, collector: col, buf: buf,
+		cfg: cfg, ds: ds.TrainingSet(), learner: l, collector: col, buf: buf,
 		samplePCG: rand.NewPCG(cfg.Seed, streamSample),
 	}
 	t.sampleRNG = rand.New(t.samplePCG)

@@ -55,8 +55,10 @@ type Collector struct {
 }
 
 // New builds the collector of a run in its initial state: environments at
-// their first windows over ds.Train (drawn from the env stream), no
-// pending steps, no steps taken. cfg must be valid (config.Validate).
+// their first windows over the training range of ds.TrainingSet() (drawn
+// from the env stream), no pending steps, no steps taken; the bars of the
+// transitions it writes index that dataset. cfg must be valid
+// (config.Validate).
 func New(cfg config.RunConfig, ds *market.Dataset) (*Collector, error) {
 	if ds == nil {
 		return nil, fmt.Errorf("rollout: nil dataset")
@@ -72,7 +74,8 @@ func New(cfg config.RunConfig, ds *market.Dataset) (*Collector, error) {
 	}
 	c.exploreRNG = rand.New(c.explorePCG)
 	var err error
-	if c.env, err = market.NewVecEnv(ds, ds.Train, cfg.Env.NumEnvs, cfg.Env.EpisodeBars, rand.New(c.envPCG)); err != nil {
+	ts := ds.TrainingSet()
+	if c.env, err = market.NewVecEnv(ts, ts.Train, cfg.Env.NumEnvs, cfg.Env.EpisodeBars, rand.New(c.envPCG)); err != nil {
 		return nil, err
 	}
 	if err := c.env.SetReward(cfg.Env.RewardScale, cfg.Env.TurnoverPenalty); err != nil {

@@ -213,3 +213,40 @@ func TestBacktestFailsOnAGreedyError(t *testing.T) {
 		t.Fatalf("Backtest: %v, %d bars of %d, %d calls", err, rep.Bars, ds.Valid.Len(), calls)
 	}
 }
+
+// TestCollectorPlaysTheMirroredCopy: with data.mirror the windows are
+// drawn over the training range joined with its copy, and the transitions'
+// bars index the joined set (some of them the copy's).
+func TestCollectorPlaysTheMirroredCopy(t *testing.T) {
+	cfg := testConfig()
+	cfg.Env.NumEnvs = 16
+	cfg.Data.Mirror = true
+	ds := dataset(t, cfg)
+	ts := ds.TrainingSet()
+	if ts == ds || ts.Train.To != ds.Train.To+ds.Train.Len() {
+		t.Fatalf("training set %s, want the training range %s joined with its copy", ts.Train, ds.Train)
+	}
+	c, err := rollout.New(cfg, ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls int
+	var sink sinkLog
+	if _, err := c.Collect(context.Background(), 200, signGreedy(&calls), &sink); err != nil {
+		t.Fatal(err)
+	}
+	copied := 0
+	for _, tr := range sink.ts {
+		for _, bar := range []int32{tr.Bar, tr.NextBar} {
+			if int(bar) < ts.Train.From || int(bar) >= ts.Train.To {
+				t.Fatalf("transition at bar %d (next %d) outside the joined range %s", tr.Bar, tr.NextBar, ts.Train)
+			}
+		}
+		if int(tr.Bar) >= ds.Train.To {
+			copied++
+		}
+	}
+	if copied == 0 || copied == len(sink.ts) {
+		t.Errorf("%d of %d transitions in the copy; want some, not all", copied, len(sink.ts))
+	}
+}
