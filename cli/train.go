@@ -168,6 +168,9 @@ func trainLocal(ctx context.Context, e *env, cfg config.RunConfig, out, runID st
 	}
 	fmt.Fprintf(e.stderr, "data: %s, %d bars, train %s (%d bars), validation %s (%d bars), test %s (%d bars)\n",
 		ds.Bars.Name, ds.Bars.Len(), barSpan(ds, ds.Train), ds.Train.Len(), barSpan(ds, ds.Valid), ds.Valid.Len(), barSpan(ds, ds.Test), ds.Test.Len())
+	if ds.Mirrored() {
+		fmt.Fprintf(e.stderr, "data.mirror: training plays its %d bars and their mirror image, %d bars in all\n", ds.Train.Len(), ds.TrainingSet().Train.Len())
+	}
 	fmt.Fprintf(e.stderr, "instrument: %s\n", describeInstrument(ds))
 	tr, err := b.New(ctx, cfg, ds, nil)
 	if err != nil {
