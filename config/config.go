@@ -127,8 +127,7 @@ type DataConfig struct {
 	// the same bars with prices reflected in log space (every return
 	// negated), so a policy cannot profit in training from the range's
 	// drift alone (market/mirror.go). Validation, test and backtests use
-	// the data as it is. Needs device "cpu" (the CUDA backend's collector
-	// plays one training range). Default false.
+	// the data as it is. CPU backend only for now. Default false.
 	Mirror bool `json:"mirror,omitempty"`
 }
 

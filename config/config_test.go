@@ -111,8 +111,6 @@ func TestOutOfRangeValuesNameTheField(t *testing.T) {
 		{`{"optim": {"target_tau": 0}}`, "optim.target_tau"},
 		{`{"optim": {"stochastic_rounding": true}}`, "optim.stochastic_rounding"},
 		{`{"precision": "bf16-mixed", "optim": {"stochastic_rounding": true}}`, "optim.stochastic_rounding"},
-		{`{"data": {"mirror": true}}`, "data.mirror"},
-		{`{"device": "cuda", "data": {"mirror": true}}`, "data.mirror"},
 		{`{"replay": {"alpha": 2}}`, "replay.alpha"},
 		{`{"replay": {"capacity": 100, "warmup": 10, "batch_size": 1}}`, "batch_size"},
 		{`{"batch_size": 512, "replay": {"capacity": 300, "warmup": 10}}`, "replay.capacity"},

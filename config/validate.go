@@ -89,8 +89,6 @@ func (c *RunConfig) Validate() error {
 		{"optim.target_tau", c.Optim.TargetTau, c.Optim.TargetTau > 0 && c.Optim.TargetTau <= 1, "must be in (0, 1]"},
 		{"optim.stochastic_rounding", c.Optim.StochasticRounding, !c.Optim.StochasticRounding || c.Precision == PrecisionBF16,
 			fmt.Sprintf(`needs precision "bf16" (got %q, whose float32 master weights are not rounded to bf16 by an update)`, c.Precision)},
-		{"data.mirror", c.Data.Mirror, !c.Data.Mirror || c.Device == "cpu",
-			fmt.Sprintf(`needs device "cpu" (got %q): the CUDA backend's collector plays one training range, not the mirrored copy`, c.Device)},
 
 		intIn("replay.capacity", c.Replay.Capacity, 2, 1<<28),
 		floatIn("replay.alpha", c.Replay.Alpha, 0, 1),
