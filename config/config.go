@@ -129,6 +129,12 @@ type DataConfig struct {
 	// drift alone (market/mirror.go). Validation, test and backtests use
 	// the data as it is. CPU backend only for now. Default false.
 	Mirror bool `json:"mirror,omitempty"`
+	// DropFeatures names, comma-separated, market features
+	// (market.FeatureNames) the policy does not see: they are 0 in every
+	// observation, in training and in every backtest of the run's
+	// checkpoints (the run's normaliser carries the list). A string, not a
+	// list, so that a RunConfig stays comparable. Default "" (none).
+	DropFeatures string `json:"drop_features,omitempty"`
 }
 
 // ModelConfig is the network of DESIGN.md §3: trunk s1, s2 → value head

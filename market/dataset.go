@@ -54,13 +54,19 @@ func Prepare(cfg config.RunConfig) (*Dataset, error) {
 	if err != nil {
 		return nil, err
 	}
+	drop, err := DropFeatures(dc.DropFeatures)
+	if err != nil {
+		return nil, &config.FieldError{Field: "data.drop_features", Value: fmt.Sprintf("%q", dc.DropFeatures), Allowed: err.Error()}
+	}
 	var ds *Dataset
 	if dc.Mirror {
-		if ds, err = withMirror(b, raw, warmup, train); err != nil {
+		if ds, err = withMirror(b, raw, warmup, train, drop); err != nil {
 			return nil, fmt.Errorf("config data.mirror: %w", err)
 		}
 	} else {
-		ds = build(b, raw, warmup, FitNormalizer(raw, train))
+		norm := FitNormalizer(raw, train)
+		norm.Drop = drop
+		ds = build(b, raw, warmup, norm)
 	}
 	ds.Train, ds.Valid, ds.Test = train, valid, test
 	if ds.Instrument, err = ResolveInstrument(cfg.Env, dc.Path, b.Close[train.To-1]); err != nil {

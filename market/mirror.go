@@ -90,15 +90,16 @@ func (d *Dataset) TrainingSet() *Dataset {
 func (d *Dataset) Mirrored() bool { return d.training != nil }
 
 // withMirror fits the normaliser on the training range joined with its
-// mirror copy and returns the run's dataset (b's bars, that normaliser)
+// mirror copy (dropping the features drop lists) and returns the run's dataset (b's bars, that normaliser)
 // with its TrainingSet set to the joined bars.
-func withMirror(b *Bars, raw []float64, warmup int, train Range) (*Dataset, error) {
+func withMirror(b *Bars, raw []float64, warmup int, train Range, drop uint64) (*Dataset, error) {
 	mb, joined, err := mirrorTraining(b, train)
 	if err != nil {
 		return nil, err
 	}
 	mraw, _ := ComputeFeatures(mb)
 	norm := FitNormalizer(mraw, joined)
+	norm.Drop = drop
 	ds := build(b, raw, warmup, norm)
 	ts := build(mb, mraw, warmup, norm)
 	ts.Train = joined

@@ -1,6 +1,11 @@
 package market
 
-import "math"
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"strings"
+)
 
 // Normalisation bounds: NormStdFloor keeps a constant feature (volume
 // features of a file without volume) from dividing by zero, and NormClip
@@ -17,7 +22,15 @@ const (
 type Normalizer struct {
 	Mean [NumFeatures]float64 `json:"mean"`
 	Std  [NumFeatures]float64 `json:"std"`
+	// Drop has bit j set for each feature j the policy does not see: Apply
+	// writes 0 for it (data.drop_features). Stored with the run like the
+	// statistics, so a checkpoint's policy sees the same inputs on any
+	// data. 0 when every feature is used.
+	Drop uint64 `json:"drop,omitempty"`
 }
+
+// NumFeatures must fit the bits of Normalizer.Drop.
+var _ [64 - NumFeatures]struct{}
 
 // FitNormalizer computes the mean and the population standard deviation
 // (two passes: mean, then Σ(x−mean)²/n) of every feature over the rows of r
@@ -79,5 +92,43 @@ func (n Normalizer) Apply(raw []float64, dst []float32) {
 			}
 			out[j] = float32(z)
 		}
+		for d := n.Drop; d != 0; d &= d - 1 {
+			if j := bits.TrailingZeros64(d); j < NumFeatures {
+				out[j] = 0
+			}
+		}
 	}
+}
+
+// DropFeatures resolves a comma-separated list of feature names
+// (FeatureNames; spaces around a name are ignored) to the bits of
+// Normalizer.Drop; 0 for "". An unknown, empty or repeated name is an
+// error naming its position in the list.
+func DropFeatures(list string) (uint64, error) {
+	if strings.TrimSpace(list) == "" {
+		return 0, nil
+	}
+	names := strings.Split(list, ",")
+	for i := range names {
+		names[i] = strings.TrimSpace(names[i])
+	}
+	index := make(map[string]int, NumFeatures)
+	for j, n := range FeatureNames {
+		index[n] = j
+	}
+	var out uint64
+	for i, n := range names {
+		j, ok := index[n]
+		switch {
+		case !ok:
+			return 0, fmt.Errorf("name %d, %q, is not a feature; the features are %s", i+1, n, strings.Join(FeatureNames[:], ", "))
+		case out&(1<<j) != 0:
+			return 0, fmt.Errorf("name %d, %q, is named twice", i+1, n)
+		}
+		out |= 1 << j
+	}
+	if bits.OnesCount64(out) == NumFeatures {
+		return 0, fmt.Errorf("drops all %d features; the policy would see only its own position", NumFeatures)
+	}
+	return out, nil
 }

@@ -2,9 +2,13 @@ package market
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
+
+	"github.com/dqnflow/dqnflow/config"
 )
 
 func randomRaw(rows int, seed uint64) []float64 {
@@ -117,5 +121,68 @@ func TestNormalizerJSONRoundTrip(t *testing.T) {
 	var back Normalizer
 	if err := json.Unmarshal(b, &back); err != nil || back != n {
 		t.Errorf("round trip changed the normaliser (%v)", err)
+	}
+}
+
+// Dropped features are 0 in every row, whatever their value; the others
+// are normalised as before. Names resolve to bits, and a bad list is an
+// error naming the position.
+func TestDroppedFeaturesAreZero(t *testing.T) {
+	plain, ds := func() (*Dataset, *Dataset) {
+		cfg := cfgFor(btcPath)
+		a, err := Prepare(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Data.DropFeatures = " hour_sin, hour_cos,dow_sin,dow_cos,volume_z_24 "
+		b, err := Prepare(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a, b
+	}()
+	dropped := map[int]bool{45: true, 46: true, 47: true, 48: true, 49: true}
+	if want := uint64(1<<45 | 1<<46 | 1<<47 | 1<<48 | 1<<49); ds.Norm.Drop != want {
+		t.Fatalf("Drop = %#x, want %#x", ds.Norm.Drop, want)
+	}
+	for i := ds.Warmup; i < ds.Bars.Len(); i++ {
+		for j := range NumFeatures {
+			got, was := ds.Features[i*NumFeatures+j], plain.Features[i*NumFeatures+j]
+			if dropped[j] && got != 0 || !dropped[j] && got != was {
+				t.Fatalf("bar %d feature %s = %v (without drop_features %v)", i, FeatureNames[j], got, was)
+			}
+		}
+	}
+	// A checkpoint's policy on other bars: the stored normaliser drops them too.
+	var back Normalizer
+	if raw, err := json.Marshal(ds.Norm); err != nil {
+		t.Fatal(err)
+	} else if err := json.Unmarshal(raw, &back); err != nil || back != ds.Norm {
+		t.Fatalf("normaliser JSON round trip: %v, Drop %#x, want %#x", err, back.Drop, ds.Norm.Drop)
+	}
+	other, err := PrepareWith(plain.Bars, back, ds.Instrument)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := other.Warmup; i < other.Bars.Len(); i += 7 {
+		for j := range dropped {
+			if other.Features[i*NumFeatures+j] != 0 {
+				t.Fatalf("PrepareWith: bar %d feature %s = %v, want 0", i, FeatureNames[j], other.Features[i*NumFeatures+j])
+			}
+		}
+	}
+	for _, bad := range []struct{ list, want string }{
+		{"hour_sin,hour", `name 2, "hour", is not a feature`},
+		{"rsi_7,rsi_7", `name 2, "rsi_7", is named twice`},
+		{"rsi_7,,rsi_14", `name 2, "", is not a feature`},
+		{strings.Join(FeatureNames[:], ","), "drops all 56 features"},
+	} {
+		cfg := cfgFor(btcPath)
+		cfg.Data.DropFeatures = bad.list
+		_, err := Prepare(cfg)
+		var fe *config.FieldError
+		if !errors.As(err, &fe) || fe.Field != "data.drop_features" || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("drop_features %q: %v; want a data.drop_features error containing %q", bad.list, err, bad.want)
+		}
 	}
 }

@@ -33,6 +33,9 @@ func CheckpointMarket(ck *checkpoint.Checkpoint) (market.Instrument, market.Norm
 	if err := json.Unmarshal([]byte(ck.Meta[checkpoint.MetaNormalizer]), &norm); err != nil {
 		return inst, norm, fmt.Errorf("checkpoint metadata %q: %w", checkpoint.MetaNormalizer, err)
 	}
+	if norm.Drop>>market.NumFeatures != 0 {
+		return inst, norm, fmt.Errorf("checkpoint metadata %q: drop %#x names features beyond the %d there are", checkpoint.MetaNormalizer, norm.Drop, market.NumFeatures)
+	}
 	return inst, norm, nil
 }
 
