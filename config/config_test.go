@@ -181,3 +181,20 @@ func TestNoEdgeIsBelowMinValidT(t *testing.T) {
 		}
 	}
 }
+
+// TestDropFeaturesSurvivesJSON: "" (every feature) and the default both
+// come back from a round trip through JSON, as a workflow's input does.
+func TestDropFeaturesSurvivesJSON(t *testing.T) {
+	for _, v := range []string{"", DefaultDropFeatures, "rsi_7"} {
+		c := Defaults()
+		c.Data.DropFeatures = v
+		raw, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back RunConfig
+		if err := json.Unmarshal(raw, &back); err != nil || back.Data.DropFeatures != v {
+			t.Errorf("drop_features %q came back as %q (%v)", v, back.Data.DropFeatures, err)
+		}
+	}
+}

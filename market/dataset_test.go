@@ -26,6 +26,21 @@ func cfgFor(path string) config.RunConfig {
 	return c
 }
 
+// fitted is FitNormalizer with the given dropped features.
+func fitted(raw []float64, r Range, drop uint64) Normalizer {
+	n := FitNormalizer(raw, r)
+	n.Drop = drop
+	return n
+}
+
+// wantZ is feature j's normalised value x under n, by the formula.
+func wantZ(n Normalizer, x float64, j int) float64 {
+	if n.Drop&(1<<j) != 0 {
+		return 0
+	}
+	return max(-NormClip, min(NormClip, (x-n.Mean[j])/n.Std[j]))
+}
+
 // checkDataset checks what holds for every prepared Dataset: the shapes,
 // zero rows before the warmup, features equal to the normaliser applied to
 // ComputeFeatures, ATR(14), and the resolved instrument.
@@ -41,13 +56,12 @@ func checkDataset(t *testing.T, ds *Dataset, env config.EnvConfig) {
 		}
 	}
 	raw, _ := ComputeFeatures(ds.Bars)
-	if ds.Train.Len() > 0 && ds.Norm != FitNormalizer(raw, ds.Train) {
+	if ds.Train.Len() > 0 && ds.Norm != fitted(raw, ds.Train, ds.Norm.Drop) {
 		t.Error("normaliser not fitted on the training range")
 	}
 	for i := ds.Warmup * NumFeatures; i < len(raw); i += 97 {
 		j := i % NumFeatures
-		z := max(-NormClip, min(NormClip, (raw[i]-ds.Norm.Mean[j])/ds.Norm.Std[j]))
-		if ds.Features[i] != float32(z) {
+		if z := wantZ(ds.Norm, raw[i], j); ds.Features[i] != float32(z) {
 			t.Fatalf("feature %s at bar %d = %v, want %v", FeatureNames[j], i/NumFeatures, ds.Features[i], float32(z))
 		}
 	}
@@ -358,7 +372,7 @@ func TestRollingWindowFollowsTheEndOfTheData(t *testing.T) {
 		if ds.Valid != (Range{n - 500, n}) || ds.Train != (Range{n - 2500, n - 500}) {
 			t.Errorf("%d bars: train %v valid %v, want [%d, %d) and [%d, %d)", n, ds.Train, ds.Valid, n-2500, n-500, n-500, n)
 		}
-		if ds.Norm != FitNormalizer(mustFeatures(ds.Bars), ds.Train) {
+		if ds.Norm != fitted(mustFeatures(ds.Bars), ds.Train, defaultDrop(t)) {
 			t.Errorf("%d bars: normaliser not fitted on the rolling training range", n)
 		}
 	}
@@ -376,4 +390,40 @@ func TestRollingWindowFollowsTheEndOfTheData(t *testing.T) {
 func mustFeatures(b *Bars) []float64 {
 	raw, _ := ComputeFeatures(b)
 	return raw
+}
+
+// defaultDrop is the Drop bits of config.DefaultDropFeatures.
+func defaultDrop(t *testing.T) uint64 {
+	t.Helper()
+	d, err := DropFeatures(config.DefaultDropFeatures)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// TestDefaultsDropCalendarAndVolume: the default config hides the hour,
+// weekday and volume features and shows the other 49; a stored config
+// written before data.drop_features existed shows every feature.
+func TestDefaultsDropCalendarAndVolume(t *testing.T) {
+	ds, err := Prepare(cfgFor(btcPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for j, n := range FeatureNames {
+		if ds.Norm.Drop&(1<<j) != 0 {
+			names = append(names, n)
+		}
+	}
+	if got := strings.Join(names, ","); got != "hour_sin,hour_cos,dow_sin,dow_cos,volume_z_24,volume_ratio_168,volume_trend_24_168" {
+		t.Errorf("default drops %s", got)
+	}
+	old, err := config.DecodeStored("old.json", []byte(`{"data": {"path": "bundled:bitcoin_2024.csv", "test_fraction": 0.15}, "env": {"instrument": "auto", "flat_margin": 0.05}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ds, err := Prepare(old); err != nil || ds.Norm.Drop != 0 {
+		t.Errorf("a stored config without data.drop_features: drop %#x, %v; want every feature", ds.Norm.Drop, err)
+	}
 }

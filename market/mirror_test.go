@@ -102,7 +102,7 @@ func TestMirrorChangesOnlyTrainingAndTheNormaliser(t *testing.T) {
 		t.Errorf("instrument %+v / training set %+v, want the data's %+v", ds.Instrument, ts.Instrument, plain.Instrument)
 	}
 	mraw, _ := ComputeFeatures(ts.Bars)
-	if want := FitNormalizer(mraw, ts.Train); ds.Norm != want || ts.Norm != want {
+	if want := fitted(mraw, ts.Train, ds.Norm.Drop); ds.Norm != want || ts.Norm != want {
 		t.Error("normaliser not fitted on the joined training range")
 	}
 	if ds.Norm == plain.Norm {
@@ -116,7 +116,7 @@ func TestMirrorChangesOnlyTrainingAndTheNormaliser(t *testing.T) {
 	raw, _ := ComputeFeatures(ds.Bars)
 	for _, i := range []int{ds.Valid.From, ds.Valid.To - 1, ds.Test.From, ds.Test.To - 1} {
 		for j := range NumFeatures {
-			z := max(-NormClip, min(NormClip, (raw[i*NumFeatures+j]-ds.Norm.Mean[j])/ds.Norm.Std[j]))
+			z := wantZ(ds.Norm, raw[i*NumFeatures+j], j)
 			if ds.Features[i*NumFeatures+j] != float32(z) {
 				t.Fatalf("feature %s at bar %d = %v, want %v", FeatureNames[j], i, ds.Features[i*NumFeatures+j], z)
 			}

@@ -130,6 +130,7 @@ func TestNormalizerJSONRoundTrip(t *testing.T) {
 func TestDroppedFeaturesAreZero(t *testing.T) {
 	plain, ds := func() (*Dataset, *Dataset) {
 		cfg := cfgFor(btcPath)
+		cfg.Data.DropFeatures = "" // every feature
 		a, err := Prepare(cfg)
 		if err != nil {
 			t.Fatal(err)
