@@ -129,7 +129,7 @@ bench-temporal: build
 record-history: build temporal
 	DQNFLOW_TEMPORAL=$(abspath $(TEMPORAL)) $(GO) test ./workflows -run TestRecordHistories -record -count=1
 
-## learn-check: train on the synthetic series with and without its signal and compare with the oracle on the test range (about 51 s on 2 cores with OpenBLAS, 173 s on gonum, limit 10 min; docs/perf/learning-2026-12-01.md, cpu-blas-2026-12-01.md)
+## learn-check: train on the synthetic series with and without its signal and compare with the oracle on the test range (about 70 s on 2 cores with OpenBLAS, limit 10 min; docs/perf/learning-2026-12-05.md, cpu-blas-2026-12-01.md)
 learn-check: build
 	$(DQNFLOW) learn-check --json
 

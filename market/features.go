@@ -10,6 +10,8 @@ import (
 // ComputeFeatures documents the formula of each; every one is scale-free
 // (log returns, ratios, z-scores, bounded oscillators), so a policy sees
 // the same kind of numbers on the S&P near 4,000 and on BTC near 60,000.
+// All are computed; data.drop_features zeroes some in the observation (by
+// default the hour, weekday and volume features, ADR 0022).
 var FeatureNames = [NumFeatures]string{
 	"ret_1", "ret_lag1", "ret_lag2", "ret_lag3", "ret_lag4", "ret_lag5", "ret_lag6", "ret_lag7",
 	"ret_4", "ret_12", "ret_24", "ret_72", "ret_168",
