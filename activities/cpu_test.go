@@ -136,3 +136,35 @@ func TestOpenCloseCyclesLeakNothing(t *testing.T) {
 		t.Errorf("live heap grew from %.1f MB to %.1f MB over 100 cycles", float64(h0)/1e6, float64(h1)/1e6)
 	}
 }
+
+// TestRunFromBeforeDropFeaturesResumesWithItsInputs: a run whose
+// checkpoint shows the policy every feature (written before
+// data.drop_features existed, or with it set to "") restores when its
+// workflow input now decodes to the default, which hides some, and goes on
+// with the checkpoint's inputs instead of being refused for a different
+// normaliser.
+func TestRunFromBeforeDropFeaturesResumesWithItsInputs(t *testing.T) {
+	old := tinyCPUConfig()
+	old.Data.DropFeatures = ""
+	root := t.TempDir()
+	a := newRig(t, root, nil)
+	b := newRig(t, root, a.store)
+	for _, r := range []*rig{a, b} {
+		r.a.Backend, r.a.Prepare = cpu.Backend{}, nil
+	}
+	a.open(activities.OpenInput{Config: old})
+	a.epoch(1)
+	var ck activities.CheckpointOutput
+	a.must(a.a.Checkpoint, activities.CheckpointInput{RunID: runID, Epoch: 1}, &ck)
+	now := tinyCPUConfig()
+	if now.Data.DropFeatures == "" {
+		t.Fatal("the default hides no feature; this test needs one that does")
+	}
+	if out := b.open(activities.OpenInput{Config: now, Epoch: 1, GlobalStep: ck.Checkpoint.GlobalStep, Resume: &ck.Checkpoint}); !out.Restored {
+		t.Fatalf("second worker did not restore: %+v", out)
+	}
+	if d := b.reg.Get(runID).Dataset.Norm.Drop; d != 0 {
+		t.Errorf("restored run hides features %#x, want the checkpoint's none", d)
+	}
+	b.epoch(2)
+}

@@ -196,6 +196,10 @@ func (a *Trainer) OpenTrainer(ctx context.Context, in OpenInput) (OpenOutput, er
 			}
 			return OpenOutput{}, readError(what, err)
 		}
+		if ds, err = a.checkpointInputs(ctx, in, ck, ds); err != nil {
+			return OpenOutput{}, nonRetryable(ErrTypeBadData, what+": prepare data "+in.Config.Data.Path, err,
+				"fix data.path or the file, then start a new run")
+		}
 		if tr, err = dev.Backend.Restore(ctx, ck, ds); err != nil {
 			return OpenOutput{}, classify(what+": restore "+resume.URI, err)
 		}
@@ -227,6 +231,23 @@ func (a *Trainer) OpenTrainer(ctx context.Context, in OpenInput) (OpenOutput, er
 	a.releaseSlot(ctx)
 	return OpenOutput{Epoch: epoch, GlobalStep: globalStep, Restored: restored, Info: run.Info, Host: host,
 		NotBitExact: notBitExact, Fallback: fallback, Damaged: damaged}, nil
+}
+
+// checkpointInputs returns the dataset a checkpoint restores into: ds,
+// or, when the checkpoint's stored config hides other features than in's
+// (a run started before data.drop_features existed, whose workflow input
+// now decodes to the new default), ds prepared again with the checkpoint's
+// list, so the run goes on with the inputs it was trained on.
+func (a *Trainer) checkpointInputs(ctx context.Context, in OpenInput, ck *checkpoint.Checkpoint, ds *market.Dataset) (*market.Dataset, error) {
+	stored, err := trainer.CheckpointConfig(ck)
+	if err != nil || stored.Data.DropFeatures == in.Config.Data.DropFeatures {
+		return ds, nil // a damaged config is Restore's to report
+	}
+	activity.GetLogger(ctx).Warn("The checkpoint hides other features than the run's config; the run keeps the checkpoint's",
+		"run", in.RunID, "checkpoint", stored.Data.DropFeatures, "config", in.Config.Data.DropFeatures)
+	c := in.Config
+	c.Data.DropFeatures = stored.Data.DropFeatures
+	return a.prepare(c)
 }
 
 // device returns the device the calling run trains on: the worker's only
