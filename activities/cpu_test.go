@@ -24,22 +24,29 @@ func tinyCPUConfig() config.RunConfig {
 	return c
 }
 
+// checkpointedCPURun trains run cfg for one epoch on worker a of two CPU
+// workers that share a checkpoint root and store, and checkpoints it.
+func checkpointedCPURun(t *testing.T, cfg config.RunConfig) (a, b *rig, ck activities.CheckpointOutput) {
+	t.Helper()
+	root := t.TempDir()
+	a = newRig(t, root, nil)
+	b = newRig(t, root, a.store)
+	for _, r := range []*rig{a, b} {
+		r.a.Backend, r.a.Prepare = cpu.Backend{}, nil
+	}
+	a.open(activities.OpenInput{Config: cfg})
+	a.epoch(1)
+	a.must(a.a.Checkpoint, activities.CheckpointInput{RunID: runID, Epoch: 1}, &ck)
+	return a, b, ck
+}
+
 // TestCPURunRestoredOnAnotherWorkerIsBitIdentical runs the real CPU backend
 // and market data through the activities: a run checkpointed after epoch 1
 // and restored on a second worker must hold, after epoch 2, exactly the
 // state of the run that never stopped.
 func TestCPURunRestoredOnAnotherWorkerIsBitIdentical(t *testing.T) {
 	cfg := tinyCPUConfig()
-	root := t.TempDir()
-	a := newRig(t, root, nil)
-	b := newRig(t, root, a.store)
-	for _, r := range []*rig{a, b} {
-		r.a.Backend, r.a.Prepare = cpu.Backend{}, nil
-	}
-	a.open(activities.OpenInput{Config: cfg})
-	a.epoch(1)
-	var ck activities.CheckpointOutput
-	a.must(a.a.Checkpoint, activities.CheckpointInput{RunID: runID, Epoch: 1}, &ck)
+	a, b, ck := checkpointedCPURun(t, cfg)
 	if out := b.open(activities.OpenInput{Config: cfg, Epoch: 1, GlobalStep: ck.Checkpoint.GlobalStep, Resume: &ck.Checkpoint}); !out.Restored {
 		t.Fatalf("second worker did not restore: %+v", out)
 	}
@@ -146,16 +153,7 @@ func TestOpenCloseCyclesLeakNothing(t *testing.T) {
 func TestRunFromBeforeDropFeaturesResumesWithItsInputs(t *testing.T) {
 	old := tinyCPUConfig()
 	old.Data.DropFeatures = ""
-	root := t.TempDir()
-	a := newRig(t, root, nil)
-	b := newRig(t, root, a.store)
-	for _, r := range []*rig{a, b} {
-		r.a.Backend, r.a.Prepare = cpu.Backend{}, nil
-	}
-	a.open(activities.OpenInput{Config: old})
-	a.epoch(1)
-	var ck activities.CheckpointOutput
-	a.must(a.a.Checkpoint, activities.CheckpointInput{RunID: runID, Epoch: 1}, &ck)
+	_, b, ck := checkpointedCPURun(t, old)
 	now := tinyCPUConfig()
 	if now.Data.DropFeatures == "" {
 		t.Fatal("the default hides no feature; this test needs one that does")

@@ -308,7 +308,7 @@ func Defaults() RunConfig {
 	return RunConfig{
 		Seed: 1, Epochs: 20, StepsPerEpoch: 300, BatchSize: 256, ReadbackInterval: 100,
 		Device: "auto", Precision: PrecisionFP32, BLAS: "auto",
-		Data:  DataConfig{Path: data.Default, TrainFraction: 0.7, TestFraction: 0.15, SyntheticBars: 20000, SyntheticPhi: 0.35,
+		Data: DataConfig{Path: data.Default, TrainFraction: 0.7, TestFraction: 0.15, SyntheticBars: 20000, SyntheticPhi: 0.35,
 			DropFeatures: DefaultDropFeatures},
 		Model: ModelConfig{Trunk1: 256, Trunk2: 256, Head: 128, Atoms: 51, VMin: -10, VMax: 10},
 		Env: EnvConfig{
