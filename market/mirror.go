@@ -90,8 +90,9 @@ func (d *Dataset) TrainingSet() *Dataset {
 func (d *Dataset) Mirrored() bool { return d.training != nil }
 
 // withMirror fits the normaliser on the training range joined with its
-// mirror copy (dropping the features drop lists) and returns the run's dataset (b's bars, that normaliser)
-// with its TrainingSet set to the joined bars.
+// mirror copy (hiding the features drop marks) and returns the run's
+// dataset (b's bars, that normaliser) with its TrainingSet set to the
+// joined bars.
 func withMirror(b *Bars, raw []float64, warmup int, train Range, drop uint64) (*Dataset, error) {
 	mb, joined, err := mirrorTraining(b, train)
 	if err != nil {
