@@ -234,19 +234,21 @@ func (a *Trainer) OpenTrainer(ctx context.Context, in OpenInput) (OpenOutput, er
 }
 
 // checkpointInputs returns the dataset a checkpoint restores into: ds,
-// or, when the checkpoint's stored config hides other features than in's
-// (a run started before data.drop_features existed, whose workflow input
-// now decodes to the new default), ds prepared again with the checkpoint's
-// list, so the run goes on with the inputs it was trained on.
+// or, when the checkpoint's stored config (config.DecodeStored) has other
+// data or env sections than in's, ds prepared again with the checkpoint's.
+// A run's config never changes, so such a difference means the workflow
+// input was written before a key existed and now decodes to a newer
+// default (data.drop_features, say); the checkpoint says what the run was
+// trained on, and the run goes on with that.
 func (a *Trainer) checkpointInputs(ctx context.Context, in OpenInput, ck *checkpoint.Checkpoint, ds *market.Dataset) (*market.Dataset, error) {
 	stored, err := trainer.CheckpointConfig(ck)
-	if err != nil || stored.Data.DropFeatures == in.Config.Data.DropFeatures {
+	if err != nil || stored.Data == in.Config.Data && stored.Env == in.Config.Env {
 		return ds, nil // a damaged config is Restore's to report
 	}
-	activity.GetLogger(ctx).Warn("The checkpoint hides other features than the run's config; the run keeps the checkpoint's",
-		"run", in.RunID, "checkpoint", stored.Data.DropFeatures, "config", in.Config.Data.DropFeatures)
+	activity.GetLogger(ctx).Warn("The checkpoint's data or env settings differ from the run's config; the run keeps the checkpoint's",
+		"run", in.RunID, "checkpoint_data", stored.Data, "config_data", in.Config.Data)
 	c := in.Config
-	c.Data.DropFeatures = stored.Data.DropFeatures
+	c.Data, c.Env = stored.Data, stored.Env
 	return a.prepare(c)
 }
 
