@@ -8,7 +8,11 @@
 # a comment. Checkpoints are deleted after each run. The CPU backend's
 # results do not depend on the thread count (trainer/cpu/doc.go).
 # DQNFLOW_CMD (default train) and DQNFLOW_ARGS (default none) run another
-# command the same way, e.g. DQNFLOW_CMD=walkforward DQNFLOW_ARGS="--gate pooled".
+# command the same way, e.g. DQNFLOW_CMD=walkforward DQNFLOW_ARGS="--gate pooled";
+# DQNFLOW_DEVICE (default cpu) picks the backend, e.g. cuda on a GPU machine
+# (tools/device/visit.sh, part learn). A run that would start after
+# DQNFLOW_DEADLINE (Unix seconds, default none) is skipped and says so in
+# its log, so that a timed visit returns whole runs.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cases=$1 out=$2 jobs=${3:-8} threads=${4:-2}
@@ -17,8 +21,12 @@ mkdir -p "$out"
 one() {
 	local name=$1 cfg=$2 data=$3
 	local t0=$(date +%s.%N)
+	if [ -n "${DQNFLOW_DEADLINE:-}" ] && [ "$(date +%s)" -ge "$DQNFLOW_DEADLINE" ]; then
+		echo "SKIPPED $name: past DQNFLOW_DEADLINE" >"$out/$name.log"
+		return
+	fi
 	# shellcheck disable=SC2086 # DQNFLOW_ARGS is a list of words
-	GOMAXPROCS=$threads "$bin" "${DQNFLOW_CMD:-train}" --device cpu --config "$here/$cfg" --data "$data" ${DQNFLOW_ARGS:-} \
+	GOMAXPROCS=$threads "$bin" "${DQNFLOW_CMD:-train}" --device "${DQNFLOW_DEVICE:-cpu}" --config "$here/$cfg" --data "$data" ${DQNFLOW_ARGS:-} \
 		--out "$out/$name.d" --json >"$out/$name.json" 2>"$out/$name.log" || echo "FAILED $name" >>"$out/$name.log"
 	echo "$(date +%s.%N) $t0" | awk '{printf "%.1f\n", $1-$2}' >"$out/$name.time"
 	rm -rf "$out/$name.d"

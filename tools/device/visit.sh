@@ -32,7 +32,8 @@
 # and 16384 environments: dqnflow bench --epoch), envblock (the collector
 # with smaller blocks of its per-environment kernels, DQNFLOW_ENV_BLOCK),
 # hostwalk (the batched backtest's host work on this machine's CPU at 1 to
-# 16 goroutines: BenchmarkBacktestBatch and BenchmarkCVaR).
+# 16 goroutines: BenchmarkBacktestBatch and BenchmarkCVaR), learn (a
+# walk-forward learning batch on the GPU: LEARN_CASES).
 # quick = tests,bench (the default); full = all of them, which takes longer
 # than one device call allows: split it, e.g. tests,bench,pytorch then
 # epoch,cpu,ncu,sanitize.
@@ -239,7 +240,9 @@ ncuStep() {
 sameCheck() {
   local name=$1
   shift
-  echo '{"seed": 1}' >/tmp/parity-seed1.json
+  # Every input feature, as when the reference was made: the default
+  # inputs changed after it (ADR 0022), the kernels did not.
+  echo '{"seed": 1, "data": {"drop_features": ""}}' >/tmp/parity-seed1.json
   step "$name" 280 env "$@" bin/gputest/dqnflow parity --device cuda --epochs 50 \
     --config /tmp/parity-seed1.json --out "$LOGS/$name"
   local ref=${SAME_REF:-docs/perf/gpu-2026-12-04/same-seed1.log}
@@ -376,6 +379,25 @@ if has epoch; then
   grep -E '"(epoch_ms|backtest_ms|backtest_device_ms|backtest_mode)"' "$LOGS/epoch-bf16-mixed-kernel.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
   step epoch-tests 300 bin/gputest/gpu.test -test.run 'TestDeviceEnvironmentMatchesMarket|TestDeviceBacktestMatchesHost|TestCollectorThroughput' -test.v -test.count=1 -test.timeout=290s
   grep -E "^(--- |PASS|FAIL|ok)|max relative|differ|env steps/s|replay:|collector, |batched" "$LOGS/epoch-tests.log" | head -80 >>"$OUT/summary.txt"
+fi
+
+# Part learn: a learning batch on the GPU (LEARN_CASES, default
+# bench/learning/batchGA.cases): `dqnflow walkforward --windows 4 --device
+# cuda` per case, LEARN_JOBS (8) at a time, two Go threads each; no run
+# starts after LEARN_SECONDS (420) from the part's start
+# (bench/learning/run.sh, DQNFLOW_DEADLINE). Every run's JSON, log and time
+# come back in learn.tgz; the kernels are compiled once before the runs.
+if has learn; then
+  step learn-warm 120 bin/gputest/dqnflow bench --device cuda --precision fp32 --batch 256 --steps 10 --json
+  lt0=$(date +%s)
+  lsec=${LEARN_SECONDS:-420}
+  rm -rf /tmp/learn
+  step learn $((lsec + 150)) env DQNFLOW_BIN="$PWD/bin/gputest/dqnflow" DQNFLOW_DEVICE=cuda DQNFLOW_CMD=walkforward \
+    DQNFLOW_ARGS="--windows 4" DQNFLOW_DEADLINE=$((lt0 + lsec)) \
+    bash bench/learning/run.sh "${LEARN_CASES:-bench/learning/batchGA.cases}" /tmp/learn "${LEARN_JOBS:-8}" 2
+  log "learn: $(grep -L -E 'SKIPPED|FAILED' /tmp/learn/*.log | wc -l) runs done, $(grep -l SKIPPED /tmp/learn/*.log | wc -l) skipped, $(grep -l FAILED /tmp/learn/*.log | wc -l) failed"
+  grep -l FAILED /tmp/learn/*.log | head -3 | xargs -r tail -n 5 >>"$OUT/summary.txt"
+  tar czf "$OUT/learn.tgz" -C /tmp learn
 fi
 
 # Part hostwalk: the batched backtest's host work (market.BacktestBatch
