@@ -269,7 +269,15 @@ type arena struct {
 	ptrs []cuda.DevPtr
 }
 
-// alloc allocates bytes (at least 8) of zeroed device memory on stream s.
+// alloc allocates bytes (at least 8) of device memory, zeroed on stream s
+// before it returns. The wait matters: s is a non-blocking stream, which
+// the legacy default stream's synchronous copies (cuda.Upload) do not wait
+// for, so an upload right after an alloc could land before the zeroing and
+// be wiped. On an idle GPU the zeroing ran first; on an H200 shared by
+// eight processes it often did not, and kernels read zeroed arguments
+// (illegal addresses, a failed precision self-check, NaN losses:
+// TestUploadAfterAllocLandsOnABusyGPU, docs/perf/gpu-2026-12-05.md).
+// Buffers are allocated when a trainer or a plan is built, not per step.
 func (a *arena) alloc(c *cuda.Ctx, s cuda.Stream, bytes int) (cuda.DevPtr, error) {
 	bytes = max(bytes, 8)
 	bytes = (bytes + 255) &^ 255
@@ -278,7 +286,10 @@ func (a *arena) alloc(c *cuda.Ctx, s cuda.Stream, bytes int) (cuda.DevPtr, error
 		return 0, err
 	}
 	a.ptrs = append(a.ptrs, p)
-	return p, c.MemsetD8Async(p, 0, bytes, s)
+	if err := c.MemsetD8Async(p, 0, bytes, s); err != nil {
+		return p, err
+	}
+	return p, c.Sync(s)
 }
 
 // batch is a sticky-error allocator for a group of buffers: each call

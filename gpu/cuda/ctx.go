@@ -120,13 +120,23 @@ func copyArgs(what string, host unsafe.Pointer, bytes int) (n uintptr, ok bool, 
 	return n, true, nil
 }
 
-// HtoD copies bytes from host memory to the device and returns when done.
+// HtoD copies bytes from host memory to the device and returns when the
+// bytes are there. From pageable memory cuMemcpyHtoD returns once the
+// driver has staged the data, before its DMA lands, and the copy runs on
+// the legacy default stream, which work on the non-blocking streams
+// (NewStream) does not wait for; so HtoD waits for that stream too, and a
+// kernel queued after it on any stream reads the new bytes. It does not
+// wait for work already queued on other streams: a caller that overwrites
+// memory such work still uses syncs that stream first.
 func (c *Ctx) HtoD(dst DevPtr, src unsafe.Pointer, bytes int) error {
 	n, ok, err := copyArgs("HtoD", src, bytes)
 	if !ok {
 		return errors.Join(err, c.enter())
 	}
-	return c.call("cuMemcpyHtoD_v2", func(a *driverAPI) int32 { return a.cuMemcpyHtoD(dst, src, n) })
+	if err := c.call("cuMemcpyHtoD_v2", func(a *driverAPI) int32 { return a.cuMemcpyHtoD(dst, src, n) }); err != nil {
+		return err
+	}
+	return c.call("cuStreamSynchronize", func(a *driverAPI) int32 { return a.cuStreamSynchronize(legacyStream) })
 }
 
 // DtoH copies bytes from the device to host memory and returns when done.

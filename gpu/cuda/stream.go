@@ -8,6 +8,10 @@ const (
 	streamCaptureModeThreadLocal = 1   // CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
 )
 
+// legacyStream is CU_STREAM_LEGACY, the legacy default stream, on which the
+// synchronous copies (HtoD, DtoH, DtoD) run.
+const legacyStream Stream = 0x1
+
 // NewStream creates a stream that does not synchronise with the legacy
 // default stream (CU_STREAM_NON_BLOCKING), as graph capture needs.
 func (c *Ctx) NewStream() (Stream, error) {

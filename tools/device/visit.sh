@@ -33,7 +33,8 @@
 # with smaller blocks of its per-environment kernels, DQNFLOW_ENV_BLOCK),
 # hostwalk (the batched backtest's host work on this machine's CPU at 1 to
 # 16 goroutines: BenchmarkBacktestBatch and BenchmarkCVaR), learn (a
-# walk-forward learning batch on the GPU: LEARN_CASES).
+# walk-forward learning batch on the GPU: LEARN_CASES), gputest (the GPU
+# tests GPUTEST_RUN names).
 # quick = tests,bench (the default); full = all of them, which takes longer
 # than one device call allows: split it, e.g. tests,bench,pytorch then
 # epoch,cpu,ncu,sanitize.
@@ -379,6 +380,13 @@ if has epoch; then
   grep -E '"(epoch_ms|backtest_ms|backtest_device_ms|backtest_mode)"' "$LOGS/epoch-bf16-mixed-kernel.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
   step epoch-tests 300 bin/gputest/gpu.test -test.run 'TestDeviceEnvironmentMatchesMarket|TestDeviceBacktestMatchesHost|TestCollectorThroughput' -test.v -test.count=1 -test.timeout=290s
   grep -E "^(--- |PASS|FAIL|ok)|max relative|differ|env steps/s|replay:|collector, |batched" "$LOGS/epoch-tests.log" | head -80 >>"$OUT/summary.txt"
+fi
+
+# Part gputest: the GPU tests GPUTEST_RUN names (a -test.run pattern),
+# for a visit that checks one change without the whole of part tests.
+if has gputest; then
+  step gputest 400 bin/gputest/gpu.test -test.v -test.count=1 -test.timeout=390s -test.run "${GPUTEST_RUN:?part gputest needs GPUTEST_RUN}"
+  grep -E "^(--- |PASS|FAIL|ok)|lost|tolerance" "$LOGS/gputest.log" | head -60 >>"$OUT/summary.txt"
 fi
 
 # Part learn: a learning batch on the GPU (LEARN_CASES, default
