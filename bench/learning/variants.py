@@ -16,19 +16,14 @@ Per variant and series:
 A file that does not parse (a run skipped, failed or still going) is left
 out. With several variants, the largest of their t values is what chance
 alone often gives: a variant picked here is confirmed at new seeds."""
-import json, math, os, re, statistics, sys
+import math, statistics, sys
+
+from runs import reports
 
 
 def load(d):
     out = {}
-    for f in sorted(os.listdir(d)):
-        m = re.fullmatch(r"[a-z]+-(.+)-s(\d+)-(\w+)\.json", f)
-        if not m:
-            continue
-        try:
-            r = json.load(open(os.path.join(d, f)))
-        except (ValueError, OSError):
-            continue
+    for m, r in reports(d, r"[a-z]+-(.+)-s(\d+)-(\w+)\.json"):
         out.setdefault(m.group(1), {}).setdefault(m.group(3), {})[int(m.group(2))] = r
     return out
 
