@@ -127,7 +127,7 @@ func copyArgs(what string, host unsafe.Pointer, bytes int) (n uintptr, ok bool, 
 // (NewStream) does not wait for; so HtoD waits for that stream too, and a
 // kernel queued after it on any stream reads the new bytes. It does not
 // wait for work already queued on other streams: a caller that overwrites
-// memory such work still uses syncs that stream first.
+// memory such work still reads must sync that stream first.
 func (c *Ctx) HtoD(dst DevPtr, src unsafe.Pointer, bytes int) error {
 	n, ok, err := copyArgs("HtoD", src, bytes)
 	if !ok {
