@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/dqnflow/dqnflow/gpu/cuda"
 	"github.com/dqnflow/dqnflow/market"
@@ -42,6 +43,15 @@ type job struct {
 	// colsumParts).
 	colsum       cuda.DevPtr
 	colsumStride int64
+	// csbm is the rows of a column-sum row tile: 0 for the launch shape's
+	// bm. On the wgmma shapes it names the mma.sync tile (64 or 128 rows)
+	// whose order of summation the kernel keeps (wgColSums), so that a
+	// masked job gives the same bits on either kernel.
+	csbm int
+	// bT is B read from a transposed weight copy (k-contiguous), for an
+	// input gradient that may run on wgmma (backwardLaunches); zero if
+	// none. The kernels never see it.
+	bT mat
 }
 
 // colsumParts is the number of row tiles, and so of column-sum rows, of a
@@ -181,18 +191,44 @@ func wgmmaShapes(bf16 bool) []gemmShape {
 var mmaOnly bool
 
 // wgmmaFits reports whether the wgmma kernels of a bf16 or fp32 module
-// compute job j: A and B k-contiguous, no split in k, no mask and no
-// column sums (the forward products x·Wᵀ with their bias and ReLU), and
-// more than one k tile (128-byte rows: 64 bf16, 32 floats). With one (the
-// first layer in bf16, K = 64) the pipeline has nothing to overlap, and
-// wgmma128x64 took 31.2 µs against mma.sync's 25.6 at batch 16384
+// compute job j: A and B k-contiguous, no split in k (the forward products
+// x·Wᵀ with their bias and ReLU, and the input gradients G·W against a
+// transposed weight copy with their mask), column sums only in the order
+// of a 64- or 128-row mma.sync tile (csbm, wgColSums), and more than one k
+// tile (128-byte rows: 64 bf16, 32 floats). With one (the first layer in
+// bf16, K = 64) the pipeline has nothing to overlap, and wgmma128x64 took
+// 31.2 µs against mma.sync's 25.6 at batch 16384
 // (docs/perf/gpu-2026-12-03-wgmma.md); in fp32 that layer is two tiles.
 func (j job) wgmmaFits(bf16 bool) bool {
 	tile := 32
 	if bf16 {
 		tile = 64
 	}
-	return j.a.sc == 1 && j.b.sr == 1 && j.splits() == 1 && j.colsum == 0 && j.epi != epiMask && j.k > tile
+	sums := j.colsum == 0 || j.csbm == 64 || j.csbm == 128
+	return j.a.sc == 1 && j.b.sr == 1 && j.splits() == 1 && sums && j.k > tile
+}
+
+// wgmmaDX says when the backward's input gradients (the masked products
+// G·W of backward stages 1 to 3) leave their stage's grouped mma.sync
+// launch for a launch of their own on wgmma, against a transposed copy of
+// the online weights (learner.gwT): "fill" when the jobs that fit make a
+// launch that fills the GPU (fillBlocks), "on" whenever some fit, "off"
+// (or unset: the default until a device visit has checked and timed it,
+// ADR 0023) never. DQNFLOW_WGMMA_DX sets it; another value (wgmmaDXErr)
+// fails every device open. The column sums keep the mma.sync launch's
+// order, so the weights trained are meant to be the same bits either way
+// (TestWGMMATrainsLikeMMA).
+var wgmmaDX, wgmmaDXErr = parseWGMMADX(os.Getenv("DQNFLOW_WGMMA_DX"))
+
+// parseWGMMADX reads DQNFLOW_WGMMA_DX.
+func parseWGMMADX(v string) (string, error) {
+	switch v {
+	case "", "off":
+		return "off", nil
+	case "fill", "on":
+		return v, nil
+	}
+	return "off", fmt.Errorf("DQNFLOW_WGMMA_DX %q: must be fill, on, off or unset (off)", v)
 }
 
 // fillBlocks is the number of blocks at which a launch keeps every SM of
@@ -217,9 +253,13 @@ func (j job) padded(sh gemmShape) int64 {
 	return int64(ceilDiv(j.m, sh.bm)*sh.bm) * int64(ceilDiv(j.n, sh.bn)*sh.bn) * int64(j.k)
 }
 
-// words writes j as the 27 words of struct GemmJob, its blocks starting at
+// words writes j as the 28 words of struct GemmJob, its blocks starting at
 // first in tiles of shape sh.
 func (j job) words(w *words, first int, sh gemmShape) {
+	csbm := j.csbm
+	if csbm == 0 {
+		csbm = sh.bm
+	}
 	kchunk := j.k
 	if j.splits() > 1 {
 		kchunk = j.kchunk
@@ -233,7 +273,7 @@ func (j job) words(w *words, first int, sh gemmShape) {
 	w.i64(int64(j.m)).i64(int64(j.n)).i64(int64(j.k)).i64(int64(j.epi))
 	w.i64(int64(first)).i64(int64(ceilDiv(j.m, sh.bm))).i64(int64(ceilDiv(j.n, sh.bn)))
 	w.i64(int64(kchunk)).i64(j.splitStride)
-	w.ptr(j.colsum).i64(j.colsumStride)
+	w.ptr(j.colsum).i64(j.colsumStride).i64(int64(csbm))
 }
 
 // check verifies what the kernel assumes of a job: each operand has a unit
@@ -342,9 +382,13 @@ func gemmWords(sh gemmShape, bf16 bool, jobs []job) (words, int, error) {
 	}
 	var w words
 	first := 0
+	wg := strings.HasPrefix(sh.name, "wgmma")
 	for i, j := range jobs {
 		if err := j.check(esz); err != nil {
 			return nil, 0, fmt.Errorf("gemm job %d of %d: %w", i, len(jobs), err)
+		}
+		if j.colsum != 0 && (wg && j.csbm != 64 && j.csbm != 128 || !wg && j.csbm != 0 && j.csbm != sh.bm) {
+			return nil, 0, fmt.Errorf("gemm job %d of %d: column sums in row tiles of %d on %s", i, len(jobs), j.csbm, sh.name)
 		}
 		j.words(&w, first, sh)
 		first += j.blocks(sh)
@@ -374,6 +418,11 @@ func (l *learner) gemmLaunchIn(c *cuda.Ctx, name string, jobs []job, st cuda.Dev
 			return launch{}, fmt.Errorf("%s: %w", name, err)
 		}
 	}
+	return l.gemmLaunchShape(c, name, jobs, st, sh)
+}
+
+// gemmLaunchShape is gemmLaunch in tile shape sh.
+func (l *learner) gemmLaunchShape(c *cuda.Ctx, name string, jobs []job, st cuda.DevPtr, sh gemmShape) (launch, error) {
 	w, blocks, err := gemmWords(sh, l.bf16, jobs)
 	if err != nil {
 		return launch{}, fmt.Errorf("%s: %w", name, err)

@@ -12,6 +12,7 @@ import (
 	"github.com/dqnflow/dqnflow/bf16"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/gpu/cuda"
+	"github.com/dqnflow/dqnflow/trainer/model"
 )
 
 // SkipWithoutGPU skips t, with err as the reason, when err says this
@@ -48,6 +49,9 @@ type hostMat struct {
 	v          []float32
 }
 
+// newHostMat draws the rows×cols values from r in row order, whatever the
+// layout, so that the same r gives the same matrix in either layout; the
+// padding holds values of its own stream, never read by a right kernel.
 func newHostMat(r *rand.Rand, rows, cols int, colMajor, round bool) hostMat {
 	h := hostMat{rows: rows, cols: cols, colMajor: colMajor}
 	inner, outer := cols, rows
@@ -56,22 +60,33 @@ func newHostMat(r *rand.Rand, rows, cols int, colMajor, round bool) hostMat {
 	}
 	h.ld = align8(inner) + 8
 	h.v = make([]float32, outer*h.ld)
-	for i := range h.v {
+	draw := func(r *rand.Rand) float32 {
 		x := float32(r.NormFloat64())
 		if round {
 			x = bf16.Round(x)
 		}
-		h.v[i] = x
+		return x
+	}
+	pad := rand.New(rand.NewPCG(uint64(rows), uint64(cols)))
+	for i := range h.v {
+		h.v[i] = draw(pad)
+	}
+	for i := range rows {
+		for j := range cols {
+			h.v[h.index(i, j)] = draw(r)
+		}
 	}
 	return h
 }
 
-func (h hostMat) at(i, j int) float32 {
+func (h hostMat) index(i, j int) int {
 	if h.colMajor {
-		return h.v[j*h.ld+i]
+		return j*h.ld + i
 	}
-	return h.v[i*h.ld+j]
+	return i*h.ld + j
 }
+
+func (h hostMat) at(i, j int) float32 { return h.v[h.index(i, j)] }
 
 // view is the strided view of h at device address p.
 func (h hostMat) view(p cuda.DevPtr) mat {
@@ -124,7 +139,7 @@ func TestGEMMMatchesFloat64(t *testing.T) {
 						{3, 5, 7, 0, epiBias},
 						{300, 204, 128, 0, epiBias}, // a head output's shape: 16-byte rows, a ragged last tile
 					} {
-						if wg && (aCol || bCol || tc.kchunk > 0 || tc.epi == epiMask) {
+						if wg && (aCol || bCol || tc.kchunk > 0) {
 							continue
 						}
 						name := fmt.Sprintf("bf16=%v/tf32x3=%v/%s/aCol=%v/bCol=%v/%dx%dx%d/split=%d/epi=%d", bf, mode.tc && !bf, sh.name, aCol, bCol, tc.m, tc.n, tc.k, tc.kchunk, tc.epi)
@@ -141,14 +156,36 @@ func TestGEMMMatchesFloat64(t *testing.T) {
 	}
 }
 
+// gemmRun is one launch of checkGEMM's job and what it wrote: C (splits
+// parts), the E output and the column sums (parts rows of csStride).
+type gemmRun struct {
+	A, Bt, mask             hostMat
+	bias                    []float32
+	splits, parts, csStride int
+	got, gotE, gotCS        []float32
+}
+
 func checkGEMM(c *cuda.Ctx, d *gpuDevice, bf bool, sh gemmShape, aCol, bCol bool, M, N, K, kchunk, epi int) error {
-	k, _, err := d.moduleFor(c, config.Defaults().Model, bf)
+	g, err := runGEMM(c, d, bf, sh, aCol, bCol, M, N, K, kchunk, epi, 0)
 	if err != nil {
 		return err
 	}
+	return g.check(sh, M, N, K, epi)
+}
+
+// runGEMM runs the job C = A·B of M×K by K×N (A m-contiguous where aCol, B
+// n-contiguous where bCol) with epilogue epi, split in k by kchunk, in tile
+// shape sh, on operands drawn from a stream keyed by M, N and K; a masked
+// job sums its columns in row tiles of csbm rows (0: sh.bm).
+func runGEMM(c *cuda.Ctx, d *gpuDevice, bf bool, sh gemmShape, aCol, bCol bool, M, N, K, kchunk, epi, csbm int) (gemmRun, error) {
+	var g gemmRun
+	k, _, err := d.moduleFor(c, config.Defaults().Model, bf)
+	if err != nil {
+		return g, err
+	}
 	s, err := c.NewStream()
 	if err != nil {
-		return err
+		return g, err
 	}
 	defer c.DestroyStream(s)
 	var mem arena
@@ -183,22 +220,22 @@ func checkGEMM(c *cuda.Ctx, d *gpuDevice, bf bool, sh gemmShape, aCol, bCol bool
 	}
 	ap, err := upload(A.v)
 	if err != nil {
-		return err
+		return g, err
 	}
 	bp, err := upload(Bt.v)
 	if err != nil {
-		return err
+		return g, err
 	}
 	mp, err := upload(mask.v)
 	if err != nil {
-		return err
+		return g, err
 	}
 	biasP, err := mem.alloc(c, s, 4*N)
 	if err != nil {
-		return err
+		return g, err
 	}
 	if err := cuda.Upload(c, biasP, bias); err != nil {
-		return err
+		return g, err
 	}
 	// B(k, n) = Bt(n, k): swap the strides of Bt's view.
 	bv := Bt.view(bp)
@@ -206,7 +243,7 @@ func checkGEMM(c *cuda.Ctx, d *gpuDevice, bf bool, sh gemmShape, aCol, bCol bool
 	splits := j.splits()
 	cp, err := mem.alloc(c, s, 4*splits*M*N)
 	if err != nil {
-		return err
+		return g, err
 	}
 	j.c = mat{cp, int64(N), 1}
 	if splits > 1 {
@@ -219,49 +256,52 @@ func checkGEMM(c *cuda.Ctx, d *gpuDevice, bf bool, sh gemmShape, aCol, bCol bool
 	case epiBiasReLU:
 		j.bias = biasP
 		if cep, err = mem.alloc(c, s, esz*M*N); err != nil {
-			return err
+			return g, err
 		}
 		j.ce = mat{cep, int64(N), 1}
 	case epiMask:
 		j.mask = mat{mp, int64(mask.ld), 1}
 		if cep, err = mem.alloc(c, s, esz*M*N); err != nil {
-			return err
+			return g, err
 		}
 		j.ce = mat{cep, int64(N), 1}
 	}
 	// The mask epilogue also sums its results by column per row tile, into
 	// rows of stride N+3, filled with NaN first so that a sum left out shows.
-	parts, csStride := colsumParts(M, sh), N+3
+	if csbm == 0 {
+		csbm = sh.bm
+	}
+	parts, csStride := ceilDiv(M, csbm), N+3
 	var csp cuda.DevPtr
 	if epi == epiMask {
 		if csp, err = mem.alloc(c, s, 4*parts*csStride); err != nil {
-			return err
+			return g, err
 		}
 		if err := c.MemsetD8Async(csp, 0xff, 4*parts*csStride, s); err != nil {
-			return err
+			return g, err
 		}
-		j.colsum, j.colsumStride = csp, int64(csStride)
+		j.colsum, j.colsumStride, j.csbm = csp, int64(csStride), csbm
 	}
 	w, blocks, err := gemmWords(sh, bf, []job{j})
 	if err != nil {
-		return err
+		return g, err
 	}
 	jp, err := mem.alloc(c, s, 8*len(w))
 	if err != nil {
-		return err
+		return g, err
 	}
 	if err := cuda.Upload(c, jp, []uint64(w)); err != nil {
-		return err
+		return g, err
 	}
 	if err := c.Launch(k.fn[sh.name], dim(blocks), dim(sh.threads), sh.shared, s, jp, int32(1), cuda.DevPtr(0)); err != nil {
-		return err
+		return g, err
 	}
 	if err := c.Sync(s); err != nil {
-		return err
+		return g, err
 	}
 	got := make([]float32, splits*M*N)
 	if err := cuda.Download(c, got, cp); err != nil {
-		return err
+		return g, err
 	}
 	var gotE []float32
 	if cep != 0 {
@@ -269,22 +309,30 @@ func checkGEMM(c *cuda.Ctx, d *gpuDevice, bf bool, sh gemmShape, aCol, bCol bool
 		if bf {
 			h := make([]uint16, M*N)
 			if err := cuda.Download(c, h, cep); err != nil {
-				return err
+				return g, err
 			}
 			for i, x := range h {
 				gotE[i] = bf16.BF16(x).Float32()
 			}
 		} else if err := cuda.Download(c, gotE, cep); err != nil {
-			return err
+			return g, err
 		}
 	}
 	var gotCS []float32
 	if csp != 0 {
 		gotCS = make([]float32, parts*csStride)
 		if err := cuda.Download(c, gotCS, csp); err != nil {
-			return err
+			return g, err
 		}
 	}
+	g = gemmRun{A: A, Bt: Bt, mask: mask, bias: bias, splits: splits, parts: parts, csStride: csStride, got: got, gotE: gotE, gotCS: gotCS}
+	return g, nil
+}
+
+// check compares g's outputs with the float64 product of its operands.
+func (g gemmRun) check(sh gemmShape, M, N, K, epi int) error {
+	A, Bt, mask, bias, splits, parts, csStride := g.A, g.Bt, g.mask, g.bias, g.splits, g.parts, g.csStride
+	got, gotE, gotCS := g.got, g.gotE, g.gotCS
 	// wantCS and magCS are the float64 column sums of the reference outputs
 	// per row tile, and of their magnitudes.
 	wantCS, magCS := make([]float64, parts*N), make([]float64, parts*N)
@@ -351,6 +399,187 @@ func checkGEMM(c *cuda.Ctx, d *gpuDevice, bf bool, sh gemmShape, aCol, bCol bool
 		return fmt.Errorf("%d of %d outputs wrong; first: %w", bad, M*N, first)
 	}
 	return nil
+}
+
+// TestWGMMAInputGradientsMatchMMA: a masked job with column sums, as the
+// backward's input gradients are, gives the same bits on the wgmma kernels
+// (B k-contiguous: the transposed weight copy; the sums in the order of
+// the mma.sync tile named by csbm) as on that mma.sync tile with B
+// n-contiguous (the weights as stored), in bf16 and in fp32 (3xTF32):
+// the C and E outputs and every column sum. Shapes with one k tile do not
+// run on wgmma (job.wgmmaFits) and are left out.
+func TestWGMMAInputGradientsMatchMMA(t *testing.T) {
+	d := testDevice(t)
+	if !d.wgmma.on {
+		t.Skipf("no wgmma on this device: %s", d.wgmma.desc)
+	}
+	defer func(v bool) { fp32TC = v }(fp32TC)
+	fp32TC = true
+	for _, bf := range []bool{true, false} {
+		tile := map[bool]int{true: 64, false: 32}[bf]
+		for _, ref := range gemmShapes(bf) {
+			for _, sh := range wgmmaShapes(bf) {
+				for _, tc := range []struct{ m, n, k int }{{300, 256, 128}, {129, 128, 153}, {1000, 128, 512}, {200, 72, 51}, {64, 136, 96}} {
+					if tc.k <= tile {
+						continue
+					}
+					name := fmt.Sprintf("bf16=%v/%s against %s/%dx%dx%d", bf, sh.name, ref.name, tc.m, tc.n, tc.k)
+					err := d.dev.Do(func(c *cuda.Ctx) error {
+						want, err := runGEMM(c, d, bf, ref, false, true, tc.m, tc.n, tc.k, 0, epiMask, 0)
+						if err != nil {
+							return fmt.Errorf("mma.sync: %w", err)
+						}
+						got, err := runGEMM(c, d, bf, sh, false, false, tc.m, tc.n, tc.k, 0, epiMask, ref.bm)
+						if err != nil {
+							return fmt.Errorf("wgmma: %w", err)
+						}
+						for _, o := range []struct {
+							what      string
+							got, want []float32
+						}{{"C", got.got, want.got}, {"Ce", got.gotE, want.gotE}, {"colsum", got.gotCS, want.gotCS}} {
+							if len(o.got) != len(o.want) {
+								return fmt.Errorf("%s: %d values against %d", o.what, len(o.got), len(o.want))
+							}
+							differ, first := 0, -1
+							for i := range o.want {
+								if math.Float32bits(o.got[i]) != math.Float32bits(o.want[i]) {
+									differ++
+									if first < 0 {
+										first = i
+									}
+								}
+							}
+							if differ > 0 {
+								return fmt.Errorf("%s: %d of %d values differ; first at %d: %g against %g", o.what, differ, len(o.want), first, o.got[first], o.want[first])
+							}
+						}
+						return nil
+					})
+					if err != nil {
+						t.Errorf("%s: %v", name, err)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestWGMMADXSettingIsChecked: DQNFLOW_WGMMA_DX takes fill, on and off
+// (or nothing: off), and names itself when it refuses a value.
+func TestWGMMADXSettingIsChecked(t *testing.T) {
+	for v, want := range map[string]string{"": "off", "off": "off", "fill": "fill", "on": "on"} {
+		if got, err := parseWGMMADX(v); err != nil || got != want {
+			t.Errorf("parseWGMMADX(%q) = %q, %v; want %q", v, got, err, want)
+		}
+	}
+	for _, v := range []string{"yes", "ON", " fill", "1"} {
+		if got, err := parseWGMMADX(v); err == nil || got != "off" || !strings.Contains(err.Error(), "DQNFLOW_WGMMA_DX") {
+			t.Errorf("parseWGMMADX(%q) = %q, %v; want off and an error naming DQNFLOW_WGMMA_DX", v, got, err)
+		}
+	}
+}
+
+// TestTransposedWeightsAreWhereTheInputGradientsReadThem: in the default
+// network, where the refresh kernel writes each weight's transposed copy
+// (element (o, i) at tdst + i·ld + o, kernels/optim.cu) is where the wgmma
+// input gradient reads it (weightT's B view: B(o, i) at off + o + i·ld;
+// stage 2 reads the four head-hidden layers as one wcatᵀ from v1's view);
+// no two elements share a place, none lands on the untransposed copies,
+// and every matrix and row starts 16-byte aligned. Without transposes
+// there are none. (No GPU: the layout is the host's.)
+func TestTransposedWeightsAreWhereTheInputGradientsReadThem(t *testing.T) {
+	m := config.Defaults().Model
+	for _, bf := range []bool{true, false} {
+		l := &learner{m: m, lay: model.Layers(m), esz: 4}
+		if bf {
+			l.esz = 2
+		}
+		l.online.gw = 1 << 20
+		l.layoutCopies(true)
+		owner := map[int]string{}
+		for i, ly := range l.lay {
+			tr := l.gwT[i]
+			if tr.off < 0 {
+				continue
+			}
+			if tr.off < l.gwLen || (tr.off*l.esz)%16 != 0 || (tr.ld*l.esz)%16 != 0 || tr.ld < ly.Out {
+				t.Fatalf("bf16=%v layer %d: transposed at %d, ld %d (copies end at %d, %d outputs)", bf, i, tr.off, tr.ld, l.gwLen, ly.Out)
+			}
+			view, ok := l.weightT(i)
+			if i == model.LayerA1(0) || i == model.LayerA1(1) || i == model.LayerA1(2) {
+				view, ok = l.weightT(model.LayerV1) // stage 2's wcatᵀ
+				h := map[int]int{model.LayerA1(0): 1, model.LayerA1(1): 2, model.LayerA1(2): 3}[i]
+				view.p += cuda.DevPtr(l.esz * h * m.Head)
+			}
+			if !ok || view.sr != 1 {
+				t.Fatalf("bf16=%v layer %d: view %+v, %v; want k-contiguous", bf, i, view, ok)
+			}
+			for o := range ly.Out {
+				for in := range ly.In {
+					e := o*ly.In + in
+					at := tr.off + (e%ly.In)*tr.ld + e/ly.In // the refresh kernel's place
+					read := (int(view.p)-int(l.online.gw))/l.esz + o*int(view.sr) + in*int(view.sc)
+					if at != read {
+						t.Fatalf("bf16=%v layer %d (%d, %d): written at %d, read at %d", bf, i, o, in, at, read)
+					}
+					if at >= l.gwLen+l.gwTLen {
+						t.Fatalf("bf16=%v layer %d (%d, %d): at %d, past the copy's %d elements", bf, i, o, in, at, l.gwLen+l.gwTLen)
+					}
+					if prev, dup := owner[at]; dup {
+						t.Fatalf("bf16=%v layer %d (%d, %d): place %d already holds %s", bf, i, o, in, at, prev)
+					}
+					owner[at] = fmt.Sprintf("layer %d (%d, %d)", i, o, in)
+				}
+			}
+		}
+		if countTransposed(l) != 9 {
+			t.Errorf("bf16=%v: %d layers transposed, want s2, the four head-hidden and the four head outputs", bf, countTransposed(l))
+		}
+		l.layoutCopies(false)
+		if countTransposed(l) != 0 || l.gwTLen != 0 {
+			t.Errorf("bf16=%v: without transposes, %d layers transposed in %d elements", bf, countTransposed(l), l.gwTLen)
+		}
+	}
+}
+
+func countTransposed(l *learner) int {
+	n := 0
+	for _, tr := range l.gwT {
+		if tr.off >= 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// TestInputGradientsFitWGMMAOnlyInAnMMATilesOrder: a masked job with
+// column sums runs on the wgmma shapes only where it names the mma.sync
+// row tile whose order its sums keep (64 or 128 rows), and gemmWords
+// refuses a job whose row tile is not its launch shape's (no GPU).
+func TestInputGradientsFitWGMMAOnlyInAnMMATilesOrder(t *testing.T) {
+	j := job{a: mat{0x1000, 512, 1}, b: mat{0x2000, 1, 512}, c: mat{0x3000, 256, 1}, mask: mat{0x4000, 256, 1},
+		m: 4096, n: 256, k: 512, epi: epiMask, colsum: 0x5000, colsumStride: 256}
+	for csbm, fits := range map[int]bool{0: false, 32: false, 64: true, 96: false, 128: true, 256: false} {
+		j.csbm = csbm
+		if got := j.wgmmaFits(true); got != fits {
+			t.Errorf("csbm %d: wgmmaFits %v, want %v", csbm, got, fits)
+		}
+	}
+	wg := wgmmaShapes(true)[0]
+	mma, err := gemmShapeNamed(true, "gemm128o")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		sh   gemmShape
+		csbm int
+		ok   bool
+	}{{wg, 64, true}, {wg, 128, true}, {wg, 0, false}, {wg, 96, false}, {mma, 0, true}, {mma, 128, true}, {mma, 64, false}} {
+		j.csbm = c.csbm
+		if _, _, err := gemmWords(c.sh, true, []job{j}); (err == nil) != c.ok {
+			t.Errorf("%s with csbm %d: error %v, want ok %v", c.sh.name, c.csbm, err, c.ok)
+		}
+	}
 }
 
 // TestGradKChunkIsChecked: the precision study's control knob takes only

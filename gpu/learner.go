@@ -17,6 +17,8 @@ import (
 // a1_1, a1_2, v2, a2_0, a2_1, a2_2). So the head-hidden weights are one
 // matrix, wcat [4·head×trunk2], a view into gw; their biases are copied
 // side by side into bcat [4·head] (float32). Other biases are read from p.
+// The online network's gw also holds, past gwLen, the transposed copies
+// of the weights whose input gradients may run on wgmma (learner.gwT).
 type netBufs struct {
 	p, gw, wcat, bcat cuda.DevPtr
 	refresh           launch // masters → copies (setState, target sync)
@@ -44,20 +46,27 @@ const (
 // plan of buffers and launches. All methods run on the device thread
 // (inside Do).
 type learner struct {
-	d      *gpuDevice
-	k      *kernels
-	m      config.ModelConfig
-	o      config.OptimConfig
-	bf16   bool   // GEMM operands and activations are bf16 (bf16-mixed and bf16)
-	fused  bool   // the forward pass is one mlp_forward launch (gpu/mlp.go)
-	full   bool   // precision bf16: the trained state is stored as bf16 values
-	seed   uint64 // the run's seed: the stochastic rounding's bits (bf16.SRBits)
-	esz    int
-	lay    [model.NumLayers]model.Layer
-	np     int
-	outw   int                  // width of a row of head outputs (headCols)
-	gwOff  [model.NumLayers]int // element offset of each weight in a GEMM copy
-	gwLen  int
+	d     *gpuDevice
+	k     *kernels
+	m     config.ModelConfig
+	o     config.OptimConfig
+	bf16  bool   // GEMM operands and activations are bf16 (bf16-mixed and bf16)
+	fused bool   // the forward pass is one mlp_forward launch (gpu/mlp.go)
+	full  bool   // precision bf16: the trained state is stored as bf16 values
+	seed  uint64 // the run's seed: the stochastic rounding's bits (bf16.SRBits)
+	esz   int
+	lay   [model.NumLayers]model.Layer
+	np    int
+	outw  int                  // width of a row of head outputs (headCols)
+	gwOff [model.NumLayers]int // element offset of each weight in a GEMM copy
+	gwLen int
+	// gwT is where the online GEMM copy holds layer i's weight transposed
+	// (in×out rows of ld elements, element (o, i) at i·ld + o), the B
+	// operand of its input gradient on wgmma (wgmmaDX): s2 and the
+	// head-hidden layers side by side (wcatᵀ, trunk2×4·head), and each
+	// head output. off < 0: none (no wgmma, or DQNFLOW_WGMMA_DX=off).
+	gwT    [model.NumLayers]struct{ off, ld int }
+	gwTLen int
 	stream cuda.Stream
 	// side runs the priority update beside AdamW in the captured training
 	// step, forked and joined by the events fork and join (captureFork).
@@ -112,10 +121,7 @@ func newLearner(c *cuda.Ctx, d *gpuDevice, m config.ModelConfig, o config.OptimC
 	l := &learner{d: d, k: k, m: m, o: o, bf16: bf, fused: fused, full: precision == config.PrecisionBF16, seed: seed, esz: 4,
 		lay: model.Layers(m), np: model.NumParams(m), plans: map[int]*stepPlan{}}
 	_, l.outw = headCols(m.Atoms)
-	for _, i := range gwOrder {
-		l.gwOff[i] = l.gwLen
-		l.gwLen += align8(l.lay[i].Out * l.lay[i].In)
-	}
+	l.layoutCopies(k.wgmma && wgmmaDX != "off")
 	if bf {
 		l.esz = 2
 	}
@@ -143,7 +149,11 @@ func newLearner(c *cuda.Ctx, d *gpuDevice, m config.ModelConfig, o config.OptimC
 	np := l.np
 	for _, net := range []*netBufs{&l.online, &l.target} {
 		net.p = alloc(4 * np)
-		net.gw = alloc(l.esz * l.gwLen)
+		gw := l.gwLen
+		if net == &l.online {
+			gw += l.gwTLen
+		}
+		net.gw = alloc(l.esz * gw)
 		net.bcat = alloc(4 * 4 * m.Head)
 	}
 	uLen := 0
@@ -217,23 +227,75 @@ func newLearner(c *cuda.Ctx, d *gpuDevice, m config.ModelConfig, o config.OptimC
 var gwOrder = [model.NumLayers]int{model.LayerS1, model.LayerS2, model.LayerV1, model.LayerA1(0), model.LayerA1(1), model.LayerA1(2),
 	model.LayerV2, model.LayerA2(0), model.LayerA2(1), model.LayerA2(2)}
 
+// layoutCopies places the weights in a GEMM copy (gwOff, gwLen, in
+// gwOrder) and, with transposes, the online copy's transposed weights
+// (gwT) after them: s2's, wcatᵀ (the head-hidden layers', head columns
+// apart) and each head output's (rows padded to 8 elements). Each matrix
+// and row starts at a multiple of 8 elements, 16 bytes or more.
+func (l *learner) layoutCopies(transposes bool) {
+	l.gwLen = 0
+	for _, i := range gwOrder {
+		l.gwOff[i] = l.gwLen
+		l.gwLen += align8(l.lay[i].Out * l.lay[i].In)
+	}
+	for i := range l.gwT {
+		l.gwT[i].off = -1
+	}
+	l.gwTLen = 0
+	if !transposes {
+		return
+	}
+	next := func(ld, rows int) int {
+		off := l.gwLen + l.gwTLen
+		l.gwTLen += align8(ld * rows)
+		return off
+	}
+	s2 := l.lay[model.LayerS2]
+	l.gwT[model.LayerS2].off, l.gwT[model.LayerS2].ld = next(s2.Out, s2.In), s2.Out
+	cat := next(4*l.m.Head, l.m.Trunk2)
+	for h, i := range headHidden {
+		l.gwT[i].off, l.gwT[i].ld = cat+h*l.m.Head, 4*l.m.Head
+	}
+	for _, i := range headOut {
+		ly := l.lay[i]
+		l.gwT[i].off, l.gwT[i].ld = next(align8(ly.Out), ly.In), align8(ly.Out)
+	}
+}
+
+// weightT is the B operand of layer i's input gradient G·W on wgmma,
+// B(k, n) = W(k, n) for k < out and n < in, from the transposed copy in
+// the online network's gw (k-contiguous); ok is false where there is none.
+func (l *learner) weightT(i int) (b mat, ok bool) {
+	t := l.gwT[i]
+	if t.off < 0 {
+		return mat{}, false
+	}
+	return mat{l.online.gw + cuda.DevPtr(l.esz*t.off), 1, int64(t.ld)}, true
+}
+
 // refreshLaunch builds the launch that rewrites net's GEMM copies from its
-// masters (kernel refresh): every weight into gw and the head-hidden
-// biases into bcat. With scale ≠ 0 (the training step's refresh) it also
-// applies the spectral step's factor of each weight to the masters.
+// masters (kernel refresh): every weight into gw (the online network's
+// also transposed, where gwT says) and the head-hidden biases into bcat.
+// With scale ≠ 0 (the training step's refresh) it also applies the
+// spectral step's factor of each weight to the masters.
 func (l *learner) refreshLaunch(c *cuda.Ctx, net *netBufs, scale cuda.DevPtr) (launch, error) {
 	const toGW, toBias = 0, 2
 	var w words
 	n := 0
-	seg := func(src, count, dst, kind, layer int) {
+	seg := func(src, count, dst, kind, layer, tdst, in, ld int) {
 		w.i64(int64(src)).i64(int64(count)).i64(int64(dst)).i64(int64(kind)).i64(int64(layer))
+		w.i64(int64(tdst)).i64(int64(in)).i64(int64(ld))
 		n++
 	}
 	for i, ly := range l.lay {
-		seg(ly.W, ly.Out*ly.In, l.gwOff[i], toGW, i)
+		tdst, ld := -1, 0
+		if net == &l.online {
+			tdst, ld = l.gwT[i].off, l.gwT[i].ld
+		}
+		seg(ly.W, ly.Out*ly.In, l.gwOff[i], toGW, i, tdst, ly.In, ld)
 	}
 	for h, i := range headHidden {
-		seg(l.lay[i].B, l.m.Head, h*l.m.Head, toBias, -1)
+		seg(l.lay[i].B, l.m.Head, h*l.m.Head, toBias, -1, -1, 0, 0)
 	}
 	p, err := l.mem.alloc(c, l.stream, 8*len(w))
 	if err != nil {

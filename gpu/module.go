@@ -106,9 +106,11 @@ func openDevice(ordinal int) (*gpuDevice, error) {
 		dev.Close()
 		return nil, fmt.Errorf("cuda:%d: %w", ordinal, err)
 	}
-	if fp32TCErr != nil {
-		dev.Close()
-		return nil, fmt.Errorf("cuda:%d: %w", ordinal, fp32TCErr)
+	for _, err := range []error{fp32TCErr, wgmmaDXErr} {
+		if err != nil {
+			dev.Close()
+			return nil, fmt.Errorf("cuda:%d: %w", ordinal, err)
+		}
 	}
 	devices[ordinal] = d
 	return d, nil

@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/dqnflow/dqnflow/gpu/cuda"
@@ -25,7 +26,7 @@ type stepPlan struct {
 	sampleL                 launch
 	prioL                   []launch // prio_claim, prio_set, then the tree's inner nodes
 	fwd                     []launch // the forward passes (gpu/mlp.go)
-	bwd                     [4]launch
+	bwd                     []launch // backward stages 1 to 4 (backwardLaunches)
 	reduceL, normL          launch
 	adamL, specL            launch
 	graph                   cuda.GraphExec
@@ -264,7 +265,7 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 		ly := l.lay[i]
 		col := headCol(m.Atoms, i)
 		b1 = append(b1, dW(mat{E(p.ge, col), 1, int64(outw)}, mat{E(p.on.z, h*hd), int64(4 * hd), 1}, ly.W, ly.Out, hd))
-		b1 = append(b1, job{a: mat{E(p.ge, col), int64(outw), 1}, b: mat{l.weight(&l.online, i), int64(hd), 1},
+		b1 = append(b1, job{a: mat{E(p.ge, col), int64(outw), 1}, b: mat{l.weight(&l.online, i), int64(hd), 1}, bT: l.weightTOr0(i),
 			c: F(p.g3, h*hd, 4*hd), ce: l.eOut(p.g3e, h*hd, 4*hd),
 			mask: mat{E(p.on.z, h*hd), int64(4 * hd), 1}, m: n, n: hd, k: ly.Out, epi: epiMask})
 	}
@@ -273,12 +274,12 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 		ly := l.lay[i]
 		b2 = append(b2, dW(mat{E(p.g3e, h*hd), 1, int64(4 * hd)}, mat{p.on.h2, int64(t2), 1}, ly.W, hd, t2))
 	}
-	b2 = append(b2, job{a: mat{p.g3e, int64(4 * hd), 1}, b: mat{l.online.wcat, int64(t2), 1},
+	b2 = append(b2, job{a: mat{p.g3e, int64(4 * hd), 1}, b: mat{l.online.wcat, int64(t2), 1}, bT: l.weightTOr0(model.LayerV1),
 		c: F(p.g2, 0, t2), ce: l.eOut(p.g2e, 0, t2), mask: mat{p.on.h2, int64(t2), 1}, m: n, n: t2, k: 4 * hd, epi: epiMask})
 	// Stage 3: s2. dW = G2ᵀ·h1; dh1 = G2·W_s2 masked by h1 > 0.
 	s2, s1 := l.lay[model.LayerS2], l.lay[model.LayerS1]
 	b3 = append(b3, dW(mat{p.g2e, 1, int64(t2)}, mat{p.on.h1, int64(t1), 1}, s2.W, t2, t1))
-	b3 = append(b3, job{a: mat{p.g2e, int64(t2), 1}, b: mat{l.weight(&l.online, model.LayerS2), int64(t1), 1},
+	b3 = append(b3, job{a: mat{p.g2e, int64(t2), 1}, b: mat{l.weight(&l.online, model.LayerS2), int64(t1), 1}, bT: l.weightTOr0(model.LayerS2),
 		c: F(p.g1, 0, t1), ce: l.eOut(p.g1e, 0, t1), mask: mat{p.on.h1, int64(t1), 1}, m: n, n: t1, k: t2, epi: epiMask})
 	// Stage 4: s1. dW = G1ᵀ·x.
 	b4 = append(b4, dW(mat{p.g1e, 1, int64(t1)}, mat{p.x, obsWidth, 1}, s1.W, t1, obsWidth))
@@ -311,10 +312,12 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 			k++
 		}
 	}
-	for s, js := range [][]job{b1, b2, b3, b4} {
-		if p.bwd[s], err = l.gemmLaunch(c, "backward", js, l.st); err != nil {
+	for _, js := range [][]job{b1, b2, b3, b4} {
+		ls, err := l.backwardLaunches(c, js)
+		if err != nil {
 			return nil, err
 		}
+		p.bwd = append(p.bwd, ls...)
 	}
 
 	// The head outputs' bias gradients: c51_loss's block parts, added by
@@ -371,6 +374,70 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 		}
 	}
 	return p, bt.err
+}
+
+// backwardLaunches are the launches of one backward stage: its jobs in one
+// grouped mma.sync launch ("backward"), or, where wgmmaDX moves them, the
+// input gradients that fit the wgmma kernels against the transposed
+// weights (job.bT) in a launch of their own ("backward_dx") after the
+// rest. Either way the masked jobs' column sums come in the row tiles and
+// the order of the shape the whole stage takes on mma.sync (ref: the rest
+// keeps that shape while it has a masked job, and the moved jobs carry it
+// as csbm), so the step computes the same bits on either path.
+func (l *learner) backwardLaunches(c *cuda.Ctx, js []job) ([]launch, error) {
+	ref := gemmShapeFor(l.bf16, js)
+	var moved, rest []job
+	if l.k.wgmma && !mmaOnly && wgmmaDX != "off" {
+		for _, j := range js {
+			t := j
+			t.b, t.csbm = j.bT, ref.bm
+			if j.bT.p != 0 && t.wgmmaFits(l.bf16) {
+				moved = append(moved, t)
+			} else {
+				rest = append(rest, j)
+			}
+		}
+	}
+	var sh gemmShape
+	if len(moved) > 0 {
+		sh = shapeAmong(wgmmaShapes(l.bf16), moved)
+		blocks := 0
+		for _, j := range moved {
+			blocks += j.blocks(sh)
+		}
+		if wgmmaDX == "fill" && blocks < fillBlocks {
+			moved = nil
+		}
+	}
+	if len(moved) == 0 {
+		ln, err := l.gemmLaunch(c, "backward", js, l.st)
+		return []launch{ln}, err
+	}
+	var out []launch
+	if len(rest) > 0 {
+		var ln launch
+		var err error
+		if slices.ContainsFunc(rest, func(j job) bool { return j.colsum != 0 }) {
+			ln, err = l.gemmLaunchShape(c, "backward", rest, l.st, ref)
+		} else {
+			ln, err = l.gemmLaunch(c, "backward", rest, l.st)
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ln)
+	}
+	ln, err := l.gemmLaunchShape(c, "backward_dx", moved, l.st, sh)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, ln), nil
+}
+
+// weightTOr0 is weightT(i), or a zero mat where there is none.
+func (l *learner) weightTOr0(i int) mat {
+	b, _ := l.weightT(i)
+	return b
 }
 
 // eOut is the E output of a masked epilogue: its own buffer in bf16 mode,

@@ -60,69 +60,89 @@ func TestGEMMVariantsTrainTheSameBits(t *testing.T) {
 
 // trainBatch4096 trains the default network in the given precision at
 // batch 4096 for 10 steps past the replay warm-up, from seed 1 on
-// synthetic data, and returns its weights by tensor name and whether its
-// step's forward launches ran a wgmma kernel.
-func trainBatch4096(b *Backend, precision string) (map[string][]byte, bool, error) {
+// synthetic data, and returns its weights by tensor name and the GEMM
+// paths its step took.
+func trainBatch4096(b *Backend, precision string) (map[string][]byte, gemmPaths, error) {
+	var none gemmPaths
 	cfg := config.Defaults()
 	cfg.Device, cfg.Precision = "cuda", precision
 	cfg.Data.Path, cfg.Data.SyntheticBars = market.SyntheticPath, 3000
 	cfg.BatchSize, cfg.StepsPerEpoch = 4096, 10
 	ds, err := market.Prepare(cfg)
 	if err != nil {
-		return nil, false, err
+		return nil, none, err
 	}
 	ctx := context.Background()
 	tr, err := b.New(ctx, cfg, ds, nil)
 	if err != nil {
-		return nil, false, err
+		return nil, none, err
 	}
 	defer tr.Close()
 	for i := 0; i < 2; i++ { // past the replay warm-up
 		if _, err := tr.Collect(ctx, cfg.Env.CollectSteps); err != nil {
-			return nil, false, err
+			return nil, none, err
 		}
 	}
 	st, err := tr.Train(ctx, cfg.StepsPerEpoch, nil)
 	if err != nil {
-		return nil, false, err
+		return nil, none, err
 	}
 	if math.IsNaN(st.Loss) || st.Loss <= 0 {
-		return nil, false, fmt.Errorf("loss %v after %d steps", st.Loss, st.Steps)
+		return nil, none, fmt.Errorf("loss %v after %d steps", st.Loss, st.Steps)
 	}
 	g := tr.(*Trainer)
 	p, ok := g.l.plans[cfg.BatchSize]
 	if !ok {
-		return nil, false, fmt.Errorf("no step plan at batch %d", cfg.BatchSize)
+		return nil, none, fmt.Errorf("no step plan at batch %d", cfg.BatchSize)
 	}
-	wg := false
-	for _, ln := range p.fwd {
+	var paths gemmPaths
+	isWG := func(ln launch) bool {
 		for _, name := range wgmmaKernelNames {
 			if f, ok := g.l.k.fn[name]; ok && ln.f == f {
-				wg = true
+				return true
 			}
+		}
+		return false
+	}
+	for _, ln := range p.fwd {
+		paths.forward = paths.forward || isWG(ln)
+	}
+	for _, ln := range p.bwd {
+		if isWG(ln) {
+			paths.inputGrads++
 		}
 	}
 	ck, err := tr.Snapshot()
 	if err != nil {
-		return nil, false, err
+		return nil, none, err
 	}
 	out := map[string][]byte{}
 	for _, x := range ck.Tensors {
 		out[x.Name] = x.Data
 	}
-	return out, wg, nil
+	return out, paths, nil
+}
+
+// gemmPaths is where a step's GEMMs ran: whether its forward launches ran
+// a wgmma kernel, and how many of its backward launches did (the input
+// gradients moved there: backwardLaunches).
+type gemmPaths struct {
+	forward    bool
+	inputGrads int
 }
 
 // TestWGMMATrainsLikeMMA trains batch 4096 (whose forward GEMMs take the
-// wgmma tiles where the device has them) with the forward GEMMs on wgmma
-// and on mma.sync (mmaOnly), from the same seed, in bf16-mixed and in fp32
-// (3xTF32), checks that each run took the path it was meant to, and
-// requires the same weights bit for bit (ADR 0020, ADR 0021): both paths
-// sum each output's k terms in k steps of 32 bytes (k16 of bf16, k8 of
-// TF32, fp32's three products in tfLoop's order) in ascending k into
-// float32, and the tensor cores round the two instructions alike. Where
-// they differ it reports how far, relative to each tensor's largest
-// magnitude.
+// wgmma tiles where the device has them) with the forward GEMMs and the
+// backward's input gradients on wgmma (wgmmaDX "on", so that all three
+// stages move at this batch) and with every GEMM on mma.sync (mmaOnly),
+// from the same seed, in bf16-mixed and in fp32 (3xTF32), checks that each
+// run took the path it was meant to, and requires the same weights bit
+// for bit (ADR 0020, ADR 0021, ADR 0023): both paths sum each output's k
+// terms in k steps of 32 bytes (k16 of bf16, k8 of TF32, fp32's three
+// products in tfLoop's order) in ascending k into float32, the tensor
+// cores round the two instructions alike, and the input gradients' column
+// sums keep the mma.sync tile's order (wgColSums). Where they differ it
+// reports how far, relative to each tensor's largest magnitude.
 func TestWGMMATrainsLikeMMA(t *testing.T) {
 	b, err := NewBackend(0)
 	if err != nil {
@@ -142,21 +162,26 @@ func TestWGMMATrainsLikeMMA(t *testing.T) {
 }
 
 func wgmmaTrainsLikeMMA(t *testing.T, b *Backend, precision string) {
-	wg, usedWG, err := trainBatch4096(b, precision)
+	defer func(v string) { wgmmaDX = v }(wgmmaDX)
+	wgmmaDX = "on"
+	wg, used, err := trainBatch4096(b, precision)
 	if err != nil {
 		t.Fatalf("wgmma: %v", err)
 	}
-	if !usedWG {
+	if !used.forward {
 		t.Fatal("the wgmma run's forward launches ran no wgmma kernel")
+	}
+	if used.inputGrads != 3 {
+		t.Fatalf("the wgmma run's backward ran %d wgmma launches, want 3 (the input gradients of stages 1 to 3)", used.inputGrads)
 	}
 	mmaOnly = true
 	defer func() { mmaOnly = false }()
-	mma, usedWG, err := trainBatch4096(b, precision)
+	mma, used, err := trainBatch4096(b, precision)
 	if err != nil {
 		t.Fatalf("mma.sync: %v", err)
 	}
-	if usedWG {
-		t.Fatal("the mma.sync run's forward launches ran a wgmma kernel")
+	if used.forward || used.inputGrads > 0 {
+		t.Fatalf("the mma.sync run ran wgmma kernels: %+v", used)
 	}
 	differ, worst, worstName := 0, 0.0, ""
 	for name, want := range mma {

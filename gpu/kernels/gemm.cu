@@ -54,7 +54,7 @@
 #define EPI_BIAS_RELU 2
 #define EPI_MASK 3
 
-// GemmJob is 27 64-bit words; the Go side (gpu/gemm.go) writes the same layout.
+// GemmJob is 28 64-bit words; the Go side (gpu/gemm.go) writes the same layout.
 struct GemmJob {
   const E* A; long long sam, sak;
   const E* B; long long sbk, sbn;
@@ -69,6 +69,7 @@ struct GemmJob {
   long long splitStride;  // elements between the C of consecutive splits
   float* colsum;          // EPI_MASK: per row tile column sums of y, or null
   long long scs;          // elements between the colsum rows of consecutive row tiles
+  long long csbm;         // rows of a colsum row tile: the mma.sync kernels' BM; wgColSums's reference tile
 };
 
 // Pairs of neighbouring columns (n even) move as one 8-byte (float) or
@@ -1039,9 +1040,12 @@ extern "C" __global__ void __launch_bounds__(256) gemm128x64o(const GemmJob* job
 
 // ---- Hopper's warpgroup MMA (wgmma), sm_90a ----
 //
-// wgmma128 and wgmma128x64 compute the forward jobs (A and B both
-// k-contiguous, no split in k; the Go side sends no others: gpu/gemm.go
-// wgmmaFits) with wgmma.mma_async: two warpgroups per block, each a 64-row
+// wgmma128 and wgmma128x64 compute the jobs whose A and B are both
+// k-contiguous, unsplit in k (the Go side sends no others: gpu/gemm.go
+// wgmmaFits): the forward products, and the backward's input gradients
+// against transposed weight copies (their masked epilogue, and its column
+// sums in the order of an mma.sync tile: wgColSums). They run
+// wgmma.mma_async: two warpgroups per block, each a 64-row
 // half of the tile, k tiles of 128 bytes a row (64 bf16 or 32 floats)
 // staged by cp.async in a pipeline of WGS stages, in the 128-byte swizzled
 // layout wgmma reads (16-byte piece c of row r at piece c ^ (r mod 8),
@@ -1187,6 +1191,62 @@ struct WgLoad {
 #endif
 };
 
+// wgColSums writes the block's column sums of y (EPI_MASK) to j.colsum in
+// the order of the mma.sync kernel whose row tiles are j.csbm rows (64 or
+// 128; mmaColSums with WARPS_M = 2 warps down a tile of MI = csbm/32 m16
+// bands each), so that a masked job gives the same bits on either kernel:
+// for each half of a reference tile (its warp wmi) and each g < 8, the sum
+// s_g of rows g + 16·mi + 8·h in the order (mi, h) from +0; the butterfly
+// over g, ((s0+s1)+(s2+s3))+((s4+s5)+(s6+s7)); then wmi 0 plus wmi 1. The
+// values pass through ys, the block's shared memory (128 rows of BN + 8
+// floats: 69,632 bytes at BN = 128; free once both warpgroups are past
+// their k loop). A row at or past M, or a masked-out value, enters as +0,
+// which leaves a sum started at +0 unchanged, as mmaColSums's skip does.
+template <int BN>
+__device__ __forceinline__ void wgColSums(const GemmJob& j, const GemmTile& t, const float (&acc)[1][BN / 8][4], int wm,
+                                          int lane, float* ys) {
+  constexpr int LD = BN + 8;
+  const int g = lane >> 2, t4 = lane & 3;
+  __syncthreads(); // every warpgroup is done with the pipeline's shared memory
+#pragma unroll
+  for (int ni = 0; ni < BN / 8; ni++)
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+      const int r = wm + g + 8 * h, c = ni * 8 + 2 * t4;
+      const long long m = t.m0 + r, n = t.n0 + c;
+      float y0 = 0.0f, y1 = 0.0f;
+      if (m < j.M) {
+        const E* mk = j.mask + m * j.smm;
+        if (n < j.N && ldE(mk + n) > 0.0f) y0 = acc[0][ni][2 * h];
+        if (n + 1 < j.N && ldE(mk + n + 1) > 0.0f) y1 = acc[0][ni][2 * h + 1];
+      }
+      stF2(ys + r * LD + c, y0, y1);
+    }
+  __syncthreads();
+  const int bm = (int)j.csbm, half = bm / 2, bands = bm / 32;
+  for (int q = threadIdx.x; q < (128 / bm) * BN; q += blockDim.x) {
+    const int col = q % BN, r0 = (q / BN) * bm;
+    float tw[2];
+#pragma unroll
+    for (int w = 0; w < 2; w++) {
+      float s[8];
+#pragma unroll
+      for (int gg = 0; gg < 8; gg++) {
+        float v = 0.0f;
+        for (int mi = 0; mi < bands; mi++) {
+          const float* y = ys + (r0 + w * half + mi * 16 + gg) * LD + col;
+          v += y[0];
+          v += y[8 * LD];
+        }
+        s[gg] = v;
+      }
+      tw[w] = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+    }
+    const long long n = t.n0 + col, m0 = t.m0 + r0;
+    if (n < j.N && m0 < j.M) j.colsum[(m0 / bm) * j.scs + n] = tw[0] + tw[1];
+  }
+}
+
 // gemmWgmma runs a block of the tile BM = 128 by BN with a pipeline of WGS
 // stages (and, in fp32, one pair of tiles for the small parts).
 template <int BN, int WGS>
@@ -1258,8 +1318,10 @@ __device__ __forceinline__ void gemmWgmma(const GemmJob* jobs, int njobs, const 
   switch (j.epi) {
   case EPI_STORE: mmaEpilogue<EPI_STORE, 1, NI>(j, t, acc, wm, 0, lane); break;
   case EPI_BIAS: mmaEpilogue<EPI_BIAS, 1, NI>(j, t, acc, wm, 0, lane); break;
-  default: mmaEpilogue<EPI_BIAS_RELU, 1, NI>(j, t, acc, wm, 0, lane);
+  case EPI_BIAS_RELU: mmaEpilogue<EPI_BIAS_RELU, 1, NI>(j, t, acc, wm, 0, lane); break;
+  default: mmaEpilogue<EPI_MASK, 1, NI>(j, t, acc, wm, 0, lane);
   }
+  if (j.epi == EPI_MASK && j.colsum) wgColSums<BN>(j, t, acc, wm, lane, (float*)gsm);
 }
 
 // Dynamic shared memory (gpu/gemm.go wgmmaShapes): WGS·(128 + BN)·128

@@ -422,9 +422,12 @@ extern "C" __global__ void __launch_bounds__(SPEC_THREADS) spectral(const float*
 
 // One copy of the refresh: count float32 masters from p[src] to dst of
 // the copy named by kind (0: gw, E; 2: bcat, float32); layer is the weight
-// matrix's layer (kind 0), whose spectral factor applies.
+// matrix's layer (kind 0), whose spectral factor applies. A weight with
+// tdst ≥ 0 is also written transposed into gw: element (o, i) of the
+// out×in matrix (e = o·in + i) at gw[tdst + i·ld + o], the k-contiguous B
+// operand of the backward's input gradient on wgmma (gpu/plan.go).
 struct CopySeg {
-  long long src, count, dst, kind, layer;
+  long long src, count, dst, kind, layer, tdst, in, ld;
 };
 
 // refresh rewrites the GEMM copies of a network after its float32 masters
@@ -434,7 +437,7 @@ struct CopySeg {
 // a weight whose layer has a factor ≠ 1 from spectral is first scaled in
 // the masters, W ← W·factor, as the spectral step's last line (stored
 // rounded to the nearest bf16 with full, precision bf16); each element is
-// written by one thread only.
+// read and written by one thread only, its transposed copy included.
 extern "C" __global__ void refresh(float* p, E* gw, float* bcat, const CopySeg* segs, const float* scale,
                                    const StepState* st, int full) {
   pdlEnter();
@@ -449,8 +452,13 @@ extern "C" __global__ void refresh(float* p, E* gw, float* bcat, const CopySeg* 
       if (full) v = roundBF(v);
       src[e] = v;
     }
-    if (sg.kind == 0) gw[sg.dst + e] = toE(v);
-    else bcat[sg.dst + e] = v;
+    if (sg.kind == 0) {
+      const E x = toE(v);
+      gw[sg.dst + e] = x;
+      if (sg.tdst >= 0) gw[sg.tdst + (e % sg.in) * sg.ld + e / sg.in] = x;
+    } else {
+      bcat[sg.dst + e] = v;
+    }
   }
 }
 

@@ -22,7 +22,9 @@
 # or the current kernels' one: the bits kept; the run's log comes back as
 # same-seed1.log), same2 (after same: a second run against the first's
 # log), lossslots (the loss's block count, LOSS_SLOTS), headout (the head outputs' GEMM tile shapes, HEADOUT_SHAPES),
-# ncu-headout (ncu's details and SASS counters of that GEMM), prof
+# ncu-headout (ncu's details and SASS counters of that GEMM), wgdx (the
+# backward's input gradients on wgmma, checked and timed beside
+# mma.sync), prof
 # (ncu on one step's GEMMs and loss), fused (the fused forward
 # against the layered one: the step at three batches and the collector),
 # noise (the parity study
@@ -289,6 +291,43 @@ if has tf32wg; then
     done
   done
   python3 tools/device/kernels.py "$LOGS"/tf32wg-*-16384-1.log "$LOGS"/tf32wg-*-4096-1.log >>"$OUT/summary.txt"
+fi
+
+# Part wgdx: the backward's input gradients on wgmma against transposed
+# weight copies (ADR 0023): the masked GEMM bit for bit against mma.sync,
+# the GEMM test against float64, the trains-like-mma.sync test (every
+# stage moved) and the tile variants; memcheck and racecheck of the bit
+# for bit test where the machine has compute-sanitizer; then the step at
+# three batches in bf16-mixed and fp32 with DQNFLOW_WGMMA_DX off (the
+# default until this part has run), fill (moved where the moved launch
+# fills the GPU) and on (moved wherever they fit; not at 16384, where fill
+# moves them all), and batch 16384 a second round, same call.
+if has wgdx; then
+  step wgdx-tests 300 env DQNFLOW_WGMMA_DX=fill bin/gputest/gpu.test -test.run 'TestWGMMAInputGradientsMatchMMA|TestGEMMMatchesFloat64|TestWGMMATrainsLikeMMA|TestGEMMVariantsTrainTheSameBits' -test.count=1 -test.v
+  grep -E "^(--- |ok|FAIL|PASS)|wgmma against|differ|outside" "$LOGS/wgdx-tests.log" | head -60 >>"$OUT/summary.txt"
+  if command -v compute-sanitizer >/dev/null; then
+    step wgdx-memcheck 150 compute-sanitizer --tool memcheck --error-exitcode 9 bin/gputest/gpu.test -test.run 'TestWGMMAInputGradientsMatchMMA' -test.count=1
+    tail -4 "$LOGS/wgdx-memcheck.log" >>"$OUT/summary.txt"
+    step wgdx-racecheck 150 compute-sanitizer --tool racecheck --error-exitcode 9 bin/gputest/gpu.test -test.run 'TestWGMMAInputGradientsMatchMMA' -test.count=1
+    tail -4 "$LOGS/wgdx-racecheck.log" >>"$OUT/summary.txt"
+  else
+    log "compute-sanitizer: not on this machine"
+  fi
+  for round in 1 2; do
+    for b in 256 4096 16384; do
+      [ "$round" = 2 ] && [ "$b" != 16384 ] && continue
+      for p in bf16-mixed fp32; do
+        for v in off fill on; do
+          [ "$v" = on ] && [ "$b" = 16384 ] && continue
+          tag="wgdx-$v-$p-$b-$round"
+          step "$tag" 90 env DQNFLOW_WGMMA_DX=$v bin/gputest/dqnflow bench --device cuda --precision "$p" --batch "$b" --steps 300 --json --profile
+          echo -n "DQNFLOW_WGMMA_DX=$v, $p batch $b round $round: " >>"$OUT/summary.txt"
+          grep -E '"(ms_per_step|launches|gemm_tflop_s)"' "$LOGS/$tag.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
+        done
+      done
+    done
+  done
+  python3 tools/device/kernels.py "$LOGS"/wgdx-*-16384-1.log "$LOGS"/wgdx-*-4096-1.log >>"$OUT/summary.txt"
 fi
 
 # Part headout: the tile shapes of the head outputs' forward launch
