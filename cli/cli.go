@@ -44,6 +44,7 @@ func commands() []command {
 		{"learn-check", "train on the synthetic series with and without its signal and compare with the oracle on the test range", runLearnCheck},
 		{"parity", "convergence parity: dqnflow parity --device cuda [--epochs 50] [--modes fp32,bf16-mixed,bf16,bf16-sr]: each mode against fp32, JSON and learning curves", runParity},
 		{"walkforward", "walk-forward: dqnflow walkforward [--config FILE] [--data FILE] [--windows K] [--test-bars N]: one run per window, test metrics per window and pooled", runWalkForward},
+		{"baselines", "simple rules on walkforward's windows: dqnflow baselines [--config FILE] [--data FILE] [--windows K] [--lookbacks 3,24,...]: momentum and reversal chosen on validation, test metrics per window and joined, no training", runBaselines},
 		{"evaluate", "dqnflow evaluate [--config FILE | --checkpoint FILE] [--out DIR]: test-range report with plots for every bundled series and the synthetic one", runEvaluate},
 		{"dev", "local stack: Temporal dev server + UI, migrations, a worker [--demo]", runDev},
 		{"worker", "a worker: dqnflow worker --role all|control|gpu --device auto|cpu|cuda[:N] [--runs-per-device N] [--cpu-devices N]", runWorker},

@@ -218,6 +218,9 @@ func TestWalkForwardReportsEachWindowAndThePool(t *testing.T) {
 			t.Errorf("gate %q, window %d: traded %v with %d trades, its checkpoint %d", res.Gate, i+1, w.Traded, w.Test.Trades, w.CheckpointTest.Trades)
 		}
 	}
+	if len(res.Rules.Windows) != 2 || len(res.Rules.Gates) != 4 || res.Rules.Windows[1].Ranges != res.Windows[1].Ranges {
+		t.Errorf("the rules' yardstick: %d windows, %d gates; want 2 and 4 on the same windows", len(res.Rules.Windows), len(res.Rules.Gates))
+	}
 	if res.Gates[2].Pooled.Sharpe != res.Pooled.Sharpe {
 		t.Errorf("the result's pooled Sharpe %g is not its gate's (record, the default), %g", res.Pooled.Sharpe, res.Gates[2].Pooled.Sharpe)
 	}

@@ -54,6 +54,10 @@ var examples = map[string][]string{
 		"dqnflow walkforward --config my.json --windows 4 --train-bars 20000 --json",
 		"dqnflow walkforward --data bundled:USA500IDXUSD_H1.csv --windows 4 --gate window",
 	},
+	"baselines": {
+		"dqnflow baselines --data bundled:USA500IDXUSD_H1.csv            # walkforward's four windows, momentum and reversal chosen on validation",
+		"dqnflow baselines --data bundled:bitcoin_2024.csv --lookbacks 6,24,120 --json",
+	},
 	"dev": {
 		"dqnflow dev               # Temporal + UI on :8233, a worker, metrics on :9464",
 		"dqnflow dev --demo        # and a small demo run, watched to the end",

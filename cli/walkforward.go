@@ -99,6 +99,10 @@ type walkForwardResult struct {
 	// Gates is every gate's verdicts and pooled test range, on the same
 	// runs, for comparison; Gate's is the result above.
 	Gates []wfGateResult `json:"gates"`
+	// Rules is the yardstick on the same windows: the simple rules of
+	// `dqnflow baselines` (default lookbacks), one chosen per window on
+	// its validation range as the checkpoint is, under every gate.
+	Rules baselinesResult `json:"rules"`
 }
 
 // wfGateResult is what one gate made of a walk-forward's windows.
@@ -222,12 +226,9 @@ func runWalkForward(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	usable := b.Len() - market.FeatureWarmup
-	if *testBars == 0 {
-		*testBars = int(0.3 * float64(usable) / float64(max(*k, 1)))
-	}
-	if *validBars == 0 {
-		*validBars = *testBars
+	ws, err := wfLayout(b, cfg, *k, testBars, validBars, *trainBars)
+	if err != nil {
+		return err
 	}
 	gatesRun := gates
 	if *validBars > *testBars {
@@ -238,10 +239,6 @@ func runWalkForward(ctx context.Context, e *env, args []string) error {
 				errUsage, *validBars, *testBars)
 		}
 		gatesRun = []string{gateWindow, gateRecord, gateNone}
-	}
-	ws, err := walkWindows(b.Len(), market.FeatureWarmup, *k, *testBars, *validBars, *trainBars, cfg.Env.EpisodeBars+2)
-	if err != nil {
-		return err
 	}
 	id := newRunID("walkforward")
 	if *out == "" {
@@ -284,6 +281,9 @@ func runWalkForward(ctx context.Context, e *env, args []string) error {
 			}
 		}
 	}
+	if res.Rules, err = ruleBaselines(cfg, b, ws, market.DefaultLookbacks, *validBars > *testBars); err != nil {
+		return fmt.Errorf("the rules' yardstick: %w", err)
+	}
 	if err := writeJSONFile(filepath.Join(*out, "walkforward.json"), res); err != nil {
 		return err
 	}
@@ -312,6 +312,12 @@ func runWalkForward(ctx context.Context, e *env, args []string) error {
 		}
 		fmt.Fprintf(w, "  %-7s traded %d of %d windows: Sharpe %.3f, return %.2f%%, max drawdown %.2f%%, trades %d\n",
 			g.Gate, n, len(g.Traded), g.Pooled.Sharpe, 100*g.Pooled.TotalReturn, 100*g.Pooled.MaxDrawdown, g.Pooled.Trades)
+	}
+	for _, g := range res.Rules.Gates {
+		if g.Gate == gateNone || g.Gate == *gate {
+			fmt.Fprintf(w, "  yardstick, gate %-7s simple rules chosen on each validation range as the checkpoint is (dqnflow baselines): Sharpe %.3f, return %.2f%%, max drawdown %.2f%%\n",
+				g.Gate+":", g.Pooled.Sharpe, 100*g.Pooled.TotalReturn, 100*g.Pooled.MaxDrawdown)
+		}
 	}
 	fmt.Fprintf(w, "pooled, gate %s:\n", *gate)
 	printReport(e, res.Pooled)
