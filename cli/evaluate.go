@@ -48,6 +48,47 @@ type evalSeries struct {
 	Seeds    []report.SeedRow    `json:"seeds,omitempty"`
 	Summary  *report.SeedSummary `json:"seed_summary,omitempty"`
 	Ensemble *report.EnsembleRow `json:"ensemble,omitempty"`
+	// Rule is the yardstick: the simple rule (dqnflow baselines, default
+	// lookbacks) that the same validation range chooses, on the same test
+	// range.
+	Rule evalRule `json:"rule"`
+}
+
+// evalRule is the rule a split's validation range chooses and its test
+// report.
+type evalRule struct {
+	Name        string        `json:"name"`
+	ValidSharpe float64       `json:"validation_sharpe"`
+	ValidT      float64       `json:"validation_sharpe_t"`
+	Test        market.Report `json:"test"`
+}
+
+// chooseRule backtests the rules of the default lookbacks on cfg's
+// validation range, takes the one of best Sharpe (the first on a tie) and
+// backtests it on the test range.
+func chooseRule(cfg config.RunConfig) (evalRule, error) {
+	ds, err := market.Prepare(cfg)
+	if err != nil {
+		return evalRule{}, err
+	}
+	if ds.Test.Len() < 2 {
+		return evalRule{}, fmt.Errorf("no test range")
+	}
+	var best evalRule
+	var bestRule market.Rule
+	for i, r := range market.Rules(market.DefaultLookbacks) {
+		v, err := market.Backtest(ds, ds.Valid, r.Policy(ds.Bars))
+		if err != nil {
+			return evalRule{}, fmt.Errorf("%s: %w", r.Name(), err)
+		}
+		if i == 0 || v.Sharpe > best.ValidSharpe {
+			best, bestRule = evalRule{Name: r.Name(), ValidSharpe: v.Sharpe, ValidT: v.SharpeT()}, r
+		}
+	}
+	if best.Test, err = market.Backtest(ds, ds.Test, bestRule.Policy(ds.Bars)); err != nil {
+		return evalRule{}, fmt.Errorf("%s: %w", best.Name, err)
+	}
+	return best, nil
 }
 
 // runEvaluate implements "dqnflow evaluate": for each series it trains the
@@ -151,6 +192,12 @@ func runEvaluate(ctx context.Context, e *env, args []string) error {
 				}
 			}
 		}
+		if s.Rule, err = chooseRule(c); err != nil {
+			return fmt.Errorf("evaluate %s: the rules' yardstick: %w", path, err)
+		}
+		rt := s.Rule.Test
+		note += fmt.Sprintf(" Yardstick: of the simple rules of `dqnflow baselines`, this validation range chooses %s (validation Sharpe %.3f, t = %.2f); on the test range it has Sharpe %.3f, return %.2f%%, max drawdown %.2f%%, %d trades.",
+			s.Rule.Name, s.Rule.ValidSharpe, s.Rule.ValidT, rt.Sharpe, 100*rt.TotalReturn, 100*rt.MaxDrawdown, rt.Trades)
 		if s.Equity, s.Drawdown, err = report.WritePlots(*out, slug, path, s.Test); err != nil {
 			return err
 		}
@@ -175,6 +222,8 @@ func runEvaluate(ctx context.Context, e *env, args []string) error {
 	for _, s := range ev.Series {
 		fmt.Fprintf(e.stdout, "%s:\n", s.Data)
 		printReport(e, s.Test)
+		fmt.Fprintf(e.stdout, "  yardstick: the simple rule this validation range chooses, %s, has test Sharpe %.3f (return %.2f%%, max drawdown %.2f%%)\n",
+			s.Rule.Name, s.Rule.Test.Sharpe, 100*s.Rule.Test.TotalReturn, 100*s.Rule.Test.MaxDrawdown)
 		if m := s.Summary; m != nil {
 			fmt.Fprintf(e.stdout, "  %d seeds: %d abstained; the chosen checkpoints' test Sharpe is above zero in %d, above buy-and-hold's in %d; mean %.3f, sd %.3f\n",
 				m.Runs, m.Abstained, m.AboveZero, m.AboveBuyHold, m.Mean, m.SD)

@@ -71,7 +71,10 @@ func TestEvaluateWritesTheTestReportWithPlots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| Sharpe |", "| cost per trade |", "buy & hold", "bps per round trip", s.Equity, s.Drawdown} {
+	if s.Rule.Name == "" || s.Rule.Test.Bars != s.Test.Bars || s.Rule.Test.From != s.Test.From {
+		t.Errorf("the rules' yardstick: %q over %d bars from %v; want a rule on the test range", s.Rule.Name, s.Rule.Test.Bars, s.Rule.Test.From)
+	}
+	for _, want := range []string{"| Sharpe |", "| cost per trade |", "buy & hold", "bps per round trip", s.Equity, s.Drawdown, "Yardstick: " + "of the simple rules", s.Rule.Name} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report.md lacks %q", want)
 		}
