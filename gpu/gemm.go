@@ -171,9 +171,11 @@ func allShapes(bf16 bool) []gemmShape {
 // stages of 128 columns or three of 64, and one more pair of tiles for
 // the small parts of the split, so that two blocks fit on an SM.
 //
-// The square tile spills at two blocks an SM (128 registers) in both
-// modes, yet offering the narrow tile alone was slower: fp32 1.30 against
-// 1.20 ms a step at batch 16384, bf16-mixed 0.600 against 0.587. A
+// The square tile spilled at two blocks an SM (128 registers) in both
+// modes until its epilogue stopped holding a band's biases (ADR 0024: 0
+// bytes of spill stores in bf16, 12 in fp32, against 480 and 444), yet
+// offering the narrow tile alone was slower: fp32 1.30 against 1.20 ms a
+// step at batch 16384, bf16-mixed 0.600 against 0.587 (with the spills). A
 // schedule that split the next k tile while this one's products ran (one
 // barrier a tile; three stages and two pairs of small-part tiles, one
 // block an SM) computed the same bits and was slower too: 1.314 against
@@ -184,6 +186,24 @@ func wgmmaShapes(bf16 bool) []gemmShape {
 		return []gemmShape{{"wgmma128", 128, 128, 256, tiles(3, 128)}, {"wgmma128x64", 128, 64, 256, tiles(3, 64)}}
 	}
 	return []gemmShape{{"wgmma128", 128, 128, 256, tiles(2+1, 128)}, {"wgmma128x64", 128, 64, 256, tiles(3+1, 64)}}
+}
+
+// wgmmaMaskShapes are wgmmaShapes's tiles in the wgmma kernels of the
+// mask epilogue (wgmma128m, wgmma128x64m): the backward's input gradients
+// (ADR 0023), and nothing else.
+func wgmmaMaskShapes(bf16 bool) []gemmShape {
+	shapes := wgmmaShapes(bf16)
+	for i := range shapes {
+		shapes[i].name += "m"
+	}
+	return shapes
+}
+
+// masksOnly reports whether tile shape sh computes the mask epilogue
+// alone (the "m" wgmma kernels); every other shape computes every
+// epilogue but the wgmma forward kernels, which have no mask.
+func (sh gemmShape) masksOnly() bool {
+	return strings.HasPrefix(sh.name, "wgmma") && strings.HasSuffix(sh.name, "m")
 }
 
 // mmaOnly keeps the forward GEMMs of learners built while it is set on
@@ -219,6 +239,24 @@ func (j job) wgmmaFits(bf16 bool) bool {
 // order, so the weights trained are meant to be the same bits either way
 // (TestWGMMATrainsLikeMMA).
 var wgmmaDX, wgmmaDXErr = parseWGMMADX(os.Getenv("DQNFLOW_WGMMA_DX"))
+
+// wgEpilogueHeld compiles the wgmma kernels' epilogue as it was before
+// ADR 0024, every bias of a band held in registers through it (ptxas
+// spilled there), for the device visit that times the two side by side:
+// DQNFLOW_WGMMA_EPILOGUE=held. Unset or "lean" is the default; another
+// value (wgEpilogueErr) fails every device open.
+var wgEpilogueHeld, wgEpilogueErr = parseWGEpilogue(os.Getenv("DQNFLOW_WGMMA_EPILOGUE"))
+
+// parseWGEpilogue reads DQNFLOW_WGMMA_EPILOGUE.
+func parseWGEpilogue(v string) (bool, error) {
+	switch v {
+	case "", "lean":
+		return false, nil
+	case "held":
+		return true, nil
+	}
+	return false, fmt.Errorf("DQNFLOW_WGMMA_EPILOGUE %q: must be lean (the default) or held", v)
+}
 
 // parseWGMMADX reads DQNFLOW_WGMMA_DX.
 func parseWGMMADX(v string) (string, error) {
@@ -389,6 +427,10 @@ func gemmWords(sh gemmShape, bf16 bool, jobs []job) (words, int, error) {
 		}
 		if j.colsum != 0 && (wg && j.csbm != 64 && j.csbm != 128 || !wg && j.csbm != 0 && j.csbm != sh.bm) {
 			return nil, 0, fmt.Errorf("gemm job %d of %d: column sums in row tiles of %d on %s", i, len(jobs), j.csbm, sh.name)
+		}
+		if wg && (j.epi == epiMask) != sh.masksOnly() {
+			return nil, 0, fmt.Errorf("gemm job %d of %d: epilogue %d on %s, which computes %s", i, len(jobs), j.epi,
+				sh.name, map[bool]string{true: "the mask epilogue only", false: "the forward's epilogues only"}[sh.masksOnly()])
 		}
 		j.words(&w, first, sh)
 		first += j.blocks(sh)

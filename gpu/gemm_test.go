@@ -122,7 +122,7 @@ func TestGEMMMatchesFloat64(t *testing.T) {
 		fp32TC = mode.tc
 		shapes := allShapes(bf) // every shape of every variant, once
 		if (bf || mode.tc) && d.wgmma.on {
-			shapes = append(shapes, wgmmaShapes(bf)...)
+			shapes = append(append(shapes, wgmmaShapes(bf)...), wgmmaMaskShapes(bf)...)
 		}
 		for _, sh := range shapes {
 			wg := strings.HasPrefix(sh.name, "wgmma")
@@ -139,7 +139,7 @@ func TestGEMMMatchesFloat64(t *testing.T) {
 						{3, 5, 7, 0, epiBias},
 						{300, 204, 128, 0, epiBias}, // a head output's shape: 16-byte rows, a ragged last tile
 					} {
-						if wg && (aCol || bCol || tc.kchunk > 0) {
+						if wg && (aCol || bCol || tc.kchunk > 0 || (tc.epi == epiMask) != sh.masksOnly()) {
 							continue
 						}
 						name := fmt.Sprintf("bf16=%v/tf32x3=%v/%s/aCol=%v/bCol=%v/%dx%dx%d/split=%d/epi=%d", bf, mode.tc && !bf, sh.name, aCol, bCol, tc.m, tc.n, tc.k, tc.kchunk, tc.epi)
@@ -418,7 +418,7 @@ func TestWGMMAInputGradientsMatchMMA(t *testing.T) {
 	for _, bf := range []bool{true, false} {
 		tile := map[bool]int{true: 64, false: 32}[bf]
 		for _, ref := range gemmShapes(bf) {
-			for _, sh := range wgmmaShapes(bf) {
+			for _, sh := range wgmmaMaskShapes(bf) {
 				for _, tc := range []struct{ m, n, k int }{{300, 256, 128}, {129, 128, 153}, {1000, 128, 512}, {200, 72, 51}, {64, 136, 96}} {
 					if tc.k <= tile {
 						continue
@@ -475,6 +475,21 @@ func TestWGMMADXSettingIsChecked(t *testing.T) {
 	for _, v := range []string{"yes", "ON", " fill", "1"} {
 		if got, err := parseWGMMADX(v); err == nil || got != "off" || !strings.Contains(err.Error(), "DQNFLOW_WGMMA_DX") {
 			t.Errorf("parseWGMMADX(%q) = %q, %v; want off and an error naming DQNFLOW_WGMMA_DX", v, got, err)
+		}
+	}
+}
+
+// TestWGMMAEpilogueSettingIsChecked: DQNFLOW_WGMMA_EPILOGUE takes lean (or
+// nothing) and held, and names itself when it refuses a value.
+func TestWGMMAEpilogueSettingIsChecked(t *testing.T) {
+	for v, want := range map[string]bool{"": false, "lean": false, "held": true} {
+		if got, err := parseWGEpilogue(v); err != nil || got != want {
+			t.Errorf("parseWGEpilogue(%q) = %v, %v; want %v", v, got, err, want)
+		}
+	}
+	for _, v := range []string{"Held", "on", "1"} {
+		if _, err := parseWGEpilogue(v); err == nil || !strings.Contains(err.Error(), "DQNFLOW_WGMMA_EPILOGUE") {
+			t.Errorf("parseWGEpilogue(%q) = %v; want an error naming DQNFLOW_WGMMA_EPILOGUE", v, err)
 		}
 	}
 }
@@ -565,7 +580,7 @@ func TestInputGradientsFitWGMMAOnlyInAnMMATilesOrder(t *testing.T) {
 			t.Errorf("csbm %d: wgmmaFits %v, want %v", csbm, got, fits)
 		}
 	}
-	wg := wgmmaShapes(true)[0]
+	wg, fwd := wgmmaMaskShapes(true)[0], wgmmaShapes(true)[0]
 	mma, err := gemmShapeNamed(true, "gemm128o")
 	if err != nil {
 		t.Fatal(err)
@@ -574,7 +589,7 @@ func TestInputGradientsFitWGMMAOnlyInAnMMATilesOrder(t *testing.T) {
 		sh   gemmShape
 		csbm int
 		ok   bool
-	}{{wg, 64, true}, {wg, 128, true}, {wg, 0, false}, {wg, 96, false}, {mma, 0, true}, {mma, 128, true}, {mma, 64, false}} {
+	}{{wg, 64, true}, {wg, 128, true}, {wg, 0, false}, {wg, 96, false}, {mma, 0, true}, {mma, 128, true}, {mma, 64, false}, {fwd, 128, false}} {
 		j.csbm = c.csbm
 		if _, _, err := gemmWords(c.sh, true, []job{j}); (err == nil) != c.ok {
 			t.Errorf("%s with csbm %d: error %v, want ok %v", c.sh.name, c.csbm, err, c.ok)
@@ -650,16 +665,20 @@ func TestTF32ShapesFitTheSM(t *testing.T) {
 
 // TestWGMMAShapesFitTheSM pins the dynamic shared memory of every wgmma
 // shape (kernels/gemm.cu gemmWgmma) and checks the blocks an SM each was
-// written for: bf16's two or three, fp32's two of either tile.
+// written for: bf16's two or three, fp32's two of either tile. The mask
+// kernels take the same, which also holds wgColSums's 128 rows of BN + 8
+// floats.
 func TestWGMMAShapesFitTheSM(t *testing.T) {
 	want := map[string]struct{ shared, perSM int }{
 		"bf16 wgmma128": {99328, 2}, "bf16 wgmma128x64": {74752, 3},
 		"fp32 wgmma128": {99328, 2}, "fp32 wgmma128x64": {99328, 2},
+		"bf16 wgmma128m": {99328, 2}, "bf16 wgmma128x64m": {74752, 3},
+		"fp32 wgmma128m": {99328, 2}, "fp32 wgmma128x64m": {99328, 2},
 	}
 	seen := 0
 	for _, bf := range []bool{true, false} {
 		mode := map[bool]string{true: "bf16", false: "fp32"}[bf]
-		for _, sh := range wgmmaShapes(bf) {
+		for _, sh := range append(wgmmaShapes(bf), wgmmaMaskShapes(bf)...) {
 			name := mode + " " + sh.name
 			w, ok := want[name]
 			if !ok {
@@ -672,6 +691,9 @@ func TestWGMMAShapesFitTheSM(t *testing.T) {
 			}
 			if w.perSM*(sh.shared+1<<10) > 228<<10 {
 				t.Errorf("%s: %d blocks of %d bytes do not fit an SM", name, w.perSM, sh.shared)
+			}
+			if ys := 4 * 128 * (sh.bn + 8); sh.masksOnly() && ys > sh.shared {
+				t.Errorf("%s: wgColSums's %d bytes exceed the block's %d", name, ys, sh.shared)
 			}
 		}
 	}

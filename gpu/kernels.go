@@ -29,10 +29,12 @@ var kernelNames = []string{
 	"env_reset", "env_observe", "env_step", "env_commit_scan", "env_commit", "bt_run", "bt_run_cluster",
 }
 
-// wgmmaKernelNames are the forward GEMMs on Hopper's warpgroup MMA
+// wgmmaKernelNames are the GEMMs on Hopper's warpgroup MMA
 // (kernels/gemm.cu gemmWgmma), compiled into a bf16 or 3xTF32 fp32 module
-// only for sm_90a (gpu/module.go useWGMMA).
-var wgmmaKernelNames = []string{"wgmma128", "wgmma128x64"}
+// only for sm_90a (gpu/module.go useWGMMA): the forward's, and the
+// backward's input gradients' with the mask epilogue (the "m" kernels,
+// ADR 0023).
+var wgmmaKernelNames = []string{"wgmma128", "wgmma128x64", "wgmma128m", "wgmma128x64m"}
 
 // fusedKernelNames are the kernels of the fused forward (kernels/mlp.cu),
 // compiled into a module only where the model fits it (useFused).
@@ -97,6 +99,7 @@ func kernelOptions(m config.ModelConfig, bf16, fused, early, wgmma, tf32x3 bool)
 		"-DPDL_EARLY=" + early01,
 		"-DDQN_WGMMA=" + flag(wgmma),
 		"-DDQN_TF32X3=" + flag(tf32x3 && !bf16),
+		"-DWG_EPI_HELD=" + flag(wgEpilogueHeld),
 		"--fmad=false",
 		"--std=c++17",
 	}...)

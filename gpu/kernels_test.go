@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/dqnflow/dqnflow/config"
@@ -83,9 +85,20 @@ func TestKernelsCompileForHopper(t *testing.T) {
 		name       string
 		bf, tf32x3 bool
 	}{{"bf16", true, false}, {"fp32 3xTF32", false, true}} {
-		bin, log, err := c.Compile(src, "dqnflow.cu", 90, kernelOptions(m, mode.bf, false, false, true, mode.tf32x3)...)
+		bin, log, err := c.Compile(src, "dqnflow.cu", 90, append(kernelOptions(m, mode.bf, false, false, true, mode.tf32x3), "--ptxas-options=-v")...)
 		if err != nil {
 			t.Fatalf("sm_90a %s: %v\n%s", mode.name, err, log)
+		}
+		// The wgmma kernels run two (or three) blocks an SM, at most 128
+		// registers a thread: ptxas must not spill much there (ADR 0024:
+		// holding a band's biases through the epilogue spilled 480 bytes).
+		for name, spill := range spillStores(log) {
+			if strings.HasPrefix(name, "wgmma") {
+				t.Logf("sm_90a %s: %s spills %d bytes", mode.name, name, spill)
+				if spill > 64 {
+					t.Errorf("sm_90a %s: %s spills %d bytes of registers (at most 64)", mode.name, name, spill)
+				}
+			}
 		}
 		for _, name := range append(kernelNames[:len(kernelNames):len(kernelNames)], wgmmaKernelNames...) {
 			if !bytes.Contains(bin, []byte(name)) {
@@ -93,4 +106,29 @@ func TestKernelsCompileForHopper(t *testing.T) {
 			}
 		}
 	}
+}
+
+// spillStores reads ptxas's verbose log: the bytes of spill stores of
+// each entry function.
+func spillStores(log string) map[string]int {
+	out := map[string]int{}
+	fn := ""
+	for _, l := range strings.Split(log, "\n") {
+		if i := strings.Index(l, "Compiling entry function '"); i >= 0 {
+			rest := l[i+len("Compiling entry function '"):]
+			fn = rest[:strings.IndexByte(rest, '\'')]
+			continue
+		}
+		if fn == "" {
+			continue
+		}
+		if i := strings.Index(l, " bytes spill stores"); i >= 0 {
+			f := strings.Fields(l[:i])
+			if n, err := strconv.Atoi(f[len(f)-1]); err == nil {
+				out[fn] = n
+			}
+			fn = ""
+		}
+	}
+	return out
 }

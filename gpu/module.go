@@ -106,7 +106,7 @@ func openDevice(ordinal int) (*gpuDevice, error) {
 		dev.Close()
 		return nil, fmt.Errorf("cuda:%d: %w", ordinal, err)
 	}
-	for _, err := range []error{fp32TCErr, wgmmaDXErr} {
+	for _, err := range []error{fp32TCErr, wgmmaDXErr, wgEpilogueErr} {
 		if err != nil {
 			dev.Close()
 			return nil, fmt.Errorf("cuda:%d: %w", ordinal, err)
@@ -246,7 +246,7 @@ func (d *gpuDevice) module(c *cuda.Ctx, m config.ModelConfig, bf16, fused bool) 
 	}
 	shapes := allShapes(bf16)
 	if wg {
-		shapes = append(shapes, wgmmaShapes(bf16)...)
+		shapes = append(append(shapes, wgmmaShapes(bf16)...), wgmmaMaskShapes(bf16)...)
 	}
 	for _, sh := range shapes {
 		if sh.shared > 48<<10 {

@@ -400,7 +400,7 @@ func (l *learner) backwardLaunches(c *cuda.Ctx, js []job) ([]launch, error) {
 	}
 	var sh gemmShape
 	if len(moved) > 0 {
-		sh = shapeAmong(wgmmaShapes(l.bf16), moved)
+		sh = shapeAmong(wgmmaMaskShapes(l.bf16), moved)
 		blocks := 0
 		for _, j := range moved {
 			blocks += j.blocks(sh)

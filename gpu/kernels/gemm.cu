@@ -54,6 +54,12 @@
 #define EPI_BIAS_RELU 2
 #define EPI_MASK 3
 
+// WG_EPI_HELD (DQNFLOW_WGMMA_EPILOGUE=held) keeps every bias of a wgmma
+// band in registers through its epilogue, as before ADR 0024.
+#ifndef WG_EPI_HELD
+#define WG_EPI_HELD 0
+#endif
+
 // GemmJob is 28 64-bit words; the Go side (gpu/gemm.go) writes the same layout.
 struct GemmJob {
   const E* A; long long sam, sak;
@@ -256,6 +262,38 @@ __device__ __forceinline__ void mmaEpilogue(const GemmJob& j, const GemmTile& t,
                                             int lane) {
   const int g = lane >> 2, t4 = lane & 3;
   const bool vec = pairAligned(j, t.C);
+  if constexpr (MI == 1 && !WG_EPI_HELD) {
+    // One m16 band (the wgmma kernels): each column's bias serves two
+    // rows, so it is read where it is used rather than held for the
+    // whole band, which keeps NI·2 registers free. ptxas then spills
+    // nothing in bf16's wgmma128 (480 bytes of spill stores and 1,012 of
+    // loads with the biases held: WG_EPI_HELD, DQNFLOW_WGMMA_EPILOGUE=held)
+    // and 12 bytes in fp32's (444 and 976). The same values are stored.
+    constexpr bool biased = EPI == EPI_BIAS || EPI == EPI_BIAS_RELU;
+    const long long m0 = t.m0 + wm + g;
+    const bool full = vec && t.m0 + wm + 16 <= j.M && t.n0 + wn + NI * 8 <= j.N;
+    const EpiRow r0 = epiRow(j, t.C, m0), r1 = epiRow(j, t.C, m0 + 8);
+#pragma unroll
+    for (int ni = 0; ni < NI; ni++) {
+      const long long n = t.n0 + wn + ni * 8 + 2 * t4;
+      const float b0 = biased && n < j.N ? j.bias[n] : 0.0f, b1 = biased && n + 1 < j.N ? j.bias[n + 1] : 0.0f;
+      if (full) {
+        epiTwo<EPI>(r0, j.bias, n, acc[0][ni][0], acc[0][ni][1], true, b0, b1);
+        epiTwo<EPI>(r1, j.bias, n, acc[0][ni][2], acc[0][ni][3], true, b0, b1);
+        continue;
+      }
+#pragma unroll
+      for (int h = 0; h < 2; h++) {
+        if (m0 + 8 * h >= j.M) continue;
+        const EpiRow& r = h ? r1 : r0;
+        if (n + 1 < j.N)
+          epiTwo<EPI>(r, j.bias, n, acc[0][ni][2 * h], acc[0][ni][2 * h + 1], vec, b0, b1);
+        else if (n < j.N)
+          epiOne<EPI>(r, j.bias, n, acc[0][ni][2 * h]);
+      }
+    }
+    return;
+  }
   float bias0[NI], bias1[NI];
 #pragma unroll
   for (int ni = 0; ni < NI; ni++) {
@@ -1248,8 +1286,13 @@ __device__ __forceinline__ void wgColSums(const GemmJob& j, const GemmTile& t, c
 }
 
 // gemmWgmma runs a block of the tile BM = 128 by BN with a pipeline of WGS
-// stages (and, in fp32, one pair of tiles for the small parts).
-template <int BN, int WGS>
+// stages (and, in fp32, one pair of tiles for the small parts). EPI is
+// EPI_MASK for the kernels of the mask epilogue and its column sums
+// (wgmma128m, wgmma128x64m), −1 for the forward kernels, which choose
+// among the other epilogues per job: compiled into one kernel, the mask
+// code made ptxas spill more in the forward's (bf16 wgmma128x64: 72 bytes
+// of spill stores against 24).
+template <int BN, int WGS, int EPI>
 __device__ __forceinline__ void gemmWgmma(const GemmJob* jobs, int njobs, const StepState* st) {
   constexpr int BM = 128, NI = BN / 8;
   constexpr unsigned ASZ = BM * WG_ROWB, BSZ = BN * WG_ROWB; // bytes of a stage's tiles
@@ -1315,13 +1358,18 @@ __device__ __forceinline__ void gemmWgmma(const GemmJob* jobs, int njobs, const 
   }
   cpWait<0>();
   const int wm = wg * 64 + (warp & 3) * 16;
-  switch (j.epi) {
-  case EPI_STORE: mmaEpilogue<EPI_STORE, 1, NI>(j, t, acc, wm, 0, lane); break;
-  case EPI_BIAS: mmaEpilogue<EPI_BIAS, 1, NI>(j, t, acc, wm, 0, lane); break;
-  case EPI_BIAS_RELU: mmaEpilogue<EPI_BIAS_RELU, 1, NI>(j, t, acc, wm, 0, lane); break;
-  default: mmaEpilogue<EPI_MASK, 1, NI>(j, t, acc, wm, 0, lane);
+  if constexpr (EPI == EPI_MASK) {
+    mmaEpilogue<EPI_MASK, 1, NI>(j, t, acc, wm, 0, lane);
+    if (j.colsum) wgColSums<BN>(j, t, acc, wm, lane, (float*)gsm);
+  } else if constexpr (EPI >= 0) {
+    mmaEpilogue<EPI, 1, NI>(j, t, acc, wm, 0, lane);
+  } else {
+    switch (j.epi) {
+    case EPI_STORE: mmaEpilogue<EPI_STORE, 1, NI>(j, t, acc, wm, 0, lane); break;
+    case EPI_BIAS: mmaEpilogue<EPI_BIAS, 1, NI>(j, t, acc, wm, 0, lane); break;
+    default: mmaEpilogue<EPI_BIAS_RELU, 1, NI>(j, t, acc, wm, 0, lane);
+    }
   }
-  if (j.epi == EPI_MASK && j.colsum) wgColSums<BN>(j, t, acc, wm, lane, (float*)gsm);
 }
 
 // Dynamic shared memory (gpu/gemm.go wgmmaShapes): WGS·(128 + BN)·128
@@ -1337,10 +1385,19 @@ __device__ __forceinline__ void gemmWgmma(const GemmJob* jobs, int njobs, const 
 #endif
 extern "C" __global__ void __launch_bounds__(256, 2) wgmma128(const GemmJob* jobs, int njobs, const StepState* st) {
   pdlEnter();
-  gemmWgmma<128, WG_SQUARE_STAGES>(jobs, njobs, st);
+  gemmWgmma<128, WG_SQUARE_STAGES, -1>(jobs, njobs, st);
 }
 extern "C" __global__ void __launch_bounds__(256, WG_NARROW_BLOCKS) wgmma128x64(const GemmJob* jobs, int njobs, const StepState* st) {
   pdlEnter();
-  gemmWgmma<64, 3>(jobs, njobs, st);
+  gemmWgmma<64, 3, -1>(jobs, njobs, st);
+}
+// The backward's input gradients (ADR 0023): the mask epilogue only.
+extern "C" __global__ void __launch_bounds__(256, 2) wgmma128m(const GemmJob* jobs, int njobs, const StepState* st) {
+  pdlEnter();
+  gemmWgmma<128, WG_SQUARE_STAGES, EPI_MASK>(jobs, njobs, st);
+}
+extern "C" __global__ void __launch_bounds__(256, WG_NARROW_BLOCKS) wgmma128x64m(const GemmJob* jobs, int njobs, const StepState* st) {
+  pdlEnter();
+  gemmWgmma<64, 3, EPI_MASK>(jobs, njobs, st);
 }
 #endif
