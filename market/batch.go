@@ -144,11 +144,23 @@ type batchRun struct {
 	one   [1]chain
 }
 
+// sameFeat reports whether two rows' agent features have the same bits,
+// word by word from the first (which tells most rows apart): comparing the
+// arrays whole calls memequal, 7 % of a backtest's time in its profile.
+func sameFeat(a, b *[NumAgentFeatures]uint32) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
 // lookup returns the decision of row k and whether there is one (its Dir
 // is negative while pending).
 func (b *batchRun) lookup(k rowKey) (Action, bool) {
 	for j := b.first[int(k.t)-b.r.From]; j >= 0; j = b.dec[j].next {
-		if b.dec[j].feat == k.feat {
+		if sameFeat(&b.dec[j].feat, &k.feat) {
 			return b.dec[j].act, true
 		}
 	}
@@ -160,7 +172,7 @@ func (b *batchRun) lookup(k rowKey) (Action, bool) {
 func (b *batchRun) ask(k rowKey) int32 {
 	i := int(k.t) - b.r.From
 	for j := b.first[i]; j >= 0; j = b.dec[j].next {
-		if b.dec[j].feat == k.feat {
+		if sameFeat(&b.dec[j].feat, &k.feat) {
 			return j
 		}
 	}
@@ -346,6 +358,10 @@ func (b *batchRun) run(s *sim, r Range) (runRecord, error) {
 	for i := range n {
 		s.ds.Obs(r.From+i, nil, b.buf[i*ObsDim:(i+1)*ObsDim])
 	}
+	// The actions taken leave with the stats (BatchStats.Actions), so they
+	// are the call's own, sized once: appended from empty, they were
+	// reallocated as they grew, most of the call's allocation.
+	b.taken = make([]Action, 0, n)
 	b.stats.Rounds, b.stats.Evaluated = 1, n
 	if err := b.p.ActBatch(b.buf, n, b.flat); err != nil {
 		return runRecord{}, fmt.Errorf("policy, %d bars: %w", n, err)
