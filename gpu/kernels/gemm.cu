@@ -1078,12 +1078,13 @@ extern "C" __global__ void __launch_bounds__(256) gemm128x64o(const GemmJob* job
 
 // ---- Hopper's warpgroup MMA (wgmma), sm_90a ----
 //
-// wgmma128 and wgmma128x64 compute the jobs whose A and B are both
-// k-contiguous, unsplit in k (the Go side sends no others: gpu/gemm.go
-// wgmmaFits): the forward products, and the backward's input gradients
-// against transposed weight copies (their masked epilogue, and its column
-// sums in the order of an mma.sync tile: wgColSums). They run
-// wgmma.mma_async: two warpgroups per block, each a 64-row
+// The wgmma kernels compute the jobs whose A and B are both k-contiguous,
+// unsplit in k (the Go side sends no others: gpu/gemm.go wgmmaFits):
+// wgmma128 and wgmma128x64 the forward products, wgmma128m and
+// wgmma128x64m the backward's input gradients against transposed weight
+// copies (their masked epilogue, and its column sums in the order of an
+// mma.sync tile: wgColSums). They run wgmma.mma_async: two warpgroups per
+// block, each a 64-row
 // half of the tile, k tiles of 128 bytes a row (64 bf16 or 32 floats)
 // staged by cp.async in a pipeline of WGS stages, in the 128-byte swizzled
 // layout wgmma reads (16-byte piece c of row r at piece c ^ (r mod 8),
