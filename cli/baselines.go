@@ -126,21 +126,16 @@ func ruleBaselines(cfg config.RunConfig, b *market.Bars, ws []wfWindow, lbs []in
 		if err != nil {
 			return res, fmt.Errorf("window %d: %w", i+1, err)
 		}
-		best := -1
-		var bestValid market.Report
+		best, bestValid, err := bestOnValidation(ds, w.Valid, rules, validB)
+		if err != nil {
+			return res, fmt.Errorf("window %d: %w", i+1, err)
+		}
 		for j, r := range rules {
-			v, err := market.BacktestWith(ds, w.Valid, r.Policy(b), validB)
-			if err != nil {
-				return res, fmt.Errorf("window %d, %s: %w", i+1, r.Name(), err)
-			}
 			t, err := market.BacktestWith(ds, w.Test, r.Policy(b), testB)
 			if err != nil {
 				return res, fmt.Errorf("window %d, %s: %w", i+1, r.Name(), err)
 			}
 			perRule[j] = append(perRule[j], t)
-			if best < 0 || v.Sharpe > bestValid.Sharpe {
-				best, bestValid = j, v
-			}
 		}
 		flat, err := market.BacktestWith(ds, w.Test, flatPolicy{}, testB)
 		if err != nil {
@@ -175,6 +170,29 @@ func ruleBaselines(cfg config.RunConfig, b *market.Bars, ws []wfWindow, lbs []in
 		res.Hindsight = append(res.Hindsight, blRule{Rule: r.Name(), Pooled: p})
 	}
 	return res, nil
+}
+
+// bestOnValidation backtests rules on bars valid of ds (with its
+// benchmarks bench, nil: computed) and returns the index of the one of
+// best Sharpe, the first on a tie, and its report: the choice the
+// yardstick makes wherever it stands beside a checkpoint (baselines,
+// walkforward, evaluate).
+func bestOnValidation(ds *market.Dataset, valid market.Range, rules []market.Rule, bench *market.Benchmarks) (int, market.Report, error) {
+	best := -1
+	var rep market.Report
+	for j, r := range rules {
+		v, err := market.BacktestWith(ds, valid, r.Policy(ds.Bars), bench)
+		if err != nil {
+			return 0, rep, fmt.Errorf("%s: %w", r.Name(), err)
+		}
+		if best < 0 || v.Sharpe > rep.Sharpe {
+			best, rep = j, v
+		}
+	}
+	if best < 0 {
+		return 0, rep, fmt.Errorf("no rules")
+	}
+	return best, rep, nil
 }
 
 // printBaselines writes res as walkforward's summary does, then the

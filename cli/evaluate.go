@@ -74,18 +74,13 @@ func chooseRule(cfg config.RunConfig) (evalRule, error) {
 	if ds.Test.Len() < 2 {
 		return evalRule{}, fmt.Errorf("no test range")
 	}
-	var best evalRule
-	var bestRule market.Rule
-	for i, r := range market.Rules(market.DefaultLookbacks) {
-		v, err := market.Backtest(ds, ds.Valid, r.Policy(ds.Bars))
-		if err != nil {
-			return evalRule{}, fmt.Errorf("%s: %w", r.Name(), err)
-		}
-		if i == 0 || v.Sharpe > best.ValidSharpe {
-			best, bestRule = evalRule{Name: r.Name(), ValidSharpe: v.Sharpe, ValidT: v.SharpeT()}, r
-		}
+	rules := market.Rules(market.DefaultLookbacks)
+	i, v, err := bestOnValidation(ds, ds.Valid, rules, nil)
+	if err != nil {
+		return evalRule{}, err
 	}
-	if best.Test, err = market.Backtest(ds, ds.Test, bestRule.Policy(ds.Bars)); err != nil {
+	best := evalRule{Name: rules[i].Name(), ValidSharpe: v.Sharpe, ValidT: v.SharpeT()}
+	if best.Test, err = market.Backtest(ds, ds.Test, rules[i].Policy(ds.Bars)); err != nil {
 		return evalRule{}, fmt.Errorf("%s: %w", best.Name, err)
 	}
 	return best, nil

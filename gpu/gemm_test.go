@@ -597,6 +597,58 @@ func TestInputGradientsFitWGMMAOnlyInAnMMATilesOrder(t *testing.T) {
 	}
 }
 
+// TestFillMovesTheInputGradientsWhereTheyFillTheGPU: with the default
+// network's second backward stage (four weight gradients split in k, and
+// the input gradient G3·W_cat, K = 512, N = 256), "fill" moves the input
+// gradient to the wgmma mask kernels at batch 16384 (512 blocks of
+// wgmma128x64m) but not at 4096 (128), "on" at both, "off" at neither;
+// a moved job reads the transposed copy and keeps the stage's mma.sync
+// row tiles, and the weight gradients stay (ADR 0023; no GPU).
+func TestFillMovesTheInputGradientsWhereTheyFillTheGPU(t *testing.T) {
+	const p = cuda.DevPtr(0x10000)
+	stage := func(n int) []job {
+		var js []job
+		for range 4 {
+			js = append(js, job{a: mat{p, 1, 512}, b: mat{p, 256, 1}, c: mat{p, 256, 1}, m: 128, n: 256, k: n, epi: epiStore, kchunk: 512, splitStride: 128 * 256})
+		}
+		return append(js, job{a: mat{p, 512, 1}, b: mat{p, 256, 1}, bT: mat{p, 1, 512}, c: mat{p, 256, 1}, mask: mat{p, 256, 1},
+			m: n, n: 256, k: 512, epi: epiMask, colsum: p, colsumStride: 256})
+	}
+	for _, bf := range []bool{true, false} {
+		for _, c := range []struct {
+			mode  string
+			n     int
+			moved bool
+		}{{"fill", 4096, false}, {"fill", 16384, true}, {"on", 4096, true}, {"on", 16384, true}, {"off", 16384, false}} {
+			js := stage(c.n)
+			sp := splitStage(bf, c.mode, js)
+			name := fmt.Sprintf("bf16=%v %s batch %d", bf, c.mode, c.n)
+			if want := gemmShapeFor(bf, js); sp.ref != want {
+				t.Errorf("%s: reference shape %s, want the whole stage's %s", name, sp.ref.name, want.name)
+			}
+			if !c.moved {
+				if len(sp.moved) != 0 || len(sp.rest) != 5 {
+					t.Errorf("%s: %d moved, %d left; want none moved", name, len(sp.moved), len(sp.rest))
+				}
+				continue
+			}
+			if len(sp.moved) != 1 || len(sp.rest) != 4 || sp.rest[0].epi != epiStore {
+				t.Fatalf("%s: %d moved, %d left; want the input gradient moved and the four weight gradients left", name, len(sp.moved), len(sp.rest))
+			}
+			m := sp.moved[0]
+			if m.b != js[4].bT || m.csbm != sp.ref.bm || !sp.shape.masksOnly() {
+				t.Errorf("%s: moved job reads %+v with row tiles of %d on %s; want %+v, %d, a mask kernel", name, m.b, m.csbm, sp.shape.name, js[4].bT, sp.ref.bm)
+			}
+			if _, _, err := gemmWords(sp.shape, bf, sp.moved); err != nil {
+				t.Errorf("%s: the moved launch: %v", name, err)
+			}
+			if c.n == 16384 && sp.shape.name != "wgmma128x64m" {
+				t.Errorf("%s: shape %s, want wgmma128x64m (wgmma128m's 256 blocks do not fill the GPU)", name, sp.shape.name)
+			}
+		}
+	}
+}
+
 // TestGradKChunkIsChecked: the precision study's control knob takes only
 // chunks the split-k plan can run, and names itself when it refuses one.
 func TestGradKChunkIsChecked(t *testing.T) {

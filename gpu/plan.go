@@ -385,53 +385,76 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 // keeps that shape while it has a masked job, and the moved jobs carry it
 // as csbm), so the step computes the same bits on either path.
 func (l *learner) backwardLaunches(c *cuda.Ctx, js []job) ([]launch, error) {
-	ref := gemmShapeFor(l.bf16, js)
-	var moved, rest []job
-	if l.k.wgmma && !mmaOnly && wgmmaDX != "off" {
-		for _, j := range js {
-			t := j
-			t.b, t.csbm = j.bT, ref.bm
-			if j.bT.p != 0 && t.wgmmaFits(l.bf16) {
-				moved = append(moved, t)
-			} else {
-				rest = append(rest, j)
-			}
-		}
+	mode := wgmmaDX
+	if !l.k.wgmma || mmaOnly {
+		mode = "off"
 	}
-	var sh gemmShape
-	if len(moved) > 0 {
-		sh = shapeAmong(wgmmaMaskShapes(l.bf16), moved)
-		blocks := 0
-		for _, j := range moved {
-			blocks += j.blocks(sh)
-		}
-		if wgmmaDX == "fill" && blocks < fillBlocks {
-			moved = nil
-		}
-	}
-	if len(moved) == 0 {
+	sp := splitStage(l.bf16, mode, js)
+	if len(sp.moved) == 0 {
 		ln, err := l.gemmLaunch(c, "backward", js, l.st)
 		return []launch{ln}, err
 	}
 	var out []launch
-	if len(rest) > 0 {
+	if len(sp.rest) > 0 {
 		var ln launch
 		var err error
-		if slices.ContainsFunc(rest, func(j job) bool { return j.colsum != 0 }) {
-			ln, err = l.gemmLaunchShape(c, "backward", rest, l.st, ref)
+		if slices.ContainsFunc(sp.rest, func(j job) bool { return j.colsum != 0 }) {
+			ln, err = l.gemmLaunchShape(c, "backward", sp.rest, l.st, sp.ref)
 		} else {
-			ln, err = l.gemmLaunch(c, "backward", rest, l.st)
+			ln, err = l.gemmLaunch(c, "backward", sp.rest, l.st)
 		}
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, ln)
 	}
-	ln, err := l.gemmLaunchShape(c, "backward_dx", moved, l.st, sh)
+	ln, err := l.gemmLaunchShape(c, "backward_dx", sp.moved, l.st, sp.shape)
 	if err != nil {
 		return nil, err
 	}
 	return append(out, ln), nil
+}
+
+// stageSplit is how a backward stage's jobs go to their launches
+// (splitStage): moved, on the wgmma mask kernels in tile shape shape, and
+// the rest on mma.sync; ref is the mma.sync shape the whole stage takes,
+// whose row tiles the column sums keep either way.
+type stageSplit struct {
+	moved, rest []job
+	shape, ref  gemmShape
+}
+
+// splitStage decides, for the wgmmaDX setting mode, which of a backward
+// stage's jobs move to the wgmma mask kernels: the input gradients with a
+// transposed weight copy (job.bT) that fit them, read against that copy
+// and carrying ref's row tiles (csbm); with "fill" only where they fill
+// the GPU (fillBlocks). None moves with "off".
+func splitStage(bf16 bool, mode string, js []job) stageSplit {
+	sp := stageSplit{ref: gemmShapeFor(bf16, js)}
+	if mode == "off" {
+		return stageSplit{rest: js, ref: sp.ref}
+	}
+	for _, j := range js {
+		t := j
+		t.b, t.csbm = j.bT, sp.ref.bm
+		if j.bT.p != 0 && t.wgmmaFits(bf16) {
+			sp.moved = append(sp.moved, t)
+		} else {
+			sp.rest = append(sp.rest, j)
+		}
+	}
+	if len(sp.moved) == 0 {
+		return stageSplit{rest: js, ref: sp.ref}
+	}
+	sp.shape = shapeAmong(wgmmaMaskShapes(bf16), sp.moved)
+	blocks := 0
+	for _, j := range sp.moved {
+		blocks += j.blocks(sp.shape)
+	}
+	if mode == "fill" && blocks < fillBlocks {
+		return stageSplit{rest: js, ref: sp.ref}
+	}
+	return sp
 }
 
 // weightTOr0 is weightT(i), or a zero mat where there is none.
