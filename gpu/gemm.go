@@ -49,8 +49,8 @@ type job struct {
 	// masked job gives the same bits on either kernel.
 	csbm int
 	// bT is B read from a transposed weight copy (k-contiguous), for an
-	// input gradient that may run on wgmma (backwardLaunches); zero if
-	// none. The kernels never see it.
+	// input gradient that may run on wgmma (splitStage); zero if none. The
+	// kernels never see it.
 	bT mat
 }
 
@@ -199,12 +199,13 @@ func wgmmaMaskShapes(bf16 bool) []gemmShape {
 	return shapes
 }
 
+// isWGMMA reports whether tile shape sh is one of the wgmma kernels'.
+func (sh gemmShape) isWGMMA() bool { return strings.HasPrefix(sh.name, "wgmma") }
+
 // masksOnly reports whether tile shape sh computes the mask epilogue
 // alone (the "m" wgmma kernels); every other shape computes every
 // epilogue but the wgmma forward kernels, which have no mask.
-func (sh gemmShape) masksOnly() bool {
-	return strings.HasPrefix(sh.name, "wgmma") && strings.HasSuffix(sh.name, "m")
-}
+func (sh gemmShape) masksOnly() bool { return sh.isWGMMA() && strings.HasSuffix(sh.name, "m") }
 
 // mmaOnly keeps the forward GEMMs of learners built while it is set on
 // mma.sync where their module has wgmma (TestWGMMATrainsLikeMMA).
@@ -420,7 +421,7 @@ func gemmWords(sh gemmShape, bf16 bool, jobs []job) (words, int, error) {
 	}
 	var w words
 	first := 0
-	wg := strings.HasPrefix(sh.name, "wgmma")
+	wg := sh.isWGMMA()
 	for i, j := range jobs {
 		if err := j.check(esz); err != nil {
 			return nil, 0, fmt.Errorf("gemm job %d of %d: %w", i, len(jobs), err)

@@ -264,13 +264,14 @@ func (l *learner) layoutCopies(transposes bool) {
 
 // weightT is the B operand of layer i's input gradient G·W on wgmma,
 // B(k, n) = W(k, n) for k < out and n < in, from the transposed copy in
-// the online network's gw (k-contiguous); ok is false where there is none.
-func (l *learner) weightT(i int) (b mat, ok bool) {
+// the online network's gw (k-contiguous), or the zero mat where there is
+// none.
+func (l *learner) weightT(i int) mat {
 	t := l.gwT[i]
 	if t.off < 0 {
-		return mat{}, false
+		return mat{}
 	}
-	return mat{l.online.gw + cuda.DevPtr(l.esz*t.off), 1, int64(t.ld)}, true
+	return mat{l.online.gw + cuda.DevPtr(l.esz*t.off), 1, int64(t.ld)}
 }
 
 // refreshLaunch builds the launch that rewrites net's GEMM copies from its

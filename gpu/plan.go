@@ -265,7 +265,7 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 		ly := l.lay[i]
 		col := headCol(m.Atoms, i)
 		b1 = append(b1, dW(mat{E(p.ge, col), 1, int64(outw)}, mat{E(p.on.z, h*hd), int64(4 * hd), 1}, ly.W, ly.Out, hd))
-		b1 = append(b1, job{a: mat{E(p.ge, col), int64(outw), 1}, b: mat{l.weight(&l.online, i), int64(hd), 1}, bT: l.weightTOr0(i),
+		b1 = append(b1, job{a: mat{E(p.ge, col), int64(outw), 1}, b: mat{l.weight(&l.online, i), int64(hd), 1}, bT: l.weightT(i),
 			c: F(p.g3, h*hd, 4*hd), ce: l.eOut(p.g3e, h*hd, 4*hd),
 			mask: mat{E(p.on.z, h*hd), int64(4 * hd), 1}, m: n, n: hd, k: ly.Out, epi: epiMask})
 	}
@@ -274,12 +274,12 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 		ly := l.lay[i]
 		b2 = append(b2, dW(mat{E(p.g3e, h*hd), 1, int64(4 * hd)}, mat{p.on.h2, int64(t2), 1}, ly.W, hd, t2))
 	}
-	b2 = append(b2, job{a: mat{p.g3e, int64(4 * hd), 1}, b: mat{l.online.wcat, int64(t2), 1}, bT: l.weightTOr0(model.LayerV1),
+	b2 = append(b2, job{a: mat{p.g3e, int64(4 * hd), 1}, b: mat{l.online.wcat, int64(t2), 1}, bT: l.weightT(model.LayerV1),
 		c: F(p.g2, 0, t2), ce: l.eOut(p.g2e, 0, t2), mask: mat{p.on.h2, int64(t2), 1}, m: n, n: t2, k: 4 * hd, epi: epiMask})
 	// Stage 3: s2. dW = G2ᵀ·h1; dh1 = G2·W_s2 masked by h1 > 0.
 	s2, s1 := l.lay[model.LayerS2], l.lay[model.LayerS1]
 	b3 = append(b3, dW(mat{p.g2e, 1, int64(t2)}, mat{p.on.h1, int64(t1), 1}, s2.W, t2, t1))
-	b3 = append(b3, job{a: mat{p.g2e, int64(t2), 1}, b: mat{l.weight(&l.online, model.LayerS2), int64(t1), 1}, bT: l.weightTOr0(model.LayerS2),
+	b3 = append(b3, job{a: mat{p.g2e, int64(t2), 1}, b: mat{l.weight(&l.online, model.LayerS2), int64(t1), 1}, bT: l.weightT(model.LayerS2),
 		c: F(p.g1, 0, t1), ce: l.eOut(p.g1e, 0, t1), mask: mat{p.on.h1, int64(t1), 1}, m: n, n: t1, k: t2, epi: epiMask})
 	// Stage 4: s1. dW = G1ᵀ·x.
 	b4 = append(b4, dW(mat{p.g1e, 1, int64(t1)}, mat{p.x, obsWidth, 1}, s1.W, t1, obsWidth))
@@ -430,10 +430,12 @@ type stageSplit struct {
 // and carrying ref's row tiles (csbm); with "fill" only where they fill
 // the GPU (fillBlocks). None moves with "off".
 func splitStage(bf16 bool, mode string, js []job) stageSplit {
-	sp := stageSplit{ref: gemmShapeFor(bf16, js)}
+	ref := gemmShapeFor(bf16, js)
+	none := stageSplit{rest: js, ref: ref}
 	if mode == "off" {
-		return stageSplit{rest: js, ref: sp.ref}
+		return none
 	}
+	sp := stageSplit{ref: ref}
 	for _, j := range js {
 		t := j
 		t.b, t.csbm = j.bT, sp.ref.bm
@@ -444,7 +446,7 @@ func splitStage(bf16 bool, mode string, js []job) stageSplit {
 		}
 	}
 	if len(sp.moved) == 0 {
-		return stageSplit{rest: js, ref: sp.ref}
+		return none
 	}
 	sp.shape = shapeAmong(wgmmaMaskShapes(bf16), sp.moved)
 	blocks := 0
@@ -452,15 +454,9 @@ func splitStage(bf16 bool, mode string, js []job) stageSplit {
 		blocks += j.blocks(sp.shape)
 	}
 	if mode == "fill" && blocks < fillBlocks {
-		return stageSplit{rest: js, ref: sp.ref}
+		return none
 	}
 	return sp
-}
-
-// weightTOr0 is weightT(i), or a zero mat where there is none.
-func (l *learner) weightTOr0(i int) mat {
-	b, _ := l.weightT(i)
-	return b
 }
 
 // eOut is the E output of a masked epilogue: its own buffer in bf16 mode,
