@@ -79,7 +79,7 @@ var batchRuns = sync.Pool{New: func() any { return new(batchRun) }}
 func (b *batchRun) reset(p BatchPolicy) {
 	*b = batchRun{p: p, flat: b.flat[:0], dec: b.dec[:0], first: b.first[:0], keys: b.keys[:0], at: b.at[:0],
 		crow: b.crow[:0], buf: b.buf[:0], out: b.out[:0], next: b.next[:0], spare: b.spare[:0],
-		ckeys: b.ckeys[:0], off: b.off[:0], cnt: b.cnt[:0]}
+		ckeys: b.ckeys[:0], cheld: b.cheld[:0], off: b.off[:0], cnt: b.cnt[:0]}
 }
 
 // Bounds of BacktestBatch's speculation: rounds, first chain length,
@@ -107,6 +107,7 @@ type chain struct {
 	acc    account
 	n      int
 	lo, hi int32
+	held   int32 // index in batchRun.cheld of the account after its first row
 }
 
 // decision is the action decided on one bar's observation with the agent
@@ -139,15 +140,21 @@ type batchRun struct {
 	// A round's chains' rows before they are asked for (chainRows): chain
 	// i's are ckeys[off[i] : off[i]+cnt[i]].
 	ckeys []rowKey
+	cheld []account // the account after each of those rows, held
 	off   []int32
 	cnt   []int32
 	one   [1]chain
 }
 
 // sameFeat reports whether two rows' agent features have the same bits,
-// word by word from the first (which tells most rows apart): comparing the
+// word by word, the unrealised P&L first: rows of one bar differ there
+// more than anywhere (their positions were entered at other prices), while
+// their first words, the position, are mostly the same. Comparing the
 // arrays whole calls memequal, 7 % of a backtest's time in its profile.
 func sameFeat(a, b *[NumAgentFeatures]uint32) bool {
+	if a[agentUnrealised] != b[agentUnrealised] {
+		return false
+	}
 	for i := range a {
 		if a[i] != b[i] {
 			return false
@@ -196,22 +203,19 @@ func (s *sim) rowKey(t int, acc *account, feat *[NumAgentFeatures]float32) rowKe
 	return k
 }
 
-// hold is the action that keeps acc's position and exit rule.
-func (s *sim) hold(acc *account) Action {
-	a := Action{Dir: 1, Exit: acc.exit}
+// holdStep is step(acc, hold(acc), t, nil) without the money: a held
+// position trades nothing at the open, keeps its stop, may be stopped
+// inside bar t+1 and otherwise counts one more bar held.
+func (s *sim) holdStep(acc *account, t int) {
 	if acc.pos == 0 {
-		return a
+		return
 	}
-	a.Dir = 2
-	if acc.pos < 0 {
-		a.Dir = 0
+	b := s.ds.Bars
+	if acc.exit > 0 && (acc.pos > 0 && b.Low[t+1] <= acc.stop || acc.pos < 0 && b.High[t+1] >= acc.stop) {
+		*acc = account{}
+		return
 	}
-	for k := range NumSizes {
-		if s.contracts(k) == abs(acc.pos) {
-			a.Size = k
-		}
-	}
-	return a
+	acc.held++
 }
 
 // holds reports whether a leaves acc's position and exit rule as they are.
@@ -238,6 +242,7 @@ func (b *batchRun) rows(cur []chain) {
 	}
 	b.off[len(cur)] = int32(total)
 	b.ckeys = slices.Grow(b.ckeys[:0], total)[:total]
+	b.cheld = slices.Grow(b.cheld[:0], total)[:total]
 	s, to := b.s, b.r.To
 	inParts(len(cur), total, func(i int) int { return int(b.off[i]) }, func(lo, hi int) {
 		var feat [NumAgentFeatures]float32
@@ -246,13 +251,15 @@ func (b *batchRun) rows(cur []chain) {
 			acc, k := c.acc, b.off[i]
 			for t := c.t; t < c.t+c.n && t < to-1 && acc.pos != 0; t++ {
 				b.ckeys[k] = s.rowKey(t, &acc, &feat)
+				s.holdStep(&acc, t)
+				b.cheld[k] = acc
 				k++
-				s.step(&acc, s.hold(&acc), t, nil)
 			}
 			b.cnt[i] = k - b.off[i]
 		}
 	})
 	for i := range cur {
+		cur[i].held = b.off[i]
 		cur[i].lo = int32(len(b.crow))
 		for _, k := range b.ckeys[b.off[i] : b.off[i]+b.cnt[i]] {
 			b.crow = append(b.crow, b.ask(k))
@@ -310,7 +317,8 @@ func (b *batchRun) follow(c chain) (chain, bool) {
 			b.s.step(&acc, a, t, nil)
 			return chain{t: t + 1, acc: acc, n: firstChain}, acc.pos != 0 && t+1 < b.r.To-1
 		}
-		b.s.step(&acc, a, t, nil)
+		// An action that holds steps as hold(acc) does: rows saved it.
+		acc = b.cheld[c.held+k-c.lo]
 	}
 	return chain{t: c.t + c.n, acc: acc, n: min(2*c.n, maxChain)}, acc.pos != 0 && c.t+c.n < b.r.To-1
 }

@@ -35,6 +35,9 @@ type fill struct {
 type sim struct {
 	ds *Dataset
 	in Instrument
+	// size is contracts(k) of every valid size k, worked out once: the
+	// batched backtest asks for it several times per row it simulates.
+	size [NumSizes]int
 }
 
 // fillCost is the money one fill of |q| contracts at reference price p
@@ -89,20 +92,22 @@ func newSim(ds *Dataset, r Range) (*sim, error) {
 	if in.MaxContracts < 1 {
 		return nil, fmt.Errorf("dataset %q: instrument max_contracts = %d: must be at least 1", name, in.MaxContracts)
 	}
+	fields := [...]string{"open", "high", "low", "close", "ATR"}
 	for t := r.From; t < r.To; t++ {
-		for _, c := range []struct {
-			field string
-			v     float64
-		}{{"open", b.Open[t]}, {"high", b.High[t]}, {"low", b.Low[t]}, {"close", b.Close[t]}, {"ATR", ds.ATR[t]}} {
-			if math.IsNaN(c.v) || math.IsInf(c.v, 0) {
-				return nil, fmt.Errorf("dataset %q: bar %d: %s is %g", name, t, c.field, c.v)
+		for i, v := range [len(fields)]float64{b.Open[t], b.High[t], b.Low[t], b.Close[t], ds.ATR[t]} {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil, fmt.Errorf("dataset %q: bar %d: %s is %g", name, t, fields[i], v)
 			}
 		}
 		if ds.ATR[t] < 0 {
 			return nil, fmt.Errorf("dataset %q: bar %d: ATR is %g, must not be negative", name, t, ds.ATR[t])
 		}
 	}
-	return &sim{ds: ds, in: in}, nil
+	s := &sim{ds: ds, in: in}
+	for k := range s.size {
+		s.size[k] = sizeContracts(k, in.MaxContracts)
+	}
+	return s, nil
 }
 
 // atr is the ATR of bar t with its floor:
@@ -119,7 +124,15 @@ func (s *sim) rewardScale(t int) float64 {
 
 // contracts is the size of action size k: max(1, round((k+1)/4 × MaxContracts)).
 func (s *sim) contracts(k int) int {
-	return max(1, int(math.Round(float64(k+1)/NumSizes*float64(s.in.MaxContracts))))
+	if uint(k) < NumSizes {
+		return s.size[k]
+	}
+	return sizeContracts(k, s.in.MaxContracts) // an invalid action's, before it is refused
+}
+
+// sizeContracts is contracts(k) for an instrument of maxContracts.
+func sizeContracts(k, maxContracts int) int {
+	return max(1, int(math.Round(float64(k+1)/NumSizes*float64(maxContracts))))
 }
 
 // target is the signed position an action asks for.
@@ -257,12 +270,16 @@ func (s *sim) agent(acc *account, t int, dst []float32) {
 	} else {
 		dst[3] = 1
 	}
-	dst[4] = float32(clip(dir*(c-acc.entry)/atr, clipATR))
+	dst[agentUnrealised] = float32(clip(dir*(c-acc.entry)/atr, clipATR))
 	dst[5] = float32(min(float64(acc.held)/HeldScale, 1))
 	if acc.exit > 0 {
 		dst[6] = float32(clip(dir*(c-acc.stop)/atr, clipATR))
 	}
 	dst[7] = float32(acc.exit) / 2
 }
+
+// agentUnrealised is the index of the unrealised P&L among the agent
+// features (VecEnv's list).
+const agentUnrealised = 4
 
 func clip(x, lim float64) float64 { return max(-lim, min(lim, x)) }
