@@ -92,7 +92,7 @@ func (b *batchRun) reset(p BatchPolicy) {
 // Measured on a trained network's greedy policy (CPU backend, 8,000 bars
 // of the S&P 500): first chains of 4 bars asked for 34,155 rows in 16
 // calls, of 1 bar 19,656 rows in 22 calls, and the backtest took 0.60 s
-// instead of 0.95 s (docs/perf/cpu-2026-12-05-backtest.md). Chains of 1
+// instead of 1.03–1.27 s (docs/perf/cpu-2026-12-05-backtest.md). Chains of 1
 // reach a length of 4 two rounds later, hence two more rounds than the
 // 24 the bound was with chains of 4.
 const (
@@ -213,9 +213,10 @@ func (s *sim) rowKey(t int, acc *account, feat *[NumAgentFeatures]float32) rowKe
 	return k
 }
 
-// holdStep is step(acc, hold(acc), t, nil) without the money: a held
-// position trades nothing at the open, keeps its stop, may be stopped
-// inside bar t+1 and otherwise counts one more bar held.
+// holdStep is step(acc, a, t, nil) for an action a that holds acc's
+// position and exit rule, without the money: a held position trades
+// nothing at the open, keeps its stop, may be stopped inside bar t+1 and
+// otherwise counts one more bar held.
 func (s *sim) holdStep(acc *account, t int) {
 	if acc.pos == 0 {
 		return
@@ -327,7 +328,7 @@ func (b *batchRun) follow(c chain) (chain, bool) {
 			b.s.step(&acc, a, t, nil)
 			return chain{t: t + 1, acc: acc, n: firstChain}, acc.pos != 0 && t+1 < b.r.To-1
 		}
-		// An action that holds steps as hold(acc) does: rows saved it.
+		// An action that holds leaves acc as holdStep does: rows kept it.
 		acc = b.cheld[c.held+k-c.lo]
 	}
 	return chain{t: c.t + c.n, acc: acc, n: min(2*c.n, maxChain)}, acc.pos != 0 && c.t+c.n < b.r.To-1
