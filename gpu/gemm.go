@@ -171,9 +171,9 @@ func allShapes(bf16 bool) []gemmShape {
 // stages of 128 columns or three of 64, and one more pair of tiles for
 // the small parts of the split, so that two blocks fit on an SM.
 //
-// The square tile spilled at two blocks an SM (128 registers) in both
-// modes until its epilogue stopped holding a band's biases (ADR 0024: 0
-// bytes of spill stores in bf16, 12 in fp32, against 480 and 444), yet
+// The square tile spills at two blocks an SM (128 registers) in both
+// modes, in its epilogue (480 bytes of spill stores in bf16, 444 in fp32;
+// ADR 0024's lean epilogue, which spills 0 and 12, was slower), yet
 // offering the narrow tile alone was slower: fp32 1.30 against 1.20 ms a
 // step at batch 16384, bf16-mixed 0.600 against 0.587 (with the spills). A
 // schedule that split the next k tile while this one's products ran (one
@@ -241,22 +241,24 @@ func (j job) wgmmaFits(bf16 bool) bool {
 // (TestWGMMATrainsLikeMMA).
 var wgmmaDX, wgmmaDXErr = parseWGMMADX(os.Getenv("DQNFLOW_WGMMA_DX"))
 
-// wgEpilogueHeld compiles the wgmma kernels' epilogue as it was before
-// ADR 0024, every bias of a band held in registers through it (ptxas
-// spilled there), for the device visit that times the two side by side:
-// DQNFLOW_WGMMA_EPILOGUE=held. Unset or "lean" is the default; another
-// value (wgEpilogueErr) fails every device open.
+// wgEpilogueHeld compiles the wgmma kernels' epilogue with every bias of
+// a band held in registers through it: the default. ptxas spills there,
+// yet on an H100 it was faster at every batch than ADR 0024's lean
+// epilogue, which reads each bias where it uses it and does not spill
+// (docs/perf/gpu-2026-12-05-second.md). DQNFLOW_WGMMA_EPILOGUE=lean
+// compiles that one for a comparison; unset or "held" is the default;
+// another value (wgEpilogueErr) fails every device open.
 var wgEpilogueHeld, wgEpilogueErr = parseWGEpilogue(os.Getenv("DQNFLOW_WGMMA_EPILOGUE"))
 
 // parseWGEpilogue reads DQNFLOW_WGMMA_EPILOGUE.
 func parseWGEpilogue(v string) (bool, error) {
 	switch v {
-	case "", "lean":
-		return false, nil
-	case "held":
+	case "", "held":
 		return true, nil
+	case "lean":
+		return false, nil
 	}
-	return false, fmt.Errorf("DQNFLOW_WGMMA_EPILOGUE %q: must be lean (the default) or held", v)
+	return false, fmt.Errorf("DQNFLOW_WGMMA_EPILOGUE %q: must be held (the default) or lean", v)
 }
 
 // parseWGMMADX reads DQNFLOW_WGMMA_DX.

@@ -479,10 +479,10 @@ func TestWGMMADXSettingIsChecked(t *testing.T) {
 	}
 }
 
-// TestWGMMAEpilogueSettingIsChecked: DQNFLOW_WGMMA_EPILOGUE takes lean (or
-// nothing) and held, and names itself when it refuses a value.
+// TestWGMMAEpilogueSettingIsChecked: DQNFLOW_WGMMA_EPILOGUE takes held (or
+// nothing) and lean, and names itself when it refuses a value.
 func TestWGMMAEpilogueSettingIsChecked(t *testing.T) {
-	for v, want := range map[string]bool{"": false, "lean": false, "held": true} {
+	for v, want := range map[string]bool{"": true, "held": true, "lean": false} {
 		if got, err := parseWGEpilogue(v); err != nil || got != want {
 			t.Errorf("parseWGEpilogue(%q) = %v, %v; want %v", v, got, err, want)
 		}

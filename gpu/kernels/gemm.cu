@@ -54,10 +54,11 @@
 #define EPI_BIAS_RELU 2
 #define EPI_MASK 3
 
-// WG_EPI_HELD (DQNFLOW_WGMMA_EPILOGUE=held) keeps every bias of a wgmma
-// band in registers through its epilogue, as before ADR 0024.
+// WG_EPI_HELD (the default; 0 with DQNFLOW_WGMMA_EPILOGUE=lean) keeps
+// every bias of a wgmma band in registers through its epilogue. The lean
+// epilogue below (ADR 0024) does not spill, and was slower on an H100.
 #ifndef WG_EPI_HELD
-#define WG_EPI_HELD 0
+#define WG_EPI_HELD 1
 #endif
 
 // GemmJob is 28 64-bit words; the Go side (gpu/gemm.go) writes the same layout.
@@ -267,8 +268,10 @@ __device__ __forceinline__ void mmaEpilogue(const GemmJob& j, const GemmTile& t,
     // rows, so it is read where it is used rather than held for the
     // whole band, which keeps NI·2 registers free. ptxas then spills
     // nothing in bf16's wgmma128 (480 bytes of spill stores and 1,012 of
-    // loads with the biases held: WG_EPI_HELD, DQNFLOW_WGMMA_EPILOGUE=held)
-    // and 12 bytes in fp32's (444 and 976). The same values are stored.
+    // loads with the biases held, WG_EPI_HELD, the default) and 12 bytes
+    // in fp32's (444 and 976). The same values are stored. Measured
+    // slower than the held epilogue on an H100, 0-5 % a step (ADR 0024):
+    // only DQNFLOW_WGMMA_EPILOGUE=lean compiles it.
     constexpr bool biased = EPI == EPI_BIAS || EPI == EPI_BIAS_RELU;
     const long long m0 = t.m0 + wm + g;
     const bool full = vec && t.m0 + wm + 16 <= j.M && t.n0 + wn + NI * 8 <= j.N;

@@ -301,10 +301,10 @@ fi
 # three batches in bf16-mixed and fp32 with DQNFLOW_WGMMA_DX off (the
 # default until this part has run), fill (moved where the moved launch
 # fills the GPU) and on (moved wherever they fit; not at 16384, where fill
-# moves them all), and the wgmma epilogue of before ADR 0024
-# (DQNFLOW_WGMMA_EPILOGUE=held, its biases held in registers: ptxas
-# spilled) beside off, the default's lean one; batch 16384 a second
-# round, same call.
+# moves them all), and ADR 0024's lean wgmma epilogue
+# (DQNFLOW_WGMMA_EPILOGUE=lean: no spills) beside off, the default's,
+# whose biases are held in registers; batch 16384 a second round, same
+# call.
 if has wgdx; then
   step wgdx-tests 300 env DQNFLOW_WGMMA_DX=fill bin/gputest/gpu.test -test.run 'TestWGMMAInputGradientsMatchMMA|TestGEMMMatchesFloat64|TestWGMMATrainsLikeMMA|TestGEMMVariantsTrainTheSameBits' -test.count=1 -test.v
   grep -E "^(--- |ok|FAIL|PASS)|wgmma against|differ|outside" "$LOGS/wgdx-tests.log" | head -60 >>"$OUT/summary.txt"
@@ -320,15 +320,15 @@ if has wgdx; then
     for b in 256 4096 16384; do
       [ "$round" = 2 ] && [ "$b" != 16384 ] && continue
       for p in bf16-mixed fp32; do
-        for v in off fill on held; do
+        for v in off fill on lean; do
           [ "$v" = on ] && [ "$b" = 16384 ] && continue
           tag="wgdx-$v-$p-$b-$round"
-          if [ "$v" = held ]; then
-            step "$tag" 120 env DQNFLOW_WGMMA_EPILOGUE=held bin/gputest/dqnflow bench --device cuda --precision "$p" --batch "$b" --steps 300 --json --profile
+          if [ "$v" = lean ]; then
+            step "$tag" 120 env DQNFLOW_WGMMA_EPILOGUE=lean bin/gputest/dqnflow bench --device cuda --precision "$p" --batch "$b" --steps 300 --json --profile
           else
             step "$tag" 90 env DQNFLOW_WGMMA_DX=$v bin/gputest/dqnflow bench --device cuda --precision "$p" --batch "$b" --steps 300 --json --profile
           fi
-          echo -n "$v ($([ "$v" = held ] && echo DQNFLOW_WGMMA_EPILOGUE || echo DQNFLOW_WGMMA_DX)), $p batch $b round $round: " >>"$OUT/summary.txt"
+          echo -n "$v ($([ "$v" = lean ] && echo DQNFLOW_WGMMA_EPILOGUE || echo DQNFLOW_WGMMA_DX)), $p batch $b round $round: " >>"$OUT/summary.txt"
           grep -E '"(ms_per_step|launches|gemm_tflop_s)"' "$LOGS/$tag.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
         done
       done
