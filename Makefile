@@ -8,7 +8,7 @@ VERSITYGW := $(BIN)/versitygw
 # otherwise; `make run` uses DATABASE_URL or the local `postgres` database.
 TEST_DATABASE_URL := $(or $(DATABASE_URL),postgres://postgres@127.0.0.1:5432/test?sslmode=disable)
 
-.PHONY: gpu-binaries all build cross run test test-sm90a test-short lint bench bench-temporal learn-check record-history temporal versitygw clean fuzz-short fuzz chaos vulncheck vulndb vulncheck-devserver vulncheck-test
+.PHONY: gpu-binaries carry-check all build cross run test test-sm90a test-short lint bench bench-temporal learn-check record-history temporal versitygw clean fuzz-short fuzz chaos vulncheck vulndb vulncheck-devserver vulncheck-test
 
 all: build
 
@@ -114,6 +114,7 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags chaos ./e2e
+	@out=$$(git ls-files 'docs/perf/learning-*/*.json' 'docs/perf/learning-*/*.log'); if [ -n "$$out" ]; then echo "raw learning output committed unpacked (tools/pack-raw.sh, docs/perf/README.md):"; echo "$$out" | head; exit 1; fi
 
 ## bench: CPU trainer throughput on gonum and on the machine's BLAS (auto), with the PyTorch CPU reference beside it when python3 has torch; the Go benchmarks
 bench: build
@@ -148,3 +149,8 @@ gpu-binaries:
 	# xz: the six binaries must travel with the working tree in 64 MiB (xz: about 42 MB, 2.3 MB of it the market test binary)
 	rm -f $(BIN)/gputest.tgz
 	tar cJf $(BIN)/gputest.txz -C $(BIN) gputest
+	tools/device/carry-check.sh $(BIN)/gputest.txz
+
+## carry-check: whether the tracked tree and bin/gputest.txz fit a device call (64 MiB); tools/pack-raw.sh packs raw output
+carry-check:
+	tools/device/carry-check.sh

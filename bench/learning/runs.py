@@ -1,18 +1,27 @@
 """runs.py: the reports of one run.sh output directory, for the summary scripts."""
-import json, os, re
+import json, lzma, os, re
+
+
+def load(path):
+    """The JSON at path, read through xz where the name ends in .xz
+    (tools/pack-raw.sh packs committed raw output that way)."""
+    opener = lzma.open if path.endswith(".xz") else open
+    with opener(path, "rt") as f:
+        return json.load(f)
 
 
 def reports(d, pattern):
-    """(match, report) of every DIR/NAME.json whose NAME.json fully matches
-    the regular expression pattern, in name order; a file that does not
-    parse (a run still going, or one that failed) is left out."""
+    """(match, report) of every DIR/NAME.json (or NAME.json.xz) whose
+    NAME.json fully matches the regular expression pattern, in name order;
+    a file that does not parse (a run still going, or one that failed) is
+    left out."""
     for f in sorted(os.listdir(d)):
-        m = re.fullmatch(pattern, f)
+        m = re.fullmatch(pattern, f.removesuffix(".xz"))
         if not m:
             continue
         try:
-            r = json.load(open(os.path.join(d, f)))
-        except (ValueError, OSError):
+            r = load(os.path.join(d, f))
+        except (ValueError, OSError, EOFError, lzma.LZMAError):
             continue
         yield m, r
 

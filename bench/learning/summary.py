@@ -1,19 +1,21 @@
 #!/usr/bin/env python3
-"""summary.py DIR...: one Markdown row per run of run.sh (NAME.json, NAME.time):
+"""summary.py DIR...: one Markdown row per run of run.sh (NAME.json or NAME.json.xz, NAME.time):
 the checkpoint validation picked, its validation Sharpe and its test-range
 metrics beside buy-and-hold."""
-import json, os, sys
+import lzma, os, sys
+
+from runs import load
 
 print("| run | best / ran | valid Sharpe | test Sharpe | test return | max DD | trades | turnover | exposure | B&H Sharpe | B&H DD | wall s |")
 print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 for d in sys.argv[1:]:
     for f in sorted(os.listdir(d)):
-        if not f.endswith(".json"):
+        if not f.endswith((".json", ".json.xz")):
             continue
-        name = f[:-5]
+        name = f.removesuffix(".xz")[:-5]
         try:
-            r = json.load(open(os.path.join(d, f)))
-        except (ValueError, OSError):
+            r = load(os.path.join(d, f))
+        except (ValueError, OSError, EOFError, lzma.LZMAError):
             print(f"| {name} | (no report: run stopped or failed) |" + " |" * 10)
             continue
         t, v, b = r["test"], r["validation"], r["test"]["buy_and_hold"]
