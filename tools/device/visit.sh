@@ -4,7 +4,7 @@
 # binaries in bin/, carried to the device machine, which has no Go).
 #   bash tools/device/visit.sh [PARTS]
 # PARTS is a comma-separated list of: tests (binding, GPU, device-slot and
-# real-activity workflow tests), bench (our benchmarks), pytorch (the
+# real-activity workflow tests, and sanitize-step), bench (our benchmarks), pytorch (the
 # PyTorch reference), pytorch-autotune (its max-autotune variant beside its
 # best, with a budget of their own), cpu (the CPU backend against PyTorch on 2 cores), ncu
 # (hardware counters of the step's kernels), sanitize (compute-sanitizer),
@@ -52,6 +52,10 @@ case $MODE in
   full) MODE=tests,bench,pytorch,epoch,cpu,ncu,sanitize,parity ;;
 esac
 has() { [[ ",$MODE," == *",$1,"* ]]; }
+# Every visit that runs the tests tries the sanitizers on the training
+# step too (part sanitize-step, about 20 s), and says so where the machine
+# has no compute-sanitizer or refuses it.
+if has tests && ! has sanitize-step; then MODE=$MODE,sanitize-step; fi
 OUT=${OUT:-/tmp/visit-out}
 LOGS=/tmp/visit-logs
 rm -rf "$LOGS"
