@@ -2,6 +2,11 @@
 import json, lzma, os, re
 
 
+# LOAD_ERRORS are what load raises for a report that is not whole (a run
+# still going, one that failed, a truncated archive).
+LOAD_ERRORS = (ValueError, OSError, EOFError, lzma.LZMAError)
+
+
 def load(path):
     """The JSON at path, read through xz where the name ends in .xz
     (tools/pack-raw.sh packs committed raw output that way)."""
@@ -21,7 +26,7 @@ def reports(d, pattern):
             continue
         try:
             r = load(os.path.join(d, f))
-        except (ValueError, OSError, EOFError, lzma.LZMAError):
+        except LOAD_ERRORS:
             continue
         yield m, r
 

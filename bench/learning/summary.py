@@ -2,9 +2,9 @@
 """summary.py DIR...: one Markdown row per run of run.sh (NAME.json or NAME.json.xz, NAME.time):
 the checkpoint validation picked, its validation Sharpe and its test-range
 metrics beside buy-and-hold."""
-import lzma, os, sys
+import os, sys
 
-from runs import load
+from runs import LOAD_ERRORS, load
 
 print("| run | best / ran | valid Sharpe | test Sharpe | test return | max DD | trades | turnover | exposure | B&H Sharpe | B&H DD | wall s |")
 print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
@@ -15,7 +15,7 @@ for d in sys.argv[1:]:
         name = f.removesuffix(".xz")[:-5]
         try:
             r = load(os.path.join(d, f))
-        except (ValueError, OSError, EOFError, lzma.LZMAError):
+        except LOAD_ERRORS:
             print(f"| {name} | (no report: run stopped or failed) |" + " |" * 10)
             continue
         t, v, b = r["test"], r["validation"], r["test"]["buy_and_hold"]
