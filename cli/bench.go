@@ -55,6 +55,9 @@ type benchResult struct {
 	// Launches says how the kernels of the CUDA training graph follow each
 	// other: "programmatic dependent", or "serial: " and why.
 	Launches string `json:"launches,omitempty"`
+	// Spectral says where the CUDA training graph runs the spectral step's
+	// power iteration: on its own branch or on the main stream (ADR 0025).
+	Spectral string `json:"spectral,omitempty"`
 	// SelfCheck is the backend's measured precision check.
 	SelfCheck string `json:"self_check,omitempty"`
 	// Kernels is the device time of each launch of a step (CUDA only).
@@ -178,6 +181,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		res.GEMMTFLOPs = gpu.GEMMFlops(model.Layers(cfg.Model), cfg.BatchSize) / (res.MsPerStep * 1e-3) / 1e12
 		res.Forward = g.ForwardPath()
 		res.Launches = g.Launches()
+		res.Spectral = g.SpectralSchedule()
 		if *profile {
 			if res.Kernels, err = g.ProfileStep(20); err != nil {
 				return err

@@ -69,13 +69,19 @@ type learner struct {
 	gwTLen int
 	stream cuda.Stream
 	// side runs the priority update beside AdamW in the captured training
-	// step, forked and joined by the events fork and join (captureFork).
-	side       cuda.Stream
-	fork, join cuda.Event
+	// step, forked and joined by the events fork and join (captureFork);
+	// early runs the spectral step's power iteration beside the sampling,
+	// the forward and the backward passes, forked by earlyFork at the
+	// step's start and joined by earlyJoin before AdamW (ADR 0025).
+	side, early          cuda.Stream
+	fork, join           cuda.Event
+	earlyFork, earlyJoin cuda.Event
 	mem        arena
 
 	online, target        netBufs
 	grad, adamM, adamV, u cuda.DevPtr
+	uNext                 cuda.DevPtr // the spectral step's new u, which AdamW commits (kernels spectral, adamw)
+	uLen                  int         // elements of u: the weight matrices' rows
 	stag                  cuda.DevPtr // [2·adamBlocks]uint64: per block of kernel adamw, Adam terms ≠ 0 and stores that absorbed them
 	st, partial, z        cuda.DevPtr
 	lossHist, normHist    cuda.DevPtr
@@ -138,6 +144,15 @@ func newLearner(c *cuda.Ctx, d *gpuDevice, m config.ModelConfig, o config.OptimC
 	if l.join, err = c.NewOrderEvent(); err != nil {
 		return fail(err)
 	}
+	if l.early, err = c.NewStream(); err != nil {
+		return fail(err)
+	}
+	if l.earlyFork, err = c.NewOrderEvent(); err != nil {
+		return fail(err)
+	}
+	if l.earlyJoin, err = c.NewOrderEvent(); err != nil {
+		return fail(err)
+	}
 	alloc := func(bytes int) cuda.DevPtr {
 		if err != nil {
 			return 0
@@ -161,6 +176,7 @@ func newLearner(c *cuda.Ctx, d *gpuDevice, m config.ModelConfig, o config.OptimC
 		uLen += ly.Out
 	}
 	l.grad, l.adamM, l.adamV, l.u = alloc(4*np), alloc(4*np), alloc(4*np), alloc(4*uLen)
+	l.uNext, l.uLen = alloc(4*uLen), uLen
 	l.specScale = alloc(4 * model.NumLayers)
 	l.stag = alloc(16 * adamBlocks(np))
 	l.st, l.partial, l.z = alloc(stBytes), alloc(8*normBlocks), alloc(4*m.Atoms)
@@ -470,7 +486,7 @@ func (l *learner) free(c *cuda.Ctx) error {
 	if err := l.mem.free(c); err != nil && first == nil {
 		first = err
 	}
-	for _, e := range []*cuda.Event{&l.fork, &l.join} {
+	for _, e := range []*cuda.Event{&l.fork, &l.join, &l.earlyFork, &l.earlyJoin} {
 		if *e != 0 {
 			if err := c.DestroyEvent(*e); err != nil && first == nil {
 				first = err
@@ -478,7 +494,7 @@ func (l *learner) free(c *cuda.Ctx) error {
 			*e = 0
 		}
 	}
-	for _, s := range []*cuda.Stream{&l.side, &l.stream} {
+	for _, s := range []*cuda.Stream{&l.side, &l.early, &l.stream} {
 		if *s != 0 {
 			if err := c.DestroyStream(*s); err != nil && first == nil {
 				first = err

@@ -259,3 +259,13 @@ func (t *Trainer) ForwardPath() string {
 // other: "programmatic dependent", or "serial: " and why
 // (dependentLaunches).
 func (t *Trainer) Launches() string { return t.l.d.launch.desc }
+
+// SpectralSchedule says where the training graph runs the spectral step's
+// power iteration (ADR 0025): on a branch of its own from the step's start
+// (the default), or on the main stream before AdamW.
+func (t *Trainer) SpectralSchedule() string {
+	if spectralBranch {
+		return "branch from the step's start"
+	}
+	return "main stream before AdamW: DQNFLOW_SPECTRAL_BRANCH=off"
+}

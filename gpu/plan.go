@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 
@@ -361,10 +362,11 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 		sr = 1
 	}
 	aw.ptr(l.stag).i64(int64(l.fullFlag())).i64(sr).i64(int64(l.seed))
+	aw.ptr(l.uNext).ptr(l.u).i64(int64(l.uLen))
 	adamP := upload(aw)
 	p.adamL = launch{name: "adamw", f: l.k.fn["adamw"], grid: dim(adamBlocks(l.np)), block: dim(256), args: []any{adamP, l.st}}
 	p.specL = launch{name: "spectral", f: l.k.fn["spectral"], grid: dim(model.NumLayers), block: dim(1024), shared: l.specShared,
-		args: []any{l.online.p, l.u, l.specSegs, o.SpectralBound, l.specScale, l.st, l.fullFlag()}}
+		args: []any{l.online.p, l.u, l.uNext, l.specSegs, o.SpectralBound, l.specScale, l.st, l.fullFlag()}}
 	if err := bt.err; err != nil {
 		return nil, err
 	}
@@ -480,31 +482,63 @@ func (l *learner) gradientLaunches(p *stepPlan, loss launch) []launch {
 	return append(ls, p.reduceL, p.normL)
 }
 
-// updateLaunches are the steps after the gradient: AdamW, the spectral
-// step (which also counts the step) and the refresh of the online copies.
+// updateLaunches are the steps after the gradient and the spectral step's
+// power iteration (p.specL, which reads the weights before the update):
+// AdamW, which commits the new u, and the refresh of the online copies,
+// which applies the spectral factors and counts the step.
 func (l *learner) updateLaunches(p *stepPlan) []launch {
-	return []launch{p.adamL, p.specL, l.specRefresh}
+	return []launch{p.adamL, l.specRefresh}
 }
 
 // trainLaunches is one whole training step from the replay buffer, in
 // the order of its dependencies (trainParts, then the priority update).
 func (l *learner) trainLaunches(p *stepPlan) []launch {
-	grad, update, prio := l.trainParts(p)
-	return append(append(grad, update...), prio...)
+	early, grad, update, prio := l.trainParts(p)
+	return append(append(append(grad, early...), update...), prio...)
 }
 
 // trainParts splits a training step from the replay buffer where its
-// graph forks: the sampling, the gradient and its norm (grad); then AdamW,
-// the spectral step and the refresh (update) beside the priority update
-// (prio), which needs only the per-sample losses and the loss, and which
-// the next step's sampling waits for. prio_claim and prio_set read the
-// step number that grad_norm copies (StepState.tc) while the spectral step
-// advances t, and they skip a step whose loss is not finite themselves.
-// A step whose loss is finite but whose gradient norm is not (it stops
-// the run with ErrNonFinite) may or may not have updated the priorities.
-func (l *learner) trainParts(p *stepPlan) (grad, update, prio []launch) {
+// graph forks:
+//   - early: the spectral step's power iteration, which reads only the
+//     weights before the update and u, so it runs from the step's start
+//     beside the rest, joined before AdamW (ADR 0025); empty where
+//     DQNFLOW_SPECTRAL_BRANCH=off puts it into grad, last;
+//   - grad: the sampling, the gradient and its norm;
+//   - update: AdamW and the refresh, beside
+//   - prio: the priority update, which needs only the per-sample losses and
+//     the loss, and which the next step's sampling waits for. prio_claim
+//     and prio_set read the step number that grad_norm copies
+//     (StepState.tc) while the refresh advances t, and they skip a step
+//     whose loss is not finite themselves. A step whose loss is finite but
+//     whose gradient norm is not (it stops the run with ErrNonFinite) may
+//     or may not have updated the priorities.
+func (l *learner) trainParts(p *stepPlan) (early, grad, update, prio []launch) {
 	grad = append([]launch{p.sampleL}, l.gradientLaunches(p, p.lossSampled)...)
-	return grad, l.updateLaunches(p), p.prioL
+	if spectralBranch {
+		early = []launch{p.specL}
+	} else {
+		grad = append(grad, p.specL)
+	}
+	return early, grad, l.updateLaunches(p), p.prioL
+}
+
+// spectralBranch is whether the captured training step runs the spectral
+// step's power iteration on a branch of its own from the step's start (the
+// default) or on the main stream right before AdamW
+// (DQNFLOW_SPECTRAL_BRANCH=off, for the comparison of ADR 0025): the same
+// kernels and the same bits either way. Another value (spectralBranchErr)
+// fails every device open.
+var spectralBranch, spectralBranchErr = parseSpectralBranch(os.Getenv("DQNFLOW_SPECTRAL_BRANCH"))
+
+// parseSpectralBranch reads DQNFLOW_SPECTRAL_BRANCH.
+func parseSpectralBranch(v string) (bool, error) {
+	switch v {
+	case "", "on":
+		return true, nil
+	case "off":
+		return false, nil
+	}
+	return true, fmt.Errorf("DQNFLOW_SPECTRAL_BRANCH %q: must be on (the default), off or unset", v)
 }
 
 func (l *learner) runAll(c *cuda.Ctx, ls []launch) error {
@@ -524,8 +558,9 @@ func (l *learner) captureStep(c *cuda.Ctx, p *stepPlan) (cuda.GraphExec, error) 
 	if err := c.Sync(l.stream); err != nil {
 		return 0, err
 	}
-	grad, update, prio := l.trainParts(p)
-	x, err := captureFork(c, l.d.launch.dependent, l.stream, l.side, l.fork, l.join, grad, update, prio)
+	early, grad, update, prio := l.trainParts(p)
+	x, err := captureFork(c, l.d.launch.dependent, forkStreams{l.stream, l.side, l.early},
+		forkEvents{l.fork, l.join, l.earlyFork, l.earlyJoin}, early, grad, update, prio)
 	if err != nil {
 		return 0, err
 	}
@@ -533,44 +568,76 @@ func (l *learner) captureStep(c *cuda.Ctx, p *stepPlan) (cuda.GraphExec, error) 
 	return x, nil
 }
 
-// captureFork captures before on stream s, then after on s beside branch
-// on stream side (forked by event fork, joined by event join before the
-// graph ends), as one CUDA graph, and instantiates it. With dependent set
-// every launch is a programmatic dependent of the one before it on its
-// stream (launchMode.dependent): the graph holds kernels only, so every edge is
-// between two kernels.
-func captureFork(c *cuda.Ctx, dependent bool, s, side cuda.Stream, fork, join cuda.Event, before, after, branch []launch) (cuda.GraphExec, error) {
-	if err := c.BeginCapture(s); err != nil {
+// forkStreams are captureFork's streams: main, the branch beside the
+// update (side) and the branch from the start (early).
+type forkStreams struct{ main, side, early cuda.Stream }
+
+// forkEvents are captureFork's events: fork and join of the side branch,
+// and of the early one.
+type forkEvents struct{ fork, join, earlyFork, earlyJoin cuda.Event }
+
+// captureFork captures one CUDA graph, and instantiates it, of three
+// branches: early on stream ev.early from the graph's start (forked by
+// earlyFork), before then after on the main stream, after waiting for
+// early (earlyJoin), and branch on the side stream beside after (forked
+// by fork once before is queued, joined by join before the graph ends).
+// With dependent set every launch is a programmatic dependent of the one
+// before it on its stream (launchMode.dependent), early's first excepted,
+// which has none: the graph holds kernels only, so every edge is between
+// two kernels. An empty early adds no branch.
+func captureFork(c *cuda.Ctx, dependent bool, s forkStreams, ev forkEvents, early, before, after, branch []launch) (cuda.GraphExec, error) {
+	if err := c.BeginCapture(s.main); err != nil {
 		return 0, err
 	}
 	runErr := func() error {
-		for i := range before {
-			if err := before[i].runIn(c, s, dependent); err != nil {
+		if len(early) > 0 {
+			if err := c.Record(ev.earlyFork, s.main); err != nil {
+				return err
+			}
+			if err := c.WaitEvent(s.early, ev.earlyFork); err != nil {
+				return err
+			}
+			for i := range early {
+				if err := early[i].runIn(c, s.early, dependent && i > 0); err != nil {
+					return err
+				}
+			}
+			if err := c.Record(ev.earlyJoin, s.early); err != nil {
 				return err
 			}
 		}
-		if err := c.Record(fork, s); err != nil {
+		for i := range before {
+			if err := before[i].runIn(c, s.main, dependent); err != nil {
+				return err
+			}
+		}
+		if err := c.Record(ev.fork, s.main); err != nil {
 			return err
 		}
-		if err := c.WaitEvent(side, fork); err != nil {
+		if err := c.WaitEvent(s.side, ev.fork); err != nil {
 			return err
 		}
 		for i := range branch {
-			if err := branch[i].runIn(c, side, dependent); err != nil {
+			if err := branch[i].runIn(c, s.side, dependent); err != nil {
 				return err
 			}
 		}
-		if err := c.Record(join, side); err != nil {
+		if err := c.Record(ev.join, s.side); err != nil {
 			return err
 		}
-		for i := range after {
-			if err := after[i].runIn(c, s, dependent); err != nil {
+		if len(early) > 0 {
+			if err := c.WaitEvent(s.main, ev.earlyJoin); err != nil {
 				return err
 			}
 		}
-		return c.WaitEvent(s, join)
+		for i := range after {
+			if err := after[i].runIn(c, s.main, dependent); err != nil {
+				return err
+			}
+		}
+		return c.WaitEvent(s.main, ev.join)
 	}()
-	return endCapture(c, s, runErr)
+	return endCapture(c, s.main, runErr)
 }
 
 // capture records launches on stream s as one CUDA graph and instantiates

@@ -54,3 +54,18 @@ func TestLossSlotsIsChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestSpectralBranchSettingIsChecked: DQNFLOW_SPECTRAL_BRANCH takes on (or
+// nothing) and off, and names itself when it refuses a value.
+func TestSpectralBranchSettingIsChecked(t *testing.T) {
+	for v, want := range map[string]bool{"": true, "on": true, "off": false} {
+		if got, err := parseSpectralBranch(v); err != nil || got != want {
+			t.Errorf("parseSpectralBranch(%q) = %v, %v; want %v", v, got, err, want)
+		}
+	}
+	for _, v := range []string{"On", "serial", "0"} {
+		if _, err := parseSpectralBranch(v); err == nil || !strings.Contains(err.Error(), "DQNFLOW_SPECTRAL_BRANCH") {
+			t.Errorf("parseSpectralBranch(%q) = %v; want an error naming DQNFLOW_SPECTRAL_BRANCH", v, err)
+		}
+	}
+}

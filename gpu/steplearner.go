@@ -147,7 +147,7 @@ func (s *StepLearner) gradient(c *cuda.Ctx, b *model.Batch, update bool) (*stepP
 	}
 	ls := s.l.gradientLaunches(p, p.lossGiven)
 	if update {
-		ls = append(ls, s.l.updateLaunches(p)...)
+		ls = append(append(ls, p.specL), s.l.updateLaunches(p)...)
 	}
 	if err := s.l.runAll(c, ls); err != nil {
 		return nil, 0, nil, err

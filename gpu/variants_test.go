@@ -217,3 +217,42 @@ func f32s(b []byte) []float32 {
 	}
 	return out
 }
+
+// TestSpectralBranchTrainsTheSameBits trains the default network with the
+// spectral step's power iteration on its own branch of the step's graph,
+// beside the sampling, the forward and the backward passes (the default,
+// ADR 0025), and on the main stream right before AdamW
+// (DQNFLOW_SPECTRAL_BRANCH=off): the same kernels on the same inputs, so
+// every tensor must be the same bits. A race between the branch and the
+// main stream (the power iteration reading weights that AdamW writes, or
+// AdamW committing u before the branch wrote it) would show here.
+func TestSpectralBranchTrainsTheSameBits(t *testing.T) {
+	b, err := NewBackend(0)
+	if err != nil {
+		SkipWithoutGPU(t, err)
+	}
+	saved := spectralBranch
+	defer func() { spectralBranch = saved }()
+	for _, precision := range []string{config.PrecisionFP32, config.PrecisionBF16Mixed} {
+		var got [2]map[string][]byte
+		for i, branch := range []bool{true, false} {
+			spectralBranch = branch
+			if got[i], _, err = trainBatch4096(b, precision); err != nil {
+				t.Fatalf("%s, branch %v: %v", precision, branch, err)
+			}
+		}
+		diff := 0
+		for k, want := range got[1] {
+			if string(got[0][k]) != string(want) {
+				diff++
+				if diff <= 5 {
+					t.Errorf("%s: tensor %s differs between the branch and the main stream", precision, k)
+				}
+			}
+		}
+		if len(got[0]) != len(got[1]) || len(got[0]) == 0 {
+			t.Errorf("%s: %d and %d tensors", precision, len(got[0]), len(got[1]))
+		}
+		t.Logf("%s: %d of %d tensors differ between the spectral branch and the main stream", precision, diff, len(got[1]))
+	}
+}

@@ -635,7 +635,9 @@ def checks(torch, dqn, cfg, dev, args):
             for gi in range(dqn.NUM_HEADS))
         out["loss_after_5_steps"] = float(L.last_loss)
         out["grad_norm_step_5"] = float(L.last_norm)
-        # The spectral bound holds after a step: σ estimates ≤ bound (+ rounding).
+        # The largest singular values after 5 steps: the bound scales the updated
+        # weights by σ taken before the update (ADR 0025), so it holds within one
+        # AdamW step (reported, not checked).
         sig = []
         with torch.no_grad():
             for wgrp in L.online.spectral_groups():

@@ -513,36 +513,50 @@ class Learner(nn.Module):
         return norm
 
     @torch.no_grad()
-    def spectral(self):
-        """One power iteration per weight matrix and W ← W·bound/σ when
-        σ > bound (spectral.go spectralStep), the ten matrices in four
-        batched groups:
+    def power(self):
+        """One power iteration per weight matrix on the weights the gradient
+        was taken at (spectral.go powerStep), the ten matrices in four
+        batched groups; returns σ per group, for bound() after AdamW
+        (ADR 0025: the Go step takes σ before the update and scales the
+        weights AdamW leaves):
 
-          v = Wᵀu / ‖Wᵀu‖,  Wv,  σ = ‖Wv‖,  u ← Wv/σ (kept when σ = 0),
-          W ← W·min(1, bound/σ)
+          v = Wᵀu / ‖Wᵀu‖,  Wv,  σ = ‖Wv‖,  u ← Wv/σ (kept when σ = 0)
 
-        Go also keeps u and W when Wᵀu is zero or a norm is not finite; here
-        a zero Wᵀu gives σ = 0 (same outcome), and non-finite weights, which
+        Go also keeps u when Wᵀu is zero or a norm is not finite; here a
+        zero Wᵀu gives σ = 0 (same outcome), and non-finite weights, which
         Go's Step refuses earlier as a non-finite loss, are not guarded."""
-        bound = self.c.spectral_bound
-        if bound <= 0:
-            return
+        if self.c.spectral_bound <= 0:
+            return None
         tiny = 1e-30
         us = [self.u0, self.u1, self.u2, self.u3]
+        sigmas = []
         for w, u in zip(self.online.spectral_groups(), us):
             v = torch.bmm(u.unsqueeze(1), w).squeeze(1)  # Wᵀu, [G, in]
             v = v / torch.linalg.vector_norm(v, dim=1, keepdim=True).clamp_min(tiny)
             wv = torch.bmm(w, v.unsqueeze(2)).squeeze(2)  # W v, [G, out]
             sigma = torch.linalg.vector_norm(wv, dim=1, keepdim=True)
             u.copy_(torch.where(sigma > 0, wv / sigma.clamp_min(tiny), u))
+            sigmas.append(sigma)
+        return sigmas
+
+    @torch.no_grad()
+    def bound(self, sigmas):
+        """W ← W·min(1, bound/σ) with the σ that power() took before the
+        update (spectral.go boundScale)."""
+        if sigmas is None:
+            return
+        bound = self.c.spectral_bound
+        for w, sigma in zip(self.online.spectral_groups(), sigmas):
             w.mul_((bound / sigma).clamp(max=1.0).unsqueeze(-1))  # σ = 0: inf → 1
 
     @torch.no_grad()
     def update(self, per_sample, idx):
-        """Everything after backward: clip, AdamW, spectral step, priorities."""
+        """Everything after backward: clip, the power iteration on the
+        weights before the update, AdamW, the spectral bound, priorities."""
         norm = self.clip()
+        sigmas = self.power()
         self.opt.step()
-        self.spectral()
+        self.bound(sigmas)
         self.replay.update(idx, per_sample)
         self.steps.add_(1)
         self.last_norm.copy_(norm)

@@ -192,6 +192,9 @@ struct AdamArgs {
   long long full;           // precision bf16: store m, v and p as bf16 values
   long long sr;             // with full: round p stochastically (srBits(seed, t, i))
   unsigned long long seed;  // the run's seed
+  const float* unext;       // the spectral step's new left vectors (kernel spectral)
+  float* u;                 // the left vectors the state keeps: u ← unext unless the step aborts
+  long long nu;             // their length, the sum of the weight matrices' rows
 };
 
 // adamw: global norm ‖g‖ = √(Σ partials in order); if clip > 0 and ‖g‖ >
@@ -203,7 +206,9 @@ struct AdamArgs {
 // (trainer/cpu/optim.go storedAdamW). Every step counts its stagnation
 // into stag: updates whose Adam term lr·m̂/(√v̂ + ε) is not zero, and those
 // after which the stored p is the old one, a pair of counters per block
-// (integers, so the counts are exact and order-free).
+// (integers, so the counts are exact and order-free). A step that does not
+// abort also commits the spectral step's new left vectors, u ← unext
+// (kernel spectral, which ran on the weights before this update).
 //
 // Block b updates the ADAM_PER_BLOCK parameters from b·ADAM_PER_BLOCK,
 // ADAM_PER_THREAD per thread a block's width apart (coalesced, and
@@ -258,6 +263,8 @@ extern "C" __global__ void __launch_bounds__(ADAM_THREADS) adamw(const AdamArgs*
     a.lossHist[st->local] = loss;
     a.normHist[st->local] = (float)norm;
   }
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < a.nu; i += (long long)gridDim.x * blockDim.x)
+    a.u[i] = a.unext[i];
   const bool clipping = a.clip > 0 && norm > a.clip;
   const float c = (float)(a.clip / norm);
   const float b1 = (float)a.beta1, c1 = (float)(1 - a.beta1);
@@ -331,32 +338,41 @@ struct SpecSeg {
 };
 
 // spectral: one power iteration per weight matrix, one block of 1024
-// threads each (formula at trainer/cpu/spectral.go spectralStep):
+// threads each (formulas at trainer/cpu/spectral.go powerStep and
+// boundScale):
 //
-//   v ← Wᵀu/‖Wᵀu‖,  u ← Wv/‖Wv‖,  σ = ‖Wv‖,  W ← W·float(bound/σ) when σ > bound
+//   v ← Wᵀu/‖Wᵀu‖,  u′ ← Wv/‖Wv‖,  σ = ‖Wv‖,  and later W ← W·float(bound/σ) when σ > bound
 //
-// The last line is left to the refresh that follows in the step: scale[i]
-// receives float(bound/σ) or 1 for matrix i. Wᵀu is summed per warp over rows w, w+32, … and the 32 warp parts are
+// on the weights p before the step's AdamW (ADR 0025): in the training
+// graph it runs on a branch of its own beside the sampling, the forward
+// and the backward passes, joined before AdamW. It writes u′ to un, never
+// to u, which it reads: AdamW commits u ← un when the step does not abort,
+// so an aborted step leaves the state as it was. A matrix whose Wᵀu or Wv
+// is zero or not finite gets u′ = u. The last line is left to the refresh
+// that follows AdamW: scale[i] receives float(bound/σ) or 1 for matrix i.
+// Wᵀu is summed per warp over rows w, w+32, … and the 32 warp parts are
 // added in warp order; Wv is one warp per row; norms are summed in float64
-// by blockSumD. Every order is fixed, so the step is bit-reproducible.
-// Block 0 then counts the step (st->t, st->local).
+// by blockSumD. Every order is fixed, so the step is bit-reproducible. The
+// refresh counts the step (st->t, st->local).
 // Dynamic shared memory: (max cols + max rows) floats.
 #define SPEC_THREADS 1024
 #define SPEC_COLS 256 // columns of Wᵀu per pass
 
-// With full (precision bf16) u is stored rounded to the nearest bf16.
-extern "C" __global__ void __launch_bounds__(SPEC_THREADS) spectral(const float* p, float* u, const SpecSeg* segs, double bound,
-                                                                   float* scale, StepState* st, int full) {
+// With full (precision bf16) u′ is stored rounded to the nearest bf16.
+extern "C" __global__ void __launch_bounds__(SPEC_THREADS) spectral(const float* p, const float* u, float* un, const SpecSeg* segs,
+                                                                   double bound, float* scale, const StepState* st, int full) {
   pdlEnter();
   if (st->abort) return;
   extern __shared__ float sh[];
   __shared__ float part[SPEC_THREADS / 32][SPEC_COLS];
   float factor = 1.0f; // thread 0's: the factor of this matrix, 1 when unchanged
+  const SpecSeg sg = segs[blockIdx.x];
+  const float* uu = u + sg.uoff;
+  float* nu = un + sg.uoff;
+  const int rows = (int)sg.rows, cols = (int)sg.cols;
+  bool moved = false; // the same in every thread: u′ written
   if (bound > 0) {
-    const SpecSeg sg = segs[blockIdx.x];
     const float* W = p + sg.w;
-    float* uu = u + sg.uoff;
-    const int rows = (int)sg.rows, cols = (int)sg.cols;
     float* v = sh;
     float* wv = sh + cols;
     const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
@@ -406,18 +422,16 @@ extern "C" __global__ void __launch_bounds__(SPEC_THREADS) spectral(const float*
       if (sigma > 0 && finited(sigma)) {
         for (int r = threadIdx.x; r < rows; r += blockDim.x) {
           const float ur = (float)((double)wv[r] / sigma);
-          uu[r] = full ? roundBF(ur) : ur;
+          nu[r] = full ? roundBF(ur) : ur;
         }
+        moved = true;
         if (sigma > bound && threadIdx.x == 0) factor = (float)(bound / sigma);
       }
     }
   }
+  if (!moved)
+    for (int r = threadIdx.x; r < rows; r += blockDim.x) nu[r] = uu[r];
   if (threadIdx.x == 0) scale[blockIdx.x] = factor;
-  if (blockIdx.x == 0 && threadIdx.x == 0) {
-    __threadfence();
-    st->t += 1;
-    st->local += 1;
-  }
 }
 
 // One copy of the refresh: count float32 masters from p[src] to dst of
@@ -437,11 +451,17 @@ struct CopySeg {
 // a weight whose layer has a factor ≠ 1 from spectral is first scaled in
 // the masters, W ← W·factor, as the spectral step's last line (stored
 // rounded to the nearest bf16 with full, precision bf16); each element is
-// read and written by one thread only, its transposed copy included.
+// read and written by one thread only, its transposed copy included. The
+// training step's refresh (with scale) also counts the step: st->t and
+// st->local, which AdamW read before it.
 extern "C" __global__ void refresh(float* p, E* gw, float* bcat, const CopySeg* segs, const float* scale,
-                                   const StepState* st, int full) {
+                                   StepState* st, int full) {
   pdlEnter();
   if (st && st->abort) return;
+  if (scale && st && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) {
+    st->t += 1;
+    st->local += 1;
+  }
   const CopySeg sg = segs[blockIdx.y];
   float* src = p + sg.src;
   const float sc = (scale && sg.kind == 0) ? scale[sg.layer] : 1.0f;

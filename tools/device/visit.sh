@@ -15,7 +15,9 @@
 # (memcheck and racecheck of the training step in every mode), tf32wg (fp32's
 # 3xTF32 wgmma GEMMs checked and timed beside mma.sync), sanitize-gemm
 # (memcheck and racecheck of the GEMM test alone),
-# gemm (the GEMM occupancy variants side by side), pdl (the step and the
+# gemm (the GEMM occupancy variants side by side), specbranch (the step
+# with the spectral step's power iteration on its own graph branch and on
+# the main stream, ADR 0025), pdl (the step and the
 # epoch with serial and early launches beside bench's), wgmma (the step
 # and the epoch with the forward GEMMs on mma.sync beside bench's), same (the
 # parity study's seed 1 in every mode against a committed log, SAME_REF
@@ -92,7 +94,7 @@ if has tests; then
   # TestKernelsCompileForHopper runs in make test (NVRTC 11.8); here every
   # module is compiled by NVRTC 13 when it loads.
   step gpu-tests 400 bin/gputest/gpu.test -test.v -test.count=1 -test.timeout=390s -test.skip TestKernelsCompileForHopper
-  grep -E "^(--- |PASS|FAIL|ok)|tolerance|outside|wrong|: [a-z_]+ +[0-9.e-]+" "$LOGS/gpu-tests.log" | head -120 >>"$OUT/summary.txt"
+  grep -E "^(--- |PASS|FAIL|ok)|tolerance|outside|wrong|spectral branch|: [a-z_]+ +[0-9.e-]+" "$LOGS/gpu-tests.log" | head -120 >>"$OUT/summary.txt"
   grep -E "^--- FAIL" "$LOGS/gpu-tests.log" | head -30
 
   # Device slots (ADR 0007): every GPU of the host is a device of its own.
@@ -128,6 +130,27 @@ has bench && for p in bf16-mixed fp32 bf16; do
 done
 # Each profiled run's launches on one line (ms per step, then µs per kernel).
 has bench && python3 tools/device/kernels.py "$LOGS"/bench-*-256.log "$LOGS"/bench-*-16384.log >>"$OUT/summary.txt"
+
+# Part specbranch (ADR 0025): the step with the spectral step's power
+# iteration on a branch of its own from the step's start (the default) and
+# on the main stream right before AdamW (DQNFLOW_SPECTRAL_BRANCH=off): the
+# same kernels and bits (TestSpectralBranchTrainsTheSameBits), interleaved
+# in two rounds, bf16-mixed at three batches and fp32 at 256 and 16384.
+if has specbranch; then
+  for round in 1 2; do
+    for b in 256 4096 16384; do
+      for p in bf16-mixed fp32; do
+        [ "$p" = fp32 ] && [ "$b" = 4096 ] && continue
+        for v in on off; do
+          tag="specbranch-$p-$b-$v-$round"
+          step "$tag" 90 env DQNFLOW_SPECTRAL_BRANCH=$v bin/gputest/dqnflow bench --device cuda --precision "$p" --batch "$b" --steps 300 --json
+          echo -n "$p batch $b branch $v round $round: " >>"$OUT/summary.txt"
+          grep -E '"(ms_per_step|spectral)"' "$LOGS/$tag.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
+        done
+      done
+    done
+  done
+fi
 
 # Part pdl: the step with its kernels launched one after the other
 # (DQNFLOW_PDL=off) and as early programmatic dependents (early) beside

@@ -46,6 +46,7 @@ type Learner struct {
 	u      [model.NumLayers][]float32 // spectral-norm left vectors, out_i each
 	svec   []float32                  // spectral scratch: max in
 	swv    []float32                  // spectral scratch: max out
+	sigma  [model.NumLayers]float64   // the step's σ per weight matrix, from powerStep
 	rows   int                        // batch capacity of the scratch below
 	tgt    []float32                  // rows×model.NumBranches×Atoms: projected targets m
 	sample []float32                  // rows: per-sample loss
@@ -301,8 +302,13 @@ func (l *Learner) workers() int { return max(1, l.online.lib.Threads()) }
 //     loss = (1/n)·Σ_i w_i·ℓ_i; see backward for the gradient.
 //  4. ‖g‖₂ is summed in float64; if clip_norm > 0 and ‖g‖₂ > clip_norm,
 //     g ← g·float32(clip_norm/‖g‖₂).
-//  5. AdamW (see adamW), then the spectral bound (see spectralStep) on the
-//     ten weight matrices when spectral_bound > 0.
+//  5. When spectral_bound > 0, one power iteration (see powerStep) on each
+//     of the ten weight matrices as the gradient saw them, which advances u
+//     and estimates σ; then AdamW (see adamW); then each matrix whose σ
+//     exceeds the bound is scaled by float32(bound/σ) (boundScale). The
+//     power iteration reads the weights before the update, so the GPU runs
+//     it beside the forward and backward passes, off the step's critical
+//     path (ADR 0025).
 //
 // In bf16 mode the gradient is rounded to bf16 after step 3 (so the norm,
 // clipping and AdamW read bf16 values), AdamW stores moments and
@@ -325,15 +331,22 @@ func (l *Learner) Step(b *model.Batch) (StepResult, error) {
 	if c := l.opt.ClipNorm; c > 0 && norm > c {
 		scale(l.grad, float32(c/norm))
 	}
+	bound := l.opt.SpectralBound
+	if bound > 0 {
+		for i, ly := range l.online.lay {
+			l.sigma[i] = powerStep(l.online.params[ly.W:ly.B], ly.Out, ly.In, l.u[i], l.svec[:ly.In], l.swv[:ly.Out])
+			if l.online.full {
+				bf16.RoundSlice(l.u[i])
+			}
+		}
+	}
 	l.step++
 	l.applyAdamW()
-	if bound := l.opt.SpectralBound; bound > 0 {
+	if bound > 0 {
 		for i, ly := range l.online.lay {
 			w := l.online.params[ly.W:ly.B]
-			spectralStep(w, ly.Out, ly.In, l.u[i], l.svec[:ly.In], l.swv[:ly.Out], bound)
-			if l.online.full {
+			if boundScale(w, l.sigma[i], bound) && l.online.full {
 				bf16.RoundSlice(w)
-				bf16.RoundSlice(l.u[i])
 			}
 		}
 	}

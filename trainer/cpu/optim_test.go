@@ -3,8 +3,10 @@ package cpu
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
+	"github.com/dqnflow/dqnflow/bf16"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/trainer/model"
 	"gonum.org/v1/gonum/mat"
@@ -165,5 +167,71 @@ func TestSpectralEstimateMatchesSVD(t *testing.T) {
 	w, u := make([]float32, 6), []float32{1, 0}
 	if s := spectralStep(w, 2, 3, u, make([]float32, 3), make([]float32, 2), 1); s != 0 || u[0] != 1 {
 		t.Errorf("zero matrix: σ = %g, u = %v; want 0 and u unchanged", s, u)
+	}
+}
+
+// TestSpectralStepReadsTheWeightsTheGradientSaw checks the order of a
+// training step's spectral step (ADR 0025): the power iteration runs on
+// the weights before AdamW, from the stored u, and the bound scales the
+// weights AdamW left by that σ. The expected state is built from its
+// parts: a step of the same learner without the bound (AdamW alone), and
+// powerStep on the weights before it; every tensor must match bit for bit,
+// in fp32 and in bf16 (where u and the scaled weights are stored as bf16).
+// The test also checks that the order matters here: the power iteration on
+// the weights after AdamW gives another u.
+func TestSpectralStepReadsTheWeightsTheGradientSaw(t *testing.T) {
+	const bound = 0.8 // below σ of some of mediumModel's initial matrices, above others
+	for _, precision := range []string{config.PrecisionFP32, config.PrecisionBF16} {
+		o := refOptim
+		o.SpectralBound = bound
+		l := testLearner(t, mediumModel, o, precision, 7)
+		plain := refOptim
+		plain.SpectralBound = 0
+		a := testLearner(t, mediumModel, plain, precision, 7)
+		before := l.State()
+		if err := a.SetState(before); err != nil {
+			t.Fatal(err)
+		}
+		b := randomBatch(rand.New(rand.NewPCG(3, 4)), 40)
+		if _, err := a.Step(b); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Step(b); err != nil {
+			t.Fatal(err)
+		}
+		want := a.State()
+		scaled, differs := 0, false
+		for i, ly := range l.online.lay {
+			u := slices.Clone(before.U[i])
+			sigma := powerStep(before.Online[ly.W:ly.B], ly.Out, ly.In, u, make([]float32, ly.In), make([]float32, ly.Out))
+			post := slices.Clone(before.U[i])
+			powerStep(want.Online[ly.W:ly.B], ly.Out, ly.In, post, make([]float32, ly.In), make([]float32, ly.Out))
+			if l.online.full {
+				bf16.RoundSlice(u)
+				bf16.RoundSlice(post)
+			}
+			if _, same := sameBits(u, post); !same {
+				differs = true
+			}
+			w := want.Online[ly.W:ly.B]
+			if boundScale(w, sigma, bound) {
+				scaled++
+				if l.online.full {
+					bf16.RoundSlice(w)
+				}
+			}
+			if k, ok := sameBits(l.u[i], u); !ok {
+				t.Errorf("%s %s: u[%d] = %g, want %g (the power iteration on the weights before AdamW)", precision, ly.Name, k, l.u[i][k], u[k])
+			}
+		}
+		if k, ok := sameBits(l.online.params, want.Online); !ok {
+			t.Errorf("%s: parameter %d = %g, want %g (AdamW, then the bound by the σ before it)", precision, k, l.online.params[k], want.Online[k])
+		}
+		if scaled == 0 || scaled == len(l.online.lay) {
+			t.Errorf("%s: the bound scaled %d of %d matrices; the test needs some scaled and some not", precision, scaled, len(l.online.lay))
+		}
+		if !differs {
+			t.Errorf("%s: the power iteration gives the same u before and after AdamW; the test cannot tell the orders apart", precision)
+		}
 	}
 }
