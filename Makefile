@@ -8,7 +8,7 @@ VERSITYGW := $(BIN)/versitygw
 # otherwise; `make run` uses DATABASE_URL or the local `postgres` database.
 TEST_DATABASE_URL := $(or $(DATABASE_URL),postgres://postgres@127.0.0.1:5432/test?sslmode=disable)
 
-.PHONY: gpu-binaries carry-check all build cross run test test-sm90a test-short lint bench bench-temporal learn-check record-history temporal versitygw clean fuzz-short fuzz chaos vulncheck vulndb vulncheck-devserver vulncheck-test
+.PHONY: gpu-binaries crosscheck-carry carry-check all build cross run test test-sm90a test-short lint bench bench-temporal learn-check record-history temporal versitygw clean fuzz-short fuzz chaos vulncheck vulndb vulncheck-devserver vulncheck-test
 
 all: build
 
@@ -150,6 +150,15 @@ gpu-binaries:
 	rm -f $(BIN)/gputest.tgz
 	tar cJf $(BIN)/gputest.txz -C $(BIN) gputest
 	tools/device/carry-check.sh $(BIN)/gputest.txz
+
+## crosscheck-carry: what visit.sh part crosscheck carries (with part bench, specbranch or pytorch): the dqnflow binary alone and the Go reference case, packed (about 14 and 16 MB)
+crosscheck-carry:
+	mkdir -p $(BIN)/gputest
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(BIN)/gputest/dqnflow ./cmd/dqnflow
+	tar cJf $(BIN)/gputest-bench.txz -C $(BIN) gputest/dqnflow
+	$(GO) run ./bench/pytorch/refcase -out $(BIN)/refcase.safetensors
+	xz -f $(BIN)/refcase.safetensors
+	tools/device/carry-check.sh $(BIN)/gputest-bench.txz $(BIN)/refcase.safetensors.xz
 
 ## carry-check: whether the tracked tree and bin/gputest.txz fit a device call (64 MiB); tools/pack-raw.sh packs raw output
 carry-check:

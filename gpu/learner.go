@@ -76,7 +76,7 @@ type learner struct {
 	side, early          cuda.Stream
 	fork, join           cuda.Event
 	earlyFork, earlyJoin cuda.Event
-	mem        arena
+	mem                  arena
 
 	online, target        netBufs
 	grad, adamM, adamV, u cuda.DevPtr

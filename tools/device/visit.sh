@@ -15,7 +15,8 @@
 # (memcheck and racecheck of the training step in every mode), tf32wg (fp32's
 # 3xTF32 wgmma GEMMs checked and timed beside mma.sync), sanitize-gemm
 # (memcheck and racecheck of the GEMM test alone),
-# gemm (the GEMM occupancy variants side by side), specbranch (the step
+# gemm (the GEMM occupancy variants side by side), crosscheck (the PyTorch
+# reference against the Go CPU reference), specbranch (the step
 # with the spectral step's power iteration on its own graph branch and on
 # the main stream, ADR 0025), pdl (the step and the
 # epoch with serial and early launches beside bench's), wgmma (the step
@@ -79,9 +80,13 @@ finish() {
 trap finish EXIT
 # The binaries travel packed (make gpu-binaries); Python's lzma unpacks
 # them where the machine has no xz.
-if [ -f bin/gputest.txz ]; then
-  tar xJf bin/gputest.txz -C bin 2>/dev/null || python3 -c 'import tarfile; tarfile.open("bin/gputest.txz").extractall("bin")'
-fi
+# bin/gputest-bench.txz holds bin/gputest/dqnflow alone, for a visit
+# that carries something large beside it (part crosscheck).
+for a in bin/gputest.txz bin/gputest-bench.txz; do
+  if [ -f "$a" ]; then
+    tar xJf "$a" -C bin 2>/dev/null || python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall("bin")' "$a"
+  fi
+done
 log "date $(date -u +%FT%TZ) mode $MODE"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv | tee -a "$OUT/summary.txt"
 
@@ -130,6 +135,23 @@ has bench && for p in bf16-mixed fp32 bf16; do
 done
 # Each profiled run's launches on one line (ms per step, then µs per kernel).
 has bench && python3 tools/device/kernels.py "$LOGS"/bench-*-256.log "$LOGS"/bench-*-16384.log >>"$OUT/summary.txt"
+
+# Part crosscheck: the PyTorch reference (bench/pytorch/dqn.py) against
+# the Go CPU reference on the same weights and batch, in float64 on the
+# CPU and in float32 on the GPU (bench/pytorch/README.md). It needs
+# bin/refcase.safetensors.xz, written here with bin/gputest-bench.txz by
+# make crosscheck-carry (16 and 14 MB: carry those two, not the whole set).
+if has crosscheck; then
+  if [ -f bin/refcase.safetensors.xz ]; then
+    xz -dkf bin/refcase.safetensors.xz 2>/dev/null || python3 -c 'import lzma, shutil; shutil.copyfileobj(lzma.open("bin/refcase.safetensors.xz"), open("bin/refcase.safetensors", "wb"))'
+    step crosscheck-float64 300 python3 bench/pytorch/crosscheck.py bin/refcase.safetensors --device cpu --json "$OUT/crosscheck-float64.json"
+    tail -25 "$LOGS/crosscheck-float64.log" >>"$OUT/summary.txt"
+    step crosscheck-float32 300 python3 bench/pytorch/crosscheck.py bin/refcase.safetensors --dtype float32 --device cuda --json "$OUT/crosscheck-float32.json"
+    tail -25 "$LOGS/crosscheck-float32.log" >>"$OUT/summary.txt"
+  else
+    log "crosscheck: no bin/refcase.safetensors.xz carried"
+  fi
+fi
 
 # Part specbranch (ADR 0025): the step with the spectral step's power
 # iteration on a branch of its own from the step's start (the default) and
@@ -257,8 +279,10 @@ ncuStep() {
 
 # Part same: the parity study's seed 1 (fp32, bf16-mixed, bf16 and bf16
 # with stochastic rounding, 50 epochs each) against its committed log (the
-# bits of 2026-12-04: fp32's GEMMs as 3xTF32 by default changed fp32's 50
-# lines, the other 150 are those of 2026-12-03's evening log; the earlier
+# bits of 2026-12-05's fourth session, ADR 0025: the spectral step's power
+# iteration on the weights before the update changed 172 of the 200 lines;
+# before it, docs/perf/gpu-2026-12-04/same-seed1.log, where fp32's GEMMs as
+# 3xTF32 changed fp32's 50 lines of 2026-12-03's evening log; the earlier
 # logs are docs/perf/gpu-2026-12-03-evening/same-seed1.log,
 # docs/perf/gpu-2026-12-02-third/same-seed1.log and, of 2026-12-01,
 # docs/perf/parity-2026-12-01/seeds/noise-seed1.log): a
@@ -275,7 +299,7 @@ sameCheck() {
   echo '{"seed": 1, "data": {"drop_features": ""}}' >/tmp/parity-seed1.json
   step "$name" 280 env "$@" bin/gputest/dqnflow parity --device cuda --epochs 50 \
     --config /tmp/parity-seed1.json --out "$LOGS/$name"
-  local ref=${SAME_REF:-docs/perf/gpu-2026-12-04/same-seed1.log}
+  local ref=${SAME_REF:-docs/perf/gpu-2026-12-05-fourth/same-seed1.log}
   cp "$LOGS/$name.log" "$OUT/$name-seed1.log" 2>/dev/null
   if diff <(grep -E "^parity .*: epoch " "$ref" | sed -E 's/, [0-9]+ ms$//') \
     <(grep -E "^parity .*: epoch " "$LOGS/$name.log" | sed -E 's/, [0-9]+ ms$//') >"$LOGS/$name-diff.txt"; then
