@@ -158,16 +158,13 @@ struct PrioArgs {
 //
 // They run on a branch of the step's graph (gpu/plan.go trainParts), beside
 // AdamW and the refresh, or from the loss on beside the backward pass
-// (DQNFLOW_PRIO_FORK=loss, ADR 0026): t is st->tc, the step's number that
-// the sampling (and grad_norm, the same value) copied before the refresh
-// advances st->t, and a step whose loss is not finite (which AdamW will
-// abort) is skipped here, without waiting for AdamW's flag: on
+// (DQNFLOW_PRIO_FORK=loss): t is st->tc, the step's number that the
+// sampling copied before the refresh advances st->t, and a step whose
+// loss is not finite (which AdamW will abort) is skipped here on
 // st->badLoss, which c51_loss sets when a per-sample loss is not finite
-// (the loss is then not finite either: every weight is positive), or on
-// the loss itself where grad_norm has summed it (forked after it; forked
-// at the loss, st->loss is still the previous step's, finite, since a
-// non-finite one would have aborted the run).
-__device__ __forceinline__ bool prioSkip(const StepState* st) { return st->abort || st->badLoss || !finitef(st->loss); }
+// (the loss is then not finite either: every weight is positive), without
+// waiting for AdamW's flag.
+__device__ __forceinline__ bool prioSkip(const StepState* st) { return st->abort || st->badLoss; }
 
 extern "C" __global__ void prio_claim(const PrioArgs* pa, const StepState* st) {
   pdlEnter();
