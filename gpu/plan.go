@@ -502,51 +502,24 @@ func (l *learner) trainLaunches(p *stepPlan) []launch {
 //   - early: the spectral step's power iteration, which reads only the
 //     weights before the update and u, so it runs from the step's start
 //     beside the rest, joined before AdamW (ADR 0025); empty where
-//     DQNFLOW_SPECTRAL_BRANCH=off puts it on the main stream before AdamW;
-//   - grad: the sampling, the forward passes, the loss and, unless
-//     DQNFLOW_PRIO_FORK=loss, the backward pass and the gradient's norm;
-//   - update: the rest (AdamW, which commits the new u, and the refresh,
-//     which applies the spectral factors and counts the step), beside
-//   - prio: the priority update, which needs only the per-sample losses
-//     and whether they are all finite (StepState.badLoss), and which the
-//     next step's sampling waits for. prio_claim and prio_set read the step
-//     number that the sampling copies (StepState.tc) while the refresh
-//     advances t, and they skip a step whose loss is not finite themselves.
-//     A step whose loss is finite but whose gradient norm is not (it stops
-//     the run with ErrNonFinite) may or may not have updated the
-//     priorities.
+//     DQNFLOW_SPECTRAL_BRANCH=off puts it into grad, last;
+//   - grad: the sampling, the gradient and its norm;
+//   - update: AdamW and the refresh, beside
+//   - prio: the priority update, which needs only the per-sample losses and
+//     the loss, and which the next step's sampling waits for. prio_claim
+//     and prio_set read the step number that grad_norm copies
+//     (StepState.tc) while the refresh advances t, and they skip a step
+//     whose loss is not finite themselves. A step whose loss is finite but
+//     whose gradient norm is not (it stops the run with ErrNonFinite) may
+//     or may not have updated the priorities.
 func (l *learner) trainParts(p *stepPlan) (early, grad, update, prio []launch) {
 	grad = append([]launch{p.sampleL}, l.gradientLaunches(p, p.lossSampled)...)
-	if !spectralBranch {
-		grad = append(grad, p.specL)
-	} else {
+	if spectralBranch {
 		early = []launch{p.specL}
+	} else {
+		grad = append(grad, p.specL)
 	}
-	update = l.updateLaunches(p)
-	if prioForkAtLoss {
-		at := len(p.fwd) + 2 // sample, the forward passes, the loss
-		grad, update = grad[:at:at], append(slices.Clone(grad[at:]), update...)
-	}
-	return early, grad, update, p.prioL
-}
-
-// prioForkAtLoss is whether the captured training step forks the priority
-// update right after the loss, beside the backward pass, the gradient's
-// norm, AdamW and the refresh (DQNFLOW_PRIO_FORK=loss), or after the
-// gradient's norm, beside AdamW and the refresh (unset or "norm", the
-// default): the same kernels and the same bits either way. Another value
-// (prioForkErr) fails every device open.
-var prioForkAtLoss, prioForkErr = parsePrioFork(os.Getenv("DQNFLOW_PRIO_FORK"))
-
-// parsePrioFork reads DQNFLOW_PRIO_FORK.
-func parsePrioFork(v string) (bool, error) {
-	switch v {
-	case "", "norm":
-		return false, nil
-	case "loss":
-		return true, nil
-	}
-	return false, fmt.Errorf("DQNFLOW_PRIO_FORK %q: must be norm (the default), loss or unset", v)
+	return early, grad, l.updateLaunches(p), p.prioL
 }
 
 // spectralBranch is whether the captured training step runs the spectral
@@ -568,15 +541,6 @@ func parseSpectralBranch(v string) (bool, error) {
 	return true, fmt.Errorf("DQNFLOW_SPECTRAL_BRANCH %q: must be on (the default), off or unset", v)
 }
 
-// launchNames returns the names of ls, in order.
-func launchNames(ls []launch) []string {
-	names := make([]string, len(ls))
-	for i := range ls {
-		names[i] = ls[i].name
-	}
-	return names
-}
-
 func (l *learner) runAll(c *cuda.Ctx, ls []launch) error {
 	for i := range ls {
 		if err := ls[i].run(c, l.stream); err != nil {
@@ -596,7 +560,7 @@ func (l *learner) captureStep(c *cuda.Ctx, p *stepPlan) (cuda.GraphExec, error) 
 	}
 	early, grad, update, prio := l.trainParts(p)
 	x, err := captureFork(c, l.d.launch.dependent, forkStreams{l.stream, l.side, l.early},
-		forkEvents{l.fork, l.join, l.earlyFork, l.earlyJoin}, early, grad, update, prio, slices.Index(launchNames(update), "adamw"))
+		forkEvents{l.fork, l.join, l.earlyFork, l.earlyJoin}, early, grad, update, prio)
 	if err != nil {
 		return 0, err
 	}
@@ -614,16 +578,14 @@ type forkEvents struct{ fork, join, earlyFork, earlyJoin cuda.Event }
 
 // captureFork captures one CUDA graph, and instantiates it, of three
 // branches: early on stream ev.early from the graph's start (forked by
-// earlyFork), before then after on the main stream, whose launch joinAt
-// (0 if negative) waits for early (earlyJoin), and branch on the side
-// stream beside after (forked by fork once before is queued, joined by
-// join before the graph ends).
+// earlyFork), before then after on the main stream, after waiting for
+// early (earlyJoin), and branch on the side stream beside after (forked
+// by fork once before is queued, joined by join before the graph ends).
 // With dependent set every launch is a programmatic dependent of the one
 // before it on its stream (launchMode.dependent), early's first excepted,
 // which has none: the graph holds kernels only, so every edge is between
 // two kernels. An empty early adds no branch.
-func captureFork(c *cuda.Ctx, dependent bool, s forkStreams, ev forkEvents, early, before, after, branch []launch, joinAt int) (cuda.GraphExec, error) {
-	joinAt = max(joinAt, 0)
+func captureFork(c *cuda.Ctx, dependent bool, s forkStreams, ev forkEvents, early, before, after, branch []launch) (cuda.GraphExec, error) {
 	if err := c.BeginCapture(s.main); err != nil {
 		return 0, err
 	}
@@ -663,12 +625,12 @@ func captureFork(c *cuda.Ctx, dependent bool, s forkStreams, ev forkEvents, earl
 		if err := c.Record(ev.join, s.side); err != nil {
 			return err
 		}
-		for i := range after {
-			if i == joinAt && len(early) > 0 {
-				if err := c.WaitEvent(s.main, ev.earlyJoin); err != nil {
-					return err
-				}
+		if len(early) > 0 {
+			if err := c.WaitEvent(s.main, ev.earlyJoin); err != nil {
+				return err
 			}
+		}
+		for i := range after {
 			if err := after[i].runIn(c, s.main, dependent); err != nil {
 				return err
 			}

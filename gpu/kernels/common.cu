@@ -144,7 +144,7 @@ struct StepState {
   long long local;          // steps done in this Train call (index into the histories)
   unsigned long long mmin;  // bits of the smallest sampled mass of the batch (float64, positive)
   int abort;                // 1: non-finite gradient norm, 2: non-finite loss
-  int badLoss;              // 1: a per-sample loss of the step is not finite (c51_loss); the sampling clears it
+  int pad;
   double maxPrio;           // p_max of the replay buffer
   float loss;               // loss of the current step
   float pad2;

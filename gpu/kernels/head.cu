@@ -407,7 +407,7 @@ __device__ __forceinline__ void lossBranch(const LossArgs& a, LossShared& sh, lo
   }
 }
 
-extern "C" __global__ void __launch_bounds__(32 * LOSS_WARPS, 8) c51_loss(const LossArgs* pa, StepState* st) {
+extern "C" __global__ void __launch_bounds__(32 * LOSS_WARPS, 8) c51_loss(const LossArgs* pa, const StepState* st) {
   pdlEnter();
   if (st->abort) return;
   // Read where they are (a copy in registers spills in the row loop, one
@@ -463,11 +463,7 @@ extern "C" __global__ void __launch_bounds__(32 * LOSS_WARPS, 8) c51_loss(const 
         if (a.Ge) a.Ge[i * OUTW + j] = toE(gv);
         sh.acc[si][j] += gv;
       }
-      if (lane == 0) {
-        const float li = (sh.ces[w0] + sh.ces[w0 + 1] + sh.ces[w0 + 2]) / (float)NBRANCH;
-        a.sample[i] = li;
-        if (!finitef(li)) st->badLoss = 1; // the priority update skips the step (replay.cu prioSkip)
-      }
+      if (lane == 0) a.sample[i] = (sh.ces[w0] + sh.ces[w0 + 1] + sh.ces[w0 + 2]) / (float)NBRANCH;
     }
   }
   __syncthreads();

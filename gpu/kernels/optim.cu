@@ -141,7 +141,9 @@ __device__ double blockSumD(double v) {
 
 // grad_norm: partial[b] = Σ g_i² (float64) over the elements of block b
 // (grid-stride), the blocks' parts summed later in block order. Block 0 also
-// computes the batch loss (1/n)·Σ_i w_i·ℓ_i, summed in float64, into st->loss.
+// computes the batch loss (1/n)·Σ_i w_i·ℓ_i, summed in float64, into st->loss,
+// and copies the step number t into st->tc for the priority update, which
+// runs beside the spectral step that advances t (gpu/plan.go trainParts).
 // With full (precision bf16) every gradient element is first rounded to bf16
 // in place, so the norm, the clipping and AdamW read the stored bf16 values.
 extern "C" __global__ void grad_norm(float* grad, long long P, double* partial, const float* w,
@@ -164,7 +166,10 @@ extern "C" __global__ void grad_norm(float* grad, long long P, double* partial, 
     double l = 0.0;
     for (long long i = threadIdx.x; i < n; i += blockDim.x) l += (double)(w[i] * sample[i]);
     l = blockSumD(l);
-    if (threadIdx.x == 0) st->loss = (float)(l / (double)n);
+    if (threadIdx.x == 0) {
+      st->loss = (float)(l / (double)n);
+      st->tc = st->t;
+    }
   }
 }
 
