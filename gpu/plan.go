@@ -577,7 +577,7 @@ type forkStreams struct{ main, side, early cuda.Stream }
 type forkEvents struct{ fork, join, earlyFork, earlyJoin cuda.Event }
 
 // captureFork captures one CUDA graph, and instantiates it, of three
-// branches: early on stream ev.early from the graph's start (forked by
+// branches: early on stream s.early from the graph's start (forked by
 // earlyFork), before then after on the main stream, after waiting for
 // early (earlyJoin), and branch on the side stream beside after (forked
 // by fork once before is queued, joined by join before the graph ends).
