@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/dqnflow/dqnflow/config"
@@ -42,20 +43,28 @@ func TestGEMMVariantsTrainTheSameBits(t *testing.T) {
 			ref, refName = got, name
 			continue
 		}
-		diff := 0
-		for k, want := range ref {
-			if string(got[k]) != string(want) {
-				diff++
-				if diff <= 5 {
-					t.Errorf("variant %s: tensor %s differs from variant %s's", name, k, refName)
-				}
-			}
+		diff := differingTensors(got, ref)
+		for _, k := range diff[:min(len(diff), 5)] {
+			t.Errorf("variant %s: tensor %s differs from variant %s's", name, k, refName)
 		}
 		if len(got) != len(ref) {
 			t.Errorf("variant %s: %d tensors, variant %s %d", name, len(got), refName, len(ref))
 		}
-		t.Logf("variant %s: %d of %d tensors differ from %s", name, diff, len(ref), refName)
+		t.Logf("variant %s: %d of %d tensors differ from %s", name, len(diff), len(ref), refName)
 	}
+}
+
+// differingTensors returns, sorted, the names of want's tensors whose bytes
+// in got differ (or are missing).
+func differingTensors(got, want map[string][]byte) []string {
+	var diff []string
+	for k, w := range want {
+		if string(got[k]) != string(w) {
+			diff = append(diff, k)
+		}
+	}
+	slices.Sort(diff)
+	return diff
 }
 
 // trainBatch4096 trains the default network in the given precision at
@@ -241,18 +250,13 @@ func TestSpectralBranchTrainsTheSameBits(t *testing.T) {
 				t.Fatalf("%s, branch %v: %v", precision, branch, err)
 			}
 		}
-		diff := 0
-		for k, want := range got[1] {
-			if string(got[0][k]) != string(want) {
-				diff++
-				if diff <= 5 {
-					t.Errorf("%s: tensor %s differs between the branch and the main stream", precision, k)
-				}
-			}
+		diff := differingTensors(got[0], got[1])
+		for _, k := range diff[:min(len(diff), 5)] {
+			t.Errorf("%s: tensor %s differs between the branch and the main stream", precision, k)
 		}
 		if len(got[0]) != len(got[1]) || len(got[0]) == 0 {
 			t.Errorf("%s: %d and %d tensors", precision, len(got[0]), len(got[1]))
 		}
-		t.Logf("%s: %d of %d tensors differ between the spectral branch and the main stream", precision, diff, len(got[1]))
+		t.Logf("%s: %d of %d tensors differ between the spectral branch and the main stream", precision, len(diff), len(got[1]))
 	}
 }
