@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -76,11 +77,22 @@ func (o EpochsOutput) last() int { return o.Epochs[len(o.Epochs)-1].Epoch }
 // chunk that completed returns the recorded result, and a failure
 // part-way discards the trainer (ErrTypeTrainerLost); the epochs it did
 // stay in the store, the workflow restores its last committed checkpoint.
-func (a *Trainer) RunEpochs(ctx context.Context, in EpochsInput) (EpochsOutput, error) {
+// A stopping worker ends its chunks first (Drain).
+func (a *Trainer) RunEpochs(ctx context.Context, in EpochsInput) (_ EpochsOutput, err error) {
 	if in.Until <= in.After {
 		return EpochsOutput{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("run %s: run epochs: until %d is not after epoch %d", in.RunID, in.Until, in.After), ErrTypeInvalidConfig, nil)
 	}
+	ctx, leave, ok := a.chunks.enter(ctx)
+	if !ok {
+		return EpochsOutput{}, workerStopping(in.RunID, nil)
+	}
+	defer func() { // last: after the checkpoint and the rows are recorded
+		leave()
+		if err != nil && !IsFatal(err) && errors.Is(context.Cause(ctx), ErrWorkerStopping) {
+			err = workerStopping(in.RunID, err)
+		}
+	}()
 	p, stop := a.beat(ctx, Heartbeat{Epoch: in.After + 1, Stage: "collect"})
 	defer stop()
 	run, err := a.acquire(ctx, in.RunID)

@@ -44,6 +44,11 @@ const (
 	// file system. Another worker may see it (checkpoint.dir must be shared
 	// storage); the workflow recovers on a new session.
 	ErrTypeCheckpointMissing = "CheckpointMissing"
+	// ErrTypeWorkerStopping: the worker is stopping and ended the chunk
+	// (Trainer.Drain) after recording what it had checkpointed; the trainer
+	// was discarded. The run recovers on another worker and leaves the
+	// session to end with this one.
+	ErrTypeWorkerStopping = "WorkerStopping"
 )
 
 // IsFatal reports whether err, an activity error as a workflow receives it,
@@ -110,4 +115,14 @@ func trainerLost(runID, why string) error {
 	return temporal.NewNonRetryableApplicationError(
 		fmt.Sprintf("run %s: %s; open the run again from its last checkpoint", runID, why),
 		ErrTypeTrainerLost, nil)
+}
+
+// workerStopping is the error of a chunk that Drain ended, or refused,
+// on a stopping worker; err is what the chunk returned, if anything.
+func workerStopping(runID string, err error) error {
+	msg := fmt.Sprintf("run %s: %v; its trainer was discarded, open the run again from its last checkpoint on another worker", runID, ErrWorkerStopping)
+	if err != nil {
+		msg = fmt.Sprintf("run %s: %v (%v); its trainer was discarded, open the run again from its last checkpoint on another worker", runID, ErrWorkerStopping, err)
+	}
+	return temporal.NewNonRetryableApplicationError(msg, ErrTypeWorkerStopping, err)
 }

@@ -62,6 +62,8 @@ type Trainer struct {
 	// Metrics, if set, receives each collection's and training's
 	// measurements (the worker's Prometheus endpoint).
 	Metrics TrainerMetrics
+
+	chunks chunkSet // the RunEpochs chunks running here, for Drain
 }
 
 // OpenInput asks for run RunID's trainer at the end of epoch Epoch.

@@ -111,6 +111,10 @@ type Worker struct {
 	Registry *Registry
 	// Slots accounts for the sessions; nil without the gpu role.
 	Slots *Slots
+
+	trainer     *activities.Trainer // the session activities; nil without the gpu role
+	stopTimeout time.Duration
+	logger      log.Logger
 }
 
 // New builds the workers of cfg.Role on client c; Start or Run starts them.
@@ -153,10 +157,12 @@ func New(c client.Client, cfg Config) (*Worker, error) {
 			gopts.WorkerStopTimeout = cfg.StopTimeout
 		}
 		gw := sdkworker.New(c, opts.GPUTaskQueue, gopts)
-		RegisterGPU(gw, &activities.Trainer{
+		w.trainer = &activities.Trainer{
 			Devices: devices, Registry: w.Registry, Slots: w.Slots, Store: cfg.Store, Prepare: cfg.Prepare, Evaluate: cfg.Evaluate,
 			Checkpoints: cfg.Checkpoints, HeartbeatInterval: cfg.HeartbeatInterval, Metrics: cfg.TrainerMetrics,
-		})
+		}
+		w.stopTimeout, w.logger = gopts.WorkerStopTimeout, cfg.Logger
+		RegisterGPU(gw, w.trainer)
 		w.workers = append(w.workers, gw)
 	}
 	return w, nil
@@ -226,8 +232,24 @@ func (w *Worker) Start() error {
 }
 
 // Stop stops the workers, then closes every trainer held, waiting for runs
-// in use until ctx ends.
+// in use until ctx ends. A GPU worker first ends the chunks it runs and
+// waits, for its stop timeout at most, until they have recorded the
+// checkpoints they were writing (activities.Trainer.Drain): its sessions
+// end only then, so the runs move on from those checkpoints.
 func (w *Worker) Stop(ctx context.Context) error {
+	if w.trainer != nil {
+		dctx, cancel := context.WithTimeout(ctx, w.stopTimeout)
+		n, err := w.trainer.Drain(dctx)
+		cancel()
+		if w.logger != nil && n > 0 {
+			if err != nil {
+				w.logger.Warn("Stopping: chunks still running after the stop timeout; their runs recover from their last recorded checkpoint",
+					"chunks", n, "stop_timeout", w.stopTimeout, "error", err)
+			} else {
+				w.logger.Info("Stopping: ended the running chunks after their checkpoints were recorded", "chunks", n)
+			}
+		}
+	}
 	for _, sw := range w.workers {
 		sw.Stop()
 	}

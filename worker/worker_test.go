@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/dqnflow/dqnflow/activities"
 	"github.com/dqnflow/dqnflow/activities/activitiestest"
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
@@ -72,6 +73,20 @@ func referenceWeight(steps int64) float32 {
 // a second worker, restore the epoch 1 checkpoint there, and end with the
 // weights of an uninterrupted run.
 func TestRunMovesToAnotherWorkerWhenItsWorkerStops(t *testing.T) {
+	moveRun(t, false)
+}
+
+// TestRunKeepsTheCheckpointItsStoppingWorkerWasWriting is the same move
+// with the epoch 1 checkpoint still being written when the worker stops:
+// its row is held until the stop has begun, and half a second more, so
+// that the run learns its session is gone before the row exists. The run
+// must wait for the chunk to end (workflows.Options.ChunkEndWait) and
+// restore that checkpoint, not start again from nothing.
+func TestRunKeepsTheCheckpointItsStoppingWorkerWasWriting(t *testing.T) {
+	moveRun(t, true)
+}
+
+func moveRun(t *testing.T, holdRow bool) {
 	if testing.Short() {
 		t.Skip("starts a Temporal dev server")
 	}
@@ -82,10 +97,11 @@ func TestRunMovesToAnotherWorkerWhenItsWorkerStops(t *testing.T) {
 	root := t.TempDir()
 	opts := workflows.Options{SessionHeartbeatTimeout: 2 * time.Second, HeartbeatTimeout: 5 * time.Second}
 
-	start := func(role worker.Role, b *activitiestest.Backend) *worker.Worker {
+	stopping := make(chan struct{})
+	start := func(role worker.Role, b *activitiestest.Backend, st activities.Store) *worker.Worker {
 		w, err := worker.New(c, worker.Config{
 			Role: role, Slots: 1, Store: st, Backend: b, Prepare: activitiestest.Dataset,
-			Checkpoints: checkpoint.Local(root), StopTimeout: 100 * time.Millisecond, Workflows: opts,
+			Checkpoints: checkpoint.Local(root), StopTimeout: 5 * time.Second, Workflows: opts,
 			HeartbeatInterval: 100 * time.Millisecond,
 		})
 		if err != nil {
@@ -96,7 +112,7 @@ func TestRunMovesToAnotherWorkerWhenItsWorkerStops(t *testing.T) {
 		}
 		return w
 	}
-	control := start(worker.RoleControl, nil)
+	control := start(worker.RoleControl, nil, st)
 	defer control.Stop(context.Background())
 
 	reached := make(chan struct{})
@@ -108,7 +124,11 @@ func TestRunMovesToAnotherWorkerWhenItsWorkerStops(t *testing.T) {
 		}
 		return nil
 	}}
-	gpu1 := start(worker.RoleGPU, first)
+	var st1 activities.Store = st
+	if holdRow {
+		st1 = &activitiestest.HeldCheckpointRow{SQLite: st, Epoch: 1, Release: stopping, Delay: 500 * time.Millisecond}
+	}
+	gpu1 := start(worker.RoleGPU, first, st1)
 
 	cfg := config.Defaults()
 	cfg.Epochs, cfg.StepsPerEpoch, cfg.Env.NumEnvs, cfg.Env.CollectSteps = 4, 10, 2, 4
@@ -124,8 +144,9 @@ func TestRunMovesToAnotherWorkerWhenItsWorkerStops(t *testing.T) {
 		t.Fatal("the run never reached epoch 2 on the first worker")
 	}
 	second := &activitiestest.Backend{}
-	gpu2 := start(worker.RoleGPU, second)
+	gpu2 := start(worker.RoleGPU, second, st)
 	defer gpu2.Stop(context.Background())
+	close(stopping)
 	if err := gpu1.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}

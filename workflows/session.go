@@ -38,6 +38,16 @@ func (s *session) open() bool {
 	return workflow.GetSessionInfo(s.owner).SessionState == workflow.SessionStateOpen
 }
 
+// abandon stops watching the session without completing it, for a
+// session whose worker is stopping (activities.ErrTypeWorkerStopping): it
+// ends with the worker, and CompleteSession would wait 3 s for the
+// completion activity that a stopped worker never takes.
+func (s *session) abandon() {
+	if s.stopWatch != nil {
+		s.stopWatch()
+	}
+}
+
 // release completes the session: the worker frees its slot at once.
 func (s *session) release() {
 	if s.stopWatch != nil {

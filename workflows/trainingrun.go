@@ -340,7 +340,12 @@ func (r *run) recover(cause error) error {
 	workflow.GetLogger(r.ctx).Warn("Run lost its trainer; reopening from the last checkpoint on any GPU worker",
 		"run", r.st.RunID, "recovery", r.st.Recoveries, "error", cause)
 	if r.sess != nil {
-		r.sess.release()
+		var ae *temporal.ApplicationError
+		if errors.As(cause, &ae) && ae.Type() == activities.ErrTypeWorkerStopping {
+			r.sess.abandon() // no history before this error type has it: no GetVersion
+		} else {
+			r.sess.release()
+		}
 		r.sess = nil
 	}
 	r.st.SessionToken = nil

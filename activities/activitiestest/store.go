@@ -3,7 +3,9 @@ package activitiestest
 import (
 	"context"
 	"path/filepath"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/dqnflow/dqnflow/store"
 )
@@ -21,4 +23,31 @@ func NewStore(t testing.TB) *store.SQLite {
 	}
 	t.Cleanup(s.Close)
 	return s
+}
+
+// HeldCheckpointRow is the tests' store with the row of one epoch's
+// checkpoint held back: RecordCheckpoint of Epoch waits until Release is
+// closed, then Delay more, so that a test can stop a worker while its
+// checkpoint is still being written. Holding, when not nil, is closed
+// when the hold begins.
+type HeldCheckpointRow struct {
+	*store.SQLite
+	Epoch   int
+	Release <-chan struct{}
+	Delay   time.Duration
+	Holding chan struct{}
+
+	once sync.Once
+}
+
+// RecordCheckpoint records c, after the hold when c is of Epoch.
+func (s *HeldCheckpointRow) RecordCheckpoint(ctx context.Context, c store.CheckpointRecord) (store.CheckpointRecord, error) {
+	if c.Epoch == s.Epoch {
+		if s.Holding != nil {
+			s.once.Do(func() { close(s.Holding) })
+		}
+		<-s.Release
+		time.Sleep(s.Delay)
+	}
+	return s.SQLite.RecordCheckpoint(ctx, c)
 }
