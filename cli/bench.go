@@ -58,6 +58,9 @@ type benchResult struct {
 	// Spectral says where the CUDA training graph runs the spectral step's
 	// power iteration: on its own branch or on the main stream (ADR 0025).
 	Spectral string `json:"spectral,omitempty"`
+	// StepsPerGraph is how many training steps one launch of the CUDA
+	// training graph replays (DQNFLOW_STEPS_PER_GRAPH, ADR 0027).
+	StepsPerGraph int `json:"steps_per_graph,omitempty"`
 	// SelfCheck is the backend's measured precision check.
 	SelfCheck string `json:"self_check,omitempty"`
 	// Kernels is the device time of each launch of a step (CUDA only).
@@ -182,6 +185,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		res.Forward = g.ForwardPath()
 		res.Launches = g.Launches()
 		res.Spectral = g.SpectralSchedule()
+		res.StepsPerGraph = g.StepsPerGraph()
 		if *profile {
 			if res.Kernels, err = g.ProfileStep(20); err != nil {
 				return err

@@ -476,9 +476,11 @@ func (l *learner) syncTarget(c *cuda.Ctx, tau float64) error {
 func (l *learner) free(c *cuda.Ctx) error {
 	var first error
 	for _, p := range l.plans {
-		if p.graph != 0 {
-			if err := c.DestroyGraphExec(p.graph); err != nil && first == nil {
-				first = err
+		for _, g := range []cuda.GraphExec{p.graph, p.graphK} {
+			if g != 0 {
+				if err := c.DestroyGraphExec(g); err != nil && first == nil {
+					first = err
+				}
 			}
 		}
 	}

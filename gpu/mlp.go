@@ -260,6 +260,10 @@ func (t *Trainer) ForwardPath() string {
 // (dependentLaunches).
 func (t *Trainer) Launches() string { return t.l.d.launch.desc }
 
+// StepsPerGraph is how many training steps one launch of the training
+// graph replays (DQNFLOW_STEPS_PER_GRAPH, default 1).
+func (t *Trainer) StepsPerGraph() int { return stepsPerGraph }
+
 // SpectralSchedule says where the training graph runs the spectral step's
 // power iteration (ADR 0025): on a branch of its own from the step's start
 // (the default), or on the main stream before AdamW.

@@ -106,7 +106,7 @@ func openDevice(ordinal int) (*gpuDevice, error) {
 		dev.Close()
 		return nil, fmt.Errorf("cuda:%d: %w", ordinal, err)
 	}
-	for _, err := range []error{fp32TCErr, wgmmaDXErr, wgEpilogueErr, spectralBranchErr} {
+	for _, err := range []error{fp32TCErr, wgmmaDXErr, wgEpilogueErr, spectralBranchErr, stepsPerGraphErr} {
 		if err != nil {
 			dev.Close()
 			return nil, fmt.Errorf("cuda:%d: %w", ordinal, err)

@@ -30,7 +30,8 @@ type stepPlan struct {
 	bwd                     []launch // backward stages 1 to 4 (backwardLaunches)
 	reduceL, normL          launch
 	adamL, specL            launch
-	graph                   cuda.GraphExec
+	graph                   cuda.GraphExec // one training step
+	graphK                  cuda.GraphExec // stepsPerGraph steps, when more than one
 }
 
 // lossSamplesPerBlock is LOSS_SPB of kernels/head.cu (passed by
@@ -550,22 +551,71 @@ func (l *learner) runAll(c *cuda.Ctx, ls []launch) error {
 	return nil
 }
 
+// stepsPerGraph is how many training steps one graph launch replays
+// (DQNFLOW_STEPS_PER_GRAPH, default 1): with more, Train launches a graph
+// of that many steps, one after the other in capture order, and the
+// single-step graph for the rest of a readback chunk. Every kernel reads
+// the step's state (its number, the abort flags) from device memory, so
+// the steps of a graph are the same launches on the same data as single
+// launches, and train the same bits; what changes is that the GPU goes
+// from one step to the next inside a graph, without the gap between two
+// graph launches (the experiment of ADR 0027). Another value
+// (stepsPerGraphErr) fails every device open.
+var stepsPerGraph, stepsPerGraphErr = parseStepsPerGraph(os.Getenv("DQNFLOW_STEPS_PER_GRAPH"))
+
+// maxStepsPerGraph bounds DQNFLOW_STEPS_PER_GRAPH: a graph of 19 launches
+// a step stays under about 1,200 nodes, and a readback chunk (histCap) is
+// longer than a graph.
+const maxStepsPerGraph = 64
+
+// parseStepsPerGraph reads DQNFLOW_STEPS_PER_GRAPH.
+func parseStepsPerGraph(v string) (int, error) {
+	if v == "" {
+		return 1, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > maxStepsPerGraph {
+		return 1, fmt.Errorf("DQNFLOW_STEPS_PER_GRAPH %q: must be a whole number of steps from 1 (the default) to %d, or unset", v, maxStepsPerGraph)
+	}
+	return n, nil
+}
+
 // captureStep captures plan p's training step as a CUDA graph, once.
 func (l *learner) captureStep(c *cuda.Ctx, p *stepPlan) (cuda.GraphExec, error) {
 	if p.graph != 0 {
 		return p.graph, nil
 	}
-	if err := c.Sync(l.stream); err != nil {
-		return 0, err
-	}
-	early, grad, update, prio := l.trainParts(p)
-	x, err := captureFork(c, l.d.launch.dependent, forkStreams{l.stream, l.side, l.early},
-		forkEvents{l.fork, l.join, l.earlyFork, l.earlyJoin}, early, grad, update, prio)
+	x, err := l.captureSteps(c, p, 1)
 	if err != nil {
 		return 0, err
 	}
 	p.graph = x
 	return x, nil
+}
+
+// captureStepsPerGraph captures plan p's graph of stepsPerGraph training
+// steps, once; 0 when a graph holds one step.
+func (l *learner) captureStepsPerGraph(c *cuda.Ctx, p *stepPlan) (cuda.GraphExec, error) {
+	if stepsPerGraph == 1 || p.graphK != 0 {
+		return p.graphK, nil
+	}
+	x, err := l.captureSteps(c, p, stepsPerGraph)
+	if err != nil {
+		return 0, err
+	}
+	p.graphK = x
+	return x, nil
+}
+
+// captureSteps captures n training steps of plan p, one after the other,
+// as one CUDA graph.
+func (l *learner) captureSteps(c *cuda.Ctx, p *stepPlan, n int) (cuda.GraphExec, error) {
+	if err := c.Sync(l.stream); err != nil {
+		return 0, err
+	}
+	early, grad, update, prio := l.trainParts(p)
+	return captureFork(c, l.d.launch.dependent, forkStreams{l.stream, l.side, l.early},
+		forkEvents{l.fork, l.join, l.earlyFork, l.earlyJoin}, n, early, grad, update, prio)
 }
 
 // forkStreams are captureFork's streams: main, the branch beside the
@@ -576,68 +626,80 @@ type forkStreams struct{ main, side, early cuda.Stream }
 // and of the early one.
 type forkEvents struct{ fork, join, earlyFork, earlyJoin cuda.Event }
 
-// captureFork captures one CUDA graph, and instantiates it, of three
-// branches: early on stream s.early from the graph's start (forked by
-// earlyFork), before then after on the main stream, after waiting for
-// early (earlyJoin), and branch on the side stream beside after (forked
-// by fork once before is queued, joined by join before the graph ends).
+// captureFork captures one CUDA graph, and instantiates it, of repeat
+// copies, one after the other, of three branches: early on stream s.early
+// from the copy's start (forked by earlyFork), before then after on the
+// main stream, after waiting for early (earlyJoin), and branch on the side
+// stream beside after (forked by fork once before is queued, joined by
+// join before the copy ends). A copy starts once the one before has ended
+// on every stream; the events are recorded again for each copy.
 // With dependent set every launch is a programmatic dependent of the one
 // before it on its stream (launchMode.dependent), early's first excepted,
 // which has none: the graph holds kernels only, so every edge is between
 // two kernels. An empty early adds no branch.
-func captureFork(c *cuda.Ctx, dependent bool, s forkStreams, ev forkEvents, early, before, after, branch []launch) (cuda.GraphExec, error) {
+func captureFork(c *cuda.Ctx, dependent bool, s forkStreams, ev forkEvents, repeat int, early, before, after, branch []launch) (cuda.GraphExec, error) {
 	if err := c.BeginCapture(s.main); err != nil {
 		return 0, err
 	}
 	runErr := func() error {
-		if len(early) > 0 {
-			if err := c.Record(ev.earlyFork, s.main); err != nil {
-				return err
-			}
-			if err := c.WaitEvent(s.early, ev.earlyFork); err != nil {
-				return err
-			}
-			for i := range early {
-				if err := early[i].runIn(c, s.early, dependent && i > 0); err != nil {
-					return err
-				}
-			}
-			if err := c.Record(ev.earlyJoin, s.early); err != nil {
+		for range repeat {
+			if err := queueFork(c, dependent, s, ev, early, before, after, branch); err != nil {
 				return err
 			}
 		}
-		for i := range before {
-			if err := before[i].runIn(c, s.main, dependent); err != nil {
-				return err
-			}
-		}
-		if err := c.Record(ev.fork, s.main); err != nil {
-			return err
-		}
-		if err := c.WaitEvent(s.side, ev.fork); err != nil {
-			return err
-		}
-		for i := range branch {
-			if err := branch[i].runIn(c, s.side, dependent); err != nil {
-				return err
-			}
-		}
-		if err := c.Record(ev.join, s.side); err != nil {
-			return err
-		}
-		if len(early) > 0 {
-			if err := c.WaitEvent(s.main, ev.earlyJoin); err != nil {
-				return err
-			}
-		}
-		for i := range after {
-			if err := after[i].runIn(c, s.main, dependent); err != nil {
-				return err
-			}
-		}
-		return c.WaitEvent(s.main, ev.join)
+		return nil
 	}()
 	return endCapture(c, s.main, runErr)
+}
+
+// queueFork queues one copy of captureFork's branches.
+func queueFork(c *cuda.Ctx, dependent bool, s forkStreams, ev forkEvents, early, before, after, branch []launch) error {
+	if len(early) > 0 {
+		if err := c.Record(ev.earlyFork, s.main); err != nil {
+			return err
+		}
+		if err := c.WaitEvent(s.early, ev.earlyFork); err != nil {
+			return err
+		}
+		for i := range early {
+			if err := early[i].runIn(c, s.early, dependent && i > 0); err != nil {
+				return err
+			}
+		}
+		if err := c.Record(ev.earlyJoin, s.early); err != nil {
+			return err
+		}
+	}
+	for i := range before {
+		if err := before[i].runIn(c, s.main, dependent); err != nil {
+			return err
+		}
+	}
+	if err := c.Record(ev.fork, s.main); err != nil {
+		return err
+	}
+	if err := c.WaitEvent(s.side, ev.fork); err != nil {
+		return err
+	}
+	for i := range branch {
+		if err := branch[i].runIn(c, s.side, dependent); err != nil {
+			return err
+		}
+	}
+	if err := c.Record(ev.join, s.side); err != nil {
+		return err
+	}
+	if len(early) > 0 {
+		if err := c.WaitEvent(s.main, ev.earlyJoin); err != nil {
+			return err
+		}
+	}
+	for i := range after {
+		if err := after[i].runIn(c, s.main, dependent); err != nil {
+			return err
+		}
+	}
+	return c.WaitEvent(s.main, ev.join)
 }
 
 // capture records launches on stream s as one CUDA graph and instantiates

@@ -69,3 +69,19 @@ func TestSpectralBranchSettingIsChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestStepsPerGraphSettingIsChecked: DQNFLOW_STEPS_PER_GRAPH takes a whole
+// number of steps from 1 to maxStepsPerGraph (1 when unset), and names
+// itself when it refuses a value.
+func TestStepsPerGraphSettingIsChecked(t *testing.T) {
+	for v, want := range map[string]int{"": 1, "1": 1, "4": 4, "64": maxStepsPerGraph} {
+		if got, err := parseStepsPerGraph(v); err != nil || got != want {
+			t.Errorf("parseStepsPerGraph(%q) = %v, %v; want %v", v, got, err, want)
+		}
+	}
+	for _, v := range []string{"0", "-2", "65", "4.5", "four", " 4"} {
+		if _, err := parseStepsPerGraph(v); err == nil || !strings.Contains(err.Error(), "DQNFLOW_STEPS_PER_GRAPH") {
+			t.Errorf("parseStepsPerGraph(%q) = %v; want an error naming DQNFLOW_STEPS_PER_GRAPH", v, err)
+		}
+	}
+}

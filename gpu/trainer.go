@@ -205,6 +205,24 @@ func (t *Trainer) readbackInterval(steps int) int {
 	return max(1, steps)
 }
 
+// launchSteps queues n training steps on s: graphs of stepsPerGraph
+// steps (gk, when a graph holds more than one), then single steps (g).
+func launchSteps(c *cuda.Ctx, s cuda.Stream, g, gk cuda.GraphExec, n int) error {
+	if gk != 0 {
+		for ; n >= stepsPerGraph; n -= stepsPerGraph {
+			if err := c.GraphLaunch(gk, s); err != nil {
+				return err
+			}
+		}
+	}
+	for range n {
+		if err := c.GraphLaunch(g, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Train replays the captured step steps times. The host does not wait for
 // the device inside a chunk of readback_interval steps; it reads the loss
 // and gradient-norm histories of a chunk while the next one runs, and stops
@@ -238,6 +256,10 @@ func (t *Trainer) Train(ctx context.Context, steps int, progress func(trainer.Pr
 		if err != nil {
 			return err
 		}
+		gk, err := l.captureStepsPerGraph(c, p)
+		if err != nil {
+			return err
+		}
 		// This call's sampling key, from the run's checkpointed sample stream.
 		if err := cuda.Upload(c, p.sampleArgs+8*sampleKeyWord, []uint64{t.samplePCG.Uint64()}); err != nil {
 			return err
@@ -260,10 +282,8 @@ func (t *Trainer) Train(ctx context.Context, steps int, progress func(trainer.Pr
 			for launched < seg || len(pending) > 0 {
 				for launched < seg && len(pending) < 2 && ctx.Err() == nil {
 					to := min(seg, launched+chunk)
-					for range to - launched {
-						if err := c.GraphLaunch(g, l.stream); err != nil {
-							return err
-						}
+					if err := launchSteps(c, l.stream, g, gk, to-launched); err != nil {
+						return err
 					}
 					ev := t.events[k%2]
 					if err := c.Record(ev, l.stream); err != nil {

@@ -260,3 +260,43 @@ func TestSpectralBranchTrainsTheSameBits(t *testing.T) {
 		t.Logf("%s: %d of %d tensors differ between the spectral branch and the main stream", precision, len(diff), len(got[1]))
 	}
 }
+
+// TestStepsPerGraphTrainsTheSameBits trains the default network with one
+// training step per graph launch (the default) and with graphs of 4 and 3
+// steps (DQNFLOW_STEPS_PER_GRAPH, ADR 0027): 10 steps are two graphs of 4
+// and two single steps, or three graphs of 3 and one single step. The
+// steps inside a graph are the same launches on the same data, so every
+// tensor must be the same bits. A dependency lost between two steps of a
+// graph (the sampling of one step not waiting for the priority update of
+// the step before, or the spectral branch of one for the refresh of the
+// one before) would show here.
+func TestStepsPerGraphTrainsTheSameBits(t *testing.T) {
+	b, err := NewBackend(0)
+	if err != nil {
+		SkipWithoutGPU(t, err)
+	}
+	saved := stepsPerGraph
+	defer func() { stepsPerGraph = saved }()
+	for _, precision := range []string{config.PrecisionFP32, config.PrecisionBF16Mixed} {
+		var want map[string][]byte
+		for _, k := range []int{1, 4, 3} {
+			stepsPerGraph = k
+			got, _, err := trainBatch4096(b, precision)
+			if err != nil {
+				t.Fatalf("%s, %d steps a graph: %v", precision, k, err)
+			}
+			if k == 1 {
+				want = got
+				continue
+			}
+			diff := differingTensors(got, want)
+			for _, name := range diff[:min(len(diff), 5)] {
+				t.Errorf("%s: tensor %s differs between graphs of %d steps and of one", precision, name, k)
+			}
+			if len(got) != len(want) || len(got) == 0 {
+				t.Errorf("%s: %d and %d tensors", precision, len(got), len(want))
+			}
+			t.Logf("%s: %d of %d tensors differ between graphs of %d steps and of one", precision, len(diff), len(want), k)
+		}
+	}
+}

@@ -18,7 +18,9 @@
 # gemm (the GEMM occupancy variants side by side), crosscheck (the PyTorch
 # reference against the Go CPU reference), specbranch (the step
 # with the spectral step's power iteration on its own graph branch and on
-# the main stream, ADR 0025), pdl (the step and the
+# the main stream, ADR 0025), multistep (graphs of several training
+# steps, DQNFLOW_STEPS_PER_GRAPH, ADR 0027: the bits kept and the step
+# timed), pdl (the step and the
 # epoch with serial and early launches beside bench's), wgmma (the step
 # and the epoch with the forward GEMMs on mma.sync beside bench's), same (the
 # parity study's seed 1 in every mode against a committed log, SAME_REF
@@ -172,6 +174,32 @@ if has specbranch; then
       done
     done
   done
+fi
+
+# Part multistep (ADR 0027): graphs of several training steps
+# (DQNFLOW_STEPS_PER_GRAPH) train the same bits as one step a graph
+# (TestStepsPerGraphTrainsTheSameBits), and the step timed with 1 and 8
+# steps a graph, interleaved in two rounds (bf16-mixed at three batches,
+# fp32 at 256 and 16384), then 32 at batch 256.
+if has multistep; then
+  step multistep-bits 300 bin/gputest/gpu.test -test.run 'TestStepsPerGraphTrainsTheSameBits' -test.v -test.count=1
+  grep -E "^(--- |PASS|FAIL|ok)|differ" "$LOGS/multistep-bits.log" | head -20 >>"$OUT/summary.txt"
+  for round in 1 2; do
+    for b in 256 4096 16384; do
+      for p in bf16-mixed fp32; do
+        [ "$p" = fp32 ] && [ "$b" = 4096 ] && continue
+        for k in 1 8; do
+          tag="multistep-$p-$b-$k-$round"
+          step "$tag" 90 env DQNFLOW_STEPS_PER_GRAPH=$k bin/gputest/dqnflow bench --device cuda --precision "$p" --batch "$b" --steps 304 --json
+          echo -n "$p batch $b steps/graph $k round $round: " >>"$OUT/summary.txt"
+          grep -E '"(ms_per_step|steps_per_graph)"' "$LOGS/$tag.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
+        done
+      done
+    done
+  done
+  step multistep-bf16-mixed-256-32 90 env DQNFLOW_STEPS_PER_GRAPH=32 bin/gputest/dqnflow bench --device cuda --precision bf16-mixed --batch 256 --steps 320 --json
+  echo -n "bf16-mixed batch 256 steps/graph 32: " >>"$OUT/summary.txt"
+  grep -E '"(ms_per_step|steps_per_graph)"' "$LOGS/multistep-bf16-mixed-256-32.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
 fi
 
 # Part pdl: the step with its kernels launched one after the other
