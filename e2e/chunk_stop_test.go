@@ -1,0 +1,120 @@
+package e2e
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/dqnflow/dqnflow/activities"
+	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/workflows"
+)
+
+// TestStoppedWorkerHandsItsChunkOver stops (SIGTERM, as a deploy or a
+// node drain does) the worker that trains a run in the middle of a
+// RunEpochs chunk that has checkpointed epochs the workflow has not
+// committed, with a second worker already serving. The stopping worker
+// must end the chunk before its sessions end (activities.Trainer.Drain):
+// the chunk fails with WorkerStopping once its checkpoints are recorded
+// (or returns its epochs, when the stop fell between two), the run reopens on the second worker from the newest of them, and
+// every checkpoint is bit-identical to an uninterrupted run.
+func TestStoppedWorkerHandsItsChunkOver(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: starts the Temporal dev server and worker processes")
+	}
+	s := newStack(t)
+	cfg := killConfig(filepath.Join(s.dir, "checkpoints"), max(calibrateSteps(t)/6, 20))
+	cfg.Epochs = 24
+	cfg.Checkpoint.KeepLast = cfg.Epochs
+	a := s.startWorker("worker-a")
+
+	ctx := context.Background()
+	runID := "e2e-chunk-stop-" + randomHex(t, 4)
+	if _, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: runID, TaskQueue: workflows.ControlTaskQueue,
+	}, workflows.TrainingRunName, cfg); err != nil {
+		t.Fatalf("start run: %v", err)
+	}
+	var committed, checkpointed int
+	waitFor(t, "a chunk with a checkpoint past the committed epoch", 3*time.Minute, 50*time.Millisecond, func() (bool, error) {
+		if err := a.alive(); err != nil {
+			return false, err
+		}
+		acts, err := s.pending(ctx, runID)
+		if err != nil {
+			return false, err
+		}
+		v, err := s.client.QueryWorkflow(ctx, runID, "", workflows.ProgressQuery)
+		if err != nil {
+			return false, nil
+		}
+		var p workflows.Progress
+		if err := v.Get(&p); err != nil {
+			return false, err
+		}
+		for _, pa := range acts {
+			if hb := pa.Heartbeat; pa.Type == "RunEpochs" && pa.Started && hb != nil && hb.Checkpoint != nil &&
+				hb.Checkpoint.Epoch > p.Epoch && hb.Done < cfg.Epochs-4 {
+				committed, checkpointed = p.Epoch, hb.Checkpoint.Epoch
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	b := s.startWorker("worker-b")
+	stopped := time.Now()
+	a.stop(30 * time.Second)
+	if err := a.alive(); err == nil {
+		t.Fatal("worker A still runs after SIGTERM")
+	}
+	t.Logf("SIGTERM to worker A with epoch %d committed and the chunk's checkpoint of epoch %d recorded; it exited in %.2f s",
+		committed, checkpointed, time.Since(stopped).Seconds())
+	if out := a.output(); !strings.Contains(out, "Stopping: ended the running chunks after their checkpoints were recorded") {
+		t.Errorf("worker A's log does not say that it ended its chunk before stopping; its end:\n%s", tail(out, 2000))
+	}
+
+	res := s.waitClosed(runID, 5*time.Minute, b)
+	if res.Status != store.StatusCompleted || res.Epochs != cfg.Epochs {
+		t.Fatalf("run result: %s, %d epochs; want completed, %d epochs", res.Status, res.Epochs, cfg.Epochs)
+	}
+	if resumed := reopenedAt(t, s, runID); resumed < checkpointed {
+		t.Fatalf("the run reopened from the checkpoint of epoch %d, before the epoch %d checkpoint the stopped chunk had recorded", resumed, checkpointed)
+	}
+	// The chunk that Drain cancelled fails with WorkerStopping, or, when
+	// the cancellation fell between two of its epochs, returns them; it is
+	// never cancelled by the server nor timed out.
+	typeOf := map[int64]string{} // scheduled event id → activity type
+	for _, ev := range history(t, s.client, runID) {
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil {
+			typeOf[ev.GetEventId()] = a.GetActivityType().GetName()
+		}
+		if f := ev.GetActivityTaskFailedEventAttributes(); f != nil && typeOf[f.GetScheduledEventId()] == "RunEpochs" {
+			if typ := f.GetFailure().GetApplicationFailureInfo().GetType(); typ != activities.ErrTypeWorkerStopping {
+				t.Errorf("a chunk failed with %q: %s; want %s", typ, f.GetFailure().GetMessage(), activities.ErrTypeWorkerStopping)
+			} else {
+				t.Logf("the stopped chunk failed with %s", typ)
+			}
+		}
+		if c := ev.GetActivityTaskCanceledEventAttributes(); c != nil && typeOf[c.GetScheduledEventId()] == "RunEpochs" {
+			t.Error("a chunk ended cancelled")
+		}
+		if c := ev.GetActivityTaskTimedOutEventAttributes(); c != nil && typeOf[c.GetScheduledEventId()] == "RunEpochs" {
+			t.Error("a chunk timed out")
+		}
+	}
+	rows := checkCheckpointRows(t, s, runID, cfg)
+	n := compareWithUninterrupted(t, s, cfg, rows)
+	t.Logf("%d checkpoints bit-identical to the uninterrupted run (%d tensors)", len(rows), n)
+}
+
+// tail returns the last n bytes of s.
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
