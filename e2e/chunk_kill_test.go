@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/dqnflow/dqnflow/activities"
+	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/workflows"
 )
@@ -27,48 +28,12 @@ func TestKillInAChunkKeepsItsCheckpoints(t *testing.T) {
 		t.Skip("end-to-end: starts the Temporal dev server and worker processes")
 	}
 	s := newStack(t)
-	// Epochs of about 0.4 s: a 2-s chunk holds about five.
-	cfg := killConfig(filepath.Join(s.dir, "checkpoints"), max(calibrateSteps(t)/6, 20))
-	// 24 epochs (about 10 s): on a quiet machine a run of 12 could finish
-	// before the server saw a heartbeat past the committed epoch.
-	cfg.Epochs = 24
-	cfg.Checkpoint.KeepLast = cfg.Epochs
-	a := s.startWorker("worker-a")
-
-	ctx := context.Background()
-	runID := "e2e-chunk-kill-" + randomHex(t, 4)
-	if _, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID: runID, TaskQueue: workflows.ControlTaskQueue,
-	}, workflows.TrainingRunName, cfg); err != nil {
-		t.Fatalf("start run: %v", err)
-	}
-
-	var committed, done int
-	waitFor(t, "a chunk two epochs past the committed epoch", 3*time.Minute, 50*time.Millisecond, func() (bool, error) {
-		if err := a.alive(); err != nil {
-			return false, err
-		}
-		acts, err := s.pending(ctx, runID)
-		if err != nil {
-			return false, err
-		}
-		v, err := s.client.QueryWorkflow(ctx, runID, "", workflows.ProgressQuery)
-		if err != nil {
-			return false, nil
-		}
-		var p workflows.Progress
-		if err := v.Get(&p); err != nil {
-			return false, err
-		}
-		for _, pa := range acts {
-			if hb := pa.Heartbeat; pa.Type == "RunEpochs" && pa.Started && hb != nil && hb.Checkpoint != nil &&
-				hb.Done >= p.Epoch+2 && hb.Checkpoint.Epoch > p.Epoch && hb.Done < cfg.Epochs {
-				committed, done = p.Epoch, hb.Done
-				return true, nil
-			}
-		}
-		return false, nil
-	})
+	cfg, runID, a := startChunkRun(t, s, "e2e-chunk-kill-")
+	committed, hb := waitForChunk(t, s, runID, a, "a chunk two epochs past the committed epoch",
+		func(hb *activities.Heartbeat, committed int) bool {
+			return hb.Checkpoint != nil && hb.Done >= committed+2 && hb.Checkpoint.Epoch > committed && hb.Done < cfg.Epochs
+		})
+	done := hb.Done
 	if err := a.kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -88,6 +53,61 @@ func TestKillInAChunkKeepsItsCheckpoints(t *testing.T) {
 	n := compareWithUninterrupted(t, s, cfg, rows)
 	t.Logf("reopened from the chunk's checkpoint of epoch %d (committed: %d); %d checkpoints bit-identical to the uninterrupted run (%d tensors)",
 		resumed, committed, len(rows), n)
+}
+
+// startChunkRun starts worker A and, on it, a run of 24 epochs of about
+// 0.4 s each (a 2-s chunk holds about five), checkpointed every epoch and
+// none pruned; it returns the run's config and id, and the worker.
+func startChunkRun(t *testing.T, s *stack, idPrefix string) (config.RunConfig, string, *proc) {
+	t.Helper()
+	cfg := killConfig(filepath.Join(s.dir, "checkpoints"), max(calibrateSteps(t)/6, 20))
+	// 24 epochs (about 10 s): on a quiet machine a run of 12 could finish
+	// before the server saw a heartbeat past the committed epoch.
+	cfg.Epochs = 24
+	cfg.Checkpoint.KeepLast = cfg.Epochs
+	a := s.startWorker("worker-a")
+	runID := idPrefix + randomHex(t, 4)
+	if _, err := s.client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
+		ID: runID, TaskQueue: workflows.ControlTaskQueue,
+	}, workflows.TrainingRunName, cfg); err != nil {
+		t.Fatalf("start run: %v", err)
+	}
+	return cfg, runID, a
+}
+
+// waitForChunk waits, for 3 minutes at most, until the heartbeat of a
+// running RunEpochs chunk of the run satisfies ok, given the epoch the
+// workflow has committed; it returns that epoch and the heartbeat.
+func waitForChunk(t *testing.T, s *stack, runID string, w *proc, what string, ok func(hb *activities.Heartbeat, committed int) bool) (int, activities.Heartbeat) {
+	t.Helper()
+	ctx := context.Background()
+	var committed int
+	var found activities.Heartbeat
+	waitFor(t, what, 3*time.Minute, 50*time.Millisecond, func() (bool, error) {
+		if err := w.alive(); err != nil {
+			return false, err
+		}
+		acts, err := s.pending(ctx, runID)
+		if err != nil {
+			return false, err
+		}
+		v, err := s.client.QueryWorkflow(ctx, runID, "", workflows.ProgressQuery)
+		if err != nil {
+			return false, nil
+		}
+		var p workflows.Progress
+		if err := v.Get(&p); err != nil {
+			return false, err
+		}
+		for _, pa := range acts {
+			if hb := pa.Heartbeat; pa.Type == "RunEpochs" && pa.Started && hb != nil && ok(hb, p.Epoch) {
+				committed, found = p.Epoch, *hb
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	return committed, found
 }
 
 // reopenedAt returns the epoch of the checkpoint that the run's second

@@ -1,17 +1,12 @@
 package e2e
 
 import (
-	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/client"
-
 	"github.com/dqnflow/dqnflow/activities"
 	"github.com/dqnflow/dqnflow/store"
-	"github.com/dqnflow/dqnflow/workflows"
 )
 
 // TestStoppedWorkerHandsItsChunkOver stops (SIGTERM, as a deploy or a
@@ -27,44 +22,12 @@ func TestStoppedWorkerHandsItsChunkOver(t *testing.T) {
 		t.Skip("end-to-end: starts the Temporal dev server and worker processes")
 	}
 	s := newStack(t)
-	cfg := killConfig(filepath.Join(s.dir, "checkpoints"), max(calibrateSteps(t)/6, 20))
-	cfg.Epochs = 24
-	cfg.Checkpoint.KeepLast = cfg.Epochs
-	a := s.startWorker("worker-a")
-
-	ctx := context.Background()
-	runID := "e2e-chunk-stop-" + randomHex(t, 4)
-	if _, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID: runID, TaskQueue: workflows.ControlTaskQueue,
-	}, workflows.TrainingRunName, cfg); err != nil {
-		t.Fatalf("start run: %v", err)
-	}
-	var committed, checkpointed int
-	waitFor(t, "a chunk with a checkpoint past the committed epoch", 3*time.Minute, 50*time.Millisecond, func() (bool, error) {
-		if err := a.alive(); err != nil {
-			return false, err
-		}
-		acts, err := s.pending(ctx, runID)
-		if err != nil {
-			return false, err
-		}
-		v, err := s.client.QueryWorkflow(ctx, runID, "", workflows.ProgressQuery)
-		if err != nil {
-			return false, nil
-		}
-		var p workflows.Progress
-		if err := v.Get(&p); err != nil {
-			return false, err
-		}
-		for _, pa := range acts {
-			if hb := pa.Heartbeat; pa.Type == "RunEpochs" && pa.Started && hb != nil && hb.Checkpoint != nil &&
-				hb.Checkpoint.Epoch > p.Epoch && hb.Done < cfg.Epochs-4 {
-				committed, checkpointed = p.Epoch, hb.Checkpoint.Epoch
-				return true, nil
-			}
-		}
-		return false, nil
-	})
+	cfg, runID, a := startChunkRun(t, s, "e2e-chunk-stop-")
+	committed, hb := waitForChunk(t, s, runID, a, "a chunk with a checkpoint past the committed epoch",
+		func(hb *activities.Heartbeat, committed int) bool {
+			return hb.Checkpoint != nil && hb.Checkpoint.Epoch > committed && hb.Done < cfg.Epochs-4
+		})
+	checkpointed := hb.Checkpoint.Epoch
 	b := s.startWorker("worker-b")
 	stopped := time.Now()
 	a.stop(30 * time.Second)
