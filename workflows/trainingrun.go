@@ -340,9 +340,11 @@ func (r *run) recover(cause error) error {
 	workflow.GetLogger(r.ctx).Warn("Run lost its trainer; reopening from the last checkpoint on any GPU worker",
 		"run", r.st.RunID, "recovery", r.st.Recoveries, "error", cause)
 	if r.sess != nil {
+		// A stopping worker's session ends with it (changeStoppedSessionLeft).
 		var ae *temporal.ApplicationError
-		if errors.As(cause, &ae) && ae.Type() == activities.ErrTypeWorkerStopping {
-			r.sess.abandon() // no history before this error type has it: no GetVersion
+		if errors.As(cause, &ae) && ae.Type() == activities.ErrTypeWorkerStopping &&
+			version(r.ctx, changeStoppedSessionLeft) != workflow.DefaultVersion {
+			r.sess.abandon()
 		} else {
 			r.sess.release()
 		}

@@ -50,6 +50,13 @@ const (
 	// validation Sharpe shows evidence (t-statistic at least the config's
 	// backtest.min_valid_t, ADR 0016), with a champion or without one.
 	changeRetrainEvidence = "retrain-needs-evidence"
+	// changeStoppedSessionLeft: a run whose chunk a stopping GPU worker
+	// ended (activities.ErrTypeWorkerStopping) leaves the session to end
+	// with the worker instead of completing it, which waited 3 s for a
+	// completion activity that the stopped worker never takes. Guarded
+	// although the error type is new: a GPU worker upgraded before the
+	// control workers returns it to workflows that completed the session.
+	changeStoppedSessionLeft = "stopped-worker-session-left"
 )
 
 // changes lists every change id above; the replay test requires a recorded
@@ -57,7 +64,7 @@ const (
 var changes = []string{
 	changeChildID, changeResumeDuringPause, changeSignalDrain, changeSearchAttributesEvery,
 	changeSessionOutlivesCancel, changeChildrenCancelled, changeSweepConcurrencyBound, changeSlotKeptAcrossCAN,
-	changeEpochChunks, changeRetrainEvidence,
+	changeEpochChunks, changeRetrainEvidence, changeStoppedSessionLeft,
 }
 
 // version is workflow.GetVersion(ctx, change, DefaultVersion, 1): every
