@@ -58,6 +58,9 @@ type benchResult struct {
 	// Spectral says where the CUDA training graph runs the spectral step's
 	// power iteration: on its own branch or on the main stream (ADR 0025).
 	Spectral string `json:"spectral,omitempty"`
+	// PrioFork says where the CUDA training graph forks the priority
+	// update: after the gradient's norm or after the loss (ADR 0026).
+	PrioFork string `json:"prio_fork,omitempty"`
 	// StepsPerGraph is how many training steps one launch of the CUDA
 	// training graph replays (DQNFLOW_STEPS_PER_GRAPH, ADR 0027).
 	StepsPerGraph int `json:"steps_per_graph,omitempty"`
@@ -186,6 +189,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		res.Launches = g.Launches()
 		res.Spectral = g.SpectralSchedule()
 		res.StepsPerGraph = g.StepsPerGraph()
+		res.PrioFork = g.PrioFork()
 		if *profile {
 			if res.Kernels, err = g.ProfileStep(20); err != nil {
 				return err

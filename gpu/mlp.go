@@ -260,6 +260,16 @@ func (t *Trainer) ForwardPath() string {
 // (dependentLaunches).
 func (t *Trainer) Launches() string { return t.l.d.launch.desc }
 
+// PrioFork says where the training graph forks the priority update (ADR
+// 0026): after the gradient's norm (the default) or after the loss, with
+// the kernels built with PRIO_FORK.
+func (t *Trainer) PrioFork() string {
+	if prioForkAtLoss {
+		return "after the loss (PRIO_FORK kernels): DQNFLOW_PRIO_FORK=loss"
+	}
+	return "after the gradient's norm"
+}
+
 // StepsPerGraph is how many training steps one launch of the training
 // graph replays (DQNFLOW_STEPS_PER_GRAPH, default 1).
 func (t *Trainer) StepsPerGraph() int { return stepsPerGraph }

@@ -503,24 +503,64 @@ func (l *learner) trainLaunches(p *stepPlan) []launch {
 //   - early: the spectral step's power iteration, which reads only the
 //     weights before the update and u, so it runs from the step's start
 //     beside the rest, joined before AdamW (ADR 0025); empty where
-//     DQNFLOW_SPECTRAL_BRANCH=off puts it into grad, last;
-//   - grad: the sampling, the gradient and its norm;
-//   - update: AdamW and the refresh, beside
+//     DQNFLOW_SPECTRAL_BRANCH=off puts it on the main stream before AdamW;
+//   - grad: the sampling, the forward passes, the loss and, unless
+//     DQNFLOW_PRIO_FORK=loss, the backward pass and the gradient's norm;
+//   - update: the rest (AdamW, which commits the new u, and the refresh,
+//     which applies the spectral factors and counts the step), beside
 //   - prio: the priority update, which needs only the per-sample losses and
 //     the loss, and which the next step's sampling waits for. prio_claim
 //     and prio_set read the step number that grad_norm copies
 //     (StepState.tc) while the refresh advances t, and they skip a step
-//     whose loss is not finite themselves. A step whose loss is finite but
-//     whose gradient norm is not (it stops the run with ErrNonFinite) may
-//     or may not have updated the priorities.
+//     whose loss is not finite themselves. With DQNFLOW_PRIO_FORK=loss
+//     (ADR 0026) the kernels are built with PRIO_FORK: the sampling
+//     copies the step number and c51_loss flags a non-finite per-sample
+//     loss (StepState.badLoss), which is all the branch then waits for. A
+//     step whose loss is finite but whose gradient norm is not (it stops
+//     the run with ErrNonFinite) may or may not have updated the
+//     priorities.
 func (l *learner) trainParts(p *stepPlan) (early, grad, update, prio []launch) {
 	grad = append([]launch{p.sampleL}, l.gradientLaunches(p, p.lossSampled)...)
-	if spectralBranch {
-		early = []launch{p.specL}
-	} else {
+	if !spectralBranch {
 		grad = append(grad, p.specL)
+	} else {
+		early = []launch{p.specL}
 	}
-	return early, grad, l.updateLaunches(p), p.prioL
+	update = l.updateLaunches(p)
+	if prioForkAtLoss {
+		at := len(p.fwd) + 2 // sample, the forward passes, the loss
+		grad, update = grad[:at:at], append(slices.Clone(grad[at:]), update...)
+	}
+	return early, grad, update, p.prioL
+}
+
+// prioForkAtLoss is whether the captured training step forks the priority
+// update right after the loss, beside the backward pass, the gradient's
+// norm, AdamW and the refresh (DQNFLOW_PRIO_FORK=loss, ADR 0026), or after
+// the gradient's norm, beside AdamW and the refresh (unset or "norm", the
+// default): the same bits either way. The fork at the loss needs kernels
+// built with PRIO_FORK (kernelOptions); the default builds the kernels the
+// device measured. Another value (prioForkErr) fails every device open.
+var prioForkAtLoss, prioForkErr = parsePrioFork(os.Getenv("DQNFLOW_PRIO_FORK"))
+
+// parsePrioFork reads DQNFLOW_PRIO_FORK.
+func parsePrioFork(v string) (bool, error) {
+	switch v {
+	case "", "norm":
+		return false, nil
+	case "loss":
+		return true, nil
+	}
+	return false, fmt.Errorf("DQNFLOW_PRIO_FORK %q: must be norm (the default), loss or unset", v)
+}
+
+// launchNames returns the names of ls, in order.
+func launchNames(ls []launch) []string {
+	names := make([]string, len(ls))
+	for i := range ls {
+		names[i] = ls[i].name
+	}
+	return names
 }
 
 // spectralBranch is whether the captured training step runs the spectral
@@ -615,7 +655,7 @@ func (l *learner) captureSteps(c *cuda.Ctx, p *stepPlan, n int) (cuda.GraphExec,
 	}
 	early, grad, update, prio := l.trainParts(p)
 	return captureFork(c, l.d.launch.dependent, forkStreams{l.stream, l.side, l.early},
-		forkEvents{l.fork, l.join, l.earlyFork, l.earlyJoin}, n, early, grad, update, prio)
+		forkEvents{l.fork, l.join, l.earlyFork, l.earlyJoin}, n, early, grad, update, prio, slices.Index(launchNames(update), "adamw"))
 }
 
 // forkStreams are captureFork's streams: main, the branch beside the
@@ -629,21 +669,22 @@ type forkEvents struct{ fork, join, earlyFork, earlyJoin cuda.Event }
 // captureFork captures one CUDA graph, and instantiates it, of repeat
 // copies, one after the other, of three branches: early on stream s.early
 // from the copy's start (forked by earlyFork), before then after on the
-// main stream, after waiting for early (earlyJoin), and branch on the side
-// stream beside after (forked by fork once before is queued, joined by
-// join before the copy ends). A copy starts once the one before has ended
+// main stream, whose launch joinAt (0 if negative) waits for early
+// (earlyJoin), and branch on the side stream beside after (forked by fork
+// once before is queued, joined by join before the copy ends). A copy starts once the one before has ended
 // on every stream; the events are recorded again for each copy.
 // With dependent set every launch is a programmatic dependent of the one
 // before it on its stream (launchMode.dependent), early's first excepted,
 // which has none: the graph holds kernels only, so every edge is between
 // two kernels. An empty early adds no branch.
-func captureFork(c *cuda.Ctx, dependent bool, s forkStreams, ev forkEvents, repeat int, early, before, after, branch []launch) (cuda.GraphExec, error) {
+func captureFork(c *cuda.Ctx, dependent bool, s forkStreams, ev forkEvents, repeat int, early, before, after, branch []launch, joinAt int) (cuda.GraphExec, error) {
+	joinAt = max(joinAt, 0)
 	if err := c.BeginCapture(s.main); err != nil {
 		return 0, err
 	}
 	runErr := func() error {
 		for range repeat {
-			if err := queueFork(c, dependent, s, ev, early, before, after, branch); err != nil {
+			if err := queueFork(c, dependent, s, ev, early, before, after, branch, joinAt); err != nil {
 				return err
 			}
 		}
@@ -653,7 +694,7 @@ func captureFork(c *cuda.Ctx, dependent bool, s forkStreams, ev forkEvents, repe
 }
 
 // queueFork queues one copy of captureFork's branches.
-func queueFork(c *cuda.Ctx, dependent bool, s forkStreams, ev forkEvents, early, before, after, branch []launch) error {
+func queueFork(c *cuda.Ctx, dependent bool, s forkStreams, ev forkEvents, early, before, after, branch []launch, joinAt int) error {
 	if len(early) > 0 {
 		if err := c.Record(ev.earlyFork, s.main); err != nil {
 			return err
@@ -689,12 +730,12 @@ func queueFork(c *cuda.Ctx, dependent bool, s forkStreams, ev forkEvents, early,
 	if err := c.Record(ev.join, s.side); err != nil {
 		return err
 	}
-	if len(early) > 0 {
-		if err := c.WaitEvent(s.main, ev.earlyJoin); err != nil {
-			return err
-		}
-	}
 	for i := range after {
+		if i == joinAt && len(early) > 0 {
+			if err := c.WaitEvent(s.main, ev.earlyJoin); err != nil {
+				return err
+			}
+		}
 		if err := after[i].runIn(c, s.main, dependent); err != nil {
 			return err
 		}

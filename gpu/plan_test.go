@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -82,6 +83,65 @@ func TestStepsPerGraphSettingIsChecked(t *testing.T) {
 	for _, v := range []string{"0", "-2", "65", "4.5", "four", " 4"} {
 		if _, err := parseStepsPerGraph(v); err == nil || !strings.Contains(err.Error(), "DQNFLOW_STEPS_PER_GRAPH") {
 			t.Errorf("parseStepsPerGraph(%q) = %v; want an error naming DQNFLOW_STEPS_PER_GRAPH", v, err)
+		}
+	}
+}
+
+// TestPrioForkSettingIsChecked: DQNFLOW_PRIO_FORK takes norm (or nothing)
+// and loss, and names itself when it refuses a value.
+func TestPrioForkSettingIsChecked(t *testing.T) {
+	for v, want := range map[string]bool{"": false, "norm": false, "loss": true} {
+		if got, err := parsePrioFork(v); err != nil || got != want {
+			t.Errorf("parsePrioFork(%q) = %v, %v; want %v", v, got, err, want)
+		}
+	}
+	for _, v := range []string{"Loss", "early", "1"} {
+		if _, err := parsePrioFork(v); err == nil || !strings.Contains(err.Error(), "DQNFLOW_PRIO_FORK") {
+			t.Errorf("parsePrioFork(%q) = %v; want an error naming DQNFLOW_PRIO_FORK", v, err)
+		}
+	}
+}
+
+// TestTrainPartsForkWhereTheSettingsSay checks where the training step's
+// graph forks in each setting of DQNFLOW_SPECTRAL_BRANCH and
+// DQNFLOW_PRIO_FORK: every launch once, in the order of the step, the
+// power iteration before AdamW, and AdamW where captureFork's join goes.
+func TestTrainPartsForkWhereTheSettingsSay(t *testing.T) {
+	named := func(n string) launch { return launch{name: n} }
+	p := &stepPlan{
+		sampleL: named("sample"), lossSampled: named("c51_loss"),
+		fwd:     []launch{named("f1"), named("f2"), named("f3"), named("f4")},
+		bwd:     []launch{named("b1"), named("b2"), named("b3"), named("b4")},
+		reduceL: named("grad_reduce"), normL: named("grad_norm"), adamL: named("adamw"), specL: named("spectral"),
+		prioL: []launch{named("prio_claim"), named("prio_set")},
+	}
+	l := &learner{specRefresh: named("refresh")}
+	savedB, savedP := spectralBranch, prioForkAtLoss
+	defer func() { spectralBranch, prioForkAtLoss = savedB, savedP }()
+	grad := "sample f1 f2 f3 f4 c51_loss b1 b2 b3 b4 grad_reduce grad_norm"
+	for _, c := range []struct {
+		branch, atLoss             bool
+		early, grad, update, order string
+	}{
+		{true, false, "spectral", grad, "adamw refresh", grad + " spectral adamw refresh"},
+		{false, false, "", grad + " spectral", "adamw refresh", grad + " spectral adamw refresh"},
+		{true, true, "spectral", "sample f1 f2 f3 f4 c51_loss", "b1 b2 b3 b4 grad_reduce grad_norm adamw refresh",
+			"sample f1 f2 f3 f4 c51_loss spectral b1 b2 b3 b4 grad_reduce grad_norm adamw refresh"},
+		{false, true, "", "sample f1 f2 f3 f4 c51_loss", "b1 b2 b3 b4 grad_reduce grad_norm spectral adamw refresh",
+			"sample f1 f2 f3 f4 c51_loss b1 b2 b3 b4 grad_reduce grad_norm spectral adamw refresh"},
+	} {
+		spectralBranch, prioForkAtLoss = c.branch, c.atLoss
+		early, g, u, prio := l.trainParts(p)
+		join := func(ls []launch) string { return strings.Join(launchNames(ls), " ") }
+		if join(early) != c.early || join(g) != c.grad || join(u) != c.update || join(prio) != "prio_claim prio_set" {
+			t.Errorf("branch %v, fork at loss %v: early %q, grad %q, update %q, prio %q; want %q, %q, %q",
+				c.branch, c.atLoss, join(early), join(g), join(u), join(prio), c.early, c.grad, c.update)
+		}
+		if got := join(l.trainLaunches(p)); got != c.order+" prio_claim prio_set" {
+			t.Errorf("branch %v, fork at loss %v: trainLaunches %q", c.branch, c.atLoss, got)
+		}
+		if i := slices.Index(launchNames(u), "adamw"); i < 0 || u[i].name != "adamw" {
+			t.Errorf("branch %v, fork at loss %v: no adamw in update for the join", c.branch, c.atLoss)
 		}
 	}
 }

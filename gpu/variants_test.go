@@ -300,3 +300,35 @@ func TestStepsPerGraphTrainsTheSameBits(t *testing.T) {
 		}
 	}
 }
+
+// TestPrioForkTrainsTheSameBits trains the default network with the
+// priority update forked right after the loss, beside the backward pass
+// (DQNFLOW_PRIO_FORK=loss, ADR 0026: the kernels built with PRIO_FORK),
+// and after the gradient's norm, beside AdamW (the default kernels): the
+// same arithmetic on the same inputs, so every tensor, the replay
+// buffer's priorities included, must be the same bits.
+func TestPrioForkTrainsTheSameBits(t *testing.T) {
+	b, err := NewBackend(0)
+	if err != nil {
+		SkipWithoutGPU(t, err)
+	}
+	saved := prioForkAtLoss
+	defer func() { prioForkAtLoss = saved }()
+	for _, precision := range []string{config.PrecisionFP32, config.PrecisionBF16Mixed} {
+		var got [2]map[string][]byte
+		for i, atLoss := range []bool{true, false} {
+			prioForkAtLoss = atLoss
+			if got[i], _, err = trainBatch4096(b, precision); err != nil {
+				t.Fatalf("%s, fork at the loss %v: %v", precision, atLoss, err)
+			}
+		}
+		diff := differingTensors(got[0], got[1])
+		for _, k := range diff[:min(len(diff), 5)] {
+			t.Errorf("%s: tensor %s differs between the two fork points", precision, k)
+		}
+		if len(got[0]) != len(got[1]) || len(got[0]) == 0 {
+			t.Errorf("%s: %d and %d tensors", precision, len(got[0]), len(got[1]))
+		}
+		t.Logf("%s: %d of %d tensors differ between the priority update forked at the loss and at the norm", precision, len(diff), len(got[1]))
+	}
+}

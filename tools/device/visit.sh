@@ -20,7 +20,8 @@
 # with the spectral step's power iteration on its own graph branch and on
 # the main stream, ADR 0025), multistep (graphs of several training
 # steps, DQNFLOW_STEPS_PER_GRAPH, ADR 0027: the bits kept and the step
-# timed), pdl (the step and the
+# timed), priofork (the priority update forked at the loss against the
+# default, DQNFLOW_PRIO_FORK, ADR 0026), pdl (the step and the
 # epoch with serial and early launches beside bench's), wgmma (the step
 # and the epoch with the forward GEMMs on mma.sync beside bench's), same (the
 # parity study's seed 1 in every mode against a committed log, SAME_REF
@@ -200,6 +201,25 @@ if has multistep; then
   step multistep-bf16-mixed-256-32 90 env DQNFLOW_STEPS_PER_GRAPH=32 bin/gputest/dqnflow bench --device cuda --precision bf16-mixed --batch 256 --steps 320 --json
   echo -n "bf16-mixed batch 256 steps/graph 32: " >>"$OUT/summary.txt"
   grep -E '"(ms_per_step|steps_per_graph)"' "$LOGS/multistep-bf16-mixed-256-32.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
+fi
+
+# Part priofork: the priority update forked right after the loss, beside
+# the backward pass (DQNFLOW_PRIO_FORK=loss), against the default fork
+# after the gradient's norm, beside AdamW: the bit-for-bit test, then the
+# step at three batches in two interleaved rounds.
+if has priofork; then
+  step priofork-tests 200 bin/gputest/gpu.test -test.run 'TestPrioForkTrainsTheSameBits' -test.v -test.count=1
+  grep -E "^(--- |ok|FAIL|PASS)|fork points|at the loss" "$LOGS/priofork-tests.log" | head -12 >>"$OUT/summary.txt"
+  for round in 1 2; do
+    for b in 256 4096 16384; do
+      for v in loss norm; do
+        tag="priofork-$b-$v-$round"
+        step "$tag" 90 env DQNFLOW_PRIO_FORK=$v bin/gputest/dqnflow bench --device cuda --precision bf16-mixed --batch "$b" --steps 300 --json
+        echo -n "bf16-mixed batch $b prio fork $v round $round: " >>"$OUT/summary.txt"
+        grep -E '"(ms_per_step|prio_fork)"' "$LOGS/$tag.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
+      done
+    done
+  done
 fi
 
 # Part pdl: the step with its kernels launched one after the other
