@@ -48,12 +48,28 @@ func TestStoppedWorkerHandsItsChunkOver(t *testing.T) {
 		t.Fatalf("the run reopened from the checkpoint of epoch %d, before the epoch %d checkpoint the stopped chunk had recorded", resumed, checkpointed)
 	}
 	// The chunk that Drain cancelled fails with WorkerStopping, or, when
-	// the cancellation fell between two of its epochs, returns them; it is
-	// never cancelled by the server nor timed out.
+	// the cancellation fell between two of its epochs, returns them; no
+	// chunk that started ends cancelled or timed out. (A chunk scheduled
+	// after one that returned, on the session that the stop then ended,
+	// may be cancelled before it starts.)
 	typeOf := map[int64]string{} // scheduled event id → activity type
+	started := map[int64]bool{}  // scheduled event ids of the activities that started
+	opens := 0
 	for _, ev := range history(t, s.client, runID) {
 		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil {
 			typeOf[ev.GetEventId()] = a.GetActivityType().GetName()
+			if a.GetActivityType().GetName() == "OpenTrainer" {
+				if opens++; opens == 2 {
+					d := ev.GetEventTime().AsTime().Sub(stopped)
+					t.Logf("the trainer was reopened %.2f s after SIGTERM", d.Seconds())
+					if d > stopRecoveryLimit {
+						t.Errorf("the trainer was reopened %.2f s after SIGTERM, more than %s", d.Seconds(), stopRecoveryLimit)
+					}
+				}
+			}
+		}
+		if a := ev.GetActivityTaskStartedEventAttributes(); a != nil {
+			started[a.GetScheduledEventId()] = true
 		}
 		if f := ev.GetActivityTaskFailedEventAttributes(); f != nil && typeOf[f.GetScheduledEventId()] == "RunEpochs" {
 			if typ := f.GetFailure().GetApplicationFailureInfo().GetType(); typ != activities.ErrTypeWorkerStopping {
@@ -63,7 +79,11 @@ func TestStoppedWorkerHandsItsChunkOver(t *testing.T) {
 			}
 		}
 		if c := ev.GetActivityTaskCanceledEventAttributes(); c != nil && typeOf[c.GetScheduledEventId()] == "RunEpochs" {
-			t.Error("a chunk ended cancelled")
+			if started[c.GetScheduledEventId()] {
+				t.Error("a chunk that had started ended cancelled")
+			} else {
+				t.Log("a chunk scheduled on the stopped worker's session was cancelled before it started")
+			}
 		}
 		if c := ev.GetActivityTaskTimedOutEventAttributes(); c != nil && typeOf[c.GetScheduledEventId()] == "RunEpochs" {
 			t.Error("a chunk timed out")
@@ -73,6 +93,13 @@ func TestStoppedWorkerHandsItsChunkOver(t *testing.T) {
 	n := compareWithUninterrupted(t, s, cfg, rows)
 	t.Logf("%d checkpoints bit-identical to the uninterrupted run (%d tensors)", len(rows), n)
 }
+
+// stopRecoveryLimit bounds the time from SIGTERM to the run's trainer
+// reopened on the other worker: 0.12–0.19 s in six runs on 2 shared
+// cores. A workflow task that the stopping process took and dropped would
+// add its 10 s timeout (before worker.Worker.Stop stopped the control
+// worker first, 2 of 6 runs did).
+const stopRecoveryLimit = 5 * time.Second
 
 // tail returns the last n bytes of s.
 func tail(s string, n int) string {

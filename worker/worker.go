@@ -112,6 +112,7 @@ type Worker struct {
 	// Slots accounts for the sessions; nil without the gpu role.
 	Slots *Slots
 
+	control     sdkworker.Worker    // the control worker; nil without the control role
 	trainer     *activities.Trainer // the session activities; nil without the gpu role
 	stopTimeout time.Duration
 	logger      log.Logger
@@ -130,7 +131,7 @@ func New(c client.Client, cfg Config) (*Worker, error) {
 	if cfg.Role.control() {
 		cw := sdkworker.New(c, opts.ControlTaskQueue, ControlOptions())
 		RegisterControl(cw, &workflows.Workflows{Options: opts}, &activities.Control{Store: cfg.Store, Checkpoints: cfg.Checkpoints})
-		w.workers = append(w.workers, cw)
+		w.workers, w.control = append(w.workers, cw), cw
 	}
 	if cfg.Role.gpu() {
 		devices, perDevice := cfg.Devices, cfg.RunsPerDevice
@@ -232,11 +233,18 @@ func (w *Worker) Start() error {
 }
 
 // Stop stops the workers, then closes every trainer held, waiting for runs
-// in use until ctx ends. A GPU worker first ends the chunks it runs and
-// waits, for its stop timeout at most, until they have recorded the
-// checkpoints they were writing (activities.Trainer.Drain): its sessions
-// end only then, so the runs move on from those checkpoints.
+// in use until ctx ends. The control worker stops first: the SDK tells the
+// server that its cached workflows are gone, so the workflow tasks that
+// follow go to another control worker at once, instead of to this process
+// while it exits (a task it took and dropped would wait for its 10 s
+// timeout). Then the GPU worker ends the chunks it runs and waits, for
+// its stop timeout at most, until they have recorded the checkpoints they
+// were writing (activities.Trainer.Drain): its sessions end only then, so
+// the runs move on from those checkpoints.
 func (w *Worker) Stop(ctx context.Context) error {
+	if w.control != nil {
+		w.control.Stop()
+	}
 	if w.trainer != nil {
 		dctx, cancel := context.WithTimeout(ctx, w.stopTimeout)
 		n, err := w.trainer.Drain(dctx)
@@ -251,7 +259,9 @@ func (w *Worker) Stop(ctx context.Context) error {
 		}
 	}
 	for _, sw := range w.workers {
-		sw.Stop()
+		if sw != w.control {
+			sw.Stop()
+		}
 	}
 	if w.Slots != nil {
 		w.Slots.Close()
