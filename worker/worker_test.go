@@ -12,7 +12,6 @@ import (
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/dqnflow/dqnflow/activities"
 	"github.com/dqnflow/dqnflow/activities/activitiestest"
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
@@ -78,10 +77,10 @@ func TestRunMovesToAnotherWorkerWhenItsWorkerStops(t *testing.T) {
 
 // TestRunKeepsTheCheckpointItsStoppingWorkerWasWriting is the same move
 // with the epoch 1 checkpoint still being written when the worker stops:
-// its row is held until the stop has begun, and half a second more, so
-// that the run learns its session is gone before the row exists. The run
-// must wait for the chunk to end (workflows.Options.ChunkEndWait) and
-// restore that checkpoint, not start again from nothing.
+// its row is held until the stop has begun, and half a second more. The
+// stopping worker must end its chunk and wait for that row before its
+// session ends (activities.Trainer.Drain), and the run must restore that
+// checkpoint, not start again from nothing.
 func TestRunKeepsTheCheckpointItsStoppingWorkerWasWriting(t *testing.T) {
 	moveRun(t, true)
 }
@@ -93,68 +92,11 @@ func moveRun(t *testing.T, holdRow bool) {
 	c := workertest.DevServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	st := activitiestest.NewStore(t)
-	root := t.TempDir()
-	opts := workflows.Options{SessionHeartbeatTimeout: 2 * time.Second, HeartbeatTimeout: 5 * time.Second}
-
-	stopping := make(chan struct{})
-	start := func(role worker.Role, b *activitiestest.Backend, st activities.Store) *worker.Worker {
-		w, err := worker.New(c, worker.Config{
-			Role: role, Slots: 1, Store: st, Backend: b, Prepare: activitiestest.Dataset,
-			Checkpoints: checkpoint.Local(root), StopTimeout: 5 * time.Second, Workflows: opts,
-			HeartbeatInterval: 100 * time.Millisecond,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Start(); err != nil {
-			t.Fatal(err)
-		}
-		return w
-	}
-	control := start(worker.RoleControl, nil, st)
-	defer control.Stop(context.Background())
-
-	reached := make(chan struct{})
-	first := &activitiestest.Backend{BeforeStep: func(ctx context.Context, step int64) error {
-		if step == 15 { // half-way through epoch 2: wait here until the worker goes
-			close(reached)
-			<-ctx.Done()
-			return ctx.Err()
-		}
-		return nil
-	}}
-	var st1 activities.Store = st
-	if holdRow {
-		st1 = &activitiestest.HeldCheckpointRow{SQLite: st, Epoch: 1, Release: stopping, Delay: 500 * time.Millisecond}
-	}
-	gpu1 := start(worker.RoleGPU, first, st1)
-
-	cfg := config.Defaults()
-	cfg.Epochs, cfg.StepsPerEpoch, cfg.Env.NumEnvs, cfg.Env.CollectSteps = 4, 10, 2, 4
-	cfg.Checkpoint.Every, cfg.Backtest.Every = 1, 2
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "moves", TaskQueue: workflows.ControlTaskQueue},
-		workflows.TrainingRunName, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-reached:
-	case <-ctx.Done():
-		t.Fatal("the run never reached epoch 2 on the first worker")
-	}
-	second := &activitiestest.Backend{}
-	gpu2 := start(worker.RoleGPU, second, st)
-	defer gpu2.Stop(context.Background())
-	close(stopping)
-	if err := gpu1.Stop(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-
-	var res workflows.RunResult
-	if err := run.Get(ctx, &res); err != nil {
-		t.Fatal(err)
-	}
+	m := workertest.MoveRun(t, c, workertest.Move{
+		ID: "moves", Epochs: 4, HoldRow: holdRow,
+		Workflows: workflows.Options{SessionHeartbeatTimeout: 2 * time.Second, HeartbeatTimeout: 5 * time.Second},
+	})
+	res, st, second := m.Result, m.Store, m.Second
 	if res.Status != store.StatusCompleted || res.Epochs != 4 || res.GlobalStep != 40 || res.LastCheckpoint.Epoch != 4 {
 		t.Fatalf("result %+v, want completed after 4 epochs (40 steps)", res)
 	}

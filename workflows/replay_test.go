@@ -288,62 +288,12 @@ func TestRecordStoppedWorkerHistory(t *testing.T) {
 		t.Skip("records histories only with -record")
 	}
 	c := workertest.DevServer(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	m := workertest.MoveRun(t, c, workertest.Move{ID: "rec5-moves", Epochs: 3, Workflows: recordOptions})
+	if news, restores := m.Second.Counts(); m.Result.Status != store.StatusCompleted || m.Result.Epochs != 3 || news != 0 || restores != 1 {
+		t.Fatalf("result %+v, second worker built %d and restored %d trainers; want completed after 3 epochs, one restore", m.Result, news, restores)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st := activitiestest.NewStore(t)
-	root := t.TempDir()
-	start := func(role worker.Role, b *activitiestest.Backend) *worker.Worker {
-		w, err := worker.New(c, worker.Config{
-			Role: role, Slots: 1, Store: st, Backend: b, Prepare: activitiestest.Dataset,
-			Checkpoints: checkpoint.Local(root), StopTimeout: 5 * time.Second, Workflows: recordOptions,
-			HeartbeatInterval: 100 * time.Millisecond,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Start(); err != nil {
-			t.Fatal(err)
-		}
-		return w
-	}
-	control := start(worker.RoleControl, nil)
-	defer control.Stop(context.Background())
-	reached := make(chan struct{})
-	gpu1 := start(worker.RoleGPU, &activitiestest.Backend{BeforeStep: func(ctx context.Context, step int64) error {
-		if step == 15 { // half-way through epoch 2: wait here until the worker ends the chunk
-			close(reached)
-			<-ctx.Done()
-			return ctx.Err()
-		}
-		return nil
-	}})
-
-	cfg := config.Defaults()
-	cfg.Epochs, cfg.StepsPerEpoch, cfg.Env.NumEnvs, cfg.Env.CollectSteps = 3, 10, 2, 4
-	cfg.Checkpoint.Every, cfg.Backtest.Every = 1, 2
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "rec5-moves", TaskQueue: workflows.ControlTaskQueue},
-		workflows.TrainingRunName, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-reached:
-	case <-ctx.Done():
-		t.Fatal("the run never reached epoch 2 on the first worker")
-	}
-	second := &activitiestest.Backend{}
-	gpu2 := start(worker.RoleGPU, second)
-	defer gpu2.Stop(context.Background())
-	if err := gpu1.Stop(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	var res workflows.RunResult
-	if err := run.Get(ctx, &res); err != nil {
-		t.Fatal(err)
-	}
-	if news, restores := second.Counts(); res.Status != store.StatusCompleted || res.Epochs != 3 || news != 0 || restores != 1 {
-		t.Fatalf("result %+v, second worker built %d and restored %d trainers; want completed after 3 epochs, one restore", res, news, restores)
-	}
 	saveHistory(ctx, t, c, "rec5-moves", "", "rec5-moves.json")
 }
 
