@@ -236,29 +236,9 @@ func f32s(b []byte) []float32 {
 // main stream (the power iteration reading weights that AdamW writes, or
 // AdamW committing u before the branch wrote it) would show here.
 func TestSpectralBranchTrainsTheSameBits(t *testing.T) {
-	b, err := NewBackend(0)
-	if err != nil {
-		SkipWithoutGPU(t, err)
-	}
 	saved := spectralBranch
 	defer func() { spectralBranch = saved }()
-	for _, precision := range []string{config.PrecisionFP32, config.PrecisionBF16Mixed} {
-		var got [2]map[string][]byte
-		for i, branch := range []bool{true, false} {
-			spectralBranch = branch
-			if got[i], _, err = trainBatch4096(b, precision); err != nil {
-				t.Fatalf("%s, branch %v: %v", precision, branch, err)
-			}
-		}
-		diff := differingTensors(got[0], got[1])
-		for _, k := range diff[:min(len(diff), 5)] {
-			t.Errorf("%s: tensor %s differs between the branch and the main stream", precision, k)
-		}
-		if len(got[0]) != len(got[1]) || len(got[0]) == 0 {
-			t.Errorf("%s: %d and %d tensors", precision, len(got[0]), len(got[1]))
-		}
-		t.Logf("%s: %d of %d tensors differ between the spectral branch and the main stream", precision, len(diff), len(got[1]))
-	}
+	trainsTheSameBits(t, []string{"the spectral branch", "the main stream"}, func(i int) { spectralBranch = i == 0 })
 }
 
 // TestStepsPerGraphTrainsTheSameBits trains the default network with one
@@ -271,34 +251,10 @@ func TestSpectralBranchTrainsTheSameBits(t *testing.T) {
 // the step before, or the spectral branch of one for the refresh of the
 // one before) would show here.
 func TestStepsPerGraphTrainsTheSameBits(t *testing.T) {
-	b, err := NewBackend(0)
-	if err != nil {
-		SkipWithoutGPU(t, err)
-	}
 	saved := stepsPerGraph
 	defer func() { stepsPerGraph = saved }()
-	for _, precision := range []string{config.PrecisionFP32, config.PrecisionBF16Mixed} {
-		var want map[string][]byte
-		for _, k := range []int{1, 4, 3} {
-			stepsPerGraph = k
-			got, _, err := trainBatch4096(b, precision)
-			if err != nil {
-				t.Fatalf("%s, %d steps a graph: %v", precision, k, err)
-			}
-			if k == 1 {
-				want = got
-				continue
-			}
-			diff := differingTensors(got, want)
-			for _, name := range diff[:min(len(diff), 5)] {
-				t.Errorf("%s: tensor %s differs between graphs of %d steps and of one", precision, name, k)
-			}
-			if len(got) != len(want) || len(got) == 0 {
-				t.Errorf("%s: %d and %d tensors", precision, len(got), len(want))
-			}
-			t.Logf("%s: %d of %d tensors differ between graphs of %d steps and of one", precision, len(diff), len(want), k)
-		}
-	}
+	ks := []int{1, 4, 3}
+	trainsTheSameBits(t, []string{"graphs of 1 step", "graphs of 4 steps", "graphs of 3 steps"}, func(i int) { stepsPerGraph = ks[i] })
 }
 
 // TestPrioForkTrainsTheSameBits trains the default network with the
@@ -308,27 +264,41 @@ func TestStepsPerGraphTrainsTheSameBits(t *testing.T) {
 // same arithmetic on the same inputs, so every tensor, the replay
 // buffer's priorities included, must be the same bits.
 func TestPrioForkTrainsTheSameBits(t *testing.T) {
+	saved := prioForkAtLoss
+	defer func() { prioForkAtLoss = saved }()
+	trainsTheSameBits(t, []string{"the fork at the norm", "the fork at the loss"}, func(i int) { prioForkAtLoss = i == 1 })
+}
+
+// trainsTheSameBits trains the default network (trainBatch4096) in fp32
+// and in bf16-mixed once for each of the settings that names name, set(i)
+// choosing the i-th before its run, and requires the tensors of every
+// setting to be the bits of the first's.
+func trainsTheSameBits(t *testing.T, names []string, set func(i int)) {
+	t.Helper()
 	b, err := NewBackend(0)
 	if err != nil {
 		SkipWithoutGPU(t, err)
 	}
-	saved := prioForkAtLoss
-	defer func() { prioForkAtLoss = saved }()
 	for _, precision := range []string{config.PrecisionFP32, config.PrecisionBF16Mixed} {
-		var got [2]map[string][]byte
-		for i, atLoss := range []bool{true, false} {
-			prioForkAtLoss = atLoss
-			if got[i], _, err = trainBatch4096(b, precision); err != nil {
-				t.Fatalf("%s, fork at the loss %v: %v", precision, atLoss, err)
+		var want map[string][]byte
+		for i, name := range names {
+			set(i)
+			got, _, err := trainBatch4096(b, precision)
+			if err != nil {
+				t.Fatalf("%s, %s: %v", precision, name, err)
 			}
+			if i == 0 {
+				want = got
+				continue
+			}
+			diff := differingTensors(got, want)
+			for _, k := range diff[:min(len(diff), 5)] {
+				t.Errorf("%s: tensor %s differs between %s and %s", precision, k, name, names[0])
+			}
+			if len(got) != len(want) || len(got) == 0 {
+				t.Errorf("%s: %d and %d tensors", precision, len(got), len(want))
+			}
+			t.Logf("%s: %d of %d tensors differ between %s and %s", precision, len(diff), len(want), name, names[0])
 		}
-		diff := differingTensors(got[0], got[1])
-		for _, k := range diff[:min(len(diff), 5)] {
-			t.Errorf("%s: tensor %s differs between the two fork points", precision, k)
-		}
-		if len(got[0]) != len(got[1]) || len(got[0]) == 0 {
-			t.Errorf("%s: %d and %d tensors", precision, len(got[0]), len(got[1]))
-		}
-		t.Logf("%s: %d of %d tensors differ between the priority update forked at the loss and at the norm", precision, len(diff), len(got[1]))
 	}
 }
