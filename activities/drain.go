@@ -60,7 +60,8 @@ func (s *chunkSet) enter(ctx context.Context) (_ context.Context, leave func(), 
 // recorded, and restores the newest checkpoint. Were the sessions to end
 // first, the workflow would learn of it at once and could read the store
 // before a checkpoint in flight had its row, then train that epoch again.
-// A chunk that starts after Drain is refused (ErrTypeTrainerLost).
+// Such a chunk fails with ErrTypeWorkerStopping, and a chunk that starts
+// after Drain is refused with it.
 func (a *Trainer) Drain(ctx context.Context) (int, error) {
 	s := &a.chunks
 	s.mu.Lock()

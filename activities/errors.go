@@ -120,9 +120,11 @@ func trainerLost(runID, why string) error {
 // workerStopping is the error of a chunk that Drain ended, or refused,
 // on a stopping worker; err is what the chunk returned, if anything.
 func workerStopping(runID string, err error) error {
-	msg := fmt.Sprintf("run %s: %v; its trainer was discarded, open the run again from its last checkpoint on another worker", runID, ErrWorkerStopping)
+	why := ErrWorkerStopping.Error()
 	if err != nil {
-		msg = fmt.Sprintf("run %s: %v (%v); its trainer was discarded, open the run again from its last checkpoint on another worker", runID, ErrWorkerStopping, err)
+		why += " (" + err.Error() + ")"
 	}
-	return temporal.NewNonRetryableApplicationError(msg, ErrTypeWorkerStopping, err)
+	return temporal.NewNonRetryableApplicationError(
+		fmt.Sprintf("run %s: %s; its trainer was discarded, open the run again from its last checkpoint on another worker", runID, why),
+		ErrTypeWorkerStopping, err)
 }
