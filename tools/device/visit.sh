@@ -76,6 +76,15 @@ step() { # step NAME TIMEOUT CMD...
   log "$name rc=$rc ($(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN{printf "%.1f", b-a}') s)"
   return $rc
 }
+# benchline TAG LABEL FIELDS SETTING PRECISION BATCH STEPS: dqnflow bench
+# with SETTING (NAME=VALUE) in its environment; its JSON fields FIELDS (an
+# ERE alternation of names) go to summary.txt after LABEL.
+benchline() {
+  local tag=$1 label=$2 fields=$3 setting=$4 p=$5 b=$6 n=$7
+  step "$tag" 90 env "$setting" bin/gputest/dqnflow bench --device cuda --precision "$p" --batch "$b" --steps "$n" --json
+  echo -n "$label: " >>"$OUT/summary.txt"
+  grep -E "\"($fields)\"" "$LOGS/$tag.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
+}
 finish() {
   tar czf "$OUT/logs.tgz" -C /tmp visit-logs
   cat "$OUT/summary.txt"
@@ -167,10 +176,8 @@ if has specbranch; then
       for p in bf16-mixed fp32; do
         [ "$p" = fp32 ] && [ "$b" = 4096 ] && continue
         for v in on off; do
-          tag="specbranch-$p-$b-$v-$round"
-          step "$tag" 90 env DQNFLOW_SPECTRAL_BRANCH=$v bin/gputest/dqnflow bench --device cuda --precision "$p" --batch "$b" --steps 300 --json
-          echo -n "$p batch $b branch $v round $round: " >>"$OUT/summary.txt"
-          grep -E '"(ms_per_step|spectral)"' "$LOGS/$tag.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
+          benchline "specbranch-$p-$b-$v-$round" "$p batch $b branch $v round $round" 'ms_per_step|spectral' \
+            DQNFLOW_SPECTRAL_BRANCH=$v "$p" "$b" 300
         done
       done
     done
@@ -190,17 +197,14 @@ if has multistep; then
       for p in bf16-mixed fp32; do
         [ "$p" = fp32 ] && [ "$b" = 4096 ] && continue
         for k in 1 8; do
-          tag="multistep-$p-$b-$k-$round"
-          step "$tag" 90 env DQNFLOW_STEPS_PER_GRAPH=$k bin/gputest/dqnflow bench --device cuda --precision "$p" --batch "$b" --steps 304 --json
-          echo -n "$p batch $b steps/graph $k round $round: " >>"$OUT/summary.txt"
-          grep -E '"(ms_per_step|steps_per_graph)"' "$LOGS/$tag.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
+          benchline "multistep-$p-$b-$k-$round" "$p batch $b steps/graph $k round $round" 'ms_per_step|steps_per_graph' \
+            DQNFLOW_STEPS_PER_GRAPH=$k "$p" "$b" 304
         done
       done
     done
   done
-  step multistep-bf16-mixed-256-32 90 env DQNFLOW_STEPS_PER_GRAPH=32 bin/gputest/dqnflow bench --device cuda --precision bf16-mixed --batch 256 --steps 320 --json
-  echo -n "bf16-mixed batch 256 steps/graph 32: " >>"$OUT/summary.txt"
-  grep -E '"(ms_per_step|steps_per_graph)"' "$LOGS/multistep-bf16-mixed-256-32.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
+  benchline multistep-bf16-mixed-256-32 "bf16-mixed batch 256 steps/graph 32" 'ms_per_step|steps_per_graph' \
+    DQNFLOW_STEPS_PER_GRAPH=32 bf16-mixed 256 320
 fi
 
 # Part priofork: the priority update forked right after the loss, beside
@@ -213,10 +217,8 @@ if has priofork; then
   for round in 1 2; do
     for b in 256 4096 16384; do
       for v in loss norm; do
-        tag="priofork-$b-$v-$round"
-        step "$tag" 90 env DQNFLOW_PRIO_FORK=$v bin/gputest/dqnflow bench --device cuda --precision bf16-mixed --batch "$b" --steps 300 --json
-        echo -n "bf16-mixed batch $b prio fork $v round $round: " >>"$OUT/summary.txt"
-        grep -E '"(ms_per_step|prio_fork)"' "$LOGS/$tag.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
+        benchline "priofork-$b-$v-$round" "bf16-mixed batch $b prio fork $v round $round" 'ms_per_step|prio_fork' \
+          DQNFLOW_PRIO_FORK=$v bf16-mixed "$b" 300
       done
     done
   done
