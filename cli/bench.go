@@ -61,6 +61,9 @@ type benchResult struct {
 	// PrioFork says where the CUDA training graph forks the priority
 	// update: after the gradient's norm or after the loss (ADR 0026).
 	PrioFork string `json:"prio_fork,omitempty"`
+	// AdamRefresh says whether the CUDA training graph runs AdamW and the
+	// online refresh as one launch or two (ADR 0028).
+	AdamRefresh string `json:"adam_refresh,omitempty"`
 	// StepsPerGraph is how many training steps one launch of the CUDA
 	// training graph replays (DQNFLOW_STEPS_PER_GRAPH, ADR 0027).
 	StepsPerGraph int `json:"steps_per_graph,omitempty"`
@@ -190,6 +193,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		res.Spectral = g.SpectralSchedule()
 		res.StepsPerGraph = g.StepsPerGraph()
 		res.PrioFork = g.PrioFork()
+		res.AdamRefresh = g.AdamRefresh()
 		if *profile {
 			if res.Kernels, err = g.ProfileStep(20); err != nil {
 				return err

@@ -23,7 +23,7 @@ var kernelFiles = []string{"common.cu", "gemm.cu", "mlp.cu", "head.cu", "optim.c
 // resolves each once (device pointers and functions are resolved once, never
 // per step).
 var kernelNames = []string{
-	"gemm64", "gemm128", "gemm128x64", "gemm128p", "gemm128o", "gemm128x64o", "head_infer", "c51_loss", "grad_reduce", "grad_norm", "adamw",
+	"gemm64", "gemm128", "gemm128x64", "gemm128p", "gemm128o", "gemm128x64o", "head_infer", "c51_loss", "grad_reduce", "grad_norm", "adamw", "adamw_refresh",
 	"spectral", "refresh", "ema", "cast_rows", "sample", "tree_sub", "tree_top", "prio_claim", "prio_set",
 	"round_check",
 	"env_reset", "env_observe", "env_step", "env_commit_scan", "env_commit", "bt_run", "bt_run_cluster",

@@ -3,6 +3,7 @@ package gpu
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/dqnflow/dqnflow/bf16"
 	"github.com/dqnflow/dqnflow/config"
@@ -88,6 +89,7 @@ type learner struct {
 	paramSegs, specSegs   cuda.DevPtr
 	specScale             cuda.DevPtr // [NumLayers] float32: the spectral step's factor per weight
 	specRefresh           launch      // the online refresh of a training step: applies specScale
+	fusedRefresh          cuda.DevPtr // struct FusedRefresh of kernel adamw_refresh (DQNFLOW_ADAM_REFRESH=fused)
 	specShared            int
 	plans                 map[int]*stepPlan
 	inf                   *inferPlan
@@ -231,6 +233,9 @@ func newLearner(c *cuda.Ctx, d *gpuDevice, m config.ModelConfig, o config.OptimC
 	if l.specRefresh, err = l.refreshLaunch(c, &l.online, l.specScale); err != nil {
 		return fail(err)
 	}
+	if l.fusedRefresh, err = l.fusedRefreshArgs(c); err != nil {
+		return fail(err)
+	}
 	if err := l.setState(c, s); err != nil {
 		return fail(err)
 	}
@@ -296,33 +301,87 @@ func (l *learner) weightT(i int) mat {
 // With scale ≠ 0 (the training step's refresh) it also applies the
 // spectral step's factor of each weight to the masters.
 func (l *learner) refreshLaunch(c *cuda.Ctx, net *netBufs, scale cuda.DevPtr) (launch, error) {
-	const toGW, toBias = 0, 2
-	var w words
-	n := 0
-	seg := func(src, count, dst, kind, layer, tdst, in, ld int) {
-		w.i64(int64(src)).i64(int64(count)).i64(int64(dst)).i64(int64(kind)).i64(int64(layer))
-		w.i64(int64(tdst)).i64(int64(in)).i64(int64(ld))
-		n++
+	segs := l.copySegs(net)
+	p, err := l.uploadCopySegs(c, segs)
+	if err != nil {
+		return launch{}, err
 	}
+	return launch{name: "refresh", f: l.k.fn["refresh"], grid: dim2(32, len(segs)), block: dim(256),
+		args: []any{net.p, net.gw, net.bcat, p, scale, l.st, l.fullFlag()}}, nil
+}
+
+// copySeg is struct CopySeg of kernels/optim.cu: one copy of the refresh.
+type copySeg struct{ src, count, dst, kind, layer, tdst, in, ld int }
+
+// copySegs are the copies kernel refresh writes for net: every weight
+// matrix into gw (the online network's also transposed, where gwT says),
+// then the head-hidden biases into bcat.
+func (l *learner) copySegs(net *netBufs) []copySeg {
+	const toGW, toBias = 0, 2
+	var segs []copySeg
 	for i, ly := range l.lay {
 		tdst, ld := -1, 0
 		if net == &l.online {
 			tdst, ld = l.gwT[i].off, l.gwT[i].ld
 		}
-		seg(ly.W, ly.Out*ly.In, l.gwOff[i], toGW, i, tdst, ly.In, ld)
+		segs = append(segs, copySeg{ly.W, ly.Out * ly.In, l.gwOff[i], toGW, i, tdst, ly.In, ld})
 	}
 	for h, i := range headHidden {
-		seg(l.lay[i].B, l.m.Head, h*l.m.Head, toBias, -1, -1, 0, 0)
+		segs = append(segs, copySeg{l.lay[i].B, l.m.Head, h * l.m.Head, toBias, -1, -1, 0, 0})
+	}
+	return segs
+}
+
+// uploadCopySegs uploads segs as an array of struct CopySeg.
+func (l *learner) uploadCopySegs(c *cuda.Ctx, segs []copySeg) (cuda.DevPtr, error) {
+	var w words
+	for _, s := range segs {
+		for _, v := range []int{s.src, s.count, s.dst, s.kind, s.layer, s.tdst, s.in, s.ld} {
+			w.i64(int64(v))
+		}
 	}
 	p, err := l.mem.alloc(c, l.stream, 8*len(w))
 	if err != nil {
-		return launch{}, err
+		return 0, err
 	}
-	if err := cuda.Upload(c, p, w); err != nil {
-		return launch{}, err
+	return p, cuda.Upload(c, p, w)
+}
+
+// maxFusedCopies is MAX_FUSED_COPIES of kernels/optim.cu: the most
+// copies kernel adamw_refresh holds in shared memory.
+const maxFusedCopies = 32
+
+// fusedRefreshArgs uploads struct FusedRefresh for kernel adamw_refresh:
+// the training step's online refresh (specRefresh's copies, sorted by
+// their place in the parameter vector, so that each thread's ascending
+// elements find theirs moving forward), the spectral factors, and a
+// zeroed counter of the blocks done.
+func (l *learner) fusedRefreshArgs(c *cuda.Ctx) (cuda.DevPtr, error) {
+	segs := l.copySegs(&l.online)
+	if len(segs) > maxFusedCopies {
+		return 0, fmt.Errorf("adamw_refresh: %d copies of the online network, at most %d", len(segs), maxFusedCopies)
 	}
-	return launch{name: "refresh", f: l.k.fn["refresh"], grid: dim2(32, n), block: dim(256),
-		args: []any{net.p, net.gw, net.bcat, p, scale, l.st, l.fullFlag()}}, nil
+	slices.SortFunc(segs, func(a, b copySeg) int { return a.src - b.src })
+	for i := 1; i < len(segs); i++ {
+		if segs[i].src < segs[i-1].src+segs[i-1].count {
+			return 0, fmt.Errorf("adamw_refresh: copies at %d and %d of the parameters overlap", segs[i-1].src, segs[i].src)
+		}
+	}
+	sp, err := l.uploadCopySegs(c, segs)
+	if err != nil {
+		return 0, err
+	}
+	done, err := l.mem.alloc(c, l.stream, 8)
+	if err != nil {
+		return 0, err
+	}
+	var w words
+	w.ptr(l.online.gw).ptr(l.online.bcat).ptr(sp).i64(int64(len(segs))).ptr(l.specScale).ptr(done)
+	p, err := l.mem.alloc(c, l.stream, 8*len(w))
+	if err != nil {
+		return 0, err
+	}
+	return p, cuda.Upload(c, p, w)
 }
 
 // fullFlag is the kernels' flag of precision bf16 (1) or not (0).

@@ -270,6 +270,16 @@ func (t *Trainer) PrioFork() string {
 	return "after the gradient's norm"
 }
 
+// AdamRefresh says how the training graph runs AdamW and the refresh of
+// the online network's copies (ADR 0028): as two launches (the default)
+// or as one, adamw_refresh.
+func (t *Trainer) AdamRefresh() string {
+	if adamRefreshFused {
+		return "one launch, adamw_refresh: DQNFLOW_ADAM_REFRESH=fused"
+	}
+	return "two launches, adamw then refresh"
+}
+
 // StepsPerGraph is how many training steps one launch of the training
 // graph replays (DQNFLOW_STEPS_PER_GRAPH, default 1).
 func (t *Trainer) StepsPerGraph() int { return stepsPerGraph }

@@ -107,7 +107,7 @@ func openDevice(ordinal int) (*gpuDevice, error) {
 		dev.Close()
 		return nil, fmt.Errorf("cuda:%d: %w", ordinal, err)
 	}
-	for _, err := range []error{fp32TCErr, wgmmaDXErr, wgEpilogueErr, spectralBranchErr, stepsPerGraphErr, prioForkErr} {
+	for _, err := range []error{fp32TCErr, wgmmaDXErr, wgEpilogueErr, spectralBranchErr, stepsPerGraphErr, prioForkErr, adamRefreshErr} {
 		if err != nil {
 			dev.Close()
 			return nil, fmt.Errorf("cuda:%d: %w", ordinal, err)

@@ -30,6 +30,7 @@ type stepPlan struct {
 	bwd                     []launch // backward stages 1 to 4 (backwardLaunches)
 	reduceL, normL          launch
 	adamL, specL            launch
+	adamRefreshL            launch // adamw_refresh: AdamW and the online refresh in one launch (DQNFLOW_ADAM_REFRESH=fused)
 	graph                   cuda.GraphExec // one training step
 	graphK                  cuda.GraphExec // stepsPerGraph steps, when more than one
 }
@@ -366,6 +367,8 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 	aw.ptr(l.uNext).ptr(l.u).i64(int64(l.uLen))
 	adamP := upload(aw)
 	p.adamL = launch{name: "adamw", f: l.k.fn["adamw"], grid: dim(adamBlocks(l.np)), block: dim(256), args: []any{adamP, l.st}}
+	p.adamRefreshL = launch{name: "adamw_refresh", f: l.k.fn["adamw_refresh"], grid: p.adamL.grid, block: p.adamL.block,
+		args: []any{adamP, l.st, l.fusedRefresh}}
 	p.specL = launch{name: "spectral", f: l.k.fn["spectral"], grid: dim(model.NumLayers), block: dim(1024), shared: l.specShared,
 		args: []any{l.online.p, l.u, l.uNext, l.specSegs, o.SpectralBound, l.specScale, l.st, l.fullFlag()}}
 	if err := bt.err; err != nil {
@@ -486,9 +489,37 @@ func (l *learner) gradientLaunches(p *stepPlan, loss launch) []launch {
 // updateLaunches are the steps after the gradient and the spectral step's
 // power iteration (p.specL, which reads the weights before the update):
 // AdamW, which commits the new u, and the refresh of the online copies,
-// which applies the spectral factors and counts the step.
+// which applies the spectral factors and counts the step; with
+// DQNFLOW_ADAM_REFRESH=fused (ADR 0028) both in one launch, adamw_refresh.
 func (l *learner) updateLaunches(p *stepPlan) []launch {
+	if adamRefreshFused {
+		return []launch{p.adamRefreshL}
+	}
 	return []launch{p.adamL, l.specRefresh}
+}
+
+// adamIndex is the index in update of the launch that runs AdamW (adamw
+// or adamw_refresh), where captureFork joins the early branch; -1 if none.
+func adamIndex(update []launch) int {
+	return slices.IndexFunc(update, func(ln launch) bool { return ln.name == "adamw" || ln.name == "adamw_refresh" })
+}
+
+// adamRefreshFused is whether the training step runs AdamW and the online
+// refresh as one launch, adamw_refresh (DQNFLOW_ADAM_REFRESH=fused, ADR
+// 0028), or as two, adamw then refresh (unset or "separate", the
+// default): the same arithmetic on every element, so the same bits.
+// Another value (adamRefreshErr) fails every device open.
+var adamRefreshFused, adamRefreshErr = parseAdamRefresh(os.Getenv("DQNFLOW_ADAM_REFRESH"))
+
+// parseAdamRefresh reads DQNFLOW_ADAM_REFRESH.
+func parseAdamRefresh(v string) (bool, error) {
+	switch v {
+	case "", "separate":
+		return false, nil
+	case "fused":
+		return true, nil
+	}
+	return false, fmt.Errorf("DQNFLOW_ADAM_REFRESH %q: must be separate (the default), fused or unset", v)
 }
 
 // trainLaunches is one whole training step from the replay buffer, in
@@ -655,7 +686,7 @@ func (l *learner) captureSteps(c *cuda.Ctx, p *stepPlan, n int) (cuda.GraphExec,
 	}
 	early, grad, update, prio := l.trainParts(p)
 	return captureFork(c, l.d.launch.dependent, forkStreams{l.stream, l.side, l.early},
-		forkEvents{l.fork, l.join, l.earlyFork, l.earlyJoin}, n, early, grad, update, prio, slices.Index(launchNames(update), "adamw"))
+		forkEvents{l.fork, l.join, l.earlyFork, l.earlyJoin}, n, early, grad, update, prio, adamIndex(update))
 }
 
 // forkStreams are captureFork's streams: main, the branch beside the

@@ -1,7 +1,6 @@
 package gpu
 
 import (
-	"slices"
 	"strings"
 	"testing"
 )
@@ -116,32 +115,55 @@ func TestTrainPartsForkWhereTheSettingsSay(t *testing.T) {
 		prioL: []launch{named("prio_claim"), named("prio_set")},
 	}
 	l := &learner{specRefresh: named("refresh")}
-	savedB, savedP := spectralBranch, prioForkAtLoss
-	defer func() { spectralBranch, prioForkAtLoss = savedB, savedP }()
+	savedB, savedP, savedF := spectralBranch, prioForkAtLoss, adamRefreshFused
+	defer func() { spectralBranch, prioForkAtLoss, adamRefreshFused = savedB, savedP, savedF }()
 	grad := "sample f1 f2 f3 f4 c51_loss b1 b2 b3 b4 grad_reduce grad_norm"
-	for _, c := range []struct {
-		branch, atLoss             bool
-		early, grad, update, order string
-	}{
-		{true, false, "spectral", grad, "adamw refresh", grad + " spectral adamw refresh"},
-		{false, false, "", grad + " spectral", "adamw refresh", grad + " spectral adamw refresh"},
-		{true, true, "spectral", "sample f1 f2 f3 f4 c51_loss", "b1 b2 b3 b4 grad_reduce grad_norm adamw refresh",
-			"sample f1 f2 f3 f4 c51_loss spectral b1 b2 b3 b4 grad_reduce grad_norm adamw refresh"},
-		{false, true, "", "sample f1 f2 f3 f4 c51_loss", "b1 b2 b3 b4 grad_reduce grad_norm spectral adamw refresh",
-			"sample f1 f2 f3 f4 c51_loss b1 b2 b3 b4 grad_reduce grad_norm spectral adamw refresh"},
-	} {
-		spectralBranch, prioForkAtLoss = c.branch, c.atLoss
-		early, g, u, prio := l.trainParts(p)
-		join := func(ls []launch) string { return strings.Join(launchNames(ls), " ") }
-		if join(early) != c.early || join(g) != c.grad || join(u) != c.update || join(prio) != "prio_claim prio_set" {
-			t.Errorf("branch %v, fork at loss %v: early %q, grad %q, update %q, prio %q; want %q, %q, %q",
-				c.branch, c.atLoss, join(early), join(g), join(u), join(prio), c.early, c.grad, c.update)
+	for _, fused := range []bool{false, true} {
+		adamRefreshFused = fused
+		p.adamRefreshL = named("adamw_refresh")
+		upd, adam := "adamw refresh", "adamw"
+		if fused {
+			upd, adam = "adamw_refresh", "adamw_refresh"
 		}
-		if got := join(l.trainLaunches(p)); got != c.order+" prio_claim prio_set" {
-			t.Errorf("branch %v, fork at loss %v: trainLaunches %q", c.branch, c.atLoss, got)
+		for _, c := range []struct {
+			branch, atLoss             bool
+			early, grad, update, order string
+		}{
+			{true, false, "spectral", grad, upd, grad + " spectral " + upd},
+			{false, false, "", grad + " spectral", upd, grad + " spectral " + upd},
+			{true, true, "spectral", "sample f1 f2 f3 f4 c51_loss", "b1 b2 b3 b4 grad_reduce grad_norm " + upd,
+				"sample f1 f2 f3 f4 c51_loss spectral b1 b2 b3 b4 grad_reduce grad_norm " + upd},
+			{false, true, "", "sample f1 f2 f3 f4 c51_loss", "b1 b2 b3 b4 grad_reduce grad_norm spectral " + upd,
+				"sample f1 f2 f3 f4 c51_loss b1 b2 b3 b4 grad_reduce grad_norm spectral " + upd},
+		} {
+			spectralBranch, prioForkAtLoss = c.branch, c.atLoss
+			early, g, u, prio := l.trainParts(p)
+			join := func(ls []launch) string { return strings.Join(launchNames(ls), " ") }
+			if join(early) != c.early || join(g) != c.grad || join(u) != c.update || join(prio) != "prio_claim prio_set" {
+				t.Errorf("branch %v, fork at loss %v, fused %v: early %q, grad %q, update %q, prio %q; want %q, %q, %q",
+					c.branch, c.atLoss, fused, join(early), join(g), join(u), join(prio), c.early, c.grad, c.update)
+			}
+			if got := join(l.trainLaunches(p)); got != c.order+" prio_claim prio_set" {
+				t.Errorf("branch %v, fork at loss %v, fused %v: trainLaunches %q", c.branch, c.atLoss, fused, got)
+			}
+			if i := adamIndex(u); i < 0 || u[i].name != adam {
+				t.Errorf("branch %v, fork at loss %v, fused %v: no %s in update for the join", c.branch, c.atLoss, fused, adam)
+			}
 		}
-		if i := slices.Index(launchNames(u), "adamw"); i < 0 || u[i].name != "adamw" {
-			t.Errorf("branch %v, fork at loss %v: no adamw in update for the join", c.branch, c.atLoss)
+	}
+}
+
+// TestAdamRefreshSettingIsChecked: DQNFLOW_ADAM_REFRESH takes separate,
+// fused or nothing; anything else is an error that names the variable.
+func TestAdamRefreshSettingIsChecked(t *testing.T) {
+	for v, want := range map[string]bool{"": false, "separate": false, "fused": true} {
+		if got, err := parseAdamRefresh(v); err != nil || got != want {
+			t.Errorf("parseAdamRefresh(%q) = %v, %v; want %v", v, got, err, want)
+		}
+	}
+	for _, v := range []string{"Fused", "on", "1"} {
+		if _, err := parseAdamRefresh(v); err == nil || !strings.Contains(err.Error(), "DQNFLOW_ADAM_REFRESH") {
+			t.Errorf("parseAdamRefresh(%q) = %v; want an error naming DQNFLOW_ADAM_REFRESH", v, err)
 		}
 	}
 }

@@ -9,7 +9,9 @@ import (
 	"testing"
 
 	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/gpu/cuda"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/trainer/model"
 )
 
 // TestGEMMVariantsTrainTheSameBits trains the default network at batch
@@ -72,9 +74,42 @@ func differingTensors(got, want map[string][]byte) []string {
 // synthetic data, and returns its weights by tensor name and the GEMM
 // paths its step took.
 func trainBatch4096(b *Backend, precision string) (map[string][]byte, gemmPaths, error) {
+	return trainBatch4096With(b, bitsMode{precision: precision})
+}
+
+// bitsMode is a run of trainBatch4096With: its precision, stochastic
+// rounding (precision bf16), a spectral bound other than the default's
+// (bound ≠ 0), and inspect, when set, called on the trainer after its
+// steps.
+type bitsMode struct {
+	precision string
+	sr        bool
+	bound     float64
+	inspect   func(*Trainer) error
+}
+
+// name is the mode's precision, with stochastic rounding and the bound
+// where they differ from the default.
+func (m bitsMode) name() string {
+	n := m.precision
+	if m.sr {
+		n += " with stochastic rounding"
+	}
+	if m.bound != 0 {
+		n += fmt.Sprintf(", spectral bound %g", m.bound)
+	}
+	return n
+}
+
+// trainBatch4096With is trainBatch4096 in mode m.
+func trainBatch4096With(b *Backend, m bitsMode) (map[string][]byte, gemmPaths, error) {
 	var none gemmPaths
 	cfg := config.Defaults()
-	cfg.Device, cfg.Precision = "cuda", precision
+	cfg.Device, cfg.Precision = "cuda", m.precision
+	cfg.Optim.StochasticRounding = m.sr
+	if m.bound != 0 {
+		cfg.Optim.SpectralBound = m.bound
+	}
 	cfg.Data.Path, cfg.Data.SyntheticBars = market.SyntheticPath, 3000
 	cfg.BatchSize, cfg.StepsPerEpoch = 4096, 10
 	ds, err := market.Prepare(cfg)
@@ -119,6 +154,11 @@ func trainBatch4096(b *Backend, precision string) (map[string][]byte, gemmPaths,
 	for _, ln := range p.bwd {
 		if isWG(ln) {
 			paths.inputGrads++
+		}
+	}
+	if m.inspect != nil {
+		if err := m.inspect(g); err != nil {
+			return nil, none, err
 		}
 	}
 	ck, err := tr.Snapshot()
@@ -269,21 +309,59 @@ func TestPrioForkTrainsTheSameBits(t *testing.T) {
 	trainsTheSameBits(t, []string{"the fork at the norm", "the fork at the loss"}, func(i int) { prioForkAtLoss = i == 1 })
 }
 
+// TestAdamRefreshFusedTrainsTheSameBits trains the default network with
+// AdamW and the online refresh as two launches (the default) and as one,
+// adamw_refresh (DQNFLOW_ADAM_REFRESH=fused, ADR 0028), in every
+// precision, bf16 with stochastic rounding too, and with a spectral bound
+// of 0.5, so that the factors act on the weights of every step: the same
+// arithmetic on every element, so every tensor must be the same bits. A
+// step counted twice or not at all (the bias corrections, the stochastic
+// rounding's bits) or a copy the fused kernel missed would show here.
+func TestAdamRefreshFusedTrainsTheSameBits(t *testing.T) {
+	saved := adamRefreshFused
+	defer func() { adamRefreshFused = saved }()
+	// The bound acts: some factor of the last step is below 1.
+	scaled := func(tr *Trainer) error {
+		f := make([]float32, model.NumLayers)
+		if err := tr.do(func(c *cuda.Ctx) error { return cuda.Download(c, f, tr.l.specScale) }); err != nil {
+			return err
+		}
+		if slices.Max(f) > 1 || slices.Min(f) >= 1 {
+			return fmt.Errorf("spectral factors %v of the last step: want some below 1 and none above", f)
+		}
+		return nil
+	}
+	var modes []bitsMode
+	for _, m := range []bitsMode{{precision: config.PrecisionFP32}, {precision: config.PrecisionBF16Mixed},
+		{precision: config.PrecisionBF16}, {precision: config.PrecisionBF16, sr: true}} {
+		m.bound, m.inspect = 0.5, scaled
+		modes = append(modes, m)
+	}
+	trainsTheSameBitsIn(t, modes, []string{"adamw then refresh", "adamw_refresh"}, func(i int) { adamRefreshFused = i == 1 })
+}
+
 // trainsTheSameBits trains the default network (trainBatch4096) in fp32
 // and in bf16-mixed once for each of the settings that names name, set(i)
 // choosing the i-th before its run, and requires the tensors of every
 // setting to be the bits of the first's.
 func trainsTheSameBits(t *testing.T, names []string, set func(i int)) {
 	t.Helper()
+	trainsTheSameBitsIn(t, []bitsMode{{precision: config.PrecisionFP32}, {precision: config.PrecisionBF16Mixed}}, names, set)
+}
+
+// trainsTheSameBitsIn is trainsTheSameBits in the given modes.
+func trainsTheSameBitsIn(t *testing.T, modes []bitsMode, names []string, set func(i int)) {
+	t.Helper()
 	b, err := NewBackend(0)
 	if err != nil {
 		SkipWithoutGPU(t, err)
 	}
-	for _, precision := range []string{config.PrecisionFP32, config.PrecisionBF16Mixed} {
+	for _, mode := range modes {
+		precision := mode.name()
 		var want map[string][]byte
 		for i, name := range names {
 			set(i)
-			got, _, err := trainBatch4096(b, precision)
+			got, _, err := trainBatch4096With(b, mode)
 			if err != nil {
 				t.Fatalf("%s, %s: %v", precision, name, err)
 			}

@@ -223,8 +223,51 @@ struct AdamArgs {
 #define ADAM_THREADS 256
 #define ADAM_PER_THREAD 4
 #define ADAM_PER_BLOCK (ADAM_THREADS * ADAM_PER_THREAD)
+
+// One copy of the refresh: count float32 masters from p[src] to dst of
+// the copy named by kind (0: gw, E; 2: bcat, float32); layer is the weight
+// matrix's layer (kind 0), whose spectral factor applies. A weight with
+// tdst ≥ 0 is also written transposed into gw: element (o, i) of the
+// out×in matrix (e = o·in + i) at gw[tdst + i·ld + o], the k-contiguous B
+// operand of the backward's input gradient on wgmma (gpu/plan.go).
+struct CopySeg {
+  long long src, count, dst, kind, layer, tdst, in, ld;
+};
+
+// The online refresh folded into AdamW (kernel adamw_refresh,
+// DQNFLOW_ADAM_REFRESH=fused): the copies of kernel refresh (CopySeg)
+// sorted by src, at most MAX_FUSED_COPIES, and a counter of the
+// blocks done, zero between launches.
+#define MAX_FUSED_COPIES 32
+struct FusedRefresh {
+  E* gw; float* bcat; const CopySeg* segs; long long nsegs;
+  const float* scale;  // the spectral factors, one per weight matrix (kernel spectral)
+  unsigned int* done;  // blocks of this launch done: the last one counts the step
+};
+
+template <bool REFRESH>
+__device__ __forceinline__ void adamwBody(const AdamArgs* pa, StepState* st, const FusedRefresh* fr);
+
 extern "C" __global__ void __launch_bounds__(ADAM_THREADS) adamw(const AdamArgs* pa, StepState* st) {
   pdlEnter();
+  adamwBody<false>(pa, st, nullptr);
+}
+
+// adamw_refresh is adamw followed, in the same threads, by what the
+// training step's refresh does to each element (kernel refresh): the
+// thread that stores parameter i applies its matrix's spectral factor,
+// rounded as refresh rounds it, stores the result as the master and
+// writes its GEMM copies. The arithmetic on every element is that of
+// adamw then refresh, so the bits are the same; the step drops one
+// launch from its critical path (ADR 0028). The last block to finish
+// counts the step (st->t, st->local), which every block read first.
+extern "C" __global__ void __launch_bounds__(ADAM_THREADS) adamw_refresh(const AdamArgs* pa, StepState* st, const FusedRefresh* fr) {
+  pdlEnter();
+  adamwBody<true>(pa, st, fr);
+}
+
+template <bool REFRESH>
+__device__ __forceinline__ void adamwBody(const AdamArgs* pa, StepState* st, const FusedRefresh* fr) {
   if (st->abort) return;
   const AdamArgs a = *pa;
   __shared__ double snorm, sp[RED_THREADS];
@@ -237,6 +280,15 @@ extern "C" __global__ void __launch_bounds__(ADAM_THREADS) adamw(const AdamArgs*
   for (int q = threadIdx.x; q < a.nsegs; q += blockDim.x) {
     segEnd[q] = a.segs[q].off + a.segs[q].count;
     segDecay[q] = (int)a.segs[q].decay;
+  }
+  __shared__ CopySeg cseg[REFRESH ? MAX_FUSED_COPIES : 1];
+  __shared__ float cscale[REFRESH ? MAX_FUSED_COPIES : 1];
+  const int ncopies = REFRESH ? (int)fr->nsegs : 0;
+  if (REFRESH) {
+    for (int q = threadIdx.x; q < ncopies; q += blockDim.x) {
+      cseg[q] = fr->segs[q];
+      cscale[q] = cseg[q].kind == 0 ? fr->scale[cseg[q].layer] : 1.0f;
+    }
   }
   // The bias corrections, once per block, by another warp than the sum's.
   if (threadIdx.x == 32) {
@@ -274,8 +326,8 @@ extern "C" __global__ void __launch_bounds__(ADAM_THREADS) adamw(const AdamArgs*
   const float lr = (float)a.lr, eps = (float)a.eps, lrwdW = (float)(a.lr * a.wd);
   unsigned moved = 0, stuck = 0;
   const long long i0 = (long long)blockIdx.x * ADAM_PER_BLOCK + threadIdx.x;
-  // The thread's elements ascend, so its segment only moves forward.
-  int q = 0;
+  // The thread's elements ascend, so its segments only move forward.
+  int q = 0, r = 0;
 #pragma unroll
   for (int e = 0; e < ADAM_PER_THREAD; e++) {
     const long long i = i0 + (long long)e * ADAM_THREADS;
@@ -297,11 +349,30 @@ extern "C" __global__ void __launch_bounds__(ADAM_THREADS) adamw(const AdamArgs*
     }
     a.m[i] = mi;
     a.v[i] = vi;
-    a.p[i] = pn;
     if (step != 0.0f) {
       moved++;
       if (pn == p) stuck++;
     }
+    if (REFRESH) {
+      while (r < ncopies && i >= cseg[r].src + cseg[r].count) r++;
+      if (r < ncopies && i >= cseg[r].src) {
+        const CopySeg& cs = cseg[r];
+        const long long e = i - cs.src;
+        const float sc = cscale[r];
+        if (sc != 1.0f) {
+          pn = pn * sc;
+          if (a.full) pn = roundBF(pn);
+        }
+        if (cs.kind == 0) {
+          const E x = toE(pn);
+          fr->gw[cs.dst + e] = x;
+          if (cs.tdst >= 0) fr->gw[cs.tdst + (e % cs.in) * cs.ld + e / cs.in] = x;
+        } else {
+          fr->bcat[cs.dst + e] = pn;
+        }
+      }
+    }
+    a.p[i] = pn;
   }
   // The block's counts (shuffles, then one warp over the warps' sums) go
   // into the block's own pair of counters: no atomics, no contention (one
@@ -328,6 +399,16 @@ extern "C" __global__ void __launch_bounds__(ADAM_THREADS) adamw(const AdamArgs*
     if (lane == 0 && moved > 0) {
       a.stag[2 * blockIdx.x] += moved;
       a.stag[2 * blockIdx.x + 1] += stuck;
+    }
+    // Every thread of the block read st->t and st->local before the
+    // __syncthreads above; the last block to arrive counts the step.
+    if (REFRESH && lane == 0) {
+      __threadfence();
+      if (atomicAdd(fr->done, 1u) == gridDim.x - 1) {
+        st->t += 1;
+        st->local += 1;
+        *fr->done = 0;
+      }
     }
   }
 }
@@ -435,15 +516,6 @@ extern "C" __global__ void __launch_bounds__(SPEC_THREADS) spectral(const float*
   if (threadIdx.x == 0) scale[blockIdx.x] = factor;
 }
 
-// One copy of the refresh: count float32 masters from p[src] to dst of
-// the copy named by kind (0: gw, E; 2: bcat, float32); layer is the weight
-// matrix's layer (kind 0), whose spectral factor applies. A weight with
-// tdst ≥ 0 is also written transposed into gw: element (o, i) of the
-// out×in matrix (e = o·in + i) at gw[tdst + i·ld + o], the k-contiguous B
-// operand of the backward's input gradient on wgmma (gpu/plan.go).
-struct CopySeg {
-  long long src, count, dst, kind, layer, tdst, in, ld;
-};
 
 // refresh rewrites the GEMM copies of a network after its float32 masters
 // changed, one segment per blockIdx.y: every weight matrix into gw (at its

@@ -21,7 +21,10 @@
 # the main stream, ADR 0025), multistep (graphs of several training
 # steps, DQNFLOW_STEPS_PER_GRAPH, ADR 0027: the bits kept and the step
 # timed), priofork (the priority update forked at the loss against the
-# default, DQNFLOW_PRIO_FORK, ADR 0026), pdl (the step and the
+# default, DQNFLOW_PRIO_FORK, ADR 0026), adamrefresh (AdamW and the
+# refresh as one launch against two, DQNFLOW_ADAM_REFRESH, ADR 0028: the
+# bits kept and the step timed), combo (the three
+# of multistep, priofork and adamrefresh together against none), pdl (the step and the
 # epoch with serial and early launches beside bench's), wgmma (the step
 # and the epoch with the forward GEMMs on mma.sync beside bench's), same (the
 # parity study's seed 1 in every mode against a committed log, SAME_REF
@@ -77,11 +80,12 @@ step() { # step NAME TIMEOUT CMD...
   return $rc
 }
 # benchline TAG LABEL FIELDS SETTING PRECISION BATCH STEPS: dqnflow bench
-# with SETTING (NAME=VALUE) in its environment; its JSON fields FIELDS (an
+# with SETTING (NAME=VALUE, or several separated by spaces) in its environment; its JSON fields FIELDS (an
 # ERE alternation of names) go to summary.txt after LABEL.
 benchline() {
   local tag=$1 label=$2 fields=$3 setting=$4 p=$5 b=$6 n=$7
-  step "$tag" 90 env "$setting" bin/gputest/dqnflow bench --device cuda --precision "$p" --batch "$b" --steps "$n" --json
+  # shellcheck disable=SC2086 # SETTING may be several NAME=VALUE words
+  step "$tag" 90 env $setting bin/gputest/dqnflow bench --device cuda --precision "$p" --batch "$b" --steps "$n" --json
   echo -n "$label: " >>"$OUT/summary.txt"
   grep -E "\"($fields)\"" "$LOGS/$tag.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
 }
@@ -211,6 +215,39 @@ fi
 # the backward pass (DQNFLOW_PRIO_FORK=loss), against the default fork
 # after the gradient's norm, beside AdamW: the bit-for-bit test, then the
 # step at three batches in two interleaved rounds.
+if has adamrefresh; then
+  step adamrefresh-bits 300 bin/gputest/gpu.test -test.run 'TestAdamRefreshFusedTrainsTheSameBits' -test.v -test.count=1
+  grep -E "^(--- |PASS|FAIL|ok)|differ|factors" "$LOGS/adamrefresh-bits.log" | head -20 >>"$OUT/summary.txt"
+  for round in 1 2; do
+    for b in 256 4096 16384; do
+      for p in bf16-mixed fp32; do
+        [ "$p" = fp32 ] && [ "$b" = 4096 ] && continue
+        for v in separate fused; do
+          benchline "adamrefresh-$p-$b-$v-$round" "$p batch $b adam refresh $v round $round" 'ms_per_step|adam_refresh' \
+            DQNFLOW_ADAM_REFRESH=$v "$p" "$b" 300
+        done
+      done
+    done
+  done
+fi
+# Part combo (after multistep, priofork and adamrefresh): the three
+# together against none, timed, and each one's bits test with the other
+# two set.
+COMBO="DQNFLOW_STEPS_PER_GRAPH=8 DQNFLOW_PRIO_FORK=loss DQNFLOW_ADAM_REFRESH=fused"
+if has combo; then
+  # shellcheck disable=SC2086
+  step combo-bits 400 env $COMBO bin/gputest/gpu.test -test.run 'TestAdamRefreshFusedTrainsTheSameBits|TestPrioForkTrainsTheSameBits|TestStepsPerGraphTrainsTheSameBits' -test.v -test.count=1
+  grep -E "^(--- |PASS|FAIL|ok)" "$LOGS/combo-bits.log" | head -20 >>"$OUT/summary.txt"
+  for round in 1 2; do
+    for b in 256 4096 16384; do
+      for p in bf16-mixed fp32; do
+        [ "$p" = fp32 ] && [ "$b" = 4096 ] && continue
+        benchline "combo-$p-$b-none-$round" "$p batch $b none round $round" 'ms_per_step' DQNFLOW_ADAM_REFRESH=separate "$p" "$b" 304
+        benchline "combo-$p-$b-all-$round" "$p batch $b all three round $round" 'ms_per_step|steps_per_graph|prio_fork|adam_refresh' "$COMBO" "$p" "$b" 304
+      done
+    done
+  done
+fi
 if has priofork; then
   step priofork-tests 200 bin/gputest/gpu.test -test.run 'TestPrioForkTrainsTheSameBits' -test.v -test.count=1
   grep -E "^(--- |ok|FAIL|PASS)|fork points|at the loss" "$LOGS/priofork-tests.log" | head -12 >>"$OUT/summary.txt"
