@@ -58,9 +58,6 @@ type benchResult struct {
 	// Spectral says where the CUDA training graph runs the spectral step's
 	// power iteration: on its own branch or on the main stream (ADR 0025).
 	Spectral string `json:"spectral,omitempty"`
-	// PrioFork says where the CUDA training graph forks the priority
-	// update: after the gradient's norm or after the loss (ADR 0026).
-	PrioFork string `json:"prio_fork,omitempty"`
 	// AdamRefresh says whether the CUDA training graph runs AdamW and the
 	// online refresh as one launch or two (ADR 0028).
 	AdamRefresh string `json:"adam_refresh,omitempty"`
@@ -192,7 +189,6 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		res.Launches = g.Launches()
 		res.Spectral = g.SpectralSchedule()
 		res.StepsPerGraph = g.StepsPerGraph()
-		res.PrioFork = g.PrioFork()
 		res.AdamRefresh = g.AdamRefresh()
 		if *profile {
 			if res.Kernels, err = g.ProfileStep(20); err != nil {

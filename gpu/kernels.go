@@ -100,7 +100,6 @@ func kernelOptions(m config.ModelConfig, bf16, fused, early, wgmma, tf32x3 bool)
 		"-DDQN_WGMMA=" + flag(wgmma),
 		"-DDQN_TF32X3=" + flag(tf32x3 && !bf16),
 		"-DWG_EPI_HELD=" + flag(wgEpilogueHeld),
-		"-DPRIO_FORK=" + flag(prioForkAtLoss),
 		"--fmad=false",
 		"--std=c++17",
 	}...)

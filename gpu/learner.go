@@ -483,7 +483,7 @@ type stepState struct {
 	t, local int64
 	mmin     uint64
 	abort    int32
-	badLoss  int32 // a per-sample loss of the step was not finite (c51_loss)
+	pad      int32
 	maxPrio  float64
 	loss     float32
 	pad2     float32

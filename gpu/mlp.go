@@ -260,28 +260,18 @@ func (t *Trainer) ForwardPath() string {
 // (dependentLaunches).
 func (t *Trainer) Launches() string { return t.l.d.launch.desc }
 
-// PrioFork says where the training graph forks the priority update (ADR
-// 0026): after the gradient's norm (the default) or after the loss, with
-// the kernels built with PRIO_FORK.
-func (t *Trainer) PrioFork() string {
-	if prioForkAtLoss {
-		return "after the loss (PRIO_FORK kernels): DQNFLOW_PRIO_FORK=loss"
-	}
-	return "after the gradient's norm"
-}
-
 // AdamRefresh says how the training graph runs AdamW and the refresh of
-// the online network's copies (ADR 0028): as two launches (the default)
-// or as one, adamw_refresh.
+// the online network's copies (ADR 0028): as one launch, adamw_refresh
+// (the default), or as two (DQNFLOW_ADAM_REFRESH=separate).
 func (t *Trainer) AdamRefresh() string {
 	if adamRefreshFused {
-		return "one launch, adamw_refresh: DQNFLOW_ADAM_REFRESH=fused"
+		return "one launch, adamw_refresh"
 	}
-	return "two launches, adamw then refresh"
+	return "two launches, adamw then refresh: DQNFLOW_ADAM_REFRESH=separate"
 }
 
 // StepsPerGraph is how many training steps one launch of the training
-// graph replays (DQNFLOW_STEPS_PER_GRAPH, default 1).
+// graph replays (DQNFLOW_STEPS_PER_GRAPH, default 8: ADR 0027).
 func (t *Trainer) StepsPerGraph() int { return stepsPerGraph }
 
 // SpectralSchedule says where the training graph runs the spectral step's

@@ -36,7 +36,6 @@ func CacheDir() string {
 type moduleKey struct {
 	bf16, fused, tf32   bool
 	atoms, t1, t2, head int
-	prioFork            bool // built with PRIO_FORK (DQNFLOW_PRIO_FORK=loss, ADR 0026)
 }
 
 // gpuDevice is one opened CUDA device with its compiled modules, shared by
@@ -107,7 +106,7 @@ func openDevice(ordinal int) (*gpuDevice, error) {
 		dev.Close()
 		return nil, fmt.Errorf("cuda:%d: %w", ordinal, err)
 	}
-	for _, err := range []error{fp32TCErr, wgmmaDXErr, wgEpilogueErr, spectralBranchErr, stepsPerGraphErr, prioForkErr, adamRefreshErr} {
+	for _, err := range []error{fp32TCErr, wgmmaDXErr, wgEpilogueErr, spectralBranchErr, stepsPerGraphErr, adamRefreshErr} {
 		if err != nil {
 			dev.Close()
 			return nil, fmt.Errorf("cuda:%d: %w", ordinal, err)
@@ -199,7 +198,7 @@ func (d *gpuDevice) arch() int { return d.info.Major*10 + d.info.Minor }
 func (d *gpuDevice) module(c *cuda.Ctx, m config.ModelConfig, bf16, fused bool) (*kernels, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	key := moduleKey{bf16, fused, !bf16 && fp32TC, m.Atoms, m.Trunk1, m.Trunk2, m.Head, prioForkAtLoss}
+	key := moduleKey{bf16, fused, !bf16 && fp32TC, m.Atoms, m.Trunk1, m.Trunk2, m.Head}
 	if k, ok := d.mods[key]; ok {
 		return k, nil
 	}

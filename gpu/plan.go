@@ -30,7 +30,7 @@ type stepPlan struct {
 	bwd                     []launch // backward stages 1 to 4 (backwardLaunches)
 	reduceL, normL          launch
 	adamL, specL            launch
-	adamRefreshL            launch // adamw_refresh: AdamW and the online refresh in one launch (DQNFLOW_ADAM_REFRESH=fused)
+	adamRefreshL            launch // adamw_refresh: AdamW and the online refresh in one launch (ADR 0028)
 	graph                   cuda.GraphExec // one training step
 	graphK                  cuda.GraphExec // stepsPerGraph steps, when more than one
 }
@@ -489,8 +489,8 @@ func (l *learner) gradientLaunches(p *stepPlan, loss launch) []launch {
 // updateLaunches are the steps after the gradient and the spectral step's
 // power iteration (p.specL, which reads the weights before the update):
 // AdamW, which commits the new u, and the refresh of the online copies,
-// which applies the spectral factors and counts the step; with
-// DQNFLOW_ADAM_REFRESH=fused (ADR 0028) both in one launch, adamw_refresh.
+// which applies the spectral factors and counts the step: both in one
+// launch, adamw_refresh (ADR 0028), unless DQNFLOW_ADAM_REFRESH=separate.
 func (l *learner) updateLaunches(p *stepPlan) []launch {
 	if adamRefreshFused {
 		return []launch{p.adamRefreshL}
@@ -498,28 +498,23 @@ func (l *learner) updateLaunches(p *stepPlan) []launch {
 	return []launch{p.adamL, l.specRefresh}
 }
 
-// adamIndex is the index in update of the launch that runs AdamW (adamw
-// or adamw_refresh), where captureFork joins the early branch; -1 if none.
-func adamIndex(update []launch) int {
-	return slices.IndexFunc(update, func(ln launch) bool { return ln.name == "adamw" || ln.name == "adamw_refresh" })
-}
-
 // adamRefreshFused is whether the training step runs AdamW and the online
-// refresh as one launch, adamw_refresh (DQNFLOW_ADAM_REFRESH=fused, ADR
-// 0028), or as two, adamw then refresh (unset or "separate", the
-// default): the same arithmetic on every element, so the same bits.
-// Another value (adamRefreshErr) fails every device open.
+// refresh as one launch, adamw_refresh (unset or "fused", the default
+// since ADR 0028 measured it faster), or as two, adamw then refresh
+// (DQNFLOW_ADAM_REFRESH=separate, for the comparison): the same
+// arithmetic on every element, so the same bits. Another value
+// (adamRefreshErr) fails every device open.
 var adamRefreshFused, adamRefreshErr = parseAdamRefresh(os.Getenv("DQNFLOW_ADAM_REFRESH"))
 
 // parseAdamRefresh reads DQNFLOW_ADAM_REFRESH.
 func parseAdamRefresh(v string) (bool, error) {
 	switch v {
-	case "", "separate":
-		return false, nil
-	case "fused":
+	case "", "fused":
 		return true, nil
+	case "separate":
+		return false, nil
 	}
-	return false, fmt.Errorf("DQNFLOW_ADAM_REFRESH %q: must be separate (the default), fused or unset", v)
+	return true, fmt.Errorf("DQNFLOW_ADAM_REFRESH %q: must be fused (the default), separate or unset", v)
 }
 
 // trainLaunches is one whole training step from the replay buffer, in
@@ -534,64 +529,24 @@ func (l *learner) trainLaunches(p *stepPlan) []launch {
 //   - early: the spectral step's power iteration, which reads only the
 //     weights before the update and u, so it runs from the step's start
 //     beside the rest, joined before AdamW (ADR 0025); empty where
-//     DQNFLOW_SPECTRAL_BRANCH=off puts it on the main stream before AdamW;
-//   - grad: the sampling, the forward passes, the loss and, unless
-//     DQNFLOW_PRIO_FORK=loss, the backward pass and the gradient's norm;
-//   - update: the rest (AdamW, which commits the new u, and the refresh,
-//     which applies the spectral factors and counts the step), beside
+//     DQNFLOW_SPECTRAL_BRANCH=off puts it into grad, last;
+//   - grad: the sampling, the gradient and its norm;
+//   - update: AdamW and the refresh (one launch: updateLaunches), beside
 //   - prio: the priority update, which needs only the per-sample losses and
 //     the loss, and which the next step's sampling waits for. prio_claim
 //     and prio_set read the step number that grad_norm copies
 //     (StepState.tc) while the refresh advances t, and they skip a step
-//     whose loss is not finite themselves. With DQNFLOW_PRIO_FORK=loss
-//     (ADR 0026) the kernels are built with PRIO_FORK: the sampling
-//     copies the step number and c51_loss flags a non-finite per-sample
-//     loss (StepState.badLoss), which is all the branch then waits for. A
-//     step whose loss is finite but whose gradient norm is not (it stops
-//     the run with ErrNonFinite) may or may not have updated the
-//     priorities.
+//     whose loss is not finite themselves. A step whose loss is finite but
+//     whose gradient norm is not (it stops the run with ErrNonFinite) may
+//     or may not have updated the priorities.
 func (l *learner) trainParts(p *stepPlan) (early, grad, update, prio []launch) {
 	grad = append([]launch{p.sampleL}, l.gradientLaunches(p, p.lossSampled)...)
-	if !spectralBranch {
-		grad = append(grad, p.specL)
-	} else {
+	if spectralBranch {
 		early = []launch{p.specL}
+	} else {
+		grad = append(grad, p.specL)
 	}
-	update = l.updateLaunches(p)
-	if prioForkAtLoss {
-		at := len(p.fwd) + 2 // sample, the forward passes, the loss
-		grad, update = grad[:at:at], append(slices.Clone(grad[at:]), update...)
-	}
-	return early, grad, update, p.prioL
-}
-
-// prioForkAtLoss is whether the captured training step forks the priority
-// update right after the loss, beside the backward pass, the gradient's
-// norm, AdamW and the refresh (DQNFLOW_PRIO_FORK=loss, ADR 0026), or after
-// the gradient's norm, beside AdamW and the refresh (unset or "norm", the
-// default): the same bits either way. The fork at the loss needs kernels
-// built with PRIO_FORK (kernelOptions); the default builds the kernels the
-// device measured. Another value (prioForkErr) fails every device open.
-var prioForkAtLoss, prioForkErr = parsePrioFork(os.Getenv("DQNFLOW_PRIO_FORK"))
-
-// parsePrioFork reads DQNFLOW_PRIO_FORK.
-func parsePrioFork(v string) (bool, error) {
-	switch v {
-	case "", "norm":
-		return false, nil
-	case "loss":
-		return true, nil
-	}
-	return false, fmt.Errorf("DQNFLOW_PRIO_FORK %q: must be norm (the default), loss or unset", v)
-}
-
-// launchNames returns the names of ls, in order.
-func launchNames(ls []launch) []string {
-	names := make([]string, len(ls))
-	for i := range ls {
-		names[i] = ls[i].name
-	}
-	return names
+	return early, grad, l.updateLaunches(p), p.prioL
 }
 
 // spectralBranch is whether the captured training step runs the spectral
@@ -623,15 +578,16 @@ func (l *learner) runAll(c *cuda.Ctx, ls []launch) error {
 }
 
 // stepsPerGraph is how many training steps one graph launch replays
-// (DQNFLOW_STEPS_PER_GRAPH, default 1): with more, Train launches a graph
-// of that many steps, one after the other in capture order, and the
-// single-step graph for the rest of a readback chunk. Every kernel reads
+// (DQNFLOW_STEPS_PER_GRAPH, default defaultStepsPerGraph): with more than
+// one, Train launches graphs of that many steps, one after the other in
+// capture order, and the single-step graph for the rest of a readback
+// chunk. Every kernel reads
 // the step's state (its number, the abort flags) from device memory, so
 // the steps of a graph are the same launches on the same data as single
 // launches, and train the same bits; what changes is that the GPU goes
 // from one step to the next inside a graph, without the gap between two
-// graph launches (the experiment of ADR 0027). Another value
-// (stepsPerGraphErr) fails every device open.
+// graph launches (ADR 0027). Another value (stepsPerGraphErr) fails
+// every device open.
 var stepsPerGraph, stepsPerGraphErr = parseStepsPerGraph(os.Getenv("DQNFLOW_STEPS_PER_GRAPH"))
 
 // maxStepsPerGraph bounds DQNFLOW_STEPS_PER_GRAPH: a graph of 19 launches
@@ -639,14 +595,19 @@ var stepsPerGraph, stepsPerGraphErr = parseStepsPerGraph(os.Getenv("DQNFLOW_STEP
 // longer than a graph.
 const maxStepsPerGraph = 64
 
+// defaultStepsPerGraph: graphs of 8 steps took 1.3–3.5 µs off a step at
+// batches 256 and 4096 on an H100, and 32 saved no more at batch 256
+// (ADR 0027, docs/perf/gpu-2026-12-05-fifth.md).
+const defaultStepsPerGraph = 8
+
 // parseStepsPerGraph reads DQNFLOW_STEPS_PER_GRAPH.
 func parseStepsPerGraph(v string) (int, error) {
 	if v == "" {
-		return 1, nil
+		return defaultStepsPerGraph, nil
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 || n > maxStepsPerGraph {
-		return 1, fmt.Errorf("DQNFLOW_STEPS_PER_GRAPH %q: must be a whole number of steps from 1 (the default) to %d, or unset", v, maxStepsPerGraph)
+		return defaultStepsPerGraph, fmt.Errorf("DQNFLOW_STEPS_PER_GRAPH %q: must be a whole number of steps from 1 to %d (%d when unset)", v, maxStepsPerGraph, defaultStepsPerGraph)
 	}
 	return n, nil
 }
@@ -686,7 +647,7 @@ func (l *learner) captureSteps(c *cuda.Ctx, p *stepPlan, n int) (cuda.GraphExec,
 	}
 	early, grad, update, prio := l.trainParts(p)
 	return captureFork(c, l.d.launch.dependent, forkStreams{l.stream, l.side, l.early},
-		forkEvents{l.fork, l.join, l.earlyFork, l.earlyJoin}, n, early, grad, update, prio, adamIndex(update))
+		forkEvents{l.fork, l.join, l.earlyFork, l.earlyJoin}, n, early, grad, update, prio)
 }
 
 // forkStreams are captureFork's streams: main, the branch beside the
@@ -700,22 +661,21 @@ type forkEvents struct{ fork, join, earlyFork, earlyJoin cuda.Event }
 // captureFork captures one CUDA graph, and instantiates it, of repeat
 // copies, one after the other, of three branches: early on stream s.early
 // from the copy's start (forked by earlyFork), before then after on the
-// main stream, whose launch joinAt (0 if negative) waits for early
-// (earlyJoin), and branch on the side stream beside after (forked by fork
-// once before is queued, joined by join before the copy ends). A copy starts once the one before has ended
+// main stream, after waiting for early (earlyJoin), and branch on the side
+// stream beside after (forked by fork once before is queued, joined by
+// join before the copy ends). A copy starts once the one before has ended
 // on every stream; the events are recorded again for each copy.
 // With dependent set every launch is a programmatic dependent of the one
 // before it on its stream (launchMode.dependent), early's first excepted,
 // which has none: the graph holds kernels only, so every edge is between
 // two kernels. An empty early adds no branch.
-func captureFork(c *cuda.Ctx, dependent bool, s forkStreams, ev forkEvents, repeat int, early, before, after, branch []launch, joinAt int) (cuda.GraphExec, error) {
-	joinAt = max(joinAt, 0)
+func captureFork(c *cuda.Ctx, dependent bool, s forkStreams, ev forkEvents, repeat int, early, before, after, branch []launch) (cuda.GraphExec, error) {
 	if err := c.BeginCapture(s.main); err != nil {
 		return 0, err
 	}
 	runErr := func() error {
 		for range repeat {
-			if err := queueFork(c, dependent, s, ev, early, before, after, branch, joinAt); err != nil {
+			if err := queueFork(c, dependent, s, ev, early, before, after, branch); err != nil {
 				return err
 			}
 		}
@@ -725,7 +685,7 @@ func captureFork(c *cuda.Ctx, dependent bool, s forkStreams, ev forkEvents, repe
 }
 
 // queueFork queues one copy of captureFork's branches.
-func queueFork(c *cuda.Ctx, dependent bool, s forkStreams, ev forkEvents, early, before, after, branch []launch, joinAt int) error {
+func queueFork(c *cuda.Ctx, dependent bool, s forkStreams, ev forkEvents, early, before, after, branch []launch) error {
 	if len(early) > 0 {
 		if err := c.Record(ev.earlyFork, s.main); err != nil {
 			return err
@@ -761,12 +721,12 @@ func queueFork(c *cuda.Ctx, dependent bool, s forkStreams, ev forkEvents, early,
 	if err := c.Record(ev.join, s.side); err != nil {
 		return err
 	}
-	for i := range after {
-		if i == joinAt && len(early) > 0 {
-			if err := c.WaitEvent(s.main, ev.earlyJoin); err != nil {
-				return err
-			}
+	if len(early) > 0 {
+		if err := c.WaitEvent(s.main, ev.earlyJoin); err != nil {
+			return err
 		}
+	}
+	for i := range after {
 		if err := after[i].runIn(c, s.main, dependent); err != nil {
 			return err
 		}

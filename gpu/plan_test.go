@@ -71,10 +71,10 @@ func TestSpectralBranchSettingIsChecked(t *testing.T) {
 }
 
 // TestStepsPerGraphSettingIsChecked: DQNFLOW_STEPS_PER_GRAPH takes a whole
-// number of steps from 1 to maxStepsPerGraph (1 when unset), and names
-// itself when it refuses a value.
+// number of steps from 1 to maxStepsPerGraph (defaultStepsPerGraph when
+// unset), and names itself when it refuses a value.
 func TestStepsPerGraphSettingIsChecked(t *testing.T) {
-	for v, want := range map[string]int{"": 1, "1": 1, "4": 4, "64": maxStepsPerGraph} {
+	for v, want := range map[string]int{"": defaultStepsPerGraph, "1": 1, "4": 4, "64": maxStepsPerGraph} {
 		if got, err := parseStepsPerGraph(v); err != nil || got != want {
 			t.Errorf("parseStepsPerGraph(%q) = %v, %v; want %v", v, got, err, want)
 		}
@@ -86,25 +86,11 @@ func TestStepsPerGraphSettingIsChecked(t *testing.T) {
 	}
 }
 
-// TestPrioForkSettingIsChecked: DQNFLOW_PRIO_FORK takes norm (or nothing)
-// and loss, and names itself when it refuses a value.
-func TestPrioForkSettingIsChecked(t *testing.T) {
-	for v, want := range map[string]bool{"": false, "norm": false, "loss": true} {
-		if got, err := parsePrioFork(v); err != nil || got != want {
-			t.Errorf("parsePrioFork(%q) = %v, %v; want %v", v, got, err, want)
-		}
-	}
-	for _, v := range []string{"Loss", "early", "1"} {
-		if _, err := parsePrioFork(v); err == nil || !strings.Contains(err.Error(), "DQNFLOW_PRIO_FORK") {
-			t.Errorf("parsePrioFork(%q) = %v; want an error naming DQNFLOW_PRIO_FORK", v, err)
-		}
-	}
-}
-
 // TestTrainPartsForkWhereTheSettingsSay checks where the training step's
 // graph forks in each setting of DQNFLOW_SPECTRAL_BRANCH and
-// DQNFLOW_PRIO_FORK: every launch once, in the order of the step, the
-// power iteration before AdamW, and AdamW where captureFork's join goes.
+// DQNFLOW_ADAM_REFRESH: every launch once, in the order of the step, the
+// power iteration before AdamW, and AdamW first in the update, where
+// captureFork joins the early branch.
 func TestTrainPartsForkWhereTheSettingsSay(t *testing.T) {
 	named := func(n string) launch { return launch{name: n} }
 	p := &stepPlan{
@@ -112,51 +98,50 @@ func TestTrainPartsForkWhereTheSettingsSay(t *testing.T) {
 		fwd:     []launch{named("f1"), named("f2"), named("f3"), named("f4")},
 		bwd:     []launch{named("b1"), named("b2"), named("b3"), named("b4")},
 		reduceL: named("grad_reduce"), normL: named("grad_norm"), adamL: named("adamw"), specL: named("spectral"),
-		prioL: []launch{named("prio_claim"), named("prio_set")},
+		adamRefreshL: named("adamw_refresh"),
+		prioL:        []launch{named("prio_claim"), named("prio_set")},
 	}
 	l := &learner{specRefresh: named("refresh")}
-	savedB, savedP, savedF := spectralBranch, prioForkAtLoss, adamRefreshFused
-	defer func() { spectralBranch, prioForkAtLoss, adamRefreshFused = savedB, savedP, savedF }()
+	savedB, savedF := spectralBranch, adamRefreshFused
+	defer func() { spectralBranch, adamRefreshFused = savedB, savedF }()
 	grad := "sample f1 f2 f3 f4 c51_loss b1 b2 b3 b4 grad_reduce grad_norm"
 	for _, fused := range []bool{false, true} {
 		adamRefreshFused = fused
-		p.adamRefreshL = named("adamw_refresh")
-		upd, adam := "adamw refresh", "adamw"
+		upd := "adamw refresh"
 		if fused {
-			upd, adam = "adamw_refresh", "adamw_refresh"
+			upd = "adamw_refresh"
 		}
 		for _, c := range []struct {
-			branch, atLoss             bool
+			branch                     bool
 			early, grad, update, order string
 		}{
-			{true, false, "spectral", grad, upd, grad + " spectral " + upd},
-			{false, false, "", grad + " spectral", upd, grad + " spectral " + upd},
-			{true, true, "spectral", "sample f1 f2 f3 f4 c51_loss", "b1 b2 b3 b4 grad_reduce grad_norm " + upd,
-				"sample f1 f2 f3 f4 c51_loss spectral b1 b2 b3 b4 grad_reduce grad_norm " + upd},
-			{false, true, "", "sample f1 f2 f3 f4 c51_loss", "b1 b2 b3 b4 grad_reduce grad_norm spectral " + upd,
-				"sample f1 f2 f3 f4 c51_loss b1 b2 b3 b4 grad_reduce grad_norm spectral " + upd},
+			{true, "spectral", grad, upd, grad + " spectral " + upd},
+			{false, "", grad + " spectral", upd, grad + " spectral " + upd},
 		} {
-			spectralBranch, prioForkAtLoss = c.branch, c.atLoss
+			spectralBranch = c.branch
 			early, g, u, prio := l.trainParts(p)
-			join := func(ls []launch) string { return strings.Join(launchNames(ls), " ") }
+			join := func(ls []launch) string {
+				names := make([]string, len(ls))
+				for i, ln := range ls {
+					names[i] = ln.name
+				}
+				return strings.Join(names, " ")
+			}
 			if join(early) != c.early || join(g) != c.grad || join(u) != c.update || join(prio) != "prio_claim prio_set" {
-				t.Errorf("branch %v, fork at loss %v, fused %v: early %q, grad %q, update %q, prio %q; want %q, %q, %q",
-					c.branch, c.atLoss, fused, join(early), join(g), join(u), join(prio), c.early, c.grad, c.update)
+				t.Errorf("branch %v, fused %v: early %q, grad %q, update %q, prio %q; want %q, %q, %q",
+					c.branch, fused, join(early), join(g), join(u), join(prio), c.early, c.grad, c.update)
 			}
 			if got := join(l.trainLaunches(p)); got != c.order+" prio_claim prio_set" {
-				t.Errorf("branch %v, fork at loss %v, fused %v: trainLaunches %q", c.branch, c.atLoss, fused, got)
-			}
-			if i := adamIndex(u); i < 0 || u[i].name != adam {
-				t.Errorf("branch %v, fork at loss %v, fused %v: no %s in update for the join", c.branch, c.atLoss, fused, adam)
+				t.Errorf("branch %v, fused %v: trainLaunches %q", c.branch, fused, got)
 			}
 		}
 	}
 }
 
-// TestAdamRefreshSettingIsChecked: DQNFLOW_ADAM_REFRESH takes separate,
-// fused or nothing; anything else is an error that names the variable.
+// TestAdamRefreshSettingIsChecked: DQNFLOW_ADAM_REFRESH takes fused (or
+// nothing) and separate; anything else is an error that names the variable.
 func TestAdamRefreshSettingIsChecked(t *testing.T) {
-	for v, want := range map[string]bool{"": false, "separate": false, "fused": true} {
+	for v, want := range map[string]bool{"": true, "fused": true, "separate": false} {
 		if got, err := parseAdamRefresh(v); err != nil || got != want {
 			t.Errorf("parseAdamRefresh(%q) = %v, %v; want %v", v, got, err, want)
 		}

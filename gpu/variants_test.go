@@ -297,18 +297,6 @@ func TestStepsPerGraphTrainsTheSameBits(t *testing.T) {
 	trainsTheSameBits(t, []string{"graphs of 1 step", "graphs of 4 steps", "graphs of 3 steps"}, func(i int) { stepsPerGraph = ks[i] })
 }
 
-// TestPrioForkTrainsTheSameBits trains the default network with the
-// priority update forked right after the loss, beside the backward pass
-// (DQNFLOW_PRIO_FORK=loss, ADR 0026: the kernels built with PRIO_FORK),
-// and after the gradient's norm, beside AdamW (the default kernels): the
-// same arithmetic on the same inputs, so every tensor, the replay
-// buffer's priorities included, must be the same bits.
-func TestPrioForkTrainsTheSameBits(t *testing.T) {
-	saved := prioForkAtLoss
-	defer func() { prioForkAtLoss = saved }()
-	trainsTheSameBits(t, []string{"the fork at the norm", "the fork at the loss"}, func(i int) { prioForkAtLoss = i == 1 })
-}
-
 // TestAdamRefreshFusedTrainsTheSameBits trains the default network with
 // AdamW and the online refresh as two launches (the default) and as one,
 // adamw_refresh (DQNFLOW_ADAM_REFRESH=fused, ADR 0028), in every

@@ -72,16 +72,6 @@ __device__ __forceinline__ int greedyDir(int best, float qBest, float qFlat, flo
 #ifndef PDL_EARLY
 #define PDL_EARLY 0
 #endif
-
-// PRIO_FORK (DQNFLOW_PRIO_FORK=loss, ADR 0026): the sampling copies the
-// step's number and c51_loss flags a non-finite per-sample loss
-// (StepState.badLoss), so that the priority update can fork right after
-// the loss. Without it (the default) the kernels are those the device
-// measured: grad_norm copies the number and the priority update reads the
-// batch loss.
-#ifndef PRIO_FORK
-#define PRIO_FORK 0
-#endif
 __device__ __forceinline__ void pdlEnter() {
 #if __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
@@ -154,7 +144,7 @@ struct StepState {
   long long local;          // steps done in this Train call (index into the histories)
   unsigned long long mmin;  // bits of the smallest sampled mass of the batch (float64, positive)
   int abort;                // 1: non-finite gradient norm, 2: non-finite loss
-  int badLoss;              // PRIO_FORK: 1 when a per-sample loss of the step is not finite (c51_loss); the sampling clears it
+  int pad;
   double maxPrio;           // p_max of the replay buffer
   float loss;               // loss of the current step
   float pad2;

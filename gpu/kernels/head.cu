@@ -407,16 +407,7 @@ __device__ __forceinline__ void lossBranch(const LossArgs& a, LossShared& sh, lo
   }
 }
 
-// With PRIO_FORK (DQNFLOW_PRIO_FORK=loss, ADR 0026) c51_loss flags a
-// non-finite per-sample loss in st->badLoss for the priority update, which
-// then forks right after it; without, it only reads st.
-#if PRIO_FORK
-#define LOSS_STATE StepState
-#else
-#define LOSS_STATE const StepState
-#endif
-
-extern "C" __global__ void __launch_bounds__(32 * LOSS_WARPS, 8) c51_loss(const LossArgs* pa, LOSS_STATE* st) {
+extern "C" __global__ void __launch_bounds__(32 * LOSS_WARPS, 8) c51_loss(const LossArgs* pa, const StepState* st) {
   pdlEnter();
   if (st->abort) return;
   // Read where they are (a copy in registers spills in the row loop, one
@@ -472,15 +463,7 @@ extern "C" __global__ void __launch_bounds__(32 * LOSS_WARPS, 8) c51_loss(const 
         if (a.Ge) a.Ge[i * OUTW + j] = toE(gv);
         sh.acc[si][j] += gv;
       }
-#if PRIO_FORK
-      if (lane == 0) {
-        const float li = (sh.ces[w0] + sh.ces[w0 + 1] + sh.ces[w0 + 2]) / (float)NBRANCH;
-        a.sample[i] = li;
-        if (!finitef(li)) st->badLoss = 1; // the priority update skips the step (replay.cu prioSkip)
-      }
-#else
       if (lane == 0) a.sample[i] = (sh.ces[w0] + sh.ces[w0 + 1] + sh.ces[w0 + 2]) / (float)NBRANCH;
-#endif
     }
   }
   __syncthreads();

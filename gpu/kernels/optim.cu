@@ -143,8 +143,8 @@ __device__ double blockSumD(double v) {
 // (grid-stride), the blocks' parts summed later in block order. Block 0 also
 // computes the batch loss (1/n)·Σ_i w_i·ℓ_i, summed in float64, into st->loss,
 // and copies the step number t into st->tc for the priority update, which
-// runs beside the refresh that advances t (gpu/plan.go trainParts; with
-// PRIO_FORK the sampling copied the same value before).
+// runs beside the update that advances t (adamw_refresh, or refresh
+// after adamw: gpu/plan.go trainParts).
 // With full (precision bf16) every gradient element is first rounded to bf16
 // in place, so the norm, the clipping and AdamW read the stored bf16 values.
 extern "C" __global__ void grad_norm(float* grad, long long P, double* partial, const float* w,

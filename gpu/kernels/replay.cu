@@ -74,12 +74,6 @@ struct SampleArgs {
 extern "C" __global__ void __launch_bounds__(SAMPLE_THREADS) sample(const SampleArgs* pa, StepState* st, int spb) {
   pdlEnter();
   if (st->abort) return;
-#if PRIO_FORK
-  if (blockIdx.x == 0 && threadIdx.x == 0) {
-    st->tc = st->t; // the step's number, for the priority update (prio_claim, prio_set)
-    st->badLoss = 0;
-  }
-#endif
   __shared__ long long sslot[SAMPLE_BLOCK];
   __shared__ unsigned long long smin[SAMPLE_BLOCK];
   const SampleArgs a = *pa;
@@ -160,21 +154,10 @@ struct PrioArgs {
 //
 // They run on a branch of the step's graph (gpu/plan.go trainParts), beside
 // AdamW and the refresh: t is st->tc, the step's number copied by
-// grad_norm before the refresh advances st->t, and a step whose loss is
+// grad_norm before the update advances st->t, and a step whose loss is
 // not finite (which AdamW will abort) is skipped here on the loss itself,
 // without waiting for AdamW's flag.
-//
-// Built with PRIO_FORK (DQNFLOW_PRIO_FORK=loss, ADR 0026) they fork from
-// the loss on, beside the backward pass: t is the same value, copied by
-// the sampling, and the skip also reads st->badLoss, which c51_loss sets
-// when a per-sample loss is not finite (the loss is then not finite
-// either: every weight is positive); st->loss is then still the previous
-// step's, finite, since a non-finite one would have aborted the run.
-#if PRIO_FORK
-__device__ __forceinline__ bool prioSkip(const StepState* st) { return st->abort || st->badLoss || !finitef(st->loss); }
-#else
 __device__ __forceinline__ bool prioSkip(const StepState* st) { return st->abort || !finitef(st->loss); }
-#endif
 
 extern "C" __global__ void prio_claim(const PrioArgs* pa, const StepState* st) {
   pdlEnter();

@@ -20,11 +20,10 @@
 # with the spectral step's power iteration on its own graph branch and on
 # the main stream, ADR 0025), multistep (graphs of several training
 # steps, DQNFLOW_STEPS_PER_GRAPH, ADR 0027: the bits kept and the step
-# timed), priofork (the priority update forked at the loss against the
-# default, DQNFLOW_PRIO_FORK, ADR 0026), adamrefresh (AdamW and the
-# refresh as one launch against two, DQNFLOW_ADAM_REFRESH, ADR 0028: the
-# bits kept and the step timed), combo (the three
-# of multistep, priofork and adamrefresh together against none), pdl (the step and the
+# timed), adamrefresh (AdamW and the refresh as one launch against two,
+# DQNFLOW_ADAM_REFRESH, ADR 0028: the bits kept and the step timed),
+# combo (graphs of 8 steps and the one-launch update together, the
+# defaults, against neither), pdl (the step and the
 # epoch with serial and early launches beside bench's), wgmma (the step
 # and the epoch with the forward GEMMs on mma.sync beside bench's), same (the
 # parity study's seed 1 in every mode against a committed log, SAME_REF
@@ -211,10 +210,6 @@ if has multistep; then
     DQNFLOW_STEPS_PER_GRAPH=32 bf16-mixed 256 320
 fi
 
-# Part priofork: the priority update forked right after the loss, beside
-# the backward pass (DQNFLOW_PRIO_FORK=loss), against the default fork
-# after the gradient's norm, beside AdamW: the bit-for-bit test, then the
-# step at three batches in two interleaved rounds.
 if has adamrefresh; then
   step adamrefresh-bits 300 bin/gputest/gpu.test -test.run 'TestAdamRefreshFusedTrainsTheSameBits' -test.v -test.count=1
   grep -E "^(--- |PASS|FAIL|ok)|differ|factors" "$LOGS/adamrefresh-bits.log" | head -20 >>"$OUT/summary.txt"
@@ -230,37 +225,20 @@ if has adamrefresh; then
     done
   done
 fi
-# Part combo (after multistep, priofork and adamrefresh): the three
-# together against none, timed, and each one's bits test with the other
-# two set.
-COMBO="DQNFLOW_STEPS_PER_GRAPH=8 DQNFLOW_PRIO_FORK=loss DQNFLOW_ADAM_REFRESH=fused"
+# Part combo: graphs of 8 steps and the one-launch update (ADRs 0027 and
+# 0028, the defaults) against neither, timed in two interleaved rounds.
+COMBO_OFF="DQNFLOW_STEPS_PER_GRAPH=1 DQNFLOW_ADAM_REFRESH=separate"
 if has combo; then
-  # shellcheck disable=SC2086
-  step combo-bits 400 env $COMBO bin/gputest/gpu.test -test.run 'TestAdamRefreshFusedTrainsTheSameBits|TestPrioForkTrainsTheSameBits|TestStepsPerGraphTrainsTheSameBits' -test.v -test.count=1
-  grep -E "^(--- |PASS|FAIL|ok)" "$LOGS/combo-bits.log" | head -20 >>"$OUT/summary.txt"
   for round in 1 2; do
     for b in 256 4096 16384; do
       for p in bf16-mixed fp32; do
         [ "$p" = fp32 ] && [ "$b" = 4096 ] && continue
-        benchline "combo-$p-$b-none-$round" "$p batch $b none round $round" 'ms_per_step' DQNFLOW_ADAM_REFRESH=separate "$p" "$b" 304
-        benchline "combo-$p-$b-all-$round" "$p batch $b all three round $round" 'ms_per_step|steps_per_graph|prio_fork|adam_refresh' "$COMBO" "$p" "$b" 304
+        benchline "combo-$p-$b-none-$round" "$p batch $b neither round $round" 'ms_per_step|steps_per_graph|adam_refresh' "$COMBO_OFF" "$p" "$b" 304
+        benchline "combo-$p-$b-all-$round" "$p batch $b both (the defaults) round $round" 'ms_per_step|steps_per_graph|adam_refresh' "" "$p" "$b" 304
       done
     done
   done
 fi
-if has priofork; then
-  step priofork-tests 200 bin/gputest/gpu.test -test.run 'TestPrioForkTrainsTheSameBits' -test.v -test.count=1
-  grep -E "^(--- |ok|FAIL|PASS)|fork points|at the loss" "$LOGS/priofork-tests.log" | head -12 >>"$OUT/summary.txt"
-  for round in 1 2; do
-    for b in 256 4096 16384; do
-      for v in loss norm; do
-        benchline "priofork-$b-$v-$round" "bf16-mixed batch $b prio fork $v round $round" 'ms_per_step|prio_fork' \
-          DQNFLOW_PRIO_FORK=$v bf16-mixed "$b" 300
-      done
-    done
-  done
-fi
-
 # Part pdl: the step with its kernels launched one after the other
 # (DQNFLOW_PDL=off) and as early programmatic dependents (early) beside
 # part bench's default programmatic dependents (ADR 0019), same call; and
