@@ -590,7 +590,7 @@ func (l *learner) runAll(c *cuda.Ctx, ls []launch) error {
 // every device open.
 var stepsPerGraph, stepsPerGraphErr = parseStepsPerGraph(os.Getenv("DQNFLOW_STEPS_PER_GRAPH"))
 
-// maxStepsPerGraph bounds DQNFLOW_STEPS_PER_GRAPH: a graph of 19 launches
+// maxStepsPerGraph bounds DQNFLOW_STEPS_PER_GRAPH: a graph of 18 launches
 // a step stays under about 1,200 nodes, and a readback chunk (histCap) is
 // longer than a graph.
 const maxStepsPerGraph = 64

@@ -88,6 +88,22 @@ benchline() {
   echo -n "$label: " >>"$OUT/summary.txt"
   grep -E "\"($fields)\"" "$LOGS/$tag.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
 }
+# abRounds TAG FIELDS STEPS A SETTING_A B SETTING_B: the step with
+# SETTING_A (labelled A) and with SETTING_B (labelled B), interleaved in
+# two rounds, bf16-mixed at batches 256, 4096 and 16384 and fp32 at 256
+# and 16384 (benchline; a setting may be empty: the defaults).
+abRounds() {
+  local tag=$1 fields=$2 n=$3 la=$4 sa=$5 lb=$6 sb=$7
+  for round in 1 2; do
+    for b in 256 4096 16384; do
+      for p in bf16-mixed fp32; do
+        [ "$p" = fp32 ] && [ "$b" = 4096 ] && continue
+        benchline "$tag-$p-$b-$la-$round" "$p batch $b $tag $la round $round" "$fields" "$sa" "$p" "$b" "$n"
+        benchline "$tag-$p-$b-$lb-$round" "$p batch $b $tag $lb round $round" "$fields" "$sb" "$p" "$b" "$n"
+      done
+    done
+  done
+}
 finish() {
   tar czf "$OUT/logs.tgz" -C /tmp visit-logs
   cat "$OUT/summary.txt"
@@ -174,17 +190,7 @@ fi
 # same kernels and bits (TestSpectralBranchTrainsTheSameBits), interleaved
 # in two rounds, bf16-mixed at three batches and fp32 at 256 and 16384.
 if has specbranch; then
-  for round in 1 2; do
-    for b in 256 4096 16384; do
-      for p in bf16-mixed fp32; do
-        [ "$p" = fp32 ] && [ "$b" = 4096 ] && continue
-        for v in on off; do
-          benchline "specbranch-$p-$b-$v-$round" "$p batch $b branch $v round $round" 'ms_per_step|spectral' \
-            DQNFLOW_SPECTRAL_BRANCH=$v "$p" "$b" 300
-        done
-      done
-    done
-  done
+  abRounds specbranch 'ms_per_step|spectral' 300 on DQNFLOW_SPECTRAL_BRANCH=on off DQNFLOW_SPECTRAL_BRANCH=off
 fi
 
 # Part multistep (ADR 0027): graphs of several training steps
@@ -195,17 +201,7 @@ fi
 if has multistep; then
   step multistep-bits 300 bin/gputest/gpu.test -test.run 'TestStepsPerGraphTrainsTheSameBits' -test.v -test.count=1
   grep -E "^(--- |PASS|FAIL|ok)|differ" "$LOGS/multistep-bits.log" | head -20 >>"$OUT/summary.txt"
-  for round in 1 2; do
-    for b in 256 4096 16384; do
-      for p in bf16-mixed fp32; do
-        [ "$p" = fp32 ] && [ "$b" = 4096 ] && continue
-        for k in 1 8; do
-          benchline "multistep-$p-$b-$k-$round" "$p batch $b steps/graph $k round $round" 'ms_per_step|steps_per_graph' \
-            DQNFLOW_STEPS_PER_GRAPH=$k "$p" "$b" 304
-        done
-      done
-    done
-  done
+  abRounds multistep 'ms_per_step|steps_per_graph' 304 1 DQNFLOW_STEPS_PER_GRAPH=1 8 DQNFLOW_STEPS_PER_GRAPH=8
   benchline multistep-bf16-mixed-256-32 "bf16-mixed batch 256 steps/graph 32" 'ms_per_step|steps_per_graph' \
     DQNFLOW_STEPS_PER_GRAPH=32 bf16-mixed 256 320
 fi
@@ -213,31 +209,12 @@ fi
 if has adamrefresh; then
   step adamrefresh-bits 300 bin/gputest/gpu.test -test.run 'TestAdamRefreshFusedTrainsTheSameBits' -test.v -test.count=1
   grep -E "^(--- |PASS|FAIL|ok)|differ|factors" "$LOGS/adamrefresh-bits.log" | head -20 >>"$OUT/summary.txt"
-  for round in 1 2; do
-    for b in 256 4096 16384; do
-      for p in bf16-mixed fp32; do
-        [ "$p" = fp32 ] && [ "$b" = 4096 ] && continue
-        for v in separate fused; do
-          benchline "adamrefresh-$p-$b-$v-$round" "$p batch $b adam refresh $v round $round" 'ms_per_step|adam_refresh' \
-            DQNFLOW_ADAM_REFRESH=$v "$p" "$b" 300
-        done
-      done
-    done
-  done
+  abRounds adamrefresh 'ms_per_step|adam_refresh' 300 separate DQNFLOW_ADAM_REFRESH=separate fused DQNFLOW_ADAM_REFRESH=fused
 fi
 # Part combo: graphs of 8 steps and the one-launch update (ADRs 0027 and
 # 0028, the defaults) against neither, timed in two interleaved rounds.
-COMBO_OFF="DQNFLOW_STEPS_PER_GRAPH=1 DQNFLOW_ADAM_REFRESH=separate"
 if has combo; then
-  for round in 1 2; do
-    for b in 256 4096 16384; do
-      for p in bf16-mixed fp32; do
-        [ "$p" = fp32 ] && [ "$b" = 4096 ] && continue
-        benchline "combo-$p-$b-none-$round" "$p batch $b neither round $round" 'ms_per_step|steps_per_graph|adam_refresh' "$COMBO_OFF" "$p" "$b" 304
-        benchline "combo-$p-$b-all-$round" "$p batch $b both (the defaults) round $round" 'ms_per_step|steps_per_graph|adam_refresh' "" "$p" "$b" 304
-      done
-    done
-  done
+  abRounds combo 'ms_per_step|steps_per_graph|adam_refresh' 304 neither "DQNFLOW_STEPS_PER_GRAPH=1 DQNFLOW_ADAM_REFRESH=separate" both ""
 fi
 # Part pdl: the step with its kernels launched one after the other
 # (DQNFLOW_PDL=off) and as early programmatic dependents (early) beside
