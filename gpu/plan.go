@@ -30,7 +30,7 @@ type stepPlan struct {
 	bwd                     []launch // backward stages 1 to 4 (backwardLaunches)
 	reduceL, normL          launch
 	adamL, specL            launch
-	adamRefreshL            launch // adamw_refresh: AdamW and the online refresh in one launch (ADR 0028)
+	adamRefreshL            launch         // adamw_refresh: AdamW and the online refresh in one launch (ADR 0028)
 	graph                   cuda.GraphExec // one training step
 	graphK                  cuda.GraphExec // stepsPerGraph steps, when more than one
 }
