@@ -89,7 +89,7 @@ type learner struct {
 	paramSegs, specSegs   cuda.DevPtr
 	specScale             cuda.DevPtr // [NumLayers] float32: the spectral step's factor per weight
 	specRefresh           launch      // the online refresh of a training step: applies specScale
-	fusedRefresh          cuda.DevPtr // struct FusedRefresh of kernel adamw_refresh (DQNFLOW_ADAM_REFRESH=fused)
+	fusedRefresh          cuda.DevPtr // struct FusedRefresh of kernel adamw_refresh (ADR 0028)
 	specShared            int
 	plans                 map[int]*stepPlan
 	inf                   *inferPlan
