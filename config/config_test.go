@@ -106,6 +106,8 @@ func TestOutOfRangeValuesNameTheField(t *testing.T) {
 		{`{"env": {"tick_size": 0}}`, "env.tick_size"},
 		{`{"env": {"epsilon_end": 1.5}}`, "env.epsilon_end"},
 		{`{"env": {"flat_margin": -0.05}}`, "env.flat_margin"},
+		{`{"env": {"risk_aversion": -0.01}}`, "env.risk_aversion"},
+		{`{"env": {"risk_aversion": 1000}}`, "env.risk_aversion"},
 		{`{"optim": {"lr": 0}}`, "optim.lr"},
 		{`{"optim": {"n_step": 0}}`, "optim.n_step"},
 		{`{"optim": {"target_tau": 0}}`, "optim.target_tau"},

@@ -64,6 +64,7 @@ func (c *RunConfig) Validate() error {
 		floatIn("env.commission_bps", c.Env.CommissionBps, 0, 10000),
 		{"env.margin_floor", c.Env.MarginFloor, !math.IsNaN(c.Env.MarginFloor) && c.Env.MarginFloor >= 0 && c.Env.MarginFloor < 1, "must be in [0, 1): a fraction of env.initial_capital"},
 		floatIn("env.turnover_penalty", c.Env.TurnoverPenalty, 0, 100),
+		floatIn("env.risk_aversion", c.Env.RiskAversion, 0, 100),
 		floatIn("env.flat_margin", c.Env.FlatMargin, 0, 100),
 		{"env.reward_scale", c.Env.RewardScale, c.Env.RewardScale > 0 && c.Env.RewardScale <= 1000, "must be in (0, 1000]"},
 		floatIn("env.slippage_ticks", c.Env.SlippageTicks, 0, 1e6),

@@ -67,8 +67,8 @@ func newDevCollector(c *cuda.Ctx, l *learner, cfg config.RunConfig, ds *market.D
 	if err != nil {
 		return nil, err
 	}
-	if err := probe.SetReward(cfg.Env.RewardScale, cfg.Env.TurnoverPenalty); err != nil {
-		return nil, fmt.Errorf("collector: env.reward_scale, env.turnover_penalty: %w", err)
+	if err := probe.SetReward(market.ShapeOf(cfg.Env)); err != nil {
+		return nil, fmt.Errorf("collector: env.reward_scale, env.turnover_penalty, env.risk_aversion: %w", err)
 	}
 	r := l.replay
 	bt := l.mem.batch(c, l.stream)
@@ -95,7 +95,7 @@ func newDevCollector(c *cuda.Ctx, l *learner, cfg config.RunConfig, ds *market.D
 	d.env.arrays(&w)
 	w.ptr(d.env.ctr)
 	w.i64(int64(n)).i64(int64(ds.Train.From)).i64(int64(ds.Train.To)).i64(int64(d.env.windowLen)).i64(int64(ns))
-	w.f64(cfg.Optim.Gamma).f64(cfg.Env.RewardScale).f64(cfg.Env.TurnoverPenalty)
+	w.f64(cfg.Optim.Gamma).f64(cfg.Env.RewardScale).f64(cfg.Env.TurnoverPenalty).f64(cfg.Env.RiskAversion)
 	w.f64(cfg.Env.EpsilonStart).f64(cfg.Env.EpsilonEnd).i64(cfg.EpsilonDecayEnvSteps())
 	w.i64(int64(streamKey(cfg.Seed, rollout.StreamEnv))).i64(int64(streamKey(cfg.Seed, rollout.StreamExplore)))
 	w.ptr(d.act).ptr(d.x)
@@ -133,7 +133,7 @@ func newDevCollector(c *cuda.Ctx, l *learner, cfg config.RunConfig, ds *market.D
 }
 
 // envArgsWords is the size of struct EnvArgs in 64-bit words.
-const envArgsWords = 13 + 14 + 1 + 5 + 3 + 3 + 2 + 2 + 8 + 5 + 9 + 2 + 1
+const envArgsWords = 13 + 14 + 1 + 5 + 4 + 3 + 2 + 2 + 8 + 5 + 9 + 2 + 1
 
 // envBlock is the block of the collector's one-thread-per-environment
 // kernels (env_reset, env_step, env_commit): 64 threads, or

@@ -38,13 +38,15 @@ func deviceTrainer(t *testing.T, cfg config.RunConfig, ds *market.Dataset) *Trai
 }
 
 // realConfig is the default run on the bundled S&P 500 hours, with the
-// turnover penalty on so that every term of the reward is exercised.
+// turnover penalty and the risk aversion on so that every term of the
+// reward is exercised.
 func realConfig(envs int) config.RunConfig {
 	cfg := config.Defaults()
 	cfg.Precision = config.PrecisionFP32
 	cfg.Env.NumEnvs = envs
 	cfg.Env.TurnoverPenalty = 0.01
 	cfg.Env.RewardScale = 1.5
+	cfg.Env.RiskAversion = 0.05
 	cfg.Env.EpsilonStart, cfg.Env.EpsilonEnd = 0, 0
 	return cfg
 }
@@ -101,7 +103,7 @@ func TestDeviceEnvironmentMatchesMarket(t *testing.T) {
 	if err := env.SetState(start.Env); err != nil {
 		t.Fatal(err)
 	}
-	if err := env.SetReward(cfg.Env.RewardScale, cfg.Env.TurnoverPenalty); err != nil {
+	if err := env.SetReward(market.ShapeOf(cfg.Env)); err != nil {
 		t.Fatal(err)
 	}
 	buf, err := replay.New(cfg.Replay)

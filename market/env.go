@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+
+	"github.com/dqnflow/dqnflow/config"
 )
 
 // HeldScale is the number of bars at which the "bars held" agent feature
@@ -60,7 +62,7 @@ const clipATR = 10
 // (with a stop, the last term becomes q·(exit − open_{t+1})·PV −
 // |q|·Commission), divided by ATR_t × PV × MaxContracts, so a full position
 // moving one ATR earns about 1 whatever the instrument (SetReward can scale
-// it and charge a turnover penalty). s and Commission are the
+// it, charge a turnover penalty and make it a mean-variance utility). s and Commission are the
 // instrument's slippage and commission at the fill price (Instrument). ATR_t is floored at
 // max(ATR[t], TickSize, 1e-6·|close_t|, 1e-12) so a zero ATR (before it is
 // defined) never gives an infinite reward. At the end of a window the open
@@ -99,7 +101,7 @@ type VecEnv struct {
 	epReward        []float64 // sum of rewards of the running episode
 	episodes        int64     // episodes finished since the environment was built (or restored)
 
-	rewardScale, turnoverPenalty float64 // SetReward; 1 and 0 by default
+	shape RewardShape // SetReward; Unshaped by default
 }
 
 // StepResult holds the outcome of one VecEnv.Step for all N environments.
@@ -144,7 +146,7 @@ func NewVecEnv(ds *Dataset, r Range, n, episodeBars int, rng *rand.Rand) (*VecEn
 		sim: s, r: r, episodeBars: episodeBars, rng: rng,
 		bar: make([]int, n), start: make([]int, n), end: make([]int, n),
 		acc: make([]account, n), epReward: make([]float64, n),
-		rewardScale: 1,
+		shape: Unshaped,
 	}
 	for i := range n {
 		e.reset(i)
@@ -167,16 +169,47 @@ func (e *VecEnv) reset(i int) {
 	e.epReward[i] = 0
 }
 
-// SetReward shapes the training reward (the Reward paragraph of VecEnv):
-// the scaled P&L is multiplied by scale, and penalty × |Δ|/MaxContracts
-// is subtracted for the |Δ| contracts the decision trades (stops and the
-// end-of-window close excluded). scale must be positive and penalty not
-// negative; NewVecEnv starts at 1 and 0, the unshaped reward.
-func (e *VecEnv) SetReward(scale, penalty float64) error {
-	if !(scale > 0) || math.IsInf(scale, 0) || !(penalty >= 0) || math.IsInf(penalty, 0) {
-		return fmt.Errorf("set reward: scale %g must be positive and penalty %g not negative, both finite", scale, penalty)
+// RewardShape shapes the training reward (the Reward paragraph of
+// VecEnv). With r = ΔE/(ATR_t·PV·MaxContracts), the step's P&L in reward
+// units, the reward is
+//
+//	Scale·(r − RiskAversion/2·r²) − TurnoverPenalty·|Δ|/MaxContracts
+//
+// for the |Δ| contracts the decision trades (stops and the end-of-window
+// close excluded). Scale must be positive, the others not negative, all
+// finite. The zero value is not valid; Unshaped is the plain P&L.
+type RewardShape struct {
+	Scale, TurnoverPenalty, RiskAversion float64
+}
+
+// Unshaped is the reward NewVecEnv starts with: r itself.
+var Unshaped = RewardShape{Scale: 1}
+
+// ShapeOf is the shaping a run's env section asks for: env.reward_scale,
+// env.turnover_penalty and env.risk_aversion.
+func ShapeOf(c config.EnvConfig) RewardShape {
+	return RewardShape{Scale: c.RewardScale, TurnoverPenalty: c.TurnoverPenalty, RiskAversion: c.RiskAversion}
+}
+
+// reward is the shaped reward of a step whose P&L is dE money, unit the
+// money of one ATR of a full position, that traded |Δ| = traded of
+// maxContracts contracts, in float64. The GPU's env_step evaluates the
+// same expression in the same order. With RiskAversion 0 the middle term
+// is exactly 0, so the reward has the bits it had before the term existed.
+func (s RewardShape) reward(dE, unit float64, traded, maxContracts int) float64 {
+	r := dE / unit
+	return s.Scale*dE/unit - 0.5*s.Scale*s.RiskAversion*r*r - s.TurnoverPenalty*float64(traded)/float64(maxContracts)
+}
+
+// SetReward sets the shaping of the training reward.
+func (e *VecEnv) SetReward(s RewardShape) error {
+	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+	if !(s.Scale > 0) || !finite(s.Scale) || !(s.TurnoverPenalty >= 0) || !finite(s.TurnoverPenalty) ||
+		!(s.RiskAversion >= 0) || !finite(s.RiskAversion) {
+		return fmt.Errorf("set reward: scale %g must be positive, turnover penalty %g and risk aversion %g not negative, all finite",
+			s.Scale, s.TurnoverPenalty, s.RiskAversion)
 	}
-	e.rewardScale, e.turnoverPenalty = scale, penalty
+	e.shape = s
 	return nil
 }
 
@@ -250,8 +283,7 @@ func (e *VecEnv) Step(actions []Action, res *StepResult) error {
 		if done {
 			dE += e.sim.liquidate(acc, t+1, nil)
 		}
-		rw := e.rewardScale*dE/e.sim.rewardScale(t) -
-			e.turnoverPenalty*float64(traded)/float64(e.sim.in.MaxContracts)
+		rw := e.shape.reward(dE, e.sim.rewardScale(t), traded, e.sim.in.MaxContracts)
 		res.Reward[i] = float32(rw)
 		res.PnL[i] = dE
 		res.Done[i] = done

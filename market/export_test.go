@@ -7,3 +7,8 @@ func SetParallelRows(n int) int {
 	parallelRows = n
 	return old
 }
+
+// ShapedReward is RewardShape.reward, for the tests of its bits.
+func ShapedReward(s RewardShape, dE, unit float64, traded, maxContracts int) float64 {
+	return s.reward(dE, unit, traded, maxContracts)
+}

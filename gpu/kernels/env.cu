@@ -203,7 +203,7 @@ struct EnvArgs {
   EnvArrays s;
   EnvCounters* ctr;
   long long n, from, to, windowLen, nstep;
-  double gamma, rewardScale, turnoverPenalty;
+  double gamma, rewardScale, turnoverPenalty, riskAversion;
   double epsStart, epsEnd; long long epsDecay;
   unsigned long long keyEnv, keyExplore;
   const int* greedy; // [N×3] greedy actions (head_infer), or the actions to take
@@ -279,7 +279,8 @@ extern "C" __global__ void env_observe(const EnvArgs* pa) {
 //   ε = ε_start + min(envSteps/decay, 1)·(ε_end − ε_start)
 //   each branch d: the greedy action, or with probability ε a uniform one
 //   ΔE = sim.step (+ the liquidation at the window's last bar)
-//   r  = float32(reward_scale·ΔE/(ATR_t·PV·MaxContracts) − penalty·|Δ|/MaxContracts)
+//   u  = ATR_t·PV·MaxContracts, x = ΔE/u
+//   r  = float32(reward_scale·ΔE/u − ½·reward_scale·risk_aversion·x² − penalty·|Δ|/MaxContracts)
 //
 // and pushes (s, a, r) onto the env's n-step queue (rollout's nstep):
 // the transitions it completes go to the staging area (tcount per env),
@@ -307,7 +308,9 @@ extern "C" __global__ void env_step(const EnvArgs* pa) {
   double dE = mStep(a.m, &acc, act[0], act[1], act[2], t);
   const bool done = t + 1 == (long long)a.s.end[i] - 1;
   if (done) dE += mLiquidate(a.m, &acc, t + 1);
-  const double rw = a.rewardScale * dE / mRewardScale(a.m, t) -
+  // market.RewardShape.reward, the same expression in the same order.
+  const double unit = mRewardScale(a.m, t), x = dE / unit;
+  const double rw = a.rewardScale * dE / unit - 0.5 * a.rewardScale * a.riskAversion * x * x -
                     a.turnoverPenalty * (double)traded / (double)a.m.maxContracts;
   const float r = (float)rw;
   float nxt[NAGENT];

@@ -78,8 +78,8 @@ func New(cfg config.RunConfig, ds *market.Dataset) (*Collector, error) {
 	if c.env, err = market.NewVecEnv(ts, ts.Train, cfg.Env.NumEnvs, cfg.Env.EpisodeBars, rand.New(c.envPCG)); err != nil {
 		return nil, err
 	}
-	if err := c.env.SetReward(cfg.Env.RewardScale, cfg.Env.TurnoverPenalty); err != nil {
-		return nil, fmt.Errorf("rollout: env.reward_scale, env.turnover_penalty: %w", err)
+	if err := c.env.SetReward(market.ShapeOf(cfg.Env)); err != nil {
+		return nil, fmt.Errorf("rollout: env.reward_scale, env.turnover_penalty, env.risk_aversion: %w", err)
 	}
 	n := cfg.Env.NumEnvs
 	c.nstep = newNStep(n, cfg.Optim.NStep, cfg.Optim.Gamma)
