@@ -62,8 +62,9 @@ const clipATR = 10
 // (with a stop, the last term becomes q·(exit − open_{t+1})·PV −
 // |q|·Commission), divided by ATR_t × PV × MaxContracts, so a full position
 // moving one ATR earns about 1 whatever the instrument (SetReward can scale
-// it, charge a turnover penalty and make it a mean-variance utility). s and Commission are the
-// instrument's slippage and commission at the fill price (Instrument). ATR_t is floored at
+// it, charge a turnover penalty and make it a mean-variance utility). s
+// and Commission are the instrument's slippage and commission at the fill
+// price (Instrument). ATR_t is floored at
 // max(ATR[t], TickSize, 1e-6·|close_t|, 1e-12) so a zero ATR (before it is
 // defined) never gives an infinite reward. At the end of a window the open
 // position is closed at close − s (long) or close + s (short) with
