@@ -21,7 +21,7 @@ import (
 func requireGPU() bool { return os.Getenv("DQNFLOW_REQUIRE_GPU") == "1" }
 
 // testDevice opens device 0 for the test and closes it after.
-func testDevice(t *testing.T) *Device {
+func testDevice(t testing.TB) *Device {
 	t.Helper()
 	devs, err := Devices()
 	switch {
@@ -47,7 +47,7 @@ func testDevice(t *testing.T) *Device {
 }
 
 // testModule compiles src for the device's architecture and loads it.
-func testModule(t *testing.T, d *Device, src, name string) *Module {
+func testModule(t testing.TB, d *Device, src, name string) *Module {
 	t.Helper()
 	c, err := NewCompiler()
 	if err != nil {
@@ -69,7 +69,7 @@ func testModule(t *testing.T, d *Device, src, name string) *Module {
 	return m
 }
 
-func testFunction(t *testing.T, m *Module, name string) Function {
+func testFunction(t testing.TB, m *Module, name string) Function {
 	t.Helper()
 	f, err := m.Function(name)
 	if err != nil {

@@ -75,3 +75,60 @@ extern "C" __global__ void shift_one(const float* src, float* dst, int n) {
     if (i < n) dst[i] = src[(i + 4099) % n] + 1.0f;
 }
 `
+
+// phaseSource: the floor under a chain of dependent phases
+// (BenchmarkGPUPhaseFloor). Each phase, every block reads words floats that
+// another block wrote in the phase before, from L2 (__ldcg: the line may
+// sit stale in this SM's L1 from two phases ago), and writes words floats:
+// block b's slice of dst is block b+1's slice of src, plus 1.
+const phaseSource = `
+__device__ __forceinline__ void phase_body(const float* src, float* dst, int words) {
+    const int nb = gridDim.x, b = blockIdx.x;
+    const float* s = src + (long long)((b + 1) % nb) * words;
+    float* d = dst + (long long)b * words;
+    for (int i = threadIdx.x; i < words; i += blockDim.x) d[i] = __ldcg(s + i) + 1.0f;
+}
+
+// phase_link: one phase a kernel, which waits for the kernel before it
+// (griddepcontrol.wait, a no-op when not launched as a programmatic
+// dependent) and triggers nothing early, as the trainer's kernels do.
+extern "C" __global__ void phase_link(const float* src, float* dst, int words) {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+    phase_body(src, dst, words);
+}
+
+// grid_barrier: every block of the grid arrives before any leaves. count
+// and gen sit on separate lines; the last block to arrive resets count and
+// then advances gen, for which the others spin. The blocks must all be
+// resident at once: phase_persist is launched cooperatively.
+__device__ void grid_barrier(unsigned int* count, unsigned int* gen) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        const unsigned int g = *(volatile unsigned int*)gen;
+        __threadfence();
+        if (atomicAdd(count, 1u) == gridDim.x - 1) {
+            atomicExch(count, 0u);
+            __threadfence();
+            atomicAdd(gen, 1u);
+        } else {
+            while (*(volatile unsigned int*)gen == g) {
+            }
+        }
+        __threadfence();
+    }
+    __syncthreads();
+}
+
+// phase_persist: phases phases in one kernel, a grid barrier after each,
+// alternating between a and b as a chain of phase_link kernels does.
+// bar: 64 words, zero before the first launch (the barrier leaves count
+// at zero).
+extern "C" __global__ void phase_persist(float* a, float* b, int words, int phases, unsigned int* bar) {
+    for (int p = 0; p < phases; p++) {
+        phase_body((p & 1) ? b : a, (p & 1) ? a : b, words);
+        grid_barrier(bar, bar + 32);
+    }
+}
+`

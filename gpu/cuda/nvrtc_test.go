@@ -98,14 +98,17 @@ func TestCompileBF16TensorCoreKernelForSM90(t *testing.T) {
 }
 
 // The graph tests' kernels compile for sm_90 without a GPU, the
-// programmatic dependent launch's griddepcontrol instructions included.
+// programmatic dependent launch's griddepcontrol instructions included,
+// and BenchmarkGPUPhaseFloor's.
 func TestCompileGraphTestKernelsForSM90(t *testing.T) {
 	c := testCompiler(t)
-	cubin, _, err := c.Compile(saxpySource, "saxpy.cu", 90)
-	if err != nil {
-		t.Fatal(err)
+	for _, k := range []struct{ src, name string }{{saxpySource, "saxpy.cu"}, {phaseSource, "phase.cu"}} {
+		cubin, _, err := c.Compile(k.src, k.name, 90)
+		if err != nil {
+			t.Fatal(err)
+		}
+		requireCUBIN(t, cubin, 90)
 	}
-	requireCUBIN(t, cubin, 90)
 }
 
 func TestCompileErrorIncludesLogWithLineNumber(t *testing.T) {

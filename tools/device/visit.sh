@@ -44,7 +44,9 @@
 # hostwalk (the batched backtest's host work on this machine's CPU at 1 to
 # 16 goroutines: BenchmarkBacktestBatch and BenchmarkCVaR), learn (a
 # walk-forward learning batch on the GPU: LEARN_CASES), gputest (the GPU
-# tests GPUTEST_RUN names).
+# tests GPUTEST_RUN names), floor (the floor under a chain of dependent
+# phases: kernels in a graph, programmatic dependents, a cooperative kernel
+# with grid barriers).
 # quick = tests,bench (the default); full = all of them, which takes longer
 # than one device call allows: split it, e.g. tests,bench,pytorch then
 # epoch,cpu,ncu,sanitize.
@@ -166,6 +168,12 @@ has bench && for p in bf16-mixed fp32 bf16; do
 done
 # Each profiled run's launches on one line (ms per step, then µs per kernel).
 has bench && python3 tools/device/kernels.py "$LOGS"/bench-*-256.log "$LOGS"/bench-*-16384.log >>"$OUT/summary.txt"
+# Part floor: the floor under a step of dependent phases, whatever they
+# compute (BenchmarkGPUPhaseFloor): 48 phases as serial kernels, as
+# programmatic dependents and as one cooperative kernel with grid barriers,
+# 4 bytes and 4 KB a block, us/phase.
+has floor && step floor 120 bin/gputest/cuda.test -test.run '^$' -test.bench PhaseFloor -test.benchtime 400x -test.count 3
+has floor && grep -E "^Benchmark|FAIL|ok" "$LOGS/floor.log" >>"$OUT/summary.txt"
 
 # Part crosscheck: the PyTorch reference (bench/pytorch/dqn.py) against
 # the Go CPU reference on the same weights and batch, in float64 on the
