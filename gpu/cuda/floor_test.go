@@ -76,79 +76,38 @@ func phaseFloor(b *testing.B, c *Ctx, how string, link, persist Function, blocks
 	}
 	defer c.DestroyStream(s)
 	grid := Dim3{uint32(blocks), 1, 1}
-	var run func() error
+	if how != "serial" && !c.CanLaunchDependent() {
+		return fmt.Errorf("%s: the driver has no cuLaunchKernelEx", how)
+	}
+	// b.N + 1 runs of the chain; the first (a warm-up) is not timed.
+	b.ResetTimer()
+	var us float64
 	switch how {
 	case "persistent":
-		if !c.CanLaunchDependent() {
-			return fmt.Errorf("the driver has no cuLaunchKernelEx for a cooperative launch")
-		}
-		run = func() error {
+		us, err = timeRuns(c, s, b.N+1, func() error {
 			return launchCooperative(c, persist, grid, block256, s, buf[0], buf[1], int32(words), int32(phases), bar)
-		}
+		})
 	case "serial", "dependent":
 		launch := c.Launch
 		if how == "dependent" {
-			if !c.CanLaunchDependent() {
-				return fmt.Errorf("the driver has no cuLaunchKernelEx")
-			}
 			launch = c.LaunchDependent
 		}
-		if err := c.BeginCapture(s); err != nil {
-			return err
-		}
-		for i := range phases {
-			if err := launch(link, grid, block256, 0, s, buf[i%2], buf[(i+1)%2], int32(words)); err != nil {
-				c.EndCapture(s)
-				return fmt.Errorf("launch %d: %w", i, err)
+		us, err = replayGraph(c, s, b.N+1, func() error {
+			for i := range phases {
+				if err := launch(link, grid, block256, 0, s, buf[i%2], buf[(i+1)%2], int32(words)); err != nil {
+					return fmt.Errorf("launch %d: %w", i, err)
+				}
 			}
-		}
-		g, err := c.EndCapture(s)
-		if err != nil {
-			return err
-		}
-		exec, err := c.Instantiate(g)
-		if derr := c.DestroyGraph(g); err == nil {
-			err = derr
-		}
-		if err != nil {
-			return err
-		}
-		defer c.DestroyGraphExec(exec)
-		run = func() error { return c.GraphLaunch(exec, s) }
+			return nil
+		})
 	default:
 		return fmt.Errorf("no way %q", how)
 	}
-	var ev [2]Event
-	for i := range ev {
-		if ev[i], err = c.NewEvent(); err != nil {
-			return err
-		}
-		defer c.DestroyEvent(ev[i])
-	}
-	if err := run(); err != nil { // warm-up: the first launch of a graph or kernel costs more
-		return err
-	}
-	b.ResetTimer()
-	if err := c.Record(ev[0], s); err != nil {
-		return err
-	}
-	for range b.N {
-		if err := run(); err != nil {
-			return err
-		}
-	}
-	if err := c.Record(ev[1], s); err != nil {
-		return err
-	}
-	if err := c.Sync(s); err != nil {
-		return err
-	}
 	b.StopTimer()
-	ms, err := c.Elapsed(ev[0], ev[1])
 	if err != nil {
 		return err
 	}
-	b.ReportMetric(1000*float64(ms)/float64(b.N*phases), "us/phase")
+	b.ReportMetric(us/float64(phases), "us/phase")
 	// phases is even, so every launch ends in buf[0]: after k phases block
 	// j's slice holds block (j+k) mod blocks's first slice, plus k.
 	got := make([]float32, n)

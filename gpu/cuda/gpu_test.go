@@ -657,21 +657,29 @@ func replayGraph(c *Ctx, s Stream, replays int, queue func() error) (float64, er
 		return 0, err
 	}
 	defer c.DestroyGraphExec(exec)
+	return timeRuns(c, s, replays, func() error { return c.GraphLaunch(exec, s) })
+}
+
+// timeRuns calls run runs times, each queueing work on s, and returns the
+// µs of GPU time per run of all but the first (the first launch of a graph
+// or kernel costs more), from events recorded on s.
+func timeRuns(c *Ctx, s Stream, runs int, run func() error) (float64, error) {
 	var ev [2]Event
 	for i := range ev {
+		var err error
 		if ev[i], err = c.NewEvent(); err != nil {
 			return 0, err
 		}
 		defer c.DestroyEvent(ev[i])
 	}
-	if err := c.GraphLaunch(exec, s); err != nil {
+	if err := run(); err != nil {
 		return 0, err
 	}
 	if err := c.Record(ev[0], s); err != nil {
 		return 0, err
 	}
-	for range replays - 1 {
-		if err := c.GraphLaunch(exec, s); err != nil {
+	for range runs - 1 {
+		if err := run(); err != nil {
 			return 0, err
 		}
 	}
@@ -682,5 +690,5 @@ func replayGraph(c *Ctx, s Stream, replays int, queue func() error) (float64, er
 		return 0, err
 	}
 	ms, err := c.Elapsed(ev[0], ev[1])
-	return 1000 * float64(ms) / float64(replays-1), err
+	return 1000 * float64(ms) / float64(runs-1), err
 }
