@@ -1,14 +1,23 @@
 # dqnflow — the two commands a new user needs are `make run` and `make test`.
 GO       ?= go
+# The Go release go.mod's toolchain line names builds, tests and checks
+# everything, on every machine: a machine whose go.env says
+# GOTOOLCHAIN=local (Debian's and this project's CI kind do) would
+# otherwise build with its own older release and ship its standard
+# library's vulnerabilities. "+auto": a module that needs a newer Go still
+# gets it. The first use fetches it through the module proxy (about 8 s,
+# then cached). `make GOTOOLCHAIN=local ...` overrides.
+export GOTOOLCHAIN := $(shell sed -n 's/^toolchain //p' go.mod)+auto
 BIN      := bin
 DQNFLOW  := $(BIN)/dqnflow
 TEMPORAL := $(BIN)/temporal
 VERSITYGW := $(BIN)/versitygw
 # Tests use the local server's `test` database unless DATABASE_URL says
-# otherwise; `make run` uses DATABASE_URL or the local `postgres` database.
+# otherwise; `make run` uses DATABASE_URL or the local server's `dqnflow`
+# database (created when missing), never the server's admin database.
 TEST_DATABASE_URL := $(or $(DATABASE_URL),postgres://postgres@127.0.0.1:5432/test?sslmode=disable)
 
-.PHONY: gpu-binaries crosscheck-carry carry-check all build cross run test test-sm90a test-short lint bench bench-temporal learn-check record-history temporal versitygw clean fuzz-short fuzz chaos vulncheck vulndb vulncheck-devserver vulncheck-test
+.PHONY: test-deps go-version gpu-binaries crosscheck-carry carry-check all build cross run test test-sm90a test-short lint bench bench-temporal learn-check record-history temporal versitygw clean fuzz-short fuzz chaos vulncheck vulndb vulncheck-devserver vulncheck-test
 
 all: build
 
@@ -39,16 +48,28 @@ $(VERSITYGW): tools/versitygw/go.mod tools/versitygw/go.sum
 run: build temporal
 	$(DQNFLOW) dev --demo
 
-## test: every test, against the real PostgreSQL, a real Temporal dev server, a real S3 server (versitygw) and headless Chromium (UI screenshots in artifacts/)
-test: build temporal versitygw
+## go-version: the Go release that builds everything here (go.mod's toolchain line, through GOTOOLCHAIN above)
+go-version:
+	@$(GO) version
+
+## test-deps: find or install what the tests need besides Go (PostgreSQL running, NVRTC 11.8, OpenBLAS, Chromium; tools/test-deps.sh), or stop with the command that installs it
+test-deps:
+	@tools/test-deps.sh
+
+## test: every test, against the real PostgreSQL, a real Temporal dev server, a real S3 server (versitygw) and headless Chromium (UI screenshots in artifacts/); sets up what it needs first (test-deps)
+# test-deps runs before the builds (minutes the first time), so a missing
+# piece stops the target in seconds. With the libraries present, a test
+# that cannot load them fails instead of skipping.
+test: test-deps
+	@$(MAKE) --no-print-directory build temporal versitygw
 	DATABASE_URL='$(TEST_DATABASE_URL)' DQNFLOW_BIN=$(abspath $(DQNFLOW)) DQNFLOW_TEMPORAL=$(abspath $(TEMPORAL)) DQNFLOW_S3=$(abspath $(VERSITYGW)) \
-		DQNFLOW_ARTIFACTS=$(abspath artifacts) \
+		DQNFLOW_ARTIFACTS=$(abspath artifacts) DQNFLOW_REQUIRE_NVRTC=1 DQNFLOW_REQUIRE_OPENBLAS=1 \
 		$(GO) test -count=1 -timeout 30m ./...
 
 ## test-sm90a: the kernels compiled by NVRTC 12 as well, with the sm_90a (wgmma) GEMMs that NVRTC 11.8 cannot target (NVRTC 12 from Debian trixie, unpacked into bin/nvrtc12 by tools/nvrtc12.sh; CI runs it)
 test-sm90a:
 	tools/nvrtc12.sh $(abspath $(BIN))/nvrtc12
-	DQNFLOW_NVRTC=$(abspath $(BIN))/nvrtc12/libnvrtc.so.12 LD_LIBRARY_PATH=$(abspath $(BIN))/nvrtc12 DQNFLOW_REQUIRE_SM90A=1 \
+	DQNFLOW_NVRTC=$(abspath $(BIN))/nvrtc12/libnvrtc.so.12 LD_LIBRARY_PATH=$(abspath $(BIN))/nvrtc12 DQNFLOW_REQUIRE_SM90A=1 DQNFLOW_REQUIRE_NVRTC=1 \
 		$(GO) test -count=1 -timeout 20m -run TestKernelsCompileForHopper -v ./gpu
 
 ## test-short: unit tests only (no servers, no long runs)

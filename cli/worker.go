@@ -58,6 +58,11 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	loc := store.Location{URL: store.URLFromEnv()}
+	if loc.URL == store.DefaultURL { // the local server's own database, created when missing
+		if _, err := store.CreateDatabase(ctx, loc.URL); err != nil {
+			return err
+		}
+	}
 	if loc.SQLitePath() != "" {
 		st, err := store.Connect(ctx, loc) // creates or checks the SQLite schema
 		if err != nil {

@@ -92,7 +92,8 @@ func sqlitePath(url string) string {
 // Locate picks the metadata store the way Temporal's dev server picks its
 // persistence: DATABASE_URL when it is set (PostgreSQL, or sqlite:PATH);
 // else the local PostgreSQL server at DefaultURL when it answers within a
-// second; else the SQLite file sqliteFile. With create false, a missing
+// second (its dqnflow database, which is created when create is set and it
+// is missing); else the SQLite file sqliteFile. With create false, a missing
 // SQLite file is an error that says what to start, so that a command run
 // in the wrong directory does not report an empty store.
 func Locate(ctx context.Context, sqliteFile string, create bool) (Location, error) {
@@ -108,9 +109,26 @@ func locate(ctx context.Context, databaseURL, localURL, sqliteFile string, creat
 	pctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	local := Location{URL: localURL}
-	if conn, err := pgx.Connect(pctx, localURL); err == nil {
+	conn, err := pgx.Connect(pctx, localURL)
+	if err == nil {
 		conn.Close(ctx)
 		local.Why = "the local server; DATABASE_URL is unset"
+		return local, nil
+	}
+	if isNoSuchDatabase(err) {
+		// The server answers but has no database of ours yet.
+		name := "dqnflow"
+		if cfg, perr := pgx.ParseConfig(localURL); perr == nil {
+			name = cfg.Database
+		}
+		if !create {
+			return local, fmt.Errorf("no metadata store: DATABASE_URL is unset and the local PostgreSQL server at %s has no %q database yet "+
+				"(\"dqnflow dev\" or a worker creates it); set DATABASE_URL, or start one of them first", hostPort(localURL), name)
+		}
+		if _, err := CreateDatabase(ctx, localURL); err != nil {
+			return local, err
+		}
+		local.Why = fmt.Sprintf("the local server, database %q created; DATABASE_URL is unset", name)
 		return local, nil
 	}
 	loc := Location{URL: SQLiteScheme + filepath.ToSlash(sqliteFile),

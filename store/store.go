@@ -14,8 +14,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// DefaultURL is the local PostgreSQL server that URLFromEnv falls back to.
-const DefaultURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+// DefaultURL is the dqnflow database of the local PostgreSQL server, which
+// URLFromEnv falls back to and Locate creates when it is missing: dqnflow
+// keeps its rows out of the server's admin database.
+const DefaultURL = "postgres://postgres@127.0.0.1:5432/dqnflow?sslmode=disable"
 
 // URLFromEnv returns DATABASE_URL, or DefaultURL when it is unset or empty.
 func URLFromEnv() string {
