@@ -26,7 +26,9 @@ import (
 // GPUOptions install it; it is pure, so it is safe in workflow code.
 var CleanText interceptor.WorkerInterceptor = &cleanText{}
 
-type cleanText struct{ interceptor.WorkerInterceptorBase }
+type cleanText struct {
+	interceptor.WorkerInterceptorBase
+}
 
 func (*cleanText) InterceptActivity(_ context.Context, next interceptor.ActivityInboundInterceptor) interceptor.ActivityInboundInterceptor {
 	return &cleanActivity{ActivityInboundInterceptorBase: interceptor.ActivityInboundInterceptorBase{Next: next}}
