@@ -70,7 +70,10 @@ func IsFatal(err error) bool {
 }
 
 // nonRetryable wraps err in a non-retryable application error of type typ,
-// its message prefixed by what failed and followed by what to do.
+// its message prefixed by what failed and followed by what to do. The text
+// may quote whatever the failure read (a file's header, say): the workers'
+// interceptor, worker.CleanText, cleans every activity error on its way
+// to Temporal (errtext.Clean, ADR 0030), so no error here needs to.
 func nonRetryable(typ, what string, err error, todo string) error {
 	msg := what + ": " + err.Error()
 	if todo != "" {

@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"go.temporal.io/sdk/client"
+
+	"github.com/dqnflow/dqnflow/errtext"
 )
 
 // command is one subcommand (or group) of the dqnflow binary.
@@ -86,10 +88,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		case errors.Is(err, flag.ErrHelp):
 			return 0
 		case errors.Is(err, errUsage):
-			fmt.Fprintf(stderr, "dqnflow %s: %v\n", c.name, err)
+			fmt.Fprintf(stderr, "dqnflow %s: %s\n", c.name, errtext.Clean(err.Error()))
 			return 2
 		default:
-			fmt.Fprintf(stderr, "dqnflow %s: %v\n", c.name, err)
+			fmt.Fprintf(stderr, "dqnflow %s: %s\n", c.name, errtext.Clean(err.Error()))
 			return 1
 		}
 	}

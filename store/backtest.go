@@ -120,7 +120,7 @@ func (s *Store) ListBacktests(ctx context.Context, runID string) ([]BacktestReco
 		err = s.ensureRun(ctx, runID)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("list backtests of run %s: %w", runID, err)
+		return nil, fmt.Errorf("list backtests of run %s: %w", runID, classify(err))
 	}
 	return bts, nil
 }

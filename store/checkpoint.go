@@ -148,7 +148,7 @@ func (s *Store) ListCheckpoints(ctx context.Context, runID string) ([]Checkpoint
 		err = s.ensureRun(ctx, runID)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("list checkpoints of run %s: %w", runID, err)
+		return nil, fmt.Errorf("list checkpoints of run %s: %w", runID, classify(err))
 	}
 	return cps, nil
 }
@@ -182,7 +182,7 @@ func (s *Store) oneCheckpoint(ctx context.Context, what, query string, args ...a
 		return CheckpointRecord{}, fmt.Errorf("%s: %w", what, ErrNotFound)
 	}
 	if err != nil {
-		return CheckpointRecord{}, fmt.Errorf("%s: %w", what, err)
+		return CheckpointRecord{}, fmt.Errorf("%s: %w", what, classify(err))
 	}
 	return c, nil
 }
@@ -221,7 +221,7 @@ func (s *Store) Retention(ctx context.Context, runID string, keepLast, keepBest 
 		err = s.ensureRun(ctx, runID)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("retention of run %s: %w", runID, err)
+		return nil, fmt.Errorf("retention of run %s: %w", runID, classify(err))
 	}
 	return cps, nil
 }
@@ -267,7 +267,7 @@ func (s *Store) MarkPruned(ctx context.Context, ids []int64) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("mark checkpoints %v pruned: %w", ids, err)
+		return fmt.Errorf("mark checkpoints %v pruned: %w", ids, classify(err))
 	}
 	return nil
 }

@@ -148,7 +148,7 @@ func (s *Store) Champion(ctx context.Context, lineage string) (Champion, error) 
 		return Champion{}, fmt.Errorf("champion of lineage %s: %w", lineage, ErrNotFound)
 	}
 	if err != nil {
-		return Champion{}, fmt.Errorf("champion of lineage %s: %w", lineage, err)
+		return Champion{}, fmt.Errorf("champion of lineage %s: %w", lineage, classify(err))
 	}
 	return c, nil
 }

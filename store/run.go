@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/dqnflow/dqnflow/errtext"
 )
 
 // Status is the state of a run.
@@ -154,7 +156,7 @@ func (s *Store) CreateRun(ctx context.Context, r NewRun) (Run, error) {
 				return nil
 			}
 		}
-		return fmt.Errorf("run ids %s and %s.%s are both taken by other executions", r.RunID, r.RunID, r.ExecutionID)
+		return fmt.Errorf("%w: run ids %s and %s.%s are both taken by other executions", ErrInvalid, r.RunID, r.RunID, r.ExecutionID)
 	})
 	if err != nil {
 		return Run{}, fmt.Errorf("create run %s (execution %s): %w", r.RunID, r.ExecutionID, classify(err))
@@ -164,7 +166,10 @@ func (s *Store) CreateRun(ctx context.Context, r NewRun) (Run, error) {
 
 // SetRunStatus sets the run's status and error text (empty clears it). A
 // terminal status sets finished_at; a live one clears it, so a run that is
-// started again under the same id is live again.
+// started again under the same id is live again. The text is stored as
+// errtext.Clean makes it (valid UTF-8, no NUL, at most errtext.Limit
+// bytes), so that whatever an error quoted, the write lands: PostgreSQL
+// refuses a NUL in text with SQLSTATE 22021.
 //
 // Retry: setting the status the run already has keeps finished_at, so the
 // finish time is the first attempt's.
@@ -181,7 +186,7 @@ func (s *Store) SetRunStatus(ctx context.Context, runID string, status Status, e
 			                   ELSE now() END,
 			updated_at = now()
 		WHERE run_id = $1`,
-		runID, status, errText, status.Terminal())
+		runID, status, errtext.Clean(errText), status.Terminal())
 	if err != nil {
 		return fmt.Errorf("set run %s status %s: %w", runID, status, classify(err))
 	}
@@ -202,7 +207,7 @@ func (s *Store) SetRunDevice(ctx context.Context, runID, backend, device, precis
 		WHERE run_id = $1`,
 		runID, backend, device, precision)
 	if err != nil {
-		return fmt.Errorf("set run %s device: %w", runID, err)
+		return fmt.Errorf("set run %s device: %w", runID, classify(err))
 	}
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("set run %s device: run %w", runID, ErrNotFound)

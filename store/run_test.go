@@ -4,7 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/dqnflow/dqnflow/errtext"
 )
 
 func testCreateRunIsIdempotent(t *testing.T, newStore func(*testing.T) Metadata) {
@@ -76,6 +80,42 @@ func testSetRunStatus(t *testing.T, newStore func(*testing.T) Metadata) {
 
 	wantErrIs(t, s.SetRunStatus(ctx, "r", "exploded", ""), ErrInvalid)
 	wantErrIs(t, s.SetRunStatus(ctx, "nope", StatusCompleted, ""), ErrNotFound)
+}
+
+// testSetRunStatusStoresAnyErrorText sets a run failed with error texts
+// that PostgreSQL refuses (a NUL: SQLSTATE 22021) or that no reader can
+// use (invalid UTF-8, UTF-16, a megabyte): the status lands, and the
+// stored text is errtext.Clean's, hand-checked for one case.
+func testSetRunStatusStoresAnyErrorText(t *testing.T, newStore func(*testing.T) Metadata) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	for i, text := range []string{
+		"bad\x00byte",
+		"caf\xe9 \xc3\x28",
+		"the header has: \xff\xfed\x00a\x00t\x00e\x00",
+		"run r: " + strings.Repeat("\x00\xffx", 1<<20/3),
+	} {
+		id := fmt.Sprintf("r%d", i)
+		newRun(t, s, NewRun{RunID: id})
+		if err := s.SetRunStatus(ctx, id, StatusFailed, text); err != nil {
+			t.Fatalf("text %d (%d bytes): %v", i, len(text), err)
+		}
+		r, err := s.GetRun(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Status != StatusFailed || r.Error != errtext.Clean(text) || r.FinishedAt == nil {
+			t.Errorf("text %d: run %s error %.100q (%d bytes), want failed with %.100q", i, r.Status, r.Error, len(r.Error), errtext.Clean(text))
+		}
+		if len(r.Error) > errtext.Limit || !utf8.ValidString(r.Error) || strings.ContainsRune(r.Error, 0) {
+			t.Errorf("text %d: stored error of %d bytes is not bounded, valid, NUL-free text", i, len(r.Error))
+		}
+	}
+	r, _ := s.GetRun(ctx, "r0")
+	if r.Error != `bad\x00byte` {
+		t.Errorf("stored %q, want the NUL shown as \\x00", r.Error)
+	}
 }
 
 func testSetRunDevice(t *testing.T, newStore func(*testing.T) Metadata) {

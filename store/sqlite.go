@@ -13,6 +13,8 @@ import (
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/dqnflow/dqnflow/errtext"
 )
 
 // SQLite is the metadata store of one machine: an embedded SQLite file
@@ -234,22 +236,23 @@ func nullTime(n sql.NullInt64) *time.Time {
 	return &t
 }
 
-// sqliteClassify makes constraint violations wrap ErrNotFound (a
-// referenced row is missing) or ErrInvalid (a check failed), as classify
-// does for PostgreSQL.
+// sqliteClassify makes the SQLite errors that no retry can fix wrap
+// ErrNotFound (a referenced row is missing) or ErrInvalid (any other
+// constraint, a value too big or of the wrong type, an SQL error such as a
+// missing table), as classify does for PostgreSQL; SQLITE_BUSY, LOCKED,
+// IOERR, FULL and the like stay retryable.
 func sqliteClassify(err error) error {
 	var e *sqlite.Error
 	if !errors.As(err, &e) {
 		return err
 	}
-	switch e.Code() {
-	case sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
+	switch primary := e.Code() & 0xff; {
+	case e.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY,
+		primary == sqlite3.SQLITE_CONSTRAINT && strings.Contains(e.Error(), "FOREIGN KEY"):
 		return fmt.Errorf("%w: a referenced row does not exist: %w", ErrNotFound, err)
-	case sqlite3.SQLITE_CONSTRAINT_CHECK, sqlite3.SQLITE_CONSTRAINT_NOTNULL:
+	case primary == sqlite3.SQLITE_CONSTRAINT, primary == sqlite3.SQLITE_TOOBIG, primary == sqlite3.SQLITE_MISMATCH,
+		primary == sqlite3.SQLITE_RANGE, primary == sqlite3.SQLITE_ERROR:
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
-	}
-	if e.Code()&0xff == sqlite3.SQLITE_CONSTRAINT && strings.Contains(e.Error(), "FOREIGN KEY") {
-		return fmt.Errorf("%w: a referenced row does not exist: %w", ErrNotFound, err)
 	}
 	return err
 }
@@ -338,7 +341,7 @@ func (s *SQLite) CreateRun(ctx context.Context, r NewRun) (Run, error) {
 				return err
 			}
 		}
-		return fmt.Errorf("run ids %s and %s.%s are both taken by other executions", r.RunID, r.RunID, r.ExecutionID)
+		return fmt.Errorf("%w: run ids %s and %s.%s are both taken by other executions", ErrInvalid, r.RunID, r.RunID, r.ExecutionID)
 	})
 	if err != nil {
 		if r.ExecutionID != "" {
@@ -363,7 +366,7 @@ func (s *SQLite) SetRunStatus(ctx context.Context, runID string, status Status, 
 			                   ELSE ?5 END,
 			updated_at = ?5
 		WHERE run_id = ?1`,
-		runID, string(status), errText, status.Terminal(), nanos(s.now()))
+		runID, string(status), errtext.Clean(errText), status.Terminal(), nanos(s.now()))
 	if err != nil {
 		return fmt.Errorf("set run %s status %s: %w", runID, status, sqliteClassify(err))
 	}
@@ -379,7 +382,7 @@ func (s *SQLite) SetRunDevice(ctx context.Context, runID, backend, device, preci
 		UPDATE runs SET backend = ?2, device = ?3, precision = ?4, updated_at = ?5 WHERE run_id = ?1`,
 		runID, backend, device, precision, nanos(s.now()))
 	if err != nil {
-		return fmt.Errorf("set run %s device: %w", runID, err)
+		return fmt.Errorf("set run %s device: %w", runID, sqliteClassify(err))
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return fmt.Errorf("set run %s device: run %w", runID, ErrNotFound)

@@ -107,7 +107,7 @@ func (s *SQLite) ListCheckpoints(ctx context.Context, runID string) ([]Checkpoin
 		err = sqliteEnsureRun(ctx, s.db, runID)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("list checkpoints of run %s: %w", runID, err)
+		return nil, fmt.Errorf("list checkpoints of run %s: %w", runID, sqliteClassify(err))
 	}
 	return cps, nil
 }
@@ -137,7 +137,7 @@ func (s *SQLite) oneCheckpoint(ctx context.Context, what, query string, args ...
 		return CheckpointRecord{}, fmt.Errorf("%s: %w", what, ErrNotFound)
 	}
 	if err != nil {
-		return CheckpointRecord{}, fmt.Errorf("%s: %w", what, err)
+		return CheckpointRecord{}, fmt.Errorf("%s: %w", what, sqliteClassify(err))
 	}
 	return c, nil
 }
@@ -167,7 +167,7 @@ func (s *SQLite) Retention(ctx context.Context, runID string, keepLast, keepBest
 		err = sqliteEnsureRun(ctx, s.db, runID)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("retention of run %s: %w", runID, err)
+		return nil, fmt.Errorf("retention of run %s: %w", runID, sqliteClassify(err))
 	}
 	return cps, nil
 }
@@ -210,7 +210,7 @@ func (s *SQLite) MarkPruned(ctx context.Context, ids []int64) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("mark checkpoints %v pruned: %w", ids, err)
+		return fmt.Errorf("mark checkpoints %v pruned: %w", ids, sqliteClassify(err))
 	}
 	return nil
 }
@@ -304,7 +304,7 @@ func (s *SQLite) ListBacktests(ctx context.Context, runID string) ([]BacktestRec
 		err = sqliteEnsureRun(ctx, s.db, runID)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("list backtests of run %s: %w", runID, err)
+		return nil, fmt.Errorf("list backtests of run %s: %w", runID, sqliteClassify(err))
 	}
 	return bts, nil
 }
@@ -388,7 +388,7 @@ func (s *SQLite) Champion(ctx context.Context, lineage string) (Champion, error)
 		return Champion{}, fmt.Errorf("champion of lineage %s: %w", lineage, ErrNotFound)
 	}
 	if err != nil {
-		return Champion{}, fmt.Errorf("champion of lineage %s: %w", lineage, err)
+		return Champion{}, fmt.Errorf("champion of lineage %s: %w", lineage, sqliteClassify(err))
 	}
 	return c, nil
 }

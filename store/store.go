@@ -97,21 +97,43 @@ func (s *Store) ensureRun(ctx context.Context, runID string) error {
 	return nil
 }
 
-// classify makes constraint violations that no retry can fix wrap
-// ErrNotFound (a referenced row is missing) or ErrInvalid (a check failed).
+// classify makes the PostgreSQL errors that no retry can fix wrap
+// ErrNotFound (a referenced row is missing: foreign_key_violation) or
+// ErrInvalid (any other error of a permanent SQLSTATE class); the others
+// (a lost connection, a serialization failure, a server shutting down)
+// are returned as they are, for the caller to retry.
 func classify(err error) error {
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) {
 		return err
 	}
-	switch pgErr.Code {
-	case "23503": // foreign_key_violation
+	switch {
+	case pgErr.Code == "23503": // foreign_key_violation
 		return fmt.Errorf("%w: %s: %w", ErrNotFound, pgErr.Detail, err)
-	case "23502", "23514", "22P02": // not_null_violation, check_violation, invalid_text_representation
+	case permanentClass[pgErr.Code[:min(2, len(pgErr.Code))]]:
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	return err
 }
+
+// permanentClass holds the SQLSTATE classes (the code's first two
+// characters, PostgreSQL manual appendix A) of errors that the same
+// statement with the same values meets again on every attempt:
+//
+//	0A feature not supported        21 cardinality violation
+//	22 data exception (a NUL in text: 22021, a number out of range: 22003)
+//	23 integrity constraint violation (every write is an upsert on its key,
+//	   and the one other unique index, the best flag, is written under
+//	   the run's row lock, so a 23505 is a bug, not a race)
+//	42 syntax error or access rule violation (an undefined table: the
+//	   migrations were not applied; a missing privilege)
+//	44 WITH CHECK OPTION violation  54 program limit exceeded
+//
+// The transient classes stay retryable: 08 connection exception, 40
+// transaction rollback (serialization failure, deadlock), 53 insufficient
+// resources, 57 operator intervention (admin shutdown, query canceled), 58
+// system error. ADR 0030.
+var permanentClass = map[string]bool{"0A": true, "21": true, "22": true, "23": true, "42": true, "44": true, "54": true}
 
 // score turns an optional score into a column value: nil, NaN and ±Inf (an
 // undefined Sharpe ratio) are stored as NULL and never rank.

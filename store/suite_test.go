@@ -13,6 +13,7 @@ var suite = []struct {
 	{"CreateRunIsIdempotent", testCreateRunIsIdempotent},
 	{"CreateRunRejectsBadInput", testCreateRunRejectsBadInput},
 	{"SetRunStatus", testSetRunStatus},
+	{"SetRunStatusStoresAnyErrorText", testSetRunStatusStoresAnyErrorText},
 	{"SetRunDevice", testSetRunDevice},
 	{"ListRunsFilters", testListRunsFilters},
 	{"CreateRunKeysOnTheFirstExecution", testCreateRunKeysOnTheFirstExecution},

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/log"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -127,6 +128,7 @@ func New(c client.Client, cfg Config) (*Worker, error) {
 		return nil, errors.New("worker: no metadata store")
 	}
 	opts := cfg.Workflows.WithDefaults()
+	logger := CleanLogger(cfg.Logger)
 	w := &Worker{}
 	if cfg.Role.control() {
 		cw := sdkworker.New(c, opts.ControlTaskQueue, ControlOptions())
@@ -150,8 +152,8 @@ func New(c client.Client, cfg Config) (*Worker, error) {
 		if idle == 0 {
 			idle = DefaultIdleTimeout
 		}
-		w.Registry = NewRegistry(idle, cfg.Logger)
-		w.Slots = NewSlots(names, perDevice, idle, w.Registry, cfg.Logger)
+		w.Registry = NewRegistry(idle, logger)
+		w.Slots = NewSlots(names, perDevice, idle, w.Registry, logger)
 		gopts := GPUOptions(len(devices) * perDevice)
 		gopts.Interceptors = append(gopts.Interceptors, w.Slots)
 		if cfg.StopTimeout > 0 {
@@ -162,7 +164,7 @@ func New(c client.Client, cfg Config) (*Worker, error) {
 			Devices: devices, Registry: w.Registry, Slots: w.Slots, Store: cfg.Store, Prepare: cfg.Prepare, Evaluate: cfg.Evaluate,
 			Checkpoints: cfg.Checkpoints, HeartbeatInterval: cfg.HeartbeatInterval, Metrics: cfg.TrainerMetrics,
 		}
-		w.stopTimeout, w.logger = gopts.WorkerStopTimeout, cfg.Logger
+		w.stopTimeout, w.logger = gopts.WorkerStopTimeout, logger
 		RegisterGPU(gw, w.trainer)
 		w.workers = append(w.workers, gw)
 	}
@@ -180,11 +182,14 @@ func New(c client.Client, cfg Config) (*Worker, error) {
 // non-determinism error does, blocks its workflow until a fixed worker
 // replays it (the SDK's default, stated here); GPU workers end the
 // sessions such a workflow holds (Slots). Control workers run no sessions,
-// so Worker Versioning may be enabled here (ADR 0001, ADR 0004).
+// so Worker Versioning may be enabled here (ADR 0001, ADR 0004). Every
+// error and log line of its workflows and activities is clean text
+// (CleanText, ADR 0030).
 func ControlOptions() sdkworker.Options {
 	return sdkworker.Options{
 		StickyScheduleToStartTimeout: time.Second,
 		WorkflowPanicPolicy:          sdkworker.BlockWorkflow,
+		Interceptors:                 []interceptor.WorkerInterceptor{CleanText},
 	}
 }
 
@@ -195,13 +200,16 @@ func ControlOptions() sdkworker.Options {
 // heartbeat details at most every 0.8 × its heartbeat timeout (16 s for
 // the session activities): a RunEpochs chunk reports each epoch in them
 // (ADR 0010), which `run watch` shows and which carry a cancellation back
-// to the activity. Heartbeats are not history events.
+// to the activity. Heartbeats are not history events. Every error and log
+// line of its activities is clean text (CleanText, ADR 0030); CleanText
+// comes first, so that it sees the errors of the interceptors after it.
 func GPUOptions(slots int) sdkworker.Options {
 	return sdkworker.Options{
 		EnableSessionWorker:               true,
 		MaxConcurrentSessionExecutionSize: max(slots, 1),
 		WorkerStopTimeout:                 DefaultStopTimeout,
 		MaxHeartbeatThrottleInterval:      time.Second,
+		Interceptors:                      []interceptor.WorkerInterceptor{CleanText},
 	}
 }
 

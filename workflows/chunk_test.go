@@ -13,6 +13,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/activities"
 	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/errtext"
 	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/workflows"
 )
@@ -259,5 +260,35 @@ func TestNonFiniteInAChunkNamesTheCheckpointItWrote(t *testing.T) {
 	}
 	if strings.Contains(f.sequence(), "O2") {
 		t.Errorf("activities %s: a deterministic failure must not reopen the trainer", f.sequence())
+	}
+}
+
+// TestFailedRunRecordsCleanBoundedErrorText: a run that fails with an
+// error of a megabyte with NULs and invalid UTF-8 (what a data file may
+// make an error quote) asks SetRunStatus to record it as errtext.Clean
+// makes it, so that the activity's input in the history is bounded and
+// its JSON keeps every byte as an escape.
+func TestFailedRunRecordsCleanBoundedErrorText(t *testing.T) {
+	f := newFake()
+	f.chunk = 10
+	bad := "header: " + strings.Repeat("\xff\xfed\x00", 1<<18)
+	f.trainErr = func(e, n int) error {
+		if e == 2 {
+			return temporal.NewNonRetryableApplicationError(bad, activities.ErrTypeBadData, nil)
+		}
+		return nil
+	}
+	env := newEnv(t, f, workflows.Options{})
+	env.ExecuteWorkflow(workflows.TrainingRunName, smallConfig(10, 1, 1))
+	if err := env.GetWorkflowError(); !activities.IsFatal(err) {
+		t.Fatalf("run ended with %v; want the BadData failure", err)
+	}
+	n := len(f.statusErrs)
+	if n == 0 || f.statuses[n-1] != store.StatusFailed {
+		t.Fatalf("recorded statuses %v; want failed last", f.statuses)
+	}
+	got := f.statusErrs[n-1]
+	if got != errtext.Clean(got) || len(got) > errtext.Limit || !strings.Contains(got, `header: \xff\xfed\x00`) || !strings.Contains(got, " bytes cut) ... ") {
+		t.Errorf("recorded error of %d bytes: %.120q…; want errtext.Clean's, at most %d bytes, with the bytes as escapes and the cut said", len(got), got, errtext.Limit)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/activities"
 	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/errtext"
 )
 
 // SweepInput is the input of Sweep. Grid maps JSON paths of the config
@@ -95,7 +96,7 @@ func (w *Workflows) Sweep(ctx workflow.Context, in SweepInput) (*SweepResult, er
 				running, done = running-1, done+1
 				var rr RunResult
 				if err := f.Get(ctx, &rr); err != nil {
-					p.Error = err.Error()
+					p.Error = errtext.Clean(err.Error()) // bounded: the result holds one per point
 					return
 				}
 				p.Result = &rr

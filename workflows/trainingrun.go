@@ -10,6 +10,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/activities"
 	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/errtext"
 	"github.com/dqnflow/dqnflow/store"
 )
 
@@ -505,11 +506,14 @@ func (r *run) closeTrainer() {
 	r.sess = nil
 }
 
-// setStatus records status in the store and the search attributes.
+// setStatus records status in the store and the search attributes. The
+// error text is cleaned here (errtext.Clean, a pure function) so that the
+// activity's input in the history is bounded and its JSON loses no byte;
+// the store cleans it again for its other callers.
 func (r *run) setStatus(status store.Status, errText string) error {
 	r.st.Status = status
 	r.publish()
-	return r.control(ca.SetRunStatus, activities.SetStatusInput{RunID: r.st.RunID, Status: status, Error: errText}, nil)
+	return r.control(ca.SetRunStatus, activities.SetStatusInput{RunID: r.st.RunID, Status: status, Error: errtext.Clean(errText)}, nil)
 }
 
 func (r *run) progress() Progress {

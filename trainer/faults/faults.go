@@ -11,13 +11,21 @@
 //	nan-on-train=N         the Nth Train call in this process fails with trainer.ErrNonFinite
 //	device-error-on-train=N the Nth Train call in this process fails with trainer.ErrDevice
 //	device-error-on-train=N@DEVICE the same, counting only the calls on device DEVICE (cpu:1, cuda:0)
+//	text=HEX[*N]           the injected errors quote these bytes (hex-encoded, repeated N times)
 //
 // for example "delay:snapshot=2s,nan-on-train=3". Calls are counted per
 // device: a worker with several devices wraps each device's backend apart.
+//
+// text gives an injected error any bytes, as an error that quotes a file
+// may hold: a NUL, invalid UTF-8, a megabyte ("text=00", "text=fffe",
+// "text=41*1048576"). They travel hex-encoded and repeated because an
+// environment variable can hold neither a NUL nor a megabyte; the
+// expansion is limited to MaxText bytes.
 package faults
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
@@ -41,7 +49,12 @@ type Plan struct {
 	// DeviceErrorDevice restricts DeviceErrorOnTrain to the device of
 	// that name; "" means every device.
 	DeviceErrorDevice string
+	// Text is quoted by the injected errors, after their message.
+	Text string
 }
+
+// MaxText is the most bytes a plan's text may expand to.
+const MaxText = 16 << 20
 
 var stages = map[string]bool{"collect": true, "train": true, "sync": true, "snapshot": true, "backtest": true}
 
@@ -79,11 +92,36 @@ func Parse(s string) (Plan, error) {
 			} else {
 				p.DeviceErrorOnTrain, p.DeviceErrorDevice = n, device
 			}
+		case key == "text":
+			text, err := parseText(val)
+			if err != nil {
+				return Plan{}, fmt.Errorf("%s: item %.80q: %v", EnvPlan, item, err)
+			}
+			p.Text = text
 		default:
 			return Plan{}, fmt.Errorf("%s: item %q: unknown fault %q", EnvPlan, item, key)
 		}
 	}
 	return p, nil
+}
+
+// parseText reads HEX[*N]: the bytes HEX encodes, N times (once without *N).
+func parseText(val string) (string, error) {
+	h, reps, repeated := strings.Cut(val, "*")
+	raw, err := hex.DecodeString(h)
+	if err != nil || len(raw) == 0 {
+		return "", fmt.Errorf("want text=HEX[*N], HEX an even number of hex digits")
+	}
+	n := 1
+	if repeated {
+		if n, err = strconv.Atoi(reps); err != nil || n < 1 {
+			return "", fmt.Errorf("want text=HEX[*N], N a count ≥ 1")
+		}
+	}
+	if n > MaxText/len(raw) {
+		return "", fmt.Errorf("text of %d × %d bytes is over the %d-byte limit", n, len(raw), MaxText)
+	}
+	return strings.Repeat(string(raw), n), nil
 }
 
 // Backend wraps a backend so that its trainers fail as Plan says. Calls
@@ -113,6 +151,15 @@ func (b *Backend) Restore(ctx context.Context, ck *checkpoint.Checkpoint, ds *ma
 		return nil, err
 	}
 	return &faulty{Trainer: t, b: b}, nil
+}
+
+// quote is the plan's text as the injected errors quote it: ", text: …"
+// when there is one.
+func (b *Backend) quote() string {
+	if b.Plan.Text == "" {
+		return ""
+	}
+	return ", text: " + b.Plan.Text
 }
 
 type faulty struct {
@@ -147,12 +194,12 @@ func (f *faulty) Train(ctx context.Context, steps int, progress func(trainer.Pro
 	n := f.b.trains.Add(1)
 	switch n {
 	case f.b.Plan.NaNOnTrain:
-		return trainer.TrainStats{}, fmt.Errorf("injected fault (train call %d): loss is NaN: %w", n, trainer.ErrNonFinite)
+		return trainer.TrainStats{}, fmt.Errorf("injected fault (train call %d%s): loss is NaN: %w", n, f.b.quote(), trainer.ErrNonFinite)
 	case f.b.Plan.DeviceErrorOnTrain:
 		if d := f.b.Plan.DeviceErrorDevice; d != "" && d != f.b.Device {
 			break
 		}
-		return trainer.TrainStats{}, fmt.Errorf("injected fault (train call %d): %w", n, trainer.ErrDevice)
+		return trainer.TrainStats{}, fmt.Errorf("injected fault (train call %d%s): %w", n, f.b.quote(), trainer.ErrDevice)
 	}
 	return f.Trainer.Train(ctx, steps, progress)
 }
