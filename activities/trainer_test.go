@@ -689,16 +689,20 @@ func TestFailedCheckpointWriteRecordsNothing(t *testing.T) {
 }
 
 // TestCheckpointRemovesWhatAKilledWriteLeft leaves in the run's checkpoint
-// directory the temporary file of a write whose worker was killed (old)
-// and one of a write in progress (fresh), and checks that the next
-// checkpoint removes the first and keeps the second.
+// directory the temporary files of writes whose worker was killed: an old
+// one of another epoch, and a fresh one of the epoch about to be written
+// again (the worker killed in its write a moment ago, the run restored
+// from the checkpoint before), beside a fresh one of another epoch (a
+// write that may be in progress). The next checkpoint must remove the
+// first two and keep the third.
 func TestCheckpointRemovesWhatAKilledWriteLeft(t *testing.T) {
 	root := t.TempDir()
 	r, ck := checkpointed(t, root, nil)
 	dir := filepath.Dir(ck.Checkpoint.URI)
-	old := filepath.Join(dir, ".epoch-000002.safetensors.tmp-111")
+	old := filepath.Join(dir, ".epoch-000004.safetensors.tmp-111")
 	fresh := filepath.Join(dir, ".epoch-000003.safetensors.tmp-222")
-	for _, p := range []string{old, fresh} {
+	own := filepath.Join(dir, ".epoch-000002.safetensors.tmp-333")
+	for _, p := range []string{old, fresh, own} {
 		if err := os.WriteFile(p, []byte("torn"), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -710,6 +714,9 @@ func TestCheckpointRemovesWhatAKilledWriteLeft(t *testing.T) {
 	r.must(r.a.Checkpoint, activities.CheckpointInput{RunID: runID, Epoch: 2}, nil)
 	if _, err := os.Stat(old); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the temporary file of a killed write is still there: %v", err)
+	}
+	if _, err := os.Stat(own); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the temporary file of a killed write of the same checkpoint is still there: %v", err)
 	}
 	if _, err := os.Stat(fresh); err != nil {
 		t.Errorf("the temporary file of a write in progress was removed: %v", err)
