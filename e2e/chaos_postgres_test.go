@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/trainer/faults"
 	"github.com/dqnflow/dqnflow/worker/workertest"
@@ -143,11 +144,23 @@ func TestRunSurvivesPostgreSQLRestart(t *testing.T) {
 	rows := checkCheckpointRows(t, s, runID, cfg)
 	compareWithUninterrupted(t, s, cfg, rows)
 
-	conn, err := pgx.Connect(context.Background(), s.dbURL)
+	checkRowsOncePerEpoch(t, s.dbURL, runID, cfg)
+}
+
+// checkRowsOncePerEpoch checks that the epochs, checkpoints and backtests
+// tables of the database at dbURL hold one row of run id for each epoch
+// 1..cfg.Epochs and no other.
+func checkRowsOncePerEpoch(t *testing.T, dbURL, runID string, cfg config.RunConfig) {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close(context.Background())
+	var want []string
+	for e := 1; e <= cfg.Epochs; e++ {
+		want = append(want, strconv.Itoa(e)+"×1")
+	}
 	for _, table := range []string{"epochs", "checkpoints", "backtests"} {
 		rs, err := conn.Query(context.Background(), `SELECT epoch, count(*) FROM `+table+` WHERE run_id = $1 GROUP BY epoch ORDER BY epoch`, runID)
 		if err != nil {
@@ -162,10 +175,6 @@ func TestRunSurvivesPostgreSQLRestart(t *testing.T) {
 			got = append(got, strconv.Itoa(e)+"×"+strconv.Itoa(n))
 		}
 		rs.Close()
-		var want []string
-		for e := 1; e <= cfg.Epochs; e++ {
-			want = append(want, strconv.Itoa(e)+"×1")
-		}
 		if strings.Join(got, " ") != strings.Join(want, " ") {
 			t.Errorf("%s rows of run %s per epoch: %v, want each of 1..%d once", table, runID, got, cfg.Epochs)
 		}
