@@ -607,17 +607,26 @@ func hexSHA(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
+// envRequireRoot, set to 1 (CI sets it: it runs as root), makes a test
+// that needs root's powers (mounting a tmpfs) fail where it cannot use
+// them instead of skipping.
+const envRequireRoot = "DQNFLOW_REQUIRE_ROOT"
+
 // TestFailedCheckpointWriteRecordsNothing makes the checkpoint write fail
 // the ways storage does (the directory is a file, the disk is full, the
-// file system is read-only; the last two on a small tmpfs, where the test
-// may mount one) and checks that the error names the file and the reason,
-// that no row is recorded and no file or temporary file is left, and that
-// the previous checkpoint is untouched.
+// file system is read-only; the last two on a small tmpfs, which the test
+// mounts when it runs as root, and skips otherwise unless
+// DQNFLOW_REQUIRE_ROOT=1) and checks that the error names the file and the
+// reason, that no row is recorded and no file or temporary file is left,
+// and that the previous checkpoint is untouched.
 func TestFailedCheckpointWriteRecordsNothing(t *testing.T) {
 	mount := func(t *testing.T, dir string, opts string) {
 		t.Helper()
 		if out, err := exec.Command("mount", "-t", "tmpfs", "-o", opts, "tmpfs", dir).CombinedOutput(); err != nil {
-			t.Skipf("cannot mount a tmpfs here (needs root): %v %s", err, out)
+			if os.Getenv(envRequireRoot) == "1" {
+				t.Fatalf("%s=1: cannot mount a tmpfs on %s (euid %d): %v %s", envRequireRoot, dir, os.Geteuid(), err, out)
+			}
+			t.Skipf("cannot mount a tmpfs here (needs root; %s=1 makes this a failure): %v %s", envRequireRoot, err, out)
 		}
 		t.Cleanup(func() { exec.Command("umount", dir).Run() })
 	}
