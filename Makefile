@@ -79,7 +79,7 @@ test-short:
 ## chaos: the heavy fault-injection tests (docs/reliability.md), beside those in `make test`
 chaos: build temporal versitygw
 	DATABASE_URL='$(TEST_DATABASE_URL)' DQNFLOW_BIN=$(abspath $(DQNFLOW)) DQNFLOW_TEMPORAL=$(abspath $(TEMPORAL)) DQNFLOW_S3=$(abspath $(VERSITYGW)) \
-		$(GO) test -tags chaos -count=1 -timeout 30m -v -run 'KillInEveryStage|WorkflowWorkerKill|TemporalServerKill|PostgreSQLRestart|FalseAlarm|SixteenConcurrentRuns|DamagedCheckpointIsSkipped' ./e2e
+		$(GO) test -tags chaos -count=1 -timeout 30m -v -run 'KillInEveryStage|KillInsideACheckpointWrite|WorkflowWorkerKill|TemporalServerKill|PostgreSQLRestart|FalseAlarm|SixteenConcurrentRuns|DamagedCheckpointIsSkipped' ./e2e
 
 ## fuzz-short: every fuzz target for a fixed number of executions each (about 5 s apiece), one worker: the CI pass.
 ## Counts, not a duration: Go 1.26's coordinator can report a duration's expiry as a failure,

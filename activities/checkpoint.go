@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -134,7 +135,7 @@ func (a *Trainer) write(ctx context.Context, p snapshotted) (CheckpointRef, erro
 		ck.Meta[k] = v
 	}
 	if !a.checkpoints().Remote() {
-		removeStaleTemps(ctx, filepath.Dir(p.ref.URI))
+		removeStaleTemps(ctx, p.ref.URI)
 	}
 	info, err := a.checkpoints().Write(ctx, p.ref.URI, ck)
 	if err != nil {
@@ -156,14 +157,21 @@ func (a *Trainer) write(ctx context.Context, p snapshotted) (CheckpointRef, erro
 // worker killed while writing: a live writer touches it continuously.
 const staleTemp = 5 * time.Minute
 
-// removeStaleTemps removes the temporary files (.epoch-*.safetensors.tmp-*,
-// see checkpoint.Write) that a worker killed in the middle of a write left
-// in the run's checkpoint directory. The checkpoint itself never was
-// half-written: the final name appears only by the rename after the fsync.
-func removeStaleTemps(ctx context.Context, dir string) {
+// removeStaleTemps removes, before the checkpoint at uri is written, the
+// temporary files (.epoch-*.safetensors.tmp-*, see checkpoint.Write) that a
+// worker killed in the middle of a write left in the run's checkpoint
+// directory: those of uri itself whatever their age, and the others once
+// stale. A temporary file of uri belongs to an earlier write of this very
+// checkpoint, which is over: a run's checkpoint of an epoch is written by
+// the worker that holds the run, one write at a time, and this worker
+// holds it now (a lost worker still writing it would only see its rename
+// fail). The checkpoint itself never was half-written: the final name
+// appears only by the rename after the fsync.
+func removeStaleTemps(ctx context.Context, uri string) {
+	dir, own := filepath.Dir(uri), "."+filepath.Base(uri)+".tmp-"
 	tmps, _ := filepath.Glob(filepath.Join(dir, ".epoch-*.safetensors.tmp-*"))
 	for _, p := range tmps {
-		if st, err := os.Stat(p); err == nil && time.Since(st.ModTime()) > staleTemp {
+		if st, err := os.Stat(p); err == nil && (strings.HasPrefix(filepath.Base(p), own) || time.Since(st.ModTime()) > staleTemp) {
 			if err := os.Remove(p); err == nil {
 				activity.GetLogger(ctx).Info("Removed the temporary file of an interrupted checkpoint write", "file", p, "bytes", st.Size())
 			}

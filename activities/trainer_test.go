@@ -607,17 +607,26 @@ func hexSHA(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
+// envRequireRoot, set to 1 (CI sets it: it runs as root), makes a test
+// that needs root's powers (mounting a tmpfs) fail where it cannot use
+// them instead of skipping.
+const envRequireRoot = "DQNFLOW_REQUIRE_ROOT"
+
 // TestFailedCheckpointWriteRecordsNothing makes the checkpoint write fail
 // the ways storage does (the directory is a file, the disk is full, the
-// file system is read-only; the last two on a small tmpfs, where the test
-// may mount one) and checks that the error names the file and the reason,
-// that no row is recorded and no file or temporary file is left, and that
-// the previous checkpoint is untouched.
+// file system is read-only; the last two on a small tmpfs, which the test
+// mounts when it runs as root, and skips otherwise unless
+// DQNFLOW_REQUIRE_ROOT=1) and checks that the error names the file and the
+// reason, that no row is recorded and no file or temporary file is left,
+// and that the previous checkpoint is untouched.
 func TestFailedCheckpointWriteRecordsNothing(t *testing.T) {
 	mount := func(t *testing.T, dir string, opts string) {
 		t.Helper()
 		if out, err := exec.Command("mount", "-t", "tmpfs", "-o", opts, "tmpfs", dir).CombinedOutput(); err != nil {
-			t.Skipf("cannot mount a tmpfs here (needs root): %v %s", err, out)
+			if os.Getenv(envRequireRoot) == "1" {
+				t.Fatalf("%s=1: cannot mount a tmpfs on %s (euid %d): %v %s", envRequireRoot, dir, os.Geteuid(), err, out)
+			}
+			t.Skipf("cannot mount a tmpfs here (needs root; %s=1 makes this a failure): %v %s", envRequireRoot, err, out)
 		}
 		t.Cleanup(func() { exec.Command("umount", dir).Run() })
 	}
@@ -689,16 +698,20 @@ func TestFailedCheckpointWriteRecordsNothing(t *testing.T) {
 }
 
 // TestCheckpointRemovesWhatAKilledWriteLeft leaves in the run's checkpoint
-// directory the temporary file of a write whose worker was killed (old)
-// and one of a write in progress (fresh), and checks that the next
-// checkpoint removes the first and keeps the second.
+// directory the temporary files of writes whose worker was killed: an old
+// one of another epoch, and a fresh one of the epoch about to be written
+// again (the worker killed in its write a moment ago, the run restored
+// from the checkpoint before), beside a fresh one of another epoch (a
+// write that may be in progress). The next checkpoint must remove the
+// first two and keep the third.
 func TestCheckpointRemovesWhatAKilledWriteLeft(t *testing.T) {
 	root := t.TempDir()
 	r, ck := checkpointed(t, root, nil)
 	dir := filepath.Dir(ck.Checkpoint.URI)
-	old := filepath.Join(dir, ".epoch-000002.safetensors.tmp-111")
+	old := filepath.Join(dir, ".epoch-000004.safetensors.tmp-111")
 	fresh := filepath.Join(dir, ".epoch-000003.safetensors.tmp-222")
-	for _, p := range []string{old, fresh} {
+	own := filepath.Join(dir, ".epoch-000002.safetensors.tmp-333")
+	for _, p := range []string{old, fresh, own} {
 		if err := os.WriteFile(p, []byte("torn"), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -710,6 +723,9 @@ func TestCheckpointRemovesWhatAKilledWriteLeft(t *testing.T) {
 	r.must(r.a.Checkpoint, activities.CheckpointInput{RunID: runID, Epoch: 2}, nil)
 	if _, err := os.Stat(old); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the temporary file of a killed write is still there: %v", err)
+	}
+	if _, err := os.Stat(own); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the temporary file of a killed write of the same checkpoint is still there: %v", err)
 	}
 	if _, err := os.Stat(fresh); err != nil {
 		t.Errorf("the temporary file of a write in progress was removed: %v", err)

@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"bufio"
+	"context"
 	"encoding/hex"
 	"fmt"
 	"os"
@@ -16,6 +17,14 @@ import (
 // removed and path is untouched. Writing the same checkpoint twice gives the
 // same bytes, so a retried activity is harmless. The file is mode 0644.
 func Write(path string, ck *Checkpoint) (Info, error) {
+	return write(context.Background(), path, ck, nil)
+}
+
+// write is Write, calling hook (when not nil) at each WritePoint.
+func write(ctx context.Context, path string, ck *Checkpoint, hook WriteHook) (Info, error) {
+	if hook == nil {
+		hook = func(context.Context, WritePoint, string) error { return nil }
+	}
 	e, err := encode(ck)
 	if err != nil {
 		return Info{}, fmt.Errorf("write %s: %w", path, err)
@@ -51,6 +60,9 @@ func Write(path string, ck *Checkpoint) (Info, error) {
 	if err == nil {
 		err = f.Close()
 	}
+	if err == nil {
+		err = hook(ctx, TempSynced, tmp)
+	}
 	if err != nil {
 		return Info{}, fmt.Errorf("write %s (temporary file %s): %w", path, tmp, err)
 	}
@@ -60,6 +72,9 @@ func Write(path string, ck *Checkpoint) (Info, error) {
 	renamed = true
 	if err := syncDir(dir); err != nil {
 		return Info{}, fmt.Errorf("write %s: the file is in place but its directory entry may not survive a crash: %w", path, err)
+	}
+	if err := hook(ctx, Renamed, path); err != nil {
+		return Info{}, fmt.Errorf("write %s: the file is in place: %w", path, err)
 	}
 	info.Path = path
 	return info, nil

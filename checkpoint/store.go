@@ -47,6 +47,10 @@ type Store struct {
 	bucket   *blob.Bucket
 	name     string // s3: the bucket's name
 	prefix   string // s3: the key prefix, "" or ending in "/"
+
+	// Hook, when set, is called inside every write of a directory store
+	// (WriteHook); nil, as in production, calls nothing.
+	Hook WriteHook
 }
 
 // Local is the store of the directory root on this host; "" means the
@@ -207,7 +211,7 @@ func (s *Store) Write(ctx context.Context, uri string, ck *Checkpoint) (Info, er
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return Info{}, fmt.Errorf("write %s: %w", p, err)
 		}
-		return Write(p, ck)
+		return write(ctx, p, ck, s.Hook)
 	}
 	key, err := s.key(uri)
 	if err != nil {

@@ -112,11 +112,13 @@ func startWorker(ctx context.Context, e *env, c client.Client, st store.Metadata
 	if err != nil {
 		return nil, fmt.Errorf("%w: flag --role: %v", errUsage, err)
 	}
+	var faultPlan faults.Plan
 	if plan := os.Getenv(faults.EnvPlan); plan != "" && len(devices) > 0 {
 		p, err := faults.Parse(plan)
 		if err != nil {
 			return nil, err
 		}
+		faultPlan = p
 		for i := range devices {
 			devices[i].Backend = &faults.Backend{Backend: devices[i].Backend, Plan: p, Device: devices[i].Name}
 		}
@@ -126,6 +128,7 @@ func startWorker(ctx context.Context, e *env, c client.Client, st store.Metadata
 	if err != nil {
 		return nil, fmt.Errorf("%w: flag --checkpoint-store: %v", errUsage, err)
 	}
+	ckStore.Hook = faultPlan.WriteHook(e.stderr)
 	if err := ckStore.Check(ctx); err != nil {
 		ckStore.Close()
 		return nil, err

@@ -7,16 +7,22 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 
+	"github.com/dqnflow/dqnflow/activities"
+	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/internal/testproc"
 	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/store/storetest"
 	"github.com/dqnflow/dqnflow/trainer/faults"
 	"github.com/dqnflow/dqnflow/worker"
+	"github.com/dqnflow/dqnflow/workflows"
 )
 
 // restartableServer is a Temporal dev server the test can kill and start
@@ -90,8 +96,11 @@ func waitTraining(t *testing.T, s *stack, id string, procs ...*proc) {
 
 // TestRunSurvivesTemporalServerKill kills (SIGKILL) the Temporal dev server
 // in the middle of a run, starts it again on its SQLite file, and checks
-// that the run completes, bit-identical to an uninterrupted run, with the
-// same worker, which reconnects by itself.
+// that nothing was lost: the run completes with the same worker, which
+// reconnects by itself, without a recovery (the trainer opened once and
+// never restored, every epoch committed once), with one row per epoch in
+// epochs, checkpoints and backtests, and every checkpoint bit-identical to
+// an uninterrupted run.
 func TestRunSurvivesTemporalServerKill(t *testing.T) {
 	s, srv := newRestartableStack(t)
 	w := s.startWorkerEnv("worker", []string{faults.EnvPlan + "=delay:train=1s"})
@@ -104,20 +113,26 @@ func TestRunSurvivesTemporalServerKill(t *testing.T) {
 	if err := srv.start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("Temporal server killed during epoch 2 and started again %.1f s later", time.Since(killedAt).Seconds())
+	restart := time.Since(killedAt)
 	res := s.waitClosed(runID, 5*time.Minute, w)
 	if res.Status != store.StatusCompleted || res.Epochs != cfg.Epochs {
 		t.Fatalf("run result: %s, %d epochs; want completed, %d", res.Status, res.Epochs, cfg.Epochs)
 	}
+	completed := time.Since(killedAt)
+	checkNothingRedone(t, s, runID, cfg, w)
+	checkRowsOncePerEpoch(t, s.dbURL, runID, cfg)
 	rows := checkCheckpointRows(t, s, runID, cfg)
-	compareWithUninterrupted(t, s, cfg, rows)
-	t.Logf("completed %.1f s after the kill", time.Since(killedAt).Seconds())
+	n := compareWithUninterrupted(t, s, cfg, rows)
+	t.Logf("Temporal server killed during epoch 2 and started again %.1f s later; the run completed %.1f s after the kill without a recovery; %d checkpoints bit-identical (%d tensors)",
+		restart.Seconds(), completed.Seconds(), len(rows), n)
 }
 
 // TestRunSurvivesWorkflowWorkerKill runs the workflows and the trainer in
 // separate processes (--role control, --role gpu), kills the control
-// process in the middle of a run, starts another, and checks that the run
-// completes bit-identical to an uninterrupted run.
+// process in the middle of a run, starts another, and checks that the GPU
+// worker kept its trainer (opened once, never restored, every epoch
+// committed once and every session activity run by that process) and that
+// the run completes bit-identical to an uninterrupted run.
 func TestRunSurvivesWorkflowWorkerKill(t *testing.T) {
 	s := newStack(t)
 	gpu := s.startWorkerEnv("gpu", []string{faults.EnvPlan + "=delay:train=1s"}, "--role", "gpu")
@@ -133,7 +148,60 @@ func TestRunSurvivesWorkflowWorkerKill(t *testing.T) {
 	if res.Status != store.StatusCompleted || res.Epochs != cfg.Epochs {
 		t.Fatalf("run result: %s, %d epochs; want completed, %d", res.Status, res.Epochs, cfg.Epochs)
 	}
+	completed := time.Since(killedAt)
+	checkNothingRedone(t, s, runID, cfg, gpu)
 	rows := checkCheckpointRows(t, s, runID, cfg)
-	compareWithUninterrupted(t, s, cfg, rows)
-	t.Logf("control worker killed during epoch 2; run completed %.1f s later", time.Since(killedAt).Seconds())
+	n := compareWithUninterrupted(t, s, cfg, rows)
+	t.Logf("control worker killed during epoch 2; run completed %.1f s later, the GPU worker's trainer opened once; %d checkpoints bit-identical (%d tensors)",
+		completed.Seconds(), len(rows), n)
+}
+
+// checkNothingRedone checks in run id's history that the run never
+// recovered: its trainer was opened once, new (a recovery opens it again,
+// from a checkpoint), every epoch 1..cfg.Epochs was committed exactly once
+// by a RunEpochs chunk, and every session activity ran on the process
+// trainerProc (its identity starts with the process id).
+func checkNothingRedone(t *testing.T, s *stack, id string, cfg config.RunConfig, trainerProc *proc) {
+	t.Helper()
+	if opens := trainerOpens(t, s.client, id); len(opens) != 1 || opens[0].Restored || opens[0].Reused {
+		t.Errorf("run %s opened its trainer %s; want once, new: the run recovered", id, describeOpens(opens))
+	}
+	dc := converter.GetDefaultDataConverter()
+	names := map[int64]string{}
+	committed := map[int]int{}
+	pid := strconv.Itoa(trainerProc.cmd.Process.Pid) + "@"
+	for _, ev := range history(t, s.client, id) {
+		switch ev.GetEventType() {
+		case enums.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+			a := ev.GetActivityTaskScheduledEventAttributes()
+			if a.GetTaskQueue().GetName() != workflows.ControlTaskQueue {
+				names[ev.GetEventId()] = a.GetActivityType().GetName()
+			}
+		case enums.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+			a := ev.GetActivityTaskStartedEventAttributes()
+			if name, ok := names[a.GetScheduledEventId()]; ok && !strings.HasPrefix(a.GetIdentity(), pid) {
+				t.Errorf("run %s: session activity %s ran on %s, not on %s (pid %s)", id, name, a.GetIdentity(), trainerProc.name, pid[:len(pid)-1])
+			}
+		case enums.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+			a := ev.GetActivityTaskCompletedEventAttributes()
+			if names[a.GetScheduledEventId()] != "RunEpochs" {
+				continue
+			}
+			var out activities.EpochsOutput
+			if err := dc.FromPayloads(a.GetResult(), &out); err != nil {
+				t.Fatalf("run %s: RunEpochs result: %v", id, err)
+			}
+			for _, e := range out.Epochs {
+				committed[e.Epoch]++
+			}
+		}
+	}
+	for e := 1; e <= cfg.Epochs; e++ {
+		if committed[e] != 1 {
+			t.Errorf("run %s: epoch %d was committed %d times by RunEpochs chunks, want once (all: %v)", id, e, committed[e], committed)
+		}
+	}
+	if len(committed) != cfg.Epochs {
+		t.Errorf("run %s: RunEpochs committed epochs %v, want 1..%d", id, committed, cfg.Epochs)
+	}
 }

@@ -15,21 +15,23 @@ import (
 )
 
 // TestRunSurvivesWorkerKillInEveryStage kills (SIGKILL) the only worker
-// while it collects, while it writes a checkpoint and while it backtests
-// (each stage made to last 3 s on that worker by trainer/faults, so that
-// the kill lands inside it), starts a clean worker, and checks that the run
-// completes with one intact checkpoint per epoch, bit-identical to an
-// uninterrupted run, and measures the recovery.
+// while it collects, while it takes a checkpoint's state (Snapshot, before
+// any file is written; TestKillInsideACheckpointWriteKeepsThePreviousOne
+// kills inside the write) and while it backtests (each stage made to last
+// 3 s on that worker by trainer/faults, so that the kill lands inside it),
+// starts a clean worker, and checks that the run completes with one intact
+// checkpoint per epoch, bit-identical to an uninterrupted run, and
+// measures the recovery.
 func TestRunSurvivesWorkerKillInEveryStage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: starts the Temporal dev server and worker processes")
 	}
-	for _, tc := range []struct{ stage, activity, in string }{
-		{"collect", "Collect", "collect"},
-		{"snapshot", "Checkpoint", "checkpoint"},
-		{"backtest", "Backtest", "backtest"},
+	for _, tc := range []struct{ name, stage, activity, in string }{
+		{"Collect", "collect", "Collect", "collect"},
+		{"Snapshot", "snapshot", "Checkpoint", "checkpoint"},
+		{"Backtest", "backtest", "Backtest", "backtest"},
 	} {
-		t.Run(tc.activity, func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			s := newStack(t)
 			a := s.startWorkerEnv("worker-a", []string{faults.EnvPlan + "=delay:" + tc.stage + "=3s"})
 			runID, cfg := startFaultRun(t, s, "e2e-kill-"+tc.stage)

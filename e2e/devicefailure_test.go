@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -10,7 +11,9 @@ import (
 
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 
+	"github.com/dqnflow/dqnflow/activities"
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/trainer/faults"
@@ -62,7 +65,7 @@ func TestDeviceFailureMovesTheRunToAnotherSlot(t *testing.T) {
 		rows := checkCheckpointRows(t, s, res.RunID, cfg)
 		compareWithUninterrupted(t, s, cfg, rows)
 		devices := checkpointDevices(t, s, rows)
-		opens := openTrainers(t, s.client, id)
+		opens := len(trainerOpens(t, s.client, id))
 		name := runDeviceName(t, s, st, id, res)
 		t.Logf("run %s: checkpoints of epochs 1..%d on %v, trainer opened %d time(s), row and progress name %s", id, cfg.Epochs, devices, opens, name)
 		// The moved run takes whichever working slot is free when it
@@ -120,23 +123,48 @@ func checkpointDevices(t *testing.T, s *stack, rows []store.CheckpointRecord) []
 	return out
 }
 
-// openTrainers counts the OpenTrainer activities that completed in run
-// id's history: 1 for a run that never lost its trainer.
-func openTrainers(t *testing.T, c client.Client, id string) int {
+// trainerOpens returns the results of the OpenTrainer activities that
+// completed in run id's history, in order: one, neither reused nor
+// restored, for a run that never lost its trainer.
+func trainerOpens(t *testing.T, c client.Client, id string) []activities.OpenOutput {
 	t.Helper()
 	names := map[int64]string{}
-	n := 0
+	var out []activities.OpenOutput
 	for _, ev := range history(t, c, id) {
 		switch ev.GetEventType() {
 		case enums.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
 			names[ev.GetEventId()] = ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName()
 		case enums.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
-			if names[ev.GetActivityTaskCompletedEventAttributes().GetScheduledEventId()] == "OpenTrainer" {
-				n++
+			a := ev.GetActivityTaskCompletedEventAttributes()
+			if names[a.GetScheduledEventId()] != "OpenTrainer" {
+				continue
 			}
+			var o activities.OpenOutput
+			if err := converter.GetDefaultDataConverter().FromPayloads(a.GetResult(), &o); err != nil {
+				t.Fatalf("run %s: OpenTrainer result: %v", id, err)
+			}
+			out = append(out, o)
 		}
 	}
-	return n
+	return out
+}
+
+// describeOpens says, for failure messages, how each open got its trainer.
+func describeOpens(opens []activities.OpenOutput) string {
+	var out []string
+	for _, o := range opens {
+		how := "new"
+		switch {
+		case o.Reused:
+			how = "reused"
+		case o.Fallback != nil:
+			how = fmt.Sprintf("restored epoch %d instead of a damaged one", o.Epoch)
+		case o.Restored:
+			how = fmt.Sprintf("restored epoch %d", o.Epoch)
+		}
+		out = append(out, how+" on "+o.Host)
+	}
+	return "[" + strings.Join(out, ", ") + "]"
 }
 
 // runDeviceName checks that the run's progress and its row name the same

@@ -1,9 +1,11 @@
-// Package faults injects failures into a trainer backend, so that the
-// fault-injection tests (`make chaos`, docs/reliability.md) can make a
-// worker's stage last long enough to be killed in, its training diverge,
-// or its device fail, in the real worker process. `dqnflow worker` wraps
-// its backend when the environment variable DQNFLOW_FAULTS is set (never
-// by default), and says so in its log.
+// Package faults injects failures into a trainer backend and into the
+// checkpoint writes of a worker, so that the fault-injection tests
+// (`make chaos`, docs/reliability.md) can make a worker's stage last long
+// enough to be killed in, its training diverge, its device fail, or hold a
+// checkpoint write at an exact point for the test to kill the process
+// there, in the real worker process. `dqnflow worker` wraps its backend
+// and sets its checkpoint store's hook when the environment variable
+// DQNFLOW_FAULTS is set (never by default), and says so in its log.
 //
 // A plan is a comma-separated list of:
 //
@@ -12,9 +14,18 @@
 //	device-error-on-train=N the Nth Train call in this process fails with trainer.ErrDevice
 //	device-error-on-train=N@DEVICE the same, counting only the calls on device DEVICE (cpu:1, cuda:0)
 //	text=HEX[*N]           the injected errors quote these bytes (hex-encoded, repeated N times)
+//	hold:POINT=N           the Nth checkpoint write of this process stops at POINT (checkpoint.WritePoint):
+//	                       temp-synced (the temporary file complete and fsynced, before the rename) or
+//	                       renamed (the file in place, before its metadata row is recorded)
 //
-// for example "delay:snapshot=2s,nan-on-train=3". Calls are counted per
-// device: a worker with several devices wraps each device's backend apart.
+// for example "delay:snapshot=2s,nan-on-train=3". Trainer calls are
+// counted per device: a worker with several devices wraps each device's
+// backend apart. Checkpoint writes are counted per process (a directory
+// store's writes; an object store has no such points). A held write
+// prints "faults: checkpoint write N held at POINT: FILE" to the worker's
+// log, the signal a test waits for before its SIGKILL; it goes on after
+// HoldLimit, so that a kill that never comes does not hang the worker, and
+// fails as a cancelled write would if the write's context ends first.
 //
 // text gives an injected error any bytes, as an error that quotes a file
 // may hold: a NUL, invalid UTF-8, a megabyte ("text=00", "text=fffe",
@@ -27,8 +38,10 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -51,6 +64,9 @@ type Plan struct {
 	DeviceErrorDevice string
 	// Text is quoted by the injected errors, after their message.
 	Text string
+	// Hold is, for each point of a checkpoint write, the number of the
+	// write (1 for the process's first) that stops there.
+	Hold map[checkpoint.WritePoint]int64
 }
 
 // MaxText is the most bytes a plan's text may expand to.
@@ -58,9 +74,14 @@ const MaxText = 16 << 20
 
 var stages = map[string]bool{"collect": true, "train": true, "sync": true, "snapshot": true, "backtest": true}
 
+var writePoints = map[checkpoint.WritePoint]bool{checkpoint.TempSynced: true, checkpoint.Renamed: true}
+
+// HoldLimit is how long a held checkpoint write waits for the kill.
+const HoldLimit = 2 * time.Minute
+
 // Parse reads a plan (see the package comment); errors name the item.
 func Parse(s string) (Plan, error) {
-	p := Plan{Delay: map[string]time.Duration{}}
+	p := Plan{Delay: map[string]time.Duration{}, Hold: map[checkpoint.WritePoint]int64{}}
 	for _, item := range strings.Split(s, ",") {
 		item = strings.TrimSpace(item)
 		if item == "" {
@@ -78,6 +99,13 @@ func Parse(s string) (Plan, error) {
 				return Plan{}, fmt.Errorf("%s: item %q: want delay:STAGE=DURATION, STAGE one of collect, train, sync, snapshot, backtest", EnvPlan, item)
 			}
 			p.Delay[stage] = d
+		case strings.HasPrefix(key, "hold:"):
+			at := checkpoint.WritePoint(strings.TrimPrefix(key, "hold:"))
+			n, err := strconv.ParseInt(val, 10, 64)
+			if !writePoints[at] || err != nil || n < 1 {
+				return Plan{}, fmt.Errorf("%s: item %q: want hold:POINT=N, POINT one of %s, %s and N a write number ≥ 1", EnvPlan, item, checkpoint.TempSynced, checkpoint.Renamed)
+			}
+			p.Hold[at] = n
 		case key == "nan-on-train" || key == "device-error-on-train":
 			num, device, on := strings.Cut(val, "@")
 			n, err := strconv.ParseInt(num, 10, 64)
@@ -223,4 +251,31 @@ func (f *faulty) Backtest(ctx context.Context, ds *market.Dataset, r market.Rang
 		return market.Report{}, err
 	}
 	return f.Trainer.Backtest(ctx, ds, r)
+}
+
+// WriteHook returns the checkpoint store hook (checkpoint.Store.Hook) that
+// holds the writes p.Hold names, announcing each on log; nil when p holds
+// none.
+func (p Plan) WriteHook(log io.Writer) checkpoint.WriteHook {
+	if len(p.Hold) == 0 {
+		return nil
+	}
+	var mu sync.Mutex
+	calls := map[checkpoint.WritePoint]int64{}
+	return func(ctx context.Context, at checkpoint.WritePoint, file string) error {
+		mu.Lock()
+		calls[at]++
+		n := calls[at]
+		mu.Unlock()
+		if n != p.Hold[at] {
+			return nil
+		}
+		fmt.Fprintf(log, "faults: checkpoint write %d held at %s: %s (kill the process now; the write goes on in %s)\n", n, at, file, HoldLimit)
+		select {
+		case <-time.After(HoldLimit):
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
