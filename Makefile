@@ -57,13 +57,16 @@ test-deps:
 	@tools/test-deps.sh
 
 ## test: every test, against the real PostgreSQL, a real Temporal dev server, a real S3 server (versitygw) and headless Chromium (UI screenshots in artifacts/); sets up what it needs first (test-deps)
+# As root, the checkpoint tests that mount a full or read-only tmpfs must
+# run, never skip (CI runs as root).
+REQUIRE_ROOT := $(if $(filter 0,$(shell id -u)),DQNFLOW_REQUIRE_ROOT=1)
 # test-deps runs before the builds (minutes the first time), so a missing
 # piece stops the target in seconds. With the libraries present, a test
 # that cannot load them fails instead of skipping.
 test: test-deps
 	@$(MAKE) --no-print-directory build temporal versitygw
 	DATABASE_URL='$(TEST_DATABASE_URL)' DQNFLOW_BIN=$(abspath $(DQNFLOW)) DQNFLOW_TEMPORAL=$(abspath $(TEMPORAL)) DQNFLOW_S3=$(abspath $(VERSITYGW)) \
-		DQNFLOW_ARTIFACTS=$(abspath artifacts) DQNFLOW_REQUIRE_NVRTC=1 DQNFLOW_REQUIRE_OPENBLAS=1 \
+		DQNFLOW_ARTIFACTS=$(abspath artifacts) DQNFLOW_REQUIRE_NVRTC=1 DQNFLOW_REQUIRE_OPENBLAS=1 $(REQUIRE_ROOT) \
 		$(GO) test -count=1 -timeout 30m ./...
 
 ## test-sm90a: the kernels compiled by NVRTC 12 as well, with the sm_90a (wgmma) GEMMs that NVRTC 11.8 cannot target (NVRTC 12 from Debian trixie, unpacked into bin/nvrtc12 by tools/nvrtc12.sh; CI runs it)
