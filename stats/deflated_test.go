@@ -180,7 +180,7 @@ func TestPSROfTheTrueSharpeIsUniform(t *testing.T) {
 // own value for N = 100 is 2.5306029 (worked in the DSR example above).
 func TestExpectedMaxSharpeApproximatesTheMaximumOfNormals(t *testing.T) {
 	for _, c := range []struct {
-		trials       int
+		trials        int
 		exact, approx float64
 	}{{10, 1.5387527, 1.5745983}, {100, 2.5075936, 2.5306029}, {1000, 3.2414358, 3.2551215}} {
 		got, err := stats.ExpectedMaxSharpe(c.trials, 1)
