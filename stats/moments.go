@@ -42,15 +42,22 @@ func Mean(x []float64) float64 {
 // passes (the mean first), so that returns of 1e-4 around a mean of 1e-4
 // lose no digits; 0 for fewer than two values.
 func StdDev(x []float64) float64 {
-	if len(x) < 2 {
-		return 0
-	}
+	_, sd := meanStdDev(x)
+	return sd
+}
+
+// meanStdDev is Mean(x) and StdDev(x) with the mean computed once (the
+// Sharpe ratio needs both, and the bootstrap computes it a thousand times).
+func meanStdDev(x []float64) (mean, sd float64) {
 	m := Mean(x)
+	if len(x) < 2 {
+		return m, 0
+	}
 	s := 0.0
 	for _, v := range x {
 		s += (v - m) * (v - m)
 	}
-	return math.Sqrt(s / float64(len(x)-1))
+	return m, math.Sqrt(s / float64(len(x)-1))
 }
 
 // moments returns the skewness γ3 = m3/m2^{3/2} and the kurtosis

@@ -8,11 +8,11 @@ import "math"
 // It is the project's definition: market.Sharpe is
 // Annualise(Sharpe(r), barsPerYear), bit for bit.
 func Sharpe(r []float64) float64 {
-	sd := StdDev(r)
+	m, sd := meanStdDev(r)
 	if sd == 0 {
 		return 0
 	}
-	return Mean(r) / sd
+	return m / sd
 }
 
 // Annualise turns a per-bar Sharpe ratio into an annual one,
