@@ -11,16 +11,20 @@ import (
 type Scheme string
 
 const (
+	// Circular is the circular block bootstrap of Politis and Romano
+	// (1992), "A Circular Block-Resampling Procedure for Stationary
+	// Data": blocks of the fixed length ⌈BlockLen⌉ at uniform positions,
+	// wrapping around the end. The default: its variance estimate is more
+	// accurate than the stationary bootstrap's (Lahiri 1999, Annals of
+	// Statistics 27(1)), and its 95 % intervals of an AR(1) Sharpe ratio
+	// covered 93.5 % against 92.3 % (TestIntervalCoversTheTrueSharpeOfAR1Long).
+	Circular Scheme = "circular"
 	// Stationary is the stationary bootstrap of Politis and Romano (1994),
 	// "The Stationary Bootstrap", JASA 89(428): blocks start at uniform
 	// positions and have geometric lengths of mean BlockLen, wrapping
 	// around the end, so the resampled series is stationary whatever the
-	// block length. The default.
+	// block length.
 	Stationary Scheme = "stationary"
-	// Circular is the circular block bootstrap of Politis and Romano
-	// (1992): blocks of the fixed length ⌈BlockLen⌉ at uniform positions,
-	// wrapping around the end.
-	Circular Scheme = "circular"
 )
 
 // Defaults of the zero Bootstrap's fields.
@@ -37,10 +41,10 @@ const (
 const pcgStream = 0x9e3779b97f4a7c15
 
 // Bootstrap says how to draw a block-bootstrap percentile interval. The
-// zero value is usable: the stationary bootstrap, 1000 resamples, a 95 %
-// interval, the block length chosen from the data, seed 0.
+// zero value is usable: the circular block bootstrap, 1000 resamples, a
+// 95 % interval, the block length chosen from the data, seed 0.
 type Bootstrap struct {
-	Scheme    Scheme  `json:"scheme,omitempty"`    // "" means Stationary
+	Scheme    Scheme  `json:"scheme,omitempty"`    // "" means Circular
 	Resamples int     `json:"resamples,omitempty"` // 0 means DefaultResamples
 	Level     float64 `json:"level,omitempty"`     // two-sided coverage; 0 means DefaultLevel
 	// BlockLen is the mean (Stationary) or fixed (Circular, rounded up)
@@ -156,7 +160,7 @@ func (b Bootstrap) run(series [][]float64, blockSeries func() ([]float64, error)
 	n := len(series[0])
 	iv := Interval{Level: b.Level, Resamples: b.Resamples, BlockLen: b.BlockLen, Scheme: b.Scheme, Seed: b.Seed}
 	if iv.Scheme == "" {
-		iv.Scheme = Stationary
+		iv.Scheme = Circular
 	}
 	if iv.Resamples == 0 {
 		iv.Resamples = DefaultResamples

@@ -25,7 +25,7 @@ func TestBootstrapIsDeterministic(t *testing.T) {
 		t.Errorf("seeds 42 and 43 gave the same interval %+v", a)
 	}
 	if a.Estimate != stats.Sharpe(r) || a.Resamples != stats.DefaultResamples || a.Level != stats.DefaultLevel ||
-		a.Scheme != stats.Stationary || a.Seed != 42 || !(a.BlockLen >= 1) {
+		a.Scheme != stats.Circular || a.Seed != 42 || !(a.BlockLen >= 1) {
 		t.Errorf("interval does not report what it was drawn with: %+v", a)
 	}
 	if !(a.Lo < a.Estimate && a.Estimate < a.Hi) {

@@ -33,7 +33,7 @@
 // window after costs and b those of a baseline on the same bars:
 //
 //	e, _ := stats.EstimateSharpe(r)          // SR, t = SR·√n, StdErr (Lo/Mertens)
-//	boot := stats.Bootstrap{Seed: seed}      // stationary, 1000 resamples, 95 %, block length chosen from the data
+//	boot := stats.Bootstrap{Seed: seed}      // circular blocks, 1000 resamples, 95 %, block length chosen from the data
 //	iv, _ := boot.Sharpe(r)                  // percentile interval; iv.BlockLen and iv.Resamples go in the report
 //	d, _ := boot.SharpeDiff(r, b)            // SR(agent) − SR(baseline), same resampled bars for both
 //	annual := iv.Annualised(barsPerYear)     // for the table
