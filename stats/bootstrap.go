@@ -204,10 +204,7 @@ func (b Bootstrap) run(series [][]float64, blockSeries func() ([]float64, error)
 	rs := newResampler(n, iv.Scheme, iv.BlockLen, iv.Seed)
 	reps := make([]float64, iv.Resamples)
 	for i := range reps {
-		rs.draw()
-		for k, s := range series {
-			rs.gather(bufs[k], s)
-		}
+		rs.resample(bufs, series)
 		v := stat(bufs)
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return Interval{}, inputErr("statistic of bootstrap resample %d (seed %d) is %v: it must be finite on every resample", i, iv.Seed, v)
@@ -301,21 +298,16 @@ func indexName(name string, k int) string {
 	return name + "[" + strconv.Itoa(k) + "]"
 }
 
-// resampler draws the blocks of one resample: starts uniform on [0, n),
-// lengths geometric with mean blockLen (Stationary) or ⌈blockLen⌉
-// (Circular), the last block cut at n bars. The blocks are kept so that
-// several series are gathered with the same ones.
+// resampler draws resamples: blocks starting uniform on [0, n), of
+// geometric lengths with mean blockLen (Stationary) or of ⌈blockLen⌉
+// bars (Circular), the last one cut at n bars.
 type resampler struct {
 	rng    *rand.Rand
 	n      int
 	scheme Scheme
 	fixed  int     // Circular: the block length
 	rate   float64 // Stationary: −log(1 − p), p = 1/blockLen the chance a block ends after each bar
-	blocks []block
 }
-
-// block is one block of a resample: n bars from start, wrapping at the end.
-type block struct{ start, n int }
 
 func newResampler(n int, scheme Scheme, blockLen float64, seed uint64) *resampler {
 	return &resampler{
@@ -327,18 +319,34 @@ func newResampler(n int, scheme Scheme, blockLen float64, seed uint64) *resample
 	}
 }
 
-// draw draws the blocks of the next resample.
-func (s *resampler) draw() {
-	s.blocks = s.blocks[:0]
-	for left := s.n; left > 0; {
+// resample draws the next resample and writes it of every series src[k]
+// into dst[k], block by block, so that all series share the same bars.
+// Blocks of a few bars are copied by hand: with returns of little
+// dependence the chosen blocks are one to three bars long, where a call
+// to copy per block costs more than the copying.
+func (s *resampler) resample(dst, src [][]float64) {
+	for at := 0; at < s.n; {
 		start := s.rng.IntN(s.n)
 		l := s.fixed
 		if s.scheme == Stationary {
-			l = s.geometric(left)
+			l = s.geometric(s.n - at)
 		}
-		l = min(l, left)
-		s.blocks = append(s.blocks, block{start, l})
-		left -= l
+		l = min(l, s.n-at)
+		if end := start + l; end <= s.n && l <= 8 {
+			for k, x := range src {
+				d := dst[k][at : at+l]
+				for j, v := range x[start:end] {
+					d[j] = v
+				}
+			}
+		} else {
+			first := min(l, s.n-start)
+			for k, x := range src {
+				copy(dst[k][at:at+first], x[start:start+first])
+				copy(dst[k][at+first:at+l], x[:l-first])
+			}
+		}
+		at += l
 	}
 }
 
@@ -357,24 +365,4 @@ func (s *resampler) geometric(limit int) int {
 		return limit
 	}
 	return 1 + int(k)
-}
-
-// gather writes the resample of src under the current blocks into dst.
-// Blocks of a few bars are copied by hand: with returns of little
-// dependence the chosen blocks are one to three bars long, where a call
-// to copy per block costs more than the copying.
-func (s *resampler) gather(dst, src []float64) {
-	at := 0
-	for _, b := range s.blocks {
-		if end := b.start + b.n; end <= s.n && b.n <= 8 {
-			for j, v := range src[b.start:end] {
-				dst[at+j] = v
-			}
-		} else {
-			first := min(b.n, s.n-b.start)
-			copy(dst[at:at+first], src[b.start:b.start+first])
-			copy(dst[at+first:at+b.n], src[:b.n-first])
-		}
-		at += b.n
-	}
 }
