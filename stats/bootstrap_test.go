@@ -266,3 +266,66 @@ func TestIntervalWidthMatchesTheAnalyticStdErr(t *testing.T) {
 		}
 	}
 }
+
+// volRegimes simulates n returns mu + σ_t·z_t whose volatility σ_t
+// switches between 0.5 and 2 with probability 0.01 a bar (regimes of 100
+// bars on average): uncorrelated returns whose squares are strongly
+// dependent, as volatility clustering makes them.
+func volRegimes(seed uint64, n int, mu float64) []float64 {
+	rng := newRNG(seed)
+	r := make([]float64, n)
+	hi := rng.IntN(2) == 1
+	for t := range r {
+		if rng.Float64() < 0.01 {
+			hi = !hi
+		}
+		s := 0.5
+		if hi {
+			s = 2
+		}
+		r[t] = mu + s*rng.NormFloat64()
+	}
+	return r
+}
+
+// TestSharpeBlockLengthFollowsVolatilityClustering: the Sharpe ratio's
+// influence series ψ carries the dependence of the squared returns with
+// weight SR/2, so with a large per-bar Sharpe ratio (0.7 here) and
+// volatility regimes Bootstrap.Sharpe must choose far longer blocks than
+// OptimalBlockLength of the returns (which see no autocorrelation), and
+// get closer to the Sharpe ratio's true spread. Measured over 40 series
+// of 2000 bars: blocks of 28 against 3.0, half-widths/1.96 of 0.047
+// against 0.030, the true standard deviation being 0.096: better, still
+// too narrow, because Politis and White's rule cannot see autocorrelations
+// as weak and long as these at n = 2000 (see the package's doc).
+func TestSharpeBlockLengthFollowsVolatilityClustering(t *testing.T) {
+	const series, n = 40, 2000
+	var srs []float64
+	var wPsi, wRet, bPsi, bRet float64
+	for i := range series {
+		r := volRegimes(uint64(i), n, 1)
+		srs = append(srs, stats.Sharpe(r))
+		iv, err := stats.Bootstrap{Seed: uint64(i), Resamples: 499}.Sharpe(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, cb, err := stats.OptimalBlockLength(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain, err := stats.Bootstrap{Seed: uint64(i), Resamples: 499, BlockLen: cb}.Sharpe(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wPsi += iv.Hi - iv.Lo
+		wRet += plain.Hi - plain.Lo
+		bPsi += iv.BlockLen
+		bRet += plain.BlockLen
+	}
+	t.Logf("mean SR %.3f, its standard deviation %.4f; blocks from ψ %.1f (half-width/1.96 %.4f), from the returns %.1f (%.4f)",
+		stats.Mean(srs), stats.StdDev(srs), bPsi/series, wPsi/series/3.92, bRet/series, wRet/series/3.92)
+	if bPsi < 4*bRet || wPsi < 1.25*wRet {
+		t.Errorf("blocks from ψ %.1f against %.1f from the returns, widths %.4f against %.4f: want 4 times longer blocks and 25 %% wider intervals",
+			bPsi/series, bRet/series, wPsi/series, wRet/series)
+	}
+}
