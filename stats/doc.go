@@ -53,4 +53,24 @@
 // skill-less trials would show. Finally ShareOfWins gives, for each
 // baseline, the share of windows (or series) where the agent's Sharpe
 // ratio is higher, with a Wilson interval.
+//
+// # How far to trust the intervals
+//
+// A block bootstrap's percentile interval is a little too narrow at the
+// lengths a walk-forward window has: its variance estimate is biased
+// down, by O(1/b) because blocks cut the dependence at their ends and by
+// O(b/n) because resampled autocovariances are centred on the sample
+// mean. On 1000 AR(1) returns (φ = 0.3) the 95 % interval of the Sharpe
+// ratio covered the truth in 93.5 % of 2000 trials with circular blocks
+// and 92.3 % with stationary ones (coverage_test.go); on iid returns its
+// width is within 2 % of 2·1.96 standard errors. The automatic block
+// length sees only autocorrelations beyond ±2·√(log10 n / n), so weak but
+// long memory (volatility regimes lasting months) is invisible to it and
+// the interval is then too narrow: with regimes of 100 bars and a per-bar
+// Sharpe ratio of 0.7, half as wide as it should be
+// (TestSharpeBlockLengthFollowsVolatilityClustering). For trading returns,
+// whose per-bar Sharpe ratios are 0.01 to 0.1, volatility clustering
+// enters the Sharpe ratio's variance with weight (SR/2)² and matters
+// little; where long memory in the returns themselves is suspected, give
+// Bootstrap.BlockLen (a month of bars, say) instead.
 package stats
