@@ -329,3 +329,28 @@ func TestSharpeBlockLengthFollowsVolatilityClustering(t *testing.T) {
 			bPsi/series, bRet/series, wPsi/series, wRet/series)
 	}
 }
+
+// TestFlatSeriesHasAZeroInterval: an agent that stays flat has returns of
+// 0 throughout; its Sharpe ratio is 0 by definition and so is every
+// resample's, so its interval is [0, 0] with blocks of one bar, and its
+// difference from a trading baseline is that baseline's interval negated.
+func TestFlatSeriesHasAZeroInterval(t *testing.T) {
+	flat := make([]float64, 500)
+	iv, err := stats.Bootstrap{Seed: 1}.Sharpe(flat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if iv.Estimate != 0 || iv.Lo != 0 || iv.Hi != 0 || iv.BlockLen != 1 {
+		t.Errorf("flat series: %+v, want [0, 0] with blocks of one bar", iv)
+	}
+	base := ar1(newRNG(14), 500, 0.05, 0, 1)
+	b := stats.Bootstrap{Seed: 2, BlockLen: 3}
+	d, err := b.SharpeDiff(flat, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ib, _ := b.Sharpe(base)
+	if !near(d.Lo, -ib.Hi, 1e-15) || !near(d.Hi, -ib.Lo, 1e-15) || d.Estimate != -ib.Estimate {
+		t.Errorf("flat − baseline: %+v; want the baseline's %+v negated", d, ib)
+	}
+}
