@@ -96,7 +96,7 @@ func (b Bootstrap) Sharpe(r []float64) (Interval, error) {
 	if err := checkSeries("returns", r); err != nil {
 		return Interval{}, err
 	}
-	return b.run([][]float64{r}, func() ([]float64, error) { return sharpeInfluence(r), nil },
+	return b.run([][]float64{r}, func() []float64 { return sharpeInfluence(r) },
 		func(s [][]float64) float64 { return Sharpe(s[0]) })
 }
 
@@ -110,44 +110,48 @@ func (b Bootstrap) SharpeDiff(a, c []float64) (Interval, error) {
 	if err := checkPaired("a", a, "c", c); err != nil {
 		return Interval{}, err
 	}
-	return b.run([][]float64{a, c}, func() ([]float64, error) {
+	return b.run([][]float64{a, c}, func() []float64 {
 		d := sharpeInfluence(a)
 		for i, v := range sharpeInfluence(c) {
 			d[i] -= v
 		}
-		return d, nil
+		return d
 	}, func(s [][]float64) float64 { return Sharpe(s[0]) - Sharpe(s[1]) })
 }
 
 // Statistic is the interval of stat(r) for any statistic of a return
 // series (a Sortino ratio, a maximum drawdown of the compounded series,
-// a mean). stat gets a resampled copy of r, which it must not keep, and
-// must return a finite number. With BlockLen 0 the block length is
+// a mean). stat gets a copy of r (first as observed, then resampled),
+// which it may reorder but must not keep, and must return a finite
+// number. With BlockLen 0 the block length is
 // OptimalBlockLength(r): right for statistics driven by the mean's
 // dependence; give BlockLen for one that depends on longer memory.
 func (b Bootstrap) Statistic(r []float64, stat func([]float64) float64) (Interval, error) {
 	if err := checkSeries("returns", r); err != nil {
 		return Interval{}, err
 	}
-	return b.run([][]float64{r}, func() ([]float64, error) { return r, nil },
+	return b.run([][]float64{r}, func() []float64 { return r },
 		func(s [][]float64) float64 { return stat(s[0]) })
 }
 
 // Joint is the interval of stat over several series on the same bars
 // (series[k][t] the return of series k at bar t), all resampled with the
 // same blocks: the mean Sharpe ratio over seeds, or any comparison
-// between strategies. stat gets resampled copies in the order of series,
-// which it must not keep. With BlockLen 0 the block length is the
+// between strategies. stat gets copies in the order of series (first as
+// observed, then resampled), which it may reorder but must not keep. With BlockLen 0 the block length is the
 // largest OptimalBlockLength of the series, so that the most dependent
 // one keeps its dependence.
 func (b Bootstrap) Joint(series [][]float64, stat func([][]float64) float64) (Interval, error) {
 	if len(series) == 0 {
 		return Interval{}, inputErr("series: none given")
 	}
-	for k := range series {
+	for k := 1; k < len(series); k++ {
 		if err := checkPaired("series[0]", series[0], indexName("series", k), series[k]); err != nil {
 			return Interval{}, err
 		}
+	}
+	if err := checkSeries("series[0]", series[0]); err != nil {
+		return Interval{}, err
 	}
 	return b.run(series, nil, stat)
 }
@@ -156,7 +160,7 @@ func (b Bootstrap) Joint(series [][]float64, stat func([][]float64) float64) (In
 // n, chooses the block length (from blockSeries' series, or the largest
 // over all series when blockSeries is nil), evaluates stat on the
 // observed series and on Resamples resamples, and takes the percentiles.
-func (b Bootstrap) run(series [][]float64, blockSeries func() ([]float64, error), stat func([][]float64) float64) (Interval, error) {
+func (b Bootstrap) run(series [][]float64, blockSeries func() []float64, stat func([][]float64) float64) (Interval, error) {
 	n := len(series[0])
 	iv := Interval{Level: b.Level, Resamples: b.Resamples, BlockLen: b.BlockLen, Scheme: b.Scheme, Seed: b.Seed}
 	if iv.Scheme == "" {
@@ -193,13 +197,16 @@ func (b Bootstrap) run(series [][]float64, blockSeries func() ([]float64, error)
 		iv.BlockLen = math.Ceil(iv.BlockLen)
 	}
 
-	iv.Estimate = stat(series)
-	if math.IsNaN(iv.Estimate) || math.IsInf(iv.Estimate, 0) {
-		return Interval{}, inputErr("statistic of the observed series is %v: it must be finite", iv.Estimate)
-	}
+	// stat sees copies, even of the observed series, so a statistic that
+	// sorts its input (a median, a CVaR) cannot change the caller's data
+	// or the resamples drawn from it.
 	bufs := make([][]float64, len(series))
 	for k := range bufs {
-		bufs[k] = make([]float64, n)
+		bufs[k] = slices.Clone(series[k])
+	}
+	iv.Estimate = stat(bufs)
+	if math.IsNaN(iv.Estimate) || math.IsInf(iv.Estimate, 0) {
+		return Interval{}, inputErr("statistic of the observed series is %v: it must be finite", iv.Estimate)
 	}
 	rs := newResampler(n, iv.Scheme, iv.BlockLen, iv.Seed)
 	reps := make([]float64, iv.Resamples)
@@ -219,16 +226,10 @@ func (b Bootstrap) run(series [][]float64, blockSeries func() ([]float64, error)
 
 // autoBlockLen is OptimalBlockLength of blockSeries' series, or the
 // largest over series when blockSeries is nil, for scheme.
-func autoBlockLen(series [][]float64, blockSeries func() ([]float64, error), scheme Scheme) (float64, error) {
-	var candidates [][]float64
+func autoBlockLen(series [][]float64, blockSeries func() []float64, scheme Scheme) (float64, error) {
+	candidates := series
 	if blockSeries != nil {
-		s, err := blockSeries()
-		if err != nil {
-			return 0, err
-		}
-		candidates = [][]float64{s}
-	} else {
-		candidates = series
+		candidates = [][]float64{blockSeries()}
 	}
 	best := 1.0
 	for _, s := range candidates {
