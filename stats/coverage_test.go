@@ -68,7 +68,7 @@ func TestIntervalCoversTheTrueSharpeOfAR1(t *testing.T) {
 // TestIntervalCoversTheTrueSharpeOfAR1Long is the same over 2000 series
 // for both schemes (499 resamples): the binomial standard error is 0.49
 // points, and the band 0.95 −3.5/+2 points allows for the under-coverage
-// measured: 92.3 % stationary, 93.5 % circular. About 15 s of one core;
+// measured: 92.3 % stationary, 93.5 % circular. About 10 s of one core;
 // skipped with -short.
 func TestIntervalCoversTheTrueSharpeOfAR1Long(t *testing.T) {
 	if testing.Short() {
