@@ -29,7 +29,7 @@ func (e SharpeEstimate) PSR(benchmark float64) (float64, error) {
 
 // ExpectedMaxSharpe is the Sharpe ratio that the best of N independent
 // trials without skill is expected to show (Bailey and López de Prado
-// 2014, eq. 1, from the false strategy theorem):
+// 2014, eq. 1: the expected maximum of N normal draws of that variance):
 //
 //	SR0 = √V[SR_n] · ( (1 − γ)·Φ⁻¹(1 − 1/N) + γ·Φ⁻¹(1 − 1/(N·e)) )
 //
