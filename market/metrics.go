@@ -4,6 +4,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/dqnflow/dqnflow/stats"
 )
 
 // Metrics measures one equity curve. Returns are simple per-bar returns
@@ -148,31 +150,12 @@ func AnnualReturn(total float64, n int, barsPerYear float64) float64 {
 	return math.Pow(1+total, barsPerYear/float64(n)) - 1
 }
 
-// mean is Σx/n (0 for no values).
-func mean(x []float64) float64 {
-	if len(x) == 0 {
-		return 0
-	}
-	s := 0.0
-	for _, v := range x {
-		s += v
-	}
-	return s / float64(len(x))
-}
+// mean is Σx/n (0 for no values): stats.Mean, the one definition.
+func mean(x []float64) float64 { return stats.Mean(x) }
 
 // stdDev is the sample standard deviation √(Σ(x − mean)²/(n − 1)); 0 for
-// fewer than two values.
-func stdDev(x []float64) float64 {
-	if len(x) < 2 {
-		return 0
-	}
-	m := mean(x)
-	s := 0.0
-	for _, v := range x {
-		s += (v - m) * (v - m)
-	}
-	return math.Sqrt(s / float64(len(x)-1))
-}
+// fewer than two values: stats.StdDev.
+func stdDev(x []float64) float64 { return stats.StdDev(x) }
 
 // annualise is √barsPerYear (0 when barsPerYear is not positive).
 func annualise(barsPerYear float64) float64 {
@@ -189,13 +172,10 @@ func Volatility(r []float64, barsPerYear float64) float64 {
 }
 
 // Sharpe is the annualised Sharpe ratio with a zero risk-free rate,
-// mean(r)/std(r) × √barsPerYear (sample std); 0 when std(r) = 0.
+// mean(r)/std(r) × √barsPerYear (sample std); 0 when std(r) = 0. The
+// definition lives in package stats (with its intervals and tests).
 func Sharpe(r []float64, barsPerYear float64) float64 {
-	sd := stdDev(r)
-	if sd == 0 {
-		return 0
-	}
-	return mean(r) / sd * annualise(barsPerYear)
+	return stats.Annualise(stats.Sharpe(r), barsPerYear)
 }
 
 // Sortino is the annualised Sortino ratio with a zero target,
