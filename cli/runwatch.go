@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
 	"github.com/dqnflow/dqnflow/activities"
@@ -15,28 +16,31 @@ import (
 	"github.com/dqnflow/dqnflow/workflows"
 )
 
-// runWatch implements "dqnflow run watch RUN [--json]": a live line for
+// runWatchCmd is "dqnflow run watch RUN [--json]": a live line for
 // the epoch in training (step, steps/s, loss, ε, validation Sharpe) that
 // changes in place on a terminal, a line per finished epoch, and the
 // result when the run ends. Without a terminal (a log) it prints plain
 // lines: one per epoch and one per change of status or phase.
-func runWatch(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "run watch")
+func runWatchCmd(e *env) *cobra.Command {
+	cmd := leaf("watch RUN",
+		"live progress of a run until it ends",
+		"watch shows a run's progress until it ends: a line per finished epoch, the epoch in training redrawn in place on a terminal, then the result.",
+		"dqnflow run watch lr-3e-4")
+	fs := cmd.Flags()
+	e.conn.register(fs)
 	jsonOut := fs.Bool("json", false, "print a JSON object per change (progress and the live heartbeat)")
-	pos, err := parsePositional(fs, args, 1)
-	if err != nil {
+	cmd.Args = argsBetween(1, 1)
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		ctx := cmd.Context()
+		c, err := dial(ctx, e)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		_, err = watchRun(ctx, e, c, pos[0], *jsonOut)
 		return err
 	}
-	if len(pos) != 1 {
-		return fmt.Errorf("%w: want \"dqnflow run watch RUN [--json]\"", errUsage)
-	}
-	c, err := dial(ctx, e)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	_, err = watchRun(ctx, e, c, pos[0], *jsonOut)
-	return err
+	return cmd
 }
 
 // watchRun shows the run's progress until it ends, then its result, which
