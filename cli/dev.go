@@ -43,6 +43,13 @@ func devCmd(e *env) *cobra.Command {
 	exitAfterDemo := fs.Bool("exit-after-demo", false, "with --demo: stop everything when the demo run ends")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx := cmd.Context()
+		// The metadata store is dev's first line (the README says so):
+		// where the runs' records go is what a new user looks for first.
+		st, err := openStore(ctx, e, true)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
 		devices, err := wf.openDevices(e)
 		if err != nil {
 			return err
@@ -57,12 +64,6 @@ func devCmd(e *env) *cobra.Command {
 		if err := os.MkdirAll(filepath.Dir(*dbFile), 0o755); err != nil {
 			return fmt.Errorf("create directory for %s: %w", *dbFile, err)
 		}
-
-		st, err := openStore(ctx, e, true)
-		if err != nil {
-			return err
-		}
-		defer st.Close()
 
 		var metricsURL string
 		if wf.metrics, metricsURL, err = startMetrics(ctx, e, wf.metricsAddr, wf.metricsAddr == defaultDevMetricsAddr); err != nil {

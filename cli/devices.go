@@ -77,5 +77,8 @@ func discoverDevices(e *env, device string, d deviceFlags) ([]trainer.Device, er
 	n, per := len(found.Devices), d.runsPerDevice()
 	fmt.Fprintf(e.stderr, "worker: device %s: %s; %d device(s) × %d run(s) each = %d slot(s)\n",
 		device, found.Choice, n, per, n*per)
+	if found.Detail != "" && e.verbose {
+		fmt.Fprintf(e.stderr, "worker: device %s: %s\n", device, found.Detail)
+	}
 	return found.Devices, nil
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -128,6 +129,9 @@ func runShowCmd(e *env) *cobra.Command {
 			return nil
 		}()
 		if p == nil && rec == nil {
+			if isNotFound(queryErr) && errors.Is(storeErr, store.ErrNotFound) {
+				return noSuchRun(e, id)
+			}
 			return fmt.Errorf("run %s: Temporal: %v; metadata store: %v", id, queryErr, storeErr)
 		}
 		if *jsonOut {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
 	"github.com/dqnflow/dqnflow/activities"
@@ -47,9 +49,12 @@ func runWatchCmd(e *env) *cobra.Command {
 // it returns. Epoch metrics that only the store has (ε, steps/s) come from
 // the metadata store when one is found; without one the lines show less.
 func watchRun(ctx context.Context, e *env, c client.Client, id string, jsonOut bool) (workflows.RunResult, error) {
+	var res workflows.RunResult
+	if _, err := c.DescribeWorkflowExecution(ctx, id, ""); isNotFound(err) {
+		return res, notOnTemporal(ctx, e, id)
+	}
 	run := c.GetWorkflow(ctx, id, "")
 	done := make(chan error, 1)
-	var res workflows.RunResult
 	go func() { done <- run.Get(ctx, &res) }()
 
 	w := &watcher{w: e.stdout, tty: isTerminal(e.stdout), epsilon: math.NaN(), meanQ: math.NaN()}
@@ -118,6 +123,37 @@ func watchRun(ctx context.Context, e *env, c client.Client, id string, jsonOut b
 			w.update(now, p, live)
 		}
 	}
+}
+
+// isNotFound reports whether err is Temporal's answer for a workflow
+// that it does not know.
+func isNotFound(err error) bool {
+	var nf *serviceerror.NotFound
+	return errors.As(err, &nf)
+}
+
+// noSuchRun is the error for a run that neither Temporal nor the metadata
+// store knows.
+func noSuchRun(e *env, id string) error {
+	return fmt.Errorf("run %s does not exist: Temporal at %s (namespace %s) has no workflow %s, and the metadata store no run %s (\"dqnflow run list\" lists the runs)",
+		id, e.conn.address(), e.conn.namespace(), id, id)
+}
+
+// notOnTemporal is the error for run id, whose workflow Temporal does
+// not know: a run the metadata store recorded (its history past the
+// namespace's retention, or kept by another server) or none at all.
+func notOnTemporal(ctx context.Context, e *env, id string) error {
+	st, err := openReader(ctx, e)
+	if err != nil {
+		return noSuchRun(e, id)
+	}
+	defer st.Close()
+	r, err := st.GetRun(ctx, id)
+	if err != nil {
+		return noSuchRun(e, id)
+	}
+	return fmt.Errorf("run %s (%s) is not on Temporal at %s (namespace %s): its history is past the namespace's retention, or another server ran it; \"dqnflow run show %s\" shows what the metadata store holds",
+		id, r.Status, e.conn.address(), e.conn.namespace(), id)
 }
 
 // watcher draws "run watch": finished epochs as lines, the epoch in

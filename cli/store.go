@@ -26,9 +26,9 @@ func openStore(ctx context.Context, e *env, create bool) (store.Metadata, error)
 }
 
 // openReader opens the metadata store for reading ("run list", "run
-// show", "report"...). It names the store on stderr only when it is not
-// the one DATABASE_URL names, so that scripts reading stdout are not
-// affected and a user sees where an unexpected answer comes from.
+// show", "report"...). It names the store on stderr with --verbose only:
+// dev and the workers say which store they write, "dqnflow doctor" which
+// one the commands read.
 func openReader(ctx context.Context, e *env) (store.Reader, error) {
 	loc, err := store.Locate(ctx, store.DefaultSQLiteFile, false)
 	if err != nil {
@@ -38,7 +38,7 @@ func openReader(ctx context.Context, e *env) (store.Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	if loc.Why != "DATABASE_URL" {
+	if e.verbose {
 		fmt.Fprintf(e.stderr, "metadata store: %s (%s)\n", loc, loc.Why)
 	}
 	return st, nil

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -166,7 +168,7 @@ func startWorker(ctx context.Context, e *env, c client.Client, st store.Metadata
 		worker.RoleControl: workflows.ControlTaskQueue,
 		worker.RoleGPU:     workflows.GPUTaskQueue,
 	}[role]
-	fmt.Fprintf(e.stderr, "worker: role %s serving %s at %s, namespace %s, checkpoints in %s\n", role, queues, e.conn.address(), e.conn.namespace(), ckStore)
+	fmt.Fprintf(e.stderr, "worker: role %s serving %s at %s, namespace %s, checkpoints in %s\n", role, queues, e.conn.address(), e.conn.namespace(), storeWhere(ckStore))
 	return w, nil
 }
 
@@ -212,4 +214,18 @@ func workerCmd(e *env) *cobra.Command {
 		return w.Stop(stopCtx)
 	}
 	return cmd
+}
+
+// storeWhere names a checkpoint store for the log: an object store by its
+// URL, a directory by its absolute path (as "dqnflow doctor" does), so
+// that workers on several hosts can be seen to share it.
+func storeWhere(s *checkpoint.Store) string {
+	where := s.String()
+	if s.Remote() || strings.Contains(where, "://") {
+		return where
+	}
+	if abs, err := filepath.Abs(where); err == nil {
+		return abs
+	}
+	return where
 }
