@@ -314,16 +314,17 @@ func barSpan(ds *market.Dataset, r market.Range) string {
 }
 
 // describeInstrument says how ds prices trades: the instrument, its tick
-// and costs, and what a round trip costs in basis points at the last close.
+// and costs. What a round trip costs in basis points depends on the price
+// it is measured at, so printReport says it once, for the backtest's
+// range.
 func describeInstrument(ds *market.Dataset) string {
 	in := ds.Instrument
 	name := in.Name
 	if name == "" {
 		name = config.InstrumentCustom
 	}
-	p := ds.Bars.Close[ds.Bars.Len()-1]
-	return fmt.Sprintf("%s (tick %g, slippage %g ticks + %g bps, commission %.4g/contract + %g bps, point value %.4g), %.2f bps per round trip at %.6g",
-		name, in.TickSize, in.SlippageTicks, in.SlippageBps, in.Commission, in.CommissionBps, in.PointValue, in.RoundTripBps(p), p)
+	return fmt.Sprintf("%s (tick %g, slippage %g ticks + %g bps, commission %.4g/contract + %g bps, point value %.4g)",
+		name, in.TickSize, in.SlippageTicks, in.SlippageBps, in.Commission, in.CommissionBps, in.PointValue)
 }
 
 // printTrainResult prints the chosen checkpoint and its final report.
@@ -406,7 +407,7 @@ func printReport(e *env, r market.Report) {
 	if name == "" {
 		name = "custom"
 	}
-	fmt.Fprintf(w, "cost per round trip: %.2f bps of the notional at the mean close (%s)\n", r.CostPerRoundTripBps, name)
+	fmt.Fprintf(w, "cost per round trip: %.2f bps of one contract's notional at this range's mean close (%s)\n", r.CostPerRoundTripBps, name)
 	for _, x := range []struct {
 		name string
 		m    market.Metrics
