@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -238,6 +239,31 @@ func printRunRecord(w io.Writer, r runRecord) {
 
 }
 
+// deviceID finds the device of a trainer's description: "cpu:N" of a
+// stand-in ("cpu:1: cpu (2 threads ...)"), "cuda:N" of a GPU ("NVIDIA H100
+// (cuda:0, sm_90, ...)"); blasName the CPU backend's matrix library
+// ("..., blas openblas 0.3.21 (...)").
+var (
+	deviceID = regexp.MustCompile(`^cpu:\d+\b|\bcuda:\d+\b`)
+	blasName = regexp.MustCompile(`\bblas (\w+)`)
+)
+
+// shortDevice is where a run trained in a few words, "cuda:0 bf16-mixed"
+// or "cpu/openblas fp32", for a column; "-" before its trainer was built.
+func shortDevice(backend, device, precision string) string {
+	if backend == "" {
+		return "-"
+	}
+	id := deviceID.FindString(device)
+	if id == "" {
+		id = backend
+	}
+	if m := blasName.FindStringSubmatch(device); m != nil && strings.HasPrefix(id, "cpu") {
+		id += "/" + m[1]
+	}
+	return id + " " + precision
+}
+
 // metric formats m[key], or "-" when it is absent.
 func metric(m map[string]float64, key, format string) string {
 	v, ok := m[key]
@@ -437,12 +463,7 @@ func printComparison(w io.Writer, c comparison) {
 	}
 	row("run", func(s runSummary) string { return s.RunID })
 	row("status", func(s runSummary) string { return string(s.Status) })
-	row("ran on", func(s runSummary) string {
-		if s.Backend == "" {
-			return "-"
-		}
-		return fmt.Sprintf("%s %s %s", s.Backend, s.Device, s.Precision)
-	})
+	row("ran on", func(s runSummary) string { return shortDevice(s.Backend, s.Device, s.Precision) })
 	row("epochs", func(s runSummary) string { return fmt.Sprint(s.Epochs) })
 	row("best valid Sharpe", func(s runSummary) string { return opt(s.BestValidSharpe, "%.3f") })
 	row("best epoch", func(s runSummary) string {
@@ -464,6 +485,16 @@ func printComparison(w io.Writer, c comparison) {
 		return (time.Duration(s.WallSeconds * float64(time.Second))).Round(100 * time.Millisecond).String()
 	})
 	tw.Flush()
+	// The devices in full, one a line: a column of them would be some
+	// 200 characters wide.
+	fmt.Fprintln(w, "\nran on, in full:")
+	for _, s := range c.Runs {
+		full := "-"
+		if s.Backend != "" {
+			full = fmt.Sprintf("%s backend on %s, %s", s.Backend, s.Device, s.Precision)
+		}
+		fmt.Fprintf(w, "  %s: %s\n", s.RunID, full)
+	}
 	if len(c.DiffKeys) == 0 {
 		fmt.Fprintln(w, "\nconfig: identical")
 		return
