@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -188,5 +189,41 @@ func TestCompletionOffersCommandsSubcommandsFlagsAndValues(t *testing.T) {
 	}
 	if _, _, code := run(t, "completion", "tcsh"); code != 2 {
 		t.Errorf("completion tcsh: exit %d, want 2 (usage)", code)
+	}
+}
+
+// TestPositionalArgumentsAreTaken: every command whose synopsis names
+// arguments takes them, and one too few or too many is a usage error
+// (exit 2); with them, the command goes on to fail on the unreachable
+// servers (exit 1), not on its arguments.
+func TestPositionalArgumentsAreTaken(t *testing.T) {
+	t.Setenv("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none?sslmode=disable&connect_timeout=1")
+	t.Setenv("TEMPORAL_ADDRESS", "127.0.0.1:1")
+	missing := filepath.Join(t.TempDir(), "absent.safetensors")
+	for _, c := range []struct {
+		cmd  []string
+		args []string
+	}{
+		{[]string{"checkpoint", "verify"}, []string{missing}},
+		{[]string{"checkpoint", "list"}, []string{"r"}},
+		{[]string{"run", "show"}, []string{"r"}},
+		{[]string{"run", "watch"}, []string{"r"}},
+		{[]string{"run", "compare"}, []string{"a", "b", "c"}},
+		{[]string{"run", "pause"}, []string{"r"}},
+		{[]string{"run", "resume"}, []string{"r"}},
+		{[]string{"run", "stop"}, []string{"r"}},
+		{[]string{"report"}, []string{"r", "--out", t.TempDir()}},
+		{[]string{"schedule", "delete"}, []string{"daily"}},
+	} {
+		name := strings.Join(c.cmd, " ")
+		if _, errOut, code := run(t, append(slices.Clone(c.cmd), c.args...)...); code != 1 {
+			t.Errorf("dqnflow %s %s: exit %d, want 1 (the servers are unreachable): %s", name, strings.Join(c.args, " "), code, errOut)
+		}
+		if _, errOut, code := run(t, c.cmd...); code != 2 || !strings.Contains(errOut, "want \"dqnflow "+name) {
+			t.Errorf("dqnflow %s without arguments: exit %d, %q; want a usage error with the synopsis", name, code, errOut)
+		}
+		if _, _, code := run(t, append(append(slices.Clone(c.cmd), c.args...), "extra", "more", "and", "more")...); code != 2 && name != "run compare" {
+			t.Errorf("dqnflow %s with extra arguments: exit %d, want 2", name, code)
+		}
 	}
 }

@@ -317,6 +317,7 @@ func printSchedules(w io.Writer, rows []scheduleRow) {
 	tw.Flush()
 }
 
+// scheduleDeleteCmd is "dqnflow schedule delete ID".
 func scheduleDeleteCmd(e *env) *cobra.Command {
 	cmd := leaf("delete ID",
 		"delete a schedule",
@@ -324,20 +325,18 @@ func scheduleDeleteCmd(e *env) *cobra.Command {
 		"dqnflow schedule delete daily")
 	fs := cmd.Flags()
 	e.conn.register(fs)
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+	cmd.Args = argsBetween(1, 1)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		ctx := cmd.Context()
-		if fs.NArg() != 1 {
-			return fmt.Errorf("%w: want \"dqnflow schedule delete ID\"", errUsage)
-		}
 		c, err := dial(ctx, e)
 		if err != nil {
 			return err
 		}
 		defer c.Close()
-		if err := c.ScheduleClient().GetHandle(ctx, fs.Arg(0)).Delete(ctx); err != nil {
-			return fmt.Errorf("delete schedule %s: %w", fs.Arg(0), err)
+		if err := c.ScheduleClient().GetHandle(ctx, args[0]).Delete(ctx); err != nil {
+			return fmt.Errorf("delete schedule %s: %w", args[0], err)
 		}
-		fmt.Fprintf(e.stdout, "schedule %s deleted\n", fs.Arg(0))
+		fmt.Fprintf(e.stdout, "schedule %s deleted\n", args[0])
 		return nil
 	}
 	return cmd

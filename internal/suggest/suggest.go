@@ -5,25 +5,34 @@ package suggest
 import "strings"
 
 // Nearest returns the candidate closest to typed, or "" when none is close
-// enough to be what the user meant. Closeness is the optimal string
-// alignment distance (Levenshtein with adjacent transpositions counted as
-// one edit, so "trian" is one edit from "train"), compared without regard
-// to case; a candidate within max(2, len(typed)/3) edits qualifies, as
-// does one that typed is a prefix of (at least 3 characters: "--met" for
-// "--metrics-addr"). Ties go to the earlier candidate, so callers list
-// the likelier ones first.
+// enough to be what the user meant (NearestIndex says how close).
 func Nearest(typed string, candidates []string) string {
-	best, bestDist := "", -1
+	if i := NearestIndex(typed, candidates); i >= 0 {
+		return candidates[i]
+	}
+	return ""
+}
+
+// NearestIndex returns the index of the candidate closest to typed, or -1
+// when none is close enough to be what the user meant. Closeness is the
+// optimal string alignment distance (Levenshtein with adjacent
+// transpositions counted as one edit, so "trian" is one edit from
+// "train"), compared without regard to case; a candidate within
+// max(2, len(typed)/3) edits qualifies, as does one that typed is a prefix
+// of (at least 3 characters: "--met" for "--metrics-addr"). Ties go to the
+// earlier candidate, so callers list the likelier ones first.
+func NearestIndex(typed string, candidates []string) int {
+	best, bestDist := -1, -1
 	limit := max(2, len([]rune(typed))/3)
 	low := strings.ToLower(typed)
-	for _, c := range candidates {
+	for i, c := range candidates {
 		lc := strings.ToLower(c)
 		d := Distance(low, lc)
 		if d > limit && !(len(low) >= 3 && strings.HasPrefix(lc, low)) {
 			continue
 		}
 		if bestDist < 0 || d < bestDist {
-			best, bestDist = c, d
+			best, bestDist = i, d
 		}
 	}
 	return best
