@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/worker"
 )
 
@@ -43,13 +44,14 @@ func devCmd(e *env) *cobra.Command {
 	exitAfterDemo := fs.Bool("exit-after-demo", false, "with --demo: stop everything when the demo run ends")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx := cmd.Context()
-		// The metadata store is dev's first line (the README says so):
+		// Which metadata store is dev's first line (the README says so):
 		// where the runs' records go is what a new user looks for first.
-		st, err := openStore(ctx, e, true)
+		// The devices are opened before anything is connected to, so that
+		// one that cannot run fails the start at once.
+		loc, err := locateStore(ctx, e, true)
 		if err != nil {
 			return err
 		}
-		defer st.Close()
 		devices, err := wf.openDevices(e)
 		if err != nil {
 			return err
@@ -64,6 +66,11 @@ func devCmd(e *env) *cobra.Command {
 		if err := os.MkdirAll(filepath.Dir(*dbFile), 0o755); err != nil {
 			return fmt.Errorf("create directory for %s: %w", *dbFile, err)
 		}
+		st, err := store.Connect(ctx, loc)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
 
 		var metricsURL string
 		if wf.metrics, metricsURL, err = startMetrics(ctx, e, wf.metricsAddr, wf.metricsAddr == defaultDevMetricsAddr); err != nil {
