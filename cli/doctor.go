@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/dqnflow/dqnflow/backend"
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/gpu/cuda"
@@ -170,7 +171,9 @@ func checkStore(ctx context.Context) check {
 func checkGPU() []check {
 	devs, err := cuda.Devices()
 	if err != nil {
-		return []check{{Name: "gpu", Status: "warn", Detail: "no CUDA driver: training runs on the CPU backend here (" + firstLine(err.Error()) + ")",
+		// The whole error: the libraries and folders searched, which
+		// "train" leaves to --verbose.
+		return []check{{Name: "gpu", Status: "warn", Detail: backend.Unusable(err, "the CUDA driver does not open") + ": training runs on the CPU backend here; " + err.Error(),
 			Fix: "on a GPU host: install the NVIDIA driver, or set DQNFLOW_LIBCUDA"}}
 	}
 	if len(devs) == 0 {

@@ -20,7 +20,7 @@ import (
 // TestTrainSaysInOneShortLineWhyItUsesTheCPU: on a machine without the
 // NVIDIA driver, "train --device auto" says so in one short line before
 // anything else (here: a missing data file), and the driver error with
-// the libraries it tried only under --verbose.
+// the libraries it tried only under --verbose and in doctor.
 func TestTrainSaysInOneShortLineWhyItUsesTheCPU(t *testing.T) {
 	if _, err := cuda.Devices(); !errors.Is(err, cuda.ErrNoDriver) {
 		t.Skipf("this machine has the NVIDIA driver (cuda.Devices: %v)", err)
@@ -37,6 +37,10 @@ func TestTrainSaysInOneShortLineWhyItUsesTheCPU(t *testing.T) {
 	_, errOut, _ = run(t, "train", "--device", "auto", "--data", missing, "--verbose")
 	if !strings.Contains(errOut, "libcuda.so.1") || !strings.HasPrefix(errOut, "device: no NVIDIA driver found") {
 		t.Errorf("train --verbose does not give the driver error after the short line:\n%s", errOut)
+	}
+	// doctor gives the whole error too: the folders searched included.
+	if c := checkGPU(); len(c) != 1 || !strings.HasPrefix(c[0].Detail, "no NVIDIA driver found") || !strings.Contains(c[0].Detail, "also searched") {
+		t.Errorf("doctor's gpu check: %+v; want the short reason and the whole driver error", c)
 	}
 }
 
