@@ -20,8 +20,9 @@ type Discovery struct {
 	// Lines describe the devices, one each, in the order of Devices.
 	Lines []string
 	// Choice says what the --device value selected and why (for "auto",
-	// what it tried and what it chose).
-	Choice string
+	// what it tried and what it chose) in one short line; Detail is the
+	// full error of what "auto" tried and left, "" when nothing failed.
+	Choice, Detail string
 }
 
 // Discover finds and opens the devices of a worker started with --device
@@ -53,7 +54,8 @@ func Discover(device string, cpuDevices int) (Discovery, error) {
 		d, err := discoverCUDA(-1, true)
 		if err != nil {
 			c := discoverCPU(0)
-			c.Choice = fmt.Sprintf("auto chose the CPU: %v", err)
+			c.Choice = "auto chose the CPU: " + Unusable(err, "no CUDA device opens")
+			c.Detail = err.Error()
 			return c, nil
 		}
 		d.Choice = "auto chose cuda: " + d.Choice

@@ -1,33 +1,103 @@
 package cli
 
 import (
-	"errors"
-	"flag"
 	"fmt"
+	"regexp"
 	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/dqnflow/dqnflow/internal/suggest"
 )
 
-// parsePositional parses args with flags before, between or after the
-// positional arguments ("report RUN --out DIR" and "report --out DIR RUN"
-// alike; the flag package alone stops at the first positional argument)
-// and returns the positional ones, at most maxArgs of them.
-func parsePositional(fs *flag.FlagSet, args []string, maxArgs int) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
-			}
-			return nil, fmt.Errorf("%w: %v", errUsage, err)
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			break
-		}
-		pos, args = append(pos, args[0]), args[1:]
+// noArgs refuses positional arguments: a usage error naming the first.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("%w: unexpected argument %q (%s)", errUsage, strings.Join(args, " "), cmd.UseLine())
 	}
-	if len(pos) > maxArgs {
-		return nil, fmt.Errorf("%w: unexpected argument %q", errUsage, strings.Join(pos[maxArgs:], " "))
+	return nil
+}
+
+// argsBetween accepts from lo to hi positional arguments; outside, a
+// usage error that shows the command's synopsis.
+func argsBetween(lo, hi int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		switch {
+		case len(args) > hi:
+			return fmt.Errorf("%w: unexpected argument %q: want %q", errUsage, strings.Join(args[hi:], " "), cmd.UseLine())
+		case len(args) < lo:
+			return fmt.Errorf("%w: want %q", errUsage, cmd.UseLine())
+		}
+		return nil
 	}
-	return pos, nil
+}
+
+// subcommandArgs is the Args of a command with subcommands: a word that
+// reaches it is none of them, a usage error with the nearest one.
+func subcommandArgs(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	var names []string
+	for _, c := range cmd.Commands() {
+		if c.IsAvailableCommand() {
+			names = append(names, c.Name())
+		}
+	}
+	// The top level has too many commands to list in one line.
+	what, want := fmt.Sprintf("unknown command %q", args[0]), `"dqnflow help" lists the commands`
+	if cmd.HasParent() {
+		what, want = fmt.Sprintf("unknown %s command %q", cmd.Name(), args[0]), "want "+subcommandList(cmd)
+	}
+	if s := suggest.Nearest(args[0], names); s != "" {
+		return fmt.Errorf("%w: %s: did you mean %q? (%s)", errUsage, what, s, want)
+	}
+	return fmt.Errorf("%w: %s: %s", errUsage, what, want)
+}
+
+// subcommandList is "a, b or c": cmd's subcommands, as help lists them.
+func subcommandList(cmd *cobra.Command) string {
+	var names []string
+	for _, c := range cmd.Commands() {
+		if c.IsAvailableCommand() {
+			names = append(names, c.Name())
+		}
+	}
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// shorthandErr is pflag's error for a single-dash word it cannot read as
+// shorthand flags: "unknown shorthand flag: 'j' in -json".
+var shorthandErr = regexp.MustCompile(`^unknown shorthand flag: '.' in -([^-=\s][^=\s]*)`)
+
+// flagError turns pflag's errors into usage errors: a long flag given
+// with one dash (Go's flag syntax, which dqnflow took before ADR 0033)
+// is named with its two-dash form, and an unknown flag gets the nearest
+// flag of the command.
+func flagError(cmd *cobra.Command, err error) error {
+	msg := err.Error()
+	var names []string
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden {
+			names = append(names, f.Name)
+		}
+	})
+	if m := shorthandErr.FindStringSubmatch(msg); m != nil {
+		if cmd.Flags().Lookup(m[1]) != nil {
+			return fmt.Errorf("%w: flag -%s: a long flag takes two dashes: --%s", errUsage, m[1], m[1])
+		}
+		if s := suggest.Nearest(m[1], names); s != "" {
+			return fmt.Errorf("%w: %s: did you mean --%s?", errUsage, msg, s)
+		}
+	}
+	if name, ok := strings.CutPrefix(msg, "unknown flag: --"); ok {
+		if s := suggest.Nearest(name, names); s != "" {
+			return fmt.Errorf("%w: %s: did you mean --%s?", errUsage, msg, s)
+		}
+	}
+	return fmt.Errorf("%w: %s", errUsage, msg)
 }

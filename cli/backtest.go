@@ -1,10 +1,11 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
@@ -12,36 +13,42 @@ import (
 	"github.com/dqnflow/dqnflow/trainer/policy"
 )
 
-// runBacktest implements "dqnflow backtest".
-func runBacktest(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "backtest")
+// backtestCmd is "dqnflow backtest".
+func backtestCmd(e *env) *cobra.Command {
+	cmd := leaf("backtest",
+		"greedy backtest of a checkpoint on a price file",
+		"backtest runs a checkpoint's greedy policy on a price file and reports it beside buy-and-hold and flat. On the run's own training data it takes the test range by default (--range); on another file, every bar with full feature history.",
+		"dqnflow backtest --checkpoint runs/local/epoch-000005.safetensors --data bundled:USA500IDXUSD_H1.csv",
+		"dqnflow backtest --checkpoint ck.safetensors --data prices.csv --from 2024-01-01 --to 2024-07-01 --json")
+	fs := cmd.Flags()
 	ckPath := fs.String("checkpoint", "", "checkpoint file (.safetensors)")
 	dataPath := fs.String("data", "", "price CSV file or bundled:NAME")
 	rangeName := fs.String("range", "test", "on the run's training data: test, validation or all (ignored on another file, which is used whole)")
+	flagValues(fs, "range", "test", "validation", "all")
 	from := fs.String("from", "", "first bar time (overrides --range)")
 	to := fs.String("to", "", "end time, exclusive (overrides --range)")
 	jsonOut := fs.Bool("json", false, "print the report as JSON")
 	costs := addCostFlags(fs)
-	if err := parse(fs, args, 0); err != nil {
-		return err
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := required(fs, "checkpoint", "data"); err != nil {
+			return err
+		}
+		pol, ds, r, what, err := openPolicyData(*ckPath, *dataPath, *rangeName, *from, *to, costs.edit())
+		if err != nil {
+			return err
+		}
+		report, err := pol.Backtest(ds, r)
+		if err != nil {
+			return fmt.Errorf("backtest %s on %s: %w", *ckPath, *dataPath, err)
+		}
+		if *jsonOut {
+			return printJSON(e, report)
+		}
+		fmt.Fprintf(e.stdout, "%s; instrument %s\n", what, describeInstrument(ds))
+		printReport(e, report)
+		return nil
 	}
-	if err := required(fs, "checkpoint", "data"); err != nil {
-		return err
-	}
-	pol, ds, r, what, err := openPolicyData(*ckPath, *dataPath, *rangeName, *from, *to, costs.edit())
-	if err != nil {
-		return err
-	}
-	report, err := pol.Backtest(ds, r)
-	if err != nil {
-		return fmt.Errorf("backtest %s on %s: %w", *ckPath, *dataPath, err)
-	}
-	if *jsonOut {
-		return printJSON(e, report)
-	}
-	fmt.Fprintf(e.stdout, "%s; instrument %s\n", what, describeInstrument(ds))
-	printReport(e, report)
-	return nil
+	return cmd
 }
 
 // openPolicyData loads the checkpoint's greedy policy and the data file,
@@ -124,94 +131,99 @@ func orAll(s string) string {
 	return s
 }
 
-// runPredict implements "dqnflow predict": one JSON object per bar with its
+// predictCmd is "dqnflow predict": one JSON object per bar with its
 // normalised features and the expected Q of every action of every branch,
 // evaluated with the agent flat (no position), and the greedy action.
-func runPredict(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "predict")
+func predictCmd(e *env) *cobra.Command {
+	cmd := leaf("predict",
+		"features and Q values per bar, as JSON",
+		"predict prints, for every bar of a price file, the normalised features and the expected Q of every action of every branch (the agent flat, no position), and the greedy action, as one JSON document.",
+		"dqnflow predict --checkpoint ck.safetensors --data prices.csv --from 2024-09-01 --json > q.json")
+	fs := cmd.Flags()
 	ckPath := fs.String("checkpoint", "", "checkpoint file (.safetensors)")
 	dataPath := fs.String("data", "", "price CSV file or bundled:NAME")
 	from := fs.String("from", "", "first bar time (default: first bar with full feature history)")
 	to := fs.String("to", "", "end time, exclusive (default: the last bar)")
 	jsonOut := fs.Bool("json", true, "print JSON (the only format)")
-	if err := parse(fs, args, 0); err != nil {
-		return err
-	}
-	if err := required(fs, "checkpoint", "data"); err != nil {
-		return err
-	}
-	if !*jsonOut {
-		return fmt.Errorf("%w: predict prints JSON only", errUsage)
-	}
-	// predict covers the whole file unless --from/--to narrow it.
-	pol, ds, r, _, err := openPolicyData(*ckPath, *dataPath, "all", *from, *to, nil)
-	if err != nil {
-		return err
-	}
-	if *from == "" {
-		r.From = ds.Warmup
-	}
-	if *to == "" {
-		r.To = ds.Bars.Len()
-	}
-	type branchQ struct {
-		Direction []float32 `json:"direction"`
-		Size      []float32 `json:"size"`
-		Exit      []float32 `json:"exit"`
-	}
-	type row struct {
-		Time     time.Time     `json:"time"`
-		Close    float64       `json:"close"`
-		Features []float32     `json:"features"`
-		Q        branchQ       `json:"q"`
-		Greedy   market.Action `json:"greedy"`
-	}
-	w := e.stdout
-	head := map[string]any{
-		"checkpoint":    *ckPath,
-		"data":          *dataPath,
-		"feature_names": market.FeatureNames,
-		"actions": map[string][]string{
-			"direction": {"short", "flat", "long"},
-			"size":      {"1/4", "2/4", "3/4", "4/4"},
-			"exit":      {"none", "stop 1xATR", "stop 2xATR"},
-		},
-		"agent_state": "flat (no position)",
-		// greedy is flat unless a direction's Q beats flat's by this (ADR 0014)
-		"greedy_margin": pol.Margin(),
-	}
-	hb, err := json.Marshal(head)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "%s,\"bars\":[\n", hb[:len(hb)-1])
-	obs := make([]float32, market.ObsDim)
-	agent := make([]float32, market.NumAgentFeatures)
-	q := make([]float32, market.NumDirections+market.NumSizes+market.NumExits)
-	for t := r.From; t < r.To; t++ {
-		if err := ctx.Err(); err != nil {
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		ctx := cmd.Context()
+		if err := required(fs, "checkpoint", "data"); err != nil {
 			return err
 		}
-		ds.Obs(t, agent, obs)
-		pol.QValues(obs, 1, q)
-		rw := row{
-			Time: ds.Bars.Time[t], Close: ds.Bars.Close[t],
-			Features: obs[:market.NumFeatures],
-			Q:        branchQ{q[:3], q[3:7], q[7:10]},
-			Greedy:   pol.Act(t, obs),
+		if !*jsonOut {
+			return fmt.Errorf("%w: predict prints JSON only", errUsage)
 		}
-		b, err := json.Marshal(rw)
+		// predict covers the whole file unless --from/--to narrow it.
+		pol, ds, r, _, err := openPolicyData(*ckPath, *dataPath, "all", *from, *to, nil)
 		if err != nil {
-			return fmt.Errorf("bar %d: %w", t, err)
-		}
-		sep := ",\n"
-		if t == r.To-1 {
-			sep = "\n"
-		}
-		if _, err := fmt.Fprintf(w, "%s%s", b, sep); err != nil {
 			return err
 		}
+		if *from == "" {
+			r.From = ds.Warmup
+		}
+		if *to == "" {
+			r.To = ds.Bars.Len()
+		}
+		type branchQ struct {
+			Direction []float32 `json:"direction"`
+			Size      []float32 `json:"size"`
+			Exit      []float32 `json:"exit"`
+		}
+		type row struct {
+			Time     time.Time     `json:"time"`
+			Close    float64       `json:"close"`
+			Features []float32     `json:"features"`
+			Q        branchQ       `json:"q"`
+			Greedy   market.Action `json:"greedy"`
+		}
+		w := e.stdout
+		head := map[string]any{
+			"checkpoint":    *ckPath,
+			"data":          *dataPath,
+			"feature_names": market.FeatureNames,
+			"actions": map[string][]string{
+				"direction": {"short", "flat", "long"},
+				"size":      {"1/4", "2/4", "3/4", "4/4"},
+				"exit":      {"none", "stop 1xATR", "stop 2xATR"},
+			},
+			"agent_state": "flat (no position)",
+			// greedy is flat unless a direction's Q beats flat's by this (ADR 0014)
+			"greedy_margin": pol.Margin(),
+		}
+		hb, err := json.Marshal(head)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "%s,\"bars\":[\n", hb[:len(hb)-1])
+		obs := make([]float32, market.ObsDim)
+		agent := make([]float32, market.NumAgentFeatures)
+		q := make([]float32, market.NumDirections+market.NumSizes+market.NumExits)
+		for t := r.From; t < r.To; t++ {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			ds.Obs(t, agent, obs)
+			pol.QValues(obs, 1, q)
+			rw := row{
+				Time: ds.Bars.Time[t], Close: ds.Bars.Close[t],
+				Features: obs[:market.NumFeatures],
+				Q:        branchQ{q[:3], q[3:7], q[7:10]},
+				Greedy:   pol.Act(t, obs),
+			}
+			b, err := json.Marshal(rw)
+			if err != nil {
+				return fmt.Errorf("bar %d: %w", t, err)
+			}
+			sep := ",\n"
+			if t == r.To-1 {
+				sep = "\n"
+			}
+			if _, err := fmt.Fprintf(w, "%s%s", b, sep); err != nil {
+				return err
+			}
+		}
+		_, err = fmt.Fprintln(w, "]}")
+		return err
 	}
-	_, err = fmt.Fprintln(w, "]}")
-	return err
+	return cmd
 }

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -37,5 +39,37 @@ func TestBacktestRunsACUDACheckpointOnTheCPU(t *testing.T) {
 		if got != strings.ReplaceAll(want, ckPath, gpuPath) {
 			t.Errorf("%s of the CUDA-labelled checkpoint differs from the CPU one:\n%.300s\n%.300s", cmd, got, want)
 		}
+	}
+}
+
+// TestBacktestStatesTheRoundTripCostOnce: the text report of a backtest,
+// and of a training run, gives the cost of a round trip once, with what it
+// is measured against, and the value is the report's own (its range's
+// mean close), not a second one at another price.
+func TestBacktestStatesTheRoundTripCostOnce(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := tinyConfig(t, dir)
+	const data = "bundled:USA500IDXUSD_H1.csv"
+	trainOut, trainErr, code := run(t, "train", "--device", "cpu", "--config", cfgPath, "--data", data, "--epochs", "1", "--out", dir)
+	if code != 0 {
+		t.Fatalf("train: exit %d\n%s", code, trainErr)
+	}
+	ck := filepath.Join(dir, "epoch-000001.safetensors")
+	text, _ := runOK(t, "backtest", "--checkpoint", ck, "--data", data)
+	js, _ := runOK(t, "backtest", "--checkpoint", ck, "--data", data, "--json")
+	var rep struct {
+		CostPerRoundTripBps float64 `json:"cost_per_round_trip_bps"`
+	}
+	if err := json.Unmarshal([]byte(js), &rep); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("cost per round trip: %.2f bps of one contract's notional at this range's mean close (ES)", rep.CostPerRoundTripBps)
+	for name, out := range map[string]string{"backtest": text, "train": trainErr + trainOut} {
+		if n := strings.Count(out, "round trip"); n != 1 {
+			t.Errorf("%s states the round-trip cost %d times:\n%s", name, n, out)
+		}
+	}
+	if !strings.Contains(text, want) {
+		t.Errorf("backtest does not say %q:\n%s", want, text)
 	}
 }

@@ -1,10 +1,11 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
@@ -45,7 +46,7 @@ type blRule struct {
 	Pooled market.Report `json:"pooled_test"`
 }
 
-// runBaselines implements "dqnflow baselines": on the windows walkforward
+// baselinesCmd is "dqnflow baselines": on the windows walkforward
 // would lay over the data (same flags, same defaults), it backtests every
 // rule of the family on each window's validation and test ranges with the
 // data's instrument and costs, lets validation choose one rule per window,
@@ -54,8 +55,13 @@ type blRule struct {
 // checkpoint). No training: it takes seconds. What it measures is how
 // much a simple rule, chosen as the agent's checkpoint is chosen, earns
 // on the same test ranges; the agent should beat it before it trades.
-func runBaselines(_ context.Context, e *env, args []string) error {
-	fs := newFlags(e, "baselines")
+func baselinesCmd(e *env) *cobra.Command {
+	cmd := leaf("baselines",
+		"simple rules on walkforward's windows, no training",
+		"baselines runs momentum and reversal rules on walkforward's windows, each chosen on the window's validation range, and reports their test metrics per window and joined: the yardstick of the agent.",
+		"dqnflow baselines --data bundled:USA500IDXUSD_H1.csv            # walkforward's four windows, momentum and reversal chosen on validation",
+		"dqnflow baselines --data bundled:bitcoin_2024.csv --lookbacks 6,24,120 --json")
+	fs := cmd.Flags()
 	cfgPath := fs.String("config", "", "RunConfig JSON file (default: built-in defaults); its data and env sections apply")
 	dataPath := fs.String("data", "", "price CSV file, bundled:NAME or synthetic (default: the config's data.path)")
 	k := fs.Int("windows", 4, "number of consecutive windows (as walkforward)")
@@ -65,39 +71,39 @@ func runBaselines(_ context.Context, e *env, args []string) error {
 	lookbacks := fs.String("lookbacks", joinInts(market.DefaultLookbacks), "lookbacks of the rules, in bars, comma-separated")
 	out := fs.String("out", "", "also write the result as JSON to this file")
 	jsonOut := fs.Bool("json", false, "print the result as JSON")
-	if err := parse(fs, args, 0); err != nil {
-		return err
-	}
-	cfg, err := loadConfig(fs, *cfgPath, "", *dataPath, 0)
-	if err != nil {
-		return err
-	}
-	b, err := market.Load(cfg)
-	if err != nil {
-		return err
-	}
-	lbs, err := market.ParseLookbacks(*lookbacks, b.Len())
-	if err != nil {
-		return fmt.Errorf("%w: --lookbacks %q: %v", errUsage, *lookbacks, err)
-	}
-	ws, err := wfLayout(b, cfg, *k, testBars, validBars, *trainBars)
-	if err != nil {
-		return err
-	}
-	res, err := ruleBaselines(cfg, b, ws, lbs, *validBars > *testBars)
-	if err != nil {
-		return err
-	}
-	if *out != "" {
-		if err := writeJSONFile(*out, res); err != nil {
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		cfg, err := loadConfig(fs, *cfgPath, "", *dataPath, 0)
+		if err != nil {
 			return err
 		}
+		b, err := market.Load(cfg)
+		if err != nil {
+			return err
+		}
+		lbs, err := market.ParseLookbacks(*lookbacks, b.Len())
+		if err != nil {
+			return fmt.Errorf("%w: --lookbacks %q: %v", errUsage, *lookbacks, err)
+		}
+		ws, err := wfLayout(b, cfg, *k, testBars, validBars, *trainBars)
+		if err != nil {
+			return err
+		}
+		res, err := ruleBaselines(cfg, b, ws, lbs, *validBars > *testBars)
+		if err != nil {
+			return err
+		}
+		if *out != "" {
+			if err := writeJSONFile(*out, res); err != nil {
+				return err
+			}
+		}
+		if *jsonOut {
+			return printJSON(e, res)
+		}
+		printBaselines(e, cfg, b, res)
+		return nil
 	}
-	if *jsonOut {
-		return printJSON(e, res)
-	}
-	printBaselines(e, cfg, b, res)
-	return nil
+	return cmd
 }
 
 // ruleBaselines backtests the rules of lookbacks lbs on windows ws of bars

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/dqnflow/dqnflow/backend"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/gpu"
 	"github.com/dqnflow/dqnflow/market"
@@ -39,11 +38,10 @@ type epochBenchResult struct {
 // train, sync, backtest of the validation range; gpu.Trainer.TimeEpochs)
 // and the collector with 4096 and 16384 environments.
 func benchEpoch(ctx context.Context, e *env, cfg config.RunConfig, epochs int, jsonOut bool) error {
-	b, dev, err := backend.Open(cfg.Device) // runBench has checked epochs ≥ 1
+	b, dev, err := openBackend(e, cfg.Device) // runBench has checked epochs ≥ 1
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stderr, "device: %s\n", dev)
 	ds, err := market.Prepare(cfg)
 	if err != nil {
 		return err

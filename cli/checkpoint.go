@@ -8,131 +8,121 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/store"
 )
 
-// runCheckpoint implements "dqnflow checkpoint export|verify|list".
-func runCheckpoint(ctx context.Context, e *env, args []string) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: want \"dqnflow checkpoint export|verify|list ...\"", errUsage)
-	}
-	switch args[0] {
-	case "export":
-		return runCheckpointExport(e, args[1:])
-	case "verify":
-		return runCheckpointVerify(e, args[1:])
-	case "list":
-		return runCheckpointList(ctx, e, args[1:])
-	}
-	return fmt.Errorf("%w: unknown checkpoint command %q: want export, verify or list", errUsage, args[0])
+// checkpointCmd is "dqnflow checkpoint export|verify|list".
+func checkpointCmd(e *env) *cobra.Command {
+	return group("checkpoint", "checkpoints: export, verify, list",
+		"checkpoint exports inference weights, verifies checkpoint files and lists a run's checkpoints.",
+		checkpointExportCmd(e), checkpointVerifyCmd(e), checkpointListCmd(e))
 }
 
-func runCheckpointExport(e *env, args []string) error {
-	fs := newFlags(e, "checkpoint export")
+// checkpointExportCmd is "dqnflow checkpoint export".
+func checkpointExportCmd(e *env) *cobra.Command {
+	cmd := leaf("export",
+		"write inference weights as f32, bf16 or f16",
+		"export writes the online network's weights of a checkpoint as an inference safetensors file in f32, bf16 (round to nearest even) or f16 (refused when a weight would overflow).",
+		"dqnflow checkpoint export --checkpoint ck.safetensors --dtype bf16 --out weights-bf16.safetensors")
+	fs := cmd.Flags()
 	ckPath := fs.String("checkpoint", "", "checkpoint file (.safetensors)")
 	dtype := fs.String("dtype", "f32", "f32, bf16 or f16")
+	flagValues(fs, "dtype", "f32", "bf16", "f16")
 	out := fs.String("out", "", "output file (.safetensors)")
-	if err := parse(fs, args, 0); err != nil {
-		return err
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := required(fs, "checkpoint", "out"); err != nil {
+			return err
+		}
+		dt, ok := map[string]checkpoint.DType{"f32": checkpoint.F32, "bf16": checkpoint.BF16, "f16": checkpoint.F16}[strings.ToLower(*dtype)]
+		if !ok {
+			return fmt.Errorf("%w: flag --dtype %q: want f32, bf16 or f16", errUsage, *dtype)
+		}
+		ck, _, err := readCheckpoint(*ckPath)
+		if err != nil {
+			return err
+		}
+		exp, rep, err := checkpoint.Export(ck, dt, "online.")
+		if err != nil {
+			return fmt.Errorf("export %s as %s: %w", *ckPath, *dtype, err)
+		}
+		if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
+			return fmt.Errorf("create directory for %s: %w", *out, err)
+		}
+		info, err := checkpoint.Write(*out, exp)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "wrote %s: %d tensors, %d values as %s, %d bytes, sha256 %s\n", info.Path, rep.Tensors, rep.Values, dt, info.Bytes, info.SHA256)
+		if dt == checkpoint.F16 {
+			fmt.Fprintf(e.stdout, "f16: %d overflowed to Inf, %d flushed to zero, %d became subnormal\n", rep.Overflow, rep.FlushedToZero, rep.Subnormal)
+		}
+		return nil
 	}
-	if err := required(fs, "checkpoint", "out"); err != nil {
-		return err
-	}
-	dt, ok := map[string]checkpoint.DType{"f32": checkpoint.F32, "bf16": checkpoint.BF16, "f16": checkpoint.F16}[strings.ToLower(*dtype)]
-	if !ok {
-		return fmt.Errorf("%w: flag --dtype %q: want f32, bf16 or f16", errUsage, *dtype)
-	}
-	ck, _, err := readCheckpoint(*ckPath)
-	if err != nil {
-		return err
-	}
-	exp, rep, err := checkpoint.Export(ck, dt, "online.")
-	if err != nil {
-		return fmt.Errorf("export %s as %s: %w", *ckPath, *dtype, err)
-	}
-	if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
-		return fmt.Errorf("create directory for %s: %w", *out, err)
-	}
-	info, err := checkpoint.Write(*out, exp)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(e.stdout, "wrote %s: %d tensors, %d values as %s, %d bytes, sha256 %s\n", info.Path, rep.Tensors, rep.Values, dt, info.Bytes, info.SHA256)
-	if dt == checkpoint.F16 {
-		fmt.Fprintf(e.stdout, "f16: %d overflowed to Inf, %d flushed to zero, %d became subnormal\n", rep.Overflow, rep.FlushedToZero, rep.Subnormal)
-	}
-	return nil
+	return cmd
 }
 
-func runCheckpointVerify(e *env, args []string) error {
-	fs := newFlags(e, "checkpoint verify")
-	if err := parse(fs, args, 1); err != nil {
-		return err
+// checkpointVerifyCmd is "dqnflow checkpoint verify FILE".
+func checkpointVerifyCmd(e *env) *cobra.Command {
+	cmd := leaf("verify FILE",
+		"check a checkpoint file's format and SHA-256",
+		"verify reads a checkpoint (a file, or s3://bucket/key of $DQNFLOW_CHECKPOINT_STORE), checks its format and hash, and prints its run, epoch, step and precision.",
+		"dqnflow checkpoint verify checkpoints/run-1/.../epoch-000010.safetensors")
+	cmd.Args = argsBetween(1, 1)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		_, info, err := readCheckpoint(args[0])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "ok %s: %d bytes, sha256 %s, run %s, epoch %s, step %s, precision %s\n",
+			info.Path, info.Bytes, info.SHA256, info.Meta[checkpoint.MetaRunID], info.Meta[checkpoint.MetaEpoch],
+			info.Meta[checkpoint.MetaGlobalStep], info.Meta[checkpoint.MetaPrecision])
+		return nil
 	}
-	if fs.NArg() != 1 {
-		return fmt.Errorf("%w: want \"dqnflow checkpoint verify FILE\"", errUsage)
-	}
-	_, info, err := readCheckpoint(fs.Arg(0))
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(e.stdout, "ok %s: %d bytes, sha256 %s, run %s, epoch %s, step %s, precision %s\n",
-		info.Path, info.Bytes, info.SHA256, info.Meta[checkpoint.MetaRunID], info.Meta[checkpoint.MetaEpoch],
-		info.Meta[checkpoint.MetaGlobalStep], info.Meta[checkpoint.MetaPrecision])
-	return nil
+	return cmd
 }
 
-// runCheckpointList implements "dqnflow checkpoint list RUN [--json]" from
+// checkpointListCmd is "dqnflow checkpoint list RUN [--json]" from
 // the metadata in PostgreSQL (DATABASE_URL).
-func runCheckpointList(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "checkpoint list")
+func checkpointListCmd(e *env) *cobra.Command {
+	cmd := leaf("list RUN",
+		"a run's checkpoints from the metadata store",
+		"list prints a run's checkpoints from the metadata store: epoch, step, validation Sharpe, best and pruned marks, SHA-256 and URI.",
+		"dqnflow checkpoint list run-20261201-120000-ab12cd34",
+		"dqnflow checkpoint list RUN --json | jq '.[] | select(.is_best)'")
+	fs := cmd.Flags()
 	jsonOut := fs.Bool("json", false, "print a JSON array")
-	if err := parse(fs, reorderFlags(args), 1); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return fmt.Errorf("%w: want \"dqnflow checkpoint list RUN [--json]\"", errUsage)
-	}
-	st, err := openReader(ctx, e)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	cks, err := st.ListCheckpoints(ctx, fs.Arg(0))
-	if err != nil {
-		return err
-	}
-	if *jsonOut {
-		if cks == nil {
-			cks = []store.CheckpointRecord{}
+	cmd.Args = argsBetween(1, 1)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		ctx := cmd.Context()
+		st, err := openReader(ctx, e)
+		if err != nil {
+			return err
 		}
-		return printJSON(e, cks)
-	}
-	fmt.Fprintf(e.stdout, "%6s %10s %8s %6s %6s  %-64s  %s\n", "epoch", "step", "sharpe", "best", "pruned", "sha256", "uri")
-	for _, c := range cks {
-		sharpe := "-"
-		if c.ValidSharpe != nil {
-			sharpe = fmt.Sprintf("%.3f", *c.ValidSharpe)
+		defer st.Close()
+		cks, err := st.ListCheckpoints(ctx, args[0])
+		if err != nil {
+			return err
 		}
-		fmt.Fprintf(e.stdout, "%6d %10d %8s %6t %6t  %-64s  %s\n", c.Epoch, c.GlobalStep, sharpe, c.IsBest, c.Pruned, c.SHA256, c.URI)
-	}
-	return nil
-}
-
-// reorderFlags moves flags before positional arguments, so "list RUN --json"
-// parses like "list --json RUN" (the flag package stops at the first
-// positional argument).
-func reorderFlags(args []string) []string {
-	var flags, pos []string
-	for _, a := range args {
-		if strings.HasPrefix(a, "-") {
-			flags = append(flags, a)
-		} else {
-			pos = append(pos, a)
+		if *jsonOut {
+			if cks == nil {
+				cks = []store.CheckpointRecord{}
+			}
+			return printJSON(e, cks)
 		}
+		fmt.Fprintf(e.stdout, "%6s %10s %8s %6s %6s  %-64s  %s\n", "epoch", "step", "sharpe", "best", "pruned", "sha256", "uri")
+		for _, c := range cks {
+			sharpe := "-"
+			if c.ValidSharpe != nil {
+				sharpe = fmt.Sprintf("%.3f", *c.ValidSharpe)
+			}
+			fmt.Fprintf(e.stdout, "%6d %10d %8s %6t %6t  %-64s  %s\n", c.Epoch, c.GlobalStep, sharpe, c.IsBest, c.Pruned, c.SHA256, c.URI)
+		}
+		return nil
 	}
-	return append(flags, pos...)
+	return cmd
 }
 
 // readCheckpoint loads and verifies the checkpoint at path: a file, or an

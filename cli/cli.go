@@ -1,27 +1,22 @@
-// Package cli implements the dqnflow command line: one function per command,
-// each parsing its own flags and calling the packages that do the work.
+// Package cli implements the dqnflow command line on cobra: one
+// constructor per command (named for it, in the file of the same name),
+// which defines the command's flags in one block and runs it by calling
+// the packages that do the work. ADR 0033 records how the flags map.
 package cli
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/client"
 
 	"github.com/dqnflow/dqnflow/errtext"
 )
-
-// command is one subcommand (or group) of the dqnflow binary.
-type command struct {
-	name    string
-	summary string
-	run     func(ctx context.Context, e *env, args []string) error
-}
 
 // env carries the process's standard streams to the commands.
 type env struct {
@@ -30,127 +25,155 @@ type env struct {
 	// metrics, if set, receives the Temporal SDK's metrics of the clients
 	// this process dials (a worker's --metrics-addr).
 	metrics client.MetricsHandler
+	// verbose is --verbose: the details a command leaves out by default
+	// (why a device was chosen, which metadata store a command read).
+	verbose bool
 }
 
-// errUsage marks an error whose message already explains the correct usage.
+// errUsage marks an error whose message already explains the correct
+// usage; Main exits 2 on it.
 var errUsage = errors.New("usage")
 
-func commands() []command {
-	return []command{
-		{"train", "train locally: dqnflow train --device cpu [--config FILE] [--data FILE] [--epochs N] [--out DIR]", runTrain},
-		{"backtest", "greedy backtest of a checkpoint: dqnflow backtest --checkpoint FILE --data FILE [--range test|validation|all] [--instrument NAME] [--json] (the test range by default)", runBacktest},
-		{"predict", "features and Q values per bar: dqnflow predict --checkpoint FILE --data FILE --json", runPredict},
-		{"checkpoint", "checkpoint export|verify|list", runCheckpoint},
-		{"config", "config defaults: print the default config as JSON", runConfig},
-		{"bench", "throughput: dqnflow bench --device cpu [--json]; Temporal overhead: dqnflow bench --temporal", runBench},
-		{"learn-check", "train on the synthetic series with and without its signal and compare with the oracle on the test range", runLearnCheck},
-		{"parity", "convergence parity: dqnflow parity --device cuda [--epochs 50] [--modes fp32,bf16-mixed,bf16,bf16-sr]: each mode against fp32, JSON and learning curves", runParity},
-		{"walkforward", "walk-forward: dqnflow walkforward [--config FILE] [--data FILE] [--windows K] [--test-bars N]: one run per window, test metrics per window and pooled", runWalkForward},
-		{"baselines", "simple rules on walkforward's windows: dqnflow baselines [--config FILE] [--data FILE] [--windows K] [--lookbacks 3,24,...]: momentum and reversal chosen on validation, test metrics per window and joined, no training", runBaselines},
-		{"evaluate", "dqnflow evaluate [--config FILE | --checkpoint FILE] [--out DIR]: test-range report with plots for every bundled series and the synthetic one", runEvaluate},
-		{"dev", "local stack: Temporal dev server + UI, migrations, a worker [--demo]", runDev},
-		{"worker", "a worker: dqnflow worker --role all|control|gpu --device auto|cpu|cuda[:N] [--runs-per-device N] [--cpu-devices N]", runWorker},
-		{"run", "runs on Temporal: run start|list|show|watch|compare|pause|resume|stop", runRun},
-		{"report", "HTML report with plots of a run or a sweep: dqnflow report RUN --out DIR", runReport},
-		{"schedule", "periodic retraining: schedule create|list|delete", runSchedule},
-		{"sweep", "grid search: sweep start --grid PATH=V1,V2 ... [--max-concurrent N]", runSweep},
-		{"migrate", "apply the PostgreSQL migrations (DATABASE_URL)", runMigrate},
-		{"doctor", "check what is reachable and what is misconfigured: Temporal, the store, GPUs, libraries, checkpoint directory", runDoctor},
-		{"completion", "shell completion: dqnflow completion bash|zsh|fish", runCompletion},
-		{completeCommand, "", runComplete},
+// Command groups of the top-level help.
+const (
+	groupLocal    = "local"
+	groupTemporal = "temporal"
+	groupMeasure  = "measure"
+	groupSetup    = "setup"
+)
+
+// newRoot returns the dqnflow command tree, its commands writing to e.
+func newRoot(e *env) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "dqnflow COMMAND",
+		Short: "distributional, action-branching DQN trading agent on Temporal",
+		Long:  "dqnflow: distributional, action-branching DQN trading agent on Temporal",
+		Example: examples(
+			"dqnflow dev --demo                      # Temporal, UI, a worker and a demo run, nothing else needed",
+			"dqnflow run start --config my.json      # in another terminal; prints the run id",
+			"dqnflow run watch RUN                   # live progress",
+			"dqnflow report RUN --out reports/RUN    # HTML report with plots",
+			"dqnflow doctor                          # what is reachable, what is not",
+		),
+		SilenceErrors: true, // Main prints them, with the command's path
+		SilenceUsage:  true,
+		// A bare "dqnflow" prints the help; a word that is no command is
+		// a usage error with the nearest command (subcommandArgs).
+		Args: subcommandArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
+		// cobra's own completion command is replaced by completionCmd,
+		// whose subcommands have examples like every other command.
+		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
+	}
+	root.PersistentFlags().BoolVarP(&e.verbose, "verbose", "v", false, "say more: why a device was chosen, which metadata store a command reads")
+	root.SetFlagErrorFunc(flagError)
+	root.SetHelpFunc(printHelp)
+	root.SetUsageFunc(printUsage)
+	root.SetHelpCommand(helpCmd())
+	root.AddGroup(
+		&cobra.Group{ID: groupLocal, Title: "Train and evaluate on this machine:"},
+		&cobra.Group{ID: groupTemporal, Title: "Run on Temporal:"},
+		&cobra.Group{ID: groupMeasure, Title: "Measure:"},
+		&cobra.Group{ID: groupSetup, Title: "Set up and inspect:"},
+	)
+	add := func(group string, cmds ...*cobra.Command) {
+		for _, c := range cmds {
+			c.GroupID = group
+			root.AddCommand(c)
+		}
+	}
+	add(groupLocal, trainCmd(e), backtestCmd(e), predictCmd(e), evaluateCmd(e), walkForwardCmd(e), baselinesCmd(e))
+	add(groupTemporal, devCmd(e), workerCmd(e), runCmd(e), reportCmd(e), scheduleCmd(e), sweepCmd(e))
+	add(groupMeasure, benchCmd(e), learnCheckCmd(e), parityCmd(e))
+	add(groupSetup, checkpointCmd(e), configCmd(e), migrateCmd(e), doctorCmd(e), completionCmd(root))
+	root.SetHelpCommandGroupID(groupSetup)
+	walk(root, func(c *cobra.Command) {
+		// Help lists flags in the order each command defines them, the
+		// likeliest first, not alphabetically.
+		c.Flags().SortFlags = false
+		c.LocalFlags().SortFlags = false
+		completeFlagValues(c)
+	})
+	return root
+}
+
+// walk calls f on c and every command below it.
+func walk(c *cobra.Command, f func(*cobra.Command)) {
+	f(c)
+	for _, sub := range c.Commands() {
+		walk(sub, f)
 	}
 }
 
 // Main runs the dqnflow command line with args (without the program name)
-// and returns the process exit code.
+// and returns the process exit code: 0, 2 for a usage error (a mistyped
+// command or flag, a missing argument), 1 for any other failure.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	e := &env{stdout: stdout, stderr: stderr, conn: &temporalConn{}}
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		usage(stdout)
+	root := newRoot(e)
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
 		return 0
 	}
-	if len(args) >= 2 && subcommands[args[0]] != nil && isHelp(args[1]) {
-		groupHelp(stdout, args[0])
-		return 0
+	path := "dqnflow"
+	if cmd != nil {
+		path = cmd.CommandPath()
 	}
-	if len(args) == 3 && flagless[args[0]+" "+args[1]] && isHelp(args[2]) {
-		flaglessHelp(stdout, args[0]+" "+args[1])
-		return 0
+	fmt.Fprintf(stderr, "%s: %s\n", path, errtext.Clean(err.Error()))
+	if errors.Is(err, errUsage) {
+		return 2
 	}
-	for _, c := range commands() {
-		if c.name != args[0] {
-			continue
-		}
-		err := c.run(ctx, e, args[1:])
-		switch {
-		case err == nil:
-			return 0
-		case errors.Is(err, flag.ErrHelp):
-			return 0
-		case errors.Is(err, errUsage):
-			fmt.Fprintf(stderr, "dqnflow %s: %s\n", c.name, errtext.Clean(err.Error()))
-			return 2
-		default:
-			fmt.Fprintf(stderr, "dqnflow %s: %s\n", c.name, errtext.Clean(err.Error()))
-			return 1
-		}
-	}
-	fmt.Fprintf(stderr, "dqnflow: unknown command %q\n\n", args[0])
-	usage(stderr)
-	return 2
+	return 1
 }
 
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "dqnflow: distributional, action-branching DQN trading agent on Temporal")
-	fmt.Fprintln(w, "\nCommands:")
-	cs := commands()
-	sort.Slice(cs, func(i, j int) bool { return cs[i].name < cs[j].name })
-	for _, c := range cs {
-		if c.summary != "" {
-			fmt.Fprintf(w, "  %-12s %s\n", c.name, c.summary)
-		}
+// leaf returns a command that takes no subcommands: use is its name and
+// positional arguments ("watch RUN"), short its line in its group's list,
+// long what its help says first (short when empty), and examples the
+// command lines its help shows, which a user can paste.
+func leaf(use, short, long string, example ...string) *cobra.Command {
+	if long == "" {
+		long = short
 	}
-	fmt.Fprintln(w, "\nGetting started:")
-	for _, x := range []string{
-		"dqnflow dev --demo                      # Temporal, UI, a worker and a demo run, nothing else needed",
-		"dqnflow run start --config my.json      # in another terminal; prints the run id",
-		"dqnflow run watch RUN                   # live progress",
-		"dqnflow report RUN --out reports/RUN    # HTML report with plots",
-		"dqnflow doctor                          # what is reachable, what is not",
-	} {
-		fmt.Fprintf(w, "  %s\n", x)
-	}
-	fmt.Fprintln(w, "\nRun \"dqnflow COMMAND -h\" for a command's flags and examples.")
+	return &cobra.Command{Use: use, Short: short, Long: long, Example: examples(example...), Args: noArgs}
 }
 
-// newFlags returns a FlagSet whose errors are returned, not printed and
-// exited on, and whose usage goes to stderr.
-func newFlags(e *env, name string) *flag.FlagSet {
-	fs := flag.NewFlagSet("dqnflow "+name, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	if dialsTemporal(name) {
-		e.conn.register(fs)
+// group returns a command whose subcommands do the work; without one, or
+// with a word that is none of them, it is a usage error that lists them.
+func group(use, short, long string, subs ...*cobra.Command) *cobra.Command {
+	if long == "" {
+		long = short
 	}
-	setUsage(fs, name)
-	return fs
+	c := &cobra.Command{Use: use + " COMMAND", Short: short, Long: long, Args: subcommandArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return fmt.Errorf("%w: want a command: %s (\"dqnflow help %s\" shows them)", errUsage, subcommandList(cmd), cmd.Name())
+		}}
+	var ex []string
+	for _, s := range subs {
+		c.AddCommand(s)
+		for _, x := range strings.Split(s.Example, "\n") {
+			if x = strings.TrimSpace(x); x != "" {
+				ex = append(ex, x)
+			}
+		}
+	}
+	c.Example = examples(ex...)
+	return c
 }
 
-// parse parses args and rejects positional arguments beyond maxArgs.
-func parse(fs *flag.FlagSet, args []string, maxArgs int) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return fmt.Errorf("%w: %v", errUsage, err)
+// examples formats command lines for a command's Example, as its help
+// prints them.
+func examples(lines ...string) string {
+	for i, l := range lines {
+		lines[i] = "  " + l
 	}
-	if fs.NArg() > maxArgs {
-		return fmt.Errorf("%w: unexpected argument %q", errUsage, strings.Join(fs.Args()[maxArgs:], " "))
-	}
-	return nil
+	return strings.Join(lines, "\n")
 }
 
 // required returns an error naming the first flag in names whose value is empty.
-func required(fs *flag.FlagSet, names ...string) error {
+func required(fs *pflag.FlagSet, names ...string) error {
 	for _, n := range names {
 		if f := fs.Lookup(n); f != nil && f.Value.String() == "" {
 			return fmt.Errorf("%w: flag --%s is required", errUsage, n)

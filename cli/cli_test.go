@@ -174,7 +174,8 @@ func TestBadInputIsNamed(t *testing.T) {
 	}{
 		{"unknown command", []string{"frobnicate"}, []string{"unknown command", "frobnicate"}},
 		{"unknown flag", []string{"train", "--epoks", "3"}, []string{"epoks"}},
-		{"unknown config key", []string{"train", "--config", unknown}, []string{"unknown.json", "learning_rate"}},
+		{"unknown config key", []string{"train", "--config", unknown}, []string{"unknown.json", "line 1 column 12", `unknown key "optim.learning_rate"`, `did you mean "optim.lr"?`}},
+		{"empty config file", []string{"train", "--config", os.DevNull}, []string{os.DevNull, "empty", "{}"}},
 		{"out-of-range value", []string{"train", "--config", outOfRange}, []string{"batch_size", "0"}},
 		{"wrong type", []string{"train", "--config", badJSON}, []string{"bad.json", "line 3", "seed"}},
 		{"bad flag value", []string{"train", "--epochs", "-1"}, []string{"epochs", "-1"}},

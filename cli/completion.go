@@ -1,103 +1,85 @@
 package cli
 
 import (
-	"bytes"
-	"context"
 	"fmt"
-	"regexp"
-	"sort"
-	"strings"
+	"io"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
-// completeCommand is the hidden command the completion scripts call with
-// the words typed so far; it prints the candidates for the last one.
-const completeCommand = "__complete"
-
-// runCompletion implements "dqnflow completion bash|zsh|fish".
-func runCompletion(ctx context.Context, e *env, args []string) error {
-	if len(args) != 1 {
-		return fmt.Errorf("%w: want \"dqnflow completion bash|zsh|fish\"", errUsage)
+// completionCmd is "dqnflow completion bash|zsh|fish|powershell": cobra's
+// completion scripts for root. Each script asks the binary's hidden
+// "__complete" command (cobra's) for the candidates, so commands,
+// subcommands, flags and the values of enumerated flags are never out of
+// date; file names are offered where a flag or argument takes a file.
+func completionCmd(root *cobra.Command) *cobra.Command {
+	shell := func(name, long string, gen func(*cobra.Command) error, example ...string) *cobra.Command {
+		c := leaf(name, "the "+name+" completion script", long, example...)
+		c.RunE = func(c *cobra.Command, _ []string) error { return gen(c) }
+		return c
 	}
-	script, ok := completionScripts[args[0]]
-	if !ok {
-		return fmt.Errorf("%w: unknown shell %q: want bash, zsh or fish", errUsage, args[0])
-	}
-	_, err := fmt.Fprint(e.stdout, script)
-	return err
+	c := group("completion", "shell completion scripts: bash, zsh, fish, powershell",
+		"completion prints the script that completes dqnflow's commands, flags and flag values in your shell.",
+		shell("bash", "The bash completion script (bash 4.1 or newer). It uses the bash-completion package where it is loaded, and a simpler word split where not.",
+			func(c *cobra.Command) error {
+				if _, err := io.WriteString(c.OutOrStdout(), bashWithoutBashCompletion); err != nil {
+					return err
+				}
+				return root.GenBashCompletionV2(c.OutOrStdout(), true)
+			},
+			"source <(dqnflow completion bash)            # this shell",
+			"dqnflow completion bash > /etc/bash_completion.d/dqnflow"),
+		shell("zsh", "The zsh completion script (compinit must be loaded).",
+			func(c *cobra.Command) error { return root.GenZshCompletion(c.OutOrStdout()) },
+			"dqnflow completion zsh > \"${fpath[1]}/_dqnflow\""),
+		shell("fish", "The fish completion script.",
+			func(c *cobra.Command) error { return root.GenFishCompletion(c.OutOrStdout(), true) },
+			"dqnflow completion fish > ~/.config/fish/completions/dqnflow.fish"),
+		shell("powershell", "The PowerShell completion script.",
+			func(c *cobra.Command) error { return root.GenPowerShellCompletionWithDesc(c.OutOrStdout()) },
+			"dqnflow completion powershell | Out-String | Invoke-Expression   # this session",
+			"dqnflow completion powershell >> $PROFILE"),
+	)
+	return c
 }
 
-// completionScripts ask "dqnflow __complete WORDS..." for candidates and
-// fall back to file names when it has none (flag values, data files).
-var completionScripts = map[string]string{
-	"bash": `# bash completion for dqnflow: source <(dqnflow completion bash)
-_dqnflow() {
-  local cur="${COMP_WORDS[COMP_CWORD]}" IFS=$'\n'
-  COMPREPLY=($(dqnflow __complete "${COMP_WORDS[@]:1:COMP_CWORD}" 2>/dev/null))
-  if [ ${#COMPREPLY[@]} -eq 0 ]; then
-    COMPREPLY=($(compgen -f -- "$cur"))
-  fi
+// bashWithoutBashCompletion comes before cobra's bash script, which calls
+// _get_comp_words_by_ref of the bash-completion package: where that
+// package is not loaded (a container, a minimal install), this stands in
+// for it with bash's own word split, so that "source <(dqnflow completion
+// bash)" works there too. Loading bash-completion later replaces it.
+const bashWithoutBashCompletion = `# dqnflow: without the bash-completion package, split the words as bash does.
+if ! declare -F _get_comp_words_by_ref >/dev/null 2>&1; then
+_get_comp_words_by_ref() {
+    cur=${COMP_WORDS[COMP_CWORD]}
+    prev=${COMP_WORDS[COMP_CWORD-1]}
+    words=("${COMP_WORDS[@]}")
+    cword=$COMP_CWORD
 }
-complete -o filenames -F _dqnflow dqnflow
-`,
-	"zsh": `#compdef dqnflow
-# zsh completion for dqnflow: dqnflow completion zsh > "${fpath[1]}/_dqnflow"
-_dqnflow() {
-  local -a cands
-  cands=("${(@f)$(dqnflow __complete "${(@)words[2,CURRENT]}" 2>/dev/null)}")
-  if [[ -n "${cands[1]}" ]]; then
-    compadd -- "${cands[@]}"
-  else
-    _files
-  fi
-}
-if [[ "$funcstack[1]" = "_dqnflow" ]]; then _dqnflow "$@"; else compdef _dqnflow dqnflow; fi
-`,
-	"fish": `# fish completion for dqnflow: dqnflow completion fish > ~/.config/fish/completions/dqnflow.fish
-function __dqnflow_complete
-    set -l words (commandline -opc) (commandline -ct)
-    dqnflow __complete $words[2..-1] 2>/dev/null
-end
-complete -c dqnflow -a '(__dqnflow_complete)'
-`,
+fi
+`
+
+// deviceValues are what --device takes; cuda:N for a device of its own.
+var deviceValues = []string{"auto", "cpu", "cuda", "cuda:0"}
+
+// valuesKey is the pflag annotation that lists the values a flag takes,
+// which completion offers.
+const valuesKey = "dqnflow_values"
+
+// flagValues makes completion offer values for the flag name of fs.
+func flagValues(fs *pflag.FlagSet, name string, values ...string) {
+	if err := fs.SetAnnotation(name, valuesKey, values); err != nil {
+		panic(fmt.Sprintf("flagValues --%s: %v", name, err)) // a flag name misspelt in the code
+	}
 }
 
-// flagLine matches a flag in flag.PrintDefaults' output: "  -name value".
-var flagLine = regexp.MustCompile(`(?m)^  -([A-Za-z0-9][A-Za-z0-9-]*)`)
-
-// runComplete prints the candidates for the last of args (the word being
-// typed): commands, then subcommands, then the command's flags, taken from
-// its own -h so that they are never out of date.
-func runComplete(ctx context.Context, e *env, args []string) error {
-	if len(args) == 0 {
-		args = []string{""}
-	}
-	cur, done := args[len(args)-1], args[:len(args)-1]
-	var cands []string
-	switch {
-	case len(done) == 0:
-		for _, c := range commands() {
-			if c.summary != "" {
-				cands = append(cands, c.name)
-			}
+// completeFlagValues registers the completion of every flag of c that
+// flagValues annotated (newRoot calls it on every command).
+func completeFlagValues(c *cobra.Command) {
+	c.LocalNonPersistentFlags().VisitAll(func(f *pflag.Flag) {
+		if v := f.Annotations[valuesKey]; v != nil {
+			c.RegisterFlagCompletionFunc(f.Name, cobra.FixedCompletions(v, cobra.ShellCompDirectiveNoFileComp))
 		}
-	case len(done) == 1 && subcommands[done[0]] != nil && !strings.HasPrefix(cur, "-"):
-		cands = subcommands[done[0]]
-	case strings.HasPrefix(cur, "-"):
-		path := done[:1]
-		if subcommands[done[0]] != nil && len(done) > 1 {
-			path = done[:2]
-		}
-		var out, errb bytes.Buffer
-		Main(ctx, append(append([]string{}, path...), "-h"), &out, &errb)
-		for _, m := range flagLine.FindAllStringSubmatch(errb.String()+out.String(), -1) {
-			cands = append(cands, "--"+m[1])
-		}
-	}
-	sort.Strings(cands)
-	for _, c := range cands {
-		if strings.HasPrefix(c, cur) {
-			fmt.Fprintln(e.stdout, c)
-		}
-	}
-	return nil
+	})
 }

@@ -1,7 +1,7 @@
 package cli
 
 import (
-	"flag"
+	"github.com/spf13/pflag"
 
 	"github.com/dqnflow/dqnflow/config"
 )
@@ -9,14 +9,14 @@ import (
 // costFlags are the instrument flags of the commands that price trades on
 // a file (backtest, predict): each overrides the env key of the same name.
 type costFlags struct {
-	fs                           *flag.FlagSet
+	fs                           *pflag.FlagSet
 	instrument                   *string
 	tick, slipTicks, slipBps     *float64
 	commission, commBps, pv, flo *float64
 }
 
-func addCostFlags(fs *flag.FlagSet) *costFlags {
-	return &costFlags{
+func addCostFlags(fs *pflag.FlagSet) *costFlags {
+	c := &costFlags{
 		fs:         fs,
 		instrument: fs.String("instrument", "", "auto, ES, NQ, CL, BRN, BTC, bps or custom (default: the file's documented instrument; the checkpoint's own on its training data)"),
 		tick:       fs.Float64("tick-size", 0, "tick size in price units (instrument custom)"),
@@ -27,6 +27,9 @@ func addCostFlags(fs *flag.FlagSet) *costFlags {
 		pv:         fs.Float64("point-value", 0, "money per price point per contract (0: a full position is worth the capital)"),
 		flo:        fs.Float64("margin-floor", 0, "stop trading when equity falls to this fraction of the capital"),
 	}
+	flagValues(fs, "instrument", append([]string{config.InstrumentAuto, config.InstrumentBps, config.InstrumentCustom}, config.InstrumentPresets...)...)
+	groupFlags(fs, "Instrument and cost", "instrument", "tick-size", "slippage-ticks", "slippage-bps", "commission", "commission-bps", "point-value", "margin-floor")
+	return c
 }
 
 // edit returns the overrides the command line set, or nil when it set
@@ -35,7 +38,7 @@ func addCostFlags(fs *flag.FlagSet) *costFlags {
 // used.
 func (c *costFlags) edit() func(*config.EnvConfig) {
 	set := map[string]bool{}
-	c.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	c.fs.Visit(func(f *pflag.Flag) { set[f.Name] = true })
 	values := map[string]*float64{
 		"tick-size": c.tick, "slippage-ticks": c.slipTicks, "slippage-bps": c.slipBps,
 		"commission": c.commission, "commission-bps": c.commBps, "point-value": c.pv, "margin-floor": c.flo,

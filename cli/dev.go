@@ -10,21 +10,29 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
 	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/worker"
 )
 
 // envTemporalBin names the Temporal CLI binary that "dqnflow dev" starts.
 const envTemporalBin = "DQNFLOW_TEMPORAL"
 
-// runDev implements "dqnflow dev": the pinned Temporal dev server with its
+// devCmd is "dqnflow dev": the pinned Temporal dev server with its
 // UI and a SQLite file, the PostgreSQL migrations, and a worker serving
 // every queue, all in the foreground until interrupted. With --demo it also
 // starts a small TrainingRun and prints its progress and result.
-func runDev(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "dev")
+func devCmd(e *env) *cobra.Command {
+	cmd := leaf("dev",
+		"the local stack: Temporal dev server and UI, migrations, a worker",
+		"dev runs the pinned Temporal dev server with its UI, applies the metadata store's migrations and serves every task queue with a worker, in the foreground until interrupted. With --demo it also starts a small run and watches it.",
+		"dqnflow dev               # Temporal + UI on :8233, a worker, metrics on :9464",
+		"dqnflow dev --demo        # and a small demo run, watched to the end",
+		"DATABASE_URL=postgres://user@db/dqnflow dqnflow dev --metrics-addr :9500")
+	fs := cmd.Flags()
 	var wf workerFlags
 	wf.register(false, fs)
 	wf.role = "all"
@@ -34,79 +42,87 @@ func runDev(ctx context.Context, e *env, args []string) error {
 	temporalBin := fs.String("temporal", "", "Temporal CLI binary (default: $"+envTemporalBin+", bin/temporal beside dqnflow, or temporal on PATH)")
 	demo := fs.Bool("demo", false, "start a small demo TrainingRun and watch it")
 	exitAfterDemo := fs.Bool("exit-after-demo", false, "with --demo: stop everything when the demo run ends")
-	if err := parse(fs, args, 0); err != nil {
-		return err
-	}
-	devices, err := wf.openDevices(e)
-	if err != nil {
-		return err
-	}
-	bin, err := findTemporal(*temporalBin)
-	if err != nil {
-		return err
-	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(*port))
-	os.Setenv(envTemporalAddress, addr)
-	e.conn.local = true // its own plain-text server, whatever the environment says of others
-	if err := os.MkdirAll(filepath.Dir(*dbFile), 0o755); err != nil {
-		return fmt.Errorf("create directory for %s: %w", *dbFile, err)
-	}
-
-	st, err := openStore(ctx, e, true)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-
-	var metricsURL string
-	if wf.metrics, metricsURL, err = startMetrics(ctx, e, wf.metricsAddr, wf.metricsAddr == defaultDevMetricsAddr); err != nil {
-		return err
-	}
-	srv, err := startTemporal(e, bin, *port, *uiPort, *dbFile)
-	if err != nil {
-		return err
-	}
-	defer srv.stop()
-	opts, err := clientOptions(e)
-	if err != nil {
-		return err
-	}
-	c, err := worker.DialWhenReady(ctx, opts, 90*time.Second, srv.alive)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	if err := worker.EnsureSearchAttributes(ctx, c, e.conn.namespace()); err != nil {
-		return err
-	}
-	w, err := startWorker(ctx, e, c, st, wf, devices)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		stopCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		w.Stop(stopCtx)
-	}()
-	ui := fmt.Sprintf("http://localhost:%d", *uiPort)
-	fmt.Fprintf(e.stdout, "dqnflow dev is up: Temporal at %s, UI at %s\n", addr, ui)
-	if metricsURL != "" {
-		fmt.Fprintf(e.stdout, "Prometheus metrics (Temporal SDK and trainer) at %s\n", metricsURL)
-	}
-	fmt.Fprintf(e.stdout, "Start a run: dqnflow run start, or in the UI: Start Workflow, type TrainingRun, task queue dqnflow-control, input {}\n")
-
-	if *demo {
-		if err := runDemo(ctx, e, c, ui); err != nil {
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		ctx := cmd.Context()
+		// Which metadata store is dev's first line (the README says so):
+		// where the runs' records go is what a new user looks for first.
+		// The devices are opened before anything is connected to, so that
+		// one that cannot run fails the start at once.
+		loc, err := locateStore(ctx, e, true)
+		if err != nil {
 			return err
 		}
-		if *exitAfterDemo {
-			return nil
+		devices, err := wf.openDevices(e)
+		if err != nil {
+			return err
 		}
+		bin, err := findTemporal(*temporalBin)
+		if err != nil {
+			return err
+		}
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(*port))
+		os.Setenv(envTemporalAddress, addr)
+		e.conn.local = true // its own plain-text server, whatever the environment says of others
+		if err := os.MkdirAll(filepath.Dir(*dbFile), 0o755); err != nil {
+			return fmt.Errorf("create directory for %s: %w", *dbFile, err)
+		}
+		st, err := store.Connect(ctx, loc)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+
+		var metricsURL string
+		if wf.metrics, metricsURL, err = startMetrics(ctx, e, wf.metricsAddr, wf.metricsAddr == defaultDevMetricsAddr); err != nil {
+			return err
+		}
+		srv, err := startTemporal(e, bin, *port, *uiPort, *dbFile)
+		if err != nil {
+			return err
+		}
+		defer srv.stop()
+		opts, err := clientOptions(e)
+		if err != nil {
+			return err
+		}
+		c, err := worker.DialWhenReady(ctx, opts, 90*time.Second, srv.alive)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		if err := worker.EnsureSearchAttributes(ctx, c, e.conn.namespace()); err != nil {
+			return err
+		}
+		w, err := startWorker(ctx, e, c, st, wf, devices)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			stopCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			w.Stop(stopCtx)
+		}()
+		ui := fmt.Sprintf("http://localhost:%d", *uiPort)
+		fmt.Fprintf(e.stdout, "dqnflow dev is up: Temporal at %s, UI at %s\n", addr, ui)
+		if metricsURL != "" {
+			fmt.Fprintf(e.stdout, "Prometheus metrics (Temporal SDK and trainer) at %s\n", metricsURL)
+		}
+		fmt.Fprintf(e.stdout, "Start a run: dqnflow run start, or in the UI: Start Workflow, type TrainingRun, task queue dqnflow-control, input {}\n")
+
+		if *demo {
+			if err := runDemo(ctx, e, c, ui); err != nil {
+				return err
+			}
+			if *exitAfterDemo {
+				return nil
+			}
+		}
+		fmt.Fprintln(e.stdout, "Press Ctrl-C to stop.")
+		<-ctx.Done()
+		fmt.Fprintln(e.stderr, "dev: stopping")
+		return nil
 	}
-	fmt.Fprintln(e.stdout, "Press Ctrl-C to stop.")
-	<-ctx.Done()
-	fmt.Fprintln(e.stderr, "dev: stopping")
-	return nil
+	return cmd
 }
 
 // demoConfig is the small run that "dqnflow dev --demo" shows: the default

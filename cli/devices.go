@@ -3,6 +3,8 @@ package cli
 import (
 	"fmt"
 
+	"github.com/spf13/pflag"
+
 	"github.com/dqnflow/dqnflow/backend"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/worker"
@@ -19,11 +21,10 @@ type deviceFlags struct {
 	cpuDevices int
 }
 
-func (d *deviceFlags) register(fs interface {
-	IntVar(*int, string, int, string)
-}) {
-	fs.IntVar(&d.perDevice, "runs-per-device", 1, "runs trained at once on each device (each run's trainer lives on one device)")
+func (d *deviceFlags) register(fs *pflag.FlagSet) {
+	fs.IntVar(&d.perDevice, "runs-per-device", 1, "runs trained at once on each device (each run's trainer lives on one device; --slots is its former name)")
 	fs.IntVar(&d.slots, "slots", 0, "deprecated: the former name of --runs-per-device")
+	fs.MarkHidden("slots")
 	fs.IntVar(&d.cpuDevices, "cpu-devices", 0, "with --device cpu: serve N stand-in devices cpu:0..cpu:N-1 on the CPU backend, to run the slot accounting of an N-GPU worker without GPUs (they share the host's cores)")
 }
 
@@ -76,5 +77,8 @@ func discoverDevices(e *env, device string, d deviceFlags) ([]trainer.Device, er
 	n, per := len(found.Devices), d.runsPerDevice()
 	fmt.Fprintf(e.stderr, "worker: device %s: %s; %d device(s) × %d run(s) each = %d slot(s)\n",
 		device, found.Choice, n, per, n*per)
+	if found.Detail != "" && e.verbose {
+		fmt.Fprintf(e.stderr, "worker: device %s: %s\n", device, found.Detail)
+	}
 	return found.Devices, nil
 }

@@ -9,12 +9,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/taskqueue/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/dqnflow/dqnflow/backend"
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/gpu/cuda"
@@ -31,45 +33,53 @@ type check struct {
 	Fix string `json:"fix,omitempty"`
 }
 
-// runDoctor implements "dqnflow doctor [--json]": what is reachable and
+// doctorCmd is "dqnflow doctor [--json]": what is reachable and
 // what is misconfigured, without printing secrets (the store is named by
 // host, port and database; no URL, password or key is printed).
-func runDoctor(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "doctor")
+func doctorCmd(e *env) *cobra.Command {
+	cmd := leaf("doctor",
+		"check what is reachable and what is misconfigured",
+		"doctor checks Temporal (server, namespace, search attributes, workers), the metadata store, GPUs and the libraries the CUDA backend loads, the checkpoint store and the Temporal CLI, and says what to do about each that fails.",
+		"dqnflow doctor",
+		"TEMPORAL_ADDRESS=temporal:7233 dqnflow doctor --json")
+	fs := cmd.Flags()
+	e.conn.register(fs)
 	jsonOut := fs.Bool("json", false, "print the checks as JSON")
-	ckStore := fs.String("checkpoint-store", defaultCheckpointStore(), "checkpoint store to check, as a worker's --checkpoint-store")
+	ckStore := fs.String("checkpoint-store", defaultCheckpointStore(), "checkpoint store to check, as a worker's --checkpoint-store (--checkpoint-dir is its older name)")
 	fs.StringVar(ckStore, "checkpoint-dir", defaultCheckpointStore(), "the older name of --checkpoint-store")
-	if _, err := parsePositional(fs, args, 0); err != nil {
-		return err
-	}
-	var checks []check
-	checks = append(checks, checkTemporal(ctx, e)...)
-	checks = append(checks, checkStore(ctx))
-	checks = append(checks, checkGPU()...)
-	checks = append(checks, checkCheckpointStore(ctx, *ckStore))
-	checks = append(checks, checkTemporalCLI())
-	failed := 0
-	for _, c := range checks {
-		if c.Status == "fail" {
-			failed++
-		}
-	}
-	if *jsonOut {
-		if err := printJSON(e, map[string]any{"checks": checks, "failed": failed}); err != nil {
-			return err
-		}
-	} else {
+	fs.MarkHidden("checkpoint-dir")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		ctx := cmd.Context()
+		var checks []check
+		checks = append(checks, checkTemporal(ctx, e)...)
+		checks = append(checks, checkStore(ctx))
+		checks = append(checks, checkGPU()...)
+		checks = append(checks, checkCheckpointStore(ctx, *ckStore))
+		checks = append(checks, checkTemporalCLI())
+		failed := 0
 		for _, c := range checks {
-			fmt.Fprintf(e.stdout, "%-4s  %-22s %s\n", c.Status, c.Name, c.Detail)
-			if c.Fix != "" {
-				fmt.Fprintf(e.stdout, "      %-22s → %s\n", "", c.Fix)
+			if c.Status == "fail" {
+				failed++
 			}
 		}
+		if *jsonOut {
+			if err := printJSON(e, map[string]any{"checks": checks, "failed": failed}); err != nil {
+				return err
+			}
+		} else {
+			for _, c := range checks {
+				fmt.Fprintf(e.stdout, "%-4s  %-22s %s\n", c.Status, c.Name, c.Detail)
+				if c.Fix != "" {
+					fmt.Fprintf(e.stdout, "      %-22s → %s\n", "", c.Fix)
+				}
+			}
+		}
+		if failed > 0 {
+			return fmt.Errorf("%d check(s) failed", failed)
+		}
+		return nil
 	}
-	if failed > 0 {
-		return fmt.Errorf("%d check(s) failed", failed)
-	}
-	return nil
+	return cmd
 }
 
 // checkTemporal checks the server, the namespace, the search attributes
@@ -161,7 +171,9 @@ func checkStore(ctx context.Context) check {
 func checkGPU() []check {
 	devs, err := cuda.Devices()
 	if err != nil {
-		return []check{{Name: "gpu", Status: "warn", Detail: "no CUDA driver: training runs on the CPU backend here (" + firstLine(err.Error()) + ")",
+		// The whole error: the libraries and folders searched, which
+		// "train" leaves to --verbose.
+		return []check{{Name: "gpu", Status: "warn", Detail: backend.Unusable(err, "the CUDA driver does not open") + ": training runs on the CPU backend here; " + err.Error(),
 			Fix: "on a GPU host: install the NVIDIA driver, or set DQNFLOW_LIBCUDA"}}
 	}
 	if len(devs) == 0 {

@@ -2,12 +2,13 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
@@ -86,150 +87,158 @@ func chooseRule(cfg config.RunConfig) (evalRule, error) {
 	return best, nil
 }
 
-// runEvaluate implements "dqnflow evaluate": for each series it trains the
+// evaluateCmd is "dqnflow evaluate": for each series it trains the
 // config (validation picks the checkpoint and stops early; with --seeds N
 // at N seeds, each run reported beside the first, and the N checkpoints
 // voting together) or takes --checkpoint, runs the policy once on the
 // series' held-out test range, and writes report.md with the metrics beside buy-and-hold and flat,
 // costs per trade and per round trip, and equity and drawdown PNGs.
-func runEvaluate(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "evaluate")
+func evaluateCmd(e *env) *cobra.Command {
+	cmd := leaf("evaluate",
+		"test-range report with plots for every bundled series and the synthetic one",
+		"evaluate trains the config (or takes --checkpoint) on every bundled series and the synthetic one and writes a test-range report with plots.",
+		"dqnflow evaluate --out reports/eval          # trains the defaults on every bundled series and the synthetic one",
+		"dqnflow evaluate --data bundled:USA500IDXUSD_H1.csv --seeds 8   # eight runs: how much of one result is the seed",
+		"dqnflow evaluate --checkpoint ck.safetensors --data bundled:bitcoin_2024.csv --out reports/ck")
+	fs := cmd.Flags()
 	cfgPath := fs.String("config", "", "RunConfig JSON file to train (default: built-in defaults)")
 	ckPath := fs.String("checkpoint", "", "evaluate this checkpoint instead of training (its config gives the ranges)")
 	series := fs.String("data", strings.Join(evaluateSeries(), ","), "comma-separated series: CSV files, bundled:NAME, synthetic")
 	epochs := fs.Int("epochs", 0, "epochs per training run (default: the config's epochs)")
 	device := fs.String("device", "", "cpu, cuda, cuda:N or auto (default: the config's device)")
+	flagValues(fs, "device", deviceValues...)
 	out := fs.String("out", "", "directory for the report, plots and runs (default: runs/<id>)")
 	jsonOut := fs.Bool("json", false, "print the result as JSON")
 	seeds := fs.Int("seeds", 1, "train each series at this many seeds (the config's seed and the next ones) and report every run beside the first")
-	if err := parse(fs, args, 0); err != nil {
-		return err
-	}
-	if *seeds < 1 || *seeds > 1000 {
-		return fmt.Errorf("%w: --seeds %d: want 1 to 1000", errUsage, *seeds)
-	}
-	var cfg config.RunConfig
-	var ck *checkpoint.Checkpoint
-	var err error
-	if *ckPath != "" {
-		if *cfgPath != "" {
-			return fmt.Errorf("%w: give --config (train) or --checkpoint (evaluate it), not both", errUsage)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		ctx := cmd.Context()
+		if *seeds < 1 || *seeds > 1000 {
+			return fmt.Errorf("%w: --seeds %d: want 1 to 1000", errUsage, *seeds)
 		}
-		if *seeds != 1 {
-			return fmt.Errorf("%w: --seeds trains; a --checkpoint is one trained policy", errUsage)
-		}
-		if ck, _, err = readCheckpoint(*ckPath); err != nil {
+		var cfg config.RunConfig
+		var ck *checkpoint.Checkpoint
+		var err error
+		if *ckPath != "" {
+			if *cfgPath != "" {
+				return fmt.Errorf("%w: give --config (train) or --checkpoint (evaluate it), not both", errUsage)
+			}
+			if *seeds != 1 {
+				return fmt.Errorf("%w: --seeds trains; a --checkpoint is one trained policy", errUsage)
+			}
+			if ck, _, err = readCheckpoint(*ckPath); err != nil {
+				return err
+			}
+			if cfg, err = trainer.CheckpointConfig(ck); err != nil {
+				return fmt.Errorf("checkpoint %s: %w", *ckPath, err)
+			}
+		} else if cfg, err = loadConfig(fs, *cfgPath, *device, "", *epochs); err != nil {
 			return err
 		}
-		if cfg, err = trainer.CheckpointConfig(ck); err != nil {
-			return fmt.Errorf("checkpoint %s: %w", *ckPath, err)
+		id := newRunID("evaluate")
+		if *out == "" {
+			*out = filepath.Join("runs", id)
 		}
-	} else if cfg, err = loadConfig(fs, *cfgPath, *device, "", *epochs); err != nil {
-		return err
-	}
-	id := newRunID("evaluate")
-	if *out == "" {
-		*out = filepath.Join("runs", id)
-	}
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		return fmt.Errorf("create output directory: %w", err)
-	}
-	ev := evaluation{Date: time.Now().UTC().Format(time.RFC3339), Checkpoint: *ckPath, Config: cfg}
-	var sections []report.Section
-	for _, path := range strings.Split(*series, ",") {
-		path = strings.TrimSpace(path)
-		if path == "" {
-			continue
+		if err := os.MkdirAll(*out, 0o755); err != nil {
+			return fmt.Errorf("create output directory: %w", err)
 		}
-		slug := seriesSlug(path)
-		s := evalSeries{Data: path}
-		note := ""
-		c := withData(cfg, path)
-		if ck != nil {
-			if s.Test, err = evaluateCheckpoint(ck, c); err != nil {
-				return fmt.Errorf("evaluate %s on %s: %w", *ckPath, path, err)
+		ev := evaluation{Date: time.Now().UTC().Format(time.RFC3339), Checkpoint: *ckPath, Config: cfg}
+		var sections []report.Section
+		for _, path := range strings.Split(*series, ",") {
+			path = strings.TrimSpace(path)
+			if path == "" {
+				continue
 			}
-			note = fmt.Sprintf("Checkpoint `%s` (trained on %s), test range of its config's split of this series.", filepath.Base(*ckPath), cfg.Data.Path)
-		} else {
-			fmt.Fprintf(e.stderr, "evaluate: training on %s\n", path)
-			r, err := trainLocal(ctx, e, c, filepath.Join(*out, slug), id+"-"+slug)
-			if err != nil {
-				return fmt.Errorf("evaluate %s: %w", path, err)
-			}
-			if r.Test == nil {
-				return fmt.Errorf("%w: evaluate reports the test range; the config holds none out (data.test_fraction 0)", errUsage)
-			}
-			s.Test, s.BestEpoch, s.Epochs = *r.Test, r.BestEpoch, r.Epochs
-			note = fmt.Sprintf("Trained %d epochs (of %d); validation picked epoch %d (validation Sharpe %.3f, t = %.2f); the test range below was touched only by this report.",
-				r.Epochs, c.Epochs, r.BestEpoch, r.Valid.Sharpe, r.ValidT)
-			if r.Abstained {
-				note += fmt.Sprintf(" That t is below backtest.min_valid_t (%g): the run found no edge and recommends flat, which is what the table shows; the checkpoint itself had a test Sharpe of %.3f with %d trades.",
-					c.Backtest.MinValidT, r.CheckpointTest.Sharpe, r.CheckpointTest.Trades)
-			}
-			if *seeds > 1 {
-				s.Seeds = append(s.Seeds, seedRow(c.Seed, r))
-				members := []string{r.Checkpoint}
-				for k := 1; k < *seeds; k++ {
-					cs := c
-					cs.Seed = c.Seed + uint64(k)
-					fmt.Fprintf(e.stderr, "evaluate: training on %s, seed %d (%d of %d)\n", path, cs.Seed, k+1, *seeds)
-					rk, err := trainLocal(ctx, e, cs, filepath.Join(*out, slug, fmt.Sprintf("seed-%d", cs.Seed)), fmt.Sprintf("%s-%s-seed%d", id, slug, cs.Seed))
-					if err != nil {
-						return fmt.Errorf("evaluate %s, seed %d: %w", path, cs.Seed, err)
+			slug := seriesSlug(path)
+			s := evalSeries{Data: path}
+			note := ""
+			c := withData(cfg, path)
+			if ck != nil {
+				if s.Test, err = evaluateCheckpoint(ck, c); err != nil {
+					return fmt.Errorf("evaluate %s on %s: %w", *ckPath, path, err)
+				}
+				note = fmt.Sprintf("Checkpoint `%s` (trained on %s), test range of its config's split of this series.", filepath.Base(*ckPath), cfg.Data.Path)
+			} else {
+				fmt.Fprintf(e.stderr, "evaluate: training on %s\n", path)
+				r, err := trainLocal(ctx, e, c, filepath.Join(*out, slug), id+"-"+slug)
+				if err != nil {
+					return fmt.Errorf("evaluate %s: %w", path, err)
+				}
+				if r.Test == nil {
+					return fmt.Errorf("%w: evaluate reports the test range; the config holds none out (data.test_fraction 0)", errUsage)
+				}
+				s.Test, s.BestEpoch, s.Epochs = *r.Test, r.BestEpoch, r.Epochs
+				note = fmt.Sprintf("Trained %d epochs (of %d); validation picked epoch %d (validation Sharpe %.3f, t = %.2f); the test range below was touched only by this report.",
+					r.Epochs, c.Epochs, r.BestEpoch, r.Valid.Sharpe, r.ValidT)
+				if r.Abstained {
+					note += fmt.Sprintf(" That t is below backtest.min_valid_t (%g): the run found no edge and recommends flat, which is what the table shows; the checkpoint itself had a test Sharpe of %.3f with %d trades.",
+						c.Backtest.MinValidT, r.CheckpointTest.Sharpe, r.CheckpointTest.Trades)
+				}
+				if *seeds > 1 {
+					s.Seeds = append(s.Seeds, seedRow(c.Seed, r))
+					members := []string{r.Checkpoint}
+					for k := 1; k < *seeds; k++ {
+						cs := c
+						cs.Seed = c.Seed + uint64(k)
+						fmt.Fprintf(e.stderr, "evaluate: training on %s, seed %d (%d of %d)\n", path, cs.Seed, k+1, *seeds)
+						rk, err := trainLocal(ctx, e, cs, filepath.Join(*out, slug, fmt.Sprintf("seed-%d", cs.Seed)), fmt.Sprintf("%s-%s-seed%d", id, slug, cs.Seed))
+						if err != nil {
+							return fmt.Errorf("evaluate %s, seed %d: %w", path, cs.Seed, err)
+						}
+						s.Seeds = append(s.Seeds, seedRow(cs.Seed, rk))
+						members = append(members, rk.Checkpoint)
 					}
-					s.Seeds = append(s.Seeds, seedRow(cs.Seed, rk))
-					members = append(members, rk.Checkpoint)
-				}
-				sum := report.Summarize(s.Seeds)
-				s.Summary = &sum
-				if s.Ensemble, err = evaluateEnsemble(c, members); err != nil {
-					return fmt.Errorf("evaluate %s: the seeds' ensemble: %w", path, err)
+					sum := report.Summarize(s.Seeds)
+					s.Summary = &sum
+					if s.Ensemble, err = evaluateEnsemble(c, members); err != nil {
+						return fmt.Errorf("evaluate %s: the seeds' ensemble: %w", path, err)
+					}
 				}
 			}
+			if s.Rule, err = chooseRule(c); err != nil {
+				return fmt.Errorf("evaluate %s: the rules' yardstick: %w", path, err)
+			}
+			rt := s.Rule.Test
+			note += fmt.Sprintf(" Yardstick: of the simple rules of `dqnflow baselines`, this validation range chooses %s (validation Sharpe %.3f, t = %.2f); on the test range it has Sharpe %.3f, return %.2f%%, max drawdown %.2f%%, %d trades.",
+				s.Rule.Name, s.Rule.ValidSharpe, s.Rule.ValidT, rt.Sharpe, 100*rt.TotalReturn, 100*rt.MaxDrawdown, rt.Trades)
+			if s.Equity, s.Drawdown, err = report.WritePlots(*out, slug, path, s.Test); err != nil {
+				return err
+			}
+			ev.Series = append(ev.Series, s)
+			sections = append(sections, report.Section{Title: path, Note: note, Report: s.Test, Equity: s.Equity, Drawdown: s.Drawdown, Seeds: s.Seeds, Ensemble: s.Ensemble})
 		}
-		if s.Rule, err = chooseRule(c); err != nil {
-			return fmt.Errorf("evaluate %s: the rules' yardstick: %w", path, err)
-		}
-		rt := s.Rule.Test
-		note += fmt.Sprintf(" Yardstick: of the simple rules of `dqnflow baselines`, this validation range chooses %s (validation Sharpe %.3f, t = %.2f); on the test range it has Sharpe %.3f, return %.2f%%, max drawdown %.2f%%, %d trades.",
-			s.Rule.Name, s.Rule.ValidSharpe, s.Rule.ValidT, rt.Sharpe, 100*rt.TotalReturn, 100*rt.MaxDrawdown, rt.Trades)
-		if s.Equity, s.Drawdown, err = report.WritePlots(*out, slug, path, s.Test); err != nil {
+		var md bytes.Buffer
+		intro := fmt.Sprintf("`dqnflow evaluate`, %s. Each series is split into training, validation and test ranges (data.train_fraction %g, data.test_fraction %g); every number below is from the test range, after costs, beside buy-and-hold and flat on the same bars with the same costs.",
+			ev.Date, cfg.Data.TrainFraction, cfg.Data.TestFraction)
+		if err := report.WriteMarkdown(&md, "Evaluation", intro, sections); err != nil {
 			return err
 		}
-		ev.Series = append(ev.Series, s)
-		sections = append(sections, report.Section{Title: path, Note: note, Report: s.Test, Equity: s.Equity, Drawdown: s.Drawdown, Seeds: s.Seeds, Ensemble: s.Ensemble})
-	}
-	var md bytes.Buffer
-	intro := fmt.Sprintf("`dqnflow evaluate`, %s. Each series is split into training, validation and test ranges (data.train_fraction %g, data.test_fraction %g); every number below is from the test range, after costs, beside buy-and-hold and flat on the same bars with the same costs.",
-		ev.Date, cfg.Data.TrainFraction, cfg.Data.TestFraction)
-	if err := report.WriteMarkdown(&md, "Evaluation", intro, sections); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(*out, "report.md"), md.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("write report: %w", err)
-	}
-	if err := writeJSONFile(filepath.Join(*out, "evaluate.json"), ev); err != nil {
-		return err
-	}
-	if *jsonOut {
-		return printJSON(e, ev)
-	}
-	for _, s := range ev.Series {
-		fmt.Fprintf(e.stdout, "%s:\n", s.Data)
-		printReport(e, s.Test)
-		fmt.Fprintf(e.stdout, "  yardstick: the simple rule this validation range chooses, %s, has test Sharpe %.3f (return %.2f%%, max drawdown %.2f%%)\n",
-			s.Rule.Name, s.Rule.Test.Sharpe, 100*s.Rule.Test.TotalReturn, 100*s.Rule.Test.MaxDrawdown)
-		if m := s.Summary; m != nil {
-			fmt.Fprintf(e.stdout, "  %d seeds: %d abstained; the chosen checkpoints' test Sharpe is above zero in %d, above buy-and-hold's in %d; mean %.3f, sd %.3f\n",
-				m.Runs, m.Abstained, m.AboveZero, m.AboveBuyHold, m.Mean, m.SD)
+		if err := os.WriteFile(filepath.Join(*out, "report.md"), md.Bytes(), 0o644); err != nil {
+			return fmt.Errorf("write report: %w", err)
 		}
-		if en := s.Ensemble; en != nil {
-			fmt.Fprintf(e.stdout, "  their ensemble: validation Sharpe %.3f (t = %.2f, abstained %v), test Sharpe %.3f (its own backtest %.3f, %d trades)\n",
-				en.Valid.Sharpe, en.ValidT, en.Abstained, en.Test.Sharpe, en.Own.Sharpe, en.Own.Trades)
+		if err := writeJSONFile(filepath.Join(*out, "evaluate.json"), ev); err != nil {
+			return err
 		}
+		if *jsonOut {
+			return printJSON(e, ev)
+		}
+		for _, s := range ev.Series {
+			fmt.Fprintf(e.stdout, "%s:\n", s.Data)
+			printReport(e, s.Test)
+			fmt.Fprintf(e.stdout, "  yardstick: the simple rule this validation range chooses, %s, has test Sharpe %.3f (return %.2f%%, max drawdown %.2f%%)\n",
+				s.Rule.Name, s.Rule.Test.Sharpe, 100*s.Rule.Test.TotalReturn, 100*s.Rule.Test.MaxDrawdown)
+			if m := s.Summary; m != nil {
+				fmt.Fprintf(e.stdout, "  %d seeds: %d abstained; the chosen checkpoints' test Sharpe is above zero in %d, above buy-and-hold's in %d; mean %.3f, sd %.3f\n",
+					m.Runs, m.Abstained, m.AboveZero, m.AboveBuyHold, m.Mean, m.SD)
+			}
+			if en := s.Ensemble; en != nil {
+				fmt.Fprintf(e.stdout, "  their ensemble: validation Sharpe %.3f (t = %.2f, abstained %v), test Sharpe %.3f (its own backtest %.3f, %d trades)\n",
+					en.Valid.Sharpe, en.ValidT, en.Abstained, en.Test.Sharpe, en.Own.Sharpe, en.Own.Trades)
+			}
+		}
+		fmt.Fprintf(e.stdout, "report: %s\n", filepath.Join(*out, "report.md"))
+		return nil
 	}
-	fmt.Fprintf(e.stdout, "report: %s\n", filepath.Join(*out, "report.md"))
-	return nil
+	return cmd
 }
 
 // seedRow is the report's row of a run trained at seed.

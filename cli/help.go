@@ -1,161 +1,195 @@
 package cli
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
-// subcommands lists the subcommands of each command group, in the order
-// help shows them.
-var subcommands = map[string][]string{
-	"run":        {"start", "list", "show", "watch", "compare", "pause", "resume", "stop"},
-	"checkpoint": {"export", "verify", "list"},
-	"schedule":   {"create", "list", "delete"},
-	"sweep":      {"start"},
-	"config":     {"defaults"},
-	"completion": {"bash", "zsh", "fish"},
-}
+// flagGroupKey is the pflag annotation that puts a flag under its own
+// heading in help ("Temporal connection flags:"), for commands with many
+// flags; a flag without it is listed under "Flags:".
+const flagGroupKey = "dqnflow_flag_group"
 
-// examples are what "-h" shows under each command's flags: commands a user
-// can paste, in the order they would run them.
-var examples = map[string][]string{
-	"train": {
-		"dqnflow train --device cpu --epochs 5 --out runs/local",
-		"dqnflow train --device cuda --config my.json --data prices.csv --out runs/gpu",
-	},
-	"backtest": {
-		"dqnflow backtest --checkpoint runs/local/epoch-000005.safetensors --data bundled:USA500IDXUSD_H1.csv",
-		"dqnflow backtest --checkpoint ck.safetensors --data prices.csv --from 2024-01-01 --to 2024-07-01 --json",
-	},
-	"predict":           {"dqnflow predict --checkpoint ck.safetensors --data prices.csv --from 2024-09-01 --json > q.json"},
-	"checkpoint export": {"dqnflow checkpoint export --checkpoint ck.safetensors --dtype bf16 --out weights-bf16.safetensors"},
-	"checkpoint verify": {"dqnflow checkpoint verify checkpoints/run-1/.../epoch-000010.safetensors"},
-	"checkpoint list":   {"dqnflow checkpoint list run-20261201-120000-ab12cd34", "dqnflow checkpoint list RUN --json | jq '.[] | select(.is_best)'"},
-	"config defaults":   {"dqnflow config defaults > my.json   # then edit and: dqnflow run start --config my.json"},
-	"bench": {
-		"dqnflow bench --device cpu --json",
-		"dqnflow bench --device cuda --precision bf16-mixed --batch 4096 --profile --json",
-		"dqnflow bench --temporal --epochs 50   # needs dqnflow dev running",
-	},
-	"learn-check": {"dqnflow learn-check --json"},
-	"parity": {
-		"dqnflow parity --device cuda --out runs/parity          # 50 epochs in fp32, bf16-mixed, bf16 and bf16 with stochastic rounding",
-		"dqnflow parity --device cpu --config small.json --epochs 3 --modes fp32,bf16 --json",
-	},
-	"evaluate": {
-		"dqnflow evaluate --out reports/eval          # trains the defaults on every bundled series and the synthetic one",
-		"dqnflow evaluate --data bundled:USA500IDXUSD_H1.csv --seeds 8   # eight runs: how much of one result is the seed",
-		"dqnflow evaluate --checkpoint ck.safetensors --data bundled:bitcoin_2024.csv --out reports/ck",
-	},
-	"walkforward": {
-		"dqnflow walkforward --data bundled:bitcoin_2024.csv --windows 3 --epochs 10 --out runs/wf",
-		"dqnflow walkforward --config my.json --windows 4 --train-bars 20000 --json",
-		"dqnflow walkforward --data bundled:USA500IDXUSD_H1.csv --windows 4 --gate window",
-	},
-	"baselines": {
-		"dqnflow baselines --data bundled:USA500IDXUSD_H1.csv            # walkforward's four windows, momentum and reversal chosen on validation",
-		"dqnflow baselines --data bundled:bitcoin_2024.csv --lookbacks 6,24,120 --json",
-	},
-	"dev": {
-		"dqnflow dev               # Temporal + UI on :8233, a worker, metrics on :9464",
-		"dqnflow dev --demo        # and a small demo run, watched to the end",
-		"DATABASE_URL=postgres://user@db/dqnflow dqnflow dev --metrics-addr :9500",
-	},
-	"worker": {
-		"dqnflow worker --role control",
-		"dqnflow worker --role gpu --device cuda --runs-per-device 2 --metrics-addr :9464 --checkpoint-store /mnt/ckpt",
-		"dqnflow worker --role gpu --device cuda --checkpoint-store 's3://dqnflow/ckpt?endpoint=http://s3:7070&use_path_style=true'  # AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY in the environment",
-	},
-	"run start": {
-		"dqnflow run start                               # the defaults on the bundled S&P 500 data",
-		"dqnflow run start --config my.json --id lr-3e-4 --wait",
-	},
-	"run list":    {"dqnflow run list", "dqnflow run list --lineage daily --limit 5 --json"},
-	"run show":    {"dqnflow run show lr-3e-4", "dqnflow run show lr-3e-4 --json | jq '.epochs[-1]'"},
-	"run watch":   {"dqnflow run watch lr-3e-4"},
-	"run compare": {"dqnflow run compare lr-3e-4 lr-1e-3", "dqnflow run compare A B C --json"},
-	"run pause":   {"dqnflow run pause lr-3e-4"},
-	"run resume":  {"dqnflow run resume lr-3e-4"},
-	"run stop":    {"dqnflow run stop lr-3e-4"},
-	"report": {
-		"dqnflow report lr-3e-4 --out reports/lr-3e-4 && open reports/lr-3e-4/index.html",
-		"dqnflow report sweep-20261201-120000-ab12cd34 --out reports/sweep",
-	},
-	"schedule create": {"dqnflow schedule create --id daily --every 24h --config rolling.json"},
-	"schedule list":   {"dqnflow schedule list --json"},
-	"schedule delete": {"dqnflow schedule delete daily"},
-	"sweep start": {
-		"dqnflow sweep start --grid optim.lr=1e-4,3e-4,1e-3 --grid seed=1,2 --max-concurrent 4 --wait",
-	},
-	"migrate": {"DATABASE_URL=postgres://user@db:5432/dqnflow dqnflow migrate"},
-	"doctor":  {"dqnflow doctor", "TEMPORAL_ADDRESS=temporal:7233 dqnflow doctor --json"},
-	"completion bash": {
-		"source <(dqnflow completion bash)            # this shell",
-		"dqnflow completion bash > /etc/bash_completion.d/dqnflow",
-	},
-	"completion zsh":  {"dqnflow completion zsh > \"${fpath[1]}/_dqnflow\""},
-	"completion fish": {"dqnflow completion fish > ~/.config/fish/completions/dqnflow.fish"},
-}
-
-// setUsage makes fs print its command's synopsis, flags and examples.
-func setUsage(fs *flag.FlagSet, name string) {
-	fs.Usage = func() {
-		w := fs.Output()
-		fmt.Fprintf(w, "Usage: dqnflow %s [flags]\n", name)
-		if summary := commandSummary(name); summary != "" {
-			fmt.Fprintf(w, "\n%s\n", summary)
+// groupFlags puts the named flags of fs under the heading title in help.
+func groupFlags(fs *pflag.FlagSet, title string, names ...string) {
+	for _, n := range names {
+		if err := fs.SetAnnotation(n, flagGroupKey, []string{title}); err != nil {
+			panic(fmt.Sprintf("groupFlags %q: %v", title, err)) // a flag name misspelt in the code
 		}
-		fmt.Fprintln(w, "\nFlags:")
-		fs.PrintDefaults()
-		printExamples(w, name)
+	}
+}
+
+// helpWidth is where help wraps the flags' descriptions.
+const helpWidth = 100
+
+// printHelp is every command's help: its description, then its usage.
+func printHelp(c *cobra.Command, _ []string) {
+	w := c.OutOrStdout()
+	fmt.Fprintf(w, "%s\n\n", wrap(strings.TrimSpace(c.Long), descriptionWidth))
+	writeUsage(w, c)
+}
+
+// descriptionWidth is where help wraps a command's description.
+const descriptionWidth = 80
+
+// wrap breaks s into lines of at most width characters at spaces (a word
+// longer than width stands on a line of its own); line breaks in s stay.
+func wrap(s string, width int) string {
+	var b strings.Builder
+	for i, para := range strings.Split(s, "\n") {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		n := 0
+		for j, word := range strings.Fields(para) {
+			l := len([]rune(word))
+			if j > 0 && n+1+l > width {
+				b.WriteByte('\n')
+				n = 0
+			} else if j > 0 {
+				b.WriteByte(' ')
+				n++
+			}
+			b.WriteString(word)
+			n += l
+		}
+	}
+	return b.String()
+}
+
+// printUsage writes c's usage (what help shows after the description).
+func printUsage(c *cobra.Command) error {
+	writeUsage(c.OutOrStderr(), c)
+	return nil
+}
+
+// writeUsage writes the synopsis, the subcommands (by group at the top
+// level), the examples, and the flags under their headings: the
+// command's own, its flag groups in the order it defines them, then the
+// flags every command takes.
+func writeUsage(w io.Writer, c *cobra.Command) {
+	fmt.Fprintf(w, "Usage:\n  %s\n", c.UseLine())
+	if c.HasAvailableSubCommands() {
+		writeSubcommands(w, c)
+	}
+	if c.HasExample() {
+		fmt.Fprintf(w, "\nExamples:\n%s\n", c.Example)
+	}
+	for _, s := range flagSections(c) {
+		fmt.Fprintf(w, "\n%s:\n%s", s.title, s.flags.FlagUsagesWrapped(helpWidth))
+	}
+	if c.HasAvailableSubCommands() {
+		fmt.Fprintf(w, "\nRun \"%s COMMAND --help\" for a command's flags and examples.\n", c.CommandPath())
 	}
 }
 
-// commandSummary is the top-level summary of name's command.
-func commandSummary(name string) string {
-	top, _, _ := strings.Cut(name, " ")
-	for _, c := range commands() {
-		if c.name == top {
-			return c.summary
+// writeSubcommands lists c's subcommands, under the group titles where
+// c has groups.
+func writeSubcommands(w io.Writer, c *cobra.Command) {
+	list := func(groupID string) {
+		for _, sub := range c.Commands() {
+			if (sub.IsAvailableCommand() || sub.Name() == "help") && sub.GroupID == groupID {
+				fmt.Fprintf(w, "  %-*s %s\n", c.NamePadding()+2, sub.Name(), sub.Short)
+			}
 		}
 	}
-	return ""
-}
-
-func printExamples(w io.Writer, name string) {
-	ex := examples[name]
-	if len(ex) == 0 {
+	if len(c.Groups()) == 0 {
+		fmt.Fprintln(w, "\nCommands:")
+		list("")
 		return
 	}
-	fmt.Fprintln(w, "\nExamples:")
-	for _, x := range ex {
-		fmt.Fprintf(w, "  %s\n", x)
+	for _, g := range c.Groups() {
+		fmt.Fprintf(w, "\n%s\n", g.Title)
+		list(g.ID)
 	}
 }
 
-// groupHelp prints a command group's subcommands and their examples.
-func groupHelp(w io.Writer, group string) {
-	fmt.Fprintf(w, "Usage: dqnflow %s %s ...\n\n%s\n", group, strings.Join(subcommands[group], "|"), commandSummary(group))
-	fmt.Fprintf(w, "\nRun \"dqnflow %s SUBCOMMAND -h\" for its flags.\n\nExamples:\n", group)
-	for _, sub := range subcommands[group] {
-		for _, x := range examples[group+" "+sub] {
-			fmt.Fprintf(w, "  %s\n", x)
+// flagSection is one heading of flags in help.
+type flagSection struct {
+	title string
+	flags *pflag.FlagSet
+}
+
+// flagSections sorts c's visible flags under their headings.
+func flagSections(c *cobra.Command) []flagSection {
+	// Flags every command takes: inherited from the top level, or the top
+	// level's own persistent ones.
+	inherited, persistent := c.InheritedFlags(), c.PersistentFlags()
+	var out []flagSection
+	find := func(title string) *pflag.FlagSet {
+		for _, s := range out {
+			if s.title == title {
+				return s.flags
+			}
+		}
+		fs := pflag.NewFlagSet(title, pflag.ContinueOnError)
+		fs.SortFlags = false
+		out = append(out, flagSection{title, fs})
+		return fs
+	}
+	find("Flags")
+	var global []*pflag.Flag
+	c.Flags().VisitAll(func(f *pflag.Flag) {
+		switch {
+		case f.Hidden:
+		case f.Name == "help" || inherited.Lookup(f.Name) != nil || !c.HasParent() && persistent.Lookup(f.Name) != nil:
+			global = append(global, f)
+		case len(f.Annotations[flagGroupKey]) > 0:
+			find(f.Annotations[flagGroupKey][0] + " flags").AddFlag(f)
+		default:
+			find("Flags").AddFlag(f)
+		}
+	})
+	for _, f := range global {
+		find("Global flags").AddFlag(f)
+	}
+	kept := out[:0]
+	for _, s := range out {
+		if s.flags.HasFlags() {
+			kept = append(kept, s)
 		}
 	}
+	return kept
 }
 
-// flagless are the commands without flags, whose "-h" Main answers.
-var flagless = map[string]bool{"config defaults": true, "completion bash": true, "completion zsh": true, "completion fish": true}
-
-// flaglessHelp prints the synopsis and examples of a command without flags.
-func flaglessHelp(w io.Writer, name string) {
-	fmt.Fprintf(w, "Usage: dqnflow %s\n\n%s\n", name, commandSummary(name))
-	printExamples(w, name)
-}
-
-// isHelp reports whether arg asks for help.
-func isHelp(arg string) bool {
-	return arg == "-h" || arg == "--help" || arg == "-help" || arg == "help"
+// helpCmd is "dqnflow help [COMMAND]...": the help of the command named,
+// the top level's without one; a name that is no command is a usage
+// error with the nearest one.
+func helpCmd() *cobra.Command {
+	c := leaf("help [COMMAND]...", "help about any command", "Help prints a command's description, flags and examples, as \"dqnflow COMMAND --help\" does.",
+		"dqnflow help run start",
+		"dqnflow help schedule")
+	c.Args = cobra.ArbitraryArgs
+	c.RunE = func(c *cobra.Command, args []string) error {
+		target, rest, err := c.Root().Find(args)
+		if err != nil {
+			return fmt.Errorf("%w: %v", errUsage, err)
+		}
+		if len(rest) > 0 {
+			if !target.HasSubCommands() {
+				return fmt.Errorf("%w: %s has no command %q", errUsage, target.CommandPath(), rest[0])
+			}
+			return subcommandArgs(target, rest)
+		}
+		target.InitDefaultHelpFlag() // so that its flags list --help
+		return target.Help()
+	}
+	c.ValidArgsFunction = func(c *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		target, _, err := c.Root().Find(args)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		var out []cobra.Completion
+		for _, sub := range target.Commands() {
+			if sub.IsAvailableCommand() && strings.HasPrefix(sub.Name(), toComplete) {
+				out = append(out, cobra.CompletionWithDesc(sub.Name(), sub.Short))
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+	return c
 }

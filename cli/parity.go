@@ -10,7 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dqnflow/dqnflow/backend"
+	"github.com/spf13/cobra"
+
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/report"
@@ -130,7 +131,7 @@ type parityResult struct {
 	Plot  string          `json:"plot"` // the learning curves, beside parity.json
 }
 
-// runParity implements "dqnflow parity": the convergence-parity study of
+// parityCmd is "dqnflow parity": the convergence-parity study of
 // issue 8 §5. It trains the same config, seed and data in each mode for
 // the same number of epochs (no early stopping, no checkpoints), backtests
 // the validation range after every epoch, and compares each mode with
@@ -138,9 +139,15 @@ type parityResult struct {
 // gradient-norm mean and max within 20 %, and no NaN or Inf. It writes
 // parity.json and learning-curves.png under --out and exits 1 when a mode
 // does not hold parity.
-func runParity(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "parity")
+func parityCmd(e *env) *cobra.Command {
+	cmd := leaf("parity",
+		"convergence parity of the precision modes against fp32",
+		"parity trains the same run in each precision mode, backtests the validation range after every epoch, and compares each mode with fp32 (final validation Sharpe, mean Q, gradient norms, no NaN); it writes parity.json and learning curves and exits 1 when a mode does not hold parity.",
+		"dqnflow parity --device cuda --out runs/parity          # 50 epochs in fp32, bf16-mixed, bf16 and bf16 with stochastic rounding",
+		"dqnflow parity --device cpu --config small.json --epochs 3 --modes fp32,bf16 --json")
+	fs := cmd.Flags()
 	device := fs.String("device", "", "cpu, cuda, cuda:N or auto (default: the config's device)")
+	flagValues(fs, "device", deviceValues...)
 	cfgPath := fs.String("config", "", "RunConfig JSON file (default: built-in defaults)")
 	dataPath := fs.String("data", "", "price CSV file, bundled:NAME or synthetic (default: the config's data.path)")
 	epochs := fs.Int("epochs", 50, "epochs per mode")
@@ -148,78 +155,78 @@ func runParity(ctx context.Context, e *env, args []string) error {
 	out := fs.String("out", filepath.Join("runs", "parity"), "directory for parity.json and learning-curves.png")
 	jsonOut := fs.Bool("json", false, "print the result as JSON")
 	blasFlag(fs)
-	if err := parse(fs, args, 0); err != nil {
-		return err
-	}
-	ms, err := parseParityModes(*modes)
-	if err != nil {
-		return err
-	}
-	cfg, err := loadConfig(fs, *cfgPath, *device, *dataPath, *epochs)
-	if err != nil {
-		return err
-	}
-	cfg.Epochs = *epochs
-	cfg.Precision, cfg.Optim.StochasticRounding = config.PrecisionFP32, false
-	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("%w (after applying flags)", err)
-	}
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		return fmt.Errorf("create output directory: %w", err)
-	}
-	start := time.Now()
-	b, dev, err := backend.Open(cfg.Device)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(e.stderr, "device: %s\n", dev)
-	ds, err := market.Prepare(cfg)
-	if err != nil {
-		return err
-	}
-	res := parityResult{
-		Date: start.UTC().Format(time.RFC3339), Command: "dqnflow parity " + strings.Join(args, " "),
-		Device: dev, Config: cfg, Holds: map[string]bool{},
-	}
-	for _, m := range ms {
-		c := cfg
-		c.Precision, c.Optim.StochasticRounding = m.Precision, m.Stochastic
-		r, err := parityTrain(ctx, e, b, c, ds, m)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		ctx := cmd.Context()
+		ms, err := parseParityModes(*modes)
 		if err != nil {
 			return err
 		}
-		res.Runs = append(res.Runs, r)
-	}
-	res.Checks, res.Holds = parityChecks(res.Runs)
-	res.Plot = "learning-curves.png"
-	if err := report.WriteEpochPanels(filepath.Join(*out, res.Plot), parityPanels(res.Runs)); err != nil {
-		return err
-	}
-	res.Seconds = time.Since(start).Seconds()
-	if err := writeJSONFile(filepath.Join(*out, "parity.json"), res); err != nil {
-		return err
-	}
-	if *jsonOut {
-		if err := printJSON(e, res); err != nil {
+		cfg, err := loadConfig(fs, *cfgPath, *device, *dataPath, *epochs)
+		if err != nil {
 			return err
 		}
-	} else {
-		printParity(e, res)
-		fmt.Fprintf(e.stdout, "wrote %s and %s\n", filepath.Join(*out, "parity.json"), filepath.Join(*out, res.Plot))
-	}
-	var failed []string
-	for _, r := range res.Runs[1:] {
-		if !res.Holds[r.Mode.Name] {
-			failed = append(failed, r.Mode.Name+" ("+parityFigure(res, r.Mode.Name)+")")
+		cfg.Epochs = *epochs
+		cfg.Precision, cfg.Optim.StochasticRounding = config.PrecisionFP32, false
+		if err := cfg.Validate(); err != nil {
+			return fmt.Errorf("%w (after applying flags)", err)
 		}
+		if err := os.MkdirAll(*out, 0o755); err != nil {
+			return fmt.Errorf("create output directory: %w", err)
+		}
+		start := time.Now()
+		b, dev, err := openBackend(e, cfg.Device)
+		if err != nil {
+			return err
+		}
+		ds, err := market.Prepare(cfg)
+		if err != nil {
+			return err
+		}
+		res := parityResult{
+			Date: start.UTC().Format(time.RFC3339), Command: "dqnflow parity " + strings.Join(args, " "),
+			Device: dev, Config: cfg, Holds: map[string]bool{},
+		}
+		for _, m := range ms {
+			c := cfg
+			c.Precision, c.Optim.StochasticRounding = m.Precision, m.Stochastic
+			r, err := parityTrain(ctx, e, b, c, ds, m)
+			if err != nil {
+				return err
+			}
+			res.Runs = append(res.Runs, r)
+		}
+		res.Checks, res.Holds = parityChecks(res.Runs)
+		res.Plot = "learning-curves.png"
+		if err := report.WriteEpochPanels(filepath.Join(*out, res.Plot), parityPanels(res.Runs)); err != nil {
+			return err
+		}
+		res.Seconds = time.Since(start).Seconds()
+		if err := writeJSONFile(filepath.Join(*out, "parity.json"), res); err != nil {
+			return err
+		}
+		if *jsonOut {
+			if err := printJSON(e, res); err != nil {
+				return err
+			}
+		} else {
+			printParity(e, res)
+			fmt.Fprintf(e.stdout, "wrote %s and %s\n", filepath.Join(*out, "parity.json"), filepath.Join(*out, res.Plot))
+		}
+		var failed []string
+		for _, r := range res.Runs[1:] {
+			if !res.Holds[r.Mode.Name] {
+				failed = append(failed, r.Mode.Name+" ("+parityFigure(res, r.Mode.Name)+")")
+			}
+		}
+		if res.Runs[0].Error != "" {
+			return fmt.Errorf("parity: the fp32 reference did not finish: %s", res.Runs[0].Error)
+		}
+		if len(failed) > 0 {
+			return fmt.Errorf("parity with fp32 does not hold for %s", strings.Join(failed, ", "))
+		}
+		return nil
 	}
-	if res.Runs[0].Error != "" {
-		return fmt.Errorf("parity: the fp32 reference did not finish: %s", res.Runs[0].Error)
-	}
-	if len(failed) > 0 {
-		return fmt.Errorf("parity with fp32 does not hold for %s", strings.Join(failed, ", "))
-	}
-	return nil
+	return cmd
 }
 
 // parityTrain trains cfg in mode m for cfg.Epochs epochs and records each.

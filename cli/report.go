@@ -8,6 +8,7 @@ import (
 	"os"
 	"sort"
 
+	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
 	"github.com/dqnflow/dqnflow/market"
@@ -17,57 +18,61 @@ import (
 	"github.com/dqnflow/dqnflow/workflows"
 )
 
-// runReport implements "dqnflow report RUN|SWEEP --out DIR [--data FILE]".
-func runReport(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "report")
+// reportCmd is "dqnflow report RUN|SWEEP --out DIR [--data FILE]".
+func reportCmd(e *env) *cobra.Command {
+	cmd := leaf("report RUN",
+		"HTML report with plots of a run or a sweep",
+		"report writes an HTML report with plots of a run (loss, Q, ε, Sharpe, equity, drawdown, actions) or of a sweep (its runs ranked, each grid key's effect) into a directory.",
+		"dqnflow report lr-3e-4 --out reports/lr-3e-4 && open reports/lr-3e-4/index.html",
+		"dqnflow report sweep-20261201-120000-ab12cd34 --out reports/sweep")
+	fs := cmd.Flags()
+	e.conn.register(fs)
 	out := fs.String("out", "", "directory to write index.html and the plots into (created if missing)")
 	data := fs.String("data", "", "price data of the backtest plots (default: the run's data.path)")
-	pos, err := parsePositional(fs, args, 1)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return fmt.Errorf("%w: want \"dqnflow report RUN --out DIR\" (RUN is a run id or a sweep's workflow id)", errUsage)
-	}
-	if err := required(fs, "out"); err != nil {
-		return err
-	}
-	id := pos[0]
-	st, err := openReader(ctx, e)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	rec, err := loadRunRecord(ctx, st, id)
-	if errors.Is(err, store.ErrNotFound) {
-		// Not a run: a sweep is a workflow whose result lists its runs.
-		c, derr := dial(ctx, e)
-		if derr != nil {
-			return fmt.Errorf("%w; and it cannot be a sweep: %v", err, derr)
+	cmd.Args = argsBetween(1, 1)
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		ctx := cmd.Context()
+		if err := required(fs, "out"); err != nil {
+			return err
 		}
-		defer c.Close()
-		sw, serr := loadSweep(ctx, c, st, id)
-		if serr != nil {
-			return fmt.Errorf("%w; as a sweep: %v", err, serr)
-		}
-		path, err := report.WriteSweep(*out, sw)
+		id := pos[0]
+		st, err := openReader(ctx, e)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(e.stdout, "wrote %s (sweep %s, %d runs)\n", path, id, len(sw.Points))
+		defer st.Close()
+		rec, err := loadRunRecord(ctx, st, id)
+		if errors.Is(err, store.ErrNotFound) {
+			// Not a run: a sweep is a workflow whose result lists its runs.
+			c, derr := dial(ctx, e)
+			if derr != nil {
+				return fmt.Errorf("%w; and it cannot be a sweep: %v", err, derr)
+			}
+			defer c.Close()
+			sw, serr := loadSweep(ctx, c, st, id)
+			if serr != nil {
+				return fmt.Errorf("%w; as a sweep: %v", err, serr)
+			}
+			path, err := report.WriteSweep(*out, sw)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "wrote %s (sweep %s, %d runs)\n", path, id, len(sw.Points))
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		r := report.Run{Run: rec.Run, Epochs: rec.Epochs, Checkpoints: rec.Checkpoints, Backtests: rec.Backtests}
+		evaluateCheckpoints(e, &r, rec, *data)
+		path, err := report.WriteRun(*out, r)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "wrote %s (run %s, %d epochs)\n", path, id, len(rec.Epochs))
 		return nil
 	}
-	if err != nil {
-		return err
-	}
-	r := report.Run{Run: rec.Run, Epochs: rec.Epochs, Checkpoints: rec.Checkpoints, Backtests: rec.Backtests}
-	evaluateCheckpoints(e, &r, rec, *data)
-	path, err := report.WriteRun(*out, r)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(e.stdout, "wrote %s (run %s, %d epochs)\n", path, id, len(rec.Epochs))
-	return nil
+	return cmd
 }
 
 // evaluateCheckpoints backtests every checkpoint still on disk on the

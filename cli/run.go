@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/spf13/cobra"
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
@@ -17,27 +18,15 @@ import (
 	"github.com/dqnflow/dqnflow/workflows"
 )
 
-// runRun implements "dqnflow run start|list|show|watch|compare|pause|resume|stop".
-func runRun(ctx context.Context, e *env, args []string) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: want \"dqnflow run start|list|show|watch|compare|pause|resume|stop ...\"", errUsage)
-	}
-	sub, rest := args[0], args[1:]
-	switch sub {
-	case "start":
-		return runStart(ctx, e, rest)
-	case "list":
-		return runList(ctx, e, rest)
-	case "show":
-		return runShow(ctx, e, rest)
-	case "watch":
-		return runWatch(ctx, e, rest)
-	case "compare":
-		return runCompare(ctx, e, rest)
-	case "pause", "resume", "stop":
-		return runSignal(ctx, e, sub, rest)
-	}
-	return fmt.Errorf("%w: unknown run command %q: want start, list, show, watch, compare, pause, resume or stop", errUsage, sub)
+// runCmd is "dqnflow run start|list|show|watch|compare|pause|resume|stop":
+// runs on Temporal.
+func runCmd(e *env) *cobra.Command {
+	return group("run", "runs on Temporal: start, list, show, watch, compare, pause, resume, stop",
+		"run starts TrainingRun workflows on Temporal and shows, compares and steers them.",
+		runStartCmd(e), runListCmd(e), runShowCmd(e), runWatchCmd(e), runCompareCmd(e),
+		runSignalCmd(e, "pause", "checkpoint the run, free its trainer and wait for resume"),
+		runSignalCmd(e, "resume", "resume a paused run"),
+		runSignalCmd(e, "stop", "stop a run: a final checkpoint and backtest, then it completes"))
 }
 
 // newRunID returns "<prefix>-<UTC time>-<4 random bytes>".
@@ -67,93 +56,107 @@ func startWorkflow(ctx context.Context, c client.Client, id, name string, arg an
 	return run, nil
 }
 
-func runStart(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "run start")
+func runStartCmd(e *env) *cobra.Command {
+	cmd := leaf("start",
+		"start a TrainingRun; prints its id",
+		"start starts a TrainingRun workflow with the config (the defaults without --config) and prints the run id; with --wait it also waits for the result.",
+		"dqnflow run start                               # the defaults on the bundled S&P 500 data",
+		"dqnflow run start --config my.json --id lr-3e-4 --wait")
+	fs := cmd.Flags()
+	e.conn.register(fs)
 	cfgPath := fs.String("config", "", "RunConfig JSON file (default: built-in defaults)")
 	id := fs.String("id", "", "run id (default: run-<time>-<random>)")
 	wait := fs.Bool("wait", false, "block until the run ends and print its final status")
 	jsonOut := fs.Bool("json", false, "print JSON")
-	if err := parse(fs, args, 0); err != nil {
-		return err
-	}
-	cfg, err := config.Load(*cfgPath)
-	if err != nil {
-		return err
-	}
-	if w := precisionWarning(cfg); w != "" {
-		fmt.Fprintln(e.stderr, w)
-	}
-	if *id == "" {
-		*id = newRunID("run")
-	}
-	c, err := dial(ctx, e)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	if err := startRun(ctx, c, *id, cfg); err != nil {
-		return err
-	}
-	if !*wait {
-		if *jsonOut {
-			return printJSON(e, map[string]string{"run_id": *id})
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		ctx := cmd.Context()
+		cfg, err := config.Load(*cfgPath)
+		if err != nil {
+			return err
 		}
-		fmt.Fprintln(e.stdout, *id)
+		if w := precisionWarning(cfg); w != "" {
+			fmt.Fprintln(e.stderr, w)
+		}
+		if *id == "" {
+			*id = newRunID("run")
+		}
+		c, err := dial(ctx, e)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		if err := startRun(ctx, c, *id, cfg); err != nil {
+			return err
+		}
+		if !*wait {
+			if *jsonOut {
+				return printJSON(e, map[string]string{"run_id": *id})
+			}
+			fmt.Fprintln(e.stdout, *id)
+			return nil
+		}
+		if !*jsonOut {
+			fmt.Fprintln(e.stdout, *id)
+		}
+		var res workflows.RunResult
+		err = c.GetWorkflow(ctx, *id, "").Get(ctx, &res)
+		if *jsonOut {
+			out := map[string]any{"run_id": *id, "result": res}
+			if err != nil {
+				out["status"], out["error"] = "failed", err.Error()
+			} else {
+				out["status"] = res.Status
+			}
+			if perr := printJSON(e, out); perr != nil {
+				return perr
+			}
+			return err
+		}
+		if err != nil {
+			return fmt.Errorf("run %s failed: %w", *id, err)
+		}
+		fmt.Fprintf(e.stdout, "run %s %s: %d epochs, best validation Sharpe %.3f at epoch %d\n", *id, res.Status, res.Epochs, res.BestValidSharpe, res.BestEpoch)
 		return nil
 	}
-	if !*jsonOut {
-		fmt.Fprintln(e.stdout, *id)
-	}
-	var res workflows.RunResult
-	err = c.GetWorkflow(ctx, *id, "").Get(ctx, &res)
-	if *jsonOut {
-		out := map[string]any{"run_id": *id, "result": res}
-		if err != nil {
-			out["status"], out["error"] = "failed", err.Error()
-		} else {
-			out["status"] = res.Status
-		}
-		if perr := printJSON(e, out); perr != nil {
-			return perr
-		}
-		return err
-	}
-	if err != nil {
-		return fmt.Errorf("run %s failed: %w", *id, err)
-	}
-	fmt.Fprintf(e.stdout, "run %s %s: %d epochs, best validation Sharpe %.3f at epoch %d\n", *id, res.Status, res.Epochs, res.BestValidSharpe, res.BestEpoch)
-	return nil
+	return cmd
 }
 
-func runList(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "run list")
+func runListCmd(e *env) *cobra.Command {
+	cmd := leaf("list",
+		"runs from the metadata store, newest first",
+		"list prints the runs the metadata store holds, newest first: status, epochs, best validation Sharpe, precision, creation time.",
+		"dqnflow run list",
+		"dqnflow run list --lineage daily --limit 5 --json")
+	fs := cmd.Flags()
+	e.conn.register(fs)
 	limit := fs.Int("limit", 20, "most runs to list, newest first (0: all)")
 	lineage := fs.String("lineage", "", "only runs of this lineage")
 	jsonOut := fs.Bool("json", false, "print JSON")
-	if err := parse(fs, args, 0); err != nil {
-		return err
-	}
-	st, err := openReader(ctx, e)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	runs, err := st.ListRuns(ctx, store.RunFilter{Lineage: *lineage, Limit: *limit})
-	if err != nil {
-		return err
-	}
-	if *jsonOut {
-		return printJSON(e, runs)
-	}
-	fmt.Fprintf(e.stdout, "%-36s %-14s %7s %9s %-10s %s\n", "run", "status", "epochs", "best", "precision", "created")
-	for _, r := range runs {
-		best := "-"
-		if r.BestValidSharpe != nil {
-			best = fmt.Sprintf("%.3f", *r.BestValidSharpe)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		ctx := cmd.Context()
+		st, err := openReader(ctx, e)
+		if err != nil {
+			return err
 		}
-		fmt.Fprintf(e.stdout, "%-36s %-14s %7d %9s %-10s %s\n", r.RunID, r.Status, r.EpochsDone, best, r.Precision, r.CreatedAt.Format(time.RFC3339))
+		defer st.Close()
+		runs, err := st.ListRuns(ctx, store.RunFilter{Lineage: *lineage, Limit: *limit})
+		if err != nil {
+			return err
+		}
+		if *jsonOut {
+			return printJSON(e, runs)
+		}
+		fmt.Fprintf(e.stdout, "%-36s %-14s %7s %9s %-10s %s\n", "run", "status", "epochs", "best", "precision", "created")
+		for _, r := range runs {
+			best := "-"
+			if r.BestValidSharpe != nil {
+				best = fmt.Sprintf("%.3f", *r.BestValidSharpe)
+			}
+			fmt.Fprintf(e.stdout, "%-36s %-14s %7d %9s %-10s %s\n", r.RunID, r.Status, r.EpochsDone, best, r.Precision, r.CreatedAt.Format(time.RFC3339))
+		}
+		return nil
 	}
-	return nil
+	return cmd
 }
 
 // progress queries the run's progress and, while an epoch trains, the
@@ -213,23 +216,26 @@ func ckURI(r *activities.CheckpointRef) string {
 	return r.URI
 }
 
-func runSignal(ctx context.Context, e *env, sub string, args []string) error {
-	fs := newFlags(e, "run "+sub)
-	if err := parse(fs, args, 1); err != nil {
-		return err
+// runSignalCmd is "dqnflow run pause|resume|stop RUN" (sub), which sends
+// the run's workflow that signal.
+func runSignalCmd(e *env, sub, short string) *cobra.Command {
+	cmd := leaf(sub+" RUN", short, sub+": "+short+". The signal takes effect at the next epoch boundary.",
+		"dqnflow run "+sub+" lr-3e-4")
+	cmd.Args = argsBetween(1, 1)
+	e.conn.register(cmd.Flags())
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		ctx := cmd.Context()
+		c, err := dial(ctx, e)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		signal := map[string]string{"pause": workflows.PauseSignal, "resume": workflows.ResumeSignal, "stop": workflows.StopSignal}[sub]
+		if err := c.SignalWorkflow(ctx, args[0], "", signal, nil); err != nil {
+			return fmt.Errorf("signal %s to run %s: %w", signal, args[0], err)
+		}
+		fmt.Fprintf(e.stdout, "sent %s to run %s (it takes effect at the next epoch boundary)\n", signal, args[0])
+		return nil
 	}
-	if fs.NArg() != 1 {
-		return fmt.Errorf("%w: want \"dqnflow run %s RUN\"", errUsage, sub)
-	}
-	c, err := dial(ctx, e)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	signal := map[string]string{"pause": workflows.PauseSignal, "resume": workflows.ResumeSignal, "stop": workflows.StopSignal}[sub]
-	if err := c.SignalWorkflow(ctx, fs.Arg(0), "", signal, nil); err != nil {
-		return fmt.Errorf("signal %s to run %s: %w", signal, fs.Arg(0), err)
-	}
-	fmt.Fprintf(e.stdout, "sent %s to run %s (it takes effect at the next epoch boundary)\n", signal, fs.Arg(0))
-	return nil
+	return cmd
 }

@@ -3,12 +3,16 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/dqnflow/dqnflow/activities"
 	"github.com/dqnflow/dqnflow/market"
@@ -71,86 +75,93 @@ func stepsPerSecond(epochs []store.Epoch, i int) float64 {
 	return float64(e.GlobalStep-prev) / (float64(e.DurationMS) / 1000)
 }
 
-// runShow implements "dqnflow run show RUN [--json]": the config that ran,
+// runShowCmd is "dqnflow run show RUN [--json]": the config that ran,
 // backend, device and precision, a table of epochs, the checkpoints (best
 // marked) and the backtests, from the metadata store; and, while the run
 // lives, its progress from Temporal.
-func runShow(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "run show")
+func runShowCmd(e *env) *cobra.Command {
+	cmd := leaf("show RUN",
+		"a run: config, device, epochs, checkpoints, backtests",
+		"show prints a run's progress while it lives (from Temporal) and what the metadata store holds: the config that ran, backend, device and precision, epochs, checkpoints (best marked) and backtests.",
+		"dqnflow run show lr-3e-4",
+		"dqnflow run show lr-3e-4 --json | jq '.epochs[-1]'")
+	fs := cmd.Flags()
+	e.conn.register(fs)
 	jsonOut := fs.Bool("json", false, "print everything as one JSON object")
-	pos, err := parsePositional(fs, args, 1)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return fmt.Errorf("%w: want \"dqnflow run show RUN [--json]\"", errUsage)
-	}
-	id := pos[0]
+	cmd.Args = argsBetween(1, 1)
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		ctx := cmd.Context()
+		id := pos[0]
 
-	// Temporal answers while a worker runs the workflow; the store answers
-	// for every run it recorded. Either is enough, both are better.
-	var p *workflows.Progress
-	var live *activities.Heartbeat
-	var queryErr error
-	if c, err := dial(ctx, e); err != nil {
-		queryErr = err
-	} else {
-		qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		var prog workflows.Progress
-		prog, live, queryErr = progress(qctx, c, id)
-		cancel()
-		c.Close()
-		if queryErr == nil {
-			p = &prog
+		// Temporal answers while a worker runs the workflow; the store answers
+		// for every run it recorded. Either is enough, both are better.
+		var p *workflows.Progress
+		var live *activities.Heartbeat
+		var queryErr error
+		if c, err := dial(ctx, e); err != nil {
+			queryErr = err
+		} else {
+			qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			var prog workflows.Progress
+			prog, live, queryErr = progress(qctx, c, id)
+			cancel()
+			c.Close()
+			if queryErr == nil {
+				p = &prog
+			}
 		}
-	}
-	var rec *runRecord
-	storeErr := func() error {
-		st, err := openReader(ctx, e)
-		if err != nil {
-			return err
+		var rec *runRecord
+		storeErr := func() error {
+			st, err := openReader(ctx, e)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			// A run keyed "<workflow id>.<execution id>" is found by either.
+			key := id
+			if p != nil && p.RunID != "" {
+				key = p.RunID
+			}
+			r, err := loadRunRecord(ctx, st, key)
+			if err != nil {
+				return err
+			}
+			rec = &r
+			return nil
+		}()
+		if p == nil && rec == nil {
+			if isNotFound(queryErr) && errors.Is(storeErr, store.ErrNotFound) {
+				return noSuchRun(e, id)
+			}
+			return fmt.Errorf("run %s: Temporal: %v; metadata store: %v", id, queryErr, storeErr)
 		}
-		defer st.Close()
-		// A run keyed "<workflow id>.<execution id>" is found by either.
-		key := id
-		if p != nil && p.RunID != "" {
-			key = p.RunID
+		if *jsonOut {
+			out := map[string]any{"run_id": id}
+			if p != nil {
+				out["progress"], out["training"] = p, live
+			} else {
+				out["temporal_error"] = queryErr.Error()
+			}
+			if rec != nil {
+				out["run"], out["epochs"], out["checkpoints"], out["backtests"] = rec.Run, rec.Epochs, rec.Checkpoints, rec.Backtests
+			} else {
+				out["store_error"] = storeErr.Error()
+			}
+			return printJSON(e, out)
 		}
-		r, err := loadRunRecord(ctx, st, key)
-		if err != nil {
-			return err
-		}
-		rec = &r
-		return nil
-	}()
-	if p == nil && rec == nil {
-		return fmt.Errorf("run %s: Temporal: %v; metadata store: %v", id, queryErr, storeErr)
-	}
-	if *jsonOut {
-		out := map[string]any{"run_id": id}
 		if p != nil {
-			out["progress"], out["training"] = p, live
+			printProgress(e, *p, live)
 		} else {
-			out["temporal_error"] = queryErr.Error()
+			fmt.Fprintf(e.stderr, "run %s: no live answer from Temporal (%v); showing the metadata store\n", id, queryErr)
 		}
-		if rec != nil {
-			out["run"], out["epochs"], out["checkpoints"], out["backtests"] = rec.Run, rec.Epochs, rec.Checkpoints, rec.Backtests
-		} else {
-			out["store_error"] = storeErr.Error()
+		if rec == nil {
+			fmt.Fprintf(e.stderr, "run %s: metadata store: %v\n", id, storeErr)
+			return nil
 		}
-		return printJSON(e, out)
-	}
-	if p != nil {
-		printProgress(e, *p, live)
-	} else {
-		fmt.Fprintf(e.stderr, "run %s: no live answer from Temporal (%v); showing the metadata store\n", id, queryErr)
-	}
-	if rec == nil {
-		fmt.Fprintf(e.stderr, "run %s: metadata store: %v\n", id, storeErr)
+		printRunRecord(e.stdout, *rec)
 		return nil
 	}
-	printRunRecord(e.stdout, *rec)
-	return nil
+	return cmd
 }
 
 // printRunRecord prints a run's stored metadata as tables.
@@ -228,6 +239,31 @@ func printRunRecord(w io.Writer, r runRecord) {
 
 }
 
+// deviceID finds the device of a trainer's description: "cpu:N" of a
+// stand-in ("cpu:1: cpu (2 threads ...)"), "cuda:N" of a GPU ("NVIDIA H100
+// (cuda:0, sm_90, ...)"); blasName the CPU backend's matrix library
+// ("..., blas openblas 0.3.21 (...)").
+var (
+	deviceID = regexp.MustCompile(`^cpu:\d+\b|\bcuda:\d+\b`)
+	blasName = regexp.MustCompile(`\bblas (\w+)`)
+)
+
+// shortDevice is where a run trained in a few words, "cuda:0 bf16-mixed"
+// or "cpu/openblas fp32", for a column; "-" before its trainer was built.
+func shortDevice(backend, device, precision string) string {
+	if backend == "" {
+		return "-"
+	}
+	id := deviceID.FindString(device)
+	if id == "" {
+		id = backend
+	}
+	if m := blasName.FindStringSubmatch(device); m != nil && strings.HasPrefix(id, "cpu") {
+		id += "/" + m[1]
+	}
+	return id + " " + precision
+}
+
 // metric formats m[key], or "-" when it is absent.
 func metric(m map[string]float64, key, format string) string {
 	v, ok := m[key]
@@ -245,38 +281,42 @@ func optional(p *float64, format string) string {
 	return fmt.Sprintf(format, *p)
 }
 
-// runCompare implements "dqnflow run compare RUN RUN...": the runs side by
+// runCompareCmd is "dqnflow run compare RUN RUN...": the runs side by
 // side, the config keys whose values differ, and each run's best and final
 // metrics.
-func runCompare(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "run compare")
+func runCompareCmd(e *env) *cobra.Command {
+	cmd := leaf("compare RUN RUN...",
+		"runs side by side: best and final metrics, config differences",
+		"compare prints runs side by side: status, device, best and final metrics, and the config keys whose values differ.",
+		"dqnflow run compare lr-3e-4 lr-1e-3",
+		"dqnflow run compare A B C --json")
+	fs := cmd.Flags()
+	e.conn.register(fs)
 	jsonOut := fs.Bool("json", false, "print JSON")
-	pos, err := parsePositional(fs, args, 64)
-	if err != nil {
-		return err
-	}
-	if len(pos) < 2 {
-		return fmt.Errorf("%w: want \"dqnflow run compare RUN RUN...\" (two runs or more)", errUsage)
-	}
-	st, err := openReader(ctx, e)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	var recs []runRecord
-	for _, id := range pos {
-		r, err := loadRunRecord(ctx, st, id)
+	cmd.Args = argsBetween(2, 64)
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		ctx := cmd.Context()
+		st, err := openReader(ctx, e)
 		if err != nil {
 			return err
 		}
-		recs = append(recs, r)
+		defer st.Close()
+		var recs []runRecord
+		for _, id := range pos {
+			r, err := loadRunRecord(ctx, st, id)
+			if err != nil {
+				return err
+			}
+			recs = append(recs, r)
+		}
+		cmp := compareRuns(recs)
+		if *jsonOut {
+			return printJSON(e, cmp)
+		}
+		printComparison(e.stdout, cmp)
+		return nil
 	}
-	cmp := compareRuns(recs)
-	if *jsonOut {
-		return printJSON(e, cmp)
-	}
-	printComparison(e.stdout, cmp)
-	return nil
+	return cmd
 }
 
 // comparison is "run compare"'s result.
@@ -423,12 +463,7 @@ func printComparison(w io.Writer, c comparison) {
 	}
 	row("run", func(s runSummary) string { return s.RunID })
 	row("status", func(s runSummary) string { return string(s.Status) })
-	row("ran on", func(s runSummary) string {
-		if s.Backend == "" {
-			return "-"
-		}
-		return fmt.Sprintf("%s %s %s", s.Backend, s.Device, s.Precision)
-	})
+	row("ran on", func(s runSummary) string { return shortDevice(s.Backend, s.Device, s.Precision) })
 	row("epochs", func(s runSummary) string { return fmt.Sprint(s.Epochs) })
 	row("best valid Sharpe", func(s runSummary) string { return opt(s.BestValidSharpe, "%.3f") })
 	row("best epoch", func(s runSummary) string {
@@ -450,6 +485,16 @@ func printComparison(w io.Writer, c comparison) {
 		return (time.Duration(s.WallSeconds * float64(time.Second))).Round(100 * time.Millisecond).String()
 	})
 	tw.Flush()
+	// The devices in full, one a line: a column of them would be some
+	// 200 characters wide.
+	fmt.Fprintln(w, "\nran on, in full:")
+	for _, s := range c.Runs {
+		full := "-"
+		if s.Backend != "" {
+			full = fmt.Sprintf("%s backend on %s, %s", s.Backend, s.Device, s.Precision)
+		}
+		fmt.Fprintf(w, "  %s: %s\n", s.RunID, full)
+	}
 	if len(c.DiffKeys) == 0 {
 		fmt.Fprintln(w, "\nconfig: identical")
 		return

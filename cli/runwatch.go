@@ -2,12 +2,15 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
 	"github.com/dqnflow/dqnflow/activities"
@@ -15,37 +18,43 @@ import (
 	"github.com/dqnflow/dqnflow/workflows"
 )
 
-// runWatch implements "dqnflow run watch RUN [--json]": a live line for
+// runWatchCmd is "dqnflow run watch RUN [--json]": a live line for
 // the epoch in training (step, steps/s, loss, ε, validation Sharpe) that
 // changes in place on a terminal, a line per finished epoch, and the
 // result when the run ends. Without a terminal (a log) it prints plain
 // lines: one per epoch and one per change of status or phase.
-func runWatch(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "run watch")
+func runWatchCmd(e *env) *cobra.Command {
+	cmd := leaf("watch RUN",
+		"live progress of a run until it ends",
+		"watch shows a run's progress until it ends: a line per finished epoch, the epoch in training redrawn in place on a terminal, then the result.",
+		"dqnflow run watch lr-3e-4")
+	fs := cmd.Flags()
+	e.conn.register(fs)
 	jsonOut := fs.Bool("json", false, "print a JSON object per change (progress and the live heartbeat)")
-	pos, err := parsePositional(fs, args, 1)
-	if err != nil {
+	cmd.Args = argsBetween(1, 1)
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		ctx := cmd.Context()
+		c, err := dial(ctx, e)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		_, err = watchRun(ctx, e, c, pos[0], *jsonOut)
 		return err
 	}
-	if len(pos) != 1 {
-		return fmt.Errorf("%w: want \"dqnflow run watch RUN [--json]\"", errUsage)
-	}
-	c, err := dial(ctx, e)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	_, err = watchRun(ctx, e, c, pos[0], *jsonOut)
-	return err
+	return cmd
 }
 
 // watchRun shows the run's progress until it ends, then its result, which
 // it returns. Epoch metrics that only the store has (ε, steps/s) come from
 // the metadata store when one is found; without one the lines show less.
 func watchRun(ctx context.Context, e *env, c client.Client, id string, jsonOut bool) (workflows.RunResult, error) {
+	var res workflows.RunResult
+	if _, err := c.DescribeWorkflowExecution(ctx, id, ""); isNotFound(err) {
+		return res, notOnTemporal(ctx, e, id)
+	}
 	run := c.GetWorkflow(ctx, id, "")
 	done := make(chan error, 1)
-	var res workflows.RunResult
 	go func() { done <- run.Get(ctx, &res) }()
 
 	w := &watcher{w: e.stdout, tty: isTerminal(e.stdout), epsilon: math.NaN(), meanQ: math.NaN()}
@@ -114,6 +123,37 @@ func watchRun(ctx context.Context, e *env, c client.Client, id string, jsonOut b
 			w.update(now, p, live)
 		}
 	}
+}
+
+// isNotFound reports whether err is Temporal's answer for a workflow
+// that it does not know.
+func isNotFound(err error) bool {
+	var nf *serviceerror.NotFound
+	return errors.As(err, &nf)
+}
+
+// noSuchRun is the error for a run that neither Temporal nor the metadata
+// store knows.
+func noSuchRun(e *env, id string) error {
+	return fmt.Errorf("run %s does not exist: Temporal at %s (namespace %s) has no workflow %s, and the metadata store no run %s (\"dqnflow run list\" lists the runs)",
+		id, e.conn.address(), e.conn.namespace(), id, id)
+}
+
+// notOnTemporal is the error for run id, whose workflow Temporal does
+// not know: a run the metadata store recorded (its history past the
+// namespace's retention, or kept by another server) or none at all.
+func notOnTemporal(ctx context.Context, e *env, id string) error {
+	st, err := openReader(ctx, e)
+	if err != nil {
+		return noSuchRun(e, id)
+	}
+	defer st.Close()
+	r, err := st.GetRun(ctx, id)
+	if err != nil {
+		return noSuchRun(e, id)
+	}
+	return fmt.Errorf("run %s (%s) is not on Temporal at %s (namespace %s): its history is past the namespace's retention, or another server ran it; \"dqnflow run show %s\" shows what the metadata store holds",
+		id, r.Status, e.conn.address(), e.conn.namespace(), id)
 }
 
 // watcher draws "run watch": finished epochs as lines, the epoch in

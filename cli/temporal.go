@@ -3,13 +3,13 @@ package cli
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
 	"strconv"
 	"strings"
 
+	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 )
@@ -33,7 +33,7 @@ const (
 
 // temporalConn is how the CLI reaches Temporal, the one place its
 // connection settings are read: each setting is a flag of the commands
-// that talk to Temporal (dialsTemporal) or else the environment variable
+// that talk to Temporal (register) or else the environment variable
 // named beside it. TLS is on when --tls says so or when a CA, client
 // certificate or API key is given (as in the Temporal CLI); a client
 // certificate and key make it mutual TLS; an API key is sent as a bearer
@@ -49,21 +49,13 @@ type temporalConn struct {
 	local                     bool // dqnflow dev's own plain-text server
 }
 
-// dialsTemporal reports whether the command named name (as given to
-// newFlags) talks to Temporal and so takes the connection flags.
-func dialsTemporal(name string) bool {
-	switch {
-	case name == "worker", name == "bench", name == "doctor", name == "report":
-		return true
-	case strings.HasPrefix(name, "run "), strings.HasPrefix(name, "schedule "), strings.HasPrefix(name, "sweep "):
-		return true
-	}
-	return false
-}
+// groupTemporalFlags heads the connection flags in help.
+const groupTemporalFlags = "Temporal connection"
 
 // register adds the connection flags to fs, with the environment's values
-// as defaults.
-func (c *temporalConn) register(fs *flag.FlagSet) {
+// as defaults, under their own heading in help. Every command that talks
+// to Temporal calls it in its flag block.
+func (c *temporalConn) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.addr, "address", getenv(envTemporalAddress, "127.0.0.1:7233"), "Temporal frontend host:port ($"+envTemporalAddress+")")
 	fs.StringVar(&c.ns, "namespace", getenv(envTemporalNamespace, "default"), "Temporal namespace ($"+envTemporalNamespace+")")
 	fs.StringVar(&c.tls, "tls", os.Getenv(envTemporalTLS), "true or false: TLS to Temporal; on by default when a CA, client certificate or API key is given ($"+envTemporalTLS+")")
@@ -74,6 +66,8 @@ func (c *temporalConn) register(fs *flag.FlagSet) {
 	noVerify, _ := strconv.ParseBool(os.Getenv(envTemporalNoVerify))
 	fs.BoolVar(&c.noVerify, "tls-disable-host-verification", noVerify, "accept any server certificate: for tests only ($"+envTemporalNoVerify+")")
 	fs.StringVar(&c.apiKeyFile, "api-key-file", os.Getenv(envTemporalAPIKeyF), "file holding the API key sent as a bearer token ($"+envTemporalAPIKeyF+", or the key itself in $"+envTemporalAPIKey+")")
+	groupFlags(fs, groupTemporalFlags, "address", "namespace", "tls", "tls-ca-path", "tls-cert-path", "tls-key-path",
+		"tls-server-name", "tls-disable-host-verification", "api-key-file")
 }
 
 func (c *temporalConn) address() string {

@@ -3,11 +3,13 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/dqnflow/dqnflow/backend"
 	"github.com/dqnflow/dqnflow/checkpoint"
@@ -19,11 +21,16 @@ import (
 	"github.com/dqnflow/dqnflow/trainer/policy"
 )
 
-// runTrain implements "dqnflow train": the whole training loop in this
-// process, without Temporal (the TrainingRun workflow runs the same steps as
+// trainCmd is "dqnflow train": the whole training loop in this process,
+// without Temporal (the TrainingRun workflow runs the same steps as
 // activities).
-func runTrain(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "train")
+func trainCmd(e *env) *cobra.Command {
+	cmd := leaf("train", "train a run in this process, without Temporal",
+		"train trains a run in this process, without Temporal: it backtests on the validation range every backtest.every epochs, "+
+			"keeps the best checkpoint, and reports it on the held-out test range. Progress goes to stderr, the report to stdout.",
+		"dqnflow train --device cpu --epochs 5 --out runs/local",
+		"dqnflow train --device cuda --config my.json --data prices.csv --out runs/gpu")
+	fs := cmd.Flags()
 	device := fs.String("device", "", "cpu, cuda, cuda:N or auto (default: the config's device)")
 	cfgPath := fs.String("config", "", "RunConfig JSON file (default: built-in defaults)")
 	dataPath := fs.String("data", "", "price CSV file, bundled:NAME or synthetic (default: the config's data.path)")
@@ -31,38 +38,46 @@ func runTrain(ctx context.Context, e *env, args []string) error {
 	blasFlag(fs)
 	out := fs.String("out", "", "directory for checkpoints and the final report (default: runs/<run id>, a new one per run)")
 	jsonOut := fs.Bool("json", false, "print the final report (best checkpoint on validation and test) as JSON")
-	if err := parse(fs, args, 0); err != nil {
-		return err
+	flagValues(fs, "device", deviceValues...)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		cfg, err := loadConfig(fs, *cfgPath, *device, *dataPath, *epochs)
+		if err != nil {
+			return err
+		}
+		res, err := trainLocal(cmd.Context(), e, cfg, *out, "")
+		if err != nil {
+			return err
+		}
+		if *jsonOut {
+			return printJSON(e, res)
+		}
+		printTrainResult(e, res)
+		return nil
 	}
-	cfg, err := loadConfig(fs, *cfgPath, *device, *dataPath, *epochs)
-	if err != nil {
-		return err
-	}
-	res, err := trainLocal(ctx, e, cfg, *out, "")
-	if err != nil {
-		return err
-	}
-	if *jsonOut {
-		return printJSON(e, res)
-	}
-	printTrainResult(e, res)
-	return nil
+	return cmd
 }
 
 // blasFlag adds --blas, which loadConfig applies to the config's blas.
-func blasFlag(fs *flag.FlagSet) {
+func blasFlag(fs *pflag.FlagSet) {
 	fs.String("blas", "", "CPU matrix library: auto, gonum, openblas or accelerate (default: the config's blas, auto)")
+	flagValues(fs, "blas", blasValues...)
 }
+
+// blasValues are what --blas takes; precisionValues what --precision takes.
+var (
+	blasValues      = []string{"auto", "gonum", "openblas", "accelerate"}
+	precisionValues = []string{config.PrecisionFP32, config.PrecisionBF16Mixed, config.PrecisionBF16}
+)
 
 // loadConfig reads the config file and applies the flags that override it;
 // the result is validated, so a bad flag is named like a bad config key.
-func loadConfig(fs *flag.FlagSet, path, device, dataPath string, epochs int) (config.RunConfig, error) {
+func loadConfig(fs *pflag.FlagSet, path, device, dataPath string, epochs int) (config.RunConfig, error) {
 	cfg, err := config.Load(path)
 	if err != nil {
 		return cfg, err
 	}
 	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	fs.Visit(func(f *pflag.Flag) { set[f.Name] = true })
 	if set["device"] {
 		cfg.Device = device
 	}
@@ -157,11 +172,10 @@ func (r trainResult) Final() market.Report {
 // then runs once on the test range. Progress goes to e.stderr.
 func trainLocal(ctx context.Context, e *env, cfg config.RunConfig, out, runID string) (trainResult, error) {
 	var res trainResult
-	b, dev, err := backend.Open(cfg.Device)
+	b, _, err := openBackend(e, cfg.Device)
 	if err != nil {
 		return res, err
 	}
-	fmt.Fprintf(e.stderr, "device: %s\n", dev)
 	ds, err := market.Prepare(cfg)
 	if err != nil {
 		return res, err
@@ -276,6 +290,21 @@ func trainLocal(ctx context.Context, e *env, cfg config.RunConfig, out, runID st
 	return res, writeJSONFile(filepath.Join(out, "report.json"), res)
 }
 
+// openBackend opens the backend of device and says which on one short
+// line of e.stderr, which it returns; why "auto" fell back to the CPU, at
+// length, only with --verbose ("dqnflow doctor" says it too).
+func openBackend(e *env, device string) (trainer.Backend, string, error) {
+	b, c, err := backend.Open(device)
+	if err != nil {
+		return nil, "", err
+	}
+	fmt.Fprintf(e.stderr, "device: %s\n", c.Summary)
+	if c.Detail != "" && e.verbose {
+		fmt.Fprintf(e.stderr, "device: %s\n", c.Detail)
+	}
+	return b, c.Summary, nil
+}
+
 // barSpan is "first .. last" bar time of r, or "-" when r is empty.
 func barSpan(ds *market.Dataset, r market.Range) string {
 	if r.Len() <= 0 {
@@ -285,16 +314,17 @@ func barSpan(ds *market.Dataset, r market.Range) string {
 }
 
 // describeInstrument says how ds prices trades: the instrument, its tick
-// and costs, and what a round trip costs in basis points at the last close.
+// and costs. What a round trip costs in basis points depends on the price
+// it is measured at, so printReport says it once, for the backtest's
+// range.
 func describeInstrument(ds *market.Dataset) string {
 	in := ds.Instrument
 	name := in.Name
 	if name == "" {
 		name = config.InstrumentCustom
 	}
-	p := ds.Bars.Close[ds.Bars.Len()-1]
-	return fmt.Sprintf("%s (tick %g, slippage %g ticks + %g bps, commission %.4g/contract + %g bps, point value %.4g), %.2f bps per round trip at %.6g",
-		name, in.TickSize, in.SlippageTicks, in.SlippageBps, in.Commission, in.CommissionBps, in.PointValue, in.RoundTripBps(p), p)
+	return fmt.Sprintf("%s (tick %g, slippage %g ticks + %g bps, commission %.4g/contract + %g bps, point value %.4g)",
+		name, in.TickSize, in.SlippageTicks, in.SlippageBps, in.Commission, in.CommissionBps, in.PointValue)
 }
 
 // printTrainResult prints the chosen checkpoint and its final report.
@@ -377,7 +407,7 @@ func printReport(e *env, r market.Report) {
 	if name == "" {
 		name = "custom"
 	}
-	fmt.Fprintf(w, "cost per round trip: %.2f bps of the notional at the mean close (%s)\n", r.CostPerRoundTripBps, name)
+	fmt.Fprintf(w, "cost per round trip: %.2f bps of one contract's notional at this range's mean close (%s)\n", r.CostPerRoundTripBps, name)
 	for _, x := range []struct {
 		name string
 		m    market.Metrics

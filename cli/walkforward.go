@@ -1,12 +1,13 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
@@ -193,135 +194,144 @@ func applyGate(cfg config.BacktestConfig, gate string, ws []wfResult, flats []ma
 	return g, nil
 }
 
-// runWalkForward implements "dqnflow walkforward": it trains one run per
+// walkForwardCmd is "dqnflow walkforward": it trains one run per
 // window (validation picks its checkpoint and stops it early; its test
 // range is touched only by its report), then prints each window's test
 // metrics and the pooled ones beside buy-and-hold and flat. A window
 // trades its checkpoint on its test range where --gate's evidence reaches
 // backtest.min_valid_t, and is flat otherwise.
-func runWalkForward(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "walkforward")
+func walkForwardCmd(e *env) *cobra.Command {
+	cmd := leaf("walkforward",
+		"walk-forward: one run per window, test metrics per window and pooled",
+		"walkforward trains one run per window over consecutive test ranges, each on the bars before it, and reports every window's test range and all of them joined, under each gate (the evidence that lets a window trade).",
+		"dqnflow walkforward --data bundled:bitcoin_2024.csv --windows 3 --epochs 10 --out runs/wf",
+		"dqnflow walkforward --config my.json --windows 4 --train-bars 20000 --json",
+		"dqnflow walkforward --data bundled:USA500IDXUSD_H1.csv --windows 4 --gate window")
+	fs := cmd.Flags()
 	cfgPath := fs.String("config", "", "RunConfig JSON file (default: built-in defaults)")
 	dataPath := fs.String("data", "", "price CSV file, bundled:NAME or synthetic (default: the config's data.path)")
 	epochs := fs.Int("epochs", 0, "epochs per window (default: the config's epochs)")
 	device := fs.String("device", "", "cpu, cuda, cuda:N or auto (default: the config's device)")
+	flagValues(fs, "device", deviceValues...)
 	k := fs.Int("windows", 4, "number of consecutive windows")
 	testBars := fs.Int("test-bars", 0, "test bars per window (default: 30% of the bars after the feature warmup, split over the windows)")
 	validBars := fs.Int("valid-bars", 0, "validation bars per window (default: --test-bars)")
 	trainBars := fs.Int("train-bars", 0, "training bars per window (default 0: every earlier bar, an expanding window)")
 	gate := fs.String("gate", gateRecord, "evidence that lets a window trade its test range, at backtest.min_valid_t: window (its run's own validation), pooled (the validation ranges of that window and every earlier one, joined), record (every earlier window's test range, joined) or none (always); the summary shows them all")
+	flagValues(fs, "gate", gates...)
 	out := fs.String("out", "", "directory for each window's run and the summary (default: runs/<id>)")
 	jsonOut := fs.Bool("json", false, "print the result as JSON")
-	if err := parse(fs, args, 0); err != nil {
-		return err
-	}
-	if !slices.Contains(gates, *gate) {
-		return fmt.Errorf("%w: --gate %q: want one of %s", errUsage, *gate, strings.Join(gates, ", "))
-	}
-	cfg, err := loadConfig(fs, *cfgPath, *device, *dataPath, *epochs)
-	if err != nil {
-		return err
-	}
-	b, err := market.Load(cfg)
-	if err != nil {
-		return err
-	}
-	ws, err := wfLayout(b, cfg, *k, testBars, validBars, *trainBars)
-	if err != nil {
-		return err
-	}
-	gatesRun := gates
-	if *validBars > *testBars {
-		// The windows' validation ranges overlap: joined, they would count
-		// bars twice.
-		if *gate == gatePooled {
-			return fmt.Errorf("%w: --gate pooled with --valid-bars %d above --test-bars %d: the windows' validation ranges would overlap and count bars twice",
-				errUsage, *validBars, *testBars)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		ctx := cmd.Context()
+		if !slices.Contains(gates, *gate) {
+			return fmt.Errorf("%w: --gate %q: want one of %s", errUsage, *gate, strings.Join(gates, ", "))
 		}
-		gatesRun = []string{gateWindow, gateRecord, gateNone}
-	}
-	id := newRunID("walkforward")
-	if *out == "" {
-		*out = filepath.Join("runs", id)
-	}
-	res := walkForwardResult{Data: cfg.Data.Path, Config: cfg, Gate: *gate}
-	var valids, ckTests, flats []market.Report
-	for i, w := range ws {
-		wc := windowConfig(cfg, b, w)
-		fmt.Fprintf(e.stderr, "window %d/%d: train %s, validation %s, test %s\n", i+1, len(ws),
-			barsSpan(b, w.Train), barsSpan(b, w.Valid), barsSpan(b, w.Test))
-		r, err := trainLocal(ctx, e, wc, filepath.Join(*out, fmt.Sprintf("window-%d", i+1)), fmt.Sprintf("%s-w%d", id, i+1))
-		if err != nil {
-			return fmt.Errorf("window %d: %w", i+1, err)
-		}
-		if r.CheckpointTest == nil || r.FlatTest == nil {
-			return fmt.Errorf("window %d: no test report", i+1)
-		}
-		res.Windows = append(res.Windows, wfResult{Window: i + 1, Ranges: w, BestEpoch: r.BestEpoch, CheckpointTest: *r.CheckpointTest})
-		valids, ckTests, flats = append(valids, r.Valid), append(ckTests, *r.CheckpointTest), append(flats, *r.FlatTest)
-	}
-	if err := weighEvidence(res.Windows, valids, ckTests); err != nil {
-		return err
-	}
-	for _, g := range gatesRun {
-		gr, err := applyGate(cfg.Backtest, g, res.Windows, flats)
+		cfg, err := loadConfig(fs, *cfgPath, *device, *dataPath, *epochs)
 		if err != nil {
 			return err
 		}
-		res.Gates = append(res.Gates, gr)
-		if g != *gate {
-			continue
+		b, err := market.Load(cfg)
+		if err != nil {
+			return err
 		}
-		res.Pooled = gr.Pooled
-		for i := range res.Windows {
-			w := &res.Windows[i]
-			w.Traded, w.Test = gr.Traded[i], flats[i]
-			if w.Traded {
-				w.Test = w.CheckpointTest
+		ws, err := wfLayout(b, cfg, *k, testBars, validBars, *trainBars)
+		if err != nil {
+			return err
+		}
+		gatesRun := gates
+		if *validBars > *testBars {
+			// The windows' validation ranges overlap: joined, they would count
+			// bars twice.
+			if *gate == gatePooled {
+				return fmt.Errorf("%w: --gate pooled with --valid-bars %d above --test-bars %d: the windows' validation ranges would overlap and count bars twice",
+					errUsage, *validBars, *testBars)
+			}
+			gatesRun = []string{gateWindow, gateRecord, gateNone}
+		}
+		id := newRunID("walkforward")
+		if *out == "" {
+			*out = filepath.Join("runs", id)
+		}
+		res := walkForwardResult{Data: cfg.Data.Path, Config: cfg, Gate: *gate}
+		var valids, ckTests, flats []market.Report
+		for i, w := range ws {
+			wc := windowConfig(cfg, b, w)
+			fmt.Fprintf(e.stderr, "window %d/%d: train %s, validation %s, test %s\n", i+1, len(ws),
+				barsSpan(b, w.Train), barsSpan(b, w.Valid), barsSpan(b, w.Test))
+			r, err := trainLocal(ctx, e, wc, filepath.Join(*out, fmt.Sprintf("window-%d", i+1)), fmt.Sprintf("%s-w%d", id, i+1))
+			if err != nil {
+				return fmt.Errorf("window %d: %w", i+1, err)
+			}
+			if r.CheckpointTest == nil || r.FlatTest == nil {
+				return fmt.Errorf("window %d: no test report", i+1)
+			}
+			res.Windows = append(res.Windows, wfResult{Window: i + 1, Ranges: w, BestEpoch: r.BestEpoch, CheckpointTest: *r.CheckpointTest})
+			valids, ckTests, flats = append(valids, r.Valid), append(ckTests, *r.CheckpointTest), append(flats, *r.FlatTest)
+		}
+		if err := weighEvidence(res.Windows, valids, ckTests); err != nil {
+			return err
+		}
+		for _, g := range gatesRun {
+			gr, err := applyGate(cfg.Backtest, g, res.Windows, flats)
+			if err != nil {
+				return err
+			}
+			res.Gates = append(res.Gates, gr)
+			if g != *gate {
+				continue
+			}
+			res.Pooled = gr.Pooled
+			for i := range res.Windows {
+				w := &res.Windows[i]
+				w.Traded, w.Test = gr.Traded[i], flats[i]
+				if w.Traded {
+					w.Test = w.CheckpointTest
+				}
 			}
 		}
-	}
-	if res.Rules, err = ruleBaselines(cfg, b, ws, market.DefaultLookbacks, *validBars > *testBars); err != nil {
-		return fmt.Errorf("the rules' yardstick: %w", err)
-	}
-	if err := writeJSONFile(filepath.Join(*out, "walkforward.json"), res); err != nil {
-		return err
-	}
-	if *jsonOut {
-		return printJSON(e, res)
-	}
-	w := e.stdout
-	fmt.Fprintf(w, "walk-forward on %s: %d windows, test ranges only; a window trades where the %s gate's evidence has t >= %g (--gate), else it is flat\n",
-		cfg.Data.Path, len(ws), *gate, cfg.Backtest.MinValidT)
-	fmt.Fprintf(w, "%-7s %-35s %14s %14s %14s %7s %10s %10s %10s %10s %10s %10s\n", "window", "test range", "valid S (t)", "pooled S (t)", "record S (t)", "trades",
-		"return", "Sharpe", "max DD", "B&H ret", "B&H Sharpe", "B&H DD")
-	st := func(s, t float64) string { return fmt.Sprintf("%.2f (%.2f)", s, t) }
-	for _, x := range res.Windows {
-		t := x.Test
-		fmt.Fprintf(w, "%-7d %-35s %14s %14s %14s %7s %9.2f%% %10.3f %9.2f%% %9.2f%% %10.3f %9.2f%%\n", x.Window, barsSpan(b, x.Ranges.Test),
-			st(x.ValidSharpe, x.ValidT), st(x.PooledValidSharpe, x.PooledValidT), st(x.RecordSharpe, x.RecordT), yesNo(x.Traded),
-			100*t.TotalReturn, t.Sharpe, 100*t.MaxDrawdown, 100*t.BuyAndHold.TotalReturn, t.BuyAndHold.Sharpe, 100*t.BuyAndHold.MaxDrawdown)
-	}
-	fmt.Fprintln(w, "every gate on the same runs (test ranges joined):")
-	for _, g := range res.Gates {
-		n := 0
-		for _, tr := range g.Traded {
-			if tr {
-				n++
+		if res.Rules, err = ruleBaselines(cfg, b, ws, market.DefaultLookbacks, *validBars > *testBars); err != nil {
+			return fmt.Errorf("the rules' yardstick: %w", err)
+		}
+		if err := writeJSONFile(filepath.Join(*out, "walkforward.json"), res); err != nil {
+			return err
+		}
+		if *jsonOut {
+			return printJSON(e, res)
+		}
+		w := e.stdout
+		fmt.Fprintf(w, "walk-forward on %s: %d windows, test ranges only; a window trades where the %s gate's evidence has t >= %g (--gate), else it is flat\n",
+			cfg.Data.Path, len(ws), *gate, cfg.Backtest.MinValidT)
+		fmt.Fprintf(w, "%-7s %-35s %14s %14s %14s %7s %10s %10s %10s %10s %10s %10s\n", "window", "test range", "valid S (t)", "pooled S (t)", "record S (t)", "trades",
+			"return", "Sharpe", "max DD", "B&H ret", "B&H Sharpe", "B&H DD")
+		st := func(s, t float64) string { return fmt.Sprintf("%.2f (%.2f)", s, t) }
+		for _, x := range res.Windows {
+			t := x.Test
+			fmt.Fprintf(w, "%-7d %-35s %14s %14s %14s %7s %9.2f%% %10.3f %9.2f%% %9.2f%% %10.3f %9.2f%%\n", x.Window, barsSpan(b, x.Ranges.Test),
+				st(x.ValidSharpe, x.ValidT), st(x.PooledValidSharpe, x.PooledValidT), st(x.RecordSharpe, x.RecordT), yesNo(x.Traded),
+				100*t.TotalReturn, t.Sharpe, 100*t.MaxDrawdown, 100*t.BuyAndHold.TotalReturn, t.BuyAndHold.Sharpe, 100*t.BuyAndHold.MaxDrawdown)
+		}
+		fmt.Fprintln(w, "every gate on the same runs (test ranges joined):")
+		for _, g := range res.Gates {
+			n := 0
+			for _, tr := range g.Traded {
+				if tr {
+					n++
+				}
+			}
+			fmt.Fprintf(w, "  %-7s traded %d of %d windows: Sharpe %.3f, return %.2f%%, max drawdown %.2f%%, trades %d\n",
+				g.Gate, n, len(g.Traded), g.Pooled.Sharpe, 100*g.Pooled.TotalReturn, 100*g.Pooled.MaxDrawdown, g.Pooled.Trades)
+		}
+		for _, g := range res.Rules.Gates {
+			if g.Gate == gateNone || g.Gate == *gate {
+				fmt.Fprintf(w, "  yardstick, gate %-7s simple rules chosen on each validation range as the checkpoint is (dqnflow baselines): Sharpe %.3f, return %.2f%%, max drawdown %.2f%%\n",
+					g.Gate+":", g.Pooled.Sharpe, 100*g.Pooled.TotalReturn, 100*g.Pooled.MaxDrawdown)
 			}
 		}
-		fmt.Fprintf(w, "  %-7s traded %d of %d windows: Sharpe %.3f, return %.2f%%, max drawdown %.2f%%, trades %d\n",
-			g.Gate, n, len(g.Traded), g.Pooled.Sharpe, 100*g.Pooled.TotalReturn, 100*g.Pooled.MaxDrawdown, g.Pooled.Trades)
+		fmt.Fprintf(w, "pooled, gate %s:\n", *gate)
+		printReport(e, res.Pooled)
+		return nil
 	}
-	for _, g := range res.Rules.Gates {
-		if g.Gate == gateNone || g.Gate == *gate {
-			fmt.Fprintf(w, "  yardstick, gate %-7s simple rules chosen on each validation range as the checkpoint is (dqnflow baselines): Sharpe %.3f, return %.2f%%, max drawdown %.2f%%\n",
-				g.Gate+":", g.Pooled.Sharpe, 100*g.Pooled.TotalReturn, 100*g.Pooled.MaxDrawdown)
-		}
-	}
-	fmt.Fprintf(w, "pooled, gate %s:\n", *gate)
-	printReport(e, res.Pooled)
-	return nil
+	return cmd
 }
 
 // barsSpan is "first .. last" bar time of r.

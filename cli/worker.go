@@ -5,8 +5,12 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 
@@ -51,29 +55,33 @@ func dial(ctx context.Context, e *env) (client.Client, error) {
 	return c, nil
 }
 
-// runMigrate implements "dqnflow migrate".
-func runMigrate(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "migrate")
-	if err := parse(fs, args, 0); err != nil {
-		return err
-	}
-	loc := store.Location{URL: store.URLFromEnv()}
-	if loc.URL == store.DefaultURL { // the local server's own database, created when missing
-		if _, err := store.CreateDatabase(ctx, loc.URL); err != nil {
+// migrateCmd is "dqnflow migrate".
+func migrateCmd(e *env) *cobra.Command {
+	cmd := leaf("migrate",
+		"apply the metadata store's migrations (DATABASE_URL)",
+		"migrate brings the metadata store's schema up to date: the PostgreSQL database DATABASE_URL names, or an SQLite file (sqlite:PATH).",
+		"DATABASE_URL=postgres://user@db:5432/dqnflow dqnflow migrate")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		ctx := cmd.Context()
+		loc := store.Location{URL: store.URLFromEnv()}
+		if loc.URL == store.DefaultURL { // the local server's own database, created when missing
+			if _, err := store.CreateDatabase(ctx, loc.URL); err != nil {
+				return err
+			}
+		}
+		if loc.SQLitePath() != "" {
+			st, err := store.Connect(ctx, loc) // creates or checks the SQLite schema
+			if err != nil {
+				return err
+			}
+			st.Close()
+		} else if err := store.Migrate(ctx, loc.URL); err != nil {
 			return err
 		}
+		fmt.Fprintf(e.stdout, "migrations applied to %s\n", loc)
+		return nil
 	}
-	if loc.SQLitePath() != "" {
-		st, err := store.Connect(ctx, loc) // creates or checks the SQLite schema
-		if err != nil {
-			return err
-		}
-		st.Close()
-	} else if err := store.Migrate(ctx, loc.URL); err != nil {
-		return err
-	}
-	fmt.Fprintf(e.stdout, "migrations applied to %s\n", loc)
-	return nil
+	return cmd
 }
 
 // workerFlags are the flags of "dqnflow worker", shared with "dqnflow dev".
@@ -85,23 +93,36 @@ type workerFlags struct {
 	metrics *worker.Metrics
 }
 
-func (w *workerFlags) register(fsRole bool, fs interface {
-	StringVar(*string, string, string, string)
-	IntVar(*int, string, int, string)
-}) {
+// register adds the worker's flags to fs: with fsRole, "dqnflow worker"'s
+// (--role among them); without, "dqnflow dev"'s, whose help lists them
+// under their own heading. The older names --checkpoint-dir and --slots
+// still work and are left out of help.
+func (w *workerFlags) register(fsRole bool, fs *pflag.FlagSet) {
+	before := map[string]bool{}
+	fs.VisitAll(func(f *pflag.Flag) { before[f.Name] = true })
 	if fsRole {
 		fs.StringVar(&w.role, "role", "all", "task queues to serve: all, control or gpu")
+		flagValues(fs, "role", "all", "control", "gpu")
 	}
 	fs.StringVar(&w.device, "device", "auto", "trainer devices: cuda (every GPU of the host), cuda:N (GPU N), auto (the GPUs, or the CPU without), cpu")
+	flagValues(fs, "device", deviceValues...)
 	w.devices.register(fs)
 	fs.StringVar(&w.checkpointStore, "checkpoint-store", defaultCheckpointStore(),
-		"where checkpoints live: a directory, file:///dir, or s3://bucket/prefix?endpoint=URL (credentials from AWS_* variables or ~/.aws); every worker of a deployment names the same one")
+		"where checkpoints live: a directory, file:///dir, or s3://bucket/prefix?endpoint=URL (credentials from AWS_* variables or ~/.aws); every worker of a deployment names the same one (--checkpoint-dir is its older name)")
 	fs.StringVar(&w.checkpointStore, "checkpoint-dir", defaultCheckpointStore(), "the older name of --checkpoint-store")
+	fs.MarkHidden("checkpoint-dir")
 	metricsDefault := defaultDevMetricsAddr // dev
 	if fsRole {
 		metricsDefault = "" // a worker serves metrics when asked: several may share a host
 	}
 	fs.StringVar(&w.metricsAddr, "metrics-addr", metricsDefault, "serve Prometheus metrics at this host:port (\"\": none)")
+	if !fsRole {
+		fs.VisitAll(func(f *pflag.Flag) {
+			if !before[f.Name] {
+				groupFlags(fs, "Worker", f.Name)
+			}
+		})
+	}
 }
 
 // startWorker builds and starts the workers of one process on devices
@@ -155,42 +176,64 @@ func startWorker(ctx context.Context, e *env, c client.Client, st store.Metadata
 		worker.RoleControl: workflows.ControlTaskQueue,
 		worker.RoleGPU:     workflows.GPUTaskQueue,
 	}[role]
-	fmt.Fprintf(e.stderr, "worker: role %s serving %s at %s, namespace %s, checkpoints in %s\n", role, queues, e.conn.address(), e.conn.namespace(), ckStore)
+	fmt.Fprintf(e.stderr, "worker: role %s serving %s at %s, namespace %s, checkpoints in %s\n", role, queues, e.conn.address(), e.conn.namespace(), storeWhere(ckStore))
 	return w, nil
 }
 
-// runWorker implements "dqnflow worker": serves until interrupted.
-func runWorker(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "worker")
+// workerCmd is "dqnflow worker": serves until interrupted.
+func workerCmd(e *env) *cobra.Command {
+	cmd := leaf("worker",
+		"a worker: serve the control or GPU task queue, or both",
+		"worker serves dqnflow's task queues until interrupted: the workflows and light activities (--role control), the training on this host's devices (--role gpu), or both.",
+		"dqnflow worker --role control",
+		"dqnflow worker --role gpu --device cuda --runs-per-device 2 --metrics-addr :9464 --checkpoint-store /mnt/ckpt",
+		"dqnflow worker --role gpu --device cuda --checkpoint-store 's3://dqnflow/ckpt?endpoint=http://s3:7070&use_path_style=true'  # AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY in the environment")
+	fs := cmd.Flags()
+	e.conn.register(fs)
 	var wf workerFlags
 	wf.register(true, fs)
-	if err := parse(fs, args, 0); err != nil {
-		return err
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		ctx := cmd.Context()
+		devices, err := wf.openDevices(e)
+		if err != nil {
+			return err
+		}
+		st, err := openStore(ctx, e, true)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		if wf.metrics, _, err = startMetrics(ctx, e, wf.metricsAddr, false); err != nil {
+			return err
+		}
+		c, err := dial(ctx, e)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		w, err := startWorker(ctx, e, c, st, wf, devices)
+		if err != nil {
+			return err
+		}
+		<-ctx.Done()
+		fmt.Fprintln(e.stderr, "worker: stopping")
+		stopCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		return w.Stop(stopCtx)
 	}
-	devices, err := wf.openDevices(e)
-	if err != nil {
-		return err
+	return cmd
+}
+
+// storeWhere names a checkpoint store for the log: an object store by its
+// URL, a directory by its absolute path (as "dqnflow doctor" does), so
+// that workers on several hosts can be seen to share it.
+func storeWhere(s *checkpoint.Store) string {
+	where := s.String()
+	if s.Remote() || strings.Contains(where, "://") {
+		return where
 	}
-	st, err := openStore(ctx, e, true)
-	if err != nil {
-		return err
+	if abs, err := filepath.Abs(where); err == nil {
+		return abs
 	}
-	defer st.Close()
-	if wf.metrics, _, err = startMetrics(ctx, e, wf.metricsAddr, false); err != nil {
-		return err
-	}
-	c, err := dial(ctx, e)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	w, err := startWorker(ctx, e, c, st, wf, devices)
-	if err != nil {
-		return err
-	}
-	<-ctx.Done()
-	fmt.Fprintln(e.stderr, "worker: stopping")
-	stopCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	return w.Stop(stopCtx)
+	return where
 }

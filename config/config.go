@@ -400,6 +400,8 @@ func Decode(name string, raw []byte) (RunConfig, error) {
 }
 
 // Load reads and decodes a config file; an empty path gives the defaults.
+// An empty file is an error: it is more likely a file that was not
+// written (or /dev/null) than a wish for the defaults, which "{}" says.
 func Load(path string) (RunConfig, error) {
 	if path == "" {
 		return Defaults(), nil
@@ -407,6 +409,9 @@ func Load(path string) (RunConfig, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return RunConfig{}, fmt.Errorf("read config: %w", err)
+	}
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return RunConfig{}, fmt.Errorf("%s: %w: the file is empty; a config of the defaults is {}", path, ErrInvalid)
 	}
 	return Decode(path, raw)
 }
@@ -422,6 +427,9 @@ func describeJSONError(raw []byte, err error) string {
 		line, col := position(raw, typ.Offset)
 		return fmt.Sprintf("line %d column %d: field %s: expected %s, got JSON %s", line, col, typ.Field, typ.Type, typ.Value)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		if desc, ok := unknownKey(raw); ok {
+			return desc
+		}
 		return "unknown key " + strings.TrimPrefix(err.Error(), "json: unknown field ")
 	}
 	return err.Error()

@@ -65,7 +65,7 @@ func TestBadInputNamesTheKeyAndPosition(t *testing.T) {
 		want []string
 	}{
 		{`{"epochz": 3}`, []string{`unknown key "epochz"`}},
-		{`{"optim": {"learning_rate": 1}}`, []string{`"learning_rate"`}},
+		{`{"optim": {"learning_rate": 1}}`, []string{`"optim.learning_rate"`, "line 1 column 12"}},
 		{"{\n  \"epochs\": \"ten\"\n}", []string{"line 2", "epochs", "int"}},
 		{`{"epochs": 3,}`, []string{"line 1"}},
 		{`{"epochs": 3} {"x": 1}`, []string{"line 1 column 15"}},

@@ -90,8 +90,8 @@ func TestDevRunsOnSQLiteAndServesMetrics(t *testing.T) {
 	d := startDev(t)
 	dir, bin, env, sqlite := d.dir, d.bin, d.env, d.sqlite
 	out := d.proc.output()
-	if !strings.Contains(out, "metadata store: SQLite "+sqlite) {
-		t.Errorf("dev does not say it keeps the metadata in %s:\n%s", sqlite, out)
+	if first, _, _ := strings.Cut(out, "\n"); !strings.HasPrefix(first, "metadata store: SQLite "+sqlite+" ") {
+		t.Errorf("dev's first line does not say it keeps the metadata in %s (the README says it does):\n%s", sqlite, out)
 	}
 	if d.metricsURL == "" {
 		t.Fatalf("dev printed no metrics address:\n%s", out)

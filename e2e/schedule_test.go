@@ -3,8 +3,11 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,13 +47,18 @@ func TestSweepAndScheduleThroughCLI(t *testing.T) {
 	}
 
 	var sweep workflows.SweepResult
-	decode(t, s.dqnflow("sweep", "start", "--config", cfgPath, "--grid", "optim.lr=0.001,0.0003", "--max-concurrent", "2", "--wait", "--json"), &sweep)
+	sweepID := "e2e-sweep-" + randomHex(t, 3)
+	decode(t, s.dqnflow("sweep", "start", "--config", cfgPath, "--grid", "optim.lr=0.001,0.0003", "--max-concurrent", "2", "--id", sweepID, "--wait", "--json"), &sweep)
 	if len(sweep.Points) != 2 || sweep.BestRunID == "" {
 		t.Fatalf("sweep result: %+v", sweep)
 	}
+	named := readmeSweepRunName(t, sweepID)
 	for _, p := range sweep.Points {
 		if p.Error != "" {
 			t.Errorf("sweep point %d (%s) failed: %s", p.Index, p.RunID, p.Error)
+		}
+		if want := fmt.Sprintf(named, p.Index+1); !regexp.MustCompile(want).MatchString(p.RunID) {
+			t.Errorf("sweep point %d is run %s; the README names the runs %s", p.Index, p.RunID, want)
 		}
 	}
 
@@ -123,6 +131,17 @@ func TestSweepAndScheduleThroughCLI(t *testing.T) {
 			second.Promoted, second.ChallengerSharpe, *second.IncumbentSharpe)
 	}
 
+	// schedule list: the table shows the schedule, its interval and how
+	// its last run ended (the second Retrain's decision).
+	last := "kept the champion"
+	if second.Promoted {
+		last = "promoted " + second.Challenger.RunID
+	}
+	row := regexp.MustCompile(`(?m)^` + id + `\s+24h\s+\S+Z\s+\S+Z\s+completed: ` + regexp.QuoteMeta(last) + `\s+no$`)
+	waitFor(t, "schedule list to show the last run's result", 30*time.Second, 100*time.Millisecond, func() (bool, error) {
+		return row.MatchString(s.dqnflow("schedule", "list")), nil
+	})
+
 	s.dqnflow("schedule", "delete", id)
 	// The list comes from the visibility store, which follows a delete
 	// shortly after.
@@ -135,4 +154,23 @@ func TestSweepAndScheduleThroughCLI(t *testing.T) {
 		}
 		return true, nil
 	})
+}
+
+// readmeSweepRunName is the README's name of a sweep's runs ("the sweep's
+// runs: lr-sweep-<8 hex digits>-001 ...") for sweep id as a regular
+// expression, with %03d where the run's number goes.
+func readmeSweepRunName(t *testing.T, id string) string {
+	t.Helper()
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`the sweep's runs: (lr-sweep-.*?-001)`).FindSubmatch(readme)
+	if m == nil {
+		t.Fatal("the README does not name a sweep's runs (\"the sweep's runs: lr-sweep-...\")")
+	}
+	name := regexp.QuoteMeta(strings.TrimPrefix(string(m[1]), "lr-sweep"))
+	name = strings.ReplaceAll(name, regexp.QuoteMeta("<8 hex digits>"), "[0-9a-f]{8}")
+	name = strings.Replace(name, "001", "%03d", 1)
+	return "^" + regexp.QuoteMeta(id) + name + "$"
 }

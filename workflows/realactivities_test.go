@@ -223,6 +223,6 @@ func testBackend(tb testing.TB) (trainer.Backend, string) {
 	if err != nil {
 		tb.Fatalf("%s=%s: %v", envTestDevice, device, err)
 	}
-	tb.Logf("backend: %s", desc)
+	tb.Logf("backend: %s", desc.Summary)
 	return b, device
 }
