@@ -30,8 +30,8 @@ func TestDefaultStoreIsADatabaseOfItsOwn(t *testing.T) {
 
 // TestLocateCreatesItsDatabaseOnTheLocalServer: with DATABASE_URL unset and
 // a local server that has no dqnflow database, a writer (dev, a worker)
-// creates it and uses it; a reader is told to start one first and does not
-// fall back to an SQLite file while a server answers.
+// creates it and uses it; a reader is told to start one first, or reads
+// the SQLite file "dqnflow dev" left in the directory.
 func TestLocateCreatesItsDatabaseOnTheLocalServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -62,6 +62,14 @@ func TestLocateCreatesItsDatabaseOnTheLocalServer(t *testing.T) {
 	_, err = locate(ctx, "", local, file, false)
 	if err == nil || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "dqnflow dev") {
 		t.Fatalf("a reader, no database yet: error %v, want one naming %s and dqnflow dev", err, name)
+	}
+	sq, err := OpenSQLite(ctx, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sq.Close()
+	if loc, err := locate(ctx, "", local, file, false); err != nil || loc.SQLitePath() != file {
+		t.Errorf("a reader, no database on the server but an SQLite file here: %+v, %v; want the file", loc, err)
 	}
 	loc, err := locate(ctx, "", local, file, true)
 	if err != nil || loc.URL != local || !strings.Contains(loc.Why, "created") {

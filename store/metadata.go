@@ -122,6 +122,11 @@ func locate(ctx context.Context, databaseURL, localURL, sqliteFile string, creat
 			name = cfg.Database
 		}
 		if !create {
+			// A reader where "dqnflow dev" kept its rows in SQLite.
+			if _, err := os.Stat(sqliteFile); err == nil {
+				return Location{URL: SQLiteScheme + filepath.ToSlash(sqliteFile),
+					Why: fmt.Sprintf("DATABASE_URL is unset and the local server at %s has no %q database", hostPort(localURL), name)}, nil
+			}
 			return local, fmt.Errorf("no metadata store: DATABASE_URL is unset and the local PostgreSQL server at %s has no %q database yet "+
 				"(\"dqnflow dev\" or a worker creates it); set DATABASE_URL, or start one of them first", hostPort(localURL), name)
 		}
