@@ -22,13 +22,18 @@ func runBacktest(ctx context.Context, e *env, args []string) error {
 	to := fs.String("to", "", "end time, exclusive (overrides --range)")
 	jsonOut := fs.Bool("json", false, "print the report as JSON")
 	costs := addCostFlags(fs)
+	df := addDataFlags(fs)
 	if err := parse(fs, args, 0); err != nil {
 		return err
 	}
 	if err := required(fs, "checkpoint", "data"); err != nil {
 		return err
 	}
-	pol, ds, r, what, err := openPolicyData(*ckPath, *dataPath, *rangeName, *from, *to, costs.edit())
+	src, err := df.source(*dataPath)
+	if err != nil {
+		return err
+	}
+	pol, ds, r, what, err := openPolicyData(ctx, src, *ckPath, *dataPath, *rangeName, *from, *to, costs.edit())
 	if err != nil {
 		return err
 	}
@@ -51,8 +56,8 @@ func runBacktest(ctx context.Context, e *env, args []string) error {
 // own training data, its test range (rangeName "test", the default: the
 // one range neither training nor checkpoint selection saw), validation
 // range or all bars; on another file every bar with full feature history.
-// what describes the range for the reader.
-func openPolicyData(ckPath, dataPath, rangeName, from, to string, costs func(*config.EnvConfig)) (pol *policy.Policy, ds *market.Dataset, r market.Range, what string, err error) {
+// what describes the range for the reader. src reads the data.
+func openPolicyData(ctx context.Context, src market.Source, ckPath, dataPath, rangeName, from, to string, costs func(*config.EnvConfig)) (pol *policy.Policy, ds *market.Dataset, r market.Range, what string, err error) {
 	fail := func(err error) (*policy.Policy, *market.Dataset, market.Range, string, error) {
 		return nil, nil, market.Range{}, "", err
 	}
@@ -66,7 +71,7 @@ func openPolicyData(ckPath, dataPath, rangeName, from, to string, costs func(*co
 	if pol, err = policy.Load(ck); err != nil {
 		return fail(fmt.Errorf("checkpoint %s: %w", ckPath, err))
 	}
-	cfg, ds, err := trainer.CheckpointDataset(ck, dataPath, costs)
+	cfg, ds, err := trainer.CheckpointDataset(ctx, src, ck, dataPath, costs)
 	if err != nil {
 		return fail(fmt.Errorf("checkpoint %s with data %s: %w", ckPath, dataPath, err))
 	}
@@ -75,7 +80,7 @@ func openPolicyData(ckPath, dataPath, rangeName, from, to string, costs func(*co
 	if trainer.SameDataPath(cfg.Data.Path, dataPath) {
 		what = "all bars of the run's data " + dataPath + ", training range included"
 		if rangeName != "all" {
-			trainDS, err := market.Prepare(withData(cfg, dataPath))
+			trainDS, err := src.Prepare(ctx, withData(cfg, dataPath))
 			if err != nil {
 				return fail(fmt.Errorf("checkpoint %s: the ranges of its config on %s: %w", ckPath, dataPath, err))
 			}
@@ -134,17 +139,22 @@ func runPredict(ctx context.Context, e *env, args []string) error {
 	from := fs.String("from", "", "first bar time (default: first bar with full feature history)")
 	to := fs.String("to", "", "end time, exclusive (default: the last bar)")
 	jsonOut := fs.Bool("json", true, "print JSON (the only format)")
+	df := addDataFlags(fs)
 	if err := parse(fs, args, 0); err != nil {
 		return err
 	}
 	if err := required(fs, "checkpoint", "data"); err != nil {
 		return err
 	}
+	src, err := df.source(*dataPath)
+	if err != nil {
+		return err
+	}
 	if !*jsonOut {
 		return fmt.Errorf("%w: predict prints JSON only", errUsage)
 	}
 	// predict covers the whole file unless --from/--to narrow it.
-	pol, ds, r, _, err := openPolicyData(*ckPath, *dataPath, "all", *from, *to, nil)
+	pol, ds, r, _, err := openPolicyData(ctx, src, *ckPath, *dataPath, "all", *from, *to, nil)
 	if err != nil {
 		return err
 	}

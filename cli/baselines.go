@@ -54,7 +54,7 @@ type blRule struct {
 // checkpoint). No training: it takes seconds. What it measures is how
 // much a simple rule, chosen as the agent's checkpoint is chosen, earns
 // on the same test ranges; the agent should beat it before it trades.
-func runBaselines(_ context.Context, e *env, args []string) error {
+func runBaselines(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "baselines")
 	cfgPath := fs.String("config", "", "RunConfig JSON file (default: built-in defaults); its data and env sections apply")
 	dataPath := fs.String("data", "", "price CSV file, bundled:NAME or synthetic (default: the config's data.path)")
@@ -65,6 +65,7 @@ func runBaselines(_ context.Context, e *env, args []string) error {
 	lookbacks := fs.String("lookbacks", joinInts(market.DefaultLookbacks), "lookbacks of the rules, in bars, comma-separated")
 	out := fs.String("out", "", "also write the result as JSON to this file")
 	jsonOut := fs.Bool("json", false, "print the result as JSON")
+	df := addDataFlags(fs)
 	if err := parse(fs, args, 0); err != nil {
 		return err
 	}
@@ -72,7 +73,11 @@ func runBaselines(_ context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	b, err := market.Load(cfg)
+	src, err := df.source(*dataPath)
+	if err != nil {
+		return err
+	}
+	b, err := src.Load(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -84,7 +89,7 @@ func runBaselines(_ context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	res, err := ruleBaselines(cfg, b, ws, lbs, *validBars > *testBars)
+	res, err := ruleBaselines(ctx, src, cfg, b, ws, lbs, *validBars > *testBars)
 	if err != nil {
 		return err
 	}
@@ -103,8 +108,9 @@ func runBaselines(_ context.Context, e *env, args []string) error {
 // ruleBaselines backtests the rules of lookbacks lbs on windows ws of bars
 // b (walkforward's), lets each window's validation range choose one, and
 // judges the choices under every gate (without pooled where overlap says
-// the validation ranges overlap), as runBaselines reports them.
-func ruleBaselines(cfg config.RunConfig, b *market.Bars, ws []wfWindow, lbs []int, overlap bool) (baselinesResult, error) {
+// the validation ranges overlap), as runBaselines reports them. Each
+// window's dataset is prepared from src.
+func ruleBaselines(ctx context.Context, src market.Source, cfg config.RunConfig, b *market.Bars, ws []wfWindow, lbs []int, overlap bool) (baselinesResult, error) {
 	rules := market.Rules(lbs)
 	res := baselinesResult{Data: cfg.Data.Path, Lookbacks: lbs}
 	for _, r := range rules {
@@ -114,7 +120,7 @@ func ruleBaselines(cfg config.RunConfig, b *market.Bars, ws []wfWindow, lbs []in
 	var valids, tests, flats []market.Report
 	perRule := make([][]market.Report, len(rules)) // test reports by rule, then window
 	for i, w := range ws {
-		ds, err := market.Prepare(windowConfig(cfg, b, w))
+		ds, err := src.Prepare(ctx, windowConfig(cfg, b, w))
 		if err != nil {
 			return res, fmt.Errorf("window %d: %w", i+1, err)
 		}

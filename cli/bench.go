@@ -92,7 +92,12 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	temporal := fs.Bool("temporal", false, "measure Temporal's overhead per epoch instead, on the server at $"+envTemporalAddress+" (needs a running worker, e.g. dqnflow dev)")
 	epochs := fs.Int("epochs", 30, "with --temporal: epochs of the near-empty benchmark run; with --epoch: epochs to time")
 	epoch := fs.Bool("epoch", false, "CUDA: time the default epoch end to end on the device (collect, train, sync, backtest of the validation range), each phase and the GPU's busy fraction, and the collector with 4096 and 16384 environments")
+	df := addDataFlags(fs)
 	if err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	src, err := df.source()
+	if err != nil {
 		return err
 	}
 	if *temporal {
@@ -124,7 +129,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if *epoch {
-		return benchEpoch(ctx, e, cfg, *epochs, *jsonOut)
+		return benchEpoch(ctx, e, src, cfg, *epochs, *jsonOut)
 	}
 	// Asked for PyTorch and it cannot run: say so before timing anything.
 	var torchVersion string
@@ -139,7 +144,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	fmt.Fprintf(e.stderr, "device: %s\n", dev)
-	ds, err := market.Prepare(cfg)
+	ds, err := src.Prepare(ctx, cfg)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/worker"
 )
 
@@ -137,7 +138,8 @@ func runDemo(ctx context.Context, e *env, c client.Client, ui string) error {
 	if res.BestCheckpoint != nil {
 		ck = res.BestCheckpoint
 	}
-	pol, ds, r, what, err := openPolicyData(ck.URI, cfg.Data.Path, "test", "", "", nil)
+	var bundled market.Source // the demo's data is bundled: nothing is read from disk
+	pol, ds, r, what, err := openPolicyData(ctx, bundled, ck.URI, cfg.Data.Path, "test", "", "", nil)
 	if err != nil {
 		return err
 	}

@@ -124,7 +124,8 @@ func runLearnCheck(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	ds, err := market.Prepare(cfg)
+	var src market.Source // the synthetic series: nothing is read
+	ds, err := src.Prepare(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -136,7 +137,7 @@ func runLearnCheck(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("oracle backtest: %w", err)
 	}
-	sig, err := trainLocal(ctx, e, cfg, filepath.Join(out, "signal"), "learn-check")
+	sig, err := trainLocal(ctx, e, src, cfg, filepath.Join(out, "signal"), "learn-check")
 	if err != nil {
 		return err
 	}
@@ -158,7 +159,7 @@ func runLearnCheck(ctx context.Context, e *env, args []string) error {
 	if *noSignal {
 		flat := cfg
 		flat.Data.SyntheticPhi = 0
-		ns, err := trainLocal(ctx, e, flat, filepath.Join(out, "no-signal"), "learn-check-no-signal")
+		ns, err := trainLocal(ctx, e, src, flat, filepath.Join(out, "no-signal"), "learn-check-no-signal")
 		if err != nil {
 			return err
 		}

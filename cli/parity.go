@@ -148,7 +148,12 @@ func runParity(ctx context.Context, e *env, args []string) error {
 	out := fs.String("out", filepath.Join("runs", "parity"), "directory for parity.json and learning-curves.png")
 	jsonOut := fs.Bool("json", false, "print the result as JSON")
 	blasFlag(fs)
+	df := addDataFlags(fs)
 	if err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	src, err := df.source(*dataPath)
+	if err != nil {
 		return err
 	}
 	ms, err := parseParityModes(*modes)
@@ -173,7 +178,7 @@ func runParity(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	fmt.Fprintf(e.stderr, "device: %s\n", dev)
-	ds, err := market.Prepare(cfg)
+	ds, err := src.Prepare(ctx, cfg)
 	if err != nil {
 		return err
 	}

@@ -212,7 +212,12 @@ func runWalkForward(ctx context.Context, e *env, args []string) error {
 	gate := fs.String("gate", gateRecord, "evidence that lets a window trade its test range, at backtest.min_valid_t: window (its run's own validation), pooled (the validation ranges of that window and every earlier one, joined), record (every earlier window's test range, joined) or none (always); the summary shows them all")
 	out := fs.String("out", "", "directory for each window's run and the summary (default: runs/<id>)")
 	jsonOut := fs.Bool("json", false, "print the result as JSON")
+	df := addDataFlags(fs)
 	if err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	src, err := df.source(*dataPath)
+	if err != nil {
 		return err
 	}
 	if !slices.Contains(gates, *gate) {
@@ -222,7 +227,7 @@ func runWalkForward(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	b, err := market.Load(cfg)
+	b, err := src.Load(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -250,7 +255,7 @@ func runWalkForward(ctx context.Context, e *env, args []string) error {
 		wc := windowConfig(cfg, b, w)
 		fmt.Fprintf(e.stderr, "window %d/%d: train %s, validation %s, test %s\n", i+1, len(ws),
 			barsSpan(b, w.Train), barsSpan(b, w.Valid), barsSpan(b, w.Test))
-		r, err := trainLocal(ctx, e, wc, filepath.Join(*out, fmt.Sprintf("window-%d", i+1)), fmt.Sprintf("%s-w%d", id, i+1))
+		r, err := trainLocal(ctx, e, src, wc, filepath.Join(*out, fmt.Sprintf("window-%d", i+1)), fmt.Sprintf("%s-w%d", id, i+1))
 		if err != nil {
 			return fmt.Errorf("window %d: %w", i+1, err)
 		}
@@ -281,7 +286,7 @@ func runWalkForward(ctx context.Context, e *env, args []string) error {
 			}
 		}
 	}
-	if res.Rules, err = ruleBaselines(cfg, b, ws, market.DefaultLookbacks, *validBars > *testBars); err != nil {
+	if res.Rules, err = ruleBaselines(ctx, src, cfg, b, ws, market.DefaultLookbacks, *validBars > *testBars); err != nil {
 		return fmt.Errorf("the rules' yardstick: %w", err)
 	}
 	if err := writeJSONFile(filepath.Join(*out, "walkforward.json"), res); err != nil {

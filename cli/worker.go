@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -76,14 +77,12 @@ type workerFlags struct {
 	role, device, checkpointStore string
 	devices                       deviceFlags
 	metricsAddr                   string
+	data                          *dataFlags
 	// metrics receives the trainer's measurements; set by startMetrics.
 	metrics *worker.Metrics
 }
 
-func (w *workerFlags) register(fsRole bool, fs interface {
-	StringVar(*string, string, string, string)
-	IntVar(*int, string, int, string)
-}) {
+func (w *workerFlags) register(fsRole bool, fs *flag.FlagSet) {
 	if fsRole {
 		fs.StringVar(&w.role, "role", "all", "task queues to serve: all, control or gpu")
 	}
@@ -92,6 +91,7 @@ func (w *workerFlags) register(fsRole bool, fs interface {
 	fs.StringVar(&w.checkpointStore, "checkpoint-store", defaultCheckpointStore(),
 		"where checkpoints live: a directory, file:///dir, or s3://bucket/prefix?endpoint=URL (credentials from AWS_* variables or ~/.aws); every worker of a deployment names the same one")
 	fs.StringVar(&w.checkpointStore, "checkpoint-dir", defaultCheckpointStore(), "the older name of --checkpoint-store")
+	w.data = addDataFlags(fs)
 	metricsDefault := defaultDevMetricsAddr // dev
 	if fsRole {
 		metricsDefault = "" // a worker serves metrics when asked: several may share a host
@@ -117,6 +117,10 @@ func startWorker(ctx context.Context, e *env, c client.Client, st store.Metadata
 		}
 		fmt.Fprintf(e.stderr, "worker: FAULT INJECTION ON (%s=%s): for tests only\n", faults.EnvPlan, plan)
 	}
+	data, err := wf.data.source()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errUsage, err)
+	}
 	ckStore, err := checkpoint.OpenStore(ctx, wf.checkpointStore)
 	if err != nil {
 		return nil, fmt.Errorf("%w: flag --checkpoint-store: %v", errUsage, err)
@@ -128,7 +132,7 @@ func startWorker(ctx context.Context, e *env, c client.Client, st store.Metadata
 	logger := tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	cfg := worker.Config{
 		Role: role, Devices: devices, RunsPerDevice: wf.devices.runsPerDevice(), Store: st,
-		Checkpoints: ckStore, Logger: logger,
+		Checkpoints: ckStore, Data: data, Logger: logger,
 	}
 	if wf.metrics != nil {
 		cfg.TrainerMetrics = wf.metrics
@@ -147,7 +151,7 @@ func startWorker(ctx context.Context, e *env, c client.Client, st store.Metadata
 		worker.RoleControl: workflows.ControlTaskQueue,
 		worker.RoleGPU:     workflows.GPUTaskQueue,
 	}[role]
-	fmt.Fprintf(e.stderr, "worker: role %s serving %s at %s, namespace %s, checkpoints in %s\n", role, queues, e.conn.address(), e.conn.namespace(), ckStore)
+	fmt.Fprintf(e.stderr, "worker: role %s serving %s at %s, namespace %s, checkpoints in %s, %s\n", role, queues, e.conn.address(), e.conn.namespace(), ckStore, data.Describe())
 	return w, nil
 }
 
