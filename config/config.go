@@ -15,10 +15,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strings"
 
 	"github.com/dqnflow/dqnflow/data"
+	"github.com/dqnflow/dqnflow/files"
 )
 
 // Precision modes (DESIGN.md §3).
@@ -399,12 +399,17 @@ func Decode(name string, raw []byte) (RunConfig, error) {
 	return c, nil
 }
 
-// Load reads and decodes a config file; an empty path gives the defaults.
+// MaxFileBytes bounds a config file: the defaults take about 2 KB, so a
+// file over this is not a config, and is refused before it is read.
+const MaxFileBytes = 1 << 20
+
+// Load reads and decodes a config file, a regular file of at most
+// MaxFileBytes (files.ReadFile); an empty path gives the defaults.
 func Load(path string) (RunConfig, error) {
 	if path == "" {
 		return Defaults(), nil
 	}
-	raw, err := os.ReadFile(path)
+	raw, err := files.ReadFile(path, MaxFileBytes)
 	if err != nil {
 		return RunConfig{}, fmt.Errorf("read config: %w", err)
 	}
