@@ -1,12 +1,17 @@
 package activities_test
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"go.temporal.io/sdk/temporal"
+
 	"github.com/dqnflow/dqnflow/activities"
+	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/data"
 	"github.com/dqnflow/dqnflow/files"
 	"github.com/dqnflow/dqnflow/market"
@@ -82,5 +87,28 @@ func TestOpenRefusesDataItCannotReadBeforeAnyWork(t *testing.T) {
 		cfg.Data.Path = p
 		r.open(activities.OpenInput{Config: cfg})
 		r.epoch(1)
+	}
+}
+
+// TestDataThatChangedWhileReadIsRetried: a price file that grew or shrank
+// while OpenTrainer read it (files.ErrChanged: still being written) is a
+// retryable failure, which the activity's retry reads again; any other
+// bad data ends the run (BadData).
+func TestDataThatChangedWhileReadIsRetried(t *testing.T) {
+	for _, c := range []struct {
+		err   error
+		fatal bool
+	}{
+		{fmt.Errorf("load bars: prices.csv: %w: it holds more than the 100 bytes it had when opened", files.ErrChanged), false},
+		{&market.ParseError{File: "prices.csv", Line: 3, Reason: "high 9 is below low 11"}, true},
+	} {
+		r := newRig(t, t.TempDir(), nil)
+		r.a.Prepare = func(config.RunConfig) (*market.Dataset, error) { return nil, c.err }
+		err := r.do(r.a.OpenTrainer, activities.OpenInput{RunID: runID, Config: testConfig()}, nil)
+		var ae *temporal.ApplicationError
+		retryable := errors.As(err, &ae) && !ae.NonRetryable()
+		if err == nil || activities.IsFatal(err) != c.fatal || retryable == c.fatal || !strings.Contains(err.Error(), "prices.csv") {
+			t.Errorf("prepare failing with %v: %v (fatal %v, retryable %v); want fatal %v", c.err, err, activities.IsFatal(err), retryable, c.fatal)
+		}
 	}
 }

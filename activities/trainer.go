@@ -172,8 +172,7 @@ func (a *Trainer) OpenTrainer(ctx context.Context, in OpenInput) (OpenOutput, er
 	}
 	ds, err := a.prepare(ctx, in.Config)
 	if err != nil {
-		return OpenOutput{}, nonRetryable(ErrTypeBadData, what+": prepare data "+in.Config.Data.Path, err,
-			"fix data.path or the file, then start a new run")
+		return OpenOutput{}, dataError(what, in.Config, err)
 	}
 	var (
 		tr          trainer.Trainer
@@ -209,8 +208,7 @@ func (a *Trainer) OpenTrainer(ctx context.Context, in OpenInput) (OpenOutput, er
 			return OpenOutput{}, readError(what, err)
 		}
 		if ds, err = a.checkpointInputs(ctx, in, ck, ds); err != nil {
-			return OpenOutput{}, nonRetryable(ErrTypeBadData, what+": prepare data "+in.Config.Data.Path, err,
-				"fix data.path or the file, then start a new run")
+			return OpenOutput{}, dataError(what, in.Config, err)
 		}
 		if tr, err = dev.Backend.Restore(ctx, ck, ds); err != nil {
 			return OpenOutput{}, classify(what+": restore "+resume.URI, err)
@@ -267,6 +265,18 @@ func (a *Trainer) checkPaths(what string, in OpenInput) error {
 		return classify(what+": checkpoint.dir "+in.Config.Checkpoint.Dir, err)
 	}
 	return nil
+}
+
+// dataError is the error of a run's data that cannot be prepared: a
+// BadData failure, which ends the run, unless the file changed while it
+// was read (files.ErrChanged: a file still being written), which a retry
+// of the activity reads again.
+func dataError(what string, cfg config.RunConfig, err error) error {
+	what += ": prepare data " + cfg.Data.Path
+	if errors.Is(err, files.ErrChanged) {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nonRetryable(ErrTypeBadData, what, err, "fix data.path or the file, then start a new run")
 }
 
 // checkpointInputs returns the dataset a checkpoint restores into: ds,
