@@ -147,8 +147,8 @@ func (s Source) check(path string) error {
 		return err
 	}
 	defer f.Close()
-	head := make([]byte, min(f.Size(), 4096))
-	if _, err := io.ReadFull(f, head); err != nil {
+	head, err := io.ReadAll(io.LimitReader(f, 4096)) // a /proc file fails here
+	if err != nil {
 		return readError(path, err)
 	}
 	if err := checkEncoding(path, head); err != nil {

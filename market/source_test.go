@@ -192,20 +192,25 @@ func TestCheckRefusesAnUnreadableDataPathByItsField(t *testing.T) {
 	good := priceFile(t, filepath.Join(root, "good.csv"), "volume")
 	utf16 := write("utf16.csv", []byte("\xff\xfet\x00i\x00m\x00e\x00"))
 	nul := write("nul.csv", []byte("time,open\nx\x00y\n"))
-	roots, err := files.NewRoots(root, "/dev")
+	dirs := []string{root}
+	cases := map[string]string{
+		good: "", "bundled:bitcoin_2024.csv": "", SyntheticPath: "",
+		filepath.Join(t.TempDir(), "elsewhere.csv"): "outside",
+		utf16:                      "UTF-16 (little-endian) text",
+		nul:                        ":2: a NUL byte at byte 2",
+		"bundled:no-such-file.csv": "no such file",
+	}
+	if runtime.GOOS == "linux" {
+		dirs = append(dirs, "/dev", "/proc/self")
+		cases["/dev/zero"], cases["/proc/self/environ"] = "a character device", "holds data"
+	}
+	roots, err := files.NewRoots(dirs...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	src := Source{Roots: roots}
 	cfg := config.Defaults()
-	for path, want := range map[string]string{
-		good: "", "bundled:bitcoin_2024.csv": "", SyntheticPath: "",
-		filepath.Join(t.TempDir(), "elsewhere.csv"): "outside",
-		"/dev/zero":                "a character device",
-		utf16:                      "UTF-16 (little-endian) text",
-		nul:                        ":2: a NUL byte at byte 2",
-		"bundled:no-such-file.csv": "no such file",
-	} {
+	for path, want := range cases {
 		cfg.Data.Path = path
 		err := src.Check(cfg)
 		switch {
