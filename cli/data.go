@@ -2,6 +2,7 @@ package cli
 
 import (
 	"flag"
+	"fmt"
 	"strings"
 
 	"github.com/dqnflow/dqnflow/market"
@@ -27,6 +28,9 @@ func addDataFlags(fs *flag.FlagSet) *dataFlags {
 // this command line, readable wherever they are (market.Source.Allow).
 func (d *dataFlags) source(typed ...string) (market.Source, error) {
 	src, err := market.NewSource(d.roots, d.limits)
+	if err != nil {
+		return src, fmt.Errorf("%w: %v", errUsage, err)
+	}
 	for _, p := range typed {
 		if err == nil {
 			src, err = src.Allow(p)

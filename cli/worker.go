@@ -12,6 +12,7 @@ import (
 	tlog "go.temporal.io/sdk/log"
 
 	"github.com/dqnflow/dqnflow/checkpoint"
+	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/trainer/faults"
@@ -78,6 +79,8 @@ type workerFlags struct {
 	devices                       deviceFlags
 	metricsAddr                   string
 	data                          *dataFlags
+	// src is the Source of data; set by openData.
+	src market.Source
 	// metrics receives the trainer's measurements; set by startMetrics.
 	metrics *worker.Metrics
 }
@@ -99,6 +102,13 @@ func (w *workerFlags) register(fsRole bool, fs *flag.FlagSet) {
 	fs.StringVar(&w.metricsAddr, "metrics-addr", metricsDefault, "serve Prometheus metrics at this host:port (\"\": none)")
 }
 
+// openData sets w.src from the data flags, so that a data root that does
+// not exist fails the start before anything is connected.
+func (w *workerFlags) openData() (err error) {
+	w.src, err = w.data.source()
+	return err
+}
+
 // startWorker builds and starts the workers of one process on devices
 // (workerFlags.openDevices); stop them with Stop. The device choice is
 // logged, never silent.
@@ -117,10 +127,6 @@ func startWorker(ctx context.Context, e *env, c client.Client, st store.Metadata
 		}
 		fmt.Fprintf(e.stderr, "worker: FAULT INJECTION ON (%s=%s): for tests only\n", faults.EnvPlan, plan)
 	}
-	data, err := wf.data.source()
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errUsage, err)
-	}
 	ckStore, err := checkpoint.OpenStore(ctx, wf.checkpointStore)
 	if err != nil {
 		return nil, fmt.Errorf("%w: flag --checkpoint-store: %v", errUsage, err)
@@ -132,7 +138,7 @@ func startWorker(ctx context.Context, e *env, c client.Client, st store.Metadata
 	logger := tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	cfg := worker.Config{
 		Role: role, Devices: devices, RunsPerDevice: wf.devices.runsPerDevice(), Store: st,
-		Checkpoints: ckStore, Data: data, Logger: logger,
+		Checkpoints: ckStore, Data: wf.src, Logger: logger,
 	}
 	if wf.metrics != nil {
 		cfg.TrainerMetrics = wf.metrics
@@ -151,7 +157,7 @@ func startWorker(ctx context.Context, e *env, c client.Client, st store.Metadata
 		worker.RoleControl: workflows.ControlTaskQueue,
 		worker.RoleGPU:     workflows.GPUTaskQueue,
 	}[role]
-	fmt.Fprintf(e.stderr, "worker: role %s serving %s at %s, namespace %s, checkpoints in %s, %s\n", role, queues, e.conn.address(), e.conn.namespace(), ckStore, data.Describe())
+	fmt.Fprintf(e.stderr, "worker: role %s serving %s at %s, namespace %s, checkpoints in %s, %s\n", role, queues, e.conn.address(), e.conn.namespace(), ckStore, wf.src.Describe())
 	return w, nil
 }
 
@@ -161,6 +167,9 @@ func runWorker(ctx context.Context, e *env, args []string) error {
 	var wf workerFlags
 	wf.register(true, fs)
 	if err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	if err := wf.openData(); err != nil {
 		return err
 	}
 	devices, err := wf.openDevices(e)

@@ -32,8 +32,11 @@ func NewRoots(dirs ...string) (Roots, error) {
 			return Roots{}, fmt.Errorf("root %s: %w", d, err)
 		}
 		st, err := os.Stat(abs)
-		if err != nil {
-			return Roots{}, fmt.Errorf("root %w", err)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return Roots{}, fmt.Errorf("root %s: no such directory", abs)
+		case err != nil:
+			return Roots{}, fmt.Errorf("root %s: %w", abs, err)
 		}
 		if !st.IsDir() {
 			return Roots{}, fmt.Errorf("root %s: not a directory", abs)
