@@ -35,10 +35,9 @@ func (a *Trainer) EvaluateCheckpoints(ctx context.Context, in EvaluateInput) (Ev
 	}
 	_, stop := a.beat(ctx, Heartbeat{Stage: "evaluate"})
 	defer stop()
-	ds, err := a.prepare(in.Config)
+	ds, err := a.prepare(ctx, in.Config)
 	if err != nil {
-		return EvaluateOutput{}, nonRetryable(ErrTypeBadData, "evaluate checkpoints: prepare data "+in.Config.Data.Path, err,
-			"fix data.path or the file")
+		return EvaluateOutput{}, dataError("evaluate checkpoints", in.Config, err)
 	}
 	out := EvaluateOutput{Reports: make([]market.Report, 0, len(in.Checkpoints))}
 	for _, ref := range in.Checkpoints {

@@ -1,6 +1,7 @@
 package activities_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/dqnflow/dqnflow/activities"
@@ -38,7 +39,7 @@ func TestEvaluateScoresCheckpointsOnOneWindow(t *testing.T) {
 	if n := len(ev.backend.Trainers()); n != 0 {
 		t.Errorf("evaluation built %d trainers on the worker's backend", n)
 	}
-	ds, err := market.Prepare(cfg)
+	ds, err := market.Source{}.Prepare(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

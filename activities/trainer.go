@@ -17,6 +17,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/files"
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/trainer"
 )
@@ -39,7 +40,13 @@ type Trainer struct {
 	Slots SlotKeeper
 	// Store records checkpoints and backtests.
 	Store CheckpointStore
-	// Prepare loads a run's dataset; nil means market.Prepare.
+	// Data is where this worker reads price files from: its data roots
+	// and read limits (market.Source; the zero value reads from the working
+	// directory). OpenTrainer checks every data path of a run against it
+	// before any work.
+	Data market.Source
+	// Prepare loads a run's dataset; nil means Data.Prepare. A test whose
+	// backend needs no market data sets it (activitiestest.Dataset).
 	Prepare func(config.RunConfig) (*market.Dataset, error)
 	// Evaluate backtests a checkpoint on range r of ds for
 	// EvaluateCheckpoints; nil means the checkpoint's greedy policy
@@ -160,10 +167,12 @@ func (a *Trainer) OpenTrainer(ctx context.Context, in OpenInput) (OpenOutput, er
 		activity.GetLogger(ctx).Info("The slot decides the device: the run asked for another CUDA device",
 			"run", in.RunID, "asked", in.Config.Device, "runs_on", cfg.Device)
 	}
-	ds, err := a.prepare(in.Config)
+	if err := a.checkPaths(what, in); err != nil {
+		return OpenOutput{}, err
+	}
+	ds, err := a.prepare(ctx, in.Config)
 	if err != nil {
-		return OpenOutput{}, nonRetryable(ErrTypeBadData, what+": prepare data "+in.Config.Data.Path, err,
-			"fix data.path or the file, then start a new run")
+		return OpenOutput{}, dataError(what, in.Config, err)
 	}
 	var (
 		tr          trainer.Trainer
@@ -199,8 +208,7 @@ func (a *Trainer) OpenTrainer(ctx context.Context, in OpenInput) (OpenOutput, er
 			return OpenOutput{}, readError(what, err)
 		}
 		if ds, err = a.checkpointInputs(ctx, in, ck, ds); err != nil {
-			return OpenOutput{}, nonRetryable(ErrTypeBadData, what+": prepare data "+in.Config.Data.Path, err,
-				"fix data.path or the file, then start a new run")
+			return OpenOutput{}, dataError(what, in.Config, err)
 		}
 		if tr, err = dev.Backend.Restore(ctx, ck, ds); err != nil {
 			return OpenOutput{}, classify(what+": restore "+resume.URI, err)
@@ -235,6 +243,42 @@ func (a *Trainer) OpenTrainer(ctx context.Context, in OpenInput) (OpenOutput, er
 		NotBitExact: notBitExact, Fallback: fallback, Damaged: damaged}, nil
 }
 
+// checkPaths checks every path a run will use before any of its
+// work: that the worker's data roots hold each price file of its config
+// and that the file is one a read can take (market.Source.Check), and that
+// its checkpoint directory lies inside the checkpoint store (the blob of
+// epoch 0 located as Checkpoint will locate every one). A path out of
+// reach fails the run at once, non-retryably, naming its field, instead of
+// after an epoch of training; a checkpoint to restore from is checked by
+// the read that follows.
+func (a *Trainer) checkPaths(what string, in OpenInput) error {
+	what += ": check paths"
+	if err := a.Data.Check(in.Config); err != nil {
+		if errors.Is(err, files.ErrOutsideRoot) {
+			return nonRetryable(ErrTypeInvalidConfig, what, err,
+				"data.path must name a file inside the workers' data roots (dqnflow worker --data-root); start the run again with one")
+		}
+		return nonRetryable(ErrTypeBadData, what, err, "fix data.path or the file, then start a new run")
+	}
+	run := &Run{ID: in.RunID, ExecutionID: in.ExecutionID, Config: in.Config}
+	if _, err := a.blobURI(run, 0); err != nil {
+		return classify(what+": checkpoint.dir "+in.Config.Checkpoint.Dir, err)
+	}
+	return nil
+}
+
+// dataError is the error of a run's data that cannot be prepared: a
+// BadData failure, which ends the run, unless the file changed while it
+// was read (files.ErrChanged: a file still being written), which a retry
+// of the activity reads again.
+func dataError(what string, cfg config.RunConfig, err error) error {
+	what += ": prepare data " + cfg.Data.Path
+	if errors.Is(err, files.ErrChanged) {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nonRetryable(ErrTypeBadData, what, err, "fix data.path or the file, then start a new run")
+}
+
 // checkpointInputs returns the dataset a checkpoint restores into: ds,
 // or, when the checkpoint's stored config (config.DecodeStored) has other
 // data or env sections than in's, ds prepared again with the checkpoint's.
@@ -251,7 +295,7 @@ func (a *Trainer) checkpointInputs(ctx context.Context, in OpenInput, ck *checkp
 		"run", in.RunID, "checkpoint_data", stored.Data, "config_data", in.Config.Data)
 	c := in.Config
 	c.Data, c.Env = stored.Data, stored.Env
-	return a.prepare(c)
+	return a.prepare(ctx, c)
 }
 
 // device returns the device the calling run trains on: the worker's only
@@ -457,11 +501,11 @@ func (a *Trainer) heartbeat(ctx context.Context, details func() any) (stop func(
 	return func() { close(done); wg.Wait() }
 }
 
-func (a *Trainer) prepare(cfg config.RunConfig) (*market.Dataset, error) {
+func (a *Trainer) prepare(ctx context.Context, cfg config.RunConfig) (*market.Dataset, error) {
 	if a.Prepare != nil {
 		return a.Prepare(cfg)
 	}
-	return market.Prepare(cfg)
+	return a.Data.Prepare(ctx, cfg)
 }
 
 // checkpoints is the worker's checkpoint store.

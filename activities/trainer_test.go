@@ -426,10 +426,14 @@ func TestCheckpointFilesAreKeyedOnTheExecution(t *testing.T) {
 
 // TestCheckpointsStayInsideTheRoot checks that a run config whose
 // checkpoint.dir leads out of the worker's checkpoint root (an absolute
-// path elsewhere, "..", a symbolic link inside the root pointing out) gets
-// a non-retryable InvalidConfig error naming checkpoint.dir and writes
-// nothing outside, and that a resume or warm start from a file outside the
-// root is refused without reading it.
+// path elsewhere, "..", a symbolic link inside the root pointing out) is
+// refused when the run opens, before any trainer is built or any epoch
+// trained, with a non-retryable InvalidConfig error naming checkpoint.dir
+// (before, the refusal came at the first checkpoint, after an epoch of
+// training); that a link planted after the open is still refused when the
+// checkpoint is written; that nothing is written outside; and that a
+// resume or warm start from a file outside the root is refused without
+// reading it.
 func TestCheckpointsStayInsideTheRoot(t *testing.T) {
 	base := t.TempDir()
 	root, outside := filepath.Join(base, "root"), filepath.Join(base, "outside")
@@ -445,16 +449,31 @@ func TestCheckpointsStayInsideTheRoot(t *testing.T) {
 		r := newRig(t, root, nil)
 		cfg := testConfig()
 		cfg.Checkpoint.Dir = dir
-		r.open(activities.OpenInput{Config: cfg})
-		r.epoch(1)
-		err := r.do(r.a.Checkpoint, activities.CheckpointInput{RunID: runID, Epoch: 1}, nil)
+		err := r.do(r.a.OpenTrainer, activities.OpenInput{RunID: runID, Config: cfg}, nil)
 		if errType(err) != activities.ErrTypeInvalidConfig || !strings.Contains(err.Error(), "checkpoint.dir "+dir) ||
 			!strings.Contains(err.Error(), "outside the checkpoint root") {
 			t.Errorf("checkpoint.dir %q: %v; want InvalidConfig naming checkpoint.dir and the root", dir, err)
 		}
-		if _, err := r.store.GetCheckpoint(context.Background(), runID, 1); err == nil {
-			t.Errorf("checkpoint.dir %q: a checkpoint row was recorded", dir)
+		if news, restores := r.backend.Counts(); news+restores != 0 {
+			t.Errorf("checkpoint.dir %q: a trainer was built before the refusal", dir)
 		}
+	}
+	// A link planted after the run opened is refused when it is used.
+	r := newRig(t, root, nil)
+	cfg := testConfig()
+	cfg.Checkpoint.Dir = "later"
+	r.open(activities.OpenInput{Config: cfg})
+	r.epoch(1)
+	if err := os.Symlink(outside, filepath.Join(root, "later")); err != nil {
+		t.Fatal(err)
+	}
+	err := r.do(r.a.Checkpoint, activities.CheckpointInput{RunID: runID, Epoch: 1}, nil)
+	if errType(err) != activities.ErrTypeInvalidConfig || !strings.Contains(err.Error(), "checkpoint.dir later") ||
+		!strings.Contains(err.Error(), "outside the checkpoint root") {
+		t.Errorf("checkpoint.dir later, a link planted after the open: %v; want InvalidConfig naming checkpoint.dir and the root", err)
+	}
+	if _, err := r.store.GetCheckpoint(context.Background(), runID, 1); err == nil {
+		t.Error("checkpoint.dir later: a checkpoint row was recorded")
 	}
 	entries, _ := os.ReadDir(outside)
 	if len(entries) != 0 {

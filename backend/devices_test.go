@@ -29,7 +29,7 @@ func TestCPUStandsInForDevices(t *testing.T) {
 		t.Fatalf("%d devices, %d lines; want 3 of each", len(d.Devices), len(d.Lines))
 	}
 	cfg := trainertest.SmallConfig()
-	ds, err := market.Prepare(cfg)
+	ds, err := market.Source{}.Prepare(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestEveryGPUIsADeviceOfItsOwn(t *testing.T) {
 	t.Log(d.Choice)
 	cfg := trainertest.SmallConfig()
 	cfg.Device = "cuda"
-	ds, err := market.Prepare(cfg)
+	ds, err := market.Source{}.Prepare(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -29,11 +30,16 @@ func backtestCmd(e *env) *cobra.Command {
 	to := fs.String("to", "", "end time, exclusive (overrides --range)")
 	jsonOut := fs.Bool("json", false, "print the report as JSON")
 	costs := addCostFlags(fs)
+	df := addDataFlags(fs)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if err := required(fs, "checkpoint", "data"); err != nil {
 			return err
 		}
-		pol, ds, r, what, err := openPolicyData(*ckPath, *dataPath, *rangeName, *from, *to, costs.edit())
+		src, err := df.source(*dataPath)
+		if err != nil {
+			return err
+		}
+		pol, ds, r, what, err := openPolicyData(cmd.Context(), src, *ckPath, *dataPath, *rangeName, *from, *to, costs.edit())
 		if err != nil {
 			return err
 		}
@@ -58,8 +64,8 @@ func backtestCmd(e *env) *cobra.Command {
 // own training data, its test range (rangeName "test", the default: the
 // one range neither training nor checkpoint selection saw), validation
 // range or all bars; on another file every bar with full feature history.
-// what describes the range for the reader.
-func openPolicyData(ckPath, dataPath, rangeName, from, to string, costs func(*config.EnvConfig)) (pol *policy.Policy, ds *market.Dataset, r market.Range, what string, err error) {
+// what describes the range for the reader. src reads the data.
+func openPolicyData(ctx context.Context, src market.Source, ckPath, dataPath, rangeName, from, to string, costs func(*config.EnvConfig)) (pol *policy.Policy, ds *market.Dataset, r market.Range, what string, err error) {
 	fail := func(err error) (*policy.Policy, *market.Dataset, market.Range, string, error) {
 		return nil, nil, market.Range{}, "", err
 	}
@@ -73,7 +79,7 @@ func openPolicyData(ckPath, dataPath, rangeName, from, to string, costs func(*co
 	if pol, err = policy.Load(ck); err != nil {
 		return fail(fmt.Errorf("checkpoint %s: %w", ckPath, err))
 	}
-	cfg, ds, err := trainer.CheckpointDataset(ck, dataPath, costs)
+	cfg, ds, err := trainer.CheckpointDataset(ctx, src, ck, dataPath, costs)
 	if err != nil {
 		return fail(fmt.Errorf("checkpoint %s with data %s: %w", ckPath, dataPath, err))
 	}
@@ -82,7 +88,7 @@ func openPolicyData(ckPath, dataPath, rangeName, from, to string, costs func(*co
 	if trainer.SameDataPath(cfg.Data.Path, dataPath) {
 		what = "all bars of the run's data " + dataPath + ", training range included"
 		if rangeName != "all" {
-			trainDS, err := market.Prepare(withData(cfg, dataPath))
+			trainDS, err := src.Prepare(ctx, withData(cfg, dataPath))
 			if err != nil {
 				return fail(fmt.Errorf("checkpoint %s: the ranges of its config on %s: %w", ckPath, dataPath, err))
 			}
@@ -145,16 +151,21 @@ func predictCmd(e *env) *cobra.Command {
 	from := fs.String("from", "", "first bar time (default: first bar with full feature history)")
 	to := fs.String("to", "", "end time, exclusive (default: the last bar)")
 	jsonOut := fs.Bool("json", true, "print JSON (the only format)")
+	df := addDataFlags(fs)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx := cmd.Context()
 		if err := required(fs, "checkpoint", "data"); err != nil {
+			return err
+		}
+		src, err := df.source(*dataPath)
+		if err != nil {
 			return err
 		}
 		if !*jsonOut {
 			return fmt.Errorf("%w: predict prints JSON only", errUsage)
 		}
 		// predict covers the whole file unless --from/--to narrow it.
-		pol, ds, r, _, err := openPolicyData(*ckPath, *dataPath, "all", *from, *to, nil)
+		pol, ds, r, _, err := openPolicyData(ctx, src, *ckPath, *dataPath, "all", *from, *to, nil)
 		if err != nil {
 			return err
 		}

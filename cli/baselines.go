@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -71,12 +72,18 @@ func baselinesCmd(e *env) *cobra.Command {
 	lookbacks := fs.String("lookbacks", joinInts(market.DefaultLookbacks), "lookbacks of the rules, in bars, comma-separated")
 	out := fs.String("out", "", "also write the result as JSON to this file")
 	jsonOut := fs.Bool("json", false, "print the result as JSON")
+	df := addDataFlags(fs)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		ctx := cmd.Context()
 		cfg, err := loadConfig(fs, *cfgPath, "", *dataPath, 0)
 		if err != nil {
 			return err
 		}
-		b, err := market.Load(cfg)
+		src, err := df.source(*dataPath)
+		if err != nil {
+			return err
+		}
+		b, err := src.Load(ctx, cfg)
 		if err != nil {
 			return err
 		}
@@ -88,7 +95,7 @@ func baselinesCmd(e *env) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		res, err := ruleBaselines(cfg, b, ws, lbs, *validBars > *testBars)
+		res, err := ruleBaselines(ctx, src, cfg, b, ws, lbs, *validBars > *testBars)
 		if err != nil {
 			return err
 		}
@@ -109,8 +116,9 @@ func baselinesCmd(e *env) *cobra.Command {
 // ruleBaselines backtests the rules of lookbacks lbs on windows ws of bars
 // b (walkforward's), lets each window's validation range choose one, and
 // judges the choices under every gate (without pooled where overlap says
-// the validation ranges overlap), as runBaselines reports them.
-func ruleBaselines(cfg config.RunConfig, b *market.Bars, ws []wfWindow, lbs []int, overlap bool) (baselinesResult, error) {
+// the validation ranges overlap), as runBaselines reports them. Each
+// window's dataset is prepared from src.
+func ruleBaselines(ctx context.Context, src market.Source, cfg config.RunConfig, b *market.Bars, ws []wfWindow, lbs []int, overlap bool) (baselinesResult, error) {
 	rules := market.Rules(lbs)
 	res := baselinesResult{Data: cfg.Data.Path, Lookbacks: lbs}
 	for _, r := range rules {
@@ -120,7 +128,7 @@ func ruleBaselines(cfg config.RunConfig, b *market.Bars, ws []wfWindow, lbs []in
 	var valids, tests, flats []market.Report
 	perRule := make([][]market.Report, len(rules)) // test reports by rule, then window
 	for i, w := range ws {
-		ds, err := market.Prepare(windowConfig(cfg, b, w))
+		ds, err := src.Prepare(ctx, windowConfig(cfg, b, w))
 		if err != nil {
 			return res, fmt.Errorf("window %d: %w", i+1, err)
 		}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"path/filepath"
 	"strings"
@@ -33,7 +34,7 @@ func TestBaselinesChooseOnValidationOnWalkforwardsWindows(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Data.Path = "bundled:bitcoin_2024.csv"
-	b, err := market.Load(cfg)
+	b, err := market.Source{}.Load(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +42,7 @@ func TestBaselinesChooseOnValidationOnWalkforwardsWindows(t *testing.T) {
 		if w.Ranges.Test.To != 6115-300*(1-i) || w.Test.Bars != 300 || w.Ranges.Valid.Len() != 200 {
 			t.Errorf("window %d: ranges %+v, %d test bars; want walkforward's", i+1, w.Ranges, w.Test.Bars)
 		}
-		ds, err := market.Prepare(windowConfig(cfg, b, w.Ranges))
+		ds, err := market.Source{}.Prepare(context.Background(), windowConfig(cfg, b, w.Ranges))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -102,8 +102,13 @@ func benchCmd(e *env) *cobra.Command {
 	temporal := fs.Bool("temporal", false, "measure Temporal's overhead per epoch instead, on the server at $"+envTemporalAddress+" (needs a running worker, e.g. dqnflow dev)")
 	epochs := fs.Int("epochs", 30, "with --temporal: epochs of the near-empty benchmark run; with --epoch: epochs to time")
 	epoch := fs.Bool("epoch", false, "CUDA: time the default epoch end to end on the device (collect, train, sync, backtest of the validation range), each phase and the GPU's busy fraction, and the collector with 4096 and 16384 environments")
+	df := addDataFlags(fs)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx := cmd.Context()
+		src, err := df.source()
+		if err != nil {
+			return err
+		}
 		if *temporal {
 			return benchTemporal(ctx, e, *epochs, *jsonOut)
 		}
@@ -133,7 +138,7 @@ func benchCmd(e *env) *cobra.Command {
 			return err
 		}
 		if *epoch {
-			return benchEpoch(ctx, e, cfg, *epochs, *jsonOut)
+			return benchEpoch(ctx, e, src, cfg, *epochs, *jsonOut)
 		}
 		// Asked for PyTorch and it cannot run: say so before timing anything.
 		var torchVersion string
@@ -147,7 +152,7 @@ func benchCmd(e *env) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		ds, err := market.Prepare(cfg)
+		ds, err := src.Prepare(ctx, cfg)
 		if err != nil {
 			return err
 		}

@@ -36,13 +36,13 @@ type epochBenchResult struct {
 
 // benchEpoch times the default epoch end to end on the device (collect,
 // train, sync, backtest of the validation range; gpu.Trainer.TimeEpochs)
-// and the collector with 4096 and 16384 environments.
-func benchEpoch(ctx context.Context, e *env, cfg config.RunConfig, epochs int, jsonOut bool) error {
+// and the collector with 4096 and 16384 environments; src reads the data.
+func benchEpoch(ctx context.Context, e *env, src market.Source, cfg config.RunConfig, epochs int, jsonOut bool) error {
 	b, dev, err := openBackend(e, cfg.Device) // runBench has checked epochs ≥ 1
 	if err != nil {
 		return err
 	}
-	ds, err := market.Prepare(cfg)
+	ds, err := src.Prepare(ctx, cfg)
 	if err != nil {
 		return err
 	}

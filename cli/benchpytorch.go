@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dqnflow/dqnflow/bench/pytorch"
+	"github.com/dqnflow/dqnflow/files"
 )
 
 // pytorchBench is the PyTorch CPU reference timed beside the CPU backend in
@@ -43,6 +44,10 @@ type pytorchVariant struct {
 
 // torchCheck prints torch's version, or fails when python has no torch.
 const torchCheck = "import torch; print(torch.__version__)"
+
+// maxPyTorchResultBytes bounds the result file bench.py writes: a few
+// kilobytes of JSON.
+const maxPyTorchResultBytes = 16 << 20
 
 // probeTorch returns torch's version as python reports it, or why python
 // cannot import torch.
@@ -118,7 +123,7 @@ func runPyTorchBench(ctx context.Context, stderr io.Writer, mode, python, versio
 			Reason    string  `json:"reason"`
 		} `json:"results"`
 	}
-	b, err := os.ReadFile(outPath)
+	b, err := files.ReadFile(outPath, maxPyTorchResultBytes)
 	if err != nil {
 		res.Status, res.Reason = "error", fmt.Sprintf("bench.py wrote no result (%v, exit: %v)", err, runErr)
 		return res, nil

@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/worker"
 )
@@ -48,6 +49,9 @@ func devCmd(e *env) *cobra.Command {
 		// where the runs' records go is what a new user looks for first.
 		// The devices are opened before anything is connected to, so that
 		// one that cannot run fails the start at once.
+		if err := wf.openData(); err != nil {
+			return err
+		}
 		loc, err := locateStore(ctx, e, true)
 		if err != nil {
 			return err
@@ -153,7 +157,8 @@ func runDemo(ctx context.Context, e *env, c client.Client, ui string) error {
 	if res.BestCheckpoint != nil {
 		ck = res.BestCheckpoint
 	}
-	pol, ds, r, what, err := openPolicyData(ck.URI, cfg.Data.Path, "test", "", "", nil)
+	var bundled market.Source // the demo's data is bundled: nothing is read from disk
+	pol, ds, r, what, err := openPolicyData(ctx, bundled, ck.URI, cfg.Data.Path, "test", "", "", nil)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -66,9 +67,9 @@ type evalRule struct {
 
 // chooseRule backtests the rules of the default lookbacks on cfg's
 // validation range, takes the one of best Sharpe (the first on a tie) and
-// backtests it on the test range.
-func chooseRule(cfg config.RunConfig) (evalRule, error) {
-	ds, err := market.Prepare(cfg)
+// backtests it on the test range; src reads the data.
+func chooseRule(ctx context.Context, src market.Source, cfg config.RunConfig) (evalRule, error) {
+	ds, err := src.Prepare(ctx, cfg)
 	if err != nil {
 		return evalRule{}, err
 	}
@@ -110,14 +111,18 @@ func evaluateCmd(e *env) *cobra.Command {
 	out := fs.String("out", "", "directory for the report, plots and runs (default: runs/<id>)")
 	jsonOut := fs.Bool("json", false, "print the result as JSON")
 	seeds := fs.Int("seeds", 1, "train each series at this many seeds (the config's seed and the next ones) and report every run beside the first")
+	df := addDataFlags(fs)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx := cmd.Context()
+		src, err := df.source(strings.Split(*series, ",")...)
+		if err != nil {
+			return err
+		}
 		if *seeds < 1 || *seeds > 1000 {
 			return fmt.Errorf("%w: --seeds %d: want 1 to 1000", errUsage, *seeds)
 		}
 		var cfg config.RunConfig
 		var ck *checkpoint.Checkpoint
-		var err error
 		if *ckPath != "" {
 			if *cfgPath != "" {
 				return fmt.Errorf("%w: give --config (train) or --checkpoint (evaluate it), not both", errUsage)
@@ -153,13 +158,13 @@ func evaluateCmd(e *env) *cobra.Command {
 			note := ""
 			c := withData(cfg, path)
 			if ck != nil {
-				if s.Test, err = evaluateCheckpoint(ck, c); err != nil {
+				if s.Test, err = evaluateCheckpoint(ctx, src, ck, c); err != nil {
 					return fmt.Errorf("evaluate %s on %s: %w", *ckPath, path, err)
 				}
 				note = fmt.Sprintf("Checkpoint `%s` (trained on %s), test range of its config's split of this series.", filepath.Base(*ckPath), cfg.Data.Path)
 			} else {
 				fmt.Fprintf(e.stderr, "evaluate: training on %s\n", path)
-				r, err := trainLocal(ctx, e, c, filepath.Join(*out, slug), id+"-"+slug)
+				r, err := trainLocal(ctx, e, src, c, filepath.Join(*out, slug), id+"-"+slug)
 				if err != nil {
 					return fmt.Errorf("evaluate %s: %w", path, err)
 				}
@@ -180,7 +185,7 @@ func evaluateCmd(e *env) *cobra.Command {
 						cs := c
 						cs.Seed = c.Seed + uint64(k)
 						fmt.Fprintf(e.stderr, "evaluate: training on %s, seed %d (%d of %d)\n", path, cs.Seed, k+1, *seeds)
-						rk, err := trainLocal(ctx, e, cs, filepath.Join(*out, slug, fmt.Sprintf("seed-%d", cs.Seed)), fmt.Sprintf("%s-%s-seed%d", id, slug, cs.Seed))
+						rk, err := trainLocal(ctx, e, src, cs, filepath.Join(*out, slug, fmt.Sprintf("seed-%d", cs.Seed)), fmt.Sprintf("%s-%s-seed%d", id, slug, cs.Seed))
 						if err != nil {
 							return fmt.Errorf("evaluate %s, seed %d: %w", path, cs.Seed, err)
 						}
@@ -189,12 +194,12 @@ func evaluateCmd(e *env) *cobra.Command {
 					}
 					sum := report.Summarize(s.Seeds)
 					s.Summary = &sum
-					if s.Ensemble, err = evaluateEnsemble(c, members); err != nil {
+					if s.Ensemble, err = evaluateEnsemble(ctx, src, c, members); err != nil {
 						return fmt.Errorf("evaluate %s: the seeds' ensemble: %w", path, err)
 					}
 				}
 			}
-			if s.Rule, err = chooseRule(c); err != nil {
+			if s.Rule, err = chooseRule(ctx, src, c); err != nil {
 				return fmt.Errorf("evaluate %s: the rules' yardstick: %w", path, err)
 			}
 			rt := s.Rule.Test
@@ -257,9 +262,9 @@ func seedRow(seed uint64, r trainResult) report.SeedRow {
 // evaluateEnsemble backtests the checkpoints at paths, trained on cfg at
 // several seeds, voting together (policy.Ensemble): on cfg's validation
 // range for the evidence (backtest.min_valid_t, as a single run's
-// abstention) and on its test range.
-func evaluateEnsemble(cfg config.RunConfig, paths []string) (*report.EnsembleRow, error) {
-	ds, err := market.Prepare(cfg)
+// abstention) and on its test range; src reads the data.
+func evaluateEnsemble(ctx context.Context, src market.Source, cfg config.RunConfig, paths []string) (*report.EnsembleRow, error) {
+	ds, err := src.Prepare(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -292,9 +297,10 @@ func evaluateEnsemble(cfg config.RunConfig, paths []string) (*report.EnsembleRow
 }
 
 // evaluateCheckpoint runs ck's policy on the test range that cfg's split
-// gives on cfg.Data.Path, priced as trainer.CheckpointDataset says.
-func evaluateCheckpoint(ck *checkpoint.Checkpoint, cfg config.RunConfig) (market.Report, error) {
-	split, err := market.Prepare(cfg)
+// gives on cfg.Data.Path (read from src), priced as
+// trainer.CheckpointDataset says.
+func evaluateCheckpoint(ctx context.Context, src market.Source, ck *checkpoint.Checkpoint, cfg config.RunConfig) (market.Report, error) {
+	split, err := src.Prepare(ctx, cfg)
 	if err != nil {
 		return market.Report{}, err
 	}
@@ -305,7 +311,7 @@ func evaluateCheckpoint(ck *checkpoint.Checkpoint, cfg config.RunConfig) (market
 	if err != nil {
 		return market.Report{}, err
 	}
-	_, ds, err := trainer.CheckpointDataset(ck, cfg.Data.Path, nil)
+	_, ds, err := trainer.CheckpointDataset(ctx, src, ck, cfg.Data.Path, nil)
 	if err != nil {
 		return market.Report{}, err
 	}

@@ -129,7 +129,8 @@ func learnCheckCmd(e *env) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		ds, err := market.Prepare(cfg)
+		var src market.Source // the synthetic series: nothing is read
+		ds, err := src.Prepare(ctx, cfg)
 		if err != nil {
 			return err
 		}
@@ -141,7 +142,7 @@ func learnCheckCmd(e *env) *cobra.Command {
 		if err != nil {
 			return fmt.Errorf("oracle backtest: %w", err)
 		}
-		sig, err := trainLocal(ctx, e, cfg, filepath.Join(out, "signal"), "learn-check")
+		sig, err := trainLocal(ctx, e, src, cfg, filepath.Join(out, "signal"), "learn-check")
 		if err != nil {
 			return err
 		}
@@ -163,7 +164,7 @@ func learnCheckCmd(e *env) *cobra.Command {
 		if *noSignal {
 			flat := cfg
 			flat.Data.SyntheticPhi = 0
-			ns, err := trainLocal(ctx, e, flat, filepath.Join(out, "no-signal"), "learn-check-no-signal")
+			ns, err := trainLocal(ctx, e, src, flat, filepath.Join(out, "no-signal"), "learn-check-no-signal")
 			if err != nil {
 				return err
 			}

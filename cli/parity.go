@@ -155,8 +155,13 @@ func parityCmd(e *env) *cobra.Command {
 	out := fs.String("out", filepath.Join("runs", "parity"), "directory for parity.json and learning-curves.png")
 	jsonOut := fs.Bool("json", false, "print the result as JSON")
 	blasFlag(fs)
+	df := addDataFlags(fs)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		ctx := cmd.Context()
+		src, err := df.source(*dataPath)
+		if err != nil {
+			return err
+		}
 		ms, err := parseParityModes(*modes)
 		if err != nil {
 			return err
@@ -178,7 +183,7 @@ func parityCmd(e *env) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		ds, err := market.Prepare(cfg)
+		ds, err := src.Prepare(ctx, cfg)
 		if err != nil {
 			return err
 		}

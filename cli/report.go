@@ -29,9 +29,14 @@ func reportCmd(e *env) *cobra.Command {
 	e.conn.register(fs)
 	out := fs.String("out", "", "directory to write index.html and the plots into (created if missing)")
 	data := fs.String("data", "", "price data of the backtest plots (default: the run's data.path)")
+	df := addDataFlags(fs)
 	cmd.Args = argsBetween(1, 1)
 	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
 		ctx := cmd.Context()
+		src, err := df.source(*data)
+		if err != nil {
+			return err
+		}
 		if err := required(fs, "out"); err != nil {
 			return err
 		}
@@ -64,7 +69,7 @@ func reportCmd(e *env) *cobra.Command {
 			return err
 		}
 		r := report.Run{Run: rec.Run, Epochs: rec.Epochs, Checkpoints: rec.Checkpoints, Backtests: rec.Backtests}
-		evaluateCheckpoints(e, &r, rec, *data)
+		evaluateCheckpoints(ctx, e, src, &r, rec, *data)
 		path, err := report.WriteRun(*out, r)
 		if err != nil {
 			return err
@@ -78,8 +83,9 @@ func reportCmd(e *env) *cobra.Command {
 // evaluateCheckpoints backtests every checkpoint still on disk on the
 // validation range: mean Q for each, and for the best one its equity,
 // buy-and-hold's and the actions. A file out of reach (another host, a
-// pruned blob) is a note in the report, not an error.
-func evaluateCheckpoints(e *env, r *report.Run, rec runRecord, dataFlag string) {
+// pruned blob) is a note in the report, not an error. src reads the data:
+// dataFlag, else the run's data.path, which must lie in src's data roots.
+func evaluateCheckpoints(ctx context.Context, e *env, src market.Source, r *report.Run, rec runRecord, dataFlag string) {
 	var cfg struct {
 		Data struct {
 			Path string `json:"path"`
@@ -104,7 +110,7 @@ func evaluateCheckpoints(e *env, r *report.Run, rec runRecord, dataFlag string) 
 			}
 			continue
 		}
-		bt, meanQ, err := evaluate(c.URI, data, c.IsBest)
+		bt, meanQ, err := evaluate(ctx, src, c.URI, data, c.IsBest)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "report: checkpoint of epoch %d: %v\n", c.Epoch, err)
 			if c.IsBest {
@@ -123,8 +129,8 @@ func evaluateCheckpoints(e *env, r *report.Run, rec runRecord, dataFlag string) 
 // evaluate backtests the checkpoint's greedy policy on the validation
 // range of data, recording the mean expected Q of the chosen actions and,
 // with path, the equity, buy-and-hold's equity and the actions.
-func evaluate(uri, data string, path bool) (*report.Backtest, float64, error) {
-	pol, ds, rng, _, err := openPolicyData(uri, data, "validation", "", "", nil)
+func evaluate(ctx context.Context, src market.Source, uri, data string, path bool) (*report.Backtest, float64, error) {
+	pol, ds, rng, _, err := openPolicyData(ctx, src, uri, data, "validation", "", "", nil)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -26,7 +26,7 @@ func TestCompareShowsWhereRunsRanInAFewWords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds, err := market.Prepare(cfg)
+	ds, err := market.Source{}.Prepare(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,8 @@ import (
 	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
+
+	"github.com/dqnflow/dqnflow/files"
 )
 
 // Environment variables of the Temporal connection: the names the Temporal
@@ -116,7 +118,7 @@ func (c *temporalConn) options(logger tlog.Logger) (client.Options, error) {
 	}
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.serverName, InsecureSkipVerify: c.noVerify}
 	if c.ca != "" {
-		pem, err := os.ReadFile(c.ca)
+		pem, err := files.ReadFile(c.ca, maxCredentialBytes)
 		if err != nil {
 			return o, fmt.Errorf("flag --tls-ca-path (or $%s): %w", envTemporalCA, err)
 		}
@@ -128,7 +130,15 @@ func (c *temporalConn) options(logger tlog.Logger) (client.Options, error) {
 	}
 	switch {
 	case c.cert != "" && c.key != "":
-		pair, err := tls.LoadX509KeyPair(c.cert, c.key)
+		certPEM, err := files.ReadFile(c.cert, maxCredentialBytes)
+		var keyPEM []byte
+		if err == nil {
+			keyPEM, err = files.ReadFile(c.key, maxCredentialBytes)
+		}
+		var pair tls.Certificate
+		if err == nil {
+			pair, err = tls.X509KeyPair(certPEM, keyPEM)
+		}
 		if err != nil {
 			return o, fmt.Errorf("flags --tls-cert-path %s and --tls-key-path %s (or $%s, $%s): %w", c.cert, c.key, envTemporalCert, envTemporalKey, err)
 		}
@@ -140,12 +150,16 @@ func (c *temporalConn) options(logger tlog.Logger) (client.Options, error) {
 	return o, nil
 }
 
+// maxCredentialBytes bounds a certificate, key or API key file: a PEM
+// chain of a few certificates is some kilobytes.
+const maxCredentialBytes = 1 << 20
+
 // apiKey returns the API key from --api-key-file, else $TEMPORAL_API_KEY.
 func (c *temporalConn) apiKey() (string, error) {
 	if c.apiKeyFile == "" {
 		return strings.TrimSpace(os.Getenv(envTemporalAPIKey)), nil
 	}
-	b, err := os.ReadFile(c.apiKeyFile)
+	b, err := files.ReadFile(c.apiKeyFile, maxCredentialBytes)
 	if err != nil {
 		return "", fmt.Errorf("flag --api-key-file (or $%s): %w", envTemporalAPIKeyF, err)
 	}

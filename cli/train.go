@@ -39,12 +39,17 @@ func trainCmd(e *env) *cobra.Command {
 	out := fs.String("out", "", "directory for checkpoints and the final report (default: runs/<run id>, a new one per run)")
 	jsonOut := fs.Bool("json", false, "print the final report (best checkpoint on validation and test) as JSON")
 	flagValues(fs, "device", deviceValues...)
+	df := addDataFlags(fs)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		src, err := df.source(*dataPath)
+		if err != nil {
+			return err
+		}
 		cfg, err := loadConfig(fs, *cfgPath, *device, *dataPath, *epochs)
 		if err != nil {
 			return err
 		}
-		res, err := trainLocal(cmd.Context(), e, cfg, *out, "")
+		res, err := trainLocal(cmd.Context(), e, src, cfg, *out, "")
 		if err != nil {
 			return err
 		}
@@ -169,14 +174,15 @@ func (r trainResult) Final() market.Report {
 // network runs on the validation range; the epoch with the best
 // validation Sharpe is checkpointed (and kept), and after backtest.patience
 // backtests without a better one training stops. The chosen checkpoint
-// then runs once on the test range. Progress goes to e.stderr.
-func trainLocal(ctx context.Context, e *env, cfg config.RunConfig, out, runID string) (trainResult, error) {
+// then runs once on the test range. src reads the data; progress goes to
+// e.stderr.
+func trainLocal(ctx context.Context, e *env, src market.Source, cfg config.RunConfig, out, runID string) (trainResult, error) {
 	var res trainResult
 	b, _, err := openBackend(e, cfg.Device)
 	if err != nil {
 		return res, err
 	}
-	ds, err := market.Prepare(cfg)
+	ds, err := src.Prepare(ctx, cfg)
 	if err != nil {
 		return res, err
 	}

@@ -221,8 +221,13 @@ func walkForwardCmd(e *env) *cobra.Command {
 	flagValues(fs, "gate", gates...)
 	out := fs.String("out", "", "directory for each window's run and the summary (default: runs/<id>)")
 	jsonOut := fs.Bool("json", false, "print the result as JSON")
+	df := addDataFlags(fs)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx := cmd.Context()
+		src, err := df.source(*dataPath)
+		if err != nil {
+			return err
+		}
 		if !slices.Contains(gates, *gate) {
 			return fmt.Errorf("%w: --gate %q: want one of %s", errUsage, *gate, strings.Join(gates, ", "))
 		}
@@ -230,7 +235,7 @@ func walkForwardCmd(e *env) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		b, err := market.Load(cfg)
+		b, err := src.Load(ctx, cfg)
 		if err != nil {
 			return err
 		}
@@ -258,7 +263,7 @@ func walkForwardCmd(e *env) *cobra.Command {
 			wc := windowConfig(cfg, b, w)
 			fmt.Fprintf(e.stderr, "window %d/%d: train %s, validation %s, test %s\n", i+1, len(ws),
 				barsSpan(b, w.Train), barsSpan(b, w.Valid), barsSpan(b, w.Test))
-			r, err := trainLocal(ctx, e, wc, filepath.Join(*out, fmt.Sprintf("window-%d", i+1)), fmt.Sprintf("%s-w%d", id, i+1))
+			r, err := trainLocal(ctx, e, src, wc, filepath.Join(*out, fmt.Sprintf("window-%d", i+1)), fmt.Sprintf("%s-w%d", id, i+1))
 			if err != nil {
 				return fmt.Errorf("window %d: %w", i+1, err)
 			}
@@ -289,7 +294,7 @@ func walkForwardCmd(e *env) *cobra.Command {
 				}
 			}
 		}
-		if res.Rules, err = ruleBaselines(cfg, b, ws, market.DefaultLookbacks, *validBars > *testBars); err != nil {
+		if res.Rules, err = ruleBaselines(ctx, src, cfg, b, ws, market.DefaultLookbacks, *validBars > *testBars); err != nil {
 			return fmt.Errorf("the rules' yardstick: %w", err)
 		}
 		if err := writeJSONFile(filepath.Join(*out, "walkforward.json"), res); err != nil {

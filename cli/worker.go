@@ -15,6 +15,7 @@ import (
 	tlog "go.temporal.io/sdk/log"
 
 	"github.com/dqnflow/dqnflow/checkpoint"
+	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/trainer/faults"
@@ -89,6 +90,9 @@ type workerFlags struct {
 	role, device, checkpointStore string
 	devices                       deviceFlags
 	metricsAddr                   string
+	data                          *dataFlags
+	// src is the Source of data; set by openData.
+	src market.Source
 	// metrics receives the trainer's measurements; set by startMetrics.
 	metrics *worker.Metrics
 }
@@ -111,6 +115,7 @@ func (w *workerFlags) register(fsRole bool, fs *pflag.FlagSet) {
 		"where checkpoints live: a directory, file:///dir, or s3://bucket/prefix?endpoint=URL (credentials from AWS_* variables or ~/.aws); every worker of a deployment names the same one (--checkpoint-dir is its older name)")
 	fs.StringVar(&w.checkpointStore, "checkpoint-dir", defaultCheckpointStore(), "the older name of --checkpoint-store")
 	fs.MarkHidden("checkpoint-dir")
+	w.data = addDataFlags(fs)
 	metricsDefault := defaultDevMetricsAddr // dev
 	if fsRole {
 		metricsDefault = "" // a worker serves metrics when asked: several may share a host
@@ -123,6 +128,13 @@ func (w *workerFlags) register(fsRole bool, fs *pflag.FlagSet) {
 			}
 		})
 	}
+}
+
+// openData sets w.src from the data flags, so that a data root that does
+// not exist fails the start before anything is connected.
+func (w *workerFlags) openData() (err error) {
+	w.src, err = w.data.source()
+	return err
 }
 
 // startWorker builds and starts the workers of one process on devices
@@ -157,7 +169,7 @@ func startWorker(ctx context.Context, e *env, c client.Client, st store.Metadata
 	logger := tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	cfg := worker.Config{
 		Role: role, Devices: devices, RunsPerDevice: wf.devices.runsPerDevice(), Store: st,
-		Checkpoints: ckStore, Logger: logger,
+		Checkpoints: ckStore, Data: wf.src, Logger: logger,
 	}
 	if wf.metrics != nil {
 		cfg.TrainerMetrics = wf.metrics
@@ -176,7 +188,7 @@ func startWorker(ctx context.Context, e *env, c client.Client, st store.Metadata
 		worker.RoleControl: workflows.ControlTaskQueue,
 		worker.RoleGPU:     workflows.GPUTaskQueue,
 	}[role]
-	fmt.Fprintf(e.stderr, "worker: role %s serving %s at %s, namespace %s, checkpoints in %s\n", role, queues, e.conn.address(), e.conn.namespace(), storeWhere(ckStore))
+	fmt.Fprintf(e.stderr, "worker: role %s serving %s at %s, namespace %s, checkpoints in %s, %s\n", role, queues, e.conn.address(), e.conn.namespace(), storeWhere(ckStore), wf.src.Describe())
 	return w, nil
 }
 
@@ -186,7 +198,7 @@ func workerCmd(e *env) *cobra.Command {
 		"a worker: serve the control or GPU task queue, or both",
 		"worker serves dqnflow's task queues until interrupted: the workflows and light activities (--role control), the training on this host's devices (--role gpu), or both.",
 		"dqnflow worker --role control",
-		"dqnflow worker --role gpu --device cuda --runs-per-device 2 --metrics-addr :9464 --checkpoint-store /mnt/ckpt",
+		"dqnflow worker --role gpu --device cuda --runs-per-device 2 --metrics-addr :9464 --checkpoint-store /mnt/ckpt --data-root /mnt/prices",
 		"dqnflow worker --role gpu --device cuda --checkpoint-store 's3://dqnflow/ckpt?endpoint=http://s3:7070&use_path_style=true'  # AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY in the environment")
 	fs := cmd.Flags()
 	e.conn.register(fs)
@@ -194,6 +206,9 @@ func workerCmd(e *env) *cobra.Command {
 	wf.register(true, fs)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx := cmd.Context()
+		if err := wf.openData(); err != nil {
+			return err
+		}
 		devices, err := wf.openDevices(e)
 		if err != nil {
 			return err

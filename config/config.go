@@ -15,10 +15,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strings"
 
 	"github.com/dqnflow/dqnflow/data"
+	"github.com/dqnflow/dqnflow/files"
 )
 
 // Precision modes (DESIGN.md §3).
@@ -399,14 +399,19 @@ func Decode(name string, raw []byte) (RunConfig, error) {
 	return c, nil
 }
 
-// Load reads and decodes a config file; an empty path gives the defaults.
-// An empty file is an error: it is more likely a file that was not
-// written (or /dev/null) than a wish for the defaults, which "{}" says.
+// MaxFileBytes bounds a config file: the defaults take about 2 KB, so a
+// file over this is not a config, and is refused before it is read.
+const MaxFileBytes = 1 << 20
+
+// Load reads and decodes a config file, a regular file of at most
+// MaxFileBytes (files.ReadFile); an empty path gives the defaults. An
+// empty file is an error: it is more likely a file that was not written
+// (or /dev/null) than a wish for the defaults, which "{}" says.
 func Load(path string) (RunConfig, error) {
 	if path == "" {
 		return Defaults(), nil
 	}
-	raw, err := os.ReadFile(path)
+	raw, err := files.ReadFile(path, MaxFileBytes)
 	if err != nil {
 		return RunConfig{}, fmt.Errorf("read config: %w", err)
 	}

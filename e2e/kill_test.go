@@ -75,7 +75,7 @@ func killConfig(ckDir string, stepsPerEpoch int) config.RunConfig {
 func calibrateSteps(t *testing.T) int {
 	t.Helper()
 	cfg := killConfig(t.TempDir(), 1)
-	ds, err := market.Prepare(cfg)
+	ds, err := market.Source{}.Prepare(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -380,7 +380,7 @@ func checkCheckpointRows(t *testing.T, s *stack, runID string, cfg config.RunCon
 func compareWithUninterrupted(t *testing.T, s *stack, cfg config.RunConfig, rows []store.CheckpointRecord) int {
 	t.Helper()
 	ctx := context.Background()
-	ds, err := market.Prepare(cfg)
+	ds, err := market.Source{}.Prepare(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -75,7 +75,7 @@ func relErr(a, b float64) float64 {
 func TestDeviceEnvironmentMatchesMarket(t *testing.T) {
 	const envs = 96
 	cfg := realConfig(envs)
-	ds, err := market.Prepare(cfg)
+	ds, err := market.Source{}.Prepare(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +295,7 @@ func TestDeviceBacktestMatchesHost(t *testing.T) {
 			cfg := realConfig(32)
 			cfg.Precision = precision
 			cfg.Env.EpsilonStart, cfg.Env.EpsilonEnd = 1, 0.05
-			ds, err := market.Prepare(cfg)
+			ds, err := market.Source{}.Prepare(context.Background(), cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -524,7 +524,7 @@ func TestCollectorThroughput(t *testing.T) {
 		cfg := realConfig(envs)
 		cfg.Precision = config.PrecisionBF16Mixed
 		cfg.Env.EpsilonStart, cfg.Env.EpsilonEnd = 0.05, 0.05
-		ds, err := market.Prepare(cfg)
+		ds, err := market.Source{}.Prepare(context.Background(), cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

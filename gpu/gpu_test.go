@@ -97,7 +97,7 @@ func TestCheckpointsMoveBetweenBackends(t *testing.T) {
 	b := backend(t)
 	cfg := trainertest.SmallConfig()
 	cfg.Device = "cuda"
-	ds, err := market.Prepare(cfg)
+	ds, err := market.Source{}.Prepare(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestInfoCarriesTheSelfCheck(t *testing.T) {
 	for _, p := range []string{config.PrecisionFP32, config.PrecisionBF16Mixed, config.PrecisionBF16} {
 		cfg := trainertest.SmallConfig()
 		cfg.Device, cfg.Precision = "cuda", p
-		ds, err := market.Prepare(cfg)
+		ds, err := market.Source{}.Prepare(context.Background(), cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -178,7 +178,7 @@ func TestInfoCarriesTheSelfCheck(t *testing.T) {
 func TestMirroredTrainingIsRefusedNamingTheKey(t *testing.T) {
 	cfg := trainertest.SmallConfig()
 	cfg.Device, cfg.Data.Mirror = "cuda", true
-	ds, err := market.Prepare(cfg)
+	ds, err := market.Source{}.Prepare(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

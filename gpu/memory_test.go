@@ -16,7 +16,7 @@ func TestDeviceMemoryIsReported(t *testing.T) {
 	b := backend(t)
 	cfg := trainertest.SmallConfig()
 	cfg.Device = "cuda"
-	ds, err := market.Prepare(cfg)
+	ds, err := market.Source{}.Prepare(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

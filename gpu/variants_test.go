@@ -112,7 +112,7 @@ func trainBatch4096With(b *Backend, m bitsMode) (map[string][]byte, gemmPaths, e
 	}
 	cfg.Data.Path, cfg.Data.SyntheticBars = market.SyntheticPath, 3000
 	cfg.BatchSize, cfg.StepsPerEpoch = 4096, 10
-	ds, err := market.Prepare(cfg)
+	ds, err := market.Source{}.Prepare(context.Background(), cfg)
 	if err != nil {
 		return nil, none, err
 	}

@@ -1,6 +1,7 @@
 package market
 
 import (
+	"context"
 	"math/rand/v2"
 	"testing"
 )
@@ -30,7 +31,7 @@ func (s *sim) hold(acc *account) Action {
 // bars, it leaves the account exactly as step with the action that holds
 // it does, bar after bar; a stop exactly at the next bar's extreme is hit.
 func TestHoldStepIsStepWithTheHoldingAction(t *testing.T) {
-	ds, err := Prepare(cfgFor(spxPath))
+	ds, err := Source{}.Prepare(context.Background(), cfgFor(spxPath))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,18 +2,16 @@ package market
 
 import (
 	"bytes"
-	"encoding/csv"
-	"errors"
+	"context"
 	"fmt"
 	"io"
 	"math"
-	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/dqnflow/dqnflow/config"
-	"github.com/dqnflow/dqnflow/data"
 )
 
 // ParseError is a rejected price file: the file, the 1-based line (0 when
@@ -47,34 +45,14 @@ var (
 	volumeColumnNames = []string{"volume", "vol"}
 )
 
-// LoadBars loads a price file named by path: "bundled:NAME" for a file
-// bundled in the binary (package data), anything else a file on disk.
-func LoadBars(path string) (*Bars, error) {
-	if data.IsBundled(path) {
-		raw, err := data.Open(path)
-		if err != nil {
-			return nil, fmt.Errorf("load bars: %w", err)
-		}
-		return ParseCSV(path, bytes.NewReader(raw))
-	}
-	return LoadCSV(path)
-}
-
-// LoadCSV reads and parses the CSV price file at path (see ParseCSV).
-func LoadCSV(path string) (*Bars, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("load bars: %w", err)
-	}
-	defer f.Close()
-	return ParseCSV(path, f)
-}
-
-// ParseCSV parses OHLC(V) bars from r; name labels the source in errors and
-// becomes Bars.Name.
+// ParseCSV parses OHLC(V) bars from r within lim (zero fields take the
+// defaults); name labels the source in errors and becomes Bars.Name. It
+// reads r line by line, holding one line at a time, checks ctx every 4,096
+// lines and stops with ctx's error when it is done.
 //
-// Format: the first line is a header; fields are separated by tabs when the
-// header holds a tab, by commas otherwise. Columns are found by name,
+// Format: the first line that is not blank is a header; fields are
+// separated by tabs when the header holds a tab, by commas otherwise, and
+// may be quoted within their line. Columns are found by name,
 // case-insensitively and in any order: a time column (time, date, datetime
 // or timestamp; when several exist the first whose values are date strings
 // is taken, and a "unix" epoch-seconds column serves when none is), open,
@@ -82,74 +60,80 @@ func LoadCSV(path string) (*Bars, error) {
 // ignored. Times are "2006-01-02 15:04:05" with an optional zone offset,
 // RFC 3339, "2006-01-02T15:04:05", "2006-01-02 15:04", "2006-01-02" or
 // epoch seconds; times without a zone are UTC, and all are stored in UTC.
-// A UTF-8 byte-order mark, CRLF line endings and blank lines are tolerated.
+// A UTF-8 byte-order mark, CRLF line endings and blank lines are tolerated;
+// UTF-16 and UTF-32 text, and NUL bytes, are refused with what to do.
 //
 // Every row is checked, and the first bad one is a *ParseError naming the
 // line: wrong field count, a number that does not parse or is not finite,
 // a price ≤ 0, high < low, open or close outside [low, high], a negative
-// volume, an unparsable time, or a time not after the previous bar's.
-func ParseCSV(name string, r io.Reader) (*Bars, error) {
-	raw, err := io.ReadAll(r)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", name, err)
-	}
-	raw = bytes.TrimPrefix(raw, []byte("\xef\xbb\xbf"))
-	if len(bytes.TrimSpace(raw)) == 0 {
-		return nil, &ParseError{File: name, Reason: "empty file: want a header line and at least one bar"}
-	}
-	header := raw
-	if i := bytes.IndexByte(raw, '\n'); i >= 0 {
-		header = raw[:i]
-	}
-	cr := csv.NewReader(bytes.NewReader(raw))
-	cr.Comma = ','
-	if bytes.IndexByte(header, '\t') >= 0 {
-		cr.Comma = '\t'
-	}
-	cr.FieldsPerRecord = -1 // checked below, with a clearer message
-	cr.ReuseRecord = true
-
-	rec, err := cr.Read()
-	if err != nil {
-		return nil, csvError(name, err)
-	}
-	headerLine, _ := cr.FieldPos(0)
-	cols, err := findColumns(name, headerLine, rec)
+// volume, an unparsable time, or a time not after the previous bar's. So is
+// the first limit passed (file size, line length, fields, bars). An error
+// never quotes the file beyond a short excerpt of a value on a row under a
+// header that named every column (excerpt): a file that is not a price
+// file is never echoed.
+func ParseCSV(ctx context.Context, name string, r io.Reader, lim Limits) (*Bars, error) {
+	lim = lim.withDefaults()
+	lr, err := newLineReader(name, r, lim)
 	if err != nil {
 		return nil, err
 	}
-	p := &rowParser{name: name, cols: cols}
-	b := &Bars{Name: name, HasVolume: cols.volume >= 0}
+	var (
+		p      *rowParser
+		b      = &Bars{Name: name}
+		sep    byte
+		fields []string
+		header int // the header's line
+	)
 	for {
-		rec, err := cr.Read()
+		line, err := lr.next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return nil, csvError(name, err)
+			return nil, err
 		}
-		line, _ := cr.FieldPos(0)
-		if len(rec) == 1 && strings.TrimSpace(rec[0]) == "" {
-			continue // a line of spaces only
+		if lr.line%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("read %s: stopped at line %d: %w", name, lr.line, err)
+			}
 		}
-		if err := p.parse(b, line, rec); err != nil {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		if p == nil {
+			sep = ','
+			if bytes.IndexByte(line, '\t') >= 0 {
+				sep = '\t'
+			}
+		}
+		var why string
+		if fields, why = splitFields(string(line), sep, lim.MaxFields, fields); why != "" {
+			return nil, &ParseError{File: name, Line: lr.line, Reason: why}
+		}
+		if p == nil {
+			header = lr.line
+			cols, err := findColumns(name, header, fields)
+			if err != nil {
+				return nil, err
+			}
+			p, b.HasVolume = &rowParser{name: name, cols: cols}, cols.volume >= 0
+			continue
+		}
+		if b.Len() == lim.MaxBars {
+			return nil, &ParseError{File: name, Line: lr.line, Reason: fmt.Sprintf(
+				"more than the limit of %d bars (data limit bars; --data-limits raises it)", lim.MaxBars)}
+		}
+		if err := p.parse(b, lr.line, fields); err != nil {
 			return nil, err
 		}
 	}
+	if p == nil {
+		return nil, &ParseError{File: name, Reason: "empty file: want a header line and at least one bar"}
+	}
 	if b.Len() == 0 {
-		return nil, &ParseError{File: name, Line: headerLine, Reason: "no bars after the header line"}
+		return nil, &ParseError{File: name, Line: header, Reason: "no bars after the header line"}
 	}
 	return b, nil
-}
-
-// csvError turns an encoding/csv error (a stray quote, say) into a
-// *ParseError with its line.
-func csvError(name string, err error) error {
-	var pe *csv.ParseError
-	if errors.As(err, &pe) {
-		return &ParseError{File: name, Line: pe.Line, Reason: pe.Err.Error()}
-	}
-	return fmt.Errorf("read %s: %w", name, err)
 }
 
 // columns holds field indexes; -1 means absent.
@@ -213,10 +197,32 @@ func findColumns(name string, line int, rec []string) (*columns, error) {
 	}
 	if len(missing) > 0 {
 		return nil, &ParseError{File: name, Line: line, Column: missing[0],
-			Reason: fmt.Sprintf("missing column %s (want time, date, datetime, timestamp or unix; open, high, low, close; volume optional); the header has: %s",
-				strings.Join(missing, ", "), strings.Join(c.names, ", "))}
+			Reason: fmt.Sprintf("missing column %s (want time, date, datetime, timestamp or unix; open, high, low, close; volume optional); %s",
+				strings.Join(missing, ", "), c.known())}
 	}
 	return c, nil
+}
+
+// known says which of the header's fields are column names ParseCSV
+// knows: only those are named, so that the first line of a file that is
+// not a price file (a password file, say) is never repeated.
+func (c *columns) known() string {
+	var names []string
+	for _, n := range c.names {
+		h := strings.ToLower(n)
+		if slices.Contains(timeColumnNames, h) || slices.Contains(volumeColumnNames, h) || h == unixColumnName ||
+			h == "open" || h == "high" || h == "low" || h == "close" {
+			names = append(names, n)
+		}
+	}
+	fields := fmt.Sprintf("%d fields", c.n)
+	if c.n == 1 {
+		fields = "one field"
+	}
+	if len(names) == 0 {
+		return fmt.Sprintf("the header has %s, none of them a known column (not shown)", fields)
+	}
+	return fmt.Sprintf("the header has %s, of which %s are known (the others are not shown)", fields, strings.Join(names, ", "))
 }
 
 func idx(seen map[string]int, k string) int {
@@ -292,7 +298,7 @@ func (p *rowParser) parse(b *Bars, line int, rec []string) error {
 		t, ok = parseDate(ts)
 	}
 	if !ok {
-		return bad(c.names[c.timeCol], "cannot parse time %q: want YYYY-MM-DD[ HH:MM[:SS]][±HH:MM], RFC 3339 or epoch seconds", ts)
+		return bad(c.names[c.timeCol], "cannot parse time %s: want YYYY-MM-DD[ HH:MM[:SS]][±HH:MM], RFC 3339 or epoch seconds", excerpt(ts))
 	}
 	if n := b.Len(); n > 0 && !t.After(b.Time[n-1]) {
 		return bad(c.names[c.timeCol], "time %s is not after the previous bar's %s: bars must be in strictly increasing time order",
@@ -302,10 +308,10 @@ func (p *rowParser) parse(b *Bars, line int, rec []string) error {
 		s := strings.TrimSpace(rec[i])
 		v, err := strconv.ParseFloat(s, 64)
 		if err != nil {
-			return 0, bad(c.names[i], "cannot parse %q as a number", s)
+			return 0, bad(c.names[i], "cannot parse %s as a number", excerpt(s))
 		}
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return 0, bad(c.names[i], "value %q is not finite", s)
+			return 0, bad(c.names[i], "value %s is not finite", excerpt(s))
 		}
 		return v, nil
 	}

@@ -2,6 +2,7 @@ package market
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"math"
 	"strings"
@@ -29,7 +30,7 @@ func FuzzParseCSVAcceptsOnlyValidBars(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		const name = "fuzz.csv"
-		b, err := ParseCSV(name, bytes.NewReader(raw))
+		b, err := ParseCSV(context.Background(), name, bytes.NewReader(raw), Limits{})
 		if err != nil {
 			var pe *ParseError
 			if errors.As(err, &pe) && pe.File != name {

@@ -1,6 +1,7 @@
 package market
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"math"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dqnflow/dqnflow/files"
 )
 
 func utc(s string) time.Time {
@@ -38,7 +41,7 @@ func TestLoadBundledFiles(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.path, func(t *testing.T) {
-			b, err := LoadBars(c.path)
+			b, err := Source{}.Bars(context.Background(), c.path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -72,8 +75,13 @@ func TestLoadCSVFromDisk(t *testing.T) {
 	if err := os.WriteFile(path, []byte("time,open,high,low,close\n2024-01-01,10,11,9,10.5\n2024-01-02,10.5,12,10,11\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, load := range []func(string) (*Bars, error){LoadCSV, LoadBars} {
-		b, err := load(path)
+	roots, err := files.NewRoots(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := Source{Roots: roots}
+	for _, p := range []string{path, "bars.csv"} { // absolute, and relative to the root
+		b, err := src.Bars(context.Background(), p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,11 +89,11 @@ func TestLoadCSVFromDisk(t *testing.T) {
 			t.Errorf("got %d bars, HasVolume %v, volume %v, close %v", b.Len(), b.HasVolume, b.Volume[1], b.Close[1])
 		}
 	}
-	_, err := LoadBars(filepath.Join(dir, "missing.csv"))
+	_, err = src.Bars(context.Background(), filepath.Join(dir, "missing.csv"))
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("missing file: err = %v, want fs.ErrNotExist", err)
 	}
-	_, err = LoadBars("bundled:nope.csv")
+	_, err = src.Bars(context.Background(), "bundled:nope.csv")
 	if err == nil || !strings.Contains(err.Error(), "nope.csv") {
 		t.Errorf("missing bundled file: err = %v", err)
 	}
@@ -116,7 +124,7 @@ func TestParseCSVAcceptsFormats(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			b, err := ParseCSV(c.name, strings.NewReader(c.in))
+			b, err := ParseCSV(context.Background(), c.name, strings.NewReader(c.in), Limits{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -174,7 +182,7 @@ func TestParseCSVRejectsBadInput(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			b, err := ParseCSV("in.csv", strings.NewReader(c.in))
+			b, err := ParseCSV(context.Background(), "in.csv", strings.NewReader(c.in), Limits{})
 			var pe *ParseError
 			if !errors.As(err, &pe) {
 				t.Fatalf("err = %v (bars %v), want *ParseError", err, b)

@@ -1,6 +1,7 @@
 package market
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -11,9 +12,9 @@ import (
 // series (Synthetic) instead of a file.
 const SyntheticPath = "synthetic"
 
-// Prepare builds the Dataset of a run: it loads cfg.Data.Path (a CSV file,
-// "bundled:NAME" or "synthetic", which generates cfg.Data.SyntheticBars bars
-// from cfg.Seed), computes the features and ATR(14), splits the bars into a
+// Prepare builds the Dataset of a run: it loads cfg.Data.Path (a CSV file
+// inside s's roots, "bundled:NAME" or "synthetic", which generates
+// cfg.Data.SyntheticBars bars from cfg.Seed; Load), computes the features and ATR(14), splits the bars into a
 // training, a validation and a test range, fits the Normalizer on the
 // training range only and resolves the instrument at the last training
 // bar's close.
@@ -34,9 +35,9 @@ const SyntheticPath = "synthetic"
 // hold at least env.episode_bars+2 bars, validation at least 2 and a test
 // range (when there is one) at least 2; a split that breaks this is a
 // *config.FieldError naming the field to change.
-func Prepare(cfg config.RunConfig) (*Dataset, error) {
+func (s Source) Prepare(ctx context.Context, cfg config.RunConfig) (*Dataset, error) {
 	dc := cfg.Data
-	b, err := Load(cfg)
+	b, err := s.Load(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -78,16 +79,17 @@ func Prepare(cfg config.RunConfig) (*Dataset, error) {
 	return ds, nil
 }
 
-// Load returns the bars of cfg.Data.Path: a CSV file, "bundled:NAME" or the
-// synthetic series of cfg.Seed, cfg.Data.SyntheticBars and SyntheticPhi.
-func Load(cfg config.RunConfig) (*Bars, error) {
+// Load returns the bars of cfg.Data.Path: a CSV file inside s's roots
+// (Bars), "bundled:NAME" or the synthetic series of cfg.Seed,
+// cfg.Data.SyntheticBars and SyntheticPhi.
+func (s Source) Load(ctx context.Context, cfg config.RunConfig) (*Bars, error) {
 	dc := cfg.Data
 	var b *Bars
 	var err error
 	if dc.Path == SyntheticPath {
 		b, _, err = SyntheticSeries(dc.SyntheticBars, cfg.Seed, dc.SyntheticPhi)
 	} else {
-		b, err = LoadBars(dc.Path)
+		b, err = s.Bars(ctx, dc.Path)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("config data.path: %w", err)

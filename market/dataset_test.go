@@ -1,6 +1,7 @@
 package market
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/files"
 )
 
 const (
@@ -86,7 +88,7 @@ func TestPrepareSplitsByFraction(t *testing.T) {
 	for _, path := range []string{spxPath, btcPath} {
 		t.Run(path, func(t *testing.T) {
 			cfg := cfgFor(path)
-			ds, err := Prepare(cfg)
+			ds, err := Source{}.Prepare(context.Background(), cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -101,7 +103,7 @@ func TestPrepareSplitsByFraction(t *testing.T) {
 				t.Errorf("instrument %+v, want the file's documented %s with the env's contracts", ds.Instrument, want)
 			}
 			cfg.Data.TestFraction = 0
-			ds, err = Prepare(cfg)
+			ds, err = Source{}.Prepare(context.Background(), cfg)
 			if err != nil || ds.Test.Len() != 0 || ds.Valid.To != n {
 				t.Errorf("test_fraction 0: test %v, valid %v, %v; want no test range and validation to the end", ds.Test, ds.Valid, err)
 			}
@@ -143,7 +145,7 @@ func TestPrepareSplitsByTime(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := cfgFor(btcPath)
 			cfg.Data.TrainFrom, cfg.Data.TrainTo, cfg.Data.ValidFrom, cfg.Data.ValidTo = c.trainFrom, c.trainTo, c.validFrom, c.validTo
-			ds, err := Prepare(cfg)
+			ds, err := Source{}.Prepare(context.Background(), cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -162,7 +164,7 @@ func TestPrepareSplitsByTime(t *testing.T) {
 	// The same split on the S&P file, whose bars have weekend gaps.
 	cfg := cfgFor(spxPath)
 	cfg.Data.TrainFrom, cfg.Data.TrainTo, cfg.Data.ValidFrom, cfg.Data.ValidTo = "2015-01-01", "2020-01-01", "2020-01-01", "2021-01-01"
-	ds, err := Prepare(cfg)
+	ds, err := Source{}.Prepare(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,13 +182,13 @@ func TestPrepareSynthetic(t *testing.T) {
 	cfg := cfgFor(SyntheticPath)
 	cfg.Data.SyntheticBars, cfg.Seed = 3000, 9
 	cfg.Env.PointValue = 50
-	ds, err := Prepare(cfg)
+	ds, err := Source{}.Prepare(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b, _, _ := Synthetic(3000, 9)
 	if !reflect.DeepEqual(ds.Bars, b) {
-		t.Error("Prepare(synthetic) bars differ from Synthetic(synthetic_bars, seed)")
+		t.Error("Source{}.Prepare(context.Background(), synthetic) bars differ from Synthetic(synthetic_bars, seed)")
 	}
 	if ds.Instrument.PointValue != 50 {
 		t.Errorf("explicit point value became %v", ds.Instrument.PointValue)
@@ -197,7 +199,13 @@ func TestPrepareSynthetic(t *testing.T) {
 // TestPrepareRejectsBadSplits: each bad split is a *config.FieldError that
 // names the field to change.
 func TestPrepareRejectsBadSplits(t *testing.T) {
-	short := filepath.Join(t.TempDir(), "short.csv")
+	dir := t.TempDir()
+	roots, err := files.NewRoots(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := Source{Roots: roots}
+	short := filepath.Join(dir, "short.csv")
 	var sb strings.Builder
 	sb.WriteString("time,open,high,low,close\n")
 	for i := 0; i < 300; i++ {
@@ -235,7 +243,7 @@ func TestPrepareRejectsBadSplits(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := cfgFor(btcPath)
 			c.edit(&cfg.Data)
-			_, err := Prepare(cfg)
+			_, err := src.Prepare(context.Background(), cfg)
 			var fe *config.FieldError
 			if !errors.As(err, &fe) || !errors.Is(err, config.ErrInvalid) {
 				t.Fatalf("err = %v, want a *config.FieldError", err)
@@ -245,8 +253,8 @@ func TestPrepareRejectsBadSplits(t *testing.T) {
 			}
 		})
 	}
-	cfg := cfgFor(filepath.Join(t.TempDir(), "missing.csv"))
-	if _, err := Prepare(cfg); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "missing.csv") {
+	cfg := cfgFor(filepath.Join(dir, "missing.csv"))
+	if _, err := src.Prepare(context.Background(), cfg); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "missing.csv") {
 		t.Errorf("missing file: err = %v, want fs.ErrNotExist naming the file", err)
 	}
 }
@@ -254,11 +262,11 @@ func TestPrepareRejectsBadSplits(t *testing.T) {
 // TestPrepareWithUsesStoredNormalizer runs a normaliser and instrument
 // fitted on one file over another.
 func TestPrepareWithUsesStoredNormalizer(t *testing.T) {
-	btc, err := Prepare(cfgFor(btcPath))
+	btc, err := Source{}.Prepare(context.Background(), cfgFor(btcPath))
 	if err != nil {
 		t.Fatal(err)
 	}
-	spx, err := LoadBars(spxPath)
+	spx, err := Source{}.Bars(context.Background(), spxPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,7 +373,7 @@ func TestRollingWindowFollowsTheEndOfTheData(t *testing.T) {
 	cfg.Data.Path, cfg.Data.ValidBars, cfg.Data.TrainBars = SyntheticPath, 500, 2000
 	for _, n := range []int{4000, 6000} {
 		cfg.Data.SyntheticBars = n
-		ds, err := Prepare(cfg)
+		ds, err := Source{}.Prepare(context.Background(), cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -377,12 +385,12 @@ func TestRollingWindowFollowsTheEndOfTheData(t *testing.T) {
 		}
 	}
 	cfg.Data.SyntheticBars, cfg.Data.TrainBars = 4000, 0 // train on everything before the window
-	if ds, err := Prepare(cfg); err != nil || ds.Train != (Range{ds.Warmup, 3500}) {
+	if ds, err := (Source{}).Prepare(context.Background(), cfg); err != nil || ds.Train != (Range{ds.Warmup, 3500}) {
 		t.Errorf("train_bars 0: train %v, %v; want [warmup, 3500)", ds.Train, err)
 	}
 	cfg.Data.ValidBars = 3900 // leaves too little to train on
 	var fe *config.FieldError
-	if _, err := Prepare(cfg); !errors.As(err, &fe) || fe.Field != "data.valid_bars" {
+	if _, err := (Source{}).Prepare(context.Background(), cfg); !errors.As(err, &fe) || fe.Field != "data.valid_bars" {
 		t.Errorf("a window that leaves no training range: %v, want a field error naming data.valid_bars", err)
 	}
 }
@@ -406,7 +414,7 @@ func defaultDrop(t *testing.T) uint64 {
 // weekday and volume features and shows the other 49; a stored config
 // written before data.drop_features existed shows every feature.
 func TestDefaultsDropCalendarAndVolume(t *testing.T) {
-	ds, err := Prepare(cfgFor(btcPath))
+	ds, err := Source{}.Prepare(context.Background(), cfgFor(btcPath))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -423,7 +431,7 @@ func TestDefaultsDropCalendarAndVolume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ds, err := Prepare(old); err != nil || ds.Norm.Drop != 0 {
+	if ds, err := (Source{}).Prepare(context.Background(), old); err != nil || ds.Norm.Drop != 0 {
 		t.Errorf("a stored config without data.drop_features: drop %#x, %v; want every feature", ds.Norm.Drop, err)
 	}
 }

@@ -1,6 +1,7 @@
 package market
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -49,7 +50,7 @@ func TestFeaturesHaveNoLookAhead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spx, err := LoadBars("bundled:USA500IDXUSD_H1.csv")
+	spx, err := Source{}.Bars(context.Background(), "bundled:USA500IDXUSD_H1.csv")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +223,7 @@ func TestFeatureHelpersMatchHandWorkedValues(t *testing.T) {
 // is finite from the warmup on, and no column is constant.
 func TestFeaturesAreFiniteOnBundledData(t *testing.T) {
 	for _, path := range []string{"bundled:USA500IDXUSD_H1.csv", "bundled:bitcoin_2024.csv"} {
-		b, err := LoadBars(path)
+		b, err := Source{}.Bars(context.Background(), path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -318,7 +319,7 @@ func TestParallelRangesCoverEachIndexOnce(t *testing.T) {
 // (53,000 bars), what every run's start prepares; -cpu 1,2,… shows the
 // split among CPUs.
 func BenchmarkComputeFeatures(b *testing.B) {
-	bars, err := LoadBars("bundled:USA500IDXUSD_H1.csv")
+	bars, err := Source{}.Bars(context.Background(), "bundled:USA500IDXUSD_H1.csv")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package market
 
 import (
+	"context"
 	"math"
 	"reflect"
 	"testing"
@@ -9,12 +10,12 @@ import (
 func mirroredSPX(t *testing.T) (plain, mirrored *Dataset) {
 	t.Helper()
 	cfg := cfgFor(spxPath)
-	plain, err := Prepare(cfg)
+	plain, err := Source{}.Prepare(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.Data.Mirror = true
-	mirrored, err = Prepare(cfg)
+	mirrored, err = Source{}.Prepare(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

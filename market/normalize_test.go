@@ -1,6 +1,7 @@
 package market
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"math"
@@ -131,12 +132,12 @@ func TestDroppedFeaturesAreZero(t *testing.T) {
 	plain, ds := func() (*Dataset, *Dataset) {
 		cfg := cfgFor(btcPath)
 		cfg.Data.DropFeatures = "" // every feature
-		a, err := Prepare(cfg)
+		a, err := Source{}.Prepare(context.Background(), cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		cfg.Data.DropFeatures = " hour_sin, hour_cos,dow_sin,dow_cos,volume_z_24 "
-		b, err := Prepare(cfg)
+		b, err := Source{}.Prepare(context.Background(), cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -180,7 +181,7 @@ func TestDroppedFeaturesAreZero(t *testing.T) {
 	} {
 		cfg := cfgFor(btcPath)
 		cfg.Data.DropFeatures = bad.list
-		_, err := Prepare(cfg)
+		_, err := Source{}.Prepare(context.Background(), cfg)
 		var fe *config.FieldError
 		if !errors.As(err, &fe) || fe.Field != "data.drop_features" || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("drop_features %q: %v; want a data.drop_features error containing %q", bad.list, err, bad.want)

@@ -1,6 +1,7 @@
 package market_test
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -17,7 +18,7 @@ func discountedOutside(t *testing.T, path string, gamma, bound float64) (long, r
 	t.Helper()
 	cfg := config.Defaults()
 	cfg.Data.Path = path
-	ds, err := market.Prepare(cfg)
+	ds, err := market.Source{}.Prepare(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package market
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"reflect"
@@ -58,7 +59,7 @@ func TestSyntheticBarsAreConsistent(t *testing.T) {
 	if b.Open[0] != SyntheticLevel {
 		t.Errorf("first open %v, want %v", b.Open[0], SyntheticLevel)
 	}
-	back, err := ParseCSV("synthetic.csv", strings.NewReader(sb.String()))
+	back, err := ParseCSV(context.Background(), "synthetic.csv", strings.NewReader(sb.String()), Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

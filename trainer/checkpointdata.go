@@ -1,6 +1,7 @@
 package trainer
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -39,8 +40,8 @@ func CheckpointMarket(ck *checkpoint.Checkpoint) (market.Instrument, market.Norm
 	return inst, norm, nil
 }
 
-// CheckpointDataset loads dataPath (a CSV file, "bundled:NAME" or
-// "synthetic") for the policy saved in ck: features are normalised with the
+// CheckpointDataset loads dataPath (a CSV file that src reads,
+// "bundled:NAME" or "synthetic") for the policy saved in ck: features are normalised with the
 // checkpoint's statistics, and trades are priced with
 //
 //   - the checkpoint's own instrument when dataPath is the run's training
@@ -54,7 +55,7 @@ func CheckpointMarket(ck *checkpoint.Checkpoint) (market.Instrument, market.Norm
 //
 // The point value is resolved on dataPath's first bar with full feature
 // history. The dataset's Valid range is every such bar; Test is empty.
-func CheckpointDataset(ck *checkpoint.Checkpoint, dataPath string, costs func(*config.EnvConfig)) (config.RunConfig, *market.Dataset, error) {
+func CheckpointDataset(ctx context.Context, src market.Source, ck *checkpoint.Checkpoint, dataPath string, costs func(*config.EnvConfig)) (config.RunConfig, *market.Dataset, error) {
 	cfg, err := CheckpointConfig(ck)
 	if err != nil {
 		return cfg, nil, err
@@ -67,7 +68,7 @@ func CheckpointDataset(ck *checkpoint.Checkpoint, dataPath string, costs func(*c
 	if dataPath == market.SyntheticPath {
 		bars, _, err = market.SyntheticSeries(cfg.Data.SyntheticBars, cfg.Seed, cfg.Data.SyntheticPhi)
 	} else {
-		bars, err = market.LoadBars(dataPath)
+		bars, err = src.Bars(ctx, dataPath)
 	}
 	if err != nil {
 		return cfg, nil, err

@@ -75,7 +75,11 @@ type Config struct {
 	Slots   int
 	// Store is the metadata store; required.
 	Store activities.Store
-	// Prepare loads a run's dataset; nil means market.Prepare.
+	// Data is where the worker reads price files from: its data roots and
+	// read limits (activities.Trainer.Data; the zero value reads from the
+	// working directory).
+	Data market.Source
+	// Prepare loads a run's dataset; nil means Data.Prepare.
 	Prepare func(config.RunConfig) (*market.Dataset, error)
 	// Evaluate backtests a checkpoint for EvaluateCheckpoints; nil means
 	// its greedy policy through trainer/policy (activities.Trainer.Evaluate).
@@ -161,7 +165,7 @@ func New(c client.Client, cfg Config) (*Worker, error) {
 		}
 		gw := sdkworker.New(c, opts.GPUTaskQueue, gopts)
 		w.trainer = &activities.Trainer{
-			Devices: devices, Registry: w.Registry, Slots: w.Slots, Store: cfg.Store, Prepare: cfg.Prepare, Evaluate: cfg.Evaluate,
+			Devices: devices, Registry: w.Registry, Slots: w.Slots, Store: cfg.Store, Data: cfg.Data, Prepare: cfg.Prepare, Evaluate: cfg.Evaluate,
 			Checkpoints: cfg.Checkpoints, HeartbeatInterval: cfg.HeartbeatInterval, Metrics: cfg.TrainerMetrics,
 		}
 		w.stopTimeout, w.logger = gopts.WorkerStopTimeout, logger

@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"github.com/dqnflow/dqnflow/files"
 )
 
 // CompileCached is Compile with an on-disk cache in dir (created if needed).
@@ -67,10 +69,14 @@ func (c *Compiler) cacheKey(src, name string, arch int, opts []string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// maxCacheEntryBytes bounds a cache entry: the CUBINs of every kernel
+// together are a few megabytes.
+const maxCacheEntryBytes = 256 << 20
+
 // readCacheEntry returns the CUBIN of a valid entry: an ELF image followed by
 // its SHA-256.
 func readCacheEntry(path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
+	b, err := files.ReadFile(path, maxCacheEntryBytes)
 	if err != nil {
 		return nil, err
 	}

@@ -15,7 +15,7 @@ import (
 // (1/n) Σ_i (1/3) Σ_d Σ_j z_j p_j(s_i, a_id), z_j = v_min + j·Δz.
 func TestMeanQIsTheExpectedValueOfTheTakenActions(t *testing.T) {
 	cfg := trainertest.SmallConfig()
-	ds, err := market.Prepare(cfg)
+	ds, err := market.Source{}.Prepare(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 // trainer.ErrUnsupported, never a silent CPU run.
 func TestRefusesWhatItCannotRun(t *testing.T) {
 	base := trainertest.SmallConfig()
-	ds, err := market.Prepare(base)
+	ds, err := market.Source{}.Prepare(context.Background(), base)
 	if err != nil {
 		t.Fatal(err)
 	}

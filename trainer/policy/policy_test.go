@@ -26,7 +26,7 @@ func trained(t *testing.T, precision string) (*checkpoint.Checkpoint, *market.Da
 	t.Helper()
 	cfg := trainertest.SmallConfig()
 	cfg.Device, cfg.Precision = "cpu", precision
-	ds, err := market.Prepare(cfg)
+	ds, err := market.Source{}.Prepare(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ func testConfig() config.RunConfig {
 
 func dataset(t *testing.T, cfg config.RunConfig) *market.Dataset {
 	t.Helper()
-	ds, err := market.Prepare(cfg)
+	ds, err := market.Source{}.Prepare(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

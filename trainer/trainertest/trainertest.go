@@ -64,7 +64,7 @@ func Run(t *testing.T, b trainer.Backend, device, precision string) {
 // RunConfig runs the conformance suite against b with cfg, a config
 // derived from SmallConfig (for example with another blas).
 func RunConfig(t *testing.T, b trainer.Backend, cfg config.RunConfig) {
-	ds, err := market.Prepare(cfg)
+	ds, err := market.Source{}.Prepare(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("prepare data: %v", err)
 	}

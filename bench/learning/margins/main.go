@@ -14,6 +14,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -64,7 +65,7 @@ func run(dir, list string) error {
 			return fmt.Errorf("%s: %w", f, err)
 		}
 		if ds == nil {
-			if ds, err = market.Prepare(cfg); err != nil {
+			if ds, err = (market.Source{}).Prepare(context.Background(), cfg); err != nil {
 				return err
 			}
 		}

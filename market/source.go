@@ -1,0 +1,198 @@
+package market
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/data"
+	"github.com/dqnflow/dqnflow/files"
+)
+
+// EnvDataRoots is the environment variable that lists the data roots of a
+// process started without --data-root, separated by the OS's list
+// separator (":" on Unix, ";" on Windows). NewSource is the one place it
+// is read.
+const EnvDataRoots = "DQNFLOW_DATA_ROOTS"
+
+// addRoot says, in an error about a file outside the data roots, how to
+// make it readable.
+var addRoot = fmt.Sprintf("to read it, add its directory to the data roots: flag --data-root DIR (repeatable) of the worker, dev or the command, or $%s (a %q-separated list)",
+	EnvDataRoots, string(os.PathListSeparator))
+
+// Source is where a process reads price files from and what one read may
+// cost: every worker and command that loads data loads it through one
+// (Prepare, Load, Bars), so all follow the same rule
+// (docs/adr/0029-data-roots-and-bounded-reads.md):
+//
+//   - a file on disk is read only when Roots holds it (files.Roots: links
+//     resolved first), and only when it is a regular file within Limits;
+//   - "bundled:NAME" (package data) and "synthetic" are always readable.
+//
+// The zero Source reads from the working directory, with the default
+// limits.
+type Source struct {
+	// Roots are the data roots; empty means the working directory.
+	Roots files.Roots
+	// Limits bound each read; zero fields take the defaults.
+	Limits Limits
+}
+
+// NewSource is the Source of a process: the data roots named by
+// rootFlags (each may itself be a list, as in EnvDataRoots), else by
+// $DQNFLOW_DATA_ROOTS, else the working directory; and the limits that
+// limits writes (ParseLimits). Every root must be an existing directory.
+func NewSource(rootFlags []string, limits string) (Source, error) {
+	var dirs []string
+	for _, f := range rootFlags {
+		dirs = append(dirs, filepath.SplitList(f)...)
+	}
+	from := "flag --data-root"
+	if len(dirs) == 0 {
+		dirs, from = filepath.SplitList(os.Getenv(EnvDataRoots)), "$"+EnvDataRoots
+	}
+	dirs = slices.DeleteFunc(dirs, func(d string) bool { return strings.TrimSpace(d) == "" })
+	if len(dirs) == 0 {
+		dirs, from = []string{"."}, "the default data root (the working directory)"
+	}
+	roots, err := files.NewRoots(dirs...)
+	if err != nil {
+		return Source{}, fmt.Errorf("%s: data %w", from, err)
+	}
+	lim, err := ParseLimits(limits)
+	if err != nil {
+		return Source{}, fmt.Errorf("flag --data-limits: %w", err)
+	}
+	return Source{Roots: roots, Limits: lim}, nil
+}
+
+// roots is s.Roots, or the working directory when it holds none.
+func (s Source) roots() files.Roots {
+	if !s.Roots.Empty() {
+		return s.Roots
+	}
+	r, err := files.NewRoots(".")
+	if err != nil {
+		return files.Roots{} // no working directory: nothing is inside
+	}
+	return r
+}
+
+// Allow returns s with the file at path readable too, wherever it lies: a
+// data path the user typed on the command line of a local command is a
+// file they chose to read with their own rights (ADR 0029); one that a
+// config file, a workflow input or a database row names is not. Bundled
+// and synthetic paths need nothing.
+func (s Source) Allow(path string) (Source, error) {
+	if path == "" || path == SyntheticPath || data.IsBundled(path) {
+		return s, nil
+	}
+	r, err := s.roots().WithFile(path)
+	if err != nil {
+		return s, fmt.Errorf("data %w", err)
+	}
+	s.Roots = r
+	return s, nil
+}
+
+// Describe says what s reads, for a process's start-up line.
+func (s Source) Describe() string {
+	return fmt.Sprintf("data roots %s, limits %s", strings.Join(s.roots().List(), ", "), s.Limits)
+}
+
+// DataPath is a price file a run config names, with the config field that
+// names it.
+type DataPath struct {
+	Field, Path string
+}
+
+// DataPaths lists every price file cfg names: today data.path alone, or
+// none for the synthetic series.
+func DataPaths(cfg config.RunConfig) []DataPath {
+	if cfg.Data.Path == SyntheticPath {
+		return nil
+	}
+	return []DataPath{{Field: "data.path", Path: cfg.Data.Path}}
+}
+
+// Check makes sure that every price file cfg names can be read from s,
+// without reading more than its first bytes: inside the roots, a regular
+// file within the size limit, not UTF-16 or UTF-32, no NUL byte at its
+// start; a bundled name must exist. Runs check this before any training,
+// so that a config naming a file out of reach fails at once. Errors name
+// the field ("config data.path: ...").
+func (s Source) Check(cfg config.RunConfig) error {
+	for _, dp := range DataPaths(cfg) {
+		if err := s.check(dp.Path); err != nil {
+			return fmt.Errorf("config %s: %w", dp.Field, err)
+		}
+	}
+	return nil
+}
+
+func (s Source) check(path string) error {
+	if data.IsBundled(path) {
+		_, err := data.Open(path)
+		return err
+	}
+	f, err := s.open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	head, err := io.ReadAll(io.LimitReader(f, 4096)) // a /proc file fails here
+	if err != nil {
+		return readError(path, err)
+	}
+	if err := checkEncoding(path, head); err != nil {
+		return err
+	}
+	if i := bytes.IndexByte(head, 0); i >= 0 {
+		start := bytes.LastIndexByte(head[:i], '\n') + 1
+		end := len(head)
+		if j := bytes.IndexByte(head[i:], '\n'); j >= 0 {
+			end = i + j
+		}
+		return nulError(path, bytes.Count(head[:i], []byte("\n"))+1, head[start:end], i-start)
+	}
+	return nil
+}
+
+// Bars loads the price file named by path: "bundled:NAME" for a file
+// bundled in the binary (package data), anything else a CSV file inside
+// s's roots (ParseCSV, within s.Limits).
+func (s Source) Bars(ctx context.Context, path string) (*Bars, error) {
+	if data.IsBundled(path) {
+		raw, err := data.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("load bars: %w", err)
+		}
+		return ParseCSV(ctx, path, bytes.NewReader(raw), s.Limits)
+	}
+	f, err := s.open(path)
+	if err != nil {
+		return nil, fmt.Errorf("load bars: %w", err)
+	}
+	defer f.Close()
+	return ParseCSV(ctx, path, f, s.Limits)
+}
+
+// open opens the regular file path names inside s's roots, within
+// s.Limits.MaxBytes; its errors say how to lift the bound they hit.
+func (s Source) open(path string) (*files.File, error) {
+	f, err := s.roots().Open(path, s.Limits.withDefaults().MaxBytes)
+	switch {
+	case errors.Is(err, files.ErrOutsideRoot):
+		return nil, fmt.Errorf("data %w; %s", err, addRoot)
+	case errors.Is(err, files.ErrTooLarge):
+		return nil, fmt.Errorf("%w (data limit bytes; --data-limits raises it)", err)
+	}
+	return f, err
+}
