@@ -165,6 +165,7 @@ func TestBadInputIsNamed(t *testing.T) {
 	unknown := write("unknown.json", `{"optim": {"learning_rate": 0.1}}`)
 	outOfRange := write("range.json", `{"batch_size": 0}`)
 	badJSON := write("bad.json", "{\n  \"epochs\": 3,\n  \"seed\": \"x\"\n}")
+	empty := write("empty.json", "")
 	badCSV := write("bad.csv", "time,open,high,low,close\n2024-01-01 00:00,1,2,0.5,1.5\n2024-01-01 01:00,1,0.5,2,1\n")
 	corrupt := write("corrupt.safetensors", "not a checkpoint at all, just text")
 	cases := []struct {
@@ -175,7 +176,8 @@ func TestBadInputIsNamed(t *testing.T) {
 		{"unknown command", []string{"frobnicate"}, []string{"unknown command", "frobnicate"}},
 		{"unknown flag", []string{"train", "--epoks", "3"}, []string{"epoks"}},
 		{"unknown config key", []string{"train", "--config", unknown}, []string{"unknown.json", "line 1 column 12", `unknown key "optim.learning_rate"`, `did you mean "optim.lr"?`}},
-		{"empty config file", []string{"train", "--config", os.DevNull}, []string{os.DevNull, "empty", "{}"}},
+		{"empty config file", []string{"train", "--config", empty}, []string{"empty.json", "empty", "{}"}},
+		{"config from a device", []string{"train", "--config", os.DevNull}, []string{os.DevNull, "not a regular file"}},
 		{"out-of-range value", []string{"train", "--config", outOfRange}, []string{"batch_size", "0"}},
 		{"wrong type", []string{"train", "--config", badJSON}, []string{"bad.json", "line 3", "seed"}},
 		{"bad flag value", []string{"train", "--epochs", "-1"}, []string{"epochs", "-1"}},

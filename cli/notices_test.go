@@ -114,7 +114,7 @@ func TestCommandsOnTemporalSayWhatTheyFound(t *testing.T) {
 	go func() {
 		done <- Main(ctx, []string{"worker", "--role", "control", "--address", addr, "--checkpoint-store", "."}, &out, &errOut)
 	}()
-	want := "checkpoints in " + dir + "\n"
+	want := "checkpoints in " + dir + ", data roots "
 	deadline := time.Now().Add(time.Minute)
 	for !strings.Contains(errOut.String(), want) {
 		select {
