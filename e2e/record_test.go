@@ -62,7 +62,7 @@ func TestFailuresReachTheRecord(t *testing.T) {
 		want   string                                  // the workflow failure's type
 		text   string                                  // in the row's error
 	}{
-		{name: "utf-16 data file", want: activities.ErrTypeBadData, text: "prepare data",
+		{name: "utf-16 data file", want: activities.ErrTypeBadData, text: "UTF-16 (little-endian) text",
 			config: func(cfg *config.RunConfig) { cfg.Data.Path = utf16Path }},
 		{name: "nul byte", plan: "nan-on-train=1,text=610062", want: activities.ErrTypeNonFinite, text: `text: a\x00b`},
 		{name: "invalid utf-8", plan: "nan-on-train=1,text=636166e920c328", want: activities.ErrTypeNonFinite, text: `text: caf\xe9 \xc3(`},
@@ -74,7 +74,8 @@ func TestFailuresReachTheRecord(t *testing.T) {
 			if c.plan != "" {
 				env = []string{faults.EnvPlan + "=" + c.plan}
 			}
-			w := s.startWorkerEnv("worker-"+strings.ReplaceAll(c.name, " ", "-"), env)
+			// The UTF-16 file lies in the stack's directory: the worker's data root.
+			w := s.startWorkerEnv("worker-"+strings.ReplaceAll(c.name, " ", "-"), env, "--data-root", s.dir)
 			defer w.stop(10 * time.Second)
 			cfg := killConfig(filepath.Join(s.dir, "checkpoints"), faultSteps)
 			if c.config != nil {
