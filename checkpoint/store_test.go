@@ -24,11 +24,11 @@ func stores(t *testing.T) (map[string]*Store, *s3test.Server) {
 	srv := s3test.Start(t)
 	srv.SetEnv(t)
 	dir := t.TempDir()
-	file, err := OpenStore(context.Background(), "file://"+dir)
+	file, err := OpenStore(context.Background(), "file://"+dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	obj, err := OpenStore(context.Background(), srv.URL("team/a"))
+	obj, err := OpenStore(context.Background(), srv.URL("team/a"), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestStoreRefusesBlobsOutsideItself(t *testing.T) {
 	ctx := context.Background()
 	t.Setenv("AWS_ACCESS_KEY_ID", "k")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "s")
-	obj, err := OpenStore(ctx, "s3://bucket/pre?region=us-east-1&endpoint=http://127.0.0.1:1&use_path_style=true")
+	obj, err := OpenStore(ctx, "s3://bucket/pre?region=us-east-1&endpoint=http://127.0.0.1:1&use_path_style=true", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func TestOpenStoreNamesWhatIsWrong(t *testing.T) {
 		{"s3://bucket/a/../b", "prefix"},
 	}
 	for _, c := range cases {
-		_, err := OpenStore(context.Background(), c.url)
+		_, err := OpenStore(context.Background(), c.url, Options{})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("OpenStore(%q) = %v, want an error containing %q", c.url, err, c.want)
 		}
@@ -212,7 +212,7 @@ func TestOpenStoreNamesWhatIsWrong(t *testing.T) {
 			t.Errorf("OpenStore(%q) repeats the secret: %v", c.url, err)
 		}
 	}
-	s, err := OpenStore(context.Background(), "relative/dir")
+	s, err := OpenStore(context.Background(), "relative/dir", Options{})
 	if err != nil || s.Remote() || s.String() != "relative/dir" {
 		t.Errorf("a plain directory: %v, %v", s, err)
 	}

@@ -28,7 +28,7 @@ func runBacktest(ctx context.Context, e *env, args []string) error {
 	if err := required(fs, "checkpoint", "data"); err != nil {
 		return err
 	}
-	pol, ds, r, what, err := openPolicyData(*ckPath, *dataPath, *rangeName, *from, *to, costs.edit())
+	pol, ds, r, what, err := openPolicyData(ctx, e, *ckPath, *dataPath, *rangeName, *from, *to, costs.edit())
 	if err != nil {
 		return err
 	}
@@ -52,14 +52,14 @@ func runBacktest(ctx context.Context, e *env, args []string) error {
 // one range neither training nor checkpoint selection saw), validation
 // range or all bars; on another file every bar with full feature history.
 // what describes the range for the reader.
-func openPolicyData(ckPath, dataPath, rangeName, from, to string, costs func(*config.EnvConfig)) (pol *policy.Policy, ds *market.Dataset, r market.Range, what string, err error) {
+func openPolicyData(ctx context.Context, e *env, ckPath, dataPath, rangeName, from, to string, costs func(*config.EnvConfig)) (pol *policy.Policy, ds *market.Dataset, r market.Range, what string, err error) {
 	fail := func(err error) (*policy.Policy, *market.Dataset, market.Range, string, error) {
 		return nil, nil, market.Range{}, "", err
 	}
 	if rangeName != "test" && rangeName != "validation" && rangeName != "all" {
 		return fail(fmt.Errorf("%w: flag --range %q: want test, validation or all", errUsage, rangeName))
 	}
-	ck, _, err := readCheckpoint(ckPath)
+	ck, _, err := readCheckpoint(ctx, e, ckPath)
 	if err != nil {
 		return fail(err)
 	}
@@ -144,7 +144,7 @@ func runPredict(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("%w: predict prints JSON only", errUsage)
 	}
 	// predict covers the whole file unless --from/--to narrow it.
-	pol, ds, r, _, err := openPolicyData(*ckPath, *dataPath, "all", *from, *to, nil)
+	pol, ds, r, _, err := openPolicyData(ctx, e, *ckPath, *dataPath, "all", *from, *to, nil)
 	if err != nil {
 		return err
 	}

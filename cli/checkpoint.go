@@ -10,25 +10,29 @@ import (
 
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/trainer"
+	"github.com/dqnflow/dqnflow/trainer/policy"
 )
 
-// runCheckpoint implements "dqnflow checkpoint export|verify|list".
+// runCheckpoint implements "dqnflow checkpoint export|verify|list|keygen".
 func runCheckpoint(ctx context.Context, e *env, args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("%w: want \"dqnflow checkpoint export|verify|list ...\"", errUsage)
+		return fmt.Errorf("%w: want \"dqnflow checkpoint export|verify|list|keygen ...\"", errUsage)
 	}
 	switch args[0] {
 	case "export":
-		return runCheckpointExport(e, args[1:])
+		return runCheckpointExport(ctx, e, args[1:])
 	case "verify":
-		return runCheckpointVerify(e, args[1:])
+		return runCheckpointVerify(ctx, e, args[1:])
 	case "list":
 		return runCheckpointList(ctx, e, args[1:])
+	case "keygen":
+		return runCheckpointKeygen(e, args[1:])
 	}
-	return fmt.Errorf("%w: unknown checkpoint command %q: want export, verify or list", errUsage, args[0])
+	return fmt.Errorf("%w: unknown checkpoint command %q: want export, verify, list or keygen", errUsage, args[0])
 }
 
-func runCheckpointExport(e *env, args []string) error {
+func runCheckpointExport(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "checkpoint export")
 	ckPath := fs.String("checkpoint", "", "checkpoint file (.safetensors)")
 	dtype := fs.String("dtype", "f32", "f32, bf16 or f16")
@@ -43,18 +47,22 @@ func runCheckpointExport(e *env, args []string) error {
 	if !ok {
 		return fmt.Errorf("%w: flag --dtype %q: want f32, bf16 or f16", errUsage, *dtype)
 	}
-	ck, _, err := readCheckpoint(*ckPath)
+	ck, _, err := readCheckpoint(ctx, e, *ckPath)
 	if err != nil {
 		return err
 	}
-	exp, rep, err := checkpoint.Export(ck, dt, "online.")
+	exp, rep, err := policy.Export(ck, dt)
 	if err != nil {
 		return fmt.Errorf("export %s as %s: %w", *ckPath, *dtype, err)
+	}
+	opt, err := e.ckpt.options()
+	if err != nil {
+		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
 		return fmt.Errorf("create directory for %s: %w", *out, err)
 	}
-	info, err := checkpoint.Write(*out, exp)
+	info, err := checkpoint.Write(*out, exp, opt)
 	if err != nil {
 		return err
 	}
@@ -65,21 +73,43 @@ func runCheckpointExport(e *env, args []string) error {
 	return nil
 }
 
-func runCheckpointVerify(e *env, args []string) error {
+func runCheckpointVerify(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "checkpoint verify")
-	if err := parse(fs, args, 1); err != nil {
+	if err := parse(fs, reorderFlags(args), 1); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
 		return fmt.Errorf("%w: want \"dqnflow checkpoint verify FILE\"", errUsage)
 	}
-	_, info, err := readCheckpoint(fs.Arg(0))
+	_, info, err := readCheckpoint(ctx, e, fs.Arg(0))
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "ok %s: %d bytes, sha256 %s, run %s, epoch %s, step %s, precision %s\n",
+	signed := "signature not checked (no --checkpoint-key-file)"
+	if info.SignedBy != "" {
+		signed = "signed with key " + info.SignedBy + ", verified"
+	}
+	fmt.Fprintf(e.stdout, "ok %s: %d bytes, sha256 %s, run %s, epoch %s, step %s, precision %s, every tensor of the model present and finite, %s\n",
 		info.Path, info.Bytes, info.SHA256, info.Meta[checkpoint.MetaRunID], info.Meta[checkpoint.MetaEpoch],
-		info.Meta[checkpoint.MetaGlobalStep], info.Meta[checkpoint.MetaPrecision])
+		info.Meta[checkpoint.MetaGlobalStep], info.Meta[checkpoint.MetaPrecision], signed)
+	return nil
+}
+
+// runCheckpointKeygen implements "dqnflow checkpoint keygen --out FILE".
+func runCheckpointKeygen(e *env, args []string) error {
+	fs := newFlags(e, "checkpoint keygen")
+	out := fs.String("out", "", "private key file to create (mode 0600); the public key goes to FILE.pub")
+	if err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	if err := required(fs, "out"); err != nil {
+		return err
+	}
+	k, err := checkpoint.GenerateKeys(*out)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "wrote %s (private: writers sign with it) and %s.pub (public: readers verify with it): key %s\n", *out, *out, k.ID())
 	return nil
 }
 
@@ -135,17 +165,34 @@ func reorderFlags(args []string) []string {
 	return append(flags, pos...)
 }
 
-// readCheckpoint loads and verifies the checkpoint at path: a file, or an
-// object s3://bucket/key of the checkpoint store that --checkpoint-store's
+// readCheckpoint loads and verifies the checkpoint at path, with the
+// command's checkpoint flags (size limit, key): a file, or an object
+// s3://bucket/key of the checkpoint store that --checkpoint-store's
 // environment default names (DQNFLOW_CHECKPOINT_STORE, which carries the
-// endpoint; the credentials come from the AWS variables or files).
-func readCheckpoint(path string) (*checkpoint.Checkpoint, checkpoint.Info, error) {
-	if !strings.HasPrefix(path, "s3://") {
-		return checkpoint.Read(path)
+// endpoint; the credentials come from the AWS variables or files). The
+// checkpoint must hold every tensor of its model (trainer.CheckComplete);
+// checkpoint.Read has refused NaN and Inf.
+func readCheckpoint(ctx context.Context, e *env, path string) (*checkpoint.Checkpoint, checkpoint.Info, error) {
+	opt, err := e.ckpt.options()
+	if err != nil {
+		return nil, checkpoint.Info{}, err
 	}
-	ctx := context.Background()
+	ck, info, err := readCheckpointWith(ctx, path, opt)
+	if err != nil {
+		return nil, checkpoint.Info{}, err
+	}
+	if err := trainer.CheckComplete(ck); err != nil {
+		return nil, checkpoint.Info{}, fmt.Errorf("read checkpoint %s: %w", path, err)
+	}
+	return ck, info, nil
+}
+
+func readCheckpointWith(ctx context.Context, path string, opt checkpoint.Options) (*checkpoint.Checkpoint, checkpoint.Info, error) {
+	if !strings.HasPrefix(path, "s3://") {
+		return checkpoint.Read(ctx, path, opt)
+	}
 	loc := defaultCheckpointStore()
-	s, err := checkpoint.OpenStore(ctx, loc)
+	s, err := checkpoint.OpenStore(ctx, loc, opt)
 	if err == nil && !s.Remote() {
 		err = fmt.Errorf("it is a directory")
 	}

@@ -25,6 +25,8 @@ type command struct {
 type env struct {
 	stdout, stderr io.Writer
 	conn           *temporalConn // the Temporal connection (temporal.go)
+	// ckpt holds the checkpoint flags (checkpointflags.go) of the command.
+	ckpt *checkpointFlags
 	// metrics, if set, receives the Temporal SDK's metrics of the clients
 	// this process dials (a worker's --metrics-addr).
 	metrics client.MetricsHandler
@@ -38,7 +40,7 @@ func commands() []command {
 		{"train", "train locally: dqnflow train --device cpu [--config FILE] [--data FILE] [--epochs N] [--out DIR]", runTrain},
 		{"backtest", "greedy backtest of a checkpoint: dqnflow backtest --checkpoint FILE --data FILE [--range test|validation|all] [--instrument NAME] [--json] (the test range by default)", runBacktest},
 		{"predict", "features and Q values per bar: dqnflow predict --checkpoint FILE --data FILE --json", runPredict},
-		{"checkpoint", "checkpoint export|verify|list", runCheckpoint},
+		{"checkpoint", "checkpoint export|verify|list|keygen", runCheckpoint},
 		{"config", "config defaults: print the default config as JSON", runConfig},
 		{"bench", "throughput: dqnflow bench --device cpu [--json]; Temporal overhead: dqnflow bench --temporal", runBench},
 		{"learn-check", "train on the synthetic series with and without its signal and compare with the oracle on the test range", runLearnCheck},
@@ -62,7 +64,7 @@ func commands() []command {
 // Main runs the dqnflow command line with args (without the program name)
 // and returns the process exit code.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	e := &env{stdout: stdout, stderr: stderr, conn: &temporalConn{}}
+	e := &env{stdout: stdout, stderr: stderr, conn: &temporalConn{}, ckpt: &checkpointFlags{}}
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		usage(stdout)
 		return 0
@@ -128,6 +130,9 @@ func newFlags(e *env, name string) *flag.FlagSet {
 	fs.SetOutput(e.stderr)
 	if dialsTemporal(name) {
 		e.conn.register(fs)
+	}
+	if readsCheckpoints(name) {
+		e.ckpt.register(fs)
 	}
 	setUsage(fs, name)
 	return fs

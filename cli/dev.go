@@ -137,7 +137,7 @@ func runDemo(ctx context.Context, e *env, c client.Client, ui string) error {
 	if res.BestCheckpoint != nil {
 		ck = res.BestCheckpoint
 	}
-	pol, ds, r, what, err := openPolicyData(ck.URI, cfg.Data.Path, "test", "", "", nil)
+	pol, ds, r, what, err := openPolicyData(ctx, e, ck.URI, cfg.Data.Path, "test", "", "", nil)
 	if err != nil {
 		return err
 	}

@@ -118,7 +118,7 @@ func runEvaluate(ctx context.Context, e *env, args []string) error {
 		if *seeds != 1 {
 			return fmt.Errorf("%w: --seeds trains; a --checkpoint is one trained policy", errUsage)
 		}
-		if ck, _, err = readCheckpoint(*ckPath); err != nil {
+		if ck, _, err = readCheckpoint(ctx, e, *ckPath); err != nil {
 			return err
 		}
 		if cfg, err = trainer.CheckpointConfig(ck); err != nil {
@@ -182,7 +182,7 @@ func runEvaluate(ctx context.Context, e *env, args []string) error {
 				}
 				sum := report.Summarize(s.Seeds)
 				s.Summary = &sum
-				if s.Ensemble, err = evaluateEnsemble(c, members); err != nil {
+				if s.Ensemble, err = evaluateEnsemble(ctx, e, c, members); err != nil {
 					return fmt.Errorf("evaluate %s: the seeds' ensemble: %w", path, err)
 				}
 			}
@@ -249,14 +249,14 @@ func seedRow(seed uint64, r trainResult) report.SeedRow {
 // several seeds, voting together (policy.Ensemble): on cfg's validation
 // range for the evidence (backtest.min_valid_t, as a single run's
 // abstention) and on its test range.
-func evaluateEnsemble(cfg config.RunConfig, paths []string) (*report.EnsembleRow, error) {
+func evaluateEnsemble(ctx context.Context, e *env, cfg config.RunConfig, paths []string) (*report.EnsembleRow, error) {
 	ds, err := market.Prepare(cfg)
 	if err != nil {
 		return nil, err
 	}
 	ps := make([]*policy.Policy, len(paths))
 	for i, p := range paths {
-		if ps[i], err = loadPolicy(p); err != nil {
+		if ps[i], err = loadPolicy(ctx, e, p); err != nil {
 			return nil, err
 		}
 	}

@@ -11,7 +11,7 @@ import (
 // help shows them.
 var subcommands = map[string][]string{
 	"run":        {"start", "list", "show", "watch", "compare", "pause", "resume", "stop"},
-	"checkpoint": {"export", "verify", "list"},
+	"checkpoint": {"export", "verify", "list", "keygen"},
 	"schedule":   {"create", "list", "delete"},
 	"sweep":      {"start"},
 	"config":     {"defaults"},
@@ -33,6 +33,7 @@ var examples = map[string][]string{
 	"checkpoint export": {"dqnflow checkpoint export --checkpoint ck.safetensors --dtype bf16 --out weights-bf16.safetensors"},
 	"checkpoint verify": {"dqnflow checkpoint verify checkpoints/run-1/.../epoch-000010.safetensors"},
 	"checkpoint list":   {"dqnflow checkpoint list run-20261201-120000-ab12cd34", "dqnflow checkpoint list RUN --json | jq '.[] | select(.is_best)'"},
+	"checkpoint keygen": {"dqnflow checkpoint keygen --out /etc/dqnflow/checkpoint.key   # then: dqnflow worker --checkpoint-key-file /etc/dqnflow/checkpoint.key"},
 	"config defaults":   {"dqnflow config defaults > my.json   # then edit and: dqnflow run start --config my.json"},
 	"bench": {
 		"dqnflow bench --device cpu --json",

@@ -61,7 +61,7 @@ func runReport(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	r := report.Run{Run: rec.Run, Epochs: rec.Epochs, Checkpoints: rec.Checkpoints, Backtests: rec.Backtests}
-	evaluateCheckpoints(e, &r, rec, *data)
+	evaluateCheckpoints(ctx, e, &r, rec, *data)
 	path, err := report.WriteRun(*out, r)
 	if err != nil {
 		return err
@@ -74,7 +74,7 @@ func runReport(ctx context.Context, e *env, args []string) error {
 // validation range: mean Q for each, and for the best one its equity,
 // buy-and-hold's and the actions. A file out of reach (another host, a
 // pruned blob) is a note in the report, not an error.
-func evaluateCheckpoints(e *env, r *report.Run, rec runRecord, dataFlag string) {
+func evaluateCheckpoints(ctx context.Context, e *env, r *report.Run, rec runRecord, dataFlag string) {
 	var cfg struct {
 		Data struct {
 			Path string `json:"path"`
@@ -99,7 +99,7 @@ func evaluateCheckpoints(e *env, r *report.Run, rec runRecord, dataFlag string) 
 			}
 			continue
 		}
-		bt, meanQ, err := evaluate(c.URI, data, c.IsBest)
+		bt, meanQ, err := evaluate(ctx, e, c.URI, data, c.IsBest)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "report: checkpoint of epoch %d: %v\n", c.Epoch, err)
 			if c.IsBest {
@@ -118,8 +118,8 @@ func evaluateCheckpoints(e *env, r *report.Run, rec runRecord, dataFlag string) 
 // evaluate backtests the checkpoint's greedy policy on the validation
 // range of data, recording the mean expected Q of the chosen actions and,
 // with path, the equity, buy-and-hold's equity and the actions.
-func evaluate(uri, data string, path bool) (*report.Backtest, float64, error) {
-	pol, ds, rng, _, err := openPolicyData(uri, data, "validation", "", "", nil)
+func evaluate(ctx context.Context, e *env, uri, data string, path bool) (*report.Backtest, float64, error) {
+	pol, ds, rng, _, err := openPolicyData(ctx, e, uri, data, "validation", "", "", nil)
 	if err != nil {
 		return nil, 0, err
 	}

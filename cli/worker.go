@@ -117,7 +117,14 @@ func startWorker(ctx context.Context, e *env, c client.Client, st store.Metadata
 		}
 		fmt.Fprintf(e.stderr, "worker: FAULT INJECTION ON (%s=%s): for tests only\n", faults.EnvPlan, plan)
 	}
-	ckStore, err := checkpoint.OpenStore(ctx, wf.checkpointStore)
+	opt, err := e.ckpt.options()
+	if err != nil {
+		return nil, err
+	}
+	if opt.Keys != nil && !opt.Keys.CanSign() && role != worker.RoleControl {
+		return nil, fmt.Errorf("%w: flag --checkpoint-key-file: %s: a worker of role %s writes checkpoints and needs the private key (a public key is enough for --role control and for commands that only read)", errUsage, opt.Keys, role)
+	}
+	ckStore, err := checkpoint.OpenStore(ctx, wf.checkpointStore, opt)
 	if err != nil {
 		return nil, fmt.Errorf("%w: flag --checkpoint-store: %v", errUsage, err)
 	}
@@ -147,7 +154,11 @@ func startWorker(ctx context.Context, e *env, c client.Client, st store.Metadata
 		worker.RoleControl: workflows.ControlTaskQueue,
 		worker.RoleGPU:     workflows.GPUTaskQueue,
 	}[role]
-	fmt.Fprintf(e.stderr, "worker: role %s serving %s at %s, namespace %s, checkpoints in %s\n", role, queues, e.conn.address(), e.conn.namespace(), ckStore)
+	signing := "unsigned (no --checkpoint-key-file)"
+	if opt.Keys != nil {
+		signing = "signed and verified with " + opt.Keys.String()
+	}
+	fmt.Fprintf(e.stderr, "worker: role %s serving %s at %s, namespace %s, checkpoints in %s, %s\n", role, queues, e.conn.address(), e.conn.namespace(), ckStore, signing)
 	return w, nil
 }
 
