@@ -84,6 +84,8 @@ func LoadKeys(path string) (*Keys, error) {
 		if err != nil || !ok {
 			return nil, fmt.Errorf("checkpoint key file %s: the PRIVATE KEY block is not a PKCS #8 Ed25519 key", path)
 		}
+		// Copies: the parsed keys may share block.Bytes, cleared below.
+		priv = bytes.Clone(priv)
 		return newKeys(priv, priv.Public().(ed25519.PublicKey)), nil
 	case "PUBLIC KEY":
 		k, err := x509.ParsePKIXPublicKey(block.Bytes)
@@ -91,7 +93,7 @@ func LoadKeys(path string) (*Keys, error) {
 		if err != nil || !ok {
 			return nil, fmt.Errorf("checkpoint key file %s: the PUBLIC KEY block is not a PKIX Ed25519 key", path)
 		}
-		return newKeys(nil, pub), nil
+		return newKeys(nil, bytes.Clone(pub)), nil
 	}
 	return nil, fmt.Errorf("checkpoint key file %s: PEM block %q; want an Ed25519 PRIVATE KEY (PKCS #8) or PUBLIC KEY (PKIX)", path, block.Type)
 }
