@@ -75,7 +75,7 @@ func runCheckpointExport(ctx context.Context, e *env, args []string) error {
 
 func runCheckpointVerify(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "checkpoint verify")
-	if err := parse(fs, reorderFlags(args), 1); err != nil {
+	if err := parse(fs, args, 1); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {

@@ -16,6 +16,9 @@ import (
 // backend in dir and returns its checkpoint file; extra flags go to train.
 func trainedCheckpoint(t *testing.T, dir string, extra ...string) string {
 	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	args := append([]string{"train", "--device", "cpu", "--config", tinyConfig(t, dir), "--data", "bundled:USA500IDXUSD_H1.csv", "--epochs", "1", "--out", dir}, extra...)
 	runOK(t, args...)
 	return filepath.Join(dir, "epoch-000001.safetensors")
@@ -86,4 +89,77 @@ func TestCheckpointReadersRefuseIncompleteOrNonFiniteFiles(t *testing.T) {
 	}
 	runOK(t, "predict", "--checkpoint", filepath.Join(dir, "export-bf16.safetensors"), "--data", data, "--json")
 	runOK(t, "backtest", "--checkpoint", good, "--data", data)
+}
+
+// TestCheckpointKeyFileSignsAndVerifies: `checkpoint keygen` makes a key
+// pair; `train --checkpoint-key-file KEY` writes signed checkpoints, which
+// verify (reporting the key), backtest and export accept with the private
+// key and with its public key, and with the key named only by
+// $DQNFLOW_CHECKPOINT_KEY_FILE. With the key, a checkpoint written without
+// it, one signed with another key and one whose metadata was changed after
+// signing (its hashes recomputed) are refused by verify, backtest, predict
+// and export, naming the file; nothing prints the key. A GPU worker given
+// only the public key refuses to start, before it connects to anything.
+func TestCheckpointKeyFileSignsAndVerifies(t *testing.T) {
+	dir := t.TempDir()
+	key, otherKey := filepath.Join(dir, "ck.key"), filepath.Join(dir, "other.key")
+	out, _ := runOK(t, "checkpoint", "keygen", "--out", key)
+	runOK(t, "checkpoint", "keygen", "--out", otherKey)
+	if !strings.Contains(out, key+".pub") {
+		t.Errorf("keygen output %q does not name the public key file", out)
+	}
+	pem, _ := os.ReadFile(key)
+	secret := strings.Split(string(pem), "\n")[1] // the base64 line
+	data := "bundled:USA500IDXUSD_H1.csv"
+	signed := trainedCheckpoint(t, filepath.Join(dir, "signed"), "--checkpoint-key-file", key)
+	unsigned := trainedCheckpoint(t, filepath.Join(dir, "unsigned"))
+	foreign := trainedCheckpoint(t, filepath.Join(dir, "foreign"), "--checkpoint-key-file", otherKey)
+	tampered := filepath.Join(dir, "tampered.safetensors")
+	raw, _ := os.ReadFile(signed)
+	if err := os.WriteFile(tampered, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cktest.ReplaceInHeader(t, tampered, `"epoch":"1"`, `"epoch":"9"`)
+
+	var outputs []string
+	for _, k := range []string{key, key + ".pub"} {
+		out, _ := runOK(t, "checkpoint", "verify", "--checkpoint-key-file", k, signed)
+		if !strings.Contains(out, "verified") || !strings.Contains(out, "signed with key") {
+			t.Errorf("verify with %s: %q does not report the verified signature", k, out)
+		}
+		o, _ := runOK(t, "backtest", "--checkpoint", signed, "--data", data, "--checkpoint-key-file", k)
+		outputs = append(outputs, out, o)
+	}
+	t.Setenv(envCheckpointKeyFile, key+".pub")
+	runOK(t, "checkpoint", "verify", signed)
+	exp := filepath.Join(dir, "export.safetensors")
+	runOK(t, "checkpoint", "export", "--checkpoint", signed, "--dtype", "bf16", "--out", exp, "--checkpoint-key-file", key)
+	runOK(t, "checkpoint", "verify", exp) // the export is signed too
+	for _, c := range []struct{ name, path, want string }{
+		{"unsigned", unsigned, "not signed"},
+		{"another key", foreign, "signed with key"},
+		{"changed after signing", tampered, "does not match"},
+	} {
+		for _, args := range [][]string{
+			{"checkpoint", "verify", c.path},
+			{"backtest", "--checkpoint", c.path, "--data", data},
+			{"predict", "--checkpoint", c.path, "--data", data, "--json"},
+			{"checkpoint", "export", "--checkpoint", c.path, "--dtype", "f32", "--out", filepath.Join(dir, "x.safetensors")},
+		} {
+			o, errOut, code := run(t, args...)
+			outputs = append(outputs, o, errOut)
+			if code != 1 || !strings.Contains(errOut, c.path) || !strings.Contains(errOut, c.want) || !strings.Contains(errOut, "signature refused") {
+				t.Errorf("%s with a checkpoint %s: exit %d, %s; want 1 naming the file and %q", args[0], c.name, code, errOut, c.want)
+			}
+		}
+	}
+	_, errOut, code := run(t, "worker", "--role", "gpu", "--device", "cpu", "--checkpoint-key-file", key+".pub")
+	if code != 2 || !strings.Contains(errOut, "needs the private key") {
+		t.Errorf("a GPU worker with a public key: exit %d, %s; want 2, saying it needs the private key", code, errOut)
+	}
+	for _, o := range append(outputs, errOut) {
+		if strings.Contains(o, secret) {
+			t.Fatalf("the private key appears in the output: %s", o)
+		}
+	}
 }

@@ -37,6 +37,9 @@ func runDev(ctx context.Context, e *env, args []string) error {
 	if err := parse(fs, args, 0); err != nil {
 		return err
 	}
+	if _, err := wf.checkpointOptions(e); err != nil {
+		return err
+	}
 	devices, err := wf.openDevices(e)
 	if err != nil {
 		return err

@@ -99,6 +99,22 @@ func (w *workerFlags) register(fsRole bool, fs interface {
 	fs.StringVar(&w.metricsAddr, "metrics-addr", metricsDefault, "serve Prometheus metrics at this host:port (\"\": none)")
 }
 
+// checkpointOptions are the checkpoint options of the command's flags for
+// a worker of wf's role: one that trains (role all or gpu) writes
+// checkpoints and so needs the private key when it has a key at all.
+// The worker commands call it first, so that a wrong key file fails in
+// the first second.
+func (wf workerFlags) checkpointOptions(e *env) (checkpoint.Options, error) {
+	opt, err := e.ckpt.options()
+	if err != nil {
+		return opt, err
+	}
+	if opt.Keys != nil && !opt.Keys.CanSign() && wf.role != string(worker.RoleControl) {
+		return opt, fmt.Errorf("%w: flag --checkpoint-key-file: %s: a worker of role %s writes checkpoints and needs the private key (a public key is enough for --role control and for commands that only read)", errUsage, opt.Keys, wf.role)
+	}
+	return opt, nil
+}
+
 // startWorker builds and starts the workers of one process on devices
 // (workerFlags.openDevices); stop them with Stop. The device choice is
 // logged, never silent.
@@ -117,12 +133,9 @@ func startWorker(ctx context.Context, e *env, c client.Client, st store.Metadata
 		}
 		fmt.Fprintf(e.stderr, "worker: FAULT INJECTION ON (%s=%s): for tests only\n", faults.EnvPlan, plan)
 	}
-	opt, err := e.ckpt.options()
+	opt, err := wf.checkpointOptions(e)
 	if err != nil {
 		return nil, err
-	}
-	if opt.Keys != nil && !opt.Keys.CanSign() && role != worker.RoleControl {
-		return nil, fmt.Errorf("%w: flag --checkpoint-key-file: %s: a worker of role %s writes checkpoints and needs the private key (a public key is enough for --role control and for commands that only read)", errUsage, opt.Keys, role)
 	}
 	ckStore, err := checkpoint.OpenStore(ctx, wf.checkpointStore, opt)
 	if err != nil {
@@ -168,6 +181,9 @@ func runWorker(ctx context.Context, e *env, args []string) error {
 	var wf workerFlags
 	wf.register(true, fs)
 	if err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	if _, err := wf.checkpointOptions(e); err != nil {
 		return err
 	}
 	devices, err := wf.openDevices(e)
