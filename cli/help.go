@@ -66,7 +66,7 @@ var examples = map[string][]string{
 	},
 	"worker": {
 		"dqnflow worker --role control",
-		"dqnflow worker --role gpu --device cuda --runs-per-device 2 --metrics-addr :9464 --checkpoint-store /mnt/ckpt",
+		"dqnflow worker --role gpu --device cuda --runs-per-device 2 --metrics-addr 0.0.0.0:9464 --checkpoint-store /mnt/ckpt   # metrics on every interface, for a Prometheus elsewhere",
 		"dqnflow worker --role gpu --device cuda --checkpoint-store 's3://dqnflow/ckpt?endpoint=http://s3:7070&use_path_style=true'  # AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY in the environment",
 	},
 	"run start": {

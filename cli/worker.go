@@ -96,7 +96,7 @@ func (w *workerFlags) register(fsRole bool, fs interface {
 	if fsRole {
 		metricsDefault = "" // a worker serves metrics when asked: several may share a host
 	}
-	fs.StringVar(&w.metricsAddr, "metrics-addr", metricsDefault, "serve Prometheus metrics at this host:port (\"\": none)")
+	fs.StringVar(&w.metricsAddr, "metrics-addr", metricsDefault, "serve Prometheus metrics, without authentication, at this host:port: \":9464\" is the loopback interface, \"0.0.0.0:9464\" or \"[::]:9464\" every interface (\"\": none)")
 }
 
 // checkpointOptions are the checkpoint options of the command's flags for
