@@ -92,9 +92,12 @@ func readFile(ctx context.Context, path string, max int64) ([]byte, error) {
 // readBounded reads a checkpoint of exactly size bytes (its size as the
 // file system or the object store reports it, within the caller's limit)
 // from r. The 8-byte header length comes first and must fit within
-// MaxHeaderBytes and size before the rest is allocated; the rest is read
-// in chunks, stopping with ctx's error when ctx ends. A stream that ends
-// before size bytes or goes on after them wraps ErrCorrupt.
+// MaxHeaderBytes and size; then the header, whose tensors must tile the
+// rest of the file exactly (parseHeader, checkOffsets), all before the
+// data section is allocated, so that a small header in front of gigabytes
+// of anything costs nothing. The data is read in chunks, stopping with
+// ctx's error when ctx ends. A stream that ends before size bytes or goes
+// on after them wraps ErrCorrupt.
 func readBounded(ctx context.Context, r io.Reader, size int64) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -106,14 +109,27 @@ func readBounded(ctx context.Context, r io.Reader, size int64) ([]byte, error) {
 	if _, err := io.ReadFull(r, prefix[:]); err != nil {
 		return nil, shortRead(0, size, err)
 	}
-	if n := binary.LittleEndian.Uint64(prefix[:]); n > MaxHeaderBytes {
+	n := binary.LittleEndian.Uint64(prefix[:])
+	if n > MaxHeaderBytes {
 		return nil, corrupt(0, "header length %d exceeds the limit of %d bytes", n, MaxHeaderBytes)
 	} else if n > uint64(size-8) {
 		return nil, corrupt(0, "header length %d runs past the end of the %d-byte file (truncated?)", n, size)
 	}
+	header := make([]byte, n)
+	if _, err := io.ReadFull(r, header); err != nil {
+		return nil, shortRead(8, size, err)
+	}
+	_, entries, err := parseHeader(header)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkOffsets(entries, size-8-int64(n), 8+int64(n)); err != nil {
+		return nil, err
+	}
 	b := make([]byte, size)
 	copy(b, prefix[:])
-	for at := int64(8); at < size; {
+	copy(b[8:], header)
+	for at := 8 + int64(n); at < size; {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}

@@ -44,9 +44,10 @@ func sparse(t *testing.T, size int64, prefix []byte) string {
 }
 
 // TestReadChecksSizesBeforeAllocating: a 10 GB file, a header claiming
-// 2^60 bytes in a 3 GB file, and a file over a lowered limit are refused
-// from the file's size and the 8-byte length alone, allocating next to
-// nothing and reading nothing more; a truncated file is refused naming
+// 2^60 bytes in a 3 GB file, a file over a lowered limit, and a valid
+// header whose tensors do not fill the 3 GB after it are refused from the
+// file's size, the 8-byte length and the header alone, allocating next to
+// nothing and reading no data; a truncated file is refused naming
 // the truncation. Each refusal names the file and wraps ErrCorrupt (a
 // size refusal ErrTooLarge as well).
 func TestReadChecksSizesBeforeAllocating(t *testing.T) {
@@ -65,6 +66,7 @@ func TestReadChecksSizesBeforeAllocating(t *testing.T) {
 		{"10 GB file", sparse(t, 10<<30, valid[:8]), Options{}, "has 10737418240 bytes, more than the limit of 4294967296", true},
 		{"header of 2^60 bytes", sparse(t, 3<<30, binary.LittleEndian.AppendUint64(nil, 1<<60)), Options{}, "header length 1152921504606846976 exceeds the limit", false},
 		{"header past the end", sparse(t, 1<<20, binary.LittleEndian.AppendUint64(nil, 99_000_000)), Options{}, "runs past the end of the 1048576-byte file", false},
+		{"a small header before 3 GB of zeros", sparse(t, 3<<30, file(`{}      `, nil)), Options{}, "tensors cover 0 bytes of the 3221225456-byte data section", false},
 		{"over a lowered limit", small, Options{MaxBytes: int64(len(valid)) - 1}, "more than the limit", true},
 	}
 	for _, c := range cases {
