@@ -34,7 +34,7 @@ func (ck *Checkpoint) Require(specs []Spec) error {
 			return fmt.Errorf("checkpoint tensor %s: missing (%w)", sp.Name, ErrMissingTensor)
 		case 1:
 		default:
-			return fmt.Errorf("checkpoint tensor %s: appears %d times (%w)", sp.Name, count[sp.Name], ErrTensorMismatch)
+			return fmt.Errorf("checkpoint tensor %s: appears more than once (%d times) (%w)", sp.Name, count[sp.Name], ErrTensorMismatch)
 		}
 		t, _ := ck.Find(sp.Name)
 		if !slices.Contains(sp.DTypes, t.DType) {
@@ -43,8 +43,8 @@ func (ck *Checkpoint) Require(specs []Spec) error {
 		if !slices.Equal(t.Shape, sp.Shape) {
 			return fmt.Errorf("checkpoint tensor %s: shape %v, want %v: does the model config match? (%w)", sp.Name, t.Shape, sp.Shape, ErrTensorMismatch)
 		}
-		if err := checkLayout(t); err != nil {
-			return fmt.Errorf("checkpoint %w (%w)", err, ErrTensorMismatch)
+		if n, err := elements(t.Shape, len(t.Data)); err != nil || n*t.DType.Size() != len(t.Data) {
+			return fmt.Errorf("checkpoint tensor %s: %d bytes of data, want %d %s values for shape %v (%w)", sp.Name, len(t.Data), shapeSize(t.Shape), t.DType, t.Shape, ErrTensorMismatch)
 		}
 	}
 	return nil
@@ -64,4 +64,13 @@ func dtypeList(dtypes []DType) string {
 		s += string(d)
 	}
 	return s
+}
+
+// shapeSize is the number of elements of shape, for messages.
+func shapeSize(shape []int) int {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	return n
 }
