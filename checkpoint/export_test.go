@@ -250,7 +250,7 @@ func TestExportRejectsBadInput(t *testing.T) {
 		{"nothing asked", "no tensors", ck, F16, "policy.", weights(ck, "policy.")},
 		{"integer tensor", `"step"`, ck, F32, "", step},
 		{"whole name as prefix", "nothing after it", ck, F32, "online.s1.bias", weights(ck, "online.s1.bias")},
-		{"short data", `"online.w"`, &Checkpoint{Tensors: []Tensor{F32Tensor("online.w", []int{4}, []float32{1})}}, F16, "online.",
+		{"short data", "online.w: 4 bytes of data, want 4 F32 values", &Checkpoint{Tensors: []Tensor{F32Tensor("online.w", []int{4}, []float32{1})}}, F16, "online.",
 			[]Spec{{Name: "online.w", Shape: []int{4}, DTypes: []DType{F32}}}},
 	}
 	for _, c := range cases {
