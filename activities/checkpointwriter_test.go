@@ -53,7 +53,7 @@ func TestCheckpointWriteOutlivesTheChunksCancellation(t *testing.T) {
 	if ck := out.Epochs[0].Checkpoint; ck == nil || ck.SHA256 != rows[0].SHA256 {
 		t.Errorf("the epoch's result names %+v, the row %s", ck, rows[0].SHA256)
 	}
-	if _, _, err := checkpoint.ReadVerified(uri, rows[0].SHA256); err != nil {
+	if _, _, err := checkpoint.ReadVerified(context.Background(), uri, rows[0].SHA256, checkpoint.Options{}); err != nil {
 		t.Error(err)
 	}
 }

@@ -267,7 +267,7 @@ func TestChunkWritesEachCheckpointBesideTheNextEpoch(t *testing.T) {
 		if ck == nil || ck.Epoch != ep.Epoch || ck.GlobalStep != ep.Train.GlobalStep || ck.SHA256 != rows[i].SHA256 {
 			t.Fatalf("epoch %d's checkpoint %+v, row %+v: want that epoch's, recorded", ep.Epoch, ck, rows[i])
 		}
-		if _, _, err := checkpoint.ReadVerified(ck.URI, ck.SHA256); err != nil {
+		if _, _, err := checkpoint.ReadVerified(context.Background(), ck.URI, ck.SHA256, checkpoint.Options{}); err != nil {
 			t.Errorf("epoch %d: %v", ep.Epoch, err)
 		}
 	}

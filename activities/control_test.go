@@ -193,7 +193,7 @@ func TestRetentionDeletesTheObjectsOfAnS3Store(t *testing.T) {
 	srv := s3test.Start(t)
 	srv.SetEnv(t)
 	ctx := context.Background()
-	objects, err := checkpoint.OpenStore(ctx, srv.URL("retention"))
+	objects, err := checkpoint.OpenStore(ctx, srv.URL("retention"), checkpoint.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -100,6 +100,12 @@ func classify(what string, err error) error {
 	case errors.Is(err, checkpoint.ErrCorrupt):
 		return nonRetryable(ErrTypeCorruptCheckpoint, what, err,
 			"the file is damaged; restore it from a backup or start from an earlier checkpoint")
+	case errors.Is(err, checkpoint.ErrNotFinite): // a write: reads wrap ErrCorrupt
+		return nonRetryable(ErrTypeNonFinite, what, err,
+			"the trainer's state holds a NaN or Inf, which no checkpoint stores; lower optim.lr or raise optim.clip_norm, then start a new run")
+	case errors.Is(err, checkpoint.ErrTooLarge): // a write, likewise
+		return nonRetryable(ErrTypeInvalidConfig, what, err,
+			"raise --checkpoint-max-bytes on every worker, or lower replay.capacity, and start a new run")
 	case errors.Is(err, checkpoint.ErrMissingTensor), errors.Is(err, checkpoint.ErrTensorMismatch):
 		return nonRetryable(ErrTypeIncompatibleCheckpoint, what, err,
 			"the checkpoint was written for another model; warm-start from a run with the same model section")

@@ -44,7 +44,7 @@ func TestEvaluateScoresCheckpointsOnOneWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, ref := range refs {
-		ck, _, err := checkpoint.Read(ref.URI)
+		ck, _, err := checkpoint.Read(context.Background(), ref.URI, checkpoint.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,14 +9,19 @@ import (
 // TrainerMetrics receives what the session activities measure, for the
 // worker's metrics endpoint. *worker.Metrics implements it; methods must be
 // safe for concurrent use and must not block.
+//
+// device is the worker's name for the run's device ("cpu", "cpu:1",
+// "cuda:0"; trainer.Device.Name), empty on a worker's only unnamed
+// device; info is what the trainer reports, its long device description
+// included.
 type TrainerMetrics interface {
 	// Collected reports a collection of envSteps environment steps (all
 	// environments) that took d.
-	Collected(runID string, info trainer.Info, st trainer.CollectStats, envSteps int64, d time.Duration)
+	Collected(runID, device string, info trainer.Info, st trainer.CollectStats, envSteps int64, d time.Duration)
 	// Trained reports an epoch's training that took d.
-	Trained(runID string, info trainer.Info, st trainer.TrainStats, d time.Duration)
+	Trained(runID, device string, info trainer.Info, st trainer.TrainStats, d time.Duration)
 	// DeviceMemory reports the device memory in use and in all.
-	DeviceMemory(info trainer.Info, used, total uint64)
+	DeviceMemory(device string, info trainer.Info, used, total uint64)
 }
 
 // observeCollect passes a collection to a.Metrics, if set.
@@ -25,7 +30,7 @@ func (a *Trainer) observeCollect(run *Run, st trainer.CollectStats, d time.Durat
 		return
 	}
 	env := run.Config.Env
-	a.Metrics.Collected(run.ID, run.Info, st, int64(env.CollectSteps)*int64(env.NumEnvs), d)
+	a.Metrics.Collected(run.ID, run.Device, run.Info, st, int64(env.CollectSteps)*int64(env.NumEnvs), d)
 }
 
 // observeTrain passes an epoch's training, and the device memory where the
@@ -35,10 +40,10 @@ func (a *Trainer) observeTrain(run *Run, st trainer.TrainStats, d time.Duration)
 		return
 	}
 	info := run.Info
-	a.Metrics.Trained(run.ID, info, st, d)
+	a.Metrics.Trained(run.ID, run.Device, info, st, d)
 	if m, ok := run.Trainer.(trainer.MemoryReporter); ok {
 		if used, total, err := m.DeviceMemory(); err == nil {
-			a.Metrics.DeviceMemory(info, used, total)
+			a.Metrics.DeviceMemory(run.Device, info, used, total)
 		}
 	}
 }

@@ -387,7 +387,7 @@ func TestWarmStartFromAnotherModelIsFatal(t *testing.T) {
 	info, err := checkpoint.Write(path, &checkpoint.Checkpoint{
 		Meta:    map[string]string{checkpoint.MetaFormat: checkpoint.FormatVersion},
 		Tensors: []checkpoint.Tensor{checkpoint.F32Tensor("not_w", []int{2}, []float32{1, 2})},
-	})
+	}, checkpoint.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -419,7 +419,7 @@ func TestCheckpointFilesAreKeyedOnTheExecution(t *testing.T) {
 			t.Errorf("checkpoint of %s at %s, want %s", exec, cks[i].URI, want)
 		}
 	}
-	if _, _, err := checkpoint.ReadVerified(cks[0].URI, cks[0].SHA256); err != nil {
+	if _, _, err := checkpoint.ReadVerified(context.Background(), cks[0].URI, cks[0].SHA256, checkpoint.Options{}); err != nil {
 		t.Errorf("the first execution's checkpoint: %v", err)
 	}
 }
@@ -519,7 +519,7 @@ func TestCheckpointsStayInsideTheRoot(t *testing.T) {
 func TestResumeElsewhereIsMarkedNotBitExact(t *testing.T) {
 	root := t.TempDir()
 	r, ck := checkpointed(t, root, nil)
-	written, _, err := checkpoint.Read(ck.Checkpoint.URI)
+	written, _, err := checkpoint.Read(context.Background(), ck.Checkpoint.URI, checkpoint.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -544,7 +544,7 @@ func TestResumeElsewhereIsMarkedNotBitExact(t *testing.T) {
 	written.Meta[checkpoint.MetaArch] = other
 	moved := ck.Checkpoint
 	moved.URI = filepath.Join(root, "moved.safetensors")
-	info, err := checkpoint.Write(moved.URI, written)
+	info, err := checkpoint.Write(moved.URI, written, checkpoint.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -557,7 +557,7 @@ func TestResumeElsewhereIsMarkedNotBitExact(t *testing.T) {
 	elsewhere.epoch(2)
 	var next activities.CheckpointOutput
 	elsewhere.must(elsewhere.a.Checkpoint, activities.CheckpointInput{RunID: runID, Epoch: 2}, &next)
-	later, _, err := checkpoint.Read(next.Checkpoint.URI)
+	later, _, err := checkpoint.Read(context.Background(), next.Checkpoint.URI, checkpoint.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -760,7 +760,7 @@ func TestDamagedObjectFallsBackToThePreviousGoodOne(t *testing.T) {
 	srv.SetEnv(t)
 	ctx := context.Background()
 	open := func() *checkpoint.Store {
-		s, err := checkpoint.OpenStore(ctx, srv.URL("runs"))
+		s, err := checkpoint.OpenStore(ctx, srv.URL("runs"), checkpoint.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

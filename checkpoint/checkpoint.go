@@ -39,6 +39,10 @@ const (
 	// length prefix, padding included) in which the 64 digits of this
 	// value are replaced by '0'.
 	MetaHeaderSHA256 = "header_sha256"
+	// MetaSignature is the optional Ed25519 signature of the file, written
+	// when the writer has a key (Options.Keys) and checked by every reader
+	// that has one: "ed25519:<key id>:<128 hex digits>", see sign.go.
+	MetaSignature = "signature"
 )
 
 // DType is a safetensors dtype name.

@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -28,11 +29,20 @@ type entry struct {
 // MaxHeaderBytes and the file size, the header as UTF-8 JSON with unique
 // keys, string metadata, every tensor's dtype, shape and data_offsets (no
 // gaps, no overlaps, nothing past the end, bytes equal to shape × dtype),
-// and both integrity hashes (MetaTensorsSHA256, MetaHeaderSHA256). Any
-// failure wraps ErrCorrupt and names the byte offset in the file and the
-// reason. The returned tensors are in header order and share b's memory;
-// the Checkpoint's Meta omits the two integrity keys, which Info.Meta keeps.
+// both integrity hashes (MetaTensorsSHA256, MetaHeaderSHA256), and that
+// every floating-point value is finite (ErrNotFinite). Any failure wraps
+// ErrCorrupt and names the byte offset in the file and the reason. A
+// signature is not checked: Read and Store.Read do that when their
+// Options have a key. The returned tensors are in header order and share
+// b's memory; the Checkpoint's Meta omits the integrity keys and the
+// signature, which Info.Meta keeps.
 func Decode(b []byte) (*Checkpoint, Info, error) {
+	return decode(context.Background(), b, Options{})
+}
+
+// decode is Decode that also verifies the signature when opt has a key
+// and stops with ctx's error when ctx ends.
+func decode(ctx context.Context, b []byte, opt Options) (*Checkpoint, Info, error) {
 	if len(b) < 8 {
 		return nil, Info{}, corrupt(0, "file has %d bytes, fewer than the 8-byte header length", len(b))
 	}
@@ -53,21 +63,34 @@ func Decode(b []byte) (*Checkpoint, Info, error) {
 	if err := checkOffsets(entries, int64(len(data)), dataStart); err != nil {
 		return nil, Info{}, err
 	}
-	if err := checkHashes(meta, header, data, dataStart); err != nil {
+	if err := checkHashes(ctx, meta, header, data, dataStart); err != nil {
+		return nil, Info{}, err
+	}
+	var signedBy string
+	if opt.Keys != nil {
+		if err := opt.Keys.verify(meta, header); err != nil {
+			return nil, Info{}, err
+		}
+		signedBy = opt.Keys.ID()
+	}
+	if err := checkFinite(ctx, entries, data, dataStart); err != nil {
 		return nil, Info{}, err
 	}
 
 	ck := &Checkpoint{Meta: make(map[string]string, len(meta)), Tensors: make([]Tensor, len(entries))}
 	for k, v := range meta {
-		if k != MetaTensorsSHA256 && k != MetaHeaderSHA256 {
+		if k != MetaTensorsSHA256 && k != MetaHeaderSHA256 && k != MetaSignature {
 			ck.Meta[k] = v
 		}
 	}
 	for i, e := range entries {
 		ck.Tensors[i] = Tensor{Name: e.name, DType: e.dtype, Shape: e.shape, Data: data[e.begin:e.end:e.end]}
 	}
-	sum := sha256.Sum256(b)
-	return ck, Info{SHA256: hex.EncodeToString(sum[:]), Bytes: int64(len(b)), Meta: meta}, nil
+	sum, err := sha256Of(ctx, b)
+	if err != nil {
+		return nil, Info{}, err
+	}
+	return ck, Info{SHA256: hex.EncodeToString(sum), Bytes: int64(len(b)), Meta: meta, SignedBy: signedBy}, nil
 }
 
 // corrupt returns an error wrapping ErrCorrupt at file offset pos.
@@ -339,7 +362,7 @@ func checkOffsets(entries []entry, dataLen, dataStart int64) error {
 
 // checkHashes verifies MetaTensorsSHA256 against the data section and
 // MetaHeaderSHA256 against the header (with its own digits zeroed).
-func checkHashes(meta map[string]string, header, data []byte, dataStart int64) error {
+func checkHashes(ctx context.Context, meta map[string]string, header, data []byte, dataStart int64) error {
 	want, ok := meta[MetaTensorsSHA256]
 	if !ok {
 		return corrupt(8, "metadata has no %s: not written by dqnflow, or damaged", MetaTensorsSHA256)
@@ -357,8 +380,11 @@ func checkHashes(meta map[string]string, header, data []byte, dataStart int64) e
 	if got := hex.EncodeToString(sum[:]); got != string(header[at:at+64]) || got != meta[MetaHeaderSHA256] {
 		return corrupt(8, "header sha256 is %s, its %s says %q: the header was changed", got, MetaHeaderSHA256, meta[MetaHeaderSHA256])
 	}
-	sum = sha256.Sum256(data)
-	if got := hex.EncodeToString(sum[:]); got != want {
+	dsum, err := sha256Of(ctx, data)
+	if err != nil {
+		return err
+	}
+	if got := hex.EncodeToString(dsum); got != want {
 		return corrupt(dataStart, "data section sha256 is %s, %s says %q: tensor data was changed", got, MetaTensorsSHA256, want)
 	}
 	return nil

@@ -12,50 +12,60 @@ import (
 	"github.com/dqnflow/dqnflow/bf16"
 )
 
-// ErrF16Overflow marks an f16 export refused because a finite weight would
-// become ±Inf (its magnitude rounds past 65504, the largest finite binary16).
-var ErrF16Overflow = errors.New("weight overflows float16")
+// ErrOverflow marks an export refused because a finite weight would
+// become ±Inf in the target dtype: its magnitude rounds past 65504, the
+// largest finite binary16, or past 3.3895314e38, the largest finite
+// bfloat16.
+var ErrOverflow = errors.New("weight overflows the export dtype")
 
 // exportMeta lists the metadata keys an exported file keeps: what it takes
 // to feed the network the same observations (config, instrument,
 // normaliser) and where it came from.
 var exportMeta = []string{MetaFormat, MetaRunID, MetaEpoch, MetaGlobalStep, MetaConfig, MetaInstrument, MetaNormalizer}
 
-// ExportReport counts what an export did to the weights. Overflow,
-// FlushedToZero and Subnormal describe the conversion to the target dtype:
-// finite values that became ±Inf, non-zero values that became ±0, and values
-// that became subnormal (reduced precision). NonFinite counts NaN and ±Inf
-// already in the source, carried over unchanged.
+// ExportReport counts what an export did to the weights: Overflow,
+// FlushedToZero and Subnormal describe the conversion to the target dtype
+// (finite values that would become ±Inf, which refuses the export,
+// non-zero values that became ±0, and values that became subnormal, with
+// reduced precision).
 type ExportReport struct {
 	Tensors       int
 	Values        int
 	Overflow      int
 	FlushedToZero int
 	Subnormal     int
-	NonFinite     int
 }
 
-// Export returns the inference weights of ck as a new checkpoint: the
-// tensors whose name starts with prefix (the trainer's online network is
-// "online."), renamed without it ("online.s1.weight" becomes "s1.weight"),
-// in ck's order, converted to dtype:
+// Export returns the inference weights of ck as a new checkpoint: exactly
+// the tensors of want (a model contract, such as the online network's
+// blocks, each named with prefix: "online.s1.weight"), in want's order,
+// renamed without prefix ("s1.weight") and converted to dtype:
 //
 //   - F32: an exact copy;
-//   - BF16: bf16.FromFloat32, round to nearest even, NaN stays NaN;
+//   - BF16: bf16.FromFloat32, round to nearest even;
 //   - F16: float16.Fromfloat32 (IEEE binary16, round to nearest even).
 //
-// Source tensors must be F32 or BF16. The metadata keeps format version, run
-// id, epoch, global step, config, instrument and normaliser, and adds
-// MetaDType. An F16 export in which any finite value would overflow to Inf
-// returns no checkpoint and an error wrapping ErrF16Overflow that names the
-// first such tensor and value; the report still counts every overflow.
-func Export(ck *Checkpoint, dtype DType, prefix string) (*Checkpoint, ExportReport, error) {
+// Every tensor of want must be in ck with one of its dtypes, which must be
+// F32 or BF16, and its shape (ck.Require); every value must be finite
+// (ErrNotFinite) and stay finite in dtype (ErrOverflow, naming the first
+// such tensor and value; the report still counts every overflow). On any
+// error no checkpoint is returned, so an export never writes a file
+// with a tensor missing or a NaN or Inf in it. The metadata keeps format
+// version, run id, epoch, global step, config, instrument and normaliser,
+// and adds MetaDType.
+func Export(ck *Checkpoint, dtype DType, prefix string, want []Spec) (*Checkpoint, ExportReport, error) {
 	var rep ExportReport
 	if ck == nil {
 		return nil, rep, errors.New("export: nil checkpoint")
 	}
 	if dtype != F32 && dtype != BF16 && dtype != F16 {
 		return nil, rep, fmt.Errorf("export: dtype %q: want F32, BF16 or F16", dtype)
+	}
+	if len(want) == 0 {
+		return nil, rep, errors.New("export: no tensors asked for")
+	}
+	if err := ck.Require(want); err != nil {
+		return nil, rep, fmt.Errorf("export: %w", err)
 	}
 	out := &Checkpoint{Meta: map[string]string{MetaDType: string(dtype)}}
 	for _, k := range exportMeta {
@@ -64,13 +74,11 @@ func Export(ck *Checkpoint, dtype DType, prefix string) (*Checkpoint, ExportRepo
 		}
 	}
 	var firstOverflow error
-	for _, t := range ck.Tensors {
-		if !strings.HasPrefix(t.Name, prefix) {
-			continue
-		}
-		name := strings.TrimPrefix(t.Name, prefix)
-		if name == "" {
-			return nil, rep, fmt.Errorf("export: tensor %q: nothing is left of its name without the prefix %q", t.Name, prefix)
+	for _, sp := range want {
+		t, _ := ck.Find(sp.Name)
+		name, ok := strings.CutPrefix(t.Name, prefix)
+		if !ok || name == "" {
+			return nil, rep, fmt.Errorf("export: tensor %q: its name does not start with %q or has nothing after it", t.Name, prefix)
 		}
 		src, err := floats(t)
 		if err != nil {
@@ -79,9 +87,12 @@ func Export(ck *Checkpoint, dtype DType, prefix string) (*Checkpoint, ExportRepo
 		o := Tensor{Name: name, DType: dtype, Shape: append([]int(nil), t.Shape...), Data: make([]byte, len(src)*dtype.Size())}
 		for i, v := range src {
 			if isNonFinite(v) {
-				rep.NonFinite++
+				return nil, rep, fmt.Errorf("export: %s: %w", notFinite(t, i, float64(v)), ErrNotFinite)
 			}
-			var bits uint16
+			var (
+				bits uint16
+				c    class
+			)
 			switch dtype {
 			case F32:
 				binary.LittleEndian.PutUint32(o.Data[4*i:], math.Float32bits(v))
@@ -89,15 +100,15 @@ func Export(ck *Checkpoint, dtype DType, prefix string) (*Checkpoint, ExportRepo
 				continue
 			case BF16:
 				bits = uint16(bf16.FromFloat32(v))
-				rep.count(v, classify16(bits, 7))
+				c = classify16(bits, 7)
 			case F16:
 				bits = float16.Fromfloat32(v).Bits()
-				c := classify16(bits, 10)
-				rep.count(v, c)
-				if c == classInf && !isNonFinite(v) && firstOverflow == nil {
-					firstOverflow = fmt.Errorf("export: tensor %q (%q) element %d = %g overflows to Inf in f16, whose largest finite value is 65504: %w",
-						name, t.Name, i, v, ErrF16Overflow)
-				}
+				c = classify16(bits, 10)
+			}
+			rep.count(v, c)
+			if c == classInf && firstOverflow == nil {
+				firstOverflow = fmt.Errorf("export: tensor %q (%q) element %s = %g overflows to Inf in %s, whose largest finite value is %s: %w",
+					name, t.Name, elementIndex(t.Shape, i), v, dtype, largest[dtype], ErrOverflow)
 			}
 			binary.LittleEndian.PutUint16(o.Data[2*i:], bits)
 		}
@@ -105,14 +116,18 @@ func Export(ck *Checkpoint, dtype DType, prefix string) (*Checkpoint, ExportRepo
 		rep.Values += len(src)
 		out.Tensors = append(out.Tensors, o)
 	}
-	if rep.Tensors == 0 {
-		return nil, rep, fmt.Errorf("export: no tensor name starts with %q", prefix)
-	}
 	if firstOverflow != nil {
-		return nil, rep, fmt.Errorf("%w (%d values overflow; export f32 or bf16 instead)", firstOverflow, rep.Overflow)
+		alt := "f32 or bf16"
+		if dtype == BF16 {
+			alt = "f32"
+		}
+		return nil, rep, fmt.Errorf("%w (%d values overflow; export %s instead)", firstOverflow, rep.Overflow, alt)
 	}
 	return out, rep, nil
 }
+
+// largest is the largest finite value of each 16-bit export dtype.
+var largest = map[DType]string{F16: "65504", BF16: "3.3895314e+38"}
 
 // floats decodes an F32 or BF16 tensor to float32 after checking its layout.
 func floats(t Tensor) ([]float32, error) {
@@ -147,10 +162,11 @@ const (
 	classNaN
 )
 
-// count adds one source value v, converted to a value of class c, to rep.
+// count adds one finite source value v, converted to a value of class c,
+// to rep.
 func (rep *ExportReport) count(v float32, c class) {
 	switch {
-	case c == classInf && !isNonFinite(v):
+	case c == classInf:
 		rep.Overflow++
 	case c == classZero && v != 0:
 		rep.FlushedToZero++

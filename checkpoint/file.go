@@ -15,19 +15,25 @@ import (
 // directory, so that path holds either the old file or the complete new one,
 // never a partial write, even across a crash. On error the temporary file is
 // removed and path is untouched. Writing the same checkpoint twice gives the
-// same bytes, so a retried activity is harmless. The file is mode 0644.
-func Write(path string, ck *Checkpoint) (Info, error) {
-	return write(context.Background(), path, ck, nil)
+// same bytes, so a retried activity is harmless (an Ed25519 signature is
+// deterministic too). The file is mode 0644. With opt.Keys the file is
+// signed; a file larger than opt's size limit is refused before anything
+// is written, since no reader with the same limit could load it.
+func Write(path string, ck *Checkpoint, opt Options) (Info, error) {
+	return write(context.Background(), path, ck, opt, nil)
 }
 
 // write is Write, calling hook (when not nil) at each WritePoint.
-func write(ctx context.Context, path string, ck *Checkpoint, hook WriteHook) (Info, error) {
+func write(ctx context.Context, path string, ck *Checkpoint, opt Options, hook WriteHook) (Info, error) {
 	if hook == nil {
 		hook = func(context.Context, WritePoint, string) error { return nil }
 	}
-	e, err := encode(ck)
+	e, err := encode(ck, opt)
 	if err != nil {
 		return Info{}, fmt.Errorf("write %s: %w", path, err)
+	}
+	if size := e.bytes(); size > opt.maxBytes() {
+		return Info{}, fmt.Errorf("write %s: %w", path, tooLarge("the checkpoint", size, opt.maxBytes()))
 	}
 	dir, base := filepath.Split(path)
 	if dir == "" {
@@ -96,16 +102,19 @@ func syncDir(dir string) error {
 	return nil
 }
 
-// Read loads and verifies the checkpoint at path (see Decode for what is
-// checked) and returns it with the file's Info, whose SHA256 is the hash of
-// the whole file. A damaged file gives an error that names path and wraps
-// ErrCorrupt; a missing file wraps fs.ErrNotExist.
-func Read(path string) (*Checkpoint, Info, error) {
-	b, err := os.ReadFile(path)
+// Read loads and verifies the checkpoint at path: a regular file of at
+// most opt's size limit, read in chunks while ctx lasts, then Decode's
+// checks and, with opt.Keys, its signature. It returns the checkpoint with
+// the file's Info, whose SHA256 is the hash of the whole file. A damaged,
+// oversized, non-regular or (with a key) unsigned or wrongly signed file
+// gives an error that names path and wraps ErrCorrupt; a missing file
+// wraps fs.ErrNotExist.
+func Read(ctx context.Context, path string, opt Options) (*Checkpoint, Info, error) {
+	b, err := readFile(ctx, path, opt.maxBytes())
 	if err != nil {
-		return nil, Info{}, fmt.Errorf("read checkpoint: %w", err)
+		return nil, Info{}, fmt.Errorf("read checkpoint %s: %w", path, err)
 	}
-	ck, info, err := Decode(b)
+	ck, info, err := decode(ctx, b, opt)
 	if err != nil {
 		return nil, Info{}, fmt.Errorf("read checkpoint %s: %w", path, err)
 	}
@@ -116,12 +125,12 @@ func Read(path string) (*Checkpoint, Info, error) {
 // ReadVerified is Read that also requires the whole-file SHA-256 to equal
 // wantSHA256 (64 hex digits, as recorded when the file was written); a
 // different hash wraps ErrCorrupt.
-func ReadVerified(path, wantSHA256 string) (*Checkpoint, Info, error) {
+func ReadVerified(ctx context.Context, path, wantSHA256 string, opt Options) (*Checkpoint, Info, error) {
 	want := strings.ToLower(wantSHA256)
 	if b, err := hex.DecodeString(want); err != nil || len(b) != 32 {
 		return nil, Info{}, fmt.Errorf("read checkpoint %s: recorded sha256 %q is not 64 hex digits", path, wantSHA256)
 	}
-	ck, info, err := Read(path)
+	ck, info, err := Read(ctx, path, opt)
 	if err != nil {
 		return nil, Info{}, err
 	}
@@ -129,10 +138,4 @@ func ReadVerified(path, wantSHA256 string) (*Checkpoint, Info, error) {
 		return nil, Info{}, fmt.Errorf("read checkpoint %s: %w: file sha256 is %s, recorded %s", path, ErrCorrupt, info.SHA256, want)
 	}
 	return ck, info, nil
-}
-
-// Verify checks the checkpoint at path as Read does and returns its Info.
-func Verify(path string) (Info, error) {
-	_, info, err := Read(path)
-	return info, err
 }

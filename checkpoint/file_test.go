@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"os"
@@ -9,6 +10,13 @@ import (
 	"strings"
 	"testing"
 )
+
+// verify reads the checkpoint at path with the zero Options and returns
+// its Info.
+func verify(path string) (Info, error) {
+	_, info, err := Read(context.Background(), path, Options{})
+	return info, err
+}
 
 // dirNames lists the names in dir, to catch leftover temporary files.
 func dirNames(t *testing.T, dir string) []string {
@@ -31,7 +39,7 @@ func TestWriteThenReadRoundTrips(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "ck.safetensors")
 	in := mixed()
-	wrote, err := Write(path, in)
+	wrote, err := Write(path, in, Options{})
 	if err != nil {
 		t.Fatalf("Write: %v", err)
 	}
@@ -42,7 +50,7 @@ func TestWriteThenReadRoundTrips(t *testing.T) {
 	if wrote.SHA256 != hexSum(raw) || wrote.Bytes != int64(len(raw)) || wrote.Path != path {
 		t.Errorf("Write info = %+v, file has %d bytes, sha256 %s", wrote, len(raw), hexSum(raw))
 	}
-	out, read, err := Read(path)
+	out, read, err := Read(t.Context(), path, Options{})
 	if err != nil {
 		t.Fatalf("Read: %v", err)
 	}
@@ -62,10 +70,10 @@ func TestWriteThenReadRoundTrips(t *testing.T) {
 	if err != nil || st.Mode().Perm() != 0o644 {
 		t.Errorf("file mode = %v, %v; want 0644", st.Mode().Perm(), err)
 	}
-	if _, _, err := ReadVerified(path, strings.ToUpper(wrote.SHA256)); err != nil {
+	if _, _, err := ReadVerified(t.Context(), path, strings.ToUpper(wrote.SHA256), Options{}); err != nil {
 		t.Errorf("ReadVerified with the recorded hash (upper case): %v", err)
 	}
-	if info, err := Verify(path); err != nil || info.SHA256 != wrote.SHA256 {
+	if info, err := verify(path); err != nil || info.SHA256 != wrote.SHA256 {
 		t.Errorf("Verify = %+v, %v", info, err)
 	}
 }
@@ -74,14 +82,14 @@ func TestWriteThenReadRoundTrips(t *testing.T) {
 // path leaves exactly the second checkpoint.
 func TestWriteReplacesTheOldFileWhole(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ck.safetensors")
-	if _, err := Write(path, mixed()); err != nil {
+	if _, err := Write(path, mixed(), Options{}); err != nil {
 		t.Fatal(err)
 	}
-	second, err := Write(path, tiny())
+	second, err := Write(path, tiny(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ck, info, err := Read(path)
+	ck, info, err := Read(t.Context(), path, Options{})
 	if err != nil {
 		t.Fatalf("Read after the second Write: %v", err)
 	}
@@ -97,17 +105,17 @@ func TestWriteFailureLeavesNothingBehind(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "bad.safetensors")
 	bad := &Checkpoint{Tensors: []Tensor{F32Tensor("w", []int{3}, []float32{1})}}
-	if _, err := Write(path, bad); err == nil || !strings.Contains(err.Error(), path) {
+	if _, err := Write(path, bad, Options{}); err == nil || !strings.Contains(err.Error(), path) {
 		t.Errorf("Write of an invalid checkpoint: error = %v, want one naming %s", err, path)
 	}
 	blocked := filepath.Join(dir, "blocked")
 	if err := os.Mkdir(blocked, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Write(blocked, tiny()); err == nil || !strings.Contains(err.Error(), blocked) {
+	if _, err := Write(blocked, tiny(), Options{}); err == nil || !strings.Contains(err.Error(), blocked) {
 		t.Errorf("Write over a directory: error = %v, want one naming %s", err, blocked)
 	}
-	if _, err := Write(filepath.Join(dir, "missing", "ck.safetensors"), tiny()); err == nil {
+	if _, err := Write(filepath.Join(dir, "missing", "ck.safetensors"), tiny(), Options{}); err == nil {
 		t.Error("Write into a missing directory succeeded")
 	}
 	if names := dirNames(t, dir); !reflect.DeepEqual(names, []string{"blocked"}) {
@@ -121,7 +129,7 @@ func TestWriteFailureLeavesNothingBehind(t *testing.T) {
 func TestReadNamesTheFileOfEveryCorruption(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.safetensors")
-	info, err := Write(good, mixed())
+	info, err := Write(good, mixed(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,9 +147,9 @@ func TestReadNamesTheFileOfEveryCorruption(t *testing.T) {
 		if err := os.WriteFile(path, f(append([]byte(nil), raw...)), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_, _, rerr := Read(path)
-		_, verr := Verify(path)
-		_, _, werr := ReadVerified(path, info.SHA256)
+		_, _, rerr := Read(t.Context(), path, Options{})
+		_, verr := verify(path)
+		_, _, werr := ReadVerified(t.Context(), path, info.SHA256, Options{})
 		for fn, err := range map[string]error{"Read": rerr, "Verify": verr, "ReadVerified": werr} {
 			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), path) {
 				t.Errorf("%s damage, %s: error = %v, want ErrCorrupt naming %s", name, fn, err, path)
@@ -155,18 +163,18 @@ func TestReadNamesTheFileOfEveryCorruption(t *testing.T) {
 // name) is rejected, and that a malformed recorded hash is a caller error.
 func TestReadVerifiedComparesTheRecordedHash(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ck.safetensors")
-	first, err := Write(path, tiny())
+	first, err := Write(path, tiny(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Write(path, mixed()); err != nil {
+	if _, err := Write(path, mixed(), Options{}); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = ReadVerified(path, first.SHA256)
+	_, _, err = ReadVerified(t.Context(), path, first.SHA256, Options{})
 	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), first.SHA256) {
 		t.Errorf("ReadVerified with a stale hash: error = %v, want ErrCorrupt naming the recorded hash", err)
 	}
-	_, _, err = ReadVerified(path, "abc")
+	_, _, err = ReadVerified(t.Context(), path, "abc", Options{})
 	if err == nil || errors.Is(err, ErrCorrupt) {
 		t.Errorf("ReadVerified with a malformed hash: error = %v, want a non-corruption error", err)
 	}
@@ -176,7 +184,7 @@ func TestReadVerifiedComparesTheRecordedHash(t *testing.T) {
 // such, not as corruption.
 func TestReadMissingFileIsNotExist(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "none.safetensors")
-	_, _, err := Read(path)
+	_, _, err := Read(t.Context(), path, Options{})
 	if !errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), path) {
 		t.Errorf("Read of a missing file: error = %v, want fs.ErrNotExist naming %s", err, path)
 	}

@@ -106,7 +106,7 @@ func FuzzDecodeAcceptsOnlyWhatItCanWriteBack(f *testing.F) {
 
 // FuzzVerifyDetectsEveryChange damages a valid checkpoint file (one byte
 // changed, the end cut off, bytes appended, in any combination) and checks
-// that Verify refuses every file that differs from the original, with an
+// that verify (Read) refuses every file that differs from the original, with an
 // error that wraps ErrCorrupt and names the file, and accepts the original.
 // Seeds: testdata/fuzz/FuzzVerifyDetectsEveryChange and the f.Add calls.
 func FuzzVerifyDetectsEveryChange(f *testing.F) {
@@ -133,7 +133,7 @@ func FuzzVerifyDetectsEveryChange(f *testing.F) {
 		if err := os.WriteFile(path, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		info, err := Verify(path)
+		info, err := verify(path)
 		if bytes.Equal(b, valid) {
 			if err != nil {
 				t.Fatalf("the undamaged file is refused: %v", err)
@@ -141,7 +141,7 @@ func FuzzVerifyDetectsEveryChange(f *testing.F) {
 			return
 		}
 		if err == nil {
-			t.Fatalf("a damaged file passed Verify (sha256 %s; byte %d ^ %#x, cut to %d, %d appended)", info.SHA256, at, xor, keep, len(extra))
+			t.Fatalf("a damaged file passed Read (sha256 %s; byte %d ^ %#x, cut to %d, %d appended)", info.SHA256, at, xor, keep, len(extra))
 		}
 		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), path) {
 			t.Fatalf("refusal does not wrap ErrCorrupt and name %s: %v", path, err)

@@ -49,7 +49,7 @@ func TestWriteHookSeesEachPointOfTheWrite(t *testing.T) {
 			if file != uri || !reflect.DeepEqual(names, []string{"epoch-000001.safetensors"}) {
 				t.Errorf("at %s the hook got %s and the directory holds %v, want %s alone", at, file, names, uri)
 			}
-			if _, err := Verify(file); err != nil {
+			if _, _, err := Read(context.Background(), file, Options{}); err != nil {
 				t.Errorf("at %s the file does not verify: %v", at, err)
 			}
 		}
@@ -102,7 +102,7 @@ func TestWriteHookSeesEachPointOfTheWrite(t *testing.T) {
 			if !reflect.DeepEqual(names, []string{"epoch-000002.safetensors"}) {
 				t.Fatalf("a write stopped at %s left %v, want the complete file alone", at, names)
 			}
-			if _, err := Verify(uri); err != nil {
+			if _, _, err := Read(context.Background(), uri, Options{}); err != nil {
 				t.Fatalf("a write stopped at %s: %v", at, err)
 			}
 		})

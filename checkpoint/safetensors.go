@@ -37,6 +37,9 @@ type Info struct {
 	Bytes  int64  // file size
 	// Meta is the file's whole safetensors metadata, integrity keys included.
 	Meta map[string]string
+	// SignedBy is the ID of the key whose signature was made (Write) or
+	// verified (Read, with Options.Keys); empty when none was.
+	SignedBy string
 }
 
 // encoded is a checkpoint laid out as a safetensors file, ready to write.
@@ -45,29 +48,35 @@ type encoded struct {
 	data   [][]byte // tensor payloads in data-section order
 	size   int64    // data section length
 	meta   map[string]string
+	// signedBy is the ID of the key that signed the header; "" unsigned.
+	signedBy string
 }
 
-// Encode writes ck to w as a safetensors file and returns its Info (Path
-// empty). It validates ck first and writes nothing when ck is invalid: every
-// tensor needs a non-empty UTF-8 name other than "__metadata__", unique in
-// ck, a known dtype, non-negative dimensions and exactly
-// product(shape)×DType.Size() bytes of data; metadata must be UTF-8.
+// Encode writes ck to w as an unsigned safetensors file and returns its
+// Info (Path empty). It validates ck first and writes nothing when ck is
+// invalid: every tensor needs a non-empty UTF-8 name other than
+// "__metadata__", unique in ck, a known dtype, non-negative dimensions,
+// exactly product(shape)×DType.Size() bytes of data and, if it is a
+// floating-point tensor, finite values only (ErrNotFinite); metadata must
+// be UTF-8. Write and Store.Write encode the same way, signed when their
+// Options have a key.
 //
 // The header lists the tensors in ck's order. The data section packs them
 // contiguously, widest element type first and otherwise in ck's order (as the
 // reference implementation does), so every tensor starts at a multiple of its
 // element size: PyTorch's safetensors loader cannot view misaligned bytes as
 // float32 or int64. The metadata gains tensors_sha256 and header_sha256
-// (replacing any such keys in ck.Meta).
+// (replacing any such keys in ck.Meta); a signature in ck.Meta is dropped.
 func Encode(w io.Writer, ck *Checkpoint) (Info, error) {
-	e, err := encode(ck)
+	e, err := encode(ck, Options{})
 	if err != nil {
 		return Info{}, err
 	}
 	return e.writeTo(w)
 }
 
-func encode(ck *Checkpoint) (*encoded, error) {
+// encode lays ck out as Encode describes, signed with opt.Keys when set.
+func encode(ck *Checkpoint, opt Options) (*encoded, error) {
 	if ck == nil {
 		return nil, errors.New("encode checkpoint: nil checkpoint")
 	}
@@ -86,6 +95,9 @@ func encode(ck *Checkpoint) (*encoded, error) {
 		seen[t.Name] = true
 		if err := checkLayout(t); err != nil {
 			return nil, fmt.Errorf("encode checkpoint: %w", err)
+		}
+		if i, v := firstNonFinite(t.DType, t.Data); i >= 0 {
+			return nil, fmt.Errorf("encode checkpoint: %s: %w", notFinite(t, i, v), ErrNotFinite)
 		}
 	}
 	meta := make(map[string]string, len(ck.Meta)+2)
@@ -116,6 +128,10 @@ func encode(ck *Checkpoint) (*encoded, error) {
 	}
 	meta[MetaTensorsSHA256] = hex.EncodeToString(h.Sum(nil))
 	meta[MetaHeaderSHA256] = hashPlaceholder
+	delete(meta, MetaSignature) // another writer's signature, or a stale one
+	if opt.Keys != nil {
+		meta[MetaSignature] = opt.Keys.placeholder()
+	}
 
 	var b bytes.Buffer
 	b.WriteString(`{"__metadata__":{`)
@@ -148,6 +164,14 @@ func encode(ck *Checkpoint) (*encoded, error) {
 		return nil, fmt.Errorf("encode checkpoint: header of %d bytes exceeds the safetensors limit of %d", b.Len(), MaxHeaderBytes)
 	}
 	e.header = b.Bytes()
+	if opt.Keys != nil { // over the header with both placeholders
+		if err := opt.Keys.sign(e.header); err != nil {
+			return nil, fmt.Errorf("encode checkpoint: %w", err)
+		}
+		at, _ := valueAt(e.header, MetaSignature, sigValueLen) // found by sign
+		meta[MetaSignature] = string(e.header[at : at+sigValueLen])
+		e.signedBy = opt.Keys.ID()
+	}
 	at, err := headerHashAt(e.header)
 	if err != nil { // cannot happen: the key was written above
 		return nil, fmt.Errorf("encode checkpoint: %w", err)
@@ -158,6 +182,9 @@ func encode(ck *Checkpoint) (*encoded, error) {
 	e.meta = meta
 	return e, nil
 }
+
+// bytes is the length of the file e encodes.
+func (e *encoded) bytes() int64 { return 8 + int64(len(e.header)) + e.size }
 
 // writeTo writes the length prefix, the header and the data section to w,
 // hashing everything written.
@@ -178,9 +205,10 @@ func (e *encoded) writeTo(w io.Writer) (Info, error) {
 		}
 	}
 	return Info{
-		SHA256: hex.EncodeToString(h.Sum(nil)),
-		Bytes:  8 + int64(len(e.header)) + e.size,
-		Meta:   e.meta,
+		SHA256:   hex.EncodeToString(h.Sum(nil)),
+		Bytes:    e.bytes(),
+		Meta:     e.meta,
+		SignedBy: e.signedBy,
 	}, nil
 }
 
@@ -195,18 +223,22 @@ func writeJSONString(b *bytes.Buffer, s string) {
 }
 
 // headerHashAt returns the index in header of the 64 hex digits of the
-// header_sha256 value. The key followed by `":"` can only occur once outside
-// JSON strings (inside them a quote is escaped), and Decode rejects
-// duplicate metadata keys.
-func headerHashAt(header []byte) (int, error) {
-	key := []byte(`"` + MetaHeaderSHA256 + `":"`)
-	i := bytes.Index(header, key)
-	if i < 0 || bytes.Count(header, key) != 1 {
-		return 0, fmt.Errorf("metadata has no single %s entry written as %s<64 hex digits>\"", MetaHeaderSHA256, key)
+// header_sha256 value.
+func headerHashAt(header []byte) (int, error) { return valueAt(header, MetaHeaderSHA256, 64) }
+
+// valueAt returns the index in header of the n-byte string value of
+// metadata key. The key followed by `":"` can only occur once outside
+// JSON strings (inside them a quote is escaped, and a tensor name is
+// followed by an object), and Decode rejects duplicate metadata keys.
+func valueAt(header []byte, key string, n int) (int, error) {
+	k := []byte(`"` + key + `":"`)
+	i := bytes.Index(header, k)
+	if i < 0 || bytes.Count(header, k) != 1 {
+		return 0, fmt.Errorf("metadata has no single %s entry written as %s<%d characters>\"", key, k, n)
 	}
-	at := i + len(key)
-	if at+65 > len(header) || header[at+64] != '"' {
-		return 0, fmt.Errorf("metadata %s is not 64 hex digits", MetaHeaderSHA256)
+	at := i + len(k)
+	if at+n+1 > len(header) || header[at+n] != '"' {
+		return 0, fmt.Errorf("metadata %s is not %d characters", key, n)
 	}
 	return at, nil
 }

@@ -90,10 +90,10 @@ func mixed() *Checkpoint {
 		},
 		Tensors: []Tensor{
 			U8Tensor("flags", []int{5}, []byte{0, 1, 0, 1, 1}),
-			F32Tensor("online.s1.weight", []int{2, 3}, []float32{1, -2, 3.5, float32(math.Inf(-1)), 0, math.Float32frombits(0x7fc00001)}),
+			F32Tensor("online.s1.weight", []int{2, 3}, []float32{1, -2, 3.5, -math.MaxFloat32, float32(math.Copysign(0, -1)), math.SmallestNonzeroFloat32}),
 			I32Tensor("bars", []int{3}, []int32{-1, 0, 1 << 30}),
 			{Name: "half", DType: F16, Shape: []int{1}, Data: []byte{0x00, 0x3c}},
-			{Name: "brain", DType: BF16, Shape: []int{3}, Data: []byte{0x80, 0x3f, 0x00, 0xc0, 0xc0, 0x7f}},
+			{Name: "brain", DType: BF16, Shape: []int{3}, Data: []byte{0x80, 0x3f, 0x00, 0xc0, 0x7f, 0x7f}},
 			I64Tensor("step", nil, []int64{-42}),
 			F64Tensor("equity", []int{1, 1}, []float64{100000.5}),
 			F32Tensor("empty", []int{0, 4}, nil),

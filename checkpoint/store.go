@@ -41,6 +41,10 @@ import (
 // nothing under the key. Writes hash every byte (Info.SHA256, which the
 // caller records in the metadata store) and Read verifies that hash, so a
 // blob changed or truncated after it was written is refused as ErrCorrupt.
+// Reads and writes follow the store's Options: its size limit (checked on
+// a file's or an object's size before it is read) and, with a key, a
+// signature on every blob written and a valid one required of every blob
+// read.
 type Store struct {
 	location string // as String shows it: the URL, without credentials
 	root     string // file: the directory
@@ -51,10 +55,11 @@ type Store struct {
 	// Hook, when set, is called inside every write of a directory store
 	// (WriteHook); nil, as in production, calls nothing.
 	Hook WriteHook
+	opt      Options
 }
 
-// Local is the store of the directory root on this host; "" means the
-// working directory.
+// Local is the store of the directory root on this host, with the zero
+// Options (unsigned, DefaultMaxBytes); "" means the working directory.
 func Local(root string) *Store {
 	if root == "" {
 		root = "."
@@ -63,8 +68,18 @@ func Local(root string) *Store {
 }
 
 // OpenStore opens the store that location names: a directory path,
-// file:///dir or s3://bucket/prefix (see Store). Close releases it.
-func OpenStore(ctx context.Context, location string) (*Store, error) {
+// file:///dir or s3://bucket/prefix (see Store), reading and writing with
+// opt. Close releases it.
+func OpenStore(ctx context.Context, location string, opt Options) (*Store, error) {
+	s, err := openStore(ctx, location)
+	if err != nil {
+		return nil, err
+	}
+	s.opt = opt
+	return s, nil
+}
+
+func openStore(ctx context.Context, location string) (*Store, error) {
 	if !strings.Contains(location, "://") {
 		return Local(location), nil
 	}
@@ -211,15 +226,18 @@ func (s *Store) Write(ctx context.Context, uri string, ck *Checkpoint) (Info, er
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return Info{}, fmt.Errorf("write %s: %w", p, err)
 		}
-		return write(ctx, p, ck, s.Hook)
+		return write(ctx, p, ck, s.opt, s.Hook)
 	}
 	key, err := s.key(uri)
 	if err != nil {
 		return Info{}, err
 	}
-	e, err := encode(ck)
+	e, err := encode(ck, s.opt)
 	if err != nil {
 		return Info{}, fmt.Errorf("write %s: %w", uri, err)
+	}
+	if size := e.bytes(); size > s.opt.maxBytes() {
+		return Info{}, fmt.Errorf("write %s: %w", uri, tooLarge("the checkpoint", size, s.opt.maxBytes()))
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel() // aborts the upload unless Close completed it
@@ -251,10 +269,12 @@ func (s *Store) Write(ctx context.Context, uri string, ck *Checkpoint) (Info, er
 	return info, nil
 }
 
-// Read loads and verifies the checkpoint at uri (Decode's checks) and, when
-// wantSHA256 is not empty, that the whole blob hashes to it. A damaged or
-// substituted blob wraps ErrCorrupt; a missing one wraps fs.ErrNotExist; a
-// uri outside the store wraps ErrOutsideRoot.
+// Read loads and verifies the checkpoint at uri (the checks of the
+// package's Read: size limit, Decode's checks, the signature when the
+// store has a key) and, when wantSHA256 is not empty, that the whole blob
+// hashes to it. A damaged, oversized, substituted or (with a key) unsigned
+// blob wraps ErrCorrupt; a missing one wraps fs.ErrNotExist; a uri outside
+// the store wraps ErrOutsideRoot.
 func (s *Store) Read(ctx context.Context, uri, wantSHA256 string) (*Checkpoint, Info, error) {
 	if s.bucket == nil {
 		p, err := s.path(uri)
@@ -262,9 +282,9 @@ func (s *Store) Read(ctx context.Context, uri, wantSHA256 string) (*Checkpoint, 
 			return nil, Info{}, err
 		}
 		if wantSHA256 == "" {
-			return Read(p)
+			return Read(ctx, p, s.opt)
 		}
-		return ReadVerified(p, wantSHA256)
+		return ReadVerified(ctx, p, wantSHA256, s.opt)
 	}
 	want := strings.ToLower(wantSHA256)
 	if wantSHA256 != "" {
@@ -276,7 +296,7 @@ func (s *Store) Read(ctx context.Context, uri, wantSHA256 string) (*Checkpoint, 
 	if err != nil {
 		return nil, Info{}, err
 	}
-	b, err := s.bucket.ReadAll(ctx, key)
+	b, err := s.readObject(ctx, key)
 	if err != nil {
 		switch {
 		case gcerrors.Code(err) == gcerrors.NotFound:
@@ -289,7 +309,7 @@ func (s *Store) Read(ctx context.Context, uri, wantSHA256 string) (*Checkpoint, 
 		}
 		return nil, Info{}, fmt.Errorf("read checkpoint %s: %w", uri, err)
 	}
-	ck, info, err := Decode(b)
+	ck, info, err := decode(ctx, b, s.opt)
 	if err != nil {
 		return nil, Info{}, fmt.Errorf("read checkpoint %s: %w", uri, err)
 	}
@@ -298,6 +318,25 @@ func (s *Store) Read(ctx context.Context, uri, wantSHA256 string) (*Checkpoint, 
 	}
 	info.Path = uri
 	return ck, info, nil
+}
+
+// readObject reads the object at key: its size, as the server reports
+// it, is checked against the store's limit before anything is
+// downloaded, and the body is read as readBounded reads a file.
+func (s *Store) readObject(ctx context.Context, key string) ([]byte, error) {
+	attrs, err := s.bucket.Attributes(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	if max := s.opt.maxBytes(); attrs.Size > max {
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, tooLarge("the object", attrs.Size, max))
+	}
+	r, err := s.bucket.NewReader(ctx, key, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return readBounded(ctx, r, attrs.Size)
 }
 
 // Delete removes the blob at uri; one already gone counts as deleted. In a

@@ -24,11 +24,11 @@ func stores(t *testing.T) (map[string]*Store, *s3test.Server) {
 	srv := s3test.Start(t)
 	srv.SetEnv(t)
 	dir := t.TempDir()
-	file, err := OpenStore(context.Background(), "file://"+dir)
+	file, err := OpenStore(context.Background(), "file://"+dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	obj, err := OpenStore(context.Background(), srv.URL("team/a"))
+	obj, err := OpenStore(context.Background(), srv.URL("team/a"), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestStoreRefusesBlobsOutsideItself(t *testing.T) {
 	ctx := context.Background()
 	t.Setenv("AWS_ACCESS_KEY_ID", "k")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "s")
-	obj, err := OpenStore(ctx, "s3://bucket/pre?region=us-east-1&endpoint=http://127.0.0.1:1&use_path_style=true")
+	obj, err := OpenStore(ctx, "s3://bucket/pre?region=us-east-1&endpoint=http://127.0.0.1:1&use_path_style=true", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func TestOpenStoreNamesWhatIsWrong(t *testing.T) {
 		{"s3://bucket/a/../b", "prefix"},
 	}
 	for _, c := range cases {
-		_, err := OpenStore(context.Background(), c.url)
+		_, err := OpenStore(context.Background(), c.url, Options{})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("OpenStore(%q) = %v, want an error containing %q", c.url, err, c.want)
 		}
@@ -212,7 +212,7 @@ func TestOpenStoreNamesWhatIsWrong(t *testing.T) {
 			t.Errorf("OpenStore(%q) repeats the secret: %v", c.url, err)
 		}
 	}
-	s, err := OpenStore(context.Background(), "relative/dir")
+	s, err := OpenStore(context.Background(), "relative/dir", Options{})
 	if err != nil || s.Remote() || s.String() != "relative/dir" {
 		t.Errorf("a plain directory: %v, %v", s, err)
 	}
@@ -248,3 +248,54 @@ func TestS3LargeCheckpointRoundTrips(t *testing.T) {
 		t.Fatal("the large tensor did not come back intact")
 	}
 }
+
+// TestSignedStoresRefuseUnsignedAndForeignBlobs: in a directory store and
+// in an S3 bucket (versitygw), a store opened with a private key signs
+// what it writes and reads it back (Info.SignedBy); opened with the same
+// key it refuses a blob written without one, and opened with another key
+// it refuses the signed blob: ErrSignature and ErrCorrupt, naming the URI.
+func TestSignedStoresRefuseUnsignedAndForeignBlobs(t *testing.T) {
+	all, _ := stores(t)
+	priv, _ := keyPair(t)
+	other, _ := keyPair(t)
+	ctx := t.Context()
+	for name, plain := range all {
+		t.Run(name, func(t *testing.T) {
+			open := func(k *Keys) *Store {
+				s, err := OpenStore(ctx, plain.String(), Options{Keys: k})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { s.Close() })
+				return s
+			}
+			signed, foreign := open(priv), open(other)
+			uri, _ := signed.Locate("runs/r/epoch-000001.safetensors")
+			bare, _ := signed.Locate("runs/r/epoch-000002.safetensors")
+			wrote, err := signed.Write(ctx, uri, mixed())
+			if err != nil || wrote.SignedBy != priv.ID() {
+				t.Fatalf("signed Write: %+v, %v", wrote, err)
+			}
+			if _, err := plain.Write(ctx, bare, mixed()); err != nil {
+				t.Fatal(err)
+			}
+			if _, info, err := signed.Read(ctx, uri, wrote.SHA256); err != nil || info.SignedBy != priv.ID() {
+				t.Errorf("signed Read: %+v, %v", info, err)
+			}
+			for _, c := range []struct {
+				what, uri string
+				err       error
+			}{
+				{"unsigned blob, keyed store", bare, second(signed.Read(ctx, bare, ""))},
+				{"signed blob, another key", uri, second(foreign.Read(ctx, uri, wrote.SHA256))},
+			} {
+				if !errors.Is(c.err, ErrSignature) || !errors.Is(c.err, ErrCorrupt) || !strings.Contains(c.err.Error(), c.uri) {
+					t.Errorf("%s: %v; want ErrSignature and ErrCorrupt naming %s", c.what, c.err, c.uri)
+				}
+			}
+		})
+	}
+}
+
+// second is the error of a Read.
+func second(_ *Checkpoint, _ Info, err error) error { return err }

@@ -22,7 +22,7 @@ func BenchmarkWrite15MB(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "epoch-000001.safetensors")
 	b.SetBytes(int64(len(data)))
 	for b.Loop() {
-		if _, err := Write(path, ck); err != nil {
+		if _, err := Write(path, ck, Options{}); err != nil {
 			b.Fatal(err)
 		}
 	}

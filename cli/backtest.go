@@ -31,6 +31,7 @@ func backtestCmd(e *env) *cobra.Command {
 	jsonOut := fs.Bool("json", false, "print the report as JSON")
 	costs := addCostFlags(fs)
 	df := addDataFlags(fs)
+	e.ckpt.register(fs)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if err := required(fs, "checkpoint", "data"); err != nil {
 			return err
@@ -39,7 +40,7 @@ func backtestCmd(e *env) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		pol, ds, r, what, err := openPolicyData(cmd.Context(), src, *ckPath, *dataPath, *rangeName, *from, *to, costs.edit())
+		pol, ds, r, what, err := openPolicyData(cmd.Context(), e, src, *ckPath, *dataPath, *rangeName, *from, *to, costs.edit())
 		if err != nil {
 			return err
 		}
@@ -65,14 +66,14 @@ func backtestCmd(e *env) *cobra.Command {
 // one range neither training nor checkpoint selection saw), validation
 // range or all bars; on another file every bar with full feature history.
 // what describes the range for the reader. src reads the data.
-func openPolicyData(ctx context.Context, src market.Source, ckPath, dataPath, rangeName, from, to string, costs func(*config.EnvConfig)) (pol *policy.Policy, ds *market.Dataset, r market.Range, what string, err error) {
+func openPolicyData(ctx context.Context, e *env, src market.Source, ckPath, dataPath, rangeName, from, to string, costs func(*config.EnvConfig)) (pol *policy.Policy, ds *market.Dataset, r market.Range, what string, err error) {
 	fail := func(err error) (*policy.Policy, *market.Dataset, market.Range, string, error) {
 		return nil, nil, market.Range{}, "", err
 	}
 	if rangeName != "test" && rangeName != "validation" && rangeName != "all" {
 		return fail(fmt.Errorf("%w: flag --range %q: want test, validation or all", errUsage, rangeName))
 	}
-	ck, _, err := readCheckpoint(ckPath)
+	ck, _, err := readCheckpoint(ctx, e, ckPath)
 	if err != nil {
 		return fail(err)
 	}
@@ -152,6 +153,7 @@ func predictCmd(e *env) *cobra.Command {
 	to := fs.String("to", "", "end time, exclusive (default: the last bar)")
 	jsonOut := fs.Bool("json", true, "print JSON (the only format)")
 	df := addDataFlags(fs)
+	e.ckpt.register(fs)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx := cmd.Context()
 		if err := required(fs, "checkpoint", "data"); err != nil {
@@ -165,7 +167,7 @@ func predictCmd(e *env) *cobra.Command {
 			return fmt.Errorf("%w: predict prints JSON only", errUsage)
 		}
 		// predict covers the whole file unless --from/--to narrow it.
-		pol, ds, r, _, err := openPolicyData(ctx, src, *ckPath, *dataPath, "all", *from, *to, nil)
+		pol, ds, r, _, err := openPolicyData(ctx, e, src, *ckPath, *dataPath, "all", *from, *to, nil)
 		if err != nil {
 			return err
 		}

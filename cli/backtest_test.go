@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -21,13 +22,13 @@ func TestBacktestRunsACUDACheckpointOnTheCPU(t *testing.T) {
 	const data = "bundled:bitcoin_2024.csv"
 	runOK(t, "train", "--device", "cpu", "--config", cfgPath, "--data", data, "--epochs", "1", "--out", dir, "--json")
 	ckPath := filepath.Join(dir, "epoch-000001.safetensors")
-	ck, _, err := checkpoint.Read(ckPath)
+	ck, _, err := checkpoint.Read(context.Background(), ckPath, checkpoint.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ck.Meta[checkpoint.MetaBackend] = "cuda (NVIDIA H200)"
 	gpuPath := filepath.Join(dir, "gpu.safetensors")
-	if _, err := checkpoint.Write(gpuPath, ck); err != nil {
+	if _, err := checkpoint.Write(gpuPath, ck, checkpoint.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, cmd := range []string{"backtest", "predict"} {

@@ -12,13 +12,15 @@ import (
 
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/trainer"
+	"github.com/dqnflow/dqnflow/trainer/policy"
 )
 
-// checkpointCmd is "dqnflow checkpoint export|verify|list".
+// checkpointCmd is "dqnflow checkpoint export|verify|list|keygen".
 func checkpointCmd(e *env) *cobra.Command {
-	return group("checkpoint", "checkpoints: export, verify, list",
-		"checkpoint exports inference weights, verifies checkpoint files and lists a run's checkpoints.",
-		checkpointExportCmd(e), checkpointVerifyCmd(e), checkpointListCmd(e))
+	return group("checkpoint", "checkpoints: export, verify, list, keygen",
+		"checkpoint exports inference weights, verifies checkpoint files, lists a run's checkpoints and makes the key that signs them.",
+		checkpointExportCmd(e), checkpointVerifyCmd(e), checkpointListCmd(e), checkpointKeygenCmd(e))
 }
 
 // checkpointExportCmd is "dqnflow checkpoint export".
@@ -32,7 +34,9 @@ func checkpointExportCmd(e *env) *cobra.Command {
 	dtype := fs.String("dtype", "f32", "f32, bf16 or f16")
 	flagValues(fs, "dtype", "f32", "bf16", "f16")
 	out := fs.String("out", "", "output file (.safetensors)")
+	e.ckpt.register(fs)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		ctx := cmd.Context()
 		if err := required(fs, "checkpoint", "out"); err != nil {
 			return err
 		}
@@ -40,18 +44,22 @@ func checkpointExportCmd(e *env) *cobra.Command {
 		if !ok {
 			return fmt.Errorf("%w: flag --dtype %q: want f32, bf16 or f16", errUsage, *dtype)
 		}
-		ck, _, err := readCheckpoint(*ckPath)
+		ck, _, err := readCheckpoint(ctx, e, *ckPath)
 		if err != nil {
 			return err
 		}
-		exp, rep, err := checkpoint.Export(ck, dt, "online.")
+		exp, rep, err := policy.Export(ck, dt)
 		if err != nil {
 			return fmt.Errorf("export %s as %s: %w", *ckPath, *dtype, err)
+		}
+		opt, err := e.ckpt.options()
+		if err != nil {
+			return err
 		}
 		if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
 			return fmt.Errorf("create directory for %s: %w", *out, err)
 		}
-		info, err := checkpoint.Write(*out, exp)
+		info, err := checkpoint.Write(*out, exp, opt)
 		if err != nil {
 			return err
 		}
@@ -68,17 +76,45 @@ func checkpointExportCmd(e *env) *cobra.Command {
 func checkpointVerifyCmd(e *env) *cobra.Command {
 	cmd := leaf("verify FILE",
 		"check a checkpoint file's format and SHA-256",
-		"verify reads a checkpoint (a file, or s3://bucket/key of $DQNFLOW_CHECKPOINT_STORE), checks its format and hash, and prints its run, epoch, step and precision.",
-		"dqnflow checkpoint verify checkpoints/run-1/.../epoch-000010.safetensors")
+		"verify reads a checkpoint (a file, or s3://bucket/key of $DQNFLOW_CHECKPOINT_STORE), checks its format and hash, that every tensor of its model is present and finite and, with --checkpoint-key-file, its signature, and prints its run, epoch, step and precision.",
+		"dqnflow checkpoint verify checkpoints/run-1/.../epoch-000010.safetensors",
+		"dqnflow checkpoint verify --checkpoint-key-file checkpoint.key.pub epoch-000010.safetensors")
+	e.ckpt.register(cmd.Flags())
 	cmd.Args = argsBetween(1, 1)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		_, info, err := readCheckpoint(args[0])
+		_, info, err := readCheckpoint(cmd.Context(), e, args[0])
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(e.stdout, "ok %s: %d bytes, sha256 %s, run %s, epoch %s, step %s, precision %s\n",
+		signed := "signature not checked (no --checkpoint-key-file)"
+		if info.SignedBy != "" {
+			signed = "signed with key " + info.SignedBy + ", verified"
+		}
+		fmt.Fprintf(e.stdout, "ok %s: %d bytes, sha256 %s, run %s, epoch %s, step %s, precision %s, every tensor of the model present and finite, %s\n",
 			info.Path, info.Bytes, info.SHA256, info.Meta[checkpoint.MetaRunID], info.Meta[checkpoint.MetaEpoch],
-			info.Meta[checkpoint.MetaGlobalStep], info.Meta[checkpoint.MetaPrecision])
+			info.Meta[checkpoint.MetaGlobalStep], info.Meta[checkpoint.MetaPrecision], signed)
+		return nil
+	}
+	return cmd
+}
+
+// checkpointKeygenCmd is "dqnflow checkpoint keygen --out FILE".
+func checkpointKeygenCmd(e *env) *cobra.Command {
+	cmd := leaf("keygen",
+		"make an Ed25519 key pair that signs and verifies checkpoints",
+		"keygen writes a new Ed25519 private key (mode 0600: the workers that write checkpoints sign with it) and its public key beside it as FILE.pub (readers verify with it); pass either to --checkpoint-key-file.",
+		"dqnflow checkpoint keygen --out /etc/dqnflow/checkpoint.key   # then: dqnflow worker --checkpoint-key-file /etc/dqnflow/checkpoint.key")
+	fs := cmd.Flags()
+	out := fs.String("out", "", "private key file to create (mode 0600); the public key goes to FILE.pub")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := required(fs, "out"); err != nil {
+			return err
+		}
+		k, err := checkpoint.GenerateKeys(*out)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "wrote %s (private: writers sign with it) and %s.pub (public: readers verify with it): key %s\n", *out, *out, k.ID())
 		return nil
 	}
 	return cmd
@@ -125,17 +161,34 @@ func checkpointListCmd(e *env) *cobra.Command {
 	return cmd
 }
 
-// readCheckpoint loads and verifies the checkpoint at path: a file, or an
-// object s3://bucket/key of the checkpoint store that --checkpoint-store's
+// readCheckpoint loads and verifies the checkpoint at path, with the
+// command's checkpoint flags (size limit, key): a file, or an object
+// s3://bucket/key of the checkpoint store that --checkpoint-store's
 // environment default names (DQNFLOW_CHECKPOINT_STORE, which carries the
-// endpoint; the credentials come from the AWS variables or files).
-func readCheckpoint(path string) (*checkpoint.Checkpoint, checkpoint.Info, error) {
-	if !strings.HasPrefix(path, "s3://") {
-		return checkpoint.Read(path)
+// endpoint; the credentials come from the AWS variables or files). The
+// checkpoint must hold every tensor of its model (trainer.CheckComplete);
+// checkpoint.Read has refused NaN and Inf.
+func readCheckpoint(ctx context.Context, e *env, path string) (*checkpoint.Checkpoint, checkpoint.Info, error) {
+	opt, err := e.ckpt.options()
+	if err != nil {
+		return nil, checkpoint.Info{}, err
 	}
-	ctx := context.Background()
+	ck, info, err := readCheckpointWith(ctx, path, opt)
+	if err != nil {
+		return nil, checkpoint.Info{}, err
+	}
+	if err := trainer.CheckComplete(ck); err != nil {
+		return nil, checkpoint.Info{}, fmt.Errorf("read checkpoint %s: %w", path, err)
+	}
+	return ck, info, nil
+}
+
+func readCheckpointWith(ctx context.Context, path string, opt checkpoint.Options) (*checkpoint.Checkpoint, checkpoint.Info, error) {
+	if !strings.HasPrefix(path, "s3://") {
+		return checkpoint.Read(ctx, path, opt)
+	}
 	loc := defaultCheckpointStore()
-	s, err := checkpoint.OpenStore(ctx, loc)
+	s, err := checkpoint.OpenStore(ctx, loc, opt)
 	if err == nil && !s.Remote() {
 		err = fmt.Errorf("it is a directory")
 	}

@@ -22,6 +22,8 @@ import (
 type env struct {
 	stdout, stderr io.Writer
 	conn           *temporalConn // the Temporal connection (temporal.go)
+	// ckpt holds the checkpoint flags (checkpointflags.go) of the command.
+	ckpt *checkpointFlags
 	// metrics, if set, receives the Temporal SDK's metrics of the clients
 	// this process dials (a worker's --metrics-addr).
 	metrics client.MetricsHandler
@@ -109,7 +111,7 @@ func walk(c *cobra.Command, f func(*cobra.Command)) {
 // and returns the process exit code: 0, 2 for a usage error (a mistyped
 // command or flag, a missing argument), 1 for any other failure.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	e := &env{stdout: stdout, stderr: stderr, conn: &temporalConn{}}
+	e := &env{stdout: stdout, stderr: stderr, conn: &temporalConn{}, ckpt: &checkpointFlags{}}
 	root := newRoot(e)
 	root.SetArgs(args)
 	root.SetOut(stdout)

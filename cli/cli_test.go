@@ -121,7 +121,7 @@ func TestTrainBacktestPredictExportOnBothBundledFiles(t *testing.T) {
 			for _, dt := range []string{"f32", "bf16", "f16"} {
 				exp := filepath.Join(dir, "export-"+dt+".safetensors")
 				runOK(t, "checkpoint", "export", "--checkpoint", ck, "--dtype", dt, "--out", exp)
-				ex, _, err := checkpoint.Read(exp)
+				ex, _, err := checkpoint.Read(context.Background(), exp, checkpoint.Options{})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -36,6 +36,8 @@ func devCmd(e *env) *cobra.Command {
 	fs := cmd.Flags()
 	var wf workerFlags
 	wf.register(false, fs)
+	e.ckpt.register(fs)
+	groupFlags(fs, "Worker", "checkpoint-key-file", "checkpoint-max-bytes")
 	wf.role = "all"
 	port := fs.Int("port", 7233, "Temporal frontend port")
 	uiPort := fs.Int("ui-port", 8233, "Temporal UI port")
@@ -50,6 +52,9 @@ func devCmd(e *env) *cobra.Command {
 		// The devices are opened before anything is connected to, so that
 		// one that cannot run fails the start at once.
 		if err := wf.openData(); err != nil {
+			return err
+		}
+		if _, err := wf.checkpointOptions(e); err != nil {
 			return err
 		}
 		loc, err := locateStore(ctx, e, true)
@@ -158,7 +163,7 @@ func runDemo(ctx context.Context, e *env, c client.Client, ui string) error {
 		ck = res.BestCheckpoint
 	}
 	var bundled market.Source // the demo's data is bundled: nothing is read from disk
-	pol, ds, r, what, err := openPolicyData(ctx, bundled, ck.URI, cfg.Data.Path, "test", "", "", nil)
+	pol, ds, r, what, err := openPolicyData(ctx, e, bundled, ck.URI, cfg.Data.Path, "test", "", "", nil)
 	if err != nil {
 		return err
 	}

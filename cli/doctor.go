@@ -48,13 +48,15 @@ func doctorCmd(e *env) *cobra.Command {
 	ckStore := fs.String("checkpoint-store", defaultCheckpointStore(), "checkpoint store to check, as a worker's --checkpoint-store (--checkpoint-dir is its older name)")
 	fs.StringVar(ckStore, "checkpoint-dir", defaultCheckpointStore(), "the older name of --checkpoint-store")
 	fs.MarkHidden("checkpoint-dir")
+	e.ckpt.register(fs)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx := cmd.Context()
 		var checks []check
 		checks = append(checks, checkTemporal(ctx, e)...)
 		checks = append(checks, checkStore(ctx))
 		checks = append(checks, checkGPU()...)
-		checks = append(checks, checkCheckpointStore(ctx, *ckStore))
+		opt, keyCheck := checkCheckpointKey(e)
+		checks = append(checks, keyCheck, checkCheckpointStore(ctx, *ckStore, opt))
 		checks = append(checks, checkTemporalCLI())
 		failed := 0
 		for _, c := range checks {
@@ -199,10 +201,13 @@ func checkGPU() []check {
 // a directory store as checkCheckpointDir does; an object store by writing,
 // reading back (hash verified) and deleting a small checkpoint under
 // .doctor/ in it.
-func checkCheckpointStore(ctx context.Context, location string) check {
+func checkCheckpointStore(ctx context.Context, location string, opt checkpoint.Options) check {
 	const name = "checkpoint store"
 	fix := "use --checkpoint-store or " + envCheckpointStore + " to name a writable directory or s3://bucket/prefix; credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or an AWS profile"
-	s, err := checkpoint.OpenStore(ctx, location)
+	if opt.Keys != nil && !opt.Keys.CanSign() {
+		opt.Keys = nil // the probe is written unsigned; the key check says what this key can do
+	}
+	s, err := checkpoint.OpenStore(ctx, location, opt)
 	if err != nil {
 		return check{Name: name, Status: "fail", Detail: err.Error(), Fix: fix}
 	}
@@ -224,6 +229,23 @@ func checkCheckpointStore(ctx context.Context, location string) check {
 		return check{Name: name, Status: "fail", Detail: err.Error(), Fix: fix}
 	}
 	return check{Name: name, Status: "ok", Detail: s.String() + ": a probe object was written, read back with its SHA-256 and deleted (every worker must use this store)"}
+}
+
+// checkCheckpointKey checks the checkpoint key file (--checkpoint-key-file)
+// and returns the checkpoint options to probe the store with.
+func checkCheckpointKey(e *env) (checkpoint.Options, check) {
+	const name = "checkpoint signing"
+	opt, err := e.ckpt.options()
+	switch {
+	case err != nil:
+		return checkpoint.Options{}, check{Name: name, Status: "fail", Detail: err.Error(),
+			Fix: "name a PEM Ed25519 key with --checkpoint-key-file or " + envCheckpointKeyFile + " (dqnflow checkpoint keygen makes one)"}
+	case opt.Keys == nil:
+		return opt, check{Name: name, Status: "ok", Detail: "off: checkpoints are written unsigned and read without a signature check (--checkpoint-key-file turns it on)"}
+	case !opt.Keys.CanSign():
+		return opt, check{Name: name, Status: "ok", Detail: opt.Keys.String() + ": reads accept only checkpoints it signed; a GPU worker needs the private key"}
+	}
+	return opt, check{Name: name, Status: "ok", Detail: opt.Keys.String() + ": every checkpoint written is signed, every one read must be"}
 }
 
 // checkCheckpointDir checks that the default checkpoint directory under

@@ -112,6 +112,7 @@ func evaluateCmd(e *env) *cobra.Command {
 	jsonOut := fs.Bool("json", false, "print the result as JSON")
 	seeds := fs.Int("seeds", 1, "train each series at this many seeds (the config's seed and the next ones) and report every run beside the first")
 	df := addDataFlags(fs)
+	e.ckpt.register(fs)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx := cmd.Context()
 		src, err := df.source(strings.Split(*series, ",")...)
@@ -130,7 +131,7 @@ func evaluateCmd(e *env) *cobra.Command {
 			if *seeds != 1 {
 				return fmt.Errorf("%w: --seeds trains; a --checkpoint is one trained policy", errUsage)
 			}
-			if ck, _, err = readCheckpoint(*ckPath); err != nil {
+			if ck, _, err = readCheckpoint(ctx, e, *ckPath); err != nil {
 				return err
 			}
 			if cfg, err = trainer.CheckpointConfig(ck); err != nil {
@@ -194,7 +195,7 @@ func evaluateCmd(e *env) *cobra.Command {
 					}
 					sum := report.Summarize(s.Seeds)
 					s.Summary = &sum
-					if s.Ensemble, err = evaluateEnsemble(ctx, src, c, members); err != nil {
+					if s.Ensemble, err = evaluateEnsemble(ctx, e, src, c, members); err != nil {
 						return fmt.Errorf("evaluate %s: the seeds' ensemble: %w", path, err)
 					}
 				}
@@ -263,14 +264,14 @@ func seedRow(seed uint64, r trainResult) report.SeedRow {
 // several seeds, voting together (policy.Ensemble): on cfg's validation
 // range for the evidence (backtest.min_valid_t, as a single run's
 // abstention) and on its test range; src reads the data.
-func evaluateEnsemble(ctx context.Context, src market.Source, cfg config.RunConfig, paths []string) (*report.EnsembleRow, error) {
+func evaluateEnsemble(ctx context.Context, e *env, src market.Source, cfg config.RunConfig, paths []string) (*report.EnsembleRow, error) {
 	ds, err := src.Prepare(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
 	ps := make([]*policy.Policy, len(paths))
 	for i, p := range paths {
-		if ps[i], err = loadPolicy(p); err != nil {
+		if ps[i], err = loadPolicy(ctx, e, p); err != nil {
 			return nil, err
 		}
 	}

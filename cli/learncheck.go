@@ -103,6 +103,7 @@ func learnCheckCmd(e *env) *cobra.Command {
 	jsonOut := fs.Bool("json", false, "print the result as JSON")
 	blasName := fs.String("blas", "", "CPU matrix library: auto, gonum, openblas or accelerate (default: the config's, auto)")
 	flagValues(fs, "blas", blasValues...)
+	e.ckpt.register(fs)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx := cmd.Context()
 		cfg := learnCheckConfig()

@@ -13,7 +13,8 @@ import (
 const defaultDevMetricsAddr = "127.0.0.1:9464"
 
 // startMetrics serves the worker's Prometheus metrics at addr (nothing
-// when addr is empty) until ctx ends, and makes the Temporal clients that
+// when addr is empty; ":PORT" is the loopback interface, "0.0.0.0:PORT"
+// every interface) until ctx ends, and makes the Temporal clients that
 // this process dials afterwards report the SDK's metrics there. With
 // fallback (the default address of "dqnflow dev"), a port in use gives
 // way to a free one; an address the user chose must be free. It returns
@@ -32,11 +33,14 @@ func startMetrics(ctx context.Context, e *env, addr string, fallback bool) (*wor
 		return nil, "", fmt.Errorf("%w (set --metrics-addr to a free address, or \"\" for none)", err)
 	}
 	e.metrics = m.SDKHandler()
-	host, port, _ := net.SplitHostPort(at)
-	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
-		host = "localhost"
+	// The address the listener is bound to, as it is: a bare :PORT binds
+	// the loopback interface (worker.Metrics.Serve), and one that binds
+	// every interface says so, since the endpoint has no authentication.
+	url := "http://" + at + "/metrics"
+	where := ""
+	if host, _, _ := net.SplitHostPort(at); net.ParseIP(host).IsUnspecified() {
+		where = " (every interface, no authentication)"
 	}
-	url := fmt.Sprintf("http://%s/metrics", net.JoinHostPort(host, port))
-	fmt.Fprintf(e.stderr, "metrics: Prometheus metrics at %s\n", url)
+	fmt.Fprintf(e.stderr, "metrics: Prometheus metrics at %s%s\n", url, where)
 	return m, url, nil
 }

@@ -30,6 +30,7 @@ func reportCmd(e *env) *cobra.Command {
 	out := fs.String("out", "", "directory to write index.html and the plots into (created if missing)")
 	data := fs.String("data", "", "price data of the backtest plots (default: the run's data.path)")
 	df := addDataFlags(fs)
+	e.ckpt.register(fs)
 	cmd.Args = argsBetween(1, 1)
 	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
 		ctx := cmd.Context()
@@ -110,7 +111,7 @@ func evaluateCheckpoints(ctx context.Context, e *env, src market.Source, r *repo
 			}
 			continue
 		}
-		bt, meanQ, err := evaluate(ctx, src, c.URI, data, c.IsBest)
+		bt, meanQ, err := evaluate(ctx, e, src, c.URI, data, c.IsBest)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "report: checkpoint of epoch %d: %v\n", c.Epoch, err)
 			if c.IsBest {
@@ -129,8 +130,8 @@ func evaluateCheckpoints(ctx context.Context, e *env, src market.Source, r *repo
 // evaluate backtests the checkpoint's greedy policy on the validation
 // range of data, recording the mean expected Q of the chosen actions and,
 // with path, the equity, buy-and-hold's equity and the actions.
-func evaluate(ctx context.Context, src market.Source, uri, data string, path bool) (*report.Backtest, float64, error) {
-	pol, ds, rng, _, err := openPolicyData(ctx, src, uri, data, "validation", "", "", nil)
+func evaluate(ctx context.Context, e *env, src market.Source, uri, data string, path bool) (*report.Backtest, float64, error) {
+	pol, ds, rng, _, err := openPolicyData(ctx, e, src, uri, data, "validation", "", "", nil)
 	if err != nil {
 		return nil, 0, err
 	}

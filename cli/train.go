@@ -40,6 +40,7 @@ func trainCmd(e *env) *cobra.Command {
 	jsonOut := fs.Bool("json", false, "print the final report (best checkpoint on validation and test) as JSON")
 	flagValues(fs, "device", deviceValues...)
 	df := addDataFlags(fs)
+	e.ckpt.register(fs)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		src, err := df.source(*dataPath)
 		if err != nil {
@@ -146,8 +147,8 @@ func flatTest(ds *market.Dataset) (market.Report, error) {
 }
 
 // loadPolicy reads the checkpoint file at path and loads its greedy policy.
-func loadPolicy(path string) (*policy.Policy, error) {
-	ck, _, err := checkpoint.Read(path)
+func loadPolicy(ctx context.Context, e *env, path string) (*policy.Policy, error) {
+	ck, _, err := readCheckpoint(ctx, e, path)
 	if err != nil {
 		return nil, err
 	}
@@ -234,7 +235,7 @@ func trainLocal(ctx context.Context, e *env, src market.Source, cfg config.RunCo
 		last := epoch == cfg.Epochs
 		ckPath := ""
 		if last || epoch%cfg.Checkpoint.Every == 0 {
-			if ckPath, err = saveCheckpoint(tr, out, runID, epoch); err != nil {
+			if ckPath, err = saveCheckpoint(e, tr, out, runID, epoch); err != nil {
 				return res, err
 			}
 			fmt.Fprintf(e.stderr, "epoch %d: checkpoint %s\n", epoch, ckPath)
@@ -254,7 +255,7 @@ func trainLocal(ctx context.Context, e *env, src market.Source, cfg config.RunCo
 			epoch, st.Loss, st.GradNorm, stag, rep.Sharpe, 100*rep.TotalReturn, 100*rep.MaxDrawdown, rep.Trades)
 		if res.BestEpoch == 0 || rep.Sharpe > res.Valid.Sharpe {
 			if ckPath == "" {
-				if ckPath, err = saveCheckpoint(tr, out, runID, epoch); err != nil {
+				if ckPath, err = saveCheckpoint(e, tr, out, runID, epoch); err != nil {
 					return res, err
 				}
 			}
@@ -276,7 +277,7 @@ func trainLocal(ctx context.Context, e *env, src market.Source, cfg config.RunCo
 			res.Valid.Sharpe, res.BestEpoch, res.ValidT, float64(res.Valid.Bars-1)/res.Valid.BarsPerYear, cfg.Backtest.MinValidT)
 	}
 	if ds.Test.Len() >= 2 {
-		pol, err := loadPolicy(res.Checkpoint)
+		pol, err := loadPolicy(ctx, e, res.Checkpoint)
 		if err != nil {
 			return res, err
 		}
@@ -358,8 +359,12 @@ func printTrainResult(e *env, r trainResult) {
 }
 
 // saveCheckpoint snapshots tr and writes it atomically as
-// DIR/epoch-NNNNNN.safetensors.
-func saveCheckpoint(tr trainer.Trainer, dir, runID string, epoch int) (string, error) {
+// DIR/epoch-NNNNNN.safetensors, with the command's checkpoint flags.
+func saveCheckpoint(e *env, tr trainer.Trainer, dir, runID string, epoch int) (string, error) {
+	opt, err := e.ckpt.options()
+	if err != nil {
+		return "", err
+	}
 	ck, err := tr.Snapshot()
 	if err != nil {
 		return "", fmt.Errorf("epoch %d: snapshot: %w", epoch, err)
@@ -367,7 +372,7 @@ func saveCheckpoint(tr trainer.Trainer, dir, runID string, epoch int) (string, e
 	ck.Meta[checkpoint.MetaRunID] = runID
 	ck.Meta[checkpoint.MetaEpoch] = strconv.Itoa(epoch)
 	path := filepath.Join(dir, fmt.Sprintf("epoch-%06d.safetensors", epoch))
-	if _, err := checkpoint.Write(path, ck); err != nil {
+	if _, err := checkpoint.Write(path, ck, opt); err != nil {
 		return "", err
 	}
 	return path, nil

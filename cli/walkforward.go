@@ -222,6 +222,7 @@ func walkForwardCmd(e *env) *cobra.Command {
 	out := fs.String("out", "", "directory for each window's run and the summary (default: runs/<id>)")
 	jsonOut := fs.Bool("json", false, "print the result as JSON")
 	df := addDataFlags(fs)
+	e.ckpt.register(fs)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx := cmd.Context()
 		src, err := df.source(*dataPath)

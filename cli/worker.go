@@ -120,7 +120,7 @@ func (w *workerFlags) register(fsRole bool, fs *pflag.FlagSet) {
 	if fsRole {
 		metricsDefault = "" // a worker serves metrics when asked: several may share a host
 	}
-	fs.StringVar(&w.metricsAddr, "metrics-addr", metricsDefault, "serve Prometheus metrics at this host:port (\"\": none)")
+	fs.StringVar(&w.metricsAddr, "metrics-addr", metricsDefault, "serve Prometheus metrics, without authentication, at this host:port: \":9464\" is the loopback interface, \"0.0.0.0:9464\" or \"[::]:9464\" every interface (\"\": none)")
 	if !fsRole {
 		fs.VisitAll(func(f *pflag.Flag) {
 			if !before[f.Name] {
@@ -128,6 +128,22 @@ func (w *workerFlags) register(fsRole bool, fs *pflag.FlagSet) {
 			}
 		})
 	}
+}
+
+// checkpointOptions are the checkpoint options of the command's flags for
+// a worker of wf's role: one that trains (role all or gpu) writes
+// checkpoints and so needs the private key when it has a key at all.
+// The worker commands call it first, so that a wrong key file fails in
+// the first second.
+func (wf workerFlags) checkpointOptions(e *env) (checkpoint.Options, error) {
+	opt, err := e.ckpt.options()
+	if err != nil {
+		return opt, err
+	}
+	if opt.Keys != nil && !opt.Keys.CanSign() && wf.role != string(worker.RoleControl) {
+		return opt, fmt.Errorf("%w: flag --checkpoint-key-file: %s: a worker of role %s writes checkpoints and needs the private key (a public key is enough for --role control and for commands that only read)", errUsage, opt.Keys, wf.role)
+	}
+	return opt, nil
 }
 
 // openData sets w.src from the data flags, so that a data root that does
@@ -157,7 +173,11 @@ func startWorker(ctx context.Context, e *env, c client.Client, st store.Metadata
 		}
 		fmt.Fprintf(e.stderr, "worker: FAULT INJECTION ON (%s=%s): for tests only\n", faults.EnvPlan, plan)
 	}
-	ckStore, err := checkpoint.OpenStore(ctx, wf.checkpointStore)
+	opt, err := wf.checkpointOptions(e)
+	if err != nil {
+		return nil, err
+	}
+	ckStore, err := checkpoint.OpenStore(ctx, wf.checkpointStore, opt)
 	if err != nil {
 		return nil, fmt.Errorf("%w: flag --checkpoint-store: %v", errUsage, err)
 	}
@@ -188,7 +208,11 @@ func startWorker(ctx context.Context, e *env, c client.Client, st store.Metadata
 		worker.RoleControl: workflows.ControlTaskQueue,
 		worker.RoleGPU:     workflows.GPUTaskQueue,
 	}[role]
-	fmt.Fprintf(e.stderr, "worker: role %s serving %s at %s, namespace %s, checkpoints in %s, %s\n", role, queues, e.conn.address(), e.conn.namespace(), storeWhere(ckStore), wf.src.Describe())
+	signing := "checkpoints unsigned (no --checkpoint-key-file)"
+	if opt.Keys != nil {
+		signing = "checkpoints signed and verified with " + opt.Keys.String()
+	}
+	fmt.Fprintf(e.stderr, "worker: role %s serving %s at %s, namespace %s, checkpoints in %s, %s, %s\n", role, queues, e.conn.address(), e.conn.namespace(), storeWhere(ckStore), wf.src.Describe(), signing)
 	return w, nil
 }
 
@@ -198,15 +222,19 @@ func workerCmd(e *env) *cobra.Command {
 		"a worker: serve the control or GPU task queue, or both",
 		"worker serves dqnflow's task queues until interrupted: the workflows and light activities (--role control), the training on this host's devices (--role gpu), or both.",
 		"dqnflow worker --role control",
-		"dqnflow worker --role gpu --device cuda --runs-per-device 2 --metrics-addr :9464 --checkpoint-store /mnt/ckpt --data-root /mnt/prices",
+		"dqnflow worker --role gpu --device cuda --runs-per-device 2 --metrics-addr 0.0.0.0:9464 --checkpoint-store /mnt/ckpt --data-root /mnt/prices   # metrics on every interface, for a Prometheus elsewhere",
 		"dqnflow worker --role gpu --device cuda --checkpoint-store 's3://dqnflow/ckpt?endpoint=http://s3:7070&use_path_style=true'  # AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY in the environment")
 	fs := cmd.Flags()
 	e.conn.register(fs)
 	var wf workerFlags
 	wf.register(true, fs)
+	e.ckpt.register(fs)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx := cmd.Context()
 		if err := wf.openData(); err != nil {
+			return err
+		}
+		if _, err := wf.checkpointOptions(e); err != nil {
 			return err
 		}
 		devices, err := wf.openDevices(e)

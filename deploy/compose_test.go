@@ -472,3 +472,47 @@ func TestSetupScripts(t *testing.T) {
 		t.Error("setup-namespace.sh registers no search attributes")
 	}
 }
+
+// TestWorkersServeMetricsToTheComposeNetwork: every dqnflow worker of the
+// stack serves Prometheus metrics at an address that names every
+// interface of its container (0.0.0.0 or [::]), since a bare ":PORT"
+// binds the loopback interface only (worker.Metrics.Serve) and a
+// Prometheus on the compose network could not scrape it; and none
+// publishes that port on the host, where it would be open without
+// authentication.
+func TestWorkersServeMetricsToTheComposeNetwork(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(root, "docker-compose.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Services map[string]struct {
+			Command []string `yaml:"command"`
+			Ports   []string `yaml:"ports"`
+		} `yaml:"services"`
+	}
+	if err := yaml.Unmarshal(b, &f); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"dqnflow-control", "dqnflow-gpu", "dqnflow-cpu"} {
+		s := f.Services[w]
+		i := slices.Index(s.Command, "--metrics-addr")
+		if i < 0 || i+1 >= len(s.Command) {
+			t.Errorf("service %s: command %q serves no metrics", w, s.Command)
+			continue
+		}
+		addr := s.Command[i+1]
+		if !strings.HasPrefix(addr, "0.0.0.0:") && !strings.HasPrefix(addr, "[::]:") {
+			t.Errorf("service %s: --metrics-addr %s: want 0.0.0.0:PORT or [::]:PORT, so that the compose network reaches it", w, addr)
+		}
+		_, port, _ := strings.Cut(addr, "]:")
+		if port == "" {
+			_, port, _ = strings.Cut(addr, ":")
+		}
+		for _, p := range s.Ports {
+			if strings.HasSuffix(p, ":"+port) {
+				t.Errorf("service %s publishes its metrics port on the host: %s", w, p)
+			}
+		}
+	}
+}

@@ -139,7 +139,7 @@ func runDevice(t *testing.T, s *stack, st *store.Store, id string, res workflows
 	if res.LastCheckpoint == nil {
 		t.Fatalf("run %s has no checkpoint", id)
 	}
-	ck, _, err := checkpoint.Read(res.LastCheckpoint.URI)
+	ck, _, err := checkpoint.Read(context.Background(), res.LastCheckpoint.URI, checkpoint.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -85,7 +85,7 @@ func TestNaNStopsTheRunAndKeepsTheLastGoodCheckpoint(t *testing.T) {
 		t.Fatalf("the run's recorded error %q does not say %q, naming %s and its sha256", run.Error, want, last.URI)
 	}
 	for _, r := range rows {
-		if _, _, err := checkpoint.ReadVerified(r.URI, r.SHA256); err != nil {
+		if _, _, err := checkpoint.ReadVerified(context.Background(), r.URI, r.SHA256, checkpoint.Options{}); err != nil {
 			t.Errorf("checkpoint of epoch %d: %v", r.Epoch, err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/trainer/model"
 )
 
 // CheckpointConfig returns the validated run config stored in ck's
@@ -21,6 +22,32 @@ func CheckpointConfig(ck *checkpoint.Checkpoint) (config.RunConfig, error) {
 		return config.RunConfig{}, fmt.Errorf("checkpoint metadata has no %q", checkpoint.MetaConfig)
 	}
 	return config.DecodeStored("checkpoint metadata "+checkpoint.MetaConfig, []byte(raw))
+}
+
+// CheckComplete reports the first tensor of the model contract
+// (trainer/model) that ck lacks or holds with another dtype or shape, for
+// the model of the config in ck's metadata: the learner state of a
+// training checkpoint (model.StateSpecs), or the network of a file of
+// `dqnflow checkpoint export` (model.ParamSpecs without a prefix, in the
+// dtype its metadata names). The error names the tensor and wraps
+// checkpoint.ErrMissingTensor or ErrTensorMismatch. With checkpoint.Read,
+// which refuses NaN and Inf, it is what a reader of a checkpoint file
+// checks before using it.
+func CheckComplete(ck *checkpoint.Checkpoint) error {
+	cfg, err := CheckpointConfig(ck)
+	if err != nil {
+		return err
+	}
+	specs := model.StateSpecs(cfg.Model)
+	if dt, exported := ck.Meta[checkpoint.MetaDType]; exported {
+		switch d := checkpoint.DType(dt); d {
+		case checkpoint.F32, checkpoint.BF16, checkpoint.F16:
+			specs = model.ParamSpecs(cfg.Model, "", d)
+		default:
+			return fmt.Errorf("checkpoint metadata %q is %q: want F32, BF16 or F16 (%w)", checkpoint.MetaDType, dt, checkpoint.ErrTensorMismatch)
+		}
+	}
+	return ck.Require(specs)
 }
 
 // CheckpointMarket returns the instrument and the feature normalisation

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -25,7 +26,8 @@ import (
 // (through the activities.TrainerMetrics methods), and the Go runtime's and
 // the process's. Serve exposes them at /metrics.
 //
-// Trainer metrics, labelled by backend and device:
+// Trainer metrics, labelled by backend and device, the worker's short name
+// for the device (deviceLabel: "cpu", "cpu:1", "cuda:0"):
 //
 //	dqnflow_train_steps_per_second       gradient steps per second of the last epoch's training
 //	dqnflow_env_steps_per_second         environment steps (all environments) per second of the last collection
@@ -36,6 +38,13 @@ import (
 //	dqnflow_env_steps_total              environment steps collected by this worker
 //	dqnflow_device_memory_used_bytes     device memory in use, where the backend reports it (CUDA)
 //	dqnflow_device_memory_total_bytes    device memory, likewise
+//
+// and the description of each device the backend reports
+// (trainer.Info.Device: model, memory, driver, BLAS library, which runs to
+// 200 characters) in an info metric, so that the labels above stay short
+// and the description can be joined in where a dashboard shows it:
+//
+//	dqnflow_device_info{backend, device, name}  1
 type Metrics struct {
 	reg *prometheus.Registry
 
@@ -43,9 +52,11 @@ type Metrics struct {
 	memUsed, memTotal                           *prometheus.GaugeVec
 	epochSeconds                                *prometheus.HistogramVec
 	steps, envSteps                             *prometheus.CounterVec
+	deviceInfo                                  *prometheus.GaugeVec
 
 	mu      sync.Mutex
 	collect map[string]time.Duration // last collection time per run, to time whole epochs
+	names   map[[2]string]string     // the description deviceInfo shows per backend and device label
 
 	sdk *sdkMetrics
 }
@@ -80,9 +91,13 @@ func NewMetrics() *Metrics {
 			Name: "dqnflow_epoch_seconds", Help: "Collect plus train time of an epoch.",
 			Buckets: prometheus.ExponentialBuckets(0.01, 2, 16), // 10 ms to 5.5 min
 		}, dev),
+		deviceInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "dqnflow_device_info", Help: "1 for each device the worker trains on; name is the backend's description of it.",
+		}, []string{"backend", "device", "name"}),
 		collect: map[string]time.Duration{},
+		names:   map[[2]string]string{},
 	}
-	reg.MustRegister(m.epochSeconds)
+	reg.MustRegister(m.epochSeconds, m.deviceInfo)
 	m.sdk = &sdkMetrics{reg: reg, counters: map[string]*prometheus.CounterVec{},
 		gauges: map[string]*prometheus.GaugeVec{}, timers: map[string]*prometheus.HistogramVec{}}
 	return m
@@ -94,9 +109,48 @@ func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 // SDKHandler is the Temporal SDK's metrics handler for client.Options.
 func (m *Metrics) SDKHandler() client.MetricsHandler { return sdkHandler{m: m.sdk} }
 
-// Collected records one collection of run runID.
-func (m *Metrics) Collected(runID string, info trainer.Info, st trainer.CollectStats, transitions int64, d time.Duration) {
-	l := prometheus.Labels{"backend": info.Backend, "device": info.Device}
+// Labels longer than these are cut: a label value is a short, bounded
+// identifier (a device name is "cuda:12" at most), and a description
+// longer than maxNameLabel says nothing more a dashboard could show.
+const (
+	maxDeviceLabel = 32
+	maxNameLabel   = 256
+)
+
+// labels are the backend and device labels of a trainer's metrics, for
+// the worker's name of the device (trainer.Device.Name; empty for a
+// worker's only unnamed device, which is labelled with its backend), and
+// records the device's description in dqnflow_device_info.
+func (m *Metrics) labels(device string, info trainer.Info) prometheus.Labels {
+	if device == "" {
+		device = info.Backend
+	}
+	backend, device, name := cut(info.Backend, maxDeviceLabel), cut(device, maxDeviceLabel), cut(info.Device, maxNameLabel)
+	m.mu.Lock()
+	key := [2]string{backend, device}
+	if old, ok := m.names[key]; ok && old != name {
+		m.deviceInfo.DeleteLabelValues(backend, device, old)
+	}
+	m.names[key] = name
+	m.mu.Unlock()
+	m.deviceInfo.WithLabelValues(backend, device, name).Set(1)
+	return prometheus.Labels{"backend": backend, "device": device}
+}
+
+// cut returns s cut to at most n bytes, at a UTF-8 boundary.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// Collected records one collection of run runID on device (see labels).
+func (m *Metrics) Collected(runID, device string, info trainer.Info, st trainer.CollectStats, transitions int64, d time.Duration) {
+	l := m.labels(device, info)
 	m.envSteps.With(l).Add(float64(transitions))
 	if d > 0 {
 		m.envStepsPerSec.With(l).Set(float64(transitions) / d.Seconds())
@@ -108,8 +162,8 @@ func (m *Metrics) Collected(runID string, info trainer.Info, st trainer.CollectS
 
 // Trained records one epoch's training of run runID, and with the run's
 // last collection the epoch's time.
-func (m *Metrics) Trained(runID string, info trainer.Info, st trainer.TrainStats, d time.Duration) {
-	l := prometheus.Labels{"backend": info.Backend, "device": info.Device}
+func (m *Metrics) Trained(runID, device string, info trainer.Info, st trainer.TrainStats, d time.Duration) {
+	l := m.labels(device, info)
 	m.steps.With(l).Add(float64(st.Steps))
 	if d > 0 {
 		m.stepsPerSec.With(l).Set(float64(st.Steps) / d.Seconds())
@@ -124,16 +178,27 @@ func (m *Metrics) Trained(runID string, info trainer.Info, st trainer.TrainStats
 }
 
 // DeviceMemory records the device's memory as the trainer reports it.
-func (m *Metrics) DeviceMemory(info trainer.Info, used, total uint64) {
-	l := prometheus.Labels{"backend": info.Backend, "device": info.Device}
+func (m *Metrics) DeviceMemory(device string, info trainer.Info, used, total uint64) {
+	l := m.labels(device, info)
 	m.memUsed.With(l).Set(float64(used))
 	m.memTotal.With(l).Set(float64(total))
 }
 
-// Serve listens on addr and serves /metrics until ctx ends. It returns the
-// address it listens on (addr may ask for port 0).
+// Serve listens on addr and serves /metrics, without authentication,
+// until ctx ends. It returns the address the listener is bound to (addr
+// may ask for port 0). An address without a host (":9464") binds the
+// loopback interface only, 127.0.0.1: the endpoint has no authentication,
+// so every interface is used only when named (0.0.0.0:9464 or
+// [::]:9464), and a host or address is used as given.
 func (m *Metrics) Serve(ctx context.Context, addr string) (string, error) {
-	l, err := net.Listen("tcp", addr)
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("metrics address %q: want HOST:PORT, :PORT (loopback) or 0.0.0.0:PORT (every interface): %w", addr, err)
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort(host, port))
 	if err != nil {
 		return "", fmt.Errorf("metrics: listen on %s: %w", addr, err)
 	}

@@ -189,7 +189,7 @@ func TestReusedWorkflowIDKeepsTheFirstRunsRowsAndFiles(t *testing.T) {
 		if ck.URI != before[i].URI || ck.SHA256 != before[i].SHA256 {
 			t.Errorf("checkpoint row %d changed: %+v, was %+v", i, ck, before[i])
 		}
-		if _, _, err := checkpoint.ReadVerified(ck.URI, ck.SHA256); err != nil {
+		if _, _, err := checkpoint.ReadVerified(context.Background(), ck.URI, ck.SHA256, checkpoint.Options{}); err != nil {
 			t.Errorf("first run's checkpoint file: %v", err)
 		}
 	}

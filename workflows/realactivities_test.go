@@ -94,11 +94,11 @@ func checkResumedBitIdentically(t *testing.T, cfg config.RunConfig, whole, resum
 			t.Errorf("the run does not record what it ran on: %+v", r.res.Info)
 		}
 	}
-	a, _, err := checkpoint.ReadVerified(whole.res.LastCheckpoint.URI, whole.res.LastCheckpoint.SHA256)
+	a, _, err := checkpoint.ReadVerified(context.Background(), whole.res.LastCheckpoint.URI, whole.res.LastCheckpoint.SHA256, checkpoint.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, _, err := checkpoint.ReadVerified(resumed.res.LastCheckpoint.URI, resumed.res.LastCheckpoint.SHA256)
+	c, _, err := checkpoint.ReadVerified(context.Background(), resumed.res.LastCheckpoint.URI, resumed.res.LastCheckpoint.SHA256, checkpoint.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -211,7 +211,7 @@ func TestReadParamsReadsExportedFiles(t *testing.T) {
 	s := model.NewState(small, 5)
 	ck := &checkpoint.Checkpoint{Meta: map[string]string{}, Tensors: s.Tensors(small)}
 	for _, dt := range []checkpoint.DType{checkpoint.F32, checkpoint.BF16} {
-		ex, _, err := checkpoint.Export(ck, dt, model.PrefixOnline)
+		ex, _, err := checkpoint.Export(ck, dt, model.PrefixOnline, model.ParamSpecs(small, model.PrefixOnline, checkpoint.F32))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -159,45 +159,73 @@ func (s *State) Tensors(m config.ModelConfig) []checkpoint.Tensor {
 	return ts
 }
 
+// StateSpecs is the model contract of a training checkpoint: every tensor
+// State.Tensors writes for model m, with its dtype and shape, in that
+// order. A checkpoint that lacks one, or holds one differently, cannot
+// restore a trainer (checkpoint.Checkpoint.Require says which).
+func StateSpecs(m config.ModelConfig) []checkpoint.Spec {
+	np := NumParams(m)
+	f32 := []checkpoint.DType{checkpoint.F32}
+	specs := append(ParamSpecs(m, PrefixOnline, checkpoint.F32), ParamSpecs(m, PrefixTarget, checkpoint.F32)...)
+	specs = append(specs,
+		checkpoint.Spec{Name: TensorAdamM, Shape: []int{np}, DTypes: f32},
+		checkpoint.Spec{Name: TensorAdamV, Shape: []int{np}, DTypes: f32},
+		checkpoint.Spec{Name: TensorStep, Shape: []int{1}, DTypes: []checkpoint.DType{checkpoint.I64}})
+	for _, l := range Layers(m) {
+		specs = append(specs, checkpoint.Spec{Name: SpectralTensor(l), Shape: []int{l.Out}, DTypes: f32})
+	}
+	return specs
+}
+
+// ParamSpecs is the model contract of one network of model m: the tensor
+// prefix+<block> of every Layout block, with the block's shape, in any of
+// dtypes (PrefixOnline and F32 in a training checkpoint; "" and the
+// export's dtype in a file of `dqnflow checkpoint export`).
+func ParamSpecs(m config.ModelConfig, prefix string, dtypes ...checkpoint.DType) []checkpoint.Spec {
+	blocks := Layout(m)
+	specs := make([]checkpoint.Spec, len(blocks))
+	for i, b := range blocks {
+		specs[i] = checkpoint.Spec{Name: prefix + b.Name, Shape: b.Shape(), DTypes: dtypes}
+	}
+	return specs
+}
+
 // ReadState decodes the learner state of model m from the tensors of ck
-// that State.Tensors names; other tensors (replay buffer, random states)
-// are ignored. Every tensor must be present once with its dtype and shape
-// and hold finite values; adam.v and adam.step must not be negative. An
-// error names the tensor; one about a missing or misshapen tensor wraps
-// checkpoint.ErrMissingTensor or ErrTensorMismatch, one about a NaN or Inf
-// wraps ErrNotFinite.
+// that State.Tensors names (StateSpecs); other tensors (replay buffer,
+// random states) are ignored. Every tensor must be present once with its
+// dtype and shape and hold finite values; adam.v and adam.step must not be
+// negative. An error names the tensor; one about a missing or misshapen
+// tensor wraps checkpoint.ErrMissingTensor or ErrTensorMismatch, one about
+// a NaN or Inf wraps ErrNotFinite.
 func ReadState(ck *checkpoint.Checkpoint, m config.ModelConfig) (*State, error) {
-	idx, err := indexTensors(ck)
-	if err != nil {
+	if err := ck.Require(StateSpecs(m)); err != nil {
 		return nil, err
 	}
 	np := NumParams(m)
 	s := &State{AdamM: make([]float32, np), AdamV: make([]float32, np)}
-	if s.Online, err = readParams(idx, PrefixOnline, m); err != nil {
+	var err error
+	if s.Online, err = readParams(ck, PrefixOnline, m); err != nil {
 		return nil, err
 	}
-	if s.Target, err = readParams(idx, PrefixTarget, m); err != nil {
+	if s.Target, err = readParams(ck, PrefixTarget, m); err != nil {
 		return nil, err
 	}
-	if err := readF32(idx, TensorAdamM, []int{np}, s.AdamM); err != nil {
+	if err := readF32(ck, TensorAdamM, s.AdamM); err != nil {
 		return nil, err
 	}
-	if err := readF32(idx, TensorAdamV, []int{np}, s.AdamV); err != nil {
+	if err := readF32(ck, TensorAdamV, s.AdamV); err != nil {
 		return nil, err
 	}
 	if i := slices.IndexFunc(s.AdamV, func(x float32) bool { return x < 0 }); i >= 0 {
 		return nil, fmt.Errorf("checkpoint tensor %s: element %d is %g: a second moment cannot be negative", TensorAdamV, i, s.AdamV[i])
 	}
-	t, err := lookup(idx, TensorStep, checkpoint.I64, []int{1})
-	if err != nil {
-		return nil, err
-	}
+	t, _ := ck.Find(TensorStep)
 	if s.Step = int64(binary.LittleEndian.Uint64(t.Data)); s.Step < 0 {
 		return nil, fmt.Errorf("checkpoint tensor %s: %d: must not be negative", TensorStep, s.Step)
 	}
 	for i, l := range Layers(m) {
 		s.U[i] = make([]float32, l.Out)
-		if err := readF32(idx, SpectralTensor(l), []int{l.Out}, s.U[i]); err != nil {
+		if err := readF32(ck, SpectralTensor(l), s.U[i]); err != nil {
 			return nil, err
 		}
 	}
@@ -211,22 +239,20 @@ func ReadState(ck *checkpoint.Checkpoint, m config.ModelConfig) (*State, error) 
 // or, widened exactly, BF16; every value must be finite. An error names
 // the tensor; one about a NaN or Inf wraps ErrNotFinite.
 func ReadParams(ck *checkpoint.Checkpoint, prefix string, m config.ModelConfig) ([]float32, error) {
-	idx, err := indexTensors(ck)
-	if err != nil {
+	if err := ck.Require(ParamSpecs(m, prefix, checkpoint.F32, checkpoint.BF16)); err != nil {
 		return nil, err
 	}
-	return readParams(idx, prefix, m)
+	return readParams(ck, prefix, m)
 }
 
-func readParams(idx map[string]*checkpoint.Tensor, prefix string, m config.ModelConfig) ([]float32, error) {
+// readParams decodes the blocks prefix+<block> of ck, which Require has
+// found complete.
+func readParams(ck *checkpoint.Checkpoint, prefix string, m config.ModelConfig) ([]float32, error) {
 	p := make([]float32, NumParams(m))
 	for _, b := range Layout(m) {
 		name := prefix + b.Name
 		dst := p[b.Offset : b.Offset+b.Size()]
-		if t, ok := idx[name]; ok && t.DType == checkpoint.BF16 {
-			if _, err := lookup(idx, name, checkpoint.BF16, b.Shape()); err != nil {
-				return nil, err
-			}
+		if t, _ := ck.Find(name); t.DType == checkpoint.BF16 {
 			for i := range dst {
 				dst[i] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(t.Data[2*i:])) << 16)
 			}
@@ -235,60 +261,17 @@ func readParams(idx map[string]*checkpoint.Tensor, prefix string, m config.Model
 			}
 			continue
 		}
-		if err := readF32(idx, name, b.Shape(), dst); err != nil {
+		if err := readF32(ck, name, dst); err != nil {
 			return nil, err
 		}
 	}
 	return p, nil
 }
 
-// indexTensors maps the tensor names of ck to the tensors, rejecting a nil
-// checkpoint and duplicate names.
-func indexTensors(ck *checkpoint.Checkpoint) (map[string]*checkpoint.Tensor, error) {
-	if ck == nil {
-		return nil, errors.New("load tensors: checkpoint is nil")
-	}
-	idx := make(map[string]*checkpoint.Tensor, len(ck.Tensors))
-	for i := range ck.Tensors {
-		t := &ck.Tensors[i]
-		if _, dup := idx[t.Name]; dup {
-			return nil, fmt.Errorf("checkpoint tensor %s: appears more than once", t.Name)
-		}
-		idx[t.Name] = t
-	}
-	return idx, nil
-}
-
-// lookup finds tensor name and checks its dtype, shape and data length;
-// its errors wrap checkpoint.ErrMissingTensor or ErrTensorMismatch.
-func lookup(idx map[string]*checkpoint.Tensor, name string, dt checkpoint.DType, shape []int) (*checkpoint.Tensor, error) {
-	t, ok := idx[name]
-	if !ok {
-		return nil, fmt.Errorf("checkpoint tensor %s: missing (%w)", name, checkpoint.ErrMissingTensor)
-	}
-	if t.DType != dt {
-		return nil, fmt.Errorf("checkpoint tensor %s: dtype %s, want %s (%w)", name, t.DType, dt, checkpoint.ErrTensorMismatch)
-	}
-	if !slices.Equal(t.Shape, shape) {
-		return nil, fmt.Errorf("checkpoint tensor %s: shape %v, want %v: does the model config match? (%w)", name, t.Shape, shape, checkpoint.ErrTensorMismatch)
-	}
-	n := dt.Size()
-	for _, s := range shape {
-		n *= s
-	}
-	if len(t.Data) != n {
-		return nil, fmt.Errorf("checkpoint tensor %s: %d bytes of data, want %d for shape %v (%w)", name, len(t.Data), n, shape, checkpoint.ErrTensorMismatch)
-	}
-	return t, nil
-}
-
-// readF32 decodes the F32 tensor name of the given shape into dst and
-// rejects NaN and Inf.
-func readF32(idx map[string]*checkpoint.Tensor, name string, shape []int, dst []float32) error {
-	t, err := lookup(idx, name, checkpoint.F32, shape)
-	if err != nil {
-		return err
-	}
+// readF32 decodes the F32 tensor name, which Require has checked, into dst
+// and rejects NaN and Inf.
+func readF32(ck *checkpoint.Checkpoint, name string, dst []float32) error {
+	t, _ := ck.Find(name)
 	for i := range dst {
 		dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(t.Data[4*i:]))
 	}

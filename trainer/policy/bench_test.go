@@ -30,7 +30,7 @@ func BenchmarkBacktestCheckpoint(b *testing.B) {
 	if data == "" {
 		data = "bundled:USA500IDXUSD_H1.csv"
 	}
-	ck, _, err := checkpoint.Read(path)
+	ck, _, err := checkpoint.Read(context.Background(), path, checkpoint.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

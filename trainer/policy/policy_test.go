@@ -74,10 +74,10 @@ func relabel(t *testing.T, ck *checkpoint.Checkpoint, precision string) *checkpo
 	meta[checkpoint.MetaPrecision] = precision
 	meta[checkpoint.MetaConfig] = string(raw)
 	path := filepath.Join(t.TempDir(), "gpu.safetensors")
-	if _, err := checkpoint.Write(path, &checkpoint.Checkpoint{Meta: meta, Tensors: ck.Tensors}); err != nil {
+	if _, err := checkpoint.Write(path, &checkpoint.Checkpoint{Meta: meta, Tensors: ck.Tensors}, checkpoint.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	back, _, err := checkpoint.Read(path)
+	back, _, err := checkpoint.Read(context.Background(), path, checkpoint.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestExportedFilesLoad(t *testing.T) {
 		dtype checkpoint.DType
 		tol   float64
 	}{{checkpoint.F32, 0}, {checkpoint.BF16, 5e-2}} {
-		ex, _, err := checkpoint.Export(ck, tc.dtype, "online.")
+		ex, _, err := policy.Export(ck, tc.dtype)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -222,11 +222,11 @@ func testResume(t *testing.T, b trainer.Backend, cfg config.RunConfig, ds *marke
 	first := newTrainer(t, b, cfg, ds, nil)
 	epochs(t, first, cfg, 2)
 	path := filepath.Join(t.TempDir(), "mid.safetensors")
-	if _, err := checkpoint.Write(path, snapshot(t, first)); err != nil {
+	if _, err := checkpoint.Write(path, snapshot(t, first), checkpoint.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	first.Close()
-	ck, _, err := checkpoint.Read(path)
+	ck, _, err := checkpoint.Read(context.Background(), path, checkpoint.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

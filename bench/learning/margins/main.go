@@ -56,7 +56,7 @@ func run(dir, list string) error {
 	slices.Sort(files)
 	var ds *market.Dataset
 	for _, f := range files {
-		ck, _, err := checkpoint.Read(f)
+		ck, _, err := checkpoint.Read(context.Background(), f, checkpoint.Options{})
 		if err != nil {
 			return err
 		}
