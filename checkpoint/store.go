@@ -55,7 +55,7 @@ type Store struct {
 	// Hook, when set, is called inside every write of a directory store
 	// (WriteHook); nil, as in production, calls nothing.
 	Hook WriteHook
-	opt      Options
+	opt  Options
 }
 
 // Local is the store of the directory root on this host, with the zero

@@ -111,7 +111,7 @@ func TestKillInsideACheckpointWriteKeepsThePreviousOne(t *testing.T) {
 					t.Fatalf("killed before the rename, %s exists (%v)", final, finalErr)
 				}
 			case checkpoint.Renamed:
-				if _, err := checkpoint.Verify(final); err != nil {
+				if _, _, err := checkpoint.Read(context.Background(), final, checkpoint.Options{}); err != nil {
 					t.Fatalf("killed after the rename, %s is not a whole checkpoint: %v", final, err)
 				}
 			}
@@ -139,7 +139,7 @@ func TestKillInsideACheckpointWriteKeepsThePreviousOne(t *testing.T) {
 			if err != nil {
 				t.Fatalf("the killed write's file %s: %v", file, err)
 			}
-			ended, _, err := checkpoint.ReadVerified(final, rows[heldEpoch-1].SHA256)
+			ended, _, err := checkpoint.ReadVerified(context.Background(), final, rows[heldEpoch-1].SHA256, checkpoint.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -169,7 +169,7 @@ func recordedEpochs(t *testing.T, s *stack, runID string) []int {
 	}
 	var epochs []int
 	for _, r := range rows {
-		if _, _, err := checkpoint.ReadVerified(r.URI, r.SHA256); err != nil {
+		if _, _, err := checkpoint.ReadVerified(context.Background(), r.URI, r.SHA256, checkpoint.Options{}); err != nil {
 			t.Errorf("the row of epoch %d names a file that is not whole: %v", r.Epoch, err)
 		}
 		epochs = append(epochs, r.Epoch)
