@@ -107,11 +107,16 @@ func walk(c *cobra.Command, f func(*cobra.Command)) {
 	}
 }
 
+// newEnv is the env of one command line, writing to stdout and stderr.
+func newEnv(stdout, stderr io.Writer) *env {
+	return &env{stdout: stdout, stderr: stderr, conn: &temporalConn{}, ckpt: &checkpointFlags{}}
+}
+
 // Main runs the dqnflow command line with args (without the program name)
 // and returns the process exit code: 0, 2 for a usage error (a mistyped
 // command or flag, a missing argument), 1 for any other failure.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	e := &env{stdout: stdout, stderr: stderr, conn: &temporalConn{}, ckpt: &checkpointFlags{}}
+	e := newEnv(stdout, stderr)
 	root := newRoot(e)
 	root.SetArgs(args)
 	root.SetOut(stdout)

@@ -14,7 +14,7 @@ import (
 // level's own commands first ("run", then "run start"...).
 func commandPaths(t *testing.T) [][]string {
 	t.Helper()
-	root := newRoot(&env{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}, conn: &temporalConn{}})
+	root := newRoot(newEnv(&bytes.Buffer{}, &bytes.Buffer{}))
 	var paths [][]string
 	walk(root, func(c *cobra.Command) {
 		if c == root || !c.IsAvailableCommand() {
