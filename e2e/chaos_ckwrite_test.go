@@ -158,11 +158,7 @@ func TestKillInsideACheckpointWriteKeepsThePreviousOne(t *testing.T) {
 func recordedEpochs(t *testing.T, s *stack, runID string) []int {
 	t.Helper()
 	ctx := context.Background()
-	st, err := store.Open(ctx, s.dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := s.openStore(t)
 	rows, err := st.ListCheckpoints(ctx, runID)
 	if err != nil {
 		t.Fatal(err)

@@ -87,11 +87,7 @@ func TestRunReadsDataOnlyFromTheWorkersDataRoots(t *testing.T) {
 			t.Errorf("the run's failure does not say %q: %v", want, err)
 		}
 	}
-	st, err := store.Open(ctx, s.dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := s.openStore(t)
 	run, err := st.GetRun(ctx, outside)
 	if err != nil {
 		t.Fatal(err)

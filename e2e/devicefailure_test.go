@@ -50,11 +50,7 @@ func TestDeviceFailureMovesTheRunToAnotherSlot(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	st, err := store.Open(ctx, s.dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := s.openStore(t)
 
 	moved, untouched := "", ""
 	for _, id := range ids {

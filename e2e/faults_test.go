@@ -63,11 +63,7 @@ func TestNaNStopsTheRunAndKeepsTheLastGoodCheckpoint(t *testing.T) {
 	if !errors.As(err, &ae) || ae.Type() != activities.ErrTypeNonFinite {
 		t.Fatalf("run %s ended with %v, want a %s failure", runID, err, activities.ErrTypeNonFinite)
 	}
-	st, err := store.Open(ctx, s.dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := s.openStore(t)
 	run, err := st.GetRun(ctx, runID)
 	if err != nil {
 		t.Fatal(err)

@@ -328,11 +328,7 @@ func writeRecovery(t *testing.T, rec recovery) {
 func checkCheckpointRows(t *testing.T, s *stack, runID string, cfg config.RunConfig) []store.CheckpointRecord {
 	t.Helper()
 	ctx := context.Background()
-	st, err := store.Open(ctx, s.dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := s.openStore(t)
 	rows, err := st.ListCheckpoints(ctx, runID)
 	if err != nil {
 		t.Fatal(err)

@@ -171,11 +171,7 @@ func refuseDevice(t *testing.T, s *stack, id string) {
 func waitTerminalRow(t *testing.T, s *stack, id string, w *proc) store.Run {
 	t.Helper()
 	ctx := context.Background()
-	st, err := store.Open(ctx, s.dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := s.openStore(t)
 	var row store.Run
 	waitFor(t, "run "+id+" to end with a terminal row", 2*recordBound, 100*time.Millisecond, func() (bool, error) {
 		if err := w.alive(); err != nil {

@@ -113,11 +113,7 @@ func TestSweepAndScheduleThroughCLI(t *testing.T) {
 	if !first.Promoted || first.IncumbentRunID != "" {
 		t.Errorf("first Retrain of a new lineage: promoted %t, incumbent %q; want promoted without incumbent", first.Promoted, first.IncumbentRunID)
 	}
-	st, err := store.Open(ctx, s.dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := s.openStore(t)
 	champ, err := st.Champion(ctx, lineage)
 	if err != nil || champ.RunID != first.Challenger.RunID {
 		t.Fatalf("champion of %s = %+v, %v; want run %s", lineage, champ, err, first.Challenger.RunID)

@@ -59,11 +59,7 @@ func TestDatabasePasswordIsNeverLoggedOrStored(t *testing.T) {
 func runLeavesNoSecret(t *testing.T, s *stack, runID string, rows []store.CheckpointRecord, leaks func(where string, b []byte)) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := store.Open(ctx, s.dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := s.openStore(t)
 	run, err := st.GetRun(ctx, runID)
 	if err != nil {
 		t.Fatal(err)

@@ -24,6 +24,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/activities"
 	"github.com/dqnflow/dqnflow/checkpoint/s3test"
+	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/store/storetest"
 	"github.com/dqnflow/dqnflow/worker/workertest"
 	"github.com/dqnflow/dqnflow/workflows"
@@ -114,6 +115,18 @@ func (s *stack) startWorkerEnv(name string, env []string, extra ...string) *proc
 		return strings.Contains(p.output(), " serving dqnflow-"), nil
 	})
 	return p
+}
+
+// openStore opens the stack's metadata store for the test's checks; it is
+// closed when the test ends.
+func (s *stack) openStore(t *testing.T) *store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), s.dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	return st
 }
 
 // dqnflow runs the dqnflow command line against the stack and returns its
