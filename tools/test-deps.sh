@@ -26,7 +26,9 @@ check_only=0
 missing_pkgs=()
 problems=()
 
-has_lib() { ldconfig -p 2>/dev/null | grep "$1" >/dev/null; } # no -q: see .ci/run (pipefail and SIGPIPE)
+# ldconfig lives in /sbin, which a user's PATH often leaves out.
+LDCONFIG=$(command -v ldconfig || echo /sbin/ldconfig)
+has_lib() { "$LDCONFIG" -p 2>/dev/null | grep "$1" >/dev/null; } # no -q: under pipefail an early exit of grep fails ldconfig (SIGPIPE)
 
 # PostgreSQL: the tests' DATABASE_URL, or the local server.
 if [ -z "${DATABASE_URL:-}" ]; then
