@@ -44,11 +44,11 @@ func Clean(s string) string {
 	if len(s) <= Limit && clean(s) {
 		return s
 	}
-	whole, n := escape(s, 0, len(s), Limit)
+	whole, n := escape(s, Limit)
 	if n == len(s) {
 		return string(whole)
 	}
-	head, hi := escape(s, 0, len(s), Limit-markerMax-tailBudget)
+	head, hi := escape(s, Limit-markerMax-tailBudget)
 	tail, ti := escapeBack(s, hi, tailBudget)
 	out := append(head, " ... ("...)
 	out = strconv.AppendInt(out, int64(ti-hi), 10)
@@ -76,15 +76,15 @@ func clean(s string) bool {
 	return true
 }
 
-// escape appends the cleaned form of s[from:to] to a new buffer, unit by
-// unit (a rune, or an invalid byte), until the next unit would take the
-// buffer past budget bytes; it returns the buffer and the index of the
-// first unit not taken.
-func escape(s string, from, to, budget int) ([]byte, int) {
-	out := make([]byte, 0, min(to-from, budget))
-	i := from
-	for i < to {
-		unit, size := cleanUnit(s[i:to])
+// escape appends the cleaned form of s to a new buffer, unit by unit (a
+// rune, or an invalid byte), until the next unit would take the buffer
+// past budget bytes; it returns the buffer and the index of the first
+// unit not taken.
+func escape(s string, budget int) ([]byte, int) {
+	out := make([]byte, 0, min(len(s), budget))
+	i := 0
+	for i < len(s) {
+		unit, size := cleanUnit(s[i:])
 		if len(out)+len(unit) > budget {
 			break
 		}
