@@ -134,13 +134,11 @@ func ReadFile(path string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	b := make([]byte, 0, f.size)
+	// One byte of room past the size, for the read that must find the end
+	// (io.EOF, or the ErrChanged or ErrNotRegular of a file that holds
+	// more): Read never fills it, so b is never grown and copied.
+	b := make([]byte, 0, f.size+1)
 	for {
-		if len(b) == cap(b) {
-			// One read past the size: io.EOF, or the ErrChanged or
-			// ErrNotRegular of a file that holds more.
-			b = append(b, 0)[:len(b)]
-		}
 		n, err := f.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]
 		if err == io.EOF {
