@@ -73,17 +73,14 @@ func (r Roots) List() []string { return append(slices.Clip(r.dirs), r.files...) 
 // to the working directory. Otherwise an absolute path must lie inside a
 // directory root, and a relative one is looked up in each directory root
 // in order: the first that holds it wins, and when none does the error
-// wraps fs.ErrNotExist (unless a link takes it out of one of them). Every candidate is judged by Confine, links
-// resolved.
+// wraps fs.ErrNotExist (unless a link takes it out of one of them). Every
+// candidate in a directory root is judged by Confine, links resolved.
 func (r Roots) Resolve(path string) (string, error) {
 	if path == "" {
 		return "", errors.New("empty path")
 	}
 	if abs, err := filepath.Abs(path); err == nil && slices.Contains(r.files, abs) {
-		if _, err := Confine(abs, abs); err != nil {
-			return "", err
-		}
-		return abs, nil
+		return abs, nil // a file root is inside itself, links and all
 	}
 	var out *OutsideError // the most telling refusal: one through a link
 	var missing []string  // relative: the candidates that do not exist
