@@ -2,11 +2,15 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"path/filepath"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // TestClassifySortsServerErrorsBySQLSTATEClass makes the real server raise
@@ -92,6 +96,8 @@ func TestSQLiteClassifySortsErrors(t *testing.T) {
 		{"unique violation", `INSERT INTO uniq VALUES (1, 'a'), (1, 'b')`, ErrInvalid},
 		{"not null violation", `INSERT INTO uniq VALUES (2, NULL)`, ErrInvalid},
 		{"no such table", `SELECT * FROM no_such_table`, ErrInvalid},
+		{"datatype mismatch", `INSERT INTO uniq VALUES ('x', 'a')`, ErrInvalid},
+		{"blob too big", `SELECT zeroblob(2000000000)`, ErrInvalid},
 		{"missing referenced run", `INSERT INTO epochs (run_id, epoch, loss, grad_norm, env_steps, global_step, duration_ms, recorded_at)
 			VALUES ('no-such-run', 1, 0, 0, 0, 0, 0, 0)`, ErrNotFound},
 	} {
@@ -108,5 +114,26 @@ func TestSQLiteClassifySortsErrors(t *testing.T) {
 	}
 	if err := sqliteClassify(context.DeadlineExceeded); errors.Is(err, ErrInvalid) || errors.Is(err, ErrNotFound) {
 		t.Errorf("a deadline was classified as permanent: %v", err)
+	}
+
+	// SQLITE_BUSY, retryable: the store's connection holds the write lock
+	// (its transactions are immediate) and another one does not wait.
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	other, err := sql.Open("sqlite", "file:"+filepath.ToSlash(s.path)+"?_pragma=busy_timeout(0)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	_, err = other.ExecContext(ctx, `INSERT INTO uniq VALUES (3, 'c')`)
+	var e *sqlite.Error
+	if !errors.As(err, &e) || e.Code()&0xff != sqlite3.SQLITE_BUSY {
+		t.Fatalf("a write beside a held write lock: %v; want SQLITE_BUSY", err)
+	}
+	if got := sqliteClassify(err); errors.Is(got, ErrInvalid) || errors.Is(got, ErrNotFound) {
+		t.Errorf("SQLITE_BUSY was classified as permanent: %v", got)
 	}
 }
