@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/dqnflow/dqnflow/stats"
 )
 
 // Report is the result of a backtest: the policy's metrics (embedded, so
@@ -164,7 +166,7 @@ func (c constPolicy) Act(int, []float32) Action { return Action(c) }
 
 // meanClose is the mean close of bars r.
 func meanClose(b *Bars, r Range) float64 {
-	return mean(b.Close[r.From:r.To])
+	return stats.Mean(b.Close[r.From:r.To])
 }
 
 // runRecord is the record of one backtest run.

@@ -150,25 +150,11 @@ func AnnualReturn(total float64, n int, barsPerYear float64) float64 {
 	return math.Pow(1+total, barsPerYear/float64(n)) - 1
 }
 
-// mean is Σx/n (0 for no values): stats.Mean, the one definition.
-func mean(x []float64) float64 { return stats.Mean(x) }
-
-// stdDev is the sample standard deviation √(Σ(x − mean)²/(n − 1)); 0 for
-// fewer than two values: stats.StdDev.
-func stdDev(x []float64) float64 { return stats.StdDev(x) }
-
-// annualise is √barsPerYear (0 when barsPerYear is not positive).
-func annualise(barsPerYear float64) float64 {
-	if !(barsPerYear > 0) {
-		return 0
-	}
-	return math.Sqrt(barsPerYear)
-}
-
 // Volatility is the annualised sample standard deviation of the returns,
-// std(r) × √barsPerYear.
+// std(r) × √barsPerYear (stats.StdDev; 0 when barsPerYear is not
+// positive, as stats.Annualise).
 func Volatility(r []float64, barsPerYear float64) float64 {
-	return stdDev(r) * annualise(barsPerYear)
+	return stats.Annualise(stats.StdDev(r), barsPerYear)
 }
 
 // Sharpe is the annualised Sharpe ratio with a zero risk-free rate,
@@ -195,7 +181,7 @@ func Sortino(r []float64, barsPerYear float64) float64 {
 	if dd == 0 {
 		return 0
 	}
-	return mean(r) / dd * annualise(barsPerYear)
+	return stats.Annualise(stats.Mean(r)/dd, barsPerYear)
 }
 
 // MaxDrawdown is the largest fall from a running peak as a positive
@@ -240,7 +226,7 @@ func CVaR(r []float64, alpha float64) float64 {
 		selectSmallest(worst, k)
 		slices.Sort(worst[:k])
 	}
-	return 0 - mean(worst[:k]) // 0 − x, not −x: no negative zero for a flat curve
+	return 0 - stats.Mean(worst[:k]) // 0 − x, not −x: no negative zero for a flat curve
 }
 
 // selectSmallest reorders x, which holds no NaN, so that x[:k] holds its
@@ -325,7 +311,7 @@ func ProfitFactor(trades []Trade) float64 {
 // the mean equity or the span is not positive.
 func Turnover(traded float64, equity []float64, barsPerYear float64) float64 {
 	n := len(equity) - 1
-	me := mean(equity)
+	me := stats.Mean(equity)
 	if n <= 0 || !(barsPerYear > 0) || !(me > 0) {
 		return 0
 	}
