@@ -26,11 +26,13 @@
 // deflated Sharpe ratios, the standard error and the variance of the
 // trials' Sharpe ratios are all per bar; annualise only for display.
 //
-// # How the walk-forward report uses it
+// # How the walk-forward report is to use it
 //
-// For each series and test window (and for each year, and for the
-// portfolio), with r the per-bar returns of the agent's equity on that
-// window after costs and b those of a baseline on the same bars:
+// Only package market's metrics (Sharpe, Mean, StdDev) call this package
+// yet: what follows is the plan for the walk-forward report (dqnflow
+// walkforward), not what it prints today. For each series and test window (and for each year, and
+// for the portfolio), with r the per-bar returns of the agent's equity on
+// that window after costs and b those of a baseline on the same bars:
 //
 //	e, _ := stats.EstimateSharpe(r)          // SR, t = SR·√n, StdErr (Lo/Mertens)
 //	boot := stats.Bootstrap{Seed: seed}      // circular blocks, 1000 resamples, 95 %, block length chosen from the data

@@ -2,6 +2,7 @@ package stats_test
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/dqnflow/dqnflow/stats"
@@ -31,21 +32,9 @@ func TestEqualRiskPortfolioAveragesThePresentSeries(t *testing.T) {
 		}
 	}
 	one := []float64{0.01, -0.02, 0.005}
-	if got, _ := stats.EqualRiskPortfolio([][]float64{one}); !slicesEqual(got, one) {
+	if got, _ := stats.EqualRiskPortfolio([][]float64{one}); !slices.Equal(got, one) {
 		t.Errorf("portfolio of one series is %v, want the series %v", got, one)
 	}
-}
-
-func slicesEqual(a, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestEqualRiskPortfolioRejectsBadInput(t *testing.T) {
