@@ -18,7 +18,8 @@ import (
 	"github.com/dqnflow/dqnflow/errtext"
 )
 
-// env carries the process's standard streams to the commands.
+// env carries to the commands the process's standard streams, its
+// command line and the settings several commands share.
 type env struct {
 	stdout, stderr io.Writer
 	conn           *temporalConn // the Temporal connection (temporal.go)
@@ -30,6 +31,10 @@ type env struct {
 	// verbose is --verbose: the details a command leaves out by default
 	// (why a device was chosen, which metadata store a command read).
 	verbose bool
+	// args is the command line after the program name, as Main got it:
+	// cobra hands a command only its positional arguments, and parity.json
+	// records the whole line.
+	args []string
 }
 
 // errUsage marks an error whose message already explains the correct
@@ -117,6 +122,7 @@ func newEnv(stdout, stderr io.Writer) *env {
 // command or flag, a missing argument), 1 for any other failure.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	e := newEnv(stdout, stderr)
+	e.args = args
 	root := newRoot(e)
 	root.SetArgs(args)
 	root.SetOut(stdout)

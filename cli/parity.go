@@ -156,7 +156,7 @@ func parityCmd(e *env) *cobra.Command {
 	jsonOut := fs.Bool("json", false, "print the result as JSON")
 	blasFlag(fs)
 	df := addDataFlags(fs)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx := cmd.Context()
 		src, err := df.source(*dataPath)
 		if err != nil {
@@ -188,7 +188,7 @@ func parityCmd(e *env) *cobra.Command {
 			return err
 		}
 		res := parityResult{
-			Date: start.UTC().Format(time.RFC3339), Command: "dqnflow parity " + strings.Join(args, " "),
+			Date: start.UTC().Format(time.RFC3339), Command: strings.Join(append([]string{"dqnflow"}, e.args...), " "),
 			Device: dev, Config: cfg, Holds: map[string]bool{},
 		}
 		for _, m := range ms {

@@ -17,11 +17,12 @@ import (
 // epochs of a small network on the synthetic series (seconds on gonum,
 // bit-identical on every machine). It checks what the GPU study reports:
 // every mode runs all epochs without a NaN or Inf, parity.json holds the
-// curves and the checks, learning-curves.png is a PNG. bf16-mixed and bf16
-// with stochastic rounding hold parity with fp32 on every criterion;
-// bf16 rounding to nearest drifts (measured: mean Q 34 % off, stagnation
-// 0.88 of the updates against 0.78 with stochastic rounding), which the
-// check catches, and dqnflow exits 1 naming the figure.
+// command line, the curves and the checks, learning-curves.png is a PNG.
+// bf16-mixed and bf16 with stochastic rounding hold parity with fp32 on
+// every criterion; bf16 rounding to nearest drifts (measured: mean Q 34 %
+// off, stagnation 0.88 of the updates against 0.78 with stochastic
+// rounding), which the check catches, and dqnflow exits 1 naming the
+// figure.
 func TestParityOnTheCPUEmulation(t *testing.T) {
 	dir := t.TempDir()
 	cfg := map[string]any{
@@ -49,6 +50,9 @@ func TestParityOnTheCPUEmulation(t *testing.T) {
 	var res parityResult
 	if err := json.Unmarshal(raw, &res); err != nil {
 		t.Fatal(err)
+	}
+	if want := "dqnflow parity --device cpu --config " + path + " --epochs 4 --out " + out; res.Command != want {
+		t.Errorf("parity.json records the command %q, want %q", res.Command, want)
 	}
 	if len(res.Runs) != 4 || res.Runs[0].Mode.Name != "fp32" {
 		t.Fatalf("%d runs, first %+v; want fp32, bf16-mixed, bf16, bf16-sr", len(res.Runs), res.Runs[0].Mode)
