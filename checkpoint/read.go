@@ -6,10 +6,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
-	"io/fs"
-	"os"
+
+	"github.com/dqnflow/dqnflow/files"
 )
 
 // readChunk is how many bytes a read or a hash takes between two looks at
@@ -17,76 +16,34 @@ import (
 // cancelled read of a large file stops at once.
 const readChunk = 4 << 20
 
-// openRegular opens path for reading if it is a regular file (symbolic
-// links followed), and returns it with its size. Anything else (a
-// directory, a device such as /dev/zero, a named pipe, a socket) is
-// refused before it is opened, so that opening cannot block on a pipe or
-// read without end; the file opened must be the one checked. The error of
-// a missing file wraps fs.ErrNotExist; one of a non-regular file wraps
-// errNotRegular.
-func openRegular(path string) (*os.File, int64, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, 0, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, 0, fmt.Errorf("%w (%s)", errNotRegular, describeMode(st.Mode()))
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, 0, err
-	}
-	fst, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, 0, err
-	}
-	if !os.SameFile(st, fst) || !fst.Mode().IsRegular() {
-		f.Close()
-		return nil, 0, fmt.Errorf("%w: the file was replaced while it was opened", errNotRegular)
-	}
-	return f, fst.Size(), nil
-}
-
-// errNotRegular marks a path that is not a regular file.
-var errNotRegular = errors.New("not a regular file")
-
-// describeMode names the kind of file of a non-regular mode.
-func describeMode(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a block device"
-	}
-	return "mode " + m.String()
-}
-
 // readFile reads the whole checkpoint file at path, which must be a
-// regular file of at most max bytes (checked on its size before anything
-// is read or allocated; readBounded checks the header length the same
-// way), honouring ctx. A file that is not regular, too large, or changes
-// size while it is read gives an error wrapping ErrCorrupt; a missing one
-// wraps fs.ErrNotExist.
+// regular file (files.Open) of at most max bytes (checked on its size
+// before anything is read or allocated; readBounded checks the header
+// length the same way), honouring ctx. A file that is not regular, too
+// large, or changes size while it is read gives an error wrapping
+// ErrCorrupt; a missing one wraps fs.ErrNotExist.
 func readFile(ctx context.Context, path string, max int64) ([]byte, error) {
-	f, size, err := openRegular(path)
-	if errors.Is(err, errNotRegular) {
-		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
-	}
+	f, err := files.Open(path, 0)
 	if err != nil {
-		return nil, err
+		return nil, asCorrupt(err)
 	}
 	defer f.Close()
-	if size > max {
-		return nil, fmt.Errorf("%w: %w", ErrCorrupt, tooLarge("the file", size, max))
+	if f.Size() > max {
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, tooLarge("the file", f.Size(), max))
 	}
-	return readBounded(ctx, f, size)
+	b, err := readBounded(ctx, f, f.Size())
+	return b, asCorrupt(err)
+}
+
+// asCorrupt makes an error of files.Open or files.File.Read that says the
+// file is not a regular file, or changed while it was read, wrap
+// ErrCorrupt, so that recovery treats the file like a damaged one; other
+// errors (a missing file, a failed read) it returns as they are.
+func asCorrupt(err error) error {
+	if errors.Is(err, files.ErrNotRegular) || errors.Is(err, files.ErrChanged) {
+		return fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	return err
 }
 
 // readBounded reads a checkpoint of exactly size bytes (its size as the
@@ -161,25 +118,17 @@ func shortRead(at, size int64, err error) error {
 	return err
 }
 
-// sumChunks hashes b in readChunk pieces into h, returning ctx's error if
-// it ends first.
-func sumChunks(ctx context.Context, h hash.Hash, b []byte) error {
+// sha256Of is the SHA-256 of b, hashed in readChunk pieces, returning
+// ctx's error if it ends first.
+func sha256Of(ctx context.Context, b []byte) ([]byte, error) {
+	h := sha256.New()
 	for len(b) > 0 {
 		if err := ctx.Err(); err != nil {
-			return err
+			return nil, err
 		}
 		n := min(len(b), readChunk)
 		h.Write(b[:n])
 		b = b[n:]
-	}
-	return nil
-}
-
-// sha256Of is the SHA-256 of b, computed as sumChunks does.
-func sha256Of(ctx context.Context, b []byte) ([]byte, error) {
-	h := sha256.New()
-	if err := sumChunks(ctx, h, b); err != nil {
-		return nil, err
 	}
 	return h.Sum(nil), nil
 }

@@ -10,9 +10,10 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
+
+	"github.com/dqnflow/dqnflow/files"
 )
 
 // ErrSignature marks a checkpoint refused for its signature: unsigned
@@ -56,17 +57,9 @@ const (
 // `openssl pkey -pubout` writes it). The file must be a regular file of
 // at most 64 KiB; its content never appears in an error.
 func LoadKeys(path string) (*Keys, error) {
-	f, size, err := openRegular(path)
+	raw, err := files.ReadFile(path, maxKeyFileBytes)
 	if err != nil {
-		return nil, fmt.Errorf("checkpoint key file %s: %w", path, err)
-	}
-	defer f.Close()
-	if size > maxKeyFileBytes {
-		return nil, fmt.Errorf("checkpoint key file %s: %d bytes, more than a key file's %d", path, size, maxKeyFileBytes)
-	}
-	raw, err := io.ReadAll(io.LimitReader(f, maxKeyFileBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("checkpoint key file %s: %w", path, err)
+		return nil, fmt.Errorf("checkpoint key file: %w", err)
 	}
 	defer clear(raw)
 	block, rest := pem.Decode(raw)
@@ -245,14 +238,4 @@ func parseSignature(v string) (id, sig string, ok bool) {
 func signedMessage(header []byte) []byte {
 	sum := sha256.Sum256(header)
 	return append([]byte(signatureDomain), sum[:]...)
-}
-
-// signedBy is the key ID named by a file's signature metadata, unverified;
-// "" when the file is not signed.
-func signedBy(meta map[string]string) string {
-	id, _, ok := parseSignature(meta[MetaSignature])
-	if !ok {
-		return ""
-	}
-	return id
 }

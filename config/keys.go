@@ -89,7 +89,7 @@ func firstUnknownKey(raw []byte, base int64, prefix string) (path string, off in
 		// The key's opening quote: the first after the previous token
 		// (past the comma and white space).
 		at := base + before + int64(bytes.IndexByte(raw[base+before:], '"'))
-		known, section := lookupKey(prefix + key)
+		canonical, section, known := lookupKey(prefix + key)
 		if !known {
 			return prefix + key, at, true
 		}
@@ -99,7 +99,7 @@ func firstUnknownKey(raw []byte, base int64, prefix string) (path string, off in
 		}
 		if section && len(v) > 0 && v[0] == '{' {
 			start := base + dec.InputOffset() - int64(len(v))
-			if p, o, ok := firstUnknownKey(raw, start, canonicalKey(prefix+key)+"."); ok {
+			if p, o, ok := firstUnknownKey(raw, start, canonical+"."); ok {
 				return p, o, true
 			}
 		}
@@ -108,27 +108,18 @@ func firstUnknownKey(raw []byte, base int64, prefix string) (path string, off in
 }
 
 // lookupKey reports whether path is a key of RunConfig, ignoring case as
-// encoding/json does, and whether it is a section.
-func lookupKey(path string) (known, section bool) {
+// encoding/json does, spelt as RunConfig spells it ("Optim" → "optim"),
+// and whether it is a section.
+func lookupKey(path string) (canonical string, section, known bool) {
 	if s, ok := knownKeys[path]; ok {
-		return true, s
+		return path, s, true
 	}
 	for k, s := range knownKeys {
 		if strings.EqualFold(k, path) {
-			return true, s
+			return k, s, true
 		}
 	}
-	return false, false
-}
-
-// canonicalKey is path spelt as RunConfig spells it ("Optim" → "optim").
-func canonicalKey(path string) string {
-	for k := range knownKeys {
-		if strings.EqualFold(k, path) {
-			return k
-		}
-	}
-	return path
+	return "", false, false
 }
 
 // nearestKey is the known key that path most likely meant: the one whose
