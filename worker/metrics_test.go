@@ -135,6 +135,10 @@ func TestDeviceLabelIsShortAndItsDescriptionAnInfoMetric(t *testing.T) {
 	m.Collected("r2", "", cpu, trainer.CollectStats{}, 64, time.Second) // a worker's only, unnamed device
 	m.Trained("r3", "cpu:1", cpu, trainer.TrainStats{Steps: 7}, time.Second)
 	m.Trained("r1", "cuda:0", trainer.Info{Backend: "cuda", Device: "NVIDIA H100 (after a driver update)"}, trainer.TrainStats{Steps: 300}, time.Second)
+	// Labels over the bounds are cut at a rune boundary: 40 bytes of
+	// device name to maxDeviceLabel (32), 600 bytes of 3-byte runes to the
+	// 85 runes (255 bytes) that fit in maxNameLabel (256).
+	m.Trained("r4", strings.Repeat("d", 40), trainer.Info{Backend: "cpu", Device: strings.Repeat("価", 200)}, trainer.TrainStats{Steps: 1}, time.Second)
 	body := scrape(t, m)
 	for _, want := range []string{
 		`dqnflow_train_steps_total{backend="cuda",device="cuda:0"} 600`,
@@ -144,6 +148,7 @@ func TestDeviceLabelIsShortAndItsDescriptionAnInfoMetric(t *testing.T) {
 		`dqnflow_device_info{backend="cuda",device="cuda:0",name="NVIDIA H100 (after a driver update)"} 1`,
 		`dqnflow_device_info{backend="cpu",device="cpu",name="` + cpu.Device + `"} 1`,
 		`dqnflow_device_info{backend="cpu",device="cpu:1",name="` + cpu.Device + `"} 1`,
+		`dqnflow_device_info{backend="cpu",device="` + strings.Repeat("d", 32) + `",name="` + strings.Repeat("価", 85) + `"} 1`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %s", want)
