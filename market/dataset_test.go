@@ -188,7 +188,7 @@ func TestPrepareSynthetic(t *testing.T) {
 	}
 	b, _, _ := Synthetic(3000, 9)
 	if !reflect.DeepEqual(ds.Bars, b) {
-		t.Error("Source{}.Prepare(context.Background(), synthetic) bars differ from Synthetic(synthetic_bars, seed)")
+		t.Error("Prepare(synthetic) bars differ from Synthetic(synthetic_bars, seed)")
 	}
 	if ds.Instrument.PointValue != 50 {
 		t.Errorf("explicit point value became %v", ds.Instrument.PointValue)
