@@ -41,7 +41,7 @@ func TestReadRefusesWhatIsNotARegularFile(t *testing.T) {
 				t.Fatalf("Read(%s) still runs after 10 s", path)
 			}
 		})
-		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "not a regular file ("+want+")") || !strings.Contains(err.Error(), path) {
+		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "not a regular file: it is "+want) || !strings.Contains(err.Error(), path) {
 			t.Errorf("Read(%s) = %v; want ErrCorrupt naming it %s, not a regular file", path, err, want)
 		}
 		if alloc > 1<<20 {

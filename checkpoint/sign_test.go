@@ -180,9 +180,9 @@ func TestLoadKeysRefusesBadKeyFiles(t *testing.T) {
 	const secret = "hunter2-do-not-print-me"
 	cases := []struct{ name, path, want string }{
 		{"missing", filepath.Join(dir, "none.key"), "no such file"},
-		{"directory", dir, "not a regular file (a directory)"},
+		{"directory", dir, "not a regular file: it is a directory"},
 		{"not PEM", file("secret.txt", []byte(secret+"\n")), "no PEM block"},
-		{"too large", file("big.key", bytes.Repeat([]byte("A"), maxKeyFileBytes+1)), "more than a key file's"},
+		{"too large", file("big.key", bytes.Repeat([]byte("A"), maxKeyFileBytes+1)), "over the size limit: 65537 bytes, the limit is 65536"},
 		{"two blocks", file("two.key", append(bytes.Clone(goodPEM), goodPEM...)), "more than one PEM block"},
 		{"RSA key", file("rsa.key", pemOf("PRIVATE KEY", rsa8)), "not a PKCS #8 Ed25519 key"},
 		{"ECDSA public key", file("ec.pub", pemOf("PUBLIC KEY", ecPub)), "not a PKIX Ed25519 key"},
