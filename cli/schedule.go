@@ -197,7 +197,7 @@ func listedSchedule(ctx context.Context, c client.Client, s *client.ScheduleList
 	if n := len(s.RecentActions); n > 0 && s.RecentActions[n-1].StartWorkflowResult != nil {
 		a := s.RecentActions[n-1]
 		r.LastRun = &scheduleRun{At: a.ActualTime, WorkflowID: a.StartWorkflowResult.WorkflowID, RunID: a.StartWorkflowResult.FirstExecutionRunID}
-		r.LastRun.Status, r.LastRun.Result = runOutcome(ctx, c, s.WorkflowType.Name, r.LastRun.WorkflowID, r.LastRun.RunID)
+		r.LastRun.Status, r.LastRun.Result = runOutcome(ctx, c, s.WorkflowType.Name, r.LastRun.WorkflowID)
 	}
 	return r
 }
@@ -205,7 +205,7 @@ func listedSchedule(ctx context.Context, c client.Client, s *client.ScheduleList
 // runOutcome is the status of workflow id's run (its latest one: a
 // Continue-As-New chain ends where it ends) and, for a completed Retrain,
 // its decision; the error Temporal gave, when it does not say.
-func runOutcome(ctx context.Context, c client.Client, workflow, id, runID string) (status, result string) {
+func runOutcome(ctx context.Context, c client.Client, workflow, id string) (status, result string) {
 	d, err := c.DescribeWorkflowExecution(ctx, id, "")
 	if err != nil {
 		return "unknown (" + firstLine(err.Error()) + ")", ""
@@ -305,12 +305,9 @@ func printSchedules(w io.Writer, rows []scheduleRow) {
 				result += ": " + r.LastRun.Result
 			}
 		}
-		paused := "no"
-		if r.Paused {
-			paused = "yes"
-			if r.Note != "" {
-				paused += " (" + r.Note + ")"
-			}
+		paused := yesNo(r.Paused)
+		if r.Paused && r.Note != "" {
+			paused += " (" + r.Note + ")"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Every, at(r.NextRun), last, result, paused)
 	}
