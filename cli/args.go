@@ -39,31 +39,32 @@ func subcommandArgs(cmd *cobra.Command, args []string) error {
 	if len(args) == 0 {
 		return nil
 	}
-	var names []string
-	for _, c := range cmd.Commands() {
-		if c.IsAvailableCommand() {
-			names = append(names, c.Name())
-		}
-	}
 	// The top level has too many commands to list in one line.
 	what, want := fmt.Sprintf("unknown command %q", args[0]), `"dqnflow help" lists the commands`
 	if cmd.HasParent() {
 		what, want = fmt.Sprintf("unknown %s command %q", cmd.Name(), args[0]), "want "+subcommandList(cmd)
 	}
-	if s := suggest.Nearest(args[0], names); s != "" {
+	if s := suggest.Nearest(args[0], subcommandNames(cmd)); s != "" {
 		return fmt.Errorf("%w: %s: did you mean %q? (%s)", errUsage, what, s, want)
 	}
 	return fmt.Errorf("%w: %s: %s", errUsage, what, want)
 }
 
-// subcommandList is "a, b or c": cmd's subcommands, as help lists them.
-func subcommandList(cmd *cobra.Command) string {
+// subcommandNames are the names of the subcommands of cmd a user can run,
+// in the order help lists them.
+func subcommandNames(cmd *cobra.Command) []string {
 	var names []string
 	for _, c := range cmd.Commands() {
 		if c.IsAvailableCommand() {
 			names = append(names, c.Name())
 		}
 	}
+	return names
+}
+
+// subcommandList is "a, b or c": cmd's subcommands, as help lists them.
+func subcommandList(cmd *cobra.Command) string {
+	names := subcommandNames(cmd)
 	if len(names) < 2 {
 		return strings.Join(names, "")
 	}
