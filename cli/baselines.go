@@ -116,7 +116,7 @@ func baselinesCmd(e *env) *cobra.Command {
 // ruleBaselines backtests the rules of lookbacks lbs on windows ws of bars
 // b (walkforward's), lets each window's validation range choose one, and
 // judges the choices under every gate (without pooled where overlap says
-// the validation ranges overlap), as runBaselines reports them. Each
+// the validation ranges overlap), as "dqnflow baselines" reports them. Each
 // window's dataset is prepared from src.
 func ruleBaselines(ctx context.Context, src market.Source, cfg config.RunConfig, b *market.Bars, ws []wfWindow, lbs []int, overlap bool) (baselinesResult, error) {
 	rules := market.Rules(lbs)

@@ -38,7 +38,7 @@ type epochBenchResult struct {
 // train, sync, backtest of the validation range; gpu.Trainer.TimeEpochs)
 // and the collector with 4096 and 16384 environments; src reads the data.
 func benchEpoch(ctx context.Context, e *env, src market.Source, cfg config.RunConfig, epochs int, jsonOut bool) error {
-	b, dev, err := openBackend(e, cfg.Device) // runBench has checked epochs ≥ 1
+	b, dev, err := openBackend(e, cfg.Device) // bench has checked epochs ≥ 1
 	if err != nil {
 		return err
 	}
