@@ -50,7 +50,7 @@ func TestBlockLengthOfWhiteNoiseIsShort(t *testing.T) {
 				t.Fatal(err)
 			}
 			if sb < 1 || cb < 1 || sb > 4 || cb > 4.6 {
-				t.Errorf("iid, n %d, seed %d: b_SB %.2f, b_CB %.2f; want both in [1, 4.6]", n, seed, sb, cb)
+				t.Errorf("iid, n %d, seed %d: b_SB %.2f, b_CB %.2f; want b_SB in [1, 4] and b_CB in [1, 4.6]", n, seed, sb, cb)
 			}
 		}
 	}
