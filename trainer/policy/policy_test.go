@@ -114,8 +114,10 @@ func TestCheckpointOfACUDARunBacktestsOnTheCPU(t *testing.T) {
 	}
 }
 
-// TestExportedFilesLoad: an f32 export gives the checkpoint's Q values bit
-// for bit; a bf16 export gives them within bf16 rounding of the weights.
+// TestExportedFilesLoad: an export is a complete network
+// (trainer.CheckComplete); an f32 export gives the checkpoint's Q values
+// bit for bit; a bf16 export gives them within bf16 rounding of the
+// weights.
 func TestExportedFilesLoad(t *testing.T) {
 	ck, ds, _ := trained(t, config.PrecisionFP32)
 	full, err := policy.Load(ck)
@@ -135,6 +137,9 @@ func TestExportedFilesLoad(t *testing.T) {
 		ex, _, err := policy.Export(ck, tc.dtype)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if err := trainer.CheckComplete(ex); err != nil {
+			t.Fatalf("%s export is not a complete network: %v", tc.dtype, err)
 		}
 		pol, err := policy.Load(ex)
 		if err != nil {
