@@ -43,7 +43,7 @@ func (ck *Checkpoint) Require(specs []Spec) error {
 		if !slices.Equal(t.Shape, sp.Shape) {
 			return fmt.Errorf("checkpoint tensor %s: shape %v, want %v: does the model config match? (%w)", sp.Name, t.Shape, sp.Shape, ErrTensorMismatch)
 		}
-		if n, err := elements(t.Shape, len(t.Data)); err != nil || n*t.DType.Size() != len(t.Data) {
+		if checkLayout(t) != nil {
 			return fmt.Errorf("checkpoint tensor %s: %d bytes of data, want %d %s values for shape %v (%w)", sp.Name, len(t.Data), shapeSize(t.Shape), t.DType, t.Shape, ErrTensorMismatch)
 		}
 	}
