@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,18 +29,16 @@ func TestDefaultStoreIsADatabaseOfItsOwn(t *testing.T) {
 	}
 }
 
-// TestLocateCreatesItsDatabaseOnTheLocalServer: with DATABASE_URL unset and
-// a local server that has no dqnflow database, a writer (dev, a worker)
-// creates it and uses it; a reader is told to start one first, or reads
-// the SQLite file "dqnflow dev" left in the directory.
-func TestLocateCreatesItsDatabaseOnTheLocalServer(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+// scratchDatabase returns the URL of a database of the test server that
+// does not exist yet, named prefix and a random suffix, and drops it when
+// the test ends.
+func scratchDatabase(t *testing.T, prefix string) (string, string) {
+	t.Helper()
 	var b [4]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		t.Fatal(err)
 	}
-	name := "dqnflow_locate_" + hex.EncodeToString(b[:])
+	name := prefix + hex.EncodeToString(b[:])
 	u, err := url.Parse(storetest.URL())
 	if err != nil {
 		t.Fatal(err)
@@ -57,9 +56,54 @@ func TestLocateCreatesItsDatabaseOnTheLocalServer(t *testing.T) {
 			conn.Close(context.Background())
 		}
 	})
+	return local, name
+}
+
+// TestCreateDatabaseRacersAllSucceed: processes that start at once (dev and
+// a worker) and all find the database missing all succeed, and exactly one
+// reports that it created it. Before, the losers of the race failed with
+// the server's unique violation on pg_database (23505), which PostgreSQL
+// raises instead of duplicate_database when two creations overlap.
+func TestCreateDatabaseRacersAllSucceed(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	local, name := scratchDatabase(t, "dqnflow_race_")
+	var wg sync.WaitGroup
+	created := make([]bool, 4)
+	errs := make([]error, len(created))
+	for i := range created {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			created[i], errs[i] = CreateDatabase(ctx, local)
+		}()
+	}
+	wg.Wait()
+	n := 0
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("racer %d: %v", i, err)
+		}
+		if created[i] {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d racers say they created %s, want 1", n, name)
+	}
+}
+
+// TestLocateCreatesItsDatabaseOnTheLocalServer: with DATABASE_URL unset and
+// a local server that has no dqnflow database, a writer (dev, a worker)
+// creates it and uses it; a reader is told to start one first, or reads
+// the SQLite file "dqnflow dev" left in the directory.
+func TestLocateCreatesItsDatabaseOnTheLocalServer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	local, name := scratchDatabase(t, "dqnflow_locate_")
 	file := filepath.Join(t.TempDir(), "metadata.db")
 
-	_, err = locate(ctx, "", local, file, false)
+	_, err := locate(ctx, "", local, file, false)
 	if err == nil || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "dqnflow dev") {
 		t.Fatalf("a reader, no database yet: error %v, want one naming %s and dqnflow dev", err, name)
 	}
