@@ -33,6 +33,7 @@ func TestLocalCommandsConfineConfigPathsButReadTypedOnes(t *testing.T) {
 		{[]string{"train", "--config", cfg}, 1, []string{"data path " + csv, "outside the root", "--data-root"}},
 		{[]string{"train", "--config", cfg, "--data-root", dir}, 1, []string{"bad.csv:3:", "below low"}},
 		{[]string{"train", "--data", csv}, 1, []string{"bad.csv:3:", "below low"}},
+		{[]string{"evaluate", "--data", ", " + csv, "--out", filepath.Join(dir, "eval")}, 1, []string{"bad.csv:3:", "below low"}},
 		{[]string{"backtest", "--checkpoint", csv, "--data", csv, "--data-root", filepath.Join(dir, "missing")}, 2, []string{"--data-root", "missing: no such directory"}},
 		{[]string{"worker", "--data-root", filepath.Join(dir, "missing")}, 2, []string{"--data-root", "missing: no such directory"}},
 		{[]string{"train", "--data", csv, "--data-limits", "bytes=10"}, 1, []string{"over the size limit", "--data-limits"}},

@@ -115,7 +115,13 @@ func evaluateCmd(e *env) *cobra.Command {
 	e.ckpt.register(fs)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx := cmd.Context()
-		src, err := df.source(strings.Split(*series, ",")...)
+		var paths []string
+		for _, p := range strings.Split(*series, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				paths = append(paths, p)
+			}
+		}
+		src, err := df.source(paths...)
 		if err != nil {
 			return err
 		}
@@ -149,11 +155,7 @@ func evaluateCmd(e *env) *cobra.Command {
 		}
 		ev := evaluation{Date: time.Now().UTC().Format(time.RFC3339), Checkpoint: *ckPath, Config: cfg}
 		var sections []report.Section
-		for _, path := range strings.Split(*series, ",") {
-			path = strings.TrimSpace(path)
-			if path == "" {
-				continue
-			}
+		for _, path := range paths {
 			slug := seriesSlug(path)
 			s := evalSeries{Data: path}
 			note := ""
