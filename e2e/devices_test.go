@@ -56,11 +56,7 @@ func TestEachRunTrainsOnTheDeviceOfItsSlot(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			st, err := store.Open(ctx, s.dbURL)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close()
+			st := s.openStore(t)
 			spans := make([]deviceSpan, len(ids))
 			for i, id := range ids {
 				res := s.waitClosed(id, 3*time.Minute, w)
