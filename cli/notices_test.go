@@ -88,9 +88,9 @@ func (s *syncBuffer) String() string {
 
 // TestCommandsOnTemporalSayWhatTheyFound runs commands against a real
 // Temporal dev server, the metadata in an SQLite file: "run watch" and
-// "run show" of a run that exists nowhere say that it does not exist; a
-// worker names its checkpoint directory by its absolute path and its
-// metadata store.
+// "run show" of a run that exists nowhere say that it does not exist, and
+// with the store unreachable give its error instead; a worker names its
+// checkpoint directory by its absolute path and its metadata store.
 func TestCommandsOnTemporalSayWhatTheyFound(t *testing.T) {
 	clearTemporalEnv(t)
 	addr, _ := workertest.DevServerAt(t, filepath.Join(t.TempDir(), "temporal.log"))
@@ -105,6 +105,13 @@ func TestCommandsOnTemporalSayWhatTheyFound(t *testing.T) {
 		if code != 1 || !strings.Contains(errOut, want) || strings.Contains(errOut, "failed") {
 			t.Errorf("dqnflow %s: exit %d, stderr:\n%s\nwant exit 1 and %q", strings.Join(args, " "), code, errOut, want)
 		}
+		// A store that cannot answer is no evidence that the run does not exist.
+		t.Setenv("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none?sslmode=disable&connect_timeout=1")
+		_, errOut, code = run(t, append(args, "--address", addr)...)
+		if code != 1 || strings.Contains(errOut, "does not exist") || !strings.Contains(errOut, "metadata store: ") || !strings.Contains(errOut, "127.0.0.1:1") {
+			t.Errorf("dqnflow %s, the store unreachable: exit %d, stderr:\n%s\nwant exit 1 and the store's error, not that the run does not exist", strings.Join(args, " "), code, errOut)
+		}
+		t.Setenv("DATABASE_URL", "sqlite:"+sqlite)
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())

@@ -141,16 +141,20 @@ func noSuchRun(e *env, id string) error {
 
 // notOnTemporal is the error for run id, whose workflow Temporal does
 // not know: a run the metadata store recorded (its history past the
-// namespace's retention, or kept by another server) or none at all.
+// namespace's retention, or kept by another server), none at all, or, when
+// the store cannot answer, what it said (as "run show" does).
 func notOnTemporal(ctx context.Context, e *env, id string) error {
+	var r store.Run
 	st, err := openReader(ctx, e)
-	if err != nil {
-		return noSuchRun(e, id)
+	if err == nil {
+		defer st.Close()
+		r, err = st.GetRun(ctx, id)
 	}
-	defer st.Close()
-	r, err := st.GetRun(ctx, id)
-	if err != nil {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
 		return noSuchRun(e, id)
+	case err != nil:
+		return fmt.Errorf("run %s: Temporal at %s (namespace %s) has no workflow %s; metadata store: %w", id, e.conn.address(), e.conn.namespace(), id, err)
 	}
 	return fmt.Errorf("run %s (%s) is not on Temporal at %s (namespace %s): its history is past the namespace's retention, or another server ran it; \"dqnflow run show %s\" shows what the metadata store holds",
 		id, r.Status, e.conn.address(), e.conn.namespace(), id)
