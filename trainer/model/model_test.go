@@ -137,7 +137,9 @@ func TestSupportIsRoundedOnce(t *testing.T) {
 }
 
 // TestStateTensorsRoundTrip: ReadState of State.Tensors gives the state
-// back bit for bit, under the names of docs/checkpoint-format.md.
+// back bit for bit, under the names of docs/checkpoint-format.md, and
+// StateSpecs lists exactly the tensors State.Tensors writes, in its order,
+// with their shapes and dtypes.
 func TestStateTensorsRoundTrip(t *testing.T) {
 	s := model.NewState(small, 3)
 	s.Step = 12
@@ -145,6 +147,15 @@ func TestStateTensorsRoundTrip(t *testing.T) {
 		s.AdamM[i], s.AdamV[i] = float32(i)*1e-6, float32(i)*1e-9
 	}
 	ts := s.Tensors(small)
+	specs := model.StateSpecs(small)
+	if len(specs) != len(ts) {
+		t.Fatalf("StateSpecs lists %d tensors, State.Tensors writes %d", len(specs), len(ts))
+	}
+	for i, sp := range specs {
+		if sp.Name != ts[i].Name || !slices.Equal(sp.Shape, ts[i].Shape) || !slices.Equal(sp.DTypes, []checkpoint.DType{ts[i].DType}) {
+			t.Errorf("spec %d is %s %v %v; State.Tensors writes %s %v %s", i, sp.Name, sp.Shape, sp.DTypes, ts[i].Name, ts[i].Shape, ts[i].DType)
+		}
+	}
 	names := make([]string, len(ts))
 	for i, tn := range ts {
 		names[i] = tn.Name
