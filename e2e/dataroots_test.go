@@ -69,13 +69,7 @@ func TestRunReadsDataOnlyFromTheWorkersDataRoots(t *testing.T) {
 
 	outside := start("e2e-outside", pgpass)
 	began := time.Now()
-	waitFor(t, "the run to end", 2*time.Minute, 100*time.Millisecond, func() (bool, error) {
-		if err := w.alive(); err != nil {
-			return false, err
-		}
-		_, err := s.pending(ctx, outside)
-		return errors.Is(err, errWorkflowClosed), nil
-	})
+	run := waitTerminalRow(t, s, outside, w)
 	t.Logf("the run naming a file outside the root ended %v after it started", time.Since(began))
 	err = s.client.GetWorkflow(ctx, outside, "").Get(ctx, nil)
 	var ae *temporal.ApplicationError
@@ -88,10 +82,6 @@ func TestRunReadsDataOnlyFromTheWorkersDataRoots(t *testing.T) {
 		}
 	}
 	st := s.openStore(t)
-	run, err := st.GetRun(ctx, outside)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if eps, err := st.ListEpochs(ctx, outside); err != nil || len(eps) != 0 || run.Status != store.StatusFailed {
 		t.Errorf("run row %s with %d epochs (%v); want failed before any epoch", run.Status, len(eps), err)
 	}
