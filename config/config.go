@@ -137,6 +137,18 @@ type DataConfig struct {
 	// omitempty), so that "" survives a round trip through JSON. Default
 	// DefaultDropFeatures; "" shows the policy every feature.
 	DropFeatures string `json:"drop_features"`
+	// Series makes the run a panel: one agent trained on several series at
+	// once (market.Panel). Entries are separated by commas or newlines;
+	// each is a path or a glob of price files, optionally followed by
+	// "=INSTRUMENT", a symbol of the instrument table (market.Instruments)
+	// or "auto" (the table's entry for the file's symbol). A string, not a
+	// list, so that a RunConfig stays comparable. When set, Path must be
+	// empty. Default "" (one series, Path).
+	Series string `json:"series,omitempty"`
+	// Weighting is how a panel's environments draw their series: "equal"
+	// (each series as often) or "bars" (in proportion to its training
+	// bars). Default "equal".
+	Weighting string `json:"weighting,omitempty"`
 }
 
 // ModelConfig is the network of DESIGN.md §3: trunk s1, s2 → value head
@@ -224,7 +236,16 @@ type EnvConfig struct {
 	// PointValue is the money value of one price point per contract; 0 picks
 	// it so that a full position's notional equals InitialCapital at the
 	// last training bar (the resolved value is stored with the run).
-	PointValue     float64 `json:"point_value"`
+	PointValue float64 `json:"point_value"`
+	// Sizing is how a full position is sized (market.Sizing): "notional",
+	// a full position worth InitialCapital, or "vol_target", a full
+	// position whose annualised volatility, estimated from the training
+	// range only, is TargetVol × InitialCapital, so that positions in
+	// different instruments carry the same risk. Default "notional".
+	Sizing string `json:"sizing,omitempty"`
+	// TargetVol is the annualised volatility of a full position under
+	// sizing "vol_target", as a share of InitialCapital. Default 0.10.
+	TargetVol      float64 `json:"target_vol,omitempty"`
 	InitialCapital float64 `json:"initial_capital"` // default 100000
 	// Exploration: epsilon-greedy per branch, decayed linearly from
 	// EpsilonStart to EpsilonEnd over the first EpsilonDecayFraction of the

@@ -17,6 +17,11 @@ type Bars struct {
 	Close     []float64
 	Volume    []float64
 	HasVolume bool
+	// Spread is the ask minus the bid at each bar's open, in price points,
+	// for a source that quotes both (LEAN's forex bars); Open, High, Low
+	// and Close are then the mid prices. Nil when the source has no bid
+	// and ask: costs then come from the instrument alone.
+	Spread []float64
 }
 
 // Len is the number of bars.
@@ -27,7 +32,16 @@ func (b *Bars) Slice(i, j int) *Bars {
 	return &Bars{
 		Name: b.Name, Time: b.Time[i:j], Open: b.Open[i:j], High: b.High[i:j],
 		Low: b.Low[i:j], Close: b.Close[i:j], Volume: b.Volume[i:j], HasVolume: b.HasVolume,
+		Spread: sliceOrNil(b.Spread, i, j),
 	}
+}
+
+// sliceOrNil is s[i:j], or nil when s is nil.
+func sliceOrNil(s []float64, i, j int) []float64 {
+	if s == nil {
+		return nil
+	}
+	return s[i:j]
 }
 
 // Index returns the index of the first bar at or after t (Len() if none).

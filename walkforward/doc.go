@@ -1,0 +1,16 @@
+// Package walkforward owns the calendar walk-forward study of a panel: the
+// windows (train on everything before a date, validate on the next block,
+// test on the block after, rolled forward by a step), the baselines run
+// on the same ranges with the same sizing and costs (flat, buy-and-hold,
+// time-series momentum, the best simple rule on validation), and the
+// statistics a reader judges the agent by (Sharpe ratios with block-
+// bootstrap intervals per series, per year and for the equal-risk
+// portfolio, t-statistics, the deflated Sharpe ratio with the number of
+// configurations tried, turnover, costs, drawdowns, the share of windows
+// and series where the agent beats each baseline).
+//
+// The study's unit of record is a Result: one strategy (the agent at one
+// seed, or a baseline) on one series over one window's test block, with
+// its daily returns, so that any aggregate (per year, portfolio, across
+// seeds) can be recomputed from the rows a store keeps.
+package walkforward

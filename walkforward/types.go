@@ -1,0 +1,56 @@
+package walkforward
+
+import "time"
+
+// Strategy names, as Result.Strategy holds them.
+const (
+	StrategyAgent      = "agent"
+	StrategyFlat       = "flat"
+	StrategyBuyAndHold = "buy_and_hold"
+	StrategyMomentum   = "tsmom"
+	StrategyBestRule   = "best_rule"
+)
+
+// Window is one step of the walk-forward: train on [TrainFrom, ValidFrom),
+// validate on [ValidFrom, TestFrom), test on [TestFrom, TestTo). Times are
+// UTC; Index counts from 0.
+type Window struct {
+	Index     int       `json:"index"`
+	TrainFrom time.Time `json:"train_from"`
+	ValidFrom time.Time `json:"valid_from"`
+	TestFrom  time.Time `json:"test_from"`
+	TestTo    time.Time `json:"test_to"`
+}
+
+// Result is one strategy on one series over one window's test block.
+type Result struct {
+	Window   int    `json:"window"`
+	Series   string `json:"series"`   // the series' name (its symbol)
+	Strategy string `json:"strategy"` // Strategy*
+	// Seed is the agent's seed; 0 for a baseline.
+	Seed uint64 `json:"seed,omitempty"`
+	// Detail says what the strategy chose, e.g. "lookback 480" for
+	// momentum or the rule's name; for the agent, "abstained" when its
+	// run recommended staying flat.
+	Detail string `json:"detail,omitempty"`
+	// InTraining is false for a series left out of the agent's training
+	// (leave-series-out).
+	InTraining bool `json:"in_training"`
+
+	Bars        int     `json:"bars"`
+	Sharpe      float64 `json:"sharpe"` // annualised, of the bar returns
+	SharpeLo    float64 `json:"sharpe_lo"`
+	SharpeHi    float64 `json:"sharpe_hi"` // block-bootstrap 95 % interval
+	SharpeT     float64 `json:"sharpe_t"`
+	TotalReturn float64 `json:"total_return"`
+	MaxDrawdown float64 `json:"max_drawdown"`
+	Turnover    float64 `json:"turnover"` // full positions traded a year
+	Costs       float64 `json:"costs"`    // costs paid, share of initial capital
+
+	// Days are the UTC calendar days of the test block on which the series
+	// had a bar (days since 1970-01-01), and Returns the strategy's return
+	// on capital on each: what a portfolio across series and any per-year
+	// figure is computed from.
+	Days    []int32   `json:"days"`
+	Returns []float64 `json:"returns"`
+}
