@@ -99,7 +99,7 @@ func (s Source) decode(ctx context.Context, name string, r io.Reader) (*Bars, er
 		if err != nil {
 			return nil, err
 		}
-		b, err = s.parseLeanZip(ctx, name, raw, lim)
+		b, err = s.parseLeanZip(ctx, name, raw, lim, true)
 		if err != nil {
 			return nil, err
 		}

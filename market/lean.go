@@ -54,7 +54,7 @@ const leanScale = 10000
 // the factor file beside it (LeanFactorPath), and returns its bars:
 // adjusted when the factor file exists, raw with Origin.Note saying so
 // when it does not.
-func (s Source) parseLeanZip(ctx context.Context, name string, raw []byte, lim Limits) (*Bars, error) {
+func (s Source) parseLeanZip(ctx context.Context, name string, raw []byte, lim Limits, adjust bool) (*Bars, error) {
 	entry, ticker, err := leanEntry(name, raw, lim)
 	if err != nil {
 		return nil, err
@@ -65,7 +65,10 @@ func (s Source) parseLeanZip(ctx context.Context, name string, raw []byte, lim L
 	}
 	var ff *FactorFile
 	note := ""
-	if kind == FormatLeanEquity {
+	if kind == FormatLeanEquity && !adjust {
+		note = "not adjusted for splits or dividends: read raw (UnadjustedLeanBars)"
+	}
+	if kind == FormatLeanEquity && adjust {
 		fp := LeanFactorPath(name, ticker)
 		switch ff, err = s.factorFile(ctx, fp, lim); {
 		case err != nil:
@@ -282,6 +285,27 @@ func ParseLean(ctx context.Context, name string, r io.Reader, kind Format, ff *F
 		c.b.Spread = append(c.b.Spread, ask[0]-bid[0])
 	}
 	return c.done("the file holds no line that is not blank")
+}
+
+// UnadjustedLeanBars is Bars for a LEAN equity zip, but with the raw
+// prices (÷ 10,000), not adjusted by its factor file: what `data inspect`
+// compares the adjusted series with, to show the splits the adjustment
+// removed. Any other file is an error.
+func (s Source) UnadjustedLeanBars(ctx context.Context, path string) (*Bars, error) {
+	f, err := s.open(path)
+	if err != nil {
+		return nil, fmt.Errorf("load bars: %w", err)
+	}
+	defer f.Close()
+	lim := s.Limits.withDefaults()
+	raw, err := readAllBounded(path, f, lim.MaxBytes)
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.HasPrefix(raw, []byte("PK\x03\x04")) {
+		return nil, &ParseError{File: path, Reason: "not a LEAN zip"}
+	}
+	return s.parseLeanZip(ctx, path, raw, lim, false)
 }
 
 // dateKey is t's calendar date as YYYYMMDD, in t's own location.
