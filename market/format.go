@@ -144,10 +144,33 @@ func foreign(head []byte) string {
 	if err := checkEncoding("", head); err != nil {
 		return "" // ParseCSV says what to do with UTF-16 and UTF-32
 	}
-	if i := bytes.IndexByte(head, 0); i >= 0 {
+	if i := bytes.IndexByte(head, 0); i >= 0 && !wideText(head) {
 		return fmt.Sprintf("its first bytes %s hold a NUL byte (at byte %d): binary data in a format it does not know (want tab- or comma-separated text, a LEAN zip or Parquet)", hexExcerpt(head), i+1)
 	}
 	return ""
+}
+
+// knownBinary reports whether head starts a binary format Source.Bars
+// reads: a zip (LEAN) or Parquet.
+func knownBinary(head []byte) bool {
+	return bytes.HasPrefix(head, []byte("PK\x03\x04")) || bytes.HasPrefix(head, []byte("PAR1"))
+}
+
+// wideText reports whether head looks like UTF-16 or UTF-32 text without
+// a byte-order mark: at least 40 % NUL bytes, all others printable ASCII
+// or line ends. ParseCSV's error names the encoding and says what to do.
+func wideText(head []byte) bool {
+	nul := 0
+	for _, c := range head {
+		switch {
+		case c == 0:
+			nul++
+		case c == '\n' || c == '\r' || c == '\t' || (c >= 0x20 && c < 0x7f):
+		default:
+			return false
+		}
+	}
+	return len(head) >= 4 && nul*10 >= len(head)*4
 }
 
 // hexExcerpt is the first 8 bytes of head in hex, as an error may show

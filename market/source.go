@@ -131,8 +131,9 @@ func DataPaths(cfg config.RunConfig) []DataPath {
 
 // Check makes sure that every price file cfg names can be read from s,
 // without reading more than its first bytes: inside the roots, a regular
-// file within the size limit, not UTF-16 or UTF-32, no NUL byte at its
-// start; a bundled name must exist. Runs check this before any training,
+// file within the size limit; unless it is a zip or Parquet file (Format),
+// not UTF-16 or UTF-32 and no NUL byte at its start; a bundled name must
+// exist. Runs check this before any training,
 // so that a config naming a file out of reach fails at once. Errors name
 // the field ("config data.path: ...").
 func (s Source) Check(cfg config.RunConfig) error {
@@ -157,6 +158,9 @@ func (s Source) check(path string) error {
 	head, err := io.ReadAll(io.LimitReader(f, 4096)) // a /proc file fails here
 	if err != nil {
 		return readError(path, err)
+	}
+	if knownBinary(head) {
+		return nil // a LEAN zip or a Parquet file: its reader checks it
 	}
 	if err := checkEncoding(path, head); err != nil {
 		return err
