@@ -84,7 +84,7 @@ func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil
 //
 // Gaps: the usual spacing after a bar is the median spacing after the
 // bars that start on the same weekday at the same hour (UTC), when at
-// least 8 bars do, else BarSize; a spacing is a gap when it exceeds the
+// least 4 bars do, else BarSize; a spacing is a gap when it exceeds the
 // usual one by more than 2 × BarSize. A market's regular closures (the
 // night, the weekend) are usual, and so are no gaps; a closure that
 // follows a weekday-hour on fewer than half its occurrences (a holiday,
@@ -117,7 +117,7 @@ func Inspect(b *Bars, jumpSigma float64) Inspection {
 	var usual [7 * 24]time.Duration
 	for k := range slot {
 		usual[k] = barSize
-		if len(slot[k]) >= 8 {
+		if len(slot[k]) >= 4 {
 			usual[k] = medianDuration(slot[k])
 		}
 	}
