@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -126,7 +128,7 @@ func (s Source) decode(ctx context.Context, name string, r io.Reader) (*Bars, er
 			f = FormatText
 		}
 		if err != nil {
-			return nil, err
+			return nil, withHint(err, head)
 		}
 	}
 	b.Origin.Format = f
@@ -148,6 +150,21 @@ func foreign(head []byte) string {
 		return fmt.Sprintf("its first bytes %s hold a NUL byte (at byte %d): binary data in a format it does not know (want tab- or comma-separated text, a LEAN zip or Parquet)", hexExcerpt(head), i+1)
 	}
 	return ""
+}
+
+// leanRow matches the first line of the CSV inside a LEAN zip.
+var leanRow = regexp.MustCompile(`^\d{8} \d\d:\d\d,[0-9.]+,`)
+
+// withHint adds to a header error of ParseCSV what the file looks like
+// when its first line is a LEAN row: the CSV taken out of a LEAN zip,
+// whose prices (× 10,000) and time zone only the zip's reader knows.
+func withHint(err error, head []byte) error {
+	var pe *ParseError
+	if errors.As(err, &pe) && pe.Line == 1 && strings.HasPrefix(pe.Reason, "missing column") &&
+		leanRow.Match(bytes.TrimPrefix(head, utf8BOM)) {
+		pe.Reason += "; its first line looks like a row of a LEAN hour or daily file (YYYYMMDD HH:MM,...): load the LEAN zip it came from, not the CSV inside it"
+	}
+	return err
 }
 
 // knownBinary reports whether head starts a binary format Source.Bars

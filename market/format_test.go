@@ -174,6 +174,7 @@ func TestFormatBadFilesFailWithTheirMessage(t *testing.T) {
 		{"png", file{"t.csv", []byte("\x89PNG\r\n\x1a\nIHDR....")}, 0, []string{"not a price file", "PNG image"}},
 		{"binary", file{"t.csv", []byte("\x01\x02SECRET\x00\x03")}, 0, []string{"not a price file", "NUL byte", "(01 02 53 45 43 52 45 54 …)"}},
 		{"text of no known columns", text("t.csv", []string{"user:x:1000", "root:x:0"}), 1, []string{"missing column time", "none of them a known column"}},
+		{"the CSV out of a LEAN zip", text("aapl.csv", eq[:3]), 1, []string{"missing column time", "looks like a row of a LEAN hour or daily file", "load the LEAN zip"}},
 	}
 	for _, c := range cases {
 		t.Run(c.what, func(t *testing.T) {

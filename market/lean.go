@@ -69,8 +69,16 @@ func (s Source) parseLeanZip(ctx context.Context, name string, raw []byte, lim L
 		note = "not adjusted for splits or dividends: read raw (UnadjustedLeanBars)"
 	}
 	if kind == FormatLeanEquity && adjust {
+		// The factor file beside the zip that was read: of the zip's
+		// resolved path, so that a relative path found in one data root
+		// never takes another root's factor file. Errors and the note
+		// name it as the zip was named.
 		fp := LeanFactorPath(name, ticker)
-		switch ff, err = s.factorFile(ctx, fp, lim); {
+		at := fp
+		if abs, err := s.roots().Resolve(name); err == nil && !data.IsBundled(name) {
+			at = LeanFactorPath(abs, ticker)
+		}
+		switch ff, err = s.factorFile(ctx, at, lim); {
 		case err != nil:
 			return nil, fmt.Errorf("LEAN equity %s: factor file: %w", name, err)
 		case ff == nil:

@@ -246,3 +246,34 @@ func TestLeanCorpusSplitsVanishAfterAdjustment(t *testing.T) {
 		}
 	}
 }
+
+// TestLeanFactorFileIsTheZipsOwn: with two data roots, a relative zip path
+// found in the second root is adjusted by the factor file beside it, not
+// by the first root's file of the same name.
+func TestLeanFactorFileIsTheZipsOwn(t *testing.T) {
+	base := t.TempDir()
+	first, second := filepath.Join(base, "first"), filepath.Join(base, "second")
+	copyFile(t, fixAAPL, filepath.Join(second, "equity-aapl.zip"))
+	copyFile(t, "testdata/lean/factor_files/aapl.csv", filepath.Join(second, "factor_files", "aapl.csv"))
+	// The first root's factor file would halve every price.
+	copyFile(t, "testdata/lean/factor_files/aapl.csv", filepath.Join(first, "factor_files", "unused.csv"))
+	if err := os.WriteFile(filepath.Join(first, "factor_files", "aapl.csv"), []byte("20501231,0.5,1,0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	roots, err := files.NewRoots(first, second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(base)
+	b, err := Source{Roots: roots}.Bars(context.Background(), "equity-aapl.zip")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Source{}.Bars(context.Background(), filepath.Join(second, "equity-aapl.zip"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Close[0] != want.Close[0] || !b.Origin.Adjusted {
+		t.Errorf("first close %v (adjusted %v), want %v: the zip's own factor file", b.Close[0], b.Origin.Adjusted, want.Close[0])
+	}
+}
