@@ -80,12 +80,18 @@ var foreignMagic = []struct {
 	{"PK\x05\x06", "an empty zip archive"},
 }
 
+// The magic numbers of the binary formats Source.Bars reads.
+var (
+	zipMagic     = []byte("PK\x03\x04")
+	parquetMagic = []byte("PAR1")
+)
+
 // sniffLen is how many bytes decode looks at to choose a format.
 const sniffLen = 512
 
 // decode reads the price file name from r in the format its first bytes
-// show (Format), within s.Limits.
-// It returns every bar of the file or an error, never part of a file.
+// show (Format), within s.Limits. It returns every bar of the file or an
+// error, never part of a file.
 func (s Source) decode(ctx context.Context, name string, r io.Reader) (*Bars, error) {
 	lim := s.Limits.withDefaults()
 	br := bufio.NewReaderSize(r, 64<<10)
@@ -93,43 +99,35 @@ func (s Source) decode(ctx context.Context, name string, r io.Reader) (*Bars, er
 	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
 		return nil, readError(name, err)
 	}
-	var b *Bars
-	var f Format
 	switch {
-	case bytes.HasPrefix(head, []byte("PK\x03\x04")):
+	case bytes.HasPrefix(head, zipMagic):
 		raw, err := readAllBounded(name, br, lim.MaxBytes)
 		if err != nil {
 			return nil, err
 		}
-		b, err = s.parseLeanZip(ctx, name, raw, lim, true)
+		return s.parseLeanZip(ctx, name, raw, lim, true) // sets Origin
+	case bytes.HasPrefix(head, parquetMagic):
+		raw, err := readAllBounded(name, br, lim.MaxBytes)
 		if err != nil {
 			return nil, err
 		}
+		b, err := ParseParquet(ctx, name, raw, lim)
+		if err != nil {
+			return nil, err
+		}
+		b.Origin.Format = FormatParquet
 		return b, nil
-	case bytes.HasPrefix(head, []byte("PAR1")):
-		raw, err := readAllBounded(name, br, lim.MaxBytes)
-		if err != nil {
-			return nil, err
-		}
-		b, err = ParseParquet(ctx, name, raw, lim)
-		f = FormatParquet
-		if err != nil {
-			return nil, err
-		}
-	default:
-		if why := foreign(head); why != "" {
-			return nil, &ParseError{File: name, Reason: "not a price file: " + why}
-		}
-		if headerless(head) {
-			b, err = ParseHeaderless(ctx, name, br, lim)
-			f = FormatHeaderless
-		} else {
-			b, err = ParseCSV(ctx, name, br, lim)
-			f = FormatText
-		}
-		if err != nil {
-			return nil, withHint(err, head)
-		}
+	}
+	if why := foreign(head); why != "" {
+		return nil, &ParseError{File: name, Reason: "not a price file: " + why}
+	}
+	parse, f := ParseCSV, FormatText
+	if headerless(head) {
+		parse, f = ParseHeaderless, FormatHeaderless
+	}
+	b, err := parse(ctx, name, br, lim)
+	if err != nil {
+		return nil, withHint(err, head)
 	}
 	b.Origin.Format = f
 	return b, nil
@@ -170,7 +168,7 @@ func withHint(err error, head []byte) error {
 // knownBinary reports whether head starts a binary format Source.Bars
 // reads: a zip (LEAN) or Parquet.
 func knownBinary(head []byte) bool {
-	return bytes.HasPrefix(head, []byte("PK\x03\x04")) || bytes.HasPrefix(head, []byte("PAR1"))
+	return bytes.HasPrefix(head, zipMagic) || bytes.HasPrefix(head, parquetMagic)
 }
 
 // wideText reports whether head looks like UTF-16 or UTF-32 text without

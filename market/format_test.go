@@ -152,6 +152,7 @@ func TestFormatBadFilesFailWithTheirMessage(t *testing.T) {
 		{"lean equity high below low", lean("e.zip", "aapl.csv", set(eq, 4, ",", 2, "1")), 4, []string{`"high"`, "below low"}},
 		{"lean zip of two entries", file{"e.zip", zipOf(t, map[string]string{"aapl.csv": eq[0] + "\n", "b.csv": eq[1] + "\n"})}, 0, []string{"exactly one regular .csv entry", "holds 2 .csv"}},
 		{"lean zip without a csv", file{"e.zip", zipOf(t, map[string]string{"aapl.txt": eq[0] + "\n"})}, 0, []string{"exactly one regular .csv entry", "0 .csv and 1 other"}},
+		{"lean zip entry not a ticker", file{"e.zip", zipOf(t, map[string]string{"a\x1bb.csv": eq[0] + "\n"})}, 0, []string{`zip entry "a\x1bb.csv": want a ticker's name`}},
 		{"lean zip of another layout", lean("e.zip", "aapl.csv", []string{"20140501 09:00,1,2,3"}), 1, []string{"4 comma-separated fields", "6 (equity", "11 (forex"}},
 		// LEAN forex zip.
 		{"lean forex ask below bid", lean("f.zip", "eurusd.csv", set(set(fx, 6, ",", 6, "1.3"), 6, ",", 8, "1.3")), 6, []string{`"ask open"`, "below the bid"}},

@@ -92,7 +92,7 @@ func (s Source) parseLeanZip(ctx context.Context, name string, raw []byte, lim L
 		return nil, &ParseError{File: name, Reason: fmt.Sprintf("zip entry %s: %v", excerpt(entry.Name), err)}
 	}
 	defer rc.Close()
-	inner := name + ":" + entry.Name
+	inner := name + ":" + path.Base(entry.Name) // a ticker's name (leanEntry)
 	b, err := ParseLean(ctx, inner, rc, kind, ff, lim)
 	if err != nil {
 		return nil, err
@@ -138,6 +138,9 @@ func leanEntry(name string, raw []byte, lim Limits) (*zip.File, string, error) {
 			excerpt(f.Name), f.UncompressedSize64, lim.MaxBytes)
 	}
 	ticker := strings.ToLower(strings.TrimSuffix(path.Base(f.Name), path.Ext(f.Name)))
+	if ticker == "" || strings.Trim(ticker, "abcdefghijklmnopqrstuvwxyz0123456789._-") != "" {
+		return bad("zip entry %s: want a ticker's name (letters, digits, '.', '_', '-') and .csv", excerpt(f.Name))
+	}
 	return f, ticker, nil
 }
 
@@ -149,7 +152,7 @@ func leanKind(name string, entry *zip.File, lim Limits) (Format, error) {
 		return "", &ParseError{File: name, Reason: fmt.Sprintf("zip entry %s: %v", excerpt(entry.Name), err)}
 	}
 	defer rc.Close()
-	inner := name + ":" + entry.Name
+	inner := name + ":" + path.Base(entry.Name)
 	lr, err := newLineReader(inner, rc, lim)
 	if err != nil {
 		return "", err
@@ -310,7 +313,7 @@ func (s Source) UnadjustedLeanBars(ctx context.Context, path string) (*Bars, err
 	if err != nil {
 		return nil, err
 	}
-	if !bytes.HasPrefix(raw, []byte("PK\x03\x04")) {
+	if !bytes.HasPrefix(raw, zipMagic) {
 		return nil, &ParseError{File: path, Reason: "not a LEAN zip"}
 	}
 	return s.parseLeanZip(ctx, path, raw, lim, false)
