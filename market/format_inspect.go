@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sort"
 	"time"
+
+	"github.com/dqnflow/dqnflow/stats"
 )
 
 // Inspection is what `dqnflow data inspect` reports of one series: its
@@ -28,7 +30,9 @@ type Inspection struct {
 	// JumpSigma is the threshold of Jumps, in robust standard deviations.
 	JumpSigma float64 `json:"jump_sigma"`
 	// ReturnSigma is the robust standard deviation of the close-to-close
-	// log returns: 1.4826 × their median absolute deviation.
+	// log returns: 1.4826 × their median absolute deviation (MAD), or,
+	// when more than half the returns are the median (MAD 0), √(π/2) ×
+	// their mean absolute deviation.
 	ReturnSigma float64 `json:"return_sigma"`
 	// Jumps counts the close-to-close log returns farther than JumpSigma
 	// × ReturnSigma from their median: splits not adjusted for, bad
@@ -141,7 +145,14 @@ func Inspect(b *Bars, jumpSigma float64) Inspection {
 	for i, x := range r {
 		dev[i] = math.Abs(x - med)
 	}
-	sigma := 1.4826 * medianFloat(dev)
+	sigma := 1.4826 * medianFloat(slices.Clone(dev))
+	if sigma == 0 {
+		// More than half the bars did not move (an illiquid market, a
+		// coarse tick): the MAD is 0 and would make every move a jump.
+		// The mean absolute deviation, × √(π/2) for a normal σ, still
+		// sees the moves there are.
+		sigma = math.Sqrt(math.Pi/2) * stats.Mean(dev)
+	}
 	in.ReturnSigma = sigma
 	var jumps []Jump
 	for i, x := range r {

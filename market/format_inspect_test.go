@@ -123,3 +123,34 @@ func TestInspectSpreadStatistics(t *testing.T) {
 		t.Errorf("spread %+v, want median 1 bp, p95 1.9 bps, 1/21 ≤ 0", s)
 	}
 }
+
+// TestInspectJumpsOfAMarketThatMostlyStandsStill: when more than half the
+// returns are 0 (MAD 0), σ is √(π/2) × the mean absolute deviation, so
+// that a one-tick move is no jump but a halving still is.
+func TestInspectJumpsOfAMarketThatMostlyStandsStill(t *testing.T) {
+	start := utc("2024-01-01 00:00:00")
+	var ts []time.Time
+	for h := range 1001 {
+		ts = append(ts, start.Add(time.Duration(h)*time.Hour))
+	}
+	r := make([]float64, 1000)
+	for i := 0; i < 1000; i += 5 { // one bar in five moves a tick
+		r[i] = 0.01
+		if i%10 == 0 {
+			r[i] = -0.01
+		}
+	}
+	r[503] = math.Log(0.5)
+	in := Inspect(barsAt(ts, r), 10)
+	var mean float64
+	for _, x := range r {
+		mean += math.Abs(x)
+	}
+	mean /= float64(len(r))
+	if want := math.Sqrt(math.Pi/2) * mean; !relNear(in.ReturnSigma, want, 1e-9) {
+		t.Errorf("σ %v, want √(π/2) × mean |r| = %v", in.ReturnSigma, want)
+	}
+	if in.Jumps != 1 || !in.TopJumps[0].Time.Equal(ts[504]) {
+		t.Errorf("%d jumps (%+v), want the halving alone", in.Jumps, in.TopJumps)
+	}
+}
