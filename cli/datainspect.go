@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"strings"
 	"time"
 
@@ -33,6 +34,10 @@ type inspectResult struct {
 	// why not.
 	Usable  bool   `json:"usable"`
 	Problem string `json:"problem,omitempty"`
+	// Skipped says why a path was not inspected: a directory (a shell
+	// glob over the corpus's lean/* names lean/factor_files, which the
+	// equity zips read). A skipped path is not counted as unusable.
+	Skipped string `json:"skipped,omitempty"`
 	// Ranges are the bars of the config's training, validation and test
 	// ranges, when it prepares.
 	Ranges *inspectRanges `json:"ranges,omitempty"`
@@ -59,7 +64,7 @@ func dataCmd(e *env) *cobra.Command {
 func dataInspectCmd(e *env) *cobra.Command {
 	cmd := leaf("inspect PATH...",
 		"what each price file holds: format, bars, bar size, gaps, jumps, spread, usable or not",
-		"inspect reads each price file as a run would (the format found from its content: tab- or comma-separated text with or without a header, a LEAN equity or forex zip, Parquet) and reports the format, the bars and their first and last times, the bar size (median spacing), the gaps (spacings at least two bars longer than usual for their weekday and hour, so that a market's nightly and weekend closures are none), the longest gap, suspected splits or bad ticks (close-to-close log returns beyond --jump-sigma robust standard deviations, σ = 1.4826 × MAD), the spread in basis points where the file has bid and ask, whether a LEAN equity was adjusted for splits and dividends, and whether the file is usable: it loads within the data limits and the config (--config, else the defaults) prepares a dataset of it. It exits 1 when any file is unusable. Paths typed here are read wherever they are, with the LEAN factor files beside them.",
+		"inspect reads each price file as a run would (the format found from its content: tab- or comma-separated text with or without a header, a LEAN equity or forex zip, Parquet) and reports the format, the bars and their first and last times, the bar size (median spacing), the gaps (spacings at least two bars longer than usual for their weekday and hour, so that a market's nightly and weekend closures are none), the longest gap, suspected splits or bad ticks (close-to-close log returns beyond --jump-sigma robust standard deviations, σ = 1.4826 × MAD), the spread in basis points where the file has bid and ask, whether a LEAN equity was adjusted for splits and dividends, and whether the file is usable: it loads within the data limits and the config (--config, else the defaults) prepares a dataset of it. It exits 1 when any file is unusable; a directory is skipped. Paths typed here are read wherever they are, with the LEAN factor files beside them.",
 		"dqnflow data inspect ../shared/data/corpus/hourly/*.csv",
 		"dqnflow data inspect --json prices.parquet lean/equity-aapl.zip")
 	cmd.Args = argsBetween(1, math.MaxInt)
@@ -84,7 +89,7 @@ func dataInspectCmd(e *env) *cobra.Command {
 		bad := 0
 		for _, p := range args {
 			r := inspectFile(cmd.Context(), src, cfg, p, *jumpSigma)
-			if !r.Usable {
+			if !r.Usable && r.Skipped == "" {
 				bad++
 			}
 			results = append(results, r)
@@ -99,7 +104,7 @@ func dataInspectCmd(e *env) *cobra.Command {
 			}
 		}
 		if bad > 0 {
-			return fmt.Errorf("%d of %d files unusable", bad, len(results))
+			return fmt.Errorf("%d of %d paths unusable", bad, len(results))
 		}
 		return nil
 	}
@@ -109,6 +114,10 @@ func dataInspectCmd(e *env) *cobra.Command {
 // inspectFile loads and inspects one file.
 func inspectFile(ctx context.Context, src market.Source, cfg config.RunConfig, path string, jumpSigma float64) inspectResult {
 	r := inspectResult{Path: path}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		r.Skipped = "a directory, not a price file (name the files in it; LEAN's factor_files are read by their equity zips)"
+		return r
+	}
 	b, err := src.Bars(ctx, path)
 	if err != nil {
 		r.Problem = err.Error()
@@ -141,6 +150,10 @@ func inspectFile(ctx context.Context, src market.Source, cfg config.RunConfig, p
 // printInspection writes r as text.
 func printInspection(e *env, r inspectResult) {
 	w := e.stdout
+	if r.Skipped != "" {
+		fmt.Fprintf(w, "%s: skipped: %s\n\n", r.Path, r.Skipped)
+		return
+	}
 	verdict := "usable"
 	if !r.Usable {
 		verdict = "UNUSABLE"

@@ -49,7 +49,7 @@ func TestInspectReportsEachFormat(t *testing.T) {
 	}
 
 	out, errOut, code = run(t, append([]string{"data", "inspect", "--json"}, inspectFixtures...)...)
-	if code != 1 || !strings.Contains(errOut, "6 of 6 files unusable") {
+	if code != 1 || !strings.Contains(errOut, "6 of 6 paths unusable") {
 		t.Errorf("exit %d, %q; want 1 and that 6 of 6 files are unusable", code, errOut)
 	}
 	var res []struct {
@@ -115,7 +115,8 @@ func TestInspectReportsEachFormat(t *testing.T) {
 }
 
 // TestInspectSaysWhyAFileIsUnusable: a bad row is reported with its line
-// and the reason, the other files still inspected, and the exit is 1.
+// and the reason, the other files still inspected, and the exit is 1; a
+// directory is skipped and not counted.
 func TestInspectSaysWhyAFileIsUnusable(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.csv")
@@ -123,13 +124,17 @@ func TestInspectSaysWhyAFileIsUnusable(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, errOut, code := run(t, "data", "inspect", bad, inspectFixtures[0])
-	if code != 1 || !strings.Contains(errOut, "2 of 2 files unusable") {
+	if code != 1 || !strings.Contains(errOut, "2 of 2 paths unusable") {
 		t.Errorf("exit %d, %q; want 1, 2 of 2 unusable (the slice is too short for the defaults)", code, errOut)
 	}
 	for _, w := range []string{"bad.csv: UNUSABLE", "bad.csv:3: column \"high\": high 0.5 is below low 2", "btcusd_h1.csv: UNUSABLE", "bars        199"} {
 		if !strings.Contains(out, w) {
 			t.Errorf("output does not say %q:\n%s", w, out)
 		}
+	}
+	out, errOut, code = run(t, "data", "inspect", "--json", dir, inspectFixtures[0])
+	if code != 1 || !strings.Contains(errOut, "1 of 2 paths unusable") || !strings.Contains(out, `"skipped": "a directory, not a price file`) {
+		t.Errorf("a directory and a file: exit %d, %q, %s; want the directory skipped, not counted", code, errOut, out)
 	}
 	if _, errOut, code := run(t, "data", "inspect"); code != 2 || !strings.Contains(errOut, "PATH") {
 		t.Errorf("no path: exit %d, %q; want a usage error", code, errOut)
