@@ -92,7 +92,7 @@ func newRoot(e *env) *cobra.Command {
 	add(groupLocal, trainCmd(e), backtestCmd(e), predictCmd(e), evaluateCmd(e), walkForwardCmd(e), baselinesCmd(e))
 	add(groupTemporal, devCmd(e), workerCmd(e), runCmd(e), reportCmd(e), scheduleCmd(e), sweepCmd(e))
 	add(groupMeasure, benchCmd(e), learnCheckCmd(e), parityCmd(e))
-	add(groupSetup, checkpointCmd(e), configCmd(e), migrateCmd(e), doctorCmd(e), completionCmd(root))
+	add(groupSetup, checkpointCmd(e), configCmd(e), dataCmd(e), migrateCmd(e), doctorCmd(e), completionCmd(root))
 	root.SetHelpCommandGroupID(groupSetup)
 	walk(root, func(c *cobra.Command) {
 		// Help lists flags in the order each command defines them, the

@@ -22,6 +22,10 @@ type Bars struct {
 	// and Close are then the mid prices. Nil when the source has no bid
 	// and ask: costs then come from the instrument alone.
 	Spread []float64
+	// Origin says how the bars were read: the file format found, and for
+	// LEAN equity bars whether they are adjusted for splits and
+	// dividends (format.go). Zero for synthetic bars.
+	Origin Origin
 }
 
 // Len is the number of bars.
@@ -32,7 +36,7 @@ func (b *Bars) Slice(i, j int) *Bars {
 	return &Bars{
 		Name: b.Name, Time: b.Time[i:j], Open: b.Open[i:j], High: b.High[i:j],
 		Low: b.Low[i:j], Close: b.Close[i:j], Volume: b.Volume[i:j], HasVolume: b.HasVolume,
-		Spread: sliceOrNil(b.Spread, i, j),
+		Spread: sliceOrNil(b.Spread, i, j), Origin: b.Origin,
 	}
 }
 

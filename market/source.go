@@ -88,8 +88,9 @@ func (s Source) roots() files.Roots {
 // Allow returns s with the file at path readable too, wherever it lies: a
 // data path the user typed on the command line of a local command is a
 // file they chose to read with their own rights (ADR 0029); one that a
-// config file, a workflow input or a database row names is not. Bundled
-// and synthetic paths need nothing.
+// config file, a workflow input or a database row names is not. The
+// LEAN factor files beside it (factor_files/*.csv, LeanFactorPath) become
+// readable with it. Bundled and synthetic paths need nothing.
 func (s Source) Allow(path string) (Source, error) {
 	if path == "" || path == SyntheticPath || data.IsBundled(path) {
 		return s, nil
@@ -97,6 +98,12 @@ func (s Source) Allow(path string) (Source, error) {
 	r, err := s.roots().WithFile(path)
 	if err != nil {
 		return s, fmt.Errorf("data %w", err)
+	}
+	// A LEAN equity zip is read with its factor file, beside it.
+	for _, p := range leanCompanions(path) {
+		if r, err = r.WithFile(p); err != nil {
+			return s, fmt.Errorf("data %w", err)
+		}
 	}
 	s.Roots = r
 	return s, nil
@@ -124,8 +131,9 @@ func DataPaths(cfg config.RunConfig) []DataPath {
 
 // Check makes sure that every price file cfg names can be read from s,
 // without reading more than its first bytes: inside the roots, a regular
-// file within the size limit, not UTF-16 or UTF-32, no NUL byte at its
-// start; a bundled name must exist. Runs check this before any training,
+// file within the size limit; unless it is a zip or Parquet file (Format),
+// not UTF-16 or UTF-32 and no NUL byte at its start; a bundled name must
+// exist. Runs check this before any training,
 // so that a config naming a file out of reach fails at once. Errors name
 // the field ("config data.path: ...").
 func (s Source) Check(cfg config.RunConfig) error {
@@ -151,6 +159,9 @@ func (s Source) check(path string) error {
 	if err != nil {
 		return readError(path, err)
 	}
+	if knownBinary(head) {
+		return nil // a LEAN zip or a Parquet file: its reader checks it
+	}
 	if err := checkEncoding(path, head); err != nil {
 		return err
 	}
@@ -166,22 +177,26 @@ func (s Source) check(path string) error {
 }
 
 // Bars loads the price file named by path: "bundled:NAME" for a file
-// bundled in the binary (package data), anything else a CSV file inside
-// s's roots (ParseCSV, within s.Limits).
+// bundled in the binary (package data), anything else a file inside s's
+// roots, within s.Limits. The format is found from the file's first
+// bytes, not its name (Format): a LEAN zip, Parquet, or tab- or
+// comma-separated text with or without a header; Bars.Origin says which.
+// It returns every bar of the file or an error (a *ParseError naming the
+// file, line or row, column and reason), never part of a file.
 func (s Source) Bars(ctx context.Context, path string) (*Bars, error) {
 	if data.IsBundled(path) {
 		raw, err := data.Open(path)
 		if err != nil {
 			return nil, fmt.Errorf("load bars: %w", err)
 		}
-		return ParseCSV(ctx, path, bytes.NewReader(raw), s.Limits)
+		return s.decode(ctx, path, bytes.NewReader(raw))
 	}
 	f, err := s.open(path)
 	if err != nil {
 		return nil, fmt.Errorf("load bars: %w", err)
 	}
 	defer f.Close()
-	return ParseCSV(ctx, path, f, s.Limits)
+	return s.decode(ctx, path, f)
 }
 
 // open opens the regular file path names inside s's roots, within
