@@ -170,8 +170,12 @@ func (l Layout) place(s SeriesTimes, bpy float64, w Window) SeriesWindow {
 	case sw.Valid.Len() < need(l.Valid):
 		sw.Skip = short("validation", sw.Valid, l.Valid, w.ValidFrom, w.TestFrom)
 	case sw.Train.Len() < needTrain:
-		sw.Skip = fmt.Sprintf("its training, from its first usable bar (%s) to %s, holds %d bars, fewer than the %d it needs (the %.0f bars %s holds on average, and %d at least)",
-			s.Time[s.First].Format(time.DateOnly), w.ValidFrom.Format(time.DateOnly), max(sw.Train.Len(), 0), needTrain, bpy*l.MinTrain.InYears(), l.MinTrain, l.MinTrainBars)
+		why := fmt.Sprintf("%d at least", l.MinTrainBars)
+		if l.MinTrain != (Period{}) {
+			why = fmt.Sprintf("the %.0f bars %s holds on average, and %d at least", bpy*l.MinTrain.InYears(), l.MinTrain, l.MinTrainBars)
+		}
+		sw.Skip = fmt.Sprintf("its training, from its first usable bar (%s) to %s, holds %d bars, fewer than the %d it needs (%s)",
+			s.Time[s.First].Format(time.DateOnly), w.ValidFrom.Format(time.DateOnly), max(sw.Train.Len(), 0), needTrain, why)
 	}
 	return sw
 }

@@ -1,0 +1,468 @@
+package walkforward
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/market"
+)
+
+// Gates: what lets the agent trade a window's test block.
+const (
+	// GateWindow is ADR 0016's rule: a run whose chosen checkpoint's
+	// validation t is below backtest.min_valid_t abstains and is flat.
+	GateWindow = "window"
+	// GateNone trades every checkpoint, whatever its evidence.
+	GateNone = "none"
+)
+
+// Metadata keys the study adds to every run's checkpoint.
+const (
+	MetaWindow = "walkforward_window"
+	MetaSeries = "walkforward_series"
+	MetaTrials = "walkforward_trials"
+)
+
+// Study is a calendar walk-forward over a set of series: per window, the
+// baselines on every series that takes part, and the agent, one run per
+// seed, trained on the window's training ranges and backtested on every
+// series' test block.
+type Study struct {
+	// Config is the agent's run config; its data.path and data.series
+	// are replaced by Series', its data ranges by each window's.
+	Config config.RunConfig
+	Series []SeriesSpec
+	Source market.Source
+	Layout Layout
+	Seeds  []uint64
+	// LeaveOut names series the agent does not train on; it is tested on
+	// them too (Result.InTraining false).
+	LeaveOut []string
+	// Gate is GateWindow (the default) or GateNone.
+	Gate  string
+	Train Trainer
+	// Panel says that Train takes every training series of a window in
+	// one run. Without it (today's LocalTrainer) each training series
+	// gets its own runs, tested on its own test block, and the series
+	// left out are tested with the runs of the first training series of
+	// the window (Result.Detail says which).
+	Panel bool
+	// Rules are the family the best simple rule is chosen from on
+	// validation; nil: market.Rules(market.DefaultLookbacks).
+	Rules []market.Rule
+	// PriorTrials is the number of agent configurations tried before
+	// this study on the same data (earlier studies, sweeps), which the
+	// deflated Sharpe ratio must count.
+	PriorTrials int
+	// Dir, when not "", is where each run's chosen checkpoint goes:
+	// Dir/window-N/SERIES/seed-S.safetensors (Dir/window-N/panel/… for
+	// a panel).
+	Dir string
+	// Log takes a line per window with its timings, and the trainer's.
+	Log io.Writer
+}
+
+// Trials is the number of agent configurations the study's figures were
+// chosen among, for the deflated Sharpe ratio: the study's own (one
+// config; seeds are repetitions of it, not trials) plus those tried
+// before it (Study.PriorTrials).
+type Trials struct {
+	Study int `json:"study"`
+	Prior int `json:"prior"`
+	Total int `json:"total"`
+}
+
+// Timing is the time one phase of one window took: "prepare" (loading
+// and splitting the datasets), "baselines", "train" (every run of the
+// window) or "backtest" (the agent's test backtests), with the number of
+// runs or backtests.
+type Timing struct {
+	Window  int     `json:"window"`
+	Phase   string  `json:"phase"`
+	Seconds float64 `json:"seconds"`
+	Count   int     `json:"count"`
+}
+
+// Output is everything a study produced: what `dqnflow walkforward`
+// writes as results.json.
+type Output struct {
+	Config   config.RunConfig `json:"config"`
+	Series   []SeriesSpec     `json:"series"`
+	Layout   Layout           `json:"layout"`
+	Seeds    []uint64         `json:"seeds"`
+	LeaveOut []string         `json:"leave_out"`
+	Gate     string           `json:"gate"`
+	Panel    bool             `json:"panel"`
+	Trials   Trials           `json:"trials"`
+	Windows  []Window         `json:"windows"`
+	// Plan is every series in every window: its ranges or why it sits
+	// the window out.
+	Plan    []SeriesWindow `json:"plan"`
+	Results []Result       `json:"results"`
+	// Notes says what the study could not do (a window whose series are
+	// all left out has no agent).
+	Notes   []string `json:"notes,omitempty"`
+	Timings []Timing `json:"timings"`
+	Seconds float64  `json:"seconds"`
+}
+
+// Trials is s's count of configurations tried.
+func (s *Study) Trials() Trials {
+	return Trials{Study: 1, Prior: s.PriorTrials, Total: 1 + s.PriorTrials}
+}
+
+// Run runs the study. Every error names the window, the series and the
+// step.
+func (s *Study) Run(ctx context.Context) (Output, error) {
+	start := time.Now()
+	log := s.Log
+	if log == nil {
+		log = io.Discard
+	}
+	out := Output{Config: s.Config, Series: s.Series, Seeds: s.Seeds, LeaveOut: s.LeaveOut, Gate: s.Gate, Panel: s.Panel, Trials: s.Trials()}
+	if out.Gate == "" {
+		out.Gate = GateWindow
+	}
+	if err := s.check(); err != nil {
+		return out, err
+	}
+	rules := s.Rules
+	if rules == nil {
+		rules = market.Rules(market.DefaultLookbacks)
+	}
+	left := map[string]bool{}
+	for _, n := range s.LeaveOut {
+		left[n] = true
+	}
+	// The bars of every series, for the calendar; each window's Dataset
+	// is prepared from the config as a run's is (Source.Prepare).
+	bars := make([]*market.Bars, len(s.Series))
+	times := make([]SeriesTimes, len(s.Series))
+	for i, sp := range s.Series {
+		b, err := s.Source.Load(ctx, s.seriesConfig(sp))
+		if err != nil {
+			return out, fmt.Errorf("series %s: %w", sp.Name, err)
+		}
+		bars[i], times[i] = b, SeriesTimes{Name: sp.Name, Time: b.Time, First: market.FeatureWarmup}
+	}
+	l := s.Layout
+	l.MinTrainBars = max(l.MinTrainBars, s.Config.Env.EpisodeBars+2)
+	ws, plan, err := Windows(times, l)
+	if err != nil {
+		return out, err
+	}
+	out.Layout, out.Windows, out.Plan = l.withDefaults(), ws, plan
+	fmt.Fprintf(log, "walk-forward: %d series, %d windows (tests from %s to %s), %d seeds, gate %s, %d configuration(s) tried in all\n",
+		len(s.Series), len(ws), ws[0].TestFrom.Format(time.DateOnly), ws[len(ws)-1].TestTo.Format(time.DateOnly), len(s.Seeds), out.Gate, out.Trials.Total)
+	for wi, w := range ws {
+		row := plan[wi*len(s.Series) : (wi+1)*len(s.Series)]
+		res, tm, notes, err := s.window(ctx, w, row, bars, left, rules, out.Trials)
+		if err != nil {
+			return out, err
+		}
+		out.Results, out.Timings, out.Notes = append(out.Results, res...), append(out.Timings, tm...), append(out.Notes, notes...)
+		in := 0
+		for _, sw := range row {
+			if sw.Skip == "" {
+				in++
+			}
+		}
+		var parts []string
+		total := 0.0
+		for _, t := range tm {
+			parts = append(parts, fmt.Sprintf("%s %.2fs (%d)", t.Phase, t.Seconds, t.Count))
+			total += t.Seconds
+		}
+		fmt.Fprintf(log, "window %d (test %s to %s, %d of %d series): %.2fs: %s\n", w.Index, w.TestFrom.Format(time.DateOnly), w.TestTo.Format(time.DateOnly),
+			in, len(s.Series), total, strings.Join(parts, ", "))
+	}
+	out.Seconds = time.Since(start).Seconds()
+	return out, nil
+}
+
+// window runs one window: datasets, baselines, the agent's runs and
+// their test backtests.
+func (s *Study) window(ctx context.Context, w Window, row []SeriesWindow, bars []*market.Bars, left map[string]bool, rules []market.Rule, trials Trials) ([]Result, []Timing, []string, error) {
+	var res []Result
+	var notes []string
+	timing := map[string]*Timing{}
+	phases := []string{"prepare", "baselines", "train", "backtest"}
+	for _, p := range phases {
+		timing[p] = &Timing{Window: w.Index, Phase: p}
+	}
+	clock := func(p string, n int, f func() error) error {
+		t0 := time.Now()
+		err := f()
+		timing[p].Seconds += time.Since(t0).Seconds()
+		timing[p].Count += n
+		return err
+	}
+	type part struct {
+		i  int // index in s.Series
+		sw SeriesWindow
+		ds *market.Dataset
+	}
+	var parts, training, heldOut []part
+	for i, sw := range row {
+		if sw.Skip != "" {
+			continue
+		}
+		p := part{i: i, sw: sw}
+		err := clock("prepare", 1, func() error {
+			var err error
+			p.ds, err = s.Source.Prepare(ctx, windowConfig(s.seriesConfig(s.Series[i]), bars[i], sw))
+			return err
+		})
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("window %d, %s: prepare: %w", w.Index, sw.Series, err)
+		}
+		if err := sameRanges(p.ds, sw); err != nil {
+			return nil, nil, nil, err
+		}
+		parts = append(parts, p)
+		if left[sw.Series] {
+			heldOut = append(heldOut, p)
+		} else {
+			training = append(training, p)
+		}
+	}
+	for _, p := range parts {
+		err := clock("baselines", 1, func() error {
+			r, err := Baselines(p.ds, p.sw, rules, !left[p.sw.Series])
+			res = append(res, r...)
+			return err
+		})
+		if err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	if len(training) == 0 {
+		notes = append(notes, fmt.Sprintf("window %d: every series that takes part is left out of training: no agent", w.Index))
+	}
+	// groups are the runs' training sets and the series each is tested
+	// on: one group of every training series for a panel; else one a
+	// training series, the first also testing the series left out.
+	type group struct {
+		train, test []part
+		dir, detail string
+	}
+	var groups []group
+	switch {
+	case len(training) == 0:
+	case s.Panel:
+		groups = []group{{train: training, test: parts, dir: "panel"}}
+	default:
+		for k, p := range training {
+			g := group{train: []part{p}, test: []part{p}, dir: p.sw.Series}
+			if k == 0 {
+				g.test = append(g.test, heldOut...)
+				g.detail = "trained on " + p.sw.Series
+			}
+			groups = append(groups, g)
+		}
+	}
+	for _, g := range groups {
+		names := make([]string, len(g.train))
+		data := make([]*market.Dataset, len(g.train))
+		for k, p := range g.train {
+			names[k], data[k] = p.sw.Series, p.ds
+		}
+		cfg := windowConfig(s.seriesConfig(s.Series[g.train[0].i]), bars[g.train[0].i], g.train[0].sw)
+		if len(g.train) > 1 {
+			cfg = s.panelConfig(w, names)
+		}
+		for _, seed := range s.Seeds {
+			req := TrainRequest{Config: cfg, Seed: seed, Window: w, Series: names, Data: data, Meta: map[string]string{
+				MetaWindow: strconv.Itoa(w.Index), MetaSeries: strings.Join(names, ","), MetaTrials: strconv.Itoa(trials.Total)}}
+			if s.Dir != "" {
+				req.Dir = filepath.Join(s.Dir, fmt.Sprintf("window-%d", w.Index), g.dir)
+			}
+			var ag Agent
+			err := clock("train", 1, func() error {
+				var err error
+				ag, err = s.Train(ctx, req)
+				return err
+			})
+			if err != nil {
+				return nil, nil, nil, fmt.Errorf("window %d, %v, seed %d: train: %w", w.Index, names, seed, err)
+			}
+			for _, p := range g.test {
+				err := clock("backtest", 1, func() error {
+					r, err := s.agentResult(ag, p.ds, p.sw, seed, !left[p.sw.Series])
+					if err == nil && left[p.sw.Series] && g.detail != "" {
+						r.Detail = strings.TrimPrefix(r.Detail+"; "+g.detail, "; ")
+					}
+					res = append(res, r)
+					return err
+				})
+				if err != nil {
+					return nil, nil, nil, fmt.Errorf("window %d, %s, seed %d: %w", w.Index, p.sw.Series, seed, err)
+				}
+			}
+		}
+	}
+	var tm []Timing
+	for _, p := range phases {
+		tm = append(tm, *timing[p])
+	}
+	return res, tm, notes, nil
+}
+
+// agentResult backtests agent ag on the test block of ds: its
+// checkpoint, or flat where the gate makes it abstain (Detail
+// "abstained", with the checkpoint's own test Sharpe).
+func (s *Study) agentResult(ag Agent, ds *market.Dataset, sw SeriesWindow, seed uint64, inTraining bool) (Result, error) {
+	id := Result{Window: sw.Window, Series: sw.Series, Strategy: StrategyAgent, Seed: seed, InTraining: inTraining,
+		ValidSharpe: ag.ValidSharpe, ValidT: ag.ValidT}
+	rep, err := ag.Policy.Backtest(ds, ds.Test)
+	if err != nil {
+		return id, fmt.Errorf("agent test backtest: %w", err)
+	}
+	if ag.Abstained && s.Gate != GateNone {
+		ck := rep
+		if rep, err = market.Backtest(ds, ds.Test, Flat()); err != nil {
+			return id, fmt.Errorf("flat test backtest: %w", err)
+		}
+		id.Detail = fmt.Sprintf("abstained: validation t %.2f below backtest.min_valid_t %g; the checkpoint's own test Sharpe (bar returns) %.3f",
+			ag.ValidT, s.Config.Backtest.MinValidT, ck.Sharpe)
+	}
+	return NewResult(id, ds, ds.Test, rep)
+}
+
+// check says what in s is unusable before anything runs.
+func (s *Study) check() error {
+	switch {
+	case len(s.Series) == 0:
+		return fmt.Errorf("walk-forward: no series")
+	case len(s.Seeds) == 0:
+		return fmt.Errorf("walk-forward: no seeds")
+	case s.Train == nil:
+		return fmt.Errorf("walk-forward: no trainer")
+	case s.Gate != "" && s.Gate != GateWindow && s.Gate != GateNone:
+		return fmt.Errorf("walk-forward: gate %q: want %s or %s", s.Gate, GateWindow, GateNone)
+	case s.PriorTrials < 0:
+		return fmt.Errorf("walk-forward: prior trials %d: must not be negative", s.PriorTrials)
+	}
+	seen := map[uint64]bool{}
+	for _, sd := range s.Seeds {
+		if seen[sd] {
+			return fmt.Errorf("walk-forward: seed %d listed twice", sd)
+		}
+		seen[sd] = true
+	}
+	names := map[string]bool{}
+	for _, sp := range s.Series {
+		names[sp.Name] = true
+	}
+	for _, n := range s.LeaveOut {
+		if !names[n] {
+			return fmt.Errorf("walk-forward: left-out series %q is not one of the study's", n)
+		}
+	}
+	if len(s.LeaveOut) >= len(s.Series) {
+		return fmt.Errorf("walk-forward: every series (%d) is left out: the agent has nothing to train on", len(s.Series))
+	}
+	return nil
+}
+
+// seriesConfig is the study's config on series sp alone.
+func (s *Study) seriesConfig(sp SeriesSpec) config.RunConfig {
+	c := s.Config
+	c.Data.Path, c.Data.Series = sp.Path, ""
+	if sp.Instrument != "" {
+		c.Env.Instrument = sp.Instrument
+	}
+	return c
+}
+
+// panelConfig is the study's config on the training series names of
+// window w: data.series and the window's calendar dates.
+func (s *Study) panelConfig(w Window, names []string) config.RunConfig {
+	c := s.Config
+	var entries []string
+	for _, n := range names {
+		for _, sp := range s.Series {
+			if sp.Name == n {
+				e := sp.Path
+				if sp.Instrument != "" {
+					e += "=" + sp.Instrument
+				}
+				entries = append(entries, e)
+			}
+		}
+	}
+	d := &c.Data
+	d.Path, d.Series = "", strings.Join(entries, ",")
+	d.ValidBars, d.TrainBars, d.TestBars = 0, 0, 0
+	at := func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+	d.TrainFrom, d.TrainTo = "", at(w.ValidFrom)
+	d.ValidFrom, d.ValidTo = at(w.ValidFrom), at(w.TestFrom)
+	d.TestFrom, d.TestTo = at(w.TestFrom), at(w.TestTo)
+	return c
+}
+
+// windowConfig is cfg (one series, bars b) with the data ranges of sw
+// given by bar times, so that Prepare splits the bars exactly as Windows
+// did.
+func windowConfig(cfg config.RunConfig, b *market.Bars, sw SeriesWindow) config.RunConfig {
+	at := func(i int) string { return b.Time[i].UTC().Format(time.RFC3339Nano) }
+	d := &cfg.Data
+	d.ValidBars, d.TrainBars, d.TestBars = 0, 0, 0
+	d.TrainFrom, d.TrainTo = at(sw.Train.From), at(sw.Valid.From)
+	d.ValidFrom, d.ValidTo = at(sw.Valid.From), at(sw.Test.From)
+	d.TestFrom, d.TestTo = at(sw.Test.From), ""
+	if sw.Test.To < b.Len() {
+		d.TestTo = at(sw.Test.To)
+	}
+	return cfg
+}
+
+// SeedList is seeds first, first+1, …: n of them.
+func SeedList(first uint64, n int) []uint64 {
+	out := make([]uint64, n)
+	for i := range out {
+		out[i] = first + uint64(i)
+	}
+	return out
+}
+
+// LeaveOutSplit picks a share frac of names to leave out, by a seeded
+// shuffle (the same seed and names give the same split), at least one
+// and never all when frac > 0; in the order of names.
+func LeaveOutSplit(names []string, frac float64, seed uint64) []string {
+	if frac <= 0 || len(names) < 2 {
+		return nil
+	}
+	k := min(len(names)-1, max(1, int(frac*float64(len(names))+0.5)))
+	idx := make([]int, len(names))
+	for i := range idx {
+		idx[i] = i
+	}
+	// splitmix64 drives a Fisher–Yates shuffle.
+	x := seed
+	next := func() uint64 {
+		x += 0x9e3779b97f4a7c15
+		z := x
+		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+		z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+		return z ^ (z >> 31)
+	}
+	for i := len(idx) - 1; i > 0; i-- {
+		j := int(next() % uint64(i+1))
+		idx[i], idx[j] = idx[j], idx[i]
+	}
+	pick := slices.Clone(idx[:k])
+	slices.Sort(pick)
+	out := make([]string, k)
+	for i, p := range pick {
+		out[i] = names[p]
+	}
+	return out
+}
