@@ -71,12 +71,12 @@ func TestWindowsByHand(t *testing.T) {
 		skip               string // a part of the reason; "" takes part
 	}
 	wantS := []placed{
-		{r(0, 181), r(181, 365), r(365, 730), ""},        // 0 A
+		{r(0, 181), r(181, 365), r(365, 730), ""},         // 0 A
 		{r(0, 0), r(0, 0), r(0, 184), "validation block"}, // 0 B
-		{r(0, 546), r(546, 730), r(730, 1096), ""},       // 1 A
-		{r(0, 0), r(0, 184), r(184, 550), "training"},    // 1 B
-		{r(0, 912), r(912, 1096), r(1096, 1277), ""},     // 2 A
-		{r(0, 366), r(366, 550), r(550, 915), ""},        // 2 B
+		{r(0, 546), r(546, 730), r(730, 1096), ""},        // 1 A
+		{r(0, 0), r(0, 184), r(184, 550), "training"},     // 1 B
+		{r(0, 912), r(912, 1096), r(1096, 1277), ""},      // 2 A
+		{r(0, 366), r(366, 550), r(550, 915), ""},         // 2 B
 	}
 	if len(sws) != len(wantS) {
 		t.Fatalf("%d series windows, want %d", len(sws), len(wantS))
