@@ -23,6 +23,10 @@ const (
 	GateNone = "none"
 )
 
+// DetailAbstained is the Detail of an agent's Result where its run
+// abstained and the gate kept it flat.
+const DetailAbstained = "abstained"
+
 // Metadata keys the study adds to every run's checkpoint.
 const (
 	MetaWindow = "walkforward_window"
@@ -297,7 +301,7 @@ func (s *Study) window(ctx context.Context, w Window, row []SeriesWindow, bars [
 				err := clock("backtest", 1, func() error {
 					r, err := s.agentResult(ag, p.ds, p.sw, seed, !left[p.sw.Series])
 					if err == nil && left[p.sw.Series] && g.detail != "" {
-						r.Detail = strings.TrimPrefix(r.Detail+"; "+g.detail, "; ")
+						r.Note = strings.TrimPrefix(r.Note+"; "+g.detail, "; ")
 					}
 					res = append(res, r)
 					return err
@@ -317,7 +321,8 @@ func (s *Study) window(ctx context.Context, w Window, row []SeriesWindow, bars [
 
 // agentResult backtests agent ag on the test block of ds: its
 // checkpoint, or flat where the gate makes it abstain (Detail
-// "abstained", with the checkpoint's own test Sharpe).
+// DetailAbstained, Note the evidence and the checkpoint's own test
+// Sharpe).
 func (s *Study) agentResult(ag Agent, ds *market.Dataset, sw SeriesWindow, seed uint64, inTraining bool) (Result, error) {
 	id := Result{Window: sw.Window, Series: sw.Series, Strategy: StrategyAgent, Seed: seed, InTraining: inTraining,
 		ValidSharpe: ag.ValidSharpe, ValidT: ag.ValidT}
@@ -330,7 +335,8 @@ func (s *Study) agentResult(ag Agent, ds *market.Dataset, sw SeriesWindow, seed 
 		if rep, err = market.Backtest(ds, ds.Test, Flat()); err != nil {
 			return id, fmt.Errorf("flat test backtest: %w", err)
 		}
-		id.Detail = fmt.Sprintf("abstained: validation t %.2f below backtest.min_valid_t %g; the checkpoint's own test Sharpe (bar returns) %.3f",
+		id.Detail = DetailAbstained
+		id.Note = fmt.Sprintf("validation t %.2f below backtest.min_valid_t %g: flat; the checkpoint's own test Sharpe (bar returns) %.3f",
 			ag.ValidT, s.Config.Backtest.MinValidT, ck.Sharpe)
 	}
 	return NewResult(id, ds, ds.Test, rep)

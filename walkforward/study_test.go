@@ -127,13 +127,13 @@ func TestStudyEndToEnd(t *testing.T) {
 				t.Errorf("window %d, %s: no agent for seed %d", sw.Window, sw.Series, seed)
 				continue
 			}
-			if r.Bars != sw.Test.Len() || (r.Series == "GBPUSD_H4" && !strings.Contains(r.Detail, "trained on EURUSD_H4")) {
+			if r.Bars != sw.Test.Len() || (r.Series == "GBPUSD_H4" && !strings.Contains(r.Note, "trained on EURUSD_H4")) {
 				t.Errorf("agent %+v: %d bars, detail %q", sw, r.Bars, r.Detail)
 			}
-			if strings.HasPrefix(r.Detail, "abstained") != (r.ValidT < 2) {
+			if (r.Detail == DetailAbstained) != (r.ValidT < 2) || (r.Detail != "" && r.Detail != DetailAbstained) {
 				t.Errorf("agent %+v seed %d: validation t %.2f, detail %q: the gate is t ≥ 2", sw, seed, r.ValidT, r.Detail)
 			}
-			if strings.HasPrefix(r.Detail, "abstained") && (r.TotalReturn != 0 || r.Turnover != 0) {
+			if r.Detail == DetailAbstained && (r.TotalReturn != 0 || r.Turnover != 0 || !strings.Contains(r.Note, "below backtest.min_valid_t 2")) {
 				t.Errorf("agent %+v seed %d abstained but trades: %+v", sw, seed, r)
 			}
 		}

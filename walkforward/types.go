@@ -33,6 +33,11 @@ type Result struct {
 	// momentum or the rule's name; for the agent, "abstained" when its
 	// run recommended staying flat.
 	Detail string `json:"detail,omitempty"`
+	// Note says more where Detail must stay a fixed word: for an agent
+	// that abstained, its validation t and its checkpoint's own test
+	// Sharpe; for an agent tested on a series left out of its training
+	// by a trainer of one series a run, which series it trained on.
+	Note string `json:"note,omitempty"`
 	// InTraining is false for a series left out of the agent's training
 	// (leave-series-out).
 	InTraining bool `json:"in_training"`
