@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/dqnflow/dqnflow/data"
+	"github.com/dqnflow/dqnflow/market"
 )
 
 // SeriesSpec is one series of the study: its name (the file's symbol),
@@ -35,7 +36,7 @@ func ParseSeries(spec string) ([]SeriesSpec, error) {
 		pat, inst, _ := strings.Cut(e, "=")
 		pat, inst = strings.TrimSpace(pat), strings.TrimSpace(inst)
 		paths := []string{pat}
-		if !data.IsBundled(pat) {
+		if !data.IsBundled(pat) && pat != market.SyntheticPath {
 			m, err := filepath.Glob(pat)
 			if err != nil {
 				return nil, fmt.Errorf("series entry %d %q: %v", i+1, e, err)

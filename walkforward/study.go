@@ -115,6 +115,9 @@ type Output struct {
 	Notes   []string `json:"notes,omitempty"`
 	Timings []Timing `json:"timings"`
 	Seconds float64  `json:"seconds"`
+	// Device is what trained the runs (set by the caller that opened the
+	// backend).
+	Device string `json:"device,omitempty"`
 }
 
 // Trials is s's count of configurations tried.
