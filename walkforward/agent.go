@@ -13,18 +13,33 @@ import (
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/trainer/policy"
+	"github.com/dqnflow/dqnflow/trainer/rollout"
 )
 
-// Backtester runs a trained policy greedily over bars r of a Dataset
-// (*policy.Policy is one).
+// Backtester runs a trained policy greedily over bars r of a Dataset,
+// with that range's benchmarks b (nil: computed). One Backtester serves
+// one goroutine at a time.
 type Backtester interface {
-	Backtest(ds *market.Dataset, r market.Range) (market.Report, error)
+	Backtest(ds *market.Dataset, r market.Range, b *market.Benchmarks) (market.Report, error)
+}
+
+// GreedyPolicy is a Backtester of a greedy function (a network's:
+// *policy.Policy's Greedy), through rollout's batched backtest.
+type GreedyPolicy rollout.Greedy
+
+// Backtest runs the policy over bars r of ds (rollout.BacktestStats).
+func (g GreedyPolicy) Backtest(ds *market.Dataset, r market.Range, b *market.Benchmarks) (market.Report, error) {
+	rep, _, err := rollout.BacktestStats(ds, r, rollout.Greedy(g), b)
+	return rep, err
 }
 
 // Agent is what one training run of a window leaves: the checkpoint its
 // validation chose, as a policy, and the evidence behind it.
 type Agent struct {
 	Policy Backtester
+	// Clone, when not nil, makes another Backtester of the same policy,
+	// so that several series are backtested at once.
+	Clone func() (Backtester, error)
 	// ValidSharpe and ValidT are the chosen checkpoint's validation
 	// Sharpe (bar returns, annualised) and its t-statistic
 	// (market.Report.SharpeT); Abstained is set when ValidT is below
@@ -127,11 +142,17 @@ func LocalTrainer(b trainer.Backend, log io.Writer) Trainer {
 		for k, v := range req.Meta {
 			best.Meta[k] = v
 		}
-		pol, err := policy.Load(best)
-		if err != nil {
+		load := func() (Backtester, error) {
+			pol, err := policy.Load(best)
+			if err != nil {
+				return nil, err
+			}
+			return GreedyPolicy(pol.Greedy), nil
+		}
+		if ag.Policy, err = load(); err != nil {
 			return ag, err
 		}
-		ag.Policy = pol
+		ag.Clone = load
 		if req.Dir != "" {
 			if err := os.MkdirAll(req.Dir, 0o755); err != nil {
 				return ag, fmt.Errorf("checkpoint directory: %w", err)

@@ -191,16 +191,19 @@ func BestRule(ds *market.Dataset, valid market.Range, rules []market.Rule) (int,
 // Dataset ds was prepared for it (ds.Train, Valid and Test are sw's
 // ranges): flat, buy-and-hold, time-series momentum chosen on the
 // training range (ChooseMomentum) and the simple rule of rules chosen on
-// validation (BestRule), each backtested on the test range. inTraining
-// is copied into each Result (whether the agent trained on the series).
-func Baselines(ds *market.Dataset, sw SeriesWindow, rules []market.Rule, inTraining bool) ([]Result, error) {
+// validation (BestRule), each backtested on the test range, whose
+// benchmarks bench are (nil: computed). inTraining is copied into each
+// Result (whether the agent trained on the series).
+func Baselines(ds *market.Dataset, sw SeriesWindow, rules []market.Rule, inTraining bool, bench *market.Benchmarks) ([]Result, error) {
 	if err := sameRanges(ds, sw); err != nil {
 		return nil, err
 	}
 	test := ds.Test
-	bench, err := market.NewBenchmarks(ds, test)
-	if err != nil {
-		return nil, fmt.Errorf("window %d, %s: %w", sw.Window, sw.Series, err)
+	if bench == nil {
+		var err error
+		if bench, err = market.NewBenchmarks(ds, test); err != nil {
+			return nil, fmt.Errorf("window %d, %s: %w", sw.Window, sw.Series, err)
+		}
 	}
 	mom, err := ChooseMomentum(ds, ds.Train)
 	if err != nil {

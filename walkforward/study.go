@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dqnflow/dqnflow/config"
@@ -194,10 +196,10 @@ func (s *Study) Run(ctx context.Context) (Output, error) {
 	return out, nil
 }
 
-// window runs one window: datasets, baselines, the agent's runs and
-// their test backtests.
+// window runs one window: datasets and baselines (the series in
+// parallel), the agent's runs (one after the other) and their test
+// backtests (the series in parallel).
 func (s *Study) window(ctx context.Context, w Window, row []SeriesWindow, bars []*market.Bars, left map[string]bool, rules []market.Rule, trials Trials) ([]Result, []Timing, []string, error) {
-	var res []Result
 	var notes []string
 	timing := map[string]*Timing{}
 	phases := []string{"prepare", "baselines", "train", "backtest"}
@@ -212,42 +214,56 @@ func (s *Study) window(ctx context.Context, w Window, row []SeriesWindow, bars [
 		return err
 	}
 	type part struct {
-		i  int // index in s.Series
-		sw SeriesWindow
-		ds *market.Dataset
+		i     int // index in s.Series
+		sw    SeriesWindow
+		ds    *market.Dataset
+		bench *market.Benchmarks // the test block's
+		base  []Result
 	}
-	var parts, training, heldOut []part
+	var parts []*part
 	for i, sw := range row {
-		if sw.Skip != "" {
-			continue
+		if sw.Skip == "" {
+			parts = append(parts, &part{i: i, sw: sw})
 		}
-		p := part{i: i, sw: sw}
-		err := clock("prepare", 1, func() error {
+	}
+	err := clock("prepare", len(parts), func() error {
+		return parallel(ctx, len(parts), func(k int) error {
+			p := parts[k]
 			var err error
-			p.ds, err = s.Source.Prepare(ctx, windowConfig(s.seriesConfig(s.Series[i]), bars[i], sw))
+			if p.ds, err = s.Source.Prepare(ctx, windowConfig(s.seriesConfig(s.Series[p.i]), bars[p.i], p.sw)); err != nil {
+				return fmt.Errorf("window %d, %s: prepare: %w", w.Index, p.sw.Series, err)
+			}
+			if err := sameRanges(p.ds, p.sw); err != nil {
+				return err
+			}
+			if p.bench, err = market.NewBenchmarks(p.ds, p.ds.Test); err != nil {
+				return fmt.Errorf("window %d, %s: test benchmarks: %w", w.Index, p.sw.Series, err)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	err = clock("baselines", len(parts), func() error {
+		return parallel(ctx, len(parts), func(k int) error {
+			p := parts[k]
+			var err error
+			p.base, err = Baselines(p.ds, p.sw, rules, !left[p.sw.Series], p.bench)
 			return err
 		})
-		if err != nil {
-			return nil, nil, nil, fmt.Errorf("window %d, %s: prepare: %w", w.Index, sw.Series, err)
-		}
-		if err := sameRanges(p.ds, sw); err != nil {
-			return nil, nil, nil, err
-		}
-		parts = append(parts, p)
-		if left[sw.Series] {
+	})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var res []Result
+	var training, heldOut []*part
+	for _, p := range parts {
+		res = append(res, p.base...)
+		if left[p.sw.Series] {
 			heldOut = append(heldOut, p)
 		} else {
 			training = append(training, p)
-		}
-	}
-	for _, p := range parts {
-		err := clock("baselines", 1, func() error {
-			r, err := Baselines(p.ds, p.sw, rules, !left[p.sw.Series])
-			res = append(res, r...)
-			return err
-		})
-		if err != nil {
-			return nil, nil, nil, err
 		}
 	}
 	if len(training) == 0 {
@@ -257,8 +273,8 @@ func (s *Study) window(ctx context.Context, w Window, row []SeriesWindow, bars [
 	// on: one group of every training series for a panel; else one a
 	// training series, the first also testing the series left out.
 	type group struct {
-		train, test []part
-		dir, detail string
+		train, test []*part
+		dir, note   string
 	}
 	var groups []group
 	switch {
@@ -267,10 +283,10 @@ func (s *Study) window(ctx context.Context, w Window, row []SeriesWindow, bars [
 		groups = []group{{train: training, test: parts, dir: "panel"}}
 	default:
 		for k, p := range training {
-			g := group{train: []part{p}, test: []part{p}, dir: p.sw.Series}
+			g := group{train: []*part{p}, test: []*part{p}, dir: p.sw.Series}
 			if k == 0 {
 				g.test = append(g.test, heldOut...)
-				g.detail = "trained on " + p.sw.Series
+				g.note = "trained on " + p.sw.Series
 			}
 			groups = append(groups, g)
 		}
@@ -300,19 +316,34 @@ func (s *Study) window(ctx context.Context, w Window, row []SeriesWindow, bars [
 			if err != nil {
 				return nil, nil, nil, fmt.Errorf("window %d, %v, seed %d: train: %w", w.Index, names, seed, err)
 			}
-			for _, p := range g.test {
-				err := clock("backtest", 1, func() error {
-					r, err := s.agentResult(ag, p.ds, p.sw, seed, !left[p.sw.Series])
-					if err == nil && left[p.sw.Series] && g.detail != "" {
-						r.Note = strings.TrimPrefix(r.Note+"; "+g.detail, "; ")
+			out := make([]Result, len(g.test))
+			err = clock("backtest", len(g.test), func() error {
+				return parallel(ctx, len(g.test), func(k int) error {
+					p := g.test[k]
+					pol := ag.Policy
+					if k > 0 && ag.Clone != nil {
+						var err error
+						if pol, err = ag.Clone(); err != nil {
+							return err
+						}
+					} else if k > 0 {
+						return fmt.Errorf("agent without Clone tested on %d series at once", len(g.test))
 					}
-					res = append(res, r)
-					return err
+					r, err := s.agentResult(ag, pol, p.ds, p.bench, p.sw, seed, !left[p.sw.Series])
+					if err != nil {
+						return fmt.Errorf("window %d, %s, seed %d: %w", w.Index, p.sw.Series, seed, err)
+					}
+					if left[p.sw.Series] && g.note != "" {
+						r.Note = strings.TrimPrefix(r.Note+"; "+g.note, "; ")
+					}
+					out[k] = r
+					return nil
 				})
-				if err != nil {
-					return nil, nil, nil, fmt.Errorf("window %d, %s, seed %d: %w", w.Index, p.sw.Series, seed, err)
-				}
+			})
+			if err != nil {
+				return nil, nil, nil, err
 			}
+			res = append(res, out...)
 		}
 	}
 	var tm []Timing
@@ -322,20 +353,48 @@ func (s *Study) window(ctx context.Context, w Window, row []SeriesWindow, bars [
 	return res, tm, notes, nil
 }
 
-// agentResult backtests agent ag on the test block of ds: its
-// checkpoint, or flat where the gate makes it abstain (Detail
-// DetailAbstained, Note the evidence and the checkpoint's own test
-// Sharpe).
-func (s *Study) agentResult(ag Agent, ds *market.Dataset, sw SeriesWindow, seed uint64, inTraining bool) (Result, error) {
+// parallel runs f(0) … f(n−1) on up to GOMAXPROCS goroutines and returns
+// the error of the lowest index that failed (so that the error does not
+// depend on the schedule), after all have finished.
+func parallel(ctx context.Context, n int, f func(i int) error) error {
+	errs := make([]error, n)
+	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := ctx.Err(); err != nil {
+				errs[i] = err
+				return
+			}
+			errs[i] = f(i)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// agentResult backtests agent ag (its policy pol, one goroutine's own) on
+// the test block of ds (bench: its benchmarks): its checkpoint, or flat
+// where the gate makes it abstain (Detail DetailAbstained, Note the
+// evidence and the checkpoint's own test Sharpe).
+func (s *Study) agentResult(ag Agent, pol Backtester, ds *market.Dataset, bench *market.Benchmarks, sw SeriesWindow, seed uint64, inTraining bool) (Result, error) {
 	id := Result{Window: sw.Window, Series: sw.Series, Strategy: StrategyAgent, Seed: seed, InTraining: inTraining,
 		ValidSharpe: ag.ValidSharpe, ValidT: ag.ValidT}
-	rep, err := ag.Policy.Backtest(ds, ds.Test)
+	rep, err := pol.Backtest(ds, ds.Test, bench)
 	if err != nil {
 		return id, fmt.Errorf("agent test backtest: %w", err)
 	}
 	if ag.Abstained && s.Gate != GateNone {
 		ck := rep
-		if rep, err = market.Backtest(ds, ds.Test, Flat()); err != nil {
+		if rep, err = market.BacktestWith(ds, ds.Test, Flat(), bench); err != nil {
 			return id, fmt.Errorf("flat test backtest: %w", err)
 		}
 		id.Detail = DetailAbstained
