@@ -83,7 +83,11 @@ func (m Momentum) Position(close []float64, t int) float64 {
 // Action is Position as the environment's action: the direction and the
 // nearest size, ¼ of a full position at least.
 func (m Momentum) Action(close []float64, t int) market.Action {
-	p := m.Position(close, t)
+	return sizeAction(m.Position(close, t))
+}
+
+// sizeAction is signed share p of a full position as an action.
+func sizeAction(p float64) market.Action {
 	if p == 0 {
 		return flatAction
 	}
@@ -95,15 +99,68 @@ func (m Momentum) Action(close []float64, t int) market.Action {
 	return market.Action{Dir: dir, Size: k - 1}
 }
 
-// Policy is m on the closes of b.
-func (m Momentum) Policy(b *market.Bars) market.Policy { return momentumPolicy{m, b.Close} }
+// Policy is m on the closes of b: Action at every bar, with σ_t kept as
+// running sums over the series (computed once here, O(bars)) instead of
+// Position's VolWindow logarithms a bar. The two agree to rounding
+// (TestMomentumPolicyIsPosition).
+func (m Momentum) Policy(b *market.Bars) market.Policy {
+	c := b.Close
+	p := momentumPolicy{m: m, close: c}
+	if m.VolWindow < 2 || m.Lookback < 1 || len(c) <= m.VolWindow {
+		return p
+	}
+	// Prefix sums of the log returns, centred on their mean to keep the
+	// variance's cancellation small.
+	n := len(c)
+	lr := make([]float64, n)
+	for i := 1; i < n; i++ {
+		lr[i] = math.Log(c[i] / c[i-1])
+	}
+	mu := stats.Mean(lr[1:])
+	s1, s2 := make([]float64, n), make([]float64, n)
+	for i := 1; i < n; i++ {
+		x := lr[i] - mu
+		s1[i], s2[i] = s1[i-1]+x, s2[i-1]+x*x
+	}
+	v := float64(m.VolWindow)
+	p.sd = make([]float64, n)
+	for t := m.VolWindow; t < n; t++ {
+		a, q := s1[t]-s1[t-m.VolWindow], s2[t]-s2[t-m.VolWindow]
+		p.sd[t] = math.Sqrt(max(0, (q-a*a/v)/(v-1)))
+	}
+	return p
+}
 
 type momentumPolicy struct {
 	m     Momentum
 	close []float64
+	sd    []float64 // σ_t at each bar from VolWindow on; nil: Position's
 }
 
-func (p momentumPolicy) Act(t int, _ []float32) market.Action { return p.m.Action(p.close, t) }
+func (p momentumPolicy) Act(t int, _ []float32) market.Action {
+	if p.sd == nil {
+		return p.m.Action(p.close, t)
+	}
+	m := p.m
+	if t < m.Lookback || t < m.VolWindow || t >= len(p.close) {
+		return flatAction
+	}
+	var dir float64
+	switch past := p.close[t] - p.close[t-m.Lookback]; {
+	case past > 0:
+		dir = 1
+	case past < 0:
+		dir = -1
+	default:
+		return flatAction
+	}
+	// Below 1e-12 of the window's returns the running sums are noise: a
+	// riskless window, as Position's exact zero.
+	if sd := p.sd[t]; sd > 1e-12 {
+		return sizeAction(dir * min(1, m.TargetVol/sd))
+	}
+	return sizeAction(dir)
+}
 
 // MomentumLookbacks is the grid ChooseMomentum searches, in calendar
 // time (converted to bars with the series' bars a year): a week, one,

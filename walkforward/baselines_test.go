@@ -163,3 +163,30 @@ func TestChooseMomentumReadsTheTrainingRangeOnly(t *testing.T) {
 	}
 	t.Logf("chose %+v", a)
 }
+
+// TestMomentumPolicyIsPosition: the policy's running sums take the
+// actions Action takes from Position, bar by bar, on a long noisy series.
+func TestMomentumPolicyIsPosition(t *testing.T) {
+	n := 20000
+	c := make([]float64, n)
+	x, seed := 100.0, uint64(1)
+	for i := range c {
+		seed = seed*6364136223846793005 + 1442695040888963407
+		u := float64(seed>>11)/float64(1<<53) - 0.5
+		x *= math.Exp(0.01*u + 0.002*math.Sin(float64(i)/300))
+		c[i] = x
+	}
+	b := &market.Bars{Close: c}
+	for _, m := range []Momentum{{Lookback: 24, VolWindow: 720, TargetVol: 0.0015}, {Lookback: 500, VolWindow: 20, TargetVol: 0.003}} {
+		p := m.Policy(b)
+		diff := 0
+		for tt := range c {
+			if p.Act(tt, nil) != m.Action(c, tt) {
+				diff++
+			}
+		}
+		if diff > 0 {
+			t.Errorf("%+v: %d of %d bars act otherwise than Action", m, diff, n)
+		}
+	}
+}
