@@ -53,6 +53,7 @@ func walkForwardCmd(e *env) *cobra.Command {
 	keep := fs.Bool("checkpoints", false, "also write each run's chosen checkpoint under --out (window-N/SERIES/seed-S.safetensors)")
 	jsonOut := fs.Bool("json", false, "print the whole result (results.json) instead of the table")
 	df := addDataFlags(fs)
+	e.ckpt.register(fs)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx := cmd.Context()
 		if *dataPath != "" && *seriesFlag != "" {
@@ -104,6 +105,10 @@ func walkForwardCmd(e *env) *cobra.Command {
 		if *prior < 0 {
 			return fmt.Errorf("%w: --prior-trials %d: must not be negative", errUsage, *prior)
 		}
+		opt, err := e.ckpt.options()
+		if err != nil {
+			return err
+		}
 		be, dev, err := openBackend(e, cfg.Device)
 		if err != nil {
 			return err
@@ -114,7 +119,7 @@ func walkForwardCmd(e *env) *cobra.Command {
 		}
 		st := &walkforward.Study{
 			Config: cfg, Series: series, Source: src, Layout: l, Seeds: walkforward.SeedList(cfg.Seed, *seeds),
-			LeaveOut: left, Gate: *gate, Train: walkforward.LocalTrainer(be, e.stderr), PriorTrials: *prior, Log: e.stderr,
+			LeaveOut: left, Gate: *gate, Train: walkforward.LocalTrainer(be, opt, e.stderr), PriorTrials: *prior, Log: e.stderr,
 		}
 		if *keep {
 			st.Dir = *out

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
@@ -83,8 +84,10 @@ type Trainer func(ctx context.Context, req TrainRequest) (Agent, error)
 // validation Sharpe is kept (in memory: a snapshot, written to req.Dir
 // at the end when that is set), training stops after backtest.patience
 // backtests without a better one, and the kept checkpoint is the agent.
-// It takes one series a request. Progress lines go to log (nil: none).
-func LocalTrainer(b trainer.Backend, log io.Writer) Trainer {
+// It takes one series a request. Checkpoints are written with opt (the
+// signing key and size bound of the checkpoint flags). Progress lines go
+// to log (nil: none).
+func LocalTrainer(b trainer.Backend, opt checkpoint.Options, log io.Writer) Trainer {
 	if log == nil {
 		log = io.Discard
 	}
@@ -158,7 +161,8 @@ func LocalTrainer(b trainer.Backend, log io.Writer) Trainer {
 				return ag, fmt.Errorf("checkpoint directory: %w", err)
 			}
 			path := filepath.Join(req.Dir, fmt.Sprintf("seed-%d.safetensors", req.Seed))
-			if _, err := checkpoint.Write(path, best, checkpoint.Options{}); err != nil {
+			best.Meta[checkpoint.MetaRunID] = fmt.Sprintf("walkforward-w%d-%s-seed%d", req.Window.Index, strings.Join(req.Series, "+"), req.Seed)
+			if _, err := checkpoint.Write(path, best, opt); err != nil {
 				return ag, err
 			}
 			ag.Checkpoint = path

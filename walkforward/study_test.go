@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/trainer/cpu"
@@ -51,7 +52,7 @@ func fixtureStudy(t *testing.T) *Study {
 		Layout:   Layout{Step: week, Test: week, Valid: week, MinShare: 0.25},
 		Seeds:    SeedList(1, 2),
 		LeaveOut: []string{"GBPUSD_H4"},
-		Train:    LocalTrainer(cpu.Backend{}, nil),
+		Train:    LocalTrainer(cpu.Backend{}, checkpoint.Options{}, nil),
 	}
 }
 
