@@ -34,6 +34,15 @@ func (g GreedyPolicy) Backtest(ds *market.Dataset, r market.Range, b *market.Ben
 	return rep, err
 }
 
+// PolicyBacktester is a Backtester of a bar-by-bar market.Policy that
+// keeps no state between calls (a rule, a constant).
+type PolicyBacktester struct{ Policy market.Policy }
+
+// Backtest runs the policy over bars r of ds (market.BacktestWith).
+func (p PolicyBacktester) Backtest(ds *market.Dataset, r market.Range, b *market.Benchmarks) (market.Report, error) {
+	return market.BacktestWith(ds, r, p.Policy, b)
+}
+
 // Agent is what one training run of a window leaves: the checkpoint its
 // validation chose, as a policy, and the evidence behind it.
 type Agent struct {

@@ -302,3 +302,80 @@ func TestStudyRefusesBadInput(t *testing.T) {
 		t.Errorf("ParseSeries of a glob matching nothing: %v", err)
 	}
 }
+
+// TestStudyPanelTrainsOneRunASeed: with a panel trainer, each seed's one
+// run trains on every training series (data.series and the window's
+// calendar dates in its config) and is tested on every series of the
+// window, the left-out one too. The trainer here learns nothing: its
+// agent holds a full long position, so its results must be
+// buy-and-hold's, day for day.
+func TestStudyPanelTrainsOneRunASeed(t *testing.T) {
+	s := fixtureStudy(t)
+	s.Panel = true
+	var reqs []TrainRequest
+	s.Train = func(_ context.Context, req TrainRequest) (Agent, error) {
+		reqs = append(reqs, req)
+		return Agent{Policy: PolicyBacktester{BuyAndHold()}, Clone: func() (Backtester, error) { return PolicyBacktester{BuyAndHold()}, nil }, ValidT: 3}, nil
+	}
+	out, err := s.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Window 0: EURUSD alone trains (GBPUSD is left out, USDJPY sits
+	// out): one series, so data.path; window 1: EURUSD and USDJPY.
+	if len(reqs) != 4 || len(reqs[0].Data) != 1 || len(reqs[2].Data) != 2 || reqs[2].Series[1] != "USDJPY_H4" {
+		t.Fatalf("%d requests: want 2 a window, one series then two", len(reqs))
+	}
+	d := reqs[2].Config.Data
+	if d.Path != "" || d.Series != "testdata/EURUSD_H4.csv,testdata/USDJPY_H4.csv" || d.TrainTo != "2015-03-18T00:00:00Z" || d.TestFrom != "2015-03-25T00:00:00Z" || d.TestTo != "2015-04-01T00:00:00Z" {
+		t.Errorf("panel request's data config %+v", d)
+	}
+	bh := map[[2]any]Result{}
+	for _, r := range out.Results {
+		if r.Strategy == StrategyBuyAndHold {
+			bh[[2]any{r.Window, r.Series}] = r
+		}
+	}
+	n := 0
+	for _, r := range out.Results {
+		if r.Strategy != StrategyAgent {
+			continue
+		}
+		n++
+		b := bh[[2]any{r.Window, r.Series}]
+		if r.TotalReturn != b.TotalReturn || len(r.Returns) != len(b.Returns) || r.Sharpe != b.Sharpe || r.Detail != "" || r.Note != "" {
+			t.Errorf("agent %d %s seed %d: total %g, Sharpe %g, detail %q; want buy-and-hold's %g, %g", r.Window, r.Series, r.Seed, r.TotalReturn, r.Sharpe, r.Detail, b.TotalReturn, b.Sharpe)
+		}
+	}
+	if n != 10 {
+		t.Errorf("%d agent results, want 10 (5 window × series, 2 seeds)", n)
+	}
+}
+
+// TestStudyGateNoneTradesEveryCheckpoint: with --gate none no run
+// abstains, whatever its validation t.
+func TestStudyGateNoneTradesEveryCheckpoint(t *testing.T) {
+	s := fixtureStudy(t)
+	s.Gate = GateNone
+	s.Train = func(_ context.Context, req TrainRequest) (Agent, error) {
+		return Agent{Policy: PolicyBacktester{BuyAndHold()}, Clone: func() (Backtester, error) { return PolicyBacktester{BuyAndHold()}, nil }, ValidT: -1, Abstained: true}, nil
+	}
+	out, err := s.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range out.Results {
+		if r.Strategy == StrategyAgent && (r.Detail != "" || r.TotalReturn == 0) {
+			t.Errorf("gate none: agent %d %s: detail %q, total return %g", r.Window, r.Series, r.Detail, r.TotalReturn)
+		}
+	}
+	s.Gate = GateWindow
+	if out, err = s.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range out.Results {
+		if r.Strategy == StrategyAgent && (r.Detail != DetailAbstained || r.TotalReturn != 0) {
+			t.Errorf("gate window: agent %d %s: detail %q, total return %g; want abstained and flat", r.Window, r.Series, r.Detail, r.TotalReturn)
+		}
+	}
+}
