@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"bytes"
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -133,7 +135,7 @@ func walkForwardCmd(e *env) *cobra.Command {
 			return fmt.Errorf("--out: %w", err)
 		}
 		path := filepath.Join(*out, "results.json")
-		if err := writeJSONFile(path, res); err != nil {
+		if err := writeStudyJSON(path, res); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stderr, "study: %.1fs in all; every result in %s\n", res.Seconds, path)
@@ -144,6 +146,38 @@ func walkForwardCmd(e *env) *cobra.Command {
 		return nil
 	}
 	return cmd
+}
+
+// writeStudyJSON writes res to path compactly, one result a line: the
+// daily returns of thousands of results, indented a number a line, would
+// take several times the space.
+func writeStudyJSON(path string, res walkforward.Output) error {
+	results := res.Results
+	res.Results = nil
+	head, err := json.Marshal(res)
+	if err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	b.Write(head[:len(head)-1]) // without the closing brace
+	b.WriteString(`,"results":[`)
+	for i, r := range results {
+		line, err := json.Marshal(r)
+		if err != nil {
+			return fmt.Errorf("result %d: %w", i, err)
+		}
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("\n")
+		b.Write(line)
+	}
+	b.WriteString("\n]}\n")
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return os.Rename(tmp, path)
 }
 
 // parseLeaveOut reads --leave-out: "" none, a share ("25%", "0.25") of

@@ -111,7 +111,7 @@ type Output struct {
 	// Plan is every series in every window: its ranges or why it sits
 	// the window out.
 	Plan    []SeriesWindow `json:"plan"`
-	Results []Result       `json:"results"`
+	Results []Result       `json:"results,omitempty"`
 	// Notes says what the study could not do (a window whose series are
 	// all left out has no agent).
 	Notes   []string `json:"notes,omitempty"`
