@@ -85,10 +85,12 @@ type Trials struct {
 	Total int `json:"total"`
 }
 
-// Timing is the time one phase of one window took: "prepare" (loading
-// and splitting the datasets), "baselines", "train" (every run of the
-// window) or "backtest" (the agent's test backtests), with the number of
-// runs or backtests.
+// Timing is the wall time one phase of one window took: "prepare"
+// (loading and splitting the datasets), "baselines", "train" (every run
+// of the window) or "backtest" (the agent's test backtests), with the
+// number of datasets, runs or backtests. A window's prepare and baselines
+// run while the window before it trains, so a window's phases may sum to
+// more than the time it added to the study.
 type Timing struct {
 	Window  int     `json:"window"`
 	Phase   string  `json:"phase"`
@@ -170,12 +172,30 @@ func (s *Study) Run(ctx context.Context) (Output, error) {
 	out.Layout, out.Windows, out.Plan = l.withDefaults(), ws, plan
 	fmt.Fprintf(log, "walk-forward: %d series, %d windows (tests from %s to %s), %d seeds, gate %s, %d configuration(s) tried in all\n",
 		len(s.Series), len(ws), ws[0].TestFrom.Format(time.DateOnly), ws[len(ws)-1].TestTo.Format(time.DateOnly), len(s.Seeds), out.Gate, out.Trials.Total)
+	// Window k+1's datasets and baselines (CPU work) are made while
+	// window k's runs train (on the GPU, when there is one).
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	row := func(wi int) []SeriesWindow { return plan[wi*len(s.Series) : (wi+1)*len(s.Series)] }
+	start1 := func(wi int) chan stage1 {
+		ch := make(chan stage1, 1)
+		go func() { ch <- s.prepareWindow(ctx, ws[wi], row(wi), bars, left, rules) }()
+		return ch
+	}
+	next := start1(0)
 	for wi, w := range ws {
-		row := plan[wi*len(s.Series) : (wi+1)*len(s.Series)]
-		res, tm, notes, err := s.window(ctx, w, row, bars, left, rules, out.Trials)
+		st := <-next
+		if st.err != nil {
+			return out, st.err
+		}
+		if wi+1 < len(ws) {
+			next = start1(wi + 1)
+		}
+		res, tm, notes, err := s.runWindow(ctx, w, st, bars, left, out.Trials)
 		if err != nil {
 			return out, err
 		}
+		row := row(wi)
 		out.Results, out.Timings, out.Notes = append(out.Results, res...), append(out.Timings, tm...), append(out.Notes, notes...)
 		in := 0
 		for _, sw := range row {
@@ -184,13 +204,11 @@ func (s *Study) Run(ctx context.Context) (Output, error) {
 			}
 		}
 		var parts []string
-		total := 0.0
 		for _, t := range tm {
 			parts = append(parts, fmt.Sprintf("%s %.2fs (%d)", t.Phase, t.Seconds, t.Count))
-			total += t.Seconds
 		}
-		fmt.Fprintf(log, "window %d (test %s to %s, %d of %d series): %.2fs: %s\n", w.Index, w.TestFrom.Format(time.DateOnly), w.TestTo.Format(time.DateOnly),
-			in, len(s.Series), total, strings.Join(parts, ", "))
+		fmt.Fprintf(log, "window %d (test %s to %s, %d of %d series): %s\n", w.Index, w.TestFrom.Format(time.DateOnly), w.TestTo.Format(time.DateOnly),
+			in, len(s.Series), strings.Join(parts, ", "))
 	}
 	out.Seconds = time.Since(start).Seconds()
 	fmt.Fprintf(log, "walk-forward: %.2fs in all; %s\n", out.Seconds, PhaseTotals(out.Timings))
@@ -222,37 +240,49 @@ func PhaseTotals(ts []Timing) string {
 	return strings.Join(parts, ", ")
 }
 
-// window runs one window: datasets and baselines (the series in
-// parallel), the agent's runs (one after the other) and their test
-// backtests (the series in parallel).
-func (s *Study) window(ctx context.Context, w Window, row []SeriesWindow, bars []*market.Bars, left map[string]bool, rules []market.Rule, trials Trials) ([]Result, []Timing, []string, error) {
-	var notes []string
-	timing := map[string]*Timing{}
-	phases := []string{"prepare", "baselines", "train", "backtest"}
-	for _, p := range phases {
-		timing[p] = &Timing{Window: w.Index, Phase: p}
+// part is one series taking part in a window: its Dataset, its test
+// block's benchmarks and its baselines' results.
+type part struct {
+	i     int // index in Study.Series
+	sw    SeriesWindow
+	ds    *market.Dataset
+	bench *market.Benchmarks // the test block's
+	base  []Result
+}
+
+// stage1 is a window's datasets and baselines, and their timings.
+type stage1 struct {
+	parts   []*part
+	timings map[string]*Timing
+	err     error
+}
+
+// windowPhases are the phases of a window's Timings, in order.
+var windowPhases = []string{"prepare", "baselines", "train", "backtest"}
+
+// clock runs f and adds its time and n to phase p of tm.
+func clock(tm map[string]*Timing, p string, n int, f func() error) error {
+	t0 := time.Now()
+	err := f()
+	tm[p].Seconds += time.Since(t0).Seconds()
+	tm[p].Count += n
+	return err
+}
+
+// prepareWindow makes the datasets and runs the baselines of window w,
+// the series in parallel.
+func (s *Study) prepareWindow(ctx context.Context, w Window, row []SeriesWindow, bars []*market.Bars, left map[string]bool, rules []market.Rule) stage1 {
+	st := stage1{timings: map[string]*Timing{}}
+	for _, p := range windowPhases {
+		st.timings[p] = &Timing{Window: w.Index, Phase: p}
 	}
-	clock := func(p string, n int, f func() error) error {
-		t0 := time.Now()
-		err := f()
-		timing[p].Seconds += time.Since(t0).Seconds()
-		timing[p].Count += n
-		return err
-	}
-	type part struct {
-		i     int // index in s.Series
-		sw    SeriesWindow
-		ds    *market.Dataset
-		bench *market.Benchmarks // the test block's
-		base  []Result
-	}
-	var parts []*part
 	for i, sw := range row {
 		if sw.Skip == "" {
-			parts = append(parts, &part{i: i, sw: sw})
+			st.parts = append(st.parts, &part{i: i, sw: sw})
 		}
 	}
-	err := clock("prepare", len(parts), func() error {
+	parts := st.parts
+	st.err = clock(st.timings, "prepare", len(parts), func() error {
 		return parallel(ctx, len(parts), func(k int) error {
 			p := parts[k]
 			var err error
@@ -268,10 +298,10 @@ func (s *Study) window(ctx context.Context, w Window, row []SeriesWindow, bars [
 			return nil
 		})
 	})
-	if err != nil {
-		return nil, nil, nil, err
+	if st.err != nil {
+		return st
 	}
-	err = clock("baselines", len(parts), func() error {
+	st.err = clock(st.timings, "baselines", len(parts), func() error {
 		return parallel(ctx, len(parts), func(k int) error {
 			p := parts[k]
 			var err error
@@ -279,9 +309,16 @@ func (s *Study) window(ctx context.Context, w Window, row []SeriesWindow, bars [
 			return err
 		})
 	})
-	if err != nil {
-		return nil, nil, nil, err
-	}
+	return st
+}
+
+// runWindow trains the agent's runs of window w (one after the other) on
+// the datasets of st and backtests them on the series' test blocks (in
+// parallel); its results follow the baselines'.
+func (s *Study) runWindow(ctx context.Context, w Window, st stage1, bars []*market.Bars, left map[string]bool, trials Trials) ([]Result, []Timing, []string, error) {
+	var notes []string
+	parts, timing := st.parts, st.timings
+	timeIt := func(p string, n int, f func() error) error { return clock(timing, p, n, f) }
 	var res []Result
 	var training, heldOut []*part
 	for _, p := range parts {
@@ -334,7 +371,7 @@ func (s *Study) window(ctx context.Context, w Window, row []SeriesWindow, bars [
 				req.Dir = filepath.Join(s.Dir, fmt.Sprintf("window-%d", w.Index), g.dir)
 			}
 			var ag Agent
-			err := clock("train", 1, func() error {
+			err := timeIt("train", 1, func() error {
 				var err error
 				ag, err = s.Train(ctx, req)
 				return err
@@ -343,7 +380,7 @@ func (s *Study) window(ctx context.Context, w Window, row []SeriesWindow, bars [
 				return nil, nil, nil, fmt.Errorf("window %d, %v, seed %d: train: %w", w.Index, names, seed, err)
 			}
 			out := make([]Result, len(g.test))
-			err = clock("backtest", len(g.test), func() error {
+			err = timeIt("backtest", len(g.test), func() error {
 				return parallel(ctx, len(g.test), func(k int) error {
 					p := g.test[k]
 					pol := ag.Policy
@@ -373,7 +410,7 @@ func (s *Study) window(ctx context.Context, w Window, row []SeriesWindow, bars [
 		}
 	}
 	var tm []Timing
-	for _, p := range phases {
+	for _, p := range windowPhases {
 		tm = append(tm, *timing[p])
 	}
 	return res, tm, notes, nil

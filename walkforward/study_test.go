@@ -153,7 +153,7 @@ func TestStudyEndToEnd(t *testing.T) {
 			t.Errorf("window %d: %d timings, want prepare, baselines, train, backtest", w.Index, n)
 		}
 	}
-	if !strings.Contains(log.String(), "window 1 (test 2015-03-25 to 2015-04-01, 3 of 3 series)") {
+	if !strings.Contains(log.String(), "window 1 (test 2015-03-25 to 2015-04-01, 3 of 3 series): prepare") {
 		t.Errorf("log has no timing line for window 1:\n%s", log.String())
 	}
 }
