@@ -5,15 +5,17 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/walkforward"
 )
 
 // baselinesResult is what "dqnflow baselines --json" prints: on
-// walkforward's windows, the simple rules (market.Rules) a trader would
+// consecutive bar-count windows of one series, the simple rules (market.Rules) a trader would
 // try before an agent.
 type baselinesResult struct {
 	Data string `json:"data"`
@@ -21,8 +23,8 @@ type baselinesResult struct {
 	Lookbacks []int    `json:"lookbacks"`
 	Rules     []string `json:"rules"`
 	// Windows is, per window, the rule its validation range chose and its
-	// test report; Gates the record of that choice under every gate of
-	// walkforward, as its summary shows it.
+	// test report; Gates the record of that choice under every gate
+	// (gateWindow …).
 	Windows []blWindow     `json:"windows"`
 	Gates   []wfGateResult `json:"gates"`
 	// Hindsight is every rule's test ranges joined, each rule the same in
@@ -47,28 +49,28 @@ type blRule struct {
 	Pooled market.Report `json:"pooled_test"`
 }
 
-// baselinesCmd is "dqnflow baselines": on the windows walkforward
-// would lay over the data (same flags, same defaults), it backtests every
+// baselinesCmd is "dqnflow baselines": on k consecutive bar-count
+// windows at the end of one series (walkWindows), it backtests every
 // rule of the family on each window's validation and test ranges with the
 // data's instrument and costs, lets validation choose one rule per window,
 // and reports that choice's test ranges per window and joined, under
-// every gate of walkforward (the chosen rule stands in for the window's
+// every gate (the chosen rule stands in for the window's
 // checkpoint). No training: it takes seconds. What it measures is how
 // much a simple rule, chosen as the agent's checkpoint is chosen, earns
 // on the same test ranges; the agent should beat it before it trades.
 func baselinesCmd(e *env) *cobra.Command {
 	cmd := leaf("baselines",
-		"simple rules on walkforward's windows, no training",
-		"baselines runs momentum and reversal rules on walkforward's windows, each chosen on the window's validation range, and reports their test metrics per window and joined: the yardstick of the agent.",
-		"dqnflow baselines --data bundled:USA500IDXUSD_H1.csv            # walkforward's four windows, momentum and reversal chosen on validation",
+		"simple rules on bar-count windows of one series, no training",
+		"baselines runs momentum and reversal rules on consecutive bar-count windows at the end of one series, each chosen on the window's validation range, and reports their test metrics per window and joined: the yardstick of the agent.",
+		"dqnflow baselines --data bundled:USA500IDXUSD_H1.csv            # four windows, momentum and reversal chosen on validation",
 		"dqnflow baselines --data bundled:bitcoin_2024.csv --lookbacks 6,24,120 --json")
 	fs := cmd.Flags()
 	cfgPath := fs.String("config", "", "RunConfig JSON file (default: built-in defaults); its data and env sections apply")
 	dataPath := fs.String("data", "", "price CSV file, bundled:NAME or synthetic (default: the config's data.path)")
-	k := fs.Int("windows", 4, "number of consecutive windows (as walkforward)")
+	k := fs.Int("windows", 4, "number of consecutive windows")
 	testBars := fs.Int("test-bars", 0, "test bars per window (default: 30% of the bars after the feature warmup, split over the windows)")
 	validBars := fs.Int("valid-bars", 0, "validation bars per window (default: --test-bars)")
-	trainBars := fs.Int("train-bars", 0, "training bars per window (default 0: every earlier bar); rules do not train, but the instrument's point value comes from the last training bar, as in walkforward")
+	trainBars := fs.Int("train-bars", 0, "training bars per window (default 0: every earlier bar); rules do not train, but the instrument's point value comes from the last training bar, as in a run")
 	lookbacks := fs.String("lookbacks", joinInts(market.DefaultLookbacks), "lookbacks of the rules, in bars, comma-separated")
 	out := fs.String("out", "", "also write the result as JSON to this file")
 	jsonOut := fs.Bool("json", false, "print the result as JSON")
@@ -114,7 +116,7 @@ func baselinesCmd(e *env) *cobra.Command {
 }
 
 // ruleBaselines backtests the rules of lookbacks lbs on windows ws of bars
-// b (walkforward's), lets each window's validation range choose one, and
+// b (walkWindows), lets each window's validation range choose one, and
 // judges the choices under every gate (without pooled where overlap says
 // the validation ranges overlap), as "dqnflow baselines" reports them. Each
 // window's dataset is prepared from src.
@@ -186,34 +188,22 @@ func ruleBaselines(ctx context.Context, src market.Source, cfg config.RunConfig,
 	return res, nil
 }
 
-// bestOnValidation backtests rules on bars valid of ds (with its
-// benchmarks bench, nil: computed) and returns the index of the one of
-// best Sharpe, the first on a tie, and its report: the choice the
-// yardstick makes wherever it stands beside a checkpoint (baselines,
-// walkforward, evaluate).
+// bestOnValidation is walkforward.BestRule: the rule of best validation
+// Sharpe among rules on bars valid of ds, the first on a tie, and its
+// report (bench, when not nil, must be that range's benchmarks: it is
+// checked, and BestRule computes its own).
 func bestOnValidation(ds *market.Dataset, valid market.Range, rules []market.Rule, bench *market.Benchmarks) (int, market.Report, error) {
-	best := -1
-	var rep market.Report
-	for j, r := range rules {
-		v, err := market.BacktestWith(ds, valid, r.Policy(ds.Bars), bench)
-		if err != nil {
-			return 0, rep, fmt.Errorf("%s: %w", r.Name(), err)
-		}
-		if best < 0 || v.Sharpe > rep.Sharpe {
-			best, rep = j, v
-		}
+	if bench != nil && !bench.For(ds, valid) {
+		return 0, market.Report{}, fmt.Errorf("best rule: benchmarks given for another range or dataset")
 	}
-	if best < 0 {
-		return 0, rep, fmt.Errorf("no rules")
-	}
-	return best, rep, nil
+	return walkforward.BestRule(ds, valid, rules)
 }
 
-// printBaselines writes res as walkforward's summary does, then the
+// printBaselines writes res per window and under every gate, then the
 // hindsight bound.
 func printBaselines(e *env, cfg config.RunConfig, b *market.Bars, res baselinesResult) {
 	w := e.stdout
-	fmt.Fprintf(w, "simple rules on %s: %d windows (walkforward's), %d rules (momentum and reversal over lookbacks %s bars, long-short and long-only); validation chooses one per window\n",
+	fmt.Fprintf(w, "simple rules on %s: %d windows, %d rules (momentum and reversal over lookbacks %s bars, long-short and long-only); validation chooses one per window\n",
 		res.Data, len(res.Windows), len(res.Rules), joinInts(res.Lookbacks))
 	fmt.Fprintf(w, "%-7s %-35s %-24s %14s %14s %7s %10s %10s %10s %10s %10s\n", "window", "test range", "chosen rule", "valid S (t)", "record S (t)",
 		"trades", "return", "Sharpe", "max DD", "B&H Sharpe", "B&H DD")
@@ -223,7 +213,7 @@ func printBaselines(e *env, cfg config.RunConfig, b *market.Bars, res baselinesR
 			fmt.Sprintf("%.2f (%.2f)", ev.ValidSharpe, ev.ValidT), fmt.Sprintf("%.2f (%.2f)", ev.RecordSharpe, ev.RecordT),
 			t.Trades, 100*t.TotalReturn, t.Sharpe, 100*t.MaxDrawdown, t.BuyAndHold.Sharpe, 100*t.BuyAndHold.MaxDrawdown)
 	}
-	fmt.Fprintf(w, "the chosen rules under every gate of walkforward (test ranges joined; a window trades where the gate's evidence has t >= %g):\n", cfg.Backtest.MinValidT)
+	fmt.Fprintf(w, "the chosen rules under every gate (test ranges joined; a window trades where the gate's evidence has t >= %g):\n", cfg.Backtest.MinValidT)
 	for _, g := range res.Gates {
 		n := 0
 		for _, tr := range g.Traded {
@@ -258,7 +248,7 @@ func printBaselines(e *env, cfg config.RunConfig, b *market.Bars, res baselinesR
 	}
 }
 
-// wfLayout lays walkforward's windows over bars b, filling in the
+// wfLayout lays the bar-count windows over bars b, filling in the
 // defaults of --test-bars (30 % of the bars after the feature warmup,
 // over the windows) and --valid-bars (--test-bars).
 func wfLayout(b *market.Bars, cfg config.RunConfig, k int, testBars, validBars *int, trainBars int) ([]wfWindow, error) {
@@ -279,4 +269,189 @@ func joinInts(xs []int) string {
 		s[i] = fmt.Sprint(x)
 	}
 	return strings.Join(s, ",")
+}
+
+// The bar-count windows below are the old walkforward's, kept for
+// `dqnflow baselines` (a quick yardstick on one series, no training);
+// `dqnflow walkforward` is the calendar study of package walkforward
+// (ADR 0038).
+
+// wfWindow is one walk-forward window: bar ranges of the data.
+type wfWindow struct {
+	Train market.Range `json:"train"`
+	Valid market.Range `json:"validation"`
+	Test  market.Range `json:"test"`
+}
+
+// walkWindows lays k windows over bars [warmup, n): the test ranges are
+// the last k·test bars in k consecutive blocks, each preceded by valid
+// validation bars, and training takes the train bars before that (every
+// earlier bar after the warmup when train is 0: an expanding window). The
+// error names the flag to change.
+func walkWindows(n, warmup, k, test, valid, train, minTrain int) ([]wfWindow, error) {
+	if k < 1 || test < 2 || valid < 2 || train < 0 {
+		return nil, fmt.Errorf("%w: --windows %d, --test-bars %d, --valid-bars %d, --train-bars %d: need at least 1 window, 2 test and 2 validation bars, and no negative count",
+			errUsage, k, test, valid, train)
+	}
+	ws := make([]wfWindow, k)
+	for i := range k {
+		te := market.Range{From: n - (k-i)*test, To: n - (k-i-1)*test}
+		va := market.Range{From: te.From - valid, To: te.From}
+		from := warmup
+		if train > 0 {
+			from = max(va.From-train, warmup)
+		}
+		tr := market.Range{From: from, To: va.From}
+		if tr.Len() < minTrain {
+			return nil, fmt.Errorf("%w: window %d of %d trains on %s (%d bars); it needs at least env.episode_bars+2 = %d: lower --windows, --test-bars or --valid-bars",
+				errUsage, i+1, k, tr, max(tr.Len(), 0), minTrain)
+		}
+		ws[i] = wfWindow{Train: tr, Valid: va, Test: te}
+	}
+	return ws, nil
+}
+
+// windowConfig is cfg with the data ranges of w given by bar times.
+func windowConfig(cfg config.RunConfig, b *market.Bars, w wfWindow) config.RunConfig {
+	at := func(i int) string { return b.Time[i].Format(time.RFC3339Nano) }
+	d := &cfg.Data
+	d.ValidBars, d.TrainBars, d.TestBars = 0, 0, 0
+	d.TrainFrom, d.TrainTo = at(w.Train.From), at(w.Train.To)
+	d.ValidFrom, d.ValidTo = at(w.Valid.From), at(w.Valid.To)
+	d.TestFrom, d.TestTo = at(w.Test.From), ""
+	if w.Test.To < b.Len() {
+		d.TestTo = at(w.Test.To)
+	}
+	return cfg
+}
+
+// The evidence that lets a window of the bar-count layout trade its test
+// range (what `dqnflow baselines` reports for the rule it chose), each
+// judged at backtest.min_valid_t:
+//   - window: its own run's validation backtest (the rule of every local
+//     run, ADR 0016);
+//   - pooled: the validation backtests of it and every earlier window,
+//     joined; like window's, each was the best of the run's validation
+//     backtests, so this evidence is biased upwards by that choice;
+//   - record: the test backtests of every earlier window's checkpoint,
+//     joined: the procedure's own out-of-sample record, on ranges that no
+//     choice saw. The first window has none and stays flat;
+//   - none: every window trades its checkpoint, whatever the evidence
+//     (what a walk-forward without ADR 0016's rule reports).
+//
+// Every range each gate reads ends before the window's test range begins.
+// record is the default: the only evidence no choice biased (ADR 0016's
+// walk-forward section has the measurements).
+const (
+	gateWindow = "window"
+	gatePooled = "pooled"
+	gateRecord = "record"
+	gateNone   = "none"
+)
+
+// gates lists the gates in the order the summary shows them.
+var gates = []string{gateWindow, gatePooled, gateRecord, gateNone}
+
+// wfGateResult is what one gate made of a walk-forward's windows.
+type wfGateResult struct {
+	Gate   string        `json:"gate"`
+	Traded []bool        `json:"traded"` // per window
+	Pooled market.Report `json:"pooled"` // the test ranges as the gate traded them, joined
+}
+
+type wfResult struct {
+	Window    int      `json:"window"`
+	Ranges    wfWindow `json:"ranges"`
+	BestEpoch int      `json:"best_epoch"`
+	// ValidSharpe and ValidT are the chosen checkpoint's on the window's
+	// own validation range; PooledValidSharpe and PooledValidT are those
+	// of windows 1 … this one's validation backtests joined (market.Pool),
+	// each window's checkpoint on its own range; RecordSharpe and RecordT
+	// those of the test backtests of windows 1 … this one − 1 joined (0
+	// for the first window).
+	ValidSharpe       float64 `json:"validation_sharpe"`
+	ValidT            float64 `json:"validation_sharpe_t"`
+	PooledValidSharpe float64 `json:"pooled_validation_sharpe"`
+	PooledValidT      float64 `json:"pooled_validation_sharpe_t"`
+	RecordSharpe      float64 `json:"record_sharpe"`
+	RecordT           float64 `json:"record_sharpe_t"`
+	// Traded is set when the gate's evidence reached backtest.min_valid_t:
+	// Test is then the checkpoint's test backtest, else flat's.
+	// CheckpointTest is the checkpoint's, whichever the gate chose.
+	Traded         bool          `json:"traded"`
+	Test           market.Report `json:"test"`
+	CheckpointTest market.Report `json:"checkpoint_test"`
+}
+
+// weighEvidence fills the evidence fields of ws from each window's
+// chosen checkpoint's validation and test backtests, in the windows'
+// order.
+func weighEvidence(ws []wfResult, valids, ckTests []market.Report) error {
+	for i := range ws {
+		w := &ws[i]
+		w.ValidSharpe, w.ValidT = valids[i].Sharpe, valids[i].SharpeT()
+		pooled, err := market.Pool(valids[:i+1])
+		if err != nil {
+			return fmt.Errorf("window %d: pool validation: %w", i+1, err)
+		}
+		w.PooledValidSharpe, w.PooledValidT = pooled.Sharpe, pooled.SharpeT()
+		w.RecordSharpe, w.RecordT = 0, 0
+		if i > 0 {
+			record, err := market.Pool(ckTests[:i])
+			if err != nil {
+				return fmt.Errorf("window %d: pool the earlier test ranges: %w", i+1, err)
+			}
+			w.RecordSharpe, w.RecordT = record.Sharpe, record.SharpeT()
+		}
+	}
+	return nil
+}
+
+// trades reports whether gate lets window w trade its test range.
+func (w wfResult) trades(cfg config.BacktestConfig, gate string) bool {
+	switch gate {
+	case gatePooled:
+		return !cfg.NoEdge(w.PooledValidT)
+	case gateRecord:
+		return w.Window > 1 && !cfg.NoEdge(w.RecordT)
+	case gateNone:
+		return true
+	default:
+		return !cfg.NoEdge(w.ValidT)
+	}
+}
+
+// applyGate returns gate's verdicts on ws and the test ranges as it
+// traded them (the checkpoint's test backtest where it trades, flats[i]
+// where not), joined.
+func applyGate(cfg config.BacktestConfig, gate string, ws []wfResult, flats []market.Report) (wfGateResult, error) {
+	g := wfGateResult{Gate: gate, Traded: make([]bool, len(ws))}
+	tests := make([]market.Report, len(ws))
+	for i, w := range ws {
+		g.Traded[i], tests[i] = w.trades(cfg, gate), flats[i]
+		if g.Traded[i] {
+			tests[i] = w.CheckpointTest
+		}
+	}
+	var err error
+	if g.Pooled, err = market.Pool(tests); err != nil {
+		return g, fmt.Errorf("gate %s: %w", gate, err)
+	}
+	return g, nil
+}
+
+// barsSpan is "first .. last" bar time of r.
+func barsSpan(b *market.Bars, r market.Range) string {
+	if r.Len() <= 0 {
+		return "-"
+	}
+	return b.Time[r.From].Format("2006-01-02 15:04") + " .. " + b.Time[r.To-1].Format("2006-01-02 15:04")
+}
+
+// yesNo is "yes" or "no".
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }

@@ -191,49 +191,6 @@ func TestBacktestDefaultsToTheTestRangeAndTheFilesInstrument(t *testing.T) {
 	}
 }
 
-// TestWalkForwardReportsEachWindowAndThePool: one command trains a run per
-// window and reports each window's test range and the pooled result, whose
-// total return compounds the windows'.
-func TestWalkForwardReportsEachWindowAndThePool(t *testing.T) {
-	dir := t.TempDir()
-	cfg := tinyConfig(t, dir)
-	out, _ := runOK(t, "walkforward", "--config", cfg, "--data", "bundled:bitcoin_2024.csv", "--windows", "2",
-		"--test-bars", "300", "--valid-bars", "200", "--out", filepath.Join(dir, "wf"), "--json")
-	var res walkForwardResult
-	if err := json.Unmarshal([]byte(out), &res); err != nil {
-		t.Fatal(err)
-	}
-	if len(res.Windows) != 2 {
-		t.Fatalf("%d windows, want 2", len(res.Windows))
-	}
-	want := 1.0
-	for i, w := range res.Windows {
-		if w.Test.Bars != 300 || w.Ranges.Test.To != 6115-300*(1-i) {
-			t.Errorf("window %d: %d test bars over %v", i+1, w.Test.Bars, w.Ranges.Test)
-		}
-		want *= 1 + w.Test.TotalReturn
-	}
-	if got := res.Pooled.TotalReturn; got < want-1-1e-9 || got > want-1+1e-9 || res.Pooled.Bars != 1+2*299 {
-		t.Errorf("pooled total return %g over %d bars, want %g over %d", got, res.Pooled.Bars, want-1, 1+2*299)
-	}
-	for i, w := range res.Windows {
-		if res.Gate != gateRecord || len(res.Gates) != 4 || w.Traded != res.Gates[2].Traded[i] || (i == 0 && w.Traded) || w.Test.Trades != map[bool]int{true: w.CheckpointTest.Trades, false: 0}[w.Traded] {
-			t.Errorf("gate %q, window %d: traded %v with %d trades, its checkpoint %d", res.Gate, i+1, w.Traded, w.Test.Trades, w.CheckpointTest.Trades)
-		}
-	}
-	if len(res.Rules.Windows) != 2 || len(res.Rules.Gates) != 4 || res.Rules.Windows[1].Ranges != res.Windows[1].Ranges {
-		t.Errorf("the rules' yardstick: %d windows, %d gates; want 2 and 4 on the same windows", len(res.Rules.Windows), len(res.Rules.Gates))
-	}
-	if res.Gates[2].Pooled.Sharpe != res.Pooled.Sharpe {
-		t.Errorf("the result's pooled Sharpe %g is not its gate's (record, the default), %g", res.Pooled.Sharpe, res.Gates[2].Pooled.Sharpe)
-	}
-	for _, bad := range [][]string{{"--gate", "both"}, {"--gate", "pooled", "--test-bars", "300", "--valid-bars", "400"}} {
-		if _, errOut, code := run(t, append([]string{"walkforward", "--config", cfg, "--data", "bundled:bitcoin_2024.csv"}, bad...)...); code == 0 || !strings.Contains(errOut, "--gate") {
-			t.Errorf("walkforward %v: exit %d, %q; want an error naming --gate", bad, code, errOut)
-		}
-	}
-}
-
 // TestGatesWeighTheEvidenceThatPrecedesEachTestRange: a walk-forward
 // window trades with the window gate on its own validation t, with the
 // pooled gate on the validation ranges of it and every earlier window

@@ -33,15 +33,34 @@ type Result struct {
 	// momentum or the rule's name; for the agent, "abstained" when its
 	// run recommended staying flat.
 	Detail string `json:"detail,omitempty"`
+	// Note says more where Detail must stay a fixed word: for an agent
+	// that abstained, its validation t and its checkpoint's own test
+	// Sharpe; for an agent tested on a series left out of its training
+	// by a trainer of one series a run, which series it trained on.
+	Note string `json:"note,omitempty"`
 	// InTraining is false for a series left out of the agent's training
 	// (leave-series-out).
 	InTraining bool `json:"in_training"`
+	// ValidSharpe and ValidT are, for the agent, its run's chosen
+	// checkpoint's validation Sharpe (annualised, bar returns) and
+	// t-statistic: the evidence ADR 0016's gate weighs, and the trials'
+	// Sharpe ratios a deflated Sharpe ratio needs. 0 for a baseline.
+	ValidSharpe float64 `json:"valid_sharpe,omitempty"`
+	ValidT      float64 `json:"valid_t,omitempty"`
 
-	Bars        int     `json:"bars"`
-	Sharpe      float64 `json:"sharpe"` // annualised, of the bar returns
+	Bars int `json:"bars"`
+	// Sharpe is annualised, of the daily Returns (with DaysPerYear), its
+	// block-bootstrap 95 % interval SharpeLo … SharpeHi and t-statistic
+	// SharpeT (per-day Sharpe·√days) likewise: the unit every aggregate
+	// (per year, portfolio) uses. BarSharpe is the backtest report's
+	// Sharpe of the bar returns, what `dqnflow backtest` prints for the
+	// same bars.
+	Sharpe      float64 `json:"sharpe"`
 	SharpeLo    float64 `json:"sharpe_lo"`
-	SharpeHi    float64 `json:"sharpe_hi"` // block-bootstrap 95 % interval
+	SharpeHi    float64 `json:"sharpe_hi"`
 	SharpeT     float64 `json:"sharpe_t"`
+	BarSharpe   float64 `json:"bar_sharpe"`
+	DaysPerYear float64 `json:"days_per_year"`
 	TotalReturn float64 `json:"total_return"`
 	MaxDrawdown float64 `json:"max_drawdown"`
 	Turnover    float64 `json:"turnover"` // full positions traded a year
