@@ -181,12 +181,16 @@ type ModelConfig struct {
 //	"custom"  TickSize, SlippageTicks and Commission as given (Commission is
 //	          money per contract at the resolved PointValue): how configs
 //	          were read before presets existed
+//	"table"   the instrument table's row (market.Instruments: tick, half-
+//	          spread slippage and commission) of the file's symbol
+//	          (market.SymbolOf: BTCUSD_H1.csv → BTCUSD)
+//	SYMBOL    that row of the table, e.g. "EURUSD", "SPY", "BTCUSD"
 type EnvConfig struct {
 	NumEnvs      int `json:"num_envs"`      // parallel environments, default 32
 	EpisodeBars  int `json:"episode_bars"`  // random window length, default 512
 	MaxContracts int `json:"max_contracts"` // default 4
-	// Instrument is "auto", a preset (ES, NQ, CL, BRN, BTC), "bps" or
-	// "custom" (see above). Default "auto".
+	// Instrument is "auto", a preset (ES, NQ, CL, BRN, BTC), "bps",
+	// "custom", "table" or a table symbol (see above). Default "auto".
 	Instrument    string  `json:"instrument"`
 	TickSize      float64 `json:"tick_size"`      // "custom" only, price units; default 0.25
 	SlippageTicks float64 `json:"slippage_ticks"` // presets and "custom"; default 1
@@ -486,18 +490,47 @@ const (
 	InstrumentAuto   = "auto"
 	InstrumentBps    = "bps"
 	InstrumentCustom = "custom"
+	// InstrumentTable is the instrument table's row (market.Instruments)
+	// of the data file's symbol (market.SymbolOf); env.instrument may also
+	// name a row's symbol itself (e.g. "EURUSD").
+	InstrumentTable = "table"
+)
+
+// Sizing rules of env.sizing (EnvConfig.Sizing, market.Sizing).
+const (
+	SizingNotional  = "notional"
+	SizingVolTarget = "vol_target"
+	// DefaultTargetVol is env.target_vol when it is 0.
+	DefaultTargetVol = 0.10
 )
 
 // InstrumentPresets are the contracts env.instrument can name; market.Presets
 // holds their tick sizes and commissions.
 var InstrumentPresets = []string{"ES", "NQ", "CL", "BRN", "BTC"}
 
+// InstrumentSymbols are the rows of the instrument table env.instrument can
+// name besides the presets; market.Instruments holds their figures (a
+// market test checks that the two lists agree).
+var InstrumentSymbols = []string{
+	"AUDCHF", "AUDUSD", "EURAUD", "EURCAD", "EURCHF", "EURGBP", "EURJPY", "EURNZD", "EURUSD",
+	"GBPAUD", "GBPCAD", "GBPCHF", "GBPJPY", "GBPUSD", "NZDUSD", "USDCAD", "USDCHF", "USDJPY",
+	"ADAUSDT", "BTCUSD", "DOGEUSDT", "ETCUSDT", "ETHUSD", "ETHUSDT", "LINKUSDT", "LTCUSDT",
+	"MATICUSDT", "SOLUSDT", "UNIUSDT", "XRPUSDT",
+	"AAPLUSUSD", "NFLXUSUSD", "TSLAUSUSD", "AAPL", "AIG", "BAC", "IBM", "SPY", "VXX",
+	"USA30IDXUSD", "USATECHIDXUSD", "GBRIDXGBP", "USA500IDXUSD",
+}
+
 // validInstrument reports whether s is a value env.instrument accepts.
 func validInstrument(s string) bool {
-	if s == InstrumentAuto || s == InstrumentBps || s == InstrumentCustom {
+	if s == InstrumentAuto || s == InstrumentBps || s == InstrumentCustom || s == InstrumentTable {
 		return true
 	}
 	for _, p := range InstrumentPresets {
+		if s == p {
+			return true
+		}
+	}
+	for _, p := range InstrumentSymbols {
 		if s == p {
 			return true
 		}
