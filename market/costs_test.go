@@ -347,3 +347,30 @@ func TestBacktestSizesAtTheFirstFill(t *testing.T) {
 		t.Errorf("vol_target: buy-and-hold holds %v, want 1× the capital %v", got, capital)
 	}
 }
+
+// TestLegacyCheckpointInstrumentIsTheSameContract: the instrument a
+// checkpoint stored before sizing existed (ES at an auto point value: no
+// sizing, leverage or commission points) reads as the one prepared now,
+// so its run resumes; another point value does not.
+func TestLegacyCheckpointInstrumentIsTheSameContract(t *testing.T) {
+	e := config.Defaults().Env
+	e.Instrument = "ES"
+	now, err := market.ResolveInstrument(e, "bundled:USA500IDXUSD_H1.csv", 4000, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pv := e.InitialCapital / (float64(e.MaxContracts) * 4000)
+	old := market.Instrument{Name: "ES", TickSize: 0.25, SlippageTicks: e.SlippageTicks, Commission: 2.5 / 50 * pv,
+		PointValue: pv, MaxContracts: e.MaxContracts, InitialCapital: e.InitialCapital}
+	if now.PointValue != pv || now.Commission != old.Commission {
+		t.Fatalf("ES now: point value %v commission %v, before sizing %v %v: the numbers moved", now.PointValue, now.Commission, pv, old.Commission)
+	}
+	if !market.SameContract(old, now) || market.LegacySizing(old) != now {
+		t.Errorf("the pre-sizing ES %+v is not the same contract as %+v", old, now)
+	}
+	other := old
+	other.PointValue *= 2
+	if market.SameContract(other, now) {
+		t.Error("a stored point value twice the prepared one passed as the same contract")
+	}
+}

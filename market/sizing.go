@@ -173,6 +173,30 @@ func BuyAndHoldInstrument(ds *Dataset, r Range) (Instrument, error) {
 	return TradedInstrument(&one, r)
 }
 
+// LegacySizing is the instrument of a checkpoint written before sizing
+// existed (an auto point value, no Sizing) read under the notional rule, so
+// that its backtests size the contract as every other command's do, with
+// a preset's commission following the contract (CommissionPoints).
+func LegacySizing(inst Instrument) Instrument {
+	inst.Sizing, inst.Leverage = config.SizingNotional, 1
+	if p, ok := Presets[inst.Name]; ok && inst.CommissionPoints == 0 {
+		inst.CommissionPoints = p.CommissionUSD / p.PointValueUSD
+	}
+	return inst
+}
+
+// SameContract reports whether the instrument stored in a checkpoint is
+// the one prepared now for its run: equal, or equal once a checkpoint
+// written before sizing existed is read as LegacySizing says (a run
+// resumes across the change; its point value and costs are the same
+// numbers).
+func SameContract(stored, prepared Instrument) bool {
+	if stored == prepared {
+		return true
+	}
+	return stored.Sizing == "" && prepared.Sizing == config.SizingNotional && LegacySizing(stored) == prepared
+}
+
 func orName(s string) string {
 	if s == "" {
 		return config.InstrumentCustom

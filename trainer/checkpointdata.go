@@ -133,23 +133,10 @@ func CheckpointDataset(ctx context.Context, src market.Source, ck *checkpoint.Ch
 			return cfg, nil, err
 		}
 	} else if inst.Sizing == "" && cfg.Env.PointValue == 0 {
-		inst = legacySizing(inst)
+		inst = market.LegacySizing(inst)
 	}
 	ds, err := market.PrepareWith(bars, norm, inst)
 	return cfg, ds, err
-}
-
-// legacySizing gives the instrument of a checkpoint written before sizing
-// existed (auto point value, no Instrument.Sizing) the notional rule, so
-// that its backtests size the contract at each range's first fill as
-// every other command's do (market.TradedInstrument), with a preset's
-// commission following the contract.
-func legacySizing(inst market.Instrument) market.Instrument {
-	inst.Sizing, inst.Leverage = config.SizingNotional, 1
-	if p, ok := market.Presets[inst.Name]; ok && inst.CommissionPoints == 0 {
-		inst.CommissionPoints = p.CommissionUSD / p.PointValueUSD
-	}
-	return inst
 }
 
 // SameDataPath reports whether two data paths name the same data: equal
