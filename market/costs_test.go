@@ -374,3 +374,42 @@ func TestLegacyCheckpointInstrumentIsTheSameContract(t *testing.T) {
 		t.Error("a stored point value twice the prepared one passed as the same contract")
 	}
 }
+
+// TestBidAskBarsPayTheirSpread: bars that quote bid and ask (Bars.Spread)
+// get per-bar slippage of half the spread from PrepareWith (as from
+// Prepare), and a backtest on them pays it: with a spread twice the
+// constant slippage at every bar, it books what the constant doubled does.
+func TestBidAskBarsPayTheirSpread(t *testing.T) {
+	b := walkDataset(4, 400).Bars
+	in := market.Instrument{TickSize: 0.25, SlippageTicks: 1, Commission: 0.62, PointValue: 5, MaxContracts: 4, InitialCapital: 100000}
+	withSpread := *b
+	withSpread.Spread = make([]float64, b.Len())
+	for i := range withSpread.Spread {
+		withSpread.Spread[i] = 4 * in.SlippageTicks * in.TickSize // half of it is twice the constant
+	}
+	ds, err := market.PrepareWith(&withSpread, market.Normalizer{}, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds.Slip) != b.Len() || ds.Slip[7] != 2*in.SlippageTicks*in.TickSize {
+		t.Fatalf("PrepareWith on bid/ask bars: Slip of %d values, Slip[7] = %v; want %d values of %v", len(ds.Slip), ds.Slip[7], b.Len(), 2*in.SlippageTicks*in.TickSize)
+	}
+	twice := in
+	twice.SlippageTicks *= 2
+	ref, err := market.PrepareWith(b, market.Normalizer{}, twice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ref.Slip != nil {
+		t.Fatalf("bars without a spread got per-bar slippage %v", ref.Slip[:3])
+	}
+	pol := policyFunc(func(t int, _ []float32) market.Action { return market.Action{Dir: t % 3, Size: t % 4} })
+	got, err1 := market.Backtest(ds, ds.Valid, pol)
+	want, err2 := market.Backtest(ref, ref.Valid, pol)
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	if got.Costs != want.Costs || got.FinalEquity != want.FinalEquity || got.Trades < 10 {
+		t.Errorf("half the spread: costs %v, final equity %v, %d trades; twice the constant: %v, %v", got.Costs, got.FinalEquity, got.Trades, want.Costs, want.FinalEquity)
+	}
+}
