@@ -237,9 +237,12 @@ type EnvConfig struct {
 	// met both of its targets (0.05 helped seed 1 and cut seed 3's signal
 	// to 0.64 of the oracle; docs/perf/learning-2026-12-01.md).
 	FlatMargin float64 `json:"flat_margin"`
-	// PointValue is the money value of one price point per contract; 0 picks
-	// it so that a full position's notional equals InitialCapital at the
-	// last training bar (the resolved value is stored with the run).
+	// PointValue is the money value of one price point per contract; 0 (the
+	// default) sizes the contract by Sizing: a full position is worth
+	// the sizing's leverage × InitialCapital at the first fill of every
+	// backtested range, and at the last training bar for the training
+	// environment (market.Sizing, ADR 0036; the resolved values are stored
+	// with the run). A positive value fixes the contract.
 	PointValue float64 `json:"point_value"`
 	// Sizing is how a full position is sized (market.Sizing): "notional",
 	// a full position worth InitialCapital, or "vol_target", a full
@@ -248,7 +251,9 @@ type EnvConfig struct {
 	// different instruments carry the same risk. Default "notional".
 	Sizing string `json:"sizing,omitempty"`
 	// TargetVol is the annualised volatility of a full position under
-	// sizing "vol_target", as a share of InitialCapital. Default 0.10.
+	// sizing "vol_target", as a share of InitialCapital, in [0, 10]; 0 means
+	// DefaultTargetVol (0.10). The leverage it asks for is capped at
+	// market.MaxLeverage (5×); vol_target needs PointValue 0.
 	TargetVol      float64 `json:"target_vol,omitempty"`
 	InitialCapital float64 `json:"initial_capital"` // default 100000
 	// Exploration: epsilon-greedy per branch, decayed linearly from
