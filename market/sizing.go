@@ -8,11 +8,11 @@ import (
 )
 
 // MaxLeverage caps a full position's notional under env.sizing
-// "vol_target" at 5 × the capital: a quiet series (an FX pair at 5 %
-// a year against a 10 % target) would otherwise be levered without
-// bound, and 5× is about what a retail FX or index-CFD account may
-// carry (ESMA's 20:1 and 30:1 caps are for margin, not for a strategy's
-// whole book).
+// "vol_target" at 5 × the capital, so that a series that barely moved on
+// its training range (or a flat one, σ = 0) is not levered without bound.
+// It is a choice, not a venue's rule: it leaves a 10 % target reachable on
+// the quietest corpus pairs (about 5–7 % a year) and stays well inside
+// the 20:1–30:1 that retail FX and index CFDs may be margined at.
 const MaxLeverage = 5.0
 
 // This file is the one place that decides how big a position is. Every
