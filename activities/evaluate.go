@@ -24,6 +24,8 @@ type EvaluateOutput struct {
 // EvaluateCheckpoints backtests every checkpoint on the same bars, the
 // validation range of in.Config's data window, so that their scores
 // compare: Retrain uses it to judge a challenger against the incumbent.
+// Every checkpoint trades the contract market.TradedInstrument sizes for
+// that range (ADR 0036), whatever instrument its own run stored.
 // Each checkpoint's greedy policy is loaded through trainer/policy, the
 // one path for checkpoints of any backend and precision: its own config
 // gives the model (an incumbent trained with another architecture still

@@ -18,7 +18,7 @@ type costFlags struct {
 func addCostFlags(fs *pflag.FlagSet) *costFlags {
 	c := &costFlags{
 		fs:         fs,
-		instrument: fs.String("instrument", "", "auto, ES, NQ, CL, BRN, BTC, bps or custom (default: the file's documented instrument; the checkpoint's own on its training data)"),
+		instrument: fs.String("instrument", "", "auto, ES, NQ, CL, BRN, BTC, bps, custom, table (the file's row of the instrument table) or a table symbol such as EURUSD (default: the file's documented instrument; the checkpoint's own on its training data)"),
 		tick:       fs.Float64("tick-size", 0, "tick size in price units (instrument custom)"),
 		slipTicks:  fs.Float64("slippage-ticks", 0, "slippage per fill in ticks (presets and custom)"),
 		slipBps:    fs.Float64("slippage-bps", 0, "slippage per fill in basis points (instrument bps)"),
@@ -27,7 +27,7 @@ func addCostFlags(fs *pflag.FlagSet) *costFlags {
 		pv:         fs.Float64("point-value", 0, "money per price point per contract (0: a full position is worth the capital)"),
 		flo:        fs.Float64("margin-floor", 0, "stop trading when equity falls to this fraction of the capital"),
 	}
-	flagValues(fs, "instrument", append([]string{config.InstrumentAuto, config.InstrumentBps, config.InstrumentCustom}, config.InstrumentPresets...)...)
+	flagValues(fs, "instrument", append(append([]string{config.InstrumentAuto, config.InstrumentBps, config.InstrumentCustom, config.InstrumentTable}, config.InstrumentPresets...), config.InstrumentSymbols...)...)
 	groupFlags(fs, "Instrument and cost", "instrument", "tick-size", "slippage-ticks", "slippage-bps", "commission", "commission-bps", "point-value", "margin-floor")
 	return c
 }

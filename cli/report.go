@@ -150,11 +150,9 @@ func evaluate(ctx context.Context, e *env, src market.Source, uri, data string, 
 	if !path {
 		return nil, meanQ, nil
 	}
-	hold, err := market.Backtest(ds, rng, holdLong{})
-	if err != nil {
-		return nil, 0, fmt.Errorf("buy-and-hold on %s: %w", data, err)
-	}
-	b := &report.Backtest{URI: uri, Equity: rep.Equity, BuyAndHold: hold.Equity, Actions: rec.actions, Report: rep}
+	// Buy-and-hold is the report's own (market.NewBenchmarks: 1× the
+	// capital at its first fill, ADR 0036), not a second backtest.
+	b := &report.Backtest{URI: uri, Equity: rep.Equity, BuyAndHold: rep.BuyAndHoldEquity, Actions: rec.actions, Report: rep}
 	for i := range rep.Equity {
 		b.Times = append(b.Times, ds.Bars.Time[rng.From+i])
 	}
@@ -186,15 +184,6 @@ func (r *qRecorder) Act(t int, obs []float32) market.Action {
 	}
 	r.actions = append(r.actions, a)
 	return a
-}
-
-// holdLong is buy-and-hold as market.Backtest measures it: long the
-// maximum contracts from the first fill, no stop.
-type holdLong struct{}
-
-// Act returns long at full size.
-func (holdLong) Act(int, []float32) market.Action {
-	return market.Action{Dir: 2, Size: market.NumSizes - 1}
 }
 
 // loadSweep reads a closed Sweep workflow's result and each run's final

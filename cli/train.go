@@ -330,8 +330,16 @@ func describeInstrument(ds *market.Dataset) string {
 	if name == "" {
 		name = config.InstrumentCustom
 	}
-	return fmt.Sprintf("%s (tick %g, slippage %g ticks + %g bps, commission %.4g/contract + %g bps, point value %.4g)",
-		name, in.TickSize, in.SlippageTicks, in.SlippageBps, in.Commission, in.CommissionBps, in.PointValue)
+	slip := fmt.Sprintf("slippage %g ticks + %g bps", in.SlippageTicks, in.SlippageBps)
+	if ds.Slip != nil {
+		slip = "slippage half the bid/ask spread of each bar"
+	}
+	size := fmt.Sprintf("point value %.4g, fixed", in.PointValue)
+	if in.Sizing != "" {
+		size = fmt.Sprintf("sizing %s: a full position is %.4g× the capital at each range's first fill", in.Sizing, in.Leverage)
+	}
+	return fmt.Sprintf("%s (tick %g, %s, commission %.4g/contract + %g bps, %s)",
+		name, in.TickSize, slip, in.Commission, in.CommissionBps, size)
 }
 
 // printTrainResult prints the chosen checkpoint and its final report.
@@ -419,6 +427,10 @@ func printReport(e *env, r market.Report) {
 		name = "custom"
 	}
 	fmt.Fprintf(w, "cost per round trip: %.2f bps of one contract's notional at this range's mean close (%s)\n", r.CostPerRoundTripBps, name)
+	if in := r.Instrument; in.Sizing != "" {
+		fmt.Fprintf(w, "sizing %s: a full position (%d contracts of point value %.4g) is %.4g× the capital at the first fill; buy & hold holds 1×\n",
+			in.Sizing, in.MaxContracts, in.PointValue, in.Leverage)
+	}
 	for _, x := range []struct {
 		name string
 		m    market.Metrics

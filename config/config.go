@@ -181,12 +181,16 @@ type ModelConfig struct {
 //	"custom"  TickSize, SlippageTicks and Commission as given (Commission is
 //	          money per contract at the resolved PointValue): how configs
 //	          were read before presets existed
+//	"table"   the instrument table's row (market.Instruments: tick, half-
+//	          spread slippage and commission) of the file's symbol
+//	          (market.SymbolOf: BTCUSD_H1.csv → BTCUSD)
+//	SYMBOL    that row of the table, e.g. "EURUSD", "SPY", "BTCUSD"
 type EnvConfig struct {
 	NumEnvs      int `json:"num_envs"`      // parallel environments, default 32
 	EpisodeBars  int `json:"episode_bars"`  // random window length, default 512
 	MaxContracts int `json:"max_contracts"` // default 4
-	// Instrument is "auto", a preset (ES, NQ, CL, BRN, BTC), "bps" or
-	// "custom" (see above). Default "auto".
+	// Instrument is "auto", a preset (ES, NQ, CL, BRN, BTC), "bps",
+	// "custom", "table" or a table symbol (see above). Default "auto".
 	Instrument    string  `json:"instrument"`
 	TickSize      float64 `json:"tick_size"`      // "custom" only, price units; default 0.25
 	SlippageTicks float64 `json:"slippage_ticks"` // presets and "custom"; default 1
@@ -233,9 +237,12 @@ type EnvConfig struct {
 	// met both of its targets (0.05 helped seed 1 and cut seed 3's signal
 	// to 0.64 of the oracle; docs/perf/learning-2026-12-01.md).
 	FlatMargin float64 `json:"flat_margin"`
-	// PointValue is the money value of one price point per contract; 0 picks
-	// it so that a full position's notional equals InitialCapital at the
-	// last training bar (the resolved value is stored with the run).
+	// PointValue is the money value of one price point per contract; 0 (the
+	// default) sizes the contract by Sizing: a full position is worth
+	// the sizing's leverage × InitialCapital at the first fill of every
+	// backtested range, and at the last training bar for the training
+	// environment (market.Sizing, ADR 0036; the resolved values are stored
+	// with the run). A positive value fixes the contract.
 	PointValue float64 `json:"point_value"`
 	// Sizing is how a full position is sized (market.Sizing): "notional",
 	// a full position worth InitialCapital, or "vol_target", a full
@@ -244,7 +251,9 @@ type EnvConfig struct {
 	// different instruments carry the same risk. Default "notional".
 	Sizing string `json:"sizing,omitempty"`
 	// TargetVol is the annualised volatility of a full position under
-	// sizing "vol_target", as a share of InitialCapital. Default 0.10.
+	// sizing "vol_target", as a share of InitialCapital, in [0, 10]; 0 means
+	// DefaultTargetVol (0.10). The leverage it asks for is capped at
+	// market.MaxLeverage (5×); vol_target needs PointValue 0.
 	TargetVol      float64 `json:"target_vol,omitempty"`
 	InitialCapital float64 `json:"initial_capital"` // default 100000
 	// Exploration: epsilon-greedy per branch, decayed linearly from
@@ -486,18 +495,47 @@ const (
 	InstrumentAuto   = "auto"
 	InstrumentBps    = "bps"
 	InstrumentCustom = "custom"
+	// InstrumentTable is the instrument table's row (market.Instruments)
+	// of the data file's symbol (market.SymbolOf); env.instrument may also
+	// name a row's symbol itself (e.g. "EURUSD").
+	InstrumentTable = "table"
+)
+
+// Sizing rules of env.sizing (EnvConfig.Sizing, market.Sizing).
+const (
+	SizingNotional  = "notional"
+	SizingVolTarget = "vol_target"
+	// DefaultTargetVol is env.target_vol when it is 0.
+	DefaultTargetVol = 0.10
 )
 
 // InstrumentPresets are the contracts env.instrument can name; market.Presets
 // holds their tick sizes and commissions.
 var InstrumentPresets = []string{"ES", "NQ", "CL", "BRN", "BTC"}
 
+// InstrumentSymbols are the rows of the instrument table env.instrument can
+// name besides the presets; market.Instruments holds their figures (a
+// market test checks that the two lists agree).
+var InstrumentSymbols = []string{
+	"AUDCHF", "AUDUSD", "EURAUD", "EURCAD", "EURCHF", "EURGBP", "EURJPY", "EURNZD", "EURUSD",
+	"GBPAUD", "GBPCAD", "GBPCHF", "GBPJPY", "GBPUSD", "NZDUSD", "USDCAD", "USDCHF", "USDJPY",
+	"ADAUSDT", "BTCUSD", "DOGEUSDT", "ETCUSDT", "ETHUSD", "ETHUSDT", "LINKUSDT", "LTCUSDT",
+	"MATICUSDT", "SOLUSDT", "UNIUSDT", "XRPUSDT",
+	"AAPLUSUSD", "NFLXUSUSD", "TSLAUSUSD", "AAPL", "AIG", "BAC", "IBM", "SPY", "VXX",
+	"USA30IDXUSD", "USATECHIDXUSD", "GBRIDXGBP", "USA500IDXUSD",
+}
+
 // validInstrument reports whether s is a value env.instrument accepts.
 func validInstrument(s string) bool {
-	if s == InstrumentAuto || s == InstrumentBps || s == InstrumentCustom {
+	if s == InstrumentAuto || s == InstrumentBps || s == InstrumentCustom || s == InstrumentTable {
 		return true
 	}
 	for _, p := range InstrumentPresets {
+		if s == p {
+			return true
+		}
+	}
+	for _, p := range InstrumentSymbols {
 		if s == p {
 			return true
 		}

@@ -95,7 +95,7 @@ func (b *devBacktest) runBatch(c *cuda.Ctx, l *learner, ds *market.Dataset, r ma
 }
 
 // btArgsWords is the size of struct BacktestArgs in 64-bit words.
-const btArgsWords = 13 + 2 + 2 + 9*7 + 4 + 5 + 1 + 3 + 1
+const btArgsWords = 14 + 2 + 2 + 9*7 + 4 + 5 + 1 + 3 + 1
 
 // market returns ds on the device: the trainer's own (uploaded with the
 // collector) or a foreign one, uploaded once and kept until another comes.
@@ -187,9 +187,14 @@ func (b *devBacktest) run(c *cuda.Ctx, l *learner, own *devMarket, ds *market.Da
 		}
 		b.cap = capN
 	}
-	in := ds.Instrument
+	// The contract every backtest of r trades (market.Backtest books the
+	// report with it below, so the device's ruin must see the same).
+	in, err := market.TradedInstrument(ds, r)
+	if err != nil {
+		return market.Report{}, err
+	}
 	var w words
-	mk.words(&w)
+	mk.wordsWith(&w, in)
 	w.i64(int64(r.From)).i64(int64(r.To)).f64(in.InitialCapital).f64(in.MarginFloor * in.InitialCapital)
 	l.rowLayers(&w)
 	w.i64(1).i64(2).i64(3).i64(7)

@@ -133,7 +133,7 @@ func newDevCollector(c *cuda.Ctx, l *learner, cfg config.RunConfig, ds *market.D
 }
 
 // envArgsWords is the size of struct EnvArgs in 64-bit words.
-const envArgsWords = 13 + 14 + 1 + 5 + 4 + 3 + 2 + 2 + 8 + 5 + 9 + 2 + 1
+const envArgsWords = 14 + 14 + 1 + 5 + 4 + 3 + 2 + 2 + 8 + 5 + 9 + 2 + 1
 
 // envBlock is the block of the collector's one-thread-per-environment
 // kernels (env_reset, env_step, env_commit): 64 threads, or

@@ -12,11 +12,14 @@ import (
 
 // devMarket is a dataset's bars on the device (struct EnvMarket of
 // kernels/env.cu): open, high, low, close and the ATR in float64, the
-// normalised features in float32, and the instrument. A trainer uploads
+// normalised features in float32, the per-bar slippage (Dataset.Slip) in
+// float64 when the dataset has it (else a null pointer: the instrument's
+// constant, as market's sim.slipAt), and the instrument. A trainer uploads
 // its dataset once; a backtest on another dataset uploads that one.
 type devMarket struct {
 	ds                                    *market.Dataset
 	open, high, low, close, atr, features cuda.DevPtr
+	slip                                  cuda.DevPtr // 0 when ds.Slip is nil
 }
 
 // newDevMarket uploads ds into allocations of bt; features, when not zero,
@@ -24,11 +27,15 @@ type devMarket struct {
 func newDevMarket(c *cuda.Ctx, bt *batch, ds *market.Dataset, features cuda.DevPtr) (*devMarket, error) {
 	b := ds.Bars
 	n := b.Len()
-	if len(b.Open) != n || len(b.High) != n || len(b.Low) != n || len(ds.ATR) != n || len(ds.Features) != n*market.NumFeatures {
-		return nil, fmt.Errorf("dataset %q: bars, ATR and features have inconsistent lengths", b.Name)
+	if len(b.Open) != n || len(b.High) != n || len(b.Low) != n || len(ds.ATR) != n || len(ds.Features) != n*market.NumFeatures ||
+		(ds.Slip != nil && len(ds.Slip) != n) {
+		return nil, fmt.Errorf("dataset %q: bars, ATR, features and per-bar slippage have inconsistent lengths", b.Name)
 	}
 	m := &devMarket{ds: ds, features: features}
 	m.open, m.high, m.low, m.close, m.atr = bt.alloc(8*n), bt.alloc(8*n), bt.alloc(8*n), bt.alloc(8*n), bt.alloc(8*n)
+	if ds.Slip != nil {
+		m.slip = bt.alloc(8 * n)
+	}
 	if features == 0 {
 		m.features = bt.alloc(4 * len(ds.Features))
 	}
@@ -38,7 +45,10 @@ func newDevMarket(c *cuda.Ctx, bt *batch, ds *market.Dataset, features cuda.DevP
 	for _, up := range []struct {
 		p cuda.DevPtr
 		v []float64
-	}{{m.open, b.Open}, {m.high, b.High}, {m.low, b.Low}, {m.close, b.Close}, {m.atr, ds.ATR}} {
+	}{{m.open, b.Open}, {m.high, b.High}, {m.low, b.Low}, {m.close, b.Close}, {m.atr, ds.ATR}, {m.slip, ds.Slip}} {
+		if up.v == nil {
+			continue
+		}
 		if err := cuda.Upload(c, up.p, up.v); err != nil {
 			return nil, err
 		}
@@ -51,10 +61,14 @@ func newDevMarket(c *cuda.Ctx, bt *batch, ds *market.Dataset, features cuda.DevP
 	return m, nil
 }
 
-// words appends struct EnvMarket.
-func (m *devMarket) words(w *words) {
-	in := m.ds.Instrument
-	w.ptr(m.open).ptr(m.high).ptr(m.low).ptr(m.close).ptr(m.atr).ptr(m.features)
+// words appends struct EnvMarket with the dataset's instrument (the
+// training environment's).
+func (m *devMarket) words(w *words) { m.wordsWith(w, m.ds.Instrument) }
+
+// wordsWith appends struct EnvMarket trading instrument in (a backtest's,
+// market.TradedInstrument).
+func (m *devMarket) wordsWith(w *words, in market.Instrument) {
+	w.ptr(m.open).ptr(m.high).ptr(m.low).ptr(m.close).ptr(m.atr).ptr(m.features).ptr(m.slip)
 	w.f64(in.TickSize).f64(in.SlippageTicks).f64(in.Commission).f64(in.PointValue).f64(in.SlippageBps).f64(in.CommissionBps)
 	w.i64(int64(in.MaxContracts))
 }

@@ -72,12 +72,45 @@ func relErr(a, b float64) float64 {
 // S&P 500 data: rewards, agent features and equity agree within 1e-9
 // relative, and the transitions written to the replay buffers are equal bit
 // for bit.
+// It runs twice: with the instrument's constant slippage and with
+// per-bar slippage (Dataset.Slip, as bars with bid and ask give it).
 func TestDeviceEnvironmentMatchesMarket(t *testing.T) {
+	for _, perBar := range []bool{false, true} {
+		t.Run(slipName(perBar), func(t *testing.T) { deviceEnvironmentMatchesMarket(t, perBar) })
+	}
+}
+
+// slipName names the slippage of a sub-test.
+func slipName(perBar bool) string {
+	if perBar {
+		return "per-bar slippage"
+	}
+	return "constant slippage"
+}
+
+// withBarSlip is ds with per-bar slippage (Dataset.Slip) that varies from
+// half to one and a half times the instrument's constant at each bar's
+// open, as half a quoted spread would.
+func withBarSlip(ds *market.Dataset) *market.Dataset {
+	out := *ds
+	in := ds.Instrument
+	out.Slip = make([]float64, ds.Bars.Len())
+	for t, o := range ds.Bars.Open {
+		u := float64(mix64(uint64(t))>>11) / (1 << 53)
+		out.Slip[t] = (in.SlippageTicks*in.TickSize + in.SlippageBps*1e-4*math.Abs(o)) * (0.5 + u)
+	}
+	return &out
+}
+
+func deviceEnvironmentMatchesMarket(t *testing.T, perBar bool) {
 	const envs = 96
 	cfg := realConfig(envs)
 	ds, err := market.Source{}.Prepare(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if perBar {
+		ds = withBarSlip(ds)
 	}
 	tr := deviceTrainer(t, cfg, ds)
 	ctx := context.Background()
@@ -289,15 +322,24 @@ func (j *judge) Act(t int, obs []float32) market.Action {
 // the median advantage of the positions the CPU policy's plain argmax
 // takes on the range's flat observations, so that the margin turns some
 // of them flat.
+//
+// The fp32 run is repeated with per-bar slippage (Dataset.Slip).
 func TestDeviceBacktestMatchesHost(t *testing.T) {
-	for _, precision := range []string{config.PrecisionFP32, config.PrecisionBF16Mixed} {
-		t.Run(precision, func(t *testing.T) {
+	for _, run := range []struct {
+		precision string
+		perBar    bool
+	}{{config.PrecisionFP32, false}, {config.PrecisionBF16Mixed, false}, {config.PrecisionFP32, true}} {
+		precision := run.precision
+		t.Run(precision+", "+slipName(run.perBar), func(t *testing.T) {
 			cfg := realConfig(32)
 			cfg.Precision = precision
 			cfg.Env.EpsilonStart, cfg.Env.EpsilonEnd = 1, 0.05
 			ds, err := market.Source{}.Prepare(context.Background(), cfg)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if run.perBar {
+				ds = withBarSlip(ds)
 			}
 			tr := deviceTrainer(t, cfg, ds)
 			ctx := context.Background()

@@ -570,7 +570,7 @@ func (b *Backend) Restore(_ context.Context, ck *checkpoint.Checkpoint, ds *mark
 	if err != nil {
 		return nil, err
 	}
-	if ds == nil || inst != ds.Instrument || !reflect.DeepEqual(norm, ds.Norm) {
+	if ds == nil || !market.SameContract(inst, ds.Instrument) || !reflect.DeepEqual(norm, ds.Norm) {
 		return nil, fmt.Errorf("restore: the dataset's instrument or feature normalisation differs from the checkpoint's: prepare the data with the checkpoint's config (same file and ranges)")
 	}
 	// A checkpoint written by a CPU worker says device "cpu"; restored here it runs on this device.

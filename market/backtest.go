@@ -19,9 +19,11 @@ type Report struct {
 	From        time.Time `json:"from"` // time of the first bar of the range
 	To          time.Time `json:"to"`   // time of the last bar of the range
 	BarsPerYear float64   `json:"bars_per_year"`
-	// Instrument is what the trades were priced with, and
+	// Instrument is what the trades were priced with (the dataset's,
+	// sized at the range's first fill: TradedInstrument), and
 	// CostPerRoundTripBps what opening and closing one contract costs at
-	// the range's mean close (Instrument.RoundTripBps).
+	// the range's mean close (Instrument.RoundTripBps, the instrument's
+	// constant slippage even where Dataset.Slip prices it per bar).
 	Instrument          Instrument `json:"instrument"`
 	CostPerRoundTripBps float64    `json:"cost_per_round_trip_bps"`
 
@@ -57,6 +59,12 @@ func (r Report) SharpeT() float64 {
 // open of r.From+1, to the end) and flat run on the same range and costs.
 // Metrics are annualised with ds.BarsPerYear.
 //
+// Sizing (sizing.go). The policy trades the contract TradedInstrument
+// sizes at the first fill's price, so that a full position is worth the
+// sizing's leverage × the capital there (1× under env.sizing
+// "notional"), whichever command runs the backtest; buy-and-hold holds
+// 1× the capital at its first fill (BuyAndHoldInstrument).
+//
 // Ruin. When equity at a bar's close is at or below the margin floor,
 // MarginFloor × InitialCapital (zero by default), trading ends: the
 // position is closed at that close with slippage and commission, the
@@ -85,20 +93,23 @@ type Benchmarks struct {
 }
 
 // NewBenchmarks runs buy-and-hold and flat over bars r of ds (Backtest).
+// Buy-and-hold holds MaxContracts of the contract BuyAndHoldInstrument
+// sizes, 1× the capital at its first fill; flat trades nothing.
 func NewBenchmarks(ds *Dataset, r Range) (*Benchmarks, error) {
-	s, err := newSim(ds, r)
-	if err != nil {
-		return nil, fmt.Errorf("backtest: %w", err)
-	}
 	b := &Benchmarks{ds: ds, r: r}
 	for _, x := range []struct {
-		a      Action
-		dst    *Metrics
-		equity *[]float64
+		a          Action
+		buyAndHold bool
+		dst        *Metrics
+		equity     *[]float64
 	}{
-		{Action{Dir: 2, Size: NumSizes - 1}, &b.BuyAndHold, &b.BuyAndHoldEquity},
-		{Action{Dir: 1}, &b.Flat, nil},
+		{Action{Dir: 2, Size: NumSizes - 1}, true, &b.BuyAndHold, &b.BuyAndHoldEquity},
+		{Action{Dir: 1}, false, &b.Flat, nil},
 	} {
+		s, err := newBacktestSim(ds, r, x.buyAndHold)
+		if err != nil {
+			return nil, fmt.Errorf("backtest: %w", err)
+		}
 		pa, err := s.run(r, constPolicy(x.a))
 		if err != nil {
 			return nil, fmt.Errorf("backtest %s: benchmark: %w", r, err)
@@ -126,7 +137,7 @@ func BacktestWith(ds *Dataset, r Range, p Policy, b *Benchmarks) (Report, error)
 // backtestRun checks ds and r, walks the range with run and books the
 // report (BacktestWith).
 func backtestRun(ds *Dataset, r Range, b *Benchmarks, run func(*sim) (runRecord, error)) (Report, error) {
-	s, err := newSim(ds, r)
+	s, err := newBacktestSim(ds, r, false)
 	if err != nil {
 		return Report{}, fmt.Errorf("backtest: %w", err)
 	}
@@ -139,7 +150,7 @@ func backtestRun(ds *Dataset, r Range, b *Benchmarks, run func(*sim) (runRecord,
 		return Report{}, fmt.Errorf("backtest: dataset %q: Bars.Time has %d values, want %d", ds.Bars.Name, len(ds.Bars.Time), ds.Bars.Len())
 	}
 	rep := Report{From: ds.Bars.Time[r.From], To: ds.Bars.Time[r.To-1], BarsPerYear: ds.BarsPerYear,
-		Instrument: ds.Instrument, CostPerRoundTripBps: ds.Instrument.RoundTripBps(meanClose(ds.Bars, r))}
+		Instrument: s.in, CostPerRoundTripBps: s.in.RoundTripBps(meanClose(ds.Bars, r))}
 	pol, err := run(s)
 	if err != nil {
 		return Report{}, fmt.Errorf("backtest %s: %w", r, err)
@@ -156,6 +167,28 @@ func backtestRun(ds *Dataset, r Range, b *Benchmarks, run func(*sim) (runRecord,
 	rep.BuyAndHold, rep.Flat = b.BuyAndHold, b.Flat
 	rep.BuyAndHoldEquity = append([]float64(nil), b.BuyAndHoldEquity...)
 	return rep, nil
+}
+
+// newBacktestSim is newSim with the contract sized for a backtest over r
+// (TradedInstrument), or for buy-and-hold over r (BuyAndHoldInstrument).
+func newBacktestSim(ds *Dataset, r Range, buyAndHold bool) (*sim, error) {
+	s, err := newSim(ds, r)
+	if err != nil {
+		return nil, err
+	}
+	size := TradedInstrument
+	if buyAndHold {
+		size = BuyAndHoldInstrument
+	}
+	in, err := size(ds, r)
+	if err == nil && in.Sizing != "" {
+		err = checkInstrument(in)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("dataset %q: %w", ds.Bars.Name, err)
+	}
+	s.in = in
+	return s, nil
 }
 
 // constPolicy is the policy that always takes the same action.

@@ -202,9 +202,22 @@ func TestTradePnLSumsToEquityChange(t *testing.T) {
 
 // TestEnvRewardsMatchBacktest: one environment whose window is the whole
 // range, fed the actions a policy gives the backtest, earns rewards that,
-// scaled back by ATR_t·PV·MaxContracts, sum to the backtest's P&L.
+// scaled back by ATR_t·PV·MaxContracts, sum to the backtest's P&L; with
+// the instrument's constant slippage and with per-bar slippage
+// (Dataset.Slip) that varies from bar to bar.
 func TestEnvRewardsMatchBacktest(t *testing.T) {
 	ds := walkDataset(22, 300)
+	perBar := *ds
+	perBar.Slip = make([]float64, ds.Bars.Len())
+	for i := range perBar.Slip {
+		perBar.Slip[i] = 0.05 * float64(i%7)
+	}
+	for _, d := range []*market.Dataset{ds, &perBar} {
+		envRewardsMatchBacktest(t, d)
+	}
+}
+
+func envRewardsMatchBacktest(t *testing.T, ds *market.Dataset) {
 	r := market.Range{From: 50, To: 300}
 	act := func(t int) market.Action { return market.Action{Dir: t * 7 % 3, Size: t * 5 % 4, Exit: t * 11 % 3} }
 	rep, err := market.Backtest(ds, r, policyFunc(func(t int, _ []float32) market.Action { return act(t) }))

@@ -70,13 +70,29 @@ func (s Source) Prepare(ctx context.Context, cfg config.RunConfig) (*Dataset, er
 		ds = build(b, raw, warmup, norm)
 	}
 	ds.Train, ds.Valid, ds.Test = train, valid, test
-	if ds.Instrument, err = ResolveInstrument(cfg.Env, dc.Path, b.Close[train.To-1]); err != nil {
-		return nil, fmt.Errorf("config env: %w", err)
+	if ds.Instrument, err = prepareInstrument(cfg, b, train, ds.BarsPerYear); err != nil {
+		return nil, err
 	}
 	if ts := ds.training; ts != nil {
 		ts.Instrument, ts.BarsPerYear = ds.Instrument, ds.BarsPerYear
 	}
 	return ds, nil
+}
+
+// prepareInstrument is the instrument of a run of cfg on bars b: the
+// leverage of Sizing estimated on the training range train, the contract
+// sized at its last close (the training environment's reference; a
+// backtest resizes it at its own range, TradedInstrument).
+func prepareInstrument(cfg config.RunConfig, b *Bars, train Range, barsPerYear float64) (Instrument, error) {
+	lev, err := Sizing(cfg.Env, b, train, barsPerYear)
+	if err != nil {
+		return Instrument{}, fmt.Errorf("config env: %w", err)
+	}
+	in, err := ResolveInstrument(cfg.Env, cfg.Data.Path, b.Close[train.To-1], lev)
+	if err != nil {
+		return Instrument{}, fmt.Errorf("config env: %w", err)
+	}
+	return in, nil
 }
 
 // Load returns the bars of cfg.Data.Path: a CSV file inside s's roots
@@ -126,7 +142,7 @@ func build(b *Bars, raw []float64, warmup int, norm Normalizer) *Dataset {
 	norm.Apply(raw[warmup*NumFeatures:], feats[warmup*NumFeatures:])
 	return &Dataset{
 		Bars: b, Features: feats, Norm: norm, ATR: ATR(b, 14), Warmup: warmup,
-		BarsPerYear: b.BarsPerYear(),
+		BarsPerYear: b.BarsPerYear(), Slip: SpreadSlip(b),
 	}
 }
 

@@ -299,7 +299,7 @@ func TestPrepareWithUsesStoredNormalizer(t *testing.T) {
 // instrument, and the point value is resolved at the reference price.
 func TestInstrumentCostsFollowThePriceLevel(t *testing.T) {
 	e := config.Defaults().Env
-	es, err := ResolveInstrument(e, "bundled:USA500IDXUSD_H1.csv", 4000)
+	es, err := ResolveInstrument(e, "bundled:USA500IDXUSD_H1.csv", 4000, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,11 +313,11 @@ func TestInstrumentCostsFollowThePriceLevel(t *testing.T) {
 	if es.RoundTripBps(60) < 50*es.RoundTripBps(4000)*0.99 {
 		t.Errorf("a tick-priced instrument should cost more bps at a lower price: %g at 60, %g at 4000", es.RoundTripBps(60), es.RoundTripBps(4000))
 	}
-	btc, err := ResolveInstrument(e, "bundled:bitcoin_2024.csv", 60000)
+	btc, err := ResolveInstrument(e, "bundled:bitcoin_2024.csv", 60000, 1)
 	if err != nil || btc.Name != "BTC" || btc.TickSize != 5 {
 		t.Errorf("auto on the bundled bitcoin: %+v, %v; want BTC with tick 5", btc, err)
 	}
-	bps, err := ResolveInstrument(e, "prices.csv", 60)
+	bps, err := ResolveInstrument(e, "prices.csv", 60, 1)
 	if err != nil || bps.Name != config.InstrumentBps {
 		t.Fatalf("auto on another file: %+v, %v; want bps", bps, err)
 	}
@@ -327,7 +327,7 @@ func TestInstrumentCostsFollowThePriceLevel(t *testing.T) {
 		}
 	}
 	e.Instrument, e.PointValue = config.InstrumentCustom, 50
-	cu, err := ResolveInstrument(e, "bundled:USA500IDXUSD_H1.csv", 4000)
+	cu, err := ResolveInstrument(e, "bundled:USA500IDXUSD_H1.csv", 4000, 1)
 	if err != nil || cu.PointValue != 50 || cu.Commission != e.Commission || cu.TickSize != e.TickSize {
 		t.Errorf("custom: %+v, %v; want the config's point value, tick and commission", cu, err)
 	}
@@ -336,7 +336,7 @@ func TestInstrumentCostsFollowThePriceLevel(t *testing.T) {
 			t.Errorf("config names preset %s, market has no numbers for it", name)
 		}
 	}
-	if _, err := ResolveInstrument(e, "x.csv", math.NaN()); err == nil {
+	if _, err := ResolveInstrument(e, "x.csv", math.NaN(), 1); err == nil {
 		t.Error("a NaN reference price was accepted")
 	}
 }

@@ -40,10 +40,35 @@ type sim struct {
 	size [NumSizes]int
 }
 
-// fillCost is the money one fill of |q| contracts at reference price p
-// pays: |q|·(slip(p)·PointValue + comm(p)).
-func (s *sim) fillCost(q int, p float64) float64 {
-	return float64(abs(q)) * (s.in.slip(p)*s.in.PointValue + s.in.comm(p))
+// fillCost is the money one fill of |q| contracts at bar t and reference
+// price p pays: |q|·(slipAt(t, p)·PointValue + comm(p)).
+func (s *sim) fillCost(q, t int, p float64) float64 {
+	return float64(abs(q)) * (s.slipAt(t, p)*s.in.PointValue + s.in.comm(p))
+}
+
+// slipAt is the slippage of one fill at bar t and price p, in price
+// points: the bar's own (Dataset.Slip[t]) where the dataset has per-bar
+// slippage, else the instrument's slip(p).
+func (s *sim) slipAt(t int, p float64) float64 {
+	if s.ds.Slip != nil {
+		return s.ds.Slip[t]
+	}
+	return s.in.slip(p)
+}
+
+// SpreadSlip is the per-bar slippage of bars that quote bid and ask
+// (Dataset.Slip): half the spread at each bar's open, Spread[t] / 2, the
+// distance from the mid (the bars' prices) to the ask a market buy pays
+// or the bid a market sell gets. Nil when b has no Spread.
+func SpreadSlip(b *Bars) []float64 {
+	if b == nil || b.Spread == nil {
+		return nil
+	}
+	out := make([]float64, len(b.Spread))
+	for t, x := range b.Spread {
+		out[t] = x / 2
+	}
+	return out
 }
 
 // newSim checks that ds can be traded over r: consistent lengths, at least
@@ -61,8 +86,11 @@ func newSim(ds *Dataset, r Range) (*sim, error) {
 		want  int
 	}{
 		{"Bars.Open", len(b.Open), n}, {"Bars.High", len(b.High), n}, {"Bars.Low", len(b.Low), n},
-		{"ATR", len(ds.ATR), n}, {"Features", len(ds.Features), n * NumFeatures},
+		{"ATR", len(ds.ATR), n}, {"Features", len(ds.Features), n * NumFeatures}, {"Slip", len(ds.Slip), n},
 	} {
+		if c.field == "Slip" && ds.Slip == nil {
+			continue
+		}
 		if c.got != c.want {
 			return nil, fmt.Errorf("dataset %q: %s has %d values, want %d (%d bars)", name, c.field, c.got, c.want, n)
 		}
@@ -94,6 +122,9 @@ func newSim(ds *Dataset, r Range) (*sim, error) {
 	}
 	fields := [...]string{"open", "high", "low", "close", "ATR"}
 	for t := r.From; t < r.To; t++ {
+		if ds.Slip != nil && (!(ds.Slip[t] >= 0) || math.IsInf(ds.Slip[t], 0)) {
+			return nil, fmt.Errorf("dataset %q: bar %d: per-bar slippage (Dataset.Slip, half the bid/ask spread) is %g, must be finite and non-negative", name, t, ds.Slip[t])
+		}
 		for i, v := range [len(fields)]float64{b.Open[t], b.High[t], b.Low[t], b.Close[t], ds.ATR[t]} {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
 				return nil, fmt.Errorf("dataset %q: bar %d: %s is %g", name, t, fields[i], v)
@@ -174,14 +205,14 @@ func (s *sim) step(acc *account, a Action, t int, rec *[]fill) float64 {
 	b := s.ds.Bars
 	o := b.Open[t+1]
 	pv := s.in.PointValue
-	slip := s.in.slip(o)
+	slip := s.slipAt(t+1, o)
 	// The old position over the gap from close_t to open_{t+1}.
 	dE := float64(acc.pos) * (o - b.Close[t]) * pv
 	q := s.target(a)
 	atr := s.atr(t)
 	if d := q - acc.pos; d != 0 {
 		price := o + float64(sign(d))*slip
-		cost := s.fillCost(d, o)
+		cost := s.fillCost(d, t+1, o)
 		dE -= cost
 		record(rec, fill{bar: t + 1, qty: d, price: price, comm: float64(abs(d)) * s.in.comm(o), cost: cost})
 		switch {
@@ -211,7 +242,7 @@ func (s *sim) step(acc *account, a Action, t int, rec *[]fill) float64 {
 		if hit {
 			comm := float64(abs(acc.pos)) * s.in.comm(o)
 			dE += float64(acc.pos)*(x-o)*pv - comm
-			record(rec, fill{bar: t + 1, qty: -acc.pos, price: x, comm: comm, cost: s.fillCost(acc.pos, o)})
+			record(rec, fill{bar: t + 1, qty: -acc.pos, price: x, comm: comm, cost: s.fillCost(acc.pos, t+1, o)})
 			*acc = account{}
 		}
 	}
@@ -229,8 +260,10 @@ func record(rec *[]fill, f fill) {
 }
 
 // liquidate closes the open position at the close c of bar t, at
-// c − slip(c) for a long and c + slip(c) for a short, with commission; it
-// returns the change of equity, −|p|·(slip(c)·PV + comm(c)), and records
+// c − slip for a long and c + slip for a short, with commission, slip
+// being slipAt(t, c) (the bar's own half-spread, measured at its open,
+// where the dataset has per-bar slippage); it returns the change of
+// equity, −|p|·(slip·PV + comm(c)), and records
 // the fill in *rec unless rec is nil.
 func (s *sim) liquidate(acc *account, t int, rec *[]fill) float64 {
 	if acc.pos == 0 {
@@ -238,8 +271,8 @@ func (s *sim) liquidate(acc *account, t int, rec *[]fill) float64 {
 	}
 	p := acc.pos
 	c := s.ds.Bars.Close[t]
-	cost := s.fillCost(p, c)
-	record(rec, fill{bar: t, qty: -p, price: c - float64(sign(p))*s.in.slip(c), comm: float64(abs(p)) * s.in.comm(c), cost: cost})
+	cost := s.fillCost(p, t, c)
+	record(rec, fill{bar: t, qty: -p, price: c - float64(sign(p))*s.slipAt(t, c), comm: float64(abs(p)) * s.in.comm(c), cost: cost})
 	*acc = account{}
 	return -cost
 }

@@ -3,6 +3,7 @@ package market
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/data"
@@ -34,6 +35,21 @@ type Instrument struct {
 	// MarginFloor ends a backtest's trading when equity falls to
 	// MarginFloor × InitialCapital or below (Backtest).
 	MarginFloor float64 `json:"margin_floor,omitempty"`
+	// Sizing is the rule that sizes the contract (env.sizing, "notional"
+	// or "vol_target"): PointValue follows the price a range is entered
+	// at (SizedAt), so that a full position is worth Leverage ×
+	// InitialCapital there. "" when env.point_value fixes the contract
+	// (and in checkpoints written before sizing existed).
+	Sizing string `json:"sizing,omitempty"`
+	// Leverage is a full position's notional over InitialCapital at the
+	// reference price: 1 under "notional", TargetVol / σ (at most
+	// MaxLeverage) under "vol_target" (Sizing).
+	Leverage float64 `json:"leverage,omitempty"`
+	// CommissionPoints is a preset's or a table future's commission per
+	// contract in price points (its money figure over its own point
+	// value), so that Commission = CommissionPoints × PointValue follows
+	// a resized contract. 0 when Commission is money as given (custom).
+	CommissionPoints float64 `json:"commission_points,omitempty"`
 }
 
 // Preset is a futures contract's tick size and all-in commission per side.
@@ -48,15 +64,20 @@ type Preset struct {
 	CommissionUSD float64 `json:"commission_usd"`  // per contract per side, broker + exchange + clearing
 }
 
-// Presets are the contracts env.instrument can name (config.InstrumentPresets).
-// Commissions are typical all-in retail rates per side in 2026 (broker,
-// exchange and clearing fees); slippage comes from env.slippage_ticks.
-var Presets = map[string]Preset{
-	"ES":  {"ES", "CME E-mini S&P 500", 0.25, 50, 2.50},
-	"NQ":  {"NQ", "CME E-mini Nasdaq-100", 0.25, 20, 2.50},
-	"CL":  {"CL", "NYMEX WTI crude oil", 0.01, 1000, 2.50},
-	"BRN": {"BRN", "ICE Brent crude oil", 0.01, 1000, 2.50},
-	"BTC": {"BTC", "CME Bitcoin futures", 5, 5, 10.00},
+// Presets are the contracts env.instrument can name (config.InstrumentPresets):
+// the futures rows of the instrument table (Instruments, whose note gives
+// the commissions' basis). A preset takes its slippage from
+// env.slippage_ticks.
+var Presets = presets()
+
+func presets() map[string]Preset {
+	out := map[string]Preset{}
+	for _, sp := range Instruments {
+		if sp.Class == ClassFuture {
+			out[sp.Symbol] = Preset{sp.Symbol, sp.Description, sp.TickSize, sp.PointValue, sp.CommissionPerContract}
+		}
+	}
+	return out
 }
 
 // BundledInstruments is the documented instrument of each bundled file
@@ -77,23 +98,39 @@ func AutoInstrument(dataPath string) string {
 }
 
 // ResolveInstrument turns the env config into the Instrument that trades
-// dataPath. The costs follow env.instrument ("auto" picks by dataPath, see
-// AutoInstrument and config.EnvConfig). A PointValue of 0 means auto:
-// InitialCapital / (MaxContracts · refPrice), so that a full position's
-// notional equals the initial capital at refPrice (Prepare passes the last
-// training bar's close, the price nearest to the validation range). For
-// "bps" the TickSize (which only floors the ATR) is one basis point of
-// refPrice. refPrice must be positive and finite.
-func ResolveInstrument(e config.EnvConfig, dataPath string, refPrice float64) (Instrument, error) {
+// dataPath, sized at refPrice with leverage (Sizing). The costs follow
+// env.instrument:
+//
+//	"auto"     the bundled file's documented preset (AutoInstrument), else "bps"
+//	preset     ES, NQ, CL, BRN, BTC: the table's tick and commission, slippage
+//	           env.slippage_ticks
+//	"table"    the instrument table's row of the file's symbol (SymbolOf)
+//	SYMBOL     the table's row of that symbol (LookupInstrument), e.g. EURUSD
+//	"bps"      env.slippage_bps and env.commission_bps of the price
+//	"custom"   env.tick_size, env.slippage_ticks and env.commission as given
+//
+// A PointValue of 0 (env.point_value, the default) means the contract is
+// sized (Sizing, SizedAt): leverage × InitialCapital / (MaxContracts ·
+// refPrice), a full position worth leverage × the capital at refPrice
+// (Prepare passes the last training bar's close, the training
+// environment's reference; a backtest resizes at the first fill of its
+// range). For "bps" the TickSize (which only floors the ATR) is one basis
+// point of refPrice. refPrice must be positive and finite, leverage
+// positive.
+func ResolveInstrument(e config.EnvConfig, dataPath string, refPrice, leverage float64) (Instrument, error) {
 	if !(refPrice > 0) || math.IsInf(refPrice, 0) {
 		return Instrument{}, fmt.Errorf("resolve instrument for %s: reference price %g must be positive and finite", dataPath, refPrice)
+	}
+	if !(leverage > 0) || math.IsInf(leverage, 0) {
+		return Instrument{}, fmt.Errorf("resolve instrument for %s: leverage %g must be positive and finite", dataPath, leverage)
 	}
 	inst := Instrument{
 		PointValue: e.PointValue, MaxContracts: e.MaxContracts, InitialCapital: e.InitialCapital,
 		MarginFloor: e.MarginFloor,
 	}
 	if inst.PointValue == 0 && e.MaxContracts > 0 {
-		inst.PointValue = e.InitialCapital / (float64(e.MaxContracts) * refPrice)
+		inst.Sizing, inst.Leverage = sizingRule(e), leverage
+		inst.PointValue = inst.sizedPointValue(refPrice)
 	}
 	name := e.Instrument
 	if name == config.InstrumentAuto || name == "" {
@@ -107,12 +144,30 @@ func ResolveInstrument(e config.EnvConfig, dataPath string, refPrice float64) (I
 		inst.TickSize = 1e-4 * refPrice
 		inst.SlippageBps, inst.CommissionBps = e.SlippageBps, e.CommissionBps
 	default:
-		p, ok := Presets[name]
-		if !ok {
-			return Instrument{}, &config.FieldError{Field: "env.instrument", Value: name, Allowed: "must be auto, a preset (ES, NQ, CL, BRN, BTC), bps or custom"}
+		if p, ok := Presets[name]; ok {
+			inst.TickSize, inst.SlippageTicks = p.TickSize, e.SlippageTicks
+			inst.CommissionPoints = p.CommissionUSD / p.PointValueUSD
+			inst.Commission = inst.CommissionPoints * inst.PointValue
+			break
 		}
-		inst.TickSize, inst.SlippageTicks = p.TickSize, e.SlippageTicks
-		inst.Commission = p.CommissionUSD / p.PointValueUSD * inst.PointValue
+		symbol := name
+		if name == config.InstrumentTable {
+			symbol = SymbolOf(dataPath)
+		}
+		sp, ok := LookupInstrument(symbol)
+		if !ok {
+			what := fmt.Sprintf("names no row of the instrument table (market.Instruments: %s)", strings.Join(InstrumentSymbols(), " "))
+			if name == config.InstrumentTable {
+				what = fmt.Sprintf("table: data path %s has symbol %q (market.SymbolOf), which the instrument table (market.Instruments) lacks; name a symbol (e.g. EURUSD) or bps", dataPath, symbol)
+			}
+			return Instrument{}, &config.FieldError{Field: "env.instrument", Value: name, Allowed: what}
+		}
+		inst.Name = sp.Symbol
+		inst.TickSize, inst.SlippageTicks, inst.SlippageBps, inst.CommissionBps = sp.TickSize, sp.SlippageTicks, sp.SlippageBps, sp.CommissionBps
+		if sp.CommissionPerContract > 0 {
+			inst.CommissionPoints = sp.CommissionPerContract / sp.PointValue
+			inst.Commission = inst.CommissionPoints * inst.PointValue
+		}
 	}
 	return inst, checkInstrument(inst)
 }

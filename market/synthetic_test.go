@@ -119,7 +119,7 @@ func TestOracleIsRightAndProfitable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inst, err := ResolveInstrument(config.Defaults().Env, SyntheticPath, b.Close[0])
+	inst, err := ResolveInstrument(config.Defaults().Env, SyntheticPath, b.Close[0], 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,6 +46,15 @@ type Dataset struct {
 	// has none, and in a PrepareWith dataset).
 	Test       Range
 	Instrument Instrument
+	// Slip is the slippage of one fill at each bar's open, in price points
+	// (Bars.Len() values), where the data prices it bar by bar: a fill at
+	// bar t (its open, a stop inside it, a liquidation at its close) moves
+	// Slip[t] against the order instead of the instrument's constant
+	// slippage (Instrument.slip); the commission is the instrument's
+	// still. Nil: the constant everywhere. Prepare and PrepareWith fill it
+	// with SpreadSlip (half the bid/ask spread of bars that quote one); a
+	// panel fills it per series. Values must be finite and non-negative.
+	Slip []float64
 	// BarsPerYear annualises returns and volatility, measured from the data.
 	BarsPerYear float64
 

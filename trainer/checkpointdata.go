@@ -80,8 +80,10 @@ func CheckpointMarket(ck *checkpoint.Checkpoint) (market.Instrument, market.Norm
 //     checkpoint's tick size never prices another series: an S&P tick on a
 //     series priced around 60 is 0.4 % a fill.
 //
-// The point value is resolved on dataPath's first bar with full feature
-// history. The dataset's Valid range is every such bar; Test is empty.
+// The contract is sized as every backtest sizes it (market.Sizing,
+// market.TradedInstrument: at the first fill of the range backtested);
+// the dataset's instrument is resolved on dataPath's first bar with full
+// feature history. The dataset's Valid range is every such bar; Test is empty.
 func CheckpointDataset(ctx context.Context, src market.Source, ck *checkpoint.Checkpoint, dataPath string, costs func(*config.EnvConfig)) (config.RunConfig, *market.Dataset, error) {
 	cfg, err := CheckpointConfig(ck)
 	if err != nil {
@@ -103,6 +105,7 @@ func CheckpointDataset(ctx context.Context, src market.Source, ck *checkpoint.Ch
 	if costs != nil || !SameDataPath(cfg.Data.Path, dataPath) {
 		env := config.Defaults().Env
 		env.MaxContracts, env.InitialCapital, env.MarginFloor = cfg.Env.MaxContracts, cfg.Env.InitialCapital, cfg.Env.MarginFloor
+		env.Sizing, env.TargetVol = cfg.Env.Sizing, cfg.Env.TargetVol
 		if costs != nil {
 			costs(&env)
 		}
@@ -115,9 +118,22 @@ func CheckpointDataset(ctx context.Context, src market.Source, ck *checkpoint.Ch
 		if w < 0 {
 			return cfg, nil, fmt.Errorf("data %s has no bars", dataPath)
 		}
-		if inst, err = market.ResolveInstrument(env, dataPath, bars.Close[w]); err != nil {
+		// The leverage is the run's own on its own data (estimated on its
+		// training range); on another file, the same rule on that file's
+		// training range (market.SizingFor).
+		lev := inst.Leverage
+		if !SameDataPath(cfg.Data.Path, dataPath) || !(lev > 0) {
+			c := cfg
+			c.Data.Path, c.Env = dataPath, env
+			if lev, err = market.SizingFor(c, bars); err != nil {
+				return cfg, nil, err
+			}
+		}
+		if inst, err = market.ResolveInstrument(env, dataPath, bars.Close[w], lev); err != nil {
 			return cfg, nil, err
 		}
+	} else if inst.Sizing == "" && cfg.Env.PointValue == 0 {
+		inst = market.LegacySizing(inst)
 	}
 	ds, err := market.PrepareWith(bars, norm, inst)
 	return cfg, ds, err

@@ -23,10 +23,11 @@
 
 // EnvMarket is the dataset as the kernels read it, uploaded once per
 // trainer (gpu/env.go devMarket): prices and ATR per bar, the normalised
-// features, and the resolved instrument.
+// features, the per-bar slippage and the resolved instrument.
 struct EnvMarket {
   const double* open; const double* high; const double* low; const double* close; const double* atr; // [bars]
   const float* features; // [bars×NFEAT]
+  const double* slip;    // [bars] per-fill slippage at each bar (Dataset.Slip), or null: the constant
   double tickSize, slipTicks, commission, pointValue, slipBps, commBps;
   long long maxContracts;
 };
@@ -49,8 +50,11 @@ __device__ __forceinline__ Account flatAccount() {
 __device__ __forceinline__ int isign(int x) { return x > 0 ? 1 : (x < 0 ? -1 : 0); }
 __device__ __forceinline__ int iabs(int x) { return x < 0 ? -x : x; }
 
-// slip(p) = SlippageTicks·TickSize + SlippageBps·10⁻⁴·|p|   (Instrument.slip)
-__device__ __forceinline__ double mSlip(const EnvMarket& m, double p) {
+// mSlip is the slippage of one fill at bar t and price p (sim.slipAt): the
+// bar's own, slip[t], where the dataset prices it per bar, else
+// SlippageTicks·TickSize + SlippageBps·10⁻⁴·|p|   (Instrument.slip).
+__device__ __forceinline__ double mSlip(const EnvMarket& m, long long t, double p) {
+  if (m.slip != nullptr) return m.slip[t];
   return m.slipTicks * m.tickSize + m.slipBps * 1e-4 * fabs(p);
 }
 
@@ -59,9 +63,9 @@ __device__ __forceinline__ double mComm(const EnvMarket& m, double p) {
   return m.commission + m.commBps * 1e-4 * fabs(p) * m.pointValue;
 }
 
-// fillCost = |q|·(slip(p)·PointValue + comm(p))
-__device__ __forceinline__ double mFillCost(const EnvMarket& m, int q, double p) {
-  return (double)iabs(q) * (mSlip(m, p) * m.pointValue + mComm(m, p));
+// fillCost = |q|·(slip(t, p)·PointValue + comm(p))   (sim.fillCost)
+__device__ __forceinline__ double mFillCost(const EnvMarket& m, int q, long long t, double p) {
+  return (double)iabs(q) * (mSlip(m, t, p) * m.pointValue + mComm(m, p));
 }
 
 // mAtr is ATR_t with its floor: max(ATR[t], TickSize, 1e-6·|close_t|, 1e-12).
@@ -93,14 +97,14 @@ __device__ __forceinline__ double stopPrice(double ref, int dir, int k, double a
 __device__ double mStep(const EnvMarket& m, Account* acc, int dir, int size, int exit, long long t) {
   const double o = m.open[t + 1];
   const double pv = m.pointValue;
-  const double slip = mSlip(m, o);
+  const double slip = mSlip(m, t + 1, o);
   double dE = (double)acc->pos * (o - m.close[t]) * pv;
   const int q = mTarget(m, dir, size);
   const double atr = mAtr(m, t);
   const int d = q - acc->pos;
   if (d != 0) {
     const double price = o + (double)isign(d) * slip;
-    const double cost = mFillCost(m, d, o);
+    const double cost = mFillCost(m, d, t + 1, o);
     dE -= cost;
     if (q == 0) {
       *acc = flatAccount();
@@ -143,10 +147,10 @@ __device__ double mStep(const EnvMarket& m, Account* acc, int dir, int size, int
 }
 
 // mLiquidate closes the position at the close of bar t and returns
-// −|p|·(slip(c)·PointValue + comm(c)).
+// −|p|·(slip(t, c)·PointValue + comm(c)).
 __device__ __forceinline__ double mLiquidate(const EnvMarket& m, Account* acc, long long t) {
   if (acc->pos == 0) return 0.0;
-  const double cost = mFillCost(m, acc->pos, m.close[t]);
+  const double cost = mFillCost(m, acc->pos, t, m.close[t]);
   *acc = flatAccount();
   return -cost;
 }

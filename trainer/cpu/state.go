@@ -97,7 +97,7 @@ func sameDataset(ck *checkpoint.Checkpoint, ds *market.Dataset) error {
 	if err != nil {
 		return err
 	}
-	if inst != ds.Instrument {
+	if !market.SameContract(inst, ds.Instrument) {
 		return fmt.Errorf("dataset instrument %+v differs from the checkpoint's %+v: prepare the data with the checkpoint's config", ds.Instrument, inst)
 	}
 	if !reflect.DeepEqual(norm, ds.Norm) {
