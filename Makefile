@@ -17,7 +17,7 @@ VERSITYGW := $(BIN)/versitygw
 # database (created when missing), never the server's admin database.
 TEST_DATABASE_URL := $(or $(DATABASE_URL),postgres://postgres@127.0.0.1:5432/test?sslmode=disable)
 
-.PHONY: test-deps go-version gpu-binaries crosscheck-carry carry-check all build cross run test test-sm90a test-short lint bench bench-temporal learn-check record-history temporal versitygw clean fuzz-short fuzz chaos vulncheck vulndb vulncheck-devserver vulncheck-test
+.PHONY: test-deps go-version gpu-binaries gpu-binaries-wf crosscheck-carry carry-check all build cross run test test-sm90a test-short lint bench bench-temporal learn-check record-history temporal versitygw clean fuzz-short fuzz chaos vulncheck vulndb vulncheck-devserver vulncheck-test
 
 all: build
 
@@ -174,6 +174,15 @@ gpu-binaries:
 	rm -f $(BIN)/gputest.tgz
 	tar cJf $(BIN)/gputest.txz -C $(BIN) gputest
 	tools/device/carry-check.sh $(BIN)/gputest.txz
+
+## gpu-binaries-wf: what visit.sh part walkforward carries with the packed corpus (tools/device/pack-corpus.sh): dqnflow and the gpu and cuda test binaries (about 22 MB as xz)
+gpu-binaries-wf:
+	mkdir -p $(BIN)/gputest
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(BIN)/gputest/dqnflow ./cmd/dqnflow
+	CGO_ENABLED=0 $(GO) test -c -trimpath -ldflags='-s -w' -o $(BIN)/gputest/cuda.test ./gpu/cuda
+	CGO_ENABLED=0 $(GO) test -c -trimpath -ldflags='-s -w' -o $(BIN)/gputest/gpu.test ./gpu
+	tar cJf $(BIN)/gputest-wf.txz -C $(BIN) gputest/dqnflow gputest/cuda.test gputest/gpu.test
+	tools/device/carry-check.sh $(BIN)/gputest-wf.txz .corpus/corpus.tar.xz
 
 ## crosscheck-carry: what visit.sh part crosscheck carries (with part bench, specbranch or pytorch): the dqnflow binary alone and the Go reference case, packed (about 14 and 16 MB)
 crosscheck-carry:

@@ -115,7 +115,7 @@ trap finish EXIT
 # them where the machine has no xz.
 # bin/gputest-bench.txz holds bin/gputest/dqnflow alone, for a visit
 # that carries something large beside it (part crosscheck).
-for a in bin/gputest.txz bin/gputest-bench.txz; do
+for a in bin/gputest.txz bin/gputest-bench.txz bin/gputest-wf.txz; do
   if [ -f "$a" ]; then
     tar xJf "$a" -C bin 2>/dev/null || python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall("bin")' "$a"
   fi
