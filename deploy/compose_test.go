@@ -242,8 +242,14 @@ func TestComposeHasTheRequiredServices(t *testing.T) {
 		if !strings.HasPrefix(store, "s3://") || !strings.Contains(store, "endpoint=http://s3:7070") || strings.Contains(store, "@") {
 			t.Errorf("service %s: DQNFLOW_CHECKPOINT_STORE=%q, want the s3 service's bucket (s3://…?endpoint=http://s3:7070, no credentials in the URL)", w, store)
 		}
-		if len(s.Volumes) > 0 {
-			t.Errorf("service %s mounts %v: the checkpoints live in the bucket, a worker needs no shared volume", w, s.Volumes)
+		// The one mount a worker has is the data root, read-only: price
+		// files come from it (DQNFLOW_DATA_ROOTS), checkpoints live in the
+		// bucket, so nothing a worker writes needs a shared volume.
+		if len(s.Volumes) != 1 || !strings.HasSuffix(s.Volumes[0], ":/data:ro") {
+			t.Errorf("service %s mounts %v: want only the data root, read-only at /data (the checkpoints live in the bucket)", w, s.Volumes)
+		}
+		if roots := interpolated(s.Environment["DQNFLOW_DATA_ROOTS"]); roots != "/data" {
+			t.Errorf("service %s: DQNFLOW_DATA_ROOTS=%q, want /data, the mounted data root", w, roots)
 		}
 		for _, k := range []string{"DATABASE_URL", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"} {
 			if s.Environment[k] == "" {

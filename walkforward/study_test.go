@@ -222,6 +222,18 @@ func checkByHand(t *testing.T, s *Study, ds *market.Dataset, sw SeriesWindow, r 
 		act = func(t int) market.Action { return p.Act(t, nil) }
 	}
 	te := sw.Test
+	// The contract is sized at the test range's first fill, as every
+	// backtest sizes it (market.TradedInstrument); buy-and-hold's at
+	// leverage 1 (market.BuyAndHoldInstrument).
+	size := market.TradedInstrument
+	if r.Strategy == StrategyBuyAndHold {
+		size = market.BuyAndHoldInstrument
+	}
+	traded, err := size(ds, te)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.PointValue = traded.PointValue
 	eq := make([]float64, te.Len())
 	eq[0] = in.InitialCapital
 	pos := 0.0
