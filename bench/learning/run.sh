@@ -8,9 +8,11 @@
 # a comment. Checkpoints are deleted after each run. The CPU backend's
 # results do not depend on the thread count (trainer/cpu/doc.go).
 # DQNFLOW_CMD (default train) and DQNFLOW_ARGS (default none) run another
-# command the same way, e.g. DQNFLOW_CMD=walkforward DQNFLOW_ARGS="--gate pooled";
-# DQNFLOW_DEVICE (default cpu) picks the backend, e.g. cuda on a GPU machine
-# (tools/device/visit.sh, part learn). A run that would start after
+# command that takes --config and --data the same way;
+# DQNFLOW_DEVICE (default cpu) picks the backend, e.g. cuda on a GPU
+# machine. (The bar-count walk-forward these batches once ran, and the
+# scripts that read its JSON, are gone: the calendar walk-forward of ADR
+# 0038 replaced it, and visit.sh part walkforward runs it.) A run that would start after
 # DQNFLOW_DEADLINE (Unix seconds, default none) is skipped and says so in
 # its log, so that a timed visit returns whole runs.
 set -euo pipefail

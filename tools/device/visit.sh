@@ -42,8 +42,8 @@
 # and 16384 environments: dqnflow bench --epoch), envblock (the collector
 # with smaller blocks of its per-environment kernels, DQNFLOW_ENV_BLOCK),
 # hostwalk (the batched backtest's host work on this machine's CPU at 1 to
-# 16 goroutines: BenchmarkBacktestBatch and BenchmarkCVaR), learn (a
-# walk-forward learning batch on the GPU: LEARN_CASES), gputest (the GPU
+# 16 goroutines: BenchmarkBacktestBatch and BenchmarkCVaR), walkforward
+# (the calendar walk-forward over the carried corpus), gputest (the GPU
 # tests GPUTEST_RUN names), floor (the floor under a chain of dependent
 # phases: kernels in a graph, programmatic dependents, a cooperative kernel
 # with grid barriers).
@@ -536,23 +536,35 @@ if has gputest; then
   grep -E "^(--- |PASS|FAIL|ok)|lost|tolerance" "$LOGS/gputest.log" | head -60 >>"$OUT/summary.txt"
 fi
 
-# Part learn: a learning batch on the GPU (LEARN_CASES, default
-# bench/learning/batchGA.cases): `dqnflow walkforward --windows 4 --device
-# cuda` per case, LEARN_JOBS (8) at a time, two Go threads each; no run
-# starts after LEARN_SECONDS (420) from the part's start
-# (bench/learning/run.sh, DQNFLOW_DEADLINE). Every run's JSON, log and time
-# come back in learn.tgz; the kernels are compiled once before the runs.
-if has learn; then
-  step learn-warm 120 bin/gputest/dqnflow bench --device cuda --precision fp32 --batch 256 --steps 10 --json
-  lt0=$(date +%s)
-  lsec=${LEARN_SECONDS:-420}
-  rm -rf /tmp/learn
-  step learn $((lsec + 150)) env DQNFLOW_BIN="$PWD/bin/gputest/dqnflow" DQNFLOW_DEVICE=cuda DQNFLOW_CMD=walkforward \
-    DQNFLOW_ARGS="--windows 4" DQNFLOW_DEADLINE=$((lt0 + lsec)) \
-    bash bench/learning/run.sh "${LEARN_CASES:-bench/learning/batchGA.cases}" /tmp/learn "${LEARN_JOBS:-8}" 2
-  log "learn: $(grep -L -E 'SKIPPED|FAILED' /tmp/learn/*.log | wc -l) runs done, $(grep -l SKIPPED /tmp/learn/*.log | wc -l) skipped, $(grep -l FAILED /tmp/learn/*.log | wc -l) failed"
-  grep -l FAILED /tmp/learn/*.log | head -3 | xargs -r tail -n 5 >>"$OUT/summary.txt"
-  tar czf "$OUT/learn.tgz" -C /tmp learn
+# Part walkforward: the calendar walk-forward over the price corpus on
+# the GPU (dqnflow walkforward, ADR 0038), carried packed beside
+# bin/gputest-wf.txz (make gpu-binaries-wf; carry [".corpus"],
+# tools/device/pack-corpus.sh). WF_SERIES (default: every corpus file but
+# the four data inspect flags: LINKUSDT (a zero low), AAPLUSUSD, TSLAUSUSD
+# and VXX (not split-adjusted); docs/perf/data-inspect-2026-12-07.md),
+# WF_ARGS (default --panel --seeds 8) and WF_SECONDS (the study's wall
+# limit, 420) shape it. results.json, summary.json and summary.md come
+# back in wf.tgz; the per-window timing lines go to summary.txt.
+if has walkforward; then
+  rm -rf /tmp/corpus /tmp/wf && mkdir -p /tmp/corpus
+  if [ -f .corpus/corpus.tar.xz ]; then
+    tar xJf .corpus/corpus.tar.xz -C /tmp/corpus 2>/dev/null ||
+      python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' .corpus/corpus.tar.xz /tmp/corpus
+  fi
+  if [ ! -f /tmp/corpus/MANIFEST.tsv ]; then
+    log "walkforward: no corpus (carry .corpus/corpus.tar.xz, tools/device/pack-corpus.sh): not run"
+  else
+    wfseries=${WF_SERIES:-$(cd /tmp/corpus && ls h4-forex/*.csv hourly/*.csv lean/*.zip | grep -v -E 'LINKUSDT|AAPLUSUSD|TSLAUSUSD|equity-vxx' | sed 's|^|/tmp/corpus/|' | paste -sd, -)}
+    log "walkforward: $(echo "$wfseries" | tr ',' '\n' | wc -l) series, args ${WF_ARGS:---panel --seeds 8}"
+    # shellcheck disable=SC2086 # WF_ARGS is several flags
+    step walkforward "${WF_SECONDS:-420}" bin/gputest/dqnflow walkforward --device cuda --data-root /tmp/corpus \
+      --series "$wfseries" ${WF_ARGS:---panel --seeds 8} --out /tmp/wf
+    grep -E "^(window|walk-forward|study|  window)" "$LOGS/walkforward.log" | tail -60 >>"$OUT/summary.txt"
+    [ -f /tmp/wf/summary.md ] && cat /tmp/wf/summary.md >>"$OUT/summary.txt"
+    tail -5 "$LOGS/walkforward.log" >>"$OUT/summary.txt"
+    cp "$LOGS/walkforward.log" /tmp/wf/ 2>/dev/null
+    tar czf "$OUT/wf.tgz" -C /tmp wf
+  fi
 fi
 
 # Part hostwalk: the batched backtest's host work (market.BacktestBatch
