@@ -61,9 +61,11 @@ func TestKillInAChunkKeepsItsCheckpoints(t *testing.T) {
 func startChunkRun(t *testing.T, s *stack, idPrefix string) (config.RunConfig, string, *proc) {
 	t.Helper()
 	cfg := killConfig(filepath.Join(s.dir, "checkpoints"), max(calibrateSteps(t)/6, 20))
-	// 24 epochs (about 10 s): on a quiet machine a run of 12 could finish
-	// before the server saw a heartbeat past the committed epoch.
-	cfg.Epochs = 24
+	// 48 epochs (about 20 s): on a quiet machine a run of 12 could finish
+	// before the server saw a heartbeat past the committed epoch, and a
+	// clean-clone CI run of 24 once did too (the run completed while the
+	// stop test waited).
+	cfg.Epochs = 48
 	cfg.Checkpoint.KeepLast = cfg.Epochs
 	a := s.startWorker("worker-a")
 	runID := idPrefix + randomHex(t, 4)
