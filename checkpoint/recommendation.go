@@ -39,6 +39,18 @@ type Recommendation struct {
 	Recommendation string `json:"recommendation"`
 }
 
+// NewRecommendation is the recommendation of a run whose chosen
+// checkpoint had validation Sharpe validSharpe with t-statistic validT,
+// under backtest.min_valid_t minValidT; abstained is the run's verdict
+// (config.BacktestConfig.NoEdge), flat when set.
+func NewRecommendation(validSharpe, validT, minValidT float64, abstained bool) Recommendation {
+	r := Recommendation{ValidSharpe: validSharpe, ValidT: validT, MinValidT: minValidT, Recommendation: RecommendTrade}
+	if abstained {
+		r.Recommendation = RecommendFlat
+	}
+	return r
+}
+
 // Flat reports whether the run recommended staying flat.
 func (r Recommendation) Flat() bool { return r.Recommendation == RecommendFlat }
 
