@@ -27,7 +27,9 @@ func TestRecommendationSurvivesTheFile(t *testing.T) {
 		if err != nil || !ok {
 			t.Fatalf("%+v: read back ok %v, err %v", want, ok, err)
 		}
-		same := func(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) || math.IsNaN(a) && math.IsNaN(b) }
+		same := func(a, b float64) bool {
+			return math.Float64bits(a) == math.Float64bits(b) || math.IsNaN(a) && math.IsNaN(b)
+		}
 		if !same(got.ValidSharpe, want.ValidSharpe) || !same(got.ValidT, want.ValidT) || !same(got.MinValidT, want.MinValidT) || got.Recommendation != want.Recommendation {
 			t.Errorf("read back %+v, want %+v", got, want)
 		}
