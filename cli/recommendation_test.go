@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/walkforward"
 )
 
 // TestCommandsSayWhenTheCheckpointsRunRecommendedFlat: a short run on the
@@ -165,5 +167,57 @@ func TestMalformedRecommendationFailsTheCommand(t *testing.T) {
 				t.Errorf("%s: error %q does not name %s", args[0], errOut, s)
 			}
 		}
+	}
+}
+
+// TestWalkForwardCheckpointsRecordTheirRunsRecommendation: each window's
+// chosen checkpoint (--checkpoints) records its run's validation figures,
+// as results.json reports them, and the single-run verdict on them
+// (ADR 0016: flat below backtest.min_valid_t), whichever gate the study
+// reports by.
+func TestWalkForwardCheckpointsRecordTheirRunsRecommendation(t *testing.T) {
+	dir := t.TempDir()
+	cfg := map[string]any{
+		"epochs": 2, "steps_per_epoch": 4, "batch_size": 16,
+		"model":    map[string]any{"trunk1": 16, "trunk2": 16, "head": 8, "atoms": 11},
+		"env":      map[string]any{"num_envs": 4, "episode_bars": 64, "collect_steps": 16},
+		"replay":   map[string]any{"capacity": 512, "warmup": 64},
+		"backtest": map[string]any{"every": 1, "patience": 5, "min_valid_t": 2},
+	}
+	b, _ := json.Marshal(cfg)
+	cfgPath := filepath.Join(dir, "tiny.json")
+	if err := os.WriteFile(cfgPath, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "wf")
+	runOK(t, "walkforward", "--config", cfgPath, "--device", "cpu", "--series", "../walkforward/testdata/EURUSD_H4.csv",
+		"--step", "1w", "--test", "1w", "--valid", "1w", "--min-train", "0", "--seeds", "1", "--checkpoints", "--out", out)
+	raw, err := os.ReadFile(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res walkforward.Output
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range res.Results {
+		if r.Strategy != walkforward.StrategyAgent {
+			continue
+		}
+		path := filepath.Join(out, fmt.Sprintf("window-%d", r.Window), r.Series, fmt.Sprintf("seed-%d.safetensors", r.Seed))
+		ck, _, err := checkpoint.Read(context.Background(), path, checkpoint.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec, ok, err := checkpoint.ReadRecommendation(ck.Meta)
+		want := checkpoint.NewRecommendation(r.ValidSharpe, r.ValidT, 2, !(r.ValidT >= 2))
+		if err != nil || !ok || rec != want {
+			t.Errorf("%s: recommendation %+v (ok %v, err %v), want %+v", path, rec, ok, err, want)
+		}
+		n++
+	}
+	if n == 0 {
+		t.Fatalf("results.json has no agent result")
 	}
 }
