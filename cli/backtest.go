@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/trainer"
@@ -40,7 +41,7 @@ func backtestCmd(e *env) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		pol, ds, r, what, err := openPolicyData(cmd.Context(), e, src, *ckPath, *dataPath, *rangeName, *from, *to, costs.edit())
+		pol, ds, r, what, rec, err := openPolicyData(cmd.Context(), e, src, *ckPath, *dataPath, *rangeName, *from, *to, costs.edit())
 		if err != nil {
 			return err
 		}
@@ -49,13 +50,25 @@ func backtestCmd(e *env) *cobra.Command {
 			return fmt.Errorf("backtest %s on %s: %w", *ckPath, *dataPath, err)
 		}
 		if *jsonOut {
-			return printJSON(e, report)
+			return printJSON(e, backtestResult{Report: report, Recommendation: rec, Notice: flatNotice(rec)})
 		}
 		fmt.Fprintf(e.stdout, "%s; instrument %s\n", what, describeInstrument(ds))
+		if n := flatNotice(rec); n != "" {
+			fmt.Fprintln(e.stdout, n)
+		}
 		printReport(e, report)
 		return nil
 	}
 	return cmd
+}
+
+// backtestResult is what "dqnflow backtest --json" prints: the report and,
+// when the checkpoint's run recorded one, its recommendation; Notice is
+// flatNotice's sentence when that was to stay flat.
+type backtestResult struct {
+	market.Report
+	Recommendation *checkpoint.Recommendation `json:"run_recommendation,omitempty"`
+	Notice         string                     `json:"notice,omitempty"`
 }
 
 // openPolicyData loads the checkpoint's greedy policy and the data file,
@@ -65,10 +78,12 @@ func backtestCmd(e *env) *cobra.Command {
 // own training data, its test range (rangeName "test", the default: the
 // one range neither training nor checkpoint selection saw), validation
 // range or all bars; on another file every bar with full feature history.
-// what describes the range for the reader. src reads the data.
-func openPolicyData(ctx context.Context, e *env, src market.Source, ckPath, dataPath, rangeName, from, to string, costs func(*config.EnvConfig)) (pol *policy.Policy, ds *market.Dataset, r market.Range, what string, err error) {
-	fail := func(err error) (*policy.Policy, *market.Dataset, market.Range, string, error) {
-		return nil, nil, market.Range{}, "", err
+// what describes the range for the reader, and rec is the recommendation
+// of the run that chose the checkpoint (nil: it recorded none). src reads
+// the data.
+func openPolicyData(ctx context.Context, e *env, src market.Source, ckPath, dataPath, rangeName, from, to string, costs func(*config.EnvConfig)) (pol *policy.Policy, ds *market.Dataset, r market.Range, what string, rec *checkpoint.Recommendation, err error) {
+	fail := func(err error) (*policy.Policy, *market.Dataset, market.Range, string, *checkpoint.Recommendation, error) {
+		return nil, nil, market.Range{}, "", nil, err
 	}
 	if rangeName != "test" && rangeName != "validation" && rangeName != "all" {
 		return fail(fmt.Errorf("%w: flag --range %q: want test, validation or all", errUsage, rangeName))
@@ -79,6 +94,9 @@ func openPolicyData(ctx context.Context, e *env, src market.Source, ckPath, data
 	}
 	if pol, err = policy.Load(ck); err != nil {
 		return fail(fmt.Errorf("checkpoint %s: %w", ckPath, err))
+	}
+	if rec, err = runRecommendation(ck, ckPath); err != nil {
+		return fail(err)
 	}
 	cfg, ds, err := trainer.CheckpointDataset(ctx, src, ck, dataPath, costs)
 	if err != nil {
@@ -123,7 +141,7 @@ func openPolicyData(ctx context.Context, e *env, src market.Source, ckPath, data
 		return fail(fmt.Errorf("%w: the range %s .. %s of %s holds %d usable bars (features need %d bars of history); widen --from/--to",
 			errUsage, orAll(from), orAll(to), dataPath, max(r.Len(), 0), ds.Warmup))
 	}
-	return pol, ds, r, what, nil
+	return pol, ds, r, what, rec, nil
 }
 
 func withData(cfg config.RunConfig, path string) config.RunConfig {
@@ -167,7 +185,7 @@ func predictCmd(e *env) *cobra.Command {
 			return fmt.Errorf("%w: predict prints JSON only", errUsage)
 		}
 		// predict covers the whole file unless --from/--to narrow it.
-		pol, ds, r, _, err := openPolicyData(ctx, e, src, *ckPath, *dataPath, "all", *from, *to, nil)
+		pol, ds, r, _, _, err := openPolicyData(ctx, e, src, *ckPath, *dataPath, "all", *from, *to, nil)
 		if err != nil {
 			return err
 		}

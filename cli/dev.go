@@ -163,11 +163,14 @@ func runDemo(ctx context.Context, e *env, c client.Client, ui string) error {
 		ck = res.BestCheckpoint
 	}
 	var bundled market.Source // the demo's data is bundled: nothing is read from disk
-	pol, ds, r, what, err := openPolicyData(ctx, e, bundled, ck.URI, cfg.Data.Path, "test", "", "", nil)
+	pol, ds, r, what, rec, err := openPolicyData(ctx, e, bundled, ck.URI, cfg.Data.Path, "test", "", "", nil)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "%s, epoch %d's checkpoint; instrument %s\n", what, ck.Epoch, describeInstrument(ds))
+	if n := flatNotice(rec); n != "" {
+		fmt.Fprintln(e.stdout, n)
+	}
 	report, err := pol.Backtest(ds, r)
 	if err != nil {
 		return err

@@ -35,7 +35,12 @@ type evaluation struct {
 	Date       string           `json:"date"`
 	Checkpoint string           `json:"checkpoint,omitempty"`
 	Config     config.RunConfig `json:"config"`
-	Series     []evalSeries     `json:"series"`
+	// Recommendation is what the run that chose --checkpoint recorded in
+	// it (absent: nothing), and Notice flatNotice's sentence when that was
+	// to stay flat: the series below trade it anyway.
+	Recommendation *checkpoint.Recommendation `json:"run_recommendation,omitempty"`
+	Notice         string                     `json:"notice,omitempty"`
+	Series         []evalSeries               `json:"series"`
 }
 
 type evalSeries struct {
@@ -130,6 +135,7 @@ func evaluateCmd(e *env) *cobra.Command {
 		}
 		var cfg config.RunConfig
 		var ck *checkpoint.Checkpoint
+		var rec *checkpoint.Recommendation
 		if *ckPath != "" {
 			if *cfgPath != "" {
 				return fmt.Errorf("%w: give --config (train) or --checkpoint (evaluate it), not both", errUsage)
@@ -143,6 +149,9 @@ func evaluateCmd(e *env) *cobra.Command {
 			if cfg, err = trainer.CheckpointConfig(ck); err != nil {
 				return fmt.Errorf("checkpoint %s: %w", *ckPath, err)
 			}
+			if rec, err = runRecommendation(ck, *ckPath); err != nil {
+				return err
+			}
 		} else if cfg, err = loadConfig(fs, *cfgPath, *device, "", *epochs); err != nil {
 			return err
 		}
@@ -153,7 +162,7 @@ func evaluateCmd(e *env) *cobra.Command {
 		if err := os.MkdirAll(*out, 0o755); err != nil {
 			return fmt.Errorf("create output directory: %w", err)
 		}
-		ev := evaluation{Date: time.Now().UTC().Format(time.RFC3339), Checkpoint: *ckPath, Config: cfg}
+		ev := evaluation{Date: time.Now().UTC().Format(time.RFC3339), Checkpoint: *ckPath, Config: cfg, Recommendation: rec, Notice: flatNotice(rec)}
 		var sections []report.Section
 		for _, path := range paths {
 			slug := seriesSlug(path)
@@ -165,6 +174,9 @@ func evaluateCmd(e *env) *cobra.Command {
 					return fmt.Errorf("evaluate %s on %s: %w", *ckPath, path, err)
 				}
 				note = fmt.Sprintf("Checkpoint `%s` (trained on %s), test range of its config's split of this series.", filepath.Base(*ckPath), cfg.Data.Path)
+				if ev.Notice != "" {
+					note += " Note: " + ev.Notice + "."
+				}
 			} else {
 				fmt.Fprintf(e.stderr, "evaluate: training on %s\n", path)
 				r, err := trainLocal(ctx, e, src, c, filepath.Join(*out, slug), id+"-"+slug)
@@ -228,6 +240,9 @@ func evaluateCmd(e *env) *cobra.Command {
 		}
 		if *jsonOut {
 			return printJSON(e, ev)
+		}
+		if ev.Notice != "" {
+			fmt.Fprintln(e.stdout, ev.Notice)
 		}
 		for _, s := range ev.Series {
 			fmt.Fprintf(e.stdout, "%s:\n", s.Data)

@@ -123,6 +123,9 @@ func evaluateCheckpoints(ctx context.Context, e *env, src market.Source, r *repo
 		if c.IsBest {
 			bt.Epoch = c.Epoch
 			r.Best = bt
+			if bt.Notice != "" {
+				fmt.Fprintf(e.stdout, "best checkpoint (epoch %d): %s\n", c.Epoch, bt.Notice)
+			}
 		}
 	}
 }
@@ -131,7 +134,7 @@ func evaluateCheckpoints(ctx context.Context, e *env, src market.Source, r *repo
 // range of data, recording the mean expected Q of the chosen actions and,
 // with path, the equity, buy-and-hold's equity and the actions.
 func evaluate(ctx context.Context, e *env, src market.Source, uri, data string, path bool) (*report.Backtest, float64, error) {
-	pol, ds, rng, _, err := openPolicyData(ctx, e, src, uri, data, "validation", "", "", nil)
+	pol, ds, rng, _, runRec, err := openPolicyData(ctx, e, src, uri, data, "validation", "", "", nil)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -152,7 +155,7 @@ func evaluate(ctx context.Context, e *env, src market.Source, uri, data string, 
 	}
 	// Buy-and-hold is the report's own (market.NewBenchmarks: 1× the
 	// capital at its first fill, ADR 0036), not a second backtest.
-	b := &report.Backtest{URI: uri, Equity: rep.Equity, BuyAndHold: rep.BuyAndHoldEquity, Actions: rec.actions, Report: rep}
+	b := &report.Backtest{URI: uri, Equity: rep.Equity, BuyAndHold: rep.BuyAndHoldEquity, Actions: rec.actions, Report: rep, Notice: flatNotice(runRec)}
 	for i := range rep.Equity {
 		b.Times = append(b.Times, ds.Bars.Time[rng.From+i])
 	}

@@ -22,7 +22,7 @@ func TestReportBacktestMatchesTheBacktestCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pol, ds, r, _, err := openPolicyData(context.Background(), &env{}, market.Source{}, ck, data, "validation", "", "", nil)
+	pol, ds, r, _, _, err := openPolicyData(context.Background(), &env{}, market.Source{}, ck, data, "validation", "", "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

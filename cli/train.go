@@ -276,6 +276,12 @@ func trainLocal(ctx context.Context, e *env, src market.Source, cfg config.RunCo
 		fmt.Fprintf(e.stderr, "no edge: the best validation Sharpe, %.3f at epoch %d, has t = %.2f over %.2f years, below backtest.min_valid_t = %g; the run recommends flat (ADR 0016)\n",
 			res.Valid.Sharpe, res.BestEpoch, res.ValidT, float64(res.Valid.Bars-1)/res.Valid.BarsPerYear, cfg.Backtest.MinValidT)
 	}
+	if res.BestEpoch > 0 {
+		rec := checkpoint.NewRecommendation(res.Valid.Sharpe, res.ValidT, cfg.Backtest.MinValidT, res.Abstained)
+		if err := recordRecommendation(ctx, e, res.Checkpoint, rec); err != nil {
+			return res, err
+		}
+	}
 	if ds.Test.Len() >= 2 {
 		pol, err := loadPolicy(ctx, e, res.Checkpoint)
 		if err != nil {
@@ -384,6 +390,27 @@ func saveCheckpoint(e *env, tr trainer.Trainer, dir, runID string, epoch int) (s
 		return "", err
 	}
 	return path, nil
+}
+
+// recordRecommendation adds rec to the metadata of the chosen checkpoint
+// at path and writes it back in place (atomically, signed as the
+// command's checkpoint flags say). The verdict needs the best validation
+// backtest of the whole run, so it is known only after the file was
+// written, when the epoch became the best.
+func recordRecommendation(ctx context.Context, e *env, path string, rec checkpoint.Recommendation) error {
+	opt, err := e.ckpt.options()
+	if err != nil {
+		return err
+	}
+	ck, _, err := readCheckpoint(ctx, e, path)
+	if err != nil {
+		return err
+	}
+	checkpoint.SetRecommendation(ck.Meta, rec)
+	if _, err := checkpoint.Write(path, ck, opt); err != nil {
+		return fmt.Errorf("record the run's recommendation in %s: %w", path, err)
+	}
+	return nil
 }
 
 func day(ds *market.Dataset, i int) string {

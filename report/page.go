@@ -143,10 +143,14 @@ func runPage(r Run, figs []Figure) page {
 		row("win rate", func(x market.Metrics) string { return pct(x.WinRate) })
 		row("profit factor", func(x market.Metrics) string { return num(x.ProfitFactor) })
 		row("exposure", func(x market.Metrics) string { return pct(x.Exposure) })
+		text := fmt.Sprintf("%s to %s, %d bars; checkpoint %s.", rep.From.Format("2006-01-02 15:04"), rep.To.Format("2006-01-02 15:04"),
+			rep.Bars, r.Best.URI)
+		if n := r.Best.Notice; n != "" {
+			text = "Note: " + n + ". " + text
+		}
 		p.Sections = append(p.Sections, section{
 			Title: fmt.Sprintf("Best checkpoint (epoch %d) on the validation range", r.Best.Epoch),
-			Text: fmt.Sprintf("%s to %s, %d bars; checkpoint %s.", rep.From.Format("2006-01-02 15:04"), rep.To.Format("2006-01-02 15:04"),
-				rep.Bars, r.Best.URI),
+			Text:  text,
 			Table: m, Figures: backtest,
 		})
 	} else if r.BestNote != "" {

@@ -144,3 +144,27 @@ func TestSweepRanksRunsAndAveragesTheGrid(t *testing.T) {
 		}
 	}
 }
+
+// TestRunReportSaysWhenTheBestCheckpointsRunRecommendedFlat: the best
+// checkpoint's notice (its run recommended staying flat, ADR 0016) is on
+// the page; without one the page says nothing of it.
+func TestRunReportSaysWhenTheBestCheckpointsRunRecommendedFlat(t *testing.T) {
+	const notice = "this checkpoint's run recommended staying flat: validation t 0.84 < backtest.min_valid_t 2.00 (ADR 0016); the figures below trade it anyway"
+	for _, n := range []string{notice, ""} {
+		r := sampleRun()
+		r.Best.Notice = n
+		path, err := WriteRun(t.TempDir(), r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		html, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range []string{"recommended staying flat: validation t 0.84 &lt; backtest.min_valid_t 2.00 (ADR 0016)", "trade it anyway"} {
+			if got := strings.Contains(string(html), s); got != (n != "") {
+				t.Errorf("notice %q: index.html has %q: %v", n, s, got)
+			}
+		}
+	}
+}

@@ -54,6 +54,10 @@ type Backtest struct {
 	// the last bar has none.
 	Actions []market.Action
 	Report  market.Report
+	// Notice, when not "", is said before the figures: the checkpoint's
+	// own run recommended staying flat (ADR 0016), and the figures trade
+	// it anyway.
+	Notice string
 }
 
 // Figure is one PNG of a report.

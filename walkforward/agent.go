@@ -154,6 +154,7 @@ func LocalTrainer(b trainer.Backend, opt checkpoint.Options, log io.Writer) Trai
 		for k, v := range req.Meta {
 			best.Meta[k] = v
 		}
+		checkpoint.SetRecommendation(best.Meta, checkpoint.NewRecommendation(ag.ValidSharpe, ag.ValidT, cfg.Backtest.MinValidT, ag.Abstained))
 		load := func() (Backtester, error) {
 			pol, err := policy.Load(best)
 			if err != nil {
