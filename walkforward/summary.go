@@ -109,8 +109,12 @@ type Group struct {
 	Counts Counts   `json:"counts"`
 	// DaysPerYear annualises the group's portfolio figures.
 	DaysPerYear float64 `json:"days_per_year"`
-	From        string  `json:"from"` // the portfolio's first and last day, YYYY-MM-DD
-	To          string  `json:"to"`
+	// Weights are the portfolio's: SummaryOptions.Weights, or
+	// WeightsEqual where the days after the inverse-volatility warm-up
+	// are fewer than stats.MinBars (a Note says so).
+	Weights string `json:"weights"`
+	From    string `json:"from"` // the portfolio's first and last day, YYYY-MM-DD
+	To      string `json:"to"`
 	// WarmupCells are the series-days left out of every portfolio for
 	// want of VolMinDays days of volatility history.
 	WarmupCells int `json:"warmup_cells"`

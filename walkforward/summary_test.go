@@ -426,3 +426,31 @@ func TestSummarizeRejectsBadInput(t *testing.T) {
 		})
 	}
 }
+
+// TestSummaryShorterThanTheWarmupHasEqualWeights: 15 days are fewer than
+// the 20-day volatility warm-up and stats.MinBars after it, so the group
+// falls back to equal weights (and says so) rather than having no
+// portfolio.
+func TestSummaryShorterThanTheWarmupHasEqualWeights(t *testing.T) {
+	a, b := noise(17, 15, 0.001, 0.01), noise(18, 15, 0, 0.01)
+	res := []Result{
+		row(0, "A", StrategyAgent, 1, true, 0, a), row(0, "B", StrategyAgent, 1, true, 0, b),
+		row(0, "A", StrategyBuyAndHold, 0, true, 0, b), row(0, "B", StrategyBuyAndHold, 0, true, 0, a),
+	}
+	s, err := Summarize(res, SummaryOptions{Trials: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := group(t, s, GroupTraining)
+	if g.Weights != WeightsEqual || g.Agent.Days != 15 || g.WarmupCells != 0 || !strings.Contains(strings.Join(s.Notes, "\n"), "equal weights instead") {
+		t.Errorf("weights %q, %d days, warm-up %d, notes %q; want equal weights on 15 days and a note", g.Weights, g.Agent.Days, g.WarmupCells, s.Notes)
+	}
+	s2, err := Summarize(res, SummaryOptions{Trials: 1, VolDays: 5, VolMinDays: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g2 := group(t, s2, GroupTraining); g2.Weights != WeightsInverseVol || g2.Agent.Days != 12 {
+		t.Errorf("a 3-day warm-up: weights %q on %d days, want inverse_vol on 12", g2.Weights, g2.Agent.Days)
+	}
+}
+

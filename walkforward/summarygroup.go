@@ -113,21 +113,35 @@ func summarizeGroup(name string, rows []Result, order []string, opt SummaryOptio
 		return nil, append(notes, fmt.Sprintf("%s series: no agent results (every window of theirs had no training series): not summarised", name)), nil
 	}
 	g.mean = g.seedMean()
-	warm, err := g.weigh(name)
+	weights := opt.Weights
+	warm, err := g.weigh(name, weights)
 	if err != nil {
 		return nil, notes, err
-	}
-	if warm > 0 {
-		notes = append(notes, fmt.Sprintf("%s series: %d series-days left out of every portfolio, before each series had %d days of volatility history", name, warm, opt.VolMinDays))
-	}
-	out := &Group{Name: name, Series: g.series, Counts: counts, DaysPerYear: g.dpy, WarmupCells: warm}
-	var agentRows []Result
-	for _, s := range g.seeds {
-		agentRows = append(agentRows, g.rows[stratKey{StrategyAgent, s}]...)
 	}
 	days, r, err := g.portfolio(g.mean.ret)
 	if err != nil {
 		return nil, notes, fmt.Errorf("summarize %s series: %w", name, err)
+	}
+	// A study shorter than the volatility warm-up (weekly test blocks)
+	// would have no portfolio at all: it gets equal weights instead.
+	if weights == WeightsInverseVol && len(r) < stats.MinBars {
+		notes = append(notes, fmt.Sprintf("%s series: %d days after the %d-day volatility warm-up, fewer than %d: the portfolio has equal weights instead of inverse-volatility ones",
+			name, len(r), opt.VolMinDays, stats.MinBars))
+		weights, warm = WeightsEqual, 0
+		if _, err := g.weigh(name, weights); err != nil {
+			return nil, notes, err
+		}
+		if days, r, err = g.portfolio(g.mean.ret); err != nil {
+			return nil, notes, fmt.Errorf("summarize %s series: %w", name, err)
+		}
+	}
+	if warm > 0 {
+		notes = append(notes, fmt.Sprintf("%s series: %d series-days left out of every portfolio, before each series had %d days of volatility history", name, warm, opt.VolMinDays))
+	}
+	out := &Group{Name: name, Series: g.series, Counts: counts, DaysPerYear: g.dpy, Weights: weights, WarmupCells: warm}
+	var agentRows []Result
+	for _, s := range g.seeds {
+		agentRows = append(agentRows, g.rows[stratKey{StrategyAgent, s}]...)
 	}
 	if len(r) == 0 {
 		return nil, append(notes, fmt.Sprintf("%s series: no day has a weighted series: not summarised", name)), nil
@@ -243,11 +257,12 @@ func (g *grouper) seedMean() *grid {
 	return m
 }
 
-// weigh sets the series' weights on the calendar and returns the
-// series-days some strategy has a return on that have no weight.
-func (g *grouper) weigh(name string) (int, error) {
+// weigh sets the series' weights on the calendar (scheme: Weights*) and
+// returns the series-days some strategy has a return on that have no
+// weight.
+func (g *grouper) weigh(name, scheme string) (int, error) {
 	nk, n := len(g.series), len(g.days)
-	switch g.opt.Weights {
+	switch scheme {
 	case WeightsEqual:
 		g.weights = make([][]float64, nk)
 		for k := range g.weights {

@@ -61,7 +61,7 @@ func (s Summary) Markdown() string {
 
 // writeGroup writes one group's section.
 func writeGroup(b *strings.Builder, g Group) {
-	fmt.Fprintf(b, "\n## %s\n\n%s; %s to %s, %.0f days a year", groupTitle[g.Name], strings.Join(g.Series, ", "), g.From, g.To, g.DaysPerYear)
+	fmt.Fprintf(b, "\n## %s\n\n%s; %s to %s, %.0f days a year; weights %s", groupTitle[g.Name], strings.Join(g.Series, ", "), g.From, g.To, g.DaysPerYear, g.Weights)
 	if g.WarmupCells > 0 {
 		fmt.Fprintf(b, "; %d series-days in the volatility warm-up left out", g.WarmupCells)
 	}
