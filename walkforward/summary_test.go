@@ -453,4 +453,3 @@ func TestSummaryShorterThanTheWarmupHasEqualWeights(t *testing.T) {
 		t.Errorf("a 3-day warm-up: weights %q on %d days, want inverse_vol on 12", g2.Weights, g2.Agent.Days)
 	}
 }
-
