@@ -26,7 +26,7 @@ func walkForwardCmd(e *env) *cobra.Command {
 		"calendar walk-forward over a set of series: the agent at several seeds and the baselines, per window and series",
 		"walkforward lays calendar windows over the series (train on everything before a date, validate on the next block, test on the block after, rolled forward by --step), "+
 			"trains the agent once per seed on each window's training ranges, backtests it and the baselines (flat, buy-and-hold, time-series momentum chosen on the training range, "+
-			"the best simple rule chosen on validation) on every test block with the same costs and sizing, and writes every result to DIR/results.json and the headline statistics to DIR/summary.json and summary.md (walkforward summarize DIR remakes them). "+
+			"the best simple rule chosen on validation) on every test block with the same costs and sizing, and writes every result to DIR/results.json. "+
 			"A run whose validation t is below backtest.min_valid_t abstains and is flat (ADR 0016; --gate none trades it anyway). "+
 			"Each window's timings per phase go to stderr.",
 		"dqnflow walkforward --series '../shared/data/corpus/h4-forex/*.csv' --device cuda --out runs/wf",
