@@ -1,6 +1,7 @@
 package walkforward
 
 import (
+	"encoding/json"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -282,6 +283,9 @@ func TestSummaryCountsAbstainedRunsAndKeepsLeftOutSeriesApart(t *testing.T) {
 	s, err := Summarize(res, SummaryOptions{Trials: 3, Weights: WeightsEqual})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if _, err := json.Marshal(s); err != nil {
+		t.Errorf("summary with flat runs does not encode: %v", err)
 	}
 	if s.Counts.AgentRuns != 12 || s.Counts.Abstained != 2 || s.Counts.BaselineRuns != 6 || !slices.Equal(s.Counts.Seeds, []uint64{1, 2}) {
 		t.Errorf("counts %+v: want 12 agent runs, 2 abstained, 6 baseline runs, seeds 1 and 2", s.Counts)
