@@ -139,12 +139,22 @@ func walkForwardCmd(e *env) *cobra.Command {
 			return err
 		}
 		fmt.Fprintf(e.stderr, "study: %.1fs in all; every result in %s\n", res.Seconds, path)
+		// The headline goes after the table, or to stderr beside --json.
+		headline := e.stdout
+		if *jsonOut {
+			headline = e.stderr
+		} else {
+			printStudy(e, res)
+		}
+		if _, err := writeSummary(*out, res, headline); err != nil {
+			return fmt.Errorf("summary of %s (kept: \"dqnflow walkforward summarize %s\" retries it): %w", path, *out, err)
+		}
 		if *jsonOut {
 			return printJSON(e, res)
 		}
-		printStudy(e, res)
 		return nil
 	}
+	cmd.AddCommand(walkForwardSummarizeCmd(e))
 	return cmd
 }
 

@@ -48,6 +48,14 @@ func TestWalkForwardRunsTheCalendarStudy(t *testing.T) {
 	if len(res.Windows) != 2 || len(res.Results) != 30 || res.Trials != (walkforward.Trials{Study: 1, Prior: 4, Total: 5}) || len(res.Seeds) != 2 {
 		t.Errorf("results.json: %d windows, %d results, trials %+v, seeds %v; want 2, 30, 1+4 and two seeds", len(res.Windows), len(res.Results), res.Trials, res.Seeds)
 	}
+	for _, f := range []string{"summary.json", "summary.md"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("the study wrote no %s: %v", f, err)
+		}
+	}
+	if !strings.Contains(stdout, "agent portfolio (mean of 2 seeds) Sharpe") || !strings.Contains(stdout, "DSR") || !strings.Contains(stdout, "(5 trials)") {
+		t.Errorf("output has no headline with the DSR of 5 trials:\n%s", stdout)
+	}
 	if _, err := os.Stat(filepath.Join(out, "window-1", "USDJPY_H4", "seed-2.safetensors")); err != nil {
 		t.Errorf("--checkpoints: %v", err)
 	}

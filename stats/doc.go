@@ -7,7 +7,8 @@
 // same bars, or jointly over several series), the automatic block length
 // of Politis and White, the probabilistic and deflated Sharpe ratios of
 // Bailey and López de Prado, the equal-risk portfolio of several
-// risk-sized series, and the share of windows an agent wins with its
+// risk-sized series and the portfolio weighted by each series' past
+// volatility, and the share of windows an agent wins with its
 // Wilson interval.
 //
 // Everything is pure Go in float64, imports nothing that does I/O, and is
@@ -26,13 +27,13 @@
 // deflated Sharpe ratios, the standard error and the variance of the
 // trials' Sharpe ratios are all per bar; annualise only for display.
 //
-// # How the walk-forward report is to use it
+// # How the walk-forward summary uses it
 //
-// Only package market's metrics (Sharpe, Mean, StdDev) call this package
-// yet: what follows is the plan for the walk-forward report (dqnflow
-// walkforward), not what it prints today. For each series and test window (and for each year, and
-// for the portfolio), with r the per-bar returns of the agent's equity on
-// that window after costs and b those of a baseline on the same bars:
+// walkforward.Summarize (summary.json and summary.md of dqnflow
+// walkforward) does what follows. For each series and test window (and
+// for each year, and for the portfolio), with r the per-bar returns of
+// the agent's equity on that window after costs and b those of a
+// baseline on the same bars:
 //
 //	e, _ := stats.EstimateSharpe(r)          // SR, t = SR·√n, StdErr (Lo/Mertens)
 //	boot := stats.Bootstrap{Seed: seed}      // circular blocks, 1000 resamples, 95 %, block length chosen from the data
@@ -41,20 +42,25 @@
 //	annual := iv.Annualised(barsPerYear)     // for the table
 //
 // "The agent beats the baseline" is d.Lo > 0, not a comparison of two
-// separate intervals. The portfolio's returns are EqualRiskPortfolio of
+// separate intervals. The portfolio's returns are WeightedPortfolio of
 // the per-series returns aligned on the calendar (NaN where a series has
-// no bar), each already sized to the target volatility by the one sizing
-// rule of package market; its Sharpe interval comes from the same
-// Bootstrap. Over seeds, Joint resamples the seeds' return series on the
-// same bars, with a statistic such as the mean of their Sharpe ratios.
+// no bar), with the weights InverseVolWeights takes from each
+// instrument's past returns at a full position (the same for the agent
+// and every baseline), or EqualRiskPortfolio where the returns are
+// already sized to one target volatility; its Sharpe interval comes from
+// the same Bootstrap. Over seeds, Joint resamples the seeds' return
+// series on the same bars, with a statistic such as the mean of their
+// Sharpe ratios.
 //
 // The configuration that is reported was selected among N tried (the run
 // metadata records N): e.Deflated(N, v), with v the sample variance of the
 // N trials' per-bar Sharpe ratios on the validation range, is the
 // probability that its true Sharpe ratio exceeds what the best of N
-// skill-less trials would show. Finally ShareOfWins gives, for each
-// baseline, the share of windows (or series) where the agent's Sharpe
-// ratio is higher, with a Wilson interval.
+// skill-less trials would show (the trials' own Sharpe ratios are not
+// recorded, so walkforward.Summarize takes v = 1/n, the sampling
+// variance of a skill-less trial's, unless told v). Finally ShareOfWins
+// gives, for each baseline, the share of windows (or series) where the
+// agent's Sharpe ratio is higher, with a Wilson interval.
 //
 // # How far to trust the intervals
 //
