@@ -145,7 +145,9 @@ type DataConfig struct {
 	// earlier bars only (half-life NormalizeHalfLife), so no feature at
 	// any bar depends on a later bar. Causal statistics are trusted after
 	// market.CausalBurnIn bars: those bars after the feature warmup only
-	// seed them and belong to no range (ADR 0039). Default "train".
+	// seed them and belong to no range (the ranges are train mode's, cut
+	// to start after them: in practice training starts later). ADR 0039.
+	// Default "train".
 	Normalize string `json:"normalize"`
 	// NormalizeHalfLife is the half-life in bars of "causal"
 	// normalisation: a bar's weight in the statistics halves every

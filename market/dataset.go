@@ -32,9 +32,11 @@ const SyntheticPath = "synthetic"
 // ⌊train_fraction·n⌋ train, the last ⌊test_fraction·n⌋ test and the bars
 // between validate; or, with data.valid_bars, the newest test_bars bars test
 // and the valid_bars before them validate. Training never starts before the
-// warmup (nor does validation); with causal normalisation the warmup
-// includes the normaliser's burn-in (CausalBurnIn bars after the feature
-// warmup, which belong to no range). The ranges must not overlap, training must
+// warmup (nor does validation); with causal normalisation no range starts
+// before the end of its burn-in (CausalBurnIn bars after the feature
+// warmup, which belong to no range): the ranges are train mode's with
+// that cut, which in practice shortens training alone, so both modes
+// validate and test on the same bars. The ranges must not overlap, training must
 // hold at least env.episode_bars+2 bars, validation at least 2 and a test
 // range (when there is one) at least 2; a split that breaks this is a
 // *config.FieldError naming the field to change.
@@ -51,8 +53,7 @@ func prepare(b *Bars, cfg config.RunConfig) (*Dataset, error) {
 	dc := cfg.Data
 	raw, featureWarmup := ComputeFeatures(b)
 	norm := unfitted(dc)
-	warmup := featureWarmup + norm.BurnIn
-	if b.Len() < warmup+cfg.Env.EpisodeBars+4 {
+	if need := featureWarmup + norm.BurnIn + cfg.Env.EpisodeBars + 4; b.Len() < need {
 		field, value := "data.path", any(dc.Path)
 		if dc.Path == SyntheticPath {
 			field, value = "data.synthetic_bars", dc.SyntheticBars
@@ -63,9 +64,9 @@ func prepare(b *Bars, cfg config.RunConfig) (*Dataset, error) {
 		}
 		return nil, &config.FieldError{Field: field, Value: value, Allowed: fmt.Sprintf(
 			"the data holds %d bars; it needs at least %d (feature warmup %d%s + env.episode_bars %d + 2 training + 2 validation)",
-			b.Len(), warmup+cfg.Env.EpisodeBars+4, featureWarmup, burnIn, cfg.Env.EpisodeBars)}
+			b.Len(), need, featureWarmup, burnIn, cfg.Env.EpisodeBars)}
 	}
-	train, valid, test, err := split(b, warmup, cfg)
+	train, valid, test, err := split(b, featureWarmup, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -179,9 +180,47 @@ func build(b *Bars, raw []float64, warmup int, norm Normalizer) *Dataset {
 	}
 }
 
-// split chooses the training, validation and test ranges (Prepare
-// documents how); test is empty when the config has none.
+// split chooses the training, validation and test ranges after the
+// feature warmup (Prepare documents how); test is empty when the config
+// has none. With causal normalisation every range then starts at the end
+// of the burn-in at the earliest, and one that this leaves too short is a
+// *config.FieldError naming data.normalize.
 func split(b *Bars, warmup int, cfg config.RunConfig) (train, valid, test Range, err error) {
+	train, valid, test, err = splitAt(b, warmup, cfg)
+	burnIn := unfitted(cfg.Data).BurnIn
+	if err != nil || burnIn == 0 {
+		return train, valid, test, err
+	}
+	first := warmup + burnIn
+	cut := func(r Range) Range {
+		r.From = max(r.From, first)
+		r.To = max(r.To, r.From)
+		return r
+	}
+	hadTest := test.Len() > 0
+	train, valid, test = cut(train), cut(valid), cut(test)
+	minTrain := cfg.Env.EpisodeBars + 2
+	for _, c := range []struct {
+		name  string
+		r     Range
+		least int
+		short bool
+	}{
+		{"training", train, minTrain, train.Len() < minTrain},
+		{"validation", valid, 2, valid.Len() < 2},
+		{"test", test, 2, hadTest && test.Len() < 2},
+	} {
+		if c.short {
+			return train, valid, test, &config.FieldError{Field: "data.normalize", Value: fmt.Sprintf("%q", cfg.Data.Normalize), Allowed: fmt.Sprintf(
+				"its burn-in of %d bars after the feature warmup (bars %d to %d) leaves the %s range %s with %d bars, need at least %d: start the ranges later or use \"train\"",
+				burnIn, warmup, first-1, c.name, c.r, c.r.Len(), c.least)}
+		}
+	}
+	return train, valid, test, nil
+}
+
+// splitAt is split without the burn-in.
+func splitAt(b *Bars, warmup int, cfg config.RunConfig) (train, valid, test Range, err error) {
 	dc := cfg.Data
 	n := b.Len()
 	minTrain := cfg.Env.EpisodeBars + 2

@@ -2,6 +2,7 @@ package market
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -176,6 +177,16 @@ func TestCausalFeaturesHaveNoLookAhead(t *testing.T) {
 			t.Fatalf("warmup %d, training %s, normaliser %+v: want warmup and training from %d, causal, half-life 300",
 				base.Warmup, base.Train, base.Norm.Mode, w)
 		}
+		trainMode := cfg
+		trainMode.Data.Normalize = config.NormalizeTrain
+		plain, err := prepare(b, trainMode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if base.Train.To != plain.Train.To || base.Valid != plain.Valid || base.Test != plain.Test {
+			t.Fatalf("causal ranges %s %s %s; want train mode's %s %s %s but for training's start",
+				base.Train, base.Valid, base.Test, plain.Train, plain.Valid, plain.Test)
+		}
 		tr := base.Train
 		rng := rand.New(rand.NewPCG(5, 6))
 		for _, cut := range []int{FeatureWarmup + 100, base.Warmup - 1, base.Warmup, tr.From + 300, (tr.From + tr.To) / 2, tr.To - 1,
@@ -316,7 +327,9 @@ func TestCausalNormalizerReproducesOnOtherBars(t *testing.T) {
 }
 
 // TestCausalNeedsBarsForItsBurnIn: a series long enough for train mode but
-// not for the burn-in as well is refused, naming the burn-in.
+// not for the burn-in as well is refused, naming the burn-in; so is a
+// split whose training range the burn-in leaves too short, naming
+// data.normalize.
 func TestCausalNeedsBarsForItsBurnIn(t *testing.T) {
 	cfg := causalConfig()
 	b, _, err := SyntheticSeries(FeatureWarmup+cfg.Env.EpisodeBars+200, cfg.Seed, cfg.Data.SyntheticPhi)
@@ -331,5 +344,16 @@ func TestCausalNeedsBarsForItsBurnIn(t *testing.T) {
 	_, err = prepare(b, cfg)
 	if err == nil || !strings.Contains(err.Error(), "burn-in 500") {
 		t.Errorf("causal mode on %d bars: %v; want an error naming the burn-in", b.Len(), err)
+	}
+	short := causalConfig()
+	short.Data.TrainFraction = 0.2 // training [199, 759): 60 bars after the burn-in
+	sb, _, err := SyntheticSeries(short.Data.SyntheticBars, short.Seed, short.Data.SyntheticPhi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = prepare(sb, short)
+	var fe *config.FieldError
+	if !errors.As(err, &fe) || fe.Field != "data.normalize" || !strings.Contains(err.Error(), "training range [699, 759) with 60 bars") {
+		t.Errorf("training cut to 60 bars by the burn-in: %v; want a data.normalize error saying so", err)
 	}
 }

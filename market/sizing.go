@@ -81,9 +81,8 @@ func SizingFor(cfg config.RunConfig, b *Bars) (float64, error) {
 	if sizingRule(cfg.Env) == config.SizingNotional {
 		return 1, nil
 	}
-	warmup := FeatureWarmup + unfitted(cfg.Data).BurnIn
-	est := Range{From: min(warmup, b.Len()), To: b.Len()}
-	if train, _, _, err := split(b, warmup, cfg); err == nil {
+	est := Range{From: min(FeatureWarmup+unfitted(cfg.Data).BurnIn, b.Len()), To: b.Len()}
+	if train, _, _, err := split(b, FeatureWarmup, cfg); err == nil {
 		est = train
 	}
 	return Sizing(cfg.Env, b, est, b.BarsPerYear())
