@@ -137,6 +137,24 @@ type DataConfig struct {
 	// omitempty), so that "" survives a round trip through JSON. Default
 	// DefaultDropFeatures; "" shows the policy every feature.
 	DropFeatures string `json:"drop_features"`
+	// Normalize is how the features are standardised (market.Normalizer):
+	// NormalizeTrain ("train") with the mean and standard deviation of the
+	// whole training range, so that inside that range a feature at bar t
+	// is scaled by statistics of bars after t; or NormalizeCausal
+	// ("causal") with exponentially weighted statistics of the series' own
+	// earlier bars only (half-life NormalizeHalfLife), so no feature at
+	// any bar depends on a later bar. Causal statistics are trusted after
+	// market.CausalBurnIn bars: those bars after the feature warmup only
+	// seed them and belong to no range (the ranges are train mode's, cut
+	// to start after them: in practice training starts later). ADR 0039.
+	// Default "train".
+	Normalize string `json:"normalize"`
+	// NormalizeHalfLife is the half-life in bars of "causal"
+	// normalisation: a bar's weight in the statistics halves every
+	// NormalizeHalfLife bars. In [1, 10_000_000]; default 2000, about four
+	// months of hourly bars of a market open 23 hours a day, five days a
+	// week (ADR 0039). Ignored by "train".
+	NormalizeHalfLife int `json:"normalize_half_life"`
 	// Series makes the run a panel: one agent trained on several series at
 	// once (market.Panel). Entries are separated by commas or newlines;
 	// each is a path or a glob of price files, optionally followed by
@@ -351,7 +369,7 @@ func Defaults() RunConfig {
 		Seed: 1, Epochs: 20, StepsPerEpoch: 300, BatchSize: 256, ReadbackInterval: 100,
 		Device: "auto", Precision: PrecisionFP32, BLAS: "auto",
 		Data: DataConfig{Path: data.Default, TrainFraction: 0.7, TestFraction: 0.15, SyntheticBars: 20000, SyntheticPhi: 0.35,
-			DropFeatures: DefaultDropFeatures},
+			DropFeatures: DefaultDropFeatures, Normalize: NormalizeTrain, NormalizeHalfLife: DefaultNormalizeHalfLife},
 		Model: ModelConfig{Trunk1: 256, Trunk2: 256, Head: 128, Atoms: 51, VMin: -10, VMax: 10},
 		Env: EnvConfig{
 			NumEnvs: 32, EpisodeBars: 512, MaxContracts: 4, Instrument: InstrumentAuto,
@@ -592,6 +610,15 @@ func (c RunConfig) GreedyMargin() float32 {
 // 0022 and its amendment).
 const DefaultDropFeatures = "hour_sin,hour_cos,dow_sin,dow_cos,volume_z_24,volume_ratio_168,volume_trend_24_168"
 
+// Feature normalisations of data.normalize (DataConfig.Normalize,
+// market.Normalizer).
+const (
+	NormalizeTrain  = "train"
+	NormalizeCausal = "causal"
+	// DefaultNormalizeHalfLife is data.normalize_half_life by default.
+	DefaultNormalizeHalfLife = 2000
+)
+
 // DecodeStored decodes a config stored with a run or a checkpoint. It is
 // Decode, except that a config written before a key existed keeps the
 // meaning it had then: without data.test_fraction (and no test times) it
@@ -600,7 +627,8 @@ const DefaultDropFeatures = "hour_sin,hour_cos,dow_sin,dow_cos,volume_z_24,volum
 // env.flat_margin its greedy policy is the plain argmax (margin 0), and
 // without data.drop_features its policy sees every feature. The exploration and β
 // schedules need no such care: older configs always gave their lengths in
-// steps, which still win over the fractions.
+// steps, which still win over the fractions; nor does data.normalize,
+// whose default ("train") is what every older run did.
 func DecodeStored(name string, raw []byte) (RunConfig, error) {
 	c, err := Decode(name, raw)
 	if err != nil {

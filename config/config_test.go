@@ -200,3 +200,24 @@ func TestDropFeaturesSurvivesJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestNormalizeDefaultsToTrainAndCausalRoundTrips: data.normalize is
+// "train" with a half-life of 2000 unless given; "causal" and its
+// half-life survive a round trip through JSON.
+func TestNormalizeDefaultsToTrainAndCausalRoundTrips(t *testing.T) {
+	d := Defaults()
+	if d.Data.Normalize != NormalizeTrain || d.Data.NormalizeHalfLife != DefaultNormalizeHalfLife || DefaultNormalizeHalfLife != 2000 {
+		t.Errorf("defaults: data.normalize %q, half-life %d; want %q and 2000", d.Data.Normalize, d.Data.NormalizeHalfLife, NormalizeTrain)
+	}
+	c, err := Decode("test", []byte(`{"data": {"normalize": "causal", "normalize_half_life": 750}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Data.Normalize != NormalizeCausal || c.Data.NormalizeHalfLife != 750 {
+		t.Fatalf("decoded data.normalize %q, half-life %d; want causal, 750", c.Data.Normalize, c.Data.NormalizeHalfLife)
+	}
+	back, err := Decode("back", c.JSON())
+	if err != nil || back != c {
+		t.Errorf("round trip changed the config (%v)", err)
+	}
+}

@@ -57,6 +57,10 @@ func TestScheduleFractionsOutOfRangeAreNamed(t *testing.T) {
 		{`{"env": {"instrument": "SPX"}}`, "env.instrument"},
 		{`{"env": {"margin_floor": 1}}`, "env.margin_floor"},
 		{`{"env": {"reward_scale": 0}}`, "env.reward_scale"},
+		{`{"data": {"normalize": "rolling"}}`, "data.normalize"},
+		{`{"data": {"normalize": ""}}`, "data.normalize"},
+		{`{"data": {"normalize": "causal", "normalize_half_life": 0}}`, "data.normalize_half_life"},
+		{`{"data": {"normalize_half_life": -5}}`, "data.normalize_half_life"},
 	} {
 		_, err := Decode("test", []byte(tc.in))
 		var fe *FieldError
@@ -91,6 +95,9 @@ func TestStoredConfigKeepsItsMeaning(t *testing.T) {
 	}
 	if c.EpsilonDecayEnvSteps() != 200000 || c.BetaAnnealSteps() != 6000 {
 		t.Errorf("old schedules changed: %d, %d", c.EpsilonDecayEnvSteps(), c.BetaAnnealSteps())
+	}
+	if c.Data.Normalize != NormalizeTrain {
+		t.Errorf("old config read with data.normalize %q, want %q (the training-range statistics it was trained with)", c.Data.Normalize, NormalizeTrain)
 	}
 	cur, err := DecodeStored("current", Defaults().JSON())
 	if err != nil {

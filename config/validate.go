@@ -46,6 +46,9 @@ func (c *RunConfig) Validate() error {
 			fmt.Sprintf("plus data.test_fraction (%g) must be below 1, so that some bars validate", c.Data.TestFraction)},
 		intIn("data.synthetic_bars", c.Data.SyntheticBars, 2000, 10_000_000),
 		floatIn("data.synthetic_phi", c.Data.SyntheticPhi, 0, 0.9),
+		{"data.normalize", c.Data.Normalize, c.Data.Normalize == NormalizeTrain || c.Data.Normalize == NormalizeCausal,
+			`must be "train" (statistics of the training range) or "causal" (exponentially weighted statistics of earlier bars only)`},
+		intIn("data.normalize_half_life", c.Data.NormalizeHalfLife, 1, 10_000_000),
 
 		intIn("model.trunk1", c.Model.Trunk1, 1, 16384),
 		intIn("model.trunk2", c.Model.Trunk2, 1, 16384),

@@ -15,9 +15,10 @@ const SyntheticPath = "synthetic"
 // Prepare builds the Dataset of a run: it loads cfg.Data.Path (a CSV file
 // inside s's roots, "bundled:NAME" or "synthetic", which generates
 // cfg.Data.SyntheticBars bars from cfg.Seed; Load), computes the features and ATR(14), splits the bars into a
-// training, a validation and a test range, fits the Normalizer on the
-// training range only and resolves the instrument at the last training
-// bar's close.
+// training, a validation and a test range, makes the Normalizer
+// (data.normalize: fitted on the training range only, or causal, scaling
+// every bar by its own past; Normalizer) and resolves the instrument at
+// the last training bar's close.
 //
 // The split (config.DataConfig): when any of data.train_from, train_to,
 // valid_from, valid_to, test_from, test_to is set, ranges are by time, each
@@ -31,43 +32,59 @@ const SyntheticPath = "synthetic"
 // ⌊train_fraction·n⌋ train, the last ⌊test_fraction·n⌋ test and the bars
 // between validate; or, with data.valid_bars, the newest test_bars bars test
 // and the valid_bars before them validate. Training never starts before the
-// warmup (nor does validation). The ranges must not overlap, training must
+// warmup (nor does validation); with causal normalisation no range starts
+// before the end of its burn-in (CausalBurnIn bars after the feature
+// warmup, which belong to no range): the ranges are train mode's with
+// that cut, which in practice shortens training alone, so both modes
+// validate and test on the same bars. The ranges must not overlap, training must
 // hold at least env.episode_bars+2 bars, validation at least 2 and a test
 // range (when there is one) at least 2; a split that breaks this is a
 // *config.FieldError naming the field to change.
 func (s Source) Prepare(ctx context.Context, cfg config.RunConfig) (*Dataset, error) {
-	dc := cfg.Data
 	b, err := s.Load(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	raw, warmup := ComputeFeatures(b)
-	if b.Len() < warmup+cfg.Env.EpisodeBars+4 {
+	return prepare(b, cfg)
+}
+
+// prepare is Prepare on the loaded bars b.
+func prepare(b *Bars, cfg config.RunConfig) (*Dataset, error) {
+	dc := cfg.Data
+	raw, featureWarmup := ComputeFeatures(b)
+	norm := unfitted(dc)
+	if need := featureWarmup + norm.BurnIn + cfg.Env.EpisodeBars + 4; b.Len() < need {
 		field, value := "data.path", any(dc.Path)
 		if dc.Path == SyntheticPath {
 			field, value = "data.synthetic_bars", dc.SyntheticBars
 		}
+		burnIn := ""
+		if norm.BurnIn > 0 {
+			burnIn = fmt.Sprintf(" + causal normalisation burn-in %d", norm.BurnIn)
+		}
 		return nil, &config.FieldError{Field: field, Value: value, Allowed: fmt.Sprintf(
-			"the data holds %d bars; it needs at least %d (feature warmup %d + env.episode_bars %d + 2 training + 2 validation)",
-			b.Len(), warmup+cfg.Env.EpisodeBars+4, warmup, cfg.Env.EpisodeBars)}
+			"the data holds %d bars; it needs at least %d (feature warmup %d%s + env.episode_bars %d + 2 training + 2 validation)",
+			b.Len(), need, featureWarmup, burnIn, cfg.Env.EpisodeBars)}
 	}
-	train, valid, test, err := split(b, warmup, cfg)
+	train, valid, test, err := split(b, featureWarmup, cfg)
 	if err != nil {
 		return nil, err
 	}
-	drop, err := DropFeatures(dc.DropFeatures)
-	if err != nil {
+	if norm.Drop, err = DropFeatures(dc.DropFeatures); err != nil {
 		return nil, &config.FieldError{Field: "data.drop_features", Value: fmt.Sprintf("%q", dc.DropFeatures), Allowed: err.Error()}
 	}
 	var ds *Dataset
 	if dc.Mirror {
-		if ds, err = withMirror(b, raw, warmup, train, drop); err != nil {
+		if ds, err = withMirror(b, raw, featureWarmup, train, norm); err != nil {
 			return nil, fmt.Errorf("config data.mirror: %w", err)
 		}
 	} else {
-		norm := FitNormalizer(raw, train)
-		norm.Drop = drop
-		ds = build(b, raw, warmup, norm)
+		if !norm.Causal() {
+			drop := norm.Drop
+			norm = FitNormalizer(raw, train)
+			norm.Drop = drop
+		}
+		ds = build(b, raw, featureWarmup, norm)
 	}
 	ds.Train, ds.Valid, ds.Test = train, valid, test
 	if ds.Instrument, err = prepareInstrument(cfg, b, train, ds.BarsPerYear); err != nil {
@@ -77,6 +94,17 @@ func (s Source) Prepare(ctx context.Context, cfg config.RunConfig) (*Dataset, er
 		ts.Instrument, ts.BarsPerYear = ds.Instrument, ds.BarsPerYear
 	}
 	return ds, nil
+}
+
+// unfitted is the normaliser that data.normalize asks for before any
+// statistic is fitted: CausalNormalizer for "causal", else the zero
+// Normalizer, which FitNormalizer replaces. Its BurnIn is what Prepare
+// adds to the feature warmup.
+func unfitted(dc config.DataConfig) Normalizer {
+	if dc.Normalize == config.NormalizeCausal {
+		return CausalNormalizer(dc.NormalizeHalfLife)
+	}
+	return Normalizer{}
 }
 
 // prepareInstrument is the instrument of a run of cfg on bars b: the
@@ -114,10 +142,12 @@ func (s Source) Load(ctx context.Context, cfg config.RunConfig) (*Bars, error) {
 }
 
 // PrepareWith builds a Dataset for running an already trained policy on
-// bars b: the features are normalised with the run's stored Normalizer and
-// trades use inst (the run's own instrument on its own data, else the one
-// resolved for b). Train and Test are empty; Valid is every bar from the
-// warmup on.
+// bars b: the features are normalised with the run's stored Normalizer (a
+// causal one scales b's bars by b's own past, from b's feature warmup on,
+// as the run's own bars were) and trades use inst (the run's own
+// instrument on its own data, else the one resolved for b). Train and
+// Test are empty; Valid is every bar from the warmup (Dataset.Warmup,
+// the burn-in included) on.
 func PrepareWith(b *Bars, norm Normalizer, inst Instrument) (*Dataset, error) {
 	if b == nil {
 		return nil, fmt.Errorf("prepare dataset: no bars")
@@ -125,30 +155,72 @@ func PrepareWith(b *Bars, norm Normalizer, inst Instrument) (*Dataset, error) {
 	if err := checkInstrument(inst); err != nil {
 		return nil, fmt.Errorf("prepare dataset %s: %w", b.Name, err)
 	}
+	if err := norm.Check(); err != nil {
+		return nil, fmt.Errorf("prepare dataset %s: %w", b.Name, err)
+	}
 	raw, warmup := ComputeFeatures(b)
-	if b.Len() < warmup+2 {
-		return nil, fmt.Errorf("prepare dataset %s: %d bars, need at least %d (feature warmup %d + 2)",
-			b.Name, b.Len(), warmup+2, warmup)
+	if b.Len() < warmup+norm.BurnIn+2 {
+		return nil, fmt.Errorf("prepare dataset %s: %d bars, need at least %d (feature warmup %d + normalisation burn-in %d + 2)",
+			b.Name, b.Len(), warmup+norm.BurnIn+2, warmup, norm.BurnIn)
 	}
 	ds := build(b, raw, warmup, norm)
-	ds.Valid = Range{From: warmup, To: b.Len()}
+	ds.Valid = Range{From: ds.Warmup, To: b.Len()}
 	ds.Instrument = inst
 	return ds, nil
 }
 
-// build normalises the rows from warmup on and fills what every Dataset has.
+// build normalises the rows from warmup on and fills what every Dataset
+// has; its Warmup is warmup plus the normaliser's burn-in.
 func build(b *Bars, raw []float64, warmup int, norm Normalizer) *Dataset {
 	feats := make([]float32, b.Len()*NumFeatures)
 	norm.Apply(raw[warmup*NumFeatures:], feats[warmup*NumFeatures:])
 	return &Dataset{
-		Bars: b, Features: feats, Norm: norm, ATR: ATR(b, 14), Warmup: warmup,
+		Bars: b, Features: feats, Norm: norm, ATR: ATR(b, 14), Warmup: warmup + norm.BurnIn,
 		BarsPerYear: b.BarsPerYear(), Slip: SpreadSlip(b),
 	}
 }
 
-// split chooses the training, validation and test ranges (Prepare
-// documents how); test is empty when the config has none.
+// split chooses the training, validation and test ranges after the
+// feature warmup (Prepare documents how); test is empty when the config
+// has none. With causal normalisation every range then starts at the end
+// of the burn-in at the earliest, and one that this leaves too short is a
+// *config.FieldError naming data.normalize.
 func split(b *Bars, warmup int, cfg config.RunConfig) (train, valid, test Range, err error) {
+	train, valid, test, err = splitAt(b, warmup, cfg)
+	burnIn := unfitted(cfg.Data).BurnIn
+	if err != nil || burnIn == 0 {
+		return train, valid, test, err
+	}
+	first := warmup + burnIn
+	cut := func(r Range) Range {
+		r.From = max(r.From, first)
+		r.To = max(r.To, r.From)
+		return r
+	}
+	hadTest := test.Len() > 0
+	train, valid, test = cut(train), cut(valid), cut(test)
+	minTrain := cfg.Env.EpisodeBars + 2
+	for _, c := range []struct {
+		name  string
+		r     Range
+		least int
+		short bool
+	}{
+		{"training", train, minTrain, train.Len() < minTrain},
+		{"validation", valid, 2, valid.Len() < 2},
+		{"test", test, 2, hadTest && test.Len() < 2},
+	} {
+		if c.short {
+			return train, valid, test, &config.FieldError{Field: "data.normalize", Value: fmt.Sprintf("%q", cfg.Data.Normalize), Allowed: fmt.Sprintf(
+				"its burn-in of %d bars after the feature warmup (bars %d to %d) leaves the %s range %s with %d bars, need at least %d: start the ranges later or use \"train\"",
+				burnIn, warmup, first-1, c.name, c.r, c.r.Len(), c.least)}
+		}
+	}
+	return train, valid, test, nil
+}
+
+// splitAt is split without the burn-in.
+func splitAt(b *Bars, warmup int, cfg config.RunConfig) (train, valid, test Range, err error) {
 	dc := cfg.Data
 	n := b.Len()
 	minTrain := cfg.Env.EpisodeBars + 2

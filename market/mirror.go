@@ -31,9 +31,12 @@ import (
 // weekday features match the original bar's.
 //
 // Only training sees the copy: the validation and test ranges, the
-// backtests and the instrument are the original's. The normaliser is fitted
-// on the joined training range (original and copy), which keeps the
-// normalised returns centred where the two drifts cancel.
+// backtests and the instrument are the original's. The train-mode
+// normaliser is fitted on the joined training range (original and copy),
+// which keeps the normalised returns centred where the two drifts cancel.
+// A causal normaliser runs over the joined bars like any series: the copy
+// is scaled by the statistics of the original and of the copy's earlier
+// bars, and the rows before the join are the original's, bit for bit.
 
 // week is the step by which the copy's times are shifted.
 const week = 7 * 24 * time.Hour
@@ -89,18 +92,21 @@ func (d *Dataset) TrainingSet() *Dataset {
 // range as well (data.mirror).
 func (d *Dataset) Mirrored() bool { return d.training != nil }
 
-// withMirror fits the normaliser on the training range joined with its
-// mirror copy (hiding the features drop marks) and returns the run's
-// dataset (b's bars, that normaliser) with its TrainingSet set to the
-// joined bars.
-func withMirror(b *Bars, raw []float64, warmup int, train Range, drop uint64) (*Dataset, error) {
+// withMirror returns the run's dataset (b's bars normalised with norm)
+// with its TrainingSet set to the joined bars. A train-mode norm is
+// first fitted on the training range joined with its mirror copy (keeping
+// its Drop); a causal one is used as it is.
+func withMirror(b *Bars, raw []float64, warmup int, train Range, norm Normalizer) (*Dataset, error) {
 	mb, joined, err := mirrorTraining(b, train)
 	if err != nil {
 		return nil, err
 	}
 	mraw, _ := ComputeFeatures(mb)
-	norm := FitNormalizer(mraw, joined)
-	norm.Drop = drop
+	if !norm.Causal() {
+		drop := norm.Drop
+		norm = FitNormalizer(mraw, joined)
+		norm.Drop = drop
+	}
 	ds := build(b, raw, warmup, norm)
 	ts := build(mb, mraw, warmup, norm)
 	ts.Train = joined

@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/bits"
 	"strings"
+
+	"github.com/dqnflow/dqnflow/config"
 )
 
 // Normalisation bounds: NormStdFloor keeps a constant feature (volume
@@ -16,9 +18,20 @@ const (
 	NormClip     = 10
 )
 
-// Normalizer standardises features with per-feature statistics of the
-// training range: z = clip((x − Mean)/Std, ±NormClip). It is stored with the
-// run, so a trained policy sees the same scaling on any other data.
+// Normalizer standardises features. It has two modes (data.normalize,
+// ADR 0039):
+//
+//   - Mode "" (data.normalize "train", and every checkpoint written before
+//     the causal mode existed): z = clip((x − Mean)/Std, ±NormClip) with
+//     per-feature statistics of the training range (FitNormalizer). Inside
+//     that range a feature at bar t is scaled by statistics of later bars.
+//   - Mode "causal" (CausalNormalizer): each bar is scaled by
+//     exponentially weighted statistics of the same series' earlier bars
+//     only (Apply gives the formula), so nothing after bar t moves the
+//     feature at t. Mean and Std are unused and zero.
+//
+// It is stored with the run, so a trained policy sees the same scaling
+// (the same statistics, or the same causal rule) on any other data.
 type Normalizer struct {
 	Mean [NumFeatures]float64 `json:"mean"`
 	Std  [NumFeatures]float64 `json:"std"`
@@ -27,6 +40,52 @@ type Normalizer struct {
 	// statistics, so a checkpoint's policy sees the same inputs on any
 	// data. 0 when every feature is used.
 	Drop uint64 `json:"drop,omitempty"`
+	// Mode is "" (statistics of the training range) or
+	// config.NormalizeCausal. Omitted when "", so the JSON of a train-mode
+	// normaliser is what it was before the causal mode existed.
+	Mode string `json:"mode,omitempty"`
+	// HalfLife is the causal mode's half-life in bars
+	// (data.normalize_half_life); 0 in train mode.
+	HalfLife int `json:"half_life,omitempty"`
+	// BurnIn is how many rows after the feature warmup the causal mode
+	// only seeds its statistics with (CausalBurnIn when it was made):
+	// they are written as 0 and belong to no range, so Dataset.Warmup is
+	// FeatureWarmup + BurnIn. 0 in train mode.
+	BurnIn int `json:"burn_in,omitempty"`
+}
+
+// CausalBurnIn is the burn-in of a causal normaliser: the rows after the
+// feature warmup whose statistics are not yet trusted. 500 bars are about
+// 2.5 windows of the slowest features (168 and 200 bars), whatever the
+// half-life: early on the weights are nearly equal (λ^500 ≈ 0.84 at the
+// default half-life of 2000), so the seed is close to the plain mean and
+// standard deviation of those bars (ADR 0039).
+const CausalBurnIn = 500
+
+// CausalNormalizer is the causal normaliser with half-life halfLife bars
+// and burn-in CausalBurnIn (data.normalize "causal").
+func CausalNormalizer(halfLife int) Normalizer {
+	return Normalizer{Mode: config.NormalizeCausal, HalfLife: halfLife, BurnIn: CausalBurnIn}
+}
+
+// Causal reports whether n is a causal normaliser.
+func (n Normalizer) Causal() bool { return n.Mode == config.NormalizeCausal }
+
+// Check reports a normaliser that Apply cannot use as stored: an unknown
+// mode, a causal one without a positive half-life and burn-in, a train-mode
+// one with either, or Drop bits beyond the features.
+func (n Normalizer) Check() error {
+	switch {
+	case n.Mode != "" && !n.Causal():
+		return fmt.Errorf("normaliser mode %q: want \"\" (training-range statistics) or %q", n.Mode, config.NormalizeCausal)
+	case n.Causal() && (n.HalfLife < 1 || n.BurnIn < 1):
+		return fmt.Errorf("causal normaliser with half-life %d and burn-in %d: both must be at least 1", n.HalfLife, n.BurnIn)
+	case !n.Causal() && (n.HalfLife != 0 || n.BurnIn != 0):
+		return fmt.Errorf("training-range normaliser with half-life %d and burn-in %d: both must be 0", n.HalfLife, n.BurnIn)
+	case n.Drop>>NumFeatures != 0:
+		return fmt.Errorf("normaliser drop %#x names features beyond the %d there are", n.Drop, NumFeatures)
+	}
+	return nil
 }
 
 // NumFeatures must fit the bits of Normalizer.Drop.
@@ -72,30 +131,90 @@ func FitNormalizer(raw []float64, r Range) Normalizer {
 	return n
 }
 
-// Apply writes clip((raw − Mean)/Std, ±NormClip) as float32 into dst, for as
-// many whole rows as both slices hold. A NaN input becomes 0 (the training
-// mean), so a bad value cannot poison the network.
+// Apply writes the normalised features of raw as float32 into dst, for as
+// many whole rows as both slices hold, and 0 for every feature Drop marks.
+//
+// Train mode: z = clip((x − Mean)/Std, ±NormClip); a NaN input becomes 0
+// (the training mean), so a bad value cannot poison the network.
+//
+// Causal mode: raw must be one series in time order whose row 0 is its
+// first defined row (the feature warmup). With λ = 2^(−1/HalfLife) and,
+// per feature, the weights λ^(t−1−i) of the rows i < t,
+//
+//	W_t = Σ_{i<t} λ^(t−1−i),   m_t = Σ w_i x_i / W_t,   v_t = Σ w_i (x_i − m_t)² / W_t,
+//
+// row t (t ≥ BurnIn) is clip((x_t − m_t)/max(√v_t, NormStdFloor), ±NormClip):
+// the statistics of the rows before t only, so an outlier is measured
+// against what came before it and is not damped by itself. Rows t < BurnIn
+// are 0. The sums are updated bar by bar (West 1979, weighted form: every
+// old weight times λ, then the new row with weight 1),
+//
+//	W ← λW + 1,   d = x − m,   m ← m + d/W,   S ← λS + d·(x − m),   v = S/W,
+//
+// O(rows·features) in float64; each product is rounded before the add
+// (explicit conversions, which forbid fused multiply-adds), so the result
+// is the same, bit for bit, on every platform. A NaN or infinite x is left
+// out of the statistics (its row's z follows the train-mode rule: NaN 0,
+// ±Inf clipped); a feature with no finite row yet gives 0.
 func (n Normalizer) Apply(raw []float64, dst []float32) {
+	if n.Causal() {
+		n.applyCausal(raw, dst)
+		return
+	}
 	rows := min(len(raw), len(dst)) / NumFeatures
 	for i := 0; i < rows; i++ {
 		src := raw[i*NumFeatures : (i+1)*NumFeatures]
 		out := dst[i*NumFeatures : (i+1)*NumFeatures]
 		for j, x := range src {
-			z := (x - n.Mean[j]) / n.Std[j]
-			switch {
-			case math.IsNaN(z):
-				z = 0
-			case z > NormClip:
-				z = NormClip
-			case z < -NormClip:
-				z = -NormClip
-			}
-			out[j] = float32(z)
+			out[j] = clipZ((x - n.Mean[j]) / n.Std[j])
 		}
-		for d := n.Drop; d != 0; d &= d - 1 {
-			if j := bits.TrailingZeros64(d); j < NumFeatures {
-				out[j] = 0
+		n.drop(out)
+	}
+}
+
+// applyCausal is Apply in causal mode.
+func (n Normalizer) applyCausal(raw []float64, dst []float32) {
+	rows := min(len(raw), len(dst)) / NumFeatures
+	lambda := math.Exp2(-1 / float64(n.HalfLife))
+	var w, mean, ss [NumFeatures]float64
+	for i := 0; i < rows; i++ {
+		src := raw[i*NumFeatures : (i+1)*NumFeatures]
+		out := dst[i*NumFeatures : (i+1)*NumFeatures]
+		for j, x := range src {
+			out[j] = 0
+			if i >= n.BurnIn && w[j] > 0 {
+				out[j] = clipZ((x - mean[j]) / max(math.Sqrt(ss[j]/w[j]), NormStdFloor))
 			}
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				continue
+			}
+			w[j] = float64(lambda*w[j]) + 1
+			d := x - mean[j]
+			mean[j] += d / w[j]
+			ss[j] = float64(lambda*ss[j]) + float64(d*(x-mean[j]))
+		}
+		n.drop(out)
+	}
+}
+
+// clipZ is z clipped to ±NormClip as float32, 0 for NaN.
+func clipZ(z float64) float32 {
+	switch {
+	case math.IsNaN(z):
+		z = 0
+	case z > NormClip:
+		z = NormClip
+	case z < -NormClip:
+		z = -NormClip
+	}
+	return float32(z)
+}
+
+// drop zeroes the features of one row that Drop marks.
+func (n Normalizer) drop(out []float32) {
+	for d := n.Drop; d != 0; d &= d - 1 {
+		if j := bits.TrailingZeros64(d); j < NumFeatures {
+			out[j] = 0
 		}
 	}
 }

@@ -75,12 +75,13 @@ func Sizing(e config.EnvConfig, b *Bars, est Range, barsPerYear float64) (float6
 // SizingFor is Sizing for a run of cfg on bars b that were not prepared
 // with it (a checkpoint backtested on another file): the estimation range
 // is the training range of cfg's split of b, as Prepare would take it, or
-// every bar after the feature warmup when that split does not fit b.
+// every bar after the warmup (the causal burn-in included) when that
+// split does not fit b.
 func SizingFor(cfg config.RunConfig, b *Bars) (float64, error) {
 	if sizingRule(cfg.Env) == config.SizingNotional {
 		return 1, nil
 	}
-	est := Range{From: min(FeatureWarmup, b.Len()), To: b.Len()}
+	est := Range{From: min(FeatureWarmup+unfitted(cfg.Data).BurnIn, b.Len()), To: b.Len()}
 	if train, _, _, err := split(b, FeatureWarmup, cfg); err == nil {
 		est = train
 	}

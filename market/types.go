@@ -32,7 +32,8 @@ type Action struct {
 type Dataset struct {
 	Bars *Bars
 	// Features is Bars.Len()×NumFeatures, row-major, normalised with Norm.
-	// Rows before Warmup are zero (not enough history).
+	// Rows before Warmup are zero (not enough history: the feature warmup,
+	// and with a causal Norm its burn-in too).
 	Features []float32
 	Norm     Normalizer
 	// ATR is the causal 14-bar average true range at each bar, in price

@@ -51,7 +51,9 @@ func CheckComplete(ck *checkpoint.Checkpoint) error {
 }
 
 // CheckpointMarket returns the instrument and the feature normalisation
-// stored in ck's metadata: what a policy needs besides its weights.
+// stored in ck's metadata: what a policy needs besides its weights. A
+// normaliser stored without a mode (every checkpoint written before
+// data.normalize existed) is the training-range one it always was.
 func CheckpointMarket(ck *checkpoint.Checkpoint) (market.Instrument, market.Normalizer, error) {
 	var inst market.Instrument
 	var norm market.Normalizer
@@ -61,8 +63,8 @@ func CheckpointMarket(ck *checkpoint.Checkpoint) (market.Instrument, market.Norm
 	if err := json.Unmarshal([]byte(ck.Meta[checkpoint.MetaNormalizer]), &norm); err != nil {
 		return inst, norm, fmt.Errorf("checkpoint metadata %q: %w", checkpoint.MetaNormalizer, err)
 	}
-	if norm.Drop>>market.NumFeatures != 0 {
-		return inst, norm, fmt.Errorf("checkpoint metadata %q: drop %#x names features beyond the %d there are", checkpoint.MetaNormalizer, norm.Drop, market.NumFeatures)
+	if err := norm.Check(); err != nil {
+		return inst, norm, fmt.Errorf("checkpoint metadata %q: %w", checkpoint.MetaNormalizer, err)
 	}
 	return inst, norm, nil
 }
@@ -114,7 +116,7 @@ func CheckpointDataset(ctx context.Context, src market.Source, ck *checkpoint.Ch
 		if err := check.Validate(); err != nil {
 			return cfg, nil, err
 		}
-		w := min(market.FeatureWarmup, bars.Len()-1)
+		w := min(market.FeatureWarmup+norm.BurnIn, bars.Len()-1)
 		if w < 0 {
 			return cfg, nil, fmt.Errorf("data %s has no bars", dataPath)
 		}
