@@ -1,6 +1,8 @@
 // Package store keeps dqnflow's training metadata in PostgreSQL through
 // pgx/v5: runs, per-epoch metrics, checkpoint metadata (the blobs live in the
-// checkpoint store), backtest reports and retrain promotion decisions.
+// checkpoint store), backtest reports and retrain promotion decisions; and,
+// in PostgreSQL only (WalkForwardStore), walk-forward studies: a study's
+// header, windows and per-series results with their daily returns.
 //
 // The schema lives in package migrations and is applied by Migrate, under a
 // PostgreSQL advisory lock, so that workers starting together apply it once.

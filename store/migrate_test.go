@@ -31,7 +31,8 @@ func tables(t *testing.T, ctx context.Context, url string) []string {
 	return names
 }
 
-var wantTables = []string{"backtests", "checkpoints", "epochs", "goose_db_version", "promotions", "runs"}
+var wantTables = []string{"backtests", "checkpoints", "epochs", "goose_db_version", "promotions", "runs",
+	"walkforward_results", "walkforward_studies", "walkforward_windows"}
 
 func TestMigrationsApplyFromEmptyDatabase(t *testing.T) {
 	t.Parallel()
