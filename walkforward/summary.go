@@ -139,6 +139,10 @@ type Group struct {
 	// test record.
 	WinsCells  []Wins `json:"wins_cells"`
 	WinsSeries []Wins `json:"wins_series"`
+
+	// portfolios are the daily returns Agent and Baselines measure
+	// (Group.Portfolios); summary.json leaves them out.
+	portfolios []Portfolio
 }
 
 // Measure is one strategy's portfolio over a group's series.

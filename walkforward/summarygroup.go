@@ -148,6 +148,7 @@ func summarizeGroup(name string, rows []Result, order []string, opt SummaryOptio
 	}
 	out.From, out.To = dayString(days[0]), dayString(days[len(days)-1])
 	out.Agent = g.measure(StrategyAgent, 0, r, agentRows, true)
+	out.portfolios = append(out.portfolios, Portfolio{Strategy: StrategyAgent, Days: days, Returns: r})
 	base := map[string]portfolio{}
 	for _, b := range g.baselines {
 		var p portfolio
@@ -155,6 +156,7 @@ func summarizeGroup(name string, rows []Result, order []string, opt SummaryOptio
 			return nil, notes, fmt.Errorf("summarize %s series, %s: %w", name, b, err)
 		}
 		base[b] = p
+		out.portfolios = append(out.portfolios, Portfolio{Strategy: b, Days: p.days, Returns: p.ret})
 		out.Baselines = append(out.Baselines, g.measure(b, 0, p.ret, g.rows[stratKey{strategy: b}], false))
 		c, err := g.paired(b, g.mean)
 		if err != nil {
