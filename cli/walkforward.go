@@ -154,7 +154,7 @@ func walkForwardCmd(e *env) *cobra.Command {
 		}
 		return nil
 	}
-	cmd.AddCommand(walkForwardSummarizeCmd(e))
+	cmd.AddCommand(walkForwardSummarizeCmd(e), walkForwardRecordCmd(e))
 	return cmd
 }
 

@@ -41,10 +41,7 @@ func walkForwardSummarizeCmd(e *env) *cobra.Command {
 		if *trials < 0 {
 			return fmt.Errorf("%w: --trials %d: must not be negative", errUsage, *trials)
 		}
-		path := args[0]
-		if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-			path = filepath.Join(path, "results.json")
-		}
+		path := resultsPath(args[0])
 		res, err := readStudyJSON(path, *maxBytes)
 		if err != nil {
 			return err
@@ -105,11 +102,17 @@ func readStudyJSON(path string, maxBytes int64) (walkforward.Output, error) {
 	return res, nil
 }
 
-// writeSummary summarises a study (walkforward.Summarize, with the trials
-// it records and its config's seed for the bootstrap), writes
+// summarizeStudy is walkforward.Summarize of a study, with the trials it
+// records and its config's seed for the bootstrap: the one summary that
+// summary.json and the report both show.
+func summarizeStudy(res walkforward.Output) (walkforward.Summary, error) {
+	return walkforward.Summarize(res.Results, walkforward.SummaryOptions{Trials: res.Trials.Total, Bootstrap: stats.Bootstrap{Seed: res.Config.Seed}})
+}
+
+// writeSummary summarises a study (summarizeStudy), writes
 // summary.json and summary.md to dir and prints the headline to w.
 func writeSummary(dir string, res walkforward.Output, w io.Writer) (walkforward.Summary, error) {
-	s, err := walkforward.Summarize(res.Results, walkforward.SummaryOptions{Trials: res.Trials.Total, Bootstrap: stats.Bootstrap{Seed: res.Config.Seed}})
+	s, err := summarizeStudy(res)
 	if err != nil {
 		return s, err
 	}

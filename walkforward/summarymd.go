@@ -205,3 +205,31 @@ func schemeText(s stats.Scheme) string {
 	}
 	return string(s)
 }
+
+// The text of summary.md's cells, for other pages of the same figures
+// (`dqnflow report --walkforward`), so that both print them alike.
+
+// IntervalText is "0.52 [−0.10, 1.10]", or the estimate alone where there
+// is no interval.
+func IntervalText(iv stats.Interval) string { return ivText(iv) }
+
+// DiffText is IntervalText with signs: a difference of Sharpe ratios.
+func DiffText(iv stats.Interval) string { return diffText(iv) }
+
+// CellText is a per-series or per-year table cell: the Sharpe ratio and
+// its interval, "–" over no days.
+func CellText(c SharpeCell) string { return cellText(c) }
+
+// WinsText is "7 of 10 (0.70 [0.40, 0.89])" for baseline b, or "–".
+func WinsText(ws []Wins, b string) string { return winsText(ws, b) }
+
+// ProbText is a probability (PSR, DSR) to three places, or "–".
+func ProbText(p *float64) string { return probText(p) }
+
+// GroupTitle names a group (GroupTraining, GroupLeftOut) for a reader.
+func GroupTitle(name string) string {
+	if t, ok := groupTitle[name]; ok {
+		return t
+	}
+	return name
+}
