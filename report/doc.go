@@ -8,7 +8,11 @@
 //     the validation range, and the mix of actions the best checkpoint chose
 //     over time. A sweep's report ranks its runs and shows each grid key's
 //     effect on the best validation Sharpe (run.go, sweep.go, page.go,
-//     plots.go).
+//     plots.go). A walk-forward study's report ("dqnflow report
+//     --walkforward") shows its summary: the portfolios' Sharpe ratios with
+//     intervals and DSR, the agent against each baseline, the per-series and
+//     per-year tables, the portfolios' equity and Sharpe interval plots
+//     (walkforward.go).
 //   - "dqnflow evaluate" and "dqnflow train": a Markdown page with the
 //     metrics of each series' test range beside buy-and-hold and flat, and
 //     PNG plots of equity and drawdown (markdown.go, plot.go).

@@ -192,3 +192,83 @@ func (integerTicks) Ticks(min, max float64) []plot.Tick {
 
 // unix is a time as a plot's x value.
 func unix(t time.Time) float64 { return float64(t.Unix()) }
+
+// intervalSeries is one strategy's estimates with their intervals, one
+// per label of an interval plot; NaN estimates are not drawn.
+type intervalSeries struct {
+	name        string
+	est, lo, hi []float64
+	hasInterval []bool
+}
+
+// add appends an estimate and its interval [lo, hi] (drawn only with ok).
+func (s *intervalSeries) add(est, lo, hi float64, ok bool) {
+	s.est, s.lo, s.hi, s.hasInterval = append(s.est, est), append(s.lo, lo), append(s.hi, hi), append(s.hasInterval, ok)
+}
+
+// errorPoints are points with their errors below and above, what
+// gonum's YErrorBars draws.
+type errorPoints struct {
+	plotter.XYs
+	plotter.YErrors
+}
+
+// intervalPlot draws, at each label, a dot per series for its estimate
+// and a bar for its interval, the series side by side, with a line at 0.
+func intervalPlot(title, yLabel string, labels []string, ss ...intervalSeries) ([]byte, error) {
+	p := plot.New()
+	p.Title.Text = title
+	p.Y.Label.Text = yLabel
+	p.Add(plotter.NewGrid())
+	zero := plotter.NewFunction(func(float64) float64 { return 0 })
+	zero.Color = color.Gray{Y: 0x60}
+	p.Add(zero)
+	width := 0.6 // of the unit between two labels, shared by the series
+	for k, s := range ss {
+		off := 0.0
+		if len(ss) > 1 {
+			off = -width/2 + width*float64(k)/float64(len(ss)-1)
+		}
+		var dots plotter.XYs
+		var bars errorPoints
+		for i, e := range s.est {
+			if math.IsNaN(e) || math.IsInf(e, 0) {
+				continue
+			}
+			x := float64(i) + off
+			dots = append(dots, plotter.XY{X: x, Y: e})
+			if s.hasInterval[i] && !math.IsNaN(s.lo[i]) && !math.IsNaN(s.hi[i]) {
+				bars.XYs = append(bars.XYs, plotter.XY{X: x, Y: e})
+				bars.YErrors = append(bars.YErrors, struct{ Low, High float64 }{math.Max(e-s.lo[i], 0), math.Max(s.hi[i]-e, 0)})
+			}
+		}
+		if len(dots) == 0 {
+			continue
+		}
+		c := palette[k%len(palette)]
+		sc, err := plotter.NewScatter(dots)
+		if err != nil {
+			return nil, fmt.Errorf("plot %s, %s: %w", title, s.name, err)
+		}
+		sc.Color = c
+		sc.Shape = draw.CircleGlyph{}
+		sc.Radius = vg.Points(3)
+		p.Add(sc)
+		if len(bars.XYs) > 0 {
+			eb, err := plotter.NewYErrorBars(bars)
+			if err != nil {
+				return nil, fmt.Errorf("plot %s, %s: %w", title, s.name, err)
+			}
+			eb.Color = c
+			eb.Width = vg.Points(1.2)
+			p.Add(eb)
+		}
+		if len(ss) > 1 {
+			p.Legend.Add(s.name, sc)
+		}
+	}
+	p.NominalX(labels...)
+	p.X.Min, p.X.Max = -0.7, float64(len(labels))-0.3
+	p.Legend.Top = true
+	return encodePNG(p)
+}
