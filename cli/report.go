@@ -18,22 +18,29 @@ import (
 	"github.com/dqnflow/dqnflow/workflows"
 )
 
-// reportCmd is "dqnflow report RUN|SWEEP --out DIR [--data FILE]".
+// reportCmd is "dqnflow report RUN|SWEEP --out DIR [--data FILE]", or
+// "dqnflow report --walkforward DIR_OR_STUDY_ID --out DIR".
 func reportCmd(e *env) *cobra.Command {
 	cmd := leaf("report RUN",
 		"HTML report with plots of a run or a sweep",
-		"report writes an HTML report with plots of a run (loss, Q, ε, Sharpe, equity, drawdown, actions) or of a sweep (its runs ranked, each grid key's effect) into a directory.",
+		"report writes an HTML report with plots of a run (loss, Q, ε, Sharpe, equity, drawdown, actions) or of a sweep (its runs ranked, each grid key's effect) into a directory; "+
+			"with --walkforward, of a walk-forward study (its portfolios' Sharpe ratios with intervals and DSR against each baseline, per-series and per-year tables, equity and Sharpe plots).",
 		"dqnflow report lr-3e-4 --out reports/lr-3e-4 && open reports/lr-3e-4/index.html",
-		"dqnflow report sweep-20261201-120000-ab12cd34 --out reports/sweep")
+		"dqnflow report sweep-20261201-120000-ab12cd34 --out reports/sweep",
+		"dqnflow report --walkforward runs/wf --out reports/wf")
 	fs := cmd.Flags()
 	e.conn.register(fs)
 	out := fs.String("out", "", "directory to write index.html and the plots into (created if missing)")
 	data := fs.String("data", "", "price data of the backtest plots (default: the run's data.path)")
 	df := addDataFlags(fs)
 	e.ckpt.register(fs)
-	cmd.Args = argsBetween(1, 1)
+	wf := fs.String("walkforward", "", "report a walk-forward study instead: its directory, its results.json, or its id in the metadata store (walkforward record)")
+	cmd.Args = argsBetween(0, 1)
 	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
 		ctx := cmd.Context()
+		if *wf != "" || len(pos) == 0 {
+			return reportWalkForward(ctx, e, fs, *wf, *out, pos)
+		}
 		src, err := df.source(*data)
 		if err != nil {
 			return err
