@@ -39,7 +39,7 @@ func reportCmd(e *env) *cobra.Command {
 	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
 		ctx := cmd.Context()
 		if *wf != "" || len(pos) == 0 {
-			return reportWalkForward(ctx, e, fs, *wf, *out, pos)
+			return reportWalkForward(ctx, e, cmd, *wf, *out, pos)
 		}
 		src, err := df.source(*data)
 		if err != nil {

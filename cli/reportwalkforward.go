@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/spf13/pflag"
+	"github.com/spf13/cobra"
 
 	"github.com/dqnflow/dqnflow/report"
 	"github.com/dqnflow/dqnflow/store"
@@ -18,14 +18,14 @@ import (
 // directory or file that exists, else from the metadata store under that
 // id; it is summarised as "walkforward summarize" does and drawn by
 // report.WriteWalkForward.
-func reportWalkForward(ctx context.Context, e *env, fs *pflag.FlagSet, arg, out string, pos []string) error {
+func reportWalkForward(ctx context.Context, e *env, cmd *cobra.Command, arg, out string, pos []string) error {
 	switch {
 	case arg == "":
-		return fmt.Errorf("%w: want a run or sweep id, or --walkforward DIR_OR_STUDY_ID", errUsage)
+		return fmt.Errorf("%w: want %q, or --walkforward DIR_OR_STUDY_ID", errUsage, cmd.UseLine())
 	case len(pos) > 0:
 		return fmt.Errorf("%w: --walkforward %s and the id %s: give one of them", errUsage, arg, pos[0])
 	}
-	if err := required(fs, "out"); err != nil {
+	if err := required(cmd.Flags(), "out"); err != nil {
 		return err
 	}
 	id, from, study, err := loadWalkForward(ctx, e, arg)
