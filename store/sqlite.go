@@ -23,7 +23,9 @@ import (
 // PostgreSQL is configured or running; every shared deployment uses *Store.
 //
 // It keeps the same rows under the same keys and rules as *Store, and
-// passes the same suite. Writers are serialised: the database has one
+// passes the same suite. Walk-forward studies are the exception: they are
+// not part of Metadata, and *SQLite refuses them (ErrWalkForwardSQLite,
+// ADR 0040). Writers are serialised: the database has one
 // connection, and each write transaction begins IMMEDIATE, taking SQLite's
 // write lock at once, which stands in for PostgreSQL's row locks and
 // advisory locks. Other processes (the CLI beside "dqnflow dev") wait for
@@ -43,7 +45,9 @@ type querier interface {
 
 // sqliteSchemaVersion is the schema that sqliteSchema creates; it is
 // stored in PRAGMA user_version. It follows migrations/ (the PostgreSQL
-// schema) table for table: 1 is migrations 00001 to 00004.
+// schema) table for table: 1 is migrations 00001 to 00004. Migration
+// 00005 (walk-forward studies) has no SQLite counterpart: the SQLite
+// store keeps no studies.
 const sqliteSchemaVersion = 1
 
 // sqliteSetSchemaVersion records sqliteSchemaVersion in the file (a PRAGMA

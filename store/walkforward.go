@@ -47,14 +47,16 @@ type WalkForwardStudy struct {
 	Gate      string
 	Panel     bool
 	// TrialsStudy, TrialsPrior and TrialsTotal are walkforward.Trials.
-	TrialsStudy, TrialsPrior, TrialsTotal int
-	Device                                string
-	Seconds                               float64
-	Plan                                  json.RawMessage // a JSON array: every series in every window
-	Notes                                 []string
-	Timings                               json.RawMessage // a JSON array of phase timings
-	Windows                               []WalkForwardWindow
-	Results                               []WalkForwardResult
+	TrialsStudy int
+	TrialsPrior int
+	TrialsTotal int
+	Device      string
+	Seconds     float64
+	Plan        json.RawMessage // a JSON array: every series in every window
+	Notes       []string
+	Timings     json.RawMessage // a JSON array of phase timings
+	Windows     []WalkForwardWindow
+	Results     []WalkForwardResult
 }
 
 // WalkForwardWindow is one step of the walk-forward (walkforward.Window).
@@ -102,15 +104,21 @@ func (s WalkForwardStudy) check() error {
 		return fmt.Errorf("%w: empty study id", ErrInvalid)
 	}
 	for _, f := range []struct {
-		name string
-		raw  json.RawMessage
-		kind byte
-	}{{"config", s.Config, '{'}, {"series", s.Series, '['}, {"layout", s.Layout, '{'}, {"plan", s.Plan, '['}, {"timings", s.Timings, '['}} {
-		if len(f.raw) == 0 && (f.name == "plan" || f.name == "timings") {
+		name     string
+		raw      json.RawMessage
+		kind     string // "object" or "array"
+		optional bool   // empty means none
+	}{{"config", s.Config, "object", false}, {"series", s.Series, "array", false}, {"layout", s.Layout, "object", false},
+		{"plan", s.Plan, "array", true}, {"timings", s.Timings, "array", true}} {
+		if len(f.raw) == 0 && f.optional {
 			continue
 		}
-		if !json.Valid(f.raw) || len(f.raw) == 0 || firstByte(f.raw) != f.kind {
-			return fmt.Errorf("%w: %s is not a JSON %s", ErrInvalid, f.name, map[byte]string{'{': "object", '[': "array"}[f.kind])
+		open := byte('{')
+		if f.kind == "array" {
+			open = '['
+		}
+		if !json.Valid(f.raw) || firstByte(f.raw) != open {
+			return fmt.Errorf("%w: %s is not a JSON %s", ErrInvalid, f.name, f.kind)
 		}
 	}
 	windows := map[int]bool{}
