@@ -34,7 +34,11 @@ type WalkForward struct {
 // intervals (GROUP-sharpe.png), and each series' (GROUP-series-sharpe.png).
 func WriteWalkForward(dir string, w WalkForward) (string, error) {
 	var figs []Figure
-	var sections []section
+	// The headline: per group the agent's portfolio Sharpe ratio with its
+	// interval, its DSR and its difference with buy-and-hold and
+	// momentum, then the summary's notes, as "walkforward summarize"
+	// prints them.
+	sections := []section{{Title: "Headline", Pre: strings.TrimSpace(w.Summary.Headline())}}
 	for _, g := range w.Summary.Groups {
 		gfigs, err := walkForwardFigures(g)
 		if err != nil {
@@ -43,19 +47,17 @@ func WriteWalkForward(dir string, w WalkForward) (string, error) {
 		figs = append(figs, gfigs...)
 		sections = append(sections, groupSections(w.Summary, g, gfigs)...)
 	}
-	var notes []string
-	notes = append(notes, w.Summary.Notes...)
-	notes = append(notes, w.Study.Notes...)
-	if len(notes) > 0 {
-		sections = append(sections, section{Title: "Notes", Pre: strings.Join(notes, "\n")})
+	if len(w.Study.Notes) > 0 {
+		sections = append(sections, section{Title: "What the study could not do", Pre: strings.Join(w.Study.Notes, "\n")})
 	}
 	sections = append(sections, section{Title: "Study", Table: studyTable(w)})
 	if cfg, err := json.Marshal(w.Study.Config); err == nil {
 		sections = append(sections, section{Title: "Agent config", Pre: configJSON(cfg)})
 	}
 	p := page{
-		Title:     "Walk-forward " + w.ID,
-		Subtitle:  strings.TrimSpace(strings.ReplaceAll(w.Summary.Headline(), "\n", " · ")),
+		Title: "Walk-forward " + w.ID,
+		Subtitle: fmt.Sprintf("%d windows, %d series, %d seeds, %d results; DSR over %d trials",
+			w.Summary.Counts.Windows, w.Summary.Counts.Series, len(w.Summary.Counts.Seeds), len(w.Study.Results), w.Summary.Options.Trials),
 		Generated: time.Now().UTC().Format("2006-01-02 15:04 MST"),
 		Sections:  sections,
 	}
@@ -244,7 +246,7 @@ func walkForwardFigures(g walkforward.Group) ([]Figure, error) {
 		return nil, err
 	}
 	figs = append(figs, Figure{Name: g.Name + "-sharpe.png", Title: "Portfolio Sharpe ratios", PNG: shPNG,
-		Note: fmt.Sprintf("Each portfolio's annualised Sharpe ratio (dot) and its %s block-bootstrap interval (bar).", levelHeader(g.Agent))})
+		Note: fmt.Sprintf("Each portfolio's annualised Sharpe ratio (dot) and its block-bootstrap %s (bar).", levelHeader(g.Agent))})
 	var names []string
 	bySeries := []intervalSeries{{name: strategyName(walkforward.StrategyAgent, seeds)}}
 	for _, b := range g.Baselines {

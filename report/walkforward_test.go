@@ -50,7 +50,8 @@ func handWalkForward(t *testing.T) (walkforward.Output, walkforward.Summary) {
 }
 
 // TestWalkForwardReportHasTheTablesAndPlots: index.html holds the
-// headline portfolio rows with their intervals, a per-series row for each
+// headline, the portfolio rows with their intervals and the agent's DSR,
+// the agent's Sharpe difference with each baseline, a per-series row for each
 // series whose agent Sharpe ratio is that of the mean over seeds of its
 // returns (computed here), a per-year row for 2019 and 2020, and the
 // three plots, inlined and as PNG files that decode.
@@ -72,7 +73,15 @@ func TestWalkForwardReportHasTheTablesAndPlots(t *testing.T) {
 		cell("agent (mean of 2 seeds)"), cell(fmt.Sprintf("%.2f", g.Agent.Sharpe.Estimate)),
 		cell(fmt.Sprintf("[%.2f, %.2f]", g.Agent.Sharpe.Lo, g.Agent.Sharpe.Hi)),
 		cell("buy_and_hold"), cell("tsmom"), cell("agent seed 2"),
-		cell("2019"), cell("2020"), "vs buy_and_hold", "vs tsmom"}
+		cell("2019"), cell("2020"), "vs buy_and_hold", "vs tsmom", "<h2>Headline</h2>"}
+	if g.Agent.DSR == nil {
+		t.Fatal("the hand-made study's agent has no DSR")
+	}
+	want = append(want, cell(walkforward.ProbText(g.Agent.DSR)))
+	// html/template writes a + as &#43;.
+	for _, c := range g.VsBaselines {
+		want = append(want, cell(strings.ReplaceAll(walkforward.DiffText(c.SharpeDiff), "+", "&#43;")))
+	}
 	// Each series' agent cell is the Sharpe ratio of the seeds' mean
 	// return on each of its days.
 	for _, s := range []string{"EURUSD", "USDJPY"} {
