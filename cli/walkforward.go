@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -54,6 +56,7 @@ func walkForwardCmd(e *env) *cobra.Command {
 	out := fs.String("out", "", "directory for results.json (and --checkpoints) (default: runs/<id>)")
 	keep := fs.Bool("checkpoints", false, "also write each run's chosen checkpoint under --out (window-N/SERIES/seed-S.safetensors)")
 	jsonOut := fs.Bool("json", false, "print the whole result (results.json) instead of the table")
+	maxTime := fs.Duration("max-time", 0, "end the study within this wall time (e.g. 7m): no window starts that would end after it (a window is expected to take as long as the one before); the windows done are written, results.json's stopped says so (0: no limit)")
 	df := addDataFlags(fs)
 	e.ckpt.register(fs)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
@@ -104,6 +107,9 @@ func walkForwardCmd(e *env) *cobra.Command {
 		if err != nil {
 			return fmt.Errorf("%w: --leave-out %q: %v", errUsage, *leaveOut, err)
 		}
+		if *maxTime < 0 {
+			return fmt.Errorf("%w: --max-time %s: must not be negative", errUsage, *maxTime)
+		}
 		if *prior < 0 {
 			return fmt.Errorf("%w: --prior-trials %d: must not be negative", errUsage, *prior)
 		}
@@ -126,8 +132,14 @@ func walkForwardCmd(e *env) *cobra.Command {
 		if *keep {
 			st.Dir = *out
 		}
+		if *maxTime > 0 {
+			st.Deadline = time.Now().Add(*maxTime)
+		}
 		res, err := st.Run(ctx)
-		if err != nil {
+		// An interrupted study (Ctrl-C, SIGTERM) keeps the windows it
+		// finished: they are written, and the command still fails.
+		interrupted := errors.Is(err, walkforward.ErrInterrupted) && len(res.Results) > 0
+		if err != nil && !interrupted {
 			return err
 		}
 		res.Device = dev
@@ -136,6 +148,13 @@ func walkForwardCmd(e *env) *cobra.Command {
 		}
 		path := filepath.Join(*out, "results.json")
 		if err := writeStudyJSON(path, res); err != nil {
+			return err
+		}
+		if interrupted {
+			fmt.Fprintf(e.stderr, "study: %s; the results of the windows done are in %s\n", res.Stopped, path)
+			if _, serr := writeSummary(*out, res, e.stderr); serr != nil {
+				fmt.Fprintf(e.stderr, "study: no summary of the windows done: %v\n", serr)
+			}
 			return err
 		}
 		fmt.Fprintf(e.stderr, "study: %.1fs in all; every result in %s\n", res.Seconds, path)

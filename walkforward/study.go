@@ -2,6 +2,7 @@ package walkforward
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -73,7 +74,17 @@ type Study struct {
 	Dir string
 	// Log takes a line per window with its timings, and the trainer's.
 	Log io.Writer
+	// Deadline, when not zero, is when the study must end: it starts no
+	// window it expects to end after it (a window is expected to take as
+	// long as the one before), and the windows done are its Output, with
+	// Stopped saying so. A study whose context is cancelled (Ctrl-C, a
+	// SIGTERM) returns the windows done likewise, with ErrInterrupted.
+	Deadline time.Time
 }
+
+// ErrInterrupted is the error of a study whose context was cancelled
+// between or inside windows: its Output holds the windows that ended.
+var ErrInterrupted = errors.New("walk-forward interrupted")
 
 // Trials is the number of agent configurations the study's figures were
 // chosen among, for the deflated Sharpe ratio: the study's own (one
@@ -116,7 +127,11 @@ type Output struct {
 	Results []Result       `json:"results,omitempty"`
 	// Notes says what the study could not do (a window whose series are
 	// all left out has no agent).
-	Notes   []string `json:"notes,omitempty"`
+	Notes []string `json:"notes,omitempty"`
+	// Stopped, when not "", says why the study ended before its last
+	// window (Study.Deadline, an interruption); Windows and Plan then hold
+	// only the windows that ran.
+	Stopped string   `json:"stopped,omitempty"`
 	Timings []Timing `json:"timings"`
 	Seconds float64  `json:"seconds"`
 	// Device is what trained the runs (set by the caller that opened the
@@ -174,6 +189,7 @@ func (s *Study) Run(ctx context.Context) (Output, error) {
 		len(s.Series), len(ws), ws[0].TestFrom.Format(time.DateOnly), ws[len(ws)-1].TestTo.Format(time.DateOnly), len(s.Seeds), out.Gate, out.Trials.Total)
 	// Window k+1's datasets and baselines (CPU work) are made while
 	// window k's runs train (on the GPU, when there is one).
+	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	row := func(wi int) []SeriesWindow { return plan[wi*len(s.Series) : (wi+1)*len(s.Series)] }
@@ -182,10 +198,29 @@ func (s *Study) Run(ctx context.Context) (Output, error) {
 		go func() { ch <- s.prepareWindow(ctx, ws[wi], row(wi), bars, left, rules) }()
 		return ch
 	}
+	// stop ends the study after its first done windows.
+	stop := func(done int, why string) {
+		out.Windows, out.Plan = ws[:done], plan[:done*len(s.Series)]
+		out.Stopped = fmt.Sprintf("%s after %d of %d windows (tests to %s); windows %d to %d did not run",
+			why, done, len(ws), ws[max(done-1, 0)].TestTo.Format(time.DateOnly), done, len(ws)-1)
+		out.Notes = append(out.Notes, out.Stopped)
+		out.Seconds = time.Since(start).Seconds()
+		fmt.Fprintf(log, "walk-forward: %s; %.2fs in all; %s\n", out.Stopped, out.Seconds, PhaseTotals(out.Timings))
+	}
 	next := start1(0)
+	var last time.Duration // the previous window's wall time
 	for wi, w := range ws {
+		if !s.Deadline.IsZero() && wi > 0 && time.Now().Add(last).After(s.Deadline) {
+			stop(wi, fmt.Sprintf("stopped at the deadline %s", s.Deadline.UTC().Format(time.TimeOnly)))
+			return out, nil
+		}
+		t0 := time.Now()
 		st := <-next
 		if st.err != nil {
+			if parent.Err() != nil {
+				stop(wi, "interrupted")
+				return out, fmt.Errorf("%w: %w", ErrInterrupted, parent.Err())
+			}
 			return out, st.err
 		}
 		if wi+1 < len(ws) {
@@ -193,8 +228,13 @@ func (s *Study) Run(ctx context.Context) (Output, error) {
 		}
 		res, tm, notes, err := s.runWindow(ctx, w, st, bars, left, out.Trials)
 		if err != nil {
+			if parent.Err() != nil {
+				stop(wi, "interrupted")
+				return out, fmt.Errorf("%w: %w", ErrInterrupted, parent.Err())
+			}
 			return out, err
 		}
+		last = time.Since(t0)
 		row := row(wi)
 		out.Results, out.Timings, out.Notes = append(out.Results, res...), append(out.Timings, tm...), append(out.Notes, notes...)
 		in := 0

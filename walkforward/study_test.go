@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -389,5 +390,65 @@ func TestStudyGateNoneTradesEveryCheckpoint(t *testing.T) {
 		if r.Strategy == StrategyAgent && (r.Detail != DetailAbstained || r.TotalReturn != 0) {
 			t.Errorf("gate window: agent %d %s: detail %q, total return %g; want abstained and flat", r.Window, r.Series, r.Detail, r.TotalReturn)
 		}
+	}
+}
+
+// TestStudyStopsAtItsDeadline: with a deadline that the first window's
+// time already passes, the study runs that window, starts no other, and
+// says so; the results are the first window's only.
+func TestStudyStopsAtItsDeadline(t *testing.T) {
+	s := fixtureStudy(t)
+	s.Deadline = time.Now().Add(time.Millisecond)
+	out, err := s.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Windows) != 1 || len(out.Plan) != len(s.Series) {
+		t.Fatalf("%d windows, %d plan rows after the deadline; want 1 and %d", len(out.Windows), len(out.Plan), len(s.Series))
+	}
+	if !strings.Contains(out.Stopped, "stopped at the deadline") || !strings.Contains(out.Stopped, "after 1 of 2 windows") {
+		t.Fatalf("Stopped %q: want the deadline, 1 of 2 windows", out.Stopped)
+	}
+	for _, r := range out.Results {
+		if r.Window != 0 {
+			t.Fatalf("a result of window %d after the deadline", r.Window)
+		}
+	}
+	if len(out.Results) == 0 {
+		t.Fatal("no results of the window that ran")
+	}
+}
+
+// TestInterruptedStudyKeepsTheWindowsDone cancels the study while its
+// second window trains: the error is ErrInterrupted and the output holds
+// the first window's results.
+func TestInterruptedStudyKeepsTheWindowsDone(t *testing.T) {
+	s := fixtureStudy(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	train := s.Train
+	s.Train = func(ctx2 context.Context, req TrainRequest) (Agent, error) {
+		if req.Window.Index == 1 {
+			cancel()
+			return Agent{}, ctx.Err()
+		}
+		return train(ctx2, req)
+	}
+	out, err := s.Run(ctx)
+	if !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("error %v: want ErrInterrupted", err)
+	}
+	if len(out.Windows) != 1 || !strings.Contains(out.Stopped, "interrupted after 1 of 2 windows") {
+		t.Fatalf("%d windows, stopped %q: want the first window, interrupted", len(out.Windows), out.Stopped)
+	}
+	n := 0
+	for _, r := range out.Results {
+		if r.Window != 0 {
+			t.Fatalf("a result of window %d", r.Window)
+		}
+		n++
+	}
+	if n == 0 {
+		t.Fatal("no results of the first window")
 	}
 }

@@ -557,8 +557,10 @@ if has walkforward; then
     wfseries=${WF_SERIES:-$(cd /tmp/corpus && ls h4-forex/*.csv hourly/*.csv lean/*.zip | grep -v -E 'LINKUSDT|AAPLUSUSD|TSLAUSUSD|equity-vxx' | sed 's|^|/tmp/corpus/|' | paste -sd, -)}
     log "walkforward: $(echo "$wfseries" | tr ',' '\n' | wc -l) series, args ${WF_ARGS:---panel --seeds 8}"
     # shellcheck disable=SC2086 # WF_ARGS is several flags
+    # --max-time ends the study 30 s before the step's limit with the
+    # windows done written (results.json's stopped says so).
     step walkforward "${WF_SECONDS:-420}" bin/gputest/dqnflow walkforward --device cuda --data-root /tmp/corpus \
-      --series "$wfseries" ${WF_ARGS:---panel --seeds 8} --out /tmp/wf
+      --series "$wfseries" ${WF_ARGS:---panel --seeds 8} --max-time "$((${WF_SECONDS:-420} - 30))s" --out /tmp/wf
     grep -E "^(window|walk-forward|study|  window)" "$LOGS/walkforward.log" | tail -60 >>"$OUT/summary.txt"
     [ -f /tmp/wf/summary.md ] && cat /tmp/wf/summary.md >>"$OUT/summary.txt"
     tail -5 "$LOGS/walkforward.log" >>"$OUT/summary.txt"
