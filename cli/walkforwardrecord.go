@@ -92,7 +92,7 @@ func recordStudy(ctx context.Context, st store.Metadata, rec store.WalkForwardSt
 func studyRecord(id string, out walkforward.Output) (store.WalkForwardStudy, error) {
 	rec := store.WalkForwardStudy{ID: id, Seeds: out.Seeds, LeaveOut: out.LeaveOut, Gate: out.Gate, Panel: out.Panel,
 		TrialsStudy: out.Trials.Study, TrialsPrior: out.Trials.Prior, TrialsTotal: out.Trials.Total,
-		Device: out.Device, Seconds: out.Seconds, Notes: out.Notes}
+		Device: out.Device, Seconds: out.Seconds, Notes: out.Notes, Stopped: out.Stopped}
 	for _, f := range []struct {
 		name string
 		v    any
@@ -137,7 +137,7 @@ func studyRecord(id string, out walkforward.Output) (store.WalkForwardStudy, err
 // readStudyJSON would read its results.json; empty lists read as none
 // (nil), as results.json's do.
 func studyOutput(rec store.WalkForwardStudy) (walkforward.Output, error) {
-	out := walkforward.Output{Gate: rec.Gate, Panel: rec.Panel, Device: rec.Device, Seconds: rec.Seconds,
+	out := walkforward.Output{Gate: rec.Gate, Panel: rec.Panel, Device: rec.Device, Seconds: rec.Seconds, Stopped: rec.Stopped,
 		Trials: walkforward.Trials{Study: rec.TrialsStudy, Prior: rec.TrialsPrior, Total: rec.TrialsTotal}}
 	if len(rec.Seeds) > 0 {
 		out.Seeds = rec.Seeds

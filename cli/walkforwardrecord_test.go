@@ -8,14 +8,18 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/store/storetest"
+	"github.com/dqnflow/dqnflow/walkforward"
 )
 
 // TestWalkForwardRecordAndReportFromTheStore: "walkforward record DIR"
 // writes the study to PostgreSQL under DIR's name, and reading it back
-// gives the results.json's study, field for field; recording it again
+// gives the results.json's study, field for field (header, windows,
+// plan, timings, every result); recording it again
 // replaces it; "report --walkforward ID" draws the stored study with the
 // same per-series rows as "report --walkforward DIR" draws from the file.
 func TestWalkForwardRecordAndReportFromTheStore(t *testing.T) {
@@ -26,6 +30,24 @@ func TestWalkForwardRecordAndReportFromTheStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := handStudy(t, dir)
+	// The hand-made study with a full header, as a real study writes it.
+	full, err := readStudyJSON(path, defaultMaxResultsBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full.Series = []walkforward.SeriesSpec{{Name: "EURUSD_H4", Path: "data/EURUSD_H4.csv"}, {Name: "GBPUSD_H4", Path: "data/GBPUSD_H4.csv", Instrument: "GBPUSD"}}
+	full.Layout = walkforward.Layout{Step: walkforward.Period{Days: 30}, Test: walkforward.Period{Days: 30}, Valid: walkforward.Period{Months: 1}}
+	full.Gate, full.Device, full.Seconds, full.Stopped = "window", "cpu", 12.5, "deadline after 2 of 3 windows"
+	full.Notes = []string{"deadline after 2 of 3 windows"}
+	full.Plan = []walkforward.SeriesWindow{{Window: 0, Series: "EURUSD_H4", Test: market.Range{From: 10, To: 40}}, {Window: 1, Series: "GBPUSD_H4", Skip: "test block too short"}}
+	full.Timings = []walkforward.Timing{{Window: 0, Phase: "train", Seconds: 3.25, Count: 2}}
+	for w := range 2 {
+		from := time.Date(2015, 3, 4+7*w, 0, 0, 0, 0, time.UTC)
+		full.Windows = append(full.Windows, walkforward.Window{Index: w, TrainFrom: from.AddDate(-1, 0, 0), ValidFrom: from.AddDate(0, -1, 0), TestFrom: from, TestTo: from.AddDate(0, 0, 30)})
+	}
+	if err := writeStudyJSON(path, full); err != nil {
+		t.Fatal(err)
+	}
 	for range 2 {
 		out, _ := runOK(t, "walkforward", "record", dir)
 		if !strings.Contains(out, "recorded walk-forward study wf-hand: 2 windows, 8 results") {

@@ -33,6 +33,7 @@ CREATE TABLE walkforward_studies (
     seconds      double precision NOT NULL DEFAULT 0,
     plan         jsonb NOT NULL DEFAULT '[]' CHECK (jsonb_typeof(plan) = 'array'),
     notes        text[] NOT NULL DEFAULT '{}',
+    stopped      text NOT NULL DEFAULT '', -- why the study ended early, or ''
     timings      jsonb NOT NULL DEFAULT '[]' CHECK (jsonb_typeof(timings) = 'array')
 );
 

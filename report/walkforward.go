@@ -194,6 +194,9 @@ func studyTable(w WalkForward) *table {
 		t.Rows = append(t.Rows, []string{"gate", st.Gate})
 	}
 	t.Rows = append(t.Rows, []string{"panel", yesNo(st.Panel)})
+	if st.Stopped != "" {
+		t.Rows = append(t.Rows, []string{"stopped", st.Stopped})
+	}
 	if st.Device != "" {
 		t.Rows = append(t.Rows, []string{"trained on", st.Device})
 	}

@@ -54,6 +54,7 @@ type WalkForwardStudy struct {
 	Seconds     float64
 	Plan        json.RawMessage // a JSON array: every series in every window
 	Notes       []string
+	Stopped     string          // why the study ended before its last window, or ""
 	Timings     json.RawMessage // a JSON array of phase timings
 	Windows     []WalkForwardWindow
 	Results     []WalkForwardResult
@@ -180,11 +181,11 @@ func (s *Store) RecordWalkForward(ctx context.Context, st WalkForwardStudy) erro
 		}
 		if _, err := tx.Exec(ctx, `
 			INSERT INTO walkforward_studies (id, config, series, layout, seeds, leave_out, gate, panel,
-				trials_study, trials_prior, trials_total, device, seconds, plan, notes, timings)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
+				trials_study, trials_prior, trials_total, device, seconds, plan, notes, stopped, timings)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
 			st.ID, []byte(st.Config), []byte(st.Series), []byte(st.Layout), seeds, nonNil(st.LeaveOut), st.Gate, st.Panel,
 			st.TrialsStudy, st.TrialsPrior, st.TrialsTotal, st.Device, st.Seconds,
-			[]byte(orEmptyArray(st.Plan)), nonNil(st.Notes), []byte(orEmptyArray(st.Timings))); err != nil {
+			[]byte(orEmptyArray(st.Plan)), nonNil(st.Notes), st.Stopped, []byte(orEmptyArray(st.Timings))); err != nil {
 			return err
 		}
 		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"walkforward_windows"},
@@ -223,10 +224,10 @@ func (s *Store) GetWalkForward(ctx context.Context, id string) (WalkForwardStudy
 	var config, series, layout, seeds, plan, timings []byte
 	err := s.pool.QueryRow(ctx, `
 		SELECT created_at, config, series, layout, seeds, leave_out, gate, panel,
-			trials_study, trials_prior, trials_total, device, seconds, plan, notes, timings
+			trials_study, trials_prior, trials_total, device, seconds, plan, notes, stopped, timings
 		FROM walkforward_studies WHERE id = $1`, id).Scan(
 		&st.CreatedAt, &config, &series, &layout, &seeds, &st.LeaveOut, &st.Gate, &st.Panel,
-		&st.TrialsStudy, &st.TrialsPrior, &st.TrialsTotal, &st.Device, &st.Seconds, &plan, &st.Notes, &timings)
+		&st.TrialsStudy, &st.TrialsPrior, &st.TrialsTotal, &st.Device, &st.Seconds, &plan, &st.Notes, &st.Stopped, &timings)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return st, fmt.Errorf("walk-forward study %q: %w", id, ErrNotFound)
 	}

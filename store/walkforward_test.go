@@ -20,7 +20,7 @@ func sampleStudy(id string) WalkForwardStudy {
 		Series: json.RawMessage(`[{"name": "EURUSD"}, {"name": "GBPUSD"}]`), Layout: json.RawMessage(`{"train": "3y"}`),
 		Seeds: []uint64{1, math.MaxUint64 - 1}, LeaveOut: []string{"GBPUSD"}, Gate: "window", Panel: true,
 		TrialsStudy: 1, TrialsPrior: 4, TrialsTotal: 5, Device: "cuda:0 (H100)", Seconds: 12.5,
-		Plan: json.RawMessage(`[{"window": 0, "series": "EURUSD"}]`), Notes: []string{"a note"},
+		Plan: json.RawMessage(`[{"window": 0, "series": "EURUSD"}]`), Notes: []string{"a note"}, Stopped: "deadline after 2 of 3 windows",
 		Timings: json.RawMessage(`[{"window": 0, "phase": "train", "seconds": 3, "count": 2}]`),
 	}
 	for w := range 2 {
