@@ -151,6 +151,17 @@ type DataConfig struct {
 	Weighting string `json:"weighting,omitempty"`
 }
 
+// Panel weightings (DataConfig.Weighting, data.weighting).
+const (
+	// WeightingEqual draws each series of a panel with the same
+	// probability, however many training bars it has: a short series is
+	// not drowned by a long one. The default ("" means it too).
+	WeightingEqual = "equal"
+	// WeightingBars draws a series in proportion to its training bars, so
+	// every training bar of the panel is about as likely to be played.
+	WeightingBars = "bars"
+)
+
 // ModelConfig is the network of DESIGN.md §3: trunk s1, s2 → value head
 // v1 → v2 (atoms) and one advantage head a1_d → a2_d per action branch.
 // The branches are fixed: direction (short, flat, long), size (1/4..4/4 of
