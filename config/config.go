@@ -138,16 +138,17 @@ type DataConfig struct {
 	// DefaultDropFeatures; "" shows the policy every feature.
 	DropFeatures string `json:"drop_features"`
 	// Series makes the run a panel: one agent trained on several series at
-	// once (market.Panel). Entries are separated by commas or newlines;
+	// once (market.JoinPanel; ADR 0037: today `dqnflow walkforward --panel`
+	// trains panels, `dqnflow train` and TrainingRun do not). Entries are separated by commas or newlines;
 	// each is a path or a glob of price files, optionally followed by
 	// "=INSTRUMENT", a symbol of the instrument table (market.Instruments)
 	// or "auto" (the table's entry for the file's symbol). A string, not a
 	// list, so that a RunConfig stays comparable. When set, Path must be
 	// empty. Default "" (one series, Path).
 	Series string `json:"series,omitempty"`
-	// Weighting is how a panel's environments draw their series: "equal"
-	// (each series as often) or "bars" (in proportion to its training
-	// bars). Default "equal".
+	// Weighting is how a panel's environments draw their series
+	// (market.WindowStart): "equal" (each series as often) or "bars" (in
+	// proportion to its training bars). Default "equal" ("" means it).
 	Weighting string `json:"weighting,omitempty"`
 }
 
