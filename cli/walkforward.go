@@ -54,6 +54,7 @@ func walkForwardCmd(e *env) *cobra.Command {
 	flagValues(fs, "gate", walkforward.GateWindow, walkforward.GateNone)
 	prior := fs.Int("prior-trials", 0, "agent configurations tried before this study on the same data (sweeps, earlier studies): the deflated Sharpe ratio counts them with this study's one")
 	out := fs.String("out", "", "directory for results.json (and --checkpoints) (default: runs/<id>)")
+	panel := fs.Bool("panel", false, "train one agent a seed on every training series of a window at once (their training ranges joined, market.JoinPanel; data.weighting draws the series), tested on every series (ADR 0037); default: one agent per training series")
 	keep := fs.Bool("checkpoints", false, "also write each run's chosen checkpoint under --out (window-N/SERIES/seed-S.safetensors)")
 	jsonOut := fs.Bool("json", false, "print the whole result (results.json) instead of the table")
 	maxTime := fs.Duration("max-time", 0, "end the study within this wall time (e.g. 7m): no window starts that would end after it (a window is expected to take as long as the one before); the windows done are written, results.json's stopped says so (0: no limit)")
@@ -128,6 +129,7 @@ func walkForwardCmd(e *env) *cobra.Command {
 		st := &walkforward.Study{
 			Config: cfg, Series: series, Source: src, Layout: l, Seeds: walkforward.SeedList(cfg.Seed, *seeds),
 			LeaveOut: left, Gate: *gate, Train: walkforward.LocalTrainer(be, opt, e.stderr), PriorTrials: *prior, Log: e.stderr,
+			Panel: *panel,
 		}
 		if *keep {
 			st.Dir = *out

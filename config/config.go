@@ -156,18 +156,30 @@ type DataConfig struct {
 	// week (ADR 0039). Ignored by "train".
 	NormalizeHalfLife int `json:"normalize_half_life"`
 	// Series makes the run a panel: one agent trained on several series at
-	// once (market.Panel). Entries are separated by commas or newlines;
+	// once (market.JoinPanel; ADR 0037: today `dqnflow walkforward --panel`
+	// trains panels, `dqnflow train` and TrainingRun do not). Entries are separated by commas or newlines;
 	// each is a path or a glob of price files, optionally followed by
 	// "=INSTRUMENT", a symbol of the instrument table (market.Instruments)
 	// or "auto" (the table's entry for the file's symbol). A string, not a
 	// list, so that a RunConfig stays comparable. When set, Path must be
 	// empty. Default "" (one series, Path).
 	Series string `json:"series,omitempty"`
-	// Weighting is how a panel's environments draw their series: "equal"
-	// (each series as often) or "bars" (in proportion to its training
-	// bars). Default "equal".
+	// Weighting is how a panel's environments draw their series
+	// (market.WindowStart): "equal" (each series as often) or "bars" (in
+	// proportion to its training bars). Default "equal" ("" means it).
 	Weighting string `json:"weighting,omitempty"`
 }
+
+// Panel weightings (DataConfig.Weighting, data.weighting).
+const (
+	// WeightingEqual draws each series of a panel with the same
+	// probability, however many training bars it has: a short series is
+	// not drowned by a long one. The default ("" means it too).
+	WeightingEqual = "equal"
+	// WeightingBars draws a series in proportion to its training bars, so
+	// every training bar of the panel is about as likely to be played.
+	WeightingBars = "bars"
+)
 
 // ModelConfig is the network of DESIGN.md §3: trunk s1, s2 → value head
 // v1 → v2 (atoms) and one advantage head a1_d → a2_d per action branch.

@@ -124,6 +124,7 @@ func TestOutOfRangeValuesNameTheField(t *testing.T) {
 		{`{"data": {"valid_bars": -5}}`, "data.valid_bars"},
 		{`{"data": {"train_bars": 100}}`, "data.train_bars"},
 		{`{"data": {"valid_bars": 100, "valid_from": "2020-01-01"}}`, "data.valid_bars"},
+		{`{"data": {"weighting": "daily"}}`, "data.weighting"},
 	}
 	for _, c := range cases {
 		_, err := Decode("cfg.json", []byte(c.in))
@@ -141,6 +142,16 @@ func TestOutOfRangeValuesNameTheField(t *testing.T) {
 		}
 		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), fe.Allowed) {
 			t.Errorf("Decode(%s) error %q lacks the allowed range or ErrInvalid", c.in, err)
+		}
+	}
+}
+
+// TestPanelWeightingsAreTaken: data.weighting takes "equal" and "bars"
+// (and "", the default, equal).
+func TestPanelWeightingsAreTaken(t *testing.T) {
+	for _, w := range []string{"", WeightingEqual, WeightingBars} {
+		if _, err := Decode("cfg.json", []byte(`{"data": {"weighting": "`+w+`"}}`)); err != nil {
+			t.Errorf("data.weighting %q: %v", w, err)
 		}
 	}
 }

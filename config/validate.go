@@ -136,6 +136,9 @@ func (c *RunConfig) Validate() error {
 	if c.Data.ValidBars > 0 && c.Data.Timed() {
 		return &FieldError{Field: "data.valid_bars", Value: c.Data.ValidBars, Allowed: "cannot be combined with data.train_from/train_to/valid_from/valid_to/test_from/test_to"}
 	}
+	if w := c.Data.Weighting; w != "" && w != WeightingEqual && w != WeightingBars {
+		return &FieldError{Field: "data.weighting", Value: fmt.Sprintf("%q", w), Allowed: fmt.Sprintf("must be %q (each series of a panel as often, the default) or %q (in proportion to its training bars)", WeightingEqual, WeightingBars)}
+	}
 	if c.Replay.Capacity < c.BatchSize {
 		return &FieldError{Field: "replay.capacity", Value: c.Replay.Capacity, Allowed: fmt.Sprintf("must be at least batch_size (%d)", c.BatchSize)}
 	}

@@ -87,6 +87,15 @@ func newDevCollector(c *cuda.Ctx, l *learner, cfg config.RunConfig, ds *market.D
 	d.tret, d.tdisc, d.tnext, d.tnextAgent = bt.alloc(4*k), bt.alloc(4*k), bt.alloc(4*k), bt.alloc(4*k*agentW)
 	d.reward, d.pnl, d.nextAgent, d.done, d.took = bt.alloc(4*n), bt.alloc(8*n), bt.alloc(4*n*agentW), bt.alloc(4*n), bt.alloc(4*n*3)
 	commit := bt.alloc(8 * (2 + n))
+	// The panel's segment table (struct EnvArgs' nseg, segFrom, segTo,
+	// segCum); none for one series.
+	var segFrom, segTo, segCum cuda.DevPtr
+	segs := ds.Segments
+	if len(segs) > 1 {
+		segFrom, segTo, segCum = bt.alloc(8*len(segs)), bt.alloc(8*len(segs)), bt.alloc(8*len(segs))
+	} else {
+		segs = nil
+	}
 	if bt.err != nil {
 		return nil, bt.err
 	}
@@ -104,6 +113,7 @@ func newDevCollector(c *cuda.Ctx, l *learner, cfg config.RunConfig, ds *market.D
 	r.arrays(&w)
 	w.i64(int64(r.capacity)).f64(r.cfg.Alpha)
 	w.ptr(commit)
+	w.i64(int64(len(segs))).ptr(segFrom).ptr(segTo).ptr(segCum)
 	if len(w) != envArgsWords {
 		return nil, fmt.Errorf("collector arguments: %d words, want %d", len(w), envArgsWords)
 	}
@@ -113,6 +123,17 @@ func newDevCollector(c *cuda.Ctx, l *learner, cfg config.RunConfig, ds *market.D
 	}
 	if err := cuda.Upload(c, d.args, []uint64(w)); err != nil {
 		return nil, err
+	}
+	if segs != nil {
+		from, to := make([]int64, len(segs)), make([]int64, len(segs))
+		for k, sg := range segs {
+			from[k], to[k] = int64(sg.From), int64(sg.To)
+		}
+		for _, err := range []error{cuda.Upload(c, segFrom, from), cuda.Upload(c, segTo, to), cuda.Upload(c, segCum, market.SegmentCumulative(segs))} {
+			if err != nil {
+				return nil, err
+			}
+		}
 	}
 	perEnv := dim(ceilDiv(n, eb))
 	d.reset = launch{name: "env_reset", f: l.k.fn["env_reset"], grid: perEnv, block: dim(eb), args: []any{d.args}}
@@ -133,7 +154,7 @@ func newDevCollector(c *cuda.Ctx, l *learner, cfg config.RunConfig, ds *market.D
 }
 
 // envArgsWords is the size of struct EnvArgs in 64-bit words.
-const envArgsWords = 14 + 14 + 1 + 5 + 4 + 3 + 2 + 2 + 8 + 5 + 9 + 2 + 1
+const envArgsWords = 14 + 14 + 1 + 5 + 4 + 3 + 2 + 2 + 8 + 5 + 9 + 2 + 1 + 4
 
 // envBlock is the block of the collector's one-thread-per-environment
 // kernels (env_reset, env_step, env_commit): 64 threads, or

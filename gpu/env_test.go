@@ -76,8 +76,108 @@ func relErr(a, b float64) float64 {
 // per-bar slippage (Dataset.Slip, as bars with bid and ask give it).
 func TestDeviceEnvironmentMatchesMarket(t *testing.T) {
 	for _, perBar := range []bool{false, true} {
-		t.Run(slipName(perBar), func(t *testing.T) { deviceEnvironmentMatchesMarket(t, perBar) })
+		t.Run(slipName(perBar), func(t *testing.T) {
+			cfg := realConfig(96)
+			ds, err := market.Source{}.Prepare(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if perBar {
+				ds = withBarSlip(ds)
+			}
+			deviceEnvironmentMatchesMarket(t, cfg, ds, nil)
+		})
 	}
+}
+
+// TestDevicePanelEnvironmentMatchesMarket is TestDeviceEnvironmentMatchesMarket
+// on a joined panel (market.JoinPanel) of three series with three
+// instruments and cost models: the bundled S&P 500 hours (ES), the
+// bundled bitcoin hours (BTC) and a synthetic series ("bps", with per-bar
+// slippage). Over the first episode the device and market.VecEnv agree
+// as there; at its end every environment's new window is the one
+// panelStart's draws give (recomputed on the host from the same
+// counter-based stream and market.SegmentCumulative), lies inside one
+// series, and every series is drawn.
+func TestDevicePanelEnvironmentMatchesMarket(t *testing.T) {
+	const envs = 96
+	cfg := realConfig(envs)
+	ctx := context.Background()
+	var parts []*market.Dataset
+	for _, path := range []string{cfg.Data.Path, "bundled:bitcoin_2024.csv", market.SyntheticPath} {
+		c := cfg
+		c.Data.Path = path
+		c.Data.SyntheticBars = 6000
+		ds, err := market.Source{}.Prepare(ctx, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if path == market.SyntheticPath {
+			ds = withBarSlip(ds)
+		}
+		parts = append(parts, ds)
+	}
+	panel, err := market.JoinPanel([]string{"S&P 500", "bitcoin", "synthetic"}, parts, "", cfg.Env.EpisodeBars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	segs := panel.Segments
+	deviceEnvironmentMatchesMarket(t, cfg, panel, func(c *cuda.Ctx, d *devCollector, steps int) error {
+		st, err := d.env.state(c)
+		if err != nil {
+			return err
+		}
+		key := streamKey(cfg.Seed, rollout.StreamEnv)
+		cum := market.SegmentCumulative(segs)
+		l := d.env.windowLen
+		drawn := make([]int, len(segs))
+		for i := range envs {
+			want := hostPanelStart(key, int64(steps), i, envs, segs, cum, l)
+			start, end := int(st.Env.Start[i]), int(st.Env.End[i])
+			if start != want || end != start+l {
+				return fmt.Errorf("env %d: device window [%d, %d) after the first episode, panelStart on the host gives [%d, %d)", i, start, end, want, want+l)
+			}
+			k := market.SegmentOf(segs, start)
+			if k < 0 || market.SegmentOf(segs, end-1) != k {
+				return fmt.Errorf("env %d: device window [%d, %d) crosses series", i, start, end)
+			}
+			drawn[k]++
+		}
+		for k, n := range drawn {
+			if n == 0 {
+				return fmt.Errorf("no environment drew series %s (windows per series %v)", segs[k].Name, drawn)
+			}
+		}
+		t.Logf("windows per series after the first episode: %v", drawn)
+		return nil
+	})
+}
+
+// hostPanelStart is kernels/env.cu's panelStart on the host: the segment
+// from uniform01(key, c, n+i) against cum, then the start in it from
+// uniform01(key, c, i).
+func hostPanelStart(key uint64, c int64, i, n int, segs []market.Segment, cum []float64, l int) int {
+	uniform01 := func(k int) float64 {
+		x := mix64(key ^ mix64(uint64(c)*0x9e3779b97f4a7c15+uint64(k)))
+		return float64(x>>11) * (1.0 / 9007199254740992.0)
+	}
+	from, to := segs[0].From, segs[len(segs)-1].To
+	if len(segs) > 1 {
+		u := uniform01(n + i)
+		k := len(segs) - 1
+		for j, cj := range cum {
+			if u < cj {
+				k = j
+				break
+			}
+		}
+		from, to = segs[k].From, segs[k].To
+	}
+	s := from
+	if free := to - from - l; free > 0 {
+		s += int(uniform01(i) * float64(free+1))
+	}
+	return s
 }
 
 // slipName names the slippage of a sub-test.
@@ -102,16 +202,12 @@ func withBarSlip(ds *market.Dataset) *market.Dataset {
 	return &out
 }
 
-func deviceEnvironmentMatchesMarket(t *testing.T, perBar bool) {
-	const envs = 96
-	cfg := realConfig(envs)
-	ds, err := market.Source{}.Prepare(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if perBar {
-		ds = withBarSlip(ds)
-	}
+// deviceEnvironmentMatchesMarket plays one episode of scripted actions
+// in cfg.Env.NumEnvs environments on ds on both sides and compares them;
+// after, when not nil, then runs on the device thread with the collector
+// and the episode's step count.
+func deviceEnvironmentMatchesMarket(t *testing.T, cfg config.RunConfig, ds *market.Dataset, after func(c *cuda.Ctx, d *devCollector, steps int) error) {
+	envs := cfg.Env.NumEnvs
 	tr := deviceTrainer(t, cfg, ds)
 	ctx := context.Background()
 
@@ -201,8 +297,13 @@ func deviceEnvironmentMatchesMarket(t *testing.T, perBar bool) {
 				}
 			}
 		}
-		_, err := d.finish(c, l, steps)
-		return err
+		if _, err := d.finish(c, l, steps); err != nil {
+			return err
+		}
+		if after != nil {
+			return after(c, d, steps)
+		}
+		return nil
 	})
 	if err != nil {
 		t.Fatal(err)

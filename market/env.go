@@ -24,10 +24,12 @@ const clipATR = 10
 //
 // Episodes. A window is L = min(episodeBars, r.Len()) consecutive bars
 // [start, start+L) with start drawn uniformly from r.From … r.To−L (so the
-// window fits). Decisions are made at bars start … start+L−2; the step from
-// the decision at start+L−2 to bar start+L−1 ends the episode (Done), any
-// open position is closed at that bar's close (see below), and the
-// environment starts a new random window. An episode is L−1 steps.
+// window fits); on a panel (Dataset.Segments) the series is drawn first
+// by its weight and the window lies inside it (WindowStart). Decisions
+// are made at bars start … start+L−2; the step from the decision at
+// start+L−2 to bar start+L−1 ends the episode (Done), any open position
+// is closed at that bar's close (see below), and the environment starts
+// a new random window. An episode is L−1 steps.
 //
 // Actions. Direction 0 short, 1 flat, 2 long; size k is
 // max(1, round((k+1)/4 × MaxContracts)) contracts; exit rule 0 is none,
@@ -97,6 +99,9 @@ type VecEnv struct {
 	episodeBars int
 	rng         *rand.Rand
 
+	segs []Segment // the panel's series (Dataset.Segments), nil for one series
+	cum  []float64 // SegmentCumulative(segs)
+
 	bar, start, end []int // decision bar and window [start, end) of each env
 	acc             []account
 	epReward        []float64 // sum of rewards of the running episode
@@ -128,7 +133,9 @@ type StepResult struct {
 // NewVecEnv builds n environments over bars r of ds with episodes of
 // episodeBars bars (the whole range when it is shorter), drawing window
 // starts from rng. It checks ds over r and fails, naming the field, on
-// inconsistent lengths, non-finite prices or an unusable instrument.
+// inconsistent lengths, non-finite prices or an unusable instrument. When
+// ds is a panel (Dataset.Segments), r must be its training range, which
+// the segments tile.
 func NewVecEnv(ds *Dataset, r Range, n, episodeBars int, rng *rand.Rand) (*VecEnv, error) {
 	s, err := newSim(ds, r)
 	if err != nil {
@@ -143,7 +150,16 @@ func NewVecEnv(ds *Dataset, r Range, n, episodeBars int, rng *rand.Rand) (*VecEn
 	if rng == nil {
 		return nil, fmt.Errorf("new environment: nil random source")
 	}
+	var segs []Segment
+	var cum []float64
+	if len(ds.Segments) > 1 {
+		if err := checkSegments(ds.Segments, r, min(episodeBars, r.Len())); err != nil {
+			return nil, fmt.Errorf("new environment: %w", err)
+		}
+		segs, cum = ds.Segments, SegmentCumulative(ds.Segments)
+	}
 	e := &VecEnv{
+		segs: segs, cum: cum,
 		sim: s, r: r, episodeBars: episodeBars, rng: rng,
 		bar: make([]int, n), start: make([]int, n), end: make([]int, n),
 		acc: make([]account, n), epReward: make([]float64, n),
@@ -161,10 +177,7 @@ func (e *VecEnv) windowLen() int { return min(e.episodeBars, e.r.Len()) }
 // reset starts env i on a new random window, flat.
 func (e *VecEnv) reset(i int) {
 	l := e.windowLen()
-	s := e.r.From
-	if free := e.r.Len() - l; free > 0 {
-		s += e.rng.IntN(free + 1)
-	}
+	s := windowStart(e.rng, e.segs, e.cum, e.r, l)
 	e.start[i], e.end[i], e.bar[i] = s, s+l, s
 	e.acc[i] = account{}
 	e.epReward[i] = 0
@@ -409,6 +422,8 @@ func (e *VecEnv) SetState(s EnvState) error {
 		switch {
 		case start < s.From || end > s.To || end-start != l:
 			return fmt.Errorf("set env state: window [Start[%d], End[%d]) = [%d, %d): want %d bars inside [%d, %d)", i, i, start, end, l, s.From, s.To)
+		case len(e.segs) > 1 && SegmentOf(e.segs, int(start)) != SegmentOf(e.segs, int(end-1)):
+			return fmt.Errorf("set env state: window [Start[%d], End[%d]) = [%d, %d) crosses from panel series %s into another", i, i, start, end, e.segs[SegmentOf(e.segs, int(start))].Name)
 		case bar < start || bar > end-2:
 			return fmt.Errorf("set env state: Bar[%d] = %d outside the window's decision bars [%d, %d]", i, bar, start, end-2)
 		case s.Position[i] < -maxPos || s.Position[i] > maxPos:

@@ -58,6 +58,10 @@ type Dataset struct {
 	Slip []float64
 	// BarsPerYear annualises returns and volatility, measured from the data.
 	BarsPerYear float64
+	// Segments splits Train into the series of a panel (JoinPanel): an
+	// episode window lies inside one segment, drawn by its weight
+	// (WindowStart). Nil for one series.
+	Segments []Segment
 
 	// training is the joined dataset of data.mirror (TrainingSet), nil
 	// without it.

@@ -2,6 +2,7 @@ package walkforward
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -82,9 +83,8 @@ type TrainRequest struct {
 	Meta map[string]string
 }
 
-// Trainer trains one run of the study. A panel trainer (one agent on
-// every series of Data) is what data.series training provides; today's
-// LocalTrainer takes one series a run.
+// Trainer trains one run of the study: one agent on every series of the
+// request's Data (a panel when there are several).
 type Trainer func(ctx context.Context, req TrainRequest) (Agent, error)
 
 // LocalTrainer trains each request in this process with backend b, as
@@ -93,7 +93,15 @@ type Trainer func(ctx context.Context, req TrainRequest) (Agent, error)
 // validation Sharpe is kept (in memory: a snapshot, written to req.Dir
 // at the end when that is set), training stops after backtest.patience
 // backtests without a better one, and the kept checkpoint is the agent.
-// It takes one series a request. Checkpoints are written with opt (the
+//
+// A request of several series trains a panel: one agent on their
+// training ranges joined (market.JoinPanel, data.weighting drawing the
+// series), the epoch chosen on the equal-risk portfolio of the validation
+// backtests of every series (PanelValidation: its daily Sharpe ratio and
+// t-statistic are the agent's ValidSharpe and ValidT). The checkpoint
+// records the series and their ranges (MetaPanel) and, as its instrument,
+// the first series' own (the joined set's carries the costs in its bars,
+// not in the instrument; market/panel.go). Checkpoints are written with opt (the
 // signing key and size bound of the checkpoint flags). Progress lines go
 // to log (nil: none).
 func LocalTrainer(b trainer.Backend, opt checkpoint.Options, log io.Writer) Trainer {
@@ -102,19 +110,36 @@ func LocalTrainer(b trainer.Backend, opt checkpoint.Options, log io.Writer) Trai
 	}
 	return func(ctx context.Context, req TrainRequest) (Agent, error) {
 		var ag Agent
-		if len(req.Data) != 1 {
-			return ag, fmt.Errorf("window %d, seed %d: the local trainer trains one series a run, not the %d of %v (panel training comes with data.series)",
-				req.Window.Index, req.Seed, len(req.Data), req.Series)
+		if len(req.Data) == 0 || len(req.Data) != len(req.Series) {
+			return ag, fmt.Errorf("window %d, seed %d: %d datasets for the %d series %v", req.Window.Index, req.Seed, len(req.Data), len(req.Series), req.Series)
 		}
 		ds, cfg := req.Data[0], req.Config
 		cfg.Seed = req.Seed
-		tr, err := b.New(ctx, cfg, ds, nil)
+		panel := len(req.Data) > 1
+		train := ds
+		if panel {
+			var err error
+			if train, err = market.JoinPanel(req.Series, req.Data, cfg.Data.Weighting, cfg.Env.EpisodeBars); err != nil {
+				return ag, fmt.Errorf("window %d, seed %d: %w", req.Window.Index, req.Seed, err)
+			}
+		}
+		tr, err := b.New(ctx, cfg, train, nil)
 		if err != nil {
 			return ag, err
 		}
 		defer tr.Close()
+		// validate is the chosen epoch's score: the validation Sharpe
+		// ratio and its t-statistic.
+		validate := func() (sharpe, t float64, err error) {
+			if !panel {
+				rep, err := tr.Backtest(ctx, ds, ds.Valid)
+				return rep.Sharpe, rep.SharpeT(), err
+			}
+			sc, err := PanelValidation(func(d *market.Dataset, r market.Range) (market.Report, error) { return tr.Backtest(ctx, d, r) }, req.Series, req.Data)
+			return sc.Sharpe, sc.T, err
+		}
 		var best *checkpoint.Checkpoint
-		var bestRep market.Report
+		var bestSharpe, bestT float64
 		sinceBest := 0
 		for epoch := 1; epoch <= cfg.Epochs; epoch++ {
 			if _, err := tr.Collect(ctx, cfg.Env.CollectSteps); err != nil {
@@ -130,16 +155,16 @@ func LocalTrainer(b trainer.Backend, opt checkpoint.Options, log io.Writer) Trai
 			if epoch != cfg.Epochs && epoch%cfg.Backtest.Every != 0 {
 				continue
 			}
-			rep, err := tr.Backtest(ctx, ds, ds.Valid)
+			sharpe, t, err := validate()
 			if err != nil {
 				return ag, fmt.Errorf("epoch %d: validation backtest: %w", epoch, err)
 			}
-			if best == nil || rep.Sharpe > bestRep.Sharpe {
+			if best == nil || sharpe > bestSharpe {
 				if best, err = tr.Snapshot(); err != nil {
 					return ag, fmt.Errorf("epoch %d: snapshot: %w", epoch, err)
 				}
 				best.Meta[checkpoint.MetaEpoch] = strconv.Itoa(epoch)
-				bestRep, ag.BestEpoch, sinceBest = rep, epoch, 0
+				bestSharpe, bestT, ag.BestEpoch, sinceBest = sharpe, t, epoch, 0
 				continue
 			}
 			if sinceBest++; cfg.Backtest.Patience > 0 && sinceBest >= cfg.Backtest.Patience {
@@ -149,12 +174,22 @@ func LocalTrainer(b trainer.Backend, opt checkpoint.Options, log io.Writer) Trai
 		if best == nil {
 			return ag, fmt.Errorf("window %d, seed %d: no validation backtest (epochs %d)", req.Window.Index, req.Seed, cfg.Epochs)
 		}
-		ag.ValidSharpe, ag.ValidT = bestRep.Sharpe, bestRep.SharpeT()
+		ag.ValidSharpe, ag.ValidT = bestSharpe, bestT
 		ag.Abstained = cfg.Backtest.NoEdge(ag.ValidT)
 		for k, v := range req.Meta {
 			best.Meta[k] = v
 		}
 		checkpoint.SetRecommendation(best.Meta, checkpoint.NewRecommendation(ag.ValidSharpe, ag.ValidT, cfg.Backtest.MinValidT, ag.Abstained))
+		if panel {
+			if best.Meta[MetaPanel], err = PanelRanges(req.Series, req.Data); err != nil {
+				return ag, fmt.Errorf("window %d, seed %d: %w", req.Window.Index, req.Seed, err)
+			}
+			inst, err := json.Marshal(ds.Instrument)
+			if err != nil {
+				return ag, err
+			}
+			best.Meta[checkpoint.MetaInstrument] = string(inst)
+		}
 		load := func() (Backtester, error) {
 			pol, err := policy.Load(best)
 			if err != nil {

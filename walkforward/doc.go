@@ -13,4 +13,9 @@
 // seed, or a baseline) on one series over one window's test block, with
 // its daily returns, so that any aggregate (per year, portfolio, across
 // seeds) can be recomputed from the rows a store keeps.
+//
+// The agent of a window is one run a seed per training series, or with
+// Study.Panel one run a seed on all of them joined (LocalTrainer,
+// market.JoinPanel), its epoch chosen on the equal-risk portfolio of its
+// validation backtests (PanelValidation; ADR 0037).
 package walkforward

@@ -56,10 +56,12 @@ type Study struct {
 	Gate  string
 	Train Trainer
 	// Panel says that Train takes every training series of a window in
-	// one run. Without it (today's LocalTrainer) each training series
-	// gets its own runs, tested on its own test block, and the series
-	// left out are tested with the runs of the first training series of
-	// the window (Result.Detail says which).
+	// one run (LocalTrainer joins them, market.JoinPanel), tested on
+	// every series' test block, the left-out ones included (the
+	// checkpoint's MetaPanel names the training series). Without it each training series gets
+	// its own runs, tested on its own test block, and the series left
+	// out are tested with the runs of the first training series of the
+	// window (Result.Note says which).
 	Panel bool
 	// Rules are the family the best simple rule is chosen from on
 	// validation; nil: market.Rules(market.DefaultLookbacks).

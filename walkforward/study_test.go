@@ -14,6 +14,7 @@ import (
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/trainer/cpu"
+	"github.com/dqnflow/dqnflow/trainer/policy"
 )
 
 // tinyStudyConfig trains in a fraction of a second a run, on an
@@ -390,6 +391,138 @@ func TestStudyGateNoneTradesEveryCheckpoint(t *testing.T) {
 		if r.Strategy == StrategyAgent && (r.Detail != DetailAbstained || r.TotalReturn != 0) {
 			t.Errorf("gate window: agent %d %s: detail %q, total return %g; want abstained and flat", r.Window, r.Series, r.Detail, r.TotalReturn)
 		}
+	}
+}
+
+// TestPanelStudyTrainsOneAgentOnTheTrainingSeries runs the fixture study
+// as a panel: window 1's agent is one run per seed on EURUSD and USDJPY
+// joined (window 0's on EURUSD alone: USDJPY sits it out), tested on
+// every series' test block, GBPUSD (left out) included; the series of a
+// window share one agent's validation figures; its checkpoint records the
+// panel, and its validation Sharpe is the equal-risk portfolio's of its
+// policy's validation backtests, recomputed from the checkpoint.
+func TestPanelStudyTrainsOneAgentOnTheTrainingSeries(t *testing.T) {
+	s := fixtureStudy(t)
+	s.Panel = true
+	s.Dir = t.TempDir()
+	out, err := s.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out.Panel || len(out.Results) != 5*(4+2) {
+		t.Fatalf("panel %v, %d results: want 30 (four baselines and two seeds on each of 5 window × series)", out.Panel, len(out.Results))
+	}
+	type agentKey struct {
+		w    int
+		seed uint64
+	}
+	valid := map[agentKey]float64{}
+	tested := map[agentKey][]string{}
+	for _, r := range out.Results {
+		if r.Strategy != StrategyAgent {
+			continue
+		}
+		k := agentKey{r.Window, r.Seed}
+		if v, ok := valid[k]; ok && v != r.ValidSharpe {
+			t.Errorf("window %d seed %d: %s has validation Sharpe %g, another series %g: one agent a window and seed", r.Window, r.Seed, r.Series, r.ValidSharpe, v)
+		}
+		valid[k] = r.ValidSharpe
+		tested[k] = append(tested[k], r.Series)
+		if r.InTraining != (r.Series != "GBPUSD_H4") {
+			t.Errorf("%s window %d: in training %v", r.Series, r.Window, r.InTraining)
+		}
+	}
+	for _, seed := range s.Seeds {
+		if got := tested[agentKey{1, seed}]; len(got) != 3 {
+			t.Errorf("window 1 seed %d: agent tested on %v, want all three series", seed, got)
+		}
+	}
+
+	path := s.Dir + "/window-1/panel/seed-1.safetensors"
+	ck, _, err := checkpoint.Read(context.Background(), path, checkpoint.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ranges []PanelSeries
+	if err := json.Unmarshal([]byte(ck.Meta[MetaPanel]), &ranges); err != nil {
+		t.Fatalf("meta %s = %q: %v", MetaPanel, ck.Meta[MetaPanel], err)
+	}
+	if len(ranges) != 2 || ranges[0].Series != "EURUSD_H4" || ranges[1].Series != "USDJPY_H4" || ck.Meta[MetaSeries] != "EURUSD_H4,USDJPY_H4" {
+		t.Fatalf("checkpoint panel %+v, series %q: want EURUSD_H4 and USDJPY_H4", ranges, ck.Meta[MetaSeries])
+	}
+	var parts []*market.Dataset
+	for _, sw := range out.Plan {
+		if sw.Window == 1 && sw.Series != "GBPUSD_H4" {
+			ds, err := s.Source.Prepare(context.Background(), windowConfig(s.seriesConfig(s.Series[seriesIndex(s, sw.Series)]), ds0(t, s, sw.Series), sw))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ranges[len(parts)].TrainFrom.Equal(ds.Bars.Time[ds.Train.From]) || ranges[len(parts)].ValidBars != ds.Valid.Len() {
+				t.Errorf("checkpoint range %+v, the window's training from %v, %d validation bars", ranges[len(parts)], ds.Bars.Time[ds.Train.From], ds.Valid.Len())
+			}
+			parts = append(parts, ds)
+		}
+	}
+	var inst market.Instrument
+	if err := json.Unmarshal([]byte(ck.Meta[checkpoint.MetaInstrument]), &inst); err != nil || inst != parts[0].Instrument {
+		t.Errorf("checkpoint instrument %+v (%v), want EURUSD's %+v", inst, err, parts[0].Instrument)
+	}
+	pol, err := policy.Load(ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := GreedyPolicy(pol.Greedy)
+	sc, err := PanelValidation(func(d *market.Dataset, r market.Range) (market.Report, error) { return g.Backtest(d, r, nil) },
+		[]string{"EURUSD_H4", "USDJPY_H4"}, parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(sc.Sharpe-valid[agentKey{1, 1}]) > 1e-9*max(1, math.Abs(sc.Sharpe)) {
+		t.Errorf("window 1 seed 1: validation Sharpe %g, the checkpoint's portfolio Sharpe %g", valid[agentKey{1, 1}], sc.Sharpe)
+	}
+}
+
+// TestPanelValidationIsTheEqualRiskPortfolio: two series on the same days,
+// one that gains 1 % a day and one that loses 0.5 % and gains 1.5 % in
+// turn, give the portfolio's daily returns by hand; its Sharpe ratio is
+// theirs annualised with the days a year of the bars.
+func TestPanelValidationIsTheEqualRiskPortfolio(t *testing.T) {
+	const n = 6
+	mk := func(name string) *market.Dataset {
+		b := &market.Bars{Name: name, Time: make([]time.Time, n), Close: make([]float64, n)}
+		for i := range n {
+			b.Time[i] = time.Date(2020, 1, 1+i, 12, 0, 0, 0, time.UTC)
+		}
+		return &market.Dataset{Bars: b, Valid: market.Range{From: 0, To: n}, BarsPerYear: 365}
+	}
+	a, b := mk("a"), mk("b")
+	equity := map[*market.Dataset][]float64{a: {100}, b: {100}}
+	for i := 1; i < n; i++ {
+		equity[a] = append(equity[a], equity[a][i-1]*1.01)
+		r := 1.015
+		if i%2 == 1 {
+			r = 0.995
+		}
+		equity[b] = append(equity[b], equity[b][i-1]*r)
+	}
+	sc, err := PanelValidation(func(d *market.Dataset, r market.Range) (market.Report, error) {
+		return market.Report{Equity: equity[d]}, nil
+	}, []string{"a", "b"}, []*market.Dataset{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Day 0 returns 0 in both; days 1..5: (1 % + (−0.5 % or 1.5 %))/2.
+	port := []float64{0, 0.0025, 0.0125, 0.0025, 0.0125, 0.0025}
+	var m, v float64
+	for _, x := range port {
+		m += x / n
+	}
+	for _, x := range port {
+		v += (x - m) * (x - m) / (n - 1)
+	}
+	want := m / math.Sqrt(v) * math.Sqrt(365)
+	if math.Abs(sc.Sharpe-want) > 1e-6*want {
+		t.Fatalf("portfolio Sharpe %g, by hand %g", sc.Sharpe, want)
 	}
 }
 

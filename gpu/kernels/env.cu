@@ -17,7 +17,10 @@
 //                 for its random action ⌊u·n_d⌋
 //   windows       key = streamKey(seed, "env"), counter 0 for the first
 //                 windows and s+1 for the reset at the end of step s,
-//                 index i; start = from + ⌊u·(free+1)⌋
+//                 index i; start = from + ⌊u·(free+1)⌋; on a panel
+//                 (several segments, market.Dataset.Segments) index N+i
+//                 first picks the segment k, the first with u < cum_k,
+//                 whose bars are then from … to (panelStart)
 //
 // (gpu/env.go streamKey computes the keys on the host.)
 
@@ -222,6 +225,13 @@ struct EnvArgs {
   // env_commit_scan → env_commit: [0] the ring's cursor before the step,
   // [1] the step's transitions, then env i's first transition index at 2+i.
   long long* commit;
+  // The panel's series (market.Dataset.Segments): nseg of them, their
+  // bars [segFrom[k], segTo[k]) and the cumulative share of their weights
+  // segCum[k] (market.SegmentCumulative, the last exactly 1); nseg 0 and
+  // null pointers for one series.
+  long long nseg;
+  const long long* segFrom; const long long* segTo; // [nseg]
+  const double* segCum;                             // [nseg]
 };
 
 __device__ __forceinline__ Account loadAccount(const EnvArrays& s, long long i) {
@@ -234,11 +244,32 @@ __device__ __forceinline__ void storeAccount(const EnvArrays& s, long long i, co
   s.pos[i] = a.pos; s.exit[i] = a.exit; s.held[i] = a.held; s.entry[i] = a.entry; s.stop[i] = a.stop;
 }
 
+// panelStart is the first bar of env i's window drawn with counter c
+// (market.WindowStart, with the device's draws): on a panel the segment
+// k, the first with u < segCum[k] for u = uniform01(keyEnv, c, N+i), and
+// then, in its bars [from, to) (the whole training range for one
+// series), start = from + ⌊uniform01(keyEnv, c, i)·(free+1)⌋ with
+// free = to − from − windowLen, so a window never leaves its series.
+__device__ long long panelStart(const EnvArgs& a, long long i, long long c) {
+  long long from = a.from, to = a.to;
+  if (a.nseg > 1) {
+    const double u = uniform01(a.keyEnv, c, a.n + i);
+    long long k = a.nseg - 1;
+    for (long long j = 0; j < a.nseg; j++) {
+      if (u < a.segCum[j]) { k = j; break; }
+    }
+    from = a.segFrom[k];
+    to = a.segTo[k];
+  }
+  long long s = from;
+  const long long free = (to - from) - a.windowLen;
+  if (free > 0) s += (long long)(uniform01(a.keyEnv, c, i) * (double)(free + 1));
+  return s;
+}
+
 // resetEnv starts env i flat on the window drawn with counter c.
 __device__ void resetEnv(const EnvArgs& a, long long i, long long c) {
-  long long s = a.from;
-  const long long free = (a.to - a.from) - a.windowLen;
-  if (free > 0) s += (long long)(uniform01(a.keyEnv, c, i) * (double)(free + 1));
+  const long long s = panelStart(a, i, c);
   a.s.start[i] = (int)s;
   a.s.end[i] = (int)(s + a.windowLen);
   a.s.bar[i] = (int)s;
