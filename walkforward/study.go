@@ -178,7 +178,7 @@ func (s *Study) Run(ctx context.Context) (Output, error) {
 		if err != nil {
 			return out, fmt.Errorf("series %s: %w", sp.Name, err)
 		}
-		bars[i], times[i] = b, SeriesTimes{Name: sp.Name, Time: b.Time, First: market.FeatureWarmup}
+		bars[i], times[i] = b, SeriesTimes{Name: sp.Name, Time: b.Time, First: firstBar(s.Config)}
 	}
 	l := s.Layout
 	l.MinTrainBars = max(l.MinTrainBars, s.Config.Env.EpisodeBars+2)
@@ -638,4 +638,14 @@ func LeaveOutSplit(names []string, frac float64, seed uint64) []string {
 		out[i] = names[p]
 	}
 	return out
+}
+
+// firstBar is the first bar a range of a series may start at under cfg,
+// as Source.Prepare splits it: after the feature warmup, and with causal
+// normalisation after its burn-in too (market.CausalBurnIn, ADR 0039).
+func firstBar(cfg config.RunConfig) int {
+	if cfg.Data.Normalize == config.NormalizeCausal {
+		return market.FeatureWarmup + market.CausalBurnIn
+	}
+	return market.FeatureWarmup
 }

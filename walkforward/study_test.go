@@ -585,3 +585,34 @@ func TestInterruptedStudyKeepsTheWindowsDone(t *testing.T) {
 		t.Fatal("no results of the first window")
 	}
 }
+
+// TestCausalStudyLaysWindowsAfterTheBurnIn: with data.normalize causal a
+// series' ranges start after the normaliser's burn-in, as Source.Prepare
+// splits them, so the study runs (before, every window's dataset
+// disagreed with its plan and the study failed).
+func TestCausalStudyLaysWindowsAfterTheBurnIn(t *testing.T) {
+	series, err := ParseSeries("bundled:bitcoin_2024.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	month := Period{Months: 1}
+	s := &Study{
+		Config: tinyStudyConfig(t), Series: series,
+		Layout: Layout{Step: Period{Months: 4}, Test: month, Valid: month, MinTrain: month},
+		Seeds:  SeedList(1, 1),
+		Train:  LocalTrainer(cpu.Backend{}, checkpoint.Options{}, nil),
+	}
+	s.Config.Data.Normalize = config.NormalizeCausal
+	out, err := s.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sw := range out.Plan {
+		if sw.Skip == "" && sw.Train.From < market.FeatureWarmup+market.CausalBurnIn {
+			t.Fatalf("window %d, %s trains from bar %d, inside the causal burn-in (before %d)", sw.Window, sw.Series, sw.Train.From, market.FeatureWarmup+market.CausalBurnIn)
+		}
+	}
+	if len(out.Results) == 0 {
+		t.Fatal("no results")
+	}
+}
