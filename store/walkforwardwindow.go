@@ -35,11 +35,12 @@ const WalkForwardWindowStride = 1 << 20
 // a time may have: positions are 32-bit integers.
 const maxWalkForwardWindows = (1<<31 - 1) / WalkForwardWindowStride
 
-// RecordWalkForwardHeader writes study s's header row (s.Windows and
-// s.Results are not written): a new study's, or over the header of the
-// study of that id, keeping its creation time. Stored windows that are
-// not among s.Windows, by index and dates, are deleted with their
-// results: they are an earlier study's of the same id.
+// RecordWalkForwardHeader writes study s's header row and its windows
+// (s.Results are not written): a new study's, or over the header of the
+// study of that id, keeping its creation time. A window stored already
+// with the same index and dates keeps its results; stored windows that
+// are not among s.Windows are deleted with theirs: they are an earlier
+// study's of the same id, or windows a stopped study did not run.
 //
 // Retry: writing the same header again changes nothing.
 func (s *Store) RecordWalkForwardHeader(ctx context.Context, st WalkForwardStudy) error {
@@ -79,6 +80,14 @@ func (s *Store) RecordWalkForwardHeader(ctx context.Context, st WalkForwardStudy
 					AS k(window_index, train_from, valid_from, test_from, test_to)
 				WHERE k.window_index = w.window_index AND k.train_from = w.train_from AND k.valid_from = w.valid_from
 					AND k.test_from = w.test_from AND k.test_to = w.test_to)`,
+			st.ID, idx, from, valid, test, to)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `
+			INSERT INTO walkforward_windows (study, window_index, train_from, valid_from, test_from, test_to)
+			SELECT $1, * FROM unnest($2::integer[], $3::timestamptz[], $4::timestamptz[], $5::timestamptz[], $6::timestamptz[])
+			ON CONFLICT (study, window_index) DO NOTHING`,
 			st.ID, idx, from, valid, test, to)
 		return err
 	})

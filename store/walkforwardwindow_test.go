@@ -58,7 +58,8 @@ func TestWalkForwardRecordedAWindowAtATimeReadsAsAWholeStudy(t *testing.T) {
 
 // TestWalkForwardHeaderDropsAnEarlierStudysWindows: a header whose
 // windows differ from the stored ones (an earlier study of the same id)
-// deletes those windows and their results; matching windows stay.
+// replaces those windows and deletes their results; matching windows
+// keep theirs.
 func TestWalkForwardHeaderDropsAnEarlierStudysWindows(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -77,8 +78,8 @@ func TestWalkForwardHeaderDropsAnEarlierStudysWindows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got.Windows) != 1 || got.Windows[0].Index != 0 || len(got.Results) != len(old.Results)/2 {
-		t.Errorf("%d windows, %d results after the new header; want window 0 alone with its %d", len(got.Windows), len(got.Results), len(old.Results)/2)
+	if !reflect.DeepEqual(got.Windows, head.Windows) || len(got.Results) != len(old.Results)/2 || got.Results[0].Window != 0 {
+		t.Errorf("windows %+v, %d results after the new header; want the new windows, window 0's %d results alone", got.Windows, len(got.Results), len(old.Results)/2)
 	}
 }
 
