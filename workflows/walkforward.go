@@ -22,6 +22,10 @@ const (
 	WalkForwardWindowName = "WalkForwardWindow"
 )
 
+// ErrTypeWindowFailed is the application error type of a study that
+// stopped at a window that failed; the window's error is its cause.
+const ErrTypeWindowFailed = "WalkForwardWindowFailed"
+
 // WalkForwardProgressQuery is the name of WalkForward's query handler; it
 // returns a WalkForwardProgress.
 const WalkForwardProgressQuery = "progress"
@@ -216,8 +220,8 @@ func (w *Workflows) WalkForward(ctx workflow.Context, in WalkForwardInput) (*Wal
 	if failed != nil {
 		prog.Status, prog.Error = string(store.StatusFailed), errtext.Clean(failed.Error())
 		publish()
-		return nil, temporal.NewApplicationError(fmt.Sprintf("walk-forward %s: window %d: %s", spec.StudyID, failedAt, errtext.Clean(failed.Error())),
-			"WalkForwardWindowFailed", failed)
+		return nil, temporal.NewApplicationErrorWithCause(fmt.Sprintf("walk-forward %s: window %d failed; the windows before it are recorded", spec.StudyID, failedAt),
+			ErrTypeWindowFailed, failed)
 	}
 	if len(out.Results) > MaxWalkForwardResults {
 		out.Results, res.ResultsInStore = nil, true
@@ -309,7 +313,7 @@ func (w *Workflows) WalkForwardWindow(ctx workflow.Context, in activities.WalkFo
 		last = err
 		logger.Warn("The window failed; it starts over in a new session", "window", in.Index, "attempt", attempt, "error", err)
 	}
-	return nil, temporal.NewApplicationError(
+	return nil, temporal.NewApplicationErrorWithCause(
 		fmt.Sprintf("%s: failed %d times in a row (last: %s); see the GPU workers' logs", what, o.MaxRecoveries, errtext.Clean(last.Error())),
 		ErrTypeTooManyRecoveries, last)
 }

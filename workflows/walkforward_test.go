@@ -181,9 +181,11 @@ func TestWalkForwardStopsAtAWindowThatFailsForGood(t *testing.T) {
 	f := &fakeStudy{n: 3, fatal: 1}
 	env := newStudyEnv(t, f)
 	env.ExecuteWorkflow(workflows.WalkForwardName, studyInput("wf-bad", 1))
-	err := env.GetWorkflowError()
-	if err == nil {
-		t.Fatal("the study completed")
+	if err := env.GetWorkflowError(); !hasErrorType(err, workflows.ErrTypeWindowFailed) || !hasErrorType(err, activities.ErrTypeNonFinite) {
+		t.Fatalf("error %v, want %s caused by the window's %s", err, workflows.ErrTypeWindowFailed, activities.ErrTypeNonFinite)
+	}
+	if f.attempts[1] != 1 {
+		t.Errorf("the failed window ran %d times, want once (its failure is fatal)", f.attempts[1])
 	}
 	if f.attempts[2] != 0 {
 		t.Errorf("window 2 ran %d times after window 1 failed", f.attempts[2])
@@ -207,4 +209,42 @@ func TestWalkForwardRefusesAnInputNoActivityCouldFix(t *testing.T) {
 		t.Fatalf("error %v, %d headers; want InvalidConfig and nothing recorded", err, len(f.headers))
 	}
 
+}
+
+// TestWalkForwardWindowStartsOverInANewSession: a window whose activity
+// keeps failing past its retries in place (as when its worker is lost
+// and the session with it) starts over in a new session, and the study
+// completes; one that fails Options.MaxRecoveries times in a row fails
+// the study.
+func TestWalkForwardWindowStartsOverInANewSession(t *testing.T) {
+	f := &fakeStudy{n: 2, fail: map[int]int{1: 4}, fatal: -1}
+	env := newStudyEnv(t, f)
+	env.ExecuteWorkflow(workflows.WalkForwardName, studyInput("wf-lost", 1))
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatalf("study failed: %v", err)
+	}
+	if f.attempts[1] != 5 {
+		t.Errorf("window 1 ran %d times, want 5: 3 in the first session, 2 in the second", f.attempts[1])
+	}
+
+	f = &fakeStudy{n: 1, fail: map[int]int{0: 1000}, fatal: -1}
+	env = newStudyEnv(t, f)
+	env.ExecuteWorkflow(workflows.WalkForwardName, studyInput("wf-hopeless", 1))
+	if err := env.GetWorkflowError(); !hasErrorType(err, workflows.ErrTypeWindowFailed) || !hasErrorType(err, workflows.ErrTypeTooManyRecoveries) {
+		t.Fatalf("error %v, want %s caused by %s", err, workflows.ErrTypeWindowFailed, workflows.ErrTypeTooManyRecoveries)
+	}
+	if want := 3 * workflows.DefaultOptions().MaxRecoveries; f.attempts[0] != want {
+		t.Errorf("window 0 ran %d times, want %d (3 a session, %d sessions)", f.attempts[0], want, workflows.DefaultOptions().MaxRecoveries)
+	}
+}
+
+// hasErrorType reports whether an application error of type typ is in
+// err's chain of causes.
+func hasErrorType(err error, typ string) bool {
+	for ; err != nil; err = errors.Unwrap(err) {
+		if ae, ok := err.(*temporal.ApplicationError); ok && ae.Type() == typ {
+			return true
+		}
+	}
+	return false
 }
