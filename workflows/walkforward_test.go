@@ -143,6 +143,17 @@ func TestWalkForwardRunsAChildPerWindowAndMergesInWindowOrder(t *testing.T) {
 	if err := env.GetWorkflowResult(&res); err != nil {
 		t.Fatal(err)
 	}
+	v, err := env.QueryWorkflow(workflows.WalkForwardProgressQuery)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p workflows.WalkForwardProgress
+	if err := v.Get(&p); err != nil {
+		t.Fatal(err)
+	}
+	if p.StudyID != "wf-study" || p.Status != "completed" || p.Windows != 3 || p.Done != 3 || len(p.Running) != 0 {
+		t.Errorf("progress %+v, want wf-study completed, 3 of 3 windows done, none running", p)
+	}
 	for i := range 3 {
 		if want := fmt.Sprintf("wf-study-window-%03d", i); f.ids[i] != want {
 			t.Errorf("window %d ran in workflow %q, want %q", i, f.ids[i], want)
