@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,26 +34,8 @@ func walkForwardCmd(e *env) *cobra.Command {
 		"dqnflow walkforward --series 'data/EURUSD_H4.csv,data/GBPUSD_H4.csv' --step 6mo --test 6mo --valid 3mo --seeds 8 --leave-out GBPUSD_H4",
 		"dqnflow walkforward --config panel.json --leave-out 25% --prior-trials 12 --json")
 	fs := cmd.Flags()
-	cfgPath := fs.String("config", "", "RunConfig JSON file (default: built-in defaults); its data.series (or data.path) names the series unless --series does")
-	seriesFlag := fs.String("series", "", "the series: 'GLOB[=INSTRUMENT],...', paths or globs of price files, each optionally with its env.instrument (default: the config's data.series, else data.path)")
-	dataPath := fs.String("data", "", "one price file, bundled:NAME or synthetic, as the only series (instead of --series)")
-	epochs := fs.Int("epochs", 0, "epochs per run (default: the config's epochs)")
-	device := fs.String("device", "", "cpu, cuda, cuda:N or auto (default: the config's device)")
-	flagValues(fs, "device", deviceValues...)
-	blasFlag(fs)
-	def := walkforward.DefaultLayout()
-	step := fs.String("step", def.Step.String(), "how far each window's test block starts after the one before: N followed by y, mo, w or d")
-	test := fs.String("test", def.Test.String(), "length of a test block")
-	valid := fs.String("valid", def.Valid.String(), "length of the validation block before each test block")
-	minTrain := fs.String("min-train", def.MinTrain.String(), "least training history a series needs before a window's validation block to take part (0: env.episode_bars+2 bars)")
-	minShare := fs.Float64("min-share", def.MinShare, "least share of a block's average bars a series' validation and test blocks need to take part, in (0, 1]")
-	seeds := fs.Int("seeds", 8, "runs per window, seeds config.seed, config.seed+1, …")
-	leaveOut := fs.String("leave-out", "", "series left out of the agent's training and tested on: names ('GBPUSD_H4,AAPL'), or a share ('25%', '0.25') picked by a split seeded with config.seed")
-	gate := fs.String("gate", walkforward.GateWindow, "what lets a run trade its test block: window (its validation t reaches backtest.min_valid_t, ADR 0016; else flat) or none (always)")
-	flagValues(fs, "gate", walkforward.GateWindow, walkforward.GateNone)
-	prior := fs.Int("prior-trials", 0, "agent configurations tried before this study on the same data (sweeps, earlier studies): the deflated Sharpe ratio counts them with this study's one")
+	sf := addStudyFlags(fs)
 	out := fs.String("out", "", "directory for results.json (and --checkpoints) (default: runs/<id>)")
-	panel := fs.Bool("panel", false, "train one agent a seed on every training series of a window at once (their training ranges joined, market.JoinPanel; data.weighting draws the series), tested on every series (ADR 0037); default: one agent per training series")
 	keep := fs.Bool("checkpoints", false, "also write each run's chosen checkpoint under --out (window-N/SERIES/seed-S.safetensors)")
 	jsonOut := fs.Bool("json", false, "print the whole result (results.json) instead of the table")
 	maxTime := fs.Duration("max-time", 0, "end the study within this wall time (e.g. 7m): no window starts that would end after it (a window is expected to take as long as the one before); the windows done are written, results.json's stopped says so (0: no limit)")
@@ -62,63 +43,22 @@ func walkForwardCmd(e *env) *cobra.Command {
 	e.ckpt.register(fs)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx := cmd.Context()
-		if *dataPath != "" && *seriesFlag != "" {
-			return fmt.Errorf("%w: --data and --series: give one", errUsage)
-		}
-		cfg, err := loadConfig(fs, *cfgPath, *device, *dataPath, *epochs)
+		st, typed, err := sf.study()
 		if err != nil {
 			return err
-		}
-		spec := cmp.Or(*seriesFlag, cfg.Data.Series, cfg.Data.Path)
-		series, err := walkforward.ParseSeries(spec)
-		if err != nil {
-			return fmt.Errorf("%w: --series: %v", errUsage, err)
-		}
-		var typed []string
-		if *seriesFlag != "" || *dataPath != "" {
-			for _, s := range series {
-				typed = append(typed, s.Path)
-			}
 		}
 		src, err := df.source(typed...)
 		if err != nil {
 			return err
 		}
-		var l walkforward.Layout
-		for _, p := range []struct {
-			flag, v string
-			dst     *walkforward.Period
-		}{{"step", *step, &l.Step}, {"test", *test, &l.Test}, {"valid", *valid, &l.Valid}, {"min-train", *minTrain, &l.MinTrain}} {
-			if *p.dst, err = walkforward.ParsePeriod(p.v); err != nil {
-				return fmt.Errorf("%w: --%s: %v", errUsage, p.flag, err)
-			}
-		}
-		if l.Step == (walkforward.Period{}) || l.Test == (walkforward.Period{}) || l.Valid == (walkforward.Period{}) {
-			return fmt.Errorf("%w: --step %s, --test %s, --valid %s: each must be a positive period", errUsage, *step, *test, *valid)
-		}
-		l.MinShare = *minShare
-		if *seeds < 1 {
-			return fmt.Errorf("%w: --seeds %d: want at least 1", errUsage, *seeds)
-		}
-		names := make([]string, len(series))
-		for i, s := range series {
-			names[i] = s.Name
-		}
-		left, err := parseLeaveOut(*leaveOut, names, cfg.Seed)
-		if err != nil {
-			return fmt.Errorf("%w: --leave-out %q: %v", errUsage, *leaveOut, err)
-		}
 		if *maxTime < 0 {
 			return fmt.Errorf("%w: --max-time %s: must not be negative", errUsage, *maxTime)
-		}
-		if *prior < 0 {
-			return fmt.Errorf("%w: --prior-trials %d: must not be negative", errUsage, *prior)
 		}
 		opt, err := e.ckpt.options()
 		if err != nil {
 			return err
 		}
-		be, dev, err := openBackend(e, cfg.Device)
+		be, dev, err := openBackend(e, st.Config.Device)
 		if err != nil {
 			return err
 		}
@@ -126,11 +66,7 @@ func walkForwardCmd(e *env) *cobra.Command {
 		if *out == "" {
 			*out = filepath.Join("runs", id)
 		}
-		st := &walkforward.Study{
-			Config: cfg, Series: series, Source: src, Layout: l, Seeds: walkforward.SeedList(cfg.Seed, *seeds),
-			LeaveOut: left, Gate: *gate, Train: walkforward.LocalTrainer(be, opt, e.stderr), PriorTrials: *prior, Log: e.stderr,
-			Panel: *panel,
-		}
+		st.Source, st.Train, st.Log = src, walkforward.LocalTrainer(be, opt, e.stderr), e.stderr
 		if *keep {
 			st.Dir = *out
 		}
@@ -175,7 +111,7 @@ func walkForwardCmd(e *env) *cobra.Command {
 		}
 		return nil
 	}
-	cmd.AddCommand(walkForwardSummarizeCmd(e), walkForwardRecordCmd(e))
+	cmd.AddCommand(walkForwardSummarizeCmd(e), walkForwardRecordCmd(e), walkForwardStartCmd(e))
 	return cmd
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dqnflow/dqnflow/activities"
 	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/walkforward"
 )
@@ -41,7 +42,7 @@ func walkForwardRecordCmd(e *env) *cobra.Command {
 		if studyID == "" {
 			studyID = defaultStudyID(path)
 		}
-		rec, err := studyRecord(studyID, res)
+		rec, err := activities.WalkForwardRecord(studyID, res)
 		if err != nil {
 			return fmt.Errorf("record %s: %w", path, err)
 		}
@@ -87,52 +88,6 @@ func recordStudy(ctx context.Context, st store.Metadata, rec store.WalkForwardSt
 	return wf.RecordWalkForward(ctx, rec)
 }
 
-// studyRecord is the store's rows of a study's output: its header's Go
-// values as results.json encodes them, its windows and its results.
-func studyRecord(id string, out walkforward.Output) (store.WalkForwardStudy, error) {
-	rec := store.WalkForwardStudy{ID: id, Seeds: out.Seeds, LeaveOut: out.LeaveOut, Gate: out.Gate, Panel: out.Panel,
-		TrialsStudy: out.Trials.Study, TrialsPrior: out.Trials.Prior, TrialsTotal: out.Trials.Total,
-		Device: out.Device, Seconds: out.Seconds, Notes: out.Notes, Stopped: out.Stopped}
-	for _, f := range []struct {
-		name string
-		v    any
-		dst  *json.RawMessage
-	}{{"config", out.Config, &rec.Config}, {"series", out.Series, &rec.Series}, {"layout", out.Layout, &rec.Layout},
-		{"plan", out.Plan, &rec.Plan}, {"timings", out.Timings, &rec.Timings}} {
-		b, err := json.Marshal(f.v)
-		if err != nil {
-			return rec, fmt.Errorf("encode the study's %s: %w", f.name, err)
-		}
-		if string(b) == "null" { // a nil slice: none
-			b = []byte("[]")
-		}
-		*f.dst = b
-	}
-	for _, w := range out.Windows {
-		rec.Windows = append(rec.Windows, store.WalkForwardWindow{Index: w.Index, TrainFrom: w.TrainFrom, ValidFrom: w.ValidFrom,
-			TestFrom: w.TestFrom, TestTo: w.TestTo})
-	}
-	// A results.json of hand or of an older dqnflow may list no windows;
-	// the results' own window numbers stand for them then, with no dates.
-	if len(rec.Windows) == 0 {
-		seen := map[int]bool{}
-		for _, r := range out.Results {
-			if !seen[r.Window] {
-				seen[r.Window] = true
-				rec.Windows = append(rec.Windows, store.WalkForwardWindow{Index: r.Window})
-			}
-		}
-	}
-	for _, r := range out.Results {
-		rec.Results = append(rec.Results, store.WalkForwardResult{Window: r.Window, Series: r.Series, Strategy: r.Strategy, Seed: r.Seed,
-			Detail: r.Detail, Note: r.Note, InTraining: r.InTraining, ValidSharpe: r.ValidSharpe, ValidT: r.ValidT, Bars: r.Bars,
-			Sharpe: r.Sharpe, SharpeLo: r.SharpeLo, SharpeHi: r.SharpeHi, SharpeT: r.SharpeT, BarSharpe: r.BarSharpe,
-			DaysPerYear: r.DaysPerYear, TotalReturn: r.TotalReturn, MaxDrawdown: r.MaxDrawdown, Turnover: r.Turnover, Costs: r.Costs,
-			Days: r.Days, Returns: r.Returns})
-	}
-	return rec, nil
-}
-
 // studyOutput is the study that the store's rows rec hold, as
 // readStudyJSON would read its results.json; empty lists read as none
 // (nil), as results.json's do.
@@ -163,7 +118,7 @@ func studyOutput(rec store.WalkForwardStudy) (walkforward.Output, error) {
 	}
 	for _, w := range rec.Windows {
 		if w.TrainFrom.IsZero() && w.TestTo.IsZero() {
-			continue // a window studyRecord made up from the results
+			continue // a window activities.WalkForwardRecord made up from the results
 		}
 		out.Windows = append(out.Windows, walkforward.Window{Index: w.Index, TrainFrom: w.TrainFrom, ValidFrom: w.ValidFrom,
 			TestFrom: w.TestFrom, TestTo: w.TestTo})

@@ -158,35 +158,14 @@ func (s *Study) Run(ctx context.Context) (Output, error) {
 	if out.Gate == "" {
 		out.Gate = GateWindow
 	}
-	if err := s.check(); err != nil {
-		return out, err
-	}
-	rules := s.Rules
-	if rules == nil {
-		rules = market.Rules(market.DefaultLookbacks)
-	}
-	left := map[string]bool{}
-	for _, n := range s.LeaveOut {
-		left[n] = true
-	}
 	// The bars of every series, for the calendar; each window's Dataset
 	// is prepared from the config as a run's is (Source.Prepare).
-	bars := make([]*market.Bars, len(s.Series))
-	times := make([]SeriesTimes, len(s.Series))
-	for i, sp := range s.Series {
-		b, err := s.Source.Load(ctx, s.seriesConfig(sp))
-		if err != nil {
-			return out, fmt.Errorf("series %s: %w", sp.Name, err)
-		}
-		bars[i], times[i] = b, SeriesTimes{Name: sp.Name, Time: b.Time, First: firstBar(s.Config)}
-	}
-	l := s.Layout
-	l.MinTrainBars = max(l.MinTrainBars, s.Config.Env.EpisodeBars+2)
-	ws, plan, err := Windows(times, l)
+	lt, err := s.lay(ctx)
 	if err != nil {
 		return out, err
 	}
-	out.Layout, out.Windows, out.Plan = l.withDefaults(), ws, plan
+	bars, left, rules, ws, plan := lt.bars, lt.left, lt.rules, lt.Windows, lt.Plan.Plan
+	out.Layout, out.Windows, out.Plan = lt.Layout, ws, plan
 	fmt.Fprintf(log, "walk-forward: %d series, %d windows (tests from %s to %s), %d seeds, gate %s, %d configuration(s) tried in all\n",
 		len(s.Series), len(ws), ws[0].TestFrom.Format(time.DateOnly), ws[len(ws)-1].TestTo.Format(time.DateOnly), len(s.Seeds), out.Gate, out.Trials.Total)
 	// Window k+1's datasets and baselines (CPU work) are made while

@@ -223,10 +223,14 @@ func RegisterControl(r sdkworker.Registry, wf *workflows.Workflows, ctl *activit
 	r.RegisterWorkflowWithOptions(wf.TrainingRun, workflow.RegisterOptions{Name: workflows.TrainingRunName})
 	r.RegisterWorkflowWithOptions(wf.Retrain, workflow.RegisterOptions{Name: workflows.RetrainName})
 	r.RegisterWorkflowWithOptions(wf.Sweep, workflow.RegisterOptions{Name: workflows.SweepName})
+	r.RegisterWorkflowWithOptions(wf.WalkForward, workflow.RegisterOptions{Name: workflows.WalkForwardName})
+	r.RegisterWorkflowWithOptions(wf.WalkForwardWindow, workflow.RegisterOptions{Name: workflows.WalkForwardWindowName})
 	r.RegisterActivity(ctl)
 }
 
-// RegisterGPU registers the trainer's session activities.
+// RegisterGPU registers the trainer's session activities (and the
+// walk-forward's: WalkForwardPlan outside a session, WalkForwardWindow
+// in one).
 func RegisterGPU(r sdkworker.Registry, tr *activities.Trainer) {
 	r.RegisterActivity(tr)
 }

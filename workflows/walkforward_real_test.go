@@ -1,0 +1,134 @@
+package workflows_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/testsuite"
+	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/dqnflow/dqnflow/activities"
+	"github.com/dqnflow/dqnflow/checkpoint"
+	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/files"
+	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/store/storetest"
+	"github.com/dqnflow/dqnflow/trainer/cpu"
+	"github.com/dqnflow/dqnflow/walkforward"
+	"github.com/dqnflow/dqnflow/workflows"
+)
+
+// TestWalkForwardOnRealActivitiesStoresTheStudyRunGives runs the
+// WalkForward workflow with the real activities (the CPU backend, the
+// data through data roots, PostgreSQL) on walkforward's fixture study
+// (three H4 forex slices, two weekly windows, two seeds, GBPUSD left out)
+// in the SDK's test environment: the study read back from the store is
+// the one walkforward.Study.Run gives in process, every result with its
+// daily returns, in the same order.
+func TestWalkForwardOnRealActivitiesStoresTheStudyRunGives(t *testing.T) {
+	ctx := context.Background()
+	u := storetest.Schema(t, "dqnflow_wf_wf")
+	if err := store.Migrate(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	dir, _ := filepath.Abs("../walkforward/testdata")
+	roots, err := files.NewRoots(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := market.Source{Roots: roots}
+
+	raw, _ := json.Marshal(map[string]any{
+		"epochs": 2, "steps_per_epoch": 4, "batch_size": 16, "device": "cpu",
+		"model":    map[string]any{"trunk1": 16, "trunk2": 16, "head": 8, "atoms": 11},
+		"env":      map[string]any{"num_envs": 4, "episode_bars": 64, "collect_steps": 16, "instrument": "custom", "tick_size": 0.0001, "slippage_ticks": 0, "commission": 0},
+		"replay":   map[string]any{"capacity": 512, "warmup": 64},
+		"backtest": map[string]any{"every": 1, "patience": 5, "min_valid_t": 2},
+	})
+	cfg, err := config.Decode("tiny", raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, n := range []string{"EURUSD_H4", "GBPUSD_H4", "USDJPY_H4"} {
+		paths = append(paths, filepath.Join(dir, n+".csv"))
+	}
+	series, err := walkforward.ParseSeries(strings.Join(paths, ","))
+	if err != nil {
+		t.Fatal(err)
+	}
+	week := walkforward.Period{Days: 7}
+	spec := activities.WalkForwardSpec{StudyID: "wf-real", Config: cfg, Series: series,
+		Layout: walkforward.Layout{Step: week, Test: week, Valid: week, MinShare: 0.25},
+		Seeds:  walkforward.SeedList(1, 2), LeaveOut: []string{"GBPUSD_H4"}, PriorTrials: 3}
+
+	var s testsuite.WorkflowTestSuite
+	s.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	env := s.NewTestWorkflowEnvironment()
+	env.SetWorkerOptions(sdkworker.Options{EnableSessionWorker: true})
+	env.SetTestTimeout(2 * time.Minute)
+	wf := &workflows.Workflows{}
+	env.RegisterWorkflowWithOptions(wf.WalkForward, workflow.RegisterOptions{Name: workflows.WalkForwardName})
+	env.RegisterWorkflowWithOptions(wf.WalkForwardWindow, workflow.RegisterOptions{Name: workflows.WalkForwardWindowName})
+	env.RegisterActivity(&activities.Trainer{Backend: cpu.Backend{}, Store: st, Data: src, HeartbeatInterval: 10 * time.Millisecond})
+	env.RegisterActivity(&activities.Control{Store: st})
+	env.ExecuteWorkflow(workflows.WalkForwardName, workflows.WalkForwardInput{WalkForwardSpec: spec, MaxConcurrent: 2})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatalf("study failed: %v", err)
+	}
+	var res workflows.WalkForwardResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+
+	study := &walkforward.Study{Config: cfg, Series: series, Source: src, Layout: spec.Layout, Seeds: spec.Seeds,
+		LeaveOut: spec.LeaveOut, PriorTrials: spec.PriorTrials, Train: walkforward.LocalTrainer(cpu.Backend{}, checkpoint.Options{}, nil)}
+	want, err := study.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRec, err := activities.WalkForwardRecord("wf-real", want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.GetWalkForward(ctx, "wf-real")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Results) == 0 || !reflect.DeepEqual(got.Results, wantRec.Results) {
+		t.Errorf("stored %d results; want Run's %d, equal field for field", len(got.Results), len(wantRec.Results))
+	}
+	if !reflect.DeepEqual(got.Windows, wantRec.Windows) || got.TrialsTotal != 4 || got.Gate != walkforward.GateWindow {
+		t.Errorf("stored windows %+v, trials %d, gate %q; want Run's windows, 4 trials, gate window", got.Windows, got.TrialsTotal, got.Gate)
+	}
+	for _, f := range []struct {
+		name      string
+		got, want json.RawMessage
+	}{{"plan", got.Plan, wantRec.Plan}, {"layout", got.Layout, wantRec.Layout}} {
+		var a, b any
+		_ = json.Unmarshal(f.got, &a)
+		_ = json.Unmarshal(f.want, &b)
+		if !reflect.DeepEqual(a, b) {
+			t.Errorf("stored %s %s, want Run's %s", f.name, f.got, f.want)
+		}
+	}
+	if len(res.Output.Results) != len(want.Results) || res.Recorded != len(want.Results) || len(res.Output.Results[0].Returns) != 0 {
+		t.Errorf("workflow result: %d results (recorded %d), first with %d returns; want %d without returns",
+			len(res.Output.Results), res.Recorded, len(res.Output.Results[0].Returns), len(want.Results))
+	}
+}
