@@ -53,7 +53,7 @@ func dayOf(t time.Time) int32 {
 // seeded from the row's identity, so the same row gets the same
 // interval), and the report's total return, drawdown, turnover and costs
 // (a share of the initial capital). Days a year, which annualise the
-// daily figures, are ds.BarsPerYear × days / bars of the range. A series
+// daily figures, are daysPerYear's. A series
 // of equal returns (flat) has Sharpe 0, interval [0, 0] and t 0.
 func NewResult(id Result, ds *market.Dataset, r market.Range, rep market.Report) (Result, error) {
 	res := id
@@ -68,7 +68,7 @@ func NewResult(id Result, ds *market.Dataset, r market.Range, rep market.Report)
 	if c := ds.Instrument.InitialCapital; c > 0 {
 		res.Costs = rep.Costs / c
 	}
-	res.DaysPerYear = ds.BarsPerYear * float64(len(days)) / float64(r.Len())
+	res.DaysPerYear = daysPerYear(days)
 	res.Sharpe = stats.Annualise(stats.Sharpe(rets), res.DaysPerYear)
 	res.SharpeLo, res.SharpeHi = res.Sharpe, res.Sharpe
 	if e, err := stats.EstimateSharpe(rets); err == nil {
@@ -87,4 +87,20 @@ func (r Result) bootSeed() uint64 {
 	h := fnv.New64a()
 	fmt.Fprintf(h, "%d\x00%s\x00%s\x00%d", r.Window, r.Series, r.Strategy, r.Seed)
 	return h.Sum64()
+}
+
+// daysPerYear is how many days with a bar a year holds on the block of
+// days (sorted, distinct): their count over the span from the first to
+// the last, inclusive, in years of 365.25 days; about 252 for a stock,
+// 312 for forex, 365 for crypto over a year's block. (Before, it was
+// Dataset.BarsPerYear × days / bars, which a series with gaps in its
+// bars, e.g. UNIUSDT's hours, put at 500.) A block of weeks spans its
+// weekdays only, so a short block reads high; the study's blocks are a
+// year by default. An empty block has 0.
+func daysPerYear(days []int32) float64 {
+	if len(days) == 0 {
+		return 0
+	}
+	span := float64(days[len(days)-1]-days[0]) + 1
+	return float64(len(days)) * 365.25 / span
 }

@@ -616,3 +616,25 @@ func TestCausalStudyLaysWindowsAfterTheBurnIn(t *testing.T) {
 		t.Fatal("no results")
 	}
 }
+
+// TestDaysPerYearCountsTheBlocksDays: a year of weekdays is about 261
+// days a year, of every day 365.25 (a leap-free year: 365 of 365 days),
+// whatever the number of bars each day held.
+func TestDaysPerYearCountsTheBlocksDays(t *testing.T) {
+	var week, all []int32
+	for d := int32(0); d < 365; d++ {
+		all = append(all, d)
+		if d%7 < 5 {
+			week = append(week, d)
+		}
+	}
+	if got := daysPerYear(all); math.Abs(got-365.25) > 1e-9 {
+		t.Errorf("every day of a year: %g days a year, want 365.25", got)
+	}
+	if got := daysPerYear(week); math.Abs(got-261*365.25/365) > 1e-9 {
+		t.Errorf("the weekdays of a year: %g days a year, want %g", got, 261*365.25/365)
+	}
+	if got := daysPerYear(nil); got != 0 {
+		t.Errorf("no days: %g, want 0", got)
+	}
+}
