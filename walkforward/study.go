@@ -146,10 +146,9 @@ func (s *Study) Trials() Trials {
 	return Trials{Study: 1, Prior: s.PriorTrials, Total: 1 + s.PriorTrials}
 }
 
-// Run runs the study. Every error names the window, the series and the
-// step.
-func (s *Study) Run(ctx context.Context) (Output, error) {
-	start := time.Now()
+// header is the Output of s before any window has run, and the writer
+// its log lines go to.
+func (s *Study) header() (Output, io.Writer) {
 	log := s.Log
 	if log == nil {
 		log = io.Discard
@@ -158,6 +157,14 @@ func (s *Study) Run(ctx context.Context) (Output, error) {
 	if out.Gate == "" {
 		out.Gate = GateWindow
 	}
+	return out, log
+}
+
+// Run runs the study. Every error names the window, the series and the
+// step.
+func (s *Study) Run(ctx context.Context) (Output, error) {
+	start := time.Now()
+	out, log := s.header()
 	// The bars of every series, for the calendar; each window's Dataset
 	// is prepared from the config as a run's is (Source.Prepare).
 	lt, err := s.lay(ctx)

@@ -3,7 +3,6 @@ package walkforward
 import (
 	"context"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/dqnflow/dqnflow/market"
@@ -75,14 +74,7 @@ func (s *Study) Lay(ctx context.Context) (Plan, error) {
 // caller that runs windows one by one decides which to start.
 func (s *Study) RunWindow(ctx context.Context, index int) (Output, error) {
 	start := time.Now()
-	log := s.Log
-	if log == nil {
-		log = io.Discard
-	}
-	out := Output{Config: s.Config, Series: s.Series, Seeds: s.Seeds, LeaveOut: s.LeaveOut, Gate: s.Gate, Panel: s.Panel, Trials: s.Trials()}
-	if out.Gate == "" {
-		out.Gate = GateWindow
-	}
+	out, log := s.header()
 	l, err := s.lay(ctx)
 	if err != nil {
 		return out, err

@@ -174,12 +174,15 @@ func (o Options) controlCtx(ctx workflow.Context) workflow.Context {
 		TaskQueue:              o.ControlTaskQueue,
 		ScheduleToCloseTimeout: o.ControlTimeout,
 		StartToCloseTimeout:    time.Minute,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:    time.Second,
-			BackoffCoefficient: 2,
-			MaximumInterval:    time.Minute,
-		},
+		RetryPolicy:            controlRetry(),
 	})
+}
+
+// controlRetry is the retry policy of the control activities (and of
+// WalkForwardPlan): backoff from a second to a minute, bounded by the
+// activity's ScheduleToCloseTimeout.
+func controlRetry() *temporal.RetryPolicy {
+	return &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute}
 }
 
 // stepCtx is the context for the stateful session activities (Collect,
@@ -194,7 +197,8 @@ func (o Options) stepCtx(sess workflow.Context) workflow.Context {
 }
 
 // sessionCtx is the context for the session activities that are safe to
-// retry in place (OpenTrainer, Checkpoint, Backtest, EvaluateCheckpoints):
+// retry in place (OpenTrainer, Checkpoint, Backtest, EvaluateCheckpoints,
+// WalkForwardWindow, whose window reruns whole):
 // a few attempts for a transient file or database error.
 func (o Options) sessionCtx(sess workflow.Context) workflow.Context {
 	return workflow.WithActivityOptions(sess, workflow.ActivityOptions{

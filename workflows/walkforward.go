@@ -300,7 +300,7 @@ func (w *Workflows) WalkForwardWindow(ctx workflow.Context, in activities.WalkFo
 			return nil, err
 		}
 		var out activities.WalkForwardWindowOutput
-		err = workflow.ExecuteActivity(o.windowCtx(sess.ctx), ta.WalkForwardWindow, in).Get(ctx, &out)
+		err = workflow.ExecuteActivity(o.sessionCtx(sess.ctx), ta.WalkForwardWindow, in).Get(ctx, &out)
 		sess.release()
 		switch {
 		case err == nil:
@@ -326,26 +326,6 @@ func (o Options) planCtx(ctx workflow.Context) workflow.Context {
 		TaskQueue:              o.GPUTaskQueue,
 		ScheduleToCloseTimeout: o.ControlTimeout,
 		StartToCloseTimeout:    10 * time.Minute,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:    time.Second,
-			BackoffCoefficient: 2,
-			MaximumInterval:    time.Minute,
-		},
-	})
-}
-
-// windowCtx is the context of the WalkForwardWindow activity in session
-// sess: as long as an epoch may take (a window trains several runs, each
-// far shorter), heartbeating, a few attempts in place.
-func (o Options) windowCtx(sess workflow.Context) workflow.Context {
-	return workflow.WithActivityOptions(sess, workflow.ActivityOptions{
-		StartToCloseTimeout: o.EpochTimeout,
-		HeartbeatTimeout:    o.HeartbeatTimeout,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:    time.Second,
-			BackoffCoefficient: 2,
-			MaximumInterval:    30 * time.Second,
-			MaximumAttempts:    3,
-		},
+		RetryPolicy:            controlRetry(),
 	})
 }
