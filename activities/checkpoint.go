@@ -14,7 +14,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/market"
-	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/trainer"
 )
 
@@ -143,7 +143,7 @@ func (a *Trainer) write(ctx context.Context, p snapshotted) (CheckpointRef, erro
 	}
 	ref := p.ref
 	ref.SHA256, ref.Bytes = info.SHA256, info.Bytes
-	if _, err := a.Store.RecordCheckpoint(ctx, store.CheckpointRecord{
+	if _, err := a.Store.RecordCheckpoint(ctx, metadata.CheckpointRecord{
 		RunID: ref.RunID, Epoch: ref.Epoch, URI: ref.URI, SHA256: ref.SHA256, Bytes: ref.Bytes,
 		GlobalStep: ref.GlobalStep, Metrics: p.in.Metrics,
 	}); err != nil {
@@ -251,8 +251,8 @@ func (a *Trainer) backtest(ctx context.Context, run *Run, in BacktestInput) (Bac
 		return BacktestOutput{}, classify(what, fmt.Errorf("encode report: %w", err))
 	}
 	sharpe := rep.Sharpe
-	if _, err := a.Store.RecordBacktest(ctx, store.BacktestRecord{
-		RunID: in.RunID, Epoch: in.Epoch, Split: store.SplitValid,
+	if _, err := a.Store.RecordBacktest(ctx, metadata.BacktestRecord{
+		RunID: in.RunID, Epoch: in.Epoch, Split: metadata.SplitValid,
 		DataFrom: rep.From, DataTo: rep.To, Report: raw,
 		Sharpe: &sharpe, TotalReturn: rep.TotalReturn, MaxDrawdown: rep.MaxDrawdown,
 	}); err != nil {

@@ -10,7 +10,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/trainer"
 )
 
@@ -155,7 +155,7 @@ type rowWriter struct {
 
 type epochRow struct {
 	epoch int
-	m     store.EpochMetrics
+	m     metadata.EpochMetrics
 }
 
 func (a *Trainer) writeRows(ctx context.Context, runID string) *rowWriter {
@@ -177,7 +177,7 @@ func (a *Trainer) writeRows(ctx context.Context, runID string) *rowWriter {
 }
 
 // add queues epoch's row and returns the first failure so far.
-func (w *rowWriter) add(epoch int, m store.EpochMetrics) error {
+func (w *rowWriter) add(epoch int, m metadata.EpochMetrics) error {
 	if err := w.failed(); err != nil {
 		return err
 	}

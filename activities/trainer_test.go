@@ -28,6 +28,7 @@ import (
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/checkpoint/s3test"
 	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/worker"
@@ -56,7 +57,7 @@ func newRig(t *testing.T, root string, st *store.SQLite) *rig {
 	t.Helper()
 	if st == nil {
 		st = activitiestest.NewStore(t)
-		if _, err := st.CreateRun(context.Background(), store.NewRun{RunID: runID, Config: testConfig().JSON()}); err != nil {
+		if _, err := st.CreateRun(context.Background(), metadata.NewRun{RunID: runID, Config: testConfig().JSON()}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -376,7 +377,7 @@ func TestBacktestRecordsTheValidationScore(t *testing.T) {
 		t.Fatalf("recorded backtests %+v (%v), want one", bts, err)
 	}
 	rec := bts[0]
-	if rec.Split != store.SplitValid || rec.Sharpe == nil || *rec.Sharpe != 0.1 {
+	if rec.Split != metadata.SplitValid || rec.Sharpe == nil || *rec.Sharpe != 0.1 {
 		t.Errorf("recorded backtest %+v, want a valid split with Sharpe 0.1", rec)
 	}
 }

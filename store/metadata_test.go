@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dqnflow/dqnflow/metadata"
 )
 
 // TestLocateFallsBackToSQLiteWithoutPostgreSQL: DATABASE_URL wins; without
@@ -125,12 +127,12 @@ func TestSQLiteFileSharedByTwoProcessesTakesEveryWrite(t *testing.T) {
 	for i, s := range stores {
 		go func() {
 			run := fmt.Sprintf("run-%d", i)
-			if _, err := s.CreateRun(ctx, NewRun{RunID: run, Config: json.RawMessage(`{}`)}); err != nil {
+			if _, err := s.CreateRun(ctx, metadata.NewRun{RunID: run, Config: json.RawMessage(`{}`)}); err != nil {
 				errs <- err
 				return
 			}
 			for e := 1; e <= epochs; e++ {
-				if err := s.RecordEpoch(ctx, run, e, EpochMetrics{Loss: float64(e)}); err != nil {
+				if err := s.RecordEpoch(ctx, run, e, metadata.EpochMetrics{Loss: float64(e)}); err != nil {
 					errs <- err
 					return
 				}

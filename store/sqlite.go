@@ -15,6 +15,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/dqnflow/dqnflow/errtext"
+	"github.com/dqnflow/dqnflow/metadata"
 )
 
 // SQLite is the metadata store of one machine: an embedded SQLite file
@@ -253,10 +254,10 @@ func sqliteClassify(err error) error {
 	switch primary := e.Code() & 0xff; {
 	case e.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY,
 		primary == sqlite3.SQLITE_CONSTRAINT && strings.Contains(e.Error(), "FOREIGN KEY"):
-		return fmt.Errorf("%w: a referenced row does not exist: %w", ErrNotFound, err)
+		return fmt.Errorf("%w: a referenced row does not exist: %w", metadata.ErrNotFound, err)
 	case primary == sqlite3.SQLITE_CONSTRAINT, primary == sqlite3.SQLITE_TOOBIG, primary == sqlite3.SQLITE_MISMATCH,
 		primary == sqlite3.SQLITE_RANGE, primary == sqlite3.SQLITE_ERROR:
-		return fmt.Errorf("%w: %w", ErrInvalid, err)
+		return fmt.Errorf("%w: %w", metadata.ErrInvalid, err)
 	}
 	return err
 }
@@ -268,8 +269,8 @@ const sqliteRunColumns = `run_id, workflow_id, COALESCE(execution_id, ''), linea
 
 type scanner interface{ Scan(dest ...any) error }
 
-func scanRun(row scanner) (Run, error) {
-	var r Run
+func scanRun(row scanner) (metadata.Run, error) {
+	var r metadata.Run
 	var cfg string
 	var created, updated int64
 	var finished sql.NullInt64
@@ -277,7 +278,7 @@ func scanRun(row scanner) (Run, error) {
 		&r.Backend, &r.Device, &r.Precision, &r.EpochsDone, &r.BestEpoch, &r.BestValidSharpe,
 		&r.Error, &created, &updated, &finished)
 	if err != nil {
-		return Run{}, err
+		return metadata.Run{}, err
 	}
 	r.Config = json.RawMessage(cfg)
 	r.CreatedAt, r.UpdatedAt, r.FinishedAt = fromNanos(created), fromNanos(updated), nullTime(finished)
@@ -289,22 +290,22 @@ func sqliteEnsureRun(ctx context.Context, q querier, runID string) error {
 	var one int
 	err := q.QueryRowContext(ctx, `SELECT 1 FROM runs WHERE run_id = ?`, runID).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("run %q: %w", runID, ErrNotFound)
+		return fmt.Errorf("run %q: %w", runID, metadata.ErrNotFound)
 	}
 	return err
 }
 
 // CreateRun is Store.CreateRun.
-func (s *SQLite) CreateRun(ctx context.Context, r NewRun) (Run, error) {
+func (s *SQLite) CreateRun(ctx context.Context, r metadata.NewRun) (metadata.Run, error) {
 	if r.RunID == "" {
-		return Run{}, fmt.Errorf("create run: %w: empty run id", ErrInvalid)
+		return metadata.Run{}, fmt.Errorf("create run: %w: empty run id", metadata.ErrInvalid)
 	}
 	cfg, err := jsonObject("config", r.Config)
 	if err != nil || len(r.Config) == 0 {
-		return Run{}, fmt.Errorf("create run %s: %w: config must be the RunConfig JSON object", r.RunID, ErrInvalid)
+		return metadata.Run{}, fmt.Errorf("create run %s: %w: config must be the RunConfig JSON object", r.RunID, metadata.ErrInvalid)
 	}
 	now := nanos(s.now())
-	var run Run
+	var run metadata.Run
 	err = s.tx(ctx, func(tx *sql.Tx) error {
 		if r.ExecutionID == "" {
 			lineage := r.Lineage
@@ -345,21 +346,21 @@ func (s *SQLite) CreateRun(ctx context.Context, r NewRun) (Run, error) {
 				return err
 			}
 		}
-		return fmt.Errorf("%w: run ids %s and %s.%s are both taken by other executions", ErrInvalid, r.RunID, r.RunID, r.ExecutionID)
+		return fmt.Errorf("%w: run ids %s and %s.%s are both taken by other executions", metadata.ErrInvalid, r.RunID, r.RunID, r.ExecutionID)
 	})
 	if err != nil {
 		if r.ExecutionID != "" {
-			return Run{}, fmt.Errorf("create run %s (execution %s): %w", r.RunID, r.ExecutionID, sqliteClassify(err))
+			return metadata.Run{}, fmt.Errorf("create run %s (execution %s): %w", r.RunID, r.ExecutionID, sqliteClassify(err))
 		}
-		return Run{}, fmt.Errorf("create run %s: %w", r.RunID, sqliteClassify(err))
+		return metadata.Run{}, fmt.Errorf("create run %s: %w", r.RunID, sqliteClassify(err))
 	}
 	return run, nil
 }
 
 // SetRunStatus is Store.SetRunStatus.
-func (s *SQLite) SetRunStatus(ctx context.Context, runID string, status Status, errText string) error {
+func (s *SQLite) SetRunStatus(ctx context.Context, runID string, status metadata.Status, errText string) error {
 	if !status.Valid() {
-		return fmt.Errorf("set run %s status: %w: unknown status %q", runID, ErrInvalid, status)
+		return fmt.Errorf("set run %s status: %w: unknown status %q", runID, metadata.ErrInvalid, status)
 	}
 	res, err := s.db.ExecContext(ctx, `
 		UPDATE runs SET
@@ -375,7 +376,7 @@ func (s *SQLite) SetRunStatus(ctx context.Context, runID string, status Status, 
 		return fmt.Errorf("set run %s status %s: %w", runID, status, sqliteClassify(err))
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("set run %s status %s: run %w", runID, status, ErrNotFound)
+		return fmt.Errorf("set run %s status %s: run %w", runID, status, metadata.ErrNotFound)
 	}
 	return nil
 }
@@ -389,27 +390,27 @@ func (s *SQLite) SetRunDevice(ctx context.Context, runID, backend, device, preci
 		return fmt.Errorf("set run %s device: %w", runID, sqliteClassify(err))
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("set run %s device: run %w", runID, ErrNotFound)
+		return fmt.Errorf("set run %s device: run %w", runID, metadata.ErrNotFound)
 	}
 	return nil
 }
 
 // GetRun is Store.GetRun.
-func (s *SQLite) GetRun(ctx context.Context, runID string) (Run, error) {
+func (s *SQLite) GetRun(ctx context.Context, runID string) (metadata.Run, error) {
 	run, err := scanRun(s.db.QueryRowContext(ctx, `SELECT `+sqliteRunColumns+` FROM runs WHERE run_id = ?`, runID))
 	if errors.Is(err, sql.ErrNoRows) {
-		return Run{}, fmt.Errorf("get run %s: %w", runID, ErrNotFound)
+		return metadata.Run{}, fmt.Errorf("get run %s: %w", runID, metadata.ErrNotFound)
 	}
 	if err != nil {
-		return Run{}, fmt.Errorf("get run %s: %w", runID, err)
+		return metadata.Run{}, fmt.Errorf("get run %s: %w", runID, err)
 	}
 	return run, nil
 }
 
 // ListRuns is Store.ListRuns.
-func (s *SQLite) ListRuns(ctx context.Context, f RunFilter) ([]Run, error) {
+func (s *SQLite) ListRuns(ctx context.Context, f RunFilter) ([]metadata.Run, error) {
 	if f.Limit < 0 {
-		return nil, fmt.Errorf("list runs: %w: limit %d is negative", ErrInvalid, f.Limit)
+		return nil, fmt.Errorf("list runs: %w: limit %d is negative", metadata.ErrInvalid, f.Limit)
 	}
 	limit := f.Limit
 	if limit == 0 {
@@ -465,7 +466,7 @@ func sqliteRefreshRunBest(ctx context.Context, tx *sql.Tx, runID string, now int
 }
 
 // RecordEpoch is Store.RecordEpoch.
-func (s *SQLite) RecordEpoch(ctx context.Context, runID string, epoch int, m EpochMetrics) error {
+func (s *SQLite) RecordEpoch(ctx context.Context, runID string, epoch int, m metadata.EpochMetrics) error {
 	if err := validEpoch(epoch); err != nil {
 		return fmt.Errorf("record epoch %d of run %s: %w", epoch, runID, err)
 	}
@@ -477,7 +478,7 @@ func (s *SQLite) RecordEpoch(ctx context.Context, runID string, epoch int, m Epo
 		err = checkFinite("grad_norm", m.GradNorm)
 	}
 	if err == nil && (m.EnvSteps < 0 || m.GlobalStep < 0 || m.DurationMS < 0) {
-		err = fmt.Errorf("%w: negative env_steps, global_step or duration_ms", ErrInvalid)
+		err = fmt.Errorf("%w: negative env_steps, global_step or duration_ms", metadata.ErrInvalid)
 	}
 	if err != nil {
 		return fmt.Errorf("record epoch %d of run %s: %w", epoch, runID, err)
@@ -514,27 +515,27 @@ func (s *SQLite) RecordEpoch(ctx context.Context, runID string, epoch int, m Epo
 	return nil
 }
 
-func scanEpoch(row scanner) (Epoch, error) {
-	var e Epoch
+func scanEpoch(row scanner) (metadata.Epoch, error) {
+	var e metadata.Epoch
 	var metrics string
 	var recorded int64
 	if err := row.Scan(&e.RunID, &e.Epoch, &e.Loss, &e.GradNorm, &e.EnvSteps, &e.GlobalStep, &e.ValidSharpe,
 		&e.DurationMS, &metrics, &recorded); err != nil {
-		return Epoch{}, err
+		return metadata.Epoch{}, err
 	}
 	if err := json.Unmarshal([]byte(metrics), &e.Metrics); err != nil {
-		return Epoch{}, fmt.Errorf("epoch %d metrics: %w", e.Epoch, err)
+		return metadata.Epoch{}, fmt.Errorf("epoch %d metrics: %w", e.Epoch, err)
 	}
 	e.RecordedAt = fromNanos(recorded)
 	return e, nil
 }
 
 // ListEpochs is Store.ListEpochs.
-func (s *SQLite) ListEpochs(ctx context.Context, runID string) ([]Epoch, error) {
+func (s *SQLite) ListEpochs(ctx context.Context, runID string) ([]metadata.Epoch, error) {
 	rows, err := s.db.QueryContext(ctx, `
 		SELECT run_id, epoch, loss, grad_norm, env_steps, global_step, valid_sharpe, duration_ms, metrics, recorded_at
 		FROM epochs WHERE run_id = ? ORDER BY epoch`, runID)
-	var epochs []Epoch
+	var epochs []metadata.Epoch
 	if err == nil {
 		epochs, err = collect(rows, scanEpoch)
 	}
