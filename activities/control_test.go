@@ -18,6 +18,7 @@ import (
 	"github.com/dqnflow/dqnflow/activities"
 	"github.com/dqnflow/dqnflow/activities/activitiestest"
 	"github.com/dqnflow/dqnflow/checkpoint"
+	"github.com/dqnflow/dqnflow/checkpoint/bucket"
 	"github.com/dqnflow/dqnflow/checkpoint/s3test"
 	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/store"
@@ -194,7 +195,7 @@ func TestRetentionDeletesTheObjectsOfAnS3Store(t *testing.T) {
 	srv := s3test.Start(t)
 	srv.SetEnv(t)
 	ctx := context.Background()
-	objects, err := checkpoint.OpenStore(ctx, srv.URL("retention"), checkpoint.Options{})
+	objects, err := checkpoint.OpenStore(ctx, srv.URL("retention"), checkpoint.Options{Buckets: bucket.OpenS3})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/dqnflow/dqnflow/activities"
 	"github.com/dqnflow/dqnflow/activities/activitiestest"
 	"github.com/dqnflow/dqnflow/checkpoint"
+	"github.com/dqnflow/dqnflow/checkpoint/bucket"
 	"github.com/dqnflow/dqnflow/checkpoint/s3test"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/metadata"
@@ -761,7 +762,7 @@ func TestDamagedObjectFallsBackToThePreviousGoodOne(t *testing.T) {
 	srv.SetEnv(t)
 	ctx := context.Background()
 	open := func() *checkpoint.Store {
-		s, err := checkpoint.OpenStore(ctx, srv.URL("runs"), checkpoint.Options{})
+		s, err := checkpoint.OpenStore(ctx, srv.URL("runs"), checkpoint.Options{Buckets: bucket.OpenS3})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -188,7 +188,7 @@ func readCheckpointWith(ctx context.Context, path string, opt checkpoint.Options
 		return checkpoint.Read(ctx, path, opt)
 	}
 	loc := defaultCheckpointStore()
-	s, err := checkpoint.OpenStore(ctx, loc, opt)
+	s, err := openCheckpointStore(ctx, loc, opt)
 	if err == nil && !s.Remote() {
 		err = fmt.Errorf("it is a directory")
 	}
