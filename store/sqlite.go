@@ -44,115 +44,6 @@ type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// sqliteSchemaVersion is the schema that sqliteSchema creates; it is
-// stored in PRAGMA user_version. It follows migrations/ (the PostgreSQL
-// schema) table for table: 1 is migrations 00001 to 00004. Migration
-// 00005 (walk-forward studies) has no SQLite counterpart: the SQLite
-// store keeps no studies.
-const sqliteSchemaVersion = 1
-
-// sqliteSetSchemaVersion records sqliteSchemaVersion in the file (a PRAGMA
-// takes no parameters, so the number is part of the constant statement;
-// TestSchemaVersionStatementMatches keeps the two in step).
-const sqliteSetSchemaVersion = `PRAGMA user_version = 1`
-
-// sqliteSchema is the PostgreSQL schema of migrations/ in SQLite's
-// dialect: jsonb is JSON text, timestamptz is Unix nanoseconds (UTC),
-// boolean is 0 or 1, identities are INTEGER PRIMARY KEY AUTOINCREMENT.
-const sqliteSchema = `
-CREATE TABLE runs (
-    run_id            TEXT PRIMARY KEY CHECK (run_id <> ''),
-    workflow_id       TEXT NOT NULL CHECK (workflow_id <> ''),
-    execution_id      TEXT CHECK (execution_id <> ''),
-    lineage           TEXT NOT NULL CHECK (lineage <> ''),
-    parent_run_id     TEXT REFERENCES runs (run_id) ON DELETE SET NULL,
-    config            TEXT NOT NULL CHECK (json_valid(config) AND json_type(config) = 'object'),
-    status            TEXT NOT NULL DEFAULT 'running' CHECK (status IN
-                          ('running', 'paused', 'completed', 'stopped', 'early_stopped', 'failed', 'canceled')),
-    backend           TEXT NOT NULL DEFAULT '',
-    device            TEXT NOT NULL DEFAULT '',
-    precision         TEXT NOT NULL DEFAULT '',
-    epochs_done       INTEGER NOT NULL DEFAULT 0 CHECK (epochs_done >= 0),
-    best_epoch        INTEGER,
-    best_valid_sharpe REAL,
-    error             TEXT,
-    created_at        INTEGER NOT NULL,
-    updated_at        INTEGER NOT NULL,
-    finished_at       INTEGER
-);
-CREATE INDEX runs_created_at_idx ON runs (created_at DESC, run_id);
-CREATE INDEX runs_lineage_idx ON runs (lineage, created_at);
-CREATE UNIQUE INDEX runs_execution_idx ON runs (workflow_id, execution_id) WHERE execution_id IS NOT NULL;
-
-CREATE TABLE epochs (
-    run_id       TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
-    epoch        INTEGER NOT NULL CHECK (epoch >= 1),
-    loss         REAL NOT NULL,
-    grad_norm    REAL NOT NULL,
-    env_steps    INTEGER NOT NULL CHECK (env_steps >= 0),
-    global_step  INTEGER NOT NULL CHECK (global_step >= 0),
-    valid_sharpe REAL,
-    duration_ms  INTEGER NOT NULL CHECK (duration_ms >= 0),
-    metrics      TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(metrics) AND json_type(metrics) = 'object'),
-    recorded_at  INTEGER NOT NULL,
-    PRIMARY KEY (run_id, epoch)
-);
-
-CREATE TABLE checkpoints (
-    id           INTEGER PRIMARY KEY AUTOINCREMENT,
-    run_id       TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
-    epoch        INTEGER NOT NULL CHECK (epoch >= 1),
-    uri          TEXT NOT NULL CHECK (uri <> ''),
-    sha256       TEXT NOT NULL CHECK (length(sha256) = 64 AND sha256 NOT GLOB '*[^0-9a-f]*'),
-    bytes        INTEGER NOT NULL CHECK (bytes >= 0),
-    global_step  INTEGER NOT NULL CHECK (global_step >= 0),
-    metrics      TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(metrics) AND json_type(metrics) = 'object'),
-    valid_sharpe REAL,
-    is_best      INTEGER NOT NULL DEFAULT 0 CHECK (is_best IN (0, 1)),
-    pruned       INTEGER NOT NULL DEFAULT 0 CHECK (pruned IN (0, 1)),
-    pruned_at    INTEGER,
-    created_at   INTEGER NOT NULL,
-    UNIQUE (run_id, epoch),
-    CHECK (pruned = (pruned_at IS NOT NULL)),
-    CHECK (NOT (is_best AND pruned))
-);
-CREATE UNIQUE INDEX checkpoints_one_best_idx ON checkpoints (run_id) WHERE is_best;
-
-CREATE TABLE backtests (
-    id            INTEGER PRIMARY KEY AUTOINCREMENT,
-    run_id        TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
-    epoch         INTEGER NOT NULL CHECK (epoch >= 1),
-    split         TEXT NOT NULL CHECK (split <> ''),
-    checkpoint_id INTEGER REFERENCES checkpoints (id) ON DELETE SET NULL,
-    data_from     INTEGER NOT NULL,
-    data_to       INTEGER NOT NULL,
-    report        TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(report) AND json_type(report) = 'object'),
-    sharpe        REAL,
-    total_return  REAL NOT NULL,
-    max_drawdown  REAL NOT NULL,
-    created_at    INTEGER NOT NULL,
-    UNIQUE (run_id, epoch, split),
-    CHECK (data_from <= data_to)
-);
-CREATE INDEX backtests_checkpoint_id_idx ON backtests (checkpoint_id);
-
-CREATE TABLE promotions (
-    id                        INTEGER PRIMARY KEY AUTOINCREMENT,
-    lineage                   TEXT NOT NULL CHECK (lineage <> ''),
-    retrain_run_id            TEXT NOT NULL UNIQUE CHECK (retrain_run_id <> ''),
-    challenger_run_id         TEXT NOT NULL REFERENCES runs (run_id),
-    challenger_checkpoint_uri TEXT NOT NULL CHECK (challenger_checkpoint_uri <> ''),
-    challenger_score          REAL,
-    incumbent_run_id          TEXT REFERENCES runs (run_id),
-    incumbent_checkpoint_uri  TEXT,
-    incumbent_score           REAL,
-    promoted                  INTEGER NOT NULL CHECK (promoted IN (0, 1)),
-    reason                    TEXT NOT NULL DEFAULT '',
-    decided_at                INTEGER NOT NULL
-);
-CREATE INDEX promotions_champion_idx ON promotions (lineage, decided_at DESC, id DESC) WHERE promoted;
-`
-
 // OpenSQLite opens (creating it and its directory if need be) the SQLite
 // metadata file at path and creates its schema. ":memory:" opens a
 // private in-memory database.
@@ -199,10 +90,14 @@ func (s *SQLite) migrate(ctx context.Context) error {
 		case v > sqliteSchemaVersion:
 			return fmt.Errorf("schema version %d is newer than this dqnflow's %d: upgrade dqnflow", v, sqliteSchemaVersion)
 		}
-		if _, err := tx.ExecContext(ctx, sqliteSchema); err != nil {
+		schema, err := sqliteSchema()
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, schema); err != nil {
 			return fmt.Errorf("create schema: %w", err)
 		}
-		_, err := tx.ExecContext(ctx, sqliteSetSchemaVersion)
+		_, err = tx.ExecContext(ctx, sqliteSetSchemaVersion)
 		return err
 	})
 }
