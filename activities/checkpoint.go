@@ -14,7 +14,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/market"
-	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/trainer"
 )
 
@@ -48,16 +48,12 @@ type CheckpointOutput struct {
 // it in the store. A retry writes the same name again and updates the same
 // row; another execution under the same run id writes elsewhere.
 func (a *Trainer) Checkpoint(ctx context.Context, in CheckpointInput) (CheckpointOutput, error) {
-	_, stop := a.beat(ctx, Heartbeat{Epoch: in.Epoch, Stage: "checkpoint"})
-	defer stop()
-	run, err := a.acquire(ctx, in.RunID)
+	run, _, _, release, err := a.hold(ctx, in.RunID, Heartbeat{Epoch: in.Epoch, Stage: "checkpoint"},
+		need{epoch: in.Epoch, asked: fmt.Sprintf("asked to checkpoint the end of epoch %d", in.Epoch)})
 	if err != nil {
 		return CheckpointOutput{}, err
 	}
-	defer run.Unlock()
-	if run.Epoch != in.Epoch || run.Stage != StageSynced {
-		return CheckpointOutput{}, trainerLost(in.RunID, fmt.Sprintf("asked to checkpoint the end of epoch %d, the trainer here is at %s", in.Epoch, run.where()))
-	}
+	defer release()
 	return a.checkpoint(ctx, run, in)
 }
 
@@ -143,7 +139,7 @@ func (a *Trainer) write(ctx context.Context, p snapshotted) (CheckpointRef, erro
 	}
 	ref := p.ref
 	ref.SHA256, ref.Bytes = info.SHA256, info.Bytes
-	if _, err := a.Store.RecordCheckpoint(ctx, store.CheckpointRecord{
+	if _, err := a.Store.RecordCheckpoint(ctx, metadata.CheckpointRecord{
 		RunID: ref.RunID, Epoch: ref.Epoch, URI: ref.URI, SHA256: ref.SHA256, Bytes: ref.Bytes,
 		GlobalStep: ref.GlobalStep, Metrics: p.in.Metrics,
 	}); err != nil {
@@ -225,16 +221,12 @@ type BacktestOutput struct {
 // Backtest runs the greedy policy over the run's validation range and
 // records the report as the epoch's "valid" backtest.
 func (a *Trainer) Backtest(ctx context.Context, in BacktestInput) (BacktestOutput, error) {
-	_, stop := a.beat(ctx, Heartbeat{Epoch: in.Epoch, Stage: "backtest"})
-	defer stop()
-	run, err := a.acquire(ctx, in.RunID)
+	run, _, _, release, err := a.hold(ctx, in.RunID, Heartbeat{Epoch: in.Epoch, Stage: "backtest"},
+		need{epoch: in.Epoch, asked: fmt.Sprintf("asked to backtest the end of epoch %d", in.Epoch)})
 	if err != nil {
 		return BacktestOutput{}, err
 	}
-	defer run.Unlock()
-	if run.Epoch != in.Epoch || run.Stage != StageSynced {
-		return BacktestOutput{}, trainerLost(in.RunID, fmt.Sprintf("asked to backtest the end of epoch %d, the trainer here is at %s", in.Epoch, run.where()))
-	}
+	defer release()
 	return a.backtest(ctx, run, in)
 }
 
@@ -251,8 +243,8 @@ func (a *Trainer) backtest(ctx context.Context, run *Run, in BacktestInput) (Bac
 		return BacktestOutput{}, classify(what, fmt.Errorf("encode report: %w", err))
 	}
 	sharpe := rep.Sharpe
-	if _, err := a.Store.RecordBacktest(ctx, store.BacktestRecord{
-		RunID: in.RunID, Epoch: in.Epoch, Split: store.SplitValid,
+	if _, err := a.Store.RecordBacktest(ctx, metadata.BacktestRecord{
+		RunID: in.RunID, Epoch: in.Epoch, Split: metadata.SplitValid,
 		DataFrom: rep.From, DataTo: rep.To, Report: raw,
 		Sharpe: &sharpe, TotalReturn: rep.TotalReturn, MaxDrawdown: rep.MaxDrawdown,
 	}); err != nil {

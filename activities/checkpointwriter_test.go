@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/dqnflow/dqnflow/checkpoint"
+	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/store"
 )
 
@@ -20,7 +21,7 @@ func TestCheckpointWriteOutlivesTheChunksCancellation(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if _, err := st.CreateRun(context.Background(), store.NewRun{RunID: "r", Config: []byte("{}")}); err != nil {
+	if _, err := st.CreateRun(context.Background(), metadata.NewRun{RunID: "r", Config: []byte("{}")}); err != nil {
 		t.Fatal(err)
 	}
 	a := &Trainer{Store: st, Checkpoints: checkpoint.Local(dir)}

@@ -10,7 +10,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/trainer"
 )
 
@@ -93,20 +93,20 @@ func (a *Trainer) RunEpochs(ctx context.Context, in EpochsInput) (_ EpochsOutput
 			err = workerStopping(in.RunID, err)
 		}
 	}()
-	p, stop := a.beat(ctx, Heartbeat{Epoch: in.After + 1, Stage: "collect"})
-	defer stop()
-	run, err := a.acquire(ctx, in.RunID)
+	answered := func(run *Run) bool {
+		c := run.chunk
+		return c != nil && c.after == in.After && run.Epoch == c.out.last() && run.Stage == StageSynced
+	}
+	run, p, replay, release, err := a.hold(ctx, in.RunID, Heartbeat{Epoch: in.After + 1, Stage: "collect"},
+		need{epoch: in.After, answered: answered, asked: fmt.Sprintf("asked for the epochs after %d", in.After)})
 	if err != nil {
 		return EpochsOutput{}, err
 	}
-	defer run.Unlock()
-	if c := run.chunk; c != nil && c.after == in.After && run.Epoch == c.out.last() && run.Stage == StageSynced {
-		out := c.out
+	defer release()
+	if replay {
+		out := run.chunk.out
 		out.Replayed = true
 		return out, nil
-	}
-	if run.Epoch != in.After || run.Stage != StageSynced {
-		return EpochsOutput{}, trainerLost(in.RunID, fmt.Sprintf("asked for the epochs after %d, the trainer here is at %s", in.After, run.where()))
 	}
 	start := time.Now()
 	out := EpochsOutput{Scores: in.Scores}
@@ -155,7 +155,7 @@ type rowWriter struct {
 
 type epochRow struct {
 	epoch int
-	m     store.EpochMetrics
+	m     metadata.EpochMetrics
 }
 
 func (a *Trainer) writeRows(ctx context.Context, runID string) *rowWriter {
@@ -177,7 +177,7 @@ func (a *Trainer) writeRows(ctx context.Context, runID string) *rowWriter {
 }
 
 // add queues epoch's row and returns the first failure so far.
-func (w *rowWriter) add(epoch int, m store.EpochMetrics) error {
+func (w *rowWriter) add(epoch int, m metadata.EpochMetrics) error {
 	if err := w.failed(); err != nil {
 		return err
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/dqnflow/dqnflow/activities"
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
-	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/metadata"
 )
 
 // sharpeByEpoch is a validation Sharpe that rises to epoch 2 and falls
@@ -217,10 +217,10 @@ type slowRecords struct {
 	waited  chan bool       // receives whether release came before the 10 s
 }
 
-func (s *slowRecords) RecordCheckpoint(ctx context.Context, c store.CheckpointRecord) (store.CheckpointRecord, error) {
+func (s *slowRecords) RecordCheckpoint(ctx context.Context, c metadata.CheckpointRecord) (metadata.CheckpointRecord, error) {
 	if c.Epoch == s.epoch {
 		if s.fail != nil {
-			return store.CheckpointRecord{}, s.fail
+			return metadata.CheckpointRecord{}, s.fail
 		}
 		select {
 		case <-s.release:

@@ -9,7 +9,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
-	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/trainer"
 )
 
@@ -27,7 +27,7 @@ type Control struct {
 type RecordRunInput struct {
 	RunID string `json:"run_id"` // the TrainingRun workflow id
 	// ExecutionID is the Temporal run id of the run's first execution
-	// (store.NewRun.ExecutionID).
+	// (metadata.NewRun.ExecutionID).
 	ExecutionID string           `json:"execution_id,omitempty"`
 	Lineage     string           `json:"lineage,omitempty"`       // empty: the run starts its own lineage
 	ParentRunID string           `json:"parent_run_id,omitempty"` // the run it warm-starts from
@@ -47,13 +47,13 @@ type RecordRunOutput struct {
 // Continue-As-New) and marks it running. A run under a workflow id that an
 // earlier run used gets rows of its own (store.Store.CreateRun).
 func (c *Control) RecordRun(ctx context.Context, in RecordRunInput) (RecordRunOutput, error) {
-	run, err := c.Store.CreateRun(ctx, store.NewRun{
+	run, err := c.Store.CreateRun(ctx, metadata.NewRun{
 		RunID: in.RunID, ExecutionID: in.ExecutionID, Lineage: in.Lineage, ParentRunID: in.ParentRunID, Config: in.Config.JSON(),
 	})
 	if err != nil {
 		return RecordRunOutput{}, classify("record run "+in.RunID, err)
 	}
-	if err := c.Store.SetRunStatus(ctx, run.RunID, store.StatusRunning, ""); err != nil {
+	if err := c.Store.SetRunStatus(ctx, run.RunID, metadata.StatusRunning, ""); err != nil {
 		return RecordRunOutput{}, classify("record run "+run.RunID, err)
 	}
 	return RecordRunOutput{RunID: run.RunID, Lineage: run.Lineage}, nil
@@ -61,9 +61,9 @@ func (c *Control) RecordRun(ctx context.Context, in RecordRunInput) (RecordRunOu
 
 // SetStatusInput is a run's new status; Error explains a failure.
 type SetStatusInput struct {
-	RunID  string       `json:"run_id"`
-	Status store.Status `json:"status"`
-	Error  string       `json:"error,omitempty"`
+	RunID  string          `json:"run_id"`
+	Status metadata.Status `json:"status"`
+	Error  string          `json:"error,omitempty"`
 }
 
 // SetStatusOutput is empty.
@@ -111,8 +111,8 @@ func (c *Control) RecordEpoch(ctx context.Context, in RecordEpochInput) (RecordE
 
 // epochMetrics is the epoch row of a collection and a training that took
 // durationMS together; RecordEpoch and RunEpochs write the same row.
-func epochMetrics(col trainer.CollectStats, tr trainer.TrainStats, durationMS int64) store.EpochMetrics {
-	m := store.EpochMetrics{
+func epochMetrics(col trainer.CollectStats, tr trainer.TrainStats, durationMS int64) metadata.EpochMetrics {
+	m := metadata.EpochMetrics{
 		Loss: tr.Loss, GradNorm: tr.GradNorm,
 		EnvSteps: col.EnvSteps, GlobalStep: tr.GlobalStep,
 		DurationMS: max(durationMS, 0),
@@ -182,7 +182,7 @@ func (c *Control) ChunkLeftovers(ctx context.Context, in LeftoversInput) (Leftov
 		}
 	}
 	for _, b := range bts {
-		if in0(b.Epoch) && b.Split == store.SplitValid && b.Sharpe != nil {
+		if in0(b.Epoch) && b.Split == metadata.SplitValid && b.Sharpe != nil {
 			out.Sharpes = append(out.Sharpes, EpochSharpe{Epoch: b.Epoch, Sharpe: *b.Sharpe})
 		}
 	}
@@ -271,7 +271,7 @@ type ChampionOutput struct {
 // LookupChampion returns the lineage's champion run and checkpoint.
 func (c *Control) LookupChampion(ctx context.Context, in ChampionInput) (ChampionOutput, error) {
 	ch, err := c.Store.Champion(ctx, in.Lineage)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, metadata.ErrNotFound) {
 		return ChampionOutput{}, nil
 	}
 	if err != nil {
@@ -312,7 +312,7 @@ type PromotionOutput struct {
 // (none when nil), the one the retrain compared against; otherwise the
 // decision is recorded as not promoted (store.Store.RecordPromotion).
 func (c *Control) RecordPromotion(ctx context.Context, in PromotionInput) (PromotionOutput, error) {
-	p := store.Promotion{
+	p := metadata.Promotion{
 		Lineage: in.Lineage, RetrainRunID: in.RetrainID,
 		ChallengerRunID: in.Challenger.RunID, ChallengerCheckpointURI: in.Challenger.URI, ChallengerScore: in.ChallengerScore,
 		Promoted: in.Promoted, Reason: in.Reason,

@@ -18,7 +18,9 @@ import (
 	"github.com/dqnflow/dqnflow/activities"
 	"github.com/dqnflow/dqnflow/activities/activitiestest"
 	"github.com/dqnflow/dqnflow/checkpoint"
+	"github.com/dqnflow/dqnflow/checkpoint/bucket"
 	"github.com/dqnflow/dqnflow/checkpoint/s3test"
+	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/store"
 )
 
@@ -37,7 +39,7 @@ func newControl(t *testing.T) (*activities.Control, *store.SQLite, *testsuite.Te
 func seedCheckpoints(t *testing.T, st *store.SQLite, dir string, sharpes []float64) []string {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := st.CreateRun(ctx, store.NewRun{RunID: runID, Config: testConfig().JSON()}); err != nil {
+	if _, err := st.CreateRun(ctx, metadata.NewRun{RunID: runID, Config: testConfig().JSON()}); err != nil {
 		t.Fatal(err)
 	}
 	var uris []string
@@ -47,10 +49,10 @@ func seedCheckpoints(t *testing.T, st *store.SQLite, dir string, sharpes []float
 		if err := os.WriteFile(uri, []byte("blob"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.RecordCheckpoint(ctx, store.CheckpointRecord{RunID: runID, Epoch: e, URI: uri, SHA256: fmt.Sprintf("%064d", e)}); err != nil {
+		if _, err := st.RecordCheckpoint(ctx, metadata.CheckpointRecord{RunID: runID, Epoch: e, URI: uri, SHA256: fmt.Sprintf("%064d", e)}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.RecordBacktest(ctx, store.BacktestRecord{RunID: runID, Epoch: e, Split: store.SplitValid, Sharpe: &s, DataFrom: validFrom, DataTo: validFrom}); err != nil {
+		if _, err := st.RecordBacktest(ctx, metadata.BacktestRecord{RunID: runID, Epoch: e, Split: metadata.SplitValid, Sharpe: &s, DataFrom: validFrom, DataTo: validFrom}); err != nil {
 			t.Fatal(err)
 		}
 		uris = append(uris, uri)
@@ -141,7 +143,7 @@ func TestRetentionRefusesWhenTheStorageIsNotVisible(t *testing.T) {
 
 func TestFirstPromotionDecisionStands(t *testing.T) {
 	c, st, env := newControl(t)
-	if _, err := st.CreateRun(context.Background(), store.NewRun{RunID: "ch", Lineage: "l", Config: testConfig().JSON()}); err != nil {
+	if _, err := st.CreateRun(context.Background(), metadata.NewRun{RunID: "ch", Lineage: "l", Config: testConfig().JSON()}); err != nil {
 		t.Fatal(err)
 	}
 	in := activities.PromotionInput{RetrainID: "rt", Lineage: "l", Challenger: activities.CheckpointRef{RunID: "ch", URI: "/c"}, Promoted: true, Reason: "first"}
@@ -175,7 +177,7 @@ func TestFirstPromotionDecisionStands(t *testing.T) {
 
 func TestStoreRejectionIsFatal(t *testing.T) {
 	c, _, env := newControl(t)
-	_, err := env.ExecuteActivity(c.SetRunStatus, activities.SetStatusInput{RunID: "no-such-run", Status: store.StatusRunning})
+	_, err := env.ExecuteActivity(c.SetRunStatus, activities.SetStatusInput{RunID: "no-such-run", Status: metadata.StatusRunning})
 	var ae *temporal.ApplicationError
 	if !errors.As(err, &ae) || ae.Type() != activities.ErrTypeStoreRejected || !ae.NonRetryable() || !activities.IsFatal(err) {
 		t.Fatalf("status of a missing run: %v, want a non-retryable %s error", err, activities.ErrTypeStoreRejected)
@@ -193,14 +195,14 @@ func TestRetentionDeletesTheObjectsOfAnS3Store(t *testing.T) {
 	srv := s3test.Start(t)
 	srv.SetEnv(t)
 	ctx := context.Background()
-	objects, err := checkpoint.OpenStore(ctx, srv.URL("retention"), checkpoint.Options{})
+	objects, err := checkpoint.OpenStore(ctx, srv.URL("retention"), checkpoint.Options{Buckets: bucket.OpenS3})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer objects.Close()
 	c, st, env := newControl(t)
 	c.Checkpoints = objects
-	if _, err := st.CreateRun(ctx, store.NewRun{RunID: runID, Config: testConfig().JSON()}); err != nil {
+	if _, err := st.CreateRun(ctx, metadata.NewRun{RunID: runID, Config: testConfig().JSON()}); err != nil {
 		t.Fatal(err)
 	}
 	var uris, sums []string
@@ -216,10 +218,10 @@ func TestRetentionDeletesTheObjectsOfAnS3Store(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.RecordCheckpoint(ctx, store.CheckpointRecord{RunID: runID, Epoch: e, URI: uri, SHA256: info.SHA256, Bytes: info.Bytes}); err != nil {
+		if _, err := st.RecordCheckpoint(ctx, metadata.CheckpointRecord{RunID: runID, Epoch: e, URI: uri, SHA256: info.SHA256, Bytes: info.Bytes}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.RecordBacktest(ctx, store.BacktestRecord{RunID: runID, Epoch: e, Split: store.SplitValid, Sharpe: &sharpe, DataFrom: validFrom, DataTo: validFrom}); err != nil {
+		if _, err := st.RecordBacktest(ctx, metadata.BacktestRecord{RunID: runID, Epoch: e, Split: metadata.SplitValid, Sharpe: &sharpe, DataFrom: validFrom, DataTo: validFrom}); err != nil {
 			t.Fatal(err)
 		}
 		uris, sums = append(uris, uri), append(sums, info.SHA256)

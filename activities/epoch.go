@@ -26,18 +26,14 @@ type CollectOutput struct {
 
 // Collect runs epoch in.Epoch's experience collection.
 func (a *Trainer) Collect(ctx context.Context, in CollectInput) (CollectOutput, error) {
-	p, stop := a.beat(ctx, Heartbeat{Epoch: in.Epoch, Stage: "collect"})
-	defer stop()
-	run, err := a.acquire(ctx, in.RunID)
+	run, p, replay, release, err := a.hold(ctx, in.RunID, Heartbeat{Epoch: in.Epoch, Stage: "collect"},
+		need{epoch: in.Epoch, stage: StageCollected, asked: fmt.Sprintf("asked to collect epoch %d", in.Epoch)})
 	if err != nil {
 		return CollectOutput{}, err
 	}
-	defer run.Unlock()
-	switch run.step(in.Epoch, StageCollected) {
-	case stepDone:
+	defer release()
+	if replay {
 		return CollectOutput{Epoch: in.Epoch, Stats: run.collected, Replayed: true}, nil
-	case stepWrong:
-		return CollectOutput{}, trainerLost(in.RunID, fmt.Sprintf("asked to collect epoch %d, the trainer here is at %s", in.Epoch, run.where()))
 	}
 	p.update(func(hb *Heartbeat) { hb.GlobalStep = run.GlobalStep })
 	return a.collect(ctx, run, in.Epoch)
@@ -96,18 +92,14 @@ type TrainOutput struct {
 // part-way discards the trainer (ErrTypeTrainerLost), so the workflow
 // restores the last checkpoint instead of training on a half-updated state.
 func (a *Trainer) TrainEpoch(ctx context.Context, in TrainInput) (TrainOutput, error) {
-	p, stop := a.beat(ctx, Heartbeat{Epoch: in.Epoch, Stage: "train"})
-	defer stop()
-	run, err := a.acquire(ctx, in.RunID)
+	run, p, replay, release, err := a.hold(ctx, in.RunID, Heartbeat{Epoch: in.Epoch, Stage: "train"},
+		need{epoch: in.Epoch, stage: StageTrained, asked: fmt.Sprintf("asked to train epoch %d", in.Epoch)})
 	if err != nil {
 		return TrainOutput{}, err
 	}
-	defer run.Unlock()
-	switch run.step(in.Epoch, StageTrained) {
-	case stepDone:
+	defer release()
+	if replay {
 		return TrainOutput{Epoch: in.Epoch, Stats: run.trained, Replayed: true}, nil
-	case stepWrong:
-		return TrainOutput{}, trainerLost(in.RunID, fmt.Sprintf("asked to train epoch %d, the trainer here is at %s", in.Epoch, run.where()))
 	}
 	p.update(func(hb *Heartbeat) { hb.Steps, hb.GlobalStep = run.Config.StepsPerEpoch, run.GlobalStep })
 	return a.train(ctx, run, in.Epoch, p)
@@ -150,18 +142,14 @@ type SyncOutput struct {
 // SyncTarget moves the target network towards the online network, once per
 // epoch: target ← τ·online + (1−τ)·target.
 func (a *Trainer) SyncTarget(ctx context.Context, in SyncInput) (SyncOutput, error) {
-	_, stop := a.beat(ctx, Heartbeat{Epoch: in.Epoch, Stage: "sync"})
-	defer stop()
-	run, err := a.acquire(ctx, in.RunID)
+	run, _, replay, release, err := a.hold(ctx, in.RunID, Heartbeat{Epoch: in.Epoch, Stage: "sync"},
+		need{epoch: in.Epoch, stage: StageSynced, asked: fmt.Sprintf("asked to sync the target of epoch %d", in.Epoch)})
 	if err != nil {
 		return SyncOutput{}, err
 	}
-	defer run.Unlock()
-	switch run.step(in.Epoch, StageSynced) {
-	case stepDone:
+	defer release()
+	if replay {
 		return SyncOutput{Epoch: in.Epoch, GlobalStep: run.GlobalStep, Replayed: true}, nil
-	case stepWrong:
-		return SyncOutput{}, trainerLost(in.RunID, fmt.Sprintf("asked to sync the target of epoch %d, the trainer here is at %s", in.Epoch, run.where()))
 	}
 	if err := a.sync(ctx, run, in.Epoch); err != nil {
 		return SyncOutput{}, err

@@ -8,7 +8,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
-	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/trainer"
 )
 
@@ -32,7 +32,7 @@ const (
 	// ErrTypeBadData: the run's price data cannot be loaded or prepared.
 	ErrTypeBadData = "BadData"
 	// ErrTypeStoreRejected: the metadata store refused a write as invalid or
-	// referring to a missing row (store.ErrInvalid, store.ErrNotFound).
+	// referring to a missing row (metadata.ErrInvalid, metadata.ErrNotFound).
 	ErrTypeStoreRejected = "StoreRejected"
 
 	// ErrTypeTrainerLost: this worker does not hold the run's trainer in the
@@ -112,7 +112,7 @@ func classify(what string, err error) error {
 	case errors.Is(err, checkpoint.ErrOutsideRoot):
 		return nonRetryable(ErrTypeInvalidConfig, what, err,
 			"checkpoint.dir must be a path inside the workers' checkpoint root (dqnflow worker --checkpoint-dir); start the run again with one")
-	case errors.Is(err, store.ErrInvalid), errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, metadata.ErrInvalid), errors.Is(err, metadata.ErrNotFound):
 		return nonRetryable(ErrTypeStoreRejected, what, err, "the metadata store refused the write; see the cause")
 	}
 	return fmt.Errorf("%s: %w", what, err)

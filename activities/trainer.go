@@ -388,24 +388,6 @@ func (a *Trainer) CloseTrainer(ctx context.Context, in CloseInput) (CloseOutput,
 	return CloseOutput{Closed: true}, run.Close()
 }
 
-// acquire returns run id's Run, locked, or a TrainerLost error when this
-// worker holds none.
-func (a *Trainer) acquire(ctx context.Context, id string) (*Run, error) {
-	run := a.Registry.Get(id)
-	if run == nil {
-		host, _ := os.Hostname()
-		return nil, trainerLost(id, "worker "+host+" holds no trainer for it")
-	}
-	if err := run.Lock(ctx); err != nil {
-		return nil, err
-	}
-	if run.Closed() {
-		run.Unlock()
-		return nil, trainerLost(id, "its trainer on this worker was closed")
-	}
-	return run, nil
-}
-
 // discard drops a run whose trainer is in an unknown state after a failed
 // step. The caller holds the lock.
 func (a *Trainer) discard(ctx context.Context, run *Run, cause error) {

@@ -26,8 +26,10 @@ import (
 	"github.com/dqnflow/dqnflow/activities"
 	"github.com/dqnflow/dqnflow/activities/activitiestest"
 	"github.com/dqnflow/dqnflow/checkpoint"
+	"github.com/dqnflow/dqnflow/checkpoint/bucket"
 	"github.com/dqnflow/dqnflow/checkpoint/s3test"
 	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/worker"
@@ -56,7 +58,7 @@ func newRig(t *testing.T, root string, st *store.SQLite) *rig {
 	t.Helper()
 	if st == nil {
 		st = activitiestest.NewStore(t)
-		if _, err := st.CreateRun(context.Background(), store.NewRun{RunID: runID, Config: testConfig().JSON()}); err != nil {
+		if _, err := st.CreateRun(context.Background(), metadata.NewRun{RunID: runID, Config: testConfig().JSON()}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -376,7 +378,7 @@ func TestBacktestRecordsTheValidationScore(t *testing.T) {
 		t.Fatalf("recorded backtests %+v (%v), want one", bts, err)
 	}
 	rec := bts[0]
-	if rec.Split != store.SplitValid || rec.Sharpe == nil || *rec.Sharpe != 0.1 {
+	if rec.Split != metadata.SplitValid || rec.Sharpe == nil || *rec.Sharpe != 0.1 {
 		t.Errorf("recorded backtest %+v, want a valid split with Sharpe 0.1", rec)
 	}
 }
@@ -760,7 +762,7 @@ func TestDamagedObjectFallsBackToThePreviousGoodOne(t *testing.T) {
 	srv.SetEnv(t)
 	ctx := context.Background()
 	open := func() *checkpoint.Store {
-		s, err := checkpoint.OpenStore(ctx, srv.URL("runs"), checkpoint.Options{})
+		s, err := checkpoint.OpenStore(ctx, srv.URL("runs"), checkpoint.Options{Buckets: bucket.OpenS3})
 		if err != nil {
 			t.Fatal(err)
 		}

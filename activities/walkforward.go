@@ -15,7 +15,7 @@ import (
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/files"
 	"github.com/dqnflow/dqnflow/market"
-	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/walkforward"
 )
 
@@ -127,7 +127,7 @@ func (a *Trainer) WalkForwardWindow(ctx context.Context, in WalkForwardWindowInp
 	if err := a.checkSeries(what, in.Spec); err != nil {
 		return WalkForwardWindowOutput{}, err
 	}
-	wfs, ok := a.Store.(store.WalkForwardWindowStore)
+	wfs, ok := a.Store.(WalkForwardStore)
 	if !ok {
 		return WalkForwardWindowOutput{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("%s: the metadata store %T keeps no walk-forward studies; run the GPU workers with a PostgreSQL DATABASE_URL", what, a.Store),
@@ -196,7 +196,7 @@ type WalkForwardHeaderInput struct {
 // notes and seconds. Idempotent: it writes the same row again.
 func (c *Control) RecordWalkForwardHeader(ctx context.Context, in WalkForwardHeaderInput) error {
 	what := "walk-forward " + in.StudyID + ": record header"
-	wfs, ok := c.Store.(store.WalkForwardWindowStore)
+	wfs, ok := c.Store.(WalkForwardStore)
 	if !ok {
 		return temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("%s: the metadata store %T keeps no walk-forward studies; run the control workers with a PostgreSQL DATABASE_URL", what, c.Store),
@@ -214,8 +214,8 @@ func (c *Control) RecordWalkForwardHeader(ctx context.Context, in WalkForwardHea
 // WalkForwardRecord is the store's rows of a study's output: its
 // header's Go values as results.json encodes them, its windows and its
 // results.
-func WalkForwardRecord(id string, out walkforward.Output) (store.WalkForwardStudy, error) {
-	rec := store.WalkForwardStudy{ID: id, Seeds: out.Seeds, LeaveOut: out.LeaveOut, Gate: out.Gate, Panel: out.Panel,
+func WalkForwardRecord(id string, out walkforward.Output) (metadata.WalkForwardStudy, error) {
+	rec := metadata.WalkForwardStudy{ID: id, Seeds: out.Seeds, LeaveOut: out.LeaveOut, Gate: out.Gate, Panel: out.Panel,
 		TrialsStudy: out.Trials.Study, TrialsPrior: out.Trials.Prior, TrialsTotal: out.Trials.Total,
 		Device: out.Device, Seconds: out.Seconds, Notes: out.Notes, Stopped: out.Stopped}
 	for _, f := range []struct {
@@ -234,7 +234,7 @@ func WalkForwardRecord(id string, out walkforward.Output) (store.WalkForwardStud
 		*f.dst = b
 	}
 	for _, w := range out.Windows {
-		rec.Windows = append(rec.Windows, store.WalkForwardWindow{Index: w.Index, TrainFrom: w.TrainFrom, ValidFrom: w.ValidFrom,
+		rec.Windows = append(rec.Windows, metadata.WalkForwardWindow{Index: w.Index, TrainFrom: w.TrainFrom, ValidFrom: w.ValidFrom,
 			TestFrom: w.TestFrom, TestTo: w.TestTo})
 	}
 	// A results.json of hand or of an older dqnflow may list no windows;
@@ -244,12 +244,12 @@ func WalkForwardRecord(id string, out walkforward.Output) (store.WalkForwardStud
 		for _, r := range out.Results {
 			if !seen[r.Window] {
 				seen[r.Window] = true
-				rec.Windows = append(rec.Windows, store.WalkForwardWindow{Index: r.Window})
+				rec.Windows = append(rec.Windows, metadata.WalkForwardWindow{Index: r.Window})
 			}
 		}
 	}
 	for _, r := range out.Results {
-		rec.Results = append(rec.Results, store.WalkForwardResult{Window: r.Window, Series: r.Series, Strategy: r.Strategy, Seed: r.Seed,
+		rec.Results = append(rec.Results, metadata.WalkForwardResult{Window: r.Window, Series: r.Series, Strategy: r.Strategy, Seed: r.Seed,
 			Detail: r.Detail, Note: r.Note, InTraining: r.InTraining, ValidSharpe: r.ValidSharpe, ValidT: r.ValidT, Bars: r.Bars,
 			Sharpe: r.Sharpe, SharpeLo: r.SharpeLo, SharpeHi: r.SharpeHi, SharpeT: r.SharpeT, BarSharpe: r.BarSharpe,
 			DaysPerYear: r.DaysPerYear, TotalReturn: r.TotalReturn, MaxDrawdown: r.MaxDrawdown, Turnover: r.Turnover, Costs: r.Costs,

@@ -1,8 +1,12 @@
 package checkpoint
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net/url"
+
+	"gocloud.dev/blob"
 )
 
 // DefaultMaxBytes is the largest checkpoint file a process reads or
@@ -28,7 +32,15 @@ type Options struct {
 	// private key) and makes every read refuse a checkpoint that does not
 	// carry a valid signature of its public key (ErrSignature).
 	Keys *Keys
+	// Buckets opens the bucket of an s3:// store (OpenStore): bucket.OpenS3
+	// of package checkpoint/bucket, which links the AWS SDK. Nil refuses s3
+	// locations, as the packages that only read and write files need.
+	Buckets BucketOpener
 }
+
+// BucketOpener opens the bucket an s3:// URL names (its host and query;
+// the path is the store's prefix, which the store keeps itself).
+type BucketOpener func(ctx context.Context, u *url.URL) (*blob.Bucket, error)
 
 // maxBytes is the effective size limit of o.
 func (o Options) maxBytes() int64 {

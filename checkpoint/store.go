@@ -16,7 +16,6 @@ import (
 	"strings"
 
 	"gocloud.dev/blob"
-	"gocloud.dev/blob/s3blob"
 	"gocloud.dev/gcerrors"
 )
 
@@ -30,7 +29,9 @@ import (
 //     S3-compatible server (AWS, MinIO, Ceph, R2, versitygw), referred to as
 //     s3://bucket/prefix/<key>. Query parameters configure the client as
 //     gocloud.dev/blob/s3blob documents them (region, endpoint,
-//     use_path_style, profile, ...); credentials come from the AWS SDK's
+//     use_path_style, profile, ...), and the bucket is opened by
+//     Options.Buckets (bucket.OpenS3 of package checkpoint/bucket, kept apart
+//     so that readers of checkpoints do not link the AWS SDK); credentials come from the AWS SDK's
 //     standard chain (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY,
 //     AWS_PROFILE with ~/.aws/credentials and ~/.aws/config, or the
 //     instance's role) and never from the URL, so a URL can be logged and
@@ -69,9 +70,9 @@ func Local(root string) *Store {
 
 // OpenStore opens the store that location names: a directory path,
 // file:///dir or s3://bucket/prefix (see Store), reading and writing with
-// opt. Close releases it.
+// opt; an s3 location's bucket is opened by opt.Buckets. Close releases it.
 func OpenStore(ctx context.Context, location string, opt Options) (*Store, error) {
-	s, err := openStore(ctx, location)
+	s, err := openStore(ctx, location, opt.Buckets)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +80,7 @@ func OpenStore(ctx context.Context, location string, opt Options) (*Store, error
 	return s, nil
 }
 
-func openStore(ctx context.Context, location string) (*Store, error) {
+func openStore(ctx context.Context, location string, buckets BucketOpener) (*Store, error) {
 	if !strings.Contains(location, "://") {
 		return Local(location), nil
 	}
@@ -113,8 +114,10 @@ func openStore(ctx context.Context, location string) (*Store, error) {
 			}
 			prefix += "/"
 		}
-		opener := &s3blob.URLOpener{}
-		b, err := opener.OpenBucketURL(ctx, &url.URL{Scheme: "s3", Host: u.Host, RawQuery: u.RawQuery})
+		if buckets == nil {
+			return nil, fmt.Errorf("checkpoint store %s: this program opens no s3 buckets (checkpoint.Options.Buckets is nil; package checkpoint/bucket has the opener)", location)
+		}
+		b, err := buckets(ctx, &url.URL{Scheme: "s3", Host: u.Host, RawQuery: u.RawQuery})
 		if err != nil {
 			return nil, fmt.Errorf("checkpoint store %s: %w", location, err)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/dqnflow/dqnflow/checkpoint/bucket"
 	"github.com/dqnflow/dqnflow/checkpoint/s3test"
 )
 
@@ -28,7 +29,7 @@ func stores(t *testing.T) (map[string]*Store, *s3test.Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	obj, err := OpenStore(context.Background(), srv.URL("team/a"), Options{})
+	obj, err := OpenStore(context.Background(), srv.URL("team/a"), Options{Buckets: bucket.OpenS3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +160,7 @@ func TestStoreRefusesBlobsOutsideItself(t *testing.T) {
 	ctx := context.Background()
 	t.Setenv("AWS_ACCESS_KEY_ID", "k")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "s")
-	obj, err := OpenStore(ctx, "s3://bucket/pre?region=us-east-1&endpoint=http://127.0.0.1:1&use_path_style=true", Options{})
+	obj, err := OpenStore(ctx, "s3://bucket/pre?region=us-east-1&endpoint=http://127.0.0.1:1&use_path_style=true", Options{Buckets: bucket.OpenS3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +205,7 @@ func TestOpenStoreNamesWhatIsWrong(t *testing.T) {
 		{"s3://bucket/a/../b", "prefix"},
 	}
 	for _, c := range cases {
-		_, err := OpenStore(context.Background(), c.url, Options{})
+		_, err := OpenStore(context.Background(), c.url, Options{Buckets: bucket.OpenS3})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("OpenStore(%q) = %v, want an error containing %q", c.url, err, c.want)
 		}
@@ -262,7 +263,7 @@ func TestSignedStoresRefuseUnsignedAndForeignBlobs(t *testing.T) {
 	for name, plain := range all {
 		t.Run(name, func(t *testing.T) {
 			open := func(k *Keys) *Store {
-				s, err := OpenStore(ctx, plain.String(), Options{Keys: k})
+				s, err := OpenStore(ctx, plain.String(), Options{Keys: k, Buckets: bucket.OpenS3})
 				if err != nil {
 					t.Fatal(err)
 				}

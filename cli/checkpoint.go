@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dqnflow/dqnflow/checkpoint"
-	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/trainer/policy"
 )
@@ -144,7 +144,7 @@ func checkpointListCmd(e *env) *cobra.Command {
 		}
 		if *jsonOut {
 			if cks == nil {
-				cks = []store.CheckpointRecord{}
+				cks = []metadata.CheckpointRecord{}
 			}
 			return printJSON(e, cks)
 		}
@@ -188,7 +188,7 @@ func readCheckpointWith(ctx context.Context, path string, opt checkpoint.Options
 		return checkpoint.Read(ctx, path, opt)
 	}
 	loc := defaultCheckpointStore()
-	s, err := checkpoint.OpenStore(ctx, loc, opt)
+	s, err := openCheckpointStore(ctx, loc, opt)
 	if err == nil && !s.Remote() {
 		err = fmt.Errorf("it is a directory")
 	}

@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"os"
 
 	"github.com/spf13/pflag"
 
 	"github.com/dqnflow/dqnflow/checkpoint"
+	"github.com/dqnflow/dqnflow/checkpoint/bucket"
 )
 
 // envCheckpointKeyFile is the default of --checkpoint-key-file, so that
@@ -56,4 +58,12 @@ func (c *checkpointFlags) options() (checkpoint.Options, error) {
 	}
 	c.opt = &opt
 	return opt, nil
+}
+
+// openCheckpointStore opens the checkpoint store at location with opt,
+// s3:// buckets included (bucket.OpenS3): every command opens its store
+// here.
+func openCheckpointStore(ctx context.Context, location string, opt checkpoint.Options) (*checkpoint.Store, error) {
+	opt.Buckets = bucket.OpenS3
+	return checkpoint.OpenStore(ctx, location, opt)
 }

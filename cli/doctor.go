@@ -207,7 +207,7 @@ func checkCheckpointStore(ctx context.Context, location string, opt checkpoint.O
 	if opt.Keys != nil && !opt.Keys.CanSign() {
 		opt.Keys = nil // the probe is written unsigned; the key check says what this key can do
 	}
-	s, err := checkpoint.OpenStore(ctx, location, opt)
+	s, err := openCheckpointStore(ctx, location, opt)
 	if err != nil {
 		return check{Name: name, Status: "fail", Detail: err.Error(), Fix: fix}
 	}

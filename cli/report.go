@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/report"
 	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/trainer/policy"
@@ -55,7 +56,7 @@ func reportCmd(e *env) *cobra.Command {
 		}
 		defer st.Close()
 		rec, err := loadRunRecord(ctx, st, id)
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, metadata.ErrNotFound) {
 			// Not a run: a sweep is a workflow whose result lists its runs.
 			c, derr := dial(ctx, e)
 			if derr != nil {

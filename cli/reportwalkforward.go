@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/report"
 	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/walkforward"
@@ -63,7 +64,7 @@ func loadWalkForward(ctx context.Context, e *env, arg string) (id, from string, 
 		return arg, "", study, fmt.Errorf("walk-forward %s: no such file or directory, and the metadata store %T keeps no studies", arg, st)
 	}
 	rec, err := wf.GetWalkForward(ctx, arg)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, metadata.ErrNotFound) {
 		return arg, "", study, fmt.Errorf("walk-forward %s: no such file or directory, and %w (\"dqnflow walkforward record DIR\" stores one)", arg, err)
 	}
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/activities"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/workflows"
 )
@@ -23,10 +24,10 @@ import (
 // runRecord is everything the metadata store holds about one run: what
 // "run show", "run compare" and "report" print.
 type runRecord struct {
-	Run         store.Run                `json:"run"`
-	Epochs      []store.Epoch            `json:"epochs"`
-	Checkpoints []store.CheckpointRecord `json:"checkpoints"`
-	Backtests   []store.BacktestRecord   `json:"backtests"`
+	Run         metadata.Run                `json:"run"`
+	Epochs      []metadata.Epoch            `json:"epochs"`
+	Checkpoints []metadata.CheckpointRecord `json:"checkpoints"`
+	Backtests   []metadata.BacktestRecord   `json:"backtests"`
 }
 
 // loadRunRecord reads a run's row, epochs, checkpoints and backtests.
@@ -49,7 +50,7 @@ func loadRunRecord(ctx context.Context, st store.Reader, id string) (runRecord, 
 }
 
 // best returns the checkpoint marked best, or nil.
-func (r runRecord) best() *store.CheckpointRecord {
+func (r runRecord) best() *metadata.CheckpointRecord {
 	for i := range r.Checkpoints {
 		if r.Checkpoints[i].IsBest {
 			return &r.Checkpoints[i]
@@ -61,7 +62,7 @@ func (r runRecord) best() *store.CheckpointRecord {
 // stepsPerSecond is an epoch's gradient steps per second of its wall time
 // (collect plus train): the global step gained since the previous epoch
 // divided by the epoch's duration. Zero when either is unknown.
-func stepsPerSecond(epochs []store.Epoch, i int) float64 {
+func stepsPerSecond(epochs []metadata.Epoch, i int) float64 {
 	e := epochs[i]
 	if e.DurationMS <= 0 {
 		return 0
@@ -130,7 +131,7 @@ func runShowCmd(e *env) *cobra.Command {
 			return nil
 		}()
 		if p == nil && rec == nil {
-			if isNotFound(queryErr) && errors.Is(storeErr, store.ErrNotFound) {
+			if isNotFound(queryErr) && errors.Is(storeErr, metadata.ErrNotFound) {
 				return noSuchRun(e, id)
 			}
 			return fmt.Errorf("run %s: Temporal: %v; metadata store: %v", id, queryErr, storeErr)
@@ -331,19 +332,19 @@ type comparison struct {
 
 // runSummary is one run's best and final results.
 type runSummary struct {
-	RunID           string       `json:"run_id"`
-	Status          store.Status `json:"status"`
-	Backend         string       `json:"backend"`
-	Device          string       `json:"device"`
-	Precision       string       `json:"precision"`
-	Epochs          int          `json:"epochs"`
-	BestEpoch       *int         `json:"best_epoch,omitempty"`
-	BestValidSharpe *float64     `json:"best_valid_sharpe,omitempty"`
-	FinalLoss       *float64     `json:"final_loss,omitempty"`
-	FinalGradNorm   *float64     `json:"final_grad_norm,omitempty"`
-	FinalEpsilon    *float64     `json:"final_epsilon,omitempty"`
-	FinalMeanQ      *float64     `json:"final_mean_q,omitempty"`
-	FinalSharpe     *float64     `json:"final_valid_sharpe,omitempty"`
+	RunID           string          `json:"run_id"`
+	Status          metadata.Status `json:"status"`
+	Backend         string          `json:"backend"`
+	Device          string          `json:"device"`
+	Precision       string          `json:"precision"`
+	Epochs          int             `json:"epochs"`
+	BestEpoch       *int            `json:"best_epoch,omitempty"`
+	BestValidSharpe *float64        `json:"best_valid_sharpe,omitempty"`
+	FinalLoss       *float64        `json:"final_loss,omitempty"`
+	FinalGradNorm   *float64        `json:"final_grad_norm,omitempty"`
+	FinalEpsilon    *float64        `json:"final_epsilon,omitempty"`
+	FinalMeanQ      *float64        `json:"final_mean_q,omitempty"`
+	FinalSharpe     *float64        `json:"final_valid_sharpe,omitempty"`
 	// BestReturn and BestMaxDrawdown are the "valid" backtest of the best
 	// epoch; BuyAndHoldSharpe is buy-and-hold on the same range.
 	BestReturn       *float64 `json:"best_valid_return,omitempty"`
@@ -376,7 +377,7 @@ func summarise(r runRecord) runSummary {
 		}
 	}
 	for _, b := range r.Backtests {
-		if b.Split != store.SplitValid || r.Run.BestEpoch == nil || b.Epoch != *r.Run.BestEpoch {
+		if b.Split != metadata.SplitValid || r.Run.BestEpoch == nil || b.Epoch != *r.Run.BestEpoch {
 			continue
 		}
 		ret, dd := b.TotalReturn, b.MaxDrawdown

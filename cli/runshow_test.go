@@ -9,7 +9,7 @@ import (
 	"github.com/dqnflow/dqnflow/backend"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
-	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/metadata"
 )
 
 // TestCompareShowsWhereRunsRanInAFewWords: "run compare"'s "ran on" row
@@ -38,9 +38,9 @@ func TestCompareShowsWhereRunsRanInAFewWords(t *testing.T) {
 	tr.Close()
 	const gpuDevice = "NVIDIA H100 80GB HBM3 (cuda:0, sm_90, 132 SMs, 79 GiB)" // gpu.Backend.Describe's form
 	recs := []runRecord{
-		{Run: store.Run{RunID: "on-cpu", Backend: cpuInfo.Backend, Device: cpuInfo.Device, Precision: cpuInfo.Precision, Config: []byte(`{}`)}},
-		{Run: store.Run{RunID: "on-gpu", Backend: "cuda", Device: gpuDevice, Precision: "bf16-mixed", Config: []byte(`{}`)}},
-		{Run: store.Run{RunID: "not-built", Config: []byte(`{}`)}},
+		{Run: metadata.Run{RunID: "on-cpu", Backend: cpuInfo.Backend, Device: cpuInfo.Device, Precision: cpuInfo.Precision, Config: []byte(`{}`)}},
+		{Run: metadata.Run{RunID: "on-gpu", Backend: "cuda", Device: gpuDevice, Precision: "bf16-mixed", Config: []byte(`{}`)}},
+		{Run: metadata.Run{RunID: "not-built", Config: []byte(`{}`)}},
 	}
 	var out bytes.Buffer
 	printComparison(&out, compareRuns(recs))

@@ -14,7 +14,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/dqnflow/dqnflow/activities"
-	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/workflows"
 )
 
@@ -60,7 +60,7 @@ func watchRun(ctx context.Context, e *env, c client.Client, id string, jsonOut b
 	w := &watcher{w: e.stdout, tty: isTerminal(e.stdout), epsilon: math.NaN(), meanQ: math.NaN()}
 	if st, err := openReader(ctx, e); err == nil {
 		defer st.Close()
-		w.epochs = func(runID string) []store.Epoch {
+		w.epochs = func(runID string) []metadata.Epoch {
 			eps, _ := st.ListEpochs(ctx, runID)
 			return eps
 		}
@@ -144,14 +144,14 @@ func noSuchRun(e *env, id string) error {
 // namespace's retention, or kept by another server), none at all, or, when
 // the store cannot answer, what it said (as "run show" does).
 func notOnTemporal(ctx context.Context, e *env, id string) error {
-	var r store.Run
+	var r metadata.Run
 	st, err := openReader(ctx, e)
 	if err == nil {
 		defer st.Close()
 		r, err = st.GetRun(ctx, id)
 	}
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, metadata.ErrNotFound):
 		return noSuchRun(e, id)
 	case err != nil:
 		return fmt.Errorf("run %s: Temporal at %s (namespace %s) has no workflow %s; metadata store: %w", id, e.conn.address(), e.conn.namespace(), id, err)
@@ -167,7 +167,7 @@ type watcher struct {
 	w   io.Writer
 	tty bool
 	// epochs returns the run's stored epochs; nil when there is no store.
-	epochs func(runID string) []store.Epoch
+	epochs func(runID string) []metadata.Epoch
 
 	printed   int    // epochs printed
 	state     string // last status and phase printed
@@ -187,9 +187,9 @@ type watcher struct {
 // update takes one sample of the run's progress.
 func (w *watcher) update(now time.Time, p workflows.Progress, live *activities.Heartbeat) {
 	if p.Epoch > w.printed {
-		var stored map[int]store.Epoch
+		var stored map[int]metadata.Epoch
 		if w.epochs != nil {
-			stored = map[int]store.Epoch{}
+			stored = map[int]metadata.Epoch{}
 			eps := w.epochs(p.RunID)
 			for _, ep := range eps {
 				stored[ep.Epoch] = ep
@@ -254,7 +254,7 @@ func (w *watcher) clearLive() {
 
 // epochLine describes finished epoch e: from the store when it has the
 // epoch, else the little Progress says about the latest one.
-func epochLine(p workflows.Progress, e int, stored map[int]store.Epoch) string {
+func epochLine(p workflows.Progress, e int, stored map[int]metadata.Epoch) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "epoch %d/%d done", e, p.Epochs)
 	ep, ok := stored[e]

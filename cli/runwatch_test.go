@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/dqnflow/dqnflow/activities"
-	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/workflows"
 )
 
@@ -16,22 +16,22 @@ import (
 // in epoch 1, epoch 1 done while epoch 2 trains, then the run completed.
 func watchSamples(w *watcher) {
 	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	p := workflows.Progress{RunID: "r", Status: store.StatusRunning, Phase: "training", Epochs: 2}
+	p := workflows.Progress{RunID: "r", Status: metadata.StatusRunning, Phase: "training", Epochs: 2}
 	w.update(t0, p, &activities.Heartbeat{Epoch: 1, Stage: "train", Step: 10, Steps: 100, GlobalStep: 10, Loss: 2.5})
 	w.update(t0.Add(time.Second), p, &activities.Heartbeat{Epoch: 1, Stage: "train", Step: 50, Steps: 100, GlobalStep: 50, Loss: 2.0})
 	p.Epoch, p.Step, p.Loss, p.BestEpoch, p.BestValidSharpe, p.LastValidSharpe = 1, 100, 1.5, 1, 0.7, 0.7
 	w.update(t0.Add(3*time.Second), p, &activities.Heartbeat{Epoch: 2, Stage: "train", Step: 20, Steps: 100, GlobalStep: 120, Loss: 1.4})
-	p.Epoch, p.Status, p.Phase = 2, store.StatusCompleted, "done"
+	p.Epoch, p.Status, p.Phase = 2, metadata.StatusCompleted, "done"
 	w.update(t0.Add(6*time.Second), p, nil)
 	w.finish()
 }
 
-func storedEpochs(string) []store.Epoch {
+func storedEpochs(string) []metadata.Epoch {
 	v := 0.7
-	return []store.Epoch{
-		{Epoch: 1, EpochMetrics: store.EpochMetrics{Loss: 1.5, GradNorm: 0.25, GlobalStep: 100, DurationMS: 2000, ValidSharpe: &v,
+	return []metadata.Epoch{
+		{Epoch: 1, EpochMetrics: metadata.EpochMetrics{Loss: 1.5, GradNorm: 0.25, GlobalStep: 100, DurationMS: 2000, ValidSharpe: &v,
 			Metrics: map[string]float64{"epsilon": 0.5, "mean_q": 0.125}}},
-		{Epoch: 2, EpochMetrics: store.EpochMetrics{Loss: 1.25, GradNorm: 0.2, GlobalStep: 200, DurationMS: 4000,
+		{Epoch: 2, EpochMetrics: metadata.EpochMetrics{Loss: 1.25, GradNorm: 0.2, GlobalStep: 200, DurationMS: 4000,
 			Metrics: map[string]float64{"epsilon": 0.25}}},
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dqnflow/dqnflow/activities"
+	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/walkforward"
 )
@@ -80,7 +81,7 @@ func defaultStudyID(path string) string {
 }
 
 // recordStudy writes rec to st, which must keep walk-forward studies.
-func recordStudy(ctx context.Context, st store.Metadata, rec store.WalkForwardStudy) error {
+func recordStudy(ctx context.Context, st store.Metadata, rec metadata.WalkForwardStudy) error {
 	wf, ok := st.(store.WalkForwardStore)
 	if !ok {
 		return fmt.Errorf("record walk-forward %s: the metadata store %T keeps no walk-forward studies", rec.ID, st)
@@ -91,7 +92,7 @@ func recordStudy(ctx context.Context, st store.Metadata, rec store.WalkForwardSt
 // studyOutput is the study that the store's rows rec hold, as
 // readStudyJSON would read its results.json; empty lists read as none
 // (nil), as results.json's do.
-func studyOutput(rec store.WalkForwardStudy) (walkforward.Output, error) {
+func studyOutput(rec metadata.WalkForwardStudy) (walkforward.Output, error) {
 	out := walkforward.Output{Gate: rec.Gate, Panel: rec.Panel, Device: rec.Device, Seconds: rec.Seconds, Stopped: rec.Stopped,
 		Trials: walkforward.Trials{Study: rec.TrialsStudy, Prior: rec.TrialsPrior, Total: rec.TrialsTotal}}
 	if len(rec.Seeds) > 0 {

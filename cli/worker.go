@@ -177,7 +177,7 @@ func startWorker(ctx context.Context, e *env, c client.Client, st store.Metadata
 	if err != nil {
 		return nil, err
 	}
-	ckStore, err := checkpoint.OpenStore(ctx, wf.checkpointStore, opt)
+	ckStore, err := openCheckpointStore(ctx, wf.checkpointStore, opt)
 	if err != nil {
 		return nil, fmt.Errorf("%w: flag --checkpoint-store: %v", errUsage, err)
 	}

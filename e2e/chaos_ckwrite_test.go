@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/dqnflow/dqnflow/checkpoint"
-	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/trainer/faults"
 )
 
@@ -119,7 +119,7 @@ func TestKillInsideACheckpointWriteKeepsThePreviousOne(t *testing.T) {
 			b := s.startWorkerEnv("worker-b", []string{faults.EnvPlan + "=delay:train=1500ms"})
 			rec := measureRecovery(t, s, runID, victim, killedAt)
 			res := s.waitClosed(runID, 5*time.Minute, b)
-			if res.Status != store.StatusCompleted || res.Epochs != cfg.Epochs {
+			if res.Status != metadata.StatusCompleted || res.Epochs != cfg.Epochs {
 				t.Fatalf("run result: %s, %d epochs; want completed, %d epochs", res.Status, res.Epochs, cfg.Epochs)
 			}
 			opens := trainerOpens(t, s.client, runID)

@@ -17,7 +17,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/dqnflow/dqnflow/config"
-	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/trainer/trainertest"
 	"github.com/dqnflow/dqnflow/workflows"
 )
@@ -59,7 +59,7 @@ func TestSixteenConcurrentRuns(t *testing.T) {
 			}
 			for i, id := range ids {
 				res := s.waitClosed(id, 10*time.Minute, procs...)
-				if res.Status != store.StatusCompleted || res.Epochs != cfgs[i].Epochs {
+				if res.Status != metadata.StatusCompleted || res.Epochs != cfgs[i].Epochs {
 					t.Fatalf("run %s: %s, %d epochs; want completed, %d", id, res.Status, res.Epochs, cfgs[i].Epochs)
 				}
 			}

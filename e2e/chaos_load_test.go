@@ -13,7 +13,7 @@ import (
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/workflows"
 )
 
@@ -43,7 +43,7 @@ func TestNoFalseAlarmOnALoadedMachine(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := s.waitClosed(runID, 10*time.Minute, w)
-	if res.Status != store.StatusCompleted || res.Epochs != cfg.Epochs {
+	if res.Status != metadata.StatusCompleted || res.Epochs != cfg.Epochs {
 		t.Fatalf("run result: %s, %d epochs; want completed, %d", res.Status, res.Epochs, cfg.Epochs)
 	}
 	typeOf := map[int64]string{}

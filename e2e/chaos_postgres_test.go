@@ -18,7 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/dqnflow/dqnflow/config"
-	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/trainer/faults"
 	"github.com/dqnflow/dqnflow/worker/workertest"
 )
@@ -182,7 +182,7 @@ func TestRunSurvivesPostgreSQLRestart(t *testing.T) {
 			runID, w.output()[logAtCrash:])
 	}
 	res := s.waitClosed(runID, 5*time.Minute, w)
-	if res.Status != store.StatusCompleted || res.Epochs != cfg.Epochs {
+	if res.Status != metadata.StatusCompleted || res.Epochs != cfg.Epochs {
 		t.Fatalf("run result: %s, %d epochs; want completed, %d", res.Status, res.Epochs, cfg.Epochs)
 	}
 	rows := checkCheckpointRows(t, s, runID, cfg)

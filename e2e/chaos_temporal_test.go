@@ -18,7 +18,7 @@ import (
 	"github.com/dqnflow/dqnflow/activities"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/internal/testproc"
-	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/store/storetest"
 	"github.com/dqnflow/dqnflow/trainer/faults"
 	"github.com/dqnflow/dqnflow/worker"
@@ -115,7 +115,7 @@ func TestRunSurvivesTemporalServerKill(t *testing.T) {
 	}
 	restart := time.Since(killedAt)
 	res := s.waitClosed(runID, 5*time.Minute, w)
-	if res.Status != store.StatusCompleted || res.Epochs != cfg.Epochs {
+	if res.Status != metadata.StatusCompleted || res.Epochs != cfg.Epochs {
 		t.Fatalf("run result: %s, %d epochs; want completed, %d", res.Status, res.Epochs, cfg.Epochs)
 	}
 	completed := time.Since(killedAt)
@@ -145,7 +145,7 @@ func TestRunSurvivesWorkflowWorkerKill(t *testing.T) {
 	}
 	ctl2 := s.startWorker("control-b", "--role", "control")
 	res := s.waitClosed(runID, 5*time.Minute, gpu, ctl2)
-	if res.Status != store.StatusCompleted || res.Epochs != cfg.Epochs {
+	if res.Status != metadata.StatusCompleted || res.Epochs != cfg.Epochs {
 		t.Fatalf("run result: %s, %d epochs; want completed, %d", res.Status, res.Epochs, cfg.Epochs)
 	}
 	completed := time.Since(killedAt)

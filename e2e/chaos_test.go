@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/trainer/faults"
 )
 
@@ -61,7 +61,7 @@ func TestRunSurvivesWorkerKillInEveryStage(t *testing.T) {
 			b := s.startWorkerEnv("worker-b", []string{faults.EnvPlan + "=delay:train=1500ms"})
 			rec := measureRecovery(t, s, runID, victim, killedAt)
 			res := s.waitClosed(runID, 5*time.Minute, b)
-			if res.Status != store.StatusCompleted || res.Epochs != cfg.Epochs {
+			if res.Status != metadata.StatusCompleted || res.Epochs != cfg.Epochs {
 				t.Fatalf("run result: %s, %d epochs; want completed, %d epochs", res.Status, res.Epochs, cfg.Epochs)
 			}
 			rows := checkCheckpointRows(t, s, runID, cfg)
@@ -112,7 +112,7 @@ func TestDamagedCheckpointIsSkippedOnRecovery(t *testing.T) {
 	}
 	b := s.startWorker("worker-b")
 	res := s.waitClosed(runID, 5*time.Minute, b)
-	if res.Status != store.StatusCompleted || res.Epochs != cfg.Epochs {
+	if res.Status != metadata.StatusCompleted || res.Epochs != cfg.Epochs {
 		t.Fatalf("run result: %s, %d epochs; want completed, %d", res.Status, res.Epochs, cfg.Epochs)
 	}
 	if !strings.Contains(b.output(), "last checkpoint is damaged") {

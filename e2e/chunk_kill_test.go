@@ -12,7 +12,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/activities"
 	"github.com/dqnflow/dqnflow/config"
-	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/workflows"
 )
 
@@ -41,7 +41,7 @@ func TestKillInAChunkKeepsItsCheckpoints(t *testing.T) {
 
 	b := s.startWorker("worker-b")
 	res := s.waitClosed(runID, 5*time.Minute, b)
-	if res.Status != store.StatusCompleted || res.Epochs != cfg.Epochs {
+	if res.Status != metadata.StatusCompleted || res.Epochs != cfg.Epochs {
 		t.Fatalf("run result: %s, %d epochs; want completed, %d epochs", res.Status, res.Epochs, cfg.Epochs)
 	}
 	resumed := reopenedAt(t, s, runID)

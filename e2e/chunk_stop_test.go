@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/dqnflow/dqnflow/activities"
-	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/metadata"
 )
 
 // TestStoppedWorkerHandsItsChunkOver stops (SIGTERM, as a deploy or a
@@ -41,7 +41,7 @@ func TestStoppedWorkerHandsItsChunkOver(t *testing.T) {
 	}
 
 	res := s.waitClosed(runID, 5*time.Minute, b)
-	if res.Status != store.StatusCompleted || res.Epochs != cfg.Epochs {
+	if res.Status != metadata.StatusCompleted || res.Epochs != cfg.Epochs {
 		t.Fatalf("run result: %s, %d epochs; want completed, %d epochs", res.Status, res.Epochs, cfg.Epochs)
 	}
 	if resumed := reopenedAt(t, s, runID); resumed < checkpointed {

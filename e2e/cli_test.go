@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/trainer/trainertest"
 	"github.com/dqnflow/dqnflow/workflows"
 )
@@ -89,7 +89,7 @@ func TestPauseResumeStopThroughCLI(t *testing.T) {
 
 	s.dqnflow("run", "pause", runID)
 	paused := until("the run to pause", func(p workflows.Progress) bool {
-		return p.Status == store.StatusPaused && p.Phase == "paused"
+		return p.Status == metadata.StatusPaused && p.Phase == "paused"
 	})
 	if ck := paused.LastCheckpoint; ck == nil || ck.Epoch != paused.Epoch {
 		t.Errorf("paused after epoch %d with last checkpoint %+v: a pause checkpoints the epoch", paused.Epoch, ck)
@@ -105,18 +105,18 @@ func TestPauseResumeStopThroughCLI(t *testing.T) {
 		Progress workflows.Progress `json:"progress"`
 	}
 	decode(t, s.dqnflow("run", "show", runID, "--json"), &shown)
-	if shown.Progress.Status != store.StatusPaused || shown.Progress.Epoch != paused.Epoch {
+	if shown.Progress.Status != metadata.StatusPaused || shown.Progress.Epoch != paused.Epoch {
 		t.Errorf("run show --json: status %s at epoch %d, want paused at epoch %d", shown.Progress.Status, shown.Progress.Epoch, paused.Epoch)
 	}
 
 	s.dqnflow("run", "resume", runID)
 	until("the run to train past the paused epoch", func(p workflows.Progress) bool {
-		return p.Status == store.StatusRunning && p.Epoch > paused.Epoch
+		return p.Status == metadata.StatusRunning && p.Epoch > paused.Epoch
 	})
 
 	s.dqnflow("run", "stop", runID)
 	res := s.waitClosed(runID, 2*time.Minute, w)
-	if res.Status != store.StatusStopped || res.Epochs <= paused.Epoch || res.Epochs >= cfg.Epochs {
+	if res.Status != metadata.StatusStopped || res.Epochs <= paused.Epoch || res.Epochs >= cfg.Epochs {
 		t.Fatalf("run result: status %s after %d epochs; want stopped after more than the %d before the pause", res.Status, res.Epochs, paused.Epoch)
 	}
 	if ck := res.LastCheckpoint; ck == nil || ck.Epoch != res.Epochs {

@@ -15,7 +15,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/activities"
 	"github.com/dqnflow/dqnflow/data"
-	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/workflows"
 )
 
@@ -82,7 +82,7 @@ func TestRunReadsDataOnlyFromTheWorkersDataRoots(t *testing.T) {
 		}
 	}
 	st := s.openStore(t)
-	if eps, err := st.ListEpochs(ctx, outside); err != nil || len(eps) != 0 || run.Status != store.StatusFailed {
+	if eps, err := st.ListEpochs(ctx, outside); err != nil || len(eps) != 0 || run.Status != metadata.StatusFailed {
 		t.Errorf("run row %s with %d epochs (%v); want failed before any epoch", run.Status, len(eps), err)
 	}
 	leaks := func(where string, b []byte) {
@@ -95,7 +95,7 @@ func TestRunReadsDataOnlyFromTheWorkersDataRoots(t *testing.T) {
 	runLeavesNoSecret(t, s, outside, nil, leaks)
 
 	inside := start("e2e-inside", "btc.csv")
-	if res := s.waitClosed(inside, 3*time.Minute, w); res.Status != store.StatusCompleted || res.Epochs != 1 {
+	if res := s.waitClosed(inside, 3*time.Minute, w); res.Status != metadata.StatusCompleted || res.Epochs != 1 {
 		t.Fatalf("run %s on a file in the data root: %s after %d epochs", inside, res.Status, res.Epochs)
 	}
 }

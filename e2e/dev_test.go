@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/dqnflow/dqnflow/internal/testproc"
+	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/trainer/trainertest"
 )
@@ -121,13 +122,13 @@ func TestDevRunsOnSQLiteAndServesMetrics(t *testing.T) {
 		t.Errorf("run watch:\n%s", w)
 	}
 	var shown struct {
-		Run    store.Run     `json:"run"`
-		Epochs []store.Epoch `json:"epochs"`
+		Run    metadata.Run     `json:"run"`
+		Epochs []metadata.Epoch `json:"epochs"`
 	}
 	if err := json.Unmarshal([]byte(cli("run", "show", "on-sqlite", "--json")), &shown); err != nil {
 		t.Fatal(err)
 	}
-	if shown.Run.Status != store.StatusCompleted || len(shown.Epochs) != 2 {
+	if shown.Run.Status != metadata.StatusCompleted || len(shown.Epochs) != 2 {
 		t.Errorf("run show on SQLite: status %s, %d epochs; want completed, 2", shown.Run.Status, len(shown.Epochs))
 	}
 

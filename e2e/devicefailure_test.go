@@ -15,6 +15,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/activities"
 	"github.com/dqnflow/dqnflow/checkpoint"
+	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/trainer/faults"
 	"github.com/dqnflow/dqnflow/trainer/trainertest"
@@ -55,7 +56,7 @@ func TestDeviceFailureMovesTheRunToAnotherSlot(t *testing.T) {
 	moved, untouched := "", ""
 	for _, id := range ids {
 		res := s.waitClosed(id, 4*time.Minute, w)
-		if res.Status != store.StatusCompleted || res.Epochs != cfg.Epochs {
+		if res.Status != metadata.StatusCompleted || res.Epochs != cfg.Epochs {
 			t.Fatalf("run %s: %s after %d epochs, want completed after %d", id, res.Status, res.Epochs, cfg.Epochs)
 		}
 		rows := checkCheckpointRows(t, s, res.RunID, cfg)
@@ -98,7 +99,7 @@ func TestDeviceFailureMovesTheRunToAnotherSlot(t *testing.T) {
 // checkpointDevices returns the device each checkpoint's metadata names
 // (the name before the description), in the order of rows, and fails the
 // test if one is marked not bit-exact.
-func checkpointDevices(t *testing.T, s *stack, rows []store.CheckpointRecord) []string {
+func checkpointDevices(t *testing.T, s *stack, rows []metadata.CheckpointRecord) []string {
 	t.Helper()
 	var out []string
 	for _, r := range rows {

@@ -15,7 +15,7 @@ import (
 	"github.com/dqnflow/dqnflow/activities"
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
-	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/trainer/faults"
 	"github.com/dqnflow/dqnflow/workflows"
 )
@@ -72,7 +72,7 @@ func TestNaNStopsTheRunAndKeepsTheLastGoodCheckpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if run.Status != store.StatusFailed || len(rows) != 2 {
+	if run.Status != metadata.StatusFailed || len(rows) != 2 {
 		t.Fatalf("run row: status %s, %d checkpoints; want failed with the checkpoints of epochs 1 and 2", run.Status, len(rows))
 	}
 	last := rows[len(rows)-1]
@@ -113,7 +113,7 @@ func TestDeviceFailureMovesTheRunToAnotherWorker(t *testing.T) {
 	})
 	b := s.startWorker("worker-b")
 	res := s.waitClosed(runID, 5*time.Minute, a, b)
-	if res.Status != store.StatusCompleted || res.Epochs != cfg.Epochs {
+	if res.Status != metadata.StatusCompleted || res.Epochs != cfg.Epochs {
 		t.Fatalf("run result: %s, %d epochs; want completed, %d epochs", res.Status, res.Epochs, cfg.Epochs)
 	}
 	if out := a.output(); !strings.Contains(out, "refuses new runs") {

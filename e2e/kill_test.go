@@ -21,7 +21,7 @@ import (
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
-	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/trainer/cpu"
 	"github.com/dqnflow/dqnflow/workflows"
@@ -163,7 +163,7 @@ func TestRunSurvivesWorkerKill(t *testing.T) {
 	rec := measureRecovery(t, s, runID, victim, killedAt)
 
 	res := s.waitClosed(runID, 5*time.Minute, b)
-	if res.Status != store.StatusCompleted || res.Epochs != cfg.Epochs || res.GlobalStep != int64(cfg.Epochs*cfg.StepsPerEpoch) {
+	if res.Status != metadata.StatusCompleted || res.Epochs != cfg.Epochs || res.GlobalStep != int64(cfg.Epochs*cfg.StepsPerEpoch) {
 		t.Fatalf("run result: status %s, %d epochs, global step %d; want completed, %d epochs, global step %d",
 			res.Status, res.Epochs, res.GlobalStep, cfg.Epochs, cfg.Epochs*cfg.StepsPerEpoch)
 	}
@@ -325,7 +325,7 @@ func writeRecovery(t *testing.T, rec recovery) {
 // per epoch, none pruned, global steps of whole epochs, and a blob at each
 // uri (a file, or an object of the stack's S3 server) with the recorded size
 // and SHA-256.
-func checkCheckpointRows(t *testing.T, s *stack, runID string, cfg config.RunConfig) []store.CheckpointRecord {
+func checkCheckpointRows(t *testing.T, s *stack, runID string, cfg config.RunConfig) []metadata.CheckpointRecord {
 	t.Helper()
 	ctx := context.Background()
 	st := s.openStore(t)
@@ -373,7 +373,7 @@ func checkCheckpointRows(t *testing.T, s *stack, runID string, cfg config.RunCon
 // the checkpoints and backtests between epochs only read the trainer), and
 // compares the state after each epoch with that epoch's checkpoint blob,
 // tensor by tensor, bit for bit. It returns the number of tensors compared.
-func compareWithUninterrupted(t *testing.T, s *stack, cfg config.RunConfig, rows []store.CheckpointRecord) int {
+func compareWithUninterrupted(t *testing.T, s *stack, cfg config.RunConfig, rows []metadata.CheckpointRecord) int {
 	t.Helper()
 	ctx := context.Background()
 	ds, err := market.Source{}.Prepare(context.Background(), cfg)

@@ -13,7 +13,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/workflows"
 )
 
@@ -88,7 +88,7 @@ func TestRunMovesBetweenHostsThroughTheObjectStore(t *testing.T) {
 	t.Logf("SIGKILL to %s during %s, training epoch %d at step %d/%d", trainer, victim.Type, victim.Heartbeat.Epoch, victim.Heartbeat.Step, victim.Heartbeat.Steps)
 
 	res := s.waitClosed(runID, 5*time.Minute, hosts[survivor])
-	if res.Status != store.StatusCompleted || res.Epochs != cfg.Epochs || res.GlobalStep != int64(cfg.Epochs*cfg.StepsPerEpoch) {
+	if res.Status != metadata.StatusCompleted || res.Epochs != cfg.Epochs || res.GlobalStep != int64(cfg.Epochs*cfg.StepsPerEpoch) {
 		t.Fatalf("run result: status %s, %d epochs, global step %d; want completed, %d epochs, global step %d",
 			res.Status, res.Epochs, res.GlobalStep, cfg.Epochs, cfg.Epochs*cfg.StepsPerEpoch)
 	}
@@ -116,7 +116,7 @@ func TestRunMovesBetweenHostsThroughTheObjectStore(t *testing.T) {
 // s3SecretIsNeverLoggedOrStored fails the test if the S3 server's secret
 // key appears in a worker's log, the run's row, a checkpoint object or the
 // workflow's history.
-func s3SecretIsNeverLoggedOrStored(t *testing.T, s *stack, runID string, rows []store.CheckpointRecord, hosts map[string]*proc) {
+func s3SecretIsNeverLoggedOrStored(t *testing.T, s *stack, runID string, rows []metadata.CheckpointRecord, hosts map[string]*proc) {
 	t.Helper()
 	secret := []byte(s.s3.Secret)
 	leaks := func(where string, b []byte) {

@@ -24,7 +24,7 @@ import (
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/data"
 	"github.com/dqnflow/dqnflow/errtext"
-	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/trainer/faults"
 	"github.com/dqnflow/dqnflow/workflows"
 )
@@ -101,7 +101,7 @@ func TestFailuresReachTheRecord(t *testing.T) {
 			if !errors.As(err, &ae) || ae.Type() != c.want {
 				t.Errorf("run %s failed with %v; want a %s failure", id, err, c.want)
 			}
-			if row.Status != store.StatusFailed || !strings.Contains(row.Error, c.text) {
+			if row.Status != metadata.StatusFailed || !strings.Contains(row.Error, c.text) {
 				t.Errorf("row: status %s, error %.300q; want failed, naming %q", row.Status, row.Error, c.text)
 			}
 			if !utf8.ValidString(row.Error) || strings.ContainsRune(row.Error, 0) || len(row.Error) > errtext.Limit {
@@ -168,11 +168,11 @@ func refuseDevice(t *testing.T, s *stack, id string) {
 // waitTerminalRow waits, within recordBound plus a margin for a loaded
 // machine, until run id's workflow has closed and its row has a terminal
 // status, and returns the row.
-func waitTerminalRow(t *testing.T, s *stack, id string, w *proc) store.Run {
+func waitTerminalRow(t *testing.T, s *stack, id string, w *proc) metadata.Run {
 	t.Helper()
 	ctx := context.Background()
 	st := s.openStore(t)
-	var row store.Run
+	var row metadata.Run
 	waitFor(t, "run "+id+" to end with a terminal row", 2*recordBound, 100*time.Millisecond, func() (bool, error) {
 		if err := w.alive(); err != nil {
 			return false, err
@@ -183,7 +183,7 @@ func waitTerminalRow(t *testing.T, s *stack, id string, w *proc) store.Run {
 		}
 		// A run writes its row's last status before its workflow closes.
 		r, err := st.GetRun(ctx, id)
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, metadata.ErrNotFound) {
 			return false, fmt.Errorf("%v, and it has no row", closed)
 		}
 		row = r

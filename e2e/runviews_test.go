@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/trainer/trainertest"
 	"github.com/dqnflow/dqnflow/workflows"
 )
@@ -60,14 +60,14 @@ func TestRunWatchShowCompareThroughCLI(t *testing.T) {
 	s.waitClosed(b, 2*time.Minute, w)
 
 	var shown struct {
-		Progress    *workflows.Progress      `json:"progress"`
-		Run         store.Run                `json:"run"`
-		Epochs      []store.Epoch            `json:"epochs"`
-		Checkpoints []store.CheckpointRecord `json:"checkpoints"`
-		Backtests   []store.BacktestRecord   `json:"backtests"`
+		Progress    *workflows.Progress         `json:"progress"`
+		Run         metadata.Run                `json:"run"`
+		Epochs      []metadata.Epoch            `json:"epochs"`
+		Checkpoints []metadata.CheckpointRecord `json:"checkpoints"`
+		Backtests   []metadata.BacktestRecord   `json:"backtests"`
 	}
 	decode(t, s.dqnflow("run", "show", a, "--json"), &shown)
-	if shown.Run.Status != store.StatusCompleted || shown.Run.Backend != "cpu" || shown.Run.Precision == "" {
+	if shown.Run.Status != metadata.StatusCompleted || shown.Run.Backend != "cpu" || shown.Run.Precision == "" {
 		t.Errorf("run show --json: run %+v, want completed on the cpu backend with a precision", shown.Run)
 	}
 	var cfg map[string]any

@@ -13,7 +13,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/trainer/trainertest"
 	"github.com/dqnflow/dqnflow/workflows"
 )
@@ -104,7 +104,7 @@ func TestSweepAndScheduleThroughCLI(t *testing.T) {
 		if err := s.client.GetWorkflow(ctx, wfID, "").Get(ctx, &res); err != nil {
 			t.Fatalf("Retrain %s: %v", wfID, err)
 		}
-		if res.Lineage != lineage || res.Challenger.Status != store.StatusCompleted || res.Reason == "" {
+		if res.Lineage != lineage || res.Challenger.Status != metadata.StatusCompleted || res.Reason == "" {
 			t.Fatalf("Retrain %s result: %+v", wfID, res)
 		}
 		return res

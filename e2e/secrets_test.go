@@ -11,7 +11,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/workflows"
 )
 
@@ -40,7 +40,7 @@ func TestDatabasePasswordIsNeverLoggedOrStored(t *testing.T) {
 		workflows.TrainingRunName, cfg); err != nil {
 		t.Fatal(err)
 	}
-	if res := s.waitClosed(runID, 3*time.Minute, w); res.Status != store.StatusCompleted {
+	if res := s.waitClosed(runID, 3*time.Minute, w); res.Status != metadata.StatusCompleted {
 		t.Fatalf("run %s: %s", runID, res.Status)
 	}
 	leaks := func(where string, b []byte) {
@@ -56,7 +56,7 @@ func TestDatabasePasswordIsNeverLoggedOrStored(t *testing.T) {
 // runLeavesNoSecret passes to leaks what a finished run left behind: its
 // row's stored config and error, the checkpoints of rows (files or
 // objects), and the workflow's history on the Temporal server.
-func runLeavesNoSecret(t *testing.T, s *stack, runID string, rows []store.CheckpointRecord, leaks func(where string, b []byte)) {
+func runLeavesNoSecret(t *testing.T, s *stack, runID string, rows []metadata.CheckpointRecord, leaks func(where string, b []byte)) {
 	t.Helper()
 	ctx := context.Background()
 	st := s.openStore(t)

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/dqnflow/dqnflow/market"
-	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/metadata"
 )
 
 // page is what pageTemplate renders: a title and sections, each with an
@@ -190,7 +190,7 @@ func runPage(r Run, figs []Figure) page {
 }
 
 // storeStatus is a status for the sweep table.
-func storeStatus(s store.Status, err string) string {
+func storeStatus(s metadata.Status, err string) string {
 	if err != "" {
 		return "failed: " + err
 	}

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/dqnflow/dqnflow/market"
-	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/metadata"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -20,13 +20,13 @@ func ptr[T any](v T) *T { return &v }
 // sampleRun is a run of five epochs whose best checkpoint (epoch 3) has a
 // backtest of 400 bars.
 func sampleRun() Run {
-	r := Run{Run: store.Run{RunID: "r1", Status: store.StatusCompleted, Backend: "cpu", Device: "cpu", Precision: "fp32",
+	r := Run{Run: metadata.Run{RunID: "r1", Status: metadata.StatusCompleted, Backend: "cpu", Device: "cpu", Precision: "fp32",
 		EpochsDone: 5, BestEpoch: ptr(3), BestValidSharpe: ptr(1.25), Config: json.RawMessage(`{"seed":1}`)}}
 	for e := 1; e <= 5; e++ {
-		r.Epochs = append(r.Epochs, store.Epoch{RunID: "r1", Epoch: e, EpochMetrics: store.EpochMetrics{
+		r.Epochs = append(r.Epochs, metadata.Epoch{RunID: "r1", Epoch: e, EpochMetrics: metadata.EpochMetrics{
 			Loss: 3 - 0.3*float64(e), GradNorm: 0.1 * float64(e), GlobalStep: int64(100 * e), DurationMS: 1000,
 			ValidSharpe: ptr(float64(e) / 4), Metrics: map[string]float64{"epsilon": 1 - 0.1*float64(e)}}})
-		r.Checkpoints = append(r.Checkpoints, store.CheckpointRecord{Epoch: e, SHA256: strings.Repeat("ab", 32), IsBest: e == 3, Pruned: e < 3})
+		r.Checkpoints = append(r.Checkpoints, metadata.CheckpointRecord{Epoch: e, SHA256: strings.Repeat("ab", 32), IsBest: e == 3, Pruned: e < 3})
 		if e >= 3 {
 			r.MeanQ = append(r.MeanQ, EpochValue{Epoch: e, Value: 0.1 * float64(e)})
 		}

@@ -13,16 +13,16 @@ import (
 	"gonum.org/v1/plot/plotter"
 
 	"github.com/dqnflow/dqnflow/market"
-	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/metadata"
 )
 
 // Run is what a run's report shows: the store's rows and, when the best
 // checkpoint's file could be read, its greedy backtest.
 type Run struct {
-	Run         store.Run
-	Epochs      []store.Epoch
-	Checkpoints []store.CheckpointRecord
-	Backtests   []store.BacktestRecord
+	Run         metadata.Run
+	Epochs      []metadata.Epoch
+	Checkpoints []metadata.CheckpointRecord
+	Backtests   []metadata.BacktestRecord
 	// MeanQ is, per checkpoint still on disk, the mean over the validation
 	// bars of the expected Q value of the greedy action (averaged over the
 	// three branches); retention decides which epochs have one.
@@ -85,7 +85,7 @@ func RunFigures(r Run) ([]Figure, error) {
 		}
 		return nil
 	}
-	perEpoch := func(f func(store.Epoch) (float64, bool)) plotter.XYs {
+	perEpoch := func(f func(metadata.Epoch) (float64, bool)) plotter.XYs {
 		var xy plotter.XYs
 		for _, e := range r.Epochs {
 			if v, ok := f(e); ok {
@@ -94,11 +94,11 @@ func RunFigures(r Run) ([]Figure, error) {
 		}
 		return xy
 	}
-	metric := func(key string) func(store.Epoch) (float64, bool) {
-		return func(e store.Epoch) (float64, bool) { v, ok := e.Metrics[key]; return v, ok }
+	metric := func(key string) func(metadata.Epoch) (float64, bool) {
+		return func(e metadata.Epoch) (float64, bool) { v, ok := e.Metrics[key]; return v, ok }
 	}
 	loss, err := linePlot("Training loss", "epoch", "cross-entropy", false,
-		series{"loss", perEpoch(func(e store.Epoch) (float64, bool) { return e.Loss, true })})
+		series{"loss", perEpoch(func(e metadata.Epoch) (float64, bool) { return e.Loss, true })})
 	if err := add("loss.png", "Training loss per epoch", "Mean C51 cross-entropy over the epoch's gradient steps.", loss, err); err != nil {
 		return nil, err
 	}
@@ -115,7 +115,7 @@ func RunFigures(r Run) ([]Figure, error) {
 		return nil, err
 	}
 	grad, err := linePlot("Gradient norm", "epoch", "global L2 norm (before clipping)", false,
-		series{"mean over the epoch", perEpoch(func(e store.Epoch) (float64, bool) { return e.GradNorm, true })},
+		series{"mean over the epoch", perEpoch(func(e metadata.Epoch) (float64, bool) { return e.GradNorm, true })},
 		series{"largest step of the epoch", perEpoch(metric("grad_norm_max"))})
 	if err := add("grad_norm.png", "Gradient norm per epoch", "Global gradient norm before clipping: the epoch's mean and (where the backend reports it) its largest step.", grad, err); err != nil {
 		return nil, err
@@ -131,7 +131,7 @@ func RunFigures(r Run) ([]Figure, error) {
 		return nil, err
 	}
 	sharpe, err := linePlot("Validation Sharpe", "epoch", "annualised Sharpe ratio", false,
-		series{"validation Sharpe", perEpoch(func(e store.Epoch) (float64, bool) {
+		series{"validation Sharpe", perEpoch(func(e metadata.Epoch) (float64, bool) {
 			if e.ValidSharpe == nil {
 				return 0, false
 			}

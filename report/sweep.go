@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/metadata"
 )
 
 // Sweep is what a sweep's report shows: each grid point's run and result.
@@ -23,7 +23,7 @@ type Sweep struct {
 type SweepPoint struct {
 	RunID           string
 	Values          map[string]json.RawMessage // the grid values of this run
-	Status          store.Status
+	Status          metadata.Status
 	Error           string
 	Epochs          int
 	BestEpoch       int

@@ -2,41 +2,12 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
-)
 
-// Backtest splits with a meaning to the store. Other names are free for
-// other data ranges (a retrain's comparison window, say).
-const (
-	// SplitValid is the validation range: its Sharpe ratio is the score that
-	// ranks checkpoints, marks the best one and drives early stopping.
-	SplitValid = "valid"
-	SplitTest  = "test"
+	"github.com/dqnflow/dqnflow/metadata"
 )
-
-// BacktestRecord is one greedy backtest of a run's weights at an epoch on a
-// data range.
-type BacktestRecord struct {
-	ID    int64  `json:"id" db:"id"`
-	RunID string `json:"run_id" db:"run_id"`
-	Epoch int    `json:"epoch" db:"epoch"`
-	Split string `json:"split" db:"split"`
-	// CheckpointID is the checkpoint of the same run and epoch, if one is
-	// recorded; RecordBacktest fills it in when left nil.
-	CheckpointID *int64    `json:"checkpoint_id,omitempty" db:"checkpoint_id"`
-	DataFrom     time.Time `json:"data_from" db:"data_from"` // first bar's time
-	DataTo       time.Time `json:"data_to" db:"data_to"`     // last bar's time
-	// Report is the full report (market.Report) as a JSON object.
-	Report      json.RawMessage `json:"report,omitempty" db:"report"`
-	Sharpe      *float64        `json:"sharpe,omitempty" db:"sharpe"` // nil when undefined (no variance)
-	TotalReturn float64         `json:"total_return" db:"total_return"`
-	MaxDrawdown float64         `json:"max_drawdown" db:"max_drawdown"`
-	CreatedAt   time.Time       `json:"created_at" db:"created_at"`
-}
 
 const backtestColumns = `id, run_id, epoch, split, checkpoint_id, data_from, data_to, report,
 	sharpe, total_return, max_drawdown, created_at`
@@ -49,14 +20,14 @@ const backtestColumns = `id, run_id, epoch, split, checkpoint_id, data_from, dat
 // Retry: there is one row per run, epoch and split; a retry overwrites it
 // with its values (the same ones, for a deterministic backtest of the same
 // weights), keeping its id and creation time.
-func (s *Store) RecordBacktest(ctx context.Context, b BacktestRecord) (BacktestRecord, error) {
+func (s *Store) RecordBacktest(ctx context.Context, b metadata.BacktestRecord) (metadata.BacktestRecord, error) {
 	report, err := jsonObject("report", b.Report)
 	switch {
 	case err != nil:
 	case b.RunID == "" || b.Split == "":
-		err = fmt.Errorf("%w: empty run id or split", ErrInvalid)
+		err = fmt.Errorf("%w: empty run id or split", metadata.ErrInvalid)
 	case b.DataFrom.IsZero() || b.DataTo.IsZero() || b.DataTo.Before(b.DataFrom):
-		err = fmt.Errorf("%w: data range %s to %s", ErrInvalid, b.DataFrom, b.DataTo)
+		err = fmt.Errorf("%w: data range %s to %s", metadata.ErrInvalid, b.DataFrom, b.DataTo)
 	default:
 		err = validEpoch(b.Epoch)
 	}
@@ -67,9 +38,9 @@ func (s *Store) RecordBacktest(ctx context.Context, b BacktestRecord) (BacktestR
 		err = checkFinite("max_drawdown", b.MaxDrawdown)
 	}
 	if err != nil {
-		return BacktestRecord{}, fmt.Errorf("record backtest %s epoch %d split %s: %w", b.RunID, b.Epoch, b.Split, err)
+		return metadata.BacktestRecord{}, fmt.Errorf("record backtest %s epoch %d split %s: %w", b.RunID, b.Epoch, b.Split, err)
 	}
-	var out BacktestRecord
+	var out metadata.BacktestRecord
 	err = s.tx(ctx, func(tx pgx.Tx) error {
 		if err := lockRun(ctx, tx, b.RunID); err != nil {
 			return err
@@ -87,10 +58,10 @@ func (s *Store) RecordBacktest(ctx context.Context, b BacktestRecord) (BacktestR
 			b.RunID, b.Epoch, b.Split, b.CheckpointID, b.DataFrom, b.DataTo, report,
 			score(b.Sharpe), b.TotalReturn, b.MaxDrawdown)
 		var err error
-		if out, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[BacktestRecord]); err != nil {
+		if out, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[metadata.BacktestRecord]); err != nil {
 			return err
 		}
-		if b.Split != SplitValid {
+		if b.Split != metadata.SplitValid {
 			return nil
 		}
 		if _, err := tx.Exec(ctx, `UPDATE epochs SET valid_sharpe = $3 WHERE run_id = $1 AND epoch = $2`,
@@ -107,15 +78,15 @@ func (s *Store) RecordBacktest(ctx context.Context, b BacktestRecord) (BacktestR
 		return refreshRunBest(ctx, tx, b.RunID)
 	})
 	if err != nil {
-		return BacktestRecord{}, fmt.Errorf("record backtest %s epoch %d split %s: %w", b.RunID, b.Epoch, b.Split, classify(err))
+		return metadata.BacktestRecord{}, fmt.Errorf("record backtest %s epoch %d split %s: %w", b.RunID, b.Epoch, b.Split, classify(err))
 	}
 	return out, nil
 }
 
 // ListBacktests returns the run's backtests by epoch and split.
-func (s *Store) ListBacktests(ctx context.Context, runID string) ([]BacktestRecord, error) {
+func (s *Store) ListBacktests(ctx context.Context, runID string) ([]metadata.BacktestRecord, error) {
 	rows, _ := s.pool.Query(ctx, `SELECT `+backtestColumns+` FROM backtests WHERE run_id = $1 ORDER BY epoch, split`, runID)
-	bts, err := pgx.CollectRows(rows, pgx.RowToStructByName[BacktestRecord])
+	bts, err := pgx.CollectRows(rows, pgx.RowToStructByName[metadata.BacktestRecord])
 	if err == nil && len(bts) == 0 {
 		err = s.ensureRun(ctx, runID)
 	}

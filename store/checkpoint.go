@@ -6,33 +6,11 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
-)
 
-// CheckpointRecord is the metadata of one checkpoint blob.
-type CheckpointRecord struct {
-	ID         int64  `json:"id" db:"id"`
-	RunID      string `json:"run_id" db:"run_id"`
-	Epoch      int    `json:"epoch" db:"epoch"`
-	URI        string `json:"uri" db:"uri"`
-	SHA256     string `json:"sha256" db:"sha256"` // of the blob, lower-case hex
-	Bytes      int64  `json:"bytes" db:"bytes"`
-	GlobalStep int64  `json:"global_step" db:"global_step"`
-	// Metrics are the epoch's metrics worth keeping with the checkpoint.
-	Metrics map[string]float64 `json:"metrics,omitempty" db:"metrics"`
-	// ValidSharpe is the validation Sharpe ratio of these weights; nil until
-	// a "valid" backtest of the epoch is recorded.
-	ValidSharpe *float64 `json:"valid_sharpe,omitempty" db:"valid_sharpe"`
-	// IsBest marks the run's unpruned checkpoint with the highest
-	// ValidSharpe (the earlier epoch on a tie). The store maintains it.
-	IsBest bool `json:"is_best" db:"is_best"`
-	// Pruned means the blob was deleted by retention.
-	Pruned    bool       `json:"pruned" db:"pruned"`
-	PrunedAt  *time.Time `json:"pruned_at,omitempty" db:"pruned_at"`
-	CreatedAt time.Time  `json:"created_at" db:"created_at"`
-}
+	"github.com/dqnflow/dqnflow/metadata"
+)
 
 const checkpointColumns = `id, run_id, epoch, uri, sha256, bytes, global_step, metrics,
 	valid_sharpe, is_best, pruned, pruned_at, created_at`
@@ -54,16 +32,16 @@ var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
 //     a resume): uri, sha256, bytes, step and metrics are replaced, the score
 //     becomes c.ValidSharpe (the old one rated other weights), and the best
 //     flag is recomputed.
-func (s *Store) RecordCheckpoint(ctx context.Context, c CheckpointRecord) (CheckpointRecord, error) {
+func (s *Store) RecordCheckpoint(ctx context.Context, c metadata.CheckpointRecord) (metadata.CheckpointRecord, error) {
 	c.SHA256 = strings.ToLower(c.SHA256)
 	if err := validCheckpoint(c); err != nil {
-		return CheckpointRecord{}, fmt.Errorf("record checkpoint %s epoch %d: %w", c.RunID, c.Epoch, err)
+		return metadata.CheckpointRecord{}, fmt.Errorf("record checkpoint %s epoch %d: %w", c.RunID, c.Epoch, err)
 	}
 	metrics, err := metricsJSON(c.Metrics)
 	if err != nil {
-		return CheckpointRecord{}, fmt.Errorf("record checkpoint %s epoch %d: %w", c.RunID, c.Epoch, err)
+		return metadata.CheckpointRecord{}, fmt.Errorf("record checkpoint %s epoch %d: %w", c.RunID, c.Epoch, err)
 	}
-	var out CheckpointRecord
+	var out metadata.CheckpointRecord
 	err = s.tx(ctx, func(tx pgx.Tx) error {
 		if err := lockRun(ctx, tx, c.RunID); err != nil {
 			return err
@@ -88,25 +66,25 @@ func (s *Store) RecordCheckpoint(ctx context.Context, c CheckpointRecord) (Check
 		}
 		rows, _ := tx.Query(ctx, `SELECT `+checkpointColumns+` FROM checkpoints WHERE id = $1`, id)
 		var err error
-		out, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[CheckpointRecord])
+		out, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[metadata.CheckpointRecord])
 		return err
 	})
 	if err != nil {
-		return CheckpointRecord{}, fmt.Errorf("record checkpoint %s epoch %d: %w", c.RunID, c.Epoch, classify(err))
+		return metadata.CheckpointRecord{}, fmt.Errorf("record checkpoint %s epoch %d: %w", c.RunID, c.Epoch, classify(err))
 	}
 	return out, nil
 }
 
-func validCheckpoint(c CheckpointRecord) error {
+func validCheckpoint(c metadata.CheckpointRecord) error {
 	switch {
 	case c.RunID == "":
-		return fmt.Errorf("%w: empty run id", ErrInvalid)
+		return fmt.Errorf("%w: empty run id", metadata.ErrInvalid)
 	case c.URI == "":
-		return fmt.Errorf("%w: empty uri", ErrInvalid)
+		return fmt.Errorf("%w: empty uri", metadata.ErrInvalid)
 	case !sha256Hex.MatchString(c.SHA256):
-		return fmt.Errorf("%w: sha256 %q is not 64 hex digits", ErrInvalid, c.SHA256)
+		return fmt.Errorf("%w: sha256 %q is not 64 hex digits", metadata.ErrInvalid, c.SHA256)
 	case c.Bytes < 0 || c.GlobalStep < 0:
-		return fmt.Errorf("%w: negative bytes or global_step", ErrInvalid)
+		return fmt.Errorf("%w: negative bytes or global_step", metadata.ErrInvalid)
 	}
 	return validEpoch(c.Epoch)
 }
@@ -141,9 +119,9 @@ func markBest(ctx context.Context, tx pgx.Tx, runID string) error {
 // ListCheckpoints returns every checkpoint of the run, pruned ones included,
 // by epoch. Like every List method it returns an empty, non-nil slice (JSON
 // []) for a run without rows, and an ErrNotFound error for a missing run.
-func (s *Store) ListCheckpoints(ctx context.Context, runID string) ([]CheckpointRecord, error) {
+func (s *Store) ListCheckpoints(ctx context.Context, runID string) ([]metadata.CheckpointRecord, error) {
 	rows, _ := s.pool.Query(ctx, `SELECT `+checkpointColumns+` FROM checkpoints WHERE run_id = $1 ORDER BY epoch`, runID)
-	cps, err := pgx.CollectRows(rows, pgx.RowToStructByName[CheckpointRecord])
+	cps, err := pgx.CollectRows(rows, pgx.RowToStructByName[metadata.CheckpointRecord])
 	if err == nil && len(cps) == 0 {
 		err = s.ensureRun(ctx, runID)
 	}
@@ -154,14 +132,14 @@ func (s *Store) ListCheckpoints(ctx context.Context, runID string) ([]Checkpoint
 }
 
 // GetCheckpoint returns the checkpoint of the run's epoch, pruned or not.
-func (s *Store) GetCheckpoint(ctx context.Context, runID string, epoch int) (CheckpointRecord, error) {
+func (s *Store) GetCheckpoint(ctx context.Context, runID string, epoch int) (metadata.CheckpointRecord, error) {
 	return s.oneCheckpoint(ctx, fmt.Sprintf("checkpoint of run %s epoch %d", runID, epoch),
 		`SELECT `+checkpointColumns+` FROM checkpoints WHERE run_id = $1 AND epoch = $2`, runID, epoch)
 }
 
 // LatestCheckpoint returns the run's unpruned checkpoint of the highest
 // epoch: the one a resume restores.
-func (s *Store) LatestCheckpoint(ctx context.Context, runID string) (CheckpointRecord, error) {
+func (s *Store) LatestCheckpoint(ctx context.Context, runID string) (metadata.CheckpointRecord, error) {
 	return s.oneCheckpoint(ctx, "latest checkpoint of run "+runID, `
 		SELECT `+checkpointColumns+` FROM checkpoints
 		WHERE run_id = $1 AND NOT pruned ORDER BY epoch DESC LIMIT 1`, runID)
@@ -170,19 +148,19 @@ func (s *Store) LatestCheckpoint(ctx context.Context, runID string) (CheckpointR
 // BestCheckpoint returns the run's checkpoint marked best: the unpruned one
 // with the highest validation Sharpe. A run whose checkpoints have no
 // validation score yet has none (ErrNotFound).
-func (s *Store) BestCheckpoint(ctx context.Context, runID string) (CheckpointRecord, error) {
+func (s *Store) BestCheckpoint(ctx context.Context, runID string) (metadata.CheckpointRecord, error) {
 	return s.oneCheckpoint(ctx, "best checkpoint of run "+runID,
 		`SELECT `+checkpointColumns+` FROM checkpoints WHERE run_id = $1 AND is_best`, runID)
 }
 
-func (s *Store) oneCheckpoint(ctx context.Context, what, query string, args ...any) (CheckpointRecord, error) {
+func (s *Store) oneCheckpoint(ctx context.Context, what, query string, args ...any) (metadata.CheckpointRecord, error) {
 	rows, _ := s.pool.Query(ctx, query, args...)
-	c, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[CheckpointRecord])
+	c, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[metadata.CheckpointRecord])
 	if errors.Is(err, pgx.ErrNoRows) {
-		return CheckpointRecord{}, fmt.Errorf("%s: %w", what, ErrNotFound)
+		return metadata.CheckpointRecord{}, fmt.Errorf("%s: %w", what, metadata.ErrNotFound)
 	}
 	if err != nil {
-		return CheckpointRecord{}, fmt.Errorf("%s: %w", what, classify(err))
+		return metadata.CheckpointRecord{}, fmt.Errorf("%s: %w", what, classify(err))
 	}
 	return c, nil
 }
@@ -200,10 +178,10 @@ func (s *Store) oneCheckpoint(ctx context.Context, what, query string, args ...a
 // repeating the whole sequence is safe. Call it after the validation score of
 // the newest checkpoint is recorded, or that checkpoint can only be kept as
 // one of the last.
-func (s *Store) Retention(ctx context.Context, runID string, keepLast, keepBest int) ([]CheckpointRecord, error) {
+func (s *Store) Retention(ctx context.Context, runID string, keepLast, keepBest int) ([]metadata.CheckpointRecord, error) {
 	if keepLast < 1 || keepBest < 0 {
 		return nil, fmt.Errorf("retention of run %s: %w: keep_last %d must be >= 1 and keep_best %d >= 0",
-			runID, ErrInvalid, keepLast, keepBest)
+			runID, metadata.ErrInvalid, keepLast, keepBest)
 	}
 	rows, _ := s.pool.Query(ctx, `
 		WITH live AS (
@@ -216,7 +194,7 @@ func (s *Store) Retention(ctx context.Context, runID string, keepLast, keepBest 
 		SELECT `+checkpointColumns+` FROM checkpoints
 		WHERE id IN (SELECT id FROM live WHERE recent_rank > $2 AND (score_rank IS NULL OR score_rank > $3))
 		ORDER BY epoch`, runID, keepLast, keepBest)
-	cps, err := pgx.CollectRows(rows, pgx.RowToStructByName[CheckpointRecord])
+	cps, err := pgx.CollectRows(rows, pgx.RowToStructByName[metadata.CheckpointRecord])
 	if err == nil && len(cps) == 0 {
 		err = s.ensureRun(ctx, runID)
 	}
@@ -252,7 +230,7 @@ func (s *Store) MarkPruned(ctx context.Context, ids []int64) error {
 			return err
 		}
 		if len(missing) > 0 {
-			return fmt.Errorf("checkpoints %v: %w", missing, ErrNotFound)
+			return fmt.Errorf("checkpoints %v: %w", missing, metadata.ErrNotFound)
 		}
 		if _, err := tx.Exec(ctx, `
 			UPDATE checkpoints SET pruned = true, pruned_at = now(), is_best = false

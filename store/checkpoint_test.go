@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+
+	"github.com/dqnflow/dqnflow/metadata"
 )
 
 func sha(s string) string {
@@ -15,14 +17,14 @@ func sha(s string) string {
 	return hex.EncodeToString(h[:])
 }
 
-func checkpointAt(runID string, epoch int, content string) CheckpointRecord {
-	return CheckpointRecord{
+func checkpointAt(runID string, epoch int, content string) metadata.CheckpointRecord {
+	return metadata.CheckpointRecord{
 		RunID: runID, Epoch: epoch, URI: fmt.Sprintf("file:///ck/%s/%04d.safetensors", runID, epoch),
 		SHA256: sha(content), Bytes: int64(len(content)), GlobalStep: int64(300 * epoch),
 	}
 }
 
-func record(t *testing.T, s Metadata, c CheckpointRecord) CheckpointRecord {
+func record(t *testing.T, s Metadata, c metadata.CheckpointRecord) metadata.CheckpointRecord {
 	t.Helper()
 	out, err := s.RecordCheckpoint(context.Background(), c)
 	if err != nil {
@@ -31,7 +33,7 @@ func record(t *testing.T, s Metadata, c CheckpointRecord) CheckpointRecord {
 	return out
 }
 
-func epochsOf(cps []CheckpointRecord) []int {
+func epochsOf(cps []metadata.CheckpointRecord) []int {
 	var out []int
 	for _, c := range cps {
 		out = append(out, c.Epoch)
@@ -39,7 +41,7 @@ func epochsOf(cps []CheckpointRecord) []int {
 	return out
 }
 
-func idsOf(cps []CheckpointRecord) []int64 {
+func idsOf(cps []metadata.CheckpointRecord) []int64 {
 	var out []int64
 	for _, c := range cps {
 		out = append(out, c.ID)
@@ -51,7 +53,7 @@ func testRecordCheckpointRetry(t *testing.T, newStore func(*testing.T) Metadata)
 	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t)
-	newRun(t, s, NewRun{RunID: "r"})
+	newRun(t, s, metadata.NewRun{RunID: "r"})
 
 	c := checkpointAt("r", 1, "weights v1")
 	c.ValidSharpe = ptr(0.7)
@@ -86,18 +88,18 @@ func testRecordCheckpointRetry(t *testing.T, newStore func(*testing.T) Metadata)
 	bad := checkpointAt("r", 3, "x")
 	bad.SHA256 = "xyz"
 	_, err := s.RecordCheckpoint(ctx, bad)
-	wantErrIs(t, err, ErrInvalid)
+	wantErrIs(t, err, metadata.ErrInvalid)
 	_, err = s.RecordCheckpoint(ctx, checkpointAt("missing", 1, "x"))
-	wantErrIs(t, err, ErrNotFound)
+	wantErrIs(t, err, metadata.ErrNotFound)
 }
 
 func testLatestCheckpointSkipsPruned(t *testing.T, newStore func(*testing.T) Metadata) {
 	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t)
-	newRun(t, s, NewRun{RunID: "r"})
+	newRun(t, s, metadata.NewRun{RunID: "r"})
 	_, err := s.LatestCheckpoint(ctx, "r")
-	wantErrIs(t, err, ErrNotFound)
+	wantErrIs(t, err, metadata.ErrNotFound)
 
 	record(t, s, checkpointAt("r", 1, "a"))
 	record(t, s, checkpointAt("r", 2, "b"))
@@ -124,7 +126,7 @@ func testLatestCheckpointSkipsPruned(t *testing.T, newStore func(*testing.T) Met
 		t.Fatalf("GetCheckpoint(r, 2) = %+v, %v", got, err)
 	}
 	_, err = s.GetCheckpoint(ctx, "r", 9)
-	wantErrIs(t, err, ErrNotFound)
+	wantErrIs(t, err, metadata.ErrNotFound)
 }
 
 // TestRetentionKeepsLastAndBest checks a hand-worked case: epochs 1..8 with
@@ -135,7 +137,7 @@ func testRetentionKeepsLastAndBest(t *testing.T, newStore func(*testing.T) Metad
 	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t)
-	newRun(t, s, NewRun{RunID: "r"})
+	newRun(t, s, metadata.NewRun{RunID: "r"})
 	scores := []*float64{ptr(0.5), ptr(1.2), nil, ptr(0.9), ptr(1.2), ptr(-0.3), ptr(0.1), nil}
 	for i, sc := range scores {
 		c := checkpointAt("r", i+1, fmt.Sprint("weights ", i+1))
@@ -205,10 +207,10 @@ func testRetentionKeepsLastAndBest(t *testing.T, newStore func(*testing.T) Metad
 	}
 
 	_, err = s.Retention(ctx, "r", 0, 1)
-	wantErrIs(t, err, ErrInvalid)
+	wantErrIs(t, err, metadata.ErrInvalid)
 	_, err = s.Retention(ctx, "missing", 1, 1)
-	wantErrIs(t, err, ErrNotFound)
-	wantErrIs(t, s.MarkPruned(ctx, []int64{best.ID, 999999}), ErrNotFound)
+	wantErrIs(t, err, metadata.ErrNotFound)
+	wantErrIs(t, s.MarkPruned(ctx, []int64{best.ID, 999999}), metadata.ErrNotFound)
 	if b, _ := s.BestCheckpoint(ctx, "r"); b.Pruned {
 		t.Fatal("a MarkPruned call with an unknown id pruned the others")
 	}
@@ -218,7 +220,7 @@ func testMarkPrunedKeepsFirstPrunedAt(t *testing.T, newStore func(*testing.T) Me
 	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t)
-	newRun(t, s, NewRun{RunID: "r"})
+	newRun(t, s, metadata.NewRun{RunID: "r"})
 	c := record(t, s, checkpointAt("r", 1, "a"))
 	if err := s.MarkPruned(ctx, []int64{c.ID}); err != nil {
 		t.Fatal(err)
@@ -236,7 +238,7 @@ func testMarkPrunedKeepsFirstPrunedAt(t *testing.T, newStore func(*testing.T) Me
 func testCheckpointJSONNamesEpochURIAndSHA256(t *testing.T, newStore func(*testing.T) Metadata) {
 	t.Parallel()
 	s := newStore(t)
-	newRun(t, s, NewRun{RunID: "r"})
+	newRun(t, s, metadata.NewRun{RunID: "r"})
 	record(t, s, checkpointAt("r", 1, "a"))
 	cps, err := s.ListCheckpoints(context.Background(), "r")
 	if err != nil {
@@ -254,7 +256,7 @@ func testCheckpointJSONNamesEpochURIAndSHA256(t *testing.T, newStore func(*testi
 		t.Fatalf("checkpoint JSON = %s, want epoch, uri and sha256", raw)
 	}
 	// No checkpoints yet is an empty array, not null.
-	newRun(t, s, NewRun{RunID: "empty"})
+	newRun(t, s, metadata.NewRun{RunID: "empty"})
 	none, err := s.ListCheckpoints(context.Background(), "empty")
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/dqnflow/dqnflow/metadata"
 )
 
 // TestClassifySortsServerErrorsBySQLSTATEClass makes the real server raise
@@ -32,28 +34,28 @@ func TestClassifySortsServerErrorsBySQLSTATEClass(t *testing.T) {
 		{"NUL in text", "22021", func(tx pgx.Tx) error {
 			_, err := tx.Exec(ctx, `SELECT $1::text`, "a\x00b")
 			return err
-		}, ErrInvalid},
+		}, metadata.ErrInvalid},
 		{"integer out of range", "22003", func(tx pgx.Tx) error {
 			_, err := tx.Exec(ctx, `SELECT 2147483647::int + 1`)
 			return err
-		}, ErrInvalid},
+		}, metadata.ErrInvalid},
 		{"unique violation", "23505", func(tx pgx.Tx) error {
 			_, err := tx.Exec(ctx, `INSERT INTO uniq VALUES (1), (1)`)
 			return err
-		}, ErrInvalid},
+		}, metadata.ErrInvalid},
 		{"undefined table", "42P01", func(tx pgx.Tx) error {
 			_, err := tx.Exec(ctx, `SELECT * FROM no_such_table`)
 			return err
-		}, ErrInvalid},
+		}, metadata.ErrInvalid},
 		{"syntax error", "42601", func(tx pgx.Tx) error {
 			_, err := tx.Exec(ctx, `SELEC 1`)
 			return err
-		}, ErrInvalid},
+		}, metadata.ErrInvalid},
 		{"missing referenced run", "23503", func(tx pgx.Tx) error {
 			_, err := tx.Exec(ctx, `INSERT INTO epochs (run_id, epoch, loss, grad_norm, env_steps, global_step, duration_ms)
 				VALUES ('no-such-run', 1, 0, 0, 0, 0, 0)`)
 			return err
-		}, ErrNotFound},
+		}, metadata.ErrNotFound},
 		{"query canceled by statement_timeout", "57014", func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, `SET LOCAL statement_timeout = 20`); err != nil {
 				return err
@@ -69,7 +71,7 @@ func TestClassifySortsServerErrorsBySQLSTATEClass(t *testing.T) {
 				t.Fatalf("the server answered %v; want SQLSTATE %s", err, c.code)
 			}
 			got := classify(err)
-			for _, sentinel := range []error{ErrInvalid, ErrNotFound} {
+			for _, sentinel := range []error{metadata.ErrInvalid, metadata.ErrNotFound} {
 				if errors.Is(got, sentinel) != (sentinel == c.want) {
 					t.Errorf("classify(%s) = %v; errors.Is %v is %v, want %v", c.code, got, sentinel, errors.Is(got, sentinel), sentinel == c.want)
 				}
@@ -93,13 +95,13 @@ func TestSQLiteClassifySortsErrors(t *testing.T) {
 		name, query string
 		want        error
 	}{
-		{"unique violation", `INSERT INTO uniq VALUES (1, 'a'), (1, 'b')`, ErrInvalid},
-		{"not null violation", `INSERT INTO uniq VALUES (2, NULL)`, ErrInvalid},
-		{"no such table", `SELECT * FROM no_such_table`, ErrInvalid},
-		{"datatype mismatch", `INSERT INTO uniq VALUES ('x', 'a')`, ErrInvalid},
-		{"blob too big", `SELECT zeroblob(2000000000)`, ErrInvalid},
+		{"unique violation", `INSERT INTO uniq VALUES (1, 'a'), (1, 'b')`, metadata.ErrInvalid},
+		{"not null violation", `INSERT INTO uniq VALUES (2, NULL)`, metadata.ErrInvalid},
+		{"no such table", `SELECT * FROM no_such_table`, metadata.ErrInvalid},
+		{"datatype mismatch", `INSERT INTO uniq VALUES ('x', 'a')`, metadata.ErrInvalid},
+		{"blob too big", `SELECT zeroblob(2000000000)`, metadata.ErrInvalid},
 		{"missing referenced run", `INSERT INTO epochs (run_id, epoch, loss, grad_norm, env_steps, global_step, duration_ms, recorded_at)
-			VALUES ('no-such-run', 1, 0, 0, 0, 0, 0, 0)`, ErrNotFound},
+			VALUES ('no-such-run', 1, 0, 0, 0, 0, 0, 0)`, metadata.ErrNotFound},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := s.db.ExecContext(ctx, c.query)
@@ -112,7 +114,7 @@ func TestSQLiteClassifySortsErrors(t *testing.T) {
 			}
 		})
 	}
-	if err := sqliteClassify(context.DeadlineExceeded); errors.Is(err, ErrInvalid) || errors.Is(err, ErrNotFound) {
+	if err := sqliteClassify(context.DeadlineExceeded); errors.Is(err, metadata.ErrInvalid) || errors.Is(err, metadata.ErrNotFound) {
 		t.Errorf("a deadline was classified as permanent: %v", err)
 	}
 
@@ -133,7 +135,7 @@ func TestSQLiteClassifySortsErrors(t *testing.T) {
 	if !errors.As(err, &e) || e.Code()&0xff != sqlite3.SQLITE_BUSY {
 		t.Fatalf("a write beside a held write lock: %v; want SQLITE_BUSY", err)
 	}
-	if got := sqliteClassify(err); errors.Is(got, ErrInvalid) || errors.Is(got, ErrNotFound) {
+	if got := sqliteClassify(err); errors.Is(got, metadata.ErrInvalid) || errors.Is(got, metadata.ErrNotFound) {
 		t.Errorf("SQLITE_BUSY was classified as permanent: %v", got)
 	}
 }

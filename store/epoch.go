@@ -3,33 +3,11 @@ package store
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/dqnflow/dqnflow/metadata"
 )
-
-// EpochMetrics are one epoch's results.
-type EpochMetrics struct {
-	Loss       float64 `json:"loss" db:"loss"`           // mean training loss of the epoch
-	GradNorm   float64 `json:"grad_norm" db:"grad_norm"` // mean global gradient norm, before clipping
-	EnvSteps   int64   `json:"env_steps" db:"env_steps"` // environment steps since the run began
-	GlobalStep int64   `json:"global_step" db:"global_step"`
-	// ValidSharpe is the validation Sharpe ratio when a validation backtest
-	// ran this epoch; nil otherwise. RecordBacktest fills it in later.
-	ValidSharpe *float64 `json:"valid_sharpe,omitempty" db:"valid_sharpe"`
-	DurationMS  int64    `json:"duration_ms" db:"duration_ms"`
-	// Metrics holds every other number worth keeping (epsilon, mean reward,
-	// buffer size, steps per second...).
-	Metrics map[string]float64 `json:"metrics,omitempty" db:"metrics"`
-}
-
-// Epoch is a recorded epoch.
-type Epoch struct {
-	RunID string `json:"run_id" db:"run_id"`
-	Epoch int    `json:"epoch" db:"epoch"`
-	EpochMetrics
-	RecordedAt time.Time `json:"recorded_at" db:"recorded_at"`
-}
 
 // RecordEpoch records the metrics of epoch (from 1) of a run and raises the
 // run's epochs_done to epoch if it is lower.
@@ -38,7 +16,7 @@ type Epoch struct {
 // training that continues (a resumed run that trains an epoch again
 // overwrites it); a nil ValidSharpe keeps the recorded one. epochs_done
 // never goes down.
-func (s *Store) RecordEpoch(ctx context.Context, runID string, epoch int, m EpochMetrics) error {
+func (s *Store) RecordEpoch(ctx context.Context, runID string, epoch int, m metadata.EpochMetrics) error {
 	if err := validEpoch(epoch); err != nil {
 		return fmt.Errorf("record epoch %d of run %s: %w", epoch, runID, err)
 	}
@@ -50,7 +28,7 @@ func (s *Store) RecordEpoch(ctx context.Context, runID string, epoch int, m Epoc
 		err = checkFinite("grad_norm", m.GradNorm)
 	}
 	if err == nil && (m.EnvSteps < 0 || m.GlobalStep < 0 || m.DurationMS < 0) {
-		err = fmt.Errorf("%w: negative env_steps, global_step or duration_ms", ErrInvalid)
+		err = fmt.Errorf("%w: negative env_steps, global_step or duration_ms", metadata.ErrInvalid)
 	}
 	if err != nil {
 		return fmt.Errorf("record epoch %d of run %s: %w", epoch, runID, err)
@@ -87,11 +65,11 @@ func (s *Store) RecordEpoch(ctx context.Context, runID string, epoch int, m Epoc
 }
 
 // ListEpochs returns the run's recorded epochs in order.
-func (s *Store) ListEpochs(ctx context.Context, runID string) ([]Epoch, error) {
+func (s *Store) ListEpochs(ctx context.Context, runID string) ([]metadata.Epoch, error) {
 	rows, _ := s.pool.Query(ctx, `
 		SELECT run_id, epoch, loss, grad_norm, env_steps, global_step, valid_sharpe, duration_ms, metrics, recorded_at
 		FROM epochs WHERE run_id = $1 ORDER BY epoch`, runID)
-	epochs, err := pgx.CollectRows(rows, pgx.RowToStructByName[Epoch])
+	epochs, err := pgx.CollectRows(rows, pgx.RowToStructByName[metadata.Epoch])
 	if err == nil && len(epochs) == 0 {
 		err = s.ensureRun(ctx, runID)
 	}
@@ -103,7 +81,7 @@ func (s *Store) ListEpochs(ctx context.Context, runID string) ([]Epoch, error) {
 
 func validEpoch(epoch int) error {
 	if epoch < 1 {
-		return fmt.Errorf("%w: epoch %d, epochs are numbered from 1", ErrInvalid, epoch)
+		return fmt.Errorf("%w: epoch %d, epochs are numbered from 1", metadata.ErrInvalid, epoch)
 	}
 	return nil
 }

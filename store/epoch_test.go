@@ -4,15 +4,17 @@ import (
 	"context"
 	"math"
 	"testing"
+
+	"github.com/dqnflow/dqnflow/metadata"
 )
 
 func testRecordEpochIsIdempotent(t *testing.T, newStore func(*testing.T) Metadata) {
 	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t)
-	newRun(t, s, NewRun{RunID: "r"})
+	newRun(t, s, metadata.NewRun{RunID: "r"})
 
-	m := EpochMetrics{Loss: 1.5, GradNorm: 3, EnvSteps: 2048, GlobalStep: 300, DurationMS: 1200,
+	m := metadata.EpochMetrics{Loss: 1.5, GradNorm: 3, EnvSteps: 2048, GlobalStep: 300, DurationMS: 1200,
 		ValidSharpe: ptr(0.4), Metrics: map[string]float64{"epsilon": 0.9}}
 	for range 3 { // a retried activity
 		if err := s.RecordEpoch(ctx, "r", 1, m); err != nil {
@@ -24,7 +26,7 @@ func testRecordEpochIsIdempotent(t *testing.T, newStore func(*testing.T) Metadat
 	}
 	// A resumed run trains epoch 1 again: the latest values win, a missing
 	// validation score keeps the recorded one.
-	m2 := EpochMetrics{Loss: 1.25, GradNorm: 2, EnvSteps: 2048, GlobalStep: 300, DurationMS: 900}
+	m2 := metadata.EpochMetrics{Loss: 1.25, GradNorm: 2, EnvSteps: 2048, GlobalStep: 300, DurationMS: 900}
 	if err := s.RecordEpoch(ctx, "r", 1, m2); err != nil {
 		t.Fatal(err)
 	}
@@ -50,9 +52,9 @@ func testEpochsDoneNeverGoesDown(t *testing.T, newStore func(*testing.T) Metadat
 	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t)
-	newRun(t, s, NewRun{RunID: "r"})
+	newRun(t, s, metadata.NewRun{RunID: "r"})
 	for _, e := range []int{1, 3, 2} {
-		if err := s.RecordEpoch(ctx, "r", e, EpochMetrics{Loss: 1}); err != nil {
+		if err := s.RecordEpoch(ctx, "r", e, metadata.EpochMetrics{Loss: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -66,28 +68,28 @@ func testRecordEpochRejectsBadInput(t *testing.T, newStore func(*testing.T) Meta
 	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t)
-	newRun(t, s, NewRun{RunID: "r"})
+	newRun(t, s, metadata.NewRun{RunID: "r"})
 	for name, tc := range map[string]struct {
 		epoch int
-		m     EpochMetrics
+		m     metadata.EpochMetrics
 	}{
-		"epoch 0":        {0, EpochMetrics{}},
-		"NaN loss":       {1, EpochMetrics{Loss: math.NaN()}},
-		"Inf grad norm":  {1, EpochMetrics{GradNorm: math.Inf(1)}},
-		"NaN metric":     {1, EpochMetrics{Metrics: map[string]float64{"x": math.NaN()}}},
-		"negative steps": {1, EpochMetrics{EnvSteps: -1}},
+		"epoch 0":        {0, metadata.EpochMetrics{}},
+		"NaN loss":       {1, metadata.EpochMetrics{Loss: math.NaN()}},
+		"Inf grad norm":  {1, metadata.EpochMetrics{GradNorm: math.Inf(1)}},
+		"NaN metric":     {1, metadata.EpochMetrics{Metrics: map[string]float64{"x": math.NaN()}}},
+		"negative steps": {1, metadata.EpochMetrics{EnvSteps: -1}},
 	} {
 		err := s.RecordEpoch(ctx, "r", tc.epoch, tc.m)
 		if err == nil {
 			t.Errorf("%s: recorded", name)
 			continue
 		}
-		wantErrIs(t, err, ErrInvalid)
+		wantErrIs(t, err, metadata.ErrInvalid)
 	}
 	if n := count(t, s, "epochs", "true"); n != 0 {
 		t.Fatalf("%d rows written by rejected calls", n)
 	}
-	wantErrIs(t, s.RecordEpoch(ctx, "missing", 1, EpochMetrics{}), ErrNotFound)
+	wantErrIs(t, s.RecordEpoch(ctx, "missing", 1, metadata.EpochMetrics{}), metadata.ErrNotFound)
 	_, err := s.ListEpochs(ctx, "missing")
-	wantErrIs(t, err, ErrNotFound)
+	wantErrIs(t, err, metadata.ErrNotFound)
 }

@@ -10,16 +10,18 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/dqnflow/dqnflow/metadata"
 )
 
 // Reader is the read side of a metadata store: what "run show", "run
 // compare" and "report" need.
 type Reader interface {
-	GetRun(ctx context.Context, runID string) (Run, error)
-	ListRuns(ctx context.Context, f RunFilter) ([]Run, error)
-	ListEpochs(ctx context.Context, runID string) ([]Epoch, error)
-	ListCheckpoints(ctx context.Context, runID string) ([]CheckpointRecord, error)
-	ListBacktests(ctx context.Context, runID string) ([]BacktestRecord, error)
+	GetRun(ctx context.Context, runID string) (metadata.Run, error)
+	ListRuns(ctx context.Context, f RunFilter) ([]metadata.Run, error)
+	ListEpochs(ctx context.Context, runID string) ([]metadata.Epoch, error)
+	ListCheckpoints(ctx context.Context, runID string) ([]metadata.CheckpointRecord, error)
+	ListBacktests(ctx context.Context, runID string) ([]metadata.BacktestRecord, error)
 	Close()
 }
 
@@ -28,19 +30,19 @@ type Reader interface {
 // both pass the one suite in storetest.
 type Metadata interface {
 	Reader
-	CreateRun(ctx context.Context, r NewRun) (Run, error)
-	SetRunStatus(ctx context.Context, runID string, status Status, errText string) error
+	CreateRun(ctx context.Context, r metadata.NewRun) (metadata.Run, error)
+	SetRunStatus(ctx context.Context, runID string, status metadata.Status, errText string) error
 	SetRunDevice(ctx context.Context, runID, backend, device, precision string) error
-	RecordEpoch(ctx context.Context, runID string, epoch int, m EpochMetrics) error
-	RecordCheckpoint(ctx context.Context, c CheckpointRecord) (CheckpointRecord, error)
-	GetCheckpoint(ctx context.Context, runID string, epoch int) (CheckpointRecord, error)
-	LatestCheckpoint(ctx context.Context, runID string) (CheckpointRecord, error)
-	BestCheckpoint(ctx context.Context, runID string) (CheckpointRecord, error)
-	Retention(ctx context.Context, runID string, keepLast, keepBest int) ([]CheckpointRecord, error)
+	RecordEpoch(ctx context.Context, runID string, epoch int, m metadata.EpochMetrics) error
+	RecordCheckpoint(ctx context.Context, c metadata.CheckpointRecord) (metadata.CheckpointRecord, error)
+	GetCheckpoint(ctx context.Context, runID string, epoch int) (metadata.CheckpointRecord, error)
+	LatestCheckpoint(ctx context.Context, runID string) (metadata.CheckpointRecord, error)
+	BestCheckpoint(ctx context.Context, runID string) (metadata.CheckpointRecord, error)
+	Retention(ctx context.Context, runID string, keepLast, keepBest int) ([]metadata.CheckpointRecord, error)
 	MarkPruned(ctx context.Context, ids []int64) error
-	RecordBacktest(ctx context.Context, b BacktestRecord) (BacktestRecord, error)
-	RecordPromotion(ctx context.Context, p Promotion) (Promotion, error)
-	Champion(ctx context.Context, lineage string) (Champion, error)
+	RecordBacktest(ctx context.Context, b metadata.BacktestRecord) (metadata.BacktestRecord, error)
+	RecordPromotion(ctx context.Context, p metadata.Promotion) (metadata.Promotion, error)
+	Champion(ctx context.Context, lineage string) (metadata.Champion, error)
 }
 
 var (

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dqnflow/dqnflow/metadata"
 )
 
 // TestLocateFallsBackToSQLiteWithoutPostgreSQL: DATABASE_URL wins; without
@@ -64,46 +66,6 @@ func TestSQLiteRefusesANewerSchema(t *testing.T) {
 	}
 }
 
-// TestSQLiteSchemaHasThePostgresColumns: the SQLite schema follows the
-// migrations table for table and column for column, so a migration that
-// adds a column fails here until the SQLite schema has it too.
-func TestSQLiteSchemaHasThePostgresColumns(t *testing.T) {
-	ctx := context.Background()
-	pg, lite := newPostgres(t), newSQLite(t)
-	for _, table := range []string{"runs", "epochs", "checkpoints", "backtests", "promotions"} {
-		rows, err := pg.pool.Query(ctx, `SELECT column_name FROM information_schema.columns
-			WHERE table_schema = current_schema() AND table_name = $1 ORDER BY column_name`, table)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var want []string
-		for rows.Next() {
-			var c string
-			if err := rows.Scan(&c); err != nil {
-				t.Fatal(err)
-			}
-			want = append(want, c)
-		}
-		rows.Close()
-		lrows, err := lite.db.QueryContext(ctx, `SELECT name FROM pragma_table_info(?) ORDER BY name`, table)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got []string
-		for lrows.Next() {
-			var c string
-			if err := lrows.Scan(&c); err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, c)
-		}
-		lrows.Close()
-		if strings.Join(got, ",") != strings.Join(want, ",") || len(want) == 0 {
-			t.Errorf("table %s: SQLite columns %v, PostgreSQL %v", table, got, want)
-		}
-	}
-}
-
 // TestSQLiteFileSharedByTwoProcessesTakesEveryWrite: two stores on one
 // file (dev's worker and a CLI command, say) write at the same time; each
 // write waits for the other's lock instead of failing with "database is
@@ -125,12 +87,12 @@ func TestSQLiteFileSharedByTwoProcessesTakesEveryWrite(t *testing.T) {
 	for i, s := range stores {
 		go func() {
 			run := fmt.Sprintf("run-%d", i)
-			if _, err := s.CreateRun(ctx, NewRun{RunID: run, Config: json.RawMessage(`{}`)}); err != nil {
+			if _, err := s.CreateRun(ctx, metadata.NewRun{RunID: run, Config: json.RawMessage(`{}`)}); err != nil {
 				errs <- err
 				return
 			}
 			for e := 1; e <= epochs; e++ {
-				if err := s.RecordEpoch(ctx, run, e, EpochMetrics{Loss: float64(e)}); err != nil {
+				if err := s.RecordEpoch(ctx, run, e, metadata.EpochMetrics{Loss: float64(e)}); err != nil {
 					errs <- err
 					return
 				}

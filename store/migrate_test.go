@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/migrations"
 	"github.com/dqnflow/dqnflow/store/storetest"
 )
@@ -96,7 +97,7 @@ func TestMigrationsApplyFromEmptyDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	newRun(t, s, NewRun{RunID: "after-redo"})
+	newRun(t, s, metadata.NewRun{RunID: "after-redo"})
 	if _, err := s.GetRun(ctx, "after-redo"); err != nil {
 		t.Fatal(err)
 	}

@@ -5,30 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"time"
 
 	"github.com/jackc/pgx/v5"
-)
 
-// Promotion is the decision of one Retrain: whether its challenger run
-// replaces the lineage's incumbent champion. Both are scored on the same
-// validation window.
-type Promotion struct {
-	ID      int64  `json:"id" db:"id"`
-	Lineage string `json:"lineage" db:"lineage"`
-	// RetrainRunID is the Retrain workflow id: one decision per retrain.
-	RetrainRunID            string   `json:"retrain_run_id" db:"retrain_run_id"`
-	ChallengerRunID         string   `json:"challenger_run_id" db:"challenger_run_id"`
-	ChallengerCheckpointURI string   `json:"challenger_checkpoint_uri" db:"challenger_checkpoint_uri"`
-	ChallengerScore         *float64 `json:"challenger_score,omitempty" db:"challenger_score"`
-	// The incumbent fields are empty when the lineage had no champion.
-	IncumbentRunID         string    `json:"incumbent_run_id,omitempty" db:"incumbent_run_id"`
-	IncumbentCheckpointURI string    `json:"incumbent_checkpoint_uri,omitempty" db:"incumbent_checkpoint_uri"`
-	IncumbentScore         *float64  `json:"incumbent_score,omitempty" db:"incumbent_score"`
-	Promoted               bool      `json:"promoted" db:"promoted"`
-	Reason                 string    `json:"reason,omitempty" db:"reason"`
-	DecidedAt              time.Time `json:"decided_at" db:"decided_at"`
-}
+	"github.com/dqnflow/dqnflow/metadata"
+)
 
 const promotionColumns = `id, lineage, retrain_run_id, challenger_run_id, challenger_checkpoint_uri,
 	challenger_score, COALESCE(incumbent_run_id, '') AS incumbent_run_id,
@@ -52,12 +33,12 @@ const promotionColumns = `id, lineage, retrain_run_id, challenger_run_id, challe
 // Retry: the first decision recorded for p.RetrainRunID stands; a later call
 // changes nothing and returns it, so the caller must act on the returned
 // Promoted, not on its own.
-func (s *Store) RecordPromotion(ctx context.Context, p Promotion) (Promotion, error) {
+func (s *Store) RecordPromotion(ctx context.Context, p metadata.Promotion) (metadata.Promotion, error) {
 	if p.Lineage == "" || p.RetrainRunID == "" || p.ChallengerRunID == "" || p.ChallengerCheckpointURI == "" {
-		return Promotion{}, fmt.Errorf("record promotion of retrain %s: %w: lineage, retrain run id, challenger run id and checkpoint uri are required",
-			p.RetrainRunID, ErrInvalid)
+		return metadata.Promotion{}, fmt.Errorf("record promotion of retrain %s: %w: lineage, retrain run id, challenger run id and checkpoint uri are required",
+			p.RetrainRunID, metadata.ErrInvalid)
 	}
-	var out Promotion
+	var out metadata.Promotion
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lineageLockID(p.Lineage)); err != nil {
 			return err
@@ -73,13 +54,13 @@ func (s *Store) RecordPromotion(ctx context.Context, p Promotion) (Promotion, er
 		var lineage string
 		err = tx.QueryRow(ctx, `SELECT lineage FROM runs WHERE run_id = $1`, p.ChallengerRunID).Scan(&lineage)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("challenger run %s: %w", p.ChallengerRunID, ErrNotFound)
+			return fmt.Errorf("challenger run %s: %w", p.ChallengerRunID, metadata.ErrNotFound)
 		}
 		if err != nil {
 			return err
 		}
 		if lineage != p.Lineage {
-			return fmt.Errorf("%w: challenger run %s belongs to lineage %q, not %q", ErrInvalid, p.ChallengerRunID, lineage, p.Lineage)
+			return fmt.Errorf("%w: challenger run %s belongs to lineage %q, not %q", metadata.ErrInvalid, p.ChallengerRunID, lineage, p.Lineage)
 		}
 		if p.Promoted {
 			champ, err := champion(ctx, tx, p.Lineage)
@@ -100,15 +81,15 @@ func (s *Store) RecordPromotion(ctx context.Context, p Promotion) (Promotion, er
 		return err
 	})
 	if err != nil {
-		return Promotion{}, fmt.Errorf("record promotion of retrain %s: %w", p.RetrainRunID, classify(err))
+		return metadata.Promotion{}, fmt.Errorf("record promotion of retrain %s: %w", p.RetrainRunID, classify(err))
 	}
 	return out, nil
 }
 
 // promotionOf returns the decision recorded for a retrain, or pgx.ErrNoRows.
-func promotionOf(ctx context.Context, q pgx.Tx, retrainRunID string) (Promotion, error) {
+func promotionOf(ctx context.Context, q pgx.Tx, retrainRunID string) (metadata.Promotion, error) {
 	rows, _ := q.Query(ctx, `SELECT `+promotionColumns+` FROM promotions WHERE retrain_run_id = $1`, retrainRunID)
-	return pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Promotion])
+	return pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[metadata.Promotion])
 }
 
 // lineageLockID is the advisory lock key that serialises the promotions of
@@ -119,36 +100,17 @@ func lineageLockID(lineage string) int64 {
 	return int64(h.Sum64())
 }
 
-// Champion is the run whose weights a lineage currently serves and warm-
-// starts its retrains from.
-type Champion struct {
-	Lineage       string `json:"lineage" db:"lineage"`
-	RunID         string `json:"run_id" db:"run_id"`
-	CheckpointURI string `json:"checkpoint_uri" db:"checkpoint_uri"`
-	// CheckpointSHA256, CheckpointEpoch and CheckpointStep describe the
-	// checkpoint row at CheckpointURI; the hash is empty when that row is
-	// gone, and a reader then relies on the file's own integrity hashes.
-	CheckpointSHA256 string   `json:"checkpoint_sha256,omitempty" db:"checkpoint_sha256"`
-	CheckpointEpoch  int      `json:"checkpoint_epoch,omitempty" db:"checkpoint_epoch"`
-	CheckpointStep   int64    `json:"checkpoint_step,omitempty" db:"checkpoint_step"`
-	Score            *float64 `json:"score,omitempty" db:"score"`
-	// PromotionID is the promotion that crowned it; 0 for the lineage's first
-	// run, champion until a challenger is promoted.
-	PromotionID int64     `json:"promotion_id,omitempty" db:"promotion_id"`
-	Since       time.Time `json:"since" db:"since"`
-}
-
 // Champion returns the lineage's champion: the challenger of its latest
 // promotion with promoted = true or, before any, the best checkpoint of the
 // lineage's first run (the earliest one without a parent). A lineage with
 // neither has no champion (ErrNotFound).
-func (s *Store) Champion(ctx context.Context, lineage string) (Champion, error) {
+func (s *Store) Champion(ctx context.Context, lineage string) (metadata.Champion, error) {
 	c, err := champion(ctx, s.pool, lineage)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Champion{}, fmt.Errorf("champion of lineage %s: %w", lineage, ErrNotFound)
+		return metadata.Champion{}, fmt.Errorf("champion of lineage %s: %w", lineage, metadata.ErrNotFound)
 	}
 	if err != nil {
-		return Champion{}, fmt.Errorf("champion of lineage %s: %w", lineage, classify(err))
+		return metadata.Champion{}, fmt.Errorf("champion of lineage %s: %w", lineage, classify(err))
 	}
 	return c, nil
 }
@@ -157,7 +119,7 @@ func (s *Store) Champion(ctx context.Context, lineage string) (Champion, error) 
 // when the lineage has none.
 func champion(ctx context.Context, q interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}, lineage string) (Champion, error) {
+}, lineage string) (metadata.Champion, error) {
 	rows, _ := q.Query(ctx, `
 		(SELECT p.lineage, p.challenger_run_id AS run_id, p.challenger_checkpoint_uri AS checkpoint_uri,
 			COALESCE(c.sha256, '') AS checkpoint_sha256, COALESCE(c.epoch, 0) AS checkpoint_epoch,
@@ -174,7 +136,7 @@ func champion(ctx context.Context, q interface {
 		ORDER BY r.created_at, r.run_id LIMIT 1)
 		ORDER BY rank LIMIT 1`, lineage)
 	type row struct {
-		Champion
+		metadata.Champion
 		Rank int `db:"rank"`
 	}
 	c, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[row])
@@ -186,11 +148,11 @@ func champion(ctx context.Context, q interface {
 // that p compared against, and otherwise turned into a refusal whose
 // reason names both. Every store applies it inside the transaction that
 // records p.
-func compareAndSet(p Promotion, champ Champion) Promotion {
+func compareAndSet(p metadata.Promotion, champ metadata.Champion) metadata.Promotion {
 	if champ.PromotionID == 0 && champ.RunID == p.ChallengerRunID {
 		// The challenger is the lineage's first run, champion only
 		// by default: the retrain found none when it began.
-		champ = Champion{}
+		champ = metadata.Champion{}
 	}
 	if champ.RunID == p.IncumbentRunID && champ.CheckpointURI == p.IncumbentCheckpointURI {
 		return p

@@ -6,16 +6,18 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/dqnflow/dqnflow/metadata"
 )
 
 func testRecordPromotionOnce(t *testing.T, newStore func(*testing.T) Metadata) {
 	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t)
-	newRun(t, s, NewRun{RunID: "base"})
-	newRun(t, s, NewRun{RunID: "challenger", Lineage: "base", ParentRunID: "base"})
+	newRun(t, s, metadata.NewRun{RunID: "base"})
+	newRun(t, s, metadata.NewRun{RunID: "challenger", Lineage: "base", ParentRunID: "base"})
 
-	p := Promotion{
+	p := metadata.Promotion{
 		Lineage: "base", RetrainRunID: "retrain-1",
 		ChallengerRunID: "challenger", ChallengerCheckpointURI: "file:///ck/challenger/0003.safetensors", ChallengerScore: ptr(0.4),
 		IncumbentRunID: "base", IncumbentCheckpointURI: "file:///ck/base/0002.safetensors", IncumbentScore: ptr(0.6),
@@ -42,13 +44,13 @@ func testRecordPromotionOnce(t *testing.T, newStore func(*testing.T) Metadata) {
 	}
 
 	// The challenger must belong to the lineage.
-	newRun(t, s, NewRun{RunID: "stranger"})
-	_, err = s.RecordPromotion(ctx, Promotion{Lineage: "base", RetrainRunID: "retrain-2",
+	newRun(t, s, metadata.NewRun{RunID: "stranger"})
+	_, err = s.RecordPromotion(ctx, metadata.Promotion{Lineage: "base", RetrainRunID: "retrain-2",
 		ChallengerRunID: "stranger", ChallengerCheckpointURI: "file:///x"})
-	wantErrIs(t, err, ErrInvalid)
-	_, err = s.RecordPromotion(ctx, Promotion{Lineage: "base", RetrainRunID: "retrain-2",
+	wantErrIs(t, err, metadata.ErrInvalid)
+	_, err = s.RecordPromotion(ctx, metadata.Promotion{Lineage: "base", RetrainRunID: "retrain-2",
 		ChallengerRunID: "ghost", ChallengerCheckpointURI: "file:///x"})
-	wantErrIs(t, err, ErrNotFound)
+	wantErrIs(t, err, metadata.ErrNotFound)
 }
 
 func testChampion(t *testing.T, newStore func(*testing.T) Metadata) {
@@ -56,10 +58,10 @@ func testChampion(t *testing.T, newStore func(*testing.T) Metadata) {
 	ctx := context.Background()
 	s := newStore(t)
 	_, err := s.Champion(ctx, "base")
-	wantErrIs(t, err, ErrNotFound)
+	wantErrIs(t, err, metadata.ErrNotFound)
 
 	// Before any promotion: the first run's best checkpoint.
-	newRun(t, s, NewRun{RunID: "base"})
+	newRun(t, s, metadata.NewRun{RunID: "base"})
 	c := checkpointAt("base", 2, "base weights")
 	c.ValidSharpe = ptr(0.6)
 	record(t, s, c)
@@ -73,8 +75,8 @@ func testChampion(t *testing.T, newStore func(*testing.T) Metadata) {
 	}
 
 	// A challenger that lost changes nothing.
-	newRun(t, s, NewRun{RunID: "ch1", Lineage: "base", ParentRunID: "base"})
-	if _, err := s.RecordPromotion(ctx, Promotion{Lineage: "base", RetrainRunID: "rt1",
+	newRun(t, s, metadata.NewRun{RunID: "ch1", Lineage: "base", ParentRunID: "base"})
+	if _, err := s.RecordPromotion(ctx, metadata.Promotion{Lineage: "base", RetrainRunID: "rt1",
 		ChallengerRunID: "ch1", ChallengerCheckpointURI: "file:///ch1", ChallengerScore: ptr(0.5),
 		IncumbentRunID: "base", IncumbentCheckpointURI: c.URI, IncumbentScore: ptr(0.6)}); err != nil {
 		t.Fatal(err)
@@ -84,8 +86,8 @@ func testChampion(t *testing.T, newStore func(*testing.T) Metadata) {
 	}
 	// Promoted challengers take over, the latest one holding the title.
 	for _, id := range []string{"ch2", "ch3"} {
-		newRun(t, s, NewRun{RunID: id, Lineage: "base", ParentRunID: "base"})
-		p, err := s.RecordPromotion(ctx, Promotion{Lineage: "base", RetrainRunID: "rt-" + id,
+		newRun(t, s, metadata.NewRun{RunID: id, Lineage: "base", ParentRunID: "base"})
+		p, err := s.RecordPromotion(ctx, metadata.Promotion{Lineage: "base", RetrainRunID: "rt-" + id,
 			ChallengerRunID: id, ChallengerCheckpointURI: "file:///" + id, ChallengerScore: ptr(0.9), Promoted: true,
 			IncumbentRunID: champ.RunID, IncumbentCheckpointURI: champ.CheckpointURI})
 		if err != nil {
@@ -97,10 +99,10 @@ func testChampion(t *testing.T, newStore func(*testing.T) Metadata) {
 		}
 	}
 	// A promoted challenger whose checkpoint row exists carries its hash.
-	newRun(t, s, NewRun{RunID: "ch4", Lineage: "base", ParentRunID: "base"})
+	newRun(t, s, metadata.NewRun{RunID: "ch4", Lineage: "base", ParentRunID: "base"})
 	c4 := checkpointAt("ch4", 5, "ch4 weights")
 	record(t, s, c4)
-	if _, err := s.RecordPromotion(ctx, Promotion{Lineage: "base", RetrainRunID: "rt-ch4",
+	if _, err := s.RecordPromotion(ctx, metadata.Promotion{Lineage: "base", RetrainRunID: "rt-ch4",
 		ChallengerRunID: "ch4", ChallengerCheckpointURI: c4.URI, ChallengerScore: ptr(1.0), Promoted: true,
 		IncumbentRunID: champ.RunID, IncumbentCheckpointURI: champ.CheckpointURI}); err != nil {
 		t.Fatal(err)
@@ -120,13 +122,13 @@ func testPromotionComparesAgainstTheIncumbentItRead(t *testing.T, newStore func(
 	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t)
-	newRun(t, s, NewRun{RunID: "base"})
+	newRun(t, s, metadata.NewRun{RunID: "base"})
 	c := checkpointAt("base", 2, "base weights")
 	c.ValidSharpe = ptr(0.6)
 	record(t, s, c)
-	promote := func(retrain, challenger, incumbentRun, incumbentURI string) Promotion {
+	promote := func(retrain, challenger, incumbentRun, incumbentURI string) metadata.Promotion {
 		t.Helper()
-		p, err := s.RecordPromotion(ctx, Promotion{Lineage: "base", RetrainRunID: retrain,
+		p, err := s.RecordPromotion(ctx, metadata.Promotion{Lineage: "base", RetrainRunID: retrain,
 			ChallengerRunID: challenger, ChallengerCheckpointURI: "file:///" + challenger, ChallengerScore: ptr(0.9),
 			IncumbentRunID: incumbentRun, IncumbentCheckpointURI: incumbentURI, IncumbentScore: ptr(0.6),
 			Promoted: true, Reason: "challenger 0.9 beats incumbent 0.6"})
@@ -136,7 +138,7 @@ func testPromotionComparesAgainstTheIncumbentItRead(t *testing.T, newStore func(
 		return p
 	}
 	for _, id := range []string{"a", "b"} {
-		newRun(t, s, NewRun{RunID: id, Lineage: "base", ParentRunID: "base"})
+		newRun(t, s, metadata.NewRun{RunID: id, Lineage: "base", ParentRunID: "base"})
 	}
 	if p := promote("rt-a", "a", "base", c.URI); !p.Promoted {
 		t.Fatalf("first promotion = %+v, want promoted", p)
@@ -162,11 +164,11 @@ func testPromotionComparesAgainstTheIncumbentItRead(t *testing.T, newStore func(
 	// is the lineage's first run, which the store counts as champion by
 	// default once it has a best checkpoint: promoting it is no change of
 	// champion.
-	newRun(t, s, NewRun{RunID: "fresh", Lineage: "fresh-lineage"})
+	newRun(t, s, metadata.NewRun{RunID: "fresh", Lineage: "fresh-lineage"})
 	fc := checkpointAt("fresh", 1, "fresh weights")
 	fc.ValidSharpe = ptr(0.3)
 	record(t, s, fc)
-	if p, err := s.RecordPromotion(ctx, Promotion{Lineage: "fresh-lineage", RetrainRunID: "rt-fresh",
+	if p, err := s.RecordPromotion(ctx, metadata.Promotion{Lineage: "fresh-lineage", RetrainRunID: "rt-fresh",
 		ChallengerRunID: "fresh", ChallengerCheckpointURI: fc.URI, ChallengerScore: ptr(0.3),
 		Promoted: true, Reason: "the lineage had no champion"}); err != nil || !p.Promoted {
 		t.Fatalf("first promotion of a new lineage = %+v, %v; want promoted", p, err)
@@ -179,9 +181,9 @@ func testPromotionComparesAgainstTheIncumbentItRead(t *testing.T, newStore func(
 			t.Fatal(err)
 		}
 		var wg sync.WaitGroup
-		got := make([]Promotion, 2)
+		got := make([]metadata.Promotion, 2)
 		for j, id := range ids {
-			newRun(t, s, NewRun{RunID: id, Lineage: "base", ParentRunID: "base"})
+			newRun(t, s, metadata.NewRun{RunID: id, Lineage: "base", ParentRunID: "base"})
 			wg.Add(1)
 			go func() {
 				defer wg.Done()

@@ -2,91 +2,18 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/dqnflow/dqnflow/errtext"
+	"github.com/dqnflow/dqnflow/metadata"
 )
-
-// Status is the state of a run.
-type Status string
-
-// Run statuses. Running and Paused are live; the others are terminal.
-const (
-	StatusRunning      Status = "running"
-	StatusPaused       Status = "paused"
-	StatusCompleted    Status = "completed"     // trained every epoch
-	StatusStopped      Status = "stopped"       // stop signal: final checkpoint and backtest, then done
-	StatusEarlyStopped Status = "early_stopped" // validation Sharpe stopped improving
-	StatusFailed       Status = "failed"
-	StatusCanceled     Status = "canceled"
-)
-
-// Valid reports whether s is one of the statuses above.
-func (s Status) Valid() bool {
-	switch s {
-	case StatusRunning, StatusPaused, StatusCompleted, StatusStopped, StatusEarlyStopped, StatusFailed, StatusCanceled:
-		return true
-	}
-	return false
-}
-
-// Terminal reports whether a run with status s has finished.
-func (s Status) Terminal() bool { return s.Valid() && s != StatusRunning && s != StatusPaused }
-
-// Run is one training run, a row of runs.
-type Run struct {
-	// RunID is the run's key: its TrainingRun workflow id or, when an
-	// earlier run used that workflow id, "<workflow id>.<execution id>".
-	RunID string `json:"run_id" db:"run_id"`
-	// WorkflowID and ExecutionID are the TrainingRun workflow id and the
-	// Temporal run id of the run's first execution (empty for runs
-	// recorded before executions were; a Continue-As-New keeps both).
-	WorkflowID  string `json:"workflow_id" db:"workflow_id"`
-	ExecutionID string `json:"execution_id,omitempty" db:"execution_id"`
-	Lineage     string `json:"lineage" db:"lineage"`
-	ParentRunID string `json:"parent_run_id,omitempty" db:"parent_run_id"`
-	// Config is the RunConfig that ran, defaults filled in, as JSON.
-	Config json.RawMessage `json:"config" db:"config"`
-	Status Status          `json:"status" db:"status"`
-	// Backend, Device and Precision are what the trainer reported it ran
-	// (trainer.Info); empty until SetRunDevice.
-	Backend         string     `json:"backend,omitempty" db:"backend"`
-	Device          string     `json:"device,omitempty" db:"device"`
-	Precision       string     `json:"precision,omitempty" db:"precision"`
-	EpochsDone      int        `json:"epochs_done" db:"epochs_done"`
-	BestEpoch       *int       `json:"best_epoch,omitempty" db:"best_epoch"`
-	BestValidSharpe *float64   `json:"best_valid_sharpe,omitempty" db:"best_valid_sharpe"`
-	Error           string     `json:"error,omitempty" db:"error"`
-	CreatedAt       time.Time  `json:"created_at" db:"created_at"`
-	UpdatedAt       time.Time  `json:"updated_at" db:"updated_at"`
-	FinishedAt      *time.Time `json:"finished_at,omitempty" db:"finished_at"`
-}
 
 const runColumns = `run_id, COALESCE(workflow_id, run_id) AS workflow_id, COALESCE(execution_id, '') AS execution_id, lineage, COALESCE(parent_run_id, '') AS parent_run_id, config, status,
 	backend, device, precision, epochs_done, best_epoch, best_valid_sharpe,
 	COALESCE(error, '') AS error, created_at, updated_at, finished_at`
-
-// NewRun is what CreateRun needs to know about a run.
-type NewRun struct {
-	// RunID is the TrainingRun workflow id.
-	RunID string
-	// ExecutionID is the Temporal run id of the run's first execution
-	// (workflow.Info.FirstRunID); empty records the run under RunID alone,
-	// as before executions were recorded.
-	ExecutionID string
-	// Lineage names the retraining lineage; empty starts a new lineage named
-	// after RunID.
-	Lineage string
-	// ParentRunID is the run a retrain warm-starts from; it must exist.
-	ParentRunID string
-	// Config is the RunConfig that runs, defaults filled in, as a JSON object.
-	Config json.RawMessage
-}
 
 // CreateRun records a run with status running and returns the stored row.
 //
@@ -101,13 +28,13 @@ type NewRun struct {
 // of the same execution) the row keeps its lineage, parent, config, status
 // and creation time; only updated_at moves. The returned Run is the stored
 // one, and its RunID is the key every later call must use.
-func (s *Store) CreateRun(ctx context.Context, r NewRun) (Run, error) {
+func (s *Store) CreateRun(ctx context.Context, r metadata.NewRun) (metadata.Run, error) {
 	if r.RunID == "" {
-		return Run{}, fmt.Errorf("create run: %w: empty run id", ErrInvalid)
+		return metadata.Run{}, fmt.Errorf("create run: %w: empty run id", metadata.ErrInvalid)
 	}
 	cfg, err := jsonObject("config", r.Config)
 	if err != nil || len(r.Config) == 0 {
-		return Run{}, fmt.Errorf("create run %s: %w: config must be the RunConfig JSON object", r.RunID, ErrInvalid)
+		return metadata.Run{}, fmt.Errorf("create run %s: %w: config must be the RunConfig JSON object", r.RunID, metadata.ErrInvalid)
 	}
 	if r.ExecutionID == "" {
 		lineage := r.Lineage
@@ -120,13 +47,13 @@ func (s *Store) CreateRun(ctx context.Context, r NewRun) (Run, error) {
 			ON CONFLICT (run_id) DO UPDATE SET updated_at = now()
 			RETURNING `+runColumns,
 			r.RunID, lineage, r.ParentRunID, cfg)
-		run, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Run])
+		run, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[metadata.Run])
 		if err != nil {
-			return Run{}, fmt.Errorf("create run %s: %w", r.RunID, classify(err))
+			return metadata.Run{}, fmt.Errorf("create run %s: %w", r.RunID, classify(err))
 		}
 		return run, nil
 	}
-	var run Run
+	var run metadata.Run
 	err = s.tx(ctx, func(tx pgx.Tx) error {
 		// The workflow id if it is free, else one suffixed with the
 		// execution id; an insert that meets any existing key does nothing,
@@ -147,7 +74,7 @@ func (s *Store) CreateRun(ctx context.Context, r NewRun) (Run, error) {
 			rows, _ := tx.Query(ctx, `
 				UPDATE runs SET updated_at = now() WHERE workflow_id = $1 AND execution_id = $2
 				RETURNING `+runColumns, r.RunID, r.ExecutionID)
-			found, err := pgx.CollectRows(rows, pgx.RowToStructByName[Run])
+			found, err := pgx.CollectRows(rows, pgx.RowToStructByName[metadata.Run])
 			if err != nil {
 				return err
 			}
@@ -156,10 +83,10 @@ func (s *Store) CreateRun(ctx context.Context, r NewRun) (Run, error) {
 				return nil
 			}
 		}
-		return fmt.Errorf("%w: run ids %s and %s.%s are both taken by other executions", ErrInvalid, r.RunID, r.RunID, r.ExecutionID)
+		return fmt.Errorf("%w: run ids %s and %s.%s are both taken by other executions", metadata.ErrInvalid, r.RunID, r.RunID, r.ExecutionID)
 	})
 	if err != nil {
-		return Run{}, fmt.Errorf("create run %s (execution %s): %w", r.RunID, r.ExecutionID, classify(err))
+		return metadata.Run{}, fmt.Errorf("create run %s (execution %s): %w", r.RunID, r.ExecutionID, classify(err))
 	}
 	return run, nil
 }
@@ -173,9 +100,9 @@ func (s *Store) CreateRun(ctx context.Context, r NewRun) (Run, error) {
 //
 // Retry: setting the status the run already has keeps finished_at, so the
 // finish time is the first attempt's.
-func (s *Store) SetRunStatus(ctx context.Context, runID string, status Status, errText string) error {
+func (s *Store) SetRunStatus(ctx context.Context, runID string, status metadata.Status, errText string) error {
 	if !status.Valid() {
-		return fmt.Errorf("set run %s status: %w: unknown status %q", runID, ErrInvalid, status)
+		return fmt.Errorf("set run %s status: %w: unknown status %q", runID, metadata.ErrInvalid, status)
 	}
 	tag, err := s.pool.Exec(ctx, `
 		UPDATE runs SET
@@ -191,7 +118,7 @@ func (s *Store) SetRunStatus(ctx context.Context, runID string, status Status, e
 		return fmt.Errorf("set run %s status %s: %w", runID, status, classify(err))
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("set run %s status %s: run %w", runID, status, ErrNotFound)
+		return fmt.Errorf("set run %s status %s: run %w", runID, status, metadata.ErrNotFound)
 	}
 	return nil
 }
@@ -210,20 +137,20 @@ func (s *Store) SetRunDevice(ctx context.Context, runID, backend, device, precis
 		return fmt.Errorf("set run %s device: %w", runID, classify(err))
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("set run %s device: run %w", runID, ErrNotFound)
+		return fmt.Errorf("set run %s device: run %w", runID, metadata.ErrNotFound)
 	}
 	return nil
 }
 
 // GetRun returns one run.
-func (s *Store) GetRun(ctx context.Context, runID string) (Run, error) {
+func (s *Store) GetRun(ctx context.Context, runID string) (metadata.Run, error) {
 	rows, _ := s.pool.Query(ctx, `SELECT `+runColumns+` FROM runs WHERE run_id = $1`, runID)
-	run, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Run])
+	run, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[metadata.Run])
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Run{}, fmt.Errorf("get run %s: %w", runID, ErrNotFound)
+		return metadata.Run{}, fmt.Errorf("get run %s: %w", runID, metadata.ErrNotFound)
 	}
 	if err != nil {
-		return Run{}, fmt.Errorf("get run %s: %w", runID, err)
+		return metadata.Run{}, fmt.Errorf("get run %s: %w", runID, err)
 	}
 	return run, nil
 }
@@ -231,14 +158,14 @@ func (s *Store) GetRun(ctx context.Context, runID string) (Run, error) {
 // RunFilter selects runs for ListRuns; zero fields select everything.
 type RunFilter struct {
 	Lineage string
-	Status  Status
+	Status  metadata.Status
 	Limit   int // most runs to return; 0 means no limit
 }
 
 // ListRuns returns the runs that match f, newest first.
-func (s *Store) ListRuns(ctx context.Context, f RunFilter) ([]Run, error) {
+func (s *Store) ListRuns(ctx context.Context, f RunFilter) ([]metadata.Run, error) {
 	if f.Limit < 0 {
-		return nil, fmt.Errorf("list runs: %w: limit %d is negative", ErrInvalid, f.Limit)
+		return nil, fmt.Errorf("list runs: %w: limit %d is negative", metadata.ErrInvalid, f.Limit)
 	}
 	rows, _ := s.pool.Query(ctx, `
 		SELECT `+runColumns+` FROM runs
@@ -246,7 +173,7 @@ func (s *Store) ListRuns(ctx context.Context, f RunFilter) ([]Run, error) {
 		ORDER BY created_at DESC, run_id
 		LIMIT NULLIF($3, 0)`,
 		f.Lineage, string(f.Status), f.Limit)
-	runs, err := pgx.CollectRows(rows, pgx.RowToStructByName[Run])
+	runs, err := pgx.CollectRows(rows, pgx.RowToStructByName[metadata.Run])
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}

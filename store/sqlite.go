@@ -15,6 +15,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/dqnflow/dqnflow/errtext"
+	"github.com/dqnflow/dqnflow/metadata"
 )
 
 // SQLite is the metadata store of one machine: an embedded SQLite file
@@ -42,115 +43,6 @@ type querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
-
-// sqliteSchemaVersion is the schema that sqliteSchema creates; it is
-// stored in PRAGMA user_version. It follows migrations/ (the PostgreSQL
-// schema) table for table: 1 is migrations 00001 to 00004. Migration
-// 00005 (walk-forward studies) has no SQLite counterpart: the SQLite
-// store keeps no studies.
-const sqliteSchemaVersion = 1
-
-// sqliteSetSchemaVersion records sqliteSchemaVersion in the file (a PRAGMA
-// takes no parameters, so the number is part of the constant statement;
-// TestSchemaVersionStatementMatches keeps the two in step).
-const sqliteSetSchemaVersion = `PRAGMA user_version = 1`
-
-// sqliteSchema is the PostgreSQL schema of migrations/ in SQLite's
-// dialect: jsonb is JSON text, timestamptz is Unix nanoseconds (UTC),
-// boolean is 0 or 1, identities are INTEGER PRIMARY KEY AUTOINCREMENT.
-const sqliteSchema = `
-CREATE TABLE runs (
-    run_id            TEXT PRIMARY KEY CHECK (run_id <> ''),
-    workflow_id       TEXT NOT NULL CHECK (workflow_id <> ''),
-    execution_id      TEXT CHECK (execution_id <> ''),
-    lineage           TEXT NOT NULL CHECK (lineage <> ''),
-    parent_run_id     TEXT REFERENCES runs (run_id) ON DELETE SET NULL,
-    config            TEXT NOT NULL CHECK (json_valid(config) AND json_type(config) = 'object'),
-    status            TEXT NOT NULL DEFAULT 'running' CHECK (status IN
-                          ('running', 'paused', 'completed', 'stopped', 'early_stopped', 'failed', 'canceled')),
-    backend           TEXT NOT NULL DEFAULT '',
-    device            TEXT NOT NULL DEFAULT '',
-    precision         TEXT NOT NULL DEFAULT '',
-    epochs_done       INTEGER NOT NULL DEFAULT 0 CHECK (epochs_done >= 0),
-    best_epoch        INTEGER,
-    best_valid_sharpe REAL,
-    error             TEXT,
-    created_at        INTEGER NOT NULL,
-    updated_at        INTEGER NOT NULL,
-    finished_at       INTEGER
-);
-CREATE INDEX runs_created_at_idx ON runs (created_at DESC, run_id);
-CREATE INDEX runs_lineage_idx ON runs (lineage, created_at);
-CREATE UNIQUE INDEX runs_execution_idx ON runs (workflow_id, execution_id) WHERE execution_id IS NOT NULL;
-
-CREATE TABLE epochs (
-    run_id       TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
-    epoch        INTEGER NOT NULL CHECK (epoch >= 1),
-    loss         REAL NOT NULL,
-    grad_norm    REAL NOT NULL,
-    env_steps    INTEGER NOT NULL CHECK (env_steps >= 0),
-    global_step  INTEGER NOT NULL CHECK (global_step >= 0),
-    valid_sharpe REAL,
-    duration_ms  INTEGER NOT NULL CHECK (duration_ms >= 0),
-    metrics      TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(metrics) AND json_type(metrics) = 'object'),
-    recorded_at  INTEGER NOT NULL,
-    PRIMARY KEY (run_id, epoch)
-);
-
-CREATE TABLE checkpoints (
-    id           INTEGER PRIMARY KEY AUTOINCREMENT,
-    run_id       TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
-    epoch        INTEGER NOT NULL CHECK (epoch >= 1),
-    uri          TEXT NOT NULL CHECK (uri <> ''),
-    sha256       TEXT NOT NULL CHECK (length(sha256) = 64 AND sha256 NOT GLOB '*[^0-9a-f]*'),
-    bytes        INTEGER NOT NULL CHECK (bytes >= 0),
-    global_step  INTEGER NOT NULL CHECK (global_step >= 0),
-    metrics      TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(metrics) AND json_type(metrics) = 'object'),
-    valid_sharpe REAL,
-    is_best      INTEGER NOT NULL DEFAULT 0 CHECK (is_best IN (0, 1)),
-    pruned       INTEGER NOT NULL DEFAULT 0 CHECK (pruned IN (0, 1)),
-    pruned_at    INTEGER,
-    created_at   INTEGER NOT NULL,
-    UNIQUE (run_id, epoch),
-    CHECK (pruned = (pruned_at IS NOT NULL)),
-    CHECK (NOT (is_best AND pruned))
-);
-CREATE UNIQUE INDEX checkpoints_one_best_idx ON checkpoints (run_id) WHERE is_best;
-
-CREATE TABLE backtests (
-    id            INTEGER PRIMARY KEY AUTOINCREMENT,
-    run_id        TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
-    epoch         INTEGER NOT NULL CHECK (epoch >= 1),
-    split         TEXT NOT NULL CHECK (split <> ''),
-    checkpoint_id INTEGER REFERENCES checkpoints (id) ON DELETE SET NULL,
-    data_from     INTEGER NOT NULL,
-    data_to       INTEGER NOT NULL,
-    report        TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(report) AND json_type(report) = 'object'),
-    sharpe        REAL,
-    total_return  REAL NOT NULL,
-    max_drawdown  REAL NOT NULL,
-    created_at    INTEGER NOT NULL,
-    UNIQUE (run_id, epoch, split),
-    CHECK (data_from <= data_to)
-);
-CREATE INDEX backtests_checkpoint_id_idx ON backtests (checkpoint_id);
-
-CREATE TABLE promotions (
-    id                        INTEGER PRIMARY KEY AUTOINCREMENT,
-    lineage                   TEXT NOT NULL CHECK (lineage <> ''),
-    retrain_run_id            TEXT NOT NULL UNIQUE CHECK (retrain_run_id <> ''),
-    challenger_run_id         TEXT NOT NULL REFERENCES runs (run_id),
-    challenger_checkpoint_uri TEXT NOT NULL CHECK (challenger_checkpoint_uri <> ''),
-    challenger_score          REAL,
-    incumbent_run_id          TEXT REFERENCES runs (run_id),
-    incumbent_checkpoint_uri  TEXT,
-    incumbent_score           REAL,
-    promoted                  INTEGER NOT NULL CHECK (promoted IN (0, 1)),
-    reason                    TEXT NOT NULL DEFAULT '',
-    decided_at                INTEGER NOT NULL
-);
-CREATE INDEX promotions_champion_idx ON promotions (lineage, decided_at DESC, id DESC) WHERE promoted;
-`
 
 // OpenSQLite opens (creating it and its directory if need be) the SQLite
 // metadata file at path and creates its schema. ":memory:" opens a
@@ -198,10 +90,14 @@ func (s *SQLite) migrate(ctx context.Context) error {
 		case v > sqliteSchemaVersion:
 			return fmt.Errorf("schema version %d is newer than this dqnflow's %d: upgrade dqnflow", v, sqliteSchemaVersion)
 		}
-		if _, err := tx.ExecContext(ctx, sqliteSchema); err != nil {
+		schema, err := sqliteSchema()
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, schema); err != nil {
 			return fmt.Errorf("create schema: %w", err)
 		}
-		_, err := tx.ExecContext(ctx, sqliteSetSchemaVersion)
+		_, err = tx.ExecContext(ctx, sqliteSetSchemaVersion)
 		return err
 	})
 }
@@ -253,10 +149,10 @@ func sqliteClassify(err error) error {
 	switch primary := e.Code() & 0xff; {
 	case e.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY,
 		primary == sqlite3.SQLITE_CONSTRAINT && strings.Contains(e.Error(), "FOREIGN KEY"):
-		return fmt.Errorf("%w: a referenced row does not exist: %w", ErrNotFound, err)
+		return fmt.Errorf("%w: a referenced row does not exist: %w", metadata.ErrNotFound, err)
 	case primary == sqlite3.SQLITE_CONSTRAINT, primary == sqlite3.SQLITE_TOOBIG, primary == sqlite3.SQLITE_MISMATCH,
 		primary == sqlite3.SQLITE_RANGE, primary == sqlite3.SQLITE_ERROR:
-		return fmt.Errorf("%w: %w", ErrInvalid, err)
+		return fmt.Errorf("%w: %w", metadata.ErrInvalid, err)
 	}
 	return err
 }
@@ -268,8 +164,8 @@ const sqliteRunColumns = `run_id, workflow_id, COALESCE(execution_id, ''), linea
 
 type scanner interface{ Scan(dest ...any) error }
 
-func scanRun(row scanner) (Run, error) {
-	var r Run
+func scanRun(row scanner) (metadata.Run, error) {
+	var r metadata.Run
 	var cfg string
 	var created, updated int64
 	var finished sql.NullInt64
@@ -277,7 +173,7 @@ func scanRun(row scanner) (Run, error) {
 		&r.Backend, &r.Device, &r.Precision, &r.EpochsDone, &r.BestEpoch, &r.BestValidSharpe,
 		&r.Error, &created, &updated, &finished)
 	if err != nil {
-		return Run{}, err
+		return metadata.Run{}, err
 	}
 	r.Config = json.RawMessage(cfg)
 	r.CreatedAt, r.UpdatedAt, r.FinishedAt = fromNanos(created), fromNanos(updated), nullTime(finished)
@@ -289,22 +185,22 @@ func sqliteEnsureRun(ctx context.Context, q querier, runID string) error {
 	var one int
 	err := q.QueryRowContext(ctx, `SELECT 1 FROM runs WHERE run_id = ?`, runID).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("run %q: %w", runID, ErrNotFound)
+		return fmt.Errorf("run %q: %w", runID, metadata.ErrNotFound)
 	}
 	return err
 }
 
 // CreateRun is Store.CreateRun.
-func (s *SQLite) CreateRun(ctx context.Context, r NewRun) (Run, error) {
+func (s *SQLite) CreateRun(ctx context.Context, r metadata.NewRun) (metadata.Run, error) {
 	if r.RunID == "" {
-		return Run{}, fmt.Errorf("create run: %w: empty run id", ErrInvalid)
+		return metadata.Run{}, fmt.Errorf("create run: %w: empty run id", metadata.ErrInvalid)
 	}
 	cfg, err := jsonObject("config", r.Config)
 	if err != nil || len(r.Config) == 0 {
-		return Run{}, fmt.Errorf("create run %s: %w: config must be the RunConfig JSON object", r.RunID, ErrInvalid)
+		return metadata.Run{}, fmt.Errorf("create run %s: %w: config must be the RunConfig JSON object", r.RunID, metadata.ErrInvalid)
 	}
 	now := nanos(s.now())
-	var run Run
+	var run metadata.Run
 	err = s.tx(ctx, func(tx *sql.Tx) error {
 		if r.ExecutionID == "" {
 			lineage := r.Lineage
@@ -345,21 +241,21 @@ func (s *SQLite) CreateRun(ctx context.Context, r NewRun) (Run, error) {
 				return err
 			}
 		}
-		return fmt.Errorf("%w: run ids %s and %s.%s are both taken by other executions", ErrInvalid, r.RunID, r.RunID, r.ExecutionID)
+		return fmt.Errorf("%w: run ids %s and %s.%s are both taken by other executions", metadata.ErrInvalid, r.RunID, r.RunID, r.ExecutionID)
 	})
 	if err != nil {
 		if r.ExecutionID != "" {
-			return Run{}, fmt.Errorf("create run %s (execution %s): %w", r.RunID, r.ExecutionID, sqliteClassify(err))
+			return metadata.Run{}, fmt.Errorf("create run %s (execution %s): %w", r.RunID, r.ExecutionID, sqliteClassify(err))
 		}
-		return Run{}, fmt.Errorf("create run %s: %w", r.RunID, sqliteClassify(err))
+		return metadata.Run{}, fmt.Errorf("create run %s: %w", r.RunID, sqliteClassify(err))
 	}
 	return run, nil
 }
 
 // SetRunStatus is Store.SetRunStatus.
-func (s *SQLite) SetRunStatus(ctx context.Context, runID string, status Status, errText string) error {
+func (s *SQLite) SetRunStatus(ctx context.Context, runID string, status metadata.Status, errText string) error {
 	if !status.Valid() {
-		return fmt.Errorf("set run %s status: %w: unknown status %q", runID, ErrInvalid, status)
+		return fmt.Errorf("set run %s status: %w: unknown status %q", runID, metadata.ErrInvalid, status)
 	}
 	res, err := s.db.ExecContext(ctx, `
 		UPDATE runs SET
@@ -375,7 +271,7 @@ func (s *SQLite) SetRunStatus(ctx context.Context, runID string, status Status, 
 		return fmt.Errorf("set run %s status %s: %w", runID, status, sqliteClassify(err))
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("set run %s status %s: run %w", runID, status, ErrNotFound)
+		return fmt.Errorf("set run %s status %s: run %w", runID, status, metadata.ErrNotFound)
 	}
 	return nil
 }
@@ -389,27 +285,27 @@ func (s *SQLite) SetRunDevice(ctx context.Context, runID, backend, device, preci
 		return fmt.Errorf("set run %s device: %w", runID, sqliteClassify(err))
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("set run %s device: run %w", runID, ErrNotFound)
+		return fmt.Errorf("set run %s device: run %w", runID, metadata.ErrNotFound)
 	}
 	return nil
 }
 
 // GetRun is Store.GetRun.
-func (s *SQLite) GetRun(ctx context.Context, runID string) (Run, error) {
+func (s *SQLite) GetRun(ctx context.Context, runID string) (metadata.Run, error) {
 	run, err := scanRun(s.db.QueryRowContext(ctx, `SELECT `+sqliteRunColumns+` FROM runs WHERE run_id = ?`, runID))
 	if errors.Is(err, sql.ErrNoRows) {
-		return Run{}, fmt.Errorf("get run %s: %w", runID, ErrNotFound)
+		return metadata.Run{}, fmt.Errorf("get run %s: %w", runID, metadata.ErrNotFound)
 	}
 	if err != nil {
-		return Run{}, fmt.Errorf("get run %s: %w", runID, err)
+		return metadata.Run{}, fmt.Errorf("get run %s: %w", runID, err)
 	}
 	return run, nil
 }
 
 // ListRuns is Store.ListRuns.
-func (s *SQLite) ListRuns(ctx context.Context, f RunFilter) ([]Run, error) {
+func (s *SQLite) ListRuns(ctx context.Context, f RunFilter) ([]metadata.Run, error) {
 	if f.Limit < 0 {
-		return nil, fmt.Errorf("list runs: %w: limit %d is negative", ErrInvalid, f.Limit)
+		return nil, fmt.Errorf("list runs: %w: limit %d is negative", metadata.ErrInvalid, f.Limit)
 	}
 	limit := f.Limit
 	if limit == 0 {
@@ -465,7 +361,7 @@ func sqliteRefreshRunBest(ctx context.Context, tx *sql.Tx, runID string, now int
 }
 
 // RecordEpoch is Store.RecordEpoch.
-func (s *SQLite) RecordEpoch(ctx context.Context, runID string, epoch int, m EpochMetrics) error {
+func (s *SQLite) RecordEpoch(ctx context.Context, runID string, epoch int, m metadata.EpochMetrics) error {
 	if err := validEpoch(epoch); err != nil {
 		return fmt.Errorf("record epoch %d of run %s: %w", epoch, runID, err)
 	}
@@ -477,7 +373,7 @@ func (s *SQLite) RecordEpoch(ctx context.Context, runID string, epoch int, m Epo
 		err = checkFinite("grad_norm", m.GradNorm)
 	}
 	if err == nil && (m.EnvSteps < 0 || m.GlobalStep < 0 || m.DurationMS < 0) {
-		err = fmt.Errorf("%w: negative env_steps, global_step or duration_ms", ErrInvalid)
+		err = fmt.Errorf("%w: negative env_steps, global_step or duration_ms", metadata.ErrInvalid)
 	}
 	if err != nil {
 		return fmt.Errorf("record epoch %d of run %s: %w", epoch, runID, err)
@@ -514,27 +410,27 @@ func (s *SQLite) RecordEpoch(ctx context.Context, runID string, epoch int, m Epo
 	return nil
 }
 
-func scanEpoch(row scanner) (Epoch, error) {
-	var e Epoch
+func scanEpoch(row scanner) (metadata.Epoch, error) {
+	var e metadata.Epoch
 	var metrics string
 	var recorded int64
 	if err := row.Scan(&e.RunID, &e.Epoch, &e.Loss, &e.GradNorm, &e.EnvSteps, &e.GlobalStep, &e.ValidSharpe,
 		&e.DurationMS, &metrics, &recorded); err != nil {
-		return Epoch{}, err
+		return metadata.Epoch{}, err
 	}
 	if err := json.Unmarshal([]byte(metrics), &e.Metrics); err != nil {
-		return Epoch{}, fmt.Errorf("epoch %d metrics: %w", e.Epoch, err)
+		return metadata.Epoch{}, fmt.Errorf("epoch %d metrics: %w", e.Epoch, err)
 	}
 	e.RecordedAt = fromNanos(recorded)
 	return e, nil
 }
 
 // ListEpochs is Store.ListEpochs.
-func (s *SQLite) ListEpochs(ctx context.Context, runID string) ([]Epoch, error) {
+func (s *SQLite) ListEpochs(ctx context.Context, runID string) ([]metadata.Epoch, error) {
 	rows, err := s.db.QueryContext(ctx, `
 		SELECT run_id, epoch, loss, grad_norm, env_steps, global_step, valid_sharpe, duration_ms, metrics, recorded_at
 		FROM epochs WHERE run_id = ? ORDER BY epoch`, runID)
-	var epochs []Epoch
+	var epochs []metadata.Epoch
 	if err == nil {
 		epochs, err = collect(rows, scanEpoch)
 	}

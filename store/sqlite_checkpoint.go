@@ -7,39 +7,41 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/dqnflow/dqnflow/metadata"
 )
 
 const sqliteCheckpointColumns = `id, run_id, epoch, uri, sha256, bytes, global_step, metrics,
 	valid_sharpe, is_best, pruned, pruned_at, created_at`
 
-func scanCheckpoint(row scanner) (CheckpointRecord, error) {
-	var c CheckpointRecord
+func scanCheckpoint(row scanner) (metadata.CheckpointRecord, error) {
+	var c metadata.CheckpointRecord
 	var metrics string
 	var prunedAt sql.NullInt64
 	var created int64
 	if err := row.Scan(&c.ID, &c.RunID, &c.Epoch, &c.URI, &c.SHA256, &c.Bytes, &c.GlobalStep, &metrics,
 		&c.ValidSharpe, &c.IsBest, &c.Pruned, &prunedAt, &created); err != nil {
-		return CheckpointRecord{}, err
+		return metadata.CheckpointRecord{}, err
 	}
 	if err := json.Unmarshal([]byte(metrics), &c.Metrics); err != nil {
-		return CheckpointRecord{}, fmt.Errorf("checkpoint %d metrics: %w", c.ID, err)
+		return metadata.CheckpointRecord{}, fmt.Errorf("checkpoint %d metrics: %w", c.ID, err)
 	}
 	c.PrunedAt, c.CreatedAt = nullTime(prunedAt), fromNanos(created)
 	return c, nil
 }
 
 // RecordCheckpoint is Store.RecordCheckpoint.
-func (s *SQLite) RecordCheckpoint(ctx context.Context, c CheckpointRecord) (CheckpointRecord, error) {
+func (s *SQLite) RecordCheckpoint(ctx context.Context, c metadata.CheckpointRecord) (metadata.CheckpointRecord, error) {
 	c.SHA256 = strings.ToLower(c.SHA256)
 	if err := validCheckpoint(c); err != nil {
-		return CheckpointRecord{}, fmt.Errorf("record checkpoint %s epoch %d: %w", c.RunID, c.Epoch, err)
+		return metadata.CheckpointRecord{}, fmt.Errorf("record checkpoint %s epoch %d: %w", c.RunID, c.Epoch, err)
 	}
 	metrics, err := metricsJSON(c.Metrics)
 	if err != nil {
-		return CheckpointRecord{}, fmt.Errorf("record checkpoint %s epoch %d: %w", c.RunID, c.Epoch, err)
+		return metadata.CheckpointRecord{}, fmt.Errorf("record checkpoint %s epoch %d: %w", c.RunID, c.Epoch, err)
 	}
 	now := nanos(s.now())
-	var out CheckpointRecord
+	var out metadata.CheckpointRecord
 	err = s.tx(ctx, func(tx *sql.Tx) error {
 		if err := sqliteEnsureRun(ctx, tx, c.RunID); err != nil {
 			return err
@@ -68,7 +70,7 @@ func (s *SQLite) RecordCheckpoint(ctx context.Context, c CheckpointRecord) (Chec
 		return err
 	})
 	if err != nil {
-		return CheckpointRecord{}, fmt.Errorf("record checkpoint %s epoch %d: %w", c.RunID, c.Epoch, sqliteClassify(err))
+		return metadata.CheckpointRecord{}, fmt.Errorf("record checkpoint %s epoch %d: %w", c.RunID, c.Epoch, sqliteClassify(err))
 	}
 	return out, nil
 }
@@ -97,9 +99,9 @@ func sqliteMarkBest(ctx context.Context, tx *sql.Tx, runID string) error {
 }
 
 // ListCheckpoints is Store.ListCheckpoints.
-func (s *SQLite) ListCheckpoints(ctx context.Context, runID string) ([]CheckpointRecord, error) {
+func (s *SQLite) ListCheckpoints(ctx context.Context, runID string) ([]metadata.CheckpointRecord, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT `+sqliteCheckpointColumns+` FROM checkpoints WHERE run_id = ? ORDER BY epoch`, runID)
-	var cps []CheckpointRecord
+	var cps []metadata.CheckpointRecord
 	if err == nil {
 		cps, err = collect(rows, scanCheckpoint)
 	}
@@ -113,40 +115,40 @@ func (s *SQLite) ListCheckpoints(ctx context.Context, runID string) ([]Checkpoin
 }
 
 // GetCheckpoint is Store.GetCheckpoint.
-func (s *SQLite) GetCheckpoint(ctx context.Context, runID string, epoch int) (CheckpointRecord, error) {
+func (s *SQLite) GetCheckpoint(ctx context.Context, runID string, epoch int) (metadata.CheckpointRecord, error) {
 	return s.oneCheckpoint(ctx, fmt.Sprintf("checkpoint of run %s epoch %d", runID, epoch),
 		`SELECT `+sqliteCheckpointColumns+` FROM checkpoints WHERE run_id = ? AND epoch = ?`, runID, epoch)
 }
 
 // LatestCheckpoint is Store.LatestCheckpoint.
-func (s *SQLite) LatestCheckpoint(ctx context.Context, runID string) (CheckpointRecord, error) {
+func (s *SQLite) LatestCheckpoint(ctx context.Context, runID string) (metadata.CheckpointRecord, error) {
 	return s.oneCheckpoint(ctx, "latest checkpoint of run "+runID, `
 		SELECT `+sqliteCheckpointColumns+` FROM checkpoints
 		WHERE run_id = ? AND NOT pruned ORDER BY epoch DESC LIMIT 1`, runID)
 }
 
 // BestCheckpoint is Store.BestCheckpoint.
-func (s *SQLite) BestCheckpoint(ctx context.Context, runID string) (CheckpointRecord, error) {
+func (s *SQLite) BestCheckpoint(ctx context.Context, runID string) (metadata.CheckpointRecord, error) {
 	return s.oneCheckpoint(ctx, "best checkpoint of run "+runID,
 		`SELECT `+sqliteCheckpointColumns+` FROM checkpoints WHERE run_id = ? AND is_best`, runID)
 }
 
-func (s *SQLite) oneCheckpoint(ctx context.Context, what, query string, args ...any) (CheckpointRecord, error) {
+func (s *SQLite) oneCheckpoint(ctx context.Context, what, query string, args ...any) (metadata.CheckpointRecord, error) {
 	c, err := scanCheckpoint(s.db.QueryRowContext(ctx, query, args...))
 	if errors.Is(err, sql.ErrNoRows) {
-		return CheckpointRecord{}, fmt.Errorf("%s: %w", what, ErrNotFound)
+		return metadata.CheckpointRecord{}, fmt.Errorf("%s: %w", what, metadata.ErrNotFound)
 	}
 	if err != nil {
-		return CheckpointRecord{}, fmt.Errorf("%s: %w", what, sqliteClassify(err))
+		return metadata.CheckpointRecord{}, fmt.Errorf("%s: %w", what, sqliteClassify(err))
 	}
 	return c, nil
 }
 
 // Retention is Store.Retention.
-func (s *SQLite) Retention(ctx context.Context, runID string, keepLast, keepBest int) ([]CheckpointRecord, error) {
+func (s *SQLite) Retention(ctx context.Context, runID string, keepLast, keepBest int) ([]metadata.CheckpointRecord, error) {
 	if keepLast < 1 || keepBest < 0 {
 		return nil, fmt.Errorf("retention of run %s: %w: keep_last %d must be >= 1 and keep_best %d >= 0",
-			runID, ErrInvalid, keepLast, keepBest)
+			runID, metadata.ErrInvalid, keepLast, keepBest)
 	}
 	rows, err := s.db.QueryContext(ctx, `
 		WITH live AS (
@@ -159,7 +161,7 @@ func (s *SQLite) Retention(ctx context.Context, runID string, keepLast, keepBest
 		SELECT `+sqliteCheckpointColumns+` FROM checkpoints
 		WHERE id IN (SELECT id FROM live WHERE recent_rank > ?2 AND (score_rank IS NULL OR score_rank > ?3))
 		ORDER BY epoch`, runID, keepLast, keepBest)
-	var cps []CheckpointRecord
+	var cps []metadata.CheckpointRecord
 	if err == nil {
 		cps, err = collect(rows, scanCheckpoint)
 	}
@@ -194,7 +196,7 @@ func (s *SQLite) MarkPruned(ctx context.Context, ids []int64) error {
 			runs[runID] = true
 		}
 		if len(missing) > 0 {
-			return fmt.Errorf("checkpoints %v: %w", missing, ErrNotFound)
+			return fmt.Errorf("checkpoints %v: %w", missing, metadata.ErrNotFound)
 		}
 		for _, id := range ids {
 			if _, err := tx.ExecContext(ctx, `
@@ -218,13 +220,13 @@ func (s *SQLite) MarkPruned(ctx context.Context, ids []int64) error {
 const sqliteBacktestColumns = `id, run_id, epoch, split, checkpoint_id, data_from, data_to, report,
 	sharpe, total_return, max_drawdown, created_at`
 
-func scanBacktest(row scanner) (BacktestRecord, error) {
-	var b BacktestRecord
+func scanBacktest(row scanner) (metadata.BacktestRecord, error) {
+	var b metadata.BacktestRecord
 	var from, to, created int64
 	var report string
 	if err := row.Scan(&b.ID, &b.RunID, &b.Epoch, &b.Split, &b.CheckpointID, &from, &to, &report,
 		&b.Sharpe, &b.TotalReturn, &b.MaxDrawdown, &created); err != nil {
-		return BacktestRecord{}, err
+		return metadata.BacktestRecord{}, err
 	}
 	b.DataFrom, b.DataTo, b.CreatedAt = fromNanos(from), fromNanos(to), fromNanos(created)
 	b.Report = json.RawMessage(report)
@@ -232,14 +234,14 @@ func scanBacktest(row scanner) (BacktestRecord, error) {
 }
 
 // RecordBacktest is Store.RecordBacktest.
-func (s *SQLite) RecordBacktest(ctx context.Context, b BacktestRecord) (BacktestRecord, error) {
+func (s *SQLite) RecordBacktest(ctx context.Context, b metadata.BacktestRecord) (metadata.BacktestRecord, error) {
 	report, err := jsonObject("report", b.Report)
 	switch {
 	case err != nil:
 	case b.RunID == "" || b.Split == "":
-		err = fmt.Errorf("%w: empty run id or split", ErrInvalid)
+		err = fmt.Errorf("%w: empty run id or split", metadata.ErrInvalid)
 	case b.DataFrom.IsZero() || b.DataTo.IsZero() || b.DataTo.Before(b.DataFrom):
-		err = fmt.Errorf("%w: data range %s to %s", ErrInvalid, b.DataFrom, b.DataTo)
+		err = fmt.Errorf("%w: data range %s to %s", metadata.ErrInvalid, b.DataFrom, b.DataTo)
 	default:
 		err = validEpoch(b.Epoch)
 	}
@@ -250,10 +252,10 @@ func (s *SQLite) RecordBacktest(ctx context.Context, b BacktestRecord) (Backtest
 		err = checkFinite("max_drawdown", b.MaxDrawdown)
 	}
 	if err != nil {
-		return BacktestRecord{}, fmt.Errorf("record backtest %s epoch %d split %s: %w", b.RunID, b.Epoch, b.Split, err)
+		return metadata.BacktestRecord{}, fmt.Errorf("record backtest %s epoch %d split %s: %w", b.RunID, b.Epoch, b.Split, err)
 	}
 	now := nanos(s.now())
-	var out BacktestRecord
+	var out metadata.BacktestRecord
 	err = s.tx(ctx, func(tx *sql.Tx) error {
 		if err := sqliteEnsureRun(ctx, tx, b.RunID); err != nil {
 			return err
@@ -271,7 +273,7 @@ func (s *SQLite) RecordBacktest(ctx context.Context, b BacktestRecord) (Backtest
 			RETURNING `+sqliteBacktestColumns,
 			b.RunID, b.Epoch, b.Split, b.CheckpointID, nanos(b.DataFrom), nanos(b.DataTo), string(report),
 			score(b.Sharpe), b.TotalReturn, b.MaxDrawdown, now))
-		if err != nil || b.Split != SplitValid {
+		if err != nil || b.Split != metadata.SplitValid {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE epochs SET valid_sharpe = ?3 WHERE run_id = ?1 AND epoch = ?2`,
@@ -288,15 +290,15 @@ func (s *SQLite) RecordBacktest(ctx context.Context, b BacktestRecord) (Backtest
 		return sqliteRefreshRunBest(ctx, tx, b.RunID, now)
 	})
 	if err != nil {
-		return BacktestRecord{}, fmt.Errorf("record backtest %s epoch %d split %s: %w", b.RunID, b.Epoch, b.Split, sqliteClassify(err))
+		return metadata.BacktestRecord{}, fmt.Errorf("record backtest %s epoch %d split %s: %w", b.RunID, b.Epoch, b.Split, sqliteClassify(err))
 	}
 	return out, nil
 }
 
 // ListBacktests is Store.ListBacktests.
-func (s *SQLite) ListBacktests(ctx context.Context, runID string) ([]BacktestRecord, error) {
+func (s *SQLite) ListBacktests(ctx context.Context, runID string) ([]metadata.BacktestRecord, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT `+sqliteBacktestColumns+` FROM backtests WHERE run_id = ? ORDER BY epoch, split`, runID)
-	var bts []BacktestRecord
+	var bts []metadata.BacktestRecord
 	if err == nil {
 		bts, err = collect(rows, scanBacktest)
 	}
@@ -313,13 +315,13 @@ const sqlitePromotionColumns = `id, lineage, retrain_run_id, challenger_run_id, 
 	challenger_score, COALESCE(incumbent_run_id, ''), COALESCE(incumbent_checkpoint_uri, ''), incumbent_score,
 	promoted, reason, decided_at`
 
-func scanPromotion(row scanner) (Promotion, error) {
-	var p Promotion
+func scanPromotion(row scanner) (metadata.Promotion, error) {
+	var p metadata.Promotion
 	var decided int64
 	if err := row.Scan(&p.ID, &p.Lineage, &p.RetrainRunID, &p.ChallengerRunID, &p.ChallengerCheckpointURI,
 		&p.ChallengerScore, &p.IncumbentRunID, &p.IncumbentCheckpointURI, &p.IncumbentScore,
 		&p.Promoted, &p.Reason, &decided); err != nil {
-		return Promotion{}, err
+		return metadata.Promotion{}, err
 	}
 	p.DecidedAt = fromNanos(decided)
 	return p, nil
@@ -327,15 +329,15 @@ func scanPromotion(row scanner) (Promotion, error) {
 
 // RecordPromotion is Store.RecordPromotion. The IMMEDIATE transaction
 // serialises it with every other write, the lineage's promotions included.
-func (s *SQLite) RecordPromotion(ctx context.Context, p Promotion) (Promotion, error) {
+func (s *SQLite) RecordPromotion(ctx context.Context, p metadata.Promotion) (metadata.Promotion, error) {
 	if p.Lineage == "" || p.RetrainRunID == "" || p.ChallengerRunID == "" || p.ChallengerCheckpointURI == "" {
-		return Promotion{}, fmt.Errorf("record promotion of retrain %s: %w: lineage, retrain run id, challenger run id and checkpoint uri are required",
-			p.RetrainRunID, ErrInvalid)
+		return metadata.Promotion{}, fmt.Errorf("record promotion of retrain %s: %w: lineage, retrain run id, challenger run id and checkpoint uri are required",
+			p.RetrainRunID, metadata.ErrInvalid)
 	}
 	now := nanos(s.now())
-	var out Promotion
+	var out metadata.Promotion
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		promotionOf := func() (Promotion, error) {
+		promotionOf := func() (metadata.Promotion, error) {
 			return scanPromotion(tx.QueryRowContext(ctx, `SELECT `+sqlitePromotionColumns+` FROM promotions WHERE retrain_run_id = ?`, p.RetrainRunID))
 		}
 		first, err := promotionOf()
@@ -349,13 +351,13 @@ func (s *SQLite) RecordPromotion(ctx context.Context, p Promotion) (Promotion, e
 		var lineage string
 		err = tx.QueryRowContext(ctx, `SELECT lineage FROM runs WHERE run_id = ?`, p.ChallengerRunID).Scan(&lineage)
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("challenger run %s: %w", p.ChallengerRunID, ErrNotFound)
+			return fmt.Errorf("challenger run %s: %w", p.ChallengerRunID, metadata.ErrNotFound)
 		}
 		if err != nil {
 			return err
 		}
 		if lineage != p.Lineage {
-			return fmt.Errorf("%w: challenger run %s belongs to lineage %q, not %q", ErrInvalid, p.ChallengerRunID, lineage, p.Lineage)
+			return fmt.Errorf("%w: challenger run %s belongs to lineage %q, not %q", metadata.ErrInvalid, p.ChallengerRunID, lineage, p.Lineage)
 		}
 		if p.Promoted {
 			champ, err := sqliteChampion(ctx, tx, p.Lineage)
@@ -376,19 +378,19 @@ func (s *SQLite) RecordPromotion(ctx context.Context, p Promotion) (Promotion, e
 		return err
 	})
 	if err != nil {
-		return Promotion{}, fmt.Errorf("record promotion of retrain %s: %w", p.RetrainRunID, sqliteClassify(err))
+		return metadata.Promotion{}, fmt.Errorf("record promotion of retrain %s: %w", p.RetrainRunID, sqliteClassify(err))
 	}
 	return out, nil
 }
 
 // Champion is Store.Champion.
-func (s *SQLite) Champion(ctx context.Context, lineage string) (Champion, error) {
+func (s *SQLite) Champion(ctx context.Context, lineage string) (metadata.Champion, error) {
 	c, err := sqliteChampion(ctx, s.db, lineage)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Champion{}, fmt.Errorf("champion of lineage %s: %w", lineage, ErrNotFound)
+		return metadata.Champion{}, fmt.Errorf("champion of lineage %s: %w", lineage, metadata.ErrNotFound)
 	}
 	if err != nil {
-		return Champion{}, fmt.Errorf("champion of lineage %s: %w", lineage, sqliteClassify(err))
+		return metadata.Champion{}, fmt.Errorf("champion of lineage %s: %w", lineage, sqliteClassify(err))
 	}
 	return c, nil
 }
@@ -396,8 +398,8 @@ func (s *SQLite) Champion(ctx context.Context, lineage string) (Champion, error)
 // sqliteChampion is champion: the challenger of the lineage's latest
 // promotion, else the best checkpoint of its first run; sql.ErrNoRows when
 // it has neither.
-func sqliteChampion(ctx context.Context, q querier, lineage string) (Champion, error) {
-	var c Champion
+func sqliteChampion(ctx context.Context, q querier, lineage string) (metadata.Champion, error) {
+	var c metadata.Champion
 	var since int64
 	err := q.QueryRowContext(ctx, `
 		SELECT p.lineage, p.challenger_run_id, p.challenger_checkpoint_uri,
@@ -419,7 +421,7 @@ func sqliteChampion(ctx context.Context, q querier, lineage string) (Champion, e
 			&c.Score, &c.PromotionID, &since)
 	}
 	if err != nil {
-		return Champion{}, err
+		return metadata.Champion{}, err
 	}
 	c.Since = fromNanos(since)
 	return c, nil

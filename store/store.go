@@ -12,6 +12,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/dqnflow/dqnflow/metadata"
 )
 
 // DefaultURL is the dqnflow database of the local PostgreSQL server, which
@@ -26,13 +28,6 @@ func URLFromEnv() string {
 	}
 	return DefaultURL
 }
-
-var (
-	// ErrNotFound is wrapped by errors about a run or row that does not exist.
-	ErrNotFound = errors.New("not found")
-	// ErrInvalid is wrapped by errors about input that no retry can fix.
-	ErrInvalid = errors.New("invalid input")
-)
 
 // Store is the metadata store. It is safe for concurrent use.
 type Store struct {
@@ -80,7 +75,7 @@ func lockRun(ctx context.Context, tx pgx.Tx, runID string) error {
 	var one int
 	err := tx.QueryRow(ctx, `SELECT 1 FROM runs WHERE run_id = $1 FOR NO KEY UPDATE`, runID).Scan(&one)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("run %q: %w", runID, ErrNotFound)
+		return fmt.Errorf("run %q: %w", runID, metadata.ErrNotFound)
 	}
 	return err
 }
@@ -92,7 +87,7 @@ func (s *Store) ensureRun(ctx context.Context, runID string) error {
 		return err
 	}
 	if !exists {
-		return fmt.Errorf("run %q: %w", runID, ErrNotFound)
+		return fmt.Errorf("run %q: %w", runID, metadata.ErrNotFound)
 	}
 	return nil
 }
@@ -109,9 +104,9 @@ func classify(err error) error {
 	}
 	switch {
 	case pgErr.Code == "23503": // foreign_key_violation
-		return fmt.Errorf("%w: %s: %w", ErrNotFound, pgErr.Detail, err)
+		return fmt.Errorf("%w: %s: %w", metadata.ErrNotFound, pgErr.Detail, err)
 	case permanentClass[pgErr.Code[:min(2, len(pgErr.Code))]]:
-		return fmt.Errorf("%w: %w", ErrInvalid, err)
+		return fmt.Errorf("%w: %w", metadata.ErrInvalid, err)
 	}
 	return err
 }
@@ -148,7 +143,7 @@ func score(p *float64) *float64 {
 // checkFinite rejects a NaN or infinite value of the named input.
 func checkFinite(name string, v float64) error {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return fmt.Errorf("%w: %s is %v, want a finite number", ErrInvalid, name, v)
+		return fmt.Errorf("%w: %s is %v, want a finite number", metadata.ErrInvalid, name, v)
 	}
 	return nil
 }
@@ -174,7 +169,7 @@ func jsonObject(name string, raw []byte) ([]byte, error) {
 		return []byte("{}"), nil
 	}
 	if !json.Valid(raw) || raw[0] != '{' {
-		return nil, fmt.Errorf("%w: %s is not a JSON object", ErrInvalid, name)
+		return nil, fmt.Errorf("%w: %s is not a JSON object", metadata.ErrInvalid, name)
 	}
 	return raw, nil
 }

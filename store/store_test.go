@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/store/storetest"
 )
 
@@ -43,7 +44,7 @@ func newSQLite(t *testing.T) *SQLite {
 }
 
 // newRun creates a run with a small config.
-func newRun(t *testing.T, s Metadata, r NewRun) Run {
+func newRun(t *testing.T, s Metadata, r metadata.NewRun) metadata.Run {
 	t.Helper()
 	if r.Config == nil {
 		r.Config = json.RawMessage(`{"seed": 1, "epochs": 20}`)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/dqnflow/dqnflow/metadata"
 )
 
 // testUnknownRunsAreRefused: every call about a run, checkpoint or lineage
@@ -14,20 +16,20 @@ func testUnknownRunsAreRefused(t *testing.T, newStore func(*testing.T) Metadata)
 	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t)
-	newRun(t, s, NewRun{RunID: "known"})
+	newRun(t, s, metadata.NewRun{RunID: "known"})
 	sharpe := 1.0
 	day := time.Date(2024, 1, 2, 0, 0, 0, 0, time.UTC)
 	calls := map[string]func() error{
 		"GetRun":       func() error { _, err := s.GetRun(ctx, "ghost"); return err },
-		"SetRunStatus": func() error { return s.SetRunStatus(ctx, "ghost", StatusFailed, "x") },
+		"SetRunStatus": func() error { return s.SetRunStatus(ctx, "ghost", metadata.StatusFailed, "x") },
 		"SetRunDevice": func() error { return s.SetRunDevice(ctx, "ghost", "cpu", "cpu", "fp32") },
-		"RecordEpoch":  func() error { return s.RecordEpoch(ctx, "ghost", 1, EpochMetrics{Loss: 1}) },
+		"RecordEpoch":  func() error { return s.RecordEpoch(ctx, "ghost", 1, metadata.EpochMetrics{Loss: 1}) },
 		"RecordCheckpoint": func() error {
-			_, err := s.RecordCheckpoint(ctx, CheckpointRecord{RunID: "ghost", Epoch: 1, URI: "file:///x", SHA256: sha("x")})
+			_, err := s.RecordCheckpoint(ctx, metadata.CheckpointRecord{RunID: "ghost", Epoch: 1, URI: "file:///x", SHA256: sha("x")})
 			return err
 		},
 		"RecordBacktest": func() error {
-			_, err := s.RecordBacktest(ctx, BacktestRecord{RunID: "ghost", Epoch: 1, Split: SplitValid, DataFrom: day, DataTo: day, Sharpe: &sharpe})
+			_, err := s.RecordBacktest(ctx, metadata.BacktestRecord{RunID: "ghost", Epoch: 1, Split: metadata.SplitValid, DataFrom: day, DataTo: day, Sharpe: &sharpe})
 			return err
 		},
 		"Retention":        func() error { _, err := s.Retention(ctx, "ghost", 1, 1); return err },
@@ -40,11 +42,11 @@ func testUnknownRunsAreRefused(t *testing.T, newStore func(*testing.T) Metadata)
 		"BestCheckpoint":   func() error { _, err := s.BestCheckpoint(ctx, "known"); return err },
 		"Champion":         func() error { _, err := s.Champion(ctx, "no-lineage"); return err },
 		"RecordPromotion": func() error {
-			_, err := s.RecordPromotion(ctx, Promotion{Lineage: "known", RetrainRunID: "rt", ChallengerRunID: "ghost", ChallengerCheckpointURI: "file:///x"})
+			_, err := s.RecordPromotion(ctx, metadata.Promotion{Lineage: "known", RetrainRunID: "rt", ChallengerRunID: "ghost", ChallengerCheckpointURI: "file:///x"})
 			return err
 		},
 		"CreateRun with an unknown parent": func() error {
-			_, err := s.CreateRun(ctx, NewRun{RunID: "child", ParentRunID: "ghost", Config: []byte(`{}`)})
+			_, err := s.CreateRun(ctx, metadata.NewRun{RunID: "child", ParentRunID: "ghost", Config: []byte(`{}`)})
 			return err
 		},
 	}
@@ -54,7 +56,7 @@ func testUnknownRunsAreRefused(t *testing.T, newStore func(*testing.T) Metadata)
 			t.Errorf("%s of an unknown run: no error", name)
 			continue
 		}
-		if !errors.Is(err, ErrNotFound) {
+		if !errors.Is(err, metadata.ErrNotFound) {
 			t.Errorf("%s of an unknown run: error %v, want one wrapping ErrNotFound", name, err)
 		}
 	}
@@ -73,7 +75,7 @@ func testListsOfARunWithoutRowsAreEmpty(t *testing.T, newStore func(*testing.T) 
 	t.Parallel()
 	ctx := context.Background()
 	s := newStore(t)
-	newRun(t, s, NewRun{RunID: "r"})
+	newRun(t, s, metadata.NewRun{RunID: "r"})
 	eps, err := s.ListEpochs(ctx, "r")
 	if err != nil || eps == nil || len(eps) != 0 {
 		t.Errorf("ListEpochs = %v, %v; want [], nil", eps, err)

@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/dqnflow/dqnflow/metadata"
 )
 
 // WalkForwardStore keeps walk-forward studies: what `dqnflow walkforward`
@@ -16,8 +17,8 @@ import (
 // (ErrWalkForwardSQLite), so that "dqnflow dev" without PostgreSQL says
 // what to do instead of losing a study.
 type WalkForwardStore interface {
-	RecordWalkForward(ctx context.Context, s WalkForwardStudy) error
-	GetWalkForward(ctx context.Context, id string) (WalkForwardStudy, error)
+	RecordWalkForward(ctx context.Context, s metadata.WalkForwardStudy) error
+	GetWalkForward(ctx context.Context, id string) (metadata.WalkForwardStudy, error)
 }
 
 var (
@@ -30,79 +31,12 @@ var (
 var ErrWalkForwardSQLite = fmt.Errorf("walk-forward studies are not supported by the SQLite store: "+
 	"set DATABASE_URL to a PostgreSQL server (or keep the study's results.json): %w", errors.ErrUnsupported)
 
-// WalkForwardStudy is one walk-forward study as the store keeps it: the
-// rows of walkforward_studies, walkforward_windows and walkforward_results.
-// The store does not import package walkforward (which links the
-// trainers); package cli converts walkforward.Output to and from it. The
-// JSON fields hold the Go values of walkforward.Output as its
-// results.json encodes them.
-type WalkForwardStudy struct {
-	ID        string
-	CreatedAt time.Time       // set by the store
-	Config    json.RawMessage // a JSON object: the agent's run config
-	Series    json.RawMessage // a JSON array: the series specs
-	Layout    json.RawMessage // a JSON object: the window layout
-	Seeds     []uint64
-	LeaveOut  []string
-	Gate      string
-	Panel     bool
-	// TrialsStudy, TrialsPrior and TrialsTotal are walkforward.Trials.
-	TrialsStudy int
-	TrialsPrior int
-	TrialsTotal int
-	Device      string
-	Seconds     float64
-	Plan        json.RawMessage // a JSON array: every series in every window
-	Notes       []string
-	Stopped     string          // why the study ended before its last window, or ""
-	Timings     json.RawMessage // a JSON array of phase timings
-	Windows     []WalkForwardWindow
-	Results     []WalkForwardResult
-}
-
-// WalkForwardWindow is one step of the walk-forward (walkforward.Window).
-type WalkForwardWindow struct {
-	Index     int
-	TrainFrom time.Time
-	ValidFrom time.Time
-	TestFrom  time.Time
-	TestTo    time.Time
-}
-
-// WalkForwardResult is one strategy on one series over one window's test
-// block (walkforward.Result, field for field). Window, Series, Strategy
-// and Seed are its key within a study.
-type WalkForwardResult struct {
-	Window      int
-	Series      string
-	Strategy    string
-	Seed        uint64
-	Detail      string
-	Note        string
-	InTraining  bool
-	ValidSharpe float64
-	ValidT      float64
-	Bars        int
-	Sharpe      float64
-	SharpeLo    float64
-	SharpeHi    float64
-	SharpeT     float64
-	BarSharpe   float64
-	DaysPerYear float64
-	TotalReturn float64
-	MaxDrawdown float64
-	Turnover    float64
-	Costs       float64
-	Days        []int32
-	Returns     []float64
-}
-
-// check rejects a study no retry could store: an empty id, a header that
+// checkStudy rejects a study no retry could store: an empty id, a header that
 // is not the JSON it should be, a result of a window the study lacks or
 // with days and returns of different lengths. Errors name the position.
-func (s WalkForwardStudy) check() error {
+func checkStudy(s metadata.WalkForwardStudy) error {
 	if s.ID == "" {
-		return fmt.Errorf("%w: empty study id", ErrInvalid)
+		return fmt.Errorf("%w: empty study id", metadata.ErrInvalid)
 	}
 	for _, f := range []struct {
 		name     string
@@ -119,22 +53,22 @@ func (s WalkForwardStudy) check() error {
 			open = '['
 		}
 		if !json.Valid(f.raw) || firstByte(f.raw) != open {
-			return fmt.Errorf("%w: %s is not a JSON %s", ErrInvalid, f.name, f.kind)
+			return fmt.Errorf("%w: %s is not a JSON %s", metadata.ErrInvalid, f.name, f.kind)
 		}
 	}
 	windows := map[int]bool{}
 	for i, w := range s.Windows {
 		if windows[w.Index] {
-			return fmt.Errorf("%w: window %d (position %d) is listed twice", ErrInvalid, w.Index, i)
+			return fmt.Errorf("%w: window %d (position %d) is listed twice", metadata.ErrInvalid, w.Index, i)
 		}
 		windows[w.Index] = true
 	}
 	for i, r := range s.Results {
 		switch {
 		case !windows[r.Window]:
-			return fmt.Errorf("%w: result %d (%s on %s) is of window %d, which the study does not list", ErrInvalid, i, r.Strategy, r.Series, r.Window)
+			return fmt.Errorf("%w: result %d (%s on %s) is of window %d, which the study does not list", metadata.ErrInvalid, i, r.Strategy, r.Series, r.Window)
 		case len(r.Days) != len(r.Returns):
-			return fmt.Errorf("%w: result %d (%s on %s, window %d): %d days but %d returns", ErrInvalid, i, r.Strategy, r.Series, r.Window, len(r.Days), len(r.Returns))
+			return fmt.Errorf("%w: result %d (%s on %s, window %d): %d days but %d returns", metadata.ErrInvalid, i, r.Strategy, r.Series, r.Window, len(r.Days), len(r.Returns))
 		}
 	}
 	return nil
@@ -167,8 +101,8 @@ func orEmptyArray(raw json.RawMessage) json.RawMessage {
 // Retry: a study of an id already stored replaces it, rows and creation
 // time, so a retry or a second record of the same results.json leaves one
 // copy.
-func (s *Store) RecordWalkForward(ctx context.Context, st WalkForwardStudy) error {
-	if err := st.check(); err != nil {
+func (s *Store) RecordWalkForward(ctx context.Context, st metadata.WalkForwardStudy) error {
+	if err := checkStudy(st); err != nil {
 		return fmt.Errorf("record walk-forward %s: %w", st.ID, err)
 	}
 	seeds, err := json.Marshal(nonNil(st.Seeds))
@@ -219,8 +153,8 @@ var walkForwardResultColumns = []string{"study", "position", "window_index", "se
 
 // GetWalkForward reads the study of id back: windows by index, results in
 // the order they were recorded. An unknown id wraps ErrNotFound.
-func (s *Store) GetWalkForward(ctx context.Context, id string) (WalkForwardStudy, error) {
-	st := WalkForwardStudy{ID: id}
+func (s *Store) GetWalkForward(ctx context.Context, id string) (metadata.WalkForwardStudy, error) {
+	st := metadata.WalkForwardStudy{ID: id}
 	var config, series, layout, seeds, plan, timings []byte
 	err := s.pool.QueryRow(ctx, `
 		SELECT created_at, config, series, layout, seeds, leave_out, gate, panel,
@@ -229,7 +163,7 @@ func (s *Store) GetWalkForward(ctx context.Context, id string) (WalkForwardStudy
 		&st.CreatedAt, &config, &series, &layout, &seeds, &st.LeaveOut, &st.Gate, &st.Panel,
 		&st.TrialsStudy, &st.TrialsPrior, &st.TrialsTotal, &st.Device, &st.Seconds, &plan, &st.Notes, &st.Stopped, &timings)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return st, fmt.Errorf("walk-forward study %q: %w", id, ErrNotFound)
+		return st, fmt.Errorf("walk-forward study %q: %w", id, metadata.ErrNotFound)
 	}
 	if err != nil {
 		return st, fmt.Errorf("get walk-forward %s: %w", id, classify(err))
@@ -241,8 +175,8 @@ func (s *Store) GetWalkForward(ctx context.Context, id string) (WalkForwardStudy
 	rows, _ := s.pool.Query(ctx, `
 		SELECT window_index, train_from, valid_from, test_from, test_to
 		FROM walkforward_windows WHERE study = $1 ORDER BY window_index`, id)
-	st.Windows, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (WalkForwardWindow, error) {
-		var w WalkForwardWindow
+	st.Windows, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (metadata.WalkForwardWindow, error) {
+		var w metadata.WalkForwardWindow
 		err := row.Scan(&w.Index, &w.TrainFrom, &w.ValidFrom, &w.TestFrom, &w.TestTo)
 		w.TrainFrom, w.ValidFrom, w.TestFrom, w.TestTo = w.TrainFrom.UTC(), w.ValidFrom.UTC(), w.TestFrom.UTC(), w.TestTo.UTC()
 		return w, err
@@ -255,8 +189,8 @@ func (s *Store) GetWalkForward(ctx context.Context, id string) (WalkForwardStudy
 			valid_sharpe, valid_t, bars, sharpe, sharpe_lo, sharpe_hi, sharpe_t, bar_sharpe,
 			days_per_year, total_return, max_drawdown, turnover, costs, days, returns
 		FROM walkforward_results WHERE study = $1 ORDER BY position`, id)
-	st.Results, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (WalkForwardResult, error) {
-		var r WalkForwardResult
+	st.Results, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (metadata.WalkForwardResult, error) {
+		var r metadata.WalkForwardResult
 		var seed int64
 		err := row.Scan(&r.Window, &r.Series, &r.Strategy, &seed, &r.Detail, &r.Note, &r.InTraining,
 			&r.ValidSharpe, &r.ValidT, &r.Bars, &r.Sharpe, &r.SharpeLo, &r.SharpeHi, &r.SharpeT, &r.BarSharpe,
@@ -271,13 +205,13 @@ func (s *Store) GetWalkForward(ctx context.Context, id string) (WalkForwardStudy
 }
 
 // RecordWalkForward refuses: see ErrWalkForwardSQLite.
-func (s *SQLite) RecordWalkForward(ctx context.Context, st WalkForwardStudy) error {
+func (s *SQLite) RecordWalkForward(ctx context.Context, st metadata.WalkForwardStudy) error {
 	return fmt.Errorf("record walk-forward %s: %w", st.ID, ErrWalkForwardSQLite)
 }
 
 // GetWalkForward refuses: see ErrWalkForwardSQLite.
-func (s *SQLite) GetWalkForward(ctx context.Context, id string) (WalkForwardStudy, error) {
-	return WalkForwardStudy{}, fmt.Errorf("get walk-forward %s: %w", id, ErrWalkForwardSQLite)
+func (s *SQLite) GetWalkForward(ctx context.Context, id string) (metadata.WalkForwardStudy, error) {
+	return metadata.WalkForwardStudy{}, fmt.Errorf("get walk-forward %s: %w", id, ErrWalkForwardSQLite)
 }
 
 // nonNil is s, or an empty slice for nil: the columns are NOT NULL arrays.

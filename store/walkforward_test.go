@@ -9,13 +9,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dqnflow/dqnflow/metadata"
 )
 
 // sampleStudy is a study of two windows, two series, an agent at a seed
 // above 2^63 (the bigint column's sign bit) and one baseline.
-func sampleStudy(id string) WalkForwardStudy {
+func sampleStudy(id string) metadata.WalkForwardStudy {
 	t0 := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
-	st := WalkForwardStudy{
+	st := metadata.WalkForwardStudy{
 		ID: id, Config: json.RawMessage(`{"seed": 7, "epochs": 3}`),
 		Series: json.RawMessage(`[{"name": "EURUSD"}, {"name": "GBPUSD"}]`), Layout: json.RawMessage(`{"train": "3y"}`),
 		Seeds: []uint64{1, math.MaxUint64 - 1}, LeaveOut: []string{"GBPUSD"}, Gate: "window", Panel: true,
@@ -25,7 +27,7 @@ func sampleStudy(id string) WalkForwardStudy {
 	}
 	for w := range 2 {
 		from := t0.AddDate(w, 0, 0)
-		st.Windows = append(st.Windows, WalkForwardWindow{Index: w, TrainFrom: from, ValidFrom: from.AddDate(0, 6, 0),
+		st.Windows = append(st.Windows, metadata.WalkForwardWindow{Index: w, TrainFrom: from, ValidFrom: from.AddDate(0, 6, 0),
 			TestFrom: from.AddDate(0, 9, 0), TestTo: from.AddDate(1, 0, 0)})
 		for _, s := range []string{"EURUSD", "GBPUSD"} {
 			for _, k := range []struct {
@@ -33,7 +35,7 @@ func sampleStudy(id string) WalkForwardStudy {
 				seed     uint64
 			}{{"agent", 1}, {"agent", math.MaxUint64 - 1}, {"buy_and_hold", 0}} {
 				d0 := int32(18262 + 365*w)
-				st.Results = append(st.Results, WalkForwardResult{Window: w, Series: s, Strategy: k.strategy, Seed: k.seed,
+				st.Results = append(st.Results, metadata.WalkForwardResult{Window: w, Series: s, Strategy: k.strategy, Seed: k.seed,
 					Detail: "lookback 480", Note: "n", InTraining: s == "EURUSD", ValidSharpe: 0.5, ValidT: 2.25, Bars: 100,
 					Sharpe: 1.25, SharpeLo: -0.5, SharpeHi: 3, SharpeT: 1.5, BarSharpe: 1.1, DaysPerYear: 252,
 					TotalReturn: 0.1, MaxDrawdown: 0.05, Turnover: 12, Costs: 0.001,
@@ -139,22 +141,22 @@ func TestRecordWalkForwardRejectsBadInput(t *testing.T) {
 	s := newPostgres(t)
 	cases := []struct {
 		name string
-		edit func(*WalkForwardStudy)
+		edit func(*metadata.WalkForwardStudy)
 		want string
 	}{
-		{"empty id", func(st *WalkForwardStudy) { st.ID = "" }, "empty study id"},
-		{"config not an object", func(st *WalkForwardStudy) { st.Config = json.RawMessage(`[1]`) }, "config is not a JSON object"},
-		{"series missing", func(st *WalkForwardStudy) { st.Series = nil }, "series is not a JSON array"},
-		{"unknown window", func(st *WalkForwardStudy) { st.Results[3].Window = 9 }, "result 3 (agent on GBPUSD) is of window 9"},
-		{"days and returns", func(st *WalkForwardStudy) { st.Results[1].Returns = st.Results[1].Returns[:1] }, "3 days but 1 returns"},
-		{"window twice", func(st *WalkForwardStudy) { st.Windows[1].Index = 0 }, "window 0 (position 1) is listed twice"},
-		{"duplicate result", func(st *WalkForwardStudy) { st.Results[1] = st.Results[0] }, "duplicate key"},
+		{"empty id", func(st *metadata.WalkForwardStudy) { st.ID = "" }, "empty study id"},
+		{"config not an object", func(st *metadata.WalkForwardStudy) { st.Config = json.RawMessage(`[1]`) }, "config is not a JSON object"},
+		{"series missing", func(st *metadata.WalkForwardStudy) { st.Series = nil }, "series is not a JSON array"},
+		{"unknown window", func(st *metadata.WalkForwardStudy) { st.Results[3].Window = 9 }, "result 3 (agent on GBPUSD) is of window 9"},
+		{"days and returns", func(st *metadata.WalkForwardStudy) { st.Results[1].Returns = st.Results[1].Returns[:1] }, "3 days but 1 returns"},
+		{"window twice", func(st *metadata.WalkForwardStudy) { st.Windows[1].Index = 0 }, "window 0 (position 1) is listed twice"},
+		{"duplicate result", func(st *metadata.WalkForwardStudy) { st.Results[1] = st.Results[0] }, "duplicate key"},
 	}
 	for _, c := range cases {
 		st := sampleStudy("bad")
 		c.edit(&st)
 		err := s.RecordWalkForward(ctx, st)
-		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+		if !errors.Is(err, metadata.ErrInvalid) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error = %v, want ErrInvalid saying %q", c.name, err, c.want)
 		}
 	}
@@ -168,7 +170,7 @@ func TestRecordWalkForwardRejectsBadInput(t *testing.T) {
 func TestGetWalkForwardOfAnUnknownStudyIsNotFound(t *testing.T) {
 	t.Parallel()
 	_, err := newPostgres(t).GetWalkForward(context.Background(), "nope")
-	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), `"nope"`) {
+	if !errors.Is(err, metadata.ErrNotFound) || !strings.Contains(err.Error(), `"nope"`) {
 		t.Errorf("error = %v, want ErrNotFound naming the id", err)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/dqnflow/dqnflow/metadata"
 )
 
 // WalkForwardWindowStore records a study a window at a time, as the
@@ -15,8 +17,8 @@ import (
 // results when that window ends. *SQLite refuses (ErrWalkForwardSQLite).
 type WalkForwardWindowStore interface {
 	WalkForwardStore
-	RecordWalkForwardHeader(ctx context.Context, s WalkForwardStudy) error
-	RecordWalkForwardWindow(ctx context.Context, study string, w WalkForwardWindow, results []WalkForwardResult) error
+	RecordWalkForwardHeader(ctx context.Context, s metadata.WalkForwardStudy) error
+	RecordWalkForwardWindow(ctx context.Context, study string, w metadata.WalkForwardWindow, results []metadata.WalkForwardResult) error
 }
 
 var (
@@ -43,10 +45,10 @@ const maxWalkForwardWindows = (1<<31 - 1) / WalkForwardWindowStride
 // study's of the same id, or windows a stopped study did not run.
 //
 // Retry: writing the same header again changes nothing.
-func (s *Store) RecordWalkForwardHeader(ctx context.Context, st WalkForwardStudy) error {
+func (s *Store) RecordWalkForwardHeader(ctx context.Context, st metadata.WalkForwardStudy) error {
 	head := st
 	head.Results = nil
-	if err := head.check(); err != nil {
+	if err := checkStudy(head); err != nil {
 		return fmt.Errorf("record walk-forward %s header: %w", st.ID, err)
 	}
 	seeds, err := json.Marshal(nonNil(st.Seeds))
@@ -103,17 +105,17 @@ func (s *Store) RecordWalkForwardHeader(ctx context.Context, st WalkForwardStudy
 //
 // Retry: the window's stored rows, if any, are replaced, so a retried
 // window leaves one copy.
-func (s *Store) RecordWalkForwardWindow(ctx context.Context, study string, w WalkForwardWindow, results []WalkForwardResult) error {
+func (s *Store) RecordWalkForwardWindow(ctx context.Context, study string, w metadata.WalkForwardWindow, results []metadata.WalkForwardResult) error {
 	what := fmt.Sprintf("record walk-forward %s window %d", study, w.Index)
 	if w.Index < 0 || w.Index >= maxWalkForwardWindows {
-		return fmt.Errorf("%s: %w: window index outside [0, %d)", what, ErrInvalid, maxWalkForwardWindows)
+		return fmt.Errorf("%s: %w: window index outside [0, %d)", what, metadata.ErrInvalid, maxWalkForwardWindows)
 	}
 	if len(results) > WalkForwardWindowStride {
-		return fmt.Errorf("%s: %w: %d results, more than a window holds (%d)", what, ErrInvalid, len(results), WalkForwardWindowStride)
+		return fmt.Errorf("%s: %w: %d results, more than a window holds (%d)", what, metadata.ErrInvalid, len(results), WalkForwardWindowStride)
 	}
-	// check's rules, on a study of this one window.
-	if err := (WalkForwardStudy{ID: study, Config: []byte("{}"), Series: []byte("[]"), Layout: []byte("{}"),
-		Windows: []WalkForwardWindow{w}, Results: results}).check(); err != nil {
+	// checkStudy's rules, on a study of this one window.
+	if err := checkStudy(metadata.WalkForwardStudy{ID: study, Config: []byte("{}"), Series: []byte("[]"), Layout: []byte("{}"),
+		Windows: []metadata.WalkForwardWindow{w}, Results: results}); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	err := s.tx(ctx, func(tx pgx.Tx) error {
@@ -141,11 +143,11 @@ func (s *Store) RecordWalkForwardWindow(ctx context.Context, study string, w Wal
 }
 
 // RecordWalkForwardHeader refuses: see ErrWalkForwardSQLite.
-func (s *SQLite) RecordWalkForwardHeader(ctx context.Context, st WalkForwardStudy) error {
+func (s *SQLite) RecordWalkForwardHeader(ctx context.Context, st metadata.WalkForwardStudy) error {
 	return fmt.Errorf("record walk-forward %s header: %w", st.ID, ErrWalkForwardSQLite)
 }
 
 // RecordWalkForwardWindow refuses: see ErrWalkForwardSQLite.
-func (s *SQLite) RecordWalkForwardWindow(ctx context.Context, study string, w WalkForwardWindow, results []WalkForwardResult) error {
+func (s *SQLite) RecordWalkForwardWindow(ctx context.Context, study string, w metadata.WalkForwardWindow, results []metadata.WalkForwardResult) error {
 	return fmt.Errorf("record walk-forward %s window %d: %w", study, w.Index, ErrWalkForwardSQLite)
 }

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/dqnflow/dqnflow/metadata"
 )
 
 // TestWalkForwardRecordedAWindowAtATimeReadsAsAWholeStudy: a header, then
@@ -24,7 +26,7 @@ func TestWalkForwardRecordedAWindowAtATimeReadsAsAWholeStudy(t *testing.T) {
 	}
 	for k := len(want.Windows) - 1; k >= 0; k-- {
 		w := want.Windows[k]
-		var res []WalkForwardResult
+		var res []metadata.WalkForwardResult
 		for _, r := range want.Results {
 			if r.Window == w.Index {
 				res = append(res, r)
@@ -91,7 +93,7 @@ func TestRecordWalkForwardWindowNeedsItsStudy(t *testing.T) {
 	ctx := context.Background()
 	s := newPostgres(t)
 	st := sampleStudy("wf-none")
-	if err := s.RecordWalkForwardWindow(ctx, "wf-none", st.Windows[0], st.Results[:1]); !errors.Is(err, ErrNotFound) {
+	if err := s.RecordWalkForwardWindow(ctx, "wf-none", st.Windows[0], st.Results[:1]); !errors.Is(err, metadata.ErrNotFound) {
 		t.Errorf("window of an unknown study: %v, want ErrNotFound", err)
 	}
 	head := st
@@ -100,7 +102,7 @@ func TestRecordWalkForwardWindowNeedsItsStudy(t *testing.T) {
 		t.Fatal(err)
 	}
 	last := st.Results[len(st.Results)-1] // window 1's
-	if err := s.RecordWalkForwardWindow(ctx, "wf-none", st.Windows[0], []WalkForwardResult{last}); !errors.Is(err, ErrInvalid) {
+	if err := s.RecordWalkForwardWindow(ctx, "wf-none", st.Windows[0], []metadata.WalkForwardResult{last}); !errors.Is(err, metadata.ErrInvalid) {
 		t.Errorf("window 0 holding a result of window 1: %v, want ErrInvalid", err)
 	}
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/dqnflow/dqnflow/activities/activitiestest"
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
-	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/worker"
 	"github.com/dqnflow/dqnflow/worker/workertest"
 	"github.com/dqnflow/dqnflow/workflows"
@@ -77,7 +77,7 @@ func TestSlotIsKeptAcrossContinueAsNew(t *testing.T) {
 		if err := r.Get(ctx, &res); err != nil {
 			t.Fatal(err)
 		}
-		if res.Status != store.StatusCompleted || res.Epochs != 6 {
+		if res.Status != metadata.StatusCompleted || res.Epochs != 6 {
 			t.Fatalf("run %s: %+v, want completed after 6 epochs", res.RunID, res)
 		}
 	}
@@ -180,7 +180,7 @@ func TestStuckWorkflowGivesItsSlotBack(t *testing.T) {
 	if err := run.Get(ctx, &res); err != nil {
 		t.Fatalf("the run waiting for the stuck workflow's slot: %v", err)
 	}
-	if res.Status != store.StatusCompleted {
+	if res.Status != metadata.StatusCompleted {
 		t.Errorf("result %+v, want completed", res)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/dqnflow/dqnflow/activities/activitiestest"
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/store/storetest"
 	"github.com/dqnflow/dqnflow/worker"
@@ -97,7 +98,7 @@ func moveRun(t *testing.T, holdRow bool) {
 		Workflows: workflows.Options{SessionHeartbeatTimeout: 2 * time.Second, HeartbeatTimeout: 5 * time.Second},
 	})
 	res, st, second := m.Result, m.Store, m.Second
-	if res.Status != store.StatusCompleted || res.Epochs != 4 || res.GlobalStep != 40 || res.LastCheckpoint.Epoch != 4 {
+	if res.Status != metadata.StatusCompleted || res.Epochs != 4 || res.GlobalStep != 40 || res.LastCheckpoint.Epoch != 4 {
 		t.Fatalf("result %+v, want completed after 4 epochs (40 steps)", res)
 	}
 	news, restores := second.Counts()
@@ -113,7 +114,7 @@ func moveRun(t *testing.T, holdRow bool) {
 			t.Errorf("checkpoint row of epoch %d: %+v (%v)", e, ck, err)
 		}
 	}
-	if r, err := st.GetRun(ctx, "moves"); err != nil || r.Status != store.StatusCompleted || r.Backend != "fake" {
+	if r, err := st.GetRun(ctx, "moves"); err != nil || r.Status != metadata.StatusCompleted || r.Backend != "fake" {
 		t.Errorf("run row %+v (%v), want completed on the fake backend", r, err)
 	}
 }
@@ -178,7 +179,7 @@ func TestReusedWorkflowIDKeepsTheFirstRunsRowsAndFiles(t *testing.T) {
 		t.Fatalf("run ids %q and %q, want again and again.<execution id>", first.RunID, second.RunID)
 	}
 	row, err := st.GetRun(ctx, "again")
-	if err != nil || row.Status != store.StatusCompleted || row.EpochsDone != 2 || !strings.Contains(string(row.Config), `"seed": 1`) && !strings.Contains(string(row.Config), `"seed":1`) {
+	if err != nil || row.Status != metadata.StatusCompleted || row.EpochsDone != 2 || !strings.Contains(string(row.Config), `"seed": 1`) && !strings.Contains(string(row.Config), `"seed":1`) {
 		t.Errorf("first run's row after the second run: %+v, %v; want it unchanged (2 epochs, seed 1)", row, err)
 	}
 	after, err := st.ListCheckpoints(ctx, "again")

@@ -12,7 +12,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/workflows"
 )
 
@@ -53,7 +53,7 @@ func testCancelCleansUp(t *testing.T, chunk int) {
 	if completions != 1 {
 		t.Errorf("session completed %d times, want once", completions)
 	}
-	if !slices.Equal(f.statuses, []store.Status{store.StatusCanceled}) {
+	if !slices.Equal(f.statuses, []metadata.Status{metadata.StatusCanceled}) {
 		t.Errorf("statuses %v, want [canceled]", f.statuses)
 	}
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/dqnflow/dqnflow/activities"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/errtext"
-	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/workflows"
 )
 
@@ -151,10 +151,10 @@ func TestSignalsAreTakenAtTheEndOfTheChunk(t *testing.T) {
 		if want := "O0 C1 T1 S1 C2 T2 S2 K2 B2 X O2 C3 T3 S3 C4 T4 S4 C5 T5 S5 K5 B5 X"; f.sequence() != want {
 			t.Errorf("activities:\n got %s\nwant %s", f.sequence(), want)
 		}
-		if !slices.Equal(f.statuses, []store.Status{store.StatusPaused, store.StatusRunning, store.StatusCompleted}) {
+		if !slices.Equal(f.statuses, []metadata.Status{metadata.StatusPaused, metadata.StatusRunning, metadata.StatusCompleted}) {
 			t.Errorf("statuses %v, want paused, running, completed", f.statuses)
 		}
-		if r.Epochs != 5 || r.Status != store.StatusCompleted {
+		if r.Epochs != 5 || r.Status != metadata.StatusCompleted {
 			t.Errorf("result %+v, want completed after 5 epochs", r)
 		}
 	})
@@ -168,7 +168,7 @@ func TestSignalsAreTakenAtTheEndOfTheChunk(t *testing.T) {
 		if want := "O0 C1 T1 S1 C2 T2 S2 K2 B2 X"; f.sequence() != want {
 			t.Errorf("activities:\n got %s\nwant %s", f.sequence(), want)
 		}
-		if r.Status != store.StatusStopped || r.Epochs != 2 || r.LastCheckpoint.Epoch != 2 {
+		if r.Status != metadata.StatusStopped || r.Epochs != 2 || r.LastCheckpoint.Epoch != 2 {
 			t.Errorf("result %+v: want stopped after epoch 2 with its checkpoint", r)
 		}
 	})
@@ -254,7 +254,7 @@ func TestNonFiniteInAChunkNamesTheCheckpointItWrote(t *testing.T) {
 	if err := env.GetWorkflowError(); !activities.IsFatal(err) {
 		t.Fatalf("run ended with %v; want the non-finite failure", err)
 	}
-	if n := len(f.statusErrs); n == 0 || f.statuses[n-1] != store.StatusFailed ||
+	if n := len(f.statusErrs); n == 0 || f.statuses[n-1] != metadata.StatusFailed ||
 		!strings.Contains(f.statusErrs[n-1], "the last good checkpoint is epoch 2") || !strings.Contains(f.statusErrs[n-1], ckRef(2).URI) {
 		t.Fatalf("recorded statuses %v, errors %q; want failed, naming the epoch 2 checkpoint", f.statuses, f.statusErrs)
 	}
@@ -284,7 +284,7 @@ func TestFailedRunRecordsCleanBoundedErrorText(t *testing.T) {
 		t.Fatalf("run ended with %v; want the BadData failure", err)
 	}
 	n := len(f.statusErrs)
-	if n == 0 || f.statuses[n-1] != store.StatusFailed {
+	if n == 0 || f.statuses[n-1] != metadata.StatusFailed {
 		t.Fatalf("recorded statuses %v; want failed last", f.statuses)
 	}
 	got := f.statusErrs[n-1]

@@ -19,7 +19,7 @@ import (
 	"github.com/dqnflow/dqnflow/activities"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
-	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/workflows"
 )
@@ -74,7 +74,7 @@ type fakeGPU struct {
 	recorded   []activities.RecordRunInput
 	epochs     []int
 	retentions []activities.RetentionInput
-	statuses   []store.Status
+	statuses   []metadata.Status
 	statusErrs []string // SetRunStatus's error texts, beside statuses
 	devices    int
 }

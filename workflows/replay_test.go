@@ -29,7 +29,7 @@ import (
 	"github.com/dqnflow/dqnflow/activities/activitiestest"
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
-	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/worker"
 	"github.com/dqnflow/dqnflow/worker/workertest"
 	"github.com/dqnflow/dqnflow/workflows"
@@ -178,7 +178,7 @@ func TestRecordHistories(t *testing.T) {
 		}
 		return r
 	}
-	result := func(r client.WorkflowRun, status store.Status, epochs int) workflows.RunResult {
+	result := func(r client.WorkflowRun, status metadata.Status, epochs int) workflows.RunResult {
 		t.Helper()
 		var res workflows.RunResult
 		if err := r.Get(ctx, &res); err != nil {
@@ -194,9 +194,9 @@ func TestRecordHistories(t *testing.T) {
 	atStep.Store("rec3-run@25", func() { signal("rec3-run", workflows.PauseSignal) })
 	run := start("rec3-run", workflows.TrainingRunName, cfg)
 	firstRunID := run.GetRunID() // Get follows the Continue-As-New and moves the run id on
-	waitForStatus(ctx, t, c, "rec3-run", store.StatusPaused)
+	waitForStatus(ctx, t, c, "rec3-run", metadata.StatusPaused)
 	signal("rec3-run", workflows.ResumeSignal)
-	result(run, store.StatusCompleted, 6)
+	result(run, metadata.StatusCompleted, 6)
 	saveHistory(ctx, t, c, "rec3-run", firstRunID, "rec3-run.first.json")
 	saveHistory(ctx, t, c, "rec3-run", "", "rec3-run.continued.json")
 
@@ -205,12 +205,12 @@ func TestRecordHistories(t *testing.T) {
 	small.Epochs = 3
 	atStep.Store("rec3-resume@15", func() { signal("rec3-resume", workflows.PauseSignal) })
 	atSharpe.Store("rec3-resume@20", func() { signal("rec3-resume", workflows.ResumeSignal) })
-	result(start("rec3-resume", workflows.TrainingRunName, small), store.StatusCompleted, 3)
+	result(start("rec3-resume", workflows.TrainingRunName, small), metadata.StatusCompleted, 3)
 	saveHistory(ctx, t, c, "rec3-resume", "", "rec3-resume.json")
 
 	// rec3-stop: stop during epoch 2.
 	atStep.Store("rec3-stop@15", func() { signal("rec3-stop", workflows.StopSignal) })
-	result(start("rec3-stop", workflows.TrainingRunName, small), store.StatusStopped, 2)
+	result(start("rec3-stop", workflows.TrainingRunName, small), metadata.StatusStopped, 2)
 	saveHistory(ctx, t, c, "rec3-stop", "", "rec3-stop.json")
 
 	// rec3-cancel: cancelled during epoch 2.
@@ -227,8 +227,8 @@ func TestRecordHistories(t *testing.T) {
 	// rec3-reuse: two runs under one workflow id; the second's history.
 	tiny := cfg
 	tiny.Epochs, tiny.Checkpoint.Every = 1, 1
-	result(start("rec3-reuse", workflows.TrainingRunName, tiny), store.StatusCompleted, 1)
-	if res := result(start("rec3-reuse", workflows.TrainingRunName, tiny), store.StatusCompleted, 1); !strings.HasPrefix(res.RunID, "rec3-reuse.") {
+	result(start("rec3-reuse", workflows.TrainingRunName, tiny), metadata.StatusCompleted, 1)
+	if res := result(start("rec3-reuse", workflows.TrainingRunName, tiny), metadata.StatusCompleted, 1); !strings.HasPrefix(res.RunID, "rec3-reuse.") {
 		t.Fatalf("second run under rec3-reuse recorded as %s", res.RunID)
 	}
 	saveHistory(ctx, t, c, "rec3-reuse", "", "rec3-reuse.second.json")
@@ -265,7 +265,7 @@ func TestRecordHistories(t *testing.T) {
 	saveHistory(ctx, t, c, "rec4-sweep", "", "rec4-sweep.json")
 	sweep.Base.Epochs = 50
 	sw := start("rec4-sweep-cancel", workflows.SweepName, sweep)
-	waitForStatus(ctx, t, c, childOf(ctx, t, c, "rec4-sweep-cancel"), store.StatusRunning)
+	waitForStatus(ctx, t, c, childOf(ctx, t, c, "rec4-sweep-cancel"), metadata.StatusRunning)
 	if err := c.CancelWorkflow(ctx, "rec4-sweep-cancel", ""); err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +289,7 @@ func TestRecordStoppedWorkerHistory(t *testing.T) {
 	}
 	c := workertest.DevServer(t)
 	m := workertest.MoveRun(t, c, workertest.Move{ID: "rec5-moves", Epochs: 3, Workflows: recordOptions})
-	if news, restores := m.Second.Counts(); m.Result.Status != store.StatusCompleted || m.Result.Epochs != 3 || news != 0 || restores != 1 {
+	if news, restores := m.Second.Counts(); m.Result.Status != metadata.StatusCompleted || m.Result.Epochs != 3 || news != 0 || restores != 1 {
 		t.Fatalf("result %+v, second worker built %d and restored %d trainers; want completed after 3 epochs, one restore", m.Result, news, restores)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -330,7 +330,7 @@ func readHistory(path string) (*historypb.History, error) {
 }
 
 // waitForStatus polls the run's progress query until it reports status.
-func waitForStatus(ctx context.Context, t *testing.T, c client.Client, id string, status store.Status) {
+func waitForStatus(ctx context.Context, t *testing.T, c client.Client, id string, status metadata.Status) {
 	t.Helper()
 	for {
 		v, err := c.QueryWorkflow(ctx, id, "", workflows.ProgressQuery)

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/workflows"
 )
 
@@ -37,7 +37,7 @@ func TestSearchAttributesAreUpsertedAtMostEveryFewSeconds(t *testing.T) {
 	epoch, _ := last.GetInt64(workflows.EpochKey)
 	status, _ := last.GetKeyword(workflows.StatusKey)
 	best, _ := last.GetFloat64(workflows.BestValidSharpeKey)
-	if epoch != 100 || status != string(store.StatusCompleted) || best != r.BestValidSharpe {
+	if epoch != 100 || status != string(metadata.StatusCompleted) || best != r.BestValidSharpe {
 		t.Errorf("last upsert: epoch %d, status %q, best %v; want 100, completed, %v", epoch, status, best, r.BestValidSharpe)
 	}
 }

@@ -13,7 +13,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/dqnflow/dqnflow/config"
-	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/workflows"
 )
 
@@ -42,10 +42,10 @@ func TestResumeDuringThePausesCheckpointCancelsThePause(t *testing.T) {
 			if want := "O0 C1 T1 S1 C2 T2 S2 K2 B2 C3 T3 S3 C4 T4 S4 K4 B4 X"; f.sequence() != want {
 				t.Errorf("activities:\n got %s\nwant %s (the resume cancels the pause: the trainer stays)", f.sequence(), want)
 			}
-			if !slices.Equal(f.statuses, []store.Status{store.StatusCompleted}) {
+			if !slices.Equal(f.statuses, []metadata.Status{metadata.StatusCompleted}) {
 				t.Errorf("statuses %v, want [completed]", f.statuses)
 			}
-			if r.Epochs != 4 || r.Status != store.StatusCompleted {
+			if r.Epochs != 4 || r.Status != metadata.StatusCompleted {
 				t.Errorf("result %+v, want completed after 4 epochs", r)
 			}
 		})

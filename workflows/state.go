@@ -2,7 +2,7 @@ package workflows
 
 import (
 	"github.com/dqnflow/dqnflow/activities"
-	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/trainer"
 )
 
@@ -47,7 +47,7 @@ type RunState struct {
 	// trainer (after a Continue-As-New or a pause).
 	SessionToken []byte `json:"session_token,omitempty"`
 	// Status is the run's status as last recorded.
-	Status store.Status `json:"status,omitempty"`
+	Status metadata.Status `json:"status,omitempty"`
 	// Info is what the trainer reported it runs on.
 	Info trainer.Info `json:"info"`
 	// Recoveries counts the trainer losses since the run last got past
@@ -66,9 +66,9 @@ type Scores = activities.Scores
 
 // RunResult is what TrainingRun returns.
 type RunResult struct {
-	RunID   string       `json:"run_id"`
-	Lineage string       `json:"lineage"`
-	Status  store.Status `json:"status"` // completed, stopped or early_stopped
+	RunID   string          `json:"run_id"`
+	Lineage string          `json:"lineage"`
+	Status  metadata.Status `json:"status"` // completed, stopped or early_stopped
 	// Epochs is the number of epochs trained.
 	Epochs          int                       `json:"epochs"`
 	GlobalStep      int64                     `json:"global_step"`
@@ -104,7 +104,7 @@ const (
 type Progress struct {
 	RunID           string                    `json:"run_id"`
 	Lineage         string                    `json:"lineage"`
-	Status          store.Status              `json:"status"`
+	Status          metadata.Status           `json:"status"`
 	Phase           string                    `json:"phase"` // what the run is doing now
 	Epoch           int                       `json:"epoch"` // last completed epoch
 	Epochs          int                       `json:"epochs"`

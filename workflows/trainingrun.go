@@ -11,7 +11,7 @@ import (
 	"github.com/dqnflow/dqnflow/activities"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/errtext"
-	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/metadata"
 )
 
 // Workflows holds dqnflow's workflows. Register its methods on a worker
@@ -192,14 +192,14 @@ func (r *run) loop() (*RunResult, error) {
 			r.st.RunID = out.RunID
 		}
 	}
-	r.st.Status = store.StatusRunning
+	r.st.Status = metadata.StatusRunning
 	r.publish()
 	chunked := version(r.ctx, changeEpochChunks) != workflow.DefaultVersion
 	for {
 		if r.sess == nil {
 			if err := r.open(); err != nil {
 				if errors.Is(err, errStopped) {
-					return r.finish(store.StatusStopped)
+					return r.finish(metadata.StatusStopped)
 				}
 				if err := r.recover(err); err != nil {
 					return nil, err
@@ -208,7 +208,7 @@ func (r *run) loop() (*RunResult, error) {
 			}
 		}
 		if r.st.Epoch >= r.cfg.Epochs {
-			return r.finish(store.StatusCompleted)
+			return r.finish(metadata.StatusCompleted)
 		}
 		step := r.epoch
 		if chunked {
@@ -223,15 +223,15 @@ func (r *run) loop() (*RunResult, error) {
 		}
 		switch {
 		case o.final:
-			return r.finish(store.StatusCompleted)
+			return r.finish(metadata.StatusCompleted)
 		case o.stopping:
-			return r.finish(store.StatusStopped)
+			return r.finish(metadata.StatusStopped)
 		case o.early:
-			return r.finish(store.StatusEarlyStopped)
+			return r.finish(metadata.StatusEarlyStopped)
 		case o.pausing:
 			if err := r.pause(); err != nil {
 				if errors.Is(err, errStopped) {
-					return r.finish(store.StatusStopped)
+					return r.finish(metadata.StatusStopped)
 				}
 				return nil, r.fail(err)
 			}
@@ -379,7 +379,7 @@ func (r *run) pause() error {
 	token := r.st.SessionToken
 	r.closeTrainer()
 	r.st.SessionToken = token // try the same worker first on resume
-	if err := r.setStatus(store.StatusPaused, ""); err != nil {
+	if err := r.setStatus(metadata.StatusPaused, ""); err != nil {
 		return err
 	}
 	r.setPhase("paused")
@@ -393,7 +393,7 @@ func (r *run) pause() error {
 		return errStopped
 	}
 	r.resumeRequested = false
-	return r.setStatus(store.StatusRunning, "")
+	return r.setStatus(metadata.StatusRunning, "")
 }
 
 // continueAsNew hands the run to a new workflow run right after a
@@ -434,7 +434,7 @@ func (r *run) wantContinueAsNew(e int) bool {
 
 // finish ends the run with status: trainer closed, session completed,
 // status recorded.
-func (r *run) finish(status store.Status) (*RunResult, error) {
+func (r *run) finish(status metadata.Status) (*RunResult, error) {
 	if err := r.flush(); err != nil {
 		return nil, r.fail(err)
 	}
@@ -455,9 +455,9 @@ func (r *run) finish(status store.Status) (*RunResult, error) {
 // fail records the run as failed (or canceled) and returns cause, the
 // workflow's error. Clean-up is best effort and survives cancellation.
 func (r *run) fail(cause error) error {
-	status := store.StatusFailed
+	status := metadata.StatusFailed
 	if r.ctx.Err() != nil {
-		status = store.StatusCanceled
+		status = metadata.StatusCanceled
 		r.ctx, _ = workflow.NewDisconnectedContext(r.ctx)
 	}
 	var ce controlError
@@ -510,7 +510,7 @@ func (r *run) closeTrainer() {
 // error text is cleaned here (errtext.Clean, a pure function) so that the
 // activity's input in the history is bounded and its JSON loses no byte;
 // the store cleans it again for its other callers.
-func (r *run) setStatus(status store.Status, errText string) error {
+func (r *run) setStatus(status metadata.Status, errText string) error {
 	r.st.Status = status
 	r.publish()
 	return r.control(ca.SetRunStatus, activities.SetStatusInput{RunID: r.st.RunID, Status: status, Error: errtext.Clean(errText)}, nil)

@@ -15,7 +15,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/activities"
 	"github.com/dqnflow/dqnflow/config"
-	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/workflows"
 )
 
@@ -36,13 +36,13 @@ func TestRunFollowsTheEpochOrderAndCadence(t *testing.T) {
 	if !slices.Equal(f.epochs, []int{1, 2, 3, 4, 5}) {
 		t.Errorf("recorded epochs %v, want 1..5", f.epochs)
 	}
-	if !slices.Equal(f.statuses, []store.Status{store.StatusCompleted}) {
+	if !slices.Equal(f.statuses, []metadata.Status{metadata.StatusCompleted}) {
 		t.Errorf("statuses %v, want [completed]", f.statuses)
 	}
 	if len(f.recorded) != 1 || f.recorded[0].Config != cfg || f.devices != 1 {
 		t.Errorf("run recorded %d times (device %d times), want once with the config", len(f.recorded), f.devices)
 	}
-	if r.Status != store.StatusCompleted || r.Epochs != 5 || r.BestEpoch != 2 || r.BestValidSharpe != 0.5 ||
+	if r.Status != metadata.StatusCompleted || r.Epochs != 5 || r.BestEpoch != 2 || r.BestValidSharpe != 0.5 ||
 		r.BestCheckpoint == nil || r.BestCheckpoint.Epoch != 2 || r.LastCheckpoint.Epoch != 5 || r.GlobalStep != 50 {
 		t.Errorf("result %+v: want completed after 5 epochs, best epoch 2 (Sharpe 0.5, checkpoint 2), last checkpoint 5", r)
 	}
@@ -157,14 +157,14 @@ func TestPauseCheckpointsReleasesAndResumes(t *testing.T) {
 	if len(f.opens) != 2 || f.opens[1].Resume == nil || f.opens[1].Resume.Epoch != 2 || f.opens[1].Epoch != 2 {
 		t.Errorf("opens %+v: want the resume to open from the epoch 2 checkpoint", f.opens)
 	}
-	if !slices.Equal(f.statuses, []store.Status{store.StatusPaused, store.StatusRunning, store.StatusCompleted}) {
+	if !slices.Equal(f.statuses, []metadata.Status{metadata.StatusPaused, metadata.StatusRunning, metadata.StatusCompleted}) {
 		t.Errorf("statuses %v, want paused, running, completed", f.statuses)
 	}
-	if paused.Status != store.StatusPaused || paused.Epoch != 2 || paused.Epochs != 4 || paused.Step != 20 ||
+	if paused.Status != metadata.StatusPaused || paused.Epoch != 2 || paused.Epochs != 4 || paused.Step != 20 ||
 		paused.LastCheckpoint == nil || paused.LastCheckpoint.Epoch != 2 || paused.Phase != "paused" {
 		t.Errorf("progress while paused %+v: want paused at epoch 2/4, step 20, checkpoint 2", paused)
 	}
-	if r.Epochs != 4 || r.Status != store.StatusCompleted {
+	if r.Epochs != 4 || r.Status != metadata.StatusCompleted {
 		t.Errorf("result %+v, want completed after 4 epochs", r)
 	}
 }
@@ -178,10 +178,10 @@ func TestStopEndsWithAFinalCheckpointAndBacktest(t *testing.T) {
 	if want := "O0 C1 T1 S1 C2 T2 S2 K2 B2 X"; f.sequence() != want {
 		t.Errorf("activities:\n got %s\nwant %s", f.sequence(), want)
 	}
-	if r.Status != store.StatusStopped || r.Epochs != 2 || r.LastCheckpoint.Epoch != 2 || r.BestEpoch != 2 {
+	if r.Status != metadata.StatusStopped || r.Epochs != 2 || r.LastCheckpoint.Epoch != 2 || r.BestEpoch != 2 {
 		t.Errorf("result %+v: want stopped after epoch 2 with its checkpoint and backtest", r)
 	}
-	if !slices.Equal(f.statuses, []store.Status{store.StatusStopped}) {
+	if !slices.Equal(f.statuses, []metadata.Status{metadata.StatusStopped}) {
 		t.Errorf("statuses %v, want [stopped]", f.statuses)
 	}
 }
@@ -197,7 +197,7 @@ func TestEarlyStopAfterPatienceBacktestsWithoutProgress(t *testing.T) {
 	if want := "O0 C1 T1 S1 K1 B1 C2 T2 S2 B2 C3 T3 S3 K3 B3 X"; f.sequence() != want {
 		t.Errorf("activities:\n got %s\nwant %s", f.sequence(), want)
 	}
-	if r.Status != store.StatusEarlyStopped || r.Epochs != 3 || r.BestEpoch != 1 || r.BestCheckpoint.Epoch != 1 || r.LastCheckpoint.Epoch != 3 {
+	if r.Status != metadata.StatusEarlyStopped || r.Epochs != 3 || r.BestEpoch != 1 || r.BestCheckpoint.Epoch != 1 || r.LastCheckpoint.Epoch != 3 {
 		t.Errorf("result %+v: want early_stopped at epoch 3, best epoch 1", r)
 	}
 }
@@ -231,7 +231,7 @@ func TestContinueAsNewCarriesTheRunAfterACheckpoint(t *testing.T) {
 		e := 2 * runs
 		if nextCfg != cfg || next.Epoch != e || next.LastCheckpoint == nil || next.LastCheckpoint.Epoch != e ||
 			next.GlobalStep != int64(10*e) || len(next.SessionToken) == 0 || !next.Recorded ||
-			next.Scores.BestEpoch != e || next.Scores.BestCheckpoint.Epoch != e || next.Status != store.StatusRunning {
+			next.Scores.BestEpoch != e || next.Scores.BestCheckpoint.Epoch != e || next.Status != metadata.StatusRunning {
 			t.Fatalf("continue-as-new %d carries %+v: want epoch %d with its checkpoint, best score and a session token", runs, next, e)
 		}
 		state = &next
@@ -247,7 +247,7 @@ func TestContinueAsNewCarriesTheRunAfterACheckpoint(t *testing.T) {
 	if want := "O0 C1 T1 S1 K1 B1 C2 T2 S2 K2 B2 H O2 C3 T3 S3 K3 B3 C4 T4 S4 K4 B4 H O4 C5 T5 S5 K5 B5 X"; f.sequence() != want {
 		t.Errorf("activities:\n got %s\nwant %s", f.sequence(), want)
 	}
-	if r.Epochs != 5 || r.Status != store.StatusCompleted || r.BestEpoch != 5 {
+	if r.Epochs != 5 || r.Status != metadata.StatusCompleted || r.BestEpoch != 5 {
 		t.Errorf("result %+v: want completed after 5 epochs", r)
 	}
 }
@@ -278,7 +278,7 @@ func TestLostWorkerResumesFromTheLastCheckpoint(t *testing.T) {
 			if len(f.opens) != 2 || f.opens[1].Resume == nil || *f.opens[1].Resume != ckRef(2) {
 				t.Errorf("reopened with %+v, want the epoch 2 checkpoint", f.opens)
 			}
-			if r.Epochs != 4 || r.Status != store.StatusCompleted || r.LastCheckpoint.Epoch != 4 {
+			if r.Epochs != 4 || r.Status != metadata.StatusCompleted || r.LastCheckpoint.Epoch != 4 {
 				t.Errorf("result %+v, want completed after 4 epochs", r)
 			}
 		})
@@ -319,7 +319,7 @@ func TestRepeatedLossWithoutProgressFailsTheRun(t *testing.T) {
 	if len(f.opens) != 3 {
 		t.Errorf("%d opens, want the first and 2 recoveries", len(f.opens))
 	}
-	if !slices.Equal(f.statuses, []store.Status{store.StatusFailed}) {
+	if !slices.Equal(f.statuses, []metadata.Status{metadata.StatusFailed}) {
 		t.Errorf("statuses %v, want [failed]", f.statuses)
 	}
 }
@@ -342,7 +342,7 @@ func TestDeterministicFailureEndsTheRunWithoutRecovery(t *testing.T) {
 	if want := "O0 C1 T1 S1 K1 B1 C2 T2 X"; f.sequence() != want {
 		t.Errorf("activities:\n got %s\nwant %s", f.sequence(), want)
 	}
-	if !slices.Equal(f.statuses, []store.Status{store.StatusFailed}) {
+	if !slices.Equal(f.statuses, []metadata.Status{metadata.StatusFailed}) {
 		t.Errorf("statuses %v, want [failed]", f.statuses)
 	}
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/dqnflow/dqnflow/activities"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/errtext"
-	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/walkforward"
 )
 
@@ -102,7 +102,7 @@ func (w *Workflows) WalkForward(ctx workflow.Context, in WalkForwardInput) (*Wal
 			activities.ErrTypeInvalidConfig, nil)
 	}
 	start := workflow.Now(ctx)
-	prog := &WalkForwardProgress{StudyID: spec.StudyID, Status: string(store.StatusRunning)}
+	prog := &WalkForwardProgress{StudyID: spec.StudyID, Status: string(metadata.StatusRunning)}
 	if err := workflow.SetQueryHandler(ctx, WalkForwardProgressQuery, func() (WalkForwardProgress, error) {
 		p := *prog
 		p.Running = slices.Clone(prog.Running)
@@ -122,7 +122,7 @@ func (w *Workflows) WalkForward(ctx workflow.Context, in WalkForwardInput) (*Wal
 
 	var plan activities.WalkForwardPlanOutput
 	if err := workflow.ExecuteActivity(o.planCtx(ctx), ta.WalkForwardPlan, spec).Get(ctx, &plan); err != nil {
-		prog.Status, prog.Error = string(store.StatusFailed), errtext.Clean(err.Error())
+		prog.Status, prog.Error = string(metadata.StatusFailed), errtext.Clean(err.Error())
 		publish()
 		return nil, err
 	}
@@ -139,7 +139,7 @@ func (w *Workflows) WalkForward(ctx workflow.Context, in WalkForwardInput) (*Wal
 			activities.WalkForwardHeaderInput{StudyID: spec.StudyID, Output: o2}).Get(ctx, nil)
 	}
 	if err := header(out); err != nil {
-		prog.Status, prog.Error = string(store.StatusFailed), errtext.Clean(err.Error())
+		prog.Status, prog.Error = string(metadata.StatusFailed), errtext.Clean(err.Error())
 		publish()
 		return nil, err
 	}
@@ -182,7 +182,7 @@ func (w *Workflows) WalkForward(ctx workflow.Context, in WalkForwardInput) (*Wal
 			for running > 0 {
 				sel.Select(ctx)
 			}
-			prog.Status = string(store.StatusCanceled)
+			prog.Status = string(metadata.StatusCanceled)
 			publish()
 			return nil, err
 		}
@@ -213,12 +213,12 @@ func (w *Workflows) WalkForward(ctx workflow.Context, in WalkForwardInput) (*Wal
 	}
 	out.Seconds = workflow.Now(ctx).Sub(start).Seconds()
 	if err := header(out); err != nil {
-		prog.Status, prog.Error = string(store.StatusFailed), errtext.Clean(err.Error())
+		prog.Status, prog.Error = string(metadata.StatusFailed), errtext.Clean(err.Error())
 		publish()
 		return nil, err
 	}
 	if failed != nil {
-		prog.Status, prog.Error = string(store.StatusFailed), errtext.Clean(failed.Error())
+		prog.Status, prog.Error = string(metadata.StatusFailed), errtext.Clean(failed.Error())
 		publish()
 		return nil, temporal.NewApplicationErrorWithCause(fmt.Sprintf("walk-forward %s: window %d failed; the windows before it are recorded", spec.StudyID, failedAt),
 			ErrTypeWindowFailed, failed)
@@ -227,7 +227,7 @@ func (w *Workflows) WalkForward(ctx workflow.Context, in WalkForwardInput) (*Wal
 		out.Results, res.ResultsInStore = nil, true
 	}
 	res.Output = out
-	prog.Status = string(store.StatusCompleted)
+	prog.Status = string(metadata.StatusCompleted)
 	publish()
 	return res, nil
 }

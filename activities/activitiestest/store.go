@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/store"
 )
 
@@ -41,7 +42,7 @@ type HeldCheckpointRow struct {
 }
 
 // RecordCheckpoint records c, after the hold when c is of Epoch.
-func (s *HeldCheckpointRow) RecordCheckpoint(ctx context.Context, c store.CheckpointRecord) (store.CheckpointRecord, error) {
+func (s *HeldCheckpointRow) RecordCheckpoint(ctx context.Context, c metadata.CheckpointRecord) (metadata.CheckpointRecord, error) {
 	if c.Epoch == s.Epoch {
 		if s.Holding != nil {
 			s.once.Do(func() { close(s.Holding) })
