@@ -30,6 +30,7 @@ import (
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/trainer/cpu"
 	"github.com/dqnflow/dqnflow/worker"
 	"github.com/dqnflow/dqnflow/worker/workertest"
 	"github.com/dqnflow/dqnflow/workflows"
@@ -71,6 +72,8 @@ func TestReplayRecordedHistories(t *testing.T) {
 			r.RegisterWorkflowWithOptions(wf.TrainingRun, workflow.RegisterOptions{Name: workflows.TrainingRunName})
 			r.RegisterWorkflowWithOptions(wf.Retrain, workflow.RegisterOptions{Name: workflows.RetrainName})
 			r.RegisterWorkflowWithOptions(wf.Sweep, workflow.RegisterOptions{Name: workflows.SweepName})
+			r.RegisterWorkflowWithOptions(wf.WalkForward, workflow.RegisterOptions{Name: workflows.WalkForwardName})
+			r.RegisterWorkflowWithOptions(wf.WalkForwardWindow, workflow.RegisterOptions{Name: workflows.WalkForwardWindowName})
 			h, err := readHistory(f)
 			if err != nil {
 				t.Fatal(err)
@@ -295,6 +298,59 @@ func TestRecordStoppedWorkerHistory(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	saveHistory(ctx, t, c, "rec5-moves", "", "rec5-moves.json")
+}
+
+// TestRecordWalkForwardHistory records rec6-walkforward: a WalkForward
+// study on a dev server with the real activities (the CPU backend,
+// walkforward's fixture series through a data root, PostgreSQL), the
+// fixture study of TestWalkForwardOnRealActivitiesStoresTheStudyRunGives
+// with one seed, its two windows trained one at a time. It saves the
+// parent's history and each window's (rec6-walkforward-window-NNN.json).
+// The series are named relative to the data root, so the histories hold
+// no path of the machine that recorded them.
+//
+//	DATABASE_URL=... go test ./workflows -run TestRecordWalkForwardHistory -record
+func TestRecordWalkForwardHistory(t *testing.T) {
+	if !*record {
+		t.Skip("records histories only with -record")
+	}
+	const id = "rec6-walkforward"
+	st, src, spec := fixtureStudy(t, "dqnflow_wf_rec", id)
+	for i := range spec.Series {
+		spec.Series[i].Path = filepath.Base(spec.Series[i].Path)
+	}
+	spec.Seeds = spec.Seeds[:1]
+	c := workertest.DevServer(t)
+	w, err := worker.New(c, worker.Config{
+		Role: worker.RoleAll, Backend: cpu.Backend{}, Slots: 2, Store: st, Data: src,
+		Checkpoints: checkpoint.Local(t.TempDir()), Workflows: recordOptions,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	r, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: workflows.ControlTaskQueue},
+		workflows.WalkForwardName, workflows.WalkForwardInput{WalkForwardSpec: spec, MaxConcurrent: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res workflows.WalkForwardResult
+	if err := r.Get(ctx, &res); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(res.Output.Windows); n != 2 || res.Recorded == 0 {
+		t.Fatalf("study %s: %d windows, %d results recorded; want 2 windows with results", id, n, res.Recorded)
+	}
+	saveHistory(ctx, t, c, id, "", id+".json")
+	for i := range res.Output.Windows {
+		child := fmt.Sprintf("%s-window-%03d", id, i)
+		saveHistory(ctx, t, c, child, "", child+".json")
+	}
 }
 
 // childOf waits for workflow id to start a child and returns the child's
