@@ -57,6 +57,10 @@ const (
 	// although the error type is new: a GPU worker upgraded before the
 	// control workers returns it to workflows that completed the session.
 	changeStoppedSessionLeft = "stopped-worker-session-left"
+	// changeWalkForwardResume: before its header, WalkForward reads what
+	// the store holds of the study (Control.WalkForwardResume) and trains
+	// only the windows an earlier execution under its id did not record.
+	changeWalkForwardResume = "walkforward-resumes-recorded-windows"
 )
 
 // changes lists every change id above; the replay test requires a recorded
@@ -64,7 +68,7 @@ const (
 var changes = []string{
 	changeChildID, changeResumeDuringPause, changeSignalDrain, changeSearchAttributesEvery,
 	changeSessionOutlivesCancel, changeChildrenCancelled, changeSweepConcurrencyBound, changeSlotKeptAcrossCAN,
-	changeEpochChunks, changeRetrainEvidence, changeStoppedSessionLeft,
+	changeEpochChunks, changeRetrainEvidence, changeStoppedSessionLeft, changeWalkForwardResume,
 }
 
 // version is workflow.GetVersion(ctx, change, DefaultVersion, 1): every
