@@ -300,6 +300,49 @@ func TestRecordStoppedWorkerHistory(t *testing.T) {
 	saveHistory(ctx, t, c, "rec5-moves", "", "rec5-moves.json")
 }
 
+// TestRecordRecommendationHistory records rec8-run (after
+// run-records-recommendation): a TrainingRun of two epochs, as in
+// TestRecordHistories (the fake backend, the in-memory store), that ends
+// by recording its recommendation in its best checkpoint
+// (RecordRecommendation).
+//
+//	go test ./workflows -run TestRecordRecommendationHistory -record
+func TestRecordRecommendationHistory(t *testing.T) {
+	if !*record {
+		t.Skip("records histories only with -record")
+	}
+	c := workertest.DevServer(t)
+	b := &activitiestest.Backend{}
+	w, err := worker.New(c, worker.Config{
+		Role: worker.RoleAll, Slots: 1, Store: activitiestest.NewStore(t), Backend: b,
+		Prepare: activitiestest.Dataset, Evaluate: b.Evaluate, Checkpoints: checkpoint.Local(t.TempDir()), Workflows: recordOptions,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cfg := config.Defaults()
+	cfg.Epochs, cfg.StepsPerEpoch, cfg.Env.NumEnvs, cfg.Env.CollectSteps = 2, 10, 2, 4
+	cfg.Checkpoint.Every, cfg.Backtest.Every = 1, 1
+	r, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "rec8-run", TaskQueue: workflows.ControlTaskQueue}, workflows.TrainingRunName, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res workflows.RunResult
+	if err := r.Get(ctx, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Recommendation == nil {
+		t.Fatalf("rec8-run: %+v; want a recommendation recorded", res)
+	}
+	saveHistory(ctx, t, c, "rec8-run", "", "rec8-run.json")
+}
+
 // TestRecordWalkForwardHistory records rec6-walkforward: a WalkForward
 // study on a dev server with the real activities (the CPU backend,
 // walkforward's fixture series through a data root, PostgreSQL), the
