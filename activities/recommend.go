@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/dqnflow/dqnflow/checkpoint"
@@ -33,8 +34,9 @@ type RecommendOutput struct {
 // validation backtest of its epoch that the run recorded,
 // backtest.min_valid_t, and flat when t falls short of it
 // (config.BacktestConfig.NoEdge), trade otherwise. The blob is rewritten
-// atomically at its URI (checkpoint.Store.Write, signed as the store
-// signs) and its row recorded again with the new SHA-256, keeping its
+// atomically at its URI (checkpoint.Store.Write, signed with this
+// worker's key; a signed checkpoint is refused by a worker without one)
+// and its row recorded again with the new SHA-256, keeping its
 // metrics and validation Sharpe, so that loads verify it and it stays
 // the run's best.
 //
@@ -61,15 +63,21 @@ func (c *Control) RecordRecommendation(ctx context.Context, in RecommendInput) (
 	}
 	t := rep.SharpeT()
 	rec := checkpoint.NewRecommendation(rep.Sharpe, t, in.MinValidT, config.BacktestConfig{MinValidT: in.MinValidT}.NoEdge(t))
-	ck, _, err := c.checkpoints().Read(ctx, ref.URI, ref.SHA256)
+	ck, info, err := c.checkpoints().Read(ctx, ref.URI, ref.SHA256)
 	if err != nil {
 		return RecommendOutput{}, readError(what, err)
+	}
+	// A signed checkpoint that this worker verified nothing of would be
+	// written back unsigned, and the GPU workers would refuse it.
+	if info.Meta[checkpoint.MetaSignature] != "" && info.SignedBy == "" {
+		return RecommendOutput{}, nonRetryable(ErrTypeStoreRejected, what, errors.New("the checkpoint is signed and this control worker has no signing key"),
+			"give the control workers the GPU workers' --checkpoint-key-file")
 	}
 	if ck.Meta == nil {
 		ck.Meta = map[string]string{}
 	}
 	checkpoint.SetRecommendation(ck.Meta, rec)
-	info, err := c.checkpoints().Write(ctx, ref.URI, ck)
+	info, err = c.checkpoints().Write(ctx, ref.URI, ck)
 	if err != nil {
 		return RecommendOutput{}, classify(what, err)
 	}
