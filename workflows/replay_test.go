@@ -40,6 +40,12 @@ import (
 // workflows' commands (and guard running workflows with workflow.GetVersion):
 //
 //	go test ./workflows -run TestRecordHistories -record
+//
+// The histories of one scenario each have their own recorders, run the
+// same way: TestRecordStoppedWorkerHistory (rec5),
+// TestRecordWalkForwardHistory (rec6, with DATABASE_URL),
+// TestWalkForwardResumesAStudyUnderItsID (rec7, with DATABASE_URL) and
+// TestRecordRecommendationHistory (rec8).
 var record = flag.Bool("record", false, "run the workflows on a Temporal dev server and save their histories under testdata/")
 
 // recordParents also records Retrain and Sweep, as rec4-* (after
