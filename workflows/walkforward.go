@@ -92,8 +92,8 @@ type WalkForwardResult struct {
 // holds (completed, failed, terminated) takes the windows it recorded
 // from the store and trains the others, or fails at once when the
 // stored study is another (activities.Control.WalkForwardResume; Fresh
-// trains them all again); a window whose worker is lost or whose activity fails
-// is retried by its child (WalkForwardWindow). A window that fails for
+// trains them all again); a window whose worker is lost or whose
+// activity fails is retried by its child (WalkForwardWindow). A window that fails for
 // good (an invalid config, a non-finite run) stops the study: the windows
 // running finish, the header records which windows ran, and the study
 // fails.
@@ -163,6 +163,9 @@ func (w *Workflows) WalkForward(ctx workflow.Context, in WalkForwardInput) (*Wal
 			return nil, err
 		}
 		for _, wo := range prev.Windows {
+			if len(wo.Output.Windows) != 1 {
+				continue // not a window's output: trained again
+			}
 			if i := wo.Output.Windows[0].Index; i >= 0 && i < len(outs) {
 				outs[i] = &wo
 				resumed = append(resumed, i)
