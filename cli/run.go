@@ -46,9 +46,15 @@ func startRun(ctx context.Context, c client.Client, id string, cfg config.RunCon
 // the control queue. An id that was used before is refused: a run id names
 // a checkpoint directory and rows that a second run must not overwrite.
 func startWorkflow(ctx context.Context, c client.Client, id, name string, arg any) (client.WorkflowRun, error) {
+	return startWorkflowReusing(ctx, c, id, name, arg, enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE)
+}
+
+// startWorkflowReusing is startWorkflow with the id reuse policy given:
+// ALLOW_DUPLICATE starts a new execution under the id of one that has
+// ended (a walk-forward study resumed).
+func startWorkflowReusing(ctx context.Context, c client.Client, id, name string, arg any, policy enums.WorkflowIdReusePolicy) (client.WorkflowRun, error) {
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID: id, TaskQueue: workflows.ControlTaskQueue,
-		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		ID: id, TaskQueue: workflows.ControlTaskQueue, WorkflowIDReusePolicy: policy,
 	}, name, arg)
 	if err != nil {
 		return nil, fmt.Errorf("start %s %s: %w", name, id, err)

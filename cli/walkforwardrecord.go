@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -90,46 +89,12 @@ func recordStudy(ctx context.Context, st store.Metadata, rec metadata.WalkForwar
 }
 
 // studyOutput is the study that the store's rows rec hold, as
-// readStudyJSON would read its results.json; empty lists read as none
-// (nil), as results.json's do.
+// readStudyJSON would read its results.json (activities.StudyOutput); a
+// study without results is an error.
 func studyOutput(rec metadata.WalkForwardStudy) (walkforward.Output, error) {
-	out := walkforward.Output{Gate: rec.Gate, Panel: rec.Panel, Device: rec.Device, Seconds: rec.Seconds, Stopped: rec.Stopped,
-		Trials: walkforward.Trials{Study: rec.TrialsStudy, Prior: rec.TrialsPrior, Total: rec.TrialsTotal}}
-	if len(rec.Seeds) > 0 {
-		out.Seeds = rec.Seeds
-	}
-	if len(rec.LeaveOut) > 0 {
-		out.LeaveOut = rec.LeaveOut
-	}
-	if len(rec.Notes) > 0 {
-		out.Notes = rec.Notes
-	}
-	for _, f := range []struct {
-		name string
-		raw  json.RawMessage
-		dst  any
-	}{{"config", rec.Config, &out.Config}, {"series", rec.Series, &out.Series}, {"layout", rec.Layout, &out.Layout},
-		{"plan", rec.Plan, &out.Plan}, {"timings", rec.Timings, &out.Timings}} {
-		if len(f.raw) == 0 || string(f.raw) == "[]" {
-			continue
-		}
-		if err := json.Unmarshal(f.raw, f.dst); err != nil {
-			return out, fmt.Errorf("walk-forward study %s: its stored %s: %w", rec.ID, f.name, err)
-		}
-	}
-	for _, w := range rec.Windows {
-		if w.TrainFrom.IsZero() && w.TestTo.IsZero() {
-			continue // a window activities.WalkForwardRecord made up from the results
-		}
-		out.Windows = append(out.Windows, walkforward.Window{Index: w.Index, TrainFrom: w.TrainFrom, ValidFrom: w.ValidFrom,
-			TestFrom: w.TestFrom, TestTo: w.TestTo})
-	}
-	for _, r := range rec.Results {
-		out.Results = append(out.Results, walkforward.Result{Window: r.Window, Series: r.Series, Strategy: r.Strategy, Seed: r.Seed,
-			Detail: r.Detail, Note: r.Note, InTraining: r.InTraining, ValidSharpe: r.ValidSharpe, ValidT: r.ValidT, Bars: r.Bars,
-			Sharpe: r.Sharpe, SharpeLo: r.SharpeLo, SharpeHi: r.SharpeHi, SharpeT: r.SharpeT, BarSharpe: r.BarSharpe,
-			DaysPerYear: r.DaysPerYear, TotalReturn: r.TotalReturn, MaxDrawdown: r.MaxDrawdown, Turnover: r.Turnover, Costs: r.Costs,
-			Days: r.Days, Returns: r.Returns})
+	out, err := activities.StudyOutput(rec)
+	if err != nil {
+		return out, err
 	}
 	if len(out.Results) == 0 {
 		return out, fmt.Errorf("walk-forward study %s: no results stored", rec.ID)

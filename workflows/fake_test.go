@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/dqnflow/dqnflow/activities"
+	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/metadata"
@@ -77,6 +78,9 @@ type fakeGPU struct {
 	statuses   []metadata.Status
 	statusErrs []string // SetRunStatus's error texts, beside statuses
 	devices    int
+	// recommended are the epochs of the checkpoints RecordRecommendation
+	// was asked to write a recommendation into.
+	recommended []int
 }
 
 func newFake() *fakeGPU {
@@ -186,6 +190,15 @@ func (f *fakeGPU) register(env *testsuite.TestWorkflowEnvironment) {
 		func(_ context.Context, in activities.CloseInput) (activities.CloseOutput, error) {
 			f.add("X")
 			return activities.CloseOutput{Closed: true}, nil
+		})
+	env.OnActivity(ca.RecordRecommendation, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.RecommendInput) (activities.RecommendOutput, error) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.recommended = append(f.recommended, in.Checkpoint.Epoch)
+			ck := in.Checkpoint
+			ck.SHA256 = "recommended"
+			return activities.RecommendOutput{Checkpoint: ck, Recommendation: checkpoint.NewRecommendation(0.5, 1, in.MinValidT, false)}, nil
 		})
 	env.OnActivity(ca.RecordRun, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.RecordRunInput) (activities.RecordRunOutput, error) {

@@ -3,8 +3,10 @@ package workflows_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"sync"
 	"testing"
@@ -23,6 +25,7 @@ import (
 	"github.com/dqnflow/dqnflow/backend"
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/trainer/trainertest"
 	"github.com/dqnflow/dqnflow/worker"
@@ -71,6 +74,90 @@ func TestTrainingRunOnRealActivitiesResumesBitIdentically(t *testing.T) {
 			resumed := runOnRealActivities(t, b, cfg, true, path.chunked)
 			checkResumedBitIdentically(t, cfg, whole, resumed)
 		})
+	}
+}
+
+// TestTrainingRunRecordsItsRecommendationInTheBestCheckpoint: a
+// TrainingRun on the real activities ends by writing into its best
+// checkpoint what "dqnflow train" writes into its own
+// (checkpoint.SetRecommendation): the best epoch's validation Sharpe,
+// its t-statistic from the validation backtest the run recorded,
+// backtest.min_valid_t and the verdict, flat when t falls short of it
+// (a gate of 100, which no three-epoch run reaches) and trade with the
+// gate off. The rewritten blob verifies against the ref the run returns and the row
+// the store holds, which stays the run's best; no other checkpoint
+// carries a recommendation.
+func TestTrainingRunRecordsItsRecommendationInTheBestCheckpoint(t *testing.T) {
+	b, device := testBackend(t)
+	for _, c := range []struct {
+		minValidT float64
+		want      string
+	}{{100, checkpoint.RecommendFlat}, {0, checkpoint.RecommendTrade}} {
+		cfg := trainertest.SmallConfig()
+		cfg.Device = device
+		cfg.Epochs, cfg.StepsPerEpoch = 3, 8
+		cfg.Checkpoint.Every, cfg.Backtest.Every, cfg.Backtest.MinValidT = 1, 1, c.minValidT
+		cfg.Checkpoint.Dir = t.TempDir()
+		wf := &workflows.Workflows{Options: workflows.Options{ChunkBudget: time.Nanosecond}}
+		env, tr, _ := realEnv(t, b, wf, cfg.Checkpoint.Dir)
+		env.SetTestTimeout(5 * time.Minute)
+		env.ExecuteWorkflow(workflows.TrainingRunName, cfg)
+		res := result(t, env)
+		best := res.BestCheckpoint
+		if best == nil || res.Recommendation == nil {
+			t.Fatalf("min_valid_t %g: best checkpoint %+v, recommendation %+v; want both", c.minValidT, best, res.Recommendation)
+		}
+		ck, _, err := checkpoint.ReadVerified(context.Background(), best.URI, best.SHA256, checkpoint.Options{})
+		if err != nil {
+			t.Fatalf("the best checkpoint does not verify against the run's ref: %v", err)
+		}
+		got, ok, err := checkpoint.ReadRecommendation(ck.Meta)
+		if err != nil || !ok || got != *res.Recommendation || got.Recommendation != c.want || got.MinValidT != c.minValidT {
+			t.Errorf("min_valid_t %g: the best checkpoint records %+v (ok %v, %v), the run returned %+v; want %s", c.minValidT, got, ok, err, *res.Recommendation, c.want)
+		}
+		st := tr.Store.(activities.Store)
+		bts, err := st.ListBacktests(context.Background(), res.RunID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, bt := range bts {
+			if bt.Epoch != best.Epoch || bt.Split != "valid" {
+				continue
+			}
+			found = true
+			var rep market.Report
+			if err := json.Unmarshal(bt.Report, &rep); err != nil {
+				t.Fatal(err)
+			}
+			// t = Sharpe·√((bars−1)/bars a year), market.Report.SharpeT.
+			wantT := rep.Sharpe * math.Sqrt(float64(rep.Bars-1)/rep.BarsPerYear)
+			if got.ValidSharpe != res.BestValidSharpe || math.Abs(got.ValidT-wantT) > 1e-12*math.Max(1, math.Abs(wantT)) {
+				t.Errorf("recorded Sharpe %v, t %v; want the best's %v and t %v", got.ValidSharpe, got.ValidT, res.BestValidSharpe, wantT)
+			}
+		}
+		if !found {
+			t.Errorf("the store holds no validation backtest of the best epoch %d", best.Epoch)
+		}
+		rows, err := st.ListCheckpoints(context.Background(), res.RunID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			if r.Epoch == best.Epoch && (r.SHA256 != best.SHA256 || !r.IsBest) {
+				t.Errorf("the store's row of the best checkpoint: sha %s, best %v; want the rewritten blob's %s, still the best", r.SHA256, r.IsBest, best.SHA256)
+			}
+			if r.Epoch == best.Epoch || r.Pruned {
+				continue
+			}
+			other, _, err := checkpoint.ReadVerified(context.Background(), r.URI, r.SHA256, checkpoint.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok, _ := checkpoint.ReadRecommendation(other.Meta); ok {
+				t.Errorf("checkpoint of epoch %d, not the best (%d), carries a recommendation", r.Epoch, best.Epoch)
+			}
+		}
 	}
 }
 
@@ -207,7 +294,7 @@ func realEnv(tb testing.TB, b trainer.Backend, wf *workflows.Workflows, dir stri
 	env.SetWorkerOptions(sdkworker.Options{EnableSessionWorker: true})
 	env.RegisterWorkflowWithOptions(wf.TrainingRun, workflow.RegisterOptions{Name: workflows.TrainingRunName})
 	env.RegisterActivity(tr)
-	env.RegisterActivity(&activities.Control{Store: st})
+	env.RegisterActivity(&activities.Control{Store: st, Checkpoints: checkpoint.Local(dir)})
 	return env, tr, reg
 }
 

@@ -30,6 +30,7 @@ import (
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/metadata"
+	"github.com/dqnflow/dqnflow/trainer/cpu"
 	"github.com/dqnflow/dqnflow/worker"
 	"github.com/dqnflow/dqnflow/worker/workertest"
 	"github.com/dqnflow/dqnflow/workflows"
@@ -39,6 +40,12 @@ import (
 // workflows' commands (and guard running workflows with workflow.GetVersion):
 //
 //	go test ./workflows -run TestRecordHistories -record
+//
+// The histories of one scenario each have their own recorders, run the
+// same way: TestRecordStoppedWorkerHistory (rec5),
+// TestRecordWalkForwardHistory (rec6, with DATABASE_URL),
+// TestWalkForwardResumesAStudyUnderItsID (rec7, with DATABASE_URL) and
+// TestRecordRecommendationHistory (rec8).
 var record = flag.Bool("record", false, "run the workflows on a Temporal dev server and save their histories under testdata/")
 
 // recordParents also records Retrain and Sweep, as rec4-* (after
@@ -71,6 +78,8 @@ func TestReplayRecordedHistories(t *testing.T) {
 			r.RegisterWorkflowWithOptions(wf.TrainingRun, workflow.RegisterOptions{Name: workflows.TrainingRunName})
 			r.RegisterWorkflowWithOptions(wf.Retrain, workflow.RegisterOptions{Name: workflows.RetrainName})
 			r.RegisterWorkflowWithOptions(wf.Sweep, workflow.RegisterOptions{Name: workflows.SweepName})
+			r.RegisterWorkflowWithOptions(wf.WalkForward, workflow.RegisterOptions{Name: workflows.WalkForwardName})
+			r.RegisterWorkflowWithOptions(wf.WalkForwardWindow, workflow.RegisterOptions{Name: workflows.WalkForwardWindowName})
 			h, err := readHistory(f)
 			if err != nil {
 				t.Fatal(err)
@@ -295,6 +304,102 @@ func TestRecordStoppedWorkerHistory(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	saveHistory(ctx, t, c, "rec5-moves", "", "rec5-moves.json")
+}
+
+// TestRecordRecommendationHistory records rec8-run (after
+// run-records-recommendation): a TrainingRun of two epochs, as in
+// TestRecordHistories (the fake backend, the in-memory store), that ends
+// by recording its recommendation in its best checkpoint
+// (RecordRecommendation).
+//
+//	go test ./workflows -run TestRecordRecommendationHistory -record
+func TestRecordRecommendationHistory(t *testing.T) {
+	if !*record {
+		t.Skip("records histories only with -record")
+	}
+	c := workertest.DevServer(t)
+	b := &activitiestest.Backend{}
+	w, err := worker.New(c, worker.Config{
+		Role: worker.RoleAll, Slots: 1, Store: activitiestest.NewStore(t), Backend: b,
+		Prepare: activitiestest.Dataset, Evaluate: b.Evaluate, Checkpoints: checkpoint.Local(t.TempDir()), Workflows: recordOptions,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cfg := config.Defaults()
+	cfg.Epochs, cfg.StepsPerEpoch, cfg.Env.NumEnvs, cfg.Env.CollectSteps = 2, 10, 2, 4
+	cfg.Checkpoint.Every, cfg.Backtest.Every = 1, 1
+	r, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "rec8-run", TaskQueue: workflows.ControlTaskQueue}, workflows.TrainingRunName, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res workflows.RunResult
+	if err := r.Get(ctx, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Recommendation == nil {
+		t.Fatalf("rec8-run: %+v; want a recommendation recorded", res)
+	}
+	saveHistory(ctx, t, c, "rec8-run", "", "rec8-run.json")
+}
+
+// TestRecordWalkForwardHistory records rec6-walkforward: a WalkForward
+// study on a dev server with the real activities (the CPU backend,
+// walkforward's fixture series through a data root, PostgreSQL), the
+// fixture study of TestWalkForwardOnRealActivitiesStoresTheStudyRunGives
+// with one seed, its two windows trained one at a time. It saves the
+// parent's history and each window's (rec6-walkforward-window-NNN.json).
+// The series are named relative to the data root, so the histories hold
+// no path of the machine that recorded them.
+//
+//	DATABASE_URL=... go test ./workflows -run TestRecordWalkForwardHistory -record
+func TestRecordWalkForwardHistory(t *testing.T) {
+	if !*record {
+		t.Skip("records histories only with -record")
+	}
+	const id = "rec6-walkforward"
+	st, src, spec := fixtureStudy(t, "dqnflow_wf_rec", id)
+	for i := range spec.Series {
+		spec.Series[i].Path = filepath.Base(spec.Series[i].Path)
+	}
+	spec.Seeds = spec.Seeds[:1]
+	c := workertest.DevServer(t)
+	w, err := worker.New(c, worker.Config{
+		Role: worker.RoleAll, Backend: cpu.Backend{}, Slots: 2, Store: st, Data: src,
+		Checkpoints: checkpoint.Local(t.TempDir()), Workflows: recordOptions,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	r, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: workflows.ControlTaskQueue},
+		workflows.WalkForwardName, workflows.WalkForwardInput{WalkForwardSpec: spec, MaxConcurrent: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res workflows.WalkForwardResult
+	if err := r.Get(ctx, &res); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(res.Output.Windows); n != 2 || res.Recorded == 0 {
+		t.Fatalf("study %s: %d windows, %d results recorded; want 2 windows with results", id, n, res.Recorded)
+	}
+	saveHistory(ctx, t, c, id, "", id+".json")
+	for i := range res.Output.Windows {
+		child := fmt.Sprintf("%s-window-%03d", id, i)
+		saveHistory(ctx, t, c, child, "", child+".json")
+	}
 }
 
 // childOf waits for workflow id to start a child and returns the child's

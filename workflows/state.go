@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"github.com/dqnflow/dqnflow/activities"
+	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/trainer"
 )
@@ -76,8 +77,12 @@ type RunResult struct {
 	BestValidSharpe float64                   `json:"best_valid_sharpe"`
 	BestCheckpoint  *activities.CheckpointRef `json:"best_checkpoint,omitempty"`
 	LastCheckpoint  *activities.CheckpointRef `json:"last_checkpoint,omitempty"`
-	Info            trainer.Info              `json:"info"`
-	Recoveries      int                       `json:"recoveries"`
+	// Recommendation is what the run recommends doing with its best
+	// checkpoint, as recorded in it (ADR 0016); nil without a best
+	// checkpoint, or when it could not be recorded.
+	Recommendation *checkpoint.Recommendation `json:"recommendation,omitempty"`
+	Info           trainer.Info               `json:"info"`
+	Recoveries     int                        `json:"recoveries"`
 }
 
 // ProgressQuery is the name of TrainingRun's query handler; it returns a

@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/dqnflow/dqnflow/activities"
+	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/errtext"
 	"github.com/dqnflow/dqnflow/metadata"
@@ -439,6 +440,7 @@ func (r *run) finish(status metadata.Status) (*RunResult, error) {
 		return nil, r.fail(err)
 	}
 	r.closeTrainer()
+	rec := r.recommend()
 	if err := r.setStatus(status, ""); err != nil {
 		return nil, r.fail(err)
 	}
@@ -448,8 +450,36 @@ func (r *run) finish(status metadata.Status) (*RunResult, error) {
 		Epochs: r.st.Epoch, GlobalStep: r.st.GlobalStep,
 		BestEpoch: r.st.Scores.BestEpoch, BestValidSharpe: r.st.Scores.BestValidSharpe,
 		BestCheckpoint: r.st.Scores.BestCheckpoint, LastCheckpoint: r.st.LastCheckpoint,
-		Info: r.st.Info, Recoveries: r.st.Recoveries,
+		Recommendation: rec,
+		Info:           r.st.Info, Recoveries: r.st.Recoveries,
 	}, nil
+}
+
+// recommend records in the run's best checkpoint what the run
+// recommends doing with it (activities.Control.RecordRecommendation, the
+// metadata "dqnflow train" writes; changeRunRecommendation) and points
+// the run's refs at the rewritten blob. A failure leaves the checkpoint
+// without a recommendation and the run as it ended: the weights are
+// whole, and evaluate, backtest and report then say nothing of one.
+func (r *run) recommend() *checkpoint.Recommendation {
+	best := r.st.Scores.BestCheckpoint
+	if best == nil || version(r.ctx, changeRunRecommendation) == workflow.DefaultVersion {
+		return nil
+	}
+	r.setPhase("recommendation")
+	var out activities.RecommendOutput
+	if err := workflow.ExecuteActivity(r.o.controlCtx(r.ctx), ca.RecordRecommendation,
+		activities.RecommendInput{Checkpoint: *best, MinValidT: r.cfg.Backtest.MinValidT}).Get(r.ctx, &out); err != nil {
+		workflow.GetLogger(r.ctx).Warn("Recording the run's recommendation in its best checkpoint failed; the checkpoint has none",
+			"run", r.st.RunID, "checkpoint", best.URI, "error", err)
+		return nil
+	}
+	ck := out.Checkpoint
+	r.st.Scores.BestCheckpoint = &ck
+	if l := r.st.LastCheckpoint; l != nil && l.URI == ck.URI {
+		r.st.LastCheckpoint = &ck
+	}
+	return &out.Recommendation
 }
 
 // fail records the run as failed (or canceled) and returns cause, the

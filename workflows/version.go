@@ -57,6 +57,14 @@ const (
 	// although the error type is new: a GPU worker upgraded before the
 	// control workers returns it to workflows that completed the session.
 	changeStoppedSessionLeft = "stopped-worker-session-left"
+	// changeWalkForwardResume: before its header, WalkForward reads what
+	// the store holds of the study (Control.WalkForwardResume) and trains
+	// only the windows an earlier execution under its id did not record.
+	changeWalkForwardResume = "walkforward-resumes-recorded-windows"
+	// changeRunRecommendation: a TrainingRun that ends with a best
+	// checkpoint records in it what the run recommends, trade or flat
+	// (Control.RecordRecommendation), as "dqnflow train" does.
+	changeRunRecommendation = "run-records-recommendation"
 )
 
 // changes lists every change id above; the replay test requires a recorded
@@ -64,7 +72,8 @@ const (
 var changes = []string{
 	changeChildID, changeResumeDuringPause, changeSignalDrain, changeSearchAttributesEvery,
 	changeSessionOutlivesCancel, changeChildrenCancelled, changeSweepConcurrencyBound, changeSlotKeptAcrossCAN,
-	changeEpochChunks, changeRetrainEvidence, changeStoppedSessionLeft,
+	changeEpochChunks, changeRetrainEvidence, changeStoppedSessionLeft, changeWalkForwardResume,
+	changeRunRecommendation,
 }
 
 // version is workflow.GetVersion(ctx, change, DefaultVersion, 1): every

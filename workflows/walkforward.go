@@ -43,9 +43,14 @@ const MaxWalkForwardResults = 2000
 // MaxSweepConcurrent, for the reason given there). A StudyID left out is
 // the workflow id; a zero Config is the defaults, zero layout periods
 // walkforward.DefaultLayout's, no seeds the config's seed alone.
+//
+// A study id that the store holds already resumes that study: the
+// windows it recorded are not trained again (ADR 0041, addendum); Fresh
+// trains every window again and replaces their rows.
 type WalkForwardInput struct {
 	activities.WalkForwardSpec
-	MaxConcurrent int `json:"max_concurrent,omitempty"`
+	MaxConcurrent int  `json:"max_concurrent,omitempty"`
+	Fresh         bool `json:"fresh,omitempty"`
 }
 
 // WalkForwardProgress is what the progress query returns, and the memo
@@ -68,6 +73,9 @@ type WalkForwardResult struct {
 	Output         walkforward.Output `json:"output"`
 	Recorded       int                `json:"recorded"`
 	ResultsInStore bool               `json:"results_in_store,omitempty"`
+	// Resumed lists the windows an earlier execution under the study's
+	// id had recorded, which this one took from the store untrained.
+	Resumed []int `json:"resumed,omitempty"`
 }
 
 // WalkForward runs a calendar walk-forward study (package walkforward)
@@ -80,8 +88,12 @@ type WalkForwardResult struct {
 //
 // Resumable: the children's results are in the history, so a workflow
 // whose worker is lost replays them and runs only the windows that had
-// not completed; a window whose worker is lost or whose activity fails
-// is retried by its child (WalkForwardWindow). A window that fails for
+// not completed; a new execution under the id of a study the store
+// holds (completed, failed, terminated) takes the windows it recorded
+// from the store and trains the others, or fails at once when the
+// stored study is another (activities.Control.WalkForwardResume; Fresh
+// trains them all again); a window whose worker is lost or whose
+// activity fails is retried by its child (WalkForwardWindow). A window that fails for
 // good (an invalid config, a non-finite run) stops the study: the windows
 // running finish, the header records which windows ran, and the study
 // fails.
@@ -138,26 +150,54 @@ func (w *Workflows) WalkForward(ctx workflow.Context, in WalkForwardInput) (*Wal
 		return workflow.ExecuteActivity(o.controlCtx(ctx), ca.RecordWalkForwardHeader,
 			activities.WalkForwardHeaderInput{StudyID: spec.StudyID, Output: o2}).Get(ctx, nil)
 	}
+	// The windows an earlier execution under this id recorded, read
+	// before the header write replaces its header.
+	outs := make([]*activities.WalkForwardWindowOutput, len(ws))
+	var resumed []int
+	if version(ctx, changeWalkForwardResume) != workflow.DefaultVersion && !in.Fresh {
+		var prev activities.WalkForwardResumeOutput
+		if err := workflow.ExecuteActivity(o.controlCtx(ctx), ca.WalkForwardResume,
+			activities.WalkForwardResumeInput{StudyID: spec.StudyID, Header: out}).Get(ctx, &prev); err != nil {
+			prog.Status, prog.Error = string(metadata.StatusFailed), errtext.Clean(err.Error())
+			publish()
+			return nil, err
+		}
+		for _, wo := range prev.Windows {
+			if len(wo.Output.Windows) != 1 {
+				continue // not a window's output: trained again
+			}
+			if i := wo.Output.Windows[0].Index; i >= 0 && i < len(outs) {
+				outs[i] = &wo
+				resumed = append(resumed, i)
+			}
+		}
+	}
 	if err := header(out); err != nil {
 		prog.Status, prog.Error = string(metadata.StatusFailed), errtext.Clean(err.Error())
 		publish()
 		return nil, err
 	}
-	prog.Windows = len(ws)
+	prog.Windows, prog.Done = len(ws), len(resumed)
 	publish()
 
-	// One child a window, at most limit at once; the windows are merged
-	// in window order whatever order they end in.
+	// One child a window not resumed, at most limit at once; the windows
+	// are merged in window order whatever order they end in.
 	limit := max(in.MaxConcurrent, 1)
-	outs := make([]*activities.WalkForwardWindowOutput, len(ws))
 	sel := workflow.NewSelector(ctx)
 	running, next := 0, 0
+	skip := func() { // past the resumed windows
+		for next < len(ws) && outs[next] != nil {
+			next++
+		}
+	}
+	skip()
 	var failed error
 	failedAt := -1
 	for next < len(ws) && failed == nil || running > 0 {
 		for failed == nil && running < limit && next < len(ws) {
 			i := next
 			next, running = next+1, running+1
+			skip()
 			prog.Running = append(prog.Running, i)
 			id := spec.StudyID + fmt.Sprintf("-window-%03d", i)
 			child := workflow.WithChildOptions(ctx, o.childOptions(ctx, id))
@@ -189,7 +229,10 @@ func (w *Workflows) WalkForward(ctx workflow.Context, in WalkForwardInput) (*Wal
 	}
 	publish()
 
-	res := &WalkForwardResult{StudyID: spec.StudyID}
+	res := &WalkForwardResult{StudyID: spec.StudyID, Resumed: resumed}
+	if len(resumed) > 0 {
+		out.Notes = append(out.Notes, fmt.Sprintf("windows %v resumed: an earlier execution under this id recorded them, and they were not trained again", resumed))
+	}
 	done := 0 // the windows that ran, from the first on
 	for done < len(ws) && outs[done] != nil {
 		done++

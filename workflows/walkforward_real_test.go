@@ -37,45 +37,8 @@ import (
 // daily returns, in the same order.
 func TestWalkForwardOnRealActivitiesStoresTheStudyRunGives(t *testing.T) {
 	ctx := context.Background()
-	u := storetest.Schema(t, "dqnflow_wf_wf")
-	if err := store.Migrate(ctx, u); err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Open(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	dir, _ := filepath.Abs("../walkforward/testdata")
-	roots, err := files.NewRoots(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := market.Source{Roots: roots}
-
-	raw, _ := json.Marshal(map[string]any{
-		"epochs": 2, "steps_per_epoch": 4, "batch_size": 16, "device": "cpu",
-		"model":    map[string]any{"trunk1": 16, "trunk2": 16, "head": 8, "atoms": 11},
-		"env":      map[string]any{"num_envs": 4, "episode_bars": 64, "collect_steps": 16, "instrument": "custom", "tick_size": 0.0001, "slippage_ticks": 0, "commission": 0},
-		"replay":   map[string]any{"capacity": 512, "warmup": 64},
-		"backtest": map[string]any{"every": 1, "patience": 5, "min_valid_t": 2},
-	})
-	cfg, err := config.Decode("tiny", raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var paths []string
-	for _, n := range []string{"EURUSD_H4", "GBPUSD_H4", "USDJPY_H4"} {
-		paths = append(paths, filepath.Join(dir, n+".csv"))
-	}
-	series, err := walkforward.ParseSeries(strings.Join(paths, ","))
-	if err != nil {
-		t.Fatal(err)
-	}
-	week := walkforward.Period{Days: 7}
-	spec := activities.WalkForwardSpec{StudyID: "wf-real", Config: cfg, Series: series,
-		Layout: walkforward.Layout{Step: week, Test: week, Valid: week, MinShare: 0.25},
-		Seeds:  walkforward.SeedList(1, 2), LeaveOut: []string{"GBPUSD_H4"}, PriorTrials: 3}
+	st, src, spec := fixtureStudy(t, "dqnflow_wf_wf", "wf-real")
+	cfg, series := spec.Config, spec.Series
 
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
@@ -131,4 +94,52 @@ func TestWalkForwardOnRealActivitiesStoresTheStudyRunGives(t *testing.T) {
 		t.Errorf("workflow result: %d results (recorded %d), first with %d returns; want %d without returns",
 			len(res.Output.Results), res.Recorded, len(res.Output.Results[0].Returns), len(want.Results))
 	}
+}
+
+// fixtureStudy is walkforward's fixture study (three H4 forex slices,
+// two weekly windows, two seeds, GBPUSD left out, a tiny agent) under
+// id, with a fresh PostgreSQL schema of the given prefix, migrated, and
+// the fixture's directory as the data root.
+func fixtureStudy(t *testing.T, schema, id string) (*store.Store, market.Source, activities.WalkForwardSpec) {
+	t.Helper()
+	ctx := context.Background()
+	u := storetest.Schema(t, schema)
+	if err := store.Migrate(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	dir, _ := filepath.Abs("../walkforward/testdata")
+	roots, err := files.NewRoots(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := market.Source{Roots: roots}
+
+	raw, _ := json.Marshal(map[string]any{
+		"epochs": 2, "steps_per_epoch": 4, "batch_size": 16, "device": "cpu",
+		"model":    map[string]any{"trunk1": 16, "trunk2": 16, "head": 8, "atoms": 11},
+		"env":      map[string]any{"num_envs": 4, "episode_bars": 64, "collect_steps": 16, "instrument": "custom", "tick_size": 0.0001, "slippage_ticks": 0, "commission": 0},
+		"replay":   map[string]any{"capacity": 512, "warmup": 64},
+		"backtest": map[string]any{"every": 1, "patience": 5, "min_valid_t": 2},
+	})
+	cfg, err := config.Decode("tiny", raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, n := range []string{"EURUSD_H4", "GBPUSD_H4", "USDJPY_H4"} {
+		paths = append(paths, filepath.Join(dir, n+".csv"))
+	}
+	series, err := walkforward.ParseSeries(strings.Join(paths, ","))
+	if err != nil {
+		t.Fatal(err)
+	}
+	week := walkforward.Period{Days: 7}
+	return st, src, activities.WalkForwardSpec{StudyID: id, Config: cfg, Series: series,
+		Layout: walkforward.Layout{Step: week, Test: week, Valid: week, MinShare: 0.25},
+		Seeds:  walkforward.SeedList(1, 2), LeaveOut: []string{"GBPUSD_H4"}, PriorTrials: 3}
 }

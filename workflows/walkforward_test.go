@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -39,6 +40,11 @@ type fakeStudy struct {
 	// before, when set, holds window 0 until window 1 has ended, so that
 	// the windows end out of order.
 	before chan struct{}
+	// stored are the windows WalkForwardResume says an earlier execution
+	// recorded; storedErr, when set, is its answer instead.
+	stored    []int
+	storedErr error
+	resumes   []activities.WalkForwardResumeInput
 }
 
 func (f *fakeStudy) windows() []walkforward.Window {
@@ -61,6 +67,18 @@ func (f *fakeStudy) register(env *testsuite.TestWorkflowEnvironment) {
 		}
 		return activities.WalkForwardPlanOutput{Plan: p}, nil
 	}, activity.RegisterOptions{Name: "WalkForwardPlan"})
+	env.RegisterActivityWithOptions(func(ctx context.Context, in activities.WalkForwardResumeInput) (activities.WalkForwardResumeOutput, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.resumes = append(f.resumes, in)
+		var out activities.WalkForwardResumeOutput
+		for _, i := range f.stored {
+			w := f.windows()[i]
+			out.Windows = append(out.Windows, activities.WalkForwardWindowOutput{Recorded: 1, Output: walkforward.Output{Windows: []walkforward.Window{w}, Device: "earlier",
+				Results: []walkforward.Result{{Window: i, Series: "A", Strategy: walkforward.StrategyAgent, Seed: 1, Sharpe: float64(i)}}}})
+		}
+		return out, f.storedErr
+	}, activity.RegisterOptions{Name: "WalkForwardResume"})
 	env.RegisterActivityWithOptions(func(ctx context.Context, in activities.WalkForwardHeaderInput) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
@@ -246,6 +264,59 @@ func TestWalkForwardWindowStartsOverInANewSession(t *testing.T) {
 	}
 	if want := 3 * workflows.DefaultOptions().MaxRecoveries; f.attempts[0] != want {
 		t.Errorf("window 0 ran %d times, want %d (3 a session, %d sessions)", f.attempts[0], want, workflows.DefaultOptions().MaxRecoveries)
+	}
+}
+
+// TestWalkForwardResumesTheWindowsTheStoreHolds: a study whose windows
+// 0 and 2 of 4 an earlier execution under its id recorded (as
+// WalkForwardResume answers) trains only windows 1 and 3, asks before
+// its first header, and merges all four in window order; with Fresh it
+// asks nothing and trains all four; a stored study that differs fails
+// the study at once, before any header or window.
+func TestWalkForwardResumesTheWindowsTheStoreHolds(t *testing.T) {
+	f := &fakeStudy{n: 4, fatal: -1, stored: []int{0, 2}}
+	env := newStudyEnv(t, f)
+	env.ExecuteWorkflow(workflows.WalkForwardName, studyInput("wf-again", 2))
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatalf("study failed: %v", err)
+	}
+	var res workflows.WalkForwardResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if f.attempts[0] != 0 || f.attempts[2] != 0 || f.attempts[1] != 1 || f.attempts[3] != 1 {
+		t.Errorf("window attempts %v; want windows 1 and 3 once, 0 and 2 never (recorded)", f.attempts)
+	}
+	if len(f.resumes) != 1 || len(f.resumes[0].Header.Windows) != 4 || f.resumes[0].StudyID != "wf-again" {
+		t.Errorf("resume asked %+v; want once, for wf-again's 4 windows", f.resumes)
+	}
+	out := res.Output
+	if len(out.Results) != 4 || res.Recorded != 4 || fmt.Sprint(res.Resumed) != "[0 2]" || out.Device != "earlier, cpu" {
+		t.Fatalf("result: %d results, %d recorded, resumed %v, device %q; want 4, 4, [0 2], \"earlier, cpu\"", len(out.Results), res.Recorded, res.Resumed, out.Device)
+	}
+	for i, r := range out.Results {
+		if r.Window != i {
+			t.Errorf("result %d is window %d's", i, r.Window)
+		}
+	}
+	if len(f.headers) != 2 || len(f.headers[1].Output.Windows) != 4 || !strings.Contains(strings.Join(f.headers[1].Output.Notes, " "), "windows [0 2] resumed") {
+		t.Errorf("headers %+v; want the last with 4 windows and a note of the resumed ones", f.headers)
+	}
+
+	f = &fakeStudy{n: 2, fatal: -1, stored: []int{0, 1}}
+	env = newStudyEnv(t, f)
+	in := studyInput("wf-fresh", 1)
+	in.Fresh = true
+	env.ExecuteWorkflow(workflows.WalkForwardName, in)
+	if err := env.GetWorkflowError(); err != nil || len(f.resumes) != 0 || f.attempts[0] != 1 || f.attempts[1] != 1 {
+		t.Errorf("fresh study: error %v, %d resume calls, attempts %v; want none, none, both windows once", err, len(f.resumes), f.attempts)
+	}
+
+	f = &fakeStudy{n: 2, fatal: -1, storedErr: temporal.NewNonRetryableApplicationError("the study stored under this id has another config", activities.ErrTypeInvalidConfig, nil)}
+	env = newStudyEnv(t, f)
+	env.ExecuteWorkflow(workflows.WalkForwardName, studyInput("wf-other", 1))
+	if err := env.GetWorkflowError(); !hasErrorType(err, activities.ErrTypeInvalidConfig) || len(f.headers) != 0 || len(f.attempts) != 0 {
+		t.Errorf("a different stored study: error %v, %d headers, attempts %v; want InvalidConfig, nothing recorded or trained", err, len(f.headers), f.attempts)
 	}
 }
 
