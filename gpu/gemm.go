@@ -74,7 +74,7 @@ type gemmShape struct {
 // batch 16384 (docs/perf/gpu-2026-12-01.md) against the same with k tiles
 // of 64 (gemm128p) and against 174 registers, one block per SM (gemm128,
 // gemm128x64): 0.930, 0.936 and 1.062 ms per step; those two were removed
-// (ADR 0005's addendum). (Four-stage pipelines and 128×256 or 256×128
+// (ADR 0021's addendum). (Four-stage pipelines and 128×256 or 256×128
 // tiles were measured slower too, and removed: docs/perf/gpu-2026-12-02.md.)
 func gemmShapes(bf16, tc bool) []gemmShape {
 	if !bf16 && tc {
