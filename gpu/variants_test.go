@@ -30,42 +30,9 @@ func differingTensors(got, want map[string][]byte) []string {
 // synthetic data, and returns its weights by tensor name and the GEMM
 // paths its step took.
 func trainBatch4096(b *Backend, precision string) (map[string][]byte, gemmPaths, error) {
-	return trainBatch4096With(b, bitsMode{precision: precision})
-}
-
-// bitsMode is a run of trainBatch4096With: its precision, stochastic
-// rounding (precision bf16), a spectral bound other than the default's
-// (bound ≠ 0), and inspect, when set, called on the trainer after its
-// steps.
-type bitsMode struct {
-	precision string
-	sr        bool
-	bound     float64
-	inspect   func(*Trainer) error
-}
-
-// name is the mode's precision, with stochastic rounding and the bound
-// where they differ from the default.
-func (m bitsMode) name() string {
-	n := m.precision
-	if m.sr {
-		n += " with stochastic rounding"
-	}
-	if m.bound != 0 {
-		n += fmt.Sprintf(", spectral bound %g", m.bound)
-	}
-	return n
-}
-
-// trainBatch4096With is trainBatch4096 in mode m.
-func trainBatch4096With(b *Backend, m bitsMode) (map[string][]byte, gemmPaths, error) {
 	var none gemmPaths
 	cfg := config.Defaults()
-	cfg.Device, cfg.Precision = "cuda", m.precision
-	cfg.Optim.StochasticRounding = m.sr
-	if m.bound != 0 {
-		cfg.Optim.SpectralBound = m.bound
-	}
+	cfg.Device, cfg.Precision = "cuda", precision
 	cfg.Data.Path, cfg.Data.SyntheticBars = market.SyntheticPath, 3000
 	cfg.BatchSize, cfg.StepsPerEpoch = 4096, 10
 	ds, err := market.Source{}.Prepare(context.Background(), cfg)
@@ -110,11 +77,6 @@ func trainBatch4096With(b *Backend, m bitsMode) (map[string][]byte, gemmPaths, e
 	for _, ln := range p.bwd {
 		if isWG(ln) {
 			paths.inputGrads++
-		}
-	}
-	if m.inspect != nil {
-		if err := m.inspect(g); err != nil {
-			return nil, none, err
 		}
 	}
 	ck, err := tr.Snapshot()
@@ -250,11 +212,10 @@ func trainsTheSameBits(t *testing.T, names []string, tus []Tuning) {
 	for _, tu := range tus {
 		bs = append(bs, testBackend(t, tu))
 	}
-	for _, mode := range []bitsMode{{precision: config.PrecisionFP32}, {precision: config.PrecisionBF16Mixed}} {
-		precision := mode.name()
+	for _, precision := range []string{config.PrecisionFP32, config.PrecisionBF16Mixed} {
 		var want map[string][]byte
 		for i, name := range names {
-			got, _, err := trainBatch4096With(bs[i], mode)
+			got, _, err := trainBatch4096(bs[i], precision)
 			if err != nil {
 				t.Fatalf("%s, %s: %v", precision, name, err)
 			}
