@@ -170,7 +170,7 @@ func (b *Backend) build(cfg config.RunConfig, ds *market.Dataset, s *model.State
 	compute := "f32"
 	if k := b.s.GradKChunk; k > 0 {
 		// The precision study's control (ADR 0017) says what it changed.
-		compute = fmt.Sprintf("f32 (weight gradients summed in k chunks of %d rows, gpu tuning grad_kchunk, DQNFLOW_GRAD_KCHUNK)", k)
+		compute = fmt.Sprintf("f32 (weight gradients summed in k chunks of %d rows, DQNFLOW_GRAD_KCHUNK)", k)
 	}
 	t.info = trainer.Info{Backend: "cuda", Device: b.Describe(), Precision: cfg.Precision,
 		StorageDType: storage, ComputeDType: compute, StateDType: trainer.StateDType(cfg.Precision, cfg.Optim.StochasticRounding),
