@@ -184,7 +184,7 @@ gpu-binaries-wf:
 	tar cJf $(BIN)/gputest-wf.txz -C $(BIN) gputest/dqnflow gputest/cuda.test gputest/gpu.test
 	tools/device/carry-check.sh $(BIN)/gputest-wf.txz .corpus/corpus.tar.xz
 
-## crosscheck-carry: what visit.sh part crosscheck carries (with part bench, specbranch or pytorch): the dqnflow binary alone and the Go reference case, packed (about 14 and 16 MB)
+## crosscheck-carry: what visit.sh part crosscheck carries (with part bench or pytorch): the dqnflow binary alone and the Go reference case, packed (about 14 and 16 MB)
 crosscheck-carry:
 	mkdir -p $(BIN)/gputest
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(BIN)/gputest/dqnflow ./cmd/dqnflow

@@ -29,16 +29,17 @@ type Choice struct {
 }
 
 // Open returns the backend for device ("cpu", "auto", "cuda", "cuda:N") and
-// the choice it made. "cuda" is device 0; "auto" takes CUDA device 0 when
+// the choice it made; a CUDA backend runs tuning tu (gpu.TuningFromEnv in
+// the CLI and the worker). "cuda" is device 0; "auto" takes CUDA device 0 when
 // it opens (driver, device and NVRTC all found) and otherwise the CPU,
 // saying why.
-func Open(device string) (trainer.Backend, Choice, error) {
+func Open(device string, tu gpu.Tuning) (trainer.Backend, Choice, error) {
 	threads := runtime.GOMAXPROCS(0)
 	switch {
 	case device == "cpu":
 		return cpu.Backend{}, Choice{Summary: fmt.Sprintf("cpu (%d threads; the run's blas setting picks the matrix library)", threads)}, nil
 	case device == "auto":
-		b, err := gpu.NewBackend(0)
+		b, err := gpu.NewBackend(0, tu)
 		if err != nil {
 			return cpu.Backend{}, Choice{
 				Summary: fmt.Sprintf("%s; using the CPU (%d threads)", Unusable(err, "cuda:0 is not usable"), threads),
@@ -55,7 +56,7 @@ func Open(device string) (trainer.Backend, Choice, error) {
 			}
 			ordinal = n
 		}
-		b, err := gpu.NewBackend(ordinal)
+		b, err := gpu.NewBackend(ordinal, tu)
 		if err != nil {
 			return nil, Choice{}, fmt.Errorf("device %q: %w (%w); use --device cpu", device, err, trainer.ErrUnsupported)
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/dqnflow/dqnflow/backend"
+	"github.com/dqnflow/dqnflow/gpu"
 	"github.com/dqnflow/dqnflow/gpu/cuda"
 )
 
@@ -17,7 +18,7 @@ func TestAutoWithoutADriverSaysSoInOneShortLine(t *testing.T) {
 	if _, err := cuda.Devices(); !errors.Is(err, cuda.ErrNoDriver) {
 		t.Skipf("this machine has the NVIDIA driver (cuda.Devices: %v)", err)
 	}
-	b, c, err := backend.Open("auto")
+	b, c, err := backend.Open("auto", gpu.DefaultTuning())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,14 +28,14 @@ func TestAutoWithoutADriverSaysSoInOneShortLine(t *testing.T) {
 	if !strings.Contains(c.Detail, "libcuda.so.1") || !strings.HasPrefix(c.Detail, "auto tried cuda:0: ") {
 		t.Errorf("Open(auto) detail %q; want the driver error naming libcuda.so.1", c.Detail)
 	}
-	d, err := backend.Discover("auto", 0)
+	d, err := backend.Discover("auto", 0, gpu.DefaultTuning())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if d.Choice != "auto chose the CPU: no NVIDIA driver found" || !strings.Contains(d.Detail, "libcuda.so.1") {
 		t.Errorf("Discover(auto): choice %q, detail %q; want the short reason and the driver error", d.Choice, d.Detail)
 	}
-	if _, c, _ := backend.Open("cpu"); c.Detail != "" {
+	if _, c, _ := backend.Open("cpu", gpu.DefaultTuning()); c.Detail != "" {
 		t.Errorf("Open(cpu) has a detail %q: nothing failed", c.Detail)
 	}
 }

@@ -40,7 +40,7 @@ type Discovery struct {
 //
 // A device that cannot run is an error, never a silent fallback (auto says
 // what it fell back from).
-func Discover(device string, cpuDevices int) (Discovery, error) {
+func Discover(device string, cpuDevices int, tu gpu.Tuning) (Discovery, error) {
 	if cpuDevices < 0 {
 		return Discovery{}, fmt.Errorf("cpu devices %d: want 0 (the CPU as one device) or more", cpuDevices)
 	}
@@ -51,7 +51,7 @@ func Discover(device string, cpuDevices int) (Discovery, error) {
 	case device == "cpu":
 		return discoverCPU(cpuDevices), nil
 	case device == "auto":
-		d, err := discoverCUDA(-1, true)
+		d, err := discoverCUDA(-1, true, tu)
 		if err != nil {
 			c := discoverCPU(0)
 			c.Choice = "auto chose the CPU: " + Unusable(err, "no CUDA device opens")
@@ -69,7 +69,7 @@ func Discover(device string, cpuDevices int) (Discovery, error) {
 			}
 			ordinal = n
 		}
-		d, err := discoverCUDA(ordinal, false)
+		d, err := discoverCUDA(ordinal, false, tu)
 		if err != nil {
 			return Discovery{}, fmt.Errorf("device %q: %w (%w); use --device cpu", device, err, trainer.ErrUnsupported)
 		}
@@ -98,9 +98,9 @@ func discoverCPU(n int) Discovery {
 }
 
 // discoverCUDA opens CUDA device ordinal, or every device when ordinal is
-// -1. With some true, devices that do not open are left out (and named in
+// -1, in tuning tu. With some true, devices that do not open are left out (and named in
 // Choice) as long as one opens.
-func discoverCUDA(ordinal int, some bool) (Discovery, error) {
+func discoverCUDA(ordinal int, some bool, tu gpu.Tuning) (Discovery, error) {
 	infos, err := cuda.Devices()
 	if err != nil {
 		return Discovery{}, err
@@ -120,7 +120,7 @@ func discoverCUDA(ordinal int, some bool) (Discovery, error) {
 	)
 	for _, info := range infos {
 		name := fmt.Sprintf("cuda:%d", info.Ordinal)
-		b, err := gpu.NewBackend(info.Ordinal)
+		b, err := gpu.NewBackend(info.Ordinal, tu)
 		if err != nil {
 			if !some {
 				return Discovery{}, fmt.Errorf("%s (%s): %w", name, info.Name, err)

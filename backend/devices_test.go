@@ -12,6 +12,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/backend"
 	"github.com/dqnflow/dqnflow/checkpoint"
+	"github.com/dqnflow/dqnflow/gpu"
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/trainer/trainertest"
@@ -21,7 +22,7 @@ import (
 // devices cpu:0..cpu:2, each building CPU trainers that say, in Info and in
 // their checkpoints, which stand-in they run on.
 func TestCPUStandsInForDevices(t *testing.T) {
-	d, err := backend.Discover("cpu", 3)
+	d, err := backend.Discover("cpu", 3, gpu.DefaultTuning())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,12 +72,12 @@ func TestCPUStandsInForDevices(t *testing.T) {
 // and cuda:N fail within seconds naming why, auto chooses the CPU and says
 // why, and bad values name the value.
 func TestDeviceChoiceIsNeverSilent(t *testing.T) {
-	if d, err := backend.Discover("cuda", 0); err == nil {
+	if d, err := backend.Discover("cuda", 0, gpu.DefaultTuning()); err == nil {
 		t.Skip("this machine has a usable GPU: ", d.Choice)
 	}
 	for _, dev := range []string{"cuda", "cuda:1"} {
 		start := time.Now()
-		_, err := backend.Discover(dev, 0)
+		_, err := backend.Discover(dev, 0, gpu.DefaultTuning())
 		if err == nil || !errors.Is(err, trainer.ErrUnsupported) || !strings.Contains(err.Error(), `device "`+dev+`"`) {
 			t.Errorf("Discover(%s) = %v; want an unsupported-device error naming %s", dev, err, dev)
 		}
@@ -84,7 +85,7 @@ func TestDeviceChoiceIsNeverSilent(t *testing.T) {
 			t.Errorf("Discover(%s) took %s to fail", dev, s)
 		}
 	}
-	d, err := backend.Discover("auto", 0)
+	d, err := backend.Discover("auto", 0, gpu.DefaultTuning())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +102,7 @@ func TestDeviceChoiceIsNeverSilent(t *testing.T) {
 		{"cuda", 2, "CPU stand-in devices need device cpu"},
 		{"cpu", -1, "cpu devices -1"},
 	} {
-		if _, err := backend.Discover(c.device, c.n); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := backend.Discover(c.device, c.n, gpu.DefaultTuning()); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Discover(%q, %d) = %v; want an error containing %q", c.device, c.n, err, c.want)
 		}
 	}
@@ -112,7 +113,7 @@ func TestDeviceChoiceIsNeverSilent(t *testing.T) {
 // every GPU of the host, and trainers built on them at the same time each
 // run on their own device, saying so in Info, and train.
 func TestEveryGPUIsADeviceOfItsOwn(t *testing.T) {
-	d, err := backend.Discover("cuda", 0)
+	d, err := backend.Discover("cuda", 0, gpu.DefaultTuning())
 	if err != nil {
 		if os.Getenv("DQNFLOW_REQUIRE_GPU") != "" {
 			t.Fatal(err)

@@ -22,6 +22,7 @@ const (
 	MetaDType      = "dtype"      // exported files only: the dtype of every tensor
 	MetaDevice     = "device"     // the device that trained it, as trainer.Info.Device
 	MetaSelfCheck  = "self_check" // the backend's start-up precision check, as trainer.Info.SelfCheck
+	MetaTuning     = "tuning"     // the backend's tuning (JSON), as trainer.Info.Tuning; absent without one
 	MetaArch       = "arch"       // GOOS/GOARCH of the process that wrote it (trainer.Origin)
 	// MetaNotBitExact says why the run is no longer bit-identical to an
 	// uninterrupted one on one machine (a resume on another backend, device

@@ -49,21 +49,18 @@ type benchResult struct {
 	MsPer300StepEpoch float64 `json:"ms_per_300_step_epoch"`
 	// GEMMTFLOPs is the GEMM work of a step over MsPerStep (CUDA only).
 	GEMMTFLOPs float64 `json:"gemm_tflop_s,omitempty"`
-	// Forward says how the CUDA forward pass ran: "fused" (one
-	// mlp_forward launch) or "layered" (four GEMM launches), gpu/mlp.go.
+	// Forward says how the CUDA forward pass ran: "layered" (four GEMM
+	// launches) and the GEMM path, gpu/forward.go.
 	Forward string `json:"forward,omitempty"`
 	// Launches says how the kernels of the CUDA training graph follow each
 	// other: "programmatic dependent", or "serial: " and why.
 	Launches string `json:"launches,omitempty"`
-	// Spectral says where the CUDA training graph runs the spectral step's
-	// power iteration: on its own branch or on the main stream (ADR 0025).
-	Spectral string `json:"spectral,omitempty"`
-	// AdamRefresh says whether the CUDA training graph runs AdamW and the
-	// online refresh as one launch or two (ADR 0028).
-	AdamRefresh string `json:"adam_refresh,omitempty"`
 	// StepsPerGraph is how many training steps one launch of the CUDA
 	// training graph replays (DQNFLOW_STEPS_PER_GRAPH, ADR 0027).
 	StepsPerGraph int `json:"steps_per_graph,omitempty"`
+	// Tuning is the CUDA backend's whole tuning (gpu.Tuning as JSON), as
+	// trainer.Info.Tuning.
+	Tuning string `json:"tuning,omitempty"`
 	// SelfCheck is the backend's measured precision check.
 	SelfCheck string `json:"self_check,omitempty"`
 	// Kernels is the device time of each launch of a step (CUDA only).
@@ -200,9 +197,8 @@ func benchCmd(e *env) *cobra.Command {
 			res.GEMMTFLOPs = gpu.GEMMFlops(model.Layers(cfg.Model), cfg.BatchSize) / (res.MsPerStep * 1e-3) / 1e12
 			res.Forward = g.ForwardPath()
 			res.Launches = g.Launches()
-			res.Spectral = g.SpectralSchedule()
 			res.StepsPerGraph = g.StepsPerGraph()
-			res.AdamRefresh = g.AdamRefresh()
+			res.Tuning = info.Tuning
 			if *profile {
 				if res.Kernels, err = g.ProfileStep(20); err != nil {
 					return err

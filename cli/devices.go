@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/dqnflow/dqnflow/backend"
+	"github.com/dqnflow/dqnflow/gpu"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/worker"
 )
@@ -67,7 +68,11 @@ func discoverDevices(e *env, device string, d deviceFlags) ([]trainer.Device, er
 	if d.cpuDevices > 0 && device != "cpu" {
 		return nil, fmt.Errorf("%w: flag --cpu-devices %d needs --device cpu (got --device %s)", errUsage, d.cpuDevices, device)
 	}
-	found, err := backend.Discover(device, d.cpuDevices)
+	tu, err := gpu.TuningFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	found, err := backend.Discover(device, d.cpuDevices, tu)
 	if err != nil {
 		return nil, err
 	}

@@ -145,3 +145,19 @@ func TestCommandsOnTemporalSayWhatTheyFound(t *testing.T) {
 		t.Errorf("the worker left no SQLite file: %v", err)
 	}
 }
+
+// TestTrainRefusesABadTuningVariable: a DQNFLOW_* variable of the CUDA
+// backend's tuning (gpu.TuningFromEnv) that holds a value no path runs,
+// such as a removed one, stops train before it opens a backend, and the
+// error names the variable and the tuning field.
+func TestTrainRefusesABadTuningVariable(t *testing.T) {
+	for env, field := range map[string]string{"DQNFLOW_PDL": "pdl", "DQNFLOW_STEPS_PER_GRAPH": "steps_per_graph"} {
+		t.Run(env, func(t *testing.T) {
+			t.Setenv(env, map[string]string{"DQNFLOW_PDL": "early", "DQNFLOW_STEPS_PER_GRAPH": "0"}[env])
+			_, errOut, code := run(t, "train", "--device", "cpu", "--data", filepath.Join(t.TempDir(), "nope.csv"))
+			if code == 0 || !strings.Contains(errOut, env) || !strings.Contains(errOut, field) || strings.Contains(errOut, "device:") {
+				t.Errorf("train with %s set badly: exit %d, stderr:\n%s\nwant an error naming %s and %s before any device line", env, code, errOut, env, field)
+			}
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/backend"
 	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/gpu"
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/metadata"
 )
@@ -22,7 +23,7 @@ func TestCompareShowsWhereRunsRanInAFewWords(t *testing.T) {
 	cfg.Device, cfg.BLAS = "cpu", "gonum"
 	cfg.Model.Trunk1, cfg.Model.Trunk2, cfg.Model.Head, cfg.Model.Atoms = 16, 16, 8, 11
 	cfg.Env.NumEnvs, cfg.Replay.Capacity, cfg.Replay.Warmup, cfg.BatchSize = 4, 512, 64, 16
-	b, _, err := backend.Open("cpu")
+	b, _, err := backend.Open("cpu", gpu.DefaultTuning())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/dqnflow/dqnflow/backend"
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/gpu"
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/report"
 	"github.com/dqnflow/dqnflow/trainer"
@@ -303,11 +304,17 @@ func trainLocal(ctx context.Context, e *env, src market.Source, cfg config.RunCo
 	return res, writeJSONFile(filepath.Join(out, "report.json"), res)
 }
 
-// openBackend opens the backend of device and says which on one short
-// line of e.stderr, which it returns; why "auto" fell back to the CPU, at
-// length, only with --verbose ("dqnflow doctor" says it too).
+// openBackend opens the backend of device, a CUDA one in the tuning of the
+// environment (gpu.TuningFromEnv: DQNFLOW_STEPS_PER_GRAPH and the rest),
+// and says which on one short line of e.stderr, which it returns; why
+// "auto" fell back to the CPU, at length, only with --verbose ("dqnflow
+// doctor" says it too).
 func openBackend(e *env, device string) (trainer.Backend, string, error) {
-	b, c, err := backend.Open(device)
+	tu, err := gpu.TuningFromEnv()
+	if err != nil {
+		return nil, "", err
+	}
+	b, c, err := backend.Open(device, tu)
 	if err != nil {
 		return nil, "", err
 	}

@@ -2,7 +2,6 @@ package gpu
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/dqnflow/dqnflow/gpu/cuda"
 	"github.com/dqnflow/dqnflow/market"
@@ -46,24 +45,9 @@ type devBacktest struct {
 	oneBlock bool               // bt_run even where bt_run_cluster fits (tests)
 	bench    *market.Benchmarks // of the last range
 	cluster  bool               // the last run used bt_run_cluster
-	kernel   bool               // bt_run / bt_run_cluster instead of the batched backtest
+	kernel   bool               // bt_run / bt_run_cluster instead of the batched backtest (Tuning.Backtest)
 	// lastStats is how the last batched backtest decided (tests, bench).
 	lastStats market.BatchStats
-}
-
-// backtestMode is DQNFLOW_BACKTEST: "" or "batch" (the default) or
-// "kernel" (devBacktest).
-var backtestMode = os.Getenv("DQNFLOW_BACKTEST")
-
-// checkBacktestMode refuses a DQNFLOW_BACKTEST it does not know.
-func checkBacktestMode() (kernel bool, err error) {
-	switch backtestMode {
-	case "", "batch":
-		return false, nil
-	case "kernel":
-		return true, nil
-	}
-	return false, fmt.Errorf("DQNFLOW_BACKTEST %q: must be batch (the default) or kernel", backtestMode)
 }
 
 // runBatch is the batched backtest (devBacktest): rollout's, with the

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
-	"strconv"
 
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
@@ -56,10 +54,7 @@ func newDevCollector(c *cuda.Ctx, l *learner, cfg config.RunConfig, ds *market.D
 		return nil, fmt.Errorf("collector: env.num_envs = %d, optim.n_step = %d, epsilon schedule %d env steps: each must be at least 1 (validate the config first)",
 			n, ns, cfg.EpsilonDecayEnvSteps())
 	}
-	eb, err := envBlock(os.Getenv("DQNFLOW_ENV_BLOCK"))
-	if err != nil {
-		return nil, err
-	}
+	eb := l.s.EnvBlock
 	// The host environment's checks of the data over the training range
 	// (lengths, finite prices and ATR, a usable instrument) and of the
 	// reward shaping, with its errors.
@@ -79,7 +74,7 @@ func newDevCollector(c *cuda.Ctx, l *learner, cfg config.RunConfig, ds *market.D
 	d := &devCollector{cfg: cfg, ds: ds, mk: mk, env: newDevEnv(bt, ds.Train, n, ns, cfg.Env.EpisodeBars)}
 	rows := max(n, 64)
 	d.x = bt.alloc(l.esz * rows * obsWidth)
-	d.a = l.newActs(bt.alloc, rows, 0)
+	d.a = l.newActs(bt.alloc, rows)
 	d.a.rows = n
 	d.act = bt.alloc(4 * n * 3)
 	k := n * ns
@@ -142,7 +137,7 @@ func newDevCollector(c *cuda.Ctx, l *learner, cfg config.RunConfig, ds *market.D
 	d.scan = launch{name: "env_commit_scan", f: l.k.fn["env_commit_scan"], grid: dim(1), block: dim(commitThreads), args: []any{d.args}}
 	d.commit = launch{name: "env_commit", f: l.k.fn["env_commit"], grid: perEnv, block: dim(eb), args: []any{d.args, l.st}}
 	// No step state: the collector's forward always runs.
-	if d.fwd, err = l.forwardLaunches(c, "collect", []fwdNet{{&l.online, d.x, &d.a, 0}}, 0); err != nil {
+	if d.fwd, err = l.forwardLaunches(c, "collect", []fwdNet{{&l.online, d.x, &d.a}}, 0); err != nil {
 		return nil, err
 	}
 	d.head = launch{name: "head_infer", f: l.k.fn["head_infer"], grid: dim(headInferBlocks(n)), block: dim(headInferThreads),
@@ -156,24 +151,11 @@ func newDevCollector(c *cuda.Ctx, l *learner, cfg config.RunConfig, ds *market.D
 // envArgsWords is the size of struct EnvArgs in 64-bit words.
 const envArgsWords = 14 + 14 + 1 + 5 + 4 + 3 + 2 + 2 + 8 + 5 + 9 + 2 + 1 + 4
 
-// envBlock is the block of the collector's one-thread-per-environment
-// kernels (env_reset, env_step, env_commit): 64 threads, or
-// DQNFLOW_ENV_BLOCK (a multiple of 32 up to 1024, for comparisons). The
-// kernels are chains of dependent loads and float64 arithmetic, one thread
-// per environment: small blocks spread them over more SMs, and so over
-// more schedulers. Measured on an H200 (2026-12-03, docs/perf): env_step
-// at 4,096 environments takes 16.8 µs in blocks of 256, 10.4 in 128, 8.4
-// in 64 and 8.2 in 32.
-func envBlock(v string) (int, error) {
-	if v == "" {
-		return 64, nil
-	}
-	b, err := strconv.Atoi(v)
-	if err != nil || b < 32 || b > 1024 || b%32 != 0 {
-		return 0, fmt.Errorf("DQNFLOW_ENV_BLOCK %q: want a multiple of 32 from 32 to 1024", v)
-	}
-	return b, nil
-}
+// The collector's one-thread-per-environment kernels (env_reset,
+// env_step, env_commit) run in blocks of Tuning.EnvBlock threads, 64 by
+// default. The kernels are chains of dependent loads and float64
+// arithmetic, one thread per environment: small blocks spread them over
+// more SMs, and so over more schedulers (the figures are on the field).
 
 // commitThreads is COMMIT_THREADS of kernels/env.cu.
 const commitThreads = 1024
@@ -233,7 +215,7 @@ func (d *devCollector) collect(ctx context.Context, c *cuda.Ctx, l *learner, ste
 		if err := c.Sync(l.stream); err != nil {
 			return trainer.CollectStats{}, err
 		}
-		g, err := capture(c, l.d.launch.dependent, l.stream, d.launches())
+		g, err := capture(c, l.s.launch.dependent, l.stream, d.launches())
 		if err != nil {
 			return trainer.CollectStats{}, fmt.Errorf("collect: capture: %w", err)
 		}

@@ -8,7 +8,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/dqnflow/dqnflow/checkpoint"
@@ -24,10 +23,7 @@ import (
 // deviceTrainer builds a CUDA trainer for cfg on ds, or skips without a GPU.
 func deviceTrainer(t *testing.T, cfg config.RunConfig, ds *market.Dataset) *Trainer {
 	t.Helper()
-	b, err := NewBackend(0)
-	if err != nil {
-		SkipWithoutGPU(t, err)
-	}
+	b := testBackend(t, testTuning(t))
 	cfg.Device = "cuda"
 	tr, err := b.New(context.Background(), cfg, ds, nil)
 	if err != nil {
@@ -696,20 +692,5 @@ func TestCollectorThroughput(t *testing.T) {
 		}
 		t.Logf("collector, %d envs: launches sum to %.1f µs per step (%.1f M env steps/s)", envs, sum, float64(envs)/sum)
 		tr.Close()
-	}
-}
-
-// TestEnvBlockIsChecked: DQNFLOW_ENV_BLOCK takes a multiple of 32 from 32
-// to 1024, 64 when unset, and names itself in its error otherwise.
-func TestEnvBlockIsChecked(t *testing.T) {
-	for v, want := range map[string]int{"": 64, "32": 32, "64": 64, "1024": 1024} {
-		if got, err := envBlock(v); err != nil || got != want {
-			t.Errorf("envBlock(%q) = %d, %v; want %d", v, got, err, want)
-		}
-	}
-	for _, v := range []string{"0", "16", "100", "2048", "-64", "x"} {
-		if _, err := envBlock(v); err == nil || !strings.Contains(err.Error(), "DQNFLOW_ENV_BLOCK") {
-			t.Errorf("envBlock(%q) = %v; want an error naming DQNFLOW_ENV_BLOCK", v, err)
-		}
 	}
 }

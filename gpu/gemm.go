@@ -2,7 +2,6 @@ package gpu
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 
@@ -66,42 +65,29 @@ type gemmShape struct {
 	shared  int // dynamic shared memory bytes (bf16 mode, fp32 on 3xTF32)
 }
 
-// gemmShapes are the shapes of kernels/gemm.cu in the given mode; shared
-// memory is GSTAGES·(tile A + tile B) bf16 in bf16 mode (k tiles of 32,
-// 64 for the 128×128 shape), static in fp32.
-func gemmShapes(bf16 bool) []gemmShape { return gemmShapesOf(bf16, gemmVariant) }
-
-// gemmVariant picks the large tiles' kernels: "o" (gemm128o, gemm128x64o:
-// at most 128 registers, two 256-thread blocks per SM, k tiles of 32; the
-// default), "p" (gemm128p, gemm128x64o: the same with k tiles of 64) or
-// "base" (gemm128, gemm128x64: 174 registers, one block per SM). Measured
-// on an H200 at batch 16384 (docs/perf/gpu-2026-12-01.md): 0.930, 0.936
-// and 1.062 ms per step. (Four-stage pipelines and 128×256 or 256×128
+// gemmShapes are the shapes of kernels/gemm.cu in the given mode (fp32 on
+// 3xTF32 where tc); shared memory is GSTAGES·(tile A + tile B) bf16 in
+// bf16 mode (k tiles of 32), static in fp32 on the CUDA cores.
+//
+// The large tiles run gemm128o and gemm128x64o: at most 128 registers,
+// two 256-thread blocks per SM, k tiles of 32. Measured on an H200 at
+// batch 16384 (docs/perf/gpu-2026-12-01.md) against the same with k tiles
+// of 64 (gemm128p) and against 174 registers, one block per SM (gemm128,
+// gemm128x64): 0.930, 0.936 and 1.062 ms per step; those two were removed
+// (ADR 0021's addendum). (Four-stage pipelines and 128×256 or 256×128
 // tiles were measured slower too, and removed: docs/perf/gpu-2026-12-02.md.)
-// DQNFLOW_GEMM_VARIANT sets it for the benchmark that compares them
-// (tools/device/visit.sh, part gemm); an unknown value is refused when the
-// kernels load.
-var gemmVariant = os.Getenv("DQNFLOW_GEMM_VARIANT")
-
-func gemmShapesOf(bf16 bool, variant string) []gemmShape {
-	big, narrow, bk := "gemm128o", "gemm128x64o", 32
-	switch variant {
-	case "p":
-		big, bk = "gemm128p", 64
-	case "base":
-		big, narrow, bk = "gemm128", "gemm128x64", 64
-	}
-	if !bf16 && fp32TC {
+func gemmShapes(bf16, tc bool) []gemmShape {
+	if !bf16 && tc {
 		// 3xTF32 (kernels/gemm.cu gemmTf32): three stages of k tiles of 32
-		// floats; every square variant runs the same kernel.
+		// floats.
 		stages := func(bm, bn int) int {
 			elems := func(r int) int { return max(r*(32+4), 32*(r+8)) }
 			return 3 * 4 * (elems(bm) + elems(bn))
 		}
-		return []gemmShape{{"gemm64", 64, 64, 128, stages(64, 64)}, {big, 128, 128, 256, stages(128, 128)}, {narrow, 128, 64, 128, stages(128, 64)}}
+		return []gemmShape{{"gemm64", 64, 64, 128, stages(64, 64)}, {"gemm128o", 128, 128, 256, stages(128, 128)}, {"gemm128x64o", 128, 64, 128, stages(128, 64)}}
 	}
 	if !bf16 {
-		return []gemmShape{{"gemm64", 64, 64, 256, 0}, {big, 128, 128, 256, 0}, {narrow, 128, 64, 256, 0}}
+		return []gemmShape{{"gemm64", 64, 64, 256, 0}, {"gemm128o", 128, 128, 256, 0}, {"gemm128x64o", 128, 64, 256, 0}}
 	}
 	stages := func(bm, bn, bk int) int {
 		elems := func(r int) int { return max(r*(bk+8), bk*(r+8)) }
@@ -109,31 +95,9 @@ func gemmShapesOf(bf16 bool, variant string) []gemmShape {
 	}
 	return []gemmShape{
 		{"gemm64", 64, 64, 128, stages(64, 64, 32)},
-		{big, 128, 128, 256, stages(128, 128, bk)},
-		{narrow, 128, 64, 128, stages(128, 64, 32)},
+		{"gemm128o", 128, 128, 256, stages(128, 128, 32)},
+		{"gemm128x64o", 128, 64, 128, stages(128, 64, 32)},
 	}
-}
-
-// fp32TC is whether fp32 modules run the GEMMs' products on the tensor
-// cores as three TF32 products each (kernels/gemm.cu gemmTf32), the
-// default, or as fmaf on the CUDA cores: DQNFLOW_FP32_GEMM=simt. Measured
-// on an H200 (ADR 0021): the same tests pass at the same tolerances, and
-// a step takes 1.35 against 1.85 ms at batch 16384, 0.46 against 0.61 at
-// 4096 and 0.154 against 0.158 at 256. TF32 needs sm_80 or newer: on an
-// older device an fp32 module asks for DQNFLOW_FP32_GEMM=simt by name
-// rather than run another path unasked. A value parseFP32GEMM refuses
-// (fp32TCErr) fails every device open.
-var fp32TC, fp32TCErr = parseFP32GEMM(os.Getenv("DQNFLOW_FP32_GEMM"))
-
-// parseFP32GEMM reads DQNFLOW_FP32_GEMM: whether it selects 3xTF32.
-func parseFP32GEMM(setting string) (bool, error) {
-	switch setting {
-	case "", "3xtf32":
-		return true, nil
-	case "simt":
-		return false, nil
-	}
-	return false, fmt.Errorf("DQNFLOW_FP32_GEMM %q: must be 3xtf32 (the default) or simt", setting)
 }
 
 // fp32GEMMPath describes where fp32 modules' GEMM products run, for the
@@ -142,26 +106,7 @@ func fp32GEMMPath(tc bool) string {
 	if tc {
 		return "products 3xTF32 on the tensor cores"
 	}
-	return "products fmaf on the CUDA cores: DQNFLOW_FP32_GEMM=simt"
-}
-
-// gemmVariants are the values gemmVariant may take.
-var gemmVariants = []string{"", "o", "p", "base"}
-
-// allShapes is every tile shape of the module in the given mode, those of
-// every variant, each once.
-func allShapes(bf16 bool) []gemmShape {
-	var out []gemmShape
-	seen := map[string]bool{}
-	for _, v := range gemmVariants {
-		for _, sh := range gemmShapesOf(bf16, v) {
-			if !seen[sh.name] {
-				seen[sh.name] = true
-				out = append(out, sh)
-			}
-		}
-	}
-	return out
+	return "products fmaf on the CUDA cores: gpu tuning fp32_gemm = simt (DQNFLOW_FP32_GEMM)"
 }
 
 // wgmmaShapes are the tile shapes of the wgmma kernels (kernels/gemm.cu
@@ -173,7 +118,8 @@ func allShapes(bf16 bool) []gemmShape {
 //
 // The square tile spills at two blocks an SM (128 registers) in both
 // modes, in its epilogue (480 bytes of spill stores in bf16, 444 in fp32;
-// ADR 0024's lean epilogue, which spills 0 and 12, was slower), yet
+// ADR 0024's lean epilogue, which spills 0 and 12, was slower, and was
+// removed), yet
 // offering the narrow tile alone was slower: fp32 1.30 against 1.20 ms a
 // step at batch 16384, bf16-mixed 0.600 against 0.587 (with the spills). A
 // schedule that split the next k tile while this one's products ran (one
@@ -207,10 +153,6 @@ func (sh gemmShape) isWGMMA() bool { return strings.HasPrefix(sh.name, "wgmma") 
 // epilogue but the wgmma forward kernels, which have no mask.
 func (sh gemmShape) masksOnly() bool { return sh.isWGMMA() && strings.HasSuffix(sh.name, "m") }
 
-// mmaOnly keeps the forward GEMMs of learners built while it is set on
-// mma.sync where their module has wgmma (TestWGMMATrainsLikeMMA).
-var mmaOnly bool
-
 // wgmmaFits reports whether the wgmma kernels of a bf16 or fp32 module
 // compute job j: A and B k-contiguous, no split in k (the forward products
 // x·Wᵀ with their bias and ReLU, and the input gradients G·W against a
@@ -227,49 +169,6 @@ func (j job) wgmmaFits(bf16 bool) bool {
 	}
 	sums := j.colsum == 0 || j.csbm == 64 || j.csbm == 128
 	return j.a.sc == 1 && j.b.sr == 1 && j.splits() == 1 && sums && j.k > tile
-}
-
-// wgmmaDX says when the backward's input gradients (the masked products
-// G·W of backward stages 1 to 3) leave their stage's grouped mma.sync
-// launch for a launch of their own on wgmma, against a transposed copy of
-// the online weights (learner.gwT): "fill" when the jobs that fit make a
-// launch that fills the GPU (fillBlocks), "on" whenever some fit, "off"
-// (or unset: the default until a device visit has checked and timed it,
-// ADR 0023) never. DQNFLOW_WGMMA_DX sets it; another value (wgmmaDXErr)
-// fails every device open. The column sums keep the mma.sync launch's
-// order, so the weights trained are meant to be the same bits either way
-// (TestWGMMATrainsLikeMMA).
-var wgmmaDX, wgmmaDXErr = parseWGMMADX(os.Getenv("DQNFLOW_WGMMA_DX"))
-
-// wgEpilogueHeld compiles the wgmma kernels' epilogue with every bias of
-// a band held in registers through it: the default. ptxas spills there,
-// yet on an H100 it was faster at every batch than ADR 0024's lean
-// epilogue, which reads each bias where it uses it and does not spill
-// (docs/perf/gpu-2026-12-05-second.md). DQNFLOW_WGMMA_EPILOGUE=lean
-// compiles that one for a comparison; unset or "held" is the default;
-// another value (wgEpilogueErr) fails every device open.
-var wgEpilogueHeld, wgEpilogueErr = parseWGEpilogue(os.Getenv("DQNFLOW_WGMMA_EPILOGUE"))
-
-// parseWGEpilogue reads DQNFLOW_WGMMA_EPILOGUE.
-func parseWGEpilogue(v string) (bool, error) {
-	switch v {
-	case "", "held":
-		return true, nil
-	case "lean":
-		return false, nil
-	}
-	return false, fmt.Errorf("DQNFLOW_WGMMA_EPILOGUE %q: must be held (the default) or lean", v)
-}
-
-// parseWGMMADX reads DQNFLOW_WGMMA_DX.
-func parseWGMMADX(v string) (string, error) {
-	switch v {
-	case "", "off":
-		return "off", nil
-	case "fill", "on":
-		return v, nil
-	}
-	return "off", fmt.Errorf("DQNFLOW_WGMMA_DX %q: must be fill, on, off or unset (off)", v)
 }
 
 // fillBlocks is the number of blocks at which a launch keeps every SM of
@@ -370,14 +269,14 @@ func (j job) check(esz int) error {
 // words and the grid. Among the shapes whose launch fills the GPU
 // (fillBlocks), it takes the one that computes the least padding, the
 // bigger tile on a tie; when none fills it, the one with the most blocks.
-func gemmCall(bf16 bool, jobs []job) (gemmShape, words, int, error) {
-	best := gemmShapeFor(bf16, jobs)
+func gemmCall(bf16, tc bool, jobs []job) (gemmShape, words, int, error) {
+	best := gemmShapeFor(bf16, tc, jobs)
 	w, blocks, err := gemmWords(best, bf16, jobs)
 	return best, w, blocks, err
 }
 
 // gemmShapeFor is gemmCall's choice of tile shape for jobs.
-func gemmShapeFor(bf16 bool, jobs []job) gemmShape { return shapeAmong(gemmShapes(bf16), jobs) }
+func gemmShapeFor(bf16, tc bool, jobs []job) gemmShape { return shapeAmong(gemmShapes(bf16, tc), jobs) }
 
 // shapeAmong is gemmCall's choice for jobs among shapes; on equal padding
 // and blocks the first listed wins.
@@ -403,9 +302,9 @@ func shapeAmong(shapes []gemmShape, jobs []job) gemmShape {
 }
 
 // gemmShapeNamed returns the shape called name in the given mode.
-func gemmShapeNamed(bf16 bool, name string) (gemmShape, error) {
+func gemmShapeNamed(bf16, tc bool, name string) (gemmShape, error) {
 	var names []string
-	for _, sh := range gemmShapes(bf16) {
+	for _, sh := range gemmShapes(bf16, tc) {
 		if sh.name == name {
 			return sh, nil
 		}
@@ -453,13 +352,14 @@ func (l *learner) gemmLaunch(c *cuda.Ctx, name string, jobs []job, st cuda.DevPt
 // the choice takes in the wgmma shapes (first, so that they win a tie)
 // for jobs they compute.
 func (l *learner) gemmLaunchIn(c *cuda.Ctx, name string, jobs []job, st cuda.DevPtr, shape string) (launch, error) {
-	sh := gemmShapeFor(l.bf16, jobs)
-	if l.k.wgmma && !mmaOnly && shape == "" && !slices.ContainsFunc(jobs, func(j job) bool { return !j.wgmmaFits(l.bf16) }) {
-		sh = shapeAmong(append(wgmmaShapes(l.bf16), gemmShapes(l.bf16)...), jobs)
+	tc := l.s.tc()
+	sh := gemmShapeFor(l.bf16, tc, jobs)
+	if l.k.wgmma && !l.s.mmaOnly && shape == "" && !slices.ContainsFunc(jobs, func(j job) bool { return !j.wgmmaFits(l.bf16) }) {
+		sh = shapeAmong(append(wgmmaShapes(l.bf16), gemmShapes(l.bf16, tc)...), jobs)
 	}
 	if shape != "" {
 		var err error
-		if sh, err = gemmShapeNamed(l.bf16, shape); err != nil {
+		if sh, err = gemmShapeNamed(l.bf16, tc, shape); err != nil {
 			return launch{}, fmt.Errorf("%s: %w", name, err)
 		}
 	}

@@ -39,6 +39,41 @@ func testDevice(t *testing.T) *gpuDevice {
 	return d
 }
 
+// testTuning is the tuning the tests run: TuningFromEnv, so that a device
+// script can run them in another (tools/device/visit.sh sets DQNFLOW_*
+// variables for a run of gpu.test).
+func testTuning(t testing.TB) Tuning {
+	t.Helper()
+	tu, err := TuningFromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tu
+}
+
+// testSetup is testTuning resolved on d, with fp32's GEMM products on
+// 3xTF32 where tc and on the CUDA cores otherwise.
+func testSetup(t testing.TB, d *gpuDevice, tc bool) setup {
+	t.Helper()
+	tu := testTuning(t)
+	tu.FP32GEMM = map[bool]string{true: "3xtf32", false: "simt"}[tc]
+	s, err := d.resolve(tu)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// testBackend is NewBackend(0, tu) or a skip with the reason.
+func testBackend(t *testing.T, tu Tuning) *Backend {
+	t.Helper()
+	b, err := NewBackend(0, tu)
+	if err != nil {
+		SkipWithoutGPU(t, err)
+	}
+	return b
+}
+
 // hostMat is an operand in host memory: rows×cols values (already rounded
 // to the storage type) laid out row-contiguous or column-contiguous with a
 // padded leading stride, as the trainer's buffers are.
@@ -108,20 +143,19 @@ func (h hostMat) view(p cuda.DevPtr) mat {
 //
 // Where the device has them (useWGMMA), the wgmma shapes run the jobs they
 // compute (job.wgmmaFits: both operands k-contiguous, no split, no mask)
-// in the same cases. fp32 runs both of its GEMM paths (fp32TC), the CUDA
-// cores' and 3xTF32, whatever DQNFLOW_FP32_GEMM says. (TF32 products
+// in the same cases. fp32 runs both of its GEMM paths (Tuning.FP32GEMM),
+// the CUDA cores' and 3xTF32, whatever DQNFLOW_FP32_GEMM says. (TF32 products
 // alone, 2⁻¹¹ relative each, can pass this tolerance over a long K where
 // their errors cancel; the self-check's row of 1+2⁻²⁰ is what tells them
 // from float32.)
 func TestGEMMMatchesFloat64(t *testing.T) {
 	d := testDevice(t)
-	defer func(v bool) { fp32TC = v }(fp32TC)
-	t.Logf("bf16 forward GEMMs: %s", d.wgmma.desc)
+	t.Logf("bf16 forward GEMMs: %s", testSetup(t, d, true).wgmma.desc)
 	for _, mode := range []struct{ bf, tc bool }{{false, false}, {false, true}, {true, false}} {
 		bf := mode.bf
-		fp32TC = mode.tc
-		shapes := allShapes(bf) // every shape of every variant, once
-		if (bf || mode.tc) && d.wgmma.on {
+		su := testSetup(t, d, mode.tc)
+		shapes := gemmShapes(bf, mode.tc)
+		if (bf || mode.tc) && su.wgmma.on {
 			shapes = append(append(shapes, wgmmaShapes(bf)...), wgmmaMaskShapes(bf)...)
 		}
 		for _, sh := range shapes {
@@ -144,7 +178,7 @@ func TestGEMMMatchesFloat64(t *testing.T) {
 						}
 						name := fmt.Sprintf("bf16=%v/tf32x3=%v/%s/aCol=%v/bCol=%v/%dx%dx%d/split=%d/epi=%d", bf, mode.tc && !bf, sh.name, aCol, bCol, tc.m, tc.n, tc.k, tc.kchunk, tc.epi)
 						err := d.dev.Do(func(c *cuda.Ctx) error {
-							return checkGEMM(c, d, bf, sh, aCol, bCol, tc.m, tc.n, tc.k, tc.kchunk, tc.epi)
+							return checkGEMM(c, d, su, bf, sh, aCol, bCol, tc.m, tc.n, tc.k, tc.kchunk, tc.epi)
 						})
 						if err != nil {
 							t.Errorf("%s: %v", name, err)
@@ -165,8 +199,8 @@ type gemmRun struct {
 	got, gotE, gotCS        []float32
 }
 
-func checkGEMM(c *cuda.Ctx, d *gpuDevice, bf bool, sh gemmShape, aCol, bCol bool, M, N, K, kchunk, epi int) error {
-	g, err := runGEMM(c, d, bf, sh, aCol, bCol, M, N, K, kchunk, epi, 0)
+func checkGEMM(c *cuda.Ctx, d *gpuDevice, su setup, bf bool, sh gemmShape, aCol, bCol bool, M, N, K, kchunk, epi int) error {
+	g, err := runGEMM(c, d, su, bf, sh, aCol, bCol, M, N, K, kchunk, epi, 0)
 	if err != nil {
 		return err
 	}
@@ -175,11 +209,12 @@ func checkGEMM(c *cuda.Ctx, d *gpuDevice, bf bool, sh gemmShape, aCol, bCol bool
 
 // runGEMM runs the job C = A·B of M×K by K×N (A m-contiguous where aCol, B
 // n-contiguous where bCol) with epilogue epi, split in k by kchunk, in tile
-// shape sh, on operands drawn from a stream keyed by M, N and K; a masked
-// job sums its columns in row tiles of csbm rows (0: sh.bm).
-func runGEMM(c *cuda.Ctx, d *gpuDevice, bf bool, sh gemmShape, aCol, bCol bool, M, N, K, kchunk, epi, csbm int) (gemmRun, error) {
+// shape sh, on operands drawn from a stream keyed by M, N and K, in the
+// module of su; a masked job sums its columns in row tiles of csbm rows
+// (0: sh.bm).
+func runGEMM(c *cuda.Ctx, d *gpuDevice, su setup, bf bool, sh gemmShape, aCol, bCol bool, M, N, K, kchunk, epi, csbm int) (gemmRun, error) {
 	var g gemmRun
-	k, _, err := d.moduleFor(c, config.Defaults().Model, bf)
+	k, err := d.module(c, config.Defaults().Model, bf, su)
 	if err != nil {
 		return g, err
 	}
@@ -410,14 +445,13 @@ func (g gemmRun) check(sh gemmShape, M, N, K, epi int) error {
 // run on wgmma (job.wgmmaFits) and are left out.
 func TestWGMMAInputGradientsMatchMMA(t *testing.T) {
 	d := testDevice(t)
-	if !d.wgmma.on {
-		t.Skipf("no wgmma on this device: %s", d.wgmma.desc)
+	su := testSetup(t, d, true)
+	if !su.wgmma.on {
+		t.Skipf("no wgmma on this device: %s", su.wgmma.desc)
 	}
-	defer func(v bool) { fp32TC = v }(fp32TC)
-	fp32TC = true
 	for _, bf := range []bool{true, false} {
 		tile := map[bool]int{true: 64, false: 32}[bf]
-		for _, ref := range gemmShapes(bf) {
+		for _, ref := range gemmShapes(bf, true) {
 			for _, sh := range wgmmaMaskShapes(bf) {
 				for _, tc := range []struct{ m, n, k int }{{300, 256, 128}, {129, 128, 153}, {1000, 128, 512}, {200, 72, 51}, {64, 136, 96}} {
 					if tc.k <= tile {
@@ -425,11 +459,11 @@ func TestWGMMAInputGradientsMatchMMA(t *testing.T) {
 					}
 					name := fmt.Sprintf("bf16=%v/%s against %s/%dx%dx%d", bf, sh.name, ref.name, tc.m, tc.n, tc.k)
 					err := d.dev.Do(func(c *cuda.Ctx) error {
-						want, err := runGEMM(c, d, bf, ref, false, true, tc.m, tc.n, tc.k, 0, epiMask, 0)
+						want, err := runGEMM(c, d, su, bf, ref, false, true, tc.m, tc.n, tc.k, 0, epiMask, 0)
 						if err != nil {
 							return fmt.Errorf("mma.sync: %w", err)
 						}
-						got, err := runGEMM(c, d, bf, sh, false, false, tc.m, tc.n, tc.k, 0, epiMask, ref.bm)
+						got, err := runGEMM(c, d, su, bf, sh, false, false, tc.m, tc.n, tc.k, 0, epiMask, ref.bm)
 						if err != nil {
 							return fmt.Errorf("wgmma: %w", err)
 						}
@@ -460,36 +494,6 @@ func TestWGMMAInputGradientsMatchMMA(t *testing.T) {
 					}
 				}
 			}
-		}
-	}
-}
-
-// TestWGMMADXSettingIsChecked: DQNFLOW_WGMMA_DX takes fill, on and off
-// (or nothing: off), and names itself when it refuses a value.
-func TestWGMMADXSettingIsChecked(t *testing.T) {
-	for v, want := range map[string]string{"": "off", "off": "off", "fill": "fill", "on": "on"} {
-		if got, err := parseWGMMADX(v); err != nil || got != want {
-			t.Errorf("parseWGMMADX(%q) = %q, %v; want %q", v, got, err, want)
-		}
-	}
-	for _, v := range []string{"yes", "ON", " fill", "1"} {
-		if got, err := parseWGMMADX(v); err == nil || got != "off" || !strings.Contains(err.Error(), "DQNFLOW_WGMMA_DX") {
-			t.Errorf("parseWGMMADX(%q) = %q, %v; want off and an error naming DQNFLOW_WGMMA_DX", v, got, err)
-		}
-	}
-}
-
-// TestWGMMAEpilogueSettingIsChecked: DQNFLOW_WGMMA_EPILOGUE takes held (or
-// nothing) and lean, and names itself when it refuses a value.
-func TestWGMMAEpilogueSettingIsChecked(t *testing.T) {
-	for v, want := range map[string]bool{"": true, "held": true, "lean": false} {
-		if got, err := parseWGEpilogue(v); err != nil || got != want {
-			t.Errorf("parseWGEpilogue(%q) = %v, %v; want %v", v, got, err, want)
-		}
-	}
-	for _, v := range []string{"Held", "on", "1"} {
-		if _, err := parseWGEpilogue(v); err == nil || !strings.Contains(err.Error(), "DQNFLOW_WGMMA_EPILOGUE") {
-			t.Errorf("parseWGEpilogue(%q) = %v; want an error naming DQNFLOW_WGMMA_EPILOGUE", v, err)
 		}
 	}
 }
@@ -581,7 +585,7 @@ func TestInputGradientsFitWGMMAOnlyInAnMMATilesOrder(t *testing.T) {
 		}
 	}
 	wg, fwd := wgmmaMaskShapes(true)[0], wgmmaShapes(true)[0]
-	mma, err := gemmShapeNamed(true, "gemm128o")
+	mma, err := gemmShapeNamed(true, true, "gemm128o")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -621,9 +625,9 @@ func TestFillMovesTheInputGradientsWhereTheyFillTheGPU(t *testing.T) {
 			moved bool
 		}{{"fill", 4096, false}, {"fill", 16384, true}, {"on", 4096, true}, {"on", 16384, true}, {"off", 16384, false}} {
 			js := stage(c.n)
-			sp := splitStage(bf, c.mode, js)
+			sp := splitStage(bf, true, c.mode, js)
 			name := fmt.Sprintf("bf16=%v %s batch %d", bf, c.mode, c.n)
-			if want := gemmShapeFor(bf, js); sp.ref != want {
+			if want := gemmShapeFor(bf, true, js); sp.ref != want {
 				t.Errorf("%s: reference shape %s, want the whole stage's %s", name, sp.ref.name, want.name)
 			}
 			if !c.moved {
@@ -649,36 +653,8 @@ func TestFillMovesTheInputGradientsWhereTheyFillTheGPU(t *testing.T) {
 	}
 }
 
-// TestGradKChunkIsChecked: the precision study's control knob takes only
-// chunks the split-k plan can run, and names itself when it refuses one.
-func TestGradKChunkIsChecked(t *testing.T) {
-	for v, want := range map[string]int{"": 0, "64": 64, "128": 128, "512": 512} {
-		if got, err := parseGradKChunk(v); err != nil || got != want {
-			t.Errorf("parseGradKChunk(%q) = %d, %v; want %d", v, got, err, want)
-		}
-	}
-	for _, v := range []string{"32", "100", "-64", "x", "0"} {
-		if _, err := parseGradKChunk(v); err == nil || !strings.Contains(err.Error(), "DQNFLOW_GRAD_KCHUNK") {
-			t.Errorf("parseGradKChunk(%q) = %v; want an error naming DQNFLOW_GRAD_KCHUNK", v, err)
-		}
-	}
-}
-
-// TestFP32GEMMSettingIsChecked: DQNFLOW_FP32_GEMM takes 3xtf32 (or
-// nothing, the default) and simt, names itself when it refuses a value (a
-// misspelt one is never taken for the default), and the self-check's line
-// names the path.
-func TestFP32GEMMSettingIsChecked(t *testing.T) {
-	for v, want := range map[string]bool{"": true, "3xtf32": true, "simt": false} {
-		if got, err := parseFP32GEMM(v); err != nil || got != want {
-			t.Errorf("parseFP32GEMM(%q) = %v, %v; want %v", v, got, err, want)
-		}
-	}
-	for _, v := range []string{"tf32", "3xTF32", "on", " simt"} {
-		if _, err := parseFP32GEMM(v); err == nil || !strings.Contains(err.Error(), "DQNFLOW_FP32_GEMM") {
-			t.Errorf("parseFP32GEMM(%q) = %v; want an error naming DQNFLOW_FP32_GEMM", v, err)
-		}
-	}
+// TestFP32GEMMPathIsNamed: the self-check's line names the fp32 GEMM path.
+func TestFP32GEMMPathIsNamed(t *testing.T) {
 	if p := fp32GEMMPath(true); !strings.Contains(p, "3xTF32") {
 		t.Errorf("fp32GEMMPath(true) = %q, want it to name 3xTF32", p)
 	}
@@ -693,10 +669,8 @@ func TestFP32GEMMSettingIsChecked(t *testing.T) {
 // two square blocks share an SM (228 KiB less 1 KiB a block), as
 // gemm128o's launch bounds ask.
 func TestTF32ShapesFitTheSM(t *testing.T) {
-	defer func(v bool) { fp32TC = v }(fp32TC)
-	fp32TC = true
 	want := map[string]int{"gemm64": 55296, "gemm128o": 110592, "gemm128x64o": 82944}
-	for _, sh := range gemmShapesOf(false, "") {
+	for _, sh := range gemmShapes(false, true) {
 		if sh.shared != want[sh.name] {
 			t.Errorf("%s: %d bytes of shared memory, want %d", sh.name, sh.shared, want[sh.name])
 		}
@@ -707,8 +681,7 @@ func TestTF32ShapesFitTheSM(t *testing.T) {
 			t.Errorf("%s: two blocks of %d bytes do not fit an SM", sh.name, sh.shared)
 		}
 	}
-	fp32TC = false
-	for _, sh := range gemmShapesOf(false, "") {
+	for _, sh := range gemmShapes(false, false) {
 		if sh.shared != 0 || sh.threads != 256 {
 			t.Errorf("CUDA-core %s: %d threads, %d bytes of dynamic shared memory; want 256 and 0", sh.name, sh.threads, sh.shared)
 		}

@@ -14,12 +14,17 @@ import (
 	"github.com/dqnflow/dqnflow/trainer/trainertest"
 )
 
-// backend opens CUDA device 0, or skips with the reason when this machine
-// has no driver or no device (DQNFLOW_REQUIRE_GPU=1 turns the skip into a
+// backend opens CUDA device 0 in the environment's tuning
+// (gpu.TuningFromEnv), or skips with the reason when this machine has no
+// driver or no device (DQNFLOW_REQUIRE_GPU=1 turns the skip into a
 // failure, for the device script).
 func backend(t *testing.T) *gpu.Backend {
 	t.Helper()
-	b, err := gpu.NewBackend(0)
+	tu, err := gpu.TuningFromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := gpu.NewBackend(0, tu)
 	if err != nil {
 		gpu.SkipWithoutGPU(t, err)
 	}

@@ -31,7 +31,7 @@ func (l *learner) inferPlanFor(c *cuda.Ctx, rows int) (*inferPlan, error) {
 	alloc := bt.alloc
 	p := &inferPlan{rows: rows, fwd: map[int][]launch{}}
 	p.xf, p.x = alloc(4*rows*obsWidth), alloc(e*rows*obsWidth)
-	p.a = l.newActs(alloc, rows, 0)
+	p.a = l.newActs(alloc, rows)
 	p.act, p.q = alloc(4*rows*3), alloc(4*rows*model.NumActions)
 	p.logits, p.probs = alloc(4*rows*model.NumActions*m.Atoms), alloc(4*rows*model.NumActions*m.Atoms)
 	if err := bt.err; err != nil {
@@ -71,7 +71,7 @@ func (l *learner) infer(c *cuda.Ctx, obs []float32, rows int, full bool) (*infer
 		a := p.a
 		a.rows = padded
 		// No step state: inference always runs.
-		if fw, err = l.forwardLaunches(c, "infer", []fwdNet{{&l.online, p.x, &a, 0}}, 0); err != nil {
+		if fw, err = l.forwardLaunches(c, "infer", []fwdNet{{&l.online, p.x, &a}}, 0); err != nil {
 			return nil, err
 		}
 		p.fwd[padded] = fw

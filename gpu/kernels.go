@@ -17,13 +17,13 @@ var kernelFS embed.FS
 
 // kernelFiles is the order in which the sources are concatenated into one
 // NVRTC program: common.cu first (types and helpers), then one file per job.
-var kernelFiles = []string{"common.cu", "gemm.cu", "mlp.cu", "head.cu", "optim.cu", "replay.cu", "env.cu"}
+var kernelFiles = []string{"common.cu", "gemm.cu", "head.cu", "optim.cu", "replay.cu", "env.cu"}
 
 // kernelNames lists every kernel the trainer launches; loading the module
 // resolves each once (device pointers and functions are resolved once, never
 // per step).
 var kernelNames = []string{
-	"gemm64", "gemm128", "gemm128x64", "gemm128p", "gemm128o", "gemm128x64o", "head_infer", "c51_loss", "grad_reduce", "grad_norm", "adamw", "adamw_refresh",
+	"gemm64", "gemm128o", "gemm128x64o", "head_infer", "c51_loss", "grad_reduce", "grad_norm", "adamw", "adamw_refresh",
 	"spectral", "refresh", "ema", "cast_rows", "sample", "tree_sub", "tree_top", "prio_claim", "prio_set",
 	"round_check",
 	"env_reset", "env_observe", "env_step", "env_commit_scan", "env_commit", "bt_run", "bt_run_cluster",
@@ -35,10 +35,6 @@ var kernelNames = []string{
 // backward's input gradients' with the mask epilogue (the "m" kernels,
 // ADR 0023).
 var wgmmaKernelNames = []string{"wgmma128", "wgmma128x64", "wgmma128m", "wgmma128x64m"}
-
-// fusedKernelNames are the kernels of the fused forward (kernels/mlp.cu),
-// compiled into a module only where the model fits it (useFused).
-var fusedKernelNames = []string{"mlp_forward128", "mlp_forward64"}
 
 // kernelSource returns the program text of every kernel.
 func kernelSource() (string, error) {
@@ -56,9 +52,7 @@ func kernelSource() (string, error) {
 }
 
 // kernelOptions are the NVRTC options of the module for model m in the given
-// storage mode, with or without the fused forward, with or without early
-// triggers of programmatic dependent launches (launchMode.early), with or
-// without the wgmma GEMMs (for sm_90a, which this then compiles for), and
+// storage mode, with or without the wgmma GEMMs (for sm_90a, which this then compiles for), and
 // in fp32 with the GEMMs' products as 3xTF32 on the tensor cores (tf32x3,
 // kernels/gemm.cu gemmTf32) or fmaf on the CUDA cores: the sizes the kernels
 // fix at compile time, and --fmad=false
@@ -66,14 +60,14 @@ func kernelSource() (string, error) {
 // reference's back (the float32 GEMM uses fmaf explicitly; its products
 // are exact in float32 only up to that rounding, which the cross-backend
 // tolerances state).
-func kernelOptions(m config.ModelConfig, bf16, fused, early, wgmma, tf32x3 bool) []string {
+func kernelOptions(m config.ModelConfig, bf16, wgmma, tf32x3 bool) []string {
 	flag := func(b bool) string {
 		if b {
 			return "1"
 		}
 		return "0"
 	}
-	mode, mlp, early01 := flag(bf16), flag(fused), flag(early)
+	mode := flag(bf16)
 	cols, width := headCols(m.Atoms)
 	var arch []string
 	if wgmma {
@@ -95,11 +89,8 @@ func kernelOptions(m config.ModelConfig, bf16, fused, early, wgmma, tf32x3 bool)
 		fmt.Sprintf("-DT1=%d", m.Trunk1),
 		fmt.Sprintf("-DT2=%d", m.Trunk2),
 		fmt.Sprintf("-DHD=%d", m.Head),
-		"-DMLP_FUSED=" + mlp,
-		"-DPDL_EARLY=" + early01,
 		"-DDQN_WGMMA=" + flag(wgmma),
 		"-DDQN_TF32X3=" + flag(tf32x3 && !bf16),
-		"-DWG_EPI_HELD=" + flag(wgEpilogueHeld),
 		"--fmad=false",
 		"--std=c++17",
 	}...)

@@ -50,16 +50,15 @@ func TestDependentLaunchesOnlyWhereTheDeviceAndDriverHaveThem(t *testing.T) {
 		says    string // in the description, or in the error when err
 		err     bool
 	}{
-		{"sm_90 by default", h200, true, "", true, "programmatic dependent", false},
+		{"sm_90 by default", h200, true, "auto", true, "programmatic dependent", false},
 		{"sm_90 asked for", h200, true, "on", true, "programmatic dependent", false},
-		{"sm_90 early", h200, true, "early", true, "launched early", false},
-		{"sm_90 turned off", h200, true, "off", false, "serial: DQNFLOW_PDL=off", false},
-		{"sm_80 by default", a100, true, "", false, "serial: sm_80 has no programmatic dependent launch", false},
-		{"sm_80 asked for", a100, true, "on", false, "DQNFLOW_PDL=on: sm_80", true},
-		{"sm_80 early", a100, true, "early", false, "DQNFLOW_PDL=early: sm_80", true},
-		{"old driver", h200, false, "", false, "serial: the driver has no cuLaunchKernelEx", false},
+		{"sm_90 turned off", h200, true, "off", false, "serial: gpu tuning pdl = off", false},
+		{"sm_80 by default", a100, true, "auto", false, "serial: sm_80 has no programmatic dependent launch", false},
+		{"sm_80 asked for", a100, true, "on", false, "pdl = on (DQNFLOW_PDL): sm_80", true},
+		{"old driver", h200, false, "auto", false, "serial: the driver has no cuLaunchKernelEx", false},
 		{"old driver asked for", h200, false, "on", false, "no cuLaunchKernelEx", true},
-		{"bad setting", h200, true, "yes", false, `DQNFLOW_PDL "yes"`, true},
+		{"bad setting", h200, true, "yes", false, `pdl = "yes"`, true},
+		{"early triggers, removed", h200, true, "early", false, `pdl = "early"`, true},
 	} {
 		mode, err := dependentLaunches(c.info, c.ex, c.setting)
 		if (err != nil) != c.err {
@@ -72,9 +71,6 @@ func TestDependentLaunchesOnlyWhereTheDeviceAndDriverHaveThem(t *testing.T) {
 		}
 		if mode.dependent != c.on || !strings.Contains(got, c.says) {
 			t.Errorf("%s: dependent %v %q, want %v and %q", c.name, mode.dependent, got, c.on, c.says)
-		}
-		if early := err == nil && c.setting == "early"; mode.early != early {
-			t.Errorf("%s: early %v, want %v", c.name, mode.early, early)
 		}
 	}
 }

@@ -48,11 +48,11 @@ const (
 // (inside Do).
 type learner struct {
 	d     *gpuDevice
+	s     setup // the backend's tuning, resolved on d
 	k     *kernels
 	m     config.ModelConfig
 	o     config.OptimConfig
 	bf16  bool   // GEMM operands and activations are bf16 (bf16-mixed and bf16)
-	fused bool   // the forward pass is one mlp_forward launch (gpu/mlp.go)
 	full  bool   // precision bf16: the trained state is stored as bf16 values
 	seed  uint64 // the run's seed: the stochastic rounding's bits (bf16.SRBits)
 	esz   int
@@ -102,8 +102,9 @@ type learner struct {
 
 // newLearner allocates a learner for model m in the given precision with
 // the state s (rounded to bf16 in precision bf16); seed keys the
-// stochastic rounding of precision bf16. Call inside Do.
-func newLearner(c *cuda.Ctx, d *gpuDevice, m config.ModelConfig, o config.OptimConfig, precision string, seed uint64, s *model.State) (*learner, error) {
+// stochastic rounding of precision bf16; su is the backend's tuning on d.
+// Call inside Do.
+func newLearner(c *cuda.Ctx, d *gpuDevice, su setup, m config.ModelConfig, o config.OptimConfig, precision string, seed uint64, s *model.State) (*learner, error) {
 	if err := model.Check(m); err != nil {
 		return nil, err
 	}
@@ -122,14 +123,14 @@ func newLearner(c *cuda.Ctx, d *gpuDevice, m config.ModelConfig, o config.OptimC
 		return nil, fmt.Errorf("%w: optim.stochastic_rounding = true: needs precision %q (got %q)", config.ErrInvalid, config.PrecisionBF16, precision)
 	}
 	bf := precision != config.PrecisionFP32
-	k, fused, err := d.moduleFor(c, m, bf)
+	k, err := d.module(c, m, bf, su)
 	if err != nil {
 		return nil, err
 	}
-	l := &learner{d: d, k: k, m: m, o: o, bf16: bf, fused: fused, full: precision == config.PrecisionBF16, seed: seed, esz: 4,
+	l := &learner{d: d, s: su, k: k, m: m, o: o, bf16: bf, full: precision == config.PrecisionBF16, seed: seed, esz: 4,
 		lay: model.Layers(m), np: model.NumParams(m), plans: map[int]*stepPlan{}}
 	_, l.outw = headCols(m.Atoms)
-	l.layoutCopies(k.wgmma && wgmmaDX != "off")
+	l.layoutCopies(k.wgmma && su.WGMMADX != "off")
 	if bf {
 		l.esz = 2
 	}

@@ -2,9 +2,6 @@ package gpu
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
-	"slices"
 	"sync"
 
 	"github.com/dqnflow/dqnflow/config"
@@ -19,22 +16,10 @@ type kernels struct {
 	wgmma bool // the forward GEMMs can run on wgmma (wgmmaKernelNames)
 }
 
-// CacheDir is where compiled kernels are kept: $DQNFLOW_KERNEL_CACHE, or
-// dqnflow/kernels under the user cache folder, or the temporary folder.
-func CacheDir() string {
-	if d := os.Getenv("DQNFLOW_KERNEL_CACHE"); d != "" {
-		return d
-	}
-	if d, err := os.UserCacheDir(); err == nil {
-		return filepath.Join(d, "dqnflow", "kernels")
-	}
-	return filepath.Join(os.TempDir(), "dqnflow-kernels")
-}
-
-// moduleKey names a compiled module: storage mode, whether it has the
-// fused forward, and the model sizes compiled in.
+// moduleKey names a compiled module: storage mode, whether fp32 runs
+// 3xTF32, whether it has the wgmma GEMMs, and the model sizes compiled in.
 type moduleKey struct {
-	bf16, fused, tf32   bool
+	bf16, tf32, wgmma   bool
 	atoms, t1, t2, head int
 }
 
@@ -46,9 +31,33 @@ type gpuDevice struct {
 	compiler *cuda.Compiler
 	mu       sync.Mutex
 	mods     map[moduleKey]*kernels
-	checks   map[bool]string // precision self-check result per storage mode
-	launch   launchMode      // how the kernels of the trainer's graphs follow each other
-	wgmma    gemmPath        // whether bf16 and 3xTF32 fp32 modules have the wgmma GEMMs (useWGMMA)
+	checks   map[moduleKey]string // precision self-check result per module
+	hasEx    bool                 // the driver has cuLaunchKernelEx (dependentLaunches)
+	nvrtc    int                  // NVRTC's major version (useWGMMA)
+}
+
+// setup is a Tuning resolved on one device: how the kernels of the
+// trainer's graphs follow each other and whether the GEMMs have wgmma.
+type setup struct {
+	Tuning
+	launch launchMode // dependentLaunches
+	wgmma  gemmPath   // useWGMMA
+}
+
+// resolve checks tu and decides what it runs on d.
+func (d *gpuDevice) resolve(tu Tuning) (setup, error) {
+	if err := tu.Validate(); err != nil {
+		return setup{}, err
+	}
+	s := setup{Tuning: tu}
+	var err error
+	if s.launch, err = dependentLaunches(d.info, d.hasEx, tu.PDL); err != nil {
+		return setup{}, err
+	}
+	if s.wgmma, err = useWGMMA(d.info, d.nvrtc, tu.WGMMA); err != nil {
+		return setup{}, err
+	}
+	return s, nil
 }
 
 // gemmPath says whether a device's bf16 and 3xTF32 fp32 modules compile
@@ -62,7 +71,6 @@ type gemmPath struct {
 // other on a device (dependentLaunches).
 type launchMode struct {
 	dependent bool   // launched as programmatic dependents (cuda.Ctx.LaunchDependent)
-	early     bool   // the kernels are compiled with launch_dependents (PDL_EARLY=1)
 	desc      string // which, and why (Trainer.Launches)
 }
 
@@ -87,30 +95,14 @@ func openDevice(ordinal int) (*gpuDevice, error) {
 		dev.Close()
 		return nil, fmt.Errorf("cuda:%d: kernels are compiled at start-up: %w", ordinal, err)
 	}
-	d := &gpuDevice{dev: dev, info: dev.Info(), compiler: comp, mods: map[moduleKey]*kernels{}, checks: map[bool]string{}}
-	var hasEx bool
-	if err := dev.Do(func(c *cuda.Ctx) error { hasEx = c.CanLaunchDependent(); return nil }); err != nil {
+	d := &gpuDevice{dev: dev, info: dev.Info(), compiler: comp, mods: map[moduleKey]*kernels{}, checks: map[moduleKey]string{}}
+	if err := dev.Do(func(c *cuda.Ctx) error { d.hasEx = c.CanLaunchDependent(); return nil }); err != nil {
 		dev.Close()
 		return nil, err
 	}
-	if d.launch, err = dependentLaunches(d.info, hasEx, os.Getenv("DQNFLOW_PDL")); err != nil {
+	if d.nvrtc, _, err = comp.Version(); err != nil {
 		dev.Close()
 		return nil, fmt.Errorf("cuda:%d: %w", ordinal, err)
-	}
-	nv, _, err := comp.Version()
-	if err != nil {
-		dev.Close()
-		return nil, fmt.Errorf("cuda:%d: %w", ordinal, err)
-	}
-	if d.wgmma, err = useWGMMA(d.info, nv, os.Getenv("DQNFLOW_WGMMA")); err != nil {
-		dev.Close()
-		return nil, fmt.Errorf("cuda:%d: %w", ordinal, err)
-	}
-	for _, err := range []error{fp32TCErr, wgmmaDXErr, wgEpilogueErr, spectralBranchErr, stepsPerGraphErr, adamRefreshErr} {
-		if err != nil {
-			dev.Close()
-			return nil, fmt.Errorf("cuda:%d: %w", ordinal, err)
-		}
 	}
 	devices[ordinal] = d
 	return d, nil
@@ -125,11 +117,9 @@ func openDevice(ordinal int) (*gpuDevice, error) {
 // the same run: 0.103 against 0.107 ms a step at batch 256, no difference
 // beyond the spread at 4096 and 16384. Elsewhere one after the other, and
 // the description says why.
-// setting is DQNFLOW_PDL: empty (that choice), "on" (the same, but an
-// error where it cannot be had), "early" (programmatic dependents with
-// kernels compiled to let their dependents launch at once, PDL_EARLY=1:
-// measured slower, 0.257 against 0.243 ms at 4096) or "off" (one after
-// the other, for comparisons).
+// setting is Tuning.PDL: "auto" (that choice), "on" (the same, but an
+// error where it cannot be had) or "off" (one after the other, for
+// comparisons).
 func dependentLaunches(info cuda.DeviceInfo, driverHasEx bool, setting string) (launchMode, error) {
 	why := ""
 	switch {
@@ -139,23 +129,20 @@ func dependentLaunches(info cuda.DeviceInfo, driverHasEx bool, setting string) (
 		why = "the driver has no cuLaunchKernelEx (CUDA 11.8 or newer)"
 	}
 	switch setting {
-	case "":
+	case "auto":
 		if why != "" {
 			return launchMode{desc: "serial: " + why}, nil
 		}
 		return launchMode{dependent: true, desc: "programmatic dependent"}, nil
-	case "on", "early":
+	case "on":
 		if why != "" {
-			return launchMode{}, fmt.Errorf("DQNFLOW_PDL=%s: %s", setting, why)
-		}
-		if setting == "early" {
-			return launchMode{dependent: true, early: true, desc: "programmatic dependent, launched early: DQNFLOW_PDL=early"}, nil
+			return launchMode{}, fmt.Errorf("gpu tuning pdl = on (DQNFLOW_PDL): %s", why)
 		}
 		return launchMode{dependent: true, desc: "programmatic dependent"}, nil
 	case "off":
-		return launchMode{desc: "serial: DQNFLOW_PDL=off"}, nil
+		return launchMode{desc: "serial: gpu tuning pdl = off (DQNFLOW_PDL)"}, nil
 	}
-	return launchMode{}, fmt.Errorf("DQNFLOW_PDL %q: must be on, early, off or unset", setting)
+	return launchMode{}, fieldErr("pdl", "%q: must be auto, on or off", setting)
 }
 
 // useWGMMA decides whether the bf16 and 3xTF32 fp32 modules of a device
@@ -164,7 +151,7 @@ func dependentLaunches(info cuda.DeviceInfo, driverHasEx bool, setting string) (
 // default where it can be had: compute capability 9.0 and NVRTC 12 or
 // newer (NVRTC 11.8 has no sm_90a); elsewhere those GEMMs run on mma.sync
 // like the others, and the description says why. setting is
-// DQNFLOW_WGMMA: empty (that choice), "on" (an error where it cannot be
+// Tuning.WGMMA: "auto" (that choice), "on" (an error where it cannot be
 // had) or "off" (mma.sync, for comparisons).
 func useWGMMA(info cuda.DeviceInfo, nvrtcMajor int, setting string) (gemmPath, error) {
 	why := ""
@@ -175,42 +162,42 @@ func useWGMMA(info cuda.DeviceInfo, nvrtcMajor int, setting string) (gemmPath, e
 		why = fmt.Sprintf("NVRTC %d has no sm_90a (NVRTC 12 or newer)", nvrtcMajor)
 	}
 	switch setting {
-	case "", "on":
+	case "auto", "on":
 		if why == "" {
 			return gemmPath{on: true, desc: "wgmma (sm_90a)"}, nil
 		}
 		if setting == "on" {
-			return gemmPath{}, fmt.Errorf("DQNFLOW_WGMMA=on: %s", why)
+			return gemmPath{}, fmt.Errorf("gpu tuning wgmma = on (DQNFLOW_WGMMA): %s", why)
 		}
 		return gemmPath{desc: "mma.sync: " + why}, nil
 	case "off":
-		return gemmPath{desc: "mma.sync: DQNFLOW_WGMMA=off"}, nil
+		return gemmPath{desc: "mma.sync: gpu tuning wgmma = off (DQNFLOW_WGMMA)"}, nil
 	}
-	return gemmPath{}, fmt.Errorf("DQNFLOW_WGMMA %q: must be on, off or unset", setting)
+	return gemmPath{}, fieldErr("wgmma", "%q: must be auto, on or off", setting)
 }
 
 // arch is the device's compute capability as NVRTC's sm_XY number.
 func (d *gpuDevice) arch() int { return d.info.Major*10 + d.info.Minor }
 
 // module compiles (or takes from the disk cache) and loads the kernels for
-// model m in one storage mode, with the fused forward when fused. Call
-// inside Do.
-func (d *gpuDevice) module(c *cuda.Ctx, m config.ModelConfig, bf16, fused bool) (*kernels, error) {
+// model m in one storage mode, in the GEMM paths of s. Call inside Do.
+func (d *gpuDevice) module(c *cuda.Ctx, m config.ModelConfig, bf16 bool, s setup) (*kernels, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	key := moduleKey{bf16, fused, !bf16 && fp32TC, m.Atoms, m.Trunk1, m.Trunk2, m.Head}
+	tc := s.tc()
+	wg := s.wgmma.on && (bf16 || tc)
+	key := moduleKey{bf16, !bf16 && tc, wg, m.Atoms, m.Trunk1, m.Trunk2, m.Head}
 	if k, ok := d.mods[key]; ok {
 		return k, nil
 	}
-	if !bf16 && fp32TC && d.arch() < 80 {
-		return nil, fmt.Errorf("fp32 on sm_%d: the fp32 GEMMs run as 3xTF32 on the tensor cores, which need sm_80 or newer; set DQNFLOW_FP32_GEMM=simt for fmaf on the CUDA cores", d.arch())
+	if !bf16 && tc && d.arch() < 80 {
+		return nil, fmt.Errorf("fp32 on sm_%d: the fp32 GEMMs run as 3xTF32 on the tensor cores, which need sm_80 or newer; set gpu tuning fp32_gemm = simt (DQNFLOW_FP32_GEMM=simt) for fmaf on the CUDA cores", d.arch())
 	}
 	src, err := kernelSource()
 	if err != nil {
 		return nil, err
 	}
-	wg := d.wgmma.on && (bf16 || fp32TC)
-	bin, err := d.compiler.CompileCached(CacheDir(), src, "dqnflow.cu", d.arch(), kernelOptions(m, bf16, fused, d.launch.early, wg, fp32TC)...)
+	bin, err := d.compiler.CompileCached(s.cacheDir(), src, "dqnflow.cu", d.arch(), kernelOptions(m, bf16, wg, tc)...)
 	if err != nil {
 		return nil, fmt.Errorf("compile kernels for sm_%d: %w", d.arch(), err)
 	}
@@ -220,9 +207,6 @@ func (d *gpuDevice) module(c *cuda.Ctx, m config.ModelConfig, bf16, fused bool) 
 	}
 	k := &kernels{mod: mod, fn: map[string]cuda.Function{}, wgmma: wg}
 	names := kernelNames
-	if fused {
-		names = append(names[:len(names):len(names)], fusedKernelNames...)
-	}
 	if wg {
 		names = append(names[:len(names):len(names)], wgmmaKernelNames...)
 	}
@@ -233,18 +217,7 @@ func (d *gpuDevice) module(c *cuda.Ctx, m config.ModelConfig, bf16, fused bool) 
 		}
 		k.fn[name] = f
 	}
-	kc, err := parseGradKChunk(os.Getenv("DQNFLOW_GRAD_KCHUNK"))
-	if err != nil {
-		return nil, err
-	}
-	gradKChunk = kc
-	if lossSlotsSet, err = parseLossSlots(os.Getenv("DQNFLOW_LOSS_SLOTS")); err != nil {
-		return nil, err
-	}
-	if !slices.Contains(gemmVariants, gemmVariant) {
-		return nil, fmt.Errorf("DQNFLOW_GEMM_VARIANT %q: must be one of o (the default), p or base", gemmVariant)
-	}
-	shapes := allShapes(bf16)
+	shapes := gemmShapes(bf16, tc)
 	if wg {
 		shapes = append(append(shapes, wgmmaShapes(bf16)...), wgmmaMaskShapes(bf16)...)
 	}
@@ -252,13 +225,6 @@ func (d *gpuDevice) module(c *cuda.Ctx, m config.ModelConfig, bf16, fused bool) 
 		if sh.shared > 48<<10 {
 			if err := c.SetMaxDynamicShared(k.fn[sh.name], sh.shared); err != nil {
 				return nil, fmt.Errorf("%s: %w", sh.name, err)
-			}
-		}
-	}
-	if fused {
-		for _, mk := range mlpKernels {
-			if err := c.SetMaxDynamicShared(k.fn[mk.name], mlpShared(mk.bm, m)); err != nil {
-				return nil, fmt.Errorf("%s: %w", mk.name, err)
 			}
 		}
 	}

@@ -2,9 +2,7 @@ package gpu
 
 import (
 	"fmt"
-	"os"
 	"slices"
-	"strconv"
 
 	"github.com/dqnflow/dqnflow/gpu/cuda"
 	"github.com/dqnflow/dqnflow/trainer/model"
@@ -32,7 +30,7 @@ type stepPlan struct {
 	adamL, specL            launch
 	adamRefreshL            launch         // adamw_refresh: AdamW and the online refresh in one launch (ADR 0028)
 	graph                   cuda.GraphExec // one training step
-	graphK                  cuda.GraphExec // stepsPerGraph steps, when more than one
+	graphK                  cuda.GraphExec // Tuning.StepsPerGraph steps, when more than one
 }
 
 // lossSamplesPerBlock is LOSS_SPB of kernels/head.cu (passed by
@@ -79,49 +77,10 @@ func maxLossAtoms() int {
 
 // lossRows returns the rows per c51_loss block at batch n: the fewest
 // multiples of lossSamplesPerBlock that keep the blocks within lossSlots
-// (a small batch has one block per lossSamplesPerBlock samples).
-func lossRows(n int) int {
-	slots := lossSlots
-	if lossSlotsSet > 0 {
-		slots = lossSlotsSet
-	}
+// (a small batch has one block per lossSamplesPerBlock samples); slots
+// is Tuning.LossSlots, lossSlots by default.
+func lossRows(n, slots int) int {
 	return lossSamplesPerBlock * ceilDiv(n, lossSamplesPerBlock*slots)
-}
-
-// lossSlotsSet, when positive, replaces lossSlots (DQNFLOW_LOSS_SLOTS:
-// the loss's partition measured at another occupancy; its bias sums, and
-// so the bits, follow it).
-var lossSlotsSet int
-
-// parseLossSlots reads DQNFLOW_LOSS_SLOTS: empty is lossSlots.
-func parseLossSlots(v string) (int, error) {
-	if v == "" {
-		return 0, nil
-	}
-	k, err := strconv.Atoi(v)
-	if err != nil || k < 1 || k > 1<<16 {
-		return 0, fmt.Errorf("DQNFLOW_LOSS_SLOTS %q: want a block count from 1 to 65536", v)
-	}
-	return k, nil
-}
-
-// gradKChunk, when positive, replaces the rows per split of the weight
-// gradients' k-split (DQNFLOW_GRAD_KCHUNK, a multiple of 32 from 64). It
-// changes nothing but the order in which the gradient's partial sums are
-// added: the control of the precision study (ADR 0017), which measures how
-// far fp32 moves from fp32 when only the rounding order changes.
-var gradKChunk int
-
-// parseGradKChunk reads DQNFLOW_GRAD_KCHUNK: empty is the default plan.
-func parseGradKChunk(v string) (int, error) {
-	if v == "" {
-		return 0, nil
-	}
-	k, err := strconv.Atoi(v)
-	if err != nil || k < 64 || k%32 != 0 {
-		return 0, fmt.Errorf("DQNFLOW_GRAD_KCHUNK %q: want a multiple of 32, at least 64", v)
-	}
-	return k, nil
 }
 
 // sampleKeyWord is the index of SampleArgs.key among its 64-bit words.
@@ -165,8 +124,8 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 	p.x = alloc(e * 2 * n * obsWidth)
 	// The backward pass reads the online network's activations at s (the
 	// first n rows) only.
-	p.on = l.newActs(alloc, 2*n, n)
-	p.tg = l.newActs(alloc, n, 0)
+	p.on = l.newActs(alloc, 2*n)
+	p.tg = l.newActs(alloc, n)
 	// The float32 gradients are kept in fp32 mode only, where they are the
 	// next GEMM's operands; their column sums (the bias gradients) come
 	// from the kernel that makes them: c51_loss for the head outputs, the
@@ -179,7 +138,7 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 	}
 	p.g = fGrad(n * outw)
 	p.ge = eCopy(p.g, n*outw)
-	lossRowsN := lossRows(n)
+	lossRowsN := lossRows(n, l.s.LossSlots)
 	lossBlocks := ceilDiv(n, lossRowsN)
 	lossPart := alloc(4 * lossBlocks * outw)
 	p.g3 = fGrad(n * 4 * hd)
@@ -197,7 +156,7 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 
 	// Forward: online over [s; s′], target over s′, in the same launches.
 	xs := p.x + cuda.DevPtr(e*n*obsWidth)
-	if p.fwd, err = l.forwardLaunches(c, "forward", []fwdNet{{&l.online, p.x, &p.on, n}, {&l.target, xs, &p.tg, 0}}, l.st); err != nil {
+	if p.fwd, err = l.forwardLaunches(c, "forward", []fwdNet{{&l.online, p.x, &p.on}, {&l.target, xs, &p.tg}}, l.st); err != nil {
 		return nil, err
 	}
 
@@ -235,8 +194,8 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 	// that even a small batch gives every SM work (deterministic: grad_reduce
 	// adds the parts in order).
 	kchunk := min(max(ceilDiv(ceilDiv(n, 8), 32)*32, 64), 512)
-	if gradKChunk > 0 {
-		kchunk = gradKChunk
+	if l.s.GradKChunk > 0 {
+		kchunk = l.s.GradKChunk
 	}
 	var reds words
 	nred := 0
@@ -299,7 +258,7 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 		js   []job
 		bias []int // of the stage's masked jobs, in order
 	}{{b1, headBias}, {b2, []int{s2.B}}, {b3, []int{s1.B}}} {
-		parts := colsumParts(n, gemmShapeFor(l.bf16, st.js))
+		parts := colsumParts(n, gemmShapeFor(l.bf16, l.s.tc(), st.js))
 		k := 0
 		for i := range st.js {
 			j := &st.js[i]
@@ -385,17 +344,17 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 // backwardLaunches are the launches of one backward stage: its jobs in one
 // grouped mma.sync launch ("backward"), or, where wgmmaDX moves them, the
 // input gradients that fit the wgmma kernels against the transposed
-// weights (job.bT) in a launch of their own ("backward_dx") after the
+// weights (job.bT, Tuning.WGMMADX) in a launch of their own ("backward_dx") after the
 // rest. Either way the masked jobs' column sums come in the row tiles and
 // the order of the shape the whole stage takes on mma.sync (ref: the rest
 // keeps that shape while it has a masked job, and the moved jobs carry it
 // as csbm), so the step computes the same bits on either path.
 func (l *learner) backwardLaunches(c *cuda.Ctx, js []job) ([]launch, error) {
-	mode := wgmmaDX
-	if !l.k.wgmma || mmaOnly {
+	mode := l.s.WGMMADX
+	if !l.k.wgmma || l.s.mmaOnly {
 		mode = "off"
 	}
-	sp := splitStage(l.bf16, mode, js)
+	sp := splitStage(l.bf16, l.s.tc(), mode, js)
 	if len(sp.moved) == 0 {
 		ln, err := l.gemmLaunch(c, "backward", js, l.st)
 		return []launch{ln}, err
@@ -430,13 +389,13 @@ type stageSplit struct {
 	shape, ref  gemmShape
 }
 
-// splitStage decides, for the wgmmaDX setting mode, which of a backward
+// splitStage decides, for the Tuning.WGMMADX setting mode, which of a backward
 // stage's jobs move to the wgmma mask kernels: the input gradients with a
 // transposed weight copy (job.bT) that fit them, read against that copy
 // and carrying ref's row tiles (csbm); with "fill" only where they fill
 // the GPU (fillBlocks). None moves with "off".
-func splitStage(bf16 bool, mode string, js []job) stageSplit {
-	ref := gemmShapeFor(bf16, js)
+func splitStage(bf16, tc bool, mode string, js []job) stageSplit {
+	ref := gemmShapeFor(bf16, tc, js)
 	none := stageSplit{rest: js, ref: ref}
 	if mode == "off" {
 		return none
@@ -489,32 +448,12 @@ func (l *learner) gradientLaunches(p *stepPlan, loss launch) []launch {
 // updateLaunches are the steps after the gradient and the spectral step's
 // power iteration (p.specL, which reads the weights before the update):
 // AdamW, which commits the new u, and the refresh of the online copies,
-// which applies the spectral factors and counts the step: both in one
-// launch, adamw_refresh (ADR 0028), unless DQNFLOW_ADAM_REFRESH=separate.
+// which applies the spectral factors and counts the step, both in one
+// launch, adamw_refresh (ADR 0028: as two launches, adamw then refresh,
+// the same bits took 1.1–1.8 µs a step more at batch 256, and that path
+// was removed).
 func (l *learner) updateLaunches(p *stepPlan) []launch {
-	if adamRefreshFused {
-		return []launch{p.adamRefreshL}
-	}
-	return []launch{p.adamL, l.specRefresh}
-}
-
-// adamRefreshFused is whether the training step runs AdamW and the online
-// refresh as one launch, adamw_refresh (unset or "fused", the default
-// since ADR 0028 measured it faster), or as two, adamw then refresh
-// (DQNFLOW_ADAM_REFRESH=separate, for the comparison): the same
-// arithmetic on every element, so the same bits. Another value
-// (adamRefreshErr) fails every device open.
-var adamRefreshFused, adamRefreshErr = parseAdamRefresh(os.Getenv("DQNFLOW_ADAM_REFRESH"))
-
-// parseAdamRefresh reads DQNFLOW_ADAM_REFRESH.
-func parseAdamRefresh(v string) (bool, error) {
-	switch v {
-	case "", "fused":
-		return true, nil
-	case "separate":
-		return false, nil
-	}
-	return true, fmt.Errorf("DQNFLOW_ADAM_REFRESH %q: must be fused (the default), separate or unset", v)
+	return []launch{p.adamRefreshL}
 }
 
 // trainLaunches is one whole training step from the replay buffer, in
@@ -528,8 +467,8 @@ func (l *learner) trainLaunches(p *stepPlan) []launch {
 // graph forks:
 //   - early: the spectral step's power iteration, which reads only the
 //     weights before the update and u, so it runs from the step's start
-//     beside the rest, joined before AdamW (ADR 0025); empty where
-//     DQNFLOW_SPECTRAL_BRANCH=off puts it into grad, last;
+//     beside the rest, joined before AdamW (ADR 0025; on the main stream
+//     before AdamW it was slower, and that schedule was removed);
 //   - grad: the sampling, the gradient and its norm;
 //   - update: AdamW and the refresh (one launch: updateLaunches), beside
 //   - prio: the priority update, which needs only the per-sample losses and
@@ -541,31 +480,7 @@ func (l *learner) trainLaunches(p *stepPlan) []launch {
 //     or may not have updated the priorities.
 func (l *learner) trainParts(p *stepPlan) (early, grad, update, prio []launch) {
 	grad = append([]launch{p.sampleL}, l.gradientLaunches(p, p.lossSampled)...)
-	if spectralBranch {
-		early = []launch{p.specL}
-	} else {
-		grad = append(grad, p.specL)
-	}
-	return early, grad, l.updateLaunches(p), p.prioL
-}
-
-// spectralBranch is whether the captured training step runs the spectral
-// step's power iteration on a branch of its own from the step's start (the
-// default) or on the main stream right before AdamW
-// (DQNFLOW_SPECTRAL_BRANCH=off, for the comparison of ADR 0025): the same
-// kernels and the same bits either way. Another value (spectralBranchErr)
-// fails every device open.
-var spectralBranch, spectralBranchErr = parseSpectralBranch(os.Getenv("DQNFLOW_SPECTRAL_BRANCH"))
-
-// parseSpectralBranch reads DQNFLOW_SPECTRAL_BRANCH.
-func parseSpectralBranch(v string) (bool, error) {
-	switch v {
-	case "", "on":
-		return true, nil
-	case "off":
-		return false, nil
-	}
-	return true, fmt.Errorf("DQNFLOW_SPECTRAL_BRANCH %q: must be on (the default), off or unset", v)
+	return []launch{p.specL}, grad, l.updateLaunches(p), p.prioL
 }
 
 func (l *learner) runAll(c *cuda.Ctx, ls []launch) error {
@@ -577,40 +492,14 @@ func (l *learner) runAll(c *cuda.Ctx, ls []launch) error {
 	return nil
 }
 
-// stepsPerGraph is how many training steps one graph launch replays
-// (DQNFLOW_STEPS_PER_GRAPH, default defaultStepsPerGraph): with more than
-// one, Train launches graphs of that many steps, one after the other in
-// capture order, and the single-step graph for the rest of a readback
-// chunk. Every kernel reads
-// the step's state (its number, the abort flags) from device memory, so
-// the steps of a graph are the same launches on the same data as single
-// launches, and train the same bits; what changes is that the GPU goes
-// from one step to the next inside a graph, without the gap between two
-// graph launches (ADR 0027). Another value (stepsPerGraphErr) fails
-// every device open.
-var stepsPerGraph, stepsPerGraphErr = parseStepsPerGraph(os.Getenv("DQNFLOW_STEPS_PER_GRAPH"))
-
-// maxStepsPerGraph bounds DQNFLOW_STEPS_PER_GRAPH: a graph of 18 launches
-// a step stays under about 1,200 nodes, and a readback chunk (histCap) is
-// longer than a graph.
-const maxStepsPerGraph = 64
-
-// defaultStepsPerGraph: graphs of 8 steps took 1.3–3.5 µs off a step at
-// batches 256 and 4096 on an H100, and 32 saved no more at batch 256
-// (ADR 0027, docs/perf/gpu-2026-12-05-fifth.md).
-const defaultStepsPerGraph = 8
-
-// parseStepsPerGraph reads DQNFLOW_STEPS_PER_GRAPH.
-func parseStepsPerGraph(v string) (int, error) {
-	if v == "" {
-		return defaultStepsPerGraph, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 || n > maxStepsPerGraph {
-		return defaultStepsPerGraph, fmt.Errorf("DQNFLOW_STEPS_PER_GRAPH %q: must be a whole number of steps from 1 to %d (%d when unset)", v, maxStepsPerGraph, defaultStepsPerGraph)
-	}
-	return n, nil
-}
+// Tuning.StepsPerGraph is how many training steps one graph launch
+// replays: with more than one, Train launches graphs of that many steps,
+// one after the other in capture order, and the single-step graph for the
+// rest of a readback chunk. Every kernel reads the step's state (its
+// number, the abort flags) from device memory, so the steps of a graph are
+// the same launches on the same data as single launches, and train the
+// same bits; what changes is that the GPU goes from one step to the next
+// inside a graph, without the gap between two graph launches (ADR 0027).
 
 // captureStep captures plan p's training step as a CUDA graph, once.
 func (l *learner) captureStep(c *cuda.Ctx, p *stepPlan) (cuda.GraphExec, error) {
@@ -628,10 +517,10 @@ func (l *learner) captureStep(c *cuda.Ctx, p *stepPlan) (cuda.GraphExec, error) 
 // captureStepsPerGraph captures plan p's graph of stepsPerGraph training
 // steps, once; 0 when a graph holds one step.
 func (l *learner) captureStepsPerGraph(c *cuda.Ctx, p *stepPlan) (cuda.GraphExec, error) {
-	if stepsPerGraph == 1 || p.graphK != 0 {
+	if l.s.StepsPerGraph == 1 || p.graphK != 0 {
 		return p.graphK, nil
 	}
-	x, err := l.captureSteps(c, p, stepsPerGraph)
+	x, err := l.captureSteps(c, p, l.s.StepsPerGraph)
 	if err != nil {
 		return 0, err
 	}
@@ -646,7 +535,7 @@ func (l *learner) captureSteps(c *cuda.Ctx, p *stepPlan, n int) (cuda.GraphExec,
 		return 0, err
 	}
 	early, grad, update, prio := l.trainParts(p)
-	return captureFork(c, l.d.launch.dependent, forkStreams{l.stream, l.side, l.early},
+	return captureFork(c, l.s.launch.dependent, forkStreams{l.stream, l.side, l.early},
 		forkEvents{l.fork, l.join, l.earlyFork, l.earlyJoin}, n, early, grad, update, prio)
 }
 

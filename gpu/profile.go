@@ -50,7 +50,7 @@ func (t *Trainer) ProfileStepInSitu(reps int) ([]KernelTime, error) {
 		a, b := t.events[0], t.events[1]
 		prev := 0.0
 		for k := 1; k <= len(ls); k++ {
-			x, err := capture(c, t.l.d.launch.dependent, t.l.stream, ls[:k])
+			x, err := capture(c, t.l.s.launch.dependent, t.l.stream, ls[:k])
 			if err != nil {
 				return fmt.Errorf("profile in situ, first %d launches: %w", k, err)
 			}
@@ -92,7 +92,7 @@ func (t *Trainer) profile(reps int, launches func(*cuda.Ctx) ([]launch, error)) 
 		}
 		a, b := t.events[0], t.events[1]
 		for i, ln := range ls {
-			x, err := captureRepeated(c, t.l.d.launch.dependent, t.l.stream, ln, reps)
+			x, err := captureRepeated(c, t.l.s.launch.dependent, t.l.stream, ln, reps)
 			if err != nil {
 				return fmt.Errorf("profile %s: %w", ln.name, err)
 			}

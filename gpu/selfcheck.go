@@ -33,17 +33,20 @@ const (
 // the one the storage mode claims: bf16 operands with float32 accumulation
 // in bf16-mixed, float32 throughout in fp32. It returns a line for Info,
 // the run's row and every checkpoint; a device that computes anything else
-// is an error, never a silent relabelling. The result is kept per mode.
+// is an error, never a silent relabelling. The result is kept per mode and
+// fp32 GEMM path.
 func (b *Backend) selfCheck(m config.ModelConfig, bf16 bool) (string, error) {
+	tc := b.s.tc()
+	key := moduleKey{bf16: bf16, tf32: !bf16 && tc}
 	b.d.mu.Lock()
-	if s, ok := b.d.checks[bf16]; ok {
+	if s, ok := b.d.checks[key]; ok {
 		b.d.mu.Unlock()
 		return s, nil
 	}
 	b.d.mu.Unlock()
 	var got [3]float32
 	err := b.d.dev.Do(func(c *cuda.Ctx) error {
-		k, _, err := b.d.moduleFor(c, m, bf16)
+		k, err := b.d.module(c, m, bf16, b.s)
 		if err != nil {
 			return err
 		}
@@ -76,7 +79,7 @@ func (b *Backend) selfCheck(m config.ModelConfig, bf16 bool) (string, error) {
 		if err := bt.err; err != nil {
 			return err
 		}
-		sh, w, blocks, err := gemmCall(bf16, []job{{a: mat{ae, checkK, 1}, b: mat{be, 1, 1}, c: mat{out, 1, 1}, m: len(got), n: 1, k: checkK, epi: epiStore}})
+		sh, w, blocks, err := gemmCall(bf16, tc, []job{{a: mat{ae, checkK, 1}, b: mat{be, 1, 1}, c: mat{out, 1, 1}, m: len(got), n: 1, k: checkK, epi: epiStore}})
 		if err != nil {
 			return err
 		}
@@ -123,10 +126,10 @@ func (b *Backend) selfCheck(m config.ModelConfig, bf16 bool) (string, error) {
 	}
 	s := fmt.Sprintf("gemm operands %s (16×(1+2⁻¹⁰) → %v, 16×(1+2⁻²⁰) → %v), accumulation f32 (1+15×2⁻⁹ → %v)", ops, got[0], got[2], got[1])
 	if !bf16 {
-		s += ", " + fp32GEMMPath(fp32TC)
+		s += ", " + fp32GEMMPath(tc)
 	}
 	b.d.mu.Lock()
-	b.d.checks[bf16] = s
+	b.d.checks[key] = s
 	b.d.mu.Unlock()
 	return s, nil
 }
@@ -162,7 +165,7 @@ func (b *Backend) stateCheck(m config.ModelConfig, seed uint64) (string, error) 
 	nearest := make([]float32, stateCheckN)
 	stoch := make([]float32, stateCheckN)
 	err := b.d.dev.Do(func(c *cuda.Ctx) error {
-		k, _, err := b.d.moduleFor(c, m, true)
+		k, err := b.d.module(c, m, true, b.s)
 		if err != nil {
 			return err
 		}

@@ -32,7 +32,7 @@ func (b *Backend) NewStepLearner(m config.ModelConfig, o config.OptimConfig, pre
 	s := &StepLearner{b: b}
 	err := b.d.dev.Do(func(c *cuda.Ctx) error {
 		var err error
-		s.l, err = newLearner(c, b.d, m, o, precision, seed, model.NewState(m, seed))
+		s.l, err = newLearner(c, b.d, b.s, m, o, precision, seed, model.NewState(m, seed))
 		return err
 	})
 	return s, err

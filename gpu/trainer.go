@@ -20,22 +20,33 @@ import (
 	"github.com/dqnflow/dqnflow/trainer/model"
 )
 
-// Backend is the CUDA backend of trainer.Backend on one device.
+// Backend is the CUDA backend of trainer.Backend on one device, with the
+// tuning every trainer it builds runs.
 type Backend struct {
 	d       *gpuDevice
+	s       setup
 	ordinal int
 }
 
 // NewBackend opens CUDA device ordinal (once per process) and its kernel
-// compiler. It fails within seconds, naming what is missing, on a machine
-// without a driver, a device or NVRTC.
-func NewBackend(ordinal int) (*Backend, error) {
+// compiler, and resolves tu on it (an invalid tuning, or one asking for
+// what the device cannot run, is an error naming the field). It fails
+// within seconds, naming what is missing, on a machine without a driver,
+// a device or NVRTC.
+func NewBackend(ordinal int, tu Tuning) (*Backend, error) {
 	d, err := openDevice(ordinal)
 	if err != nil {
 		return nil, err
 	}
-	return &Backend{d: d, ordinal: ordinal}, nil
+	s, err := d.resolve(tu)
+	if err != nil {
+		return nil, fmt.Errorf("cuda:%d: %w", ordinal, err)
+	}
+	return &Backend{d: d, s: s, ordinal: ordinal}, nil
 }
+
+// Tuning is the tuning the backend's trainers run.
+func (b *Backend) Tuning() Tuning { return b.s.Tuning }
 
 // Describe is a one-line description of the device.
 func (b *Backend) Describe() string {
@@ -110,10 +121,7 @@ func (b *Backend) build(cfg config.RunConfig, ds *market.Dataset, s *model.State
 		return nil, err
 	}
 	t := &Trainer{b: b, cfg: cfg, ds: ds, samplePCG: rand.NewPCG(cfg.Seed, model.StreamSample)}
-	var err error
-	if t.bt.kernel, err = checkBacktestMode(); err != nil {
-		return nil, err
-	}
+	t.bt.kernel = b.s.Backtest == "kernel"
 	bf := cfg.Precision != config.PrecisionFP32
 	check, err := b.selfCheck(cfg.Model, bf)
 	if err != nil {
@@ -127,7 +135,7 @@ func (b *Backend) build(cfg config.RunConfig, ds *market.Dataset, s *model.State
 		check += "; " + sc
 	}
 	err = b.d.dev.Do(func(c *cuda.Ctx) error {
-		l, err := newLearner(c, b.d, cfg.Model, cfg.Optim, cfg.Precision, cfg.Seed, s)
+		l, err := newLearner(c, b.d, b.s, cfg.Model, cfg.Optim, cfg.Precision, cfg.Seed, s)
 		if err != nil {
 			return err
 		}
@@ -160,13 +168,13 @@ func (b *Backend) build(cfg config.RunConfig, ds *market.Dataset, s *model.State
 		storage = "bf16"
 	}
 	compute := "f32"
-	if gradKChunk > 0 {
+	if k := b.s.GradKChunk; k > 0 {
 		// The precision study's control (ADR 0017) says what it changed.
-		compute = fmt.Sprintf("f32 (weight gradients summed in k chunks of %d rows, DQNFLOW_GRAD_KCHUNK)", gradKChunk)
+		compute = fmt.Sprintf("f32 (weight gradients summed in k chunks of %d rows, DQNFLOW_GRAD_KCHUNK)", k)
 	}
 	t.info = trainer.Info{Backend: "cuda", Device: b.Describe(), Precision: cfg.Precision,
 		StorageDType: storage, ComputeDType: compute, StateDType: trainer.StateDType(cfg.Precision, cfg.Optim.StochasticRounding),
-		Parameters: model.NumParams(cfg.Model), SelfCheck: check}
+		Parameters: model.NumParams(cfg.Model), SelfCheck: check, Tuning: b.s.record()}
 	return t, nil
 }
 
@@ -205,11 +213,11 @@ func (t *Trainer) readbackInterval(steps int) int {
 	return max(1, steps)
 }
 
-// launchSteps queues n training steps on s: graphs of stepsPerGraph
-// steps (gk, when a graph holds more than one), then single steps (g).
-func launchSteps(c *cuda.Ctx, s cuda.Stream, g, gk cuda.GraphExec, n int) error {
+// launchSteps queues n training steps on s: graphs of k steps (gk, when a
+// graph holds more than one: Tuning.StepsPerGraph), then single steps (g).
+func launchSteps(c *cuda.Ctx, s cuda.Stream, g, gk cuda.GraphExec, k, n int) error {
 	if gk != 0 {
-		for ; n >= stepsPerGraph; n -= stepsPerGraph {
+		for ; n >= k; n -= k {
 			if err := c.GraphLaunch(gk, s); err != nil {
 				return err
 			}
@@ -282,7 +290,7 @@ func (t *Trainer) Train(ctx context.Context, steps int, progress func(trainer.Pr
 			for launched < seg || len(pending) > 0 {
 				for launched < seg && len(pending) < 2 && ctx.Err() == nil {
 					to := min(seg, launched+chunk)
-					if err := launchSteps(c, l.stream, g, gk, to-launched); err != nil {
+					if err := launchSteps(c, l.stream, g, gk, l.s.StepsPerGraph, to-launched); err != nil {
 						return err
 					}
 					ev := t.events[k%2]
@@ -537,6 +545,7 @@ func (t *Trainer) Capture() (func() (*checkpoint.Checkpoint, error), error) {
 		checkpoint.MetaNormalizer: string(mustJSON(t.ds.Norm)),
 		checkpoint.MetaDevice:     t.info.Device,
 		checkpoint.MetaSelfCheck:  t.info.SelfCheck,
+		checkpoint.MetaTuning:     t.info.Tuning,
 	}
 	cfg := t.cfg
 	return func() (*checkpoint.Checkpoint, error) {

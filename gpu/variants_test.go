@@ -9,52 +9,8 @@ import (
 	"testing"
 
 	"github.com/dqnflow/dqnflow/config"
-	"github.com/dqnflow/dqnflow/gpu/cuda"
 	"github.com/dqnflow/dqnflow/market"
-	"github.com/dqnflow/dqnflow/trainer/model"
 )
-
-// TestGEMMVariantsTrainTheSameBits trains the default network at batch
-// 4096 (where the 128-row tiles are chosen) with every GEMM variant the
-// kernels offer and requires the same weights,
-// bit for bit, from the same seed: a tile shape or pipeline depth changes
-// which block computes an output, never the order in which its k terms are
-// summed (k16 steps in ascending k), so any variant may become the default
-// without changing a run's results. Each variant is set for the whole
-// process while its trainer is built (gemmVariant), and put back after.
-func TestGEMMVariantsTrainTheSameBits(t *testing.T) {
-	b, err := NewBackend(0)
-	if err != nil {
-		SkipWithoutGPU(t, err)
-	}
-	saved := gemmVariant
-	defer func() { gemmVariant = saved }()
-	var ref map[string][]byte
-	refName := ""
-	for _, v := range gemmVariants {
-		gemmVariant = v
-		name := v
-		if name == "" {
-			name = "default"
-		}
-		got, _, err := trainBatch4096(b, config.PrecisionBF16Mixed)
-		if err != nil {
-			t.Fatalf("variant %s: %v", name, err)
-		}
-		if ref == nil {
-			ref, refName = got, name
-			continue
-		}
-		diff := differingTensors(got, ref)
-		for _, k := range diff[:min(len(diff), 5)] {
-			t.Errorf("variant %s: tensor %s differs from variant %s's", name, k, refName)
-		}
-		if len(got) != len(ref) {
-			t.Errorf("variant %s: %d tensors, variant %s %d", name, len(got), refName, len(ref))
-		}
-		t.Logf("variant %s: %d of %d tensors differ from %s", name, len(diff), len(ref), refName)
-	}
-}
 
 // differingTensors returns, sorted, the names of want's tensors whose bytes
 // in got differ (or are missing).
@@ -74,42 +30,9 @@ func differingTensors(got, want map[string][]byte) []string {
 // synthetic data, and returns its weights by tensor name and the GEMM
 // paths its step took.
 func trainBatch4096(b *Backend, precision string) (map[string][]byte, gemmPaths, error) {
-	return trainBatch4096With(b, bitsMode{precision: precision})
-}
-
-// bitsMode is a run of trainBatch4096With: its precision, stochastic
-// rounding (precision bf16), a spectral bound other than the default's
-// (bound ≠ 0), and inspect, when set, called on the trainer after its
-// steps.
-type bitsMode struct {
-	precision string
-	sr        bool
-	bound     float64
-	inspect   func(*Trainer) error
-}
-
-// name is the mode's precision, with stochastic rounding and the bound
-// where they differ from the default.
-func (m bitsMode) name() string {
-	n := m.precision
-	if m.sr {
-		n += " with stochastic rounding"
-	}
-	if m.bound != 0 {
-		n += fmt.Sprintf(", spectral bound %g", m.bound)
-	}
-	return n
-}
-
-// trainBatch4096With is trainBatch4096 in mode m.
-func trainBatch4096With(b *Backend, m bitsMode) (map[string][]byte, gemmPaths, error) {
 	var none gemmPaths
 	cfg := config.Defaults()
-	cfg.Device, cfg.Precision = "cuda", m.precision
-	cfg.Optim.StochasticRounding = m.sr
-	if m.bound != 0 {
-		cfg.Optim.SpectralBound = m.bound
-	}
+	cfg.Device, cfg.Precision = "cuda", precision
 	cfg.Data.Path, cfg.Data.SyntheticBars = market.SyntheticPath, 3000
 	cfg.BatchSize, cfg.StepsPerEpoch = 4096, 10
 	ds, err := market.Source{}.Prepare(context.Background(), cfg)
@@ -156,11 +79,6 @@ func trainBatch4096With(b *Backend, m bitsMode) (map[string][]byte, gemmPaths, e
 			paths.inputGrads++
 		}
 	}
-	if m.inspect != nil {
-		if err := m.inspect(g); err != nil {
-			return nil, none, err
-		}
-	}
 	ck, err := tr.Snapshot()
 	if err != nil {
 		return nil, none, err
@@ -182,8 +100,9 @@ type gemmPaths struct {
 
 // TestWGMMATrainsLikeMMA trains batch 4096 (whose forward GEMMs take the
 // wgmma tiles where the device has them) with the forward GEMMs and the
-// backward's input gradients on wgmma (wgmmaDX "on", so that all three
-// stages move at this batch) and with every GEMM on mma.sync (mmaOnly),
+// backward's input gradients on wgmma (Tuning.WGMMADX "on", so that all
+// three stages move at this batch) and with every GEMM on mma.sync
+// (Tuning.mmaOnly),
 // from the same seed, in bf16-mixed and in fp32 (3xTF32), checks that each
 // run took the path it was meant to, and requires the same weights bit
 // for bit (ADR 0020, ADR 0021, ADR 0023): both paths sum each output's k
@@ -193,26 +112,26 @@ type gemmPaths struct {
 // sums keep the mma.sync tile's order (wgColSums). Where they differ it
 // reports how far, relative to each tensor's largest magnitude.
 func TestWGMMATrainsLikeMMA(t *testing.T) {
-	b, err := NewBackend(0)
-	if err != nil {
-		SkipWithoutGPU(t, err)
+	tu := testTuning(t)
+	tu.WGMMADX = "on"
+	b := testBackend(t, tu)
+	if !b.s.wgmma.on {
+		t.Skipf("no wgmma on this device: %s", b.s.wgmma.desc)
 	}
-	if !b.d.wgmma.on {
-		t.Skipf("no wgmma on this device: %s", b.d.wgmma.desc)
-	}
+	tu.mmaOnly = true
+	mb := testBackend(t, tu)
 	for _, precision := range []string{config.PrecisionBF16Mixed, config.PrecisionFP32} {
 		t.Run(precision, func(t *testing.T) {
-			if precision == config.PrecisionFP32 && !fp32TC {
+			if precision == config.PrecisionFP32 && !tu.tc() {
 				t.Skip("fp32 GEMMs on the CUDA cores (DQNFLOW_FP32_GEMM=simt): no wgmma path")
 			}
-			wgmmaTrainsLikeMMA(t, b, precision)
+			wgmmaTrainsLikeMMA(t, b, mb, precision)
 		})
 	}
 }
 
-func wgmmaTrainsLikeMMA(t *testing.T, b *Backend, precision string) {
-	defer func(v string) { wgmmaDX = v }(wgmmaDX)
-	wgmmaDX = "on"
+// wgmmaTrainsLikeMMA trains on b (wgmma) and on mb (mma.sync only).
+func wgmmaTrainsLikeMMA(t *testing.T, b, mb *Backend, precision string) {
 	wg, used, err := trainBatch4096(b, precision)
 	if err != nil {
 		t.Fatalf("wgmma: %v", err)
@@ -223,9 +142,7 @@ func wgmmaTrainsLikeMMA(t *testing.T, b *Backend, precision string) {
 	if used.inputGrads != 3 {
 		t.Fatalf("the wgmma run's backward ran %d wgmma launches, want 3 (the input gradients of stages 1 to 3)", used.inputGrads)
 	}
-	mmaOnly = true
-	defer func() { mmaOnly = false }()
-	mma, used, err := trainBatch4096(b, precision)
+	mma, used, err := trainBatch4096(mb, precision)
 	if err != nil {
 		t.Fatalf("mma.sync: %v", err)
 	}
@@ -267,23 +184,9 @@ func f32s(b []byte) []float32 {
 	return out
 }
 
-// TestSpectralBranchTrainsTheSameBits trains the default network with the
-// spectral step's power iteration on its own branch of the step's graph,
-// beside the sampling, the forward and the backward passes (the default,
-// ADR 0025), and on the main stream right before AdamW
-// (DQNFLOW_SPECTRAL_BRANCH=off): the same kernels on the same inputs, so
-// every tensor must be the same bits. A race between the branch and the
-// main stream (the power iteration reading weights that AdamW writes, or
-// AdamW committing u before the branch wrote it) would show here.
-func TestSpectralBranchTrainsTheSameBits(t *testing.T) {
-	saved := spectralBranch
-	defer func() { spectralBranch = saved }()
-	trainsTheSameBits(t, []string{"the spectral branch", "the main stream"}, func(i int) { spectralBranch = i == 0 })
-}
-
 // TestStepsPerGraphTrainsTheSameBits trains the default network with one
-// training step per graph launch (the default) and with graphs of 4 and 3
-// steps (DQNFLOW_STEPS_PER_GRAPH, ADR 0027): 10 steps are two graphs of 4
+// training step per graph launch and with graphs of 4 and 3 steps
+// (Tuning.StepsPerGraph, ADR 0027): 10 steps are two graphs of 4
 // and two single steps, or three graphs of 3 and one single step. The
 // steps inside a graph are the same launches on the same data, so every
 // tensor must be the same bits. A dependency lost between two steps of a
@@ -291,65 +194,28 @@ func TestSpectralBranchTrainsTheSameBits(t *testing.T) {
 // the step before, or the spectral branch of one for the refresh of the
 // one before) would show here.
 func TestStepsPerGraphTrainsTheSameBits(t *testing.T) {
-	saved := stepsPerGraph
-	defer func() { stepsPerGraph = saved }()
-	ks := []int{1, 4, 3}
-	trainsTheSameBits(t, []string{"graphs of 1 step", "graphs of 4 steps", "graphs of 3 steps"}, func(i int) { stepsPerGraph = ks[i] })
-}
-
-// TestAdamRefreshFusedTrainsTheSameBits trains the default network with
-// AdamW and the online refresh as two launches (the default) and as one,
-// adamw_refresh (DQNFLOW_ADAM_REFRESH=fused, ADR 0028), in every
-// precision, bf16 with stochastic rounding too, and with a spectral bound
-// of 0.5, so that the factors act on the weights of every step: the same
-// arithmetic on every element, so every tensor must be the same bits. A
-// step counted twice or not at all (the bias corrections, the stochastic
-// rounding's bits) or a copy the fused kernel missed would show here.
-func TestAdamRefreshFusedTrainsTheSameBits(t *testing.T) {
-	saved := adamRefreshFused
-	defer func() { adamRefreshFused = saved }()
-	// The bound acts: some factor of the last step is below 1.
-	scaled := func(tr *Trainer) error {
-		f := make([]float32, model.NumLayers)
-		if err := tr.do(func(c *cuda.Ctx) error { return cuda.Download(c, f, tr.l.specScale) }); err != nil {
-			return err
-		}
-		if slices.Max(f) > 1 || slices.Min(f) >= 1 {
-			return fmt.Errorf("spectral factors %v of the last step: want some below 1 and none above", f)
-		}
-		return nil
+	var tus []Tuning
+	for _, k := range []int{1, 4, 3} {
+		tu := testTuning(t)
+		tu.StepsPerGraph = k
+		tus = append(tus, tu)
 	}
-	var modes []bitsMode
-	for _, m := range []bitsMode{{precision: config.PrecisionFP32}, {precision: config.PrecisionBF16Mixed},
-		{precision: config.PrecisionBF16}, {precision: config.PrecisionBF16, sr: true}} {
-		m.bound, m.inspect = 0.5, scaled
-		modes = append(modes, m)
-	}
-	trainsTheSameBitsIn(t, modes, []string{"adamw then refresh", "adamw_refresh"}, func(i int) { adamRefreshFused = i == 1 })
+	trainsTheSameBits(t, []string{"graphs of 1 step", "graphs of 4 steps", "graphs of 3 steps"}, tus)
 }
 
 // trainsTheSameBits trains the default network (trainBatch4096) in fp32
-// and in bf16-mixed once for each of the settings that names name, set(i)
-// choosing the i-th before its run, and requires the tensors of every
-// setting to be the bits of the first's.
-func trainsTheSameBits(t *testing.T, names []string, set func(i int)) {
+// and in bf16-mixed once in each of the tunings tus, which names name,
+// and requires the tensors of every tuning to be the bits of the first's.
+func trainsTheSameBits(t *testing.T, names []string, tus []Tuning) {
 	t.Helper()
-	trainsTheSameBitsIn(t, []bitsMode{{precision: config.PrecisionFP32}, {precision: config.PrecisionBF16Mixed}}, names, set)
-}
-
-// trainsTheSameBitsIn is trainsTheSameBits in the given modes.
-func trainsTheSameBitsIn(t *testing.T, modes []bitsMode, names []string, set func(i int)) {
-	t.Helper()
-	b, err := NewBackend(0)
-	if err != nil {
-		SkipWithoutGPU(t, err)
+	var bs []*Backend
+	for _, tu := range tus {
+		bs = append(bs, testBackend(t, tu))
 	}
-	for _, mode := range modes {
-		precision := mode.name()
+	for _, precision := range []string{config.PrecisionFP32, config.PrecisionBF16Mixed} {
 		var want map[string][]byte
 		for i, name := range names {
-			set(i)
-			got, _, err := trainBatch4096With(b, mode)
+			got, _, err := trainBatch4096(bs[i], precision)
 			if err != nil {
 				t.Fatalf("%s, %s: %v", precision, name, err)
 			}

@@ -10,17 +10,23 @@ import (
 )
 
 // Origin returns the checkpoint metadata that says where a checkpoint was
-// written: the backend, the device and the process's architecture
-// (GOOS/GOARCH). A resume is bit-identical only where all three are the
-// same: floating-point results depend on the device's kernels, and on the
-// CPU on the architecture (gonum's arm64 kernels use fused multiply-add,
-// its amd64 kernels do not; docs/reliability.md).
+// written: the backend, the device, the process's architecture
+// (GOOS/GOARCH) and, for a backend that has one, its tuning (Info.Tuning).
+// A resume is bit-identical only where all are the same: floating-point
+// results depend on the device's kernels and their tuning (the loss's
+// block count, the gradients' k chunks), and on the CPU on the
+// architecture (gonum's arm64 kernels use fused multiply-add, its amd64
+// kernels do not; docs/reliability.md).
 func Origin(info Info) map[string]string {
-	return map[string]string{
+	m := map[string]string{
 		checkpoint.MetaBackend: info.Backend,
 		checkpoint.MetaDevice:  info.Device,
 		checkpoint.MetaArch:    runtime.GOOS + "/" + runtime.GOARCH,
 	}
+	if info.Tuning != "" {
+		m[checkpoint.MetaTuning] = info.Tuning
+	}
+	return m
 }
 
 // ResumeExactness compares the origin recorded in a checkpoint's metadata
@@ -35,7 +41,7 @@ func Origin(info Info) map[string]string {
 // kernels, and CPU stand-in devices are all the one CPU.
 func ResumeExactness(meta map[string]string, info Info) string {
 	var diffs []string
-	for _, k := range []string{checkpoint.MetaBackend, checkpoint.MetaDevice, checkpoint.MetaArch} {
+	for _, k := range []string{checkpoint.MetaBackend, checkpoint.MetaDevice, checkpoint.MetaArch, checkpoint.MetaTuning} {
 		was, now := meta[k], Origin(info)[k]
 		if k == checkpoint.MetaDevice && was != "" && deviceModel(was) == deviceModel(now) {
 			continue

@@ -35,3 +35,30 @@ func TestResumeOnAnotherSlotOfTheSameModelStaysExact(t *testing.T) {
 		}
 	}
 }
+
+// TestResumeInAnotherTuningIsNotExact: a CUDA checkpoint restored by a
+// backend of another tuning (or one written before the tuning was
+// recorded) is no longer bit-exact, and the reason names the tuning; the
+// same tuning, or a backend without one, stays exact.
+func TestResumeInAnotherTuningIsNotExact(t *testing.T) {
+	dev := "NVIDIA H200 (cuda:0, sm_90, 132 SMs, 140 GiB)"
+	a, b := `{"loss_slots":4224}`, `{"loss_slots":924}`
+	for _, c := range []struct {
+		backend, was, now string
+		exact             bool
+	}{
+		{"cuda", a, a, true},
+		{"cuda", a, b, false},
+		{"cuda", "", a, false},
+		{"cpu", "", "", true},
+	} {
+		meta := Origin(Info{Backend: c.backend, Device: dev, Tuning: c.was})
+		if _, ok := meta[checkpoint.MetaTuning]; ok != (c.was != "") {
+			t.Errorf("tuning %q: Origin has the tuning key %v", c.was, ok)
+		}
+		why := ResumeExactness(meta, Info{Backend: c.backend, Device: dev, Tuning: c.now})
+		if (why == "") != c.exact || (!c.exact && !strings.Contains(why, "tuning ")) {
+			t.Errorf("%s tuning %q → %q: not bit-exact %q; want exact %v", c.backend, c.was, c.now, why, c.exact)
+		}
+	}
+}

@@ -43,6 +43,11 @@ type Info struct {
 	// precision claim (the CUDA backend runs its GEMM on operands whose
 	// result tells bf16 from float32 storage and accumulation).
 	SelfCheck string `json:"self_check,omitempty"`
+	// Tuning is the backend's tuning as JSON (the CUDA backend's
+	// gpu.Tuning: GEMM paths, steps a graph, loss slots, block sizes,
+	// backtest mode), so that a run can be repeated from its record;
+	// empty for a backend without one.
+	Tuning string `json:"tuning,omitempty"`
 }
 
 // Progress is reported during Train at most every few steps.

@@ -25,6 +25,7 @@ import (
 	"github.com/dqnflow/dqnflow/backend"
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/gpu"
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/trainer/trainertest"
@@ -306,7 +307,11 @@ func testBackend(tb testing.TB) (trainer.Backend, string) {
 	if device == "" {
 		device = "cpu"
 	}
-	b, desc, err := backend.Open(device)
+	tu, err := gpu.TuningFromEnv()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	b, desc, err := backend.Open(device, tu)
 	if err != nil {
 		tb.Fatalf("%s=%s: %v", envTestDevice, device, err)
 	}

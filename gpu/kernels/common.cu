@@ -64,20 +64,13 @@ __device__ __forceinline__ int greedyDir(int best, float qBest, float qFlat, flo
 // depends on have finished and their writes are visible, so nothing is
 // read early. Every block of every kernel passes the wait before it can
 // exit, which makes the order transitive: a kernel that returns early
-// still ends after its predecessor. With -DPDL_EARLY=1 (DQNFLOW_PDL=early)
-// launch_dependents follows the wait, so the next kernel's blocks may be
-// scheduled while this grid's last blocks still run: measured slower in
-// the step (ADR 0019). Launched the ordinary way (DQNFLOW_PDL=off), both
-// instructions do nothing.
-#ifndef PDL_EARLY
-#define PDL_EARLY 0
-#endif
+// still ends after its predecessor. No kernel triggers its dependents
+// early (griddepcontrol.launch_dependents after the wait was measured
+// slower in the step, and removed: ADR 0019). Launched the ordinary way
+// (gpu tuning pdl = off), the wait does nothing.
 __device__ __forceinline__ void pdlEnter() {
 #if __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
-#if PDL_EARLY
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
 #endif
 }
 

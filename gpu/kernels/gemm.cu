@@ -46,20 +46,13 @@
 //
 // Three tile shapes, chosen per launch by the Go side (gpu/gemm.go
 // gemmCall): gemm64 (64×64 tiles, for launches that would not fill the GPU
-// with bigger ones), gemm128 (128×128) and gemm128x64 (for narrow outputs
+// with bigger ones), gemm128o (128×128) and gemm128x64o (for narrow outputs
 // such as the head's).
 
 #define EPI_STORE 0
 #define EPI_BIAS 1
 #define EPI_BIAS_RELU 2
 #define EPI_MASK 3
-
-// WG_EPI_HELD (the default; 0 with DQNFLOW_WGMMA_EPILOGUE=lean) keeps
-// every bias of a wgmma band in registers through its epilogue. The lean
-// epilogue below (ADR 0024) does not spill, and was slower on an H100.
-#ifndef WG_EPI_HELD
-#define WG_EPI_HELD 1
-#endif
 
 // GemmJob is 28 64-bit words; the Go side (gpu/gemm.go) writes the same layout.
 struct GemmJob {
@@ -263,40 +256,6 @@ __device__ __forceinline__ void mmaEpilogue(const GemmJob& j, const GemmTile& t,
                                             int lane) {
   const int g = lane >> 2, t4 = lane & 3;
   const bool vec = pairAligned(j, t.C);
-  if constexpr (MI == 1 && !WG_EPI_HELD) {
-    // One m16 band (the wgmma kernels): each column's bias serves two
-    // rows, so it is read where it is used rather than held for the
-    // whole band, which keeps NI·2 registers free. ptxas then spills
-    // nothing in bf16's wgmma128 (480 bytes of spill stores and 1,012 of
-    // loads with the biases held, WG_EPI_HELD, the default) and 12 bytes
-    // in fp32's (444 and 976). The same values are stored. Measured
-    // slower than the held epilogue on an H100, 0-5 % a step (ADR 0024):
-    // only DQNFLOW_WGMMA_EPILOGUE=lean compiles it.
-    constexpr bool biased = EPI == EPI_BIAS || EPI == EPI_BIAS_RELU;
-    const long long m0 = t.m0 + wm + g;
-    const bool full = vec && t.m0 + wm + 16 <= j.M && t.n0 + wn + NI * 8 <= j.N;
-    const EpiRow r0 = epiRow(j, t.C, m0), r1 = epiRow(j, t.C, m0 + 8);
-#pragma unroll
-    for (int ni = 0; ni < NI; ni++) {
-      const long long n = t.n0 + wn + ni * 8 + 2 * t4;
-      const float b0 = biased && n < j.N ? j.bias[n] : 0.0f, b1 = biased && n + 1 < j.N ? j.bias[n + 1] : 0.0f;
-      if (full) {
-        epiTwo<EPI>(r0, j.bias, n, acc[0][ni][0], acc[0][ni][1], true, b0, b1);
-        epiTwo<EPI>(r1, j.bias, n, acc[0][ni][2], acc[0][ni][3], true, b0, b1);
-        continue;
-      }
-#pragma unroll
-      for (int h = 0; h < 2; h++) {
-        if (m0 + 8 * h >= j.M) continue;
-        const EpiRow& r = h ? r1 : r0;
-        if (n + 1 < j.N)
-          epiTwo<EPI>(r, j.bias, n, acc[0][ni][2 * h], acc[0][ni][2 * h + 1], vec, b0, b1);
-        else if (n < j.N)
-          epiOne<EPI>(r, j.bias, n, acc[0][ni][2 * h]);
-      }
-    }
-    return;
-  }
   float bias0[NI], bias1[NI];
 #pragma unroll
   for (int ni = 0; ni < NI; ni++) {
@@ -542,7 +501,7 @@ __device__ __forceinline__ void ldsmPair(unsigned lo[2], unsigned hi[2], const b
 // mma16816 adds the m16n8k16 product of the A fragment a (four registers
 // of bf16 pairs, row-major) and the B fragment b (two, column-major) to
 // the float32 accumulators d, on the tensor cores. The one matrix
-// instruction of the gemm and mlp_forward kernels, so both sum alike.
+// instruction of the bf16 gemm kernels.
 __device__ __forceinline__ void mma16816(float d[4], const unsigned a[4], const unsigned b[2]) {
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
@@ -662,24 +621,10 @@ extern "C" __global__ void __launch_bounds__(128) gemm64(const GemmJob* jobs, in
   pdlEnter();
   gemmMma<64, 64, 2, 2, 32>(jobs, njobs, st);
 }
-// k tiles of 64 for the square tile: measured faster than 32 there (fewer
-// pipeline steps for the same K), slower for the 128×64 one.
-extern "C" __global__ void __launch_bounds__(256) gemm128(const GemmJob* jobs, int njobs, const StepState* st) {
-  pdlEnter();
-  gemmMma<128, 128, 2, 4, 64>(jobs, njobs, st);
-}
-extern "C" __global__ void __launch_bounds__(128) gemm128x64(const GemmJob* jobs, int njobs, const StepState* st) {
-  pdlEnter();
-  gemmMma<128, 64, 2, 2, 32>(jobs, njobs, st);
-}
-// Occupancy variants (gpu/gemm.go gemmVariant): at most 128 registers per
-// thread, so that two blocks of 256 threads (four of 128) share an SM;
-// gemm128p keeps k tiles of 64 (2 × 110 KB of shared memory), gemm128o
-// takes k tiles of 32.
-extern "C" __global__ void __launch_bounds__(256, 2) gemm128p(const GemmJob* jobs, int njobs, const StepState* st) {
-  pdlEnter();
-  gemmMma<128, 128, 2, 4, 64>(jobs, njobs, st);
-}
+// The large tiles hold at most 128 registers a thread, so that two blocks
+// of 256 threads (four of 128) share an SM, with k tiles of 32 (gpu/gemm.go
+// gemmShapes: the variants with k tiles of 64 or one block an SM were
+// measured slower and removed).
 extern "C" __global__ void __launch_bounds__(256, 2) gemm128o(const GemmJob* jobs, int njobs, const StepState* st) {
   pdlEnter();
   gemmMma<128, 128, 2, 4, 32>(jobs, njobs, st);
@@ -829,26 +774,12 @@ __device__ __forceinline__ void gemmTf32(const GemmJob* jobs, int njobs, const S
 }
 
 // Dynamic shared memory of each shape: TSTAGES·(A tile + B tile) floats
-// (gpu/gemm.go gemmShapesOf). Every name of the bf16 module is defined.
-// The square tile runs two blocks an SM at 128 registers, spilling some
-// (gemm128o, the default, and gemm128p), or one block without spills
-// (gemm128: DQNFLOW_GEMM_VARIANT=base); a warp's 64×32 tile takes about
-// 190 registers (gemm128x64, gemm128x64o).
+// (gpu/gemm.go gemmShapes). Every name of the bf16 module is defined.
+// The square tile runs two blocks an SM at 128 registers, spilling some;
+// a warp's 64×32 tile takes about 190 registers (gemm128x64o).
 extern "C" __global__ void __launch_bounds__(128) gemm64(const GemmJob* jobs, int njobs, const StepState* st) {
   pdlEnter();
   gemmTf32<64, 64, 2, 2>(jobs, njobs, st);
-}
-extern "C" __global__ void __launch_bounds__(256) gemm128(const GemmJob* jobs, int njobs, const StepState* st) {
-  pdlEnter();
-  gemmTf32<128, 128, 2, 4>(jobs, njobs, st);
-}
-extern "C" __global__ void __launch_bounds__(128, 2) gemm128x64(const GemmJob* jobs, int njobs, const StepState* st) {
-  pdlEnter();
-  gemmTf32<128, 64, 2, 2>(jobs, njobs, st);
-}
-extern "C" __global__ void __launch_bounds__(256, 2) gemm128p(const GemmJob* jobs, int njobs, const StepState* st) {
-  pdlEnter();
-  gemmTf32<128, 128, 2, 4>(jobs, njobs, st);
 }
 extern "C" __global__ void __launch_bounds__(256, 2) gemm128o(const GemmJob* jobs, int njobs, const StepState* st) {
   pdlEnter();
@@ -1056,19 +987,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm64(const GemmJob* jobs, in
   pdlEnter();
   gemmSimt<64, 64>(jobs, njobs, st);
 }
-extern "C" __global__ void __launch_bounds__(256) gemm128(const GemmJob* jobs, int njobs, const StepState* st) {
-  pdlEnter();
-  gemmSimt<128, 128>(jobs, njobs, st);
-}
-extern "C" __global__ void __launch_bounds__(256) gemm128x64(const GemmJob* jobs, int njobs, const StepState* st) {
-  pdlEnter();
-  gemmSimt<128, 64>(jobs, njobs, st);
-}
-// The occupancy variants' names run the same float32 kernels.
-extern "C" __global__ void __launch_bounds__(256) gemm128p(const GemmJob* jobs, int njobs, const StepState* st) {
-  pdlEnter();
-  gemmSimt<128, 128>(jobs, njobs, st);
-}
+// The bf16 module's names of the large tiles.
 extern "C" __global__ void __launch_bounds__(256) gemm128o(const GemmJob* jobs, int njobs, const StepState* st) {
   pdlEnter();
   gemmSimt<128, 128>(jobs, njobs, st);

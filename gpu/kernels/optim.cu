@@ -234,8 +234,8 @@ struct CopySeg {
   long long src, count, dst, kind, layer, tdst, in, ld;
 };
 
-// The online refresh folded into AdamW (kernel adamw_refresh,
-// DQNFLOW_ADAM_REFRESH=fused): the copies of kernel refresh (CopySeg)
+// The online refresh folded into AdamW (kernel adamw_refresh, the
+// training step's update: ADR 0028): the copies of kernel refresh (CopySeg)
 // sorted by src, at most MAX_FUSED_COPIES, and a counter of the
 // blocks done, zero between launches.
 #define MAX_FUSED_COPIES 32

@@ -15,16 +15,11 @@
 # (memcheck and racecheck of the training step in every mode), tf32wg (fp32's
 # 3xTF32 wgmma GEMMs checked and timed beside mma.sync), sanitize-gemm
 # (memcheck and racecheck of the GEMM test alone),
-# gemm (the GEMM occupancy variants side by side), crosscheck (the PyTorch
-# reference against the Go CPU reference), specbranch (the step
-# with the spectral step's power iteration on its own graph branch and on
-# the main stream, ADR 0025), multistep (graphs of several training
+# crosscheck (the PyTorch
+# reference against the Go CPU reference), multistep (graphs of several training
 # steps, DQNFLOW_STEPS_PER_GRAPH, ADR 0027: the bits kept and the step
-# timed), adamrefresh (AdamW and the refresh as one launch against two,
-# DQNFLOW_ADAM_REFRESH, ADR 0028: the bits kept and the step timed),
-# combo (graphs of 8 steps and the one-launch update together, the
-# defaults, against neither), pdl (the step and the
-# epoch with serial and early launches beside bench's), wgmma (the step
+# timed), pdl (the step and the
+# epoch with serial launches beside bench's), wgmma (the step
 # and the epoch with the forward GEMMs on mma.sync beside bench's), same (the
 # parity study's seed 1 in every mode against a committed log, SAME_REF
 # or the current kernels' one: the bits kept; the run's log comes back as
@@ -33,9 +28,7 @@
 # ncu-headout (ncu's details and SASS counters of that GEMM), wgdx (the
 # backward's input gradients on wgmma, checked and timed beside
 # mma.sync), prof
-# (ncu on one step's GEMMs and loss), fused (the fused forward
-# against the layered one: the step at three batches and the collector),
-# noise (the parity study
+# (ncu on one step's GEMMs and loss), noise (the parity study
 # at NOISE_SEEDS), control (the same with the gradients' summation order
 # changed, ADR 0017), epoch (the default
 # epoch end to end on the device, per phase, and the collector with 4096
@@ -53,6 +46,12 @@
 # Part parity (in full) trains 50 epochs in fp32, bf16-mixed, bf16 and bf16
 # with stochastic rounding and compares each with fp32 (dqnflow parity;
 # parity.json and learning-curves.png come back beside summary.txt).
+# The knobs the parts set are gpu.Tuning's environment variables
+# (gpu/tuning.go tuningEnv, read by gpu.TuningFromEnv; every run records
+# the tuning it ran in its Info and checkpoints); the tuning removed with
+# the paths measured slower (issue 46: the fused forward, the GEMM
+# variants, early triggers, the lean epilogue, the spectral step on the
+# main stream, the two-launch update) is set by no part.
 # $OUT receives summary.txt and logs.tgz (every log); the device tool
 # returns at most 8 files, so the logs travel as one archive.
 set -u
@@ -126,13 +125,10 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm 
 if has tests; then
   step cuda-binding 120 bin/gputest/cuda.test -test.v -test.count=1
   tail -3 "$LOGS/cuda-binding.log" | tee -a "$OUT/summary.txt"
-  # The fused forward first (gpu/mlp.go): every other test runs on it.
-  step fused-forward 120 bin/gputest/gpu.test -test.run 'TestFusedForwardMatchesLayered' -test.v -test.count=1
-  grep -E "^(--- |PASS|FAIL|ok)|fused" "$LOGS/fused-forward.log" | head -20 >>"$OUT/summary.txt"
   # TestKernelsCompileForHopper runs in make test (NVRTC 11.8); here every
   # module is compiled by NVRTC 13 when it loads.
   step gpu-tests 400 bin/gputest/gpu.test -test.v -test.count=1 -test.timeout=390s -test.skip TestKernelsCompileForHopper
-  grep -E "^(--- |PASS|FAIL|ok)|tolerance|outside|wrong|spectral branch|: [a-z_]+ +[0-9.e-]+" "$LOGS/gpu-tests.log" | head -120 >>"$OUT/summary.txt"
+  grep -E "^(--- |PASS|FAIL|ok)|tolerance|outside|wrong|: [a-z_]+ +[0-9.e-]+" "$LOGS/gpu-tests.log" | head -120 >>"$OUT/summary.txt"
   grep -E "^--- FAIL" "$LOGS/gpu-tests.log" | head -30
 
   # Device slots (ADR 0007): every GPU of the host is a device of its own.
@@ -192,15 +188,6 @@ if has crosscheck; then
   fi
 fi
 
-# Part specbranch (ADR 0025): the step with the spectral step's power
-# iteration on a branch of its own from the step's start (the default) and
-# on the main stream right before AdamW (DQNFLOW_SPECTRAL_BRANCH=off): the
-# same kernels and bits (TestSpectralBranchTrainsTheSameBits), interleaved
-# in two rounds, bf16-mixed at three batches and fp32 at 256 and 16384.
-if has specbranch; then
-  abRounds specbranch 'ms_per_step|spectral' 300 on DQNFLOW_SPECTRAL_BRANCH=on off DQNFLOW_SPECTRAL_BRANCH=off
-fi
-
 # Part multistep (ADR 0027): graphs of several training steps
 # (DQNFLOW_STEPS_PER_GRAPH) train the same bits as one step a graph
 # (TestStepsPerGraphTrainsTheSameBits), and the step timed with 1 and 8
@@ -214,25 +201,14 @@ if has multistep; then
     DQNFLOW_STEPS_PER_GRAPH=32 bf16-mixed 256 320
 fi
 
-if has adamrefresh; then
-  step adamrefresh-bits 300 bin/gputest/gpu.test -test.run 'TestAdamRefreshFusedTrainsTheSameBits' -test.v -test.count=1
-  grep -E "^(--- |PASS|FAIL|ok)|differ|factors" "$LOGS/adamrefresh-bits.log" | head -20 >>"$OUT/summary.txt"
-  abRounds adamrefresh 'ms_per_step|adam_refresh' 300 separate DQNFLOW_ADAM_REFRESH=separate fused DQNFLOW_ADAM_REFRESH=fused
-fi
-# Part combo: graphs of 8 steps and the one-launch update (ADRs 0027 and
-# 0028, the defaults) against neither, timed in two interleaved rounds.
-if has combo; then
-  abRounds combo 'ms_per_step|steps_per_graph|adam_refresh' 304 neither "DQNFLOW_STEPS_PER_GRAPH=1 DQNFLOW_ADAM_REFRESH=separate" both ""
-fi
 # Part pdl: the step with its kernels launched one after the other
-# (DQNFLOW_PDL=off) and as early programmatic dependents (early) beside
-# part bench's default programmatic dependents (ADR 0019), same call; and
-# the default epoch with serial launches.
+# (DQNFLOW_PDL=off) beside part bench's default programmatic dependents
+# (ADR 0019), same call; and the default epoch with serial launches.
 has pdl && for b in 256 4096 16384; do
   for p in bf16-mixed fp32; do
     [ "$p" = fp32 ] && [ "$b" != 256 ] && [ "$b" != 16384 ] && continue
     prof=""; [ "$b" = 256 ] || [ "$b" = 16384 ] && prof="--profile"
-    for pdl in ${PDL_MODES:-off early}; do
+    for pdl in off; do
       step "pdl-$pdl-$p-$b" 90 env DQNFLOW_PDL=$pdl bin/gputest/dqnflow bench --device cuda --precision "$p" --batch "$b" --steps 300 --json $prof
       echo -n "DQNFLOW_PDL=$pdl, $p batch $b: " >>"$OUT/summary.txt"
       grep -E '"(ms_per_step|launches)"' "$LOGS/pdl-$pdl-$p-$b.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
@@ -281,7 +257,7 @@ has lossslots && python3 tools/device/kernels.py "$LOGS"/lossslots-*-16384-*.log
 # ADR 0021): its checks against the CPU reference and float64
 # (TestGEMMMatchesFloat64 runs both fp32 paths anyway), memcheck of the
 # GEMM test, then the step beside 3xTF32 fp32 and bf16-mixed in the same
-# call, and 3xTF32's one-block square tile (DQNFLOW_GEMM_VARIANT=base).
+# call.
 if has tf32; then
   step tf32-tests 400 env DQNFLOW_FP32_GEMM=simt bin/gputest/gpu.test -test.run 'TestMatchesCPUReference/fp32|TestConformanceFP32|TestGEMMMatchesFloat64|TestCheckpointsMoveBetweenBackends' -test.count=1 -test.v
   grep -E "^(--- |ok|FAIL|PASS)" "$LOGS/tf32-tests.log" | head -40 >>"$OUT/summary.txt"
@@ -297,20 +273,8 @@ if has tf32; then
       grep -E '"(ms_per_step|gemm_tflop_s|self_check)"' "$LOGS/tf32-$1-$2-$b.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
     done
   done
-  step tf32-base-16384 90 env DQNFLOW_FP32_GEMM=3xtf32 DQNFLOW_GEMM_VARIANT=base bin/gputest/dqnflow bench --device cuda --precision fp32 --batch 16384 --steps 300 --json --profile
-  echo -n "DQNFLOW_FP32_GEMM=3xtf32 DQNFLOW_GEMM_VARIANT=base, fp32 batch 16384: " >>"$OUT/summary.txt"
-  grep -E '"(ms_per_step|gemm_tflop_s)"' "$LOGS/tf32-base-16384.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
   python3 tools/device/kernels.py "$LOGS"/tf32-*-16384.log >>"$OUT/summary.txt"
 fi
-
-# The GEMM occupancy variants (gpu/gemm.go gemmVariant) side by side.
-has gemm && for v in base p o; do
-  for b in 256 4096 16384; do
-    step "gemm-$v-$b" 60 env DQNFLOW_GEMM_VARIANT=$v bin/gputest/dqnflow bench --device cuda --precision bf16-mixed --batch "$b" --steps 300 --json --profile
-    echo -n "gemm variant $v batch $b: " >>"$OUT/summary.txt"
-    grep -E '"(ms_per_step|gemm_tflop_s)"' "$LOGS/gemm-$v-$b.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
-  done
-done
 
 # ncuStep NAME: ncu's full set (stall reasons, memory tables) on one
 # training step's GEMMs and loss at batch 16384, the headline metrics of
@@ -396,18 +360,15 @@ fi
 
 # Part wgdx: the backward's input gradients on wgmma against transposed
 # weight copies (ADR 0023): the masked GEMM bit for bit against mma.sync,
-# the GEMM test against float64, the trains-like-mma.sync test (every
-# stage moved) and the tile variants; memcheck and racecheck of the bit
+# the GEMM test against float64 and the trains-like-mma.sync test (every
+# stage moved); memcheck and racecheck of the bit
 # for bit test where the machine has compute-sanitizer; then the step at
 # three batches in bf16-mixed and fp32 with DQNFLOW_WGMMA_DX off (the
 # default until this part has run), fill (moved where the moved launch
 # fills the GPU) and on (moved wherever they fit; not at 16384, where fill
-# moves them all), and ADR 0024's lean wgmma epilogue
-# (DQNFLOW_WGMMA_EPILOGUE=lean: no spills) beside off, the default's,
-# whose biases are held in registers; batch 16384 a second round, same
-# call.
+# moves them all); batch 16384 a second round, same call.
 if has wgdx; then
-  step wgdx-tests 300 env DQNFLOW_WGMMA_DX=fill bin/gputest/gpu.test -test.run 'TestWGMMAInputGradientsMatchMMA|TestGEMMMatchesFloat64|TestWGMMATrainsLikeMMA|TestGEMMVariantsTrainTheSameBits' -test.count=1 -test.v
+  step wgdx-tests 300 env DQNFLOW_WGMMA_DX=fill bin/gputest/gpu.test -test.run 'TestWGMMAInputGradientsMatchMMA|TestGEMMMatchesFloat64|TestWGMMATrainsLikeMMA' -test.count=1 -test.v
   grep -E "^(--- |ok|FAIL|PASS)|wgmma against|differ|outside" "$LOGS/wgdx-tests.log" | head -60 >>"$OUT/summary.txt"
   if command -v compute-sanitizer >/dev/null; then
     step wgdx-memcheck 150 compute-sanitizer --tool memcheck --error-exitcode 9 bin/gputest/gpu.test -test.run 'TestWGMMAInputGradientsMatchMMA' -test.count=1
@@ -421,15 +382,11 @@ if has wgdx; then
     for b in 256 4096 16384; do
       [ "$round" = 2 ] && [ "$b" != 16384 ] && continue
       for p in bf16-mixed fp32; do
-        for v in off fill on lean; do
+        for v in off fill on; do
           [ "$v" = on ] && [ "$b" = 16384 ] && continue
           tag="wgdx-$v-$p-$b-$round"
-          if [ "$v" = lean ]; then
-            step "$tag" 120 env DQNFLOW_WGMMA_EPILOGUE=lean bin/gputest/dqnflow bench --device cuda --precision "$p" --batch "$b" --steps 300 --json --profile
-          else
-            step "$tag" 90 env DQNFLOW_WGMMA_DX=$v bin/gputest/dqnflow bench --device cuda --precision "$p" --batch "$b" --steps 300 --json --profile
-          fi
-          echo -n "$v ($([ "$v" = lean ] && echo DQNFLOW_WGMMA_EPILOGUE || echo DQNFLOW_WGMMA_DX)), $p batch $b round $round: " >>"$OUT/summary.txt"
+          step "$tag" 90 env DQNFLOW_WGMMA_DX=$v bin/gputest/dqnflow bench --device cuda --precision "$p" --batch "$b" --steps 300 --json --profile
+          echo -n "$v (DQNFLOW_WGMMA_DX), $p batch $b round $round: " >>"$OUT/summary.txt"
           grep -E '"(ms_per_step|launches|gemm_tflop_s)"' "$LOGS/$tag.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
         done
       done
@@ -471,25 +428,6 @@ if has ncu-headout; then
     grep -E "Excessive|Uncoalesced|Bank|est. speedup|Duration" "$LOGS/ncu-headout-details.txt" | head -40 >>"$OUT/summary.txt"
   fi
 fi
-
-# The fused forward against the layered one (DQNFLOW_FORWARD), same call:
-# the training step with its per-kernel profile, and the collector.
-has fused && for fw in fused layered; do
-  for b in 256 4096 16384; do
-    step "fwd-$fw-$b" 90 env DQNFLOW_FORWARD=$fw bin/gputest/dqnflow bench --device cuda --precision bf16-mixed --batch "$b" --steps 300 --json --profile
-    echo -n "forward $fw batch $b: " >>"$OUT/summary.txt"
-    grep -E '"(ms_per_step|forward)"' "$LOGS/fwd-$fw-$b.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
-  done
-  if [ "$fw" = fused ]; then # both row tiles at the large batch
-    for bm in 64 128; do
-      step "fwd-fused-bm$bm-16384" 90 env DQNFLOW_MLP_BM=$bm bin/gputest/dqnflow bench --device cuda --precision bf16-mixed --batch 16384 --steps 300 --json --profile
-      echo -n "forward fused, row tiles of $bm, batch 16384: " >>"$OUT/summary.txt"
-      grep -E '"ms_per_step"' "$LOGS/fwd-fused-bm$bm-16384.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
-    done
-  fi
-  step "fwd-$fw-collector" 120 env DQNFLOW_FORWARD=$fw bin/gputest/gpu.test -test.run 'TestCollectorThroughput' -test.v -test.count=1
-  grep -E "env steps/s" "$LOGS/fwd-$fw-collector.log" | sed "s/^/forward $fw: /" >>"$OUT/summary.txt"
-done
 
 # The default epoch on the device (issue 8: ≤ 80 ms in bf16-mixed; the
 # collector ≥ 50 M env steps/s with ≥ 4096 envs), then the device
@@ -614,7 +552,7 @@ if has ncu; then
     # collector's small inference GEMMs are gemm64, left out).
     step ncu 200 "$NCU" --clock-control none --section SpeedOfLight --section Occupancy --section LaunchStats \
       --section WarpStateStats --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
-      -k 'regex:^(gemm128|mlp_forward|c51_loss|grad_|adamw|spectral|sample|prio_|tree_)' -c 20 \
+      -k 'regex:^(gemm128|c51_loss|grad_|adamw|spectral|sample|prio_|tree_)' -c 20 \
       bin/gputest/dqnflow bench --device cuda --precision bf16-mixed --batch 16384 --steps 2 --json
     grep -E "^  [a-z_0-9]+.*\(|Duration|Compute \(SM\) Throughput|Memory Throughput|Achieved Occupancy|Registers Per|Theoretical Occupancy" "$LOGS/ncu.log" | head -200 >"$LOGS/ncu-summary.txt"
     log "ncu: $(grep -c Duration "$LOGS/ncu.log") kernels profiled (ncu-summary.txt in logs.tgz)"
@@ -632,11 +570,6 @@ elif has sanitize; then
   # Every GEMM shape and layout (the 128-row tiles run only at large batch).
   step memcheck-gemm 80 compute-sanitizer --tool memcheck --error-exitcode 9 bin/gputest/gpu.test -test.run 'TestGEMMMatchesFloat64' -test.count=1
   tail -4 "$LOGS/memcheck-gemm.log" >>"$OUT/summary.txt"
-  # The fused forward writes only the rows it keeps (exact-size buffers in the test).
-  step memcheck-fused 100 compute-sanitizer --tool memcheck --error-exitcode 9 bin/gputest/gpu.test -test.run 'TestFusedForwardMatchesLayered/bf16-mixed/n=(1|300)/' -test.count=1
-  tail -4 "$LOGS/memcheck-fused.log" >>"$OUT/summary.txt"
-  step racecheck-fused 100 compute-sanitizer --tool racecheck --error-exitcode 9 bin/gputest/gpu.test -test.run 'TestFusedForwardMatchesLayered/bf16-mixed/n=300/' -test.count=1
-  tail -4 "$LOGS/racecheck-fused.log" >>"$OUT/summary.txt"
 fi
 # Part sanitize-step: memcheck of one training step and its reference
 # check in every mode (sampling, forward, c51_loss with its bias parts,
