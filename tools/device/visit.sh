@@ -36,7 +36,8 @@
 # with smaller blocks of its per-environment kernels, DQNFLOW_ENV_BLOCK),
 # hostwalk (the batched backtest's host work on this machine's CPU at 1 to
 # 16 goroutines: BenchmarkBacktestBatch and BenchmarkCVaR), walkforward
-# (the calendar walk-forward over the carried corpus), gputest (the GPU
+# (the calendar walk-forward over the carried corpus), abbase (this
+# build's step and epoch benchmarks beside a carried baseline build's), gputest (the GPU
 # tests GPUTEST_RUN names), floor (the floor under a chain of dependent
 # phases: kernels in a graph, programmatic dependents, a cooperative kernel
 # with grid barriers).
@@ -465,6 +466,37 @@ if has epoch; then
   grep -E '"(epoch_ms|backtest_ms|backtest_device_ms|backtest_mode)"' "$LOGS/epoch-bf16-mixed-kernel.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
   step epoch-tests 300 bin/gputest/gpu.test -test.run 'TestDeviceEnvironmentMatchesMarket|TestDeviceBacktestMatchesHost|TestCollectorThroughput' -test.v -test.count=1 -test.timeout=290s
   grep -E "^(--- |PASS|FAIL|ok)|max relative|differ|env steps/s|replay:|collector, |batched" "$LOGS/epoch-tests.log" | head -80 >>"$OUT/summary.txt"
+fi
+
+# Part abbase: this build's step and epoch benchmarks beside a baseline
+# build's (bin/base/dqnflow, carried packed as bin/base-dqnflow.txz: make
+# it from the earlier tree with `make gpu-binaries-wf` and
+# `tar cJf bin/base-dqnflow.txz -C bin base` after copying its dqnflow to
+# bin/base/), interleaved in two rounds so that drift shows as noise:
+# bf16-mixed at batches 256 and 16384, fp32 at 256, and the default epoch.
+if has abbase; then
+  if [ -f bin/base-dqnflow.txz ]; then
+    tar xJf bin/base-dqnflow.txz -C bin 2>/dev/null ||
+      python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall("bin")' bin/base-dqnflow.txz
+  fi
+  if [ ! -x bin/base/dqnflow ]; then
+    log "abbase: no baseline build (carry bin/base-dqnflow.txz): not run"
+  else
+    for round in 1 2; do
+      for bin in base gputest; do
+        for pb in bf16-mixed:256 bf16-mixed:16384 fp32:256; do
+          p=${pb%:*} b=${pb#*:}
+          step "ab-$bin-$p-$b-$round" 90 "bin/$bin/dqnflow" bench --device cuda --precision "$p" --batch "$b" --steps 300 --json
+          echo -n "abbase $bin $p batch $b round $round: " >>"$OUT/summary.txt"
+          grep -E '"(ms_per_step|ms_per_300_step_epoch)"' "$LOGS/ab-$bin-$p-$b-$round.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
+        done
+        step "ab-$bin-epoch-$round" 120 "bin/$bin/dqnflow" bench --device cuda --precision bf16-mixed --epoch --epochs 20 --json
+        echo -n "abbase $bin epoch bf16-mixed round $round: " >>"$OUT/summary.txt"
+        grep -E '"(epoch_ms|collect_ms|train_ms|backtest_ms)"' "$LOGS/ab-$bin-epoch-$round.log" | tr -d ' \n' >>"$OUT/summary.txt"; echo >>"$OUT/summary.txt"
+      done
+    done
+    grep -h '"tuning"' -A3 "$LOGS"/ab-gputest-bf16-mixed-256-1.log | head -8 >>"$OUT/summary.txt"
+  fi
 fi
 
 # Part gputest: the GPU tests GPUTEST_RUN names (a -test.run pattern),
