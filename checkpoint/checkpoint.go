@@ -23,6 +23,11 @@ const (
 	MetaDevice     = "device"     // the device that trained it, as trainer.Info.Device
 	MetaSelfCheck  = "self_check" // the backend's start-up precision check, as trainer.Info.SelfCheck
 	MetaArch       = "arch"       // GOOS/GOARCH of the process that wrote it (trainer.Origin)
+	// MetaPanel is set in the checkpoints of a panel run (data.series):
+	// its series, their files' SHA-256 and ranges (market.PanelSeries
+	// JSON, a list; market.Panel.Meta). The name is from the walk-forward
+	// study, the first to train panels.
+	MetaPanel = "walkforward_panel"
 	// MetaNotBitExact says why the run is no longer bit-identical to an
 	// uninterrupted one on one machine (a resume on another backend, device
 	// or architecture: trainer.ResumeExactness); absent while it is.

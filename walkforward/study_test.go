@@ -44,7 +44,7 @@ func tinyStudyConfig(t *testing.T) config.RunConfig {
 // window 0's validation block, fewer than env.episode_bars+2 = 66, and
 // sits it out.
 func fixtureStudy(t *testing.T) *Study {
-	series, err := ParseSeries("testdata/EURUSD_H4.csv,testdata/GBPUSD_H4.csv\ntestdata/USDJPY_H4.csv")
+	series, err := market.ParseSeries("testdata/EURUSD_H4.csv,testdata/GBPUSD_H4.csv\ntestdata/USDJPY_H4.csv")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +245,7 @@ func checkByHand(t *testing.T, s *Study, ds *market.Dataset, sw SeriesWindow, r 
 		pos = next
 		eq[j-te.From] = eq[j-te.From-1] + pnl*in.PointValue
 	}
-	days, rets, err := DailyReturns(b, te, eq)
+	days, rets, err := market.DailyReturns(b, te, eq)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +272,7 @@ func checkByHand(t *testing.T, s *Study, ds *market.Dataset, sw SeriesWindow, r 
 func TestDailyReturnsJoinTheBarsOfADay(t *testing.T) {
 	t0 := time.Date(2020, 3, 2, 8, 0, 0, 0, time.UTC)
 	b := &market.Bars{Time: []time.Time{t0, t0.Add(4 * time.Hour), t0.Add(8 * time.Hour), t0.Add(24 * time.Hour), t0.Add(28 * time.Hour)}, Close: make([]float64, 5)}
-	days, rets, err := DailyReturns(b, market.Range{From: 0, To: 5}, []float64{100, 101, 102, 99, 104.04})
+	days, rets, err := market.DailyReturns(b, market.Range{From: 0, To: 5}, []float64{100, 101, 102, 99, 104.04})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +312,7 @@ func TestStudyRefusesBadInput(t *testing.T) {
 			t.Errorf("%v, want an error naming %q", err, c.want)
 		}
 	}
-	if _, err := ParseSeries("testdata/NOPE*.csv"); err == nil || !strings.Contains(err.Error(), `no file matches "testdata/NOPE*.csv"`) {
+	if _, err := market.ParseSeries("testdata/NOPE*.csv"); err == nil || !strings.Contains(err.Error(), `no file matches "testdata/NOPE*.csv"`) {
 		t.Errorf("ParseSeries of a glob matching nothing: %v", err)
 	}
 }
@@ -443,9 +443,9 @@ func TestPanelStudyTrainsOneAgentOnTheTrainingSeries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ranges []PanelSeries
-	if err := json.Unmarshal([]byte(ck.Meta[MetaPanel]), &ranges); err != nil {
-		t.Fatalf("meta %s = %q: %v", MetaPanel, ck.Meta[MetaPanel], err)
+	var ranges []market.PanelSeries
+	if err := json.Unmarshal([]byte(ck.Meta[checkpoint.MetaPanel]), &ranges); err != nil {
+		t.Fatalf("meta %s = %q: %v", checkpoint.MetaPanel, ck.Meta[checkpoint.MetaPanel], err)
 	}
 	if len(ranges) != 2 || ranges[0].Series != "EURUSD_H4" || ranges[1].Series != "USDJPY_H4" || ck.Meta[MetaSeries] != "EURUSD_H4,USDJPY_H4" {
 		t.Fatalf("checkpoint panel %+v, series %q: want EURUSD_H4 and USDJPY_H4", ranges, ck.Meta[MetaSeries])
@@ -472,7 +472,7 @@ func TestPanelStudyTrainsOneAgentOnTheTrainingSeries(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := GreedyPolicy(pol.Greedy)
-	sc, err := PanelValidation(func(d *market.Dataset, r market.Range) (market.Report, error) { return g.Backtest(d, r, nil) },
+	sc, err := market.PanelValidation(func(d *market.Dataset, r market.Range) (market.Report, error) { return g.Backtest(d, r, nil) },
 		[]string{"EURUSD_H4", "USDJPY_H4"}, parts)
 	if err != nil {
 		t.Fatal(err)
@@ -505,7 +505,7 @@ func TestPanelValidationIsTheEqualRiskPortfolio(t *testing.T) {
 		}
 		equity[b] = append(equity[b], equity[b][i-1]*r)
 	}
-	sc, err := PanelValidation(func(d *market.Dataset, r market.Range) (market.Report, error) {
+	sc, err := market.PanelValidation(func(d *market.Dataset, r market.Range) (market.Report, error) {
 		return market.Report{Equity: equity[d]}, nil
 	}, []string{"a", "b"}, []*market.Dataset{a, b})
 	if err != nil {
@@ -591,7 +591,7 @@ func TestInterruptedStudyKeepsTheWindowsDone(t *testing.T) {
 // splits them, so the study runs (before, every window's dataset
 // disagreed with its plan and the study failed).
 func TestCausalStudyLaysWindowsAfterTheBurnIn(t *testing.T) {
-	series, err := ParseSeries("bundled:bitcoin_2024.csv")
+	series, err := market.ParseSeries("bundled:bitcoin_2024.csv")
 	if err != nil {
 		t.Fatal(err)
 	}
