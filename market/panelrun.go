@@ -240,9 +240,12 @@ type PanelScore struct {
 	// Parts are the per-series reports, in the order given.
 	Parts []Report
 	// Days are the portfolio's days (since 1970-01-01, UTC) and Returns
-	// its return on each; DaysPerYear annualises them.
+	// its return on each, BuyAndHold the return of the same portfolio of
+	// the series' buy-and-hold (Report.BuyAndHoldEquity); DaysPerYear
+	// annualises them.
 	Days        []int32
 	Returns     []float64
+	BuyAndHold  []float64
 	DaysPerYear float64
 }
 
@@ -273,6 +276,7 @@ func PanelPortfolio(bt func(ds *Dataset, r Range) (Report, error), names []strin
 	}
 	days := make([][]int32, len(parts))
 	rets := make([][]float64, len(parts))
+	holds := make([][]float64, len(parts))
 	years := 0.0
 	for k, p := range parts {
 		r := rangeOf(p)
@@ -283,6 +287,12 @@ func PanelPortfolio(bt func(ds *Dataset, r Range) (Report, error), names []strin
 		sc.Parts = append(sc.Parts, rep)
 		if days[k], rets[k], err = DailyReturns(p.Bars, r, rep.Equity); err != nil {
 			return sc, fmt.Errorf("panel backtest on %s: %w", names[k], err)
+		}
+		holds[k] = make([]float64, len(rets[k])) // flat where a report carries no buy-and-hold curve
+		if len(rep.BuyAndHoldEquity) == r.Len() {
+			if _, holds[k], err = DailyReturns(p.Bars, r, rep.BuyAndHoldEquity); err != nil {
+				return sc, fmt.Errorf("panel backtest on %s: buy and hold: %w", names[k], err)
+			}
 		}
 		if !(p.BarsPerYear > 0) {
 			return sc, fmt.Errorf("panel backtest on %s: bars per year %g must be positive", names[k], p.BarsPerYear)
@@ -295,8 +305,27 @@ func PanelPortfolio(bt func(ds *Dataset, r Range) (Report, error), names []strin
 	}
 	slices.Sort(cal)
 	cal = slices.Compact(cal)
-	aligned := make([][]float64, len(parts))
-	for k := range parts {
+	port, err := equalRisk(cal, days, rets)
+	if err != nil {
+		return sc, fmt.Errorf("panel backtest: %w", err)
+	}
+	if sc.BuyAndHold, err = equalRisk(cal, days, holds); err != nil {
+		return sc, fmt.Errorf("panel backtest: buy and hold: %w", err)
+	}
+	sc.Days, sc.Returns, sc.DaysPerYear = cal, port, float64(len(cal))/years
+	sc.Sharpe = stats.Annualise(stats.Sharpe(port), sc.DaysPerYear)
+	if e, err := stats.EstimateSharpe(port); err == nil {
+		sc.T = e.TStat()
+	}
+	return sc, nil
+}
+
+// equalRisk aligns each series' daily returns rets[k] (on days[k]) on the
+// calendar cal, NaN where a series has no bar that day, and averages the
+// series present each day (stats.EqualRiskPortfolio).
+func equalRisk(cal []int32, days [][]int32, rets [][]float64) ([]float64, error) {
+	aligned := make([][]float64, len(rets))
+	for k := range rets {
 		a := make([]float64, len(cal))
 		for i := range a {
 			a[i] = math.NaN()
@@ -307,16 +336,7 @@ func PanelPortfolio(bt func(ds *Dataset, r Range) (Report, error), names []strin
 		}
 		aligned[k] = a
 	}
-	port, err := stats.EqualRiskPortfolio(aligned)
-	if err != nil {
-		return sc, fmt.Errorf("panel backtest: %w", err)
-	}
-	sc.Days, sc.Returns, sc.DaysPerYear = cal, port, float64(len(cal))/years
-	sc.Sharpe = stats.Annualise(stats.Sharpe(port), sc.DaysPerYear)
-	if e, err := stats.EstimateSharpe(port); err == nil {
-		sc.T = e.TStat()
-	}
-	return sc, nil
+	return stats.EqualRiskPortfolio(aligned)
 }
 
 // Report is the portfolio as one backtest report, for what records and
@@ -325,8 +345,9 @@ func PanelPortfolio(bt func(ds *Dataset, r Range) (Report, error), names []strin
 // capital compounded by the portfolio's returns, with DaysPerYear), its
 // Sharpe the portfolio's (sc.Sharpe, what picks the epoch), its trades
 // and costs the series' sums, From and To the earliest and latest bar of
-// the parts' ranges. Instrument, buy-and-hold and flat are left empty:
-// they are per series (sc.Parts).
+// the parts' ranges; BuyAndHold and Flat are the same portfolio's of the
+// series' buy-and-hold and of flat. The instrument is left empty: it is
+// per series (sc.Parts).
 func (sc PanelScore) Report() Report {
 	var rep Report
 	if len(sc.Parts) == 0 {
@@ -336,12 +357,21 @@ func (sc PanelScore) Report() Report {
 	if !(capital > 0) {
 		capital = 1
 	}
-	eq := make([]float64, len(sc.Returns)+1)
-	eq[0] = capital
-	for i, r := range sc.Returns {
-		eq[i+1] = eq[i] * (1 + r)
+	curve := func(rets []float64) []float64 {
+		eq := make([]float64, len(sc.Returns)+1)
+		eq[0] = capital
+		for i := range sc.Returns {
+			r := 0.0
+			if i < len(rets) {
+				r = rets[i]
+			}
+			eq[i+1] = eq[i] * (1 + r)
+		}
+		return eq
 	}
-	rep.Metrics = Measure(eq, nil, nil, 0, sc.DaysPerYear)
+	rep.Metrics = Measure(curve(sc.Returns), nil, nil, 0, sc.DaysPerYear)
+	rep.BuyAndHold = Measure(curve(sc.BuyAndHold), nil, nil, 0, sc.DaysPerYear)
+	rep.Flat = Measure(curve(nil), nil, nil, 0, sc.DaysPerYear)
 	rep.Sharpe, rep.BarsPerYear = sc.Sharpe, sc.DaysPerYear
 	for k, p := range sc.Parts {
 		rep.Trades += p.Trades

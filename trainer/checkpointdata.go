@@ -154,3 +154,22 @@ func SameDataPath(a, b string) bool {
 	bb, err2 := filepath.Abs(b)
 	return err1 == nil && err2 == nil && aa == bb
 }
+
+// PanelMeta is what the checkpoints of a run on panel p carry besides a
+// single series run's: checkpoint.MetaPanel (p.Meta: every series' file,
+// SHA-256 and ranges) and, as checkpoint.MetaInstrument, the first
+// series' own instrument, not the joined training set's, whose costs live
+// in its bars (market.JoinPanel): a backtest priced with that one would
+// trade free. A backend's Snapshot records the joined set's; callers
+// write these over it.
+func PanelMeta(p *market.Panel) (map[string]string, error) {
+	v, err := p.Meta()
+	if err != nil {
+		return nil, err
+	}
+	inst, err := json.Marshal(p.Parts[0].Instrument)
+	if err != nil {
+		return nil, fmt.Errorf("panel instrument: %w", err)
+	}
+	return map[string]string{checkpoint.MetaPanel: v, checkpoint.MetaInstrument: string(inst)}, nil
+}
