@@ -23,15 +23,15 @@ import (
 // runs it: walkforward.Study's fields that JSON can carry. StudyID names
 // the study in the store (walkforward_studies.id).
 type WalkForwardSpec struct {
-	StudyID     string                   `json:"study_id"`
-	Config      config.RunConfig         `json:"config"`
+	StudyID     string              `json:"study_id"`
+	Config      config.RunConfig    `json:"config"`
 	Series      []market.SeriesSpec `json:"series"`
-	Layout      walkforward.Layout       `json:"layout"`
-	Seeds       []uint64                 `json:"seeds"`
-	LeaveOut    []string                 `json:"leave_out,omitempty"`
-	Gate        string                   `json:"gate,omitempty"`
-	Panel       bool                     `json:"panel,omitempty"`
-	PriorTrials int                      `json:"prior_trials,omitempty"`
+	Layout      walkforward.Layout  `json:"layout"`
+	Seeds       []uint64            `json:"seeds"`
+	LeaveOut    []string            `json:"leave_out,omitempty"`
+	Gate        string              `json:"gate,omitempty"`
+	Panel       bool                `json:"panel,omitempty"`
+	PriorTrials int                 `json:"prior_trials,omitempty"`
 }
 
 // study is the walkforward.Study of spec on this worker: its series read
