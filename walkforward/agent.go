@@ -97,7 +97,7 @@ type Trainer func(ctx context.Context, req TrainRequest) (Agent, error)
 // A request of several series trains a panel: one agent on their
 // training ranges joined (market.JoinPanel, data.weighting drawing the
 // series), the epoch chosen on the equal-risk portfolio of the validation
-// backtests of every series (PanelValidation: its daily Sharpe ratio and
+// backtests of every series (market.PanelValidation: its daily Sharpe ratio and
 // t-statistic are the agent's ValidSharpe and ValidT). The checkpoint
 // records the series and their ranges (checkpoint.MetaPanel) and, as its instrument,
 // the first series' own (the joined set's carries the costs in its bars,
