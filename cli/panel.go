@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
@@ -137,7 +138,10 @@ func panelBacktest(pol *policy.Policy, pn *market.Panel, rangeOf func(*market.Da
 // (market.CheckPanel): a file whose SHA-256 differs, or a series split
 // into other ranges, is an error naming the file, unless allowChanged,
 // when it is a warning on e.stderr and the panel is used as it is now.
-// nil, nil when ck is not a panel run's.
+// nil, nil when ck is not the checkpoint of a panel run of `dqnflow
+// train` or a TrainingRun: one series', or a walk-forward study's, whose
+// record names no files (its windows' ranges are the study's, not its
+// config's split), which commands treat as before, as one series'.
 func checkpointPanel(ctx context.Context, e *env, src market.Source, ck *checkpoint.Checkpoint, path string, allowChanged bool) (*market.Panel, error) {
 	v, ok := ck.Meta[checkpoint.MetaPanel]
 	if !ok {
@@ -147,12 +151,15 @@ func checkpointPanel(ctx context.Context, e *env, src market.Source, ck *checkpo
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
 	}
+	if slices.ContainsFunc(recs, func(r market.PanelSeries) bool { return r.Path == "" }) {
+		return nil, nil
+	}
 	cfg, err := trainer.CheckpointConfig(ck)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
 	}
 	if cfg.Data.Series == "" {
-		return nil, fmt.Errorf("checkpoint %s: it records a panel but its config has no data.series (a walk-forward study's checkpoint: its study's output names the series)", path)
+		return nil, fmt.Errorf("checkpoint %s: it records the files of a panel but its config has no data.series", path)
 	}
 	pn, err := src.PreparePanel(ctx, cfg)
 	if err != nil {
