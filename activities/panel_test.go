@@ -34,7 +34,10 @@ import (
 // a backtest of the first series alone, the checkpoint records the panel
 // with each file's SHA-256 (computed here from the bytes), and
 // EvaluateCheckpoints scores the checkpoint on that same portfolio. A
-// series outside the data roots fails OpenTrainer at once, naming it.
+// series outside the data roots fails OpenTrainer at once, naming it. The
+// run restores from its checkpoint on the same files and trains on; after
+// one bar of a series' file changed, the restore fails (BadData, naming
+// the file).
 func TestTrainingRunOnAPanelValidatesOnItsSeries(t *testing.T) {
 	ctx := context.Background()
 	u := storetest.Schema(t, "dqnflow_act_panel")
@@ -46,7 +49,17 @@ func TestTrainingRunOnAPanelValidatesOnItsSeries(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(st.Close)
-	dir, _ := filepath.Abs("../walkforward/testdata")
+	fixture, _ := filepath.Abs("../walkforward/testdata")
+	dir := t.TempDir() // the data root: copies of the fixture, one changed below
+	for _, n := range []string{"EURUSD_H4.csv", "USDJPY_H4.csv", "GBPUSD_H4.csv"} {
+		raw, err := os.ReadFile(filepath.Join(fixture, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, n), raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	roots, err := files.NewRoots(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +174,7 @@ func TestTrainingRunOnAPanelValidatesOnItsSeries(t *testing.T) {
 		t.Errorf("EvaluateCheckpoints: %+v; want one report with the portfolio's Sharpe %v", ev.Reports, want.Sharpe)
 	}
 
-	gbp, err := os.ReadFile(filepath.Join(dir, "GBPUSD_H4.csv"))
+	gbp, err := os.ReadFile(filepath.Join(fixture, "GBPUSD_H4.csv"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,5 +187,36 @@ func TestTrainingRunOnAPanelValidatesOnItsSeries(t *testing.T) {
 	err = do(tr.OpenTrainer, activities.OpenInput{RunID: id + "-outside", Config: out}, nil)
 	if errType(err) != activities.ErrTypeInvalidConfig || !activities.IsFatal(err) || !strings.Contains(err.Error(), "data.series (GBPUSD_H4)") {
 		t.Errorf("a series outside the data roots: %v; want a fatal %s naming data.series", err, activities.ErrTypeInvalidConfig)
+	}
+
+	// The worker loses the run: the next open restores the checkpoint on
+	// the same files, and the run trains on.
+	must(tr.CloseTrainer, activities.CloseInput{RunID: id}, nil)
+	resume := ckOut.Checkpoint
+	var opened activities.OpenOutput
+	must(tr.OpenTrainer, activities.OpenInput{RunID: id, Config: cfg, Epoch: 1, GlobalStep: resume.GlobalStep, Resume: &resume}, &opened)
+	if !opened.Restored {
+		t.Fatalf("open after the trainer was lost: %+v, want a restore", opened)
+	}
+	must(tr.Collect, activities.CollectInput{RunID: id, Epoch: 2}, nil)
+	must(tr.TrainEpoch, activities.TrainInput{RunID: id, Epoch: 2}, nil)
+	must(tr.SyncTarget, activities.SyncInput{RunID: id, Epoch: 2}, nil)
+	must(tr.Backtest, activities.BacktestInput{RunID: id, Epoch: 2}, nil)
+
+	raw, err := os.ReadFile(paths[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(raw), "\n")
+	f := strings.Split(lines[100], "\t")
+	f[len(f)-1] += "1" // one bar's volume
+	lines[100] = strings.Join(f, "\t")
+	if err := os.WriteFile(paths[1], []byte(strings.Join(lines, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	must(tr.CloseTrainer, activities.CloseInput{RunID: id}, nil)
+	err = do(tr.OpenTrainer, activities.OpenInput{RunID: id, Config: cfg, Epoch: 1, GlobalStep: resume.GlobalStep, Resume: &resume}, nil)
+	if errType(err) != activities.ErrTypeBadData || !activities.IsFatal(err) || !strings.Contains(err.Error(), "file "+paths[1]+" has SHA-256") {
+		t.Errorf("a restore after %s changed: %v; want a fatal %s naming the file", paths[1], err, activities.ErrTypeBadData)
 	}
 }

@@ -210,7 +210,11 @@ func (a *Trainer) OpenTrainer(ctx context.Context, in OpenInput) (OpenOutput, er
 		if ds, pn, err = a.checkpointInputs(ctx, in, ck, ds, pn); err != nil {
 			return OpenOutput{}, dataError(what, in.Config, err)
 		}
-		if tr, err = dev.Backend.Restore(ctx, ck, ds); err != nil {
+		if err := checkPanel(ck, pn); err != nil {
+			return OpenOutput{}, nonRetryable(ErrTypeBadData, what+": restore "+resume.URI, err,
+				"put back the files the run trained on, or start a new run on the files as they are")
+		}
+		if tr, err = dev.Backend.Restore(ctx, trainer.ForRestore(ck), ds); err != nil {
 			return OpenOutput{}, classify(what+": restore "+resume.URI, err)
 		}
 		epoch, globalStep, restored = resume.Epoch, resume.GlobalStep, true
@@ -302,6 +306,24 @@ func (a *Trainer) checkpointInputs(ctx context.Context, in OpenInput, ck *checkp
 	c := in.Config
 	c.Data, c.Env = stored.Data, stored.Env
 	return a.prepareRun(ctx, c)
+}
+
+// checkPanel holds a panel run's data pn, prepared again to restore
+// checkpoint ck, against the panel ck recorded (market.CheckPanel): a
+// series' file with another SHA-256, or other ranges, would resume the
+// run on data it did not train on (another normaliser, other windows).
+// Nothing to check for a run on one series or a checkpoint that recorded
+// no panel.
+func checkPanel(ck *checkpoint.Checkpoint, pn *market.Panel) error {
+	v, ok := ck.Meta[checkpoint.MetaPanel]
+	if pn == nil || !ok {
+		return nil
+	}
+	recs, err := market.ParsePanelMeta(v)
+	if err != nil {
+		return fmt.Errorf("%w: %v", checkpoint.ErrCorrupt, err)
+	}
+	return market.CheckPanel(recs, pn)
 }
 
 // device returns the device the calling run trains on: the worker's only

@@ -28,6 +28,11 @@ const (
 	// JSON, a list; market.Panel.Meta). The name is from the walk-forward
 	// study, the first to train panels.
 	MetaPanel = "walkforward_panel"
+	// MetaPanelInstrument is, in a panel run's checkpoint, the instrument
+	// of its joined training set (market.JoinPanel: the costs live in its
+	// bars), which its trainer was built on and restores into; a panel
+	// run's MetaInstrument is its first series' own (trainer.PanelMeta).
+	MetaPanelInstrument = "panel_instrument"
 	// MetaNotBitExact says why the run is no longer bit-identical to an
 	// uninterrupted one on one machine (a resume on another backend, device
 	// or architecture: trainer.ResumeExactness); absent while it is.

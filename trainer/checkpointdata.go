@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"strings"
 
@@ -161,7 +162,8 @@ func SameDataPath(a, b string) bool {
 // series' own instrument, not the joined training set's, whose costs live
 // in its bars (market.JoinPanel): a backtest priced with that one would
 // trade free. A backend's Snapshot records the joined set's; callers
-// write these over it.
+// write these over it, keeping the joined set's as
+// checkpoint.MetaPanelInstrument for a restore (ForRestore).
 func PanelMeta(p *market.Panel) (map[string]string, error) {
 	v, err := p.Meta()
 	if err != nil {
@@ -171,5 +173,25 @@ func PanelMeta(p *market.Panel) (map[string]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("panel instrument: %w", err)
 	}
-	return map[string]string{checkpoint.MetaPanel: v, checkpoint.MetaInstrument: string(inst)}, nil
+	joined, err := json.Marshal(p.Train.Instrument)
+	if err != nil {
+		return nil, fmt.Errorf("panel instrument: %w", err)
+	}
+	return map[string]string{checkpoint.MetaPanel: v, checkpoint.MetaInstrument: string(inst), checkpoint.MetaPanelInstrument: string(joined)}, nil
+}
+
+// ForRestore is ck as a backend's Restore takes it: a panel run's
+// checkpoint with its joined training set's instrument
+// (checkpoint.MetaPanelInstrument) as its instrument, which Restore
+// checks the dataset's against, since the trainer is restored into that
+// set; any other checkpoint as it is. ck itself is not changed.
+func ForRestore(ck *checkpoint.Checkpoint) *checkpoint.Checkpoint {
+	v, ok := ck.Meta[checkpoint.MetaPanelInstrument]
+	if !ok {
+		return ck
+	}
+	c := *ck
+	c.Meta = maps.Clone(ck.Meta)
+	c.Meta[checkpoint.MetaInstrument] = v
+	return &c
 }
