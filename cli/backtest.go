@@ -112,7 +112,7 @@ func openPolicyData(ctx context.Context, e *env, src market.Source, ckPath, data
 	}
 	r = ds.Valid
 	what = "all bars of " + dataPath + " (not the run's training data)"
-	if trainer.SameDataPath(cfg.Data.Path, dataPath) {
+	if cfg.Data.Series == "" && trainer.SameDataPath(cfg.Data.Path, dataPath) { // a panel run's series: backtest it without --data
 		what = "all bars of the run's data " + dataPath + ", training range included"
 		if rangeName != "all" {
 			trainDS, err := src.Prepare(ctx, withData(cfg, dataPath))

@@ -75,7 +75,9 @@ func CheckpointMarket(ck *checkpoint.Checkpoint) (market.Instrument, market.Norm
 // checkpoint's statistics, and trades are priced with
 //
 //   - the checkpoint's own instrument when dataPath is the run's training
-//     data and costs is nil: the policy runs as it ran in training;
+//     data (its data.path; a panel run's, with data.series, has none: its
+//     series are backtested on their own, market.PreparePanel) and costs
+//     is nil: the policy runs as it ran in training;
 //   - otherwise the instrument of dataPath: the run's contracts, capital
 //     and margin floor, with the file's documented costs (env.instrument
 //     "auto", point value auto, the default slippage) and then costs, when
@@ -105,7 +107,8 @@ func CheckpointDataset(ctx context.Context, src market.Source, ck *checkpoint.Ch
 	if err != nil {
 		return cfg, nil, err
 	}
-	if costs != nil || !SameDataPath(cfg.Data.Path, dataPath) {
+	own := cfg.Data.Series == "" && SameDataPath(cfg.Data.Path, dataPath)
+	if costs != nil || !own {
 		env := config.Defaults().Env
 		env.MaxContracts, env.InitialCapital, env.MarginFloor = cfg.Env.MaxContracts, cfg.Env.InitialCapital, cfg.Env.MarginFloor
 		env.Sizing, env.TargetVol = cfg.Env.Sizing, cfg.Env.TargetVol
@@ -125,7 +128,7 @@ func CheckpointDataset(ctx context.Context, src market.Source, ck *checkpoint.Ch
 		// training range); on another file, the same rule on that file's
 		// training range (market.SizingFor).
 		lev := inst.Leverage
-		if !SameDataPath(cfg.Data.Path, dataPath) || !(lev > 0) {
+		if !own || !(lev > 0) {
 			c := cfg
 			c.Data.Path, c.Env = dataPath, env
 			if lev, err = market.SizingFor(c, bars); err != nil {
