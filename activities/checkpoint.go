@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -100,6 +101,13 @@ func (a *Trainer) snapshot(run *Run, in CheckpointInput) (snapshotted, error) {
 	meta := trainer.Origin(run.Info)
 	if run.NotBitExact != "" {
 		meta[checkpoint.MetaNotBitExact] = run.NotBitExact
+	}
+	if run.Panel != nil {
+		pm, err := trainer.PanelMeta(run.Panel)
+		if err != nil {
+			return snapshotted{}, classify(what+": panel", err)
+		}
+		maps.Copy(meta, pm)
 	}
 	meta[checkpoint.MetaRunID] = in.RunID
 	meta[checkpoint.MetaEpoch] = strconv.Itoa(in.Epoch)
@@ -219,7 +227,11 @@ type BacktestOutput struct {
 }
 
 // Backtest runs the greedy policy over the run's validation range and
-// records the report as the epoch's "valid" backtest.
+// records the report as the epoch's "valid" backtest. A panel run's
+// validation is the equal-risk portfolio of its series' own validation
+// backtests (market.PanelValidation; its report market.PanelScore.Report,
+// whose Sharpe is the portfolio's daily Sharpe ratio), as in `dqnflow
+// train` and the walk-forward study.
 func (a *Trainer) Backtest(ctx context.Context, in BacktestInput) (BacktestOutput, error) {
 	run, _, _, release, err := a.hold(ctx, in.RunID, Heartbeat{Epoch: in.Epoch, Stage: "backtest"},
 		need{epoch: in.Epoch, asked: fmt.Sprintf("asked to backtest the end of epoch %d", in.Epoch)})
@@ -234,7 +246,17 @@ func (a *Trainer) Backtest(ctx context.Context, in BacktestInput) (BacktestOutpu
 // caller holds locked at the end of epoch in.Epoch.
 func (a *Trainer) backtest(ctx context.Context, run *Run, in BacktestInput) (BacktestOutput, error) {
 	what := fmt.Sprintf("run %s epoch %d: validation backtest", in.RunID, in.Epoch)
-	rep, err := run.Trainer.Backtest(ctx, run.Dataset, run.Dataset.Valid)
+	var rep market.Report
+	var err error
+	if pn := run.Panel; pn != nil {
+		var sc market.PanelScore
+		sc, err = market.PanelValidation(func(d *market.Dataset, r market.Range) (market.Report, error) {
+			return run.Trainer.Backtest(ctx, d, r)
+		}, pn.Names(), pn.Parts)
+		rep = sc.Report()
+	} else {
+		rep, err = run.Trainer.Backtest(ctx, run.Dataset, run.Dataset.Valid)
+	}
 	if err != nil {
 		return BacktestOutput{}, classify(what, err)
 	}

@@ -30,20 +30,24 @@ type EvaluateOutput struct {
 // one path for checkpoints of any backend and precision: its own config
 // gives the model (an incumbent trained with another architecture still
 // loads) and the precision, and it runs on this worker's CPU, with no
-// trainer built and no device memory used.
+// trainer built and no device memory used. With data.series the bars are
+// the panel's (market.PreparePanel) and each report is the equal-risk
+// portfolio of the checkpoint's validation backtests on every series
+// (market.PanelValidation, PanelScore.Report), the score a panel run's
+// epochs were chosen on.
 func (a *Trainer) EvaluateCheckpoints(ctx context.Context, in EvaluateInput) (EvaluateOutput, error) {
 	if err := in.Config.Validate(); err != nil {
 		return EvaluateOutput{}, classify("evaluate checkpoints", err)
 	}
 	_, stop := a.beat(ctx, Heartbeat{Stage: "evaluate"})
 	defer stop()
-	ds, err := a.prepare(ctx, in.Config)
+	ds, pn, err := a.prepareRun(ctx, in.Config)
 	if err != nil {
 		return EvaluateOutput{}, dataError("evaluate checkpoints", in.Config, err)
 	}
 	out := EvaluateOutput{Reports: make([]market.Report, 0, len(in.Checkpoints))}
 	for _, ref := range in.Checkpoints {
-		rep, err := a.evaluate(ctx, ds, ref)
+		rep, err := a.evaluate(ctx, ds, pn, ref)
 		if err != nil {
 			return EvaluateOutput{}, err
 		}
@@ -52,21 +56,27 @@ func (a *Trainer) EvaluateCheckpoints(ctx context.Context, in EvaluateInput) (Ev
 	return out, nil
 }
 
-func (a *Trainer) evaluate(ctx context.Context, ds *market.Dataset, ref CheckpointRef) (market.Report, error) {
+func (a *Trainer) evaluate(ctx context.Context, ds *market.Dataset, pn *market.Panel, ref CheckpointRef) (market.Report, error) {
 	what := "evaluate " + ref.URI
 	ck, err := a.read(ctx, ref)
 	if err != nil {
 		return market.Report{}, readError(what, err)
 	}
-	var rep market.Report
-	if a.Evaluate != nil {
-		rep, err = a.Evaluate(ck, ds, ds.Valid)
-	} else {
-		var pol *policy.Policy
-		if pol, err = policy.Load(ck); err != nil {
+	bt := func(d *market.Dataset, r market.Range) (market.Report, error) { return a.Evaluate(ck, d, r) }
+	if a.Evaluate == nil {
+		pol, err := policy.Load(ck)
+		if err != nil {
 			return market.Report{}, classify(what, err)
 		}
-		rep, err = pol.Backtest(ds, ds.Valid)
+		bt = pol.Backtest
+	}
+	var rep market.Report
+	if pn != nil {
+		var sc market.PanelScore
+		sc, err = market.PanelValidation(bt, pn.Names(), pn.Parts)
+		rep = sc.Report()
+	} else {
+		rep, err = bt(ds, ds.Valid)
 	}
 	if err == nil {
 		err = ctx.Err()

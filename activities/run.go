@@ -57,7 +57,12 @@ type Run struct {
 	Config      config.RunConfig
 	Trainer     trainer.Trainer
 	Dataset     *market.Dataset
-	Info        trainer.Info
+	// Panel is the run's panel when its config names data.series (nil for
+	// one series): Dataset is then its joined training set, and the
+	// validation backtest is the equal-risk portfolio of the series' own
+	// (market.PanelValidation).
+	Panel *market.Panel
+	Info  trainer.Info
 	// Device names the worker's device the trainer lives on
 	// (trainer.Device.Name; empty on a worker with one unnamed device).
 	Device string

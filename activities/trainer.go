@@ -170,7 +170,7 @@ func (a *Trainer) OpenTrainer(ctx context.Context, in OpenInput) (OpenOutput, er
 	if err := a.checkPaths(what, in); err != nil {
 		return OpenOutput{}, err
 	}
-	ds, err := a.prepare(ctx, in.Config)
+	ds, pn, err := a.prepareRun(ctx, in.Config)
 	if err != nil {
 		return OpenOutput{}, dataError(what, in.Config, err)
 	}
@@ -207,10 +207,14 @@ func (a *Trainer) OpenTrainer(ctx context.Context, in OpenInput) (OpenOutput, er
 			}
 			return OpenOutput{}, readError(what, err)
 		}
-		if ds, err = a.checkpointInputs(ctx, in, ck, ds); err != nil {
+		if ds, pn, err = a.checkpointInputs(ctx, in, ck, ds, pn); err != nil {
 			return OpenOutput{}, dataError(what, in.Config, err)
 		}
-		if tr, err = dev.Backend.Restore(ctx, ck, ds); err != nil {
+		if err := checkPanel(ck, pn); err != nil {
+			return OpenOutput{}, nonRetryable(ErrTypeBadData, what+": restore "+resume.URI, err,
+				"put back the files the run trained on, or start a new run on the files as they are")
+		}
+		if tr, err = dev.Backend.Restore(ctx, trainer.ForRestore(ck), ds); err != nil {
 			return OpenOutput{}, classify(what+": restore "+resume.URI, err)
 		}
 		epoch, globalStep, restored = resume.Epoch, resume.GlobalStep, true
@@ -232,7 +236,7 @@ func (a *Trainer) OpenTrainer(ctx context.Context, in OpenInput) (OpenOutput, er
 		}
 	}
 	run := NewRun(in.RunID, in.Config, tr, ds, epoch, globalStep)
-	run.ExecutionID, run.Device = in.ExecutionID, dev.Name
+	run.ExecutionID, run.Device, run.Panel = in.ExecutionID, dev.Name, pn
 	run.NotBitExact = notBitExact
 	if err := a.Registry.Put(ctx, run); err != nil {
 		tr.Close()
@@ -256,9 +260,9 @@ func (a *Trainer) checkPaths(what string, in OpenInput) error {
 	if err := a.Data.Check(in.Config); err != nil {
 		if errors.Is(err, files.ErrOutsideRoot) {
 			return nonRetryable(ErrTypeInvalidConfig, what, err,
-				"data.path must name a file inside the workers' data roots (dqnflow worker --data-root); start the run again with one")
+				"data.path (every file of data.series) must name a file inside the workers' data roots (dqnflow worker --data-root); start the run again with one")
 		}
-		return nonRetryable(ErrTypeBadData, what, err, "fix data.path or the file, then start a new run")
+		return nonRetryable(ErrTypeBadData, what, err, "fix data.path (data.series) or the file, then start a new run")
 	}
 	run := &Run{ID: in.RunID, ExecutionID: in.ExecutionID, Config: in.Config}
 	if _, err := a.blobURI(run, 0); err != nil {
@@ -272,11 +276,17 @@ func (a *Trainer) checkPaths(what string, in OpenInput) error {
 // was read (files.ErrChanged: a file still being written), which a retry
 // of the activity reads again.
 func dataError(what string, cfg config.RunConfig, err error) error {
-	what += ": prepare data " + cfg.Data.Path
+	field := "data.path"
+	if cfg.Data.Series != "" {
+		what += ": prepare the panel of data.series"
+		field = "data.series"
+	} else {
+		what += ": prepare data " + cfg.Data.Path
+	}
 	if errors.Is(err, files.ErrChanged) {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	return nonRetryable(ErrTypeBadData, what, err, "fix data.path or the file, then start a new run")
+	return nonRetryable(ErrTypeBadData, what, err, "fix "+field+" or the file, then start a new run")
 }
 
 // checkpointInputs returns the dataset a checkpoint restores into: ds,
@@ -286,16 +296,34 @@ func dataError(what string, cfg config.RunConfig, err error) error {
 // input was written before a key existed and now decodes to a newer
 // default (data.drop_features, say); the checkpoint says what the run was
 // trained on, and the run goes on with that.
-func (a *Trainer) checkpointInputs(ctx context.Context, in OpenInput, ck *checkpoint.Checkpoint, ds *market.Dataset) (*market.Dataset, error) {
+func (a *Trainer) checkpointInputs(ctx context.Context, in OpenInput, ck *checkpoint.Checkpoint, ds *market.Dataset, pn *market.Panel) (*market.Dataset, *market.Panel, error) {
 	stored, err := trainer.CheckpointConfig(ck)
 	if err != nil || stored.Data == in.Config.Data && stored.Env == in.Config.Env {
-		return ds, nil // a damaged config is Restore's to report
+		return ds, pn, nil // a damaged config is Restore's to report
 	}
 	activity.GetLogger(ctx).Warn("The checkpoint's data or env settings differ from the run's config; the run keeps the checkpoint's",
 		"run", in.RunID, "checkpoint_data", stored.Data, "config_data", in.Config.Data)
 	c := in.Config
 	c.Data, c.Env = stored.Data, stored.Env
-	return a.prepare(ctx, c)
+	return a.prepareRun(ctx, c)
+}
+
+// checkPanel holds a panel run's data pn, prepared again to restore
+// checkpoint ck, against the panel ck recorded (market.CheckPanel): a
+// series' file with another SHA-256, or other ranges, would resume the
+// run on data it did not train on (another normaliser, other windows).
+// Nothing to check for a run on one series or a checkpoint that recorded
+// no panel.
+func checkPanel(ck *checkpoint.Checkpoint, pn *market.Panel) error {
+	v, ok := ck.Meta[checkpoint.MetaPanel]
+	if pn == nil || !ok {
+		return nil
+	}
+	recs, err := market.ParsePanelMeta(v)
+	if err != nil {
+		return fmt.Errorf("%w: %v", checkpoint.ErrCorrupt, err)
+	}
+	return market.CheckPanel(recs, pn)
 }
 
 // device returns the device the calling run trains on: the worker's only
@@ -488,6 +516,22 @@ func (a *Trainer) prepare(ctx context.Context, cfg config.RunConfig) (*market.Da
 		return a.Prepare(cfg)
 	}
 	return a.Data.Prepare(ctx, cfg)
+}
+
+// prepareRun prepares the data a run of cfg trains on: its Dataset, or
+// with data.series its panel (market.Source.PreparePanel, the one
+// preparation of `dqnflow train` and the walk-forward study's parts) and
+// the panel's joined training set.
+func (a *Trainer) prepareRun(ctx context.Context, cfg config.RunConfig) (*market.Dataset, *market.Panel, error) {
+	if cfg.Data.Series == "" || a.Prepare != nil {
+		ds, err := a.prepare(ctx, cfg)
+		return ds, nil, err
+	}
+	pn, err := a.Data.PreparePanel(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pn.Train, pn, nil
 }
 
 // checkpoints is the worker's checkpoint store.

@@ -23,15 +23,15 @@ import (
 // runs it: walkforward.Study's fields that JSON can carry. StudyID names
 // the study in the store (walkforward_studies.id).
 type WalkForwardSpec struct {
-	StudyID     string                   `json:"study_id"`
-	Config      config.RunConfig         `json:"config"`
-	Series      []walkforward.SeriesSpec `json:"series"`
-	Layout      walkforward.Layout       `json:"layout"`
-	Seeds       []uint64                 `json:"seeds"`
-	LeaveOut    []string                 `json:"leave_out,omitempty"`
-	Gate        string                   `json:"gate,omitempty"`
-	Panel       bool                     `json:"panel,omitempty"`
-	PriorTrials int                      `json:"prior_trials,omitempty"`
+	StudyID     string              `json:"study_id"`
+	Config      config.RunConfig    `json:"config"`
+	Series      []market.SeriesSpec `json:"series"`
+	Layout      walkforward.Layout  `json:"layout"`
+	Seeds       []uint64            `json:"seeds"`
+	LeaveOut    []string            `json:"leave_out,omitempty"`
+	Gate        string              `json:"gate,omitempty"`
+	Panel       bool                `json:"panel,omitempty"`
+	PriorTrials int                 `json:"prior_trials,omitempty"`
 }
 
 // study is the walkforward.Study of spec on this worker: its series read
@@ -51,9 +51,7 @@ func (a *Trainer) checkSeries(what string, s WalkForwardSpec) error {
 		return temporal.NewNonRetryableApplicationError(what+": empty study id", ErrTypeInvalidConfig, nil)
 	}
 	for _, sp := range s.Series {
-		c := s.Config
-		c.Data.Path, c.Data.Series = sp.Path, ""
-		if err := a.Data.Check(c); err != nil {
+		if err := a.Data.Check(market.SeriesConfig(s.Config, sp)); err != nil {
 			if errors.Is(err, files.ErrOutsideRoot) {
 				return nonRetryable(ErrTypeInvalidConfig, what+": series "+sp.Name, err,
 					"every series must be a file inside the workers' data roots (dqnflow worker --data-root); start the study again with them")

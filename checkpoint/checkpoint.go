@@ -24,6 +24,16 @@ const (
 	MetaSelfCheck  = "self_check" // the backend's start-up precision check, as trainer.Info.SelfCheck
 	MetaTuning     = "tuning"     // the backend's tuning (JSON), as trainer.Info.Tuning; absent without one
 	MetaArch       = "arch"       // GOOS/GOARCH of the process that wrote it (trainer.Origin)
+	// MetaPanel is set in the checkpoints of a panel run (data.series):
+	// its series, their files' SHA-256 and ranges (market.PanelSeries
+	// JSON, a list; market.Panel.Meta). The name is from the walk-forward
+	// study, the first to train panels.
+	MetaPanel = "walkforward_panel"
+	// MetaPanelInstrument is, in a panel run's checkpoint, the instrument
+	// of its joined training set (market.JoinPanel: the costs live in its
+	// bars), which its trainer was built on and restores into; a panel
+	// run's MetaInstrument is its first series' own (trainer.PanelMeta).
+	MetaPanelInstrument = "panel_instrument"
 	// MetaNotBitExact says why the run is no longer bit-identical to an
 	// uninterrupted one on one machine (a resume on another backend, device
 	// or architecture: trainer.ResumeExactness); absent while it is.

@@ -21,10 +21,12 @@ func backtestCmd(e *env) *cobra.Command {
 		"greedy backtest of a checkpoint on a price file",
 		"backtest runs a checkpoint's greedy policy on a price file and reports it beside buy-and-hold and flat. On the run's own training data it takes the test range by default (--range); on another file, every bar with full feature history.",
 		"dqnflow backtest --checkpoint runs/local/epoch-000005.safetensors --data bundled:USA500IDXUSD_H1.csv",
-		"dqnflow backtest --checkpoint ck.safetensors --data prices.csv --from 2024-01-01 --to 2024-07-01 --json")
+		"dqnflow backtest --checkpoint ck.safetensors --data prices.csv --from 2024-01-01 --to 2024-07-01 --json",
+		"dqnflow backtest --checkpoint runs/panel/epoch-000005.safetensors   # a panel run's: every series of its panel and their portfolio")
 	fs := cmd.Flags()
 	ckPath := fs.String("checkpoint", "", "checkpoint file (.safetensors)")
-	dataPath := fs.String("data", "", "price CSV file or bundled:NAME")
+	dataPath := fs.String("data", "", "price CSV file or bundled:NAME (default, for a panel run's checkpoint only: every series of its panel)")
+	allowChanged := fs.Bool("allow-changed-data", false, "a panel run's checkpoint without --data: backtest even when a series' file no longer has the SHA-256 (or the ranges) the checkpoint recorded, with a warning")
 	rangeName := fs.String("range", "test", "on the run's training data: test, validation or all (ignored on another file, which is used whole)")
 	flagValues(fs, "range", "test", "validation", "all")
 	from := fs.String("from", "", "first bar time (overrides --range)")
@@ -34,12 +36,18 @@ func backtestCmd(e *env) *cobra.Command {
 	df := addDataFlags(fs)
 	e.ckpt.register(fs)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := required(fs, "checkpoint", "data"); err != nil {
+		if err := required(fs, "checkpoint"); err != nil {
 			return err
 		}
 		src, err := df.source(*dataPath)
 		if err != nil {
 			return err
+		}
+		if *dataPath == "" {
+			if *from != "" || *to != "" {
+				return fmt.Errorf("%w: --from/--to need --data", errUsage)
+			}
+			return backtestPanel(cmd.Context(), e, src, *ckPath, *rangeName, *allowChanged, *jsonOut)
 		}
 		pol, ds, r, what, rec, err := openPolicyData(cmd.Context(), e, src, *ckPath, *dataPath, *rangeName, *from, *to, costs.edit())
 		if err != nil {
@@ -104,7 +112,7 @@ func openPolicyData(ctx context.Context, e *env, src market.Source, ckPath, data
 	}
 	r = ds.Valid
 	what = "all bars of " + dataPath + " (not the run's training data)"
-	if trainer.SameDataPath(cfg.Data.Path, dataPath) {
+	if cfg.Data.Series == "" && trainer.SameDataPath(cfg.Data.Path, dataPath) { // a panel run's series: backtest it without --data
 		what = "all bars of the run's data " + dataPath + ", training range included"
 		if rangeName != "all" {
 			trainDS, err := src.Prepare(ctx, withData(cfg, dataPath))
@@ -142,6 +150,82 @@ func openPolicyData(ctx context.Context, e *env, src market.Source, ckPath, data
 			errUsage, orAll(from), orAll(to), dataPath, max(r.Len(), 0), ds.Warmup))
 	}
 	return pol, ds, r, what, rec, nil
+}
+
+// panelBacktestResult is what "dqnflow backtest --json" prints for a
+// panel run's checkpoint on its own panel: each series' report and their
+// equal-risk portfolio's.
+type panelBacktestResult struct {
+	Range          string                     `json:"range"`
+	Series         []seriesReport             `json:"series"`
+	Portfolio      market.Report              `json:"portfolio"`
+	PortfolioT     float64                    `json:"portfolio_sharpe_t"`
+	Recommendation *checkpoint.Recommendation `json:"run_recommendation,omitempty"`
+	Notice         string                     `json:"notice,omitempty"`
+}
+
+type seriesReport struct {
+	Name   string        `json:"name"`
+	Path   string        `json:"path"`
+	Report market.Report `json:"report"`
+}
+
+// backtestPanel backtests the checkpoint at ckPath, a panel run's, on
+// every series of its panel (read again from src and held against the
+// checkpoint's record: checkpointPanel) over rangeName of each (test,
+// validation or all), and reports each and their equal-risk portfolio.
+func backtestPanel(ctx context.Context, e *env, src market.Source, ckPath, rangeName string, allowChanged, jsonOut bool) error {
+	rangeOf := map[string]func(*market.Dataset) market.Range{
+		"test":       testRange,
+		"validation": func(d *market.Dataset) market.Range { return d.Valid },
+		"all":        func(d *market.Dataset) market.Range { return market.Range{From: d.Warmup, To: d.Bars.Len()} },
+	}[rangeName]
+	if rangeOf == nil {
+		return fmt.Errorf("%w: flag --range %q: want test, validation or all", errUsage, rangeName)
+	}
+	ck, _, err := readCheckpoint(ctx, e, ckPath)
+	if err != nil {
+		return err
+	}
+	pn, err := checkpointPanel(ctx, e, src, ck, ckPath, allowChanged)
+	if err != nil {
+		return err
+	}
+	if pn == nil {
+		return fmt.Errorf("%w: flag --data is required: checkpoint %s is not a panel run's", errUsage, ckPath)
+	}
+	if rangeName == "test" && !panelHasTest(pn) {
+		return fmt.Errorf("%w: the checkpoint's config holds out no test range; use --range validation", errUsage)
+	}
+	pol, err := policy.Load(ck)
+	if err != nil {
+		return fmt.Errorf("checkpoint %s: %w", ckPath, err)
+	}
+	rec, err := runRecommendation(ck, ckPath)
+	if err != nil {
+		return err
+	}
+	sc, err := panelBacktest(pol, pn, rangeOf)
+	if err != nil {
+		return fmt.Errorf("backtest %s on its panel: %w", ckPath, err)
+	}
+	res := panelBacktestResult{Range: rangeName, Portfolio: sc.Report(), PortfolioT: sc.T, Recommendation: rec, Notice: flatNotice(rec)}
+	for k, sp := range pn.Series {
+		res.Series = append(res.Series, seriesReport{Name: sp.Name, Path: sp.Path, Report: sc.Parts[k]})
+	}
+	if jsonOut {
+		return printJSON(e, res)
+	}
+	if res.Notice != "" {
+		fmt.Fprintln(e.stdout, res.Notice)
+	}
+	for k, s := range res.Series {
+		fmt.Fprintf(e.stdout, "%s (%s), %s range; instrument %s\n", s.Name, s.Path, rangeName, describeInstrument(pn.Parts[k]))
+		printReport(e, s.Report)
+	}
+	fmt.Fprintf(e.stdout, "equal-risk portfolio of the %d series, daily returns (Sharpe t = %.2f):\n", len(res.Series), res.PortfolioT)
+	printReport(e, res.Portfolio)
+	return nil
 }
 
 func withData(cfg config.RunConfig, path string) config.RunConfig {

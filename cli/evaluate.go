@@ -41,6 +41,20 @@ type evaluation struct {
 	Recommendation *checkpoint.Recommendation `json:"run_recommendation,omitempty"`
 	Notice         string                     `json:"notice,omitempty"`
 	Series         []evalSeries               `json:"series"`
+	// Portfolio, for a checkpoint of a panel run evaluated on its own
+	// panel, is the equal-risk portfolio of Series' test reports
+	// (market.PanelPortfolio; Sharpe of daily returns, with its
+	// t-statistic).
+	Portfolio *evalPortfolio `json:"panel_portfolio,omitempty"`
+}
+
+// evalPortfolio is a panel checkpoint's equal-risk portfolio on its
+// series' test ranges.
+type evalPortfolio struct {
+	Series  []string      `json:"series"`
+	Sharpe  float64       `json:"sharpe"`
+	SharpeT float64       `json:"sharpe_t"`
+	Test    market.Report `json:"test"`
 }
 
 type evalSeries struct {
@@ -116,6 +130,7 @@ func evaluateCmd(e *env) *cobra.Command {
 	out := fs.String("out", "", "directory for the report, plots and runs (default: runs/<id>)")
 	jsonOut := fs.Bool("json", false, "print the result as JSON")
 	seeds := fs.Int("seeds", 1, "train each series at this many seeds (the config's seed and the next ones) and report every run beside the first")
+	allowChanged := fs.Bool("allow-changed-data", false, "with a panel run's --checkpoint: evaluate even when a series' file no longer has the SHA-256 (or the ranges) the checkpoint recorded, with a warning")
 	df := addDataFlags(fs)
 	e.ckpt.register(fs)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
@@ -136,6 +151,8 @@ func evaluateCmd(e *env) *cobra.Command {
 		var cfg config.RunConfig
 		var ck *checkpoint.Checkpoint
 		var rec *checkpoint.Recommendation
+		var pn *market.Panel // a panel checkpoint's own panel
+		var panelScore market.PanelScore
 		if *ckPath != "" {
 			if *cfgPath != "" {
 				return fmt.Errorf("%w: give --config (train) or --checkpoint (evaluate it), not both", errUsage)
@@ -152,6 +169,16 @@ func evaluateCmd(e *env) *cobra.Command {
 			if rec, err = runRecommendation(ck, *ckPath); err != nil {
 				return err
 			}
+			// A panel run's checkpoint is evaluated on its own panel
+			// unless --data names other series.
+			if _, isPanel := ck.Meta[checkpoint.MetaPanel]; isPanel && !fs.Changed("data") {
+				if pn, err = checkpointPanel(ctx, e, src, ck, *ckPath, *allowChanged); err != nil {
+					return err
+				}
+				if paths, err = panelEvaluation(pn, ck, &panelScore); err != nil {
+					return fmt.Errorf("evaluate %s on its panel: %w", *ckPath, err)
+				}
+			}
 		} else if cfg, err = loadConfig(fs, *cfgPath, *device, "", *epochs); err != nil {
 			return err
 		}
@@ -164,12 +191,20 @@ func evaluateCmd(e *env) *cobra.Command {
 		}
 		ev := evaluation{Date: time.Now().UTC().Format(time.RFC3339), Checkpoint: *ckPath, Config: cfg, Recommendation: rec, Notice: flatNotice(rec)}
 		var sections []report.Section
-		for _, path := range paths {
+		for i, path := range paths {
 			slug := seriesSlug(path)
 			s := evalSeries{Data: path}
 			note := ""
 			c := withData(cfg, path)
-			if ck != nil {
+			if pn != nil {
+				c = market.SeriesConfig(cfg, pn.Series[i])
+				s.Test = panelScore.Parts[i]
+				note = fmt.Sprintf("Checkpoint `%s`, trained on a panel of %d series (this one, %s, among them); test range of its config's split of this series, the features normalised by the series' own statistics.",
+					filepath.Base(*ckPath), len(pn.Series), pn.Series[i].Name)
+				if ev.Notice != "" {
+					note += " Note: " + ev.Notice + "."
+				}
+			} else if ck != nil {
 				if s.Test, err = evaluateCheckpoint(ctx, src, ck, c); err != nil {
 					return fmt.Errorf("evaluate %s on %s: %w", *ckPath, path, err)
 				}
@@ -226,9 +261,16 @@ func evaluateCmd(e *env) *cobra.Command {
 			ev.Series = append(ev.Series, s)
 			sections = append(sections, report.Section{Title: path, Note: note, Report: s.Test, Equity: s.Equity, Drawdown: s.Drawdown, Seeds: s.Seeds, Ensemble: s.Ensemble})
 		}
+		if pn != nil {
+			ev.Portfolio = &evalPortfolio{Series: pn.Names(), Sharpe: panelScore.Sharpe, SharpeT: panelScore.T, Test: panelScore.Report()}
+		}
 		var md bytes.Buffer
 		intro := fmt.Sprintf("`dqnflow evaluate`, %s. Each series is split into training, validation and test ranges (data.train_fraction %g, data.test_fraction %g); every number below is from the test range, after costs, beside buy-and-hold and flat on the same bars with the same costs.",
 			ev.Date, cfg.Data.TrainFraction, cfg.Data.TestFraction)
+		if p := ev.Portfolio; p != nil {
+			intro += fmt.Sprintf(" The checkpoint's panel of %d series, as one equal-risk portfolio of their test ranges (daily returns): Sharpe %.3f (t = %.2f), return %.2f%%, max drawdown %.2f%%.",
+				len(p.Series), p.Sharpe, p.SharpeT, 100*p.Test.TotalReturn, 100*p.Test.MaxDrawdown)
+		}
 		if err := report.WriteMarkdown(&md, "Evaluation", intro, sections); err != nil {
 			return err
 		}
@@ -257,6 +299,10 @@ func evaluateCmd(e *env) *cobra.Command {
 				fmt.Fprintf(e.stdout, "  their ensemble: validation Sharpe %.3f (t = %.2f, abstained %v), test Sharpe %.3f (its own backtest %.3f, %d trades)\n",
 					en.Valid.Sharpe, en.ValidT, en.Abstained, en.Test.Sharpe, en.Own.Sharpe, en.Own.Trades)
 			}
+		}
+		if p := ev.Portfolio; p != nil {
+			fmt.Fprintf(e.stdout, "equal-risk portfolio of the panel's %d series on their test ranges (daily returns): Sharpe %.3f (t = %.2f), return %.2f%%, max drawdown %.2f%%\n",
+				len(p.Series), p.Sharpe, p.SharpeT, 100*p.Test.TotalReturn, 100*p.Test.MaxDrawdown)
 		}
 		fmt.Fprintf(e.stdout, "report: %s\n", filepath.Join(*out, "report.md"))
 		return nil
@@ -334,6 +380,27 @@ func evaluateCheckpoint(ctx context.Context, src market.Source, ck *checkpoint.C
 		return market.Report{}, err
 	}
 	return pol.Backtest(ds, split.Test)
+}
+
+// panelEvaluation backtests the policy of ck, a panel run's checkpoint, on
+// the test range of every series of its panel pn, into sc (each series'
+// report and their equal-risk portfolio), and returns the series' paths.
+func panelEvaluation(pn *market.Panel, ck *checkpoint.Checkpoint, sc *market.PanelScore) ([]string, error) {
+	if !panelHasTest(pn) {
+		return nil, fmt.Errorf("%w: the checkpoint's config holds out no test range (data.test_fraction 0); evaluate a run trained with one", errUsage)
+	}
+	pol, err := policy.Load(ck)
+	if err != nil {
+		return nil, err
+	}
+	if *sc, err = panelBacktest(pol, pn, testRange); err != nil {
+		return nil, err
+	}
+	paths := make([]string, len(pn.Series))
+	for k, sp := range pn.Series {
+		paths[k] = sp.Path
+	}
+	return paths, nil
 }
 
 // seriesSlug is a file-name-safe name of a data path.

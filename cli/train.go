@@ -30,11 +30,13 @@ func trainCmd(e *env) *cobra.Command {
 		"train trains a run in this process, without Temporal: it backtests on the validation range every backtest.every epochs, "+
 			"keeps the best checkpoint, and reports it on the held-out test range. Progress goes to stderr, the report to stdout.",
 		"dqnflow train --device cpu --epochs 5 --out runs/local",
-		"dqnflow train --device cuda --config my.json --data prices.csv --out runs/gpu")
+		"dqnflow train --device cuda --config my.json --data prices.csv --out runs/gpu",
+		"dqnflow train --device cpu --series 'corpus/EURUSD_H4.csv,corpus/USDJPY_H4.csv' --out runs/panel   # one agent on a panel (data.series)")
 	fs := cmd.Flags()
 	device := fs.String("device", "", "cpu, cuda, cuda:N or auto (default: the config's device)")
 	cfgPath := fs.String("config", "", "RunConfig JSON file (default: built-in defaults)")
 	dataPath := fs.String("data", "", "price CSV file, bundled:NAME or synthetic (default: the config's data.path)")
+	series := fs.String("series", "", "train one agent on a panel: data.series entries (files or globs, comma-separated, each optionally =INSTRUMENT) in place of data.path")
 	epochs := fs.Int("epochs", 0, "number of epochs (default: the config's epochs)")
 	blasFlag(fs)
 	out := fs.String("out", "", "directory for checkpoints and the final report (default: runs/<run id>, a new one per run)")
@@ -43,13 +45,32 @@ func trainCmd(e *env) *cobra.Command {
 	df := addDataFlags(fs)
 	e.ckpt.register(fs)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		src, err := df.source(*dataPath)
+		if *dataPath != "" && *series != "" {
+			return fmt.Errorf("%w: --data and --series: give one", errUsage)
+		}
+		typed := []string{*dataPath}
+		if *series != "" {
+			specs, err := market.ParseSeries(*series)
+			if err != nil {
+				return fmt.Errorf("%w: --series: %v", errUsage, err)
+			}
+			for _, sp := range specs {
+				typed = append(typed, sp.Path)
+			}
+		}
+		src, err := df.source(typed...)
 		if err != nil {
 			return err
 		}
 		cfg, err := loadConfig(fs, *cfgPath, *device, *dataPath, *epochs)
 		if err != nil {
 			return err
+		}
+		switch {
+		case *series != "":
+			cfg.Data.Path, cfg.Data.Series = "", *series
+		case *dataPath != "":
+			cfg.Data.Series = "" // --data names one series
 		}
 		res, err := trainLocal(cmd.Context(), e, src, cfg, *out, "")
 		if err != nil {
@@ -129,6 +150,21 @@ type trainResult struct {
 	// FlatTest is flat's report on the test range (what an abstaining run
 	// reports), for callers that gate the checkpoint themselves.
 	FlatTest *market.Report `json:"-"`
+	// Series, for a run on a panel (data.series), are the chosen
+	// checkpoint's reports on each series' own validation and test ranges;
+	// Valid, Test and CheckpointTest are then their equal-risk portfolio's
+	// (market.PanelScore.Report: its Sharpe the portfolio's daily Sharpe
+	// ratio) and ValidT that portfolio's t-statistic.
+	Series []seriesResult `json:"series,omitempty"`
+}
+
+// seriesResult is the chosen checkpoint of a panel run on one series.
+type seriesResult struct {
+	Name   string         `json:"name"`
+	Path   string         `json:"path"`
+	SHA256 string         `json:"sha256,omitempty"`
+	Valid  market.Report  `json:"validation"`
+	Test   *market.Report `json:"test,omitempty"`
 }
 
 // flatPolicy stays flat: what a run that abstains recommends.
@@ -178,22 +214,31 @@ func (r trainResult) Final() market.Report {
 // backtests without a better one training stops. The chosen checkpoint
 // then runs once on the test range. src reads the data; progress goes to
 // e.stderr.
+//
+// With data.series the run trains on a panel (market.PreparePanel: each
+// series prepared alone, their training ranges joined) and validates as
+// the walk-forward study's panel runs do: on the equal-risk portfolio of
+// the validation backtests of every series (market.PanelValidation), its
+// daily Sharpe ratio picking the epoch and its t-statistic gating the
+// recommendation. Its checkpoints record the panel (trainer.PanelMeta:
+// the series' files, their SHA-256 and ranges), and the test report is
+// the portfolio's of the series' test ranges, with each series' own.
 func trainLocal(ctx context.Context, e *env, src market.Source, cfg config.RunConfig, out, runID string) (trainResult, error) {
 	var res trainResult
 	b, _, err := openBackend(e, cfg.Device)
 	if err != nil {
 		return res, err
 	}
-	ds, err := src.Prepare(ctx, cfg)
+	ds, pn, err := prepareRun(ctx, e, src, cfg)
 	if err != nil {
 		return res, err
 	}
-	fmt.Fprintf(e.stderr, "data: %s, %d bars, train %s (%d bars), validation %s (%d bars), test %s (%d bars)\n",
-		ds.Bars.Name, ds.Bars.Len(), barSpan(ds, ds.Train), ds.Train.Len(), barSpan(ds, ds.Valid), ds.Valid.Len(), barSpan(ds, ds.Test), ds.Test.Len())
-	if ds.Mirrored() {
-		fmt.Fprintf(e.stderr, "data.mirror: training plays its %d bars and their mirror image, %d bars in all\n", ds.Train.Len(), ds.TrainingSet().Train.Len())
+	var panelMeta map[string]string
+	if pn != nil {
+		if panelMeta, err = trainer.PanelMeta(pn); err != nil {
+			return res, err
+		}
 	}
-	fmt.Fprintf(e.stderr, "instrument: %s\n", describeInstrument(ds))
 	tr, err := b.New(ctx, cfg, ds, nil)
 	if err != nil {
 		return res, err
@@ -236,7 +281,7 @@ func trainLocal(ctx context.Context, e *env, src market.Source, cfg config.RunCo
 		last := epoch == cfg.Epochs
 		ckPath := ""
 		if last || epoch%cfg.Checkpoint.Every == 0 {
-			if ckPath, err = saveCheckpoint(e, tr, out, runID, epoch); err != nil {
+			if ckPath, err = saveCheckpoint(e, tr, out, runID, epoch, panelMeta); err != nil {
 				return res, err
 			}
 			fmt.Fprintf(e.stderr, "epoch %d: checkpoint %s\n", epoch, ckPath)
@@ -244,7 +289,7 @@ func trainLocal(ctx context.Context, e *env, src market.Source, cfg config.RunCo
 		if !last && epoch%cfg.Backtest.Every != 0 {
 			continue
 		}
-		rep, err := tr.Backtest(ctx, ds, ds.Valid)
+		rep, validT, parts, err := validate(ctx, tr, ds, pn)
 		if err != nil {
 			return res, fmt.Errorf("epoch %d: backtest: %w", epoch, err)
 		}
@@ -252,15 +297,20 @@ func trainLocal(ctx context.Context, e *env, src market.Source, cfg config.RunCo
 		if st.Stagnation != nil && cfg.Precision == config.PrecisionBF16 {
 			stag = fmt.Sprintf(", stagnation %.3f", *st.Stagnation)
 		}
-		fmt.Fprintf(e.stderr, "epoch %d: loss %.4f, grad norm %.3f%s, validation Sharpe %.3f, return %.2f%%, max drawdown %.2f%%, trades %d\n",
-			epoch, st.Loss, st.GradNorm, stag, rep.Sharpe, 100*rep.TotalReturn, 100*rep.MaxDrawdown, rep.Trades)
+		what := "validation Sharpe"
+		if pn != nil {
+			what = fmt.Sprintf("validation Sharpe (equal-risk portfolio of %d series, daily)", len(pn.Parts))
+		}
+		fmt.Fprintf(e.stderr, "epoch %d: loss %.4f, grad norm %.3f%s, %s %.3f, return %.2f%%, max drawdown %.2f%%, trades %d\n",
+			epoch, st.Loss, st.GradNorm, stag, what, rep.Sharpe, 100*rep.TotalReturn, 100*rep.MaxDrawdown, rep.Trades)
 		if res.BestEpoch == 0 || rep.Sharpe > res.Valid.Sharpe {
 			if ckPath == "" {
-				if ckPath, err = saveCheckpoint(e, tr, out, runID, epoch); err != nil {
+				if ckPath, err = saveCheckpoint(e, tr, out, runID, epoch, panelMeta); err != nil {
 					return res, err
 				}
 			}
-			res.BestEpoch, res.Checkpoint, res.Valid, sinceBest = epoch, ckPath, rep, 0
+			res.BestEpoch, res.Checkpoint, res.Valid, res.ValidT, sinceBest = epoch, ckPath, rep, validT, 0
+			res.Series = panelSeriesResults(pn, parts)
 			continue
 		}
 		sinceBest++
@@ -271,7 +321,6 @@ func trainLocal(ctx context.Context, e *env, src market.Source, cfg config.RunCo
 			break
 		}
 	}
-	res.ValidT = res.Valid.SharpeT()
 	if res.BestEpoch > 0 && cfg.Backtest.NoEdge(res.ValidT) {
 		res.Abstained = true
 		fmt.Fprintf(e.stderr, "no edge: the best validation Sharpe, %.3f at epoch %d, has t = %.2f over %.2f years, below backtest.min_valid_t = %g; the run recommends flat (ADR 0016)\n",
@@ -283,7 +332,11 @@ func trainLocal(ctx context.Context, e *env, src market.Source, cfg config.RunCo
 			return res, err
 		}
 	}
-	if ds.Test.Len() >= 2 {
+	if pn != nil {
+		if err := panelTest(ctx, e, pn, &res); err != nil {
+			return res, err
+		}
+	} else if ds.Test.Len() >= 2 {
 		pol, err := loadPolicy(ctx, e, res.Checkpoint)
 		if err != nil {
 			return res, err
@@ -357,6 +410,7 @@ func describeInstrument(ds *market.Dataset) string {
 
 // printTrainResult prints the chosen checkpoint and its final report.
 func printTrainResult(e *env, r trainResult) {
+	defer printSeriesResults(e, r.Series)
 	stop := ""
 	if r.EarlyStop {
 		stop = ", stopped early"
@@ -377,11 +431,28 @@ func printTrainResult(e *env, r trainResult) {
 	}
 	fmt.Fprintln(e.stdout, "test range (held out; touched only by this report):")
 	printReport(e, *r.Test)
+	printSeriesResults(e, r.Series)
+}
+
+// printSeriesResults prints a panel run's chosen checkpoint on each series.
+func printSeriesResults(e *env, rows []seriesResult) {
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintf(e.stdout, "the panel's %d series (above: their equal-risk portfolio, daily returns):\n", len(rows))
+	for _, s := range rows {
+		line := fmt.Sprintf("  %-16s validation Sharpe %7.3f", s.Name, s.Valid.Sharpe)
+		if t := s.Test; t != nil {
+			line += fmt.Sprintf(", test Sharpe %7.3f, return %7.2f%%, max drawdown %6.2f%%, trades %d", t.Sharpe, 100*t.TotalReturn, 100*t.MaxDrawdown, t.Trades)
+		}
+		fmt.Fprintln(e.stdout, line)
+	}
 }
 
 // saveCheckpoint snapshots tr and writes it atomically as
-// DIR/epoch-NNNNNN.safetensors, with the command's checkpoint flags.
-func saveCheckpoint(e *env, tr trainer.Trainer, dir, runID string, epoch int) (string, error) {
+// DIR/epoch-NNNNNN.safetensors, with the command's checkpoint flags and
+// meta added to its metadata (a panel run's, trainer.PanelMeta).
+func saveCheckpoint(e *env, tr trainer.Trainer, dir, runID string, epoch int, meta map[string]string) (string, error) {
 	opt, err := e.ckpt.options()
 	if err != nil {
 		return "", err
@@ -389,6 +460,9 @@ func saveCheckpoint(e *env, tr trainer.Trainer, dir, runID string, epoch int) (s
 	ck, err := tr.Snapshot()
 	if err != nil {
 		return "", fmt.Errorf("epoch %d: snapshot: %w", epoch, err)
+	}
+	for k, v := range meta {
+		ck.Meta[k] = v
 	}
 	ck.Meta[checkpoint.MetaRunID] = runID
 	ck.Meta[checkpoint.MetaEpoch] = strconv.Itoa(epoch)

@@ -156,13 +156,17 @@ type DataConfig struct {
 	// week (ADR 0039). Ignored by "train".
 	NormalizeHalfLife int `json:"normalize_half_life"`
 	// Series makes the run a panel: one agent trained on several series at
-	// once (market.JoinPanel; ADR 0037: today `dqnflow walkforward --panel`
-	// trains panels, `dqnflow train` and TrainingRun do not). Entries are separated by commas or newlines;
-	// each is a path or a glob of price files, optionally followed by
-	// "=INSTRUMENT", a symbol of the instrument table (market.Instruments)
-	// or "auto" (the table's entry for the file's symbol). A string, not a
-	// list, so that a RunConfig stays comparable. When set, Path must be
-	// empty. Default "" (one series, Path).
+	// once (market.PreparePanel, market.JoinPanel; ADR 0037), in `dqnflow
+	// train`, a TrainingRun and `dqnflow walkforward --panel` alike. Each
+	// series is split by the data.* ranges above on its own and validated
+	// on its own validation range; the equal-risk portfolio of those
+	// backtests picks the epoch. Entries are separated by commas or
+	// newlines; each is a path or a glob of price files (read only inside
+	// the data roots, as Path is), optionally followed by "=INSTRUMENT", a
+	// symbol of the instrument table (market.Instruments) or "auto" (the
+	// table's entry for the file's symbol). A string, not a list, so that a
+	// RunConfig stays comparable. When set, Path is not read (write it ""
+	// to say so). Default "" (one series, Path).
 	Series string `json:"series,omitempty"`
 	// Weighting is how a panel's environments draw their series
 	// (market.WindowStart): "equal" (each series as often) or "bars" (in

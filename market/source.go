@@ -3,6 +3,8 @@ package market
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -120,13 +122,28 @@ type DataPath struct {
 	Field, Path string
 }
 
-// DataPaths lists every price file cfg names: today data.path alone, or
-// none for the synthetic series.
-func DataPaths(cfg config.RunConfig) []DataPath {
-	if cfg.Data.Path == SyntheticPath {
-		return nil
+// DataPaths lists every price file cfg names: data.path, or every file
+// of data.series (ParseSeries) when that is set, each named by its field
+// and series ("data.series (EURUSD_H4)"); none for the synthetic series.
+// A data.series that ParseSeries refuses is the error.
+func DataPaths(cfg config.RunConfig) ([]DataPath, error) {
+	if cfg.Data.Series != "" {
+		specs, err := ParseSeries(cfg.Data.Series)
+		if err != nil {
+			return nil, fmt.Errorf("config data.series: %w", err)
+		}
+		var out []DataPath
+		for _, sp := range specs {
+			if sp.Path != SyntheticPath {
+				out = append(out, DataPath{Field: "data.series (" + sp.Name + ")", Path: sp.Path})
+			}
+		}
+		return out, nil
 	}
-	return []DataPath{{Field: "data.path", Path: cfg.Data.Path}}
+	if cfg.Data.Path == SyntheticPath {
+		return nil, nil
+	}
+	return []DataPath{{Field: "data.path", Path: cfg.Data.Path}}, nil
 }
 
 // Check makes sure that every price file cfg names can be read from s,
@@ -137,7 +154,11 @@ func DataPaths(cfg config.RunConfig) []DataPath {
 // so that a config naming a file out of reach fails at once. Errors name
 // the field ("config data.path: ...").
 func (s Source) Check(cfg config.RunConfig) error {
-	for _, dp := range DataPaths(cfg) {
+	dps, err := DataPaths(cfg)
+	if err != nil {
+		return err
+	}
+	for _, dp := range dps {
 		if err := s.check(dp.Path); err != nil {
 			return fmt.Errorf("config %s: %w", dp.Field, err)
 		}
@@ -197,6 +218,48 @@ func (s Source) Bars(ctx context.Context, path string) (*Bars, error) {
 	}
 	defer f.Close()
 	return s.decode(ctx, path, f)
+}
+
+// Digest is the hex SHA-256 of the file path names, read as Bars reads it
+// (inside s's roots, within s.Limits; "bundled:NAME" the bundled bytes),
+// and "" for the synthetic series, which its seed makes. A panel run's
+// checkpoint records it for every series (Panel.Meta), so that a later
+// evaluation notices a changed file (CheckPanel).
+func (s Source) Digest(ctx context.Context, path string) (string, error) {
+	h := sha256.New()
+	switch {
+	case path == SyntheticPath:
+		return "", nil
+	case data.IsBundled(path):
+		raw, err := data.Open(path)
+		if err != nil {
+			return "", fmt.Errorf("digest: %w", err)
+		}
+		h.Write(raw)
+	default:
+		f, err := s.open(path)
+		if err != nil {
+			return "", fmt.Errorf("digest: %w", err)
+		}
+		defer f.Close()
+		if _, err := io.Copy(h, readerCtx{ctx, f}); err != nil {
+			return "", readError(path, err)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// readerCtx is r that stops with ctx's error once ctx ends.
+type readerCtx struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (r readerCtx) Read(p []byte) (int, error) {
+	if err := r.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return r.r.Read(p)
 }
 
 // open opens the regular file path names inside s's roots, within

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"strings"
 
@@ -74,7 +75,9 @@ func CheckpointMarket(ck *checkpoint.Checkpoint) (market.Instrument, market.Norm
 // checkpoint's statistics, and trades are priced with
 //
 //   - the checkpoint's own instrument when dataPath is the run's training
-//     data and costs is nil: the policy runs as it ran in training;
+//     data (its data.path; a panel run's, with data.series, has none: its
+//     series are backtested on their own, market.PreparePanel) and costs
+//     is nil: the policy runs as it ran in training;
 //   - otherwise the instrument of dataPath: the run's contracts, capital
 //     and margin floor, with the file's documented costs (env.instrument
 //     "auto", point value auto, the default slippage) and then costs, when
@@ -104,7 +107,8 @@ func CheckpointDataset(ctx context.Context, src market.Source, ck *checkpoint.Ch
 	if err != nil {
 		return cfg, nil, err
 	}
-	if costs != nil || !SameDataPath(cfg.Data.Path, dataPath) {
+	own := cfg.Data.Series == "" && SameDataPath(cfg.Data.Path, dataPath)
+	if costs != nil || !own {
 		env := config.Defaults().Env
 		env.MaxContracts, env.InitialCapital, env.MarginFloor = cfg.Env.MaxContracts, cfg.Env.InitialCapital, cfg.Env.MarginFloor
 		env.Sizing, env.TargetVol = cfg.Env.Sizing, cfg.Env.TargetVol
@@ -124,7 +128,7 @@ func CheckpointDataset(ctx context.Context, src market.Source, ck *checkpoint.Ch
 		// training range); on another file, the same rule on that file's
 		// training range (market.SizingFor).
 		lev := inst.Leverage
-		if !SameDataPath(cfg.Data.Path, dataPath) || !(lev > 0) {
+		if !own || !(lev > 0) {
 			c := cfg
 			c.Data.Path, c.Env = dataPath, env
 			if lev, err = market.SizingFor(c, bars); err != nil {
@@ -153,4 +157,44 @@ func SameDataPath(a, b string) bool {
 	aa, err1 := filepath.Abs(a)
 	bb, err2 := filepath.Abs(b)
 	return err1 == nil && err2 == nil && aa == bb
+}
+
+// PanelMeta is what the checkpoints of a run on panel p carry besides a
+// single series run's: checkpoint.MetaPanel (p.Meta: every series' file,
+// SHA-256 and ranges) and, as checkpoint.MetaInstrument, the first
+// series' own instrument, not the joined training set's, whose costs live
+// in its bars (market.JoinPanel): a backtest priced with that one would
+// trade free. A backend's Snapshot records the joined set's; callers
+// write these over it, keeping the joined set's as
+// checkpoint.MetaPanelInstrument for a restore (ForRestore).
+func PanelMeta(p *market.Panel) (map[string]string, error) {
+	v, err := p.Meta()
+	if err != nil {
+		return nil, err
+	}
+	inst, err := json.Marshal(p.Parts[0].Instrument)
+	if err != nil {
+		return nil, fmt.Errorf("panel instrument: %w", err)
+	}
+	joined, err := json.Marshal(p.Train.Instrument)
+	if err != nil {
+		return nil, fmt.Errorf("panel instrument: %w", err)
+	}
+	return map[string]string{checkpoint.MetaPanel: v, checkpoint.MetaInstrument: string(inst), checkpoint.MetaPanelInstrument: string(joined)}, nil
+}
+
+// ForRestore is ck as a backend's Restore takes it: a panel run's
+// checkpoint with its joined training set's instrument
+// (checkpoint.MetaPanelInstrument) as its instrument, which Restore
+// checks the dataset's against, since the trainer is restored into that
+// set; any other checkpoint as it is. ck itself is not changed.
+func ForRestore(ck *checkpoint.Checkpoint) *checkpoint.Checkpoint {
+	v, ok := ck.Meta[checkpoint.MetaPanelInstrument]
+	if !ok {
+		return ck
+	}
+	c := *ck
+	c.Meta = maps.Clone(ck.Meta)
+	c.Meta[checkpoint.MetaInstrument] = v
+	return &c
 }

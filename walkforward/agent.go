@@ -97,9 +97,9 @@ type Trainer func(ctx context.Context, req TrainRequest) (Agent, error)
 // A request of several series trains a panel: one agent on their
 // training ranges joined (market.JoinPanel, data.weighting drawing the
 // series), the epoch chosen on the equal-risk portfolio of the validation
-// backtests of every series (PanelValidation: its daily Sharpe ratio and
+// backtests of every series (market.PanelValidation: its daily Sharpe ratio and
 // t-statistic are the agent's ValidSharpe and ValidT). The checkpoint
-// records the series and their ranges (MetaPanel) and, as its instrument,
+// records the series and their ranges (checkpoint.MetaPanel) and, as its instrument,
 // the first series' own (the joined set's carries the costs in its bars,
 // not in the instrument; market/panel.go). Checkpoints are written with opt (the
 // signing key and size bound of the checkpoint flags). Progress lines go
@@ -135,7 +135,7 @@ func LocalTrainer(b trainer.Backend, opt checkpoint.Options, log io.Writer) Trai
 				rep, err := tr.Backtest(ctx, ds, ds.Valid)
 				return rep.Sharpe, rep.SharpeT(), err
 			}
-			sc, err := PanelValidation(func(d *market.Dataset, r market.Range) (market.Report, error) { return tr.Backtest(ctx, d, r) }, req.Series, req.Data)
+			sc, err := market.PanelValidation(func(d *market.Dataset, r market.Range) (market.Report, error) { return tr.Backtest(ctx, d, r) }, req.Series, req.Data)
 			return sc.Sharpe, sc.T, err
 		}
 		var best *checkpoint.Checkpoint
@@ -181,7 +181,7 @@ func LocalTrainer(b trainer.Backend, opt checkpoint.Options, log io.Writer) Trai
 		}
 		checkpoint.SetRecommendation(best.Meta, checkpoint.NewRecommendation(ag.ValidSharpe, ag.ValidT, cfg.Backtest.MinValidT, ag.Abstained))
 		if panel {
-			if best.Meta[MetaPanel], err = PanelRanges(req.Series, req.Data); err != nil {
+			if best.Meta[checkpoint.MetaPanel], err = market.PanelRanges(req.Series, req.Data); err != nil {
 				return ag, fmt.Errorf("window %d, seed %d: %w", req.Window.Index, req.Seed, err)
 			}
 			inst, err := json.Marshal(ds.Instrument)

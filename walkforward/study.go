@@ -45,7 +45,7 @@ type Study struct {
 	// Config is the agent's run config; its data.path and data.series
 	// are replaced by Series', its data ranges by each window's.
 	Config config.RunConfig
-	Series []SeriesSpec
+	Series []market.SeriesSpec
 	Source market.Source
 	Layout Layout
 	Seeds  []uint64
@@ -58,7 +58,7 @@ type Study struct {
 	// Panel says that Train takes every training series of a window in
 	// one run (LocalTrainer joins them, market.JoinPanel), tested on
 	// every series' test block, the left-out ones included (the
-	// checkpoint's MetaPanel names the training series). Without it each training series gets
+	// checkpoint's checkpoint.MetaPanel names the training series). Without it each training series gets
 	// its own runs, tested on its own test block, and the series left
 	// out are tested with the runs of the first training series of the
 	// window (Result.Note says which).
@@ -114,15 +114,15 @@ type Timing struct {
 // Output is everything a study produced: what `dqnflow walkforward`
 // writes as results.json.
 type Output struct {
-	Config   config.RunConfig `json:"config"`
-	Series   []SeriesSpec     `json:"series"`
-	Layout   Layout           `json:"layout"`
-	Seeds    []uint64         `json:"seeds"`
-	LeaveOut []string         `json:"leave_out"`
-	Gate     string           `json:"gate"`
-	Panel    bool             `json:"panel"`
-	Trials   Trials           `json:"trials"`
-	Windows  []Window         `json:"windows"`
+	Config   config.RunConfig    `json:"config"`
+	Series   []market.SeriesSpec `json:"series"`
+	Layout   Layout              `json:"layout"`
+	Seeds    []uint64            `json:"seeds"`
+	LeaveOut []string            `json:"leave_out"`
+	Gate     string              `json:"gate"`
+	Panel    bool                `json:"panel"`
+	Trials   Trials              `json:"trials"`
+	Windows  []Window            `json:"windows"`
 	// Plan is every series in every window: its ranges or why it sits
 	// the window out.
 	Plan    []SeriesWindow `json:"plan"`
@@ -532,13 +532,8 @@ func (s *Study) check() error {
 }
 
 // seriesConfig is the study's config on series sp alone.
-func (s *Study) seriesConfig(sp SeriesSpec) config.RunConfig {
-	c := s.Config
-	c.Data.Path, c.Data.Series = sp.Path, ""
-	if sp.Instrument != "" {
-		c.Env.Instrument = sp.Instrument
-	}
-	return c
+func (s *Study) seriesConfig(sp market.SeriesSpec) config.RunConfig {
+	return market.SeriesConfig(s.Config, sp)
 }
 
 // panelConfig is the study's config on the training series names of

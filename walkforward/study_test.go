@@ -44,7 +44,7 @@ func tinyStudyConfig(t *testing.T) config.RunConfig {
 // window 0's validation block, fewer than env.episode_bars+2 = 66, and
 // sits it out.
 func fixtureStudy(t *testing.T) *Study {
-	series, err := ParseSeries("testdata/EURUSD_H4.csv,testdata/GBPUSD_H4.csv\ntestdata/USDJPY_H4.csv")
+	series, err := market.ParseSeries("testdata/EURUSD_H4.csv,testdata/GBPUSD_H4.csv\ntestdata/USDJPY_H4.csv")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +245,7 @@ func checkByHand(t *testing.T, s *Study, ds *market.Dataset, sw SeriesWindow, r 
 		pos = next
 		eq[j-te.From] = eq[j-te.From-1] + pnl*in.PointValue
 	}
-	days, rets, err := DailyReturns(b, te, eq)
+	days, rets, err := market.DailyReturns(b, te, eq)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +272,7 @@ func checkByHand(t *testing.T, s *Study, ds *market.Dataset, sw SeriesWindow, r 
 func TestDailyReturnsJoinTheBarsOfADay(t *testing.T) {
 	t0 := time.Date(2020, 3, 2, 8, 0, 0, 0, time.UTC)
 	b := &market.Bars{Time: []time.Time{t0, t0.Add(4 * time.Hour), t0.Add(8 * time.Hour), t0.Add(24 * time.Hour), t0.Add(28 * time.Hour)}, Close: make([]float64, 5)}
-	days, rets, err := DailyReturns(b, market.Range{From: 0, To: 5}, []float64{100, 101, 102, 99, 104.04})
+	days, rets, err := market.DailyReturns(b, market.Range{From: 0, To: 5}, []float64{100, 101, 102, 99, 104.04})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +312,7 @@ func TestStudyRefusesBadInput(t *testing.T) {
 			t.Errorf("%v, want an error naming %q", err, c.want)
 		}
 	}
-	if _, err := ParseSeries("testdata/NOPE*.csv"); err == nil || !strings.Contains(err.Error(), `no file matches "testdata/NOPE*.csv"`) {
+	if _, err := market.ParseSeries("testdata/NOPE*.csv"); err == nil || !strings.Contains(err.Error(), `no file matches "testdata/NOPE*.csv"`) {
 		t.Errorf("ParseSeries of a glob matching nothing: %v", err)
 	}
 }
@@ -443,9 +443,9 @@ func TestPanelStudyTrainsOneAgentOnTheTrainingSeries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ranges []PanelSeries
-	if err := json.Unmarshal([]byte(ck.Meta[MetaPanel]), &ranges); err != nil {
-		t.Fatalf("meta %s = %q: %v", MetaPanel, ck.Meta[MetaPanel], err)
+	var ranges []market.PanelSeries
+	if err := json.Unmarshal([]byte(ck.Meta[checkpoint.MetaPanel]), &ranges); err != nil {
+		t.Fatalf("meta %s = %q: %v", checkpoint.MetaPanel, ck.Meta[checkpoint.MetaPanel], err)
 	}
 	if len(ranges) != 2 || ranges[0].Series != "EURUSD_H4" || ranges[1].Series != "USDJPY_H4" || ck.Meta[MetaSeries] != "EURUSD_H4,USDJPY_H4" {
 		t.Fatalf("checkpoint panel %+v, series %q: want EURUSD_H4 and USDJPY_H4", ranges, ck.Meta[MetaSeries])
@@ -472,57 +472,13 @@ func TestPanelStudyTrainsOneAgentOnTheTrainingSeries(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := GreedyPolicy(pol.Greedy)
-	sc, err := PanelValidation(func(d *market.Dataset, r market.Range) (market.Report, error) { return g.Backtest(d, r, nil) },
+	sc, err := market.PanelValidation(func(d *market.Dataset, r market.Range) (market.Report, error) { return g.Backtest(d, r, nil) },
 		[]string{"EURUSD_H4", "USDJPY_H4"}, parts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if math.Abs(sc.Sharpe-valid[agentKey{1, 1}]) > 1e-9*max(1, math.Abs(sc.Sharpe)) {
 		t.Errorf("window 1 seed 1: validation Sharpe %g, the checkpoint's portfolio Sharpe %g", valid[agentKey{1, 1}], sc.Sharpe)
-	}
-}
-
-// TestPanelValidationIsTheEqualRiskPortfolio: two series on the same days,
-// one that gains 1 % a day and one that loses 0.5 % and gains 1.5 % in
-// turn, give the portfolio's daily returns by hand; its Sharpe ratio is
-// theirs annualised with the days a year of the bars.
-func TestPanelValidationIsTheEqualRiskPortfolio(t *testing.T) {
-	const n = 6
-	mk := func(name string) *market.Dataset {
-		b := &market.Bars{Name: name, Time: make([]time.Time, n), Close: make([]float64, n)}
-		for i := range n {
-			b.Time[i] = time.Date(2020, 1, 1+i, 12, 0, 0, 0, time.UTC)
-		}
-		return &market.Dataset{Bars: b, Valid: market.Range{From: 0, To: n}, BarsPerYear: 365}
-	}
-	a, b := mk("a"), mk("b")
-	equity := map[*market.Dataset][]float64{a: {100}, b: {100}}
-	for i := 1; i < n; i++ {
-		equity[a] = append(equity[a], equity[a][i-1]*1.01)
-		r := 1.015
-		if i%2 == 1 {
-			r = 0.995
-		}
-		equity[b] = append(equity[b], equity[b][i-1]*r)
-	}
-	sc, err := PanelValidation(func(d *market.Dataset, r market.Range) (market.Report, error) {
-		return market.Report{Equity: equity[d]}, nil
-	}, []string{"a", "b"}, []*market.Dataset{a, b})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Day 0 returns 0 in both; days 1..5: (1 % + (−0.5 % or 1.5 %))/2.
-	port := []float64{0, 0.0025, 0.0125, 0.0025, 0.0125, 0.0025}
-	var m, v float64
-	for _, x := range port {
-		m += x / n
-	}
-	for _, x := range port {
-		v += (x - m) * (x - m) / (n - 1)
-	}
-	want := m / math.Sqrt(v) * math.Sqrt(365)
-	if math.Abs(sc.Sharpe-want) > 1e-6*want {
-		t.Fatalf("portfolio Sharpe %g, by hand %g", sc.Sharpe, want)
 	}
 }
 
@@ -591,7 +547,7 @@ func TestInterruptedStudyKeepsTheWindowsDone(t *testing.T) {
 // splits them, so the study runs (before, every window's dataset
 // disagreed with its plan and the study failed).
 func TestCausalStudyLaysWindowsAfterTheBurnIn(t *testing.T) {
-	series, err := ParseSeries("bundled:bitcoin_2024.csv")
+	series, err := market.ParseSeries("bundled:bitcoin_2024.csv")
 	if err != nil {
 		t.Fatal(err)
 	}

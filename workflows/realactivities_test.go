@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -25,6 +26,7 @@ import (
 	"github.com/dqnflow/dqnflow/backend"
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/files"
 	"github.com/dqnflow/dqnflow/gpu"
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/trainer"
@@ -71,8 +73,8 @@ func TestTrainingRunOnRealActivitiesResumesBitIdentically(t *testing.T) {
 		chunked bool
 	}{{"activity per stage", false}, {"epochs in chunks", true}} {
 		t.Run(path.name, func(t *testing.T) {
-			whole := runOnRealActivities(t, b, cfg, false, path.chunked)
-			resumed := runOnRealActivities(t, b, cfg, true, path.chunked)
+			whole := runOnRealActivities(t, b, market.Source{}, cfg, false, path.chunked)
+			resumed := runOnRealActivities(t, b, market.Source{}, cfg, true, path.chunked)
 			checkResumedBitIdentically(t, cfg, whole, resumed)
 		})
 	}
@@ -219,7 +221,7 @@ type realRun struct {
 // last epoch. With chunked, the run trains in RunEpochs chunks of one
 // epoch each (a budget of 1 ns), else with the per-stage activities of
 // the executions that began before them.
-func runOnRealActivities(t *testing.T, b trainer.Backend, cfg config.RunConfig, lose, chunked bool) realRun {
+func runOnRealActivities(t *testing.T, b trainer.Backend, src market.Source, cfg config.RunConfig, lose, chunked bool) realRun {
 	t.Helper()
 	cfg.Checkpoint.Dir = t.TempDir()
 	wf := &workflows.Workflows{}
@@ -227,6 +229,7 @@ func runOnRealActivities(t *testing.T, b trainer.Backend, cfg config.RunConfig, 
 		wf.Options.ChunkBudget = time.Nanosecond
 	}
 	env, tr, reg := realEnv(t, b, wf, cfg.Checkpoint.Dir)
+	tr.Data = src
 	env.SetTestTimeout(5 * time.Minute)
 	if !chunked {
 		env.OnGetVersion("epochs-in-chunks", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
@@ -317,4 +320,40 @@ func testBackend(tb testing.TB) (trainer.Backend, string) {
 	}
 	tb.Logf("backend: %s", desc.Summary)
 	return b, device
+}
+
+// TestTrainingRunOnAPanelResumesBitIdentically: a TrainingRun whose
+// config names data.series (two H4 forex slices inside the worker's data
+// roots) trains its panel on the real activities; losing the trainer
+// before the last epoch restores it from the checkpoint before (the
+// panel prepared again and held against the checkpoint's record), and
+// the final checkpoint equals the uninterrupted run's bit for bit, and
+// records the panel.
+func TestTrainingRunOnAPanelResumesBitIdentically(t *testing.T) {
+	b, device := testBackend(t)
+	dir, _ := filepath.Abs("../walkforward/testdata")
+	roots, err := files.NewRoots(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := market.Source{Roots: roots}
+	cfg := trainertest.SmallConfig()
+	cfg.Device = device
+	cfg.Data.Path, cfg.Data.Series = "", filepath.Join(dir, "EURUSD_H4.csv")+","+filepath.Join(dir, "USDJPY_H4.csv")
+	cfg.Epochs, cfg.StepsPerEpoch = 3, 8
+	cfg.Checkpoint.Every, cfg.Backtest.Every = 1, 1
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	whole := runOnRealActivities(t, b, src, cfg, false, false)
+	resumed := runOnRealActivities(t, b, src, cfg, true, false)
+	checkResumedBitIdentically(t, cfg, whole, resumed)
+	ck, _, err := checkpoint.ReadVerified(context.Background(), resumed.res.LastCheckpoint.URI, resumed.res.LastCheckpoint.SHA256, checkpoint.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := market.ParsePanelMeta(ck.Meta[checkpoint.MetaPanel])
+	if err != nil || len(recs) != 2 || recs[0].Series != "EURUSD_H4" || recs[1].Series != "USDJPY_H4" || recs[0].SHA256 == "" {
+		t.Errorf("final checkpoint's panel %+v (%v); want EURUSD_H4 and USDJPY_H4 with their digests", recs, err)
+	}
 }

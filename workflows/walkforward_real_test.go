@@ -134,7 +134,7 @@ func fixtureStudy(t *testing.T, schema, id string) (*store.Store, market.Source,
 	for _, n := range []string{"EURUSD_H4", "GBPUSD_H4", "USDJPY_H4"} {
 		paths = append(paths, filepath.Join(dir, n+".csv"))
 	}
-	series, err := walkforward.ParseSeries(strings.Join(paths, ","))
+	series, err := market.ParseSeries(strings.Join(paths, ","))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package walkforward
+package market
 
 import (
 	"fmt"
@@ -7,10 +7,9 @@ import (
 	"strings"
 
 	"github.com/dqnflow/dqnflow/data"
-	"github.com/dqnflow/dqnflow/market"
 )
 
-// SeriesSpec is one series of the study: its name (the file's symbol),
+// SeriesSpec is one series of a panel (data.series) or a walk-forward study: its name (the file's symbol),
 // its price file and the env.instrument that trades it ("" the config's).
 type SeriesSpec struct {
 	Name       string `json:"name"`
@@ -36,7 +35,7 @@ func ParseSeries(spec string) ([]SeriesSpec, error) {
 		pat, inst, _ := strings.Cut(e, "=")
 		pat, inst = strings.TrimSpace(pat), strings.TrimSpace(inst)
 		paths := []string{pat}
-		if !data.IsBundled(pat) && pat != market.SyntheticPath {
+		if !data.IsBundled(pat) && pat != SyntheticPath {
 			m, err := filepath.Glob(pat)
 			if err != nil {
 				return nil, fmt.Errorf("series entry %d %q: %v", i+1, e, err)

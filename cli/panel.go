@@ -1,0 +1,175 @@
+package cli
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/dqnflow/dqnflow/checkpoint"
+	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/trainer"
+	"github.com/dqnflow/dqnflow/trainer/policy"
+)
+
+// prepareRun prepares the data of a run of cfg and says what it is on
+// e.stderr: one series (Source.Prepare), or with data.series a panel
+// (Source.PreparePanel), whose joined training set is the Dataset a
+// trainer is built on and whose parts validate and test.
+func prepareRun(ctx context.Context, e *env, src market.Source, cfg config.RunConfig) (*market.Dataset, *market.Panel, error) {
+	if cfg.Data.Series != "" {
+		pn, err := src.PreparePanel(ctx, cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		fmt.Fprintf(e.stderr, "data: a panel of %d series (data.series, weighting %s), %d training bars joined\n",
+			len(pn.Parts), cmp.Or(cfg.Data.Weighting, config.WeightingEqual), pn.Train.Train.Len())
+		for k, d := range pn.Parts {
+			fmt.Fprintf(e.stderr, "  %s: %s, %d bars, train %s (%d bars), validation %s (%d bars), test %s (%d bars); instrument %s\n",
+				pn.Series[k].Name, pn.Series[k].Path, d.Bars.Len(), barSpan(d, d.Train), d.Train.Len(), barSpan(d, d.Valid), d.Valid.Len(),
+				barSpan(d, d.Test), d.Test.Len(), describeInstrument(d))
+		}
+		return pn.Train, pn, nil
+	}
+	ds, err := src.Prepare(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	fmt.Fprintf(e.stderr, "data: %s, %d bars, train %s (%d bars), validation %s (%d bars), test %s (%d bars)\n",
+		ds.Bars.Name, ds.Bars.Len(), barSpan(ds, ds.Train), ds.Train.Len(), barSpan(ds, ds.Valid), ds.Valid.Len(), barSpan(ds, ds.Test), ds.Test.Len())
+	if ds.Mirrored() {
+		fmt.Fprintf(e.stderr, "data.mirror: training plays its %d bars and their mirror image, %d bars in all\n", ds.Train.Len(), ds.TrainingSet().Train.Len())
+	}
+	fmt.Fprintf(e.stderr, "instrument: %s\n", describeInstrument(ds))
+	return ds, nil, nil
+}
+
+// validate is the validation backtest of tr's online network: on ds's
+// validation range, its Sharpe and t-statistic (Report.SharpeT); or, on
+// panel pn, the equal-risk portfolio of every series' own validation
+// backtest (market.PanelValidation) as one report, the portfolio's
+// t-statistic and the series' reports.
+func validate(ctx context.Context, tr trainer.Trainer, ds *market.Dataset, pn *market.Panel) (market.Report, float64, []market.Report, error) {
+	if pn == nil {
+		rep, err := tr.Backtest(ctx, ds, ds.Valid)
+		return rep, rep.SharpeT(), nil, err
+	}
+	sc, err := market.PanelValidation(func(d *market.Dataset, r market.Range) (market.Report, error) { return tr.Backtest(ctx, d, r) }, pn.Names(), pn.Parts)
+	if err != nil {
+		return market.Report{}, 0, nil, err
+	}
+	return sc.Report(), sc.T, sc.Parts, nil
+}
+
+// panelSeriesResults are the per-series rows of a panel run's result,
+// with their validation reports valid (nil for a run on one series).
+func panelSeriesResults(pn *market.Panel, valid []market.Report) []seriesResult {
+	if pn == nil {
+		return nil
+	}
+	out := make([]seriesResult, len(pn.Series))
+	for k, sp := range pn.Series {
+		out[k] = seriesResult{Name: sp.Name, Path: sp.Path, SHA256: pn.SHA256[k]}
+		if k < len(valid) {
+			out[k].Valid = valid[k]
+		}
+	}
+	return out
+}
+
+// panelHasTest reports whether every series of pn holds out a test range.
+func panelHasTest(pn *market.Panel) bool {
+	for _, d := range pn.Parts {
+		if d.Test.Len() < 2 {
+			return false
+		}
+	}
+	return true
+}
+
+// panelTest backtests the chosen checkpoint of a panel run on every
+// series' test range and fills res's test reports: each series' own and
+// the equal-risk portfolio's (and flat's, for a run that abstains).
+// Nothing when a series holds out no test range.
+func panelTest(ctx context.Context, e *env, pn *market.Panel, res *trainResult) error {
+	if !panelHasTest(pn) {
+		return nil
+	}
+	pol, err := loadPolicy(ctx, e, res.Checkpoint)
+	if err != nil {
+		return err
+	}
+	sc, err := panelBacktest(pol, pn, testRange)
+	if err != nil {
+		return fmt.Errorf("test backtest of %s: %w", res.Checkpoint, err)
+	}
+	flat, err := market.PanelPortfolio(func(d *market.Dataset, r market.Range) (market.Report, error) {
+		return market.Backtest(d, r, flatPolicy{})
+	}, pn.Names(), pn.Parts, testRange)
+	if err != nil {
+		return fmt.Errorf("test backtest of flat: %w", err)
+	}
+	rep, fr := sc.Report(), flat.Report()
+	res.Test, res.CheckpointTest, res.FlatTest = &rep, &rep, &fr
+	if res.Abstained {
+		res.Test = &fr
+	}
+	for k := range res.Series {
+		t := sc.Parts[k]
+		res.Series[k].Test = &t
+	}
+	return nil
+}
+
+// testRange is a Dataset's test range.
+func testRange(d *market.Dataset) market.Range { return d.Test }
+
+// panelBacktest backtests pol on range(series) of every series of pn and
+// scores their equal-risk portfolio.
+func panelBacktest(pol *policy.Policy, pn *market.Panel, rangeOf func(*market.Dataset) market.Range) (market.PanelScore, error) {
+	return market.PanelPortfolio(pol.Backtest, pn.Names(), pn.Parts, rangeOf)
+}
+
+// checkpointPanel is the panel a panel run's checkpoint ck (at path)
+// trained on, prepared again from its config (the series read from src,
+// so within the data roots) and held against what ck recorded
+// (market.CheckPanel): a file whose SHA-256 differs, or a series split
+// into other ranges, is an error naming the file, unless allowChanged,
+// when it is a warning on e.stderr and the panel is used as it is now.
+// nil, nil when ck is not the checkpoint of a panel run of `dqnflow
+// train` or a TrainingRun: one series', or a walk-forward study's, whose
+// record names no files (its windows' ranges are the study's, not its
+// config's split), which commands treat as before, as one series'.
+func checkpointPanel(ctx context.Context, e *env, src market.Source, ck *checkpoint.Checkpoint, path string, allowChanged bool) (*market.Panel, error) {
+	v, ok := ck.Meta[checkpoint.MetaPanel]
+	if !ok {
+		return nil, nil
+	}
+	recs, err := market.ParsePanelMeta(v)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
+	}
+	if slices.ContainsFunc(recs, func(r market.PanelSeries) bool { return r.Path == "" }) {
+		return nil, nil
+	}
+	cfg, err := trainer.CheckpointConfig(ck)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
+	}
+	if cfg.Data.Series == "" {
+		return nil, fmt.Errorf("checkpoint %s: it records the files of a panel but its config has no data.series", path)
+	}
+	pn, err := src.PreparePanel(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %s: its panel: %w", path, err)
+	}
+	if err := market.CheckPanel(recs, pn); err != nil {
+		if !allowChanged || !errors.Is(err, market.ErrPanelChanged) {
+			return nil, fmt.Errorf("checkpoint %s: %w; --allow-changed-data uses the files as they are now", path, err)
+		}
+		fmt.Fprintf(e.stderr, "warning: checkpoint %s: %v; going on with the files as they are now (--allow-changed-data)\n", path, err)
+	}
+	return pn, nil
+}
