@@ -37,7 +37,9 @@
 # hostwalk (the batched backtest's host work on this machine's CPU at 1 to
 # 16 goroutines: BenchmarkBacktestBatch and BenchmarkCVaR), walkforward
 # (the calendar walk-forward over the carried corpus), abbase (this
-# build's step and epoch benchmarks beside a carried baseline build's), gputest (the GPU
+# build's step and epoch benchmarks beside a carried baseline build's),
+# simt (fp32's tests on the CUDA cores), paneltrain (dqnflow train and
+# evaluate on a panel of two corpus series), gputest (the GPU
 # tests GPUTEST_RUN names), floor (the floor under a chain of dependent
 # phases: kernels in a graph, programmatic dependents, a cooperative kernel
 # with grid barriers).
@@ -314,7 +316,7 @@ sameCheck() {
   echo '{"seed": 1, "data": {"drop_features": ""}}' >/tmp/parity-seed1.json
   step "$name" 280 env "$@" bin/gputest/dqnflow parity --device cuda --epochs 50 \
     --config /tmp/parity-seed1.json --out "$LOGS/$name"
-  local ref=${SAME_REF:-docs/perf/gpu-2026-12-05-fourth/same-seed1.log}
+  local ref=${SAME_REF:-docs/perf/gpu-2026-12-07/same-seed1.log}
   cp "$LOGS/$name.log" "$OUT/$name-seed1.log" 2>/dev/null
   if diff <(grep -E "^parity .*: epoch " "$ref" | sed -E 's/, [0-9]+ ms$//') \
     <(grep -E "^parity .*: epoch " "$LOGS/$name.log" | sed -E 's/, [0-9]+ ms$//') >"$LOGS/$name-diff.txt"; then
@@ -500,10 +502,43 @@ if has abbase; then
 fi
 
 # Part gputest: the GPU tests GPUTEST_RUN names (a -test.run pattern),
-# for a visit that checks one change without the whole of part tests.
+# for a visit that checks one change without the whole of part tests
+# (GPUTEST_SKIP, a -test.skip pattern, leaves some out).
 if has gputest; then
-  step gputest 400 bin/gputest/gpu.test -test.v -test.count=1 -test.timeout=390s -test.run "${GPUTEST_RUN:?part gputest needs GPUTEST_RUN}"
+  step gputest 400 bin/gputest/gpu.test -test.v -test.count=1 -test.timeout=390s -test.run "${GPUTEST_RUN:?part gputest needs GPUTEST_RUN}" \
+    -test.skip "${GPUTEST_SKIP:-^$}"
   grep -E "^(--- |PASS|FAIL|ok)|lost|tolerance" "$LOGS/gputest.log" | head -60 >>"$OUT/summary.txt"
+fi
+
+# Part simt: fp32's tests with its GEMMs on the CUDA cores
+# (DQNFLOW_FP32_GEMM=simt, the path of GPUs older than sm_80), the tests
+# of part tf32 without its benchmarks.
+if has simt; then
+  step simt-tests 300 env DQNFLOW_FP32_GEMM=simt bin/gputest/gpu.test -test.run 'TestMatchesCPUReference/fp32|TestConformanceFP32|TestGEMMMatchesFloat64|TestCheckpointsMoveBetweenBackends' -test.count=1 -test.v
+  grep -E "^(--- |ok|FAIL|PASS)" "$LOGS/simt-tests.log" | head -40 >>"$OUT/summary.txt"
+fi
+
+# Part paneltrain: `dqnflow train` on a panel of two corpus series (the
+# carried corpus, as part walkforward) on the GPU, then `dqnflow
+# evaluate` of its checkpoint, which loads the panel again from its
+# record and must report the same test figures.
+if has paneltrain; then
+  mkdir -p /tmp/corpus
+  [ -f /tmp/corpus/MANIFEST.tsv ] || [ ! -f .corpus/corpus.tar.xz ] || tar xJf .corpus/corpus.tar.xz -C /tmp/corpus 2>/dev/null ||
+    python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' .corpus/corpus.tar.xz /tmp/corpus
+  if [ ! -f /tmp/corpus/h4-forex/EURUSD_H4.csv ]; then
+    log "paneltrain: no corpus (carry .corpus/corpus.tar.xz): not run"
+  else
+    rm -rf /tmp/paneltrain
+    step paneltrain 200 bin/gputest/dqnflow train --device cuda --epochs "${PANEL_EPOCHS:-6}" --data-root /tmp/corpus \
+      --series /tmp/corpus/h4-forex/EURUSD_H4.csv,/tmp/corpus/h4-forex/USDJPY_H4.csv --out /tmp/paneltrain
+    ck=$(grep -E '^best epoch .*\.safetensors$' "$LOGS/paneltrain.log" | grep -oE '[^ ]+\.safetensors$' | tail -1)
+    tail -c 1500 "$LOGS/paneltrain.log" >>"$OUT/summary.txt"
+    if [ -n "$ck" ]; then
+      step panel-evaluate 120 bin/gputest/dqnflow evaluate --device cuda --checkpoint "$ck" --data-root /tmp/corpus --out /tmp/paneltrain/eval
+      tail -30 "$LOGS/panel-evaluate.log" >>"$OUT/summary.txt"
+    fi
+  fi
 fi
 
 # Part walkforward: the calendar walk-forward over the price corpus on
