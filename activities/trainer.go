@@ -46,7 +46,7 @@ type Trainer struct {
 	// directory). OpenTrainer checks every data path of a run against it
 	// before any work.
 	Data prices.Source
-	// Prepare loads a run's dataset; nil means Data.Prepare. A test whose
+	// Prepare loads a run's dataset; nil means market.Prepare from Data. A test whose
 	// backend needs no market data sets it (activitiestest.Dataset).
 	Prepare func(config.RunConfig) (*market.Dataset, error)
 	// Evaluate backtests a checkpoint on range r of ds for

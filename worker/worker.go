@@ -80,7 +80,7 @@ type Config struct {
 	// read limits (activities.Trainer.Data; the zero value reads from the
 	// working directory).
 	Data prices.Source
-	// Prepare loads a run's dataset; nil means Data.Prepare.
+	// Prepare loads a run's dataset; nil means market.Prepare from Data.
 	Prepare func(config.RunConfig) (*market.Dataset, error)
 	// Evaluate backtests a checkpoint for EvaluateCheckpoints; nil means
 	// its greedy policy through trainer/policy (activities.Trainer.Evaluate).
