@@ -89,7 +89,7 @@ chaos: build temporal versitygw
 ## "context deadline exceeded" with no failing input (go.dev/issue/75804, fixed in Go 1.27);
 ## a count has no deadline to race. FUZZTIME=30s (or 100000x) overrides every target's budget.
 FUZZTIME ?=
-FUZZ_TARGETS := market:FuzzParseCSVAcceptsOnlyValidBars:50000x config:FuzzDecodeIsStrictAndRoundTrips:50000x \
+FUZZ_TARGETS := prices:FuzzParseCSVAcceptsOnlyValidBars:50000x config:FuzzDecodeIsStrictAndRoundTrips:50000x \
 	checkpoint:FuzzDecodeAcceptsOnlyWhatItCanWriteBack:15000x checkpoint:FuzzVerifyDetectsEveryChange:2500x
 fuzz-short:
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -9,14 +9,14 @@ import (
 
 	"github.com/dqnflow/dqnflow/activities"
 	"github.com/dqnflow/dqnflow/config"
-	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/trainer/cpu"
 )
 
 // tinyCPUConfig is a config the CPU backend trains in milliseconds.
 func tinyCPUConfig() config.RunConfig {
 	c := config.Defaults()
-	c.Data.Path, c.Data.SyntheticBars = market.SyntheticPath, 3000
+	c.Data.Path, c.Data.SyntheticBars = prices.SyntheticPath, 3000
 	c.Model.Trunk1, c.Model.Trunk2, c.Model.Head, c.Model.Atoms = 16, 16, 8, 11
 	c.StepsPerEpoch, c.BatchSize = 5, 16
 	c.Env.NumEnvs, c.Env.CollectSteps, c.Env.EpisodeBars = 4, 16, 64

@@ -15,6 +15,7 @@ import (
 	"github.com/dqnflow/dqnflow/data"
 	"github.com/dqnflow/dqnflow/files"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 )
 
 // TestOpenRefusesDataItCannotReadBeforeAnyWork: a run whose data.path
@@ -66,7 +67,7 @@ func TestOpenRefusesDataItCannotReadBeforeAnyWork(t *testing.T) {
 		{"utf16.csv", activities.ErrTypeBadData, "UTF-16 (little-endian) text"},
 	} {
 		r := newRig(t, base, nil)
-		r.a.Data, r.a.Prepare = market.Source{Roots: roots}, nil
+		r.a.Data, r.a.Prepare = prices.Source{Roots: roots}, nil
 		cfg := testConfig()
 		cfg.Data.Path = c.path
 		err := r.do(r.a.OpenTrainer, activities.OpenInput{RunID: runID, Config: cfg}, nil)
@@ -82,7 +83,7 @@ func TestOpenRefusesDataItCannotReadBeforeAnyWork(t *testing.T) {
 	}
 	for _, p := range []string{good, "btc.csv"} {
 		r := newRig(t, base, nil)
-		r.a.Data, r.a.Prepare = market.Source{Roots: roots}, nil
+		r.a.Data, r.a.Prepare = prices.Source{Roots: roots}, nil
 		cfg := testConfig()
 		cfg.Data.Path = p
 		r.open(activities.OpenInput{Config: cfg})
@@ -100,7 +101,7 @@ func TestDataThatChangedWhileReadIsRetried(t *testing.T) {
 		fatal bool
 	}{
 		{fmt.Errorf("load bars: prices.csv: %w: it holds more than the 100 bytes it had when opened", files.ErrChanged), false},
-		{&market.ParseError{File: "prices.csv", Line: 3, Reason: "high 9 is below low 11"}, true},
+		{&prices.ParseError{File: "prices.csv", Line: 3, Reason: "high 9 is below low 11"}, true},
 	} {
 		r := newRig(t, t.TempDir(), nil)
 		r.a.Prepare = func(config.RunConfig) (*market.Dataset, error) { return nil, c.err }

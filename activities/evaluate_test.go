@@ -7,6 +7,7 @@ import (
 	"github.com/dqnflow/dqnflow/activities"
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/trainer/cpu"
 	"github.com/dqnflow/dqnflow/trainer/policy"
 )
@@ -39,7 +40,7 @@ func TestEvaluateScoresCheckpointsOnOneWindow(t *testing.T) {
 	if n := len(ev.backend.Trainers()); n != 0 {
 		t.Errorf("evaluation built %d trainers on the worker's backend", n)
 	}
-	ds, err := market.Source{}.Prepare(context.Background(), cfg)
+	ds, err := market.Prepare(context.Background(), prices.Source{}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

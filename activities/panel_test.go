@@ -18,6 +18,7 @@ import (
 	"github.com/dqnflow/dqnflow/files"
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/metadata"
+	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/store/storetest"
 	"github.com/dqnflow/dqnflow/trainer/cpu"
@@ -65,7 +66,7 @@ func TestTrainingRunOnAPanelValidatesOnItsSeries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := market.Source{Roots: roots}
+	src := prices.Source{Roots: roots}
 	tr := &activities.Trainer{Backend: cpu.Backend{}, Registry: worker.NewRegistry(0, nil), Store: st, Data: src, Checkpoints: checkpoint.Local(t.TempDir()), HeartbeatInterval: time.Millisecond}
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
@@ -105,7 +106,7 @@ func TestTrainingRunOnAPanelValidatesOnItsSeries(t *testing.T) {
 	var ckOut activities.CheckpointOutput
 	must(tr.Checkpoint, activities.CheckpointInput{RunID: id, Epoch: 1}, &ckOut)
 
-	pn, err := src.PreparePanel(ctx, cfg)
+	pn, err := market.PreparePanel(ctx, src, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/files"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/trainer"
 )
 
@@ -41,11 +42,11 @@ type Trainer struct {
 	// Store records checkpoints and backtests.
 	Store CheckpointStore
 	// Data is where this worker reads price files from: its data roots
-	// and read limits (market.Source; the zero value reads from the working
+	// and read limits (prices.Source; the zero value reads from the working
 	// directory). OpenTrainer checks every data path of a run against it
 	// before any work.
-	Data market.Source
-	// Prepare loads a run's dataset; nil means Data.Prepare. A test whose
+	Data prices.Source
+	// Prepare loads a run's dataset; nil means market.Prepare from Data. A test whose
 	// backend needs no market data sets it (activitiestest.Dataset).
 	Prepare func(config.RunConfig) (*market.Dataset, error)
 	// Evaluate backtests a checkpoint on range r of ds for
@@ -249,7 +250,7 @@ func (a *Trainer) OpenTrainer(ctx context.Context, in OpenInput) (OpenOutput, er
 
 // checkPaths checks every path a run will use before any of its
 // work: that the worker's data roots hold each price file of its config
-// and that the file is one a read can take (market.Source.Check), and that
+// and that the file is one a read can take (prices.Source.Check), and that
 // its checkpoint directory lies inside the checkpoint store (the blob of
 // epoch 0 located as Checkpoint will locate every one). A path out of
 // reach fails the run at once, non-retryably, naming its field, instead of
@@ -515,11 +516,11 @@ func (a *Trainer) prepare(ctx context.Context, cfg config.RunConfig) (*market.Da
 	if a.Prepare != nil {
 		return a.Prepare(cfg)
 	}
-	return a.Data.Prepare(ctx, cfg)
+	return market.Prepare(ctx, a.Data, cfg)
 }
 
 // prepareRun prepares the data a run of cfg trains on: its Dataset, or
-// with data.series its panel (market.Source.PreparePanel, the one
+// with data.series its panel (market.PreparePanel, the one
 // preparation of `dqnflow train` and the walk-forward study's parts) and
 // the panel's joined training set.
 func (a *Trainer) prepareRun(ctx context.Context, cfg config.RunConfig) (*market.Dataset, *market.Panel, error) {
@@ -527,7 +528,7 @@ func (a *Trainer) prepareRun(ctx context.Context, cfg config.RunConfig) (*market
 		ds, err := a.prepare(ctx, cfg)
 		return ds, nil, err
 	}
-	pn, err := a.Data.PreparePanel(ctx, cfg)
+	pn, err := market.PreparePanel(ctx, a.Data, cfg)
 	if err != nil {
 		return nil, nil, err
 	}

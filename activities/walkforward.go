@@ -16,6 +16,7 @@ import (
 	"github.com/dqnflow/dqnflow/files"
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/metadata"
+	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/walkforward"
 )
 
@@ -25,7 +26,7 @@ import (
 type WalkForwardSpec struct {
 	StudyID     string              `json:"study_id"`
 	Config      config.RunConfig    `json:"config"`
-	Series      []market.SeriesSpec `json:"series"`
+	Series      []prices.SeriesSpec `json:"series"`
 	Layout      walkforward.Layout  `json:"layout"`
 	Seeds       []uint64            `json:"seeds"`
 	LeaveOut    []string            `json:"leave_out,omitempty"`
@@ -36,7 +37,7 @@ type WalkForwardSpec struct {
 
 // study is the walkforward.Study of spec on this worker: its series read
 // through the worker's data roots, its runs trained by tr.
-func (s WalkForwardSpec) study(src market.Source, tr walkforward.Trainer) *walkforward.Study {
+func (s WalkForwardSpec) study(src prices.Source, tr walkforward.Trainer) *walkforward.Study {
 	return &walkforward.Study{Config: s.Config, Series: s.Series, Source: src, Layout: s.Layout, Seeds: s.Seeds,
 		LeaveOut: s.LeaveOut, Gate: s.Gate, Panel: s.Panel, PriorTrials: s.PriorTrials, Train: tr}
 }

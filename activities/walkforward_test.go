@@ -16,7 +16,7 @@ import (
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/files"
-	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/store/storetest"
 	"github.com/dqnflow/dqnflow/trainer/cpu"
@@ -43,7 +43,7 @@ func wfSpec(t *testing.T, dir string) activities.WalkForwardSpec {
 	for _, n := range []string{"EURUSD_H4", "GBPUSD_H4", "USDJPY_H4"} {
 		paths = append(paths, filepath.Join(dir, n+".csv"))
 	}
-	series, err := market.ParseSeries(strings.Join(paths, ","))
+	series, err := prices.ParseSeries(strings.Join(paths, ","))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestWalkForwardWindowTrainsOnTheCPUAndRecordsTheWindow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := market.Source{Roots: roots}
+	src := prices.Source{Roots: roots}
 	tr := &activities.Trainer{Backend: cpu.Backend{}, Store: st, Data: src, HeartbeatInterval: time.Millisecond}
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
@@ -157,7 +157,7 @@ func TestWalkForwardPlanRefusesASeriesOutsideTheDataRoots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := &activities.Trainer{Backend: cpu.Backend{}, Data: market.Source{Roots: roots}}
+	tr := &activities.Trainer{Backend: cpu.Backend{}, Data: prices.Source{Roots: roots}}
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
 	env.RegisterActivity(tr)

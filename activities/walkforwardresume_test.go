@@ -7,7 +7,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/activities"
 	"github.com/dqnflow/dqnflow/config"
-	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/walkforward"
 )
 
@@ -17,7 +17,7 @@ import (
 // changed alone is named alone; an empty and a missing list are the
 // same.
 func TestStudyDiffNamesTheSettingsThatDiffer(t *testing.T) {
-	base := walkforward.Output{Config: config.Defaults(), Series: []market.SeriesSpec{{Name: "A", Path: "a.csv"}, {Name: "B", Path: "b.csv"}},
+	base := walkforward.Output{Config: config.Defaults(), Series: []prices.SeriesSpec{{Name: "A", Path: "a.csv"}, {Name: "B", Path: "b.csv"}},
 		Layout: walkforward.DefaultLayout(), Seeds: []uint64{1, 2}, LeaveOut: []string{"B"}, Gate: walkforward.GateWindow, Trials: walkforward.Trials{Prior: 3}}
 	rec := func(o walkforward.Output) []string {
 		t.Helper()

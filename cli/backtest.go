@@ -11,6 +11,7 @@ import (
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/trainer/policy"
 )
@@ -89,7 +90,7 @@ type backtestResult struct {
 // what describes the range for the reader, and rec is the recommendation
 // of the run that chose the checkpoint (nil: it recorded none). src reads
 // the data.
-func openPolicyData(ctx context.Context, e *env, src market.Source, ckPath, dataPath, rangeName, from, to string, costs func(*config.EnvConfig)) (pol *policy.Policy, ds *market.Dataset, r market.Range, what string, rec *checkpoint.Recommendation, err error) {
+func openPolicyData(ctx context.Context, e *env, src prices.Source, ckPath, dataPath, rangeName, from, to string, costs func(*config.EnvConfig)) (pol *policy.Policy, ds *market.Dataset, r market.Range, what string, rec *checkpoint.Recommendation, err error) {
 	fail := func(err error) (*policy.Policy, *market.Dataset, market.Range, string, *checkpoint.Recommendation, error) {
 		return nil, nil, market.Range{}, "", nil, err
 	}
@@ -115,7 +116,7 @@ func openPolicyData(ctx context.Context, e *env, src market.Source, ckPath, data
 	if cfg.Data.Series == "" && trainer.SameDataPath(cfg.Data.Path, dataPath) { // a panel run's series: backtest it without --data
 		what = "all bars of the run's data " + dataPath + ", training range included"
 		if rangeName != "all" {
-			trainDS, err := src.Prepare(ctx, withData(cfg, dataPath))
+			trainDS, err := market.Prepare(ctx, src, withData(cfg, dataPath))
 			if err != nil {
 				return fail(fmt.Errorf("checkpoint %s: the ranges of its config on %s: %w", ckPath, dataPath, err))
 			}
@@ -174,7 +175,7 @@ type seriesReport struct {
 // every series of its panel (read again from src and held against the
 // checkpoint's record: checkpointPanel) over rangeName of each (test,
 // validation or all), and reports each and their equal-risk portfolio.
-func backtestPanel(ctx context.Context, e *env, src market.Source, ckPath, rangeName string, allowChanged, jsonOut bool) error {
+func backtestPanel(ctx context.Context, e *env, src prices.Source, ckPath, rangeName string, allowChanged, jsonOut bool) error {
 	rangeOf := map[string]func(*market.Dataset) market.Range{
 		"test":       testRange,
 		"validation": func(d *market.Dataset) market.Range { return d.Valid },

@@ -11,6 +11,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/walkforward"
 )
 
@@ -85,7 +86,7 @@ func baselinesCmd(e *env) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		b, err := src.Load(ctx, cfg)
+		b, err := market.Load(ctx, src, cfg)
 		if err != nil {
 			return err
 		}
@@ -120,7 +121,7 @@ func baselinesCmd(e *env) *cobra.Command {
 // judges the choices under every gate (without pooled where overlap says
 // the validation ranges overlap), as "dqnflow baselines" reports them. Each
 // window's dataset is prepared from src.
-func ruleBaselines(ctx context.Context, src market.Source, cfg config.RunConfig, b *market.Bars, ws []wfWindow, lbs []int, overlap bool) (baselinesResult, error) {
+func ruleBaselines(ctx context.Context, src prices.Source, cfg config.RunConfig, b *prices.Bars, ws []wfWindow, lbs []int, overlap bool) (baselinesResult, error) {
 	rules := market.Rules(lbs)
 	res := baselinesResult{Data: cfg.Data.Path, Lookbacks: lbs}
 	for _, r := range rules {
@@ -130,7 +131,7 @@ func ruleBaselines(ctx context.Context, src market.Source, cfg config.RunConfig,
 	var valids, tests, flats []market.Report
 	perRule := make([][]market.Report, len(rules)) // test reports by rule, then window
 	for i, w := range ws {
-		ds, err := src.Prepare(ctx, windowConfig(cfg, b, w))
+		ds, err := market.Prepare(ctx, src, windowConfig(cfg, b, w))
 		if err != nil {
 			return res, fmt.Errorf("window %d: %w", i+1, err)
 		}
@@ -201,7 +202,7 @@ func bestOnValidation(ds *market.Dataset, valid market.Range, rules []market.Rul
 
 // printBaselines writes res per window and under every gate, then the
 // hindsight bound.
-func printBaselines(e *env, cfg config.RunConfig, b *market.Bars, res baselinesResult) {
+func printBaselines(e *env, cfg config.RunConfig, b *prices.Bars, res baselinesResult) {
 	w := e.stdout
 	fmt.Fprintf(w, "simple rules on %s: %d windows, %d rules (momentum and reversal over lookbacks %s bars, long-short and long-only); validation chooses one per window\n",
 		res.Data, len(res.Windows), len(res.Rules), joinInts(res.Lookbacks))
@@ -251,7 +252,7 @@ func printBaselines(e *env, cfg config.RunConfig, b *market.Bars, res baselinesR
 // wfLayout lays the bar-count windows over bars b, filling in the
 // defaults of --test-bars (30 % of the bars after the feature warmup,
 // over the windows) and --valid-bars (--test-bars).
-func wfLayout(b *market.Bars, cfg config.RunConfig, k int, testBars, validBars *int, trainBars int) ([]wfWindow, error) {
+func wfLayout(b *prices.Bars, cfg config.RunConfig, k int, testBars, validBars *int, trainBars int) ([]wfWindow, error) {
 	usable := b.Len() - market.FeatureWarmup
 	if *testBars == 0 {
 		*testBars = int(0.3 * float64(usable) / float64(max(k, 1)))
@@ -312,7 +313,7 @@ func walkWindows(n, warmup, k, test, valid, train, minTrain int) ([]wfWindow, er
 }
 
 // windowConfig is cfg with the data ranges of w given by bar times.
-func windowConfig(cfg config.RunConfig, b *market.Bars, w wfWindow) config.RunConfig {
+func windowConfig(cfg config.RunConfig, b *prices.Bars, w wfWindow) config.RunConfig {
 	at := func(i int) string { return b.Time[i].Format(time.RFC3339Nano) }
 	d := &cfg.Data
 	d.ValidBars, d.TrainBars, d.TestBars = 0, 0, 0
@@ -441,7 +442,7 @@ func applyGate(cfg config.BacktestConfig, gate string, ws []wfResult, flats []ma
 }
 
 // barsSpan is "first .. last" bar time of r.
-func barsSpan(b *market.Bars, r market.Range) string {
+func barsSpan(b *prices.Bars, r market.Range) string {
 	if r.Len() <= 0 {
 		return "-"
 	}

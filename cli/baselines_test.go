@@ -9,6 +9,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 )
 
 // TestBaselinesChooseOnValidationOnWalkforwardsWindows: the rules run on
@@ -34,7 +35,7 @@ func TestBaselinesChooseOnValidationOnWalkforwardsWindows(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Data.Path = "bundled:bitcoin_2024.csv"
-	b, err := market.Source{}.Load(context.Background(), cfg)
+	b, err := market.Load(context.Background(), prices.Source{}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +43,7 @@ func TestBaselinesChooseOnValidationOnWalkforwardsWindows(t *testing.T) {
 		if w.Ranges.Test.To != 6115-300*(1-i) || w.Test.Bars != 300 || w.Ranges.Valid.Len() != 200 {
 			t.Errorf("window %d: ranges %+v, %d test bars; want walkforward's", i+1, w.Ranges, w.Test.Bars)
 		}
-		ds, err := market.Source{}.Prepare(context.Background(), windowConfig(cfg, b, w.Ranges))
+		ds, err := market.Prepare(context.Background(), prices.Source{}, windowConfig(cfg, b, w.Ranges))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/gpu"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 )
 
 // Targets of issue 8 on one H200.
@@ -37,12 +38,12 @@ type epochBenchResult struct {
 // benchEpoch times the default epoch end to end on the device (collect,
 // train, sync, backtest of the validation range; gpu.Trainer.TimeEpochs)
 // and the collector with 4096 and 16384 environments; src reads the data.
-func benchEpoch(ctx context.Context, e *env, src market.Source, cfg config.RunConfig, epochs int, jsonOut bool) error {
+func benchEpoch(ctx context.Context, e *env, src prices.Source, cfg config.RunConfig, epochs int, jsonOut bool) error {
 	b, dev, err := openBackend(e, cfg.Device) // bench has checked epochs ≥ 1
 	if err != nil {
 		return err
 	}
-	ds, err := src.Prepare(ctx, cfg)
+	ds, err := market.Prepare(ctx, src, cfg)
 	if err != nil {
 		return err
 	}

@@ -13,19 +13,20 @@ import (
 
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 )
 
 // inspectResult is what "dqnflow data inspect --json" prints for one
 // file (an array of them).
 type inspectResult struct {
 	Path string `json:"path"`
-	// Format, Adjusted and Note are the file's market.Origin; absent when
+	// Format, Adjusted and Note are the file's prices.Origin; absent when
 	// it did not load.
-	Format   market.Format `json:"format,omitempty"`
+	Format   prices.Format `json:"format,omitempty"`
 	Adjusted bool          `json:"adjusted"`
 	Note     string        `json:"note,omitempty"`
 	// Inspection is nil when the file did not load.
-	*market.Inspection
+	*prices.Inspection
 	// Unadjusted is, for a LEAN equity adjusted by its factor file, the
 	// jumps of the raw prices: the splits the adjustment removed.
 	Unadjusted *unadjustedJumps `json:"unadjusted,omitempty"`
@@ -45,7 +46,7 @@ type inspectResult struct {
 
 type unadjustedJumps struct {
 	Jumps    int           `json:"jumps"`
-	TopJumps []market.Jump `json:"top_jumps,omitempty"`
+	TopJumps []prices.Jump `json:"top_jumps,omitempty"`
 }
 
 type inspectRanges struct {
@@ -112,7 +113,7 @@ func dataInspectCmd(e *env) *cobra.Command {
 }
 
 // inspectFile loads and inspects one file.
-func inspectFile(ctx context.Context, src market.Source, cfg config.RunConfig, path string, jumpSigma float64) inspectResult {
+func inspectFile(ctx context.Context, src prices.Source, cfg config.RunConfig, path string, jumpSigma float64) inspectResult {
 	r := inspectResult{Path: path}
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		r.Skipped = "a directory, not a price file (name the files in it; LEAN's factor_files are read by their equity zips)"
@@ -124,16 +125,16 @@ func inspectFile(ctx context.Context, src market.Source, cfg config.RunConfig, p
 		return r
 	}
 	r.Format, r.Adjusted, r.Note = b.Origin.Format, b.Origin.Adjusted, b.Origin.Note
-	in := market.Inspect(b, jumpSigma)
+	in := prices.Inspect(b, jumpSigma)
 	r.Inspection = &in
-	if b.Origin.Format == market.FormatLeanEquity && b.Origin.Adjusted {
+	if b.Origin.Format == prices.FormatLeanEquity && b.Origin.Adjusted {
 		if raw, err := src.UnadjustedLeanBars(ctx, path); err == nil {
-			ri := market.Inspect(raw, jumpSigma)
+			ri := prices.Inspect(raw, jumpSigma)
 			r.Unadjusted = &unadjustedJumps{Jumps: ri.Jumps, TopJumps: ri.TopJumps}
 		}
 	}
 	cfg.Data.Path = path
-	ds, err := src.Prepare(ctx, cfg)
+	ds, err := market.Prepare(ctx, src, cfg)
 	if err != nil {
 		r.Problem = "the config does not prepare it: " + err.Error()
 		var fe *config.FieldError
@@ -193,7 +194,7 @@ func printInspection(e *env, r inspectResult) {
 
 // describeJumps says how many jumps there are and shows the largest
 // (sigma, the robust σ, when known).
-func describeJumps(n int, top []market.Jump, jumpSigma, sigma float64) string {
+func describeJumps(n int, top []prices.Jump, jumpSigma, sigma float64) string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "%d beyond %gσ", n, jumpSigma)
 	if !math.IsNaN(sigma) {

@@ -8,15 +8,15 @@ import (
 	"testing"
 )
 
-// The format fixtures of package market (market/format_test.go says what
+// The format fixtures of package prices (prices/format_test.go says what
 // each is).
 var inspectFixtures = []string{
-	"../market/testdata/formats/btcusd_h1.csv",
-	"../market/testdata/formats/audchf_h4.csv",
-	"../market/testdata/formats/btcusd_h1.parquet",
-	"../market/testdata/lean/equity-aapl.zip",
-	"../market/testdata/lean/equity-vxx.zip",
-	"../market/testdata/lean/forex-eurusd.zip",
+	"../prices/testdata/formats/btcusd_h1.csv",
+	"../prices/testdata/formats/audchf_h4.csv",
+	"../prices/testdata/formats/btcusd_h1.parquet",
+	"../prices/testdata/lean/equity-aapl.zip",
+	"../prices/testdata/lean/equity-vxx.zip",
+	"../prices/testdata/lean/forex-eurusd.zip",
 }
 
 // TestInspectReportsEachFormat: data inspect names each fixture's format,
@@ -36,7 +36,7 @@ func TestInspectReportsEachFormat(t *testing.T) {
 	}
 	for _, w := range []string{
 		"equity-aapl.zip: usable",
-		"format      lean-equity (adjusted for splits and dividends with ../market/testdata/lean/factor_files/aapl.csv (5 rows))",
+		"format      lean-equity (adjusted for splits and dividends with ../prices/testdata/lean/factor_files/aapl.csv (5 rows))",
 		"bars        252, 2014-05-01 13:00 to 2014-06-20 19:00",
 		"bar size    1h0m0s",
 		"jumps       0 beyond 10σ",

@@ -14,7 +14,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/dqnflow/dqnflow/config"
-	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/worker"
 )
@@ -162,7 +162,7 @@ func runDemo(ctx context.Context, e *env, c client.Client, ui string) error {
 	if res.BestCheckpoint != nil {
 		ck = res.BestCheckpoint
 	}
-	var bundled market.Source // the demo's data is bundled: nothing is read from disk
+	var bundled prices.Source // the demo's data is bundled: nothing is read from disk
 	pol, ds, r, what, rec, err := openPolicyData(ctx, e, bundled, ck.URI, cfg.Data.Path, "test", "", "", nil)
 	if err != nil {
 		return err

@@ -15,6 +15,7 @@ import (
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/data"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/report"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/trainer/policy"
@@ -27,7 +28,7 @@ func evaluateSeries() []string {
 	for _, n := range data.Names() {
 		out = append(out, data.Prefix+n)
 	}
-	return append(out, market.SyntheticPath)
+	return append(out, prices.SyntheticPath)
 }
 
 // evaluation is what "dqnflow evaluate --json" prints and evaluate.json holds.
@@ -87,8 +88,8 @@ type evalRule struct {
 // chooseRule backtests the rules of the default lookbacks on cfg's
 // validation range, takes the one of best Sharpe (the first on a tie) and
 // backtests it on the test range; src reads the data.
-func chooseRule(ctx context.Context, src market.Source, cfg config.RunConfig) (evalRule, error) {
-	ds, err := src.Prepare(ctx, cfg)
+func chooseRule(ctx context.Context, src prices.Source, cfg config.RunConfig) (evalRule, error) {
+	ds, err := market.Prepare(ctx, src, cfg)
 	if err != nil {
 		return evalRule{}, err
 	}
@@ -327,8 +328,8 @@ func seedRow(seed uint64, r trainResult) report.SeedRow {
 // several seeds, voting together (policy.Ensemble): on cfg's validation
 // range for the evidence (backtest.min_valid_t, as a single run's
 // abstention) and on its test range; src reads the data.
-func evaluateEnsemble(ctx context.Context, e *env, src market.Source, cfg config.RunConfig, paths []string) (*report.EnsembleRow, error) {
-	ds, err := src.Prepare(ctx, cfg)
+func evaluateEnsemble(ctx context.Context, e *env, src prices.Source, cfg config.RunConfig, paths []string) (*report.EnsembleRow, error) {
+	ds, err := market.Prepare(ctx, src, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -363,8 +364,8 @@ func evaluateEnsemble(ctx context.Context, e *env, src market.Source, cfg config
 // evaluateCheckpoint runs ck's policy on the test range that cfg's split
 // gives on cfg.Data.Path (read from src), priced as
 // trainer.CheckpointDataset says.
-func evaluateCheckpoint(ctx context.Context, src market.Source, ck *checkpoint.Checkpoint, cfg config.RunConfig) (market.Report, error) {
-	split, err := src.Prepare(ctx, cfg)
+func evaluateCheckpoint(ctx context.Context, src prices.Source, ck *checkpoint.Checkpoint, cfg config.RunConfig) (market.Report, error) {
+	split, err := market.Prepare(ctx, src, cfg)
 	if err != nil {
 		return market.Report{}, err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 )
 
 // Targets of learn-check (issue 9).
@@ -130,8 +131,8 @@ func learnCheckCmd(e *env) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		var src market.Source // the synthetic series: nothing is read
-		ds, err := src.Prepare(ctx, cfg)
+		var src prices.Source // the synthetic series: nothing is read
+		ds, err := market.Prepare(ctx, src, cfg)
 		if err != nil {
 			return err
 		}

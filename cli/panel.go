@@ -10,17 +10,18 @@ import (
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/trainer/policy"
 )
 
 // prepareRun prepares the data of a run of cfg and says what it is on
-// e.stderr: one series (Source.Prepare), or with data.series a panel
-// (Source.PreparePanel), whose joined training set is the Dataset a
+// e.stderr: one series (market.Prepare), or with data.series a panel
+// (market.PreparePanel), whose joined training set is the Dataset a
 // trainer is built on and whose parts validate and test.
-func prepareRun(ctx context.Context, e *env, src market.Source, cfg config.RunConfig) (*market.Dataset, *market.Panel, error) {
+func prepareRun(ctx context.Context, e *env, src prices.Source, cfg config.RunConfig) (*market.Dataset, *market.Panel, error) {
 	if cfg.Data.Series != "" {
-		pn, err := src.PreparePanel(ctx, cfg)
+		pn, err := market.PreparePanel(ctx, src, cfg)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -33,7 +34,7 @@ func prepareRun(ctx context.Context, e *env, src market.Source, cfg config.RunCo
 		}
 		return pn.Train, pn, nil
 	}
-	ds, err := src.Prepare(ctx, cfg)
+	ds, err := market.Prepare(ctx, src, cfg)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -142,7 +143,7 @@ func panelBacktest(pol *policy.Policy, pn *market.Panel, rangeOf func(*market.Da
 // train` or a TrainingRun: one series', or a walk-forward study's, whose
 // record names no files (its windows' ranges are the study's, not its
 // config's split), which commands treat as before, as one series'.
-func checkpointPanel(ctx context.Context, e *env, src market.Source, ck *checkpoint.Checkpoint, path string, allowChanged bool) (*market.Panel, error) {
+func checkpointPanel(ctx context.Context, e *env, src prices.Source, ck *checkpoint.Checkpoint, path string, allowChanged bool) (*market.Panel, error) {
 	v, ok := ck.Meta[checkpoint.MetaPanel]
 	if !ok {
 		return nil, nil
@@ -161,7 +162,7 @@ func checkpointPanel(ctx context.Context, e *env, src market.Source, ck *checkpo
 	if cfg.Data.Series == "" {
 		return nil, fmt.Errorf("checkpoint %s: it records the files of a panel but its config has no data.series", path)
 	}
-	pn, err := src.PreparePanel(ctx, cfg)
+	pn, err := market.PreparePanel(ctx, src, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint %s: its panel: %w", path, err)
 	}

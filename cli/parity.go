@@ -183,7 +183,7 @@ func parityCmd(e *env) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		ds, err := src.Prepare(ctx, cfg)
+		ds, err := market.Prepare(ctx, src, cfg)
 		if err != nil {
 			return err
 		}

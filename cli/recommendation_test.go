@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/dqnflow/dqnflow/checkpoint"
-	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/walkforward"
 )
 
@@ -91,7 +91,7 @@ func TestCommandsSayWhenTheCheckpointsRunRecommendedFlat(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rb, _, err := evaluate(context.Background(), &env{}, market.Source{}, res.Checkpoint, "synthetic", true)
+		rb, _, err := evaluate(context.Background(), &env{}, prices.Source{}, res.Checkpoint, "synthetic", true)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/metadata"
+	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/report"
 	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/trainer/policy"
@@ -94,7 +95,7 @@ func reportCmd(e *env) *cobra.Command {
 // buy-and-hold's and the actions. A file out of reach (another host, a
 // pruned blob) is a note in the report, not an error. src reads the data:
 // dataFlag, else the run's data.path, which must lie in src's data roots.
-func evaluateCheckpoints(ctx context.Context, e *env, src market.Source, r *report.Run, rec runRecord, dataFlag string) {
+func evaluateCheckpoints(ctx context.Context, e *env, src prices.Source, r *report.Run, rec runRecord, dataFlag string) {
 	var cfg struct {
 		Data struct {
 			Path string `json:"path"`
@@ -141,7 +142,7 @@ func evaluateCheckpoints(ctx context.Context, e *env, src market.Source, r *repo
 // evaluate backtests the checkpoint's greedy policy on the validation
 // range of data, recording the mean expected Q of the chosen actions and,
 // with path, the equity, buy-and-hold's equity and the actions.
-func evaluate(ctx context.Context, e *env, src market.Source, uri, data string, path bool) (*report.Backtest, float64, error) {
+func evaluate(ctx context.Context, e *env, src prices.Source, uri, data string, path bool) (*report.Backtest, float64, error) {
 	pol, ds, rng, _, runRec, err := openPolicyData(ctx, e, src, uri, data, "validation", "", "", nil)
 	if err != nil {
 		return nil, 0, err

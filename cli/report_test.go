@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 )
 
 // TestReportBacktestMatchesTheBacktestCommand: the report's backtest of a
@@ -18,11 +18,11 @@ func TestReportBacktestMatchesTheBacktestCommand(t *testing.T) {
 	data := "bundled:USA500IDXUSD_H1.csv"
 	runOK(t, "train", "--device", "cpu", "--config", tinyConfig(t, dir), "--data", data, "--epochs", "1", "--out", dir)
 	ck := filepath.Join(dir, "epoch-000001.safetensors")
-	b, meanQ, err := evaluate(context.Background(), &env{}, market.Source{}, ck, data, true)
+	b, meanQ, err := evaluate(context.Background(), &env{}, prices.Source{}, ck, data, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pol, ds, r, _, _, err := openPolicyData(context.Background(), &env{}, market.Source{}, ck, data, "validation", "", "", nil)
+	pol, ds, r, _, _, err := openPolicyData(context.Background(), &env{}, prices.Source{}, ck, data, "validation", "", "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/dqnflow/dqnflow/gpu"
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/metadata"
+	"github.com/dqnflow/dqnflow/prices"
 )
 
 // TestCompareShowsWhereRunsRanInAFewWords: "run compare"'s "ran on" row
@@ -27,7 +28,7 @@ func TestCompareShowsWhereRunsRanInAFewWords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds, err := market.Source{}.Prepare(context.Background(), cfg)
+	ds, err := market.Prepare(context.Background(), prices.Source{}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

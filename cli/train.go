@@ -16,6 +16,7 @@ import (
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/gpu"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/report"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/trainer/model"
@@ -50,7 +51,7 @@ func trainCmd(e *env) *cobra.Command {
 		}
 		typed := []string{*dataPath}
 		if *series != "" {
-			specs, err := market.ParseSeries(*series)
+			specs, err := prices.ParseSeries(*series)
 			if err != nil {
 				return fmt.Errorf("%w: --series: %v", errUsage, err)
 			}
@@ -223,7 +224,7 @@ func (r trainResult) Final() market.Report {
 // recommendation. Its checkpoints record the panel (trainer.PanelMeta:
 // the series' files, their SHA-256 and ranges), and the test report is
 // the portfolio's of the series' test ranges, with each series' own.
-func trainLocal(ctx context.Context, e *env, src market.Source, cfg config.RunConfig, out, runID string) (trainResult, error) {
+func trainLocal(ctx context.Context, e *env, src prices.Source, cfg config.RunConfig, out, runID string) (trainResult, error) {
 	var res trainResult
 	b, _, err := openBackend(e, cfg.Device)
 	if err != nil {

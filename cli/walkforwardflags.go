@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/dqnflow/dqnflow/config"
-	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/walkforward"
 )
 
@@ -65,7 +65,7 @@ func (f *studyFlags) study() (st *walkforward.Study, typed []string, err error) 
 		return nil, nil, err
 	}
 	spec := cmp.Or(*f.series, cfg.Data.Series, cfg.Data.Path)
-	series, err := market.ParseSeries(spec)
+	series, err := prices.ParseSeries(spec)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: --series: %v", errUsage, err)
 	}

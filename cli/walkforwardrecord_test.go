@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/store/storetest"
 	"github.com/dqnflow/dqnflow/walkforward"
@@ -35,7 +36,7 @@ func TestWalkForwardRecordAndReportFromTheStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	full.Series = []market.SeriesSpec{{Name: "EURUSD_H4", Path: "data/EURUSD_H4.csv"}, {Name: "GBPUSD_H4", Path: "data/GBPUSD_H4.csv", Instrument: "GBPUSD"}}
+	full.Series = []prices.SeriesSpec{{Name: "EURUSD_H4", Path: "data/EURUSD_H4.csv"}, {Name: "GBPUSD_H4", Path: "data/GBPUSD_H4.csv", Instrument: "GBPUSD"}}
 	full.Layout = walkforward.Layout{Step: walkforward.Period{Days: 30}, Test: walkforward.Period{Days: 30}, Valid: walkforward.Period{Months: 1}}
 	full.Gate, full.Device, full.Seconds, full.Stopped = "window", "cpu", 12.5, "deadline after 2 of 3 windows"
 	full.Notes = []string{"deadline after 2 of 3 windows"}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/activities"
 	"github.com/dqnflow/dqnflow/data"
-	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/workflows"
 )
 
@@ -47,7 +47,7 @@ func walkForwardStartCmd(e *env) *cobra.Command {
 			return fmt.Errorf("%w: --max-concurrent %d: want 1 to %d", errUsage, *concurrent, workflows.MaxSweepConcurrent)
 		}
 		for i, s := range st.Series {
-			if data.IsBundled(s.Path) || s.Path == market.SyntheticPath {
+			if data.IsBundled(s.Path) || s.Path == prices.SyntheticPath {
 				continue
 			}
 			if st.Series[i].Path, err = filepath.Abs(s.Path); err != nil {

@@ -15,7 +15,7 @@ import (
 	tlog "go.temporal.io/sdk/log"
 
 	"github.com/dqnflow/dqnflow/checkpoint"
-	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/trainer/faults"
@@ -92,7 +92,7 @@ type workerFlags struct {
 	metricsAddr                   string
 	data                          *dataFlags
 	// src is the Source of data; set by openData.
-	src market.Source
+	src prices.Source
 	// metrics receives the trainer's measurements; set by startMetrics.
 	metrics *worker.Metrics
 }

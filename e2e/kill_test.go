@@ -22,6 +22,7 @@ import (
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/metadata"
+	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/trainer/cpu"
 	"github.com/dqnflow/dqnflow/workflows"
@@ -56,7 +57,7 @@ const recoveryLimit = 9 * time.Second
 // checkpointed and backtested after each, none pruned.
 func killConfig(ckDir string, stepsPerEpoch int) config.RunConfig {
 	cfg := config.Defaults()
-	cfg.Data.Path, cfg.Data.SyntheticBars = market.SyntheticPath, 3000
+	cfg.Data.Path, cfg.Data.SyntheticBars = prices.SyntheticPath, 3000
 	cfg.Epochs = 6
 	cfg.StepsPerEpoch = stepsPerEpoch
 	cfg.BatchSize = 128
@@ -75,7 +76,7 @@ func killConfig(ckDir string, stepsPerEpoch int) config.RunConfig {
 func calibrateSteps(t *testing.T) int {
 	t.Helper()
 	cfg := killConfig(t.TempDir(), 1)
-	ds, err := market.Source{}.Prepare(context.Background(), cfg)
+	ds, err := market.Prepare(context.Background(), prices.Source{}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -376,7 +377,7 @@ func checkCheckpointRows(t *testing.T, s *stack, runID string, cfg config.RunCon
 func compareWithUninterrupted(t *testing.T, s *stack, cfg config.RunConfig, rows []metadata.CheckpointRecord) int {
 	t.Helper()
 	ctx := context.Background()
-	ds, err := market.Source{}.Prepare(context.Background(), cfg)
+	ds, err := market.Prepare(context.Background(), prices.Source{}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,7 @@
 // input: a path is confined to its roots (Confine, Roots), symbolic links
 // resolved before the check, and a read is of a regular file only, bounded
 // in size (Open, ReadFile). Checkpoints (package checkpoint) and price data
-// (market.Source) are confined with it; config, key and certificate files
+// (prices.Source) are confined with it; config, key and certificate files
 // are read with ReadFile.
 //
 // Confinement guards against a run config, a workflow input or a database

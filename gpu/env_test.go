@@ -14,6 +14,7 @@ import (
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/gpu/cuda"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/replay"
 	"github.com/dqnflow/dqnflow/trainer/model"
 	"github.com/dqnflow/dqnflow/trainer/policy"
@@ -74,7 +75,7 @@ func TestDeviceEnvironmentMatchesMarket(t *testing.T) {
 	for _, perBar := range []bool{false, true} {
 		t.Run(slipName(perBar), func(t *testing.T) {
 			cfg := realConfig(96)
-			ds, err := market.Source{}.Prepare(context.Background(), cfg)
+			ds, err := market.Prepare(context.Background(), prices.Source{}, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -100,15 +101,15 @@ func TestDevicePanelEnvironmentMatchesMarket(t *testing.T) {
 	cfg := realConfig(envs)
 	ctx := context.Background()
 	var parts []*market.Dataset
-	for _, path := range []string{cfg.Data.Path, "bundled:bitcoin_2024.csv", market.SyntheticPath} {
+	for _, path := range []string{cfg.Data.Path, "bundled:bitcoin_2024.csv", prices.SyntheticPath} {
 		c := cfg
 		c.Data.Path = path
 		c.Data.SyntheticBars = 6000
-		ds, err := market.Source{}.Prepare(ctx, c)
+		ds, err := market.Prepare(ctx, prices.Source{}, c)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if path == market.SyntheticPath {
+		if path == prices.SyntheticPath {
 			ds = withBarSlip(ds)
 		}
 		parts = append(parts, ds)
@@ -431,7 +432,7 @@ func TestDeviceBacktestMatchesHost(t *testing.T) {
 			cfg := realConfig(32)
 			cfg.Precision = precision
 			cfg.Env.EpsilonStart, cfg.Env.EpsilonEnd = 1, 0.05
-			ds, err := market.Source{}.Prepare(context.Background(), cfg)
+			ds, err := market.Prepare(context.Background(), prices.Source{}, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -663,7 +664,7 @@ func TestCollectorThroughput(t *testing.T) {
 		cfg := realConfig(envs)
 		cfg.Precision = config.PrecisionBF16Mixed
 		cfg.Env.EpsilonStart, cfg.Env.EpsilonEnd = 0.05, 0.05
-		ds, err := market.Source{}.Prepare(context.Background(), cfg)
+		ds, err := market.Prepare(context.Background(), prices.Source{}, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/gpu"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/trainer/cpu"
 	"github.com/dqnflow/dqnflow/trainer/trainertest"
@@ -102,7 +103,7 @@ func TestCheckpointsMoveBetweenBackends(t *testing.T) {
 	b := backend(t)
 	cfg := trainertest.SmallConfig()
 	cfg.Device = "cuda"
-	ds, err := market.Source{}.Prepare(context.Background(), cfg)
+	ds, err := market.Prepare(context.Background(), prices.Source{}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +158,7 @@ func TestInfoCarriesTheSelfCheck(t *testing.T) {
 	for _, p := range []string{config.PrecisionFP32, config.PrecisionBF16Mixed, config.PrecisionBF16} {
 		cfg := trainertest.SmallConfig()
 		cfg.Device, cfg.Precision = "cuda", p
-		ds, err := market.Source{}.Prepare(context.Background(), cfg)
+		ds, err := market.Prepare(context.Background(), prices.Source{}, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -183,7 +184,7 @@ func TestInfoCarriesTheSelfCheck(t *testing.T) {
 func TestMirroredTrainingIsRefusedNamingTheKey(t *testing.T) {
 	cfg := trainertest.SmallConfig()
 	cfg.Device, cfg.Data.Mirror = "cuda", true
-	ds, err := market.Source{}.Prepare(context.Background(), cfg)
+	ds, err := market.Prepare(context.Background(), prices.Source{}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 )
 
 // differingTensors returns, sorted, the names of want's tensors whose bytes
@@ -33,9 +34,9 @@ func trainBatch4096(b *Backend, precision string) (map[string][]byte, gemmPaths,
 	var none gemmPaths
 	cfg := config.Defaults()
 	cfg.Device, cfg.Precision = "cuda", precision
-	cfg.Data.Path, cfg.Data.SyntheticBars = market.SyntheticPath, 3000
+	cfg.Data.Path, cfg.Data.SyntheticBars = prices.SyntheticPath, 3000
 	cfg.BatchSize, cfg.StepsPerEpoch = 4096, 10
-	ds, err := market.Source{}.Prepare(context.Background(), cfg)
+	ds, err := market.Prepare(context.Background(), prices.Source{}, cfg)
 	if err != nil {
 		return nil, none, err
 	}

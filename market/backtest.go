@@ -1,6 +1,8 @@
 package market
 
 import (
+	"github.com/dqnflow/dqnflow/prices"
+
 	"fmt"
 	"math"
 	"time"
@@ -198,7 +200,7 @@ type constPolicy Action
 func (c constPolicy) Act(int, []float32) Action { return Action(c) }
 
 // meanClose is the mean close of bars r.
-func meanClose(b *Bars, r Range) float64 {
+func meanClose(b *prices.Bars, r Range) float64 {
 	return stats.Mean(b.Close[r.From:r.To])
 }
 

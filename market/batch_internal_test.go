@@ -1,6 +1,8 @@
 package market
 
 import (
+	"github.com/dqnflow/dqnflow/prices"
+
 	"context"
 	"math/rand/v2"
 	"testing"
@@ -31,7 +33,7 @@ func (s *sim) hold(acc *account) Action {
 // bars, it leaves the account exactly as step with the action that holds
 // it does, bar after bar; a stop exactly at the next bar's extreme is hit.
 func TestHoldStepIsStepWithTheHoldingAction(t *testing.T) {
-	ds, err := Source{}.Prepare(context.Background(), cfgFor(spxPath))
+	ds, err := Prepare(context.Background(), prices.Source{}, cfgFor(spxPath))
 	if err != nil {
 		t.Fatal(err)
 	}

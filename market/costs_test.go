@@ -15,6 +15,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 )
 
 // corpusFiles are the files of ../shared/data/corpus/MANIFEST.tsv (issue
@@ -45,7 +46,7 @@ func TestSymbolOfNamesTheInstrument(t *testing.T) {
 		"bundled:USA500IDXUSD_H1.csv":               "USA500IDXUSD",
 		"/data/prices.parquet":                      "PRICES",
 		"eurusd.csv.gz":                             "EURUSD",
-		market.SyntheticPath:                        "",
+		prices.SyntheticPath:                        "",
 	} {
 		if got := market.SymbolOf(path); got != want {
 			t.Errorf("SymbolOf(%q) = %q, want %q", path, got, want)
@@ -255,7 +256,7 @@ func TestBacktestPerBarSlipVersusConstant(t *testing.T) {
 // sample σ = √(((0.2/3)²·2 + (0.4/3)²)/2) = 0.11547 a bar; at 100 bars a
 // year 1.1547, so 10 % asks for 0.0866×.
 func TestSizingLeverage(t *testing.T) {
-	b := &market.Bars{Name: "hand", Close: []float64{100, 110, 99, 108.9, 108.9}}
+	b := &prices.Bars{Name: "hand", Close: []float64{100, 110, 99, 108.9, 108.9}}
 	e := config.Defaults().Env
 	if lev, err := market.Sizing(e, b, market.Range{From: 0, To: 4}, 100); err != nil || lev != 1 {
 		t.Errorf("notional leverage %v, %v; want 1", lev, err)
@@ -270,7 +271,7 @@ func TestSizingLeverage(t *testing.T) {
 	if lev5, _ := market.Sizing(e, b, market.Range{From: 0, To: 5}, 100); lev5 == lev {
 		t.Errorf("leverage %v over 5 bars equals the one over 4: the range is not what is read", lev5)
 	}
-	flat := &market.Bars{Name: "flat", Close: []float64{5, 5, 5, 5}}
+	flat := &prices.Bars{Name: "flat", Close: []float64{5, 5, 5, 5}}
 	if lev, err := market.Sizing(e, flat, market.Range{From: 0, To: 4}, 100); err != nil || lev != market.MaxLeverage {
 		t.Errorf("leverage of a series that never moves %v, %v; want the cap %v", lev, err, market.MaxLeverage)
 	}
@@ -300,9 +301,9 @@ func TestSizingLeverage(t *testing.T) {
 // contract is L× and buy-and-hold's still 1×.
 func TestBacktestSizesAtTheFirstFill(t *testing.T) {
 	cfg := config.Defaults()
-	cfg.Data.Path, cfg.Data.SyntheticBars = market.SyntheticPath, 3000
+	cfg.Data.Path, cfg.Data.SyntheticBars = prices.SyntheticPath, 3000
 	ctx := context.Background()
-	ds, err := market.Source{}.Prepare(ctx, cfg)
+	ds, err := market.Prepare(ctx, prices.Source{}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +327,7 @@ func TestBacktestSizesAtTheFirstFill(t *testing.T) {
 		}
 	}
 	cfg.Env.Sizing, cfg.Env.TargetVol = config.SizingVolTarget, 0.5
-	vt, err := market.Source{}.Prepare(ctx, cfg)
+	vt, err := market.Prepare(ctx, prices.Source{}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,16 +1,14 @@
 package market
 
 import (
+	"github.com/dqnflow/dqnflow/prices"
+
 	"context"
 	"fmt"
 	"time"
 
 	"github.com/dqnflow/dqnflow/config"
 )
-
-// SyntheticPath is the data.path value that selects the seeded synthetic
-// series (Synthetic) instead of a file.
-const SyntheticPath = "synthetic"
 
 // Prepare builds the Dataset of a run: it loads cfg.Data.Path (a CSV file
 // inside s's roots, "bundled:NAME" or "synthetic", which generates
@@ -40,8 +38,8 @@ const SyntheticPath = "synthetic"
 // hold at least env.episode_bars+2 bars, validation at least 2 and a test
 // range (when there is one) at least 2; a split that breaks this is a
 // *config.FieldError naming the field to change.
-func (s Source) Prepare(ctx context.Context, cfg config.RunConfig) (*Dataset, error) {
-	b, err := s.Load(ctx, cfg)
+func Prepare(ctx context.Context, s prices.Source, cfg config.RunConfig) (*Dataset, error) {
+	b, err := Load(ctx, s, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -49,13 +47,13 @@ func (s Source) Prepare(ctx context.Context, cfg config.RunConfig) (*Dataset, er
 }
 
 // prepare is Prepare on the loaded bars b.
-func prepare(b *Bars, cfg config.RunConfig) (*Dataset, error) {
+func prepare(b *prices.Bars, cfg config.RunConfig) (*Dataset, error) {
 	dc := cfg.Data
 	raw, featureWarmup := ComputeFeatures(b)
 	norm := unfitted(dc)
 	if need := featureWarmup + norm.BurnIn + cfg.Env.EpisodeBars + 4; b.Len() < need {
 		field, value := "data.path", any(dc.Path)
-		if dc.Path == SyntheticPath {
+		if dc.Path == prices.SyntheticPath {
 			field, value = "data.synthetic_bars", dc.SyntheticBars
 		}
 		burnIn := ""
@@ -111,7 +109,7 @@ func unfitted(dc config.DataConfig) Normalizer {
 // leverage of Sizing estimated on the training range train, the contract
 // sized at its last close (the training environment's reference; a
 // backtest resizes it at its own range, TradedInstrument).
-func prepareInstrument(cfg config.RunConfig, b *Bars, train Range, barsPerYear float64) (Instrument, error) {
+func prepareInstrument(cfg config.RunConfig, b *prices.Bars, train Range, barsPerYear float64) (Instrument, error) {
 	lev, err := Sizing(cfg.Env, b, train, barsPerYear)
 	if err != nil {
 		return Instrument{}, fmt.Errorf("config env: %w", err)
@@ -126,11 +124,11 @@ func prepareInstrument(cfg config.RunConfig, b *Bars, train Range, barsPerYear f
 // Load returns the bars of cfg.Data.Path: a CSV file inside s's roots
 // (Bars), "bundled:NAME" or the synthetic series of cfg.Seed,
 // cfg.Data.SyntheticBars and SyntheticPhi.
-func (s Source) Load(ctx context.Context, cfg config.RunConfig) (*Bars, error) {
+func Load(ctx context.Context, s prices.Source, cfg config.RunConfig) (*prices.Bars, error) {
 	dc := cfg.Data
-	var b *Bars
+	var b *prices.Bars
 	var err error
-	if dc.Path == SyntheticPath {
+	if dc.Path == prices.SyntheticPath {
 		b, _, err = SyntheticSeries(dc.SyntheticBars, cfg.Seed, dc.SyntheticPhi)
 	} else {
 		b, err = s.Bars(ctx, dc.Path)
@@ -148,7 +146,7 @@ func (s Source) Load(ctx context.Context, cfg config.RunConfig) (*Bars, error) {
 // instrument on its own data, else the one resolved for b). Train and
 // Test are empty; Valid is every bar from the warmup (Dataset.Warmup,
 // the burn-in included) on.
-func PrepareWith(b *Bars, norm Normalizer, inst Instrument) (*Dataset, error) {
+func PrepareWith(b *prices.Bars, norm Normalizer, inst Instrument) (*Dataset, error) {
 	if b == nil {
 		return nil, fmt.Errorf("prepare dataset: no bars")
 	}
@@ -171,7 +169,7 @@ func PrepareWith(b *Bars, norm Normalizer, inst Instrument) (*Dataset, error) {
 
 // build normalises the rows from warmup on and fills what every Dataset
 // has; its Warmup is warmup plus the normaliser's burn-in.
-func build(b *Bars, raw []float64, warmup int, norm Normalizer) *Dataset {
+func build(b *prices.Bars, raw []float64, warmup int, norm Normalizer) *Dataset {
 	feats := make([]float32, b.Len()*NumFeatures)
 	norm.Apply(raw[warmup*NumFeatures:], feats[warmup*NumFeatures:])
 	return &Dataset{
@@ -185,7 +183,7 @@ func build(b *Bars, raw []float64, warmup int, norm Normalizer) *Dataset {
 // has none. With causal normalisation every range then starts at the end
 // of the burn-in at the earliest, and one that this leaves too short is a
 // *config.FieldError naming data.normalize.
-func split(b *Bars, warmup int, cfg config.RunConfig) (train, valid, test Range, err error) {
+func split(b *prices.Bars, warmup int, cfg config.RunConfig) (train, valid, test Range, err error) {
 	train, valid, test, err = splitAt(b, warmup, cfg)
 	burnIn := unfitted(cfg.Data).BurnIn
 	if err != nil || burnIn == 0 {
@@ -220,7 +218,7 @@ func split(b *Bars, warmup int, cfg config.RunConfig) (train, valid, test Range,
 }
 
 // splitAt is split without the burn-in.
-func splitAt(b *Bars, warmup int, cfg config.RunConfig) (train, valid, test Range, err error) {
+func splitAt(b *prices.Bars, warmup int, cfg config.RunConfig) (train, valid, test Range, err error) {
 	dc := cfg.Data
 	n := b.Len()
 	minTrain := cfg.Env.EpisodeBars + 2

@@ -1,6 +1,8 @@
 package market
 
 import (
+	"github.com/dqnflow/dqnflow/prices"
+
 	"context"
 	"errors"
 	"fmt"
@@ -88,7 +90,7 @@ func TestPrepareSplitsByFraction(t *testing.T) {
 	for _, path := range []string{spxPath, btcPath} {
 		t.Run(path, func(t *testing.T) {
 			cfg := cfgFor(path)
-			ds, err := Source{}.Prepare(context.Background(), cfg)
+			ds, err := Prepare(context.Background(), prices.Source{}, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -103,7 +105,7 @@ func TestPrepareSplitsByFraction(t *testing.T) {
 				t.Errorf("instrument %+v, want the file's documented %s with the env's contracts", ds.Instrument, want)
 			}
 			cfg.Data.TestFraction = 0
-			ds, err = Source{}.Prepare(context.Background(), cfg)
+			ds, err = Prepare(context.Background(), prices.Source{}, cfg)
 			if err != nil || ds.Test.Len() != 0 || ds.Valid.To != n {
 				t.Errorf("test_fraction 0: test %v, valid %v, %v; want no test range and validation to the end", ds.Test, ds.Valid, err)
 			}
@@ -115,37 +117,37 @@ func TestPrepareSplitsByFraction(t *testing.T) {
 // TestPrepareSplitsByTime checks time ranges: ends exclusive, missing ends
 // defaulted, training clamped to the warmup.
 func TestPrepareSplitsByTime(t *testing.T) {
-	at := func(b *Bars, s string) int { tm, _ := config.ParseTime(s); return b.Index(tm) }
+	at := func(b *prices.Bars, s string) int { tm, _ := config.ParseTime(s); return b.Index(tm) }
 	cases := []struct {
 		name                 string
 		trainFrom, trainTo   string
 		validFrom, validTo   string
-		wantTrain, wantValid func(b *Bars) Range
+		wantTrain, wantValid func(b *prices.Bars) Range
 	}{
 		{"all four", "2024-02-01", "2024-06-01 00:00", "2024-06-01", "2024-07-15T12:00:00Z",
-			func(b *Bars) Range { return Range{at(b, "2024-02-01"), at(b, "2024-06-01")} },
-			func(b *Bars) Range { return Range{at(b, "2024-06-01"), at(b, "2024-07-15 12:00")} }},
+			func(b *prices.Bars) Range { return Range{at(b, "2024-02-01"), at(b, "2024-06-01")} },
+			func(b *prices.Bars) Range { return Range{at(b, "2024-06-01"), at(b, "2024-07-15 12:00")} }},
 		{"validation after a gap", "", "2024-05-01", "2024-06-01", "",
-			func(b *Bars) Range { return Range{FeatureWarmup, at(b, "2024-05-01")} },
-			func(b *Bars) Range { return Range{at(b, "2024-06-01"), b.Len()} }},
+			func(b *prices.Bars) Range { return Range{FeatureWarmup, at(b, "2024-05-01")} },
+			func(b *prices.Bars) Range { return Range{at(b, "2024-06-01"), b.Len()} }},
 		{"only valid_from", "", "", "2024-08-01", "",
-			func(b *Bars) Range { return Range{FeatureWarmup, at(b, "2024-08-01")} },
-			func(b *Bars) Range { return Range{at(b, "2024-08-01"), b.Len()} }},
+			func(b *prices.Bars) Range { return Range{FeatureWarmup, at(b, "2024-08-01")} },
+			func(b *prices.Bars) Range { return Range{at(b, "2024-08-01"), b.Len()} }},
 		{"only train_to", "", "2024-08-01", "", "",
-			func(b *Bars) Range { return Range{FeatureWarmup, at(b, "2024-08-01")} },
-			func(b *Bars) Range { return Range{at(b, "2024-08-01"), b.Len()} }},
+			func(b *prices.Bars) Range { return Range{FeatureWarmup, at(b, "2024-08-01")} },
+			func(b *prices.Bars) Range { return Range{at(b, "2024-08-01"), b.Len()} }},
 		{"train_from before the data", "2020-01-01", "2024-08-01", "", "2024-09-01",
-			func(b *Bars) Range { return Range{FeatureWarmup, at(b, "2024-08-01")} },
-			func(b *Bars) Range { return Range{at(b, "2024-08-01"), at(b, "2024-09-01")} }},
+			func(b *prices.Bars) Range { return Range{FeatureWarmup, at(b, "2024-08-01")} },
+			func(b *prices.Bars) Range { return Range{at(b, "2024-08-01"), at(b, "2024-09-01")} }},
 		{"validation before training", "2024-04-01", "", "2024-01-20", "2024-03-01",
-			func(b *Bars) Range { return Range{at(b, "2024-04-01"), b.Len()} },
-			func(b *Bars) Range { return Range{at(b, "2024-01-20"), at(b, "2024-03-01")} }},
+			func(b *prices.Bars) Range { return Range{at(b, "2024-04-01"), b.Len()} },
+			func(b *prices.Bars) Range { return Range{at(b, "2024-01-20"), at(b, "2024-03-01")} }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := cfgFor(btcPath)
 			cfg.Data.TrainFrom, cfg.Data.TrainTo, cfg.Data.ValidFrom, cfg.Data.ValidTo = c.trainFrom, c.trainTo, c.validFrom, c.validTo
-			ds, err := Source{}.Prepare(context.Background(), cfg)
+			ds, err := Prepare(context.Background(), prices.Source{}, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -164,12 +166,12 @@ func TestPrepareSplitsByTime(t *testing.T) {
 	// The same split on the S&P file, whose bars have weekend gaps.
 	cfg := cfgFor(spxPath)
 	cfg.Data.TrainFrom, cfg.Data.TrainTo, cfg.Data.ValidFrom, cfg.Data.ValidTo = "2015-01-01", "2020-01-01", "2020-01-01", "2021-01-01"
-	ds, err := Source{}.Prepare(context.Background(), cfg)
+	ds, err := Prepare(context.Background(), prices.Source{}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b := ds.Bars
-	if got := b.Time[ds.Train.From]; got.Year() != 2015 || got.Month() != time.January || !b.Time[ds.Train.From-1].Before(utc("2015-01-01 00:00:00")) {
+	if got := b.Time[ds.Train.From]; got.Year() != 2015 || got.Month() != time.January || !b.Time[ds.Train.From-1].Before(time.Date(2015, 1, 1, 0, 0, 0, 0, time.UTC)) {
 		t.Errorf("training starts at %v, want the first bar of 2015", got)
 	}
 	if ds.Valid.From != ds.Train.To || b.Time[ds.Valid.To-1].Year() != 2020 || b.Time[ds.Valid.To].Year() != 2021 {
@@ -179,10 +181,10 @@ func TestPrepareSplitsByTime(t *testing.T) {
 }
 
 func TestPrepareSynthetic(t *testing.T) {
-	cfg := cfgFor(SyntheticPath)
+	cfg := cfgFor(prices.SyntheticPath)
 	cfg.Data.SyntheticBars, cfg.Seed = 3000, 9
 	cfg.Env.PointValue = 50
-	ds, err := Source{}.Prepare(context.Background(), cfg)
+	ds, err := Prepare(context.Background(), prices.Source{}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,12 +206,12 @@ func TestPrepareRejectsBadSplits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := Source{Roots: roots}
+	src := prices.Source{Roots: roots}
 	short := filepath.Join(dir, "short.csv")
 	var sb strings.Builder
 	sb.WriteString("time,open,high,low,close\n")
 	for i := 0; i < 300; i++ {
-		fmt.Fprintf(&sb, "%s,10,11,9,10\n", utc("2024-01-01 00:00:00").Add(time.Duration(i)*time.Hour).Format(time.DateTime))
+		fmt.Fprintf(&sb, "%s,10,11,9,10\n", time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i)*time.Hour).Format(time.DateTime))
 	}
 	if err := os.WriteFile(short, []byte(sb.String()), 0o644); err != nil {
 		t.Fatal(err)
@@ -236,14 +238,14 @@ func TestPrepareRejectsBadSplits(t *testing.T) {
 		{"test range too short", func(c *config.DataConfig) {
 			c.ValidFrom, c.TestFrom, c.TestTo = "2024-07-01", "2024-08-01", "2024-08-01"
 		}, "data.test_to", "needs at least 2"},
-		{"synthetic series too short", func(c *config.DataConfig) { c.Path, c.SyntheticBars = SyntheticPath, 600 }, "data.synthetic_bars", "holds 600 bars"},
+		{"synthetic series too short", func(c *config.DataConfig) { c.Path, c.SyntheticBars = prices.SyntheticPath, 600 }, "data.synthetic_bars", "holds 600 bars"},
 		{"file too short", func(c *config.DataConfig) { c.Path = short }, "data.path", "holds 300 bars"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := cfgFor(btcPath)
 			c.edit(&cfg.Data)
-			_, err := src.Prepare(context.Background(), cfg)
+			_, err := Prepare(context.Background(), src, cfg)
 			var fe *config.FieldError
 			if !errors.As(err, &fe) || !errors.Is(err, config.ErrInvalid) {
 				t.Fatalf("err = %v, want a *config.FieldError", err)
@@ -254,7 +256,7 @@ func TestPrepareRejectsBadSplits(t *testing.T) {
 		})
 	}
 	cfg := cfgFor(filepath.Join(dir, "missing.csv"))
-	if _, err := src.Prepare(context.Background(), cfg); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "missing.csv") {
+	if _, err := Prepare(context.Background(), src, cfg); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "missing.csv") {
 		t.Errorf("missing file: err = %v, want fs.ErrNotExist naming the file", err)
 	}
 }
@@ -262,11 +264,11 @@ func TestPrepareRejectsBadSplits(t *testing.T) {
 // TestPrepareWithUsesStoredNormalizer runs a normaliser and instrument
 // fitted on one file over another.
 func TestPrepareWithUsesStoredNormalizer(t *testing.T) {
-	btc, err := Source{}.Prepare(context.Background(), cfgFor(btcPath))
+	btc, err := Prepare(context.Background(), prices.Source{}, cfgFor(btcPath))
 	if err != nil {
 		t.Fatal(err)
 	}
-	spx, err := Source{}.Bars(context.Background(), spxPath)
+	spx, err := prices.Source{}.Bars(context.Background(), spxPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,10 +372,10 @@ func TestObsLayout(t *testing.T) {
 // config on a longer file (fresh data) moves both ranges to the newest bars.
 func TestRollingWindowFollowsTheEndOfTheData(t *testing.T) {
 	cfg := config.Defaults()
-	cfg.Data.Path, cfg.Data.ValidBars, cfg.Data.TrainBars = SyntheticPath, 500, 2000
+	cfg.Data.Path, cfg.Data.ValidBars, cfg.Data.TrainBars = prices.SyntheticPath, 500, 2000
 	for _, n := range []int{4000, 6000} {
 		cfg.Data.SyntheticBars = n
-		ds, err := Source{}.Prepare(context.Background(), cfg)
+		ds, err := Prepare(context.Background(), prices.Source{}, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -385,17 +387,17 @@ func TestRollingWindowFollowsTheEndOfTheData(t *testing.T) {
 		}
 	}
 	cfg.Data.SyntheticBars, cfg.Data.TrainBars = 4000, 0 // train on everything before the window
-	if ds, err := (Source{}).Prepare(context.Background(), cfg); err != nil || ds.Train != (Range{ds.Warmup, 3500}) {
+	if ds, err := Prepare(context.Background(), (prices.Source{}), cfg); err != nil || ds.Train != (Range{ds.Warmup, 3500}) {
 		t.Errorf("train_bars 0: train %v, %v; want [warmup, 3500)", ds.Train, err)
 	}
 	cfg.Data.ValidBars = 3900 // leaves too little to train on
 	var fe *config.FieldError
-	if _, err := (Source{}).Prepare(context.Background(), cfg); !errors.As(err, &fe) || fe.Field != "data.valid_bars" {
+	if _, err := Prepare(context.Background(), (prices.Source{}), cfg); !errors.As(err, &fe) || fe.Field != "data.valid_bars" {
 		t.Errorf("a window that leaves no training range: %v, want a field error naming data.valid_bars", err)
 	}
 }
 
-func mustFeatures(b *Bars) []float64 {
+func mustFeatures(b *prices.Bars) []float64 {
 	raw, _ := ComputeFeatures(b)
 	return raw
 }
@@ -414,7 +416,7 @@ func defaultDrop(t *testing.T) uint64 {
 // weekday and volume features and shows the other 49; a stored config
 // written before data.drop_features existed shows every feature.
 func TestDefaultsDropCalendarAndVolume(t *testing.T) {
-	ds, err := Source{}.Prepare(context.Background(), cfgFor(btcPath))
+	ds, err := Prepare(context.Background(), prices.Source{}, cfgFor(btcPath))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -431,7 +433,7 @@ func TestDefaultsDropCalendarAndVolume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ds, err := (Source{}).Prepare(context.Background(), old); err != nil || ds.Norm.Drop != 0 {
+	if ds, err := Prepare(context.Background(), (prices.Source{}), old); err != nil || ds.Norm.Drop != 0 {
 		t.Errorf("a stored config without data.drop_features: drop %#x, %v; want every feature", ds.Norm.Drop, err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 )
 
 // ohlc is one hand-written bar.
@@ -18,7 +19,7 @@ type ohlc struct{ o, h, l, c float64 }
 // zero features, hourly times and the whole series as Train and Valid.
 func handDataset(bars []ohlc, atr float64, in market.Instrument) *market.Dataset {
 	n := len(bars)
-	b := &market.Bars{Name: "hand", Time: make([]time.Time, n), Open: make([]float64, n), High: make([]float64, n),
+	b := &prices.Bars{Name: "hand", Time: make([]time.Time, n), Open: make([]float64, n), High: make([]float64, n),
 		Low: make([]float64, n), Close: make([]float64, n), Volume: make([]float64, n)}
 	t0 := time.Date(2024, 1, 2, 0, 0, 0, 0, time.UTC)
 	a := make([]float64, n)

@@ -1,6 +1,8 @@
 package market
 
 import (
+	"github.com/dqnflow/dqnflow/prices"
+
 	"fmt"
 	"math"
 )
@@ -60,7 +62,7 @@ func (s *sim) slipAt(t int, p float64) float64 {
 // (Dataset.Slip): half the spread at each bar's open, Spread[t] / 2, the
 // distance from the mid (the bars' prices) to the ask a market buy pays
 // or the bid a market sell gets. Nil when b has no Spread.
-func SpreadSlip(b *Bars) []float64 {
+func SpreadSlip(b *prices.Bars) []float64 {
 	if b == nil || b.Spread == nil {
 		return nil
 	}

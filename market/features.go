@@ -1,6 +1,8 @@
 package market
 
 import (
+	"github.com/dqnflow/dqnflow/prices"
+
 	"math"
 	"runtime"
 	"sync"
@@ -87,7 +89,7 @@ const FeatureWarmup = 199
 //
 // Bars must hold positive prices (the CSV loader and Synthetic guarantee
 // it); then every feature is finite from warmup on.
-func ComputeFeatures(b *Bars) (raw []float64, warmup int) {
+func ComputeFeatures(b *prices.Bars) (raw []float64, warmup int) {
 	n := b.Len()
 	raw = make([]float64, n*NumFeatures)
 	warmup = FeatureWarmup
@@ -136,7 +138,7 @@ func parallelRanges(lo, hi, least int, f func(lo, hi int)) {
 // the bars and the recursive averages, which run through the whole series
 // once.
 type featureInputs struct {
-	b                                 *Bars
+	b                                 *prices.Bars
 	r, hl2                            []float64
 	atr14, atr50                      []float64
 	rsi7, rsi14, rsi28                []float64
@@ -144,7 +146,7 @@ type featureInputs struct {
 	macd, signal                      []float64
 }
 
-func newFeatureInputs(b *Bars) *featureInputs {
+func newFeatureInputs(b *prices.Bars) *featureInputs {
 	n := b.Len()
 	C, H, L := b.Close, b.High, b.Low
 	r := make([]float64, n) // r[0] is never read at t ≥ warmup
@@ -254,7 +256,7 @@ func (in *featureInputs) row(t int, f []float64) {
 // ATR_n = mean(TR_1..TR_n), ATR_t = ((n−1)·ATR_{t−1} + TR_t)/n for t > n
 // (Wilder 1978). It is causal and 0 before bar n (and everywhere when n < 1
 // or the series is too short).
-func ATR(b *Bars, n int) []float64 {
+func ATR(b *prices.Bars, n int) []float64 {
 	out := make([]float64, b.Len())
 	if n < 1 || b.Len() <= n {
 		return out

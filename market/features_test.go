@@ -1,6 +1,8 @@
 package market
 
 import (
+	"github.com/dqnflow/dqnflow/prices"
+
 	"context"
 	"math"
 	"math/rand/v2"
@@ -21,7 +23,7 @@ func featureIndex(t *testing.T, name string) int {
 	return -1
 }
 
-func cloneBars(b *Bars) *Bars {
+func cloneBars(b *prices.Bars) *prices.Bars {
 	c := *b
 	c.Time = append([]time.Time(nil), b.Time...)
 	c.Open = append([]float64(nil), b.Open...)
@@ -50,12 +52,12 @@ func TestFeaturesHaveNoLookAhead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spx, err := Source{}.Bars(context.Background(), "bundled:USA500IDXUSD_H1.csv")
+	spx, err := prices.Source{}.Bars(context.Background(), "bundled:USA500IDXUSD_H1.csv")
 	if err != nil {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
-	for _, b := range []*Bars{syn, spx.Slice(0, 700)} {
+	for _, b := range []*prices.Bars{syn, spx.Slice(0, 700)} {
 		base, warmup := ComputeFeatures(b)
 		for _, cut := range []int{warmup - 1, warmup, warmup + 1, 300, 450, 698} {
 			p := cloneBars(b)
@@ -94,7 +96,7 @@ func TestFeaturesHaveNoLookAhead(t *testing.T) {
 // bars from Monday 2024-01-01 00:00 UTC.
 func TestFeaturesMatchHandWorkedValues(t *testing.T) {
 	const n, g, w = 260, 1.01, 1.002
-	b := &Bars{Name: "rising", HasVolume: true}
+	b := &prices.Bars{Name: "rising", HasVolume: true}
 	start := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := 0; i < n; i++ {
 		c := 100 * math.Pow(g, float64(i))
@@ -168,7 +170,7 @@ func TestFeaturesMatchHandWorkedValues(t *testing.T) {
 
 // TestATRMatchesHandWorkedValues: Wilder's ATR with n = 2 on five bars.
 func TestATRMatchesHandWorkedValues(t *testing.T) {
-	b := &Bars{
+	b := &prices.Bars{
 		High:  []float64{10, 12, 11, 15, 14},
 		Low:   []float64{9, 10, 8, 12, 13},
 		Close: []float64{9.5, 11, 9, 14, 13.5},
@@ -223,7 +225,7 @@ func TestFeatureHelpersMatchHandWorkedValues(t *testing.T) {
 // is finite from the warmup on, and no column is constant.
 func TestFeaturesAreFiniteOnBundledData(t *testing.T) {
 	for _, path := range []string{"bundled:USA500IDXUSD_H1.csv", "bundled:bitcoin_2024.csv"} {
-		b, err := Source{}.Bars(context.Background(), path)
+		b, err := prices.Source{}.Bars(context.Background(), path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -319,7 +321,7 @@ func TestParallelRangesCoverEachIndexOnce(t *testing.T) {
 // (53,000 bars), what every run's start prepares; -cpu 1,2,… shows the
 // split among CPUs.
 func BenchmarkComputeFeatures(b *testing.B) {
-	bars, err := Source{}.Bars(context.Background(), "bundled:USA500IDXUSD_H1.csv")
+	bars, err := prices.Source{}.Bars(context.Background(), "bundled:USA500IDXUSD_H1.csv")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,6 +1,8 @@
 package market
 
 import (
+	"github.com/dqnflow/dqnflow/prices"
+
 	"path/filepath"
 	"sort"
 	"strings"
@@ -199,7 +201,7 @@ func InstrumentSymbols() []string {
 // It is a default: a panel entry's "=SYMBOL" (data.series) overrides it,
 // for a file whose name is not its symbol. "" for the synthetic series.
 func SymbolOf(path string) string {
-	if path == SyntheticPath || path == "" {
+	if path == prices.SyntheticPath || path == "" {
 		return ""
 	}
 	base := filepath.Base(strings.TrimPrefix(path, data.Prefix))

@@ -1,6 +1,8 @@
 package market
 
 import (
+	"github.com/dqnflow/dqnflow/prices"
+
 	"fmt"
 	"time"
 )
@@ -43,7 +45,7 @@ const week = 7 * 24 * time.Hour
 
 // mirrorTraining returns bars 0..r.To−1 of b followed by the mirror copy
 // of bars r (see above), and the joined training range [r.From, r.To+r.Len()).
-func mirrorTraining(b *Bars, r Range) (*Bars, Range, error) {
+func mirrorTraining(b *prices.Bars, r Range) (*prices.Bars, Range, error) {
 	if r.From < 0 || r.To > b.Len() || r.Len() < 2 {
 		return nil, Range{}, fmt.Errorf("mirror training range %s of %d bars: need at least 2 bars inside the data", r, b.Len())
 	}
@@ -51,7 +53,7 @@ func mirrorTraining(b *Bars, r Range) (*Bars, Range, error) {
 	k := b.Close[r.To-1] * b.Close[r.From]
 	span := b.Time[r.To-1].Sub(b.Time[r.From])
 	shift := (span/week + 1) * week
-	m := &Bars{
+	m := &prices.Bars{
 		Name:      b.Name + " (training range mirrored)",
 		Time:      make([]time.Time, n+l),
 		Open:      make([]float64, n+l),
@@ -96,7 +98,7 @@ func (d *Dataset) Mirrored() bool { return d.training != nil }
 // with its TrainingSet set to the joined bars. A train-mode norm is
 // first fitted on the training range joined with its mirror copy (keeping
 // its Drop); a causal one is used as it is.
-func withMirror(b *Bars, raw []float64, warmup int, train Range, norm Normalizer) (*Dataset, error) {
+func withMirror(b *prices.Bars, raw []float64, warmup int, train Range, norm Normalizer) (*Dataset, error) {
 	mb, joined, err := mirrorTraining(b, train)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,8 @@
 package market
 
 import (
+	"github.com/dqnflow/dqnflow/prices"
+
 	"context"
 	"math"
 	"reflect"
@@ -10,12 +12,12 @@ import (
 func mirroredSPX(t *testing.T) (plain, mirrored *Dataset) {
 	t.Helper()
 	cfg := cfgFor(spxPath)
-	plain, err := Source{}.Prepare(context.Background(), cfg)
+	plain, err := Prepare(context.Background(), prices.Source{}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.Data.Mirror = true
-	mirrored, err = Source{}.Prepare(context.Background(), cfg)
+	mirrored, err = Prepare(context.Background(), prices.Source{}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,8 @@
 package market
 
 import (
+	"github.com/dqnflow/dqnflow/prices"
+
 	"encoding/json"
 	"errors"
 	"math"
@@ -120,7 +122,7 @@ func TestCausalNormalizerMatchesTheWeightedSums(t *testing.T) {
 // causalConfig is a small synthetic run with causal normalisation whose
 // training, validation and test ranges all lie after the burn-in.
 func causalConfig() config.RunConfig {
-	cfg := cfgFor(SyntheticPath)
+	cfg := cfgFor(prices.SyntheticPath)
 	cfg.Data.SyntheticBars = 3000
 	cfg.Data.Normalize, cfg.Data.NormalizeHalfLife = config.NormalizeCausal, 300
 	cfg.Env.EpisodeBars = 64
@@ -129,7 +131,7 @@ func causalConfig() config.RunConfig {
 
 // perturbAfter returns a copy of b whose bars after cut have other
 // prices, volumes and times (still valid bars).
-func perturbAfter(b *Bars, cut int, rng *rand.Rand) *Bars {
+func perturbAfter(b *prices.Bars, cut int, rng *rand.Rand) *prices.Bars {
 	p := cloneBars(b)
 	for i := cut + 1; i < p.Len(); i++ {
 		f := math.Exp(0.05 * rng.NormFloat64())

@@ -1,6 +1,8 @@
 package market
 
 import (
+	"github.com/dqnflow/dqnflow/prices"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -132,12 +134,12 @@ func TestDroppedFeaturesAreZero(t *testing.T) {
 	plain, ds := func() (*Dataset, *Dataset) {
 		cfg := cfgFor(btcPath)
 		cfg.Data.DropFeatures = "" // every feature
-		a, err := Source{}.Prepare(context.Background(), cfg)
+		a, err := Prepare(context.Background(), prices.Source{}, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		cfg.Data.DropFeatures = " hour_sin, hour_cos,dow_sin,dow_cos,volume_z_24 "
-		b, err := Source{}.Prepare(context.Background(), cfg)
+		b, err := Prepare(context.Background(), prices.Source{}, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -181,7 +183,7 @@ func TestDroppedFeaturesAreZero(t *testing.T) {
 	} {
 		cfg := cfgFor(btcPath)
 		cfg.Data.DropFeatures = bad.list
-		_, err := Source{}.Prepare(context.Background(), cfg)
+		_, err := Prepare(context.Background(), prices.Source{}, cfg)
 		var fe *config.FieldError
 		if !errors.As(err, &fe) || fe.Field != "data.drop_features" || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("drop_features %q: %v; want a data.drop_features error containing %q", bad.list, err, bad.want)

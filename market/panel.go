@@ -1,6 +1,8 @@
 package market
 
 import (
+	"github.com/dqnflow/dqnflow/prices"
+
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -14,7 +16,7 @@ import (
 // (docs/adr/0037-panel-training.md).
 //
 // JoinPanel lays the training ranges of several prepared Datasets (each
-// with its own normaliser, instrument and costs, as Source.Prepare makes
+// with its own normaliser, instrument and costs, as Prepare makes
 // it) end to end in one training Dataset, so that the collector, the
 // replay buffer and both backends' environments run on it unchanged. Two
 // things make the one Instrument of the joined set valid for every part:
@@ -131,7 +133,7 @@ func JoinPanel(names []string, parts []*Dataset, weighting string, episodeBars i
 	}
 
 	var names2 []string
-	b := &Bars{
+	b := &prices.Bars{
 		Time: make([]time.Time, total), Open: make([]float64, total), High: make([]float64, total),
 		Low: make([]float64, total), Close: make([]float64, total), Volume: make([]float64, total), HasVolume: true,
 	}

@@ -1,6 +1,8 @@
 package market
 
 import (
+	"github.com/dqnflow/dqnflow/prices"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,11 +25,11 @@ import (
 // evaluated later.
 
 // Panel is a run's panel prepared: every series of data.series with its
-// own Dataset (Source.Prepare on the series alone: its own normaliser,
+// own Dataset (Prepare on the series alone: its own normaliser,
 // instrument, costs and ranges) and the SHA-256 of its file, and the
 // training set that joins their training ranges (JoinPanel).
 type Panel struct {
-	Series []SeriesSpec
+	Series []prices.SeriesSpec
 	Parts  []*Dataset
 	// SHA256 is the hex SHA-256 of each series' file as it was read ("" for
 	// the synthetic series, which its seed makes).
@@ -46,7 +48,7 @@ func (p *Panel) Names() []string {
 
 // SeriesConfig is cfg on series sp alone: data.path the series' file,
 // data.series empty and, when the entry names one, its instrument.
-func SeriesConfig(cfg config.RunConfig, sp SeriesSpec) config.RunConfig {
+func SeriesConfig(cfg config.RunConfig, sp prices.SeriesSpec) config.RunConfig {
 	cfg.Data.Path, cfg.Data.Series = sp.Path, ""
 	if sp.Instrument != "" {
 		cfg.Env.Instrument = sp.Instrument
@@ -55,13 +57,13 @@ func SeriesConfig(cfg config.RunConfig, sp SeriesSpec) config.RunConfig {
 }
 
 // PreparePanel prepares the panel of cfg.Data.Series: the entries as
-// ParseSeries reads them, each file read from s (inside its data roots,
+// prices.ParseSeries reads them, each file read from s (inside its data roots,
 // within its limits, as data.path is) and prepared by Prepare on
 // SeriesConfig (the config's split applied to each series: its fractions,
 // rolling window or times), and the training ranges joined by JoinPanel
 // with data.weighting. Errors name the series.
-func (s Source) PreparePanel(ctx context.Context, cfg config.RunConfig) (*Panel, error) {
-	specs, err := ParseSeries(cfg.Data.Series)
+func PreparePanel(ctx context.Context, s prices.Source, cfg config.RunConfig) (*Panel, error) {
+	specs, err := prices.ParseSeries(cfg.Data.Series)
 	if err != nil {
 		return nil, fmt.Errorf("config data.series: %w", err)
 	}
@@ -73,7 +75,7 @@ func (s Source) PreparePanel(ctx context.Context, cfg config.RunConfig) (*Panel,
 		if p.SHA256[k], err = s.Digest(ctx, sp.Path); err != nil {
 			return nil, fmt.Errorf("config data.series: series %s: %w", sp.Name, err)
 		}
-		if p.Parts[k], err = s.Prepare(ctx, SeriesConfig(cfg, sp)); err != nil {
+		if p.Parts[k], err = Prepare(ctx, s, SeriesConfig(cfg, sp)); err != nil {
 			return nil, fmt.Errorf("config data.series: series %s: %w", sp.Name, err)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/files"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 )
 
 // TestPanelValidationIsTheEqualRiskPortfolio: two series on the same days,
@@ -24,7 +25,7 @@ import (
 func TestPanelValidationIsTheEqualRiskPortfolio(t *testing.T) {
 	const n = 6
 	mk := func(name string) *market.Dataset {
-		b := &market.Bars{Name: name, Time: make([]time.Time, n), Close: make([]float64, n)}
+		b := &prices.Bars{Name: name, Time: make([]time.Time, n), Close: make([]float64, n)}
 		for i := range n {
 			b.Time[i] = time.Date(2020, 1, 1+i, 12, 0, 0, 0, time.UTC)
 		}
@@ -97,12 +98,12 @@ func TestPreparedPanelIsCheckedAgainstItsRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := market.Source{Roots: roots}
+	src := prices.Source{Roots: roots}
 	cfg := config.Defaults()
 	cfg.Data.Path, cfg.Data.Series = "", strings.Join(paths, ",")
 	cfg.Env.EpisodeBars = 64
 	ctx := context.Background()
-	pn, err := src.PreparePanel(ctx, cfg)
+	pn, err := market.PreparePanel(ctx, src, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +122,7 @@ func TestPreparedPanelIsCheckedAgainstItsRecord(t *testing.T) {
 			t.Errorf("record %d: %+v; want %s with sha256 %x", k, recs[k], p, sum)
 		}
 	}
-	again, err := src.PreparePanel(ctx, cfg)
+	again, err := market.PreparePanel(ctx, src, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +138,7 @@ func TestPreparedPanelIsCheckedAgainstItsRecord(t *testing.T) {
 	if err := os.WriteFile(paths[1], changed, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	after, err := src.PreparePanel(ctx, cfg)
+	after, err := market.PreparePanel(ctx, src, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

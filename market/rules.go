@@ -1,6 +1,8 @@
 package market
 
 import (
+	"github.com/dqnflow/dqnflow/prices"
+
 	"fmt"
 	"strconv"
 	"strings"
@@ -34,7 +36,7 @@ func (r Rule) Name() string {
 }
 
 // Policy is r on the closes of b.
-func (r Rule) Policy(b *Bars) Policy { return rulePolicy{r, b.Close} }
+func (r Rule) Policy(b *prices.Bars) Policy { return rulePolicy{r, b.Close} }
 
 type rulePolicy struct {
 	r     Rule

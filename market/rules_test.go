@@ -1,6 +1,8 @@
 package market
 
 import (
+	"github.com/dqnflow/dqnflow/prices"
+
 	"strings"
 	"testing"
 )
@@ -11,7 +13,7 @@ import (
 // −2. Momentum follows them, reversal goes against them, and long-only is
 // flat where the other would be short.
 func TestRuleHoldsTheDirectionOfTheLookbackChange(t *testing.T) {
-	b := &Bars{Close: []float64{1, 2, 3, 3, 1, 1}}
+	b := &prices.Bars{Close: []float64{1, 2, 3, 3, 1, 1}}
 	const F, L, S = 1, 2, 0 // directions: flat, long, short
 	for _, c := range []struct {
 		r    Rule

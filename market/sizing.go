@@ -1,6 +1,8 @@
 package market
 
 import (
+	"github.com/dqnflow/dqnflow/prices"
+
 	"fmt"
 	"math"
 
@@ -47,7 +49,7 @@ func sizingRule(e config.EnvConfig) string {
 // Sizing is the leverage of a full position for env e, estimated on bars
 // est of b (the training range: nothing after it) annualised with
 // barsPerYear (see the file's comment).
-func Sizing(e config.EnvConfig, b *Bars, est Range, barsPerYear float64) (float64, error) {
+func Sizing(e config.EnvConfig, b *prices.Bars, est Range, barsPerYear float64) (float64, error) {
 	switch rule := sizingRule(e); rule {
 	case config.SizingNotional:
 		return 1, nil
@@ -77,7 +79,7 @@ func Sizing(e config.EnvConfig, b *Bars, est Range, barsPerYear float64) (float6
 // is the training range of cfg's split of b, as Prepare would take it, or
 // every bar after the warmup (the causal burn-in included) when that
 // split does not fit b.
-func SizingFor(cfg config.RunConfig, b *Bars) (float64, error) {
+func SizingFor(cfg config.RunConfig, b *prices.Bars) (float64, error) {
 	if sizingRule(cfg.Env) == config.SizingNotional {
 		return 1, nil
 	}
@@ -91,7 +93,7 @@ func SizingFor(cfg config.RunConfig, b *Bars) (float64, error) {
 // closeVolatility is the sample standard deviation of the simple returns
 // close_t / close_{t−1} − 1 for t in (r.From, r.To) (pairs with a
 // non-positive or non-finite close skipped) and how many returns it saw.
-func closeVolatility(b *Bars, r Range) (float64, int) {
+func closeVolatility(b *prices.Bars, r Range) (float64, int) {
 	var n int
 	var mean, m2 float64
 	for t := max(r.From+1, 1); t < min(r.To, b.Len()); t++ {

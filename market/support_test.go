@@ -8,6 +8,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 )
 
 // discountedOutside returns the share of the discounted returns
@@ -18,7 +19,7 @@ func discountedOutside(t *testing.T, path string, gamma, bound float64) (long, r
 	t.Helper()
 	cfg := config.Defaults()
 	cfg.Data.Path = path
-	ds, err := market.Source{}.Prepare(context.Background(), cfg)
+	ds, err := market.Prepare(context.Background(), prices.Source{}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func TestC51SupportCoversDiscountedReturns(t *testing.T) {
 	}
 	d := config.Defaults()
 	bound := min(-d.Model.VMin, d.Model.VMax)
-	for _, path := range []string{"bundled:USA500IDXUSD_H1.csv", "bundled:bitcoin_2024.csv", market.SyntheticPath} {
+	for _, path := range []string{"bundled:USA500IDXUSD_H1.csv", "bundled:bitcoin_2024.csv", prices.SyntheticPath} {
 		long, random := discountedOutside(t, path, d.Optim.Gamma, bound)
 		t.Logf("%s, γ %g: %.2f %% (long) and %.2f %% (random) of discounted returns outside ±%g", path, d.Optim.Gamma, 100*long, 100*random, bound)
 		if long >= 0.01 || random >= 0.01 {

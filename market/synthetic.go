@@ -1,6 +1,8 @@
 package market
 
 import (
+	"github.com/dqnflow/dqnflow/prices"
+
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -59,7 +61,7 @@ var syntheticStart = time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
 // per-bar return has sd ≈ σ̄/√(1−φ²) ≈ 0.27%. Because O_{t+1} = C_t, a
 // position filled at the open of bar t+1 earns exactly r_{t+1}, whose
 // conditional mean given bars ≤ t is φ·r_t − κ·x_t (Oracle.Predict).
-func Synthetic(n int, seed uint64) (*Bars, *Oracle, error) {
+func Synthetic(n int, seed uint64) (*prices.Bars, *Oracle, error) {
 	return SyntheticSeries(n, seed, SyntheticPhi)
 }
 
@@ -68,7 +70,7 @@ func Synthetic(n int, seed uint64) (*Bars, *Oracle, error) {
 // slow pull to P₀ (κ), where the oracle stays flat and an agent should
 // too. The random draws are the same for every phi, so series of one seed
 // differ only in the signal. phi must be in [0, 1).
-func SyntheticSeries(n int, seed uint64, phi float64) (*Bars, *Oracle, error) {
+func SyntheticSeries(n int, seed uint64, phi float64) (*prices.Bars, *Oracle, error) {
 	if n < 2 {
 		return nil, nil, fmt.Errorf("synthetic bars: n = %d, need at least 2", n)
 	}
@@ -76,7 +78,7 @@ func SyntheticSeries(n int, seed uint64, phi float64) (*Bars, *Oracle, error) {
 		return nil, nil, fmt.Errorf("synthetic bars: phi = %g, want [0, 1)", phi)
 	}
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	b := &Bars{
+	b := &prices.Bars{
 		Name: "synthetic", HasVolume: true,
 		Time: make([]time.Time, n), Open: make([]float64, n), High: make([]float64, n),
 		Low: make([]float64, n), Close: make([]float64, n), Volume: make([]float64, n),
@@ -122,7 +124,7 @@ type Oracle struct {
 	// Threshold is the predicted |log return| below which the oracle stays
 	// flat, because the expected gain would not pay the costs.
 	Threshold float64
-	bars      *Bars
+	bars      *prices.Bars
 }
 
 // Predict returns E[r_{t+1} | bars ≤ t] = φ·r_t − κ·log(C_t/P₀), where

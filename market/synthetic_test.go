@@ -1,6 +1,8 @@
 package market
 
 import (
+	"github.com/dqnflow/dqnflow/prices"
+
 	"context"
 	"fmt"
 	"math"
@@ -59,7 +61,7 @@ func TestSyntheticBarsAreConsistent(t *testing.T) {
 	if b.Open[0] != SyntheticLevel {
 		t.Errorf("first open %v, want %v", b.Open[0], SyntheticLevel)
 	}
-	back, err := ParseCSV(context.Background(), "synthetic.csv", strings.NewReader(sb.String()), Limits{})
+	back, err := prices.ParseCSV(context.Background(), "synthetic.csv", strings.NewReader(sb.String()), prices.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +121,7 @@ func TestOracleIsRightAndProfitable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inst, err := ResolveInstrument(config.Defaults().Env, SyntheticPath, b.Close[0], 1)
+	inst, err := ResolveInstrument(config.Defaults().Env, prices.SyntheticPath, b.Close[0], 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,7 @@
 package market
 
+import "github.com/dqnflow/dqnflow/prices"
+
 // NumFeatures is the number of market features per bar (features.go
 // documents each one). NumAgentFeatures describe the agent's own position.
 // An observation is the bar's normalised features followed by the agent's.
@@ -30,7 +32,7 @@ type Action struct {
 // features for every bar, the train and validation ranges and the
 // instrument.
 type Dataset struct {
-	Bars *Bars
+	Bars *prices.Bars
 	// Features is Bars.Len()×NumFeatures, row-major, normalised with Norm.
 	// Rows before Warmup are zero (not enough history: the feature warmup,
 	// and with a causal Norm its burn-in too).

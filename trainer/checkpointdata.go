@@ -11,6 +11,7 @@ import (
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/trainer/model"
 )
 
@@ -89,7 +90,7 @@ func CheckpointMarket(ck *checkpoint.Checkpoint) (market.Instrument, market.Norm
 // market.TradedInstrument: at the first fill of the range backtested);
 // the dataset's instrument is resolved on dataPath's first bar with full
 // feature history. The dataset's Valid range is every such bar; Test is empty.
-func CheckpointDataset(ctx context.Context, src market.Source, ck *checkpoint.Checkpoint, dataPath string, costs func(*config.EnvConfig)) (config.RunConfig, *market.Dataset, error) {
+func CheckpointDataset(ctx context.Context, src prices.Source, ck *checkpoint.Checkpoint, dataPath string, costs func(*config.EnvConfig)) (config.RunConfig, *market.Dataset, error) {
 	cfg, err := CheckpointConfig(ck)
 	if err != nil {
 		return cfg, nil, err
@@ -98,8 +99,8 @@ func CheckpointDataset(ctx context.Context, src market.Source, ck *checkpoint.Ch
 	if err != nil {
 		return cfg, nil, err
 	}
-	var bars *market.Bars
-	if dataPath == market.SyntheticPath {
+	var bars *prices.Bars
+	if dataPath == prices.SyntheticPath {
 		bars, _, err = market.SyntheticSeries(cfg.Data.SyntheticBars, cfg.Seed, cfg.Data.SyntheticPhi)
 	} else {
 		bars, err = src.Bars(ctx, dataPath)
@@ -151,7 +152,7 @@ func SameDataPath(a, b string) bool {
 	if a == b {
 		return true
 	}
-	if strings.Contains(a, ":") || strings.Contains(b, ":") || a == market.SyntheticPath || b == market.SyntheticPath {
+	if strings.Contains(a, ":") || strings.Contains(b, ":") || a == prices.SyntheticPath || b == prices.SyntheticPath {
 		return false
 	}
 	aa, err1 := filepath.Abs(a)

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/stats"
 )
 
@@ -103,7 +104,7 @@ func sizeAction(p float64) market.Action {
 // running sums over the series (computed once here, O(bars)) instead of
 // Position's VolWindow logarithms a bar. The two agree to rounding
 // (TestMomentumPolicyIsPosition).
-func (m Momentum) Policy(b *market.Bars) market.Policy {
+func (m Momentum) Policy(b *prices.Bars) market.Policy {
 	c := b.Close
 	p := momentumPolicy{m: m, close: c}
 	if m.VolWindow < 2 || m.Lookback < 1 || len(c) <= m.VolWindow {

@@ -6,19 +6,20 @@ import (
 	"time"
 
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 )
 
 // handBars is warmup bars at 100 and then closes, one a day at noon from
 // 2020-01-01, each bar opening at the close before (so a fill at the next
 // open is at the decision bar's close).
-func handBars(warmup int, closes []float64) *market.Bars {
+func handBars(warmup int, closes []float64) *prices.Bars {
 	c := make([]float64, warmup, warmup+len(closes))
 	for i := range c {
 		c[i] = 100
 	}
 	c = append(c, closes...)
 	n := len(c)
-	b := &market.Bars{Name: "hand", Time: make([]time.Time, n), Open: make([]float64, n), High: make([]float64, n),
+	b := &prices.Bars{Name: "hand", Time: make([]time.Time, n), Open: make([]float64, n), High: make([]float64, n),
 		Low: make([]float64, n), Close: c, Volume: make([]float64, n)}
 	t0 := time.Date(2020, 1, 1, 12, 0, 0, 0, time.UTC)
 	for i := range c {
@@ -176,7 +177,7 @@ func TestMomentumPolicyIsPosition(t *testing.T) {
 		x *= math.Exp(0.01*u + 0.002*math.Sin(float64(i)/300))
 		c[i] = x
 	}
-	b := &market.Bars{Close: c}
+	b := &prices.Bars{Close: c}
 	for _, m := range []Momentum{{Lookback: 24, VolWindow: 720, TargetVol: 0.0015}, {Lookback: 500, VolWindow: 20, TargetVol: 0.003}} {
 		p := m.Policy(b)
 		diff := 0

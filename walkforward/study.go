@@ -15,6 +15,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 )
 
 // Gates: what lets the agent trade a window's test block.
@@ -45,8 +46,8 @@ type Study struct {
 	// Config is the agent's run config; its data.path and data.series
 	// are replaced by Series', its data ranges by each window's.
 	Config config.RunConfig
-	Series []market.SeriesSpec
-	Source market.Source
+	Series []prices.SeriesSpec
+	Source prices.Source
 	Layout Layout
 	Seeds  []uint64
 	// LeaveOut names series the agent does not train on; it is tested on
@@ -115,7 +116,7 @@ type Timing struct {
 // writes as results.json.
 type Output struct {
 	Config   config.RunConfig    `json:"config"`
-	Series   []market.SeriesSpec `json:"series"`
+	Series   []prices.SeriesSpec `json:"series"`
 	Layout   Layout              `json:"layout"`
 	Seeds    []uint64            `json:"seeds"`
 	LeaveOut []string            `json:"leave_out"`
@@ -166,7 +167,7 @@ func (s *Study) Run(ctx context.Context) (Output, error) {
 	start := time.Now()
 	out, log := s.header()
 	// The bars of every series, for the calendar; each window's Dataset
-	// is prepared from the config as a run's is (Source.Prepare).
+	// is prepared from the config as a run's is (market.Prepare).
 	lt, err := s.lay(ctx)
 	if err != nil {
 		return out, err
@@ -299,7 +300,7 @@ func clock(tm map[string]*Timing, p string, n int, f func() error) error {
 
 // prepareWindow makes the datasets and runs the baselines of window w,
 // the series in parallel.
-func (s *Study) prepareWindow(ctx context.Context, w Window, row []SeriesWindow, bars []*market.Bars, left map[string]bool, rules []market.Rule) stage1 {
+func (s *Study) prepareWindow(ctx context.Context, w Window, row []SeriesWindow, bars []*prices.Bars, left map[string]bool, rules []market.Rule) stage1 {
 	st := stage1{timings: map[string]*Timing{}}
 	for _, p := range windowPhases {
 		st.timings[p] = &Timing{Window: w.Index, Phase: p}
@@ -314,7 +315,7 @@ func (s *Study) prepareWindow(ctx context.Context, w Window, row []SeriesWindow,
 		return parallel(ctx, len(parts), func(k int) error {
 			p := parts[k]
 			var err error
-			if p.ds, err = s.Source.Prepare(ctx, windowConfig(s.seriesConfig(s.Series[p.i]), bars[p.i], p.sw)); err != nil {
+			if p.ds, err = market.Prepare(ctx, s.Source, windowConfig(s.seriesConfig(s.Series[p.i]), bars[p.i], p.sw)); err != nil {
 				return fmt.Errorf("window %d, %s: prepare: %w", w.Index, p.sw.Series, err)
 			}
 			if err := sameRanges(p.ds, p.sw); err != nil {
@@ -343,7 +344,7 @@ func (s *Study) prepareWindow(ctx context.Context, w Window, row []SeriesWindow,
 // runWindow trains the agent's runs of window w (one after the other) on
 // the datasets of st and backtests them on the series' test blocks (in
 // parallel); its results follow the baselines'.
-func (s *Study) runWindow(ctx context.Context, w Window, st stage1, bars []*market.Bars, left map[string]bool, trials Trials) ([]Result, []Timing, []string, error) {
+func (s *Study) runWindow(ctx context.Context, w Window, st stage1, bars []*prices.Bars, left map[string]bool, trials Trials) ([]Result, []Timing, []string, error) {
 	var notes []string
 	parts, timing := st.parts, st.timings
 	timeIt := func(p string, n int, f func() error) error { return clock(timing, p, n, f) }
@@ -532,7 +533,7 @@ func (s *Study) check() error {
 }
 
 // seriesConfig is the study's config on series sp alone.
-func (s *Study) seriesConfig(sp market.SeriesSpec) config.RunConfig {
+func (s *Study) seriesConfig(sp prices.SeriesSpec) config.RunConfig {
 	return market.SeriesConfig(s.Config, sp)
 }
 
@@ -565,7 +566,7 @@ func (s *Study) panelConfig(w Window, names []string) config.RunConfig {
 // windowConfig is cfg (one series, bars b) with the data ranges of sw
 // given by bar times, so that Prepare splits the bars exactly as Windows
 // did.
-func windowConfig(cfg config.RunConfig, b *market.Bars, sw SeriesWindow) config.RunConfig {
+func windowConfig(cfg config.RunConfig, b *prices.Bars, sw SeriesWindow) config.RunConfig {
 	at := func(i int) string { return b.Time[i].UTC().Format(time.RFC3339Nano) }
 	d := &cfg.Data
 	d.ValidBars, d.TrainBars, d.TestBars = 0, 0, 0
@@ -622,7 +623,7 @@ func LeaveOutSplit(names []string, frac float64, seed uint64) []string {
 }
 
 // firstBar is the first bar a range of a series may start at under cfg,
-// as Source.Prepare splits it: after the feature warmup, and with causal
+// as market.Prepare splits it: after the feature warmup, and with causal
 // normalisation after its burn-in too (market.CausalBurnIn, ADR 0039).
 func firstBar(cfg config.RunConfig) int {
 	if cfg.Data.Normalize == config.NormalizeCausal {

@@ -13,6 +13,7 @@ import (
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/trainer/cpu"
 	"github.com/dqnflow/dqnflow/trainer/policy"
 )
@@ -44,7 +45,7 @@ func tinyStudyConfig(t *testing.T) config.RunConfig {
 // window 0's validation block, fewer than env.episode_bars+2 = 66, and
 // sits it out.
 func fixtureStudy(t *testing.T) *Study {
-	series, err := market.ParseSeries("testdata/EURUSD_H4.csv,testdata/GBPUSD_H4.csv\ntestdata/USDJPY_H4.csv")
+	series, err := prices.ParseSeries("testdata/EURUSD_H4.csv,testdata/GBPUSD_H4.csv\ntestdata/USDJPY_H4.csv")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +111,7 @@ func TestStudyEndToEnd(t *testing.T) {
 		if sw.Skip != "" {
 			continue
 		}
-		ds, err := s.Source.Prepare(context.Background(), windowConfig(s.seriesConfig(s.Series[seriesIndex(s, sw.Series)]), ds0(t, s, sw.Series), sw))
+		ds, err := market.Prepare(context.Background(), s.Source, windowConfig(s.seriesConfig(s.Series[seriesIndex(s, sw.Series)]), ds0(t, s, sw.Series), sw))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -169,8 +170,8 @@ func seriesIndex(s *Study, name string) int {
 	return -1
 }
 
-func ds0(t *testing.T, s *Study, name string) *market.Bars {
-	b, err := s.Source.Load(context.Background(), s.seriesConfig(s.Series[seriesIndex(s, name)]))
+func ds0(t *testing.T, s *Study, name string) *prices.Bars {
+	b, err := market.Load(context.Background(), s.Source, s.seriesConfig(s.Series[seriesIndex(s, name)]))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +272,7 @@ func checkByHand(t *testing.T, s *Study, ds *market.Dataset, sw SeriesWindow, r 
 // before.
 func TestDailyReturnsJoinTheBarsOfADay(t *testing.T) {
 	t0 := time.Date(2020, 3, 2, 8, 0, 0, 0, time.UTC)
-	b := &market.Bars{Time: []time.Time{t0, t0.Add(4 * time.Hour), t0.Add(8 * time.Hour), t0.Add(24 * time.Hour), t0.Add(28 * time.Hour)}, Close: make([]float64, 5)}
+	b := &prices.Bars{Time: []time.Time{t0, t0.Add(4 * time.Hour), t0.Add(8 * time.Hour), t0.Add(24 * time.Hour), t0.Add(28 * time.Hour)}, Close: make([]float64, 5)}
 	days, rets, err := market.DailyReturns(b, market.Range{From: 0, To: 5}, []float64{100, 101, 102, 99, 104.04})
 	if err != nil {
 		t.Fatal(err)
@@ -312,7 +313,7 @@ func TestStudyRefusesBadInput(t *testing.T) {
 			t.Errorf("%v, want an error naming %q", err, c.want)
 		}
 	}
-	if _, err := market.ParseSeries("testdata/NOPE*.csv"); err == nil || !strings.Contains(err.Error(), `no file matches "testdata/NOPE*.csv"`) {
+	if _, err := prices.ParseSeries("testdata/NOPE*.csv"); err == nil || !strings.Contains(err.Error(), `no file matches "testdata/NOPE*.csv"`) {
 		t.Errorf("ParseSeries of a glob matching nothing: %v", err)
 	}
 }
@@ -453,7 +454,7 @@ func TestPanelStudyTrainsOneAgentOnTheTrainingSeries(t *testing.T) {
 	var parts []*market.Dataset
 	for _, sw := range out.Plan {
 		if sw.Window == 1 && sw.Series != "GBPUSD_H4" {
-			ds, err := s.Source.Prepare(context.Background(), windowConfig(s.seriesConfig(s.Series[seriesIndex(s, sw.Series)]), ds0(t, s, sw.Series), sw))
+			ds, err := market.Prepare(context.Background(), s.Source, windowConfig(s.seriesConfig(s.Series[seriesIndex(s, sw.Series)]), ds0(t, s, sw.Series), sw))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -543,11 +544,11 @@ func TestInterruptedStudyKeepsTheWindowsDone(t *testing.T) {
 }
 
 // TestCausalStudyLaysWindowsAfterTheBurnIn: with data.normalize causal a
-// series' ranges start after the normaliser's burn-in, as Source.Prepare
+// series' ranges start after the normaliser's burn-in, as market.Prepare
 // splits them, so the study runs (before, every window's dataset
 // disagreed with its plan and the study failed).
 func TestCausalStudyLaysWindowsAfterTheBurnIn(t *testing.T) {
-	series, err := market.ParseSeries("bundled:bitcoin_2024.csv")
+	series, err := prices.ParseSeries("bundled:bitcoin_2024.csv")
 	if err != nil {
 		t.Fatal(err)
 	}

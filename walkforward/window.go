@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 )
 
 // Plan is the calendar of a study: its layout (defaults filled in), its
@@ -20,7 +21,7 @@ type Plan struct {
 // laid is a study's calendar and what its windows are prepared from.
 type laid struct {
 	Plan
-	bars  []*market.Bars
+	bars  []*prices.Bars
 	left  map[string]bool
 	rules []market.Rule
 }
@@ -40,10 +41,10 @@ func (s *Study) lay(ctx context.Context) (laid, error) {
 	for _, n := range s.LeaveOut {
 		l.left[n] = true
 	}
-	l.bars = make([]*market.Bars, len(s.Series))
+	l.bars = make([]*prices.Bars, len(s.Series))
 	times := make([]SeriesTimes, len(s.Series))
 	for i, sp := range s.Series {
-		b, err := s.Source.Load(ctx, s.seriesConfig(sp))
+		b, err := market.Load(ctx, s.Source, s.seriesConfig(sp))
 		if err != nil {
 			return l, fmt.Errorf("series %s: %w", sp.Name, err)
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 )
 
 // SeriesTimes is what Windows reads of one series: its name, its bar
@@ -17,7 +18,7 @@ type SeriesTimes struct {
 	Time  []time.Time
 	First int
 	// BarsPerYear turns a period into the bars it holds on average; 0
-	// measures it from Time (market.Bars.BarsPerYear).
+	// measures it from Time (prices.Bars.BarsPerYear).
 	BarsPerYear float64
 }
 
@@ -106,7 +107,7 @@ func Windows(series []SeriesTimes, l Layout) ([]Window, []SeriesWindow, error) {
 		}
 		bpy[i] = s.BarsPerYear
 		if bpy[i] == 0 {
-			bpy[i] = (&market.Bars{Time: s.Time, Close: make([]float64, n)}).BarsPerYear()
+			bpy[i] = (&prices.Bars{Time: s.Time, Close: make([]float64, n)}).BarsPerYear()
 		}
 		if !(bpy[i] > 0) || math.IsInf(bpy[i], 0) {
 			return nil, nil, fmt.Errorf("walk-forward windows: series %q: %g bars a year; want a positive number (two bars at different times at least)", s.Name, bpy[i])
@@ -150,7 +151,7 @@ func Windows(series []SeriesTimes, l Layout) ([]Window, []SeriesWindow, error) {
 // place is series s in window w: its ranges and, when a block is short,
 // why it sits out.
 func (l Layout) place(s SeriesTimes, bpy float64, w Window) SeriesWindow {
-	b := &market.Bars{Time: s.Time}
+	b := &prices.Bars{Time: s.Time}
 	idx := func(t time.Time) int { return max(b.Index(t), s.First) }
 	sw := SeriesWindow{Window: w.Index, Series: s.Name,
 		Train: market.Range{From: s.First, To: idx(w.ValidFrom)},

@@ -25,6 +25,7 @@ import (
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/workflows"
 )
@@ -78,8 +79,8 @@ type Config struct {
 	// Data is where the worker reads price files from: its data roots and
 	// read limits (activities.Trainer.Data; the zero value reads from the
 	// working directory).
-	Data market.Source
-	// Prepare loads a run's dataset; nil means Data.Prepare.
+	Data prices.Source
+	// Prepare loads a run's dataset; nil means market.Prepare from Data.
 	Prepare func(config.RunConfig) (*market.Dataset, error)
 	// Evaluate backtests a checkpoint for EvaluateCheckpoints; nil means
 	// its greedy policy through trainer/policy (activities.Trainer.Evaluate).

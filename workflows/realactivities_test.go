@@ -29,6 +29,7 @@ import (
 	"github.com/dqnflow/dqnflow/files"
 	"github.com/dqnflow/dqnflow/gpu"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/trainer/trainertest"
 	"github.com/dqnflow/dqnflow/worker"
@@ -73,8 +74,8 @@ func TestTrainingRunOnRealActivitiesResumesBitIdentically(t *testing.T) {
 		chunked bool
 	}{{"activity per stage", false}, {"epochs in chunks", true}} {
 		t.Run(path.name, func(t *testing.T) {
-			whole := runOnRealActivities(t, b, market.Source{}, cfg, false, path.chunked)
-			resumed := runOnRealActivities(t, b, market.Source{}, cfg, true, path.chunked)
+			whole := runOnRealActivities(t, b, prices.Source{}, cfg, false, path.chunked)
+			resumed := runOnRealActivities(t, b, prices.Source{}, cfg, true, path.chunked)
 			checkResumedBitIdentically(t, cfg, whole, resumed)
 		})
 	}
@@ -221,7 +222,7 @@ type realRun struct {
 // last epoch. With chunked, the run trains in RunEpochs chunks of one
 // epoch each (a budget of 1 ns), else with the per-stage activities of
 // the executions that began before them.
-func runOnRealActivities(t *testing.T, b trainer.Backend, src market.Source, cfg config.RunConfig, lose, chunked bool) realRun {
+func runOnRealActivities(t *testing.T, b trainer.Backend, src prices.Source, cfg config.RunConfig, lose, chunked bool) realRun {
 	t.Helper()
 	cfg.Checkpoint.Dir = t.TempDir()
 	wf := &workflows.Workflows{}
@@ -336,7 +337,7 @@ func TestTrainingRunOnAPanelResumesBitIdentically(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := market.Source{Roots: roots}
+	src := prices.Source{Roots: roots}
 	cfg := trainertest.SmallConfig()
 	cfg.Device = device
 	cfg.Data.Path, cfg.Data.Series = "", filepath.Join(dir, "EURUSD_H4.csv")+","+filepath.Join(dir, "USDJPY_H4.csv")

@@ -20,7 +20,7 @@ import (
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/files"
-	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/store/storetest"
 	"github.com/dqnflow/dqnflow/trainer/cpu"
@@ -100,7 +100,7 @@ func TestWalkForwardOnRealActivitiesStoresTheStudyRunGives(t *testing.T) {
 // two weekly windows, two seeds, GBPUSD left out, a tiny agent) under
 // id, with a fresh PostgreSQL schema of the given prefix, migrated, and
 // the fixture's directory as the data root.
-func fixtureStudy(t *testing.T, schema, id string) (*store.Store, market.Source, activities.WalkForwardSpec) {
+func fixtureStudy(t *testing.T, schema, id string) (*store.Store, prices.Source, activities.WalkForwardSpec) {
 	t.Helper()
 	ctx := context.Background()
 	u := storetest.Schema(t, schema)
@@ -117,7 +117,7 @@ func fixtureStudy(t *testing.T, schema, id string) (*store.Store, market.Source,
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := market.Source{Roots: roots}
+	src := prices.Source{Roots: roots}
 
 	raw, _ := json.Marshal(map[string]any{
 		"epochs": 2, "steps_per_epoch": 4, "batch_size": 16, "device": "cpu",
@@ -134,7 +134,7 @@ func fixtureStudy(t *testing.T, schema, id string) (*store.Store, market.Source,
 	for _, n := range []string{"EURUSD_H4", "GBPUSD_H4", "USDJPY_H4"} {
 		paths = append(paths, filepath.Join(dir, n+".csv"))
 	}
-	series, err := market.ParseSeries(strings.Join(paths, ","))
+	series, err := prices.ParseSeries(strings.Join(paths, ","))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/dqnflow/dqnflow/activities"
-	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/walkforward"
 	"github.com/dqnflow/dqnflow/workflows"
 )
@@ -138,7 +138,7 @@ func newStudyEnv(t *testing.T, f *fakeStudy) *testsuite.TestWorkflowEnvironment 
 
 func studyInput(id string, concurrent int) workflows.WalkForwardInput {
 	return workflows.WalkForwardInput{WalkForwardSpec: activities.WalkForwardSpec{StudyID: id,
-		Series: []market.SeriesSpec{{Name: "A", Path: "a.csv"}}, Seeds: []uint64{1}}, MaxConcurrent: concurrent}
+		Series: []prices.SeriesSpec{{Name: "A", Path: "a.csv"}}, Seeds: []uint64{1}}, MaxConcurrent: concurrent}
 }
 
 // TestWalkForwardRunsAChildPerWindowAndMergesInWindowOrder: three

@@ -15,6 +15,7 @@ import (
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/trainer"
 )
 
@@ -25,7 +26,7 @@ func Dataset(cfg config.RunConfig) (*market.Dataset, error) {
 	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 	return &market.Dataset{
 		Train: market.Range{From: 0, To: 80}, Valid: market.Range{From: 80, To: 100},
-		Bars:        &market.Bars{Name: "fake", Time: []time.Time{t0, t0.Add(time.Hour)}},
+		Bars:        &prices.Bars{Name: "fake", Time: []time.Time{t0, t0.Add(time.Hour)}},
 		BarsPerYear: 6048,
 	}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/trainer/model"
 	"github.com/dqnflow/dqnflow/trainer/trainertest"
 )
@@ -15,7 +16,7 @@ import (
 // (1/n) Σ_i (1/3) Σ_d Σ_j z_j p_j(s_i, a_id), z_j = v_min + j·Δz.
 func TestMeanQIsTheExpectedValueOfTheTakenActions(t *testing.T) {
 	cfg := trainertest.SmallConfig()
-	ds, err := market.Source{}.Prepare(context.Background(), cfg)
+	ds, err := market.Prepare(context.Background(), prices.Source{}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/trainer/cpu"
 	"github.com/dqnflow/dqnflow/trainer/trainertest"
@@ -16,7 +17,7 @@ import (
 // trainer.ErrUnsupported, never a silent CPU run.
 func TestRefusesWhatItCannotRun(t *testing.T) {
 	base := trainertest.SmallConfig()
-	ds, err := market.Source{}.Prepare(context.Background(), base)
+	ds, err := market.Prepare(context.Background(), prices.Source{}, base)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/trainer/policy"
 	"github.com/dqnflow/dqnflow/trainer/rollout"
@@ -38,7 +39,7 @@ func BenchmarkBacktestCheckpoint(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	src, err := market.Source{}.Allow(data) // named by the person running the benchmark
+	src, err := prices.Source{}.Allow(data) // named by the person running the benchmark
 	if err != nil {
 		b.Fatal(err)
 	}

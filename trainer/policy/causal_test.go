@@ -7,6 +7,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/trainer/cpu"
 	"github.com/dqnflow/dqnflow/trainer/policy"
@@ -23,7 +24,7 @@ func TestCausalRunRestoresAndBacktestsAsTrained(t *testing.T) {
 	cfg := trainertest.SmallConfig()
 	cfg.Device = "cpu"
 	cfg.Data.Normalize, cfg.Data.NormalizeHalfLife = config.NormalizeCausal, 300
-	ds, err := market.Source{}.Prepare(ctx, cfg)
+	ds, err := market.Prepare(ctx, prices.Source{}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +51,7 @@ func TestCausalRunRestoresAndBacktestsAsTrained(t *testing.T) {
 		t.Fatalf("checkpoint normaliser %+v (%v); want the run's causal one", norm.Mode, err)
 	}
 
-	again, err := market.Source{}.Prepare(ctx, cfg)
+	again, err := market.Prepare(ctx, prices.Source{}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +61,7 @@ func TestCausalRunRestoresAndBacktestsAsTrained(t *testing.T) {
 	}
 	restored.Close()
 
-	_, eval, err := trainer.CheckpointDataset(ctx, market.Source{}, ck, cfg.Data.Path, nil)
+	_, eval, err := trainer.CheckpointDataset(ctx, prices.Source{}, ck, cfg.Data.Path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

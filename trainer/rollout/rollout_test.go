@@ -10,13 +10,14 @@ import (
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/replay"
 	"github.com/dqnflow/dqnflow/trainer/rollout"
 )
 
 func testConfig() config.RunConfig {
 	cfg := config.Defaults()
-	cfg.Data.Path, cfg.Data.SyntheticBars = market.SyntheticPath, 3000
+	cfg.Data.Path, cfg.Data.SyntheticBars = prices.SyntheticPath, 3000
 	cfg.Env.NumEnvs, cfg.Env.EpisodeBars, cfg.Env.EpsilonDecaySteps = 3, 40, 200
 	cfg.Optim.NStep = 3
 	return cfg
@@ -24,7 +25,7 @@ func testConfig() config.RunConfig {
 
 func dataset(t *testing.T, cfg config.RunConfig) *market.Dataset {
 	t.Helper()
-	ds, err := market.Source{}.Prepare(context.Background(), cfg)
+	ds, err := market.Prepare(context.Background(), prices.Source{}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

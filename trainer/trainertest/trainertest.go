@@ -29,6 +29,7 @@ import (
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/trainer/model"
 )
@@ -64,7 +65,7 @@ func Run(t *testing.T, b trainer.Backend, device, precision string) {
 // RunConfig runs the conformance suite against b with cfg, a config
 // derived from SmallConfig (for example with another blas).
 func RunConfig(t *testing.T, b trainer.Backend, cfg config.RunConfig) {
-	ds, err := market.Source{}.Prepare(context.Background(), cfg)
+	ds, err := market.Prepare(context.Background(), prices.Source{}, cfg)
 	if err != nil {
 		t.Fatalf("prepare data: %v", err)
 	}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/trainer/model"
 	"github.com/dqnflow/dqnflow/trainer/policy"
@@ -65,7 +66,7 @@ func run(dir, list string) error {
 			return fmt.Errorf("%s: %w", f, err)
 		}
 		if ds == nil {
-			if ds, err = (market.Source{}).Prepare(context.Background(), cfg); err != nil {
+			if ds, err = market.Prepare(context.Background(), (prices.Source{}), cfg); err != nil {
 				return err
 			}
 		}

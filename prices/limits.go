@@ -1,4 +1,4 @@
-package market
+package prices
 
 import (
 	"fmt"
@@ -28,7 +28,7 @@ type Limits struct {
 // The default limits: about 3.5 million lines of a typical OHLCV file
 // (about 75 bytes a line); bars of up to a few hundred characters; a
 // thousand bars a year for 1,000 years, or 1-minute bars of 24-hour markets
-// for about 2 years. Prepare holds about 750 bytes a bar (56 float64 raw
+// for about 2 years. market.Prepare holds about 750 bytes a bar (56 float64 raw
 // and 56 float32 normalised features, the bar and its ATR), so the default
 // bars cost at most about 750 MB prepared.
 const (

@@ -1,4 +1,4 @@
-package market
+package prices
 
 import (
 	"context"
@@ -205,9 +205,10 @@ func TestBarsPerYear(t *testing.T) {
 	if got := b.BarsPerYear(); math.Abs(got-2) > 1e-12 {
 		t.Errorf("3 bars over one year: BarsPerYear = %v, want 2", got)
 	}
-	hourly, _, err := Synthetic(1000, 1)
-	if err != nil {
-		t.Fatal(err)
+	hourly := &Bars{}
+	for i := range 1000 {
+		hourly.Time = append(hourly.Time, t0.Add(time.Duration(i)*time.Hour))
+		hourly.Close = append(hourly.Close, 1)
 	}
 	if got := hourly.BarsPerYear(); math.Abs(got-8766) > 1e-6 {
 		t.Errorf("gapless hourly: BarsPerYear = %v, want 8766", got)

@@ -1,4 +1,4 @@
-package market
+package prices
 
 import (
 	"fmt"

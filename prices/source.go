@@ -1,4 +1,4 @@
-package market
+package prices
 
 import (
 	"bytes"
@@ -24,6 +24,10 @@ import (
 // is read.
 const EnvDataRoots = "DQNFLOW_DATA_ROOTS"
 
+// SyntheticPath is the data.path value that selects the seeded synthetic
+// series (market.Synthetic) instead of a file: no file is read for it.
+const SyntheticPath = "synthetic"
+
 // addRoot says, in an error about a file outside the data roots, how to
 // make it readable.
 var addRoot = fmt.Sprintf("to read it, add its directory to the data roots: flag --data-root DIR (repeatable) of the worker, dev or the command, or $%s (a %q-separated list)",
@@ -31,7 +35,7 @@ var addRoot = fmt.Sprintf("to read it, add its directory to the data roots: flag
 
 // Source is where a process reads price files from and what one read may
 // cost: every worker and command that loads data loads it through one
-// (Prepare, Load, Bars), so all follow the same rule
+// (market.Prepare, market.Load, Bars), so all follow the same rule
 // (docs/adr/0029-data-roots-and-bounded-reads.md):
 //
 //   - a file on disk is read only when Roots holds it (files.Roots: links
@@ -223,8 +227,8 @@ func (s Source) Bars(ctx context.Context, path string) (*Bars, error) {
 // Digest is the hex SHA-256 of the file path names, read as Bars reads it
 // (inside s's roots, within s.Limits; "bundled:NAME" the bundled bytes),
 // and "" for the synthetic series, which its seed makes. A panel run's
-// checkpoint records it for every series (Panel.Meta), so that a later
-// evaluation notices a changed file (CheckPanel).
+// checkpoint records it for every series (market.Panel.Meta), so that a later
+// evaluation notices a changed file (market.CheckPanel).
 func (s Source) Digest(ctx context.Context, path string) (string, error) {
 	h := sha256.New()
 	switch {

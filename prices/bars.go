@@ -1,7 +1,6 @@
-package market
+package prices
 
 import (
-	"fmt"
 	"sort"
 	"time"
 )
@@ -52,13 +51,3 @@ func sliceOrNil(s []float64, i, j int) []float64 {
 func (b *Bars) Index(t time.Time) int {
 	return sort.Search(len(b.Time), func(i int) bool { return !b.Time[i].Before(t) })
 }
-
-// Range is a half-open range of bar indices [From, To) of one Bars.
-type Range struct {
-	From, To int
-}
-
-// Len is the number of bars in the range.
-func (r Range) Len() int { return r.To - r.From }
-
-func (r Range) String() string { return fmt.Sprintf("[%d, %d)", r.From, r.To) }
