@@ -59,9 +59,10 @@ var recordParents = flag.Bool("record-parents", false, "with -record: also recor
 // a replay must use the same ones.
 var recordOptions = workflows.Options{ContinueAsNewEvery: 4, ChunkBudget: time.Nanosecond}
 
-// TestReplayRecordedHistories replays every history under testdata/ with the
-// current workflow code: a change that alters the commands a recorded
-// workflow issues (a non-deterministic change) fails it.
+// TestReplayRecordedHistories replays every history under testdata/ (the
+// executions of the supported upgrade path, ADR 0046) with the current
+// workflow code: a change that alters the commands a recorded workflow
+// issues (a non-deterministic change) fails it.
 func TestReplayRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "*.json"))
 	if err != nil {
@@ -98,10 +99,10 @@ func TestReplayRecordedHistories(t *testing.T) {
 
 // TestRecordHistories runs, on a dev server with the real activities over
 // the fake trainer backend and an in-memory store, the workflows through
-// every branch that a GetVersion patch guards (workflows/version.go) and
+// every branch that a GetVersion patch guarded (workflows/version.go) and
 // saves their histories under testdata/ as rec3-*.json (recordOptions
-// give each RunEpochs chunk one epoch, so that signals land at the same
-// epochs as with an activity per stage):
+// give each RunEpochs chunk one epoch, so that each signal lands at a
+// known epoch):
 //
 //   - rec3-run: a failed step and its recovery, pause and resume,
 //     Continue-As-New with the slot held for the next run, completion;
@@ -117,10 +118,8 @@ func TestReplayRecordedHistories(t *testing.T) {
 //   - rec4-sweep, rec4-sweep-cancel: a Sweep, and one cancelled while its
 //     runs train (children asked to cancel and waited for).
 //
-// The record-*.json files were recorded the same way before those patches,
-// and the rec2-*.json files before epochs-in-chunks; both are kept: they
-// are the histories of executions that began before, which must keep
-// replaying.
+// The histories of builds before the supported upgrade path (ADR 0046)
+// are not kept: their executions are drained before an upgrade.
 func TestRecordHistories(t *testing.T) {
 	if !*record {
 		t.Skip("records histories only with -record")
