@@ -22,6 +22,7 @@ import (
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/trainer"
+	"github.com/dqnflow/dqnflow/trainer/epochloop"
 	"github.com/dqnflow/dqnflow/workflows"
 )
 
@@ -231,7 +232,7 @@ func (f *fakeGPU) register(env *testsuite.TestWorkflowEnvironment) {
 // runEpochs stands in for RunEpochs: up to f.chunk epochs from in.After+1,
 // each recorded as the per-stage activities record theirs (collect,
 // train, sync, epoch row, then the backtest and the checkpoint that
-// activities.Due and activities.Scores ask for), with the config of the
+// epochloop.Due and activities.Scores ask for), with the config of the
 // last OpenTrainer. A trainErr fails the whole chunk, as a lost worker
 // does.
 func (f *fakeGPU) runEpochs(_ context.Context, in activities.EpochsInput) (activities.EpochsOutput, error) {
@@ -261,7 +262,7 @@ func (f *fakeGPU) runEpochs(_ context.Context, in activities.EpochsInput) (activ
 		f.mu.Lock()
 		f.epochs = append(f.epochs, e)
 		f.mu.Unlock()
-		ck, bt := activities.Due(cfg, e)
+		ck, bt := epochloop.Due(cfg, e)
 		if bt {
 			f.add(fmt.Sprintf("B%d", e))
 			s := float64(e) / 10
