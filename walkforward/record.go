@@ -11,9 +11,9 @@ import (
 )
 
 // StudyRecord is the store's rows (metadata.WalkForwardStudy) of a
-// study's output: its
-// header's Go values as results.json encodes them, its windows and its
-// results.
+// study's output: its header's Go values as results.json encodes them,
+// its windows and its results. The activities write them, and "dqnflow
+// walkforward" records a results.json with them.
 func StudyRecord(id string, out Output) (metadata.WalkForwardStudy, error) {
 	rec := metadata.WalkForwardStudy{ID: id, Seeds: out.Seeds, LeaveOut: out.LeaveOut, Gate: out.Gate, Panel: out.Panel,
 		TrialsStudy: out.Trials.Study, TrialsPrior: out.Trials.Prior, TrialsTotal: out.Trials.Total,
