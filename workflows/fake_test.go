@@ -325,13 +325,20 @@ func smallConfig(epochs, ckEvery, btEvery int) config.RunConfig {
 // result runs to the end and returns the RunResult, failing on an error.
 func result(t testing.TB, env *testsuite.TestWorkflowEnvironment) workflows.RunResult {
 	t.Helper()
+	return completed[workflows.RunResult](t, env)
+}
+
+// completed returns the result of env's workflow, failing unless it
+// completed without an error.
+func completed[R any](t testing.TB, env *testsuite.TestWorkflowEnvironment) R {
+	t.Helper()
 	if !env.IsWorkflowCompleted() {
 		t.Fatal("workflow did not complete")
 	}
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatalf("workflow failed: %v", err)
 	}
-	var r workflows.RunResult
+	var r R
 	if err := env.GetWorkflowResult(&r); err != nil {
 		t.Fatal(err)
 	}
