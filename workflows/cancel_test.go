@@ -16,16 +16,12 @@ import (
 )
 
 // TestCancelClosesTheTrainerAndCompletesTheSession cancels a run in the
-// middle of epoch 2 (of its second chunk of one epoch): its clean-up must still reach the GPU worker, closing
-// the trainer (device memory) and completing the session (the slot), and
-// the run must be recorded as canceled.
+// middle of epoch 2 (of its second chunk of one epoch): its clean-up must
+// still reach the GPU worker, closing the trainer (device memory) and
+// completing the session (the slot), and the run must be recorded as
+// canceled.
 func TestCancelClosesTheTrainerAndCompletesTheSession(t *testing.T) {
-	testCancelCleansUp(t, 1)
-}
-
-func testCancelCleansUp(t *testing.T, chunk int) {
 	f := newFake()
-	f.chunk = chunk
 	env := newEnv(t, f, workflows.Options{})
 	var (
 		mu          sync.Mutex
