@@ -16,11 +16,11 @@ import (
 // payload over 256 kB and refuses one over 2 MB.
 const MaxChunkEpochs = 200
 
-// epochs trains the next chunk of epochs in one RunEpochs activity
-// (ADR 0010), commits them in order, and settles the
-// last one where the run is about to pause, stop or continue as new: the
-// checkpoint and the backtest that the chunk's own cadence did not write
-// are taken with the Checkpoint and Backtest activities (settle).
+// epochs trains the next chunk of epochs in one RunEpochs activity (ADR
+// 0010), commits them in order, and settles the last one where the run is
+// about to pause, stop or continue as new: the checkpoint and the
+// backtest that the chunk's own cadence did not write are taken with the
+// Checkpoint and Backtest activities (settle).
 //
 // Signals are taken at chunk boundaries: a chunk ends by itself within
 // Options.ChunkBudget plus one epoch, which bounds how long a pause or a

@@ -69,9 +69,9 @@ func (o Options) acquireSession(ctx workflow.Context, token []byte, what string)
 // between attempts once stopped() is true.
 //
 // The session is created on a context disconnected from ctx's
-// cancellation, so that its clean-up can run
-// after the workflow was cancelled; a goroutine passes the cancellation on
-// to the attempt in progress and, later, to the session's activities.
+// cancellation, so that its clean-up can run after the workflow was
+// cancelled; a goroutine passes the cancellation on to the attempt in
+// progress and, later, to the session's activities.
 func (o Options) acquireSessionUnless(ctx workflow.Context, token []byte, what string, stopped func() bool) (*session, error) {
 	base, _ := workflow.NewDisconnectedContext(ctx)
 	gpu := workflow.WithActivityOptions(base, workflow.ActivityOptions{TaskQueue: o.GPUTaskQueue})

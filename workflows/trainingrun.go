@@ -46,8 +46,9 @@ const ErrTypeTooManyRecoveries = "TooManyRecoveries"
 // checkpoint every checkpoint.every epochs and a validation backtest every
 // backtest.every epochs (a new best validation Sharpe is always
 // checkpointed), followed by retention. The epochs run in chunks of about
-// Options.ChunkBudget, one RunEpochs activity each (ADR 0010). See ADR 0001 for how a
-// lost worker is recovered and why the run stays on one worker.
+// Options.ChunkBudget, one RunEpochs activity each (ADR 0010). See ADR
+// 0001 for how a lost worker is recovered and why the run stays on one
+// worker.
 func (w *Workflows) TrainingRun(ctx workflow.Context, cfg config.RunConfig, state *RunState) (*RunResult, error) {
 	if cfg == (config.RunConfig{}) {
 		cfg = config.Defaults()
@@ -345,10 +346,9 @@ func (r *run) pause() error {
 
 // continueAsNew hands the run to a new workflow run right after a
 // checkpoint. The worker is asked to hold the run's slot for the new run,
-// then the session is completed; the trainer
-// stays in the worker's registry, and the recreate token sends the new run
-// back to that worker, which admits its session to the held slot and
-// reuses the trainer. Without the hold, a run queued for a slot took it
+// then the session is completed; the trainer stays in the worker's
+// registry, and the recreate token sends the new run back to that worker,
+// which admits its session to the held slot and reuses the trainer. Without the hold, a run queued for a slot took it
 // the moment the session completed (ADR 0001).
 func (r *run) continueAsNew() error {
 	if err := r.flush(); err != nil {
