@@ -32,7 +32,7 @@ func trained(t *testing.T, precision string) (*checkpoint.Checkpoint, *market.Da
 }
 
 // trainedConfig is trained with cfg, a CPU config.
-func trainedConfig(t *testing.T, cfg config.RunConfig) (*checkpoint.Checkpoint, *market.Dataset, market.Report) {
+func trainedConfig(t *testing.T, cfg config.RunConfig) (*checkpoint.Checkpoint, *market.Dataset, sim.Report) {
 	t.Helper()
 	ctx := context.Background()
 	ds, err := market.Prepare(ctx, prices.Source{}, cfg)
