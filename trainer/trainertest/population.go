@@ -49,6 +49,7 @@ func RunPopulation(t *testing.T, pb trainer.PopulationBackend, b trainer.Backend
 	t.Run("MemberIsBitIdenticalToSingleRun", func(t *testing.T) { testMemberIsSingle(t, pb, b, cfgs, ds) })
 	t.Run("NaNStopsOnlyItsMember", func(t *testing.T) { testNaNIsolation(t, pb, b, cfgs, ds) })
 	t.Run("RestoredPopulationIsBitIdentical", func(t *testing.T) { testPopulationResume(t, pb, cfgs, ds) })
+	t.Run("WarmMemberIsTheSingleWarmStart", func(t *testing.T) { testPopulationWarm(t, pb, b, cfgs, ds) })
 	t.Run("NewPopulationValidatesMembers", func(t *testing.T) { testPopulationValidates(t, pb, cfgs, ds) })
 }
 
@@ -315,6 +316,26 @@ func testPopulationResume(t *testing.T, pb trainer.PopulationBackend, cfgs []con
 		}
 		sameMember(t, k, got, one)
 		equalState(t, memberSnapshot(t, straight, k), memberSnapshot(t, resumed, k))
+	}
+}
+
+// testPopulationWarm: a member warm-started from another run's weights
+// computes what its single trainer warm-started from them does, beside
+// fresh members.
+func testPopulationWarm(t *testing.T, pb trainer.PopulationBackend, b trainer.Backend, cfgs []config.RunConfig, ds *market.Dataset) {
+	donor := newTrainer(t, b, cfgs[0], ds, nil)
+	epochs(t, donor, cfgs[0], 1)
+	warm := []*checkpoint.Checkpoint{nil, snapshot(t, donor), nil}
+	p, err := pb.NewPopulation(context.Background(), cfgs, ds, warm)
+	if err != nil {
+		t.Fatalf("NewPopulation: %v", err)
+	}
+	t.Cleanup(func() { p.Close() })
+	pop := populationRounds(t, p, cfgs[0], ds, 1)
+	for k, cfg := range cfgs {
+		one := newTrainer(t, b, cfg, ds, warm[k])
+		sameMember(t, k, pop, singleRounds(t, one, cfg, ds, 1))
+		equalState(t, snapshot(t, one), memberSnapshot(t, p, k))
 	}
 }
 
