@@ -9,10 +9,13 @@ import (
 // Why the members of a population must agree on a field
 // (PopulationError.Reason). ADR 0047 gives the reasoning field by field.
 const (
-	// ReasonShape: the field sets a tensor shape, the batch size or the
-	// storage type, which a batched backend allocates once for every
-	// member (trainer.Population).
-	ReasonShape = "it sets a tensor shape, the batch size or the storage type"
+	// ReasonShape: the field sets a tensor shape or the batch size, which
+	// a batched backend allocates once for every member
+	// (trainer.Population).
+	ReasonShape = "it sets a tensor shape or the batch size"
+	// ReasonKernel: the field selects the storage type, a kernel or the
+	// graph that a batched backend runs for every member at once.
+	ReasonKernel = "it selects the storage type, kernels or graph all members run in"
 	// ReasonDataset: market.Prepare reads the field, and a population
 	// trains every member on one Dataset.
 	ReasonDataset = "the population's one dataset is prepared from it"
@@ -46,18 +49,17 @@ var PopulationMemberFields = []string{
 // in every member of a population, with the reason. Every data.* field is
 // a dataset field (populationSharedPrefixes).
 var PopulationSharedFields = map[string]string{
-	"batch_size":      ReasonShape,
-	"precision":       ReasonShape,
-	"model.trunk1":    ReasonShape,
-	"model.trunk2":    ReasonShape,
-	"model.head":      ReasonShape,
-	"model.atoms":     ReasonShape,
-	"env.num_envs":    ReasonShape,
-	"optim.n_step":    ReasonShape, // the collector's pending ring nstep.* is [num_envs, n_step]
-	"replay.capacity": ReasonShape,
-	// bf16 with stochastic rounding is another update kernel, not a scalar.
-	"optim.stochastic_rounding": ReasonShape,
-	"readback_interval":         ReasonShape, // the CUDA backend's graph of steps between reads
+	"batch_size":                ReasonShape,
+	"model.trunk1":              ReasonShape,
+	"model.trunk2":              ReasonShape,
+	"model.head":                ReasonShape,
+	"model.atoms":               ReasonShape,
+	"env.num_envs":              ReasonShape,
+	"optim.n_step":              ReasonShape, // the collector's pending ring nstep.* is [num_envs, n_step]
+	"replay.capacity":           ReasonShape,
+	"precision":                 ReasonKernel,
+	"optim.stochastic_rounding": ReasonKernel, // another weight-update kernel, not a scalar
+	"readback_interval":         ReasonKernel, // the CUDA backend's graph of steps between reads
 
 	"env.episode_bars":    ReasonDataset,
 	"env.max_contracts":   ReasonDataset,

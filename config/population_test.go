@@ -64,7 +64,7 @@ func TestValidatePopulationNamesMemberAndField(t *testing.T) {
 		{"batch size", func(c *RunConfig) { c.BatchSize = 128 }, "batch_size", []string{"= 128", "has 256"}},
 		{"envs", func(c *RunConfig) { c.Env.NumEnvs = 8 }, "env.num_envs", []string{"= 8", "has 32"}},
 		{"capacity", func(c *RunConfig) { c.Replay.Capacity = 5000 }, "replay.capacity", []string{"= 5000"}},
-		{"precision", func(c *RunConfig) { c.Precision = PrecisionBF16 }, "precision", []string{"= bf16", "has fp32"}},
+		{"precision", func(c *RunConfig) { c.Precision = PrecisionBF16 }, "precision", []string{"= bf16", "has fp32", ReasonKernel}},
 		{"n-step", func(c *RunConfig) { c.Optim.NStep = 5 }, "optim.n_step", []string{"= 5", "has 3"}},
 		{"commission", func(c *RunConfig) { c.Env.CommissionBps = 2 }, "env.commission_bps", []string{ReasonDataset}},
 		{"data", func(c *RunConfig) { c.Data.TrainFraction = 0.6 }, "data.train_fraction", []string{ReasonDataset}},
