@@ -17,6 +17,7 @@ import (
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/report"
+	"github.com/dqnflow/dqnflow/research/baselines"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/trainer/policy"
 )
@@ -97,7 +98,7 @@ func chooseRule(ctx context.Context, src prices.Source, cfg config.RunConfig) (e
 		return evalRule{}, fmt.Errorf("no test range")
 	}
 	rules := market.Rules(market.DefaultLookbacks)
-	i, v, err := bestOnValidation(ds, ds.Valid, rules, nil)
+	i, v, err := baselines.BestOnValidation(ds, ds.Valid, rules, nil)
 	if err != nil {
 		return evalRule{}, err
 	}
