@@ -15,6 +15,7 @@ import (
 	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/report"
+	"github.com/dqnflow/dqnflow/runview"
 	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/trainer/policy"
 	"github.com/dqnflow/dqnflow/workflows"
@@ -56,7 +57,7 @@ func reportCmd(e *env) *cobra.Command {
 			return err
 		}
 		defer st.Close()
-		rec, err := loadRunRecord(ctx, st, id)
+		rec, err := runview.Load(ctx, st, id)
 		if errors.Is(err, metadata.ErrNotFound) {
 			// Not a run: a sweep is a workflow whose result lists its runs.
 			c, derr := dial(ctx, e)
@@ -95,7 +96,7 @@ func reportCmd(e *env) *cobra.Command {
 // buy-and-hold's and the actions. A file out of reach (another host, a
 // pruned blob) is a note in the report, not an error. src reads the data:
 // dataFlag, else the run's data.path, which must lie in src's data roots.
-func evaluateCheckpoints(ctx context.Context, e *env, src prices.Source, r *report.Run, rec runRecord, dataFlag string) {
+func evaluateCheckpoints(ctx context.Context, e *env, src prices.Source, r *report.Run, rec runview.Record, dataFlag string) {
 	var cfg struct {
 		Data struct {
 			Path string `json:"path"`
@@ -106,7 +107,7 @@ func evaluateCheckpoints(ctx context.Context, e *env, src prices.Source, r *repo
 	if data == "" {
 		data = cfg.Data.Path
 	}
-	best := rec.best()
+	best := rec.Best()
 	if best == nil {
 		r.BestNote = "The run has no checkpoint with a validation score yet."
 	}

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/dqnflow/dqnflow/activities"
+	"github.com/dqnflow/dqnflow/runview"
 	"github.com/dqnflow/dqnflow/walkforward"
 	"github.com/dqnflow/dqnflow/workflows"
 )
@@ -25,7 +26,7 @@ import (
 // left out, gate, panel, prior trials), naming what differs.
 func checkResume(ctx context.Context, c client.Client, id string, in workflows.WalkForwardInput, fresh bool) (bool, error) {
 	desc, err := c.DescribeWorkflowExecution(ctx, id, "")
-	if isNotFound(err) {
+	if runview.IsNotFound(err) {
 		return false, nil
 	}
 	if err != nil {

@@ -294,7 +294,7 @@ const (
 	GateNone   = "none"
 )
 
-// Gates lists the Gates in the order the summary shows them.
+// Gates lists the gates in the order the summary shows them.
 var Gates = []string{GateWindow, GatePooled, GateRecord, GateNone}
 
 // GateResult is what one gate made of a walk-forward's windows.
