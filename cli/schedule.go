@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/errtext"
 	"github.com/dqnflow/dqnflow/workflows"
 )
 
@@ -208,7 +209,7 @@ func listedSchedule(ctx context.Context, c client.Client, s *client.ScheduleList
 func runOutcome(ctx context.Context, c client.Client, workflow, id string) (status, result string) {
 	d, err := c.DescribeWorkflowExecution(ctx, id, "")
 	if err != nil {
-		return "unknown (" + firstLine(err.Error()) + ")", ""
+		return "unknown (" + errtext.FirstLine(err.Error()) + ")", ""
 	}
 	st := d.GetWorkflowExecutionInfo().GetStatus()
 	status = strings.ToLower(strings.TrimPrefix(st.String(), "WorkflowExecutionStatus"))
