@@ -67,11 +67,3 @@ func baselinesCmd(e *env) *cobra.Command {
 	}
 	return cmd
 }
-
-// yesNo is "yes" or "no".
-func yesNo(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "no"
-}
