@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/research/evaluation"
 )
 
 // TestEvaluateWritesTheTestReportWithPlots: evaluate trains on a series and
@@ -19,7 +20,7 @@ func TestEvaluateWritesTheTestReportWithPlots(t *testing.T) {
 	cfg := tinyConfig(t, dir)
 	out := filepath.Join(dir, "eval")
 	stdout, _ := runOK(t, "evaluate", "--config", cfg, "--data", "bundled:bitcoin_2024.csv", "--out", out, "--json")
-	var ev evaluation
+	var ev evaluation.Evaluation
 	if err := json.Unmarshal([]byte(stdout), &ev); err != nil {
 		t.Fatalf("evaluate --json: %v", err)
 	}
@@ -70,7 +71,7 @@ func TestEvaluateSeedsReportsEveryRun(t *testing.T) {
 	cfg := tinyConfig(t, dir)
 	out := filepath.Join(dir, "eval")
 	stdout, _ := runOK(t, "evaluate", "--config", cfg, "--data", "bundled:bitcoin_2024.csv", "--epochs", "1", "--seeds", "3", "--out", out, "--json")
-	var ev evaluation
+	var ev evaluation.Evaluation
 	if err := json.Unmarshal([]byte(stdout), &ev); err != nil {
 		t.Fatalf("evaluate --json: %v", err)
 	}
