@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/research/baselines"
 	"github.com/spf13/cobra"
 )
@@ -24,7 +25,7 @@ func baselinesCmd(e *env) *cobra.Command {
 	testBars := fs.Int("test-bars", 0, "test bars per window (default: 30% of the bars after the feature warmup, split over the windows)")
 	validBars := fs.Int("valid-bars", 0, "validation bars per window (default: --test-bars)")
 	trainBars := fs.Int("train-bars", 0, "training bars per window (default 0: every earlier bar); rules do not train, but the instrument's point value comes from the last training bar, as in a run")
-	lookbacks := fs.String("lookbacks", baselines.JoinInts(market.DefaultLookbacks), "lookbacks of the rules, in bars, comma-separated")
+	lookbacks := fs.String("lookbacks", baselines.JoinInts(sim.DefaultLookbacks), "lookbacks of the rules, in bars, comma-separated")
 	out := fs.String("out", "", "also write the result as JSON to this file")
 	jsonOut := fs.Bool("json", false, "print the result as JSON")
 	df := addDataFlags(fs)
@@ -42,7 +43,7 @@ func baselinesCmd(e *env) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		lbs, err := market.ParseLookbacks(*lookbacks, b.Len())
+		lbs, err := sim.ParseLookbacks(*lookbacks, b.Len())
 		if err != nil {
 			return fmt.Errorf("%w: --lookbacks %q: %v", errUsage, *lookbacks, err)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/report"
 	"github.com/dqnflow/dqnflow/research/evaluation"
@@ -67,7 +68,7 @@ func evaluateCmd(e *env) *cobra.Command {
 		var ck *checkpoint.Checkpoint
 		var rec *checkpoint.Recommendation
 		var pn *market.Panel // a panel checkpoint's own panel
-		var panelScore market.PanelScore
+		var panelScore sim.PanelScore
 		if *ckPath != "" {
 			if *cfgPath != "" {
 				return fmt.Errorf("%w: give --config (train) or --checkpoint (evaluate it), not both", errUsage)
@@ -198,7 +199,7 @@ func evaluateCmd(e *env) *cobra.Command {
 		if *jsonOut {
 			return printJSON(e, ev)
 		}
-		evaluation.Print(e.stdout, ev, func(w io.Writer, r market.Report) { printReport(&env{stdout: w}, r) })
+		evaluation.Print(e.stdout, ev, func(w io.Writer, r sim.Report) { printReport(&env{stdout: w}, r) })
 		fmt.Fprintf(e.stdout, "report: %s\n", filepath.Join(*out, "report.md"))
 		return nil
 	}
@@ -258,7 +259,7 @@ func evaluateEnsemble(ctx context.Context, e *env, src prices.Source, cfg config
 // panelEvaluation backtests the policy of ck, a panel run's checkpoint, on
 // the test range of every series of its panel pn, into sc (each series'
 // report and their equal-risk portfolio), and returns the series' paths.
-func panelEvaluation(pn *market.Panel, ck *checkpoint.Checkpoint, sc *market.PanelScore) ([]string, error) {
+func panelEvaluation(pn *market.Panel, ck *checkpoint.Checkpoint, sc *sim.PanelScore) ([]string, error) {
 	if !panelHasTest(pn) {
 		return nil, fmt.Errorf("%w: the checkpoint's config holds out no test range (data.test_fraction 0); evaluate a run trained with one", errUsage)
 	}

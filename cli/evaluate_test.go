@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/research/evaluation"
 )
 
@@ -128,10 +129,10 @@ func TestBacktestDefaultsToTheTestRangeAndTheFilesInstrument(t *testing.T) {
 	cfg := tinyConfig(t, dir)
 	runOK(t, "train", "--device", "cpu", "--config", cfg, "--data", "bundled:bitcoin_2024.csv", "--epochs", "1", "--out", dir, "--json")
 	ck := filepath.Join(dir, "epoch-000001.safetensors")
-	backtest := func(args ...string) market.Report {
+	backtest := func(args ...string) sim.Report {
 		t.Helper()
 		out, _ := runOK(t, append([]string{"backtest", "--checkpoint", ck, "--json"}, args...)...)
-		var r market.Report
+		var r sim.Report
 		if err := json.Unmarshal([]byte(out), &r); err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,6 @@
 // Package baselines is the yardstick of the agent: on k consecutive
 // bar-count windows at the end of one series, it backtests every simple
-// rule of a family (market.Rules: momentum and reversal over several
+// rule of a family (sim.Rules: momentum and reversal over several
 // lookbacks) on each window's validation and test ranges with the data's
 // instrument and costs, lets validation choose one rule per window, and
 // reports that choice's test ranges per window and joined, under every
@@ -19,13 +19,14 @@ import (
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/internal/usage"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/trainer/model"
 	"github.com/dqnflow/dqnflow/walkforward"
 )
 
 // Result is what "dqnflow baselines --json" prints: on
-// consecutive bar-count windows of one series, the simple rules (market.Rules) a trader would
+// consecutive bar-count windows of one series, the simple rules (sim.Rules) a trader would
 // try before an agent.
 type Result struct {
 	Data string `json:"data"`
@@ -50,15 +51,15 @@ type WindowResult struct {
 	// Chosen is the rule of best validation Sharpe (the first listed on
 	// a tie); Evidence its validation and record statistics and Test its
 	// test report, traded or not.
-	Chosen   string        `json:"chosen"`
-	Evidence Evidence      `json:"evidence"`
-	Test     market.Report `json:"test"`
+	Chosen   string     `json:"chosen"`
+	Evidence Evidence   `json:"evidence"`
+	Test     sim.Report `json:"test"`
 }
 
 // RuleResult is one rule on every window's test range, joined.
 type RuleResult struct {
-	Rule   string        `json:"rule"`
-	Pooled market.Report `json:"pooled_test"`
+	Rule   string     `json:"rule"`
+	Pooled sim.Report `json:"pooled_test"`
 }
 
 // Rules backtests the rules of lookbacks lbs on windows ws of bars
@@ -67,24 +68,24 @@ type RuleResult struct {
 // the validation ranges overlap), as "dqnflow baselines" reports them. Each
 // window's dataset is prepared from src.
 func Rules(ctx context.Context, src prices.Source, cfg config.RunConfig, b *prices.Bars, ws []Window, lbs []int, overlap bool) (Result, error) {
-	rules := market.Rules(lbs)
+	rules := sim.Rules(lbs)
 	res := Result{Data: cfg.Data.Path, Lookbacks: lbs}
 	for _, r := range rules {
 		res.Rules = append(res.Rules, r.Name())
 	}
 	evidence := make([]Evidence, len(ws))
-	var valids, tests, flats []market.Report
-	perRule := make([][]market.Report, len(rules)) // test reports by rule, then window
+	var valids, tests, flats []sim.Report
+	perRule := make([][]sim.Report, len(rules)) // test reports by rule, then window
 	for i, w := range ws {
 		ds, err := market.Prepare(ctx, src, WindowConfig(cfg, b, w))
 		if err != nil {
 			return res, fmt.Errorf("window %d: %w", i+1, err)
 		}
-		validB, err := market.NewBenchmarks(ds, w.Valid)
+		validB, err := sim.NewBenchmarks(ds, w.Valid)
 		if err != nil {
 			return res, fmt.Errorf("window %d: %w", i+1, err)
 		}
-		testB, err := market.NewBenchmarks(ds, w.Test)
+		testB, err := sim.NewBenchmarks(ds, w.Test)
 		if err != nil {
 			return res, fmt.Errorf("window %d: %w", i+1, err)
 		}
@@ -93,13 +94,13 @@ func Rules(ctx context.Context, src prices.Source, cfg config.RunConfig, b *pric
 			return res, fmt.Errorf("window %d: %w", i+1, err)
 		}
 		for j, r := range rules {
-			t, err := market.BacktestWith(ds, w.Test, r.Policy(b), testB)
+			t, err := sim.BacktestWith(ds, w.Test, r.Policy(b), testB)
 			if err != nil {
 				return res, fmt.Errorf("window %d, %s: %w", i+1, r.Name(), err)
 			}
 			perRule[j] = append(perRule[j], t)
 		}
-		flat, err := market.BacktestWith(ds, w.Test, flat{}, testB)
+		flat, err := sim.BacktestWith(ds, w.Test, flat{}, testB)
 		if err != nil {
 			return res, fmt.Errorf("window %d: %w", i+1, err)
 		}
@@ -125,7 +126,7 @@ func Rules(ctx context.Context, src prices.Source, cfg config.RunConfig, b *pric
 		res.Gates = append(res.Gates, gr)
 	}
 	for j, r := range rules {
-		p, err := market.Pool(perRule[j])
+		p, err := sim.Pool(perRule[j])
 		if err != nil {
 			return res, fmt.Errorf("%s: %w", r.Name(), err)
 		}
@@ -138,9 +139,9 @@ func Rules(ctx context.Context, src prices.Source, cfg config.RunConfig, b *pric
 // Sharpe among rules on bars valid of ds, the first on a tie, and its
 // report (bench, when not nil, must be that range's benchmarks: it is
 // checked, and BestRule computes its own).
-func BestOnValidation(ds *market.Dataset, valid market.Range, rules []market.Rule, bench *market.Benchmarks) (int, market.Report, error) {
+func BestOnValidation(ds *market.Dataset, valid market.Range, rules []sim.Rule, bench *sim.Benchmarks) (int, sim.Report, error) {
 	if bench != nil && !bench.For(ds, valid) {
-		return 0, market.Report{}, fmt.Errorf("best rule: benchmarks given for another range or dataset")
+		return 0, sim.Report{}, fmt.Errorf("best rule: benchmarks given for another range or dataset")
 	}
 	return walkforward.BestRule(ds, valid, rules)
 }
@@ -299,9 +300,9 @@ var Gates = []string{GateWindow, GatePooled, GateRecord, GateNone}
 
 // GateResult is what one gate made of a walk-forward's windows.
 type GateResult struct {
-	Gate   string        `json:"gate"`
-	Traded []bool        `json:"traded"` // per window
-	Pooled market.Report `json:"pooled"` // the test ranges as the gate traded them, joined
+	Gate   string     `json:"gate"`
+	Traded []bool     `json:"traded"` // per window
+	Pooled sim.Report `json:"pooled"` // the test ranges as the gate traded them, joined
 }
 
 // Evidence is what one window's choice rests on, and what it earned.
@@ -311,7 +312,7 @@ type Evidence struct {
 	BestEpoch int    `json:"best_epoch"`
 	// ValidSharpe and ValidT are the chosen checkpoint's on the window's
 	// own validation range; PooledValidSharpe and PooledValidT are those
-	// of windows 1 … this one's validation backtests joined (market.Pool),
+	// of windows 1 … this one's validation backtests joined (sim.Pool),
 	// each window's checkpoint on its own range; RecordSharpe and RecordT
 	// those of the test backtests of windows 1 … this one − 1 joined (0
 	// for the first window).
@@ -324,26 +325,26 @@ type Evidence struct {
 	// Traded is set when the gate's evidence reached backtest.min_valid_t:
 	// Test is then the checkpoint's test backtest, else flat's.
 	// CheckpointTest is the checkpoint's, whichever the gate chose.
-	Traded         bool          `json:"traded"`
-	Test           market.Report `json:"test"`
-	CheckpointTest market.Report `json:"checkpoint_test"`
+	Traded         bool       `json:"traded"`
+	Test           sim.Report `json:"test"`
+	CheckpointTest sim.Report `json:"checkpoint_test"`
 }
 
 // weighEvidence fills the evidence fields of ws from each window's
 // chosen checkpoint's validation and test backtests, in the windows'
 // order.
-func weighEvidence(ws []Evidence, valids, ckTests []market.Report) error {
+func weighEvidence(ws []Evidence, valids, ckTests []sim.Report) error {
 	for i := range ws {
 		w := &ws[i]
 		w.ValidSharpe, w.ValidT = valids[i].Sharpe, valids[i].SharpeT()
-		pooled, err := market.Pool(valids[:i+1])
+		pooled, err := sim.Pool(valids[:i+1])
 		if err != nil {
 			return fmt.Errorf("window %d: pool validation: %w", i+1, err)
 		}
 		w.PooledValidSharpe, w.PooledValidT = pooled.Sharpe, pooled.SharpeT()
 		w.RecordSharpe, w.RecordT = 0, 0
 		if i > 0 {
-			record, err := market.Pool(ckTests[:i])
+			record, err := sim.Pool(ckTests[:i])
 			if err != nil {
 				return fmt.Errorf("window %d: pool the earlier test ranges: %w", i+1, err)
 			}
@@ -370,9 +371,9 @@ func (w Evidence) trades(cfg config.BacktestConfig, gate string) bool {
 // applyGate returns gate's verdicts on ws and the test ranges as it
 // traded them (the checkpoint's test backtest where it trades, flats[i]
 // where not), joined.
-func applyGate(cfg config.BacktestConfig, gate string, ws []Evidence, flats []market.Report) (GateResult, error) {
+func applyGate(cfg config.BacktestConfig, gate string, ws []Evidence, flats []sim.Report) (GateResult, error) {
 	g := GateResult{Gate: gate, Traded: make([]bool, len(ws))}
-	tests := make([]market.Report, len(ws))
+	tests := make([]sim.Report, len(ws))
 	for i, w := range ws {
 		g.Traded[i], tests[i] = w.trades(cfg, gate), flats[i]
 		if g.Traded[i] {
@@ -380,7 +381,7 @@ func applyGate(cfg config.BacktestConfig, gate string, ws []Evidence, flats []ma
 		}
 	}
 	var err error
-	if g.Pooled, err = market.Pool(tests); err != nil {
+	if g.Pooled, err = sim.Pool(tests); err != nil {
 		return g, fmt.Errorf("gate %s: %w", gate, err)
 	}
 	return g, nil

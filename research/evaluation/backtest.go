@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/report"
 	"github.com/dqnflow/dqnflow/trainer/policy"
 )
@@ -14,7 +15,7 @@ import (
 // and the actions; notice is the run's recommendation to show beside it.
 func ValidationBacktest(pol *policy.Policy, ds *market.Dataset, rng market.Range, uri, data string, path bool, notice string) (*report.Backtest, float64, error) {
 	rec := &qRecorder{pol: pol, q: make([]float32, market.NumDirections+market.NumSizes+market.NumExits)}
-	rep, err := market.Backtest(ds, rng, rec)
+	rep, err := sim.Backtest(ds, rng, rec)
 	if err == nil {
 		err = pol.Err()
 	}
@@ -28,7 +29,7 @@ func ValidationBacktest(pol *policy.Policy, ds *market.Dataset, rng market.Range
 	if !path {
 		return nil, meanQ, nil
 	}
-	// Buy-and-hold is the report's own (market.NewBenchmarks: 1× the
+	// Buy-and-hold is the report's own (sim.NewBenchmarks: 1× the
 	// capital at its first fill, ADR 0036), not a second backtest.
 	b := &report.Backtest{URI: uri, Equity: rep.Equity, BuyAndHold: rep.BuyAndHoldEquity, Actions: rec.actions, Report: rep, Notice: notice}
 	for i := range rep.Equity {

@@ -16,6 +16,7 @@ import (
 	"github.com/dqnflow/dqnflow/data"
 	"github.com/dqnflow/dqnflow/internal/usage"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/report"
 	"github.com/dqnflow/dqnflow/research/baselines"
@@ -46,7 +47,7 @@ type Evaluation struct {
 	Series         []Series                   `json:"series"`
 	// Portfolio, for a checkpoint of a panel run evaluated on its own
 	// panel, is the equal-risk portfolio of Series' test reports
-	// (market.PanelPortfolio; Sharpe of daily returns, with its
+	// (sim.PanelPortfolio; Sharpe of daily returns, with its
 	// t-statistic).
 	Portfolio *Portfolio `json:"panel_portfolio,omitempty"`
 }
@@ -54,19 +55,19 @@ type Evaluation struct {
 // Portfolio is a panel checkpoint's equal-risk portfolio on its
 // series' test ranges.
 type Portfolio struct {
-	Series  []string      `json:"series"`
-	Sharpe  float64       `json:"sharpe"`
-	SharpeT float64       `json:"sharpe_t"`
-	Test    market.Report `json:"test"`
+	Series  []string   `json:"series"`
+	Sharpe  float64    `json:"sharpe"`
+	SharpeT float64    `json:"sharpe_t"`
+	Test    sim.Report `json:"test"`
 }
 
 type Series struct {
-	Data      string        `json:"data"`
-	BestEpoch int           `json:"best_epoch,omitempty"`
-	Epochs    int           `json:"epochs,omitempty"`
-	Test      market.Report `json:"test"`
-	Equity    string        `json:"equity_png"`
-	Drawdown  string        `json:"drawdown_png"`
+	Data      string     `json:"data"`
+	BestEpoch int        `json:"best_epoch,omitempty"`
+	Epochs    int        `json:"epochs,omitempty"`
+	Test      sim.Report `json:"test"`
+	Equity    string     `json:"equity_png"`
+	Drawdown  string     `json:"drawdown_png"`
 	// Seeds holds every seed's run with --seeds N > 1 (the first is the
 	// run above), and Summary what they say together.
 	Seeds    []report.SeedRow    `json:"seeds,omitempty"`
@@ -81,10 +82,10 @@ type Series struct {
 // Rule is the rule a split's validation range chooses and its test
 // report.
 type Rule struct {
-	Name        string        `json:"name"`
-	ValidSharpe float64       `json:"validation_sharpe"`
-	ValidT      float64       `json:"validation_sharpe_t"`
-	Test        market.Report `json:"test"`
+	Name        string     `json:"name"`
+	ValidSharpe float64    `json:"validation_sharpe"`
+	ValidT      float64    `json:"validation_sharpe_t"`
+	Test        sim.Report `json:"test"`
 }
 
 // ChooseRule backtests the rules of the default lookbacks on cfg's
@@ -98,13 +99,13 @@ func ChooseRule(ctx context.Context, src prices.Source, cfg config.RunConfig) (R
 	if ds.Test.Len() < 2 {
 		return Rule{}, fmt.Errorf("no test range")
 	}
-	rules := market.Rules(market.DefaultLookbacks)
+	rules := sim.Rules(sim.DefaultLookbacks)
 	i, v, err := baselines.BestOnValidation(ds, ds.Valid, rules, nil)
 	if err != nil {
 		return Rule{}, err
 	}
 	best := Rule{Name: rules[i].Name(), ValidSharpe: v.Sharpe, ValidT: v.SharpeT()}
-	if best.Test, err = market.Backtest(ds, ds.Test, rules[i].Policy(ds.Bars)); err != nil {
+	if best.Test, err = sim.Backtest(ds, ds.Test, rules[i].Policy(ds.Bars)); err != nil {
 		return Rule{}, fmt.Errorf("%s: %w", best.Name, err)
 	}
 	return best, nil
@@ -113,21 +114,21 @@ func ChooseRule(ctx context.Context, src prices.Source, cfg config.RunConfig) (R
 // Checkpoint runs ck's policy on the test range that cfg's split
 // gives on cfg.Data.Path (read from src), priced as
 // trainer.CheckpointDataset says.
-func Checkpoint(ctx context.Context, src prices.Source, ck *checkpoint.Checkpoint, cfg config.RunConfig) (market.Report, error) {
+func Checkpoint(ctx context.Context, src prices.Source, ck *checkpoint.Checkpoint, cfg config.RunConfig) (sim.Report, error) {
 	split, err := market.Prepare(ctx, src, cfg)
 	if err != nil {
-		return market.Report{}, err
+		return sim.Report{}, err
 	}
 	if split.Test.Len() < 2 {
-		return market.Report{}, fmt.Errorf("%w: the checkpoint's config holds out no test range (data.test_fraction 0); evaluate a run trained with one", usage.Err)
+		return sim.Report{}, fmt.Errorf("%w: the checkpoint's config holds out no test range (data.test_fraction 0); evaluate a run trained with one", usage.Err)
 	}
 	pol, err := policy.Load(ck)
 	if err != nil {
-		return market.Report{}, err
+		return sim.Report{}, err
 	}
 	_, ds, err := trainer.CheckpointDataset(ctx, src, ck, cfg.Data.Path, nil)
 	if err != nil {
-		return market.Report{}, err
+		return sim.Report{}, err
 	}
 	return pol.Backtest(ds, split.Test)
 }
@@ -148,7 +149,7 @@ func SeriesSlug(path string) string {
 }
 
 // Print writes ev as text; backtest prints one test report.
-func Print(w io.Writer, ev Evaluation, backtest func(io.Writer, market.Report)) {
+func Print(w io.Writer, ev Evaluation, backtest func(io.Writer, sim.Report)) {
 	if ev.Notice != "" {
 		fmt.Fprintln(w, ev.Notice)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/internal/jsonfile"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/trainer"
 )
@@ -52,17 +53,17 @@ type Result struct {
 // SignalCheck compares the agent with the oracle on the test range of the
 // series with the planted signal.
 type SignalCheck struct {
-	Phi          float64       `json:"phi"`
-	BestEpoch    int           `json:"best_epoch"`
-	ValidT       float64       `json:"validation_sharpe_t"`
-	Abstained    bool          `json:"abstained"`
-	AgentSharpe  float64       `json:"agent_sharpe"`
-	OracleSharpe float64       `json:"oracle_sharpe"`
-	Ratio        float64       `json:"ratio"`
-	Target       float64       `json:"target_ratio"`
-	Pass         bool          `json:"pass"`
-	Agent        market.Report `json:"agent"`
-	Oracle       market.Report `json:"oracle"`
+	Phi          float64    `json:"phi"`
+	BestEpoch    int        `json:"best_epoch"`
+	ValidT       float64    `json:"validation_sharpe_t"`
+	Abstained    bool       `json:"abstained"`
+	AgentSharpe  float64    `json:"agent_sharpe"`
+	OracleSharpe float64    `json:"oracle_sharpe"`
+	Ratio        float64    `json:"ratio"`
+	Target       float64    `json:"target_ratio"`
+	Pass         bool       `json:"pass"`
+	Agent        sim.Report `json:"agent"`
+	Oracle       sim.Report `json:"oracle"`
 }
 
 // NoSignalCheck is the agent on the test range of the series without a
@@ -73,14 +74,14 @@ type NoSignalCheck struct {
 	// Abstained is set when the run found no edge (backtest.min_valid_t)
 	// and so recommends flat: Agent is then flat's report, and
 	// CheckpointAgent the best checkpoint's own, which it does not trade.
-	Abstained       bool           `json:"abstained"`
-	CheckpointAgent *market.Report `json:"checkpoint_agent,omitempty"`
-	Sharpe          float64        `json:"sharpe"`
-	MaxSharpe       float64        `json:"max_abs_sharpe"`
-	Turnover        float64        `json:"turnover"`
-	MaxTurnover     float64        `json:"max_turnover"`
-	Pass            bool           `json:"pass"`
-	Agent           market.Report  `json:"agent"`
+	Abstained       bool        `json:"abstained"`
+	CheckpointAgent *sim.Report `json:"checkpoint_agent,omitempty"`
+	Sharpe          float64     `json:"sharpe"`
+	MaxSharpe       float64     `json:"max_abs_sharpe"`
+	Turnover        float64     `json:"turnover"`
+	MaxTurnover     float64     `json:"max_turnover"`
+	Pass            bool        `json:"pass"`
+	Agent           sim.Report  `json:"agent"`
 }
 
 // Config is the run that learn-check trains: the defaults on the
@@ -104,8 +105,8 @@ type Trained struct {
 	BestEpoch  int
 	ValidT     float64
 	Abstained  bool
-	Final      market.Report
-	Checkpoint *market.Report
+	Final      sim.Report
+	Checkpoint *sim.Report
 }
 
 // Train trains cfg with its checkpoints under dir, as run runID.
@@ -124,7 +125,7 @@ func Check(ctx context.Context, cfg config.RunConfig, noSignal bool, out string,
 	if err != nil {
 		return Result{}, err
 	}
-	oracleReport, err := market.Backtest(ds, ds.Test, oracle)
+	oracleReport, err := sim.Backtest(ds, ds.Test, oracle)
 	if err != nil {
 		return Result{}, fmt.Errorf("oracle backtest: %w", err)
 	}
