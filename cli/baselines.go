@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/market/sim"
@@ -60,11 +61,7 @@ func baselinesCmd(e *env) *cobra.Command {
 				return err
 			}
 		}
-		if *jsonOut {
-			return printJSON(e, res)
-		}
-		baselines.Print(e.stdout, cfg, b, res)
-		return nil
+		return printResult(e, nil, *jsonOut, res, func(w io.Writer, res baselines.Result) { baselines.Print(w, cfg, b, res) })
 	}
 	return cmd
 }

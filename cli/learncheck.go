@@ -56,15 +56,8 @@ func learnCheckCmd(e *env) *cobra.Command {
 				Final: r.Final(), Checkpoint: r.CheckpointTest}, err
 		}
 		res, err := learncheck.Check(cmd.Context(), cfg, *noSignal, out, train)
-		if err != nil {
+		if err := printResult(e, err, *jsonOut, res, learncheck.Print); err != nil {
 			return err
-		}
-		if *jsonOut {
-			if err := printJSON(e, res); err != nil {
-				return err
-			}
-		} else {
-			learncheck.Print(e.stdout, res)
 		}
 		return learncheck.Verdict(res)
 	}

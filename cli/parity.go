@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -68,16 +69,12 @@ func parityCmd(e *env) *cobra.Command {
 		}
 		res, err := parity.Study(ctx, parity.Options{Backend: b, Device: dev, Config: cfg, Dataset: ds, Modes: ms, Out: *out,
 			Command: strings.Join(append([]string{"dqnflow"}, e.args...), " "), Stderr: e.stderr}, start)
-		if err != nil {
-			return err
+		text := func(w io.Writer, res parity.Result) {
+			parity.Print(w, res)
+			fmt.Fprintf(w, "wrote %s and %s\n", filepath.Join(*out, "parity.json"), filepath.Join(*out, res.Plot))
 		}
-		if *jsonOut {
-			if err := printJSON(e, res); err != nil {
-				return err
-			}
-		} else {
-			parity.Print(e.stdout, res)
-			fmt.Fprintf(e.stdout, "wrote %s and %s\n", filepath.Join(*out, "parity.json"), filepath.Join(*out, res.Plot))
+		if err := printResult(e, err, *jsonOut, res, text); err != nil {
+			return err
 		}
 		return parity.Verdict(res)
 	}
