@@ -3,8 +3,8 @@ package cli
 import (
 	"fmt"
 
-	"github.com/dqnflow/dqnflow/activities"
 	"github.com/dqnflow/dqnflow/research/wfrun"
+	"github.com/dqnflow/dqnflow/walkforward"
 	"github.com/spf13/cobra"
 )
 
@@ -36,7 +36,7 @@ func walkForwardRecordCmd(e *env) *cobra.Command {
 		if studyID == "" {
 			studyID = wfrun.DefaultStudyID(path)
 		}
-		rec, err := activities.WalkForwardRecord(studyID, res)
+		rec, err := walkforward.StudyRecord(studyID, res)
 		if err != nil {
 			return fmt.Errorf("record %s: %w", path, err)
 		}

@@ -10,7 +10,7 @@ import (
 )
 
 // walkForwardSummarizeCmd is "dqnflow walkforward summarize DIR_OR_FILE":
-// walkforward.Summarize of a results.json already written.
+// summary.Summarize of a results.json already written.
 func walkForwardSummarizeCmd(e *env) *cobra.Command {
 	cmd := leaf("summarize DIR_OR_FILE",
 		"the headline statistics of a walk-forward's results.json: portfolio Sharpe ratios with intervals, DSR, against each baseline",

@@ -7,6 +7,10 @@
 // buffer, environments, random streams), possibly in device memory, and runs
 // whole collection and training phases without the caller in the loop: the
 // caller sees progress through a callback and the state through Snapshot.
+//
+// A Population (population.go, ADR 0047) is N such trainers stepped by
+// calls on all of them at once, member k bit-identical to its config
+// trained alone; NewLoop runs one as a loop of a Backend's trainers.
 package trainer
 
 import (

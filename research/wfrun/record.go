@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/dqnflow/dqnflow/activities"
 	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/walkforward"
@@ -40,10 +39,10 @@ func Record(ctx context.Context, st store.Metadata, rec metadata.WalkForwardStud
 }
 
 // StudyOutput is the study that the store's rows rec hold, as
-// Read would read its results.json (activities.StudyOutput); a
+// Read would read its results.json (walkforward.StudyOutput); a
 // study without results is an error.
 func StudyOutput(rec metadata.WalkForwardStudy) (walkforward.Output, error) {
-	out, err := activities.StudyOutput(rec)
+	out, err := walkforward.StudyOutput(rec)
 	if err != nil {
 		return out, err
 	}

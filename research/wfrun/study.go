@@ -140,7 +140,7 @@ func ParseLeaveOut(s string, names []string, seed uint64) ([]string, error) {
 // seeds) of the test blocks' annualised daily Sharpe ratios and total
 // returns: a minimal table. The study's statistics (the equal-risk
 // portfolio, per year, intervals of the joined records, the deflated
-// Sharpe ratio, shares of wins) are walkforward.Summarize's.
+// Sharpe ratio, shares of wins) are summary.Summarize's.
 func Print(w io.Writer, res walkforward.Output) {
 	in := 0
 	for _, sw := range res.Plan {

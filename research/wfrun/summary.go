@@ -11,6 +11,7 @@ import (
 	"github.com/dqnflow/dqnflow/internal/jsonfile"
 	"github.com/dqnflow/dqnflow/stats"
 	"github.com/dqnflow/dqnflow/walkforward"
+	"github.com/dqnflow/dqnflow/walkforward/summary"
 )
 
 // DefaultMaxBytes bounds the results.json that "walkforward
@@ -51,16 +52,16 @@ func Read(path string, maxBytes int64) (walkforward.Output, error) {
 	return res, nil
 }
 
-// Summarize is walkforward.Summarize of a study, with the trials it
+// Summarize is summary.Summarize of a study, with the trials it
 // records and its config's seed for the bootstrap: the one summary that
 // summary.json and the report both show.
-func Summarize(res walkforward.Output) (walkforward.Summary, error) {
-	return walkforward.Summarize(res.Results, walkforward.SummaryOptions{Trials: res.Trials.Total, Bootstrap: stats.Bootstrap{Seed: res.Config.Seed}})
+func Summarize(res walkforward.Output) (summary.Summary, error) {
+	return summary.Summarize(res.Results, summary.SummaryOptions{Trials: res.Trials.Total, Bootstrap: stats.Bootstrap{Seed: res.Config.Seed}})
 }
 
 // WriteSummary summarises a study (Summarize), writes
 // summary.json and summary.md to dir and prints the headline to w.
-func WriteSummary(dir string, res walkforward.Output, w io.Writer) (walkforward.Summary, error) {
+func WriteSummary(dir string, res walkforward.Output, w io.Writer) (summary.Summary, error) {
 	s, err := Summarize(res)
 	if err != nil {
 		return s, err

@@ -71,3 +71,9 @@ func TestConformanceMirrored(t *testing.T) {
 	cfg.Data.Mirror = true
 	trainertest.RunConfig(t, cpu.Backend{}, cfg)
 }
+
+// TestPopulation runs the population suite on the CPU backend's loop of
+// single trainers (issue 47).
+func TestPopulation(t *testing.T) {
+	trainertest.RunPopulation(t, cpu.Backend{}, cpu.Backend{}, "cpu", config.PrecisionFP32)
+}

@@ -1,6 +1,8 @@
 // Package trainertest is the conformance suite every trainer backend must
 // pass: the CPU reference and the CUDA backend run the same tests, so the
-// activities can treat them alike (Run).
+// activities can treat them alike (Run). RunPopulation is the suite of
+// a backend's populations (trainer.Population): each member against its
+// config trained alone on the same backend.
 //
 // It also holds the cross-backend harness: CrossCheck (and Compare, which
 // returns the Report for a device report) loads the same learner state
