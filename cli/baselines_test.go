@@ -11,6 +11,7 @@ import (
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/prices"
+	"github.com/dqnflow/dqnflow/research/baselines"
 )
 
 // TestBaselinesChooseOnValidationOnWalkforwardsWindows: the rules run on
@@ -24,7 +25,7 @@ func TestBaselinesChooseOnValidationOnWalkforwardsWindows(t *testing.T) {
 	cfgPath := tinyConfig(t, dir)
 	out, _ := runOK(t, "baselines", "--config", cfgPath, "--data", "bundled:bitcoin_2024.csv", "--windows", "2",
 		"--test-bars", "300", "--valid-bars", "200", "--lookbacks", "6,24", "--out", filepath.Join(dir, "bl.json"), "--json")
-	var res baselinesResult
+	var res baselines.Result
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +45,7 @@ func TestBaselinesChooseOnValidationOnWalkforwardsWindows(t *testing.T) {
 		if w.Ranges.Test.To != 6115-300*(1-i) || w.Test.Bars != 300 || w.Ranges.Valid.Len() != 200 {
 			t.Errorf("window %d: ranges %+v, %d test bars; want walkforward's", i+1, w.Ranges, w.Test.Bars)
 		}
-		ds, err := market.Prepare(context.Background(), prices.Source{}, windowConfig(cfg, b, w.Ranges))
+		ds, err := market.Prepare(context.Background(), prices.Source{}, baselines.WindowConfig(cfg, b, w.Ranges))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,7 +63,7 @@ func TestBaselinesChooseOnValidationOnWalkforwardsWindows(t *testing.T) {
 			t.Errorf("window %d: chose %s (validation Sharpe %g), want %s (%g)", i+1, w.Chosen, w.Evidence.ValidSharpe, best, bestS)
 		}
 	}
-	if res.Gates[3].Gate != gateNone || !res.Gates[3].Traded[0] || !res.Gates[3].Traded[1] {
+	if res.Gates[3].Gate != baselines.GateNone || !res.Gates[3].Traded[0] || !res.Gates[3].Traded[1] {
 		t.Errorf("gate none: %+v, want both windows traded", res.Gates[3])
 	}
 	for _, bad := range []string{"6,x", "0", "6,6"} {

@@ -1,78 +1,18 @@
 package cli
 
 import (
+	"context"
 	"fmt"
-	"math/rand/v2"
+	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"time"
-
-	"github.com/spf13/cobra"
 
 	"github.com/dqnflow/dqnflow/config"
-	"github.com/dqnflow/dqnflow/gpu"
 	"github.com/dqnflow/dqnflow/market"
-	"github.com/dqnflow/dqnflow/market/sim"
-	"github.com/dqnflow/dqnflow/trainer/model"
+	"github.com/dqnflow/dqnflow/research/bench"
+	"github.com/spf13/cobra"
 )
-
-// benchResult is what "dqnflow bench --json" prints.
-type benchResult struct {
-	Date      string `json:"date"`
-	Device    string `json:"device"`
-	Backend   string `json:"backend"`
-	Precision string `json:"precision"`
-	Threads   int    `json:"threads"`
-	// BLAS is the matrix library of the CPU backend, with its version, CPU
-	// kernel and threads (trainer.Info.BLAS).
-	BLAS       string `json:"blas,omitempty"`
-	Parameters int    `json:"parameters"`
-	BatchSize  int    `json:"batch_size"`
-	NumEnvs    int    `json:"num_envs"`
-	// TrainStepsPerS is gradient steps per second (sample, forward, backward,
-	// Adam, spectral norm, priority update).
-	TrainStepsPerS float64 `json:"train_steps_per_s"`
-	// SamplesPerS is TrainStepsPerS × batch size.
-	SamplesPerS float64 `json:"samples_per_s"`
-	// EnvStepsPerS is environment steps per second of the bare vectorised
-	// environment with random actions.
-	EnvStepsPerS float64 `json:"env_steps_per_s"`
-	// CollectStepsPerS is environment steps per second of Collect: the
-	// epsilon-greedy policy's forward pass, the environment, n-step returns
-	// and replay inserts (epsilon fixed at epsilon_end, so the network runs).
-	CollectStepsPerS float64 `json:"collect_steps_per_s"`
-	// MsPerStep is the wall time of one gradient step inside a Train call
-	// of --steps steps, host synchronisation and read-backs included.
-	MsPerStep float64 `json:"ms_per_step"`
-	// MsPer300StepEpoch is 300·MsPerStep: the default epoch's training.
-	MsPer300StepEpoch float64 `json:"ms_per_300_step_epoch"`
-	// GEMMTFLOPs is the GEMM work of a step over MsPerStep (CUDA only).
-	GEMMTFLOPs float64 `json:"gemm_tflop_s,omitempty"`
-	// Forward says how the CUDA forward pass ran: "layered" (four GEMM
-	// launches) and the GEMM path, gpu/forward.go.
-	Forward string `json:"forward,omitempty"`
-	// Launches says how the kernels of the CUDA training graph follow each
-	// other: "programmatic dependent", or "serial: " and why.
-	Launches string `json:"launches,omitempty"`
-	// StepsPerGraph is how many training steps one launch of the CUDA
-	// training graph replays (DQNFLOW_STEPS_PER_GRAPH, ADR 0027).
-	StepsPerGraph int `json:"steps_per_graph,omitempty"`
-	// Tuning is the CUDA backend's whole tuning (gpu.Tuning as JSON), as
-	// trainer.Info.Tuning.
-	Tuning string `json:"tuning,omitempty"`
-	// SelfCheck is the backend's measured precision check.
-	SelfCheck string `json:"self_check,omitempty"`
-	// Kernels is the device time of each launch of a step (CUDA only).
-	Kernels []gpu.KernelTime `json:"kernels,omitempty"`
-	// KernelsInSitu is each launch's share of the step where it runs in
-	// the step, after the launches before it (CUDA only; gpu.ProfileStepInSitu).
-	KernelsInSitu []gpu.KernelTime `json:"kernels_in_situ,omitempty"`
-	// PyTorch is the PyTorch CPU reference of the same step at the same
-	// batch size and thread count, run after ours (CPU only).
-	PyTorch *pytorchBench `json:"pytorch,omitempty"`
-}
 
 // benchCmd is "dqnflow bench".
 func benchCmd(e *env) *cobra.Command {
@@ -135,14 +75,11 @@ func benchCmd(e *env) *cobra.Command {
 		if err := cfg.Validate(); err != nil {
 			return err
 		}
-		if *epoch {
-			return benchEpoch(ctx, e, src, cfg, *epochs, *jsonOut)
-		}
 		// Asked for PyTorch and it cannot run: say so before timing anything.
 		var torchVersion string
 		var torchErr error
-		if *pytorchMode != "off" && cfg.Precision == config.PrecisionFP32 && cfg.Device != "cuda" && !strings.HasPrefix(cfg.Device, "cuda:") {
-			if torchVersion, torchErr = probeTorch(ctx, *python); torchErr != nil && *pytorchMode == "on" {
+		if !*epoch && *pytorchMode != "off" && cfg.Precision == config.PrecisionFP32 && cfg.Device != "cuda" && !strings.HasPrefix(cfg.Device, "cuda:") {
+			if torchVersion, torchErr = bench.ProbeTorch(ctx, *python); torchErr != nil && *pytorchMode == "on" {
 				return fmt.Errorf("--pytorch on: %w", torchErr)
 			}
 		}
@@ -154,119 +91,43 @@ func benchCmd(e *env) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		res := benchResult{
-			Date: time.Now().UTC().Format(time.RFC3339), Device: dev, Threads: runtime.GOMAXPROCS(0),
-			BatchSize: cfg.BatchSize, NumEnvs: cfg.Env.NumEnvs,
+		if *epoch {
+			res, err := bench.Epoch(ctx, b, dev, cfg, ds, *epochs)
+			return printResult(e, err, *jsonOut, res, bench.PrintEpoch)
 		}
-		if res.EnvStepsPerS, err = benchEnv(ds, cfg); err != nil {
-			return err
-		}
-		tr, err := b.New(ctx, cfg, ds, nil)
-		if err != nil {
-			return err
-		}
-		defer tr.Close()
-		info := tr.Info()
-		res.Backend, res.Precision, res.Parameters, res.BLAS = info.Backend, info.Precision, info.Parameters, info.BLAS
-		if info.Threads > 0 {
-			res.Threads = info.Threads
-		}
-		if info.BLAS != "" {
-			fmt.Fprintf(e.stderr, "blas: %s\n", info.BLAS)
-		}
-
-		collect := max(cfg.Replay.Warmup/cfg.Env.NumEnvs, 1)
-		t0 := time.Now()
-		if _, err := tr.Collect(ctx, collect); err != nil {
-			return err
-		}
-		res.CollectStepsPerS = float64(collect*cfg.Env.NumEnvs) / time.Since(t0).Seconds()
-
-		if _, err := tr.Train(ctx, 2, nil); err != nil { // warm-up: buffers, caches
-			return err
-		}
-		t0 = time.Now()
-		if _, err := tr.Train(ctx, *steps, nil); err != nil {
-			return err
-		}
-		res.TrainStepsPerS = float64(*steps) / time.Since(t0).Seconds()
-		res.SamplesPerS = res.TrainStepsPerS * float64(cfg.BatchSize)
-		res.MsPerStep = 1000 / res.TrainStepsPerS
-		res.MsPer300StepEpoch = 300 * res.MsPerStep
-		res.SelfCheck = info.SelfCheck
-		if g, ok := tr.(*gpu.Trainer); ok {
-			res.GEMMTFLOPs = gpu.GEMMFlops(model.Layers(cfg.Model), cfg.BatchSize) / (res.MsPerStep * 1e-3) / 1e12
-			res.Forward = g.ForwardPath()
-			res.Launches = g.Launches()
-			res.StepsPerGraph = g.StepsPerGraph()
-			res.Tuning = info.Tuning
-			if *profile {
-				if res.Kernels, err = g.ProfileStep(20); err != nil {
-					return err
-				}
-				if res.KernelsInSitu, err = g.ProfileStepInSitu(20); err != nil {
-					return err
-				}
-			}
-		}
-		if info.Backend == "cpu" && cfg.Precision == config.PrecisionFP32 {
-			tr.Close()
-			if res.PyTorch, err = runPyTorchBench(ctx, e.stderr, *pytorchMode, *python, torchVersion, torchErr, cfg.BatchSize, res.Threads, res.TrainStepsPerS); err != nil {
-				return err
-			}
-		}
-		if *jsonOut {
-			return printJSON(e, res)
-		}
-		fmt.Fprintf(e.stdout, "%s, %s, %d parameters, batch %d: %.1f train steps/s (%.3f ms/step, %.1f ms per 300-step epoch, %.0f samples/s), %.0f env steps/s, %.0f collect steps/s\n",
-			res.Backend, res.Precision, res.Parameters, res.BatchSize, res.TrainStepsPerS, res.MsPerStep, res.MsPer300StepEpoch, res.SamplesPerS, res.EnvStepsPerS, res.CollectStepsPerS)
-		if res.BLAS != "" {
-			fmt.Fprintf(e.stdout, "  blas %s\n", res.BLAS)
-		}
-		if p := res.PyTorch; p != nil {
-			if p.Status != "ok" {
-				fmt.Fprintf(e.stdout, "  pytorch: %s: %s\n", p.Status, p.Reason)
-			}
-			for _, v := range p.Variants {
-				if v.Status != "ok" {
-					fmt.Fprintf(e.stdout, "  pytorch %-8s %s: %s\n", v.Variant, v.Status, v.Error)
-					continue
-				}
-				fmt.Fprintf(e.stdout, "  pytorch %-8s (torch %s, %d threads): %.1f steps/s (%.3f ms/step); dqnflow/pytorch = %.2fx\n",
-					v.Variant, p.Torch, p.Threads, v.StepsPerS, v.MsPerStep, v.Speedup)
-			}
-		}
-		for _, k := range res.Kernels {
-			fmt.Fprintf(e.stdout, "  %2d %-13s %8.2f us  %s\n", k.Index, k.Name, k.Us, k.Grid)
-		}
-		for _, k := range res.KernelsInSitu {
-			fmt.Fprintf(e.stdout, "  %2d %-13s %8.2f us in situ\n", k.Index, k.Name, k.Us)
-		}
-		return nil
+		res, err := bench.Step(ctx, bench.StepOptions{Backend: b, Device: dev, Config: cfg, Dataset: ds, Steps: *steps, Profile: *profile,
+			PyTorchMode: *pytorchMode, Python: *python, TorchVersion: torchVersion, TorchErr: torchErr, Stderr: e.stderr})
+		return printResult(e, err, *jsonOut, res, bench.PrintStep)
 	}
 	return cmd
 }
 
-// benchEnv times the bare vectorised environment with random actions.
-func benchEnv(ds *market.Dataset, cfg config.RunConfig) (float64, error) {
-	rng := rand.New(rand.NewPCG(cfg.Seed, 7))
-	env, err := sim.NewVecEnv(ds, ds.Train, cfg.Env.NumEnvs, cfg.Env.EpisodeBars, rng)
+// benchTemporal is "dqnflow bench --temporal": Temporal's overhead per
+// epoch on the server the connection flags name.
+func benchTemporal(ctx context.Context, e *env, epochs int, jsonOut bool) error {
+	if epochs < 4 {
+		return fmt.Errorf("%w: flag --epochs %d: the Temporal benchmark needs at least 4", errUsage, epochs)
+	}
+	c, err := dial(ctx, e)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	acts := make([]market.Action, env.N())
-	var res sim.StepResult
-	const steps = 2000
-	t0 := time.Now()
-	for s := 0; s < steps; s++ {
-		for i := range acts {
-			acts[i] = market.Action{Dir: rng.IntN(market.NumDirections), Size: rng.IntN(market.NumSizes), Exit: rng.IntN(market.NumExits)}
-		}
-		if err := env.Step(acts, &res); err != nil {
-			return 0, err
-		}
+	defer c.Close()
+	res, err := bench.Temporal(ctx, c, e.conn.address(), newRunID("bench-temporal"), epochs, startWorkflow)
+	return printResult(e, err, jsonOut, res, bench.PrintTemporal)
+}
+
+// printResult prints res, the result of a command's work, as JSON with
+// jsonOut, else as text; err, the work's, is returned first.
+func printResult[R any](e *env, err error, jsonOut bool, res R, text func(io.Writer, R)) error {
+	if err != nil {
+		return err
 	}
-	return float64(steps*env.N()) / time.Since(t0).Seconds(), nil
+	if jsonOut {
+		return printJSON(e, res)
+	}
+	text(e.stdout, res)
+	return nil
 }
 
 // benchOutDir is where bench and learn-check keep their files.

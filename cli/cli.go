@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/dqnflow/dqnflow/errtext"
+	"github.com/dqnflow/dqnflow/internal/usage"
 )
 
 // env carries to the commands the process's standard streams, its
@@ -39,7 +40,7 @@ type env struct {
 
 // errUsage marks an error whose message already explains the correct
 // usage; Main exits 2 on it.
-var errUsage = errors.New("usage")
+var errUsage = usage.Err
 
 // Command groups of the top-level help.
 const (

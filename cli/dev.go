@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -13,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
-	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/devstack"
 	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/worker"
@@ -21,6 +20,12 @@ import (
 
 // envTemporalBin names the Temporal CLI binary that "dqnflow dev" starts.
 const envTemporalBin = "DQNFLOW_TEMPORAL"
+
+// findTemporal is devstack.FindTemporal with the flag's value and
+// $DQNFLOW_TEMPORAL.
+func findTemporal(flagValue string) (string, error) {
+	return devstack.FindTemporal(flagValue, os.Getenv(envTemporalBin), envTemporalBin)
+}
 
 // devCmd is "dqnflow dev": the pinned Temporal dev server with its
 // UI and a SQLite file, the PostgreSQL migrations, and a worker serving
@@ -85,16 +90,16 @@ func devCmd(e *env) *cobra.Command {
 		if wf.metrics, metricsURL, err = startMetrics(ctx, e, wf.metricsAddr, wf.metricsAddr == defaultDevMetricsAddr); err != nil {
 			return err
 		}
-		srv, err := startTemporal(e, bin, *port, *uiPort, *dbFile)
+		srv, err := devstack.StartServer(e.stderr, bin, *port, *uiPort, *dbFile)
 		if err != nil {
 			return err
 		}
-		defer srv.stop()
+		defer srv.Stop()
 		opts, err := clientOptions(e)
 		if err != nil {
 			return err
 		}
-		c, err := worker.DialWhenReady(ctx, opts, 90*time.Second, srv.alive)
+		c, err := worker.DialWhenReady(ctx, opts, 90*time.Second, srv.Alive)
 		if err != nil {
 			return err
 		}
@@ -134,17 +139,8 @@ func devCmd(e *env) *cobra.Command {
 	return cmd
 }
 
-// demoConfig is the small run that "dqnflow dev --demo" shows: the default
-// model on the bundled S&P 500 data, a few short epochs.
-func demoConfig() config.RunConfig {
-	cfg := config.Defaults()
-	cfg.Epochs = 3
-	cfg.StepsPerEpoch = 100
-	return cfg
-}
-
 func runDemo(ctx context.Context, e *env, c client.Client, ui string) error {
-	cfg := demoConfig()
+	cfg := devstack.DemoConfig()
 	id := newRunID("demo")
 	if err := startRun(ctx, c, id, cfg); err != nil {
 		return err
@@ -177,72 +173,4 @@ func runDemo(ctx context.Context, e *env, c client.Client, ui string) error {
 	}
 	printReport(e, report)
 	return nil
-}
-
-// findTemporal locates the Temporal CLI: the flag, $DQNFLOW_TEMPORAL,
-// temporal beside this executable, bin/temporal, then PATH.
-func findTemporal(flagValue string) (string, error) {
-	cands := []string{flagValue, os.Getenv(envTemporalBin)}
-	if exe, err := os.Executable(); err == nil {
-		cands = append(cands, filepath.Join(filepath.Dir(exe), "temporal"))
-	}
-	cands = append(cands, filepath.Join("bin", "temporal"))
-	for _, p := range cands {
-		if p == "" {
-			continue
-		}
-		if st, err := os.Stat(p); err == nil && !st.IsDir() {
-			return p, nil
-		}
-	}
-	if p, err := exec.LookPath("temporal"); err == nil {
-		return p, nil
-	}
-	return "", fmt.Errorf("no Temporal CLI found: run \"make temporal\" (builds bin/temporal, the pinned v1.5.1) or set %s", envTemporalBin)
-}
-
-// serverProc is the Temporal dev server process that "dqnflow dev" runs.
-type serverProc struct {
-	cmd    *exec.Cmd
-	exited chan struct{} // closed once the process has been waited for
-}
-
-// startTemporal starts "temporal server start-dev" in its own process group
-// with worker.DevServerFlags (search attributes and latency settings).
-func startTemporal(e *env, bin string, port, uiPort int, dbFile string) (*serverProc, error) {
-	args := []string{"server", "start-dev",
-		"--ip", "127.0.0.1", "--port", strconv.Itoa(port), "--ui-port", strconv.Itoa(uiPort),
-		"--db-filename", dbFile, "--log-level", "error"}
-	args = append(args, worker.DevServerFlags()...)
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = e.stderr, e.stderr
-	cmd.SysProcAttr = serverProcAttr()
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", bin, err)
-	}
-	p := &serverProc{cmd: cmd, exited: make(chan struct{})}
-	go func() { cmd.Wait(); close(p.exited) }()
-	fmt.Fprintf(e.stderr, "dev: started Temporal dev server (pid %d, data %s)\n", cmd.Process.Pid, dbFile)
-	return p, nil
-}
-
-// alive returns an error once the server process has exited.
-func (p *serverProc) alive() error {
-	select {
-	case <-p.exited:
-		return fmt.Errorf("%s exited: %v (see its output above)", filepath.Base(p.cmd.Path), p.cmd.ProcessState)
-	default:
-		return nil
-	}
-}
-
-// stop ends the server's process group: SIGTERM, then SIGKILL after 10 s.
-func (p *serverProc) stop() {
-	terminateGroup(p.cmd.Process)
-	select {
-	case <-p.exited:
-	case <-time.After(10 * time.Second):
-		killGroup(p.cmd.Process)
-		<-p.exited
-	}
 }

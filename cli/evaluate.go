@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,101 +14,14 @@ import (
 
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
-	"github.com/dqnflow/dqnflow/data"
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/report"
+	"github.com/dqnflow/dqnflow/research/evaluation"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/trainer/policy"
 )
-
-// evaluateSeries are the series `dqnflow evaluate` reports on by default:
-// every bundled file and the synthetic series.
-func evaluateSeries() []string {
-	var out []string
-	for _, n := range data.Names() {
-		out = append(out, data.Prefix+n)
-	}
-	return append(out, prices.SyntheticPath)
-}
-
-// evaluation is what "dqnflow evaluate --json" prints and evaluate.json holds.
-type evaluation struct {
-	Date       string           `json:"date"`
-	Checkpoint string           `json:"checkpoint,omitempty"`
-	Config     config.RunConfig `json:"config"`
-	// Recommendation is what the run that chose --checkpoint recorded in
-	// it (absent: nothing), and Notice flatNotice's sentence when that was
-	// to stay flat: the series below trade it anyway.
-	Recommendation *checkpoint.Recommendation `json:"run_recommendation,omitempty"`
-	Notice         string                     `json:"notice,omitempty"`
-	Series         []evalSeries               `json:"series"`
-	// Portfolio, for a checkpoint of a panel run evaluated on its own
-	// panel, is the equal-risk portfolio of Series' test reports
-	// (sim.PanelPortfolio; Sharpe of daily returns, with its
-	// t-statistic).
-	Portfolio *evalPortfolio `json:"panel_portfolio,omitempty"`
-}
-
-// evalPortfolio is a panel checkpoint's equal-risk portfolio on its
-// series' test ranges.
-type evalPortfolio struct {
-	Series  []string   `json:"series"`
-	Sharpe  float64    `json:"sharpe"`
-	SharpeT float64    `json:"sharpe_t"`
-	Test    sim.Report `json:"test"`
-}
-
-type evalSeries struct {
-	Data      string     `json:"data"`
-	BestEpoch int        `json:"best_epoch,omitempty"`
-	Epochs    int        `json:"epochs,omitempty"`
-	Test      sim.Report `json:"test"`
-	Equity    string     `json:"equity_png"`
-	Drawdown  string     `json:"drawdown_png"`
-	// Seeds holds every seed's run with --seeds N > 1 (the first is the
-	// run above), and Summary what they say together.
-	Seeds    []report.SeedRow    `json:"seeds,omitempty"`
-	Summary  *report.SeedSummary `json:"seed_summary,omitempty"`
-	Ensemble *report.EnsembleRow `json:"ensemble,omitempty"`
-	// Rule is the yardstick: the simple rule (dqnflow baselines, default
-	// lookbacks) that the same validation range chooses, on the same test
-	// range.
-	Rule evalRule `json:"rule"`
-}
-
-// evalRule is the rule a split's validation range chooses and its test
-// report.
-type evalRule struct {
-	Name        string     `json:"name"`
-	ValidSharpe float64    `json:"validation_sharpe"`
-	ValidT      float64    `json:"validation_sharpe_t"`
-	Test        sim.Report `json:"test"`
-}
-
-// chooseRule backtests the rules of the default lookbacks on cfg's
-// validation range, takes the one of best Sharpe (the first on a tie) and
-// backtests it on the test range; src reads the data.
-func chooseRule(ctx context.Context, src prices.Source, cfg config.RunConfig) (evalRule, error) {
-	ds, err := market.Prepare(ctx, src, cfg)
-	if err != nil {
-		return evalRule{}, err
-	}
-	if ds.Test.Len() < 2 {
-		return evalRule{}, fmt.Errorf("no test range")
-	}
-	rules := sim.Rules(sim.DefaultLookbacks)
-	i, v, err := bestOnValidation(ds, ds.Valid, rules, nil)
-	if err != nil {
-		return evalRule{}, err
-	}
-	best := evalRule{Name: rules[i].Name(), ValidSharpe: v.Sharpe, ValidT: v.SharpeT()}
-	if best.Test, err = sim.Backtest(ds, ds.Test, rules[i].Policy(ds.Bars)); err != nil {
-		return evalRule{}, fmt.Errorf("%s: %w", best.Name, err)
-	}
-	return best, nil
-}
 
 // evaluateCmd is "dqnflow evaluate": for each series it trains the
 // config (validation picks the checkpoint and stops early; with --seeds N
@@ -125,7 +39,7 @@ func evaluateCmd(e *env) *cobra.Command {
 	fs := cmd.Flags()
 	cfgPath := fs.String("config", "", "RunConfig JSON file to train (default: built-in defaults)")
 	ckPath := fs.String("checkpoint", "", "evaluate this checkpoint instead of training (its config gives the ranges)")
-	series := fs.String("data", strings.Join(evaluateSeries(), ","), "comma-separated series: CSV files, bundled:NAME, synthetic")
+	series := fs.String("data", strings.Join(evaluation.SeriesNames(), ","), "comma-separated series: CSV files, bundled:NAME, synthetic")
 	epochs := fs.Int("epochs", 0, "epochs per training run (default: the config's epochs)")
 	device := fs.String("device", "", "cpu, cuda, cuda:N or auto (default: the config's device)")
 	flagValues(fs, "device", deviceValues...)
@@ -191,11 +105,11 @@ func evaluateCmd(e *env) *cobra.Command {
 		if err := os.MkdirAll(*out, 0o755); err != nil {
 			return fmt.Errorf("create output directory: %w", err)
 		}
-		ev := evaluation{Date: time.Now().UTC().Format(time.RFC3339), Checkpoint: *ckPath, Config: cfg, Recommendation: rec, Notice: flatNotice(rec)}
+		ev := evaluation.Evaluation{Date: time.Now().UTC().Format(time.RFC3339), Checkpoint: *ckPath, Config: cfg, Recommendation: rec, Notice: flatNotice(rec)}
 		var sections []report.Section
 		for i, path := range paths {
-			slug := seriesSlug(path)
-			s := evalSeries{Data: path}
+			slug := evaluation.SeriesSlug(path)
+			s := evaluation.Series{Data: path}
 			note := ""
 			c := withData(cfg, path)
 			if pn != nil {
@@ -207,7 +121,7 @@ func evaluateCmd(e *env) *cobra.Command {
 					note += " Note: " + ev.Notice + "."
 				}
 			} else if ck != nil {
-				if s.Test, err = evaluateCheckpoint(ctx, src, ck, c); err != nil {
+				if s.Test, err = evaluation.Checkpoint(ctx, src, ck, c); err != nil {
 					return fmt.Errorf("evaluate %s on %s: %w", *ckPath, path, err)
 				}
 				note = fmt.Sprintf("Checkpoint `%s` (trained on %s), test range of its config's split of this series.", filepath.Base(*ckPath), cfg.Data.Path)
@@ -251,7 +165,7 @@ func evaluateCmd(e *env) *cobra.Command {
 					}
 				}
 			}
-			if s.Rule, err = chooseRule(ctx, src, c); err != nil {
+			if s.Rule, err = evaluation.ChooseRule(ctx, src, c); err != nil {
 				return fmt.Errorf("evaluate %s: the rules' yardstick: %w", path, err)
 			}
 			rt := s.Rule.Test
@@ -264,7 +178,7 @@ func evaluateCmd(e *env) *cobra.Command {
 			sections = append(sections, report.Section{Title: path, Note: note, Report: s.Test, Equity: s.Equity, Drawdown: s.Drawdown, Seeds: s.Seeds, Ensemble: s.Ensemble})
 		}
 		if pn != nil {
-			ev.Portfolio = &evalPortfolio{Series: pn.Names(), Sharpe: panelScore.Sharpe, SharpeT: panelScore.T, Test: panelScore.Report()}
+			ev.Portfolio = &evaluation.Portfolio{Series: pn.Names(), Sharpe: panelScore.Sharpe, SharpeT: panelScore.T, Test: panelScore.Report()}
 		}
 		var md bytes.Buffer
 		intro := fmt.Sprintf("`dqnflow evaluate`, %s. Each series is split into training, validation and test ranges (data.train_fraction %g, data.test_fraction %g); every number below is from the test range, after costs, beside buy-and-hold and flat on the same bars with the same costs.",
@@ -285,27 +199,7 @@ func evaluateCmd(e *env) *cobra.Command {
 		if *jsonOut {
 			return printJSON(e, ev)
 		}
-		if ev.Notice != "" {
-			fmt.Fprintln(e.stdout, ev.Notice)
-		}
-		for _, s := range ev.Series {
-			fmt.Fprintf(e.stdout, "%s:\n", s.Data)
-			printReport(e, s.Test)
-			fmt.Fprintf(e.stdout, "  yardstick: the simple rule this validation range chooses, %s, has test Sharpe %.3f (return %.2f%%, max drawdown %.2f%%)\n",
-				s.Rule.Name, s.Rule.Test.Sharpe, 100*s.Rule.Test.TotalReturn, 100*s.Rule.Test.MaxDrawdown)
-			if m := s.Summary; m != nil {
-				fmt.Fprintf(e.stdout, "  %d seeds: %d abstained; the chosen checkpoints' test Sharpe is above zero in %d, above buy-and-hold's in %d; mean %.3f, sd %.3f\n",
-					m.Runs, m.Abstained, m.AboveZero, m.AboveBuyHold, m.Mean, m.SD)
-			}
-			if en := s.Ensemble; en != nil {
-				fmt.Fprintf(e.stdout, "  their ensemble: validation Sharpe %.3f (t = %.2f, abstained %v), test Sharpe %.3f (its own backtest %.3f, %d trades)\n",
-					en.Valid.Sharpe, en.ValidT, en.Abstained, en.Test.Sharpe, en.Own.Sharpe, en.Own.Trades)
-			}
-		}
-		if p := ev.Portfolio; p != nil {
-			fmt.Fprintf(e.stdout, "equal-risk portfolio of the panel's %d series on their test ranges (daily returns): Sharpe %.3f (t = %.2f), return %.2f%%, max drawdown %.2f%%\n",
-				len(p.Series), p.Sharpe, p.SharpeT, 100*p.Test.TotalReturn, 100*p.Test.MaxDrawdown)
-		}
+		evaluation.Print(e.stdout, ev, func(w io.Writer, r sim.Report) { printReport(&env{stdout: w}, r) })
 		fmt.Fprintf(e.stdout, "report: %s\n", filepath.Join(*out, "report.md"))
 		return nil
 	}
@@ -362,28 +256,6 @@ func evaluateEnsemble(ctx context.Context, e *env, src prices.Source, cfg config
 	return row, nil
 }
 
-// evaluateCheckpoint runs ck's policy on the test range that cfg's split
-// gives on cfg.Data.Path (read from src), priced as
-// trainer.CheckpointDataset says.
-func evaluateCheckpoint(ctx context.Context, src prices.Source, ck *checkpoint.Checkpoint, cfg config.RunConfig) (sim.Report, error) {
-	split, err := market.Prepare(ctx, src, cfg)
-	if err != nil {
-		return sim.Report{}, err
-	}
-	if split.Test.Len() < 2 {
-		return sim.Report{}, fmt.Errorf("%w: the checkpoint's config holds out no test range (data.test_fraction 0); evaluate a run trained with one", errUsage)
-	}
-	pol, err := policy.Load(ck)
-	if err != nil {
-		return sim.Report{}, err
-	}
-	_, ds, err := trainer.CheckpointDataset(ctx, src, ck, cfg.Data.Path, nil)
-	if err != nil {
-		return sim.Report{}, err
-	}
-	return pol.Backtest(ds, split.Test)
-}
-
 // panelEvaluation backtests the policy of ck, a panel run's checkpoint, on
 // the test range of every series of its panel pn, into sc (each series'
 // report and their equal-risk portfolio), and returns the series' paths.
@@ -403,19 +275,4 @@ func panelEvaluation(pn *market.Panel, ck *checkpoint.Checkpoint, sc *sim.PanelS
 		paths[k] = sp.Path
 	}
 	return paths, nil
-}
-
-// seriesSlug is a file-name-safe name of a data path.
-func seriesSlug(path string) string {
-	s := strings.TrimPrefix(filepath.Base(strings.TrimPrefix(path, data.Prefix)), data.Prefix)
-	s = strings.TrimSuffix(s, filepath.Ext(s))
-	var b strings.Builder
-	for _, r := range s {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
-			b.WriteRune(r)
-		} else {
-			b.WriteRune('-')
-		}
-	}
-	return b.String()
 }

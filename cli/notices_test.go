@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dqnflow/dqnflow/doctor"
 	"github.com/dqnflow/dqnflow/gpu/cuda"
 	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/worker/workertest"
@@ -39,7 +40,7 @@ func TestTrainSaysInOneShortLineWhyItUsesTheCPU(t *testing.T) {
 		t.Errorf("train --verbose does not give the driver error after the short line:\n%s", errOut)
 	}
 	// doctor gives the whole error too: the folders searched included.
-	if c := checkGPU(); len(c) != 1 || !strings.HasPrefix(c[0].Detail, "no NVIDIA driver found") || !strings.Contains(c[0].Detail, "also searched") {
+	if c := doctor.CheckGPU(); len(c) != 1 || !strings.HasPrefix(c[0].Detail, "no NVIDIA driver found") || !strings.Contains(c[0].Detail, "also searched") {
 		t.Errorf("doctor's gpu check: %+v; want the short reason and the whole driver error", c)
 	}
 }

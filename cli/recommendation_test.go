@@ -12,6 +12,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/prices"
+	"github.com/dqnflow/dqnflow/research/evaluation"
 	"github.com/dqnflow/dqnflow/walkforward"
 )
 
@@ -107,7 +108,7 @@ func TestCommandsSayWhenTheCheckpointsRunRecommendedFlat(t *testing.T) {
 				t.Errorf("%s: %s says the run recommended flat: %v, want %v (%q)\n%s", c.name, name, got, wantLine != "", wantLine, text)
 			}
 		}
-		var ev evaluation
+		var ev evaluation.Evaluation
 		if err := json.Unmarshal([]byte(evalJSON), &ev); err != nil {
 			t.Fatal(err)
 		}

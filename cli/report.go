@@ -6,19 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sort"
 
 	"github.com/spf13/cobra"
-	"go.temporal.io/sdk/client"
 
-	"github.com/dqnflow/dqnflow/market"
-	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/report"
-	"github.com/dqnflow/dqnflow/store"
-	"github.com/dqnflow/dqnflow/trainer/policy"
-	"github.com/dqnflow/dqnflow/workflows"
+	"github.com/dqnflow/dqnflow/research/evaluation"
+	"github.com/dqnflow/dqnflow/runview"
 )
 
 // reportCmd is "dqnflow report RUN|SWEEP --out DIR [--data FILE]", or
@@ -57,7 +52,7 @@ func reportCmd(e *env) *cobra.Command {
 			return err
 		}
 		defer st.Close()
-		rec, err := loadRunRecord(ctx, st, id)
+		rec, err := runview.Load(ctx, st, id)
 		if errors.Is(err, metadata.ErrNotFound) {
 			// Not a run: a sweep is a workflow whose result lists its runs.
 			c, derr := dial(ctx, e)
@@ -65,7 +60,7 @@ func reportCmd(e *env) *cobra.Command {
 				return fmt.Errorf("%w; and it cannot be a sweep: %v", err, derr)
 			}
 			defer c.Close()
-			sw, serr := loadSweep(ctx, c, st, id)
+			sw, serr := runview.LoadSweep(ctx, c, st, id)
 			if serr != nil {
 				return fmt.Errorf("%w; as a sweep: %v", err, serr)
 			}
@@ -96,7 +91,7 @@ func reportCmd(e *env) *cobra.Command {
 // buy-and-hold's and the actions. A file out of reach (another host, a
 // pruned blob) is a note in the report, not an error. src reads the data:
 // dataFlag, else the run's data.path, which must lie in src's data roots.
-func evaluateCheckpoints(ctx context.Context, e *env, src prices.Source, r *report.Run, rec runRecord, dataFlag string) {
+func evaluateCheckpoints(ctx context.Context, e *env, src prices.Source, r *report.Run, rec runview.Record, dataFlag string) {
 	var cfg struct {
 		Data struct {
 			Path string `json:"path"`
@@ -107,7 +102,7 @@ func evaluateCheckpoints(ctx context.Context, e *env, src prices.Source, r *repo
 	if data == "" {
 		data = cfg.Data.Path
 	}
-	best := rec.best()
+	best := rec.Best()
 	if best == nil {
 		r.BestNote = "The run has no checkpoint with a validation score yet."
 	}
@@ -148,94 +143,5 @@ func evaluate(ctx context.Context, e *env, src prices.Source, uri, data string, 
 	if err != nil {
 		return nil, 0, err
 	}
-	rec := &qRecorder{pol: pol, q: make([]float32, market.NumDirections+market.NumSizes+market.NumExits)}
-	rep, err := sim.Backtest(ds, rng, rec)
-	if err == nil {
-		err = pol.Err()
-	}
-	if err == nil {
-		err = rec.err
-	}
-	if err != nil {
-		return nil, 0, fmt.Errorf("backtest %s on %s: %w", uri, data, err)
-	}
-	meanQ := rec.sumQ / float64(max(rec.n, 1))
-	if !path {
-		return nil, meanQ, nil
-	}
-	// Buy-and-hold is the report's own (sim.NewBenchmarks: 1× the
-	// capital at its first fill, ADR 0036), not a second backtest.
-	b := &report.Backtest{URI: uri, Equity: rep.Equity, BuyAndHold: rep.BuyAndHoldEquity, Actions: rec.actions, Report: rep, Notice: flatNotice(runRec)}
-	for i := range rep.Equity {
-		b.Times = append(b.Times, ds.Bars.Time[rng.From+i])
-	}
-	return b, meanQ, nil
-}
-
-// qRecorder is the checkpoint's greedy policy, noting each action and the
-// mean over branches of the chosen action's expected Q.
-type qRecorder struct {
-	pol     *policy.Policy
-	q       []float32
-	sumQ    float64
-	n       int
-	actions []market.Action
-	err     error
-}
-
-// Act returns the policy's action and records it.
-func (r *qRecorder) Act(t int, obs []float32) market.Action {
-	a := r.pol.Act(t, obs)
-	if err := r.pol.QValues(obs, 1, r.q); err != nil {
-		if r.err == nil {
-			r.err = err
-		}
-	} else {
-		d, s, x := r.q[:market.NumDirections], r.q[market.NumDirections:market.NumDirections+market.NumSizes], r.q[market.NumDirections+market.NumSizes:]
-		r.sumQ += (float64(d[a.Dir]) + float64(s[a.Size]) + float64(x[a.Exit])) / 3
-		r.n++
-	}
-	r.actions = append(r.actions, a)
-	return a
-}
-
-// loadSweep reads a closed Sweep workflow's result and each run's final
-// loss from the store.
-func loadSweep(ctx context.Context, c client.Client, st store.Reader, id string) (report.Sweep, error) {
-	desc, err := c.DescribeWorkflowExecution(ctx, id, "")
-	if err != nil {
-		return report.Sweep{}, fmt.Errorf("describe workflow %s: %w", id, err)
-	}
-	if name := desc.GetWorkflowExecutionInfo().GetType().GetName(); name != workflows.SweepName {
-		return report.Sweep{}, fmt.Errorf("workflow %s is a %s, not a run the store knows nor a %s", id, name, workflows.SweepName)
-	}
-	var res workflows.SweepResult
-	if err := c.GetWorkflow(ctx, id, "").Get(ctx, &res); err != nil {
-		return report.Sweep{}, fmt.Errorf("sweep %s: %w (a report needs the sweep's result: wait until it ends)", id, err)
-	}
-	sw := report.Sweep{ID: id}
-	keys := map[string]bool{}
-	for _, p := range res.Points {
-		sp := report.SweepPoint{RunID: p.RunID, Values: p.Values, Error: p.Error}
-		for k := range p.Values {
-			keys[k] = true
-		}
-		if r := p.Result; r != nil {
-			sp.RunID, sp.Status, sp.Epochs, sp.BestEpoch = r.RunID, r.Status, r.Epochs, r.BestEpoch
-			if r.BestEpoch > 0 {
-				v := r.BestValidSharpe
-				sp.BestValidSharpe = &v
-			}
-		}
-		if eps, err := st.ListEpochs(ctx, sp.RunID); err == nil && len(eps) > 0 {
-			l := eps[len(eps)-1].Loss
-			sp.FinalLoss = &l
-		}
-		sw.Points = append(sw.Points, sp)
-	}
-	for k := range keys {
-		sw.Keys = append(sw.Keys, k)
-	}
-	sort.Strings(sw.Keys)
-	return sw, nil
+	return evaluation.ValidationBacktest(pol, ds, rng, uri, data, path, flatNotice(runRec))
 }

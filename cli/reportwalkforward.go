@@ -10,6 +10,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/report"
+	"github.com/dqnflow/dqnflow/research/wfrun"
 	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/walkforward"
 )
@@ -33,7 +34,7 @@ func reportWalkForward(ctx context.Context, e *env, cmd *cobra.Command, arg, out
 	if err != nil {
 		return err
 	}
-	sum, err := summarizeStudy(study)
+	sum, err := wfrun.Summarize(study)
 	if err != nil {
 		return fmt.Errorf("report of walk-forward %s: %w", id, err)
 	}
@@ -50,9 +51,9 @@ func reportWalkForward(ctx context.Context, e *env, cmd *cobra.Command, arg, out
 // study of that id. from says which, for the page.
 func loadWalkForward(ctx context.Context, e *env, arg string) (id, from string, study walkforward.Output, err error) {
 	if _, serr := os.Stat(arg); serr == nil {
-		path := resultsPath(arg)
-		study, err = readStudyJSON(path, defaultMaxResultsBytes)
-		return defaultStudyID(path), path, study, err
+		path := wfrun.ResultsPath(arg)
+		study, err = wfrun.Read(path, wfrun.DefaultMaxBytes)
+		return wfrun.DefaultStudyID(path), path, study, err
 	}
 	st, err := openReader(ctx, e)
 	if err != nil {
@@ -70,6 +71,6 @@ func loadWalkForward(ctx context.Context, e *env, arg string) (id, from string, 
 	if err != nil {
 		return arg, "", study, err
 	}
-	study, err = studyOutput(rec)
+	study, err = wfrun.StudyOutput(rec)
 	return arg, "the metadata store (recorded " + rec.CreatedAt.UTC().Format("2006-01-02 15:04 MST") + ")", study, err
 }

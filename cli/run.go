@@ -10,9 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/converter"
 
-	"github.com/dqnflow/dqnflow/activities"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/workflows"
@@ -163,63 +161,6 @@ func runListCmd(e *env) *cobra.Command {
 		return nil
 	}
 	return cmd
-}
-
-// progress queries the run's progress and, while an epoch trains, the
-// latest heartbeat of its TrainEpoch or RunEpochs activity (epoch, stage,
-// step and loss as of the last heartbeat that reached the server).
-func progress(ctx context.Context, c client.Client, id string) (workflows.Progress, *activities.Heartbeat, error) {
-	var p workflows.Progress
-	v, err := c.QueryWorkflow(ctx, id, "", workflows.ProgressQuery)
-	if err != nil {
-		return p, nil, fmt.Errorf("query run %s: %w", id, err)
-	}
-	if err := v.Get(&p); err != nil {
-		return p, nil, fmt.Errorf("decode progress of run %s: %w", id, err)
-	}
-	desc, err := c.DescribeWorkflowExecution(ctx, id, "")
-	if err != nil {
-		return p, nil, nil
-	}
-	for _, pa := range desc.GetPendingActivities() {
-		if name := pa.GetActivityType().GetName(); (name != "TrainEpoch" && name != "RunEpochs") || pa.GetHeartbeatDetails() == nil {
-			continue
-		}
-		var hb activities.Heartbeat
-		if pl := pa.GetHeartbeatDetails().GetPayloads(); len(pl) > 0 {
-			if err := converter.GetDefaultDataConverter().FromPayload(pl[0], &hb); err == nil {
-				return p, &hb, nil
-			}
-		}
-	}
-	return p, nil, nil
-}
-
-func printProgress(e *env, p workflows.Progress, live *activities.Heartbeat) {
-	fmt.Fprintf(e.stdout, "run %s [%s] %s: epoch %d/%d, step %d", p.RunID, p.Status, p.Phase, p.Epoch, p.Epochs, p.Step)
-	if p.Epoch > 0 {
-		fmt.Fprintf(e.stdout, ", loss %.4f", p.Loss)
-	}
-	if p.BestEpoch > 0 {
-		fmt.Fprintf(e.stdout, ", best validation Sharpe %.3f (epoch %d), last %.3f", p.BestValidSharpe, p.BestEpoch, p.LastValidSharpe)
-	}
-	if live != nil {
-		fmt.Fprintf(e.stdout, "; now: epoch %d %s step %d/%d, loss %.4f", live.Epoch, live.Stage, live.Step, live.Steps, live.Loss)
-	}
-	if p.Device != "" {
-		fmt.Fprintf(e.stdout, "; %s backend on %s, %s", p.Backend, p.Device, p.Precision)
-	}
-	if p.Recoveries > 0 {
-		fmt.Fprintf(e.stdout, "; %d recoveries", p.Recoveries)
-	}
-	fmt.Fprintln(e.stdout)
-}
-
-func ckURI(r *activities.CheckpointRef) string {
-	if r == nil {
-		return "-"
-	}
-	return r.URI
 }
 
 // runSignalCmd is "dqnflow run pause|resume|stop RUN" (sub), which sends

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/dqnflow/dqnflow/market/sim"
+	"github.com/dqnflow/dqnflow/research/evaluation"
 )
 
 // TestTrainEvaluateBacktestReportIdenticalFigures: the same checkpoint on
@@ -51,7 +52,7 @@ func TestTrainEvaluateBacktestReportIdenticalFigures(t *testing.T) {
 				ck = filepath.Join(dir, filepath.Base(ck))
 			}
 			out, _ = runOK(t, "evaluate", "--checkpoint", ck, "--data", data, "--out", filepath.Join(dir, "eval"), "--json")
-			var ev evaluation
+			var ev evaluation.Evaluation
 			if err := json.Unmarshal([]byte(out), &ev); err != nil {
 				t.Fatal(err)
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/market/sim"
+	"github.com/dqnflow/dqnflow/research/evaluation"
 )
 
 // panelFixture copies two H4 forex slices of the walk-forward fixture into
@@ -117,7 +118,7 @@ func TestTrainOnAPanelRecordsItAndEvaluateReloadsIt(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("evaluate: exit %d: %s", code, errOut)
 	}
-	var ev evaluation
+	var ev evaluation.Evaluation
 	if err := json.Unmarshal([]byte(stdout), &ev); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/prices"
+	"github.com/dqnflow/dqnflow/research/wfrun"
 	"github.com/dqnflow/dqnflow/walkforward"
 )
 
@@ -94,7 +95,7 @@ func (f *studyFlags) study() (st *walkforward.Study, typed []string, err error) 
 	for i, s := range series {
 		names[i] = s.Name
 	}
-	left, err := parseLeaveOut(*f.leaveOut, names, cfg.Seed)
+	left, err := wfrun.ParseLeaveOut(*f.leaveOut, names, cfg.Seed)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: --leave-out %q: %v", errUsage, *f.leaveOut, err)
 	}

@@ -1,16 +1,11 @@
 package cli
 
 import (
-	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 
-	"github.com/spf13/cobra"
-
-	"github.com/dqnflow/dqnflow/metadata"
-	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/research/wfrun"
 	"github.com/dqnflow/dqnflow/walkforward"
+	"github.com/spf13/cobra"
 )
 
 // walkForwardRecordCmd is "dqnflow walkforward record DIR_OR_FILE [--id
@@ -28,18 +23,18 @@ func walkForwardRecordCmd(e *env) *cobra.Command {
 		"dqnflow walkforward record runs/wf/results.json --id wf-h4-forex-2026-12")
 	fs := cmd.Flags()
 	id := fs.String("id", "", "the study's id in the store (default: the name of the directory results.json is in)")
-	maxBytes := fs.Int64("max-bytes", defaultMaxResultsBytes, "largest results.json read, in bytes")
+	maxBytes := fs.Int64("max-bytes", wfrun.DefaultMaxBytes, "largest results.json read, in bytes")
 	cmd.Args = argsBetween(1, 1)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		ctx := cmd.Context()
-		path := resultsPath(args[0])
-		res, err := readStudyJSON(path, *maxBytes)
+		path := wfrun.ResultsPath(args[0])
+		res, err := wfrun.Read(path, *maxBytes)
 		if err != nil {
 			return err
 		}
 		studyID := *id
 		if studyID == "" {
-			studyID = defaultStudyID(path)
+			studyID = wfrun.DefaultStudyID(path)
 		}
 		rec, err := walkforward.StudyRecord(studyID, res)
 		if err != nil {
@@ -50,7 +45,7 @@ func walkForwardRecordCmd(e *env) *cobra.Command {
 			return err
 		}
 		defer st.Close()
-		if err := recordStudy(ctx, st, rec); err != nil {
+		if err := wfrun.Record(ctx, st, rec); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stdout, "recorded walk-forward study %s: %d windows, %d results (dqnflow report --walkforward %s --out DIR draws it)\n",
@@ -58,45 +53,4 @@ func walkForwardRecordCmd(e *env) *cobra.Command {
 		return nil
 	}
 	return cmd
-}
-
-// resultsPath is arg, or arg/results.json when arg is a directory.
-func resultsPath(arg string) string {
-	if fi, err := os.Stat(arg); err == nil && fi.IsDir() {
-		return filepath.Join(arg, "results.json")
-	}
-	return arg
-}
-
-// defaultStudyID is the name of the directory that holds results.json
-// (runs/<id> is `dqnflow walkforward`'s default --out).
-func defaultStudyID(path string) string {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return filepath.Base(filepath.Dir(path))
-	}
-	return filepath.Base(filepath.Dir(abs))
-}
-
-// recordStudy writes rec to st, which must keep walk-forward studies.
-func recordStudy(ctx context.Context, st store.Metadata, rec metadata.WalkForwardStudy) error {
-	wf, ok := st.(store.WalkForwardStore)
-	if !ok {
-		return fmt.Errorf("record walk-forward %s: the metadata store %T keeps no walk-forward studies", rec.ID, st)
-	}
-	return wf.RecordWalkForward(ctx, rec)
-}
-
-// studyOutput is the study that the store's rows rec hold, as
-// readStudyJSON would read its results.json (walkforward.StudyOutput); a
-// study without results is an error.
-func studyOutput(rec metadata.WalkForwardStudy) (walkforward.Output, error) {
-	out, err := walkforward.StudyOutput(rec)
-	if err != nil {
-		return out, err
-	}
-	if len(out.Results) == 0 {
-		return out, fmt.Errorf("walk-forward study %s: no results stored", rec.ID)
-	}
-	return out, nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/prices"
+	"github.com/dqnflow/dqnflow/research/wfrun"
 	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/store/storetest"
 	"github.com/dqnflow/dqnflow/walkforward"
@@ -32,7 +33,7 @@ func TestWalkForwardRecordAndReportFromTheStore(t *testing.T) {
 	}
 	path := handStudy(t, dir)
 	// The hand-made study with a full header, as a real study writes it.
-	full, err := readStudyJSON(path, defaultMaxResultsBytes)
+	full, err := wfrun.Read(path, wfrun.DefaultMaxBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +47,7 @@ func TestWalkForwardRecordAndReportFromTheStore(t *testing.T) {
 		from := time.Date(2015, 3, 4+7*w, 0, 0, 0, 0, time.UTC)
 		full.Windows = append(full.Windows, walkforward.Window{Index: w, TrainFrom: from.AddDate(-1, 0, 0), ValidFrom: from.AddDate(0, -1, 0), TestFrom: from, TestTo: from.AddDate(0, 0, 30)})
 	}
-	if err := writeStudyJSON(path, full); err != nil {
+	if err := wfrun.WriteJSON(path, full); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
@@ -68,11 +69,11 @@ func TestWalkForwardRecordAndReportFromTheStore(t *testing.T) {
 	if len(rec.Results) != 8 {
 		t.Errorf("after two records the store holds %d results, want 8", len(rec.Results))
 	}
-	got, err := studyOutput(rec)
+	got, err := wfrun.StudyOutput(rec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := readStudyJSON(path, defaultMaxResultsBytes)
+	want, err := wfrun.Read(path, wfrun.DefaultMaxBytes)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dqnflow/dqnflow/research/wfrun"
 	"github.com/dqnflow/dqnflow/worker/workertest"
 	"github.com/dqnflow/dqnflow/workflows"
 )
@@ -56,7 +57,7 @@ func TestWalkForwardStartResumesAStudyThatEnded(t *testing.T) {
 	if second.GetWorkflowExecutionInfo().GetExecution().GetRunId() == first.GetWorkflowExecutionInfo().GetExecution().GetRunId() {
 		t.Error("the resume started no new execution")
 	}
-	in, err := startInput(ctx, c, "wf-again", "")
+	in, err := wfrun.StartInput(ctx, c, "wf-again", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +68,7 @@ func TestWalkForwardStartResumesAStudyThatEnded(t *testing.T) {
 	if _, errOut, code := start("--seeds", "2", "--fresh"); code != 0 || !strings.Contains(errOut, "--fresh") {
 		t.Fatalf("other seeds with --fresh: exit %d, %q; want a fresh start", code, errOut)
 	}
-	if in, err = startInput(ctx, c, "wf-again", ""); err != nil || !in.Fresh || len(in.Seeds) != 2 {
+	if in, err = wfrun.StartInput(ctx, c, "wf-again", ""); err != nil || !in.Fresh || len(in.Seeds) != 2 {
 		t.Errorf("the fresh execution's input: %+v, %v; want fresh, 2 seeds", in, err)
 	}
 

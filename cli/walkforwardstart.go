@@ -10,6 +10,7 @@ import (
 	"github.com/dqnflow/dqnflow/activities"
 	"github.com/dqnflow/dqnflow/data"
 	"github.com/dqnflow/dqnflow/prices"
+	"github.com/dqnflow/dqnflow/research/wfrun"
 	"github.com/dqnflow/dqnflow/workflows"
 )
 
@@ -65,7 +66,7 @@ func walkForwardStartCmd(e *env) *cobra.Command {
 			return err
 		}
 		defer c.Close()
-		again, err := checkResume(ctx, c, *id, in, *fresh)
+		again, err := wfrun.CheckResume(ctx, c, *id, in, *fresh)
 		if err != nil {
 			return err
 		}

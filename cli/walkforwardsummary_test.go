@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dqnflow/dqnflow/research/wfrun"
 	"github.com/dqnflow/dqnflow/walkforward"
 	"github.com/dqnflow/dqnflow/walkforward/summary"
 )
@@ -34,7 +35,7 @@ func handStudy(t *testing.T, dir string) string {
 		}
 	}
 	path := filepath.Join(dir, "results.json")
-	if err := writeStudyJSON(path, res); err != nil {
+	if err := wfrun.WriteJSON(path, res); err != nil {
 		t.Fatal(err)
 	}
 	return path

@@ -9,6 +9,7 @@ package errtext
 
 import (
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -159,4 +160,13 @@ func hexByte(b byte) string {
 
 func hex4(r rune) string {
 	return string([]byte{hexDigits[r>>12&0xf], hexDigits[r>>8&0xf], hexDigits[r>>4&0xf], hexDigits[r&0xf]})
+}
+
+// FirstLine is s up to its first newline or semicolon: the head of a
+// message whose details follow, for a one-line column.
+func FirstLine(s string) string {
+	if i := strings.IndexAny(s, ";\n"); i > 0 {
+		return s[:i]
+	}
+	return s
 }

@@ -1,6 +1,4 @@
-//go:build unix && !linux
-
-package cli
+package devstack
 
 import (
 	"os"
@@ -8,9 +6,11 @@ import (
 )
 
 // serverProcAttr puts the Temporal dev server in a process group of its
-// own, so that stopping it stops its children. (Only Linux can have the
-// kernel end it when dqnflow dies.)
-func serverProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
+// own (so that stopping it stops its children) and has the kernel send it
+// SIGTERM if dqnflow dies first.
+func serverProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+}
 
 // terminateGroup asks p's process group to end.
 func terminateGroup(p *os.Process) error { return syscall.Kill(-p.Pid, syscall.SIGTERM) }

@@ -1,4 +1,4 @@
-package cli
+package runview
 
 import (
 	"bytes"
@@ -39,13 +39,13 @@ func TestCompareShowsWhereRunsRanInAFewWords(t *testing.T) {
 	cpuInfo := tr.Info()
 	tr.Close()
 	const gpuDevice = "NVIDIA H100 80GB HBM3 (cuda:0, sm_90, 132 SMs, 79 GiB)" // gpu.Backend.Describe's form
-	recs := []runRecord{
+	recs := []Record{
 		{Run: metadata.Run{RunID: "on-cpu", Backend: cpuInfo.Backend, Device: cpuInfo.Device, Precision: cpuInfo.Precision, Config: []byte(`{}`)}},
 		{Run: metadata.Run{RunID: "on-gpu", Backend: "cuda", Device: gpuDevice, Precision: "bf16-mixed", Config: []byte(`{}`)}},
 		{Run: metadata.Run{RunID: "not-built", Config: []byte(`{}`)}},
 	}
 	var out bytes.Buffer
-	printComparison(&out, compareRuns(recs))
+	PrintComparison(&out, Compare(recs))
 	var ranOn string
 	for _, l := range strings.Split(out.String(), "\n") {
 		if strings.HasPrefix(l, "ran on ") {

@@ -1,4 +1,4 @@
-package cli
+package bench
 
 import (
 	"context"
@@ -15,10 +15,10 @@ import (
 	"github.com/dqnflow/dqnflow/files"
 )
 
-// pytorchBench is the PyTorch CPU reference timed beside the CPU backend in
+// PyTorch is the PyTorch CPU reference timed beside the CPU backend in
 // one "dqnflow bench --device cpu" run: bench/pytorch/bench.py with the
 // same batch size and thread count.
-type pytorchBench struct {
+type PyTorch struct {
 	// Status is "ok", "skipped" (no python3 with torch, or --pytorch off)
 	// or "error".
 	Status string `json:"status"`
@@ -28,11 +28,11 @@ type pytorchBench struct {
 	Device string `json:"device,omitempty"`
 	// Threads is torch.get_num_threads() after torch.set_num_threads.
 	Threads  int              `json:"threads,omitempty"`
-	Variants []pytorchVariant `json:"variants,omitempty"`
+	Variants []PyTorchVariant `json:"variants,omitempty"`
 }
 
-// pytorchVariant is one variant's result, and ours against it.
-type pytorchVariant struct {
+// PyTorchVariant is one variant's result, and ours against it.
+type PyTorchVariant struct {
 	Variant   string  `json:"variant"`
 	Status    string  `json:"status"`
 	MsPerStep float64 `json:"ms_per_step,omitempty"`
@@ -49,9 +49,9 @@ const torchCheck = "import torch; print(torch.__version__)"
 // kilobytes of JSON.
 const maxPyTorchResultBytes = 16 << 20
 
-// probeTorch returns torch's version as python reports it, or why python
+// ProbeTorch returns torch's version as python reports it, or why python
 // cannot import torch.
-func probeTorch(ctx context.Context, python string) (string, error) {
+func ProbeTorch(ctx context.Context, python string) (string, error) {
 	vctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	out, err := exec.CommandContext(vctx, python, "-c", torchCheck).Output()
@@ -61,13 +61,13 @@ func probeTorch(ctx context.Context, python string) (string, error) {
 	return trimNL(out), nil
 }
 
-// runPyTorchBench runs the PyTorch CPU reference with python at batch size
-// batch on threads threads, given probeTorch's result (version, probeErr):
+// runPyTorch runs the PyTorch CPU reference with python at batch size
+// batch on threads threads, given ProbeTorch's result (version, probeErr):
 // with mode "auto" a python without torch is a skip with the reason, with
 // "on" an error, and "off" skips. Its progress goes to stderr.
-func runPyTorchBench(ctx context.Context, stderr io.Writer, mode, python, version string, probeErr error, batch, threads int, ourStepsPerS float64) (*pytorchBench, error) {
-	res := &pytorchBench{Python: python}
-	skip := func(reason string) (*pytorchBench, error) {
+func runPyTorch(ctx context.Context, stderr io.Writer, mode, python, version string, probeErr error, batch, threads int, ourStepsPerS float64) (*PyTorch, error) {
+	res := &PyTorch{Python: python}
+	skip := func(reason string) (*PyTorch, error) {
 		if mode == "on" {
 			return nil, fmt.Errorf("--pytorch on: %s", reason)
 		}
@@ -136,7 +136,7 @@ func runPyTorchBench(ctx context.Context, stderr io.Writer, mode, python, versio
 		res.Status, res.Reason = "error", fmt.Sprint(doc.Aborted)
 	}
 	for _, r := range doc.Results {
-		v := pytorchVariant{Variant: r.Variant, Status: r.Status, MsPerStep: r.MsPerStep, StepsPerS: r.StepsPerS, Error: r.Error + r.Reason}
+		v := PyTorchVariant{Variant: r.Variant, Status: r.Status, MsPerStep: r.MsPerStep, StepsPerS: r.StepsPerS, Error: r.Error + r.Reason}
 		if r.StepsPerS > 0 {
 			v.Speedup = ourStepsPerS / r.StepsPerS
 		}

@@ -1,8 +1,9 @@
-package cli
+package bench
 
 import (
 	"context"
 	"fmt"
+	"io"
 	"sort"
 	"time"
 
@@ -19,8 +20,8 @@ import (
 	"github.com/dqnflow/dqnflow/workflows"
 )
 
-// temporalBench is what "dqnflow bench --temporal --json" prints.
-type temporalBench struct {
+// TemporalResult is what "dqnflow bench --temporal --json" prints.
+type TemporalResult struct {
 	Date    string `json:"date"`
 	Address string `json:"address"`
 	RunID   string `json:"run_id"`
@@ -84,10 +85,10 @@ type dbCounts struct {
 	RowWritesPerEpoch    float64 `json:"row_writes_per_epoch"`
 }
 
-// temporalBenchConfig is a run whose epochs do almost no work (one
+// TemporalConfig is a run whose epochs do almost no work (one
 // environment step, one gradient step of a tiny network) but keep the
 // default cadence: a checkpoint and a validation backtest every epoch.
-func temporalBenchConfig(epochs int) config.RunConfig {
+func TemporalConfig(epochs int) config.RunConfig {
 	cfg := config.Defaults()
 	cfg.Epochs, cfg.StepsPerEpoch, cfg.BatchSize = epochs, 1, 8
 	cfg.Data.Path, cfg.Data.SyntheticBars = "synthetic", 2500
@@ -100,42 +101,38 @@ func temporalBenchConfig(epochs int) config.RunConfig {
 	return cfg
 }
 
-// benchTemporal runs a near-empty TrainingRun on the Temporal server at
-// TEMPORAL_ADDRESS (a worker must serve it, for example "dqnflow dev") and
-// measures Temporal's overhead per epoch from the run's history, and the
+// Start starts workflow name with arg, under id, on the control task
+// queue.
+type Start func(ctx context.Context, c client.Client, id, name string, arg any) (client.WorkflowRun, error)
+
+// Temporal runs a near-empty TrainingRun of epochs epochs (at least 4)
+// as id, through start, on c, the Temporal server at address (a worker
+// must serve it, for example "dqnflow dev"), and measures Temporal's overhead per epoch from the run's history, and the
 // metadata store's work when it is PostgreSQL.
-func benchTemporal(ctx context.Context, e *env, epochs int, jsonOut bool) error {
-	if epochs < 4 {
-		return fmt.Errorf("%w: flag --epochs %d: the Temporal benchmark needs at least 4", errUsage, epochs)
-	}
-	c, err := dial(ctx, e)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
+func Temporal(ctx context.Context, c client.Client, address, id string, epochs int, start Start) (TemporalResult, error) {
+	var res TemporalResult
 	db, err := openDBStats(ctx)
 	if err != nil {
-		return err
+		return res, err
 	}
 	if db != nil {
 		defer db.Close(ctx)
 	}
 	before, err := db.read(ctx)
 	if err != nil {
-		return err
+		return res, err
 	}
-	id := newRunID("bench-temporal")
-	run, err := startWorkflow(ctx, c, id, workflows.TrainingRunName, temporalBenchConfig(epochs))
+	run, err := start(ctx, c, id, workflows.TrainingRunName, TemporalConfig(epochs))
 	if err != nil {
-		return err
+		return res, err
 	}
 	first := run.GetRunID() // Get follows the Continue-As-News and moves it on
 	if err := run.Get(ctx, nil); err != nil {
-		return fmt.Errorf("benchmark run %s: %w", id, err)
+		return res, fmt.Errorf("benchmark run %s: %w", id, err)
 	}
-	res, err := measureEpochs(ctx, c, id, first, epochs)
+	res, err = measureEpochs(ctx, c, id, first, epochs)
 	if err != nil {
-		return err
+		return res, err
 	}
 	if db != nil {
 		// PostgreSQL publishes a connection's counts when it has been idle
@@ -144,31 +141,32 @@ func benchTemporal(ctx context.Context, e *env, epochs int, jsonOut bool) error 
 		select {
 		case <-time.After(11 * time.Second):
 		case <-ctx.Done():
-			return ctx.Err()
+			return res, ctx.Err()
 		}
 		after, err := db.read(ctx)
 		if err != nil {
-			return err
+			return res, err
 		}
 		n := float64(epochs)
 		tx, rows := after.tx-before.tx, after.rows-before.rows
 		res.DB = &dbCounts{Database: db.name, Transactions: tx, RowWrites: rows,
 			TransactionsPerEpoch: float64(tx) / n, RowWritesPerEpoch: float64(rows) / n}
 	}
-	res.Date, res.Address, res.RunID, res.Epochs = time.Now().UTC().Format(time.RFC3339), e.conn.address(), id, epochs
-	if jsonOut {
-		return printJSON(e, res)
-	}
-	fmt.Fprintf(e.stdout, "Temporal overhead per epoch over %d epochs (%s path, %.1f activities each): mean %.2f ms; per %s p50 %.1f, p90 %.1f, max %.1f; epoch %.1f ms of which activities %.1f ms\n",
+	res.Date, res.Address, res.RunID, res.Epochs = time.Now().UTC().Format(time.RFC3339), address, id, epochs
+	return res, nil
+}
+
+// PrintTemporal writes res as lines of text.
+func PrintTemporal(w io.Writer, res TemporalResult) {
+	fmt.Fprintf(w, "Temporal overhead per epoch over %d epochs (%s path, %.1f activities each): mean %.2f ms; per %s p50 %.1f, p90 %.1f, max %.1f; epoch %.1f ms of which activities %.1f ms\n",
 		res.Epochs, res.Path, res.ActivitiesPerEpoch, res.OverheadMSMean, res.Unit, res.OverheadMSP50, res.OverheadMSP90, res.OverheadMSMax, res.EpochMSMean, res.WorkMSMean)
 	h := res.History
-	fmt.Fprintf(e.stdout, "history: %.2f events, %.0f bytes, %.2f workflow tasks and %.2f activities per epoch (%d events in %d workflow runs)\n",
+	fmt.Fprintf(w, "history: %.2f events, %.0f bytes, %.2f workflow tasks and %.2f activities per epoch (%d events in %d workflow runs)\n",
 		h.EventsPerEpoch, h.BytesPerEpoch, h.WorkflowTasksPerEpoch, h.ActivitiesPerEpoch, h.Events, h.Runs)
 	if d := res.DB; d != nil {
-		fmt.Fprintf(e.stdout, "metadata store (PostgreSQL database %s): %.2f transactions and %.2f row writes per epoch\n",
+		fmt.Fprintf(w, "metadata store (PostgreSQL database %s): %.2f transactions and %.2f row writes per epoch\n",
 			d.Database, d.TransactionsPerEpoch, d.RowWritesPerEpoch)
 	}
-	return nil
 }
 
 // dbStats reads the activity counters of the metadata store's PostgreSQL
@@ -245,8 +243,8 @@ func history(ctx context.Context, c client.Client, id, firstRunID string) ([]*hi
 // Continue-As-News. On the per-stage path it splits it into epochs at each
 // Collect activity's scheduling; on the chunk path into chunks at each
 // RunEpochs scheduling (the last ending when CloseTrainer is scheduled).
-func measureEpochs(ctx context.Context, c client.Client, id, firstRunID string, epochs int) (temporalBench, error) {
-	res := temporalBench{History: historyCounts{Runs: 1}}
+func measureEpochs(ctx context.Context, c client.Client, id, firstRunID string, epochs int) (TemporalResult, error) {
+	res := TemporalResult{History: historyCounts{Runs: 1}}
 	var marks []time.Time // Collect or RunEpochs scheduled
 	var runs []span       // activities, scheduled → started → completed
 	var chunkEpochs []int // epochs of each RunEpochs, in order

@@ -1,4 +1,4 @@
-package cli
+package wfrun
 
 import (
 	"context"
@@ -10,11 +10,13 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/dqnflow/dqnflow/activities"
+	"github.com/dqnflow/dqnflow/internal/usage"
+	"github.com/dqnflow/dqnflow/runview"
 	"github.com/dqnflow/dqnflow/walkforward"
 	"github.com/dqnflow/dqnflow/workflows"
 )
 
-// checkResume decides what "walkforward start" does with an id that
+// CheckResume decides what "walkforward start" does with an id that
 // Temporal knows already (ADR 0041, addendum). It returns false for a
 // new id. For the id of a study whose last execution has ended
 // (completed, failed, canceled, terminated, timed out) it returns true:
@@ -23,9 +25,9 @@ import (
 // that is still running, a workflow of another type, and, unless fresh,
 // a study started with other settings (config, series, layout, seeds,
 // left out, gate, panel, prior trials), naming what differs.
-func checkResume(ctx context.Context, c client.Client, id string, in workflows.WalkForwardInput, fresh bool) (bool, error) {
+func CheckResume(ctx context.Context, c client.Client, id string, in workflows.WalkForwardInput, fresh bool) (bool, error) {
 	desc, err := c.DescribeWorkflowExecution(ctx, id, "")
-	if isNotFound(err) {
+	if runview.IsNotFound(err) {
 		return false, nil
 	}
 	if err != nil {
@@ -33,16 +35,16 @@ func checkResume(ctx context.Context, c client.Client, id string, in workflows.W
 	}
 	info := desc.GetWorkflowExecutionInfo()
 	if typ := info.GetType().GetName(); typ != workflows.WalkForwardName {
-		return false, fmt.Errorf("%w: --id %s is a %s workflow, not a walk-forward study; choose another --id", errUsage, id, typ)
+		return false, fmt.Errorf("%w: --id %s is a %s workflow, not a walk-forward study; choose another --id", usage.Err, id, typ)
 	}
 	if info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		return false, fmt.Errorf("%w: walk-forward study %s is running; wait for it to end, or cancel it (temporal workflow cancel --workflow-id %s) and start it again to resume it",
-			errUsage, id, id)
+			usage.Err, id, id)
 	}
 	if fresh {
 		return true, nil
 	}
-	prev, err := startInput(ctx, c, id, info.GetExecution().GetRunId())
+	prev, err := StartInput(ctx, c, id, info.GetExecution().GetRunId())
 	if err != nil {
 		return false, err
 	}
@@ -56,14 +58,14 @@ func checkResume(ctx context.Context, c client.Client, id string, in workflows.W
 	}
 	if d := walkforward.StudyDiff(a, b); len(d) > 0 {
 		return false, fmt.Errorf("%w: walk-forward study %s was started with another %s; start this one under another --id, or with --fresh to train every window again under this id",
-			errUsage, id, strings.Join(d, ", "))
+			usage.Err, id, strings.Join(d, ", "))
 	}
 	return true, nil
 }
 
-// startInput is the input that execution runID of workflow id was
+// StartInput is the input that execution runID of workflow id was
 // started with: the first event of its history.
-func startInput(ctx context.Context, c client.Client, id, runID string) (workflows.WalkForwardInput, error) {
+func StartInput(ctx context.Context, c client.Client, id, runID string) (workflows.WalkForwardInput, error) {
 	var in workflows.WalkForwardInput
 	it := c.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	if !it.HasNext() {

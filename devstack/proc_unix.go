@@ -1,4 +1,6 @@
-package cli
+//go:build unix && !linux
+
+package devstack
 
 import (
 	"os"
@@ -6,11 +8,9 @@ import (
 )
 
 // serverProcAttr puts the Temporal dev server in a process group of its
-// own (so that stopping it stops its children) and has the kernel send it
-// SIGTERM if dqnflow dies first.
-func serverProcAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-}
+// own, so that stopping it stops its children. (Only Linux can have the
+// kernel end it when dqnflow dies.)
+func serverProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
 
 // terminateGroup asks p's process group to end.
 func terminateGroup(p *os.Process) error { return syscall.Kill(-p.Pid, syscall.SIGTERM) }
