@@ -105,24 +105,6 @@ func (b *devBacktest) market(c *cuda.Ctx, l *learner, own *devMarket, ds *market
 	return m, nil
 }
 
-// rowLayers writes the forward pass of the online network for one
-// observation as struct RowLayer entries, the same products as
-// forwardJobs: s1 and s2 with bias+ReLU, the head-hidden block (wcat,
-// bcat), then the four head outputs into their columns of O.
-func (l *learner) rowLayers(w *words) {
-	net, m, lay := &l.online, l.m, &l.lay
-	bias := func(i int) cuda.DevPtr { return net.p + cuda.DevPtr(4*lay[i].B) }
-	row := func(wt, b cuda.DevPtr, n, k, in, inOff, out, outOff, relu int) {
-		w.ptr(wt).ptr(b).i64(int64(n)).i64(int64(k)).i64(int64(in)).i64(int64(inOff)).i64(int64(out)).i64(int64(outOff)).i64(int64(relu))
-	}
-	row(l.weight(net, model.LayerS1), bias(model.LayerS1), m.Trunk1, lay[model.LayerS1].In, 0, 0, 1, 0, 1)
-	row(l.weight(net, model.LayerS2), bias(model.LayerS2), m.Trunk2, m.Trunk1, 1, 0, 2, 0, 1)
-	row(net.wcat, net.bcat, 4*m.Head, m.Trunk2, 2, 0, 3, 0, 1)
-	for h, i := range headOut {
-		row(l.weight(net, i), bias(i), lay[i].Out, m.Head, 3, h*m.Head, 4, headCol(m.Atoms, i), 0)
-	}
-}
-
 // BT_CLUSTER and BT_THREADS of kernels/env.cu: blocks of bt_run_cluster's
 // cluster and threads per block.
 const (

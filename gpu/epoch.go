@@ -8,38 +8,6 @@ import (
 	"github.com/dqnflow/dqnflow/gpu/cuda"
 )
 
-// deviceClock measures the device time of the trainer's phases with CUDA
-// events recorded on the learner's stream around each phase's device work
-// (the collector's graph replays, the backtest kernel), so host work in a
-// phase (booking the backtest report, reading counters) is not counted.
-// A nil clock records nothing.
-type deviceClock struct {
-	a, b cuda.Event
-	ms   map[string]float64
-}
-
-func (k *deviceClock) begin(c *cuda.Ctx, s cuda.Stream) error {
-	if k == nil {
-		return nil
-	}
-	return c.Record(k.a, s)
-}
-
-func (k *deviceClock) end(c *cuda.Ctx, s cuda.Stream, phase string) error {
-	if k == nil {
-		return nil
-	}
-	if err := c.Record(k.b, s); err != nil {
-		return err
-	}
-	if err := c.EventSync(k.b); err != nil {
-		return err
-	}
-	ms, err := c.Elapsed(k.a, k.b)
-	k.ms[phase] += float64(ms)
-	return err
-}
-
 // EpochTiming is the mean time of one epoch and of each of its phases,
 // wall and device, over the timed epochs.
 type EpochTiming struct {

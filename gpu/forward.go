@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"github.com/dqnflow/dqnflow/gpu/cuda"
+	"github.com/dqnflow/dqnflow/trainer/model"
 )
 
 // newActs allocates the buffers of a forward pass over rows observations:
@@ -48,24 +49,20 @@ func (l *learner) forwardLaunches(c *cuda.Ctx, name string, nets []fwdNet, st cu
 	return out, nil
 }
 
-// ForwardPath says how the trainer's forward pass runs: "layered" (four
-// gemm launches), and after a comma the GEMM path where its products run
-// on wgmma.
-func (t *Trainer) ForwardPath() string {
-	if t.l.k.wgmma {
-		if !t.l.bf16 {
-			return "layered, " + t.l.s.wgmma.desc + ", 3xTF32"
-		}
-		return "layered, " + t.l.s.wgmma.desc
+// rowLayers writes the forward pass of the online network for one
+// observation as struct RowLayer entries, the same products as
+// forwardJobs: s1 and s2 with bias+ReLU, the head-hidden block (wcat,
+// bcat), then the four head outputs into their columns of O.
+func (l *learner) rowLayers(w *words) {
+	net, m, lay := &l.online, l.m, &l.lay
+	bias := func(i int) cuda.DevPtr { return net.p + cuda.DevPtr(4*lay[i].B) }
+	row := func(wt, b cuda.DevPtr, n, k, in, inOff, out, outOff, relu int) {
+		w.ptr(wt).ptr(b).i64(int64(n)).i64(int64(k)).i64(int64(in)).i64(int64(inOff)).i64(int64(out)).i64(int64(outOff)).i64(int64(relu))
 	}
-	return "layered"
+	row(l.weight(net, model.LayerS1), bias(model.LayerS1), m.Trunk1, lay[model.LayerS1].In, 0, 0, 1, 0, 1)
+	row(l.weight(net, model.LayerS2), bias(model.LayerS2), m.Trunk2, m.Trunk1, 1, 0, 2, 0, 1)
+	row(net.wcat, net.bcat, 4*m.Head, m.Trunk2, 2, 0, 3, 0, 1)
+	for h, i := range headOut {
+		row(l.weight(net, i), bias(i), lay[i].Out, m.Head, 3, h*m.Head, 4, headCol(m.Atoms, i), 0)
+	}
 }
-
-// Launches says how the kernels of the trainer's CUDA graphs follow each
-// other: "programmatic dependent", or "serial: " and why
-// (dependentLaunches).
-func (t *Trainer) Launches() string { return t.l.s.launch.desc }
-
-// StepsPerGraph is how many training steps one launch of the training
-// graph replays (Tuning.StepsPerGraph, default 8: ADR 0027).
-func (t *Trainer) StepsPerGraph() int { return t.l.s.StepsPerGraph }

@@ -214,7 +214,7 @@ func checkGEMM(c *cuda.Ctx, d *gpuDevice, su setup, bf bool, sh gemmShape, aCol,
 // (0: sh.bm).
 func runGEMM(c *cuda.Ctx, d *gpuDevice, su setup, bf bool, sh gemmShape, aCol, bCol bool, M, N, K, kchunk, epi, csbm int) (gemmRun, error) {
 	var g gemmRun
-	k, err := d.module(c, config.Defaults().Model, bf, su)
+	k, err := moduleFor(c, d, config.Defaults().Model, bf, su)
 	if err != nil {
 		return g, err
 	}

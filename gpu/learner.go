@@ -123,7 +123,7 @@ func newLearner(c *cuda.Ctx, d *gpuDevice, su setup, m config.ModelConfig, o con
 		return nil, fmt.Errorf("%w: optim.stochastic_rounding = true: needs precision %q (got %q)", config.ErrInvalid, config.PrecisionBF16, precision)
 	}
 	bf := precision != config.PrecisionFP32
-	k, err := d.module(c, m, bf, su)
+	k, err := moduleFor(c, d, m, bf, su)
 	if err != nil {
 		return nil, err
 	}

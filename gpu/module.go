@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/gpu/cuda"
 )
 
@@ -179,25 +178,29 @@ func useWGMMA(info cuda.DeviceInfo, nvrtcMajor int, setting string) (gemmPath, e
 // arch is the device's compute capability as NVRTC's sm_XY number.
 func (d *gpuDevice) arch() int { return d.info.Major*10 + d.info.Minor }
 
-// module compiles (or takes from the disk cache) and loads the kernels for
-// model m in one storage mode, in the GEMM paths of s. Call inside Do.
-func (d *gpuDevice) module(c *cuda.Ctx, m config.ModelConfig, bf16 bool, s setup) (*kernels, error) {
+// dynShared is a kernel that needs more than 48 KiB of dynamic shared
+// memory, and how much (cuda.Ctx.SetMaxDynamicShared).
+type dynShared struct {
+	name  string
+	bytes int
+}
+
+// load compiles (or takes from the disk cache under cacheDir) the kernels
+// with the NVRTC options opts and loads them once per key, resolving every
+// kernel of kernelNames (and of wgmmaKernelNames when key.wgmma) and
+// opting the kernels of shared into their dynamic shared memory. Call
+// inside Do.
+func (d *gpuDevice) load(c *cuda.Ctx, key moduleKey, cacheDir string, opts []string, shared []dynShared) (*kernels, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	tc := s.tc()
-	wg := s.wgmma.on && (bf16 || tc)
-	key := moduleKey{bf16, !bf16 && tc, wg, m.Atoms, m.Trunk1, m.Trunk2, m.Head}
 	if k, ok := d.mods[key]; ok {
 		return k, nil
-	}
-	if !bf16 && tc && d.arch() < 80 {
-		return nil, fmt.Errorf("fp32 on sm_%d: the fp32 GEMMs run as 3xTF32 on the tensor cores, which need sm_80 or newer; set gpu tuning fp32_gemm = simt (DQNFLOW_FP32_GEMM=simt) for fmaf on the CUDA cores", d.arch())
 	}
 	src, err := kernelSource()
 	if err != nil {
 		return nil, err
 	}
-	bin, err := d.compiler.CompileCached(s.cacheDir(), src, "dqnflow.cu", d.arch(), kernelOptions(m, bf16, wg, tc)...)
+	bin, err := d.compiler.CompileCached(cacheDir, src, "dqnflow.cu", d.arch(), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("compile kernels for sm_%d: %w", d.arch(), err)
 	}
@@ -205,9 +208,9 @@ func (d *gpuDevice) module(c *cuda.Ctx, m config.ModelConfig, bf16 bool, s setup
 	if err != nil {
 		return nil, err
 	}
-	k := &kernels{mod: mod, fn: map[string]cuda.Function{}, wgmma: wg}
+	k := &kernels{mod: mod, fn: map[string]cuda.Function{}, wgmma: key.wgmma}
 	names := kernelNames
-	if wg {
+	if key.wgmma {
 		names = append(names[:len(names):len(names)], wgmmaKernelNames...)
 	}
 	for _, name := range names {
@@ -217,19 +220,32 @@ func (d *gpuDevice) module(c *cuda.Ctx, m config.ModelConfig, bf16 bool, s setup
 		}
 		k.fn[name] = f
 	}
-	shapes := gemmShapes(bf16, tc)
-	if wg {
-		shapes = append(append(shapes, wgmmaShapes(bf16)...), wgmmaMaskShapes(bf16)...)
-	}
-	for _, sh := range shapes {
-		if sh.shared > 48<<10 {
-			if err := c.SetMaxDynamicShared(k.fn[sh.name], sh.shared); err != nil {
-				return nil, fmt.Errorf("%s: %w", sh.name, err)
-			}
+	for _, sh := range shared {
+		if err := c.SetMaxDynamicShared(k.fn[sh.name], sh.bytes); err != nil {
+			return nil, fmt.Errorf("%s: %w", sh.name, err)
 		}
 	}
 	d.mods[key] = k
 	return k, nil
+}
+
+// checked is the precision self-check result of the module key, kept per
+// device: check runs the first time (and again after a failure).
+func (d *gpuDevice) checked(key moduleKey, check func() (string, error)) (string, error) {
+	d.mu.Lock()
+	s, ok := d.checks[key]
+	d.mu.Unlock()
+	if ok {
+		return s, nil
+	}
+	s, err := check()
+	if err != nil {
+		return "", err
+	}
+	d.mu.Lock()
+	d.checks[key] = s
+	d.mu.Unlock()
+	return s, nil
 }
 
 // arena owns device allocations and frees them together.

@@ -181,3 +181,25 @@ func GEMMFlops(lay [model.NumLayers]model.Layer, n int) float64 {
 	bwd := 2 * float64(n) * (2*io - ioS1)
 	return fwd + bwd
 }
+
+// ForwardPath says how the trainer's forward pass runs: "layered" (four
+// gemm launches), and after a comma the GEMM path where its products run
+// on wgmma.
+func (t *Trainer) ForwardPath() string {
+	if t.l.k.wgmma {
+		if !t.l.bf16 {
+			return "layered, " + t.l.s.wgmma.desc + ", 3xTF32"
+		}
+		return "layered, " + t.l.s.wgmma.desc
+	}
+	return "layered"
+}
+
+// Launches says how the kernels of the trainer's CUDA graphs follow each
+// other: "programmatic dependent", or "serial: " and why
+// (dependentLaunches).
+func (t *Trainer) Launches() string { return t.l.s.launch.desc }
+
+// StepsPerGraph is how many training steps one launch of the training
+// graph replays (Tuning.StepsPerGraph, default 8: ADR 0027).
+func (t *Trainer) StepsPerGraph() int { return t.l.s.StepsPerGraph }

@@ -35,18 +35,18 @@ const (
 // the run's row and every checkpoint; a device that computes anything else
 // is an error, never a silent relabelling. The result is kept per mode and
 // fp32 GEMM path.
-func (b *Backend) selfCheck(m config.ModelConfig, bf16 bool) (string, error) {
-	tc := b.s.tc()
-	key := moduleKey{bf16: bf16, tf32: !bf16 && tc}
-	b.d.mu.Lock()
-	if s, ok := b.d.checks[key]; ok {
-		b.d.mu.Unlock()
-		return s, nil
-	}
-	b.d.mu.Unlock()
+// describe names the device in the errors.
+func selfCheck(d *gpuDevice, su setup, describe string, m config.ModelConfig, bf16 bool) (string, error) {
+	key := moduleKey{bf16: bf16, tf32: !bf16 && su.tc()}
+	return d.checked(key, func() (string, error) { return gemmCheck(d, su, describe, m, bf16) })
+}
+
+// gemmCheck is selfCheck's run on the device.
+func gemmCheck(d *gpuDevice, su setup, describe string, m config.ModelConfig, bf16 bool) (string, error) {
+	tc := su.tc()
 	var got [3]float32
-	err := b.d.dev.Do(func(c *cuda.Ctx) error {
-		k, err := b.d.module(c, m, bf16, b.s)
+	err := d.dev.Do(func(c *cuda.Ctx) error {
+		k, err := moduleFor(c, d, m, bf16, su)
 		if err != nil {
 			return err
 		}
@@ -122,15 +122,12 @@ func (b *Backend) selfCheck(m config.ModelConfig, bf16 bool) (string, error) {
 	}
 	if got[0] != wantOps || got[1] != checkAcc || got[2] != wantFine {
 		return "", fmt.Errorf("precision self-check failed on %s: 16×(1+2⁻¹⁰) gave %v (want %v for %s operands), 1+15×2⁻⁹ gave %v (want %v for f32 accumulation) and 16×(1+2⁻²⁰) gave %v (want %v): the device does not compute what the mode claims",
-			b.Describe(), got[0], wantOps, ops, got[1], float32(checkAcc), got[2], wantFine)
+			describe, got[0], wantOps, ops, got[1], float32(checkAcc), got[2], wantFine)
 	}
 	s := fmt.Sprintf("gemm operands %s (16×(1+2⁻¹⁰) → %v, 16×(1+2⁻²⁰) → %v), accumulation f32 (1+15×2⁻⁹ → %v)", ops, got[0], got[2], got[1])
 	if !bf16 {
 		s += ", " + fp32GEMMPath(tc)
 	}
-	b.d.mu.Lock()
-	b.d.checks[key] = s
-	b.d.mu.Unlock()
 	return s, nil
 }
 
@@ -145,7 +142,7 @@ const stateCheckN = 4096
 // nearest rounding with bf16.Round and the stochastic rounding with
 // bf16.RoundStochastic, bit for bit. It returns a line for Info; any
 // difference is an error.
-func (b *Backend) stateCheck(m config.ModelConfig, seed uint64) (string, error) {
+func stateCheck(d *gpuDevice, su setup, describe string, m config.ModelConfig, seed uint64) (string, error) {
 	x := make([]float32, stateCheckN)
 	for i := range x {
 		switch i % 3 {
@@ -164,8 +161,8 @@ func (b *Backend) stateCheck(m config.ModelConfig, seed uint64) (string, error) 
 	bits := make([]uint32, stateCheckN)
 	nearest := make([]float32, stateCheckN)
 	stoch := make([]float32, stateCheckN)
-	err := b.d.dev.Do(func(c *cuda.Ctx) error {
-		k, err := b.d.module(c, m, true, b.s)
+	err := d.dev.Do(func(c *cuda.Ctx) error {
+		k, err := moduleFor(c, d, m, true, su)
 		if err != nil {
 			return err
 		}
@@ -205,13 +202,13 @@ func (b *Backend) stateCheck(m config.ModelConfig, seed uint64) (string, error) 
 	for i, v := range x {
 		want := bf16.SRBits(seed, step, i)
 		if bits[i] != want {
-			return "", fmt.Errorf("bf16 state self-check failed on %s: stochastic-rounding bits of index %d are %#x on the device, %#x in bf16.SRBits", b.Describe(), i, bits[i], want)
+			return "", fmt.Errorf("bf16 state self-check failed on %s: stochastic-rounding bits of index %d are %#x on the device, %#x in bf16.SRBits", describe, i, bits[i], want)
 		}
 		if math.Float32bits(nearest[i]) != math.Float32bits(bf16.Round(v)) {
-			return "", fmt.Errorf("bf16 state self-check failed on %s: %g rounds to %g on the device, %g in bf16.Round", b.Describe(), v, nearest[i], bf16.Round(v))
+			return "", fmt.Errorf("bf16 state self-check failed on %s: %g rounds to %g on the device, %g in bf16.Round", describe, v, nearest[i], bf16.Round(v))
 		}
 		if w := bf16.RoundStochastic(v, want); math.Float32bits(stoch[i]) != math.Float32bits(w) {
-			return "", fmt.Errorf("bf16 state self-check failed on %s: %g rounds stochastically to %g on the device, %g in bf16.RoundStochastic", b.Describe(), v, stoch[i], w)
+			return "", fmt.Errorf("bf16 state self-check failed on %s: %g rounds stochastically to %g on the device, %g in bf16.RoundStochastic", describe, v, stoch[i], w)
 		}
 		if stoch[i] != nearest[i] {
 			moved++

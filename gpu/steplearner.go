@@ -14,25 +14,22 @@ import (
 // cross-backend harness (trainertest.CrossCheck) drives: the same kernels
 // as a training step, on a batch given by the caller instead of sampled.
 type StepLearner struct {
-	b *Backend
+	d *gpuDevice
 	l *learner
 }
 
-// NewStepLearner builds a learner for model m and optimiser o on the
-// backend's device in precision fp32, bf16-mixed or bf16, initialised from
-// seed as every backend does (model.NewState); seed also keys the
-// stochastic rounding of precision bf16 (optim.stochastic_rounding).
-func (b *Backend) NewStepLearner(m config.ModelConfig, o config.OptimConfig, precision string, seed uint64) (*StepLearner, error) {
+// newStepLearner is Backend.NewStepLearner on device d with the tuning su.
+func newStepLearner(d *gpuDevice, su setup, m config.ModelConfig, o config.OptimConfig, precision string, seed uint64) (*StepLearner, error) {
 	switch precision {
 	case config.PrecisionFP32, config.PrecisionBF16Mixed, config.PrecisionBF16:
 	default:
 		return nil, fmt.Errorf("precision %q: the cuda backend runs %s, %s and %s: %w", precision,
 			config.PrecisionFP32, config.PrecisionBF16Mixed, config.PrecisionBF16, trainer.ErrUnsupported)
 	}
-	s := &StepLearner{b: b}
-	err := b.d.dev.Do(func(c *cuda.Ctx) error {
+	s := &StepLearner{d: d}
+	err := d.dev.Do(func(c *cuda.Ctx) error {
 		var err error
-		s.l, err = newLearner(c, b.d, b.s, m, o, precision, seed, model.NewState(m, seed))
+		s.l, err = newLearner(c, d, su, m, o, precision, seed, model.NewState(m, seed))
 		return err
 	})
 	return s, err
@@ -40,10 +37,10 @@ func (b *Backend) NewStepLearner(m config.ModelConfig, o config.OptimConfig, pre
 
 // Close frees the learner's device memory.
 func (s *StepLearner) Close() error {
-	return s.b.d.dev.Do(func(c *cuda.Ctx) error { return s.l.free(c) })
+	return s.d.dev.Do(func(c *cuda.Ctx) error { return s.l.free(c) })
 }
 
-func (s *StepLearner) do(f func(c *cuda.Ctx) error) error { return s.b.d.dev.Do(f) }
+func (s *StepLearner) do(f func(c *cuda.Ctx) error) error { return s.d.dev.Do(f) }
 
 // SetState loads s into both networks, the moments, step and spectral vectors.
 func (s *StepLearner) SetState(st *model.State) error {

@@ -123,12 +123,12 @@ func (b *Backend) build(cfg config.RunConfig, ds *market.Dataset, s *model.State
 	t := &Trainer{b: b, cfg: cfg, ds: ds, samplePCG: rand.NewPCG(cfg.Seed, model.StreamSample)}
 	t.bt.kernel = b.s.Backtest == "kernel"
 	bf := cfg.Precision != config.PrecisionFP32
-	check, err := b.selfCheck(cfg.Model, bf)
+	check, err := selfCheck(b.d, b.s, b.Describe(), cfg.Model, bf)
 	if err != nil {
 		return nil, err
 	}
 	if cfg.Precision == config.PrecisionBF16 {
-		sc, err := b.stateCheck(cfg.Model, cfg.Seed)
+		sc, err := stateCheck(b.d, b.s, b.Describe(), cfg.Model, cfg.Seed)
 		if err != nil {
 			return nil, err
 		}
@@ -174,8 +174,16 @@ func (b *Backend) build(cfg config.RunConfig, ds *market.Dataset, s *model.State
 	}
 	t.info = trainer.Info{Backend: "cuda", Device: b.Describe(), Precision: cfg.Precision,
 		StorageDType: storage, ComputeDType: compute, StateDType: trainer.StateDType(cfg.Precision, cfg.Optim.StochasticRounding),
-		Parameters: model.NumParams(cfg.Model), SelfCheck: check, Tuning: b.s.record()}
+		Parameters: model.NumParams(cfg.Model), SelfCheck: check, Tuning: b.s.Tuning.record()}
 	return t, nil
+}
+
+// NewStepLearner builds a learner for model m and optimiser o on the
+// backend's device in precision fp32, bf16-mixed or bf16, initialised from
+// seed as every backend does (model.NewState); seed also keys the
+// stochastic rounding of precision bf16 (optim.stochastic_rounding).
+func (b *Backend) NewStepLearner(m config.ModelConfig, o config.OptimConfig, precision string, seed uint64) (*StepLearner, error) {
+	return newStepLearner(b.d, b.s, m, o, precision, seed)
 }
 
 // Info reports the device and the precision measured by the self-check.

@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -271,4 +272,10 @@ func (t Tuning) tc() bool { return t.FP32GEMM != "simt" }
 
 // record is the tuning as the JSON that trainer.Info.Tuning and the
 // checkpoint metadata keep.
-func (t Tuning) record() string { return string(mustJSON(t)) }
+func (t Tuning) record() string {
+	b, err := json.Marshal(t)
+	if err != nil {
+		panic(fmt.Sprintf("marshal gpu tuning: %v", err)) // strings and numbers
+	}
+	return string(b)
+}
