@@ -64,16 +64,6 @@ func testSetup(t testing.TB, d *gpuDevice, tc bool) setup {
 	return s
 }
 
-// testBackend is NewBackend(0, tu) or a skip with the reason.
-func testBackend(t *testing.T, tu Tuning) *Backend {
-	t.Helper()
-	b, err := NewBackend(0, tu)
-	if err != nil {
-		SkipWithoutGPU(t, err)
-	}
-	return b
-}
-
 // hostMat is an operand in host memory: rows×cols values (already rounded
 // to the storage type) laid out row-contiguous or column-contiguous with a
 // padded leading stride, as the trainer's buffers are.

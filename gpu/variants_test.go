@@ -13,6 +13,16 @@ import (
 	"github.com/dqnflow/dqnflow/prices"
 )
 
+// testBackend is NewBackend(0, tu) or a skip with the reason.
+func testBackend(t *testing.T, tu Tuning) *Backend {
+	t.Helper()
+	b, err := NewBackend(0, tu)
+	if err != nil {
+		SkipWithoutGPU(t, err)
+	}
+	return b
+}
+
 // differingTensors returns, sorted, the names of want's tensors whose bytes
 // in got differ (or are missing).
 func differingTensors(got, want map[string][]byte) []string {
