@@ -3,6 +3,7 @@ package gpu
 import (
 	"context"
 	"fmt"
+	"github.com/dqnflow/dqnflow/gpu/device"
 	"time"
 
 	"github.com/dqnflow/dqnflow/gpu/cuda"
@@ -57,37 +58,37 @@ func (t *Trainer) TimeEpochs(ctx context.Context, epochs int) (EpochTiming, erro
 	if err := t.usable(); err != nil {
 		return out, err
 	}
-	clock := &deviceClock{ms: map[string]float64{}}
+	clock := &device.Clock{MS: map[string]float64{}}
 	err := t.do(func(c *cuda.Ctx) error {
 		var err error
-		if clock.a, err = c.NewEvent(); err != nil {
+		if clock.A, err = c.NewEvent(); err != nil {
 			return err
 		}
-		clock.b, err = c.NewEvent()
+		clock.B, err = c.NewEvent()
 		return err
 	})
 	if err != nil {
 		return out, err
 	}
 	defer t.do(func(c *cuda.Ctx) error {
-		_ = c.DestroyEvent(clock.a)
-		return c.DestroyEvent(clock.b)
+		_ = c.DestroyEvent(clock.A)
+		return c.DestroyEvent(clock.B)
 	})
 	wall := map[string]float64{}
 	// around times a whole call on the device (train, sync).
 	around := func(phase string, f func() error) error {
-		if err := t.do(func(c *cuda.Ctx) error { return clock.begin(c, t.l.stream) }); err != nil {
+		if err := t.do(func(c *cuda.Ctx) error { return clock.Begin(c, t.l.Stream) }); err != nil {
 			return err
 		}
 		if err := f(); err != nil {
 			return err
 		}
-		return t.do(func(c *cuda.Ctx) error { return clock.end(c, t.l.stream, phase) })
+		return t.do(func(c *cuda.Ctx) error { return clock.End(c, t.l.Stream, phase) })
 	}
 	for e := 0; e <= epochs; e++ {
 		timed := e > 0
 		if timed {
-			t.col.clock, t.bt.clock = clock, clock
+			t.col.Clock, t.bt.Clock = clock, clock
 		}
 		phases := []struct {
 			name string
@@ -112,13 +113,13 @@ func (t *Trainer) TimeEpochs(ctx context.Context, epochs int) (EpochTiming, erro
 		for _, p := range phases {
 			t0 := time.Now()
 			if err := p.f(); err != nil {
-				t.col.clock, t.bt.clock = nil, nil
+				t.col.Clock, t.bt.Clock = nil, nil
 				return out, fmt.Errorf("time epochs: %s: %w", p.name, err)
 			}
 			if timed {
 				wall[p.name] += float64(time.Since(t0).Microseconds()) / 1000
-				if p.name == "backtest" && !t.bt.kernel {
-					st := t.bt.lastStats
+				if p.name == "backtest" && !t.bt.Kernel {
+					st := t.bt.LastStats
 					out.BacktestCalls += float64(st.Rounds) / float64(epochs)
 					out.BacktestRows += float64(st.Evaluated) / float64(epochs)
 					out.BacktestCallsMax = max(out.BacktestCallsMax, st.Rounds)
@@ -126,15 +127,15 @@ func (t *Trainer) TimeEpochs(ctx context.Context, epochs int) (EpochTiming, erro
 			}
 		}
 	}
-	t.col.clock, t.bt.clock = nil, nil
+	t.col.Clock, t.bt.Clock = nil, nil
 	out.BacktestMode = "batch"
-	if t.bt.kernel {
+	if t.bt.Kernel {
 		out.BacktestMode = "kernel"
 	}
 	n := float64(epochs)
 	out.CollectMs, out.TrainMs, out.SyncMs, out.BacktestMs = wall["collect"]/n, wall["train"]/n, wall["sync"]/n, wall["backtest"]/n
-	out.CollectDeviceMs, out.TrainDeviceMs = clock.ms["collect"]/n, clock.ms["train"]/n
-	out.SyncDeviceMs, out.BacktestDeviceMs = clock.ms["sync"]/n, clock.ms["backtest"]/n
+	out.CollectDeviceMs, out.TrainDeviceMs = clock.MS["collect"]/n, clock.MS["train"]/n
+	out.SyncDeviceMs, out.BacktestDeviceMs = clock.MS["sync"]/n, clock.MS["backtest"]/n
 	out.EpochMs = out.CollectMs + out.TrainMs + out.SyncMs + out.BacktestMs
 	if out.EpochMs > 0 {
 		out.BusyFraction = (out.CollectDeviceMs + out.TrainDeviceMs + out.SyncDeviceMs + out.BacktestDeviceMs) / out.EpochMs
@@ -164,33 +165,33 @@ func (t *Trainer) TimeCollect(ctx context.Context, steps int) (CollectThroughput
 	if _, err := t.Collect(ctx, 1); err != nil {
 		return out, err
 	}
-	clock := &deviceClock{ms: map[string]float64{}}
+	clock := &device.Clock{MS: map[string]float64{}}
 	err := t.do(func(c *cuda.Ctx) error {
 		var err error
-		if clock.a, err = c.NewEvent(); err != nil {
+		if clock.A, err = c.NewEvent(); err != nil {
 			return err
 		}
-		clock.b, err = c.NewEvent()
+		clock.B, err = c.NewEvent()
 		return err
 	})
 	if err != nil {
 		return out, err
 	}
 	defer t.do(func(c *cuda.Ctx) error {
-		_ = c.DestroyEvent(clock.a)
-		return c.DestroyEvent(clock.b)
+		_ = c.DestroyEvent(clock.A)
+		return c.DestroyEvent(clock.B)
 	})
-	t.col.clock = clock
+	t.col.Clock = clock
 	t0 := time.Now()
 	_, err = t.Collect(ctx, steps)
 	sec := time.Since(t0).Seconds()
-	t.col.clock = nil
+	t.col.Clock = nil
 	if err != nil {
 		return out, err
 	}
 	envSteps := float64(steps * t.cfg.Env.NumEnvs)
 	out.EnvStepsPerS = envSteps / sec
-	if ms := clock.ms["collect"]; ms > 0 {
+	if ms := clock.MS["collect"]; ms > 0 {
 		out.DeviceEnvStepsPerS = envSteps / (ms / 1000)
 	}
 	return out, nil

@@ -3,6 +3,7 @@ package gpu_test
 import (
 	"context"
 	"errors"
+	"github.com/dqnflow/dqnflow/gpu/internal/gputest"
 	"strings"
 	"testing"
 
@@ -27,7 +28,7 @@ func backend(t *testing.T) *gpu.Backend {
 	}
 	b, err := gpu.NewBackend(0, tu)
 	if err != nil {
-		gpu.SkipWithoutGPU(t, err)
+		gputest.SkipWithoutGPU(t, err)
 	}
 	return b
 }

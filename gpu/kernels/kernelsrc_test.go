@@ -1,4 +1,4 @@
-package gpu
+package kernels
 
 import (
 	"io/fs"

@@ -1,7 +1,9 @@
-package gpu
+package step
 
 import (
 	"fmt"
+	"github.com/dqnflow/dqnflow/gpu/device"
+	"github.com/dqnflow/dqnflow/gpu/kernels"
 
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/gpu/cuda"
@@ -11,24 +13,24 @@ import (
 // moduleFor compiles (or takes from the disk cache) and loads the kernels
 // for model m in one storage mode, in the GEMM paths of s, on d. Call
 // inside Do.
-func moduleFor(c *cuda.Ctx, d *gpuDevice, m config.ModelConfig, bf16 bool, s setup) (*kernels, error) {
-	tc := s.tc()
-	wg := s.wgmma.on && (bf16 || tc)
-	if !bf16 && tc && d.arch() < 80 {
-		return nil, fmt.Errorf("fp32 on sm_%d: the fp32 GEMMs run as 3xTF32 on the tensor cores, which need sm_80 or newer; set gpu tuning fp32_gemm = simt (DQNFLOW_FP32_GEMM=simt) for fmaf on the CUDA cores", d.arch())
+func moduleFor(c *cuda.Ctx, d *device.Device, m config.ModelConfig, bf16 bool, s device.Setup) (*device.Kernels, error) {
+	tc := s.TC()
+	wg := s.WGMMA.On && (bf16 || tc)
+	if !bf16 && tc && d.Arch() < 80 {
+		return nil, fmt.Errorf("fp32 on sm_%d: the fp32 GEMMs run as 3xTF32 on the tensor cores, which need sm_80 or newer; set gpu tuning fp32_gemm = simt (DQNFLOW_FP32_GEMM=simt) for fmaf on the CUDA cores", d.Arch())
 	}
-	shapes := gemmShapes(bf16, tc)
+	shapes := kernels.GEMMShapes(bf16, tc)
 	if wg {
-		shapes = append(append(shapes, wgmmaShapes(bf16)...), wgmmaMaskShapes(bf16)...)
+		shapes = append(append(shapes, kernels.WGMMAShapes(bf16)...), kernels.WGMMAMaskShapes(bf16)...)
 	}
-	var shared []dynShared
+	var shared []device.DynShared
 	for _, sh := range shapes {
-		if sh.shared > 48<<10 {
-			shared = append(shared, dynShared{sh.name, sh.shared})
+		if sh.Shared > 48<<10 {
+			shared = append(shared, device.DynShared{Name: sh.Name, Bytes: sh.Shared})
 		}
 	}
-	key := moduleKey{bf16, !bf16 && tc, wg, m.Atoms, m.Trunk1, m.Trunk2, m.Head}
-	return d.load(c, key, s.cacheDir(), kernelOptions(m, bf16, wg, tc), shared)
+	key := device.ModuleKey{BF16: bf16, TF32: !bf16 && tc, WGMMA: wg, Atoms: m.Atoms, T1: m.Trunk1, T2: m.Trunk2, Head: m.Head}
+	return d.Load(c, key, s.CacheDir(), kernelOptions(m, bf16, wg, tc), shared)
 }
 
 // kernelOptions are the NVRTC options of the module for model m in the given

@@ -1,4 +1,4 @@
-package gpu
+package device
 
 import (
 	"github.com/dqnflow/dqnflow/gpu/cuda"
@@ -6,22 +6,22 @@ import (
 
 // capture records launches on stream s as one CUDA graph and instantiates
 // it; dependent as for captureFork.
-func capture(c *cuda.Ctx, dependent bool, s cuda.Stream, launches []launch) (cuda.GraphExec, error) {
+func Capture(c *cuda.Ctx, dependent bool, s cuda.Stream, launches []Launch) (cuda.GraphExec, error) {
 	if err := c.BeginCapture(s); err != nil {
 		return 0, err
 	}
 	var runErr error
 	for i := range launches {
-		if runErr = launches[i].runIn(c, s, dependent); runErr != nil {
+		if runErr = launches[i].RunIn(c, s, dependent); runErr != nil {
 			break
 		}
 	}
-	return endCapture(c, s, runErr)
+	return EndCapture(c, s, runErr)
 }
 
 // endCapture ends the capture on s and instantiates its graph, or returns
 // runErr, the error of queuing its work, when there is one.
-func endCapture(c *cuda.Ctx, s cuda.Stream, runErr error) (cuda.GraphExec, error) {
+func EndCapture(c *cuda.Ctx, s cuda.Stream, runErr error) (cuda.GraphExec, error) {
 	g, err := c.EndCapture(s)
 	if runErr != nil {
 		return 0, runErr

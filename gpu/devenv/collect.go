@@ -1,8 +1,10 @@
-package gpu
+package devenv
 
 import (
 	"context"
 	"fmt"
+	"github.com/dqnflow/dqnflow/gpu/device"
+	"github.com/dqnflow/dqnflow/gpu/step"
 	"math"
 	"math/rand/v2"
 
@@ -25,36 +27,36 @@ import (
 //
 // replayed once per step; the tree's inner nodes are rebuilt once per
 // Collect call and the counters read back once.
-type devCollector struct {
+type Collector struct {
 	cfg config.RunConfig
 	ds  *market.Dataset
-	mk  *devMarket
-	env *devEnv
+	Mk  *devMarket
+	Env *devEnv
 
 	x                                  cuda.DevPtr // E [N×ObsDim]
-	a                                  acts
+	a                                  step.Acts
 	act                                cuda.DevPtr // int32 [N×3] greedy actions, or the actions given (tests)
 	tcount, tbar, tagent, taction      cuda.DevPtr // staging of one step's finished transitions, [N×n(×…)]
 	tret, tdisc, tnext, tnextAgent     cuda.DevPtr
 	reward, pnl, nextAgent, done, took cuda.DevPtr // the step's results per env
 	args                               cuda.DevPtr // struct EnvArgs
 
-	observe, reset, step, scan, commit launch
-	fwd                                []launch
-	head                               launch
+	observe, reset, step, scan, commit device.Launch
+	fwd                                []device.Launch
+	head                               device.Launch
 	graph                              cuda.GraphExec
-	clock                              *deviceClock // TimeEpochs, TimeCollect
+	Clock                              *device.Clock // TimeEpochs, TimeCollect
 }
 
 // newDevCollector builds the collector of a run on l (whose replay buffer
 // must exist), with the first windows drawn from its window stream.
-func newDevCollector(c *cuda.Ctx, l *learner, cfg config.RunConfig, ds *market.Dataset) (*devCollector, error) {
+func NewCollector(c *cuda.Ctx, l *step.Learner, cfg config.RunConfig, ds *market.Dataset) (*Collector, error) {
 	n, ns := cfg.Env.NumEnvs, cfg.Optim.NStep
 	if n < 1 || ns < 1 || cfg.EpsilonDecayEnvSteps() < 1 {
 		return nil, fmt.Errorf("collector: env.num_envs = %d, optim.n_step = %d, epsilon schedule %d env steps: each must be at least 1 (validate the config first)",
 			n, ns, cfg.EpsilonDecayEnvSteps())
 	}
-	eb := l.s.EnvBlock
+	eb := l.S.EnvBlock
 	// The host environment's checks of the data over the training range
 	// (lengths, finite prices and ATR, a usable instrument) and of the
 	// reward shaping, with its errors.
@@ -65,56 +67,56 @@ func newDevCollector(c *cuda.Ctx, l *learner, cfg config.RunConfig, ds *market.D
 	if err := probe.SetReward(market.ShapeOf(cfg.Env)); err != nil {
 		return nil, fmt.Errorf("collector: env.reward_scale, env.turnover_penalty, env.risk_aversion: %w", err)
 	}
-	r := l.replay
-	bt := l.mem.batch(c, l.stream)
-	mk, err := newDevMarket(c, bt, ds, r.features)
+	r := l.Replay
+	bt := l.Mem.Batch(c, l.Stream)
+	mk, err := newDevMarket(c, bt, ds, r.Features)
 	if err != nil {
 		return nil, err
 	}
-	d := &devCollector{cfg: cfg, ds: ds, mk: mk, env: newDevEnv(bt, ds.Train, n, ns, cfg.Env.EpisodeBars)}
+	d := &Collector{cfg: cfg, ds: ds, Mk: mk, Env: newDevEnv(bt, ds.Train, n, ns, cfg.Env.EpisodeBars)}
 	rows := max(n, 64)
-	d.x = bt.alloc(l.esz * rows * obsWidth)
-	d.a = l.newActs(bt.alloc, rows)
-	d.a.rows = n
-	d.act = bt.alloc(4 * n * 3)
+	d.x = bt.Alloc(l.ESize * rows * step.ObsWidth)
+	d.a = l.NewActs(bt.Alloc, rows)
+	d.a.Rows = n
+	d.act = bt.Alloc(4 * n * 3)
 	k := n * ns
-	d.tcount, d.tbar, d.tagent, d.taction = bt.alloc(4*n), bt.alloc(4*k), bt.alloc(4*k*agentW), bt.alloc(4*k*3)
-	d.tret, d.tdisc, d.tnext, d.tnextAgent = bt.alloc(4*k), bt.alloc(4*k), bt.alloc(4*k), bt.alloc(4*k*agentW)
-	d.reward, d.pnl, d.nextAgent, d.done, d.took = bt.alloc(4*n), bt.alloc(8*n), bt.alloc(4*n*agentW), bt.alloc(4*n), bt.alloc(4*n*3)
-	commit := bt.alloc(8 * (2 + n))
+	d.tcount, d.tbar, d.tagent, d.taction = bt.Alloc(4*n), bt.Alloc(4*k), bt.Alloc(4*k*step.AgentW), bt.Alloc(4*k*3)
+	d.tret, d.tdisc, d.tnext, d.tnextAgent = bt.Alloc(4*k), bt.Alloc(4*k), bt.Alloc(4*k), bt.Alloc(4*k*step.AgentW)
+	d.reward, d.pnl, d.nextAgent, d.done, d.took = bt.Alloc(4*n), bt.Alloc(8*n), bt.Alloc(4*n*step.AgentW), bt.Alloc(4*n), bt.Alloc(4*n*3)
+	commit := bt.Alloc(8 * (2 + n))
 	// The panel's segment table (struct EnvArgs' nseg, segFrom, segTo,
 	// segCum); none for one series.
 	var segFrom, segTo, segCum cuda.DevPtr
 	segs := ds.Segments
 	if len(segs) > 1 {
-		segFrom, segTo, segCum = bt.alloc(8*len(segs)), bt.alloc(8*len(segs)), bt.alloc(8*len(segs))
+		segFrom, segTo, segCum = bt.Alloc(8*len(segs)), bt.Alloc(8*len(segs)), bt.Alloc(8*len(segs))
 	} else {
 		segs = nil
 	}
-	if bt.err != nil {
-		return nil, bt.err
+	if bt.Err != nil {
+		return nil, bt.Err
 	}
-	var w words
+	var w device.Words
 	mk.words(&w)
-	d.env.arrays(&w)
-	w.ptr(d.env.ctr)
-	w.i64(int64(n)).i64(int64(ds.Train.From)).i64(int64(ds.Train.To)).i64(int64(d.env.windowLen)).i64(int64(ns))
-	w.f64(cfg.Optim.Gamma).f64(cfg.Env.RewardScale).f64(cfg.Env.TurnoverPenalty).f64(cfg.Env.RiskAversion)
-	w.f64(cfg.Env.EpsilonStart).f64(cfg.Env.EpsilonEnd).i64(cfg.EpsilonDecayEnvSteps())
-	w.i64(int64(streamKey(cfg.Seed, rollout.StreamEnv))).i64(int64(streamKey(cfg.Seed, rollout.StreamExplore)))
-	w.ptr(d.act).ptr(d.x)
-	w.ptr(d.tcount).ptr(d.tbar).ptr(d.tagent).ptr(d.taction).ptr(d.tret).ptr(d.tdisc).ptr(d.tnext).ptr(d.tnextAgent)
-	w.ptr(d.reward).ptr(d.pnl).ptr(d.nextAgent).ptr(d.done).ptr(d.took)
-	r.arrays(&w)
-	w.i64(int64(r.capacity)).f64(r.cfg.Alpha)
-	w.ptr(commit)
-	w.i64(int64(len(segs))).ptr(segFrom).ptr(segTo).ptr(segCum)
+	d.Env.arrays(&w)
+	w.Ptr(d.Env.ctr)
+	w.I64(int64(n)).I64(int64(ds.Train.From)).I64(int64(ds.Train.To)).I64(int64(d.Env.WindowLen)).I64(int64(ns))
+	w.F64(cfg.Optim.Gamma).F64(cfg.Env.RewardScale).F64(cfg.Env.TurnoverPenalty).F64(cfg.Env.RiskAversion)
+	w.F64(cfg.Env.EpsilonStart).F64(cfg.Env.EpsilonEnd).I64(cfg.EpsilonDecayEnvSteps())
+	w.I64(int64(StreamKey(cfg.Seed, rollout.StreamEnv))).I64(int64(StreamKey(cfg.Seed, rollout.StreamExplore)))
+	w.Ptr(d.act).Ptr(d.x)
+	w.Ptr(d.tcount).Ptr(d.tbar).Ptr(d.tagent).Ptr(d.taction).Ptr(d.tret).Ptr(d.tdisc).Ptr(d.tnext).Ptr(d.tnextAgent)
+	w.Ptr(d.reward).Ptr(d.pnl).Ptr(d.nextAgent).Ptr(d.done).Ptr(d.took)
+	r.Arrays(&w)
+	w.I64(int64(r.Capacity)).F64(r.Cfg.Alpha)
+	w.Ptr(commit)
+	w.I64(int64(len(segs))).Ptr(segFrom).Ptr(segTo).Ptr(segCum)
 	if len(w) != envArgsWords {
 		return nil, fmt.Errorf("collector arguments: %d words, want %d", len(w), envArgsWords)
 	}
-	d.args = bt.alloc(8 * len(w))
-	if bt.err != nil {
-		return nil, bt.err
+	d.args = bt.Alloc(8 * len(w))
+	if bt.Err != nil {
+		return nil, bt.Err
 	}
 	if err := cuda.Upload(c, d.args, []uint64(w)); err != nil {
 		return nil, err
@@ -130,22 +132,22 @@ func newDevCollector(c *cuda.Ctx, l *learner, cfg config.RunConfig, ds *market.D
 			}
 		}
 	}
-	perEnv := dim(ceilDiv(n, eb))
-	d.reset = launch{name: "env_reset", f: l.k.fn["env_reset"], grid: perEnv, block: dim(eb), args: []any{d.args}}
-	d.observe = launch{name: "env_observe", f: l.k.fn["env_observe"], grid: dim(ceilDiv(n*obsWidth, 256)), block: dim(256), args: []any{d.args}}
-	d.step = launch{name: "env_step", f: l.k.fn["env_step"], grid: perEnv, block: dim(eb), args: []any{d.args}}
-	d.scan = launch{name: "env_commit_scan", f: l.k.fn["env_commit_scan"], grid: dim(1), block: dim(commitThreads), args: []any{d.args}}
-	d.commit = launch{name: "env_commit", f: l.k.fn["env_commit"], grid: perEnv, block: dim(eb), args: []any{d.args, l.st}}
+	perEnv := device.Dim(device.CeilDiv(n, eb))
+	d.reset = device.Launch{Name: "env_reset", F: l.K.Fn["env_reset"], Grid: perEnv, Block: device.Dim(eb), Args: []any{d.args}}
+	d.observe = device.Launch{Name: "env_observe", F: l.K.Fn["env_observe"], Grid: device.Dim(device.CeilDiv(n*step.ObsWidth, 256)), Block: device.Dim(256), Args: []any{d.args}}
+	d.step = device.Launch{Name: "env_step", F: l.K.Fn["env_step"], Grid: perEnv, Block: device.Dim(eb), Args: []any{d.args}}
+	d.scan = device.Launch{Name: "env_commit_scan", F: l.K.Fn["env_commit_scan"], Grid: device.Dim(1), Block: device.Dim(commitThreads), Args: []any{d.args}}
+	d.commit = device.Launch{Name: "env_commit", F: l.K.Fn["env_commit"], Grid: perEnv, Block: device.Dim(eb), Args: []any{d.args, l.St}}
 	// No step state: the collector's forward always runs.
-	if d.fwd, err = l.forwardLaunches(c, "collect", []fwdNet{{&l.online, d.x, &d.a}}, 0); err != nil {
+	if d.fwd, err = l.ForwardLaunches(c, "collect", []step.FwdNet{{Net: &l.Online, X: d.x, A: &d.a}}, 0); err != nil {
 		return nil, err
 	}
-	d.head = launch{name: "head_infer", f: l.k.fn["head_infer"], grid: dim(headInferBlocks(n)), block: dim(headInferThreads),
-		args: []any{d.a.o, int32(n), l.z, cuda.DevPtr(0), cuda.DevPtr(0), cuda.DevPtr(0), d.act, l.margin}}
-	if err := d.reset.run(c, l.stream); err != nil {
+	d.head = device.Launch{Name: "head_infer", F: l.K.Fn["head_infer"], Grid: device.Dim(step.HeadInferBlocks(n)), Block: device.Dim(step.HeadInferThreads),
+		Args: []any{d.a.O, int32(n), l.Z, cuda.DevPtr(0), cuda.DevPtr(0), cuda.DevPtr(0), d.act, l.Margin}}
+	if err := d.reset.Run(c, l.Stream); err != nil {
 		return nil, err
 	}
-	return d, c.Sync(l.stream)
+	return d, c.Sync(l.Stream)
 }
 
 // envArgsWords is the size of struct EnvArgs in 64-bit words.
@@ -162,44 +164,44 @@ const commitThreads = 1024
 
 // launches are one collector step: observe, forward, greedy head, step,
 // commit (scan, then write).
-func (d *devCollector) launches() []launch {
-	out := []launch{d.observe}
+func (d *Collector) Launches() []device.Launch {
+	out := []device.Launch{d.observe}
 	out = append(out, d.fwd...)
 	return append(out, d.head, d.step, d.scan, d.commit)
 }
 
 // begin sets the counters of one Collect call: the replay ring's cursor
 // and size (the host's mirror is the truth between calls), nothing added.
-func (d *devCollector) begin(c *cuda.Ctx, r *devReplay) error {
-	return cuda.Upload(c, d.env.ctr+8*ctrCursor, []int64{int64(r.cursor), int64(r.size), 0, 0, 0})
+func (d *Collector) Begin(c *cuda.Ctx, r *step.Replay) error {
+	return cuda.Upload(c, d.Env.ctr+8*ctrCursor, []int64{int64(r.Cursor), int64(r.Size), 0, 0, 0})
 }
 
 // finish rebuilds the tree's inner nodes and reads the counters back into
 // the replay mirror and the call's statistics.
-func (d *devCollector) finish(c *cuda.Ctx, l *learner, steps int) (trainer.CollectStats, error) {
+func (d *Collector) Finish(c *cuda.Ctx, l *step.Learner, steps int) (trainer.CollectStats, error) {
 	var st trainer.CollectStats
-	r := l.replay
-	if err := r.rebuild(c, l); err != nil {
+	r := l.Replay
+	if err := r.Rebuild(c, l); err != nil {
 		return st, err
 	}
-	if err := d.clock.end(c, l.stream, "collect"); err != nil {
+	if err := d.Clock.End(c, l.Stream, "collect"); err != nil {
 		return st, err
 	}
-	if err := c.Sync(l.stream); err != nil {
+	if err := c.Sync(l.Stream); err != nil {
 		return st, err
 	}
 	ctr := make([]int64, ctrWords)
-	if err := cuda.Download(c, ctr, d.env.ctr); err != nil {
+	if err := cuda.Download(c, ctr, d.Env.ctr); err != nil {
 		return st, err
 	}
-	r.cursor, r.size = int(ctr[ctrCursor]), int(ctr[ctrSize])
+	r.Cursor, r.Size = int(ctr[ctrCursor]), int(ctr[ctrSize])
 	st.EnvSteps = ctr[ctrEnvSteps]
 	st.Transitions = int(ctr[ctrAdded])
 	st.Episodes = int(ctr[ctrCallEpisodes])
 	st.Epsilon = rollout.Epsilon(d.cfg, st.EnvSteps)
-	st.BufferSize = r.size
+	st.BufferSize = r.Size
 	if steps > 0 {
-		st.MeanReward = math.Float64frombits(uint64(ctr[ctrRewardSum])) / float64(steps*d.env.n)
+		st.MeanReward = math.Float64frombits(uint64(ctr[ctrRewardSum])) / float64(steps*d.Env.n)
 	}
 	return st, nil
 }
@@ -207,24 +209,24 @@ func (d *devCollector) finish(c *cuda.Ctx, l *learner, steps int) (trainer.Colle
 // collect runs steps collector steps (rollout.Collector.Collect's
 // contract, on the device). Cancelling ctx stops between steps; the
 // transitions of the steps taken stay in the buffer.
-func (d *devCollector) collect(ctx context.Context, c *cuda.Ctx, l *learner, steps int) (trainer.CollectStats, error) {
+func (d *Collector) Collect(ctx context.Context, c *cuda.Ctx, l *step.Learner, steps int) (trainer.CollectStats, error) {
 	if steps < 0 {
 		return trainer.CollectStats{}, fmt.Errorf("collect: %d steps: must not be negative", steps)
 	}
 	if d.graph == 0 {
-		if err := c.Sync(l.stream); err != nil {
+		if err := c.Sync(l.Stream); err != nil {
 			return trainer.CollectStats{}, err
 		}
-		g, err := capture(c, l.s.launch.dependent, l.stream, d.launches())
+		g, err := device.Capture(c, l.S.Launch.Dependent, l.Stream, d.Launches())
 		if err != nil {
 			return trainer.CollectStats{}, fmt.Errorf("collect: capture: %w", err)
 		}
 		d.graph = g
 	}
-	if err := d.begin(c, l.replay); err != nil {
+	if err := d.Begin(c, l.Replay); err != nil {
 		return trainer.CollectStats{}, err
 	}
-	if err := d.clock.begin(c, l.stream); err != nil {
+	if err := d.Clock.Begin(c, l.Stream); err != nil {
 		return trainer.CollectStats{}, err
 	}
 	done := 0
@@ -233,11 +235,11 @@ func (d *devCollector) collect(ctx context.Context, c *cuda.Ctx, l *learner, ste
 		if runErr = ctx.Err(); runErr != nil {
 			break
 		}
-		if runErr = c.GraphLaunch(d.graph, l.stream); runErr != nil {
+		if runErr = c.GraphLaunch(d.graph, l.Stream); runErr != nil {
 			break
 		}
 	}
-	st, err := d.finish(c, l, done)
+	st, err := d.Finish(c, l, done)
 	if runErr != nil {
 		return st, runErr
 	}
@@ -247,26 +249,26 @@ func (d *devCollector) collect(ctx context.Context, c *cuda.Ctx, l *learner, ste
 // stepGiven takes one step with the given actions (N×3: direction, size,
 // exit) instead of the network's, with the config's ε: the equivalence
 // test's entry point.
-func (d *devCollector) stepGiven(c *cuda.Ctx, l *learner, actions []int32) error {
-	if len(actions) != 3*d.env.n {
-		return fmt.Errorf("step: %d action values for %d environments", len(actions), d.env.n)
+func (d *Collector) StepGiven(c *cuda.Ctx, l *step.Learner, actions []int32) error {
+	if len(actions) != 3*d.Env.n {
+		return fmt.Errorf("step: %d action values for %d environments", len(actions), d.Env.n)
 	}
 	if err := cuda.Upload(c, d.act, actions); err != nil {
 		return err
 	}
-	for _, ln := range []launch{d.step, d.scan, d.commit} {
-		if err := ln.run(c, l.stream); err != nil {
+	for _, ln := range []device.Launch{d.step, d.scan, d.commit} {
+		if err := ln.Run(c, l.Stream); err != nil {
 			return err
 		}
 	}
-	return c.Sync(l.stream)
+	return c.Sync(l.Stream)
 }
 
 // stepResult downloads the last step's results in market.StepResult form
 // (NextBar is not kept on the device) and the actions taken.
-func (d *devCollector) stepResult(c *cuda.Ctx) (market.StepResult, []int32, error) {
-	n := d.env.n
-	res := market.StepResult{Reward: make([]float32, n), PnL: make([]float64, n), NextAgent: make([]float32, n*agentW), Done: make([]bool, n)}
+func (d *Collector) StepResult(c *cuda.Ctx) (market.StepResult, []int32, error) {
+	n := d.Env.n
+	res := market.StepResult{Reward: make([]float32, n), PnL: make([]float64, n), NextAgent: make([]float32, n*step.AgentW), Done: make([]bool, n)}
 	done, took := make([]int32, n), make([]int32, 3*n)
 	for _, err := range []error{cuda.Download(c, res.Reward, d.reward), cuda.Download(c, res.PnL, d.pnl),
 		cuda.Download(c, res.NextAgent, d.nextAgent), cuda.Download(c, done, d.done), cuda.Download(c, took, d.took)} {
@@ -285,11 +287,11 @@ func (d *devCollector) stepResult(c *cuda.Ctx) (market.StepResult, []int32, erro
 
 // tensors returns the collector's checkpoint tensors, in the CPU
 // collector's names and layout (rollout.State.Tensors).
-func (d *devCollector) tensors(c *cuda.Ctx, l *learner) ([]checkpoint.Tensor, error) {
-	if err := c.Sync(l.stream); err != nil {
+func (d *Collector) Tensors(c *cuda.Ctx, l *step.Learner) ([]checkpoint.Tensor, error) {
+	if err := c.Sync(l.Stream); err != nil {
 		return nil, err
 	}
-	s, err := d.env.state(c)
+	s, err := d.Env.State(c)
 	if err != nil {
 		return nil, err
 	}
@@ -304,21 +306,21 @@ func (d *devCollector) tensors(c *cuda.Ctx, l *learner) ([]checkpoint.Tensor, er
 // nothing on error, naming the tensor or field. The PCG states of a CPU
 // checkpoint are not used: the device streams continue from the step
 // count.
-func (d *devCollector) load(c *cuda.Ctx, l *learner, ck *checkpoint.Checkpoint) error {
-	s, err := rollout.ReadState(ck, d.env.n, d.env.nstep)
+func (d *Collector) Load(c *cuda.Ctx, l *step.Learner, ck *checkpoint.Checkpoint) error {
+	s, err := rollout.ReadState(ck, d.Env.n, d.Env.nstep)
 	if err != nil {
 		return err
 	}
-	if err := d.env.check(d.ds, s); err != nil {
+	if err := d.Env.check(d.ds, s); err != nil {
 		return err
 	}
-	if err := c.Sync(l.stream); err != nil {
+	if err := c.Sync(l.Stream); err != nil {
 		return err
 	}
-	return d.env.setState(c, s)
+	return d.Env.setState(c, s)
 }
 
-func (d *devCollector) free(c *cuda.Ctx) error {
+func (d *Collector) Free(c *cuda.Ctx) error {
 	if d.graph != 0 {
 		err := c.DestroyGraphExec(d.graph)
 		d.graph = 0

@@ -1,4 +1,4 @@
-package gpu
+package device
 
 import (
 	"strings"
@@ -34,12 +34,12 @@ func TestDependentLaunchesOnlyWhereTheDeviceAndDriverHaveThem(t *testing.T) {
 			t.Errorf("%s: error %v, want error %v", c.name, err, c.err)
 			continue
 		}
-		got := mode.desc
+		got := mode.Desc
 		if err != nil {
 			got = err.Error()
 		}
-		if mode.dependent != c.on || !strings.Contains(got, c.says) {
-			t.Errorf("%s: dependent %v %q, want %v and %q", c.name, mode.dependent, got, c.on, c.says)
+		if mode.Dependent != c.on || !strings.Contains(got, c.says) {
+			t.Errorf("%s: dependent %v %q, want %v and %q", c.name, mode.Dependent, got, c.on, c.says)
 		}
 	}
 }

@@ -1,7 +1,8 @@
-package gpu
+package step
 
 import (
 	"fmt"
+	"github.com/dqnflow/dqnflow/gpu/device"
 
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/gpu/cuda"
@@ -9,75 +10,75 @@ import (
 	"github.com/dqnflow/dqnflow/replay"
 )
 
-const agentW = market.NumAgentFeatures
+const AgentW = market.NumAgentFeatures
 
 // devReplay is the prioritised replay buffer in device memory, with the
 // semantics of package replay (kernels/replay.cu). The device collector
 // writes transitions into it (env_commit, kernels/env.cu). The host
 // mirrors the ring's size and cursor, which only Collect changes; p_max lives in the
 // step state, which the priority kernel updates.
-type devReplay struct {
-	cfg      config.ReplayConfig
-	capacity int
+type Replay struct {
+	Cfg      config.ReplayConfig
+	Capacity int
 	base     int // L, the first leaf node
-	size     int
-	cursor   int
+	Size     int
+	Cursor   int
 
 	bar, agent, action, ret, disc, nextBar, nextAgent cuda.DevPtr
-	tree, owner, features                             cuda.DevPtr
+	tree, owner, Features                             cuda.DevPtr
 }
 
 // newDevReplay allocates an empty buffer and uploads the dataset's
 // features, from which the sampler rebuilds observations.
-func newDevReplay(c *cuda.Ctx, l *learner, cfg config.ReplayConfig, ds *market.Dataset) (*devReplay, error) {
+func NewReplay(c *cuda.Ctx, l *Learner, cfg config.ReplayConfig, ds *market.Dataset) (*Replay, error) {
 	if _, err := replay.New(cfg); err != nil { // the same validation as the CPU buffer
 		return nil, err
 	}
-	r := &devReplay{cfg: cfg, capacity: cfg.Capacity, base: 1}
-	for r.base < r.capacity {
+	r := &Replay{Cfg: cfg, Capacity: cfg.Capacity, base: 1}
+	for r.base < r.Capacity {
 		r.base <<= 1
 	}
-	n := r.capacity
-	bt := l.mem.batch(c, l.stream)
-	alloc := bt.alloc
-	r.bar, r.agent, r.action = alloc(4*n), alloc(4*n*agentW), alloc(4*n*3)
-	r.ret, r.disc, r.nextBar, r.nextAgent = alloc(4*n), alloc(4*n), alloc(4*n), alloc(4*n*agentW)
+	n := r.Capacity
+	bt := l.Mem.Batch(c, l.Stream)
+	alloc := bt.Alloc
+	r.bar, r.agent, r.action = alloc(4*n), alloc(4*n*AgentW), alloc(4*n*3)
+	r.ret, r.disc, r.nextBar, r.nextAgent = alloc(4*n), alloc(4*n), alloc(4*n), alloc(4*n*AgentW)
 	r.tree, r.owner = alloc(8*2*r.base), alloc(8*n) // claims zeroed: none stands
-	r.features = alloc(4 * len(ds.Features))
-	if err := bt.err; err != nil {
+	r.Features = alloc(4 * len(ds.Features))
+	if err := bt.Err; err != nil {
 		return nil, err
 	}
-	if err := cuda.Upload(c, r.features, ds.Features); err != nil {
+	if err := cuda.Upload(c, r.Features, ds.Features); err != nil {
 		return nil, err
 	}
-	return r, c.Sync(l.stream)
+	return r, c.Sync(l.Stream)
 }
 
-func (r *devReplay) arrays(w *words) {
-	w.ptr(r.bar).ptr(r.agent).ptr(r.action).ptr(r.ret).ptr(r.disc).ptr(r.nextBar).ptr(r.nextAgent).ptr(r.tree).i64(int64(r.base))
+func (r *Replay) Arrays(w *device.Words) {
+	w.Ptr(r.bar).Ptr(r.agent).Ptr(r.action).Ptr(r.ret).Ptr(r.disc).Ptr(r.nextBar).Ptr(r.nextAgent).Ptr(r.tree).I64(int64(r.base))
 }
 
 // replayLaunches adds the sampling and priority launches to plan p.
-func (l *learner) replayLaunches(c *cuda.Ctx, p *stepPlan, upload func(words) cuda.DevPtr, alloc func(int) cuda.DevPtr) error {
-	r := l.replay
-	var sw words
-	r.arrays(&sw)
-	sw.ptr(r.features).ptr(p.x).ptr(p.act).ptr(p.ret).ptr(p.disc).ptr(p.idx).ptr(p.mass).i64(int64(p.n)).i64(0)
-	if len(sw) != sampleKeyWord+1 {
-		return fmt.Errorf("sample arguments: %d words, want %d", len(sw), sampleKeyWord+1)
+func (l *Learner) replayLaunches(c *cuda.Ctx, p *stepPlan, upload func(device.Words) cuda.DevPtr, alloc func(int) cuda.DevPtr) error {
+	r := l.Replay
+	var sw device.Words
+	r.Arrays(&sw)
+	sw.Ptr(r.Features).Ptr(p.X).Ptr(p.Act).Ptr(p.ret).Ptr(p.disc).Ptr(p.idx).Ptr(p.mass).I64(int64(p.N)).I64(0)
+	if len(sw) != SampleKeyWord+1 {
+		return fmt.Errorf("sample arguments: %d words, want %d", len(sw), SampleKeyWord+1)
 	}
-	p.sampleArgs = upload(sw)
-	spb := samplesPerBlock(p.n)
-	p.sampleL = launch{name: "sample", f: l.k.fn["sample"], grid: dim(ceilDiv(p.n, spb)), block: dim(sampleThreads), args: []any{p.sampleArgs, l.st, int32(spb)}}
-	var pw words
-	pw.ptr(r.tree).i64(int64(r.base)).ptr(p.idx).ptr(p.sample).ptr(r.owner).i64(int64(p.n))
-	pw.f64(r.cfg.PriorityEps).f64(r.cfg.Alpha)
+	p.SampleArgs = upload(sw)
+	spb := samplesPerBlock(p.N)
+	p.sampleL = device.Launch{Name: "sample", F: l.K.Fn["sample"], Grid: device.Dim(device.CeilDiv(p.N, spb)), Block: device.Dim(sampleThreads), Args: []any{p.SampleArgs, l.St, int32(spb)}}
+	var pw device.Words
+	pw.Ptr(r.tree).I64(int64(r.base)).Ptr(p.idx).Ptr(p.sample).Ptr(r.owner).I64(int64(p.N))
+	pw.F64(r.Cfg.PriorityEps).F64(r.Cfg.Alpha)
 	pa := upload(pw)
-	grid := dim(ceilDiv(p.n, 256))
-	p.prioL = append([]launch{
-		{name: "prio_claim", f: l.k.fn["prio_claim"], grid: grid, block: dim(256), args: []any{pa, l.st}},
-		{name: "prio_set", f: l.k.fn["prio_set"], grid: grid, block: dim(256), args: []any{pa, l.st}},
-	}, r.treeLaunches(l, l.st)...)
+	grid := device.Dim(device.CeilDiv(p.N, 256))
+	p.prioL = append([]device.Launch{
+		{Name: "prio_claim", F: l.K.Fn["prio_claim"], Grid: grid, Block: device.Dim(256), Args: []any{pa, l.St}},
+		{Name: "prio_set", F: l.K.Fn["prio_set"], Grid: grid, Block: device.Dim(256), Args: []any{pa, l.St}},
+	}, r.treeLaunches(l, l.St)...)
 	return nil
 }
 
@@ -105,8 +106,8 @@ func samplesPerBlock(n int) int {
 // resetClaims clears the priority kernels' claims (t·2³² + k, prio_claim),
 // which rise with the step t: learner.setState, the one place that sets t,
 // calls it. A new buffer starts with them cleared.
-func (r *devReplay) resetClaims(c *cuda.Ctx, l *learner) error {
-	return c.MemsetD8Async(r.owner, 0, 8*r.capacity, l.stream)
+func (r *Replay) resetClaims(c *cuda.Ctx, l *Learner) error {
+	return c.MemsetD8Async(r.owner, 0, 8*r.Capacity, l.Stream)
 }
 
 // treeSpan is TREE_SPAN of kernels/replay.cu (passed by kernelOptions):
@@ -116,19 +117,19 @@ const treeSpan = 2048
 // treeLaunches recompute every inner node of the tree from the leaves (the
 // same bits as any sequence of replay set calls): subtrees of treeSpan
 // leaves, then the nodes above their roots. st may be 0 (always run).
-func (r *devReplay) treeLaunches(l *learner, st cuda.DevPtr) []launch {
+func (r *Replay) treeLaunches(l *Learner, st cuda.DevPtr) []device.Launch {
 	span := min(r.base, treeSpan)
 	top := r.base / span
-	return []launch{
-		{name: "tree_sub", f: l.k.fn["tree_sub"], grid: dim(top), block: dim(1024), args: []any{r.tree, int64(r.base), st}},
-		{name: "tree_top", f: l.k.fn["tree_top"], grid: dim(1), block: dim(1024), args: []any{r.tree, int64(top), st}},
+	return []device.Launch{
+		{Name: "tree_sub", F: l.K.Fn["tree_sub"], Grid: device.Dim(top), Block: device.Dim(1024), Args: []any{r.tree, int64(r.base), st}},
+		{Name: "tree_top", F: l.K.Fn["tree_top"], Grid: device.Dim(1), Block: device.Dim(1024), Args: []any{r.tree, int64(top), st}},
 	}
 }
 
 // rebuild recomputes every inner node of the tree from the leaves.
-func (r *devReplay) rebuild(c *cuda.Ctx, l *learner) error {
+func (r *Replay) Rebuild(c *cuda.Ctx, l *Learner) error {
 	for _, ln := range r.treeLaunches(l, 0) {
-		if err := ln.run(c, l.stream); err != nil {
+		if err := ln.Run(c, l.Stream); err != nil {
 			return err
 		}
 	}
@@ -136,14 +137,14 @@ func (r *devReplay) rebuild(c *cuda.Ctx, l *learner) error {
 }
 
 // storage downloads the buffer as a replay.Storage.
-func (r *devReplay) storage(c *cuda.Ctx, l *learner) (replay.Storage, error) {
-	n := r.size
+func (r *Replay) Storage(c *cuda.Ctx, l *Learner) (replay.Storage, error) {
+	n := r.Size
 	s := replay.Storage{
-		Bar: make([]int32, n), Agent: make([]float32, n*agentW), Action: make([]int32, n*3),
+		Bar: make([]int32, n), Agent: make([]float32, n*AgentW), Action: make([]int32, n*3),
 		Return: make([]float32, n), Discount: make([]float32, n), NextBar: make([]int32, n),
-		NextAgent: make([]float32, n*agentW), Mass: make([]float64, n), Size: n, Cursor: r.cursor,
+		NextAgent: make([]float32, n*AgentW), Mass: make([]float64, n), Size: n, Cursor: r.Cursor,
 	}
-	if err := c.Sync(l.stream); err != nil {
+	if err := c.Sync(l.Stream); err != nil {
 		return s, err
 	}
 	if n > 0 {
@@ -158,7 +159,7 @@ func (r *devReplay) storage(c *cuda.Ctx, l *learner) (replay.Storage, error) {
 		}
 	}
 	mp := make([]float64, 1)
-	if err := cuda.Download(c, mp, l.st+stMaxPrio); err != nil {
+	if err := cuda.Download(c, mp, l.St+stMaxPrio); err != nil {
 		return s, err
 	}
 	s.MaxPriority = mp[0]
@@ -167,11 +168,11 @@ func (r *devReplay) storage(c *cuda.Ctx, l *learner) (replay.Storage, error) {
 
 // load replaces the buffer's contents with s (validated by the caller
 // through replay.FromStorage or Load).
-func (r *devReplay) load(c *cuda.Ctx, l *learner, s replay.Storage) error {
-	if err := c.MemsetD8Async(r.tree, 0, 8*2*r.base, l.stream); err != nil {
+func (r *Replay) Load(c *cuda.Ctx, l *Learner, s replay.Storage) error {
+	if err := c.MemsetD8Async(r.tree, 0, 8*2*r.base, l.Stream); err != nil {
 		return err
 	}
-	if err := c.Sync(l.stream); err != nil {
+	if err := c.Sync(l.Stream); err != nil {
 		return err
 	}
 	if s.Size > 0 {
@@ -185,12 +186,12 @@ func (r *devReplay) load(c *cuda.Ctx, l *learner, s replay.Storage) error {
 			}
 		}
 	}
-	if err := cuda.Upload(c, l.st+stMaxPrio, []float64{s.MaxPriority}); err != nil {
+	if err := cuda.Upload(c, l.St+stMaxPrio, []float64{s.MaxPriority}); err != nil {
 		return err
 	}
-	r.size, r.cursor = s.Size, s.Cursor
-	if err := r.rebuild(c, l); err != nil {
+	r.Size, r.Cursor = s.Size, s.Cursor
+	if err := r.Rebuild(c, l); err != nil {
 		return err
 	}
-	return c.Sync(l.stream)
+	return c.Sync(l.Stream)
 }

@@ -1,4 +1,4 @@
-package gpu
+package kernels
 
 import (
 	"embed"
@@ -9,7 +9,7 @@ import (
 // kernelFS holds the CUDA C sources of every kernel. They include no toolkit
 // header (DESIGN.md §5): bf16 is an unsigned short with our own conversions.
 //
-//go:embed kernels/*.cu
+//go:embed *.cu
 var kernelFS embed.FS
 
 // kernelFiles is the order in which the sources are concatenated into one
@@ -19,7 +19,7 @@ var kernelFiles = []string{"common.cu", "gemm.cu", "head.cu", "optim.cu", "repla
 // kernelNames lists every kernel the trainer launches; loading the module
 // resolves each once (device pointers and functions are resolved once, never
 // per step).
-var kernelNames = []string{
+var Names = []string{
 	"gemm64", "gemm128o", "gemm128x64o", "head_infer", "c51_loss", "grad_reduce", "grad_norm", "adamw", "adamw_refresh",
 	"spectral", "refresh", "ema", "cast_rows", "sample", "tree_sub", "tree_top", "prio_claim", "prio_set",
 	"round_check",
@@ -31,13 +31,13 @@ var kernelNames = []string{
 // only for sm_90a (gpu/module.go useWGMMA): the forward's, and the
 // backward's input gradients' with the mask epilogue (the "m" kernels,
 // ADR 0023).
-var wgmmaKernelNames = []string{"wgmma128", "wgmma128x64", "wgmma128m", "wgmma128x64m"}
+var WGMMANames = []string{"wgmma128", "wgmma128x64", "wgmma128m", "wgmma128x64m"}
 
 // kernelSource returns the program text of every kernel.
-func kernelSource() (string, error) {
+func Source() (string, error) {
 	var b strings.Builder
 	for _, f := range kernelFiles {
-		src, err := kernelFS.ReadFile("kernels/" + f)
+		src, err := kernelFS.ReadFile(f)
 		if err != nil {
 			return "", fmt.Errorf("kernel source %s: %w", f, err)
 		}

@@ -1,4 +1,4 @@
-package gpu
+package device
 
 import (
 	"math"
@@ -11,58 +11,58 @@ import (
 // long, double, or two 32-bit fields packed low-first) that a kernel reads
 // from device memory. Every argument struct in kernels/*.cu is written as
 // such words, so no padding rule can differ between Go and C.
-type words []uint64
+type Words []uint64
 
-func (w *words) ptr(p cuda.DevPtr) *words { *w = append(*w, uint64(p)); return w }
-func (w *words) i64(v int64) *words       { *w = append(*w, uint64(v)); return w }
-func (w *words) f64(v float64) *words     { *w = append(*w, math.Float64bits(v)); return w }
+func (w *Words) Ptr(p cuda.DevPtr) *Words { *w = append(*w, uint64(p)); return w }
+func (w *Words) I64(v int64) *Words       { *w = append(*w, uint64(v)); return w }
+func (w *Words) F64(v float64) *Words     { *w = append(*w, math.Float64bits(v)); return w }
 
 // f32x2 packs two float fields that follow each other.
-func (w *words) f32x2(a, b float32) *words {
+func (w *Words) F32x2(a, b float32) *Words {
 	*w = append(*w, uint64(math.Float32bits(a))|uint64(math.Float32bits(b))<<32)
 	return w
 }
 
 // f32i32 packs a float field followed by an int field.
-func (w *words) f32i32(a float32, b int32) *words {
+func (w *Words) F32i32(a float32, b int32) *Words {
 	*w = append(*w, uint64(math.Float32bits(a))|uint64(uint32(b))<<32)
 	return w
 }
 
 // i32x2 packs two int fields.
-func (w *words) i32x2(a, b int32) *words {
+func (w *Words) I32x2(a, b int32) *Words {
 	*w = append(*w, uint64(uint32(a))|uint64(uint32(b))<<32)
 	return w
 }
 
 // launch is one kernel launch with its arguments resolved once.
-type launch struct {
-	name   string
-	f      cuda.Function
-	grid   cuda.Dim3
-	block  cuda.Dim3
-	shared int
-	args   []any
+type Launch struct {
+	Name   string
+	F      cuda.Function
+	Grid   cuda.Dim3
+	Block  cuda.Dim3
+	Shared int
+	Args   []any
 }
 
-func (l *launch) run(c *cuda.Ctx, s cuda.Stream) error {
-	return c.Launch(l.f, l.grid, l.block, l.shared, s, l.args...)
+func (l *Launch) Run(c *cuda.Ctx, s cuda.Stream) error {
+	return c.Launch(l.F, l.Grid, l.Block, l.Shared, s, l.Args...)
 }
 
 // runIn queues l on s as a programmatic dependent of the kernel before it
 // when dependent is set (cuda.Ctx.LaunchDependent; every kernel of
 // kernels/*.cu starts with pdlEnter), as an ordinary launch otherwise.
-func (l *launch) runIn(c *cuda.Ctx, s cuda.Stream, dependent bool) error {
+func (l *Launch) RunIn(c *cuda.Ctx, s cuda.Stream, dependent bool) error {
 	if dependent {
-		return c.LaunchDependent(l.f, l.grid, l.block, l.shared, s, l.args...)
+		return c.LaunchDependent(l.F, l.Grid, l.Block, l.Shared, s, l.Args...)
 	}
-	return l.run(c, s)
+	return l.Run(c, s)
 }
 
-func dim(x int) cuda.Dim3        { return cuda.Dim3{X: uint32(x), Y: 1, Z: 1} }
-func dim2(x, y int) cuda.Dim3    { return cuda.Dim3{X: uint32(x), Y: uint32(y), Z: 1} }
+func Dim(x int) cuda.Dim3        { return cuda.Dim3{X: uint32(x), Y: 1, Z: 1} }
+func Dim2(x, y int) cuda.Dim3    { return cuda.Dim3{X: uint32(x), Y: uint32(y), Z: 1} }
 func dim3(x, y, z int) cuda.Dim3 { return cuda.Dim3{X: uint32(x), Y: uint32(y), Z: uint32(z)} }
-func ceilDiv(a, b int) int       { return (a + b - 1) / b }
+func CeilDiv(a, b int) int       { return (a + b - 1) / b }
 
 // ptrOf is the address of the first element of a non-empty slice.
-func ptrOf[T any](s []T) unsafe.Pointer { return unsafe.Pointer(&s[0]) }
+func PtrOf[T any](s []T) unsafe.Pointer { return unsafe.Pointer(&s[0]) }

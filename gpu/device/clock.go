@@ -1,4 +1,4 @@
-package gpu
+package device
 
 import (
 	"github.com/dqnflow/dqnflow/gpu/cuda"
@@ -9,29 +9,29 @@ import (
 // (the collector's graph replays, the backtest kernel), so host work in a
 // phase (booking the backtest report, reading counters) is not counted.
 // A nil clock records nothing.
-type deviceClock struct {
-	a, b cuda.Event
-	ms   map[string]float64
+type Clock struct {
+	A, B cuda.Event
+	MS   map[string]float64
 }
 
-func (k *deviceClock) begin(c *cuda.Ctx, s cuda.Stream) error {
+func (k *Clock) Begin(c *cuda.Ctx, s cuda.Stream) error {
 	if k == nil {
 		return nil
 	}
-	return c.Record(k.a, s)
+	return c.Record(k.A, s)
 }
 
-func (k *deviceClock) end(c *cuda.Ctx, s cuda.Stream, phase string) error {
+func (k *Clock) End(c *cuda.Ctx, s cuda.Stream, phase string) error {
 	if k == nil {
 		return nil
 	}
-	if err := c.Record(k.b, s); err != nil {
+	if err := c.Record(k.B, s); err != nil {
 		return err
 	}
-	if err := c.EventSync(k.b); err != nil {
+	if err := c.EventSync(k.B); err != nil {
 		return err
 	}
-	ms, err := c.Elapsed(k.a, k.b)
-	k.ms[phase] += float64(ms)
+	ms, err := c.Elapsed(k.A, k.B)
+	k.MS[phase] += float64(ms)
 	return err
 }

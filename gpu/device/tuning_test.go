@@ -1,4 +1,4 @@
-package gpu
+package device
 
 import (
 	"errors"
@@ -23,7 +23,7 @@ func TestDefaultTuningIsTodaysDefaults(t *testing.T) {
 	if err != nil || got != want {
 		t.Fatalf("tuningFrom(empty environment) = %+v, %v; want the defaults", got, err)
 	}
-	if r := DefaultTuning().record(); !strings.Contains(r, `"steps_per_graph":8`) || strings.Contains(r, "kernel_cache") {
+	if r := DefaultTuning().Record(); !strings.Contains(r, `"steps_per_graph":8`) || strings.Contains(r, "kernel_cache") {
 		t.Errorf("record %s: want the fields by their JSON names, the kernel cache left out", r)
 	}
 }

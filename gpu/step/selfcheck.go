@@ -1,7 +1,8 @@
-package gpu
+package step
 
 import (
 	"fmt"
+	"github.com/dqnflow/dqnflow/gpu/device"
 	"math"
 
 	"github.com/dqnflow/dqnflow/bf16"
@@ -36,16 +37,16 @@ const (
 // is an error, never a silent relabelling. The result is kept per mode and
 // fp32 GEMM path.
 // describe names the device in the errors.
-func selfCheck(d *gpuDevice, su setup, describe string, m config.ModelConfig, bf16 bool) (string, error) {
-	key := moduleKey{bf16: bf16, tf32: !bf16 && su.tc()}
-	return d.checked(key, func() (string, error) { return gemmCheck(d, su, describe, m, bf16) })
+func SelfCheck(d *device.Device, su device.Setup, describe string, m config.ModelConfig, bf16 bool) (string, error) {
+	key := device.ModuleKey{BF16: bf16, TF32: !bf16 && su.TC()}
+	return d.Checked(key, func() (string, error) { return gemmCheck(d, su, describe, m, bf16) })
 }
 
 // gemmCheck is selfCheck's run on the device.
-func gemmCheck(d *gpuDevice, su setup, describe string, m config.ModelConfig, bf16 bool) (string, error) {
-	tc := su.tc()
+func gemmCheck(d *device.Device, su device.Setup, describe string, m config.ModelConfig, bf16 bool) (string, error) {
+	tc := su.TC()
 	var got [3]float32
-	err := d.dev.Do(func(c *cuda.Ctx) error {
+	err := d.Dev.Do(func(c *cuda.Ctx) error {
 		k, err := moduleFor(c, d, m, bf16, su)
 		if err != nil {
 			return err
@@ -55,8 +56,8 @@ func gemmCheck(d *gpuDevice, su setup, describe string, m config.ModelConfig, bf
 			return err
 		}
 		defer c.DestroyStream(s)
-		var mem arena
-		defer mem.free(c)
+		var mem device.Arena
+		defer mem.Free(c)
 		esz := 4
 		if bf16 {
 			esz = 2
@@ -72,19 +73,19 @@ func gemmCheck(d *gpuDevice, su setup, describe string, m config.ModelConfig, bf
 		for i := range ones {
 			ones[i] = 1
 		}
-		bt := mem.batch(c, s)
-		af, bf := bt.alloc(4*len(a32)), bt.alloc(4*len(ones))
-		ae, be := bt.alloc(esz*len(a32)), bt.alloc(esz*len(ones))
-		out := bt.alloc(4 * len(got))
-		if err := bt.err; err != nil {
+		bt := mem.Batch(c, s)
+		af, bf := bt.Alloc(4*len(a32)), bt.Alloc(4*len(ones))
+		ae, be := bt.Alloc(esz*len(a32)), bt.Alloc(esz*len(ones))
+		out := bt.Alloc(4 * len(got))
+		if err := bt.Err; err != nil {
 			return err
 		}
 		sh, w, blocks, err := gemmCall(bf16, tc, []job{{a: mat{ae, checkK, 1}, b: mat{be, 1, 1}, c: mat{out, 1, 1}, m: len(got), n: 1, k: checkK, epi: epiStore}})
 		if err != nil {
 			return err
 		}
-		jp := bt.alloc(8 * len(w))
-		if err := bt.err; err != nil {
+		jp := bt.Alloc(8 * len(w))
+		if err := bt.Err; err != nil {
 			return err
 		}
 		if err := cuda.Upload(c, af, a32); err != nil {
@@ -101,11 +102,11 @@ func gemmCheck(d *gpuDevice, su setup, describe string, m config.ModelConfig, bf
 			if x[0] == bf {
 				n = checkK
 			}
-			if err := c.Launch(k.fn["cast_rows"], dim(1), dim(256), 0, s, x[0], x[1], n); err != nil {
+			if err := c.Launch(k.Fn["cast_rows"], device.Dim(1), device.Dim(256), 0, s, x[0], x[1], n); err != nil {
 				return err
 			}
 		}
-		if err := c.Launch(k.fn[sh.name], dim(blocks), dim(sh.threads), sh.shared, s, jp, int32(1), cuda.DevPtr(0)); err != nil {
+		if err := c.Launch(k.Fn[sh.Name], device.Dim(blocks), device.Dim(sh.Threads), sh.Shared, s, jp, int32(1), cuda.DevPtr(0)); err != nil {
 			return err
 		}
 		if err := c.Sync(s); err != nil {
@@ -142,7 +143,7 @@ const stateCheckN = 4096
 // nearest rounding with bf16.Round and the stochastic rounding with
 // bf16.RoundStochastic, bit for bit. It returns a line for Info; any
 // difference is an error.
-func stateCheck(d *gpuDevice, su setup, describe string, m config.ModelConfig, seed uint64) (string, error) {
+func StateCheck(d *device.Device, su device.Setup, describe string, m config.ModelConfig, seed uint64) (string, error) {
 	x := make([]float32, stateCheckN)
 	for i := range x {
 		switch i % 3 {
@@ -161,7 +162,7 @@ func stateCheck(d *gpuDevice, su setup, describe string, m config.ModelConfig, s
 	bits := make([]uint32, stateCheckN)
 	nearest := make([]float32, stateCheckN)
 	stoch := make([]float32, stateCheckN)
-	err := d.dev.Do(func(c *cuda.Ctx) error {
+	err := d.Dev.Do(func(c *cuda.Ctx) error {
 		k, err := moduleFor(c, d, m, true, su)
 		if err != nil {
 			return err
@@ -171,17 +172,17 @@ func stateCheck(d *gpuDevice, su setup, describe string, m config.ModelConfig, s
 			return err
 		}
 		defer c.DestroyStream(s)
-		var mem arena
-		defer mem.free(c)
-		bt := mem.batch(c, s)
-		xp, bp, np, sp := bt.alloc(4*stateCheckN), bt.alloc(4*stateCheckN), bt.alloc(4*stateCheckN), bt.alloc(4*stateCheckN)
-		if err := bt.err; err != nil {
+		var mem device.Arena
+		defer mem.Free(c)
+		bt := mem.Batch(c, s)
+		xp, bp, np, sp := bt.Alloc(4*stateCheckN), bt.Alloc(4*stateCheckN), bt.Alloc(4*stateCheckN), bt.Alloc(4*stateCheckN)
+		if err := bt.Err; err != nil {
 			return err
 		}
 		if err := cuda.Upload(c, xp, x); err != nil {
 			return err
 		}
-		if err := c.Launch(k.fn["round_check"], dim(ceilDiv(stateCheckN, 256)), dim(256), 0, s,
+		if err := c.Launch(k.Fn["round_check"], device.Dim(device.CeilDiv(stateCheckN, 256)), device.Dim(256), 0, s,
 			xp, int64(stateCheckN), int64(seed), int64(step), bp, np, sp); err != nil {
 			return err
 		}
