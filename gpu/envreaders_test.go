@@ -16,8 +16,11 @@ import (
 //   - gpu/cuda/library.go libSpec.open, which reads where the driver and
 //     NVRTC libraries are (DQNFLOW_LIBCUDA, DQNFLOW_NVRTC) before there
 //     is a device to tune: a path on this machine, like LD_LIBRARY_PATH,
-//     never a setting of what the device computes.
-var envReaders = map[string]string{"device/tuning.go": "TuningFromEnv", "cuda/library.go": "open"}
+//     never a setting of what the device computes;
+//   - gpu/internal/gputest/gputest.go SkipWithoutGPU, which reads
+//     DQNFLOW_REQUIRE_GPU (a skip becomes a failure on a device visit):
+//     a package only the tests import.
+var envReaders = map[string]string{"device/tuning.go": "TuningFromEnv", "cuda/library.go": "open", "internal/gputest/gputest.go": "SkipWithoutGPU"}
 
 // TestOnlyTuningFromEnvReadsTheEnvironment parses every non-test Go file
 // of gpu and the packages under it and fails on any use of os.Getenv,

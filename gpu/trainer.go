@@ -60,7 +60,7 @@ func (b *Backend) Describe() string {
 // Trainer is the CUDA trainer: the learner, the replay buffer, the
 // environments and the collector in device memory, the training step and
 // the collector step as CUDA graphs, and the greedy backtest as one kernel
-// (collect.go, backtest.go).
+// (gpu/devenv).
 type Trainer struct {
 	b         *Backend
 	cfg       config.RunConfig
@@ -201,7 +201,7 @@ func (t *Trainer) usable() error {
 
 // Collect steps the environments on the device with the ε-greedy policy
 // of the online network and writes the n-step transitions into the device
-// replay buffer (devCollector).
+// replay buffer (Collector).
 func (t *Trainer) Collect(ctx context.Context, steps int) (trainer.CollectStats, error) {
 	if err := t.usable(); err != nil {
 		return trainer.CollectStats{}, err
@@ -490,7 +490,7 @@ func (t *Trainer) SyncTarget() error {
 // Backtest runs the online network's greedy policy over bars r of ds:
 // the host's accounting asks the device network for many actions per call
 // (market.BacktestBatch), or with DQNFLOW_BACKTEST=kernel one kernel walks
-// the range (devBacktest).
+// the range (Backtest).
 func (t *Trainer) Backtest(ctx context.Context, ds *market.Dataset, r market.Range) (market.Report, error) {
 	if err := t.usable(); err != nil {
 		return market.Report{}, err

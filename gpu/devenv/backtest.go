@@ -11,7 +11,7 @@ import (
 	"github.com/dqnflow/dqnflow/trainer/rollout"
 )
 
-// devBacktest runs the greedy backtest on the device, in one of two ways.
+// Backtest runs the greedy backtest on the device, in one of two ways.
 //
 // By default (batched) it is rollout's backtest (market.BacktestBatch)
 // with the device network as the policy: the host walks the range with the
@@ -48,11 +48,11 @@ type Backtest struct {
 	bench    *market.Benchmarks // of the last range
 	Cluster  bool               // the last run used bt_run_cluster
 	Kernel   bool               // bt_run / bt_run_cluster instead of the batched backtest (Tuning.Backtest)
-	// lastStats is how the last batched backtest decided (tests, bench).
+	// LastStats is how the last batched backtest decided (tests, bench).
 	LastStats market.BatchStats
 }
 
-// runBatch is the batched backtest (devBacktest): rollout's, with the
+// runBatch is the batched backtest (Backtest): rollout's, with the
 // device network's greedy actions. The device clock counts each call's
 // device work (upload, forward pass, head, read-back).
 func (b *Backtest) runBatch(c *cuda.Ctx, l *step.Learner, ds *market.Dataset, r market.Range) (market.Report, error) {
@@ -131,7 +131,7 @@ func clusterShared(l *step.Learner, act int) int {
 	return n
 }
 
-// run plays the greedy policy of l's online network over bars r of ds and
+// Run plays the greedy policy of l's online network over bars r of ds and
 // returns the report market.Backtest books for the actions it took.
 func (b *Backtest) Run(c *cuda.Ctx, l *step.Learner, own *devMarket, ds *market.Dataset, r market.Range) (market.Report, error) {
 	n := r.Len()
@@ -238,7 +238,7 @@ func (b *Backtest) Run(c *cuda.Ctx, l *step.Learner, own *devMarket, ds *market.
 	return rep, err
 }
 
-// recordedPolicy answers market.Backtest with the actions the device took,
+// RecordedPolicy answers market.Backtest with the actions the device took,
 // bar by bar. A question beyond them means the host's accounting reached
 // a bar the device's did not (a ruin one side only): an error, never a
 // silent flat.

@@ -16,7 +16,7 @@ import (
 	"github.com/dqnflow/dqnflow/trainer/rollout"
 )
 
-// devCollector is the experience collector on the device: env.num_envs
+// Collector is the experience collector on the device: env.num_envs
 // environments over the training range (kernels/env.cu), the online
 // network's greedy actions through the inference GEMMs, ε-greedy
 // exploration per branch, and n-step transitions written straight into the
@@ -48,7 +48,7 @@ type Collector struct {
 	Clock                              *device.Clock // TimeEpochs, TimeCollect
 }
 
-// newDevCollector builds the collector of a run on l (whose replay buffer
+// NewCollector builds the collector of a run on l (whose replay buffer
 // must exist), with the first windows drawn from its window stream.
 func NewCollector(c *cuda.Ctx, l *step.Learner, cfg config.RunConfig, ds *market.Dataset) (*Collector, error) {
 	n, ns := cfg.Env.NumEnvs, cfg.Optim.NStep
@@ -162,7 +162,7 @@ const envArgsWords = 14 + 14 + 1 + 5 + 4 + 3 + 2 + 2 + 8 + 5 + 9 + 2 + 1 + 4
 // commitThreads is COMMIT_THREADS of kernels/env.cu.
 const commitThreads = 1024
 
-// launches are one collector step: observe, forward, greedy head, step,
+// Launches are one collector step: observe, forward, greedy head, step,
 // commit (scan, then write).
 func (d *Collector) Launches() []device.Launch {
 	out := []device.Launch{d.observe}
@@ -170,13 +170,13 @@ func (d *Collector) Launches() []device.Launch {
 	return append(out, d.head, d.step, d.scan, d.commit)
 }
 
-// begin sets the counters of one Collect call: the replay ring's cursor
+// Begin sets the counters of one Collect call: the replay ring's cursor
 // and size (the host's mirror is the truth between calls), nothing added.
 func (d *Collector) Begin(c *cuda.Ctx, r *step.Replay) error {
 	return cuda.Upload(c, d.Env.ctr+8*ctrCursor, []int64{int64(r.Cursor), int64(r.Size), 0, 0, 0})
 }
 
-// finish rebuilds the tree's inner nodes and reads the counters back into
+// Finish rebuilds the tree's inner nodes and reads the counters back into
 // the replay mirror and the call's statistics.
 func (d *Collector) Finish(c *cuda.Ctx, l *step.Learner, steps int) (trainer.CollectStats, error) {
 	var st trainer.CollectStats
@@ -206,7 +206,7 @@ func (d *Collector) Finish(c *cuda.Ctx, l *step.Learner, steps int) (trainer.Col
 	return st, nil
 }
 
-// collect runs steps collector steps (rollout.Collector.Collect's
+// Collect runs steps collector steps (rollout.Collector.Collect's
 // contract, on the device). Cancelling ctx stops between steps; the
 // transitions of the steps taken stay in the buffer.
 func (d *Collector) Collect(ctx context.Context, c *cuda.Ctx, l *step.Learner, steps int) (trainer.CollectStats, error) {
@@ -246,7 +246,7 @@ func (d *Collector) Collect(ctx context.Context, c *cuda.Ctx, l *step.Learner, s
 	return st, err
 }
 
-// stepGiven takes one step with the given actions (N×3: direction, size,
+// StepGiven takes one step with the given actions (N×3: direction, size,
 // exit) instead of the network's, with the config's ε: the equivalence
 // test's entry point.
 func (d *Collector) StepGiven(c *cuda.Ctx, l *step.Learner, actions []int32) error {
@@ -264,7 +264,7 @@ func (d *Collector) StepGiven(c *cuda.Ctx, l *step.Learner, actions []int32) err
 	return c.Sync(l.Stream)
 }
 
-// stepResult downloads the last step's results in market.StepResult form
+// StepResult downloads the last step's results in market.StepResult form
 // (NextBar is not kept on the device) and the actions taken.
 func (d *Collector) StepResult(c *cuda.Ctx) (market.StepResult, []int32, error) {
 	n := d.Env.n
@@ -285,7 +285,7 @@ func (d *Collector) StepResult(c *cuda.Ctx) (market.StepResult, []int32, error) 
 	return res, took, nil
 }
 
-// tensors returns the collector's checkpoint tensors, in the CPU
+// Tensors returns the collector's checkpoint tensors, in the CPU
 // collector's names and layout (rollout.State.Tensors).
 func (d *Collector) Tensors(c *cuda.Ctx, l *step.Learner) ([]checkpoint.Tensor, error) {
 	if err := c.Sync(l.Stream); err != nil {
@@ -301,7 +301,7 @@ func (d *Collector) Tensors(c *cuda.Ctx, l *step.Learner) ([]checkpoint.Tensor, 
 	return s.Tensors(), nil
 }
 
-// load replaces the collector's state with ck's collector tensors (from a
+// Load replaces the collector's state with ck's collector tensors (from a
 // checkpoint of either backend); it checks everything first and changes
 // nothing on error, naming the tensor or field. The PCG states of a CPU
 // checkpoint are not used: the device streams continue from the step

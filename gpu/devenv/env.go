@@ -80,7 +80,7 @@ func (m *devMarket) wordsWith(w *device.Words, in market.Instrument) {
 // are as independent of each other as the CPU's but not the same draws.
 func StreamKey(seed, stream uint64) uint64 { return Mix64(Mix64(seed) ^ stream*0x9e3779b97f4a7c15) }
 
-// mix64 is the splitmix64 finaliser of kernels/replay.cu.
+// Mix64 is the splitmix64 finaliser of kernels/replay.cu.
 func Mix64(z uint64) uint64 {
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
 	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
@@ -136,7 +136,7 @@ func (e *devEnv) arrays(w *device.Words) {
 	}
 }
 
-// state downloads the environments in the CPU collector's checkpoint form.
+// State downloads the environments in the CPU collector's checkpoint form.
 // The random streams' tensors are filled by the caller (deviceStreams).
 func (e *devEnv) State(c *cuda.Ctx) (rollout.State, error) {
 	n, ns := e.n, e.nstep

@@ -4,7 +4,7 @@ import (
 	"github.com/dqnflow/dqnflow/gpu/cuda"
 )
 
-// capture records launches on stream s as one CUDA graph and instantiates
+// Capture records launches on stream s as one CUDA graph and instantiates
 // it; dependent as for captureFork.
 func Capture(c *cuda.Ctx, dependent bool, s cuda.Stream, launches []Launch) (cuda.GraphExec, error) {
 	if err := c.BeginCapture(s); err != nil {
@@ -19,7 +19,7 @@ func Capture(c *cuda.Ctx, dependent bool, s cuda.Stream, launches []Launch) (cud
 	return EndCapture(c, s, runErr)
 }
 
-// endCapture ends the capture on s and instantiates its graph, or returns
+// EndCapture ends the capture on s and instantiates its graph, or returns
 // runErr, the error of queuing its work, when there is one.
 func EndCapture(c *cuda.Ctx, s cuda.Stream, runErr error) (cuda.GraphExec, error) {
 	g, err := c.EndCapture(s)

@@ -4,7 +4,7 @@ import (
 	"github.com/dqnflow/dqnflow/gpu/cuda"
 )
 
-// deviceClock measures the device time of the trainer's phases with CUDA
+// Clock measures the device time of the trainer's phases with CUDA
 // events recorded on the learner's stream around each phase's device work
 // (the collector's graph replays, the backtest kernel), so host work in a
 // phase (booking the backtest report, reading counters) is not counted.

@@ -8,22 +8,22 @@ import (
 	"github.com/dqnflow/dqnflow/gpu/cuda"
 )
 
-// kernels is the loaded module of one storage mode on one device, with every
+// Kernels is the loaded module of one storage mode on one device, with every
 // kernel resolved once.
 type Kernels struct {
 	mod   *cuda.Module
 	Fn    map[string]cuda.Function
-	WGMMA bool // the forward GEMMs can run on wgmma (wgmmaKernelNames)
+	WGMMA bool // the forward GEMMs can run on wgmma (kernels.WGMMANames)
 }
 
-// moduleKey names a compiled module: storage mode, whether fp32 runs
+// ModuleKey names a compiled module: storage mode, whether fp32 runs
 // 3xTF32, whether it has the wgmma GEMMs, and the model sizes compiled in.
 type ModuleKey struct {
 	BF16, TF32, WGMMA   bool
 	Atoms, T1, T2, Head int
 }
 
-// gpuDevice is one opened CUDA device with its compiled modules, shared by
+// Device is one opened CUDA device with its compiled modules, shared by
 // every trainer of the process on that device.
 type Device struct {
 	Dev      *cuda.Device
@@ -36,7 +36,7 @@ type Device struct {
 	nvrtc    int                  // NVRTC's major version (useWGMMA)
 }
 
-// setup is a Tuning resolved on one device: how the kernels of the
+// Setup is a Tuning resolved on one device: how the kernels of the
 // trainer's graphs follow each other and whether the GEMMs have wgmma.
 type Setup struct {
 	Tuning
@@ -44,7 +44,7 @@ type Setup struct {
 	WGMMA  gemmPath   // useWGMMA
 }
 
-// resolve checks tu and decides what it runs on d.
+// Resolve checks tu and decides what it runs on d.
 func (d *Device) Resolve(tu Tuning) (Setup, error) {
 	if err := tu.Validate(); err != nil {
 		return Setup{}, err
@@ -79,7 +79,7 @@ var (
 	devices   = map[int]*Device{}
 )
 
-// openDevice opens CUDA device ordinal once per process.
+// Open opens CUDA device ordinal once per process.
 func Open(ordinal int) (*Device, error) {
 	devicesMu.Lock()
 	defer devicesMu.Unlock()
@@ -176,19 +176,19 @@ func useWGMMA(info cuda.DeviceInfo, nvrtcMajor int, setting string) (gemmPath, e
 	return gemmPath{}, fieldErr("wgmma", "%q: must be auto, on or off", setting)
 }
 
-// arch is the device's compute capability as NVRTC's sm_XY number.
+// Arch is the device's compute capability as NVRTC's sm_XY number.
 func (d *Device) Arch() int { return d.Info.Major*10 + d.Info.Minor }
 
-// dynShared is a kernel that needs more than 48 KiB of dynamic shared
+// DynShared is a kernel that needs more than 48 KiB of dynamic shared
 // memory, and how much (cuda.Ctx.SetMaxDynamicShared).
 type DynShared struct {
 	Name  string
 	Bytes int
 }
 
-// load compiles (or takes from the disk cache under cacheDir) the kernels
+// Load compiles (or takes from the disk cache under cacheDir) the kernels
 // with the NVRTC options opts and loads them once per key, resolving every
-// kernel of kernelNames (and of wgmmaKernelNames when key.WGMMA) and
+// kernel of kernels.Names (and of kernels.WGMMANames when key.WGMMA) and
 // opting the kernels of shared into their dynamic shared memory. Call
 // inside Do.
 func (d *Device) Load(c *cuda.Ctx, key ModuleKey, cacheDir string, opts []string, shared []DynShared) (*Kernels, error) {
@@ -230,7 +230,7 @@ func (d *Device) Load(c *cuda.Ctx, key ModuleKey, cacheDir string, opts []string
 	return k, nil
 }
 
-// checked is the precision self-check result of the module key, kept per
+// Checked is the precision self-check result of the module key, kept per
 // device: check runs the first time (and again after a failure).
 func (d *Device) Checked(key ModuleKey, check func() (string, error)) (string, error) {
 	d.mu.Lock()
@@ -249,12 +249,12 @@ func (d *Device) Checked(key ModuleKey, check func() (string, error)) (string, e
 	return s, nil
 }
 
-// arena owns device allocations and frees them together.
+// Arena owns device allocations and frees them together.
 type Arena struct {
 	ptrs []cuda.DevPtr
 }
 
-// alloc allocates bytes (at least 8) of device memory, zeroed on stream s
+// Alloc allocates bytes (at least 8) of device memory, zeroed on stream s
 // before it returns. The wait matters: s is a non-blocking stream, which
 // the legacy default stream's synchronous copies (cuda.Upload) do not wait
 // for, so an upload right after an alloc could land before the zeroing and
@@ -277,7 +277,7 @@ func (a *Arena) Alloc(c *cuda.Ctx, s cuda.Stream, bytes int) (cuda.DevPtr, error
 	return p, c.Sync(s)
 }
 
-// batch is a sticky-error allocator for a group of buffers: each call
+// Batch is a sticky-error allocator for a group of buffers: each call
 // allocates unless an earlier one failed, and err reports the first failure.
 type Batch struct {
 	a   *Arena

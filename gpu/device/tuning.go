@@ -85,7 +85,7 @@ type Tuning struct {
 	// it. DQNFLOW_KERNEL_CACHE.
 	KernelCache string `json:"-"`
 
-	// mmaOnly keeps the forward GEMMs on mma.sync where the module has
+	// MmaOnly keeps the forward GEMMs on mma.sync where the module has
 	// wgmma (TestWGMMATrainsLikeMMA).
 	MmaOnly bool
 }
@@ -270,7 +270,7 @@ func unjoin(err error) []error {
 	return []error{err}
 }
 
-// cacheDir is where compiled kernels are kept: KernelCache, or
+// CacheDir is where compiled kernels are kept: KernelCache, or
 // dqnflow/kernels under the user cache folder, or the temporary folder.
 func (t Tuning) CacheDir() string {
 	if t.KernelCache != "" {
@@ -282,10 +282,10 @@ func (t Tuning) CacheDir() string {
 	return filepath.Join(os.TempDir(), "dqnflow-kernels")
 }
 
-// tc reports whether fp32 modules run their GEMM products as 3xTF32.
+// TC reports whether fp32 modules run their GEMM products as 3xTF32.
 func (t Tuning) TC() bool { return t.FP32GEMM != "simt" }
 
-// record is the tuning as the JSON that trainer.Info.Tuning and the
+// Record is the tuning as the JSON that trainer.Info.Tuning and the
 // checkpoint metadata keep.
 func (t Tuning) Record() string {
 	b, err := json.Marshal(t)

@@ -16,7 +16,7 @@ var kernelFS embed.FS
 // NVRTC program: common.cu first (types and helpers), then one file per job.
 var kernelFiles = []string{"common.cu", "gemm.cu", "head.cu", "optim.cu", "replay.cu", "env.cu"}
 
-// kernelNames lists every kernel the trainer launches; loading the module
+// Names lists every kernel the trainer launches; loading the module
 // resolves each once (device pointers and functions are resolved once, never
 // per step).
 var Names = []string{
@@ -26,14 +26,14 @@ var Names = []string{
 	"env_reset", "env_observe", "env_step", "env_commit_scan", "env_commit", "bt_run", "bt_run_cluster",
 }
 
-// wgmmaKernelNames are the GEMMs on Hopper's warpgroup MMA
+// WGMMANames are the GEMMs on Hopper's warpgroup MMA
 // (kernels/gemm.cu gemmWgmma), compiled into a bf16 or 3xTF32 fp32 module
-// only for sm_90a (gpu/module.go useWGMMA): the forward's, and the
+// only for sm_90a (gpu/device/module.go useWGMMA): the forward's, and the
 // backward's input gradients' with the mask epilogue (the "m" kernels,
 // ADR 0023).
 var WGMMANames = []string{"wgmma128", "wgmma128x64", "wgmma128m", "wgmma128x64m"}
 
-// kernelSource returns the program text of every kernel.
+// Source returns the program text of every kernel.
 func Source() (string, error) {
 	var b strings.Builder
 	for _, f := range kernelFiles {

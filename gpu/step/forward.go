@@ -6,14 +6,14 @@ import (
 	"github.com/dqnflow/dqnflow/trainer/model"
 )
 
-// newActs allocates the buffers of a forward pass over rows observations:
+// NewActs allocates the buffers of a forward pass over rows observations:
 // every row's layers pass through device memory.
 func (l *Learner) NewActs(alloc func(int) cuda.DevPtr, rows int) Acts {
 	e, m := l.ESize, l.M
 	return Acts{Rows: rows, h1: alloc(e * rows * m.Trunk1), h2: alloc(e * rows * m.Trunk2), z: alloc(e * rows * 4 * m.Head), O: alloc(4 * rows * l.OutW)}
 }
 
-// fwdNet is one network's forward pass over a.rows observations at x into
+// FwdNet is one network's forward pass over a.rows observations at x into
 // a, its hidden activations (a.h1, a.h2, a.z) kept for the backward pass.
 type FwdNet struct {
 	Net *netBufs
@@ -21,7 +21,7 @@ type FwdNet struct {
 	A   *Acts
 }
 
-// forwardLaunches returns the launches of the forward passes nets: four
+// ForwardLaunches returns the launches of the forward passes nets: four
 // grouped gemm launches, one a layer, each layer's activations through
 // device memory (the fused forward of ADR 0018, one launch with the hidden
 // layers in shared memory, was measured slower at every batch and

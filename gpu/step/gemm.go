@@ -287,7 +287,7 @@ func (l *Learner) gemmLaunchShape(c *cuda.Ctx, name string, jobs []job, st cuda.
 		Args: []any{p, int32(len(jobs)), st}}, nil
 }
 
-// acts are the activations of one forward pass over rows observations.
+// Acts are the activations of one forward pass over rows observations.
 type Acts struct {
 	Rows      int
 	h1, h2, z cuda.DevPtr // E: rows×trunk1, rows×trunk2, rows×4·head

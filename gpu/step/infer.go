@@ -47,7 +47,7 @@ func (l *Learner) inferPlanFor(c *cuda.Ctx, rows int) (*inferPlan, error) {
 	return p, nil
 }
 
-// infer runs the online network on rows observations (rows×ObsDim float32)
+// Infer runs the online network on rows observations (rows×ObsDim float32)
 // and leaves the head outputs of every row in the plan's buffers: greedy
 // actions, Q values and, when full, logits and probabilities.
 func (l *Learner) Infer(c *cuda.Ctx, obs []float32, rows int, full bool) (*inferPlan, error) {
@@ -99,7 +99,7 @@ func (l *Learner) Infer(c *cuda.Ctx, obs []float32, rows int, full bool) (*infer
 	return p, c.Sync(l.Stream)
 }
 
-// greedy writes the online network's greedy action of every branch for rows
+// Greedy writes the online network's greedy action of every branch for rows
 // observations (rollout.Greedy, with the learner's margin over flat),
 // through the inference GEMMs: the host environment's path, which the
 // device backtest is tested against.
@@ -124,7 +124,7 @@ func (l *Learner) Greedy(c *cuda.Ctx, obs []float32, rows int, dst []market.Acti
 	return nil
 }
 
-// headInferThreads is the block of head_infer (kernels/head.cu): four
+// HeadInferThreads is the block of head_infer (kernels/head.cu): four
 // warps, each one (row, branch) pair; headInferBlocks is its grid for rows
 // observations.
 const HeadInferThreads = 128

@@ -43,7 +43,7 @@ const (
 	HistCap    = 1 << 16
 )
 
-// learner is the device half of a GPU trainer: online and target networks,
+// Learner is the device half of a GPU trainer: online and target networks,
 // AdamW moments, spectral vectors, the step state, and per batch size a
 // plan of buffers and launches. All methods run on the device thread
 // (inside Do).
@@ -95,13 +95,13 @@ type Learner struct {
 	Plans                 map[int]*stepPlan
 	inf                   *inferPlan
 	Replay                *Replay // nil for a bare learner (harness)
-	// margin is the greedy policy's margin for a position over flat in Q
+	// Margin is the greedy policy's margin for a position over flat in Q
 	// units (config.RunConfig.GreedyMargin, model.Greedy): head_infer's
 	// and the backtest's. 0 for a bare learner.
 	Margin float32
 }
 
-// newLearner allocates a learner for model m in the given precision with
+// NewLearner allocates a learner for model m in the given precision with
 // the state s (rounded to bf16 in precision bf16); seed keys the
 // stochastic rounding of precision bf16; su is the backend's tuning on d.
 // Call inside Do.
@@ -449,7 +449,7 @@ func (l *Learner) refreshBoth(c *cuda.Ctx) error {
 	return c.Sync(l.Stream)
 }
 
-// state downloads the learner state.
+// State downloads the learner state.
 func (l *Learner) State(c *cuda.Ctx) (*model.State, error) {
 	if err := c.Sync(l.Stream); err != nil {
 		return nil, err
@@ -514,7 +514,7 @@ func (l *Learner) gradNorm(c *cuda.Ctx) (float64, error) {
 	return math.Sqrt(s), nil
 }
 
-// syncTarget applies target ← τ·online + (1−τ)·target and refreshes the
+// SyncTarget applies target ← τ·online + (1−τ)·target and refreshes the
 // target's copies.
 func (l *Learner) SyncTarget(c *cuda.Ctx, tau float64) error {
 	if !(tau > 0 && tau <= 1) {
@@ -572,7 +572,7 @@ func (l *Learner) Free(c *cuda.Ctx) error {
 // part[SPEC_THREADS/32][SPEC_COLS] floats.
 const spectralStatic = 4 * 32 * 256
 
-// obsWidth is the observation width, market.ObsDim.
+// ObsWidth is the observation width, market.ObsDim.
 const ObsWidth = market.ObsDim
 
 // adamBlocks is the grid of kernel adamw for np parameters (ADAM_PER_BLOCK
@@ -583,12 +583,12 @@ func adamBlocks(np int) int { return device.CeilDiv(np, adamPerBlock) }
 // adamPerBlock is ADAM_PER_BLOCK of kernels/optim.cu.
 const adamPerBlock = 1024
 
-// resetStagnation zeroes the stagnation counts of kernel adamw.
+// ResetStagnation zeroes the stagnation counts of kernel adamw.
 func (l *Learner) ResetStagnation(c *cuda.Ctx) error {
 	return cuda.Upload(c, l.stag, make([]uint64, 2*adamBlocks(l.np)))
 }
 
-// stagnation returns the share of the AdamW updates since resetStagnation
+// Stagnation returns the share of the AdamW updates since resetStagnation
 // that the stored parameter absorbed (trainer.TrainStats.Stagnation), and
 // the number of updates it is a share of.
 func (l *Learner) Stagnation(c *cuda.Ctx) (float64, uint64, error) {

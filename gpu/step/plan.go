@@ -26,7 +26,7 @@ type stepPlan struct {
 	lossSampled, lossGiven  device.Launch
 	sampleL                 device.Launch
 	prioL                   []device.Launch // prio_claim, prio_set, then the tree's inner nodes
-	Fwd                     []device.Launch // the forward passes (gpu/mlp.go)
+	Fwd                     []device.Launch // the forward passes (forward.go)
 	Bwd                     []device.Launch // backward stages 1 to 4 (backwardLaunches)
 	reduceL, normL          device.Launch
 	adamL, specL            device.Launch
@@ -71,10 +71,10 @@ func lossRows(n, slots int) int {
 	return lossSamplesPerBlock * device.CeilDiv(n, lossSamplesPerBlock*slots)
 }
 
-// sampleKeyWord is the index of SampleArgs.key among its 64-bit words.
+// SampleKeyWord is the index of SampleArgs.key among its 64-bit words.
 const SampleKeyWord = 17
 
-// plan returns the plan for batch size n, building it on first use.
+// Plan returns the plan for batch size n, building it on first use.
 func (l *Learner) Plan(c *cuda.Ctx, n int) (*stepPlan, error) {
 	if p, ok := l.Plans[n]; ok {
 		return p, nil
@@ -444,7 +444,7 @@ func (l *Learner) updateLaunches(p *stepPlan) []device.Launch {
 	return []device.Launch{p.adamRefreshL}
 }
 
-// trainLaunches is one whole training step from the replay buffer, in
+// TrainLaunches is one whole training step from the replay buffer, in
 // the order of its dependencies (trainParts, then the priority update).
 func (l *Learner) TrainLaunches(p *stepPlan) []device.Launch {
 	early, grad, update, prio := l.trainParts(p)
@@ -489,7 +489,7 @@ func (l *Learner) runAll(c *cuda.Ctx, ls []device.Launch) error {
 // same bits; what changes is that the GPU goes from one step to the next
 // inside a graph, without the gap between two graph launches (ADR 0027).
 
-// captureStep captures plan p's training step as a CUDA graph, once.
+// CaptureStep captures plan p's training step as a CUDA graph, once.
 func (l *Learner) CaptureStep(c *cuda.Ctx, p *stepPlan) (cuda.GraphExec, error) {
 	if p.graph != 0 {
 		return p.graph, nil
@@ -502,7 +502,7 @@ func (l *Learner) CaptureStep(c *cuda.Ctx, p *stepPlan) (cuda.GraphExec, error) 
 	return x, nil
 }
 
-// captureStepsPerGraph captures plan p's graph of stepsPerGraph training
+// CaptureStepsPerGraph captures plan p's graph of stepsPerGraph training
 // steps, once; 0 when a graph holds one step.
 func (l *Learner) CaptureStepsPerGraph(c *cuda.Ctx, p *stepPlan) (cuda.GraphExec, error) {
 	if l.S.StepsPerGraph == 1 || p.graphK != 0 {

@@ -12,7 +12,7 @@ import (
 
 const AgentW = market.NumAgentFeatures
 
-// devReplay is the prioritised replay buffer in device memory, with the
+// Replay is the prioritised replay buffer in device memory, with the
 // semantics of package replay (kernels/replay.cu). The device collector
 // writes transitions into it (env_commit, kernels/env.cu). The host
 // mirrors the ring's size and cursor, which only Collect changes; p_max lives in the
@@ -28,7 +28,7 @@ type Replay struct {
 	tree, owner, Features                             cuda.DevPtr
 }
 
-// newDevReplay allocates an empty buffer and uploads the dataset's
+// NewReplay allocates an empty buffer and uploads the dataset's
 // features, from which the sampler rebuilds observations.
 func NewReplay(c *cuda.Ctx, l *Learner, cfg config.ReplayConfig, ds *market.Dataset) (*Replay, error) {
 	if _, err := replay.New(cfg); err != nil { // the same validation as the CPU buffer
@@ -126,7 +126,7 @@ func (r *Replay) treeLaunches(l *Learner, st cuda.DevPtr) []device.Launch {
 	}
 }
 
-// rebuild recomputes every inner node of the tree from the leaves.
+// Rebuild recomputes every inner node of the tree from the leaves.
 func (r *Replay) Rebuild(c *cuda.Ctx, l *Learner) error {
 	for _, ln := range r.treeLaunches(l, 0) {
 		if err := ln.Run(c, l.Stream); err != nil {
@@ -136,7 +136,7 @@ func (r *Replay) Rebuild(c *cuda.Ctx, l *Learner) error {
 	return nil
 }
 
-// storage downloads the buffer as a replay.Storage.
+// Storage downloads the buffer as a replay.Storage.
 func (r *Replay) Storage(c *cuda.Ctx, l *Learner) (replay.Storage, error) {
 	n := r.Size
 	s := replay.Storage{
@@ -166,7 +166,7 @@ func (r *Replay) Storage(c *cuda.Ctx, l *Learner) (replay.Storage, error) {
 	return s, nil
 }
 
-// load replaces the buffer's contents with s (validated by the caller
+// Load replaces the buffer's contents with s (validated by the caller
 // through replay.FromStorage or Load).
 func (r *Replay) Load(c *cuda.Ctx, l *Learner, s replay.Storage) error {
 	if err := c.MemsetD8Async(r.tree, 0, 8*2*r.base, l.Stream); err != nil {

@@ -29,7 +29,7 @@ const (
 	checkFineF32 = 16 * checkFine    // 16+2⁻¹⁶, float32 significands
 )
 
-// selfCheck runs the training GEMM, on the device, on operands converted by
+// SelfCheck runs the training GEMM, on the device, on operands converted by
 // the training path's own conversion kernel, and checks that the result is
 // the one the storage mode claims: bf16 operands with float32 accumulation
 // in bf16-mixed, float32 throughout in fp32. It returns a line for Info,
@@ -135,7 +135,7 @@ func gemmCheck(d *device.Device, su device.Setup, describe string, m config.Mode
 // stateCheckN is the number of values the state self-check rounds.
 const stateCheckN = 4096
 
-// stateCheck backs the claim of precision bf16 that the trained state is
+// StateCheck backs the claim of precision bf16 that the trained state is
 // stored as bf16 values, rounded as trainer/cpu rounds it: it runs the
 // rounding functions of kernel adamw (kernel round_check, the same device
 // code) on stateCheckN values around 1 and spread over the exponent range,

@@ -19,7 +19,7 @@ type StepLearner struct {
 	l *Learner
 }
 
-// newStepLearner is Backend.NewStepLearner on device d with the tuning su.
+// NewStepLearner is Backend.NewStepLearner on device d with the tuning su.
 func NewStepLearner(d *device.Device, su device.Setup, m config.ModelConfig, o config.OptimConfig, precision string, seed uint64) (*StepLearner, error) {
 	switch precision {
 	case config.PrecisionFP32, config.PrecisionBF16Mixed, config.PrecisionBF16:
