@@ -73,7 +73,7 @@ test: test-deps
 test-sm90a:
 	tools/nvrtc12.sh $(abspath $(BIN))/nvrtc12
 	DQNFLOW_NVRTC=$(abspath $(BIN))/nvrtc12/libnvrtc.so.12 LD_LIBRARY_PATH=$(abspath $(BIN))/nvrtc12 DQNFLOW_REQUIRE_SM90A=1 DQNFLOW_REQUIRE_NVRTC=1 \
-		$(GO) test -count=1 -timeout 20m -run TestKernelsCompileForHopper -v ./gpu
+		$(GO) test -count=1 -timeout 20m -run TestKernelsCompileForHopper -v ./gpu/step
 
 ## test-short: unit tests only (no servers, no long runs)
 test-short:
@@ -167,6 +167,8 @@ gpu-binaries:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(BIN)/gputest/dqnflow ./cmd/dqnflow
 	CGO_ENABLED=0 $(GO) test -c -trimpath -ldflags='-s -w' -o $(BIN)/gputest/cuda.test ./gpu/cuda
 	CGO_ENABLED=0 $(GO) test -c -trimpath -ldflags='-s -w' -o $(BIN)/gputest/gpu.test ./gpu
+	CGO_ENABLED=0 $(GO) test -c -trimpath -ldflags='-s -w' -o $(BIN)/gputest/step.test ./gpu/step
+	CGO_ENABLED=0 $(GO) test -c -trimpath -ldflags='-s -w' -o $(BIN)/gputest/device.test ./gpu/device
 	CGO_ENABLED=0 $(GO) test -c -trimpath -ldflags='-s -w' -o $(BIN)/gputest/workflows.test ./workflows
 	CGO_ENABLED=0 $(GO) test -c -trimpath -ldflags='-s -w' -o $(BIN)/gputest/backend.test ./backend
 	CGO_ENABLED=0 $(GO) test -c -trimpath -ldflags='-s -w' -o $(BIN)/gputest/market.test ./market
