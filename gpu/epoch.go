@@ -58,22 +58,11 @@ func (t *Trainer) TimeEpochs(ctx context.Context, epochs int) (EpochTiming, erro
 	if err := t.usable(); err != nil {
 		return out, err
 	}
-	clock := &device.Clock{MS: map[string]float64{}}
-	err := t.do(func(c *cuda.Ctx) error {
-		var err error
-		if clock.A, err = c.NewEvent(); err != nil {
-			return err
-		}
-		clock.B, err = c.NewEvent()
-		return err
-	})
+	clock, err := t.newClock()
 	if err != nil {
 		return out, err
 	}
-	defer t.do(func(c *cuda.Ctx) error {
-		_ = c.DestroyEvent(clock.A)
-		return c.DestroyEvent(clock.B)
-	})
+	defer t.do(clock.Destroy)
 	wall := map[string]float64{}
 	// around times a whole call on the device (train, sync).
 	around := func(phase string, f func() error) error {
@@ -134,8 +123,8 @@ func (t *Trainer) TimeEpochs(ctx context.Context, epochs int) (EpochTiming, erro
 	}
 	n := float64(epochs)
 	out.CollectMs, out.TrainMs, out.SyncMs, out.BacktestMs = wall["collect"]/n, wall["train"]/n, wall["sync"]/n, wall["backtest"]/n
-	out.CollectDeviceMs, out.TrainDeviceMs = clock.MS["collect"]/n, clock.MS["train"]/n
-	out.SyncDeviceMs, out.BacktestDeviceMs = clock.MS["sync"]/n, clock.MS["backtest"]/n
+	out.CollectDeviceMs, out.TrainDeviceMs = clock.Ms("collect")/n, clock.Ms("train")/n
+	out.SyncDeviceMs, out.BacktestDeviceMs = clock.Ms("sync")/n, clock.Ms("backtest")/n
 	out.EpochMs = out.CollectMs + out.TrainMs + out.SyncMs + out.BacktestMs
 	if out.EpochMs > 0 {
 		out.BusyFraction = (out.CollectDeviceMs + out.TrainDeviceMs + out.SyncDeviceMs + out.BacktestDeviceMs) / out.EpochMs
@@ -165,22 +154,11 @@ func (t *Trainer) TimeCollect(ctx context.Context, steps int) (CollectThroughput
 	if _, err := t.Collect(ctx, 1); err != nil {
 		return out, err
 	}
-	clock := &device.Clock{MS: map[string]float64{}}
-	err := t.do(func(c *cuda.Ctx) error {
-		var err error
-		if clock.A, err = c.NewEvent(); err != nil {
-			return err
-		}
-		clock.B, err = c.NewEvent()
-		return err
-	})
+	clock, err := t.newClock()
 	if err != nil {
 		return out, err
 	}
-	defer t.do(func(c *cuda.Ctx) error {
-		_ = c.DestroyEvent(clock.A)
-		return c.DestroyEvent(clock.B)
-	})
+	defer t.do(clock.Destroy)
 	t.col.Clock = clock
 	t0 := time.Now()
 	_, err = t.Collect(ctx, steps)
@@ -191,8 +169,19 @@ func (t *Trainer) TimeCollect(ctx context.Context, steps int) (CollectThroughput
 	}
 	envSteps := float64(steps * t.cfg.Env.NumEnvs)
 	out.EnvStepsPerS = envSteps / sec
-	if ms := clock.MS["collect"]; ms > 0 {
+	if ms := clock.Ms("collect"); ms > 0 {
 		out.DeviceEnvStepsPerS = envSteps / (ms / 1000)
 	}
 	return out, nil
+}
+
+// newClock is a device clock on the trainer's device (device.Clock).
+func (t *Trainer) newClock() (*device.Clock, error) {
+	var clock *device.Clock
+	err := t.do(func(c *cuda.Ctx) error {
+		var err error
+		clock, err = device.NewClock(c)
+		return err
+	})
+	return clock, err
 }

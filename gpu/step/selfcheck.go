@@ -46,18 +46,7 @@ func SelfCheck(d *device.Device, su device.Setup, describe string, m config.Mode
 func gemmCheck(d *device.Device, su device.Setup, describe string, m config.ModelConfig, bf16 bool) (string, error) {
 	tc := su.TC()
 	var got [3]float32
-	err := d.Dev.Do(func(c *cuda.Ctx) error {
-		k, err := moduleFor(c, d, m, bf16, su)
-		if err != nil {
-			return err
-		}
-		s, err := c.NewStream()
-		if err != nil {
-			return err
-		}
-		defer c.DestroyStream(s)
-		var mem device.Arena
-		defer mem.Free(c)
+	err := onScratch(d, su, m, bf16, func(c *cuda.Ctx, k *device.Kernels, s cuda.Stream, mem *device.Arena) error {
 		esz := 4
 		if bf16 {
 			esz = 2
@@ -162,18 +151,7 @@ func StateCheck(d *device.Device, su device.Setup, describe string, m config.Mod
 	bits := make([]uint32, stateCheckN)
 	nearest := make([]float32, stateCheckN)
 	stoch := make([]float32, stateCheckN)
-	err := d.Dev.Do(func(c *cuda.Ctx) error {
-		k, err := moduleFor(c, d, m, true, su)
-		if err != nil {
-			return err
-		}
-		s, err := c.NewStream()
-		if err != nil {
-			return err
-		}
-		defer c.DestroyStream(s)
-		var mem device.Arena
-		defer mem.Free(c)
+	err := onScratch(d, su, m, true, func(c *cuda.Ctx, k *device.Kernels, s cuda.Stream, mem *device.Arena) error {
 		bt := mem.Batch(c, s)
 		xp, bp, np, sp := bt.Alloc(4*stateCheckN), bt.Alloc(4*stateCheckN), bt.Alloc(4*stateCheckN), bt.Alloc(4*stateCheckN)
 		if err := bt.Err; err != nil {
@@ -217,4 +195,24 @@ func StateCheck(d *device.Device, su device.Setup, describe string, m config.Mod
 	}
 	return fmt.Sprintf("state bf16: %d stores rounded to nearest and stochastically as bf16.Round and bf16.RoundStochastic with bf16.SRBits (seed %d), bit for bit (%d of them rounded the other way stochastically)",
 		stateCheckN, seed, moved), nil
+}
+
+// onScratch runs f on d's thread with the module of model m in one
+// storage mode, a stream of its own and an arena, both freed after: the
+// self-checks' scratch space, apart from any trainer's.
+func onScratch(d *device.Device, su device.Setup, m config.ModelConfig, bf16 bool, f func(c *cuda.Ctx, k *device.Kernels, s cuda.Stream, mem *device.Arena) error) error {
+	return d.Dev.Do(func(c *cuda.Ctx) error {
+		k, err := moduleFor(c, d, m, bf16, su)
+		if err != nil {
+			return err
+		}
+		s, err := c.NewStream()
+		if err != nil {
+			return err
+		}
+		defer c.DestroyStream(s)
+		var mem device.Arena
+		defer mem.Free(c)
+		return f(c, k, s, &mem)
+	})
 }
