@@ -15,6 +15,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/trainer"
 )
@@ -222,14 +223,14 @@ type BacktestInput struct {
 // BacktestOutput is the validation report; Report.Sharpe is the score that
 // ranks checkpoints and drives early stopping.
 type BacktestOutput struct {
-	Epoch  int           `json:"epoch"`
-	Report market.Report `json:"report"`
+	Epoch  int        `json:"epoch"`
+	Report sim.Report `json:"report"`
 }
 
 // Backtest runs the greedy policy over the run's validation range and
 // records the report as the epoch's "valid" backtest. A panel run's
 // validation is the equal-risk portfolio of its series' own validation
-// backtests (market.PanelValidation; its report market.PanelScore.Report,
+// backtests (sim.PanelValidation; its report sim.PanelScore.Report,
 // whose Sharpe is the portfolio's daily Sharpe ratio), as in `dqnflow
 // train` and the walk-forward study.
 func (a *Trainer) Backtest(ctx context.Context, in BacktestInput) (BacktestOutput, error) {
@@ -246,11 +247,11 @@ func (a *Trainer) Backtest(ctx context.Context, in BacktestInput) (BacktestOutpu
 // caller holds locked at the end of epoch in.Epoch.
 func (a *Trainer) backtest(ctx context.Context, run *Run, in BacktestInput) (BacktestOutput, error) {
 	what := fmt.Sprintf("run %s epoch %d: validation backtest", in.RunID, in.Epoch)
-	var rep market.Report
+	var rep sim.Report
 	var err error
 	if pn := run.Panel; pn != nil {
-		var sc market.PanelScore
-		sc, err = market.PanelValidation(func(d *market.Dataset, r market.Range) (market.Report, error) {
+		var sc sim.PanelScore
+		sc, err = sim.PanelValidation(func(d *market.Dataset, r market.Range) (sim.Report, error) {
 			return run.Trainer.Backtest(ctx, d, r)
 		}, pn.Names(), pn.Parts)
 		rep = sc.Report()

@@ -6,6 +6,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/trainer/policy"
 )
 
@@ -18,7 +19,7 @@ type EvaluateInput struct {
 
 // EvaluateOutput holds one report per checkpoint, in input order.
 type EvaluateOutput struct {
-	Reports []market.Report `json:"reports"`
+	Reports []sim.Report `json:"reports"`
 }
 
 // EvaluateCheckpoints backtests every checkpoint on the same bars, the
@@ -33,7 +34,7 @@ type EvaluateOutput struct {
 // trainer built and no device memory used. With data.series the bars are
 // the panel's (market.PreparePanel) and each report is the equal-risk
 // portfolio of the checkpoint's validation backtests on every series
-// (market.PanelValidation, PanelScore.Report), the score a panel run's
+// (sim.PanelValidation, PanelScore.Report), the score a panel run's
 // epochs were chosen on.
 func (a *Trainer) EvaluateCheckpoints(ctx context.Context, in EvaluateInput) (EvaluateOutput, error) {
 	if err := in.Config.Validate(); err != nil {
@@ -45,7 +46,7 @@ func (a *Trainer) EvaluateCheckpoints(ctx context.Context, in EvaluateInput) (Ev
 	if err != nil {
 		return EvaluateOutput{}, dataError("evaluate checkpoints", in.Config, err)
 	}
-	out := EvaluateOutput{Reports: make([]market.Report, 0, len(in.Checkpoints))}
+	out := EvaluateOutput{Reports: make([]sim.Report, 0, len(in.Checkpoints))}
 	for _, ref := range in.Checkpoints {
 		rep, err := a.evaluate(ctx, ds, pn, ref)
 		if err != nil {
@@ -56,24 +57,24 @@ func (a *Trainer) EvaluateCheckpoints(ctx context.Context, in EvaluateInput) (Ev
 	return out, nil
 }
 
-func (a *Trainer) evaluate(ctx context.Context, ds *market.Dataset, pn *market.Panel, ref CheckpointRef) (market.Report, error) {
+func (a *Trainer) evaluate(ctx context.Context, ds *market.Dataset, pn *market.Panel, ref CheckpointRef) (sim.Report, error) {
 	what := "evaluate " + ref.URI
 	ck, err := a.read(ctx, ref)
 	if err != nil {
-		return market.Report{}, readError(what, err)
+		return sim.Report{}, readError(what, err)
 	}
-	bt := func(d *market.Dataset, r market.Range) (market.Report, error) { return a.Evaluate(ck, d, r) }
+	bt := func(d *market.Dataset, r market.Range) (sim.Report, error) { return a.Evaluate(ck, d, r) }
 	if a.Evaluate == nil {
 		pol, err := policy.Load(ck)
 		if err != nil {
-			return market.Report{}, classify(what, err)
+			return sim.Report{}, classify(what, err)
 		}
 		bt = pol.Backtest
 	}
-	var rep market.Report
+	var rep sim.Report
 	if pn != nil {
-		var sc market.PanelScore
-		sc, err = market.PanelValidation(bt, pn.Names(), pn.Parts)
+		var sc sim.PanelScore
+		sc, err = sim.PanelValidation(bt, pn.Names(), pn.Parts)
 		rep = sc.Report()
 	} else {
 		rep, err = bt(ds, ds.Valid)
@@ -82,7 +83,7 @@ func (a *Trainer) evaluate(ctx context.Context, ds *market.Dataset, pn *market.P
 		err = ctx.Err()
 	}
 	if err != nil {
-		return market.Report{}, classify(fmt.Sprintf("%s: backtest", what), err)
+		return sim.Report{}, classify(fmt.Sprintf("%s: backtest", what), err)
 	}
 	return rep, nil
 }

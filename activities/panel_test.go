@@ -17,6 +17,7 @@ import (
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/files"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/store"
@@ -32,7 +33,7 @@ import (
 // trainer trains on the panel's joined training set (every series'
 // training bars), the validation backtest recorded for the epoch is the
 // equal-risk portfolio of the series' own validation backtests
-// (market.PanelValidation of the checkpoint's policy, computed here), not
+// (sim.PanelValidation of the checkpoint's policy, computed here), not
 // a backtest of the first series alone, the checkpoint records the panel
 // with each file's SHA-256 (computed here from the bytes), and
 // EvaluateCheckpoints scores the checkpoint on that same portfolio. A
@@ -125,7 +126,7 @@ func TestTrainingRunOnAPanelValidatesOnItsSeries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := market.PanelValidation(pol.Backtest, pn.Names(), pn.Parts)
+	want, err := sim.PanelValidation(pol.Backtest, pn.Names(), pn.Parts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
-	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/metadata"
 )
 
@@ -30,7 +30,7 @@ type RecommendOutput struct {
 // RecordRecommendation writes into a run's chosen checkpoint what the
 // run recommends doing with it (ADR 0016), the metadata "dqnflow train"
 // writes into its own (checkpoint.SetRecommendation): the checkpoint's
-// validation Sharpe and its t-statistic (market.Report.SharpeT) from the
+// validation Sharpe and its t-statistic (sim.Report.SharpeT) from the
 // validation backtest of its epoch that the run recorded,
 // backtest.min_valid_t, and flat when t falls short of it
 // (config.BacktestConfig.NoEdge), trade otherwise. The blob is rewritten
@@ -49,10 +49,10 @@ func (c *Control) RecordRecommendation(ctx context.Context, in RecommendInput) (
 	if err != nil {
 		return RecommendOutput{}, classify(what+": read its backtests", err)
 	}
-	var rep *market.Report
+	var rep *sim.Report
 	for _, b := range bts {
 		if b.Epoch == ref.Epoch && b.Split == "valid" {
-			rep = new(market.Report)
+			rep = new(sim.Report)
 			if err := json.Unmarshal(b.Report, rep); err != nil {
 				return RecommendOutput{}, nonRetryable(ErrTypeStoreRejected, what, fmt.Errorf("its validation backtest's report: %w", err), "")
 			}

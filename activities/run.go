@@ -60,7 +60,7 @@ type Run struct {
 	// Panel is the run's panel when its config names data.series (nil for
 	// one series): Dataset is then its joined training set, and the
 	// validation backtest is the equal-risk portfolio of the series' own
-	// (market.PanelValidation).
+	// (sim.PanelValidation).
 	Panel *market.Panel
 	Info  trainer.Info
 	// Device names the worker's device the trainer lives on

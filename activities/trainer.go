@@ -19,6 +19,7 @@ import (
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/files"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/trainer"
 )
@@ -54,7 +55,7 @@ type Trainer struct {
 	// through trainer/policy, the one path for checkpoints of every real
 	// backend. A test whose backend writes no network sets it
 	// (activitiestest.Backend.Evaluate).
-	Evaluate func(ck *checkpoint.Checkpoint, ds *market.Dataset, r market.Range) (market.Report, error)
+	Evaluate func(ck *checkpoint.Checkpoint, ds *market.Dataset, r market.Range) (sim.Report, error)
 	// Checkpoints is the store every checkpoint lives in (a directory of
 	// this host or an s3:// bucket prefix); nil means the working
 	// directory. checkpoint.dir is taken relative to it, and no checkpoint

@@ -14,7 +14,7 @@ import (
 // reads back to the same float64.
 const (
 	MetaValidSharpe    = "valid_sharpe"   // the checkpoint's validation Sharpe, bar returns annualised
-	MetaValidT         = "valid_t"        // its t-statistic, market.Report.SharpeT
+	MetaValidT         = "valid_t"        // its t-statistic, sim.Report.SharpeT
 	MetaMinValidT      = "min_valid_t"    // the run's backtest.min_valid_t (0: the gate was off)
 	MetaRecommendation = "recommendation" // RecommendTrade or RecommendFlat
 )

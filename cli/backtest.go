@@ -11,6 +11,7 @@ import (
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/trainer/policy"
@@ -75,7 +76,7 @@ func backtestCmd(e *env) *cobra.Command {
 // when the checkpoint's run recorded one, its recommendation; Notice is
 // flatNotice's sentence when that was to stay flat.
 type backtestResult struct {
-	market.Report
+	sim.Report
 	Recommendation *checkpoint.Recommendation `json:"run_recommendation,omitempty"`
 	Notice         string                     `json:"notice,omitempty"`
 }
@@ -159,16 +160,16 @@ func openPolicyData(ctx context.Context, e *env, src prices.Source, ckPath, data
 type panelBacktestResult struct {
 	Range          string                     `json:"range"`
 	Series         []seriesReport             `json:"series"`
-	Portfolio      market.Report              `json:"portfolio"`
+	Portfolio      sim.Report                 `json:"portfolio"`
 	PortfolioT     float64                    `json:"portfolio_sharpe_t"`
 	Recommendation *checkpoint.Recommendation `json:"run_recommendation,omitempty"`
 	Notice         string                     `json:"notice,omitempty"`
 }
 
 type seriesReport struct {
-	Name   string        `json:"name"`
-	Path   string        `json:"path"`
-	Report market.Report `json:"report"`
+	Name   string     `json:"name"`
+	Path   string     `json:"path"`
+	Report sim.Report `json:"report"`
 }
 
 // backtestPanel backtests the checkpoint at ckPath, a panel run's, on

@@ -11,12 +11,13 @@ import (
 
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/walkforward"
 )
 
 // baselinesResult is what "dqnflow baselines --json" prints: on
-// consecutive bar-count windows of one series, the simple rules (market.Rules) a trader would
+// consecutive bar-count windows of one series, the simple rules (sim.Rules) a trader would
 // try before an agent.
 type baselinesResult struct {
 	Data string `json:"data"`
@@ -40,14 +41,14 @@ type blWindow struct {
 	// Chosen is the rule of best validation Sharpe (the first listed on
 	// a tie); Evidence its validation and record statistics and Test its
 	// test report, traded or not.
-	Chosen   string        `json:"chosen"`
-	Evidence wfResult      `json:"evidence"`
-	Test     market.Report `json:"test"`
+	Chosen   string     `json:"chosen"`
+	Evidence wfResult   `json:"evidence"`
+	Test     sim.Report `json:"test"`
 }
 
 type blRule struct {
-	Rule   string        `json:"rule"`
-	Pooled market.Report `json:"pooled_test"`
+	Rule   string     `json:"rule"`
+	Pooled sim.Report `json:"pooled_test"`
 }
 
 // baselinesCmd is "dqnflow baselines": on k consecutive bar-count
@@ -72,7 +73,7 @@ func baselinesCmd(e *env) *cobra.Command {
 	testBars := fs.Int("test-bars", 0, "test bars per window (default: 30% of the bars after the feature warmup, split over the windows)")
 	validBars := fs.Int("valid-bars", 0, "validation bars per window (default: --test-bars)")
 	trainBars := fs.Int("train-bars", 0, "training bars per window (default 0: every earlier bar); rules do not train, but the instrument's point value comes from the last training bar, as in a run")
-	lookbacks := fs.String("lookbacks", joinInts(market.DefaultLookbacks), "lookbacks of the rules, in bars, comma-separated")
+	lookbacks := fs.String("lookbacks", joinInts(sim.DefaultLookbacks), "lookbacks of the rules, in bars, comma-separated")
 	out := fs.String("out", "", "also write the result as JSON to this file")
 	jsonOut := fs.Bool("json", false, "print the result as JSON")
 	df := addDataFlags(fs)
@@ -90,7 +91,7 @@ func baselinesCmd(e *env) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		lbs, err := market.ParseLookbacks(*lookbacks, b.Len())
+		lbs, err := sim.ParseLookbacks(*lookbacks, b.Len())
 		if err != nil {
 			return fmt.Errorf("%w: --lookbacks %q: %v", errUsage, *lookbacks, err)
 		}
@@ -122,24 +123,24 @@ func baselinesCmd(e *env) *cobra.Command {
 // the validation ranges overlap), as "dqnflow baselines" reports them. Each
 // window's dataset is prepared from src.
 func ruleBaselines(ctx context.Context, src prices.Source, cfg config.RunConfig, b *prices.Bars, ws []wfWindow, lbs []int, overlap bool) (baselinesResult, error) {
-	rules := market.Rules(lbs)
+	rules := sim.Rules(lbs)
 	res := baselinesResult{Data: cfg.Data.Path, Lookbacks: lbs}
 	for _, r := range rules {
 		res.Rules = append(res.Rules, r.Name())
 	}
 	evidence := make([]wfResult, len(ws))
-	var valids, tests, flats []market.Report
-	perRule := make([][]market.Report, len(rules)) // test reports by rule, then window
+	var valids, tests, flats []sim.Report
+	perRule := make([][]sim.Report, len(rules)) // test reports by rule, then window
 	for i, w := range ws {
 		ds, err := market.Prepare(ctx, src, windowConfig(cfg, b, w))
 		if err != nil {
 			return res, fmt.Errorf("window %d: %w", i+1, err)
 		}
-		validB, err := market.NewBenchmarks(ds, w.Valid)
+		validB, err := sim.NewBenchmarks(ds, w.Valid)
 		if err != nil {
 			return res, fmt.Errorf("window %d: %w", i+1, err)
 		}
-		testB, err := market.NewBenchmarks(ds, w.Test)
+		testB, err := sim.NewBenchmarks(ds, w.Test)
 		if err != nil {
 			return res, fmt.Errorf("window %d: %w", i+1, err)
 		}
@@ -148,13 +149,13 @@ func ruleBaselines(ctx context.Context, src prices.Source, cfg config.RunConfig,
 			return res, fmt.Errorf("window %d: %w", i+1, err)
 		}
 		for j, r := range rules {
-			t, err := market.BacktestWith(ds, w.Test, r.Policy(b), testB)
+			t, err := sim.BacktestWith(ds, w.Test, r.Policy(b), testB)
 			if err != nil {
 				return res, fmt.Errorf("window %d, %s: %w", i+1, r.Name(), err)
 			}
 			perRule[j] = append(perRule[j], t)
 		}
-		flat, err := market.BacktestWith(ds, w.Test, flatPolicy{}, testB)
+		flat, err := sim.BacktestWith(ds, w.Test, flatPolicy{}, testB)
 		if err != nil {
 			return res, fmt.Errorf("window %d: %w", i+1, err)
 		}
@@ -180,7 +181,7 @@ func ruleBaselines(ctx context.Context, src prices.Source, cfg config.RunConfig,
 		res.Gates = append(res.Gates, gr)
 	}
 	for j, r := range rules {
-		p, err := market.Pool(perRule[j])
+		p, err := sim.Pool(perRule[j])
 		if err != nil {
 			return res, fmt.Errorf("%s: %w", r.Name(), err)
 		}
@@ -193,9 +194,9 @@ func ruleBaselines(ctx context.Context, src prices.Source, cfg config.RunConfig,
 // Sharpe among rules on bars valid of ds, the first on a tie, and its
 // report (bench, when not nil, must be that range's benchmarks: it is
 // checked, and BestRule computes its own).
-func bestOnValidation(ds *market.Dataset, valid market.Range, rules []market.Rule, bench *market.Benchmarks) (int, market.Report, error) {
+func bestOnValidation(ds *market.Dataset, valid market.Range, rules []sim.Rule, bench *sim.Benchmarks) (int, sim.Report, error) {
 	if bench != nil && !bench.For(ds, valid) {
-		return 0, market.Report{}, fmt.Errorf("best rule: benchmarks given for another range or dataset")
+		return 0, sim.Report{}, fmt.Errorf("best rule: benchmarks given for another range or dataset")
 	}
 	return walkforward.BestRule(ds, valid, rules)
 }
@@ -355,9 +356,9 @@ var gates = []string{gateWindow, gatePooled, gateRecord, gateNone}
 
 // wfGateResult is what one gate made of a walk-forward's windows.
 type wfGateResult struct {
-	Gate   string        `json:"gate"`
-	Traded []bool        `json:"traded"` // per window
-	Pooled market.Report `json:"pooled"` // the test ranges as the gate traded them, joined
+	Gate   string     `json:"gate"`
+	Traded []bool     `json:"traded"` // per window
+	Pooled sim.Report `json:"pooled"` // the test ranges as the gate traded them, joined
 }
 
 type wfResult struct {
@@ -366,7 +367,7 @@ type wfResult struct {
 	BestEpoch int      `json:"best_epoch"`
 	// ValidSharpe and ValidT are the chosen checkpoint's on the window's
 	// own validation range; PooledValidSharpe and PooledValidT are those
-	// of windows 1 … this one's validation backtests joined (market.Pool),
+	// of windows 1 … this one's validation backtests joined (sim.Pool),
 	// each window's checkpoint on its own range; RecordSharpe and RecordT
 	// those of the test backtests of windows 1 … this one − 1 joined (0
 	// for the first window).
@@ -379,26 +380,26 @@ type wfResult struct {
 	// Traded is set when the gate's evidence reached backtest.min_valid_t:
 	// Test is then the checkpoint's test backtest, else flat's.
 	// CheckpointTest is the checkpoint's, whichever the gate chose.
-	Traded         bool          `json:"traded"`
-	Test           market.Report `json:"test"`
-	CheckpointTest market.Report `json:"checkpoint_test"`
+	Traded         bool       `json:"traded"`
+	Test           sim.Report `json:"test"`
+	CheckpointTest sim.Report `json:"checkpoint_test"`
 }
 
 // weighEvidence fills the evidence fields of ws from each window's
 // chosen checkpoint's validation and test backtests, in the windows'
 // order.
-func weighEvidence(ws []wfResult, valids, ckTests []market.Report) error {
+func weighEvidence(ws []wfResult, valids, ckTests []sim.Report) error {
 	for i := range ws {
 		w := &ws[i]
 		w.ValidSharpe, w.ValidT = valids[i].Sharpe, valids[i].SharpeT()
-		pooled, err := market.Pool(valids[:i+1])
+		pooled, err := sim.Pool(valids[:i+1])
 		if err != nil {
 			return fmt.Errorf("window %d: pool validation: %w", i+1, err)
 		}
 		w.PooledValidSharpe, w.PooledValidT = pooled.Sharpe, pooled.SharpeT()
 		w.RecordSharpe, w.RecordT = 0, 0
 		if i > 0 {
-			record, err := market.Pool(ckTests[:i])
+			record, err := sim.Pool(ckTests[:i])
 			if err != nil {
 				return fmt.Errorf("window %d: pool the earlier test ranges: %w", i+1, err)
 			}
@@ -425,9 +426,9 @@ func (w wfResult) trades(cfg config.BacktestConfig, gate string) bool {
 // applyGate returns gate's verdicts on ws and the test ranges as it
 // traded them (the checkpoint's test backtest where it trades, flats[i]
 // where not), joined.
-func applyGate(cfg config.BacktestConfig, gate string, ws []wfResult, flats []market.Report) (wfGateResult, error) {
+func applyGate(cfg config.BacktestConfig, gate string, ws []wfResult, flats []sim.Report) (wfGateResult, error) {
 	g := wfGateResult{Gate: gate, Traded: make([]bool, len(ws))}
-	tests := make([]market.Report, len(ws))
+	tests := make([]sim.Report, len(ws))
 	for i, w := range ws {
 		g.Traded[i], tests[i] = w.trades(cfg, gate), flats[i]
 		if g.Traded[i] {
@@ -435,7 +436,7 @@ func applyGate(cfg config.BacktestConfig, gate string, ws []wfResult, flats []ma
 		}
 	}
 	var err error
-	if g.Pooled, err = market.Pool(tests); err != nil {
+	if g.Pooled, err = sim.Pool(tests); err != nil {
 		return g, fmt.Errorf("gate %s: %w", gate, err)
 	}
 	return g, nil

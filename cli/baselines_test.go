@@ -9,6 +9,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/prices"
 )
 
@@ -48,8 +49,8 @@ func TestBaselinesChooseOnValidationOnWalkforwardsWindows(t *testing.T) {
 			t.Fatal(err)
 		}
 		best, bestS := "", 0.0
-		for _, r := range market.Rules([]int{6, 24}) {
-			v, err := market.Backtest(ds, w.Ranges.Valid, r.Policy(b))
+		for _, r := range sim.Rules([]int{6, 24}) {
+			v, err := sim.Backtest(ds, w.Ranges.Valid, r.Policy(b))
 			if err != nil {
 				t.Fatal(err)
 			}

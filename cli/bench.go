@@ -14,6 +14,7 @@ import (
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/gpu"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/trainer/model"
 )
 
@@ -249,12 +250,12 @@ func benchCmd(e *env) *cobra.Command {
 // benchEnv times the bare vectorised environment with random actions.
 func benchEnv(ds *market.Dataset, cfg config.RunConfig) (float64, error) {
 	rng := rand.New(rand.NewPCG(cfg.Seed, 7))
-	env, err := market.NewVecEnv(ds, ds.Train, cfg.Env.NumEnvs, cfg.Env.EpisodeBars, rng)
+	env, err := sim.NewVecEnv(ds, ds.Train, cfg.Env.NumEnvs, cfg.Env.EpisodeBars, rng)
 	if err != nil {
 		return 0, err
 	}
 	acts := make([]market.Action, env.N())
-	var res market.StepResult
+	var res sim.StepResult
 	const steps = 2000
 	t0 := time.Now()
 	for s := 0; s < steps; s++ {

@@ -15,6 +15,7 @@ import (
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/data"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/report"
 	"github.com/dqnflow/dqnflow/trainer"
@@ -44,7 +45,7 @@ type evaluation struct {
 	Series         []evalSeries               `json:"series"`
 	// Portfolio, for a checkpoint of a panel run evaluated on its own
 	// panel, is the equal-risk portfolio of Series' test reports
-	// (market.PanelPortfolio; Sharpe of daily returns, with its
+	// (sim.PanelPortfolio; Sharpe of daily returns, with its
 	// t-statistic).
 	Portfolio *evalPortfolio `json:"panel_portfolio,omitempty"`
 }
@@ -52,19 +53,19 @@ type evaluation struct {
 // evalPortfolio is a panel checkpoint's equal-risk portfolio on its
 // series' test ranges.
 type evalPortfolio struct {
-	Series  []string      `json:"series"`
-	Sharpe  float64       `json:"sharpe"`
-	SharpeT float64       `json:"sharpe_t"`
-	Test    market.Report `json:"test"`
+	Series  []string   `json:"series"`
+	Sharpe  float64    `json:"sharpe"`
+	SharpeT float64    `json:"sharpe_t"`
+	Test    sim.Report `json:"test"`
 }
 
 type evalSeries struct {
-	Data      string        `json:"data"`
-	BestEpoch int           `json:"best_epoch,omitempty"`
-	Epochs    int           `json:"epochs,omitempty"`
-	Test      market.Report `json:"test"`
-	Equity    string        `json:"equity_png"`
-	Drawdown  string        `json:"drawdown_png"`
+	Data      string     `json:"data"`
+	BestEpoch int        `json:"best_epoch,omitempty"`
+	Epochs    int        `json:"epochs,omitempty"`
+	Test      sim.Report `json:"test"`
+	Equity    string     `json:"equity_png"`
+	Drawdown  string     `json:"drawdown_png"`
 	// Seeds holds every seed's run with --seeds N > 1 (the first is the
 	// run above), and Summary what they say together.
 	Seeds    []report.SeedRow    `json:"seeds,omitempty"`
@@ -79,10 +80,10 @@ type evalSeries struct {
 // evalRule is the rule a split's validation range chooses and its test
 // report.
 type evalRule struct {
-	Name        string        `json:"name"`
-	ValidSharpe float64       `json:"validation_sharpe"`
-	ValidT      float64       `json:"validation_sharpe_t"`
-	Test        market.Report `json:"test"`
+	Name        string     `json:"name"`
+	ValidSharpe float64    `json:"validation_sharpe"`
+	ValidT      float64    `json:"validation_sharpe_t"`
+	Test        sim.Report `json:"test"`
 }
 
 // chooseRule backtests the rules of the default lookbacks on cfg's
@@ -96,13 +97,13 @@ func chooseRule(ctx context.Context, src prices.Source, cfg config.RunConfig) (e
 	if ds.Test.Len() < 2 {
 		return evalRule{}, fmt.Errorf("no test range")
 	}
-	rules := market.Rules(market.DefaultLookbacks)
+	rules := sim.Rules(sim.DefaultLookbacks)
 	i, v, err := bestOnValidation(ds, ds.Valid, rules, nil)
 	if err != nil {
 		return evalRule{}, err
 	}
 	best := evalRule{Name: rules[i].Name(), ValidSharpe: v.Sharpe, ValidT: v.SharpeT()}
-	if best.Test, err = market.Backtest(ds, ds.Test, rules[i].Policy(ds.Bars)); err != nil {
+	if best.Test, err = sim.Backtest(ds, ds.Test, rules[i].Policy(ds.Bars)); err != nil {
 		return evalRule{}, fmt.Errorf("%s: %w", best.Name, err)
 	}
 	return best, nil
@@ -153,7 +154,7 @@ func evaluateCmd(e *env) *cobra.Command {
 		var ck *checkpoint.Checkpoint
 		var rec *checkpoint.Recommendation
 		var pn *market.Panel // a panel checkpoint's own panel
-		var panelScore market.PanelScore
+		var panelScore sim.PanelScore
 		if *ckPath != "" {
 			if *cfgPath != "" {
 				return fmt.Errorf("%w: give --config (train) or --checkpoint (evaluate it), not both", errUsage)
@@ -364,21 +365,21 @@ func evaluateEnsemble(ctx context.Context, e *env, src prices.Source, cfg config
 // evaluateCheckpoint runs ck's policy on the test range that cfg's split
 // gives on cfg.Data.Path (read from src), priced as
 // trainer.CheckpointDataset says.
-func evaluateCheckpoint(ctx context.Context, src prices.Source, ck *checkpoint.Checkpoint, cfg config.RunConfig) (market.Report, error) {
+func evaluateCheckpoint(ctx context.Context, src prices.Source, ck *checkpoint.Checkpoint, cfg config.RunConfig) (sim.Report, error) {
 	split, err := market.Prepare(ctx, src, cfg)
 	if err != nil {
-		return market.Report{}, err
+		return sim.Report{}, err
 	}
 	if split.Test.Len() < 2 {
-		return market.Report{}, fmt.Errorf("%w: the checkpoint's config holds out no test range (data.test_fraction 0); evaluate a run trained with one", errUsage)
+		return sim.Report{}, fmt.Errorf("%w: the checkpoint's config holds out no test range (data.test_fraction 0); evaluate a run trained with one", errUsage)
 	}
 	pol, err := policy.Load(ck)
 	if err != nil {
-		return market.Report{}, err
+		return sim.Report{}, err
 	}
 	_, ds, err := trainer.CheckpointDataset(ctx, src, ck, cfg.Data.Path, nil)
 	if err != nil {
-		return market.Report{}, err
+		return sim.Report{}, err
 	}
 	return pol.Backtest(ds, split.Test)
 }
@@ -386,7 +387,7 @@ func evaluateCheckpoint(ctx context.Context, src prices.Source, ck *checkpoint.C
 // panelEvaluation backtests the policy of ck, a panel run's checkpoint, on
 // the test range of every series of its panel pn, into sc (each series'
 // report and their equal-risk portfolio), and returns the series' paths.
-func panelEvaluation(pn *market.Panel, ck *checkpoint.Checkpoint, sc *market.PanelScore) ([]string, error) {
+func panelEvaluation(pn *market.Panel, ck *checkpoint.Checkpoint, sc *sim.PanelScore) ([]string, error) {
 	if !panelHasTest(pn) {
 		return nil, fmt.Errorf("%w: the checkpoint's config holds out no test range (data.test_fraction 0); evaluate a run trained with one", errUsage)
 	}

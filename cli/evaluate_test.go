@@ -11,6 +11,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 )
 
 // TestWalkWindowsTileTheEndOfTheData: the test ranges are consecutive and
@@ -161,10 +162,10 @@ func TestBacktestDefaultsToTheTestRangeAndTheFilesInstrument(t *testing.T) {
 	cfg := tinyConfig(t, dir)
 	runOK(t, "train", "--device", "cpu", "--config", cfg, "--data", "bundled:bitcoin_2024.csv", "--epochs", "1", "--out", dir, "--json")
 	ck := filepath.Join(dir, "epoch-000001.safetensors")
-	backtest := func(args ...string) market.Report {
+	backtest := func(args ...string) sim.Report {
 		t.Helper()
 		out, _ := runOK(t, append([]string{"backtest", "--checkpoint", ck, "--json"}, args...)...)
-		var r market.Report
+		var r sim.Report
 		if err := json.Unmarshal([]byte(out), &r); err != nil {
 			t.Fatal(err)
 		}
@@ -201,7 +202,7 @@ func TestGatesWeighTheEvidenceThatPrecedesEachTestRange(t *testing.T) {
 	const bpy = 6000
 	// A report of n bars whose returns alternate drift±1e-3, so its t
 	// grows as √bars.
-	rep := func(n int, drift float64) market.Report {
+	rep := func(n int, drift float64) sim.Report {
 		eq, pos := []float64{1e5}, []int{0}
 		for i := 1; i < n; i++ {
 			r := drift + 1e-3
@@ -210,16 +211,16 @@ func TestGatesWeighTheEvidenceThatPrecedesEachTestRange(t *testing.T) {
 			}
 			eq, pos = append(eq, eq[i-1]*(1+r)), append(pos, 1)
 		}
-		return market.Report{Metrics: market.Measure(eq, pos, nil, 0, bpy), BarsPerYear: bpy, Equity: eq, BuyAndHoldEquity: eq, Positions: pos}
+		return sim.Report{Metrics: sim.Measure(eq, pos, nil, 0, bpy), BarsPerYear: bpy, Equity: eq, BuyAndHoldEquity: eq, Positions: pos}
 	}
 	up, down, strong := rep(600, 6.5e-5), rep(600, -6.5e-5), rep(600, 2e-4)
 	if t1 := up.SharpeT(); !(t1 > 1 && t1 < 2) {
 		t.Fatalf("one window's t = %.2f; the case needs it between 1 and 2", t1)
 	}
-	valids := []market.Report{up, up, down, strong}
-	ckTests := []market.Report{strong, strong, down, up}
+	valids := []sim.Report{up, up, down, strong}
+	ckTests := []sim.Report{strong, strong, down, up}
 	flat := rep(600, 0)
-	flats := []market.Report{flat, flat, flat, flat}
+	flats := []sim.Report{flat, flat, flat, flat}
 	ws := make([]wfResult, len(valids))
 	for i := range ws {
 		ws[i] = wfResult{Window: i + 1, CheckpointTest: ckTests[i]}

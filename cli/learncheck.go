@@ -10,6 +10,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/prices"
 )
 
@@ -42,17 +43,17 @@ type learnCheckResult struct {
 // signalCheck compares the agent with the oracle on the test range of the
 // series with the planted signal.
 type signalCheck struct {
-	Phi          float64       `json:"phi"`
-	BestEpoch    int           `json:"best_epoch"`
-	ValidT       float64       `json:"validation_sharpe_t"`
-	Abstained    bool          `json:"abstained"`
-	AgentSharpe  float64       `json:"agent_sharpe"`
-	OracleSharpe float64       `json:"oracle_sharpe"`
-	Ratio        float64       `json:"ratio"`
-	Target       float64       `json:"target_ratio"`
-	Pass         bool          `json:"pass"`
-	Agent        market.Report `json:"agent"`
-	Oracle       market.Report `json:"oracle"`
+	Phi          float64    `json:"phi"`
+	BestEpoch    int        `json:"best_epoch"`
+	ValidT       float64    `json:"validation_sharpe_t"`
+	Abstained    bool       `json:"abstained"`
+	AgentSharpe  float64    `json:"agent_sharpe"`
+	OracleSharpe float64    `json:"oracle_sharpe"`
+	Ratio        float64    `json:"ratio"`
+	Target       float64    `json:"target_ratio"`
+	Pass         bool       `json:"pass"`
+	Agent        sim.Report `json:"agent"`
+	Oracle       sim.Report `json:"oracle"`
 }
 
 // noSignalCheck is the agent on the test range of the series without a
@@ -63,14 +64,14 @@ type noSignalCheck struct {
 	// Abstained is set when the run found no edge (backtest.min_valid_t)
 	// and so recommends flat: Agent is then flat's report, and
 	// CheckpointAgent the best checkpoint's own, which it does not trade.
-	Abstained       bool           `json:"abstained"`
-	CheckpointAgent *market.Report `json:"checkpoint_agent,omitempty"`
-	Sharpe          float64        `json:"sharpe"`
-	MaxSharpe       float64        `json:"max_abs_sharpe"`
-	Turnover        float64        `json:"turnover"`
-	MaxTurnover     float64        `json:"max_turnover"`
-	Pass            bool           `json:"pass"`
-	Agent           market.Report  `json:"agent"`
+	Abstained       bool        `json:"abstained"`
+	CheckpointAgent *sim.Report `json:"checkpoint_agent,omitempty"`
+	Sharpe          float64     `json:"sharpe"`
+	MaxSharpe       float64     `json:"max_abs_sharpe"`
+	Turnover        float64     `json:"turnover"`
+	MaxTurnover     float64     `json:"max_turnover"`
+	Pass            bool        `json:"pass"`
+	Agent           sim.Report  `json:"agent"`
 }
 
 // learnCheckConfig is the run that learn-check trains: the defaults on the
@@ -140,7 +141,7 @@ func learnCheckCmd(e *env) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		oracleReport, err := market.Backtest(ds, ds.Test, oracle)
+		oracleReport, err := sim.Backtest(ds, ds.Test, oracle)
 		if err != nil {
 			return fmt.Errorf("oracle backtest: %w", err)
 		}

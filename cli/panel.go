@@ -10,6 +10,7 @@ import (
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/trainer/policy"
@@ -50,23 +51,23 @@ func prepareRun(ctx context.Context, e *env, src prices.Source, cfg config.RunCo
 // validate is the validation backtest of tr's online network: on ds's
 // validation range, its Sharpe and t-statistic (Report.SharpeT); or, on
 // panel pn, the equal-risk portfolio of every series' own validation
-// backtest (market.PanelValidation) as one report, the portfolio's
+// backtest (sim.PanelValidation) as one report, the portfolio's
 // t-statistic and the series' reports.
-func validate(ctx context.Context, tr trainer.Trainer, ds *market.Dataset, pn *market.Panel) (market.Report, float64, []market.Report, error) {
+func validate(ctx context.Context, tr trainer.Trainer, ds *market.Dataset, pn *market.Panel) (sim.Report, float64, []sim.Report, error) {
 	if pn == nil {
 		rep, err := tr.Backtest(ctx, ds, ds.Valid)
 		return rep, rep.SharpeT(), nil, err
 	}
-	sc, err := market.PanelValidation(func(d *market.Dataset, r market.Range) (market.Report, error) { return tr.Backtest(ctx, d, r) }, pn.Names(), pn.Parts)
+	sc, err := sim.PanelValidation(func(d *market.Dataset, r market.Range) (sim.Report, error) { return tr.Backtest(ctx, d, r) }, pn.Names(), pn.Parts)
 	if err != nil {
-		return market.Report{}, 0, nil, err
+		return sim.Report{}, 0, nil, err
 	}
 	return sc.Report(), sc.T, sc.Parts, nil
 }
 
 // panelSeriesResults are the per-series rows of a panel run's result,
 // with their validation reports valid (nil for a run on one series).
-func panelSeriesResults(pn *market.Panel, valid []market.Report) []seriesResult {
+func panelSeriesResults(pn *market.Panel, valid []sim.Report) []seriesResult {
 	if pn == nil {
 		return nil
 	}
@@ -106,8 +107,8 @@ func panelTest(ctx context.Context, e *env, pn *market.Panel, res *trainResult) 
 	if err != nil {
 		return fmt.Errorf("test backtest of %s: %w", res.Checkpoint, err)
 	}
-	flat, err := market.PanelPortfolio(func(d *market.Dataset, r market.Range) (market.Report, error) {
-		return market.Backtest(d, r, flatPolicy{})
+	flat, err := sim.PanelPortfolio(func(d *market.Dataset, r market.Range) (sim.Report, error) {
+		return sim.Backtest(d, r, flatPolicy{})
 	}, pn.Names(), pn.Parts, testRange)
 	if err != nil {
 		return fmt.Errorf("test backtest of flat: %w", err)
@@ -129,8 +130,8 @@ func testRange(d *market.Dataset) market.Range { return d.Test }
 
 // panelBacktest backtests pol on range(series) of every series of pn and
 // scores their equal-risk portfolio.
-func panelBacktest(pol *policy.Policy, pn *market.Panel, rangeOf func(*market.Dataset) market.Range) (market.PanelScore, error) {
-	return market.PanelPortfolio(pol.Backtest, pn.Names(), pn.Parts, rangeOf)
+func panelBacktest(pol *policy.Policy, pn *market.Panel, rangeOf func(*market.Dataset) market.Range) (sim.PanelScore, error) {
+	return sim.PanelPortfolio(pol.Backtest, pn.Names(), pn.Parts, rangeOf)
 }
 
 // checkpointPanel is the panel a panel run's checkpoint ck (at path)

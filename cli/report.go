@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/report"
@@ -148,7 +149,7 @@ func evaluate(ctx context.Context, e *env, src prices.Source, uri, data string, 
 		return nil, 0, err
 	}
 	rec := &qRecorder{pol: pol, q: make([]float32, market.NumDirections+market.NumSizes+market.NumExits)}
-	rep, err := market.Backtest(ds, rng, rec)
+	rep, err := sim.Backtest(ds, rng, rec)
 	if err == nil {
 		err = pol.Err()
 	}
@@ -162,7 +163,7 @@ func evaluate(ctx context.Context, e *env, src prices.Source, uri, data string, 
 	if !path {
 		return nil, meanQ, nil
 	}
-	// Buy-and-hold is the report's own (market.NewBenchmarks: 1× the
+	// Buy-and-hold is the report's own (sim.NewBenchmarks: 1× the
 	// capital at its first fill, ADR 0036), not a second backtest.
 	b := &report.Backtest{URI: uri, Equity: rep.Equity, BuyAndHold: rep.BuyAndHoldEquity, Actions: rec.actions, Report: rep, Notice: flatNotice(runRec)}
 	for i := range rep.Equity {

@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dqnflow/dqnflow/activities"
-	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/workflows"
@@ -224,7 +224,7 @@ func printRunRecord(w io.Writer, r runRecord) {
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "epoch\tsplit\tSharpe\treturn\tmax DD\ttrades\tB&H Sharpe\tB&H return\trange\t")
 	for _, b := range r.Backtests {
-		var rep market.Report
+		var rep sim.Report
 		json.Unmarshal(b.Report, &rep)
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%.2f%%\t%.2f%%\t%d\t%.3f\t%.2f%%\t%s .. %s\t\n", b.Epoch, b.Split, optional(b.Sharpe, "%.3f"),
 			100*b.TotalReturn, 100*b.MaxDrawdown, rep.Trades, rep.BuyAndHold.Sharpe, 100*rep.BuyAndHold.TotalReturn,
@@ -382,7 +382,7 @@ func summarise(r runRecord) runSummary {
 		}
 		ret, dd := b.TotalReturn, b.MaxDrawdown
 		s.BestReturn, s.BestMaxDrawdown = &ret, &dd
-		var rep market.Report
+		var rep sim.Report
 		if json.Unmarshal(b.Report, &rep) == nil {
 			bh := rep.BuyAndHold.Sharpe
 			s.BuyAndHoldSharpe = &bh

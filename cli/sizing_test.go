@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 )
 
 // TestTrainEvaluateBacktestReportIdenticalFigures: the same checkpoint on
@@ -58,13 +58,13 @@ func TestTrainEvaluateBacktestReportIdenticalFigures(t *testing.T) {
 			if len(ev.Series) != 1 {
 				t.Fatalf("evaluate reported %d series", len(ev.Series))
 			}
-			reports := map[string]market.Report{"train": *tr.CheckpointTest, "evaluate": ev.Series[0].Test}
+			reports := map[string]sim.Report{"train": *tr.CheckpointTest, "evaluate": ev.Series[0].Test}
 			for name, args := range map[string][]string{
 				"backtest":                 {"backtest", "--checkpoint", ck, "--data", data, "--json"},
 				"backtest --instrument ES": {"backtest", "--checkpoint", ck, "--data", data, "--instrument", "ES", "--json"},
 			} {
 				out, _ := runOK(t, args...)
-				var r market.Report
+				var r sim.Report
 				if err := json.Unmarshal([]byte(out), &r); err != nil {
 					t.Fatal(err)
 				}

@@ -16,6 +16,7 @@ import (
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/gpu"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/report"
 	"github.com/dqnflow/dqnflow/trainer"
@@ -129,15 +130,15 @@ func loadConfig(fs *pflag.FlagSet, path, device, dataPath string, epochs int) (c
 // validation picked, its validation report and, when the data has a test
 // range, its report on that held-out range, which nothing else touched.
 type trainResult struct {
-	RunID      string        `json:"run_id"`
-	Info       trainer.Info  `json:"trainer"`
-	Epochs     int           `json:"epochs"`     // epochs trained
-	EarlyStop  bool          `json:"early_stop"` // stopped by backtest.patience
-	BestEpoch  int           `json:"best_epoch"` // highest validation Sharpe
-	Checkpoint string        `json:"checkpoint"` // its file
-	Valid      market.Report `json:"validation"`
+	RunID      string       `json:"run_id"`
+	Info       trainer.Info `json:"trainer"`
+	Epochs     int          `json:"epochs"`     // epochs trained
+	EarlyStop  bool         `json:"early_stop"` // stopped by backtest.patience
+	BestEpoch  int          `json:"best_epoch"` // highest validation Sharpe
+	Checkpoint string       `json:"checkpoint"` // its file
+	Valid      sim.Report   `json:"validation"`
 	// ValidT is the t-statistic of the chosen checkpoint's validation
-	// Sharpe (market.Report.SharpeT). Abstained is set when it is below
+	// Sharpe (sim.Report.SharpeT). Abstained is set when it is below
 	// backtest.min_valid_t: the run found no edge it can vouch for and
 	// recommends flat.
 	ValidT    float64 `json:"validation_sharpe_t"`
@@ -146,26 +147,26 @@ type trainResult struct {
 	// holds none out (data.test_fraction 0): the chosen checkpoint's
 	// backtest, or flat's when the run abstained. CheckpointTest is the
 	// chosen checkpoint's own test backtest, also when the run abstained.
-	Test           *market.Report `json:"test,omitempty"`
-	CheckpointTest *market.Report `json:"checkpoint_test,omitempty"`
+	Test           *sim.Report `json:"test,omitempty"`
+	CheckpointTest *sim.Report `json:"checkpoint_test,omitempty"`
 	// FlatTest is flat's report on the test range (what an abstaining run
 	// reports), for callers that gate the checkpoint themselves.
-	FlatTest *market.Report `json:"-"`
+	FlatTest *sim.Report `json:"-"`
 	// Series, for a run on a panel (data.series), are the chosen
 	// checkpoint's reports on each series' own validation and test ranges;
 	// Valid, Test and CheckpointTest are then their equal-risk portfolio's
-	// (market.PanelScore.Report: its Sharpe the portfolio's daily Sharpe
+	// (sim.PanelScore.Report: its Sharpe the portfolio's daily Sharpe
 	// ratio) and ValidT that portfolio's t-statistic.
 	Series []seriesResult `json:"series,omitempty"`
 }
 
 // seriesResult is the chosen checkpoint of a panel run on one series.
 type seriesResult struct {
-	Name   string         `json:"name"`
-	Path   string         `json:"path"`
-	SHA256 string         `json:"sha256,omitempty"`
-	Valid  market.Report  `json:"validation"`
-	Test   *market.Report `json:"test,omitempty"`
+	Name   string      `json:"name"`
+	Path   string      `json:"path"`
+	SHA256 string      `json:"sha256,omitempty"`
+	Valid  sim.Report  `json:"validation"`
+	Test   *sim.Report `json:"test,omitempty"`
 }
 
 // flatPolicy stays flat: what a run that abstains recommends.
@@ -176,8 +177,8 @@ func (flatPolicy) Act(int, []float32) market.Action { return market.Action{Dir: 
 
 // flatTest is flat's backtest of ds's test range: the report of a run that
 // abstains.
-func flatTest(ds *market.Dataset) (market.Report, error) {
-	rep, err := market.Backtest(ds, ds.Test, flatPolicy{})
+func flatTest(ds *market.Dataset) (sim.Report, error) {
+	rep, err := sim.Backtest(ds, ds.Test, flatPolicy{})
 	if err != nil {
 		return rep, fmt.Errorf("test backtest of flat: %w", err)
 	}
@@ -200,7 +201,7 @@ func loadPolicy(ctx context.Context, e *env, path string) (*policy.Policy, error
 // Final is the report the run is judged by: the test range when there is
 // one (flat's when the run abstained), else validation (which also picked
 // the checkpoint, so it is biased upwards).
-func (r trainResult) Final() market.Report {
+func (r trainResult) Final() sim.Report {
 	if r.Test != nil {
 		return *r.Test
 	}
@@ -219,7 +220,7 @@ func (r trainResult) Final() market.Report {
 // With data.series the run trains on a panel (market.PreparePanel: each
 // series prepared alone, their training ranges joined) and validates as
 // the walk-forward study's panel runs do: on the equal-risk portfolio of
-// the validation backtests of every series (market.PanelValidation), its
+// the validation backtests of every series (sim.PanelValidation), its
 // daily Sharpe ratio picking the epoch and its t-statistic gating the
 // recommendation. Its checkpoints record the panel (trainer.PanelMeta:
 // the series' files, their SHA-256 and ranges), and the test report is
@@ -524,7 +525,7 @@ func writeJSONFile(path string, v any) error {
 }
 
 // printReport prints a backtest report beside buy-and-hold and flat.
-func printReport(e *env, r market.Report) {
+func printReport(e *env, r sim.Report) {
 	w := e.stdout
 	fmt.Fprintf(w, "backtest %s .. %s (%d bars, %.0f bars/year)\n", r.From.Format("2006-01-02 15:04"), r.To.Format("2006-01-02 15:04"), r.Bars, r.BarsPerYear)
 	fmt.Fprintf(w, "%-16s %12s %12s %12s\n", "", "agent", "buy & hold", "flat")
@@ -542,7 +543,7 @@ func printReport(e *env, r market.Report) {
 	}
 	for _, x := range []struct {
 		name string
-		m    market.Metrics
+		m    sim.Metrics
 	}{{"agent", r.Metrics}, {"buy & hold", r.BuyAndHold}} {
 		if x.m.RuinBar > 0 {
 			fmt.Fprintf(w, "%s: RUINED at bar %d (%s): equity reached the margin floor, trading stopped; shortfall %.2f\n",

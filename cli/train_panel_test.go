@@ -14,6 +14,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 )
 
 // panelFixture copies two H4 forex slices of the walk-forward fixture into
@@ -123,7 +124,7 @@ func TestTrainOnAPanelRecordsItAndEvaluateReloadsIt(t *testing.T) {
 	if len(ev.Series) != 2 || ev.Portfolio == nil {
 		t.Fatalf("evaluate: %d series, portfolio %v; want the panel's 2 and their portfolio", len(ev.Series), ev.Portfolio)
 	}
-	same := func(what string, a, b market.Report) {
+	same := func(what string, a, b sim.Report) {
 		t.Helper()
 		if a.Sharpe != b.Sharpe || a.TotalReturn != b.TotalReturn || a.FinalEquity != b.FinalEquity || a.Trades != b.Trades || !a.From.Equal(b.From) || !a.To.Equal(b.To) {
 			t.Errorf("%s: Sharpe %v return %v equity %v trades %d %s..%s; train reported Sharpe %v return %v equity %v trades %d %s..%s",

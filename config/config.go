@@ -169,7 +169,7 @@ type DataConfig struct {
 	// to say so). Default "" (one series, Path).
 	Series string `json:"series,omitempty"`
 	// Weighting is how a panel's environments draw their series
-	// (market.WindowStart): "equal" (each series as often) or "bars" (in
+	// (sim.WindowStart): "equal" (each series as often) or "bars" (in
 	// proportion to its training bars). Default "equal" ("" means it).
 	Weighting string `json:"weighting,omitempty"`
 }

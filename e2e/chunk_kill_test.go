@@ -55,17 +55,23 @@ func TestKillInAChunkKeepsItsCheckpoints(t *testing.T) {
 		resumed, committed, len(rows), n)
 }
 
-// startChunkRun starts worker A and, on it, a run of 24 epochs of about
-// 0.4 s each (a 2-s chunk holds about five), checkpointed every epoch and
-// none pruned; it returns the run's config and id, and the worker.
+// startChunkRun starts worker A and, on it, a run of 160 short epochs
+// (about a sixth of a second each on a quiet machine) whose RunEpochs
+// chunks each hold several epochs, and returns the run's configuration
+// and ID.
 func startChunkRun(t *testing.T, s *stack, idPrefix string) (config.RunConfig, string, *proc) {
 	t.Helper()
-	cfg := killConfig(filepath.Join(s.dir, "checkpoints"), max(calibrateSteps(t)/6, 20))
-	// 48 epochs (about 20 s): on a quiet machine a run of 12 could finish
-	// before the server saw a heartbeat past the committed epoch, and a
-	// clean-clone CI run of 24 once did too (the run completed while the
-	// stop test waited).
-	cfg.Epochs = 48
+	// Epochs of epochTarget/25 and 160 of them (about 30 s quiet): the
+	// tests need a chunk whose heartbeat carries a checkpoint past the
+	// committed epoch, and a heartbeat carries the checkpoint of the epoch
+	// before it (checkpoints are written asynchronously), so a chunk must
+	// hold three epochs or more within the chunk budget (2 s). With epochs
+	// of epochTarget/6, a loaded clean-clone CI machine (epochs 6.5 times
+	// slower than calibrated) gave every chunk one epoch and the run
+	// completed while the stop test waited; at epochTarget/25 chunks still
+	// hold three epochs at ten times slower.
+	cfg := killConfig(filepath.Join(s.dir, "checkpoints"), max(calibrateSteps(t)/25, 8))
+	cfg.Epochs = 160
 	cfg.Checkpoint.KeepLast = cfg.Epochs
 	a := s.startWorker("worker-a")
 	runID := idPrefix + randomHex(t, 4)

@@ -17,6 +17,7 @@ import (
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/gpu/cuda"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/replay"
 	"github.com/dqnflow/dqnflow/trainer/model"
@@ -67,7 +68,7 @@ func relErr(a, b float64) float64 {
 }
 
 // TestDeviceEnvironmentMatchesMarket gives the CPU environment
-// (market.VecEnv and the rollout collector) and the device environment the
+// (sim.VecEnv and the rollout collector) and the device environment the
 // same windows and the same actions for a whole episode on the bundled
 // S&P 500 data: rewards, agent features and equity agree within 1e-9
 // relative, and the transitions written to the replay buffers are equal bit
@@ -94,7 +95,7 @@ func TestDeviceEnvironmentMatchesMarket(t *testing.T) {
 // on a joined panel (market.JoinPanel) of three series with three
 // instruments and cost models: the bundled S&P 500 hours (ES), the
 // bundled bitcoin hours (BTC) and a synthetic series ("bps", with per-bar
-// slippage). Over the first episode the device and market.VecEnv agree
+// slippage). Over the first episode the device and sim.VecEnv agree
 // as there; at its end every environment's new window is the one
 // panelStart's draws give (recomputed on the host from the same
 // counter-based stream and market.SegmentCumulative), lies inside one
@@ -225,14 +226,14 @@ func deviceEnvironmentMatchesMarket(t *testing.T, cfg config.RunConfig, ds *mark
 	if err != nil {
 		t.Fatal(err)
 	}
-	env, err := market.NewVecEnv(ds, ds.Train, envs, cfg.Env.EpisodeBars, rand.New(rand.NewPCG(9, 9)))
+	env, err := sim.NewVecEnv(ds, ds.Train, envs, cfg.Env.EpisodeBars, rand.New(rand.NewPCG(9, 9)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := env.SetState(start.Env); err != nil {
 		t.Fatal(err)
 	}
-	if err := env.SetReward(market.ShapeOf(cfg.Env)); err != nil {
+	if err := env.SetReward(sim.ShapeOf(cfg.Env)); err != nil {
 		t.Fatal(err)
 	}
 	buf, err := replay.New(cfg.Replay)
@@ -244,7 +245,7 @@ func deviceEnvironmentMatchesMarket(t *testing.T, cfg config.RunConfig, ds *mark
 	steps := min(cfg.Env.EpisodeBars, ds.Train.Len()) - 1 // one whole episode: every env starts at its window's first bar
 	var maxReward, maxAgent, maxPnL, maxEquity float64
 	equityCPU, equityDev := make([]float64, envs), make([]float64, envs)
-	var devRes market.StepResult
+	var devRes sim.StepResult
 	var took []int32
 	// The device thread runs this function: failures return errors (a
 	// t.Fatal there would end the device's goroutine).
@@ -257,7 +258,7 @@ func deviceEnvironmentMatchesMarket(t *testing.T, cfg config.RunConfig, ds *mark
 		}
 		acts := make([]market.Action, envs)
 		given := make([]int32, 3*envs)
-		var res market.StepResult
+		var res sim.StepResult
 		for s := range steps {
 			for i := range acts {
 				acts[i] = scripted(s, i)
@@ -354,7 +355,7 @@ func transitionAt(s replay.Storage, i int) replay.Transition {
 	return tr
 }
 
-// judge replays the device's actions through market.Backtest and asks a
+// judge replays the device's actions through sim.Backtest and asks a
 // reference policy, at every bar, what it would do on the same
 // observation: a bar differs when it answers otherwise. For the CPU
 // policy it also measures how close that bar was to the decision's
@@ -583,7 +584,7 @@ func compareBacktest(t *testing.T, tr *Trainer, ds *market.Dataset, r market.Ran
 // judgeBacktest replays the device backtest's actions devActs (report dev)
 // against the host environment driven by the device network and by the
 // CPU policy of ck, bar by bar on the same observations.
-func judgeBacktest(t *testing.T, tr *Trainer, ds *market.Dataset, r market.Range, ck *checkpoint.Checkpoint, margin float32, dev market.Report, devActs []int32, precision string) {
+func judgeBacktest(t *testing.T, tr *Trainer, ds *market.Dataset, r market.Range, ck *checkpoint.Checkpoint, margin float32, dev sim.Report, devActs []int32, precision string) {
 	pol, err := policy.Load(ck)
 	if err != nil {
 		t.Fatal(err)
@@ -596,7 +597,7 @@ func judgeBacktest(t *testing.T, tr *Trainer, ds *market.Dataset, r market.Range
 		{"the device network with the host environment", nil, nil},
 		{"the CPU policy (" + pol.Precision() + ")", pol.Greedy, func(obs []float32, dst []float32) error { return pol.QValues(obs, 1, dst) }},
 	} {
-		var refRep, judged market.Report
+		var refRep, judged sim.Report
 		j := &judge{rec: devenv.RecordedPolicy{From: r.From, Acts: devActs}, q: ref.q, margin: margin, first: -1}
 		err := tr.do(func(c *cuda.Ctx) error {
 			g := ref.g
@@ -608,7 +609,7 @@ func judgeBacktest(t *testing.T, tr *Trainer, ds *market.Dataset, r market.Range
 			if refRep, err = rollout.Backtest(ds, r, g); err != nil {
 				return err
 			}
-			judged, err = market.Backtest(ds, r, j)
+			judged, err = sim.Backtest(ds, r, j)
 			return err
 		})
 		if err == nil {
@@ -637,7 +638,7 @@ func judgeBacktest(t *testing.T, tr *Trainer, ds *market.Dataset, r market.Range
 
 // metricsErr is the largest relative difference between the numeric
 // fields of a and b, and its field.
-func metricsErr(a, b market.Metrics) (float64, string) {
+func metricsErr(a, b sim.Metrics) (float64, string) {
 	var ma, mb map[string]any
 	ja, _ := json.Marshal(a)
 	jb, _ := json.Marshal(b)

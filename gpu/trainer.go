@@ -18,6 +18,7 @@ import (
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/gpu/cuda"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/replay"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/trainer/model"
@@ -489,13 +490,13 @@ func (t *Trainer) SyncTarget() error {
 
 // Backtest runs the online network's greedy policy over bars r of ds:
 // the host's accounting asks the device network for many actions per call
-// (market.BacktestBatch), or with DQNFLOW_BACKTEST=kernel one kernel walks
+// (sim.BacktestBatch), or with DQNFLOW_BACKTEST=kernel one kernel walks
 // the range (Backtest).
-func (t *Trainer) Backtest(ctx context.Context, ds *market.Dataset, r market.Range) (market.Report, error) {
+func (t *Trainer) Backtest(ctx context.Context, ds *market.Dataset, r market.Range) (sim.Report, error) {
 	if err := t.usable(); err != nil {
-		return market.Report{}, err
+		return sim.Report{}, err
 	}
-	var rep market.Report
+	var rep sim.Report
 	err := t.do(func(c *cuda.Ctx) error {
 		var err error
 		rep, err = t.bt.Run(c, t.l, t.col.Mk, ds, r)

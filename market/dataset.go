@@ -1,13 +1,12 @@
 package market
 
 import (
-	"github.com/dqnflow/dqnflow/prices"
-
 	"context"
 	"fmt"
 	"time"
 
 	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/prices"
 )
 
 // Prepare builds the Dataset of a run: it loads cfg.Data.Path (a CSV file
@@ -150,7 +149,7 @@ func PrepareWith(b *prices.Bars, norm Normalizer, inst Instrument) (*Dataset, er
 	if b == nil {
 		return nil, fmt.Errorf("prepare dataset: no bars")
 	}
-	if err := checkInstrument(inst); err != nil {
+	if err := inst.Check(); err != nil {
 		return nil, fmt.Errorf("prepare dataset %s: %w", b.Name, err)
 	}
 	if err := norm.Check(); err != nil {

@@ -1,8 +1,6 @@
 package market
 
 import (
-	"github.com/dqnflow/dqnflow/prices"
-
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/files"
+	"github.com/dqnflow/dqnflow/prices"
 )
 
 const (

@@ -1,11 +1,11 @@
 package market
 
 import (
-	"github.com/dqnflow/dqnflow/prices"
-
 	"math"
 	"runtime"
 	"sync"
+
+	"github.com/dqnflow/dqnflow/prices"
 )
 
 // FeatureNames names the NumFeatures market features in column order.

@@ -1,8 +1,6 @@
 package market
 
 import (
-	"github.com/dqnflow/dqnflow/prices"
-
 	"context"
 	"math"
 	"math/rand/v2"
@@ -10,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/dqnflow/dqnflow/prices"
 )
 
 func featureIndex(t *testing.T, name string) int {

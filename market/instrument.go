@@ -7,6 +7,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/data"
+	"github.com/dqnflow/dqnflow/prices"
 )
 
 // Instrument is the traded contract and the account; values are resolved
@@ -33,7 +34,7 @@ type Instrument struct {
 	SlippageBps   float64 `json:"slippage_bps,omitempty"`
 	CommissionBps float64 `json:"commission_bps,omitempty"`
 	// MarginFloor ends a backtest's trading when equity falls to
-	// MarginFloor × InitialCapital or below (Backtest).
+	// MarginFloor × InitialCapital or below (sim.Backtest).
 	MarginFloor float64 `json:"margin_floor,omitempty"`
 	// Sizing is the rule that sizes the contract (env.sizing, "notional"
 	// or "vol_target"): PointValue follows the price a range is entered
@@ -169,31 +170,31 @@ func ResolveInstrument(e config.EnvConfig, dataPath string, refPrice, leverage f
 			inst.Commission = inst.CommissionPoints * inst.PointValue
 		}
 	}
-	return inst, checkInstrument(inst)
+	return inst, inst.Check()
 }
 
-// slip is the slippage of one fill at price p, in price points.
-func (i Instrument) slip(p float64) float64 {
+// Slip is the slippage of one fill at price p, in price points.
+func (i Instrument) Slip(p float64) float64 {
 	return i.SlippageTicks*i.TickSize + i.SlippageBps*1e-4*math.Abs(p)
 }
 
-// comm is the commission of one contract filled at price p, in money.
-func (i Instrument) comm(p float64) float64 {
+// Comm is the commission of one contract filled at price p, in money.
+func (i Instrument) Comm(p float64) float64 {
 	return i.Commission + i.CommissionBps*1e-4*math.Abs(p)*i.PointValue
 }
 
 // RoundTripBps is the cost of opening and closing one contract at price p
 // (two fills, slippage and commission), in basis points of the notional:
-// 2·(slip(p) + comm(p)/PointValue)/p · 10⁴.
+// 2·(Slip(p) + Comm(p)/PointValue)/p · 10⁴.
 func (i Instrument) RoundTripBps(p float64) float64 {
 	if !(p > 0) || !(i.PointValue > 0) {
 		return 0
 	}
-	return 2 * (i.slip(p) + i.comm(p)/i.PointValue) / p * 1e4
+	return 2 * (i.Slip(p) + i.Comm(p)/i.PointValue) / p * 1e4
 }
 
-// checkInstrument rejects an instrument that cannot price a trade.
-func checkInstrument(i Instrument) error {
+// Check rejects an instrument that cannot price a trade.
+func (i Instrument) Check() error {
 	fin := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 	switch {
 	case !(i.TickSize > 0) || !fin(i.TickSize):
@@ -212,4 +213,19 @@ func checkInstrument(i Instrument) error {
 		return fmt.Errorf("instrument margin_floor %v: must be in [0, 1)", i.MarginFloor)
 	}
 	return nil
+}
+
+// SpreadSlip is the per-bar slippage of bars that quote bid and ask
+// (Dataset.Slip): half the spread at each bar's open, Spread[t] / 2, the
+// distance from the mid (the bars' prices) to the ask a market buy pays
+// or the bid a market sell gets. Nil when b has no Spread.
+func SpreadSlip(b *prices.Bars) []float64 {
+	if b == nil || b.Spread == nil {
+		return nil
+	}
+	out := make([]float64, len(b.Spread))
+	for t, x := range b.Spread {
+		out[t] = x / 2
+	}
+	return out
 }

@@ -1,13 +1,12 @@
 package market
 
 import (
-	"github.com/dqnflow/dqnflow/prices"
-
 	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/dqnflow/dqnflow/data"
+	"github.com/dqnflow/dqnflow/prices"
 )
 
 // Spec is one row of the instrument table: what an instrument is and what

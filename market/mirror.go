@@ -1,10 +1,10 @@
 package market
 
 import (
-	"github.com/dqnflow/dqnflow/prices"
-
 	"fmt"
 	"time"
+
+	"github.com/dqnflow/dqnflow/prices"
 )
 
 // Mirrored training (data.mirror).

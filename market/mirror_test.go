@@ -1,12 +1,12 @@
 package market
 
 import (
-	"github.com/dqnflow/dqnflow/prices"
-
 	"context"
 	"math"
 	"reflect"
 	"testing"
+
+	"github.com/dqnflow/dqnflow/prices"
 )
 
 func mirroredSPX(t *testing.T) (plain, mirrored *Dataset) {

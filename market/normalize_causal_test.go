@@ -1,8 +1,6 @@
 package market
 
 import (
-	"github.com/dqnflow/dqnflow/prices"
-
 	"encoding/json"
 	"errors"
 	"math"
@@ -12,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/prices"
 )
 
 // TestCausalNormalizerMatchesHandWorkedValues: half-life 1 (λ = ½),

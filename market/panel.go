@@ -1,15 +1,13 @@
 package market
 
 import (
-	"github.com/dqnflow/dqnflow/prices"
-
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"strings"
 	"time"
 
 	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/prices"
 )
 
 // Panel training: one agent trained on several series at once
@@ -51,12 +49,12 @@ import (
 //
 // Segments. The joined training range is split into one Segment per
 // part. An episode window never crosses a segment boundary
-// (WindowStart): a window that began in one series and ended in another
+// (sim.WindowStart): a window that began in one series and ended in another
 // would see a price jump no market made. Every part's training range must
 // hold at least episodeBars bars; a shorter one is an error naming the
 // series (rather than a clipped window, which would make episode lengths
 // differ and the environments' windows unequal in length, which
-// EnvState's checks and the device's window arithmetic rely on).
+// sim.EnvState's checks and the device's window arithmetic rely on).
 
 // Segment is the training bars [From, To) of one series of a panel
 // (Dataset.Segments), with the relative probability Weight that a new
@@ -157,11 +155,11 @@ func JoinPanel(names []string, parts []*Dataset, weighting string, episodeBars i
 			b.Time[j], b.Volume[j] = src.Time[t], src.Volume[t]
 			b.Open[j], b.High[j], b.Low[j], b.Close[j] = o*sc, src.High[t]*sc, src.Low[t]*sc, src.Close[t]*sc
 			out.ATR[j] = max(ts.ATR[t], in.TickSize) * sc
-			slip := in.slip(o)
+			slip := in.Slip(o)
 			if ts.Slip != nil {
 				slip = ts.Slip[t]
 			}
-			out.Slip[j] = (slip + in.comm(o)/in.PointValue) * sc
+			out.Slip[j] = (slip + in.Comm(o)/in.PointValue) * sc
 		}
 		copy(out.Features[off*NumFeatures:], ts.Features[r.From*NumFeatures:r.To*NumFeatures])
 		w := 1.0
@@ -182,7 +180,7 @@ func JoinPanel(names []string, parts []*Dataset, weighting string, episodeBars i
 		in.TickSize = tick
 	}
 	out.Instrument = in
-	if err := checkInstrument(in); err != nil {
+	if err := in.Check(); err != nil {
 		return nil, fmt.Errorf("join panel: %w", err)
 	}
 	for t, x := range out.Slip {
@@ -212,65 +210,6 @@ func SegmentCumulative(segs []Segment) []float64 {
 		c[len(c)-1] = 1
 	}
 	return c
-}
-
-// checkSegments says whether segs tile r exactly (contiguous, in order,
-// From of the first r.From, To of the last r.To), each with a positive,
-// finite weight and at least l bars (one window).
-func checkSegments(segs []Segment, r Range, l int) error {
-	at := r.From
-	for k, s := range segs {
-		switch {
-		case s.From != at:
-			return fmt.Errorf("panel segment %d (%s) starts at bar %d, want %d: the segments must tile the training range %s", k, s.Name, s.From, at, r)
-		case s.Len() < l:
-			return fmt.Errorf("panel segment %d (%s) holds %d bars, fewer than one episode window of %d", k, s.Name, s.Len(), l)
-		case !(s.Weight > 0) || math.IsInf(s.Weight, 0):
-			return fmt.Errorf("panel segment %d (%s) has weight %g: must be positive and finite", k, s.Name, s.Weight)
-		}
-		at = s.To
-	}
-	if at != r.To {
-		return fmt.Errorf("panel segments end at bar %d, the training range %s at %d", at, r, r.To)
-	}
-	return nil
-}
-
-// WindowStart draws the first bar of an episode window of
-// l = min(episodeBars, r.Len()) bars inside r from rng. With zero or one
-// segment it is uniform over r.From … r.To−l, one rng.IntN draw (the
-// draw VecEnv has always made, so a single-series run's stream is
-// unchanged). With several, it draws the segment first, k with
-// probability w_k/Σw (one rng.Float64 against SegmentCumulative), then
-// the start uniformly over segment k's From … To−l, so the window never
-// crosses into another series. segs must tile r (JoinPanel's do).
-func WindowStart(rng *rand.Rand, segs []Segment, r Range, episodeBars int) int {
-	l := min(episodeBars, r.Len())
-	if len(segs) <= 1 {
-		return windowStart(rng, nil, nil, r, l)
-	}
-	return windowStart(rng, segs, SegmentCumulative(segs), r, l)
-}
-
-// windowStart is WindowStart with the cumulative weights cum computed
-// once (VecEnv keeps them).
-func windowStart(rng *rand.Rand, segs []Segment, cum []float64, r Range, l int) int {
-	if len(segs) > 1 {
-		u := rng.Float64()
-		k := len(segs) - 1
-		for j, c := range cum {
-			if u < c {
-				k = j
-				break
-			}
-		}
-		r = Range{segs[k].From, segs[k].To}
-	}
-	s := r.From
-	if free := r.Len() - l; free > 0 {
-		s += rng.IntN(free + 1)
-	}
-	return s
 }
 
 // SegmentOf is the index of the segment of segs holding bar t, -1 when

@@ -1,12 +1,11 @@
 package market
 
 import (
-	"github.com/dqnflow/dqnflow/prices"
-
 	"fmt"
 	"math"
 
 	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/prices"
 )
 
 // MaxLeverage caps a full position's notional under env.sizing
@@ -149,7 +148,7 @@ func (i Instrument) SizedAt(ref float64) (Instrument, error) {
 
 // TradedInstrument is the instrument a backtest over bars r of ds trades:
 // ds.Instrument sized at the price of the range's first fill, the open of
-// bar r.From+1 (the file's comment). Every backtest (Backtest, the
+// bar r.From+1 (the file's comment). Every backtest (sim.Backtest, the
 // batched and the device ones) and every benchmark but buy-and-hold
 // trades it, so their figures on the same bars agree whichever command
 // asks.

@@ -1,12 +1,12 @@
 package market
 
 import (
-	"github.com/dqnflow/dqnflow/prices"
-
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"time"
+
+	"github.com/dqnflow/dqnflow/prices"
 )
 
 // Parameters of the synthetic process (Synthetic documents the formulas).
@@ -118,7 +118,7 @@ func SyntheticSeries(n int, seed uint64, phi float64) (*prices.Bars, *Oracle, er
 
 // Oracle is the causal optimal trader of a Synthetic series: it knows the
 // generator's parameters and predicts the next bar's log return from bars
-// ≤ t only. It implements Policy for the bars it was generated with.
+// ≤ t only. It implements sim.Policy for the bars it was generated with.
 type Oracle struct {
 	Phi, Kappa, Level float64
 	// Threshold is the predicted |log return| below which the oracle stays
@@ -138,7 +138,7 @@ func (o *Oracle) Predict(t int) float64 {
 	return o.Phi*math.Log(b.Close[t]/b.Open[t]) - o.Kappa*math.Log(b.Close[t]/o.Level)
 }
 
-// Act implements Policy: full size long when Predict(t) > Threshold, full
+// Act implements sim.Policy: full size long when Predict(t) > Threshold, full
 // size short when it is < −Threshold, flat otherwise; never a stop. obs is
 // not used: the oracle reads bars ≤ t of its own series.
 func (o *Oracle) Act(t int, obs []float32) Action {

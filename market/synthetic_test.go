@@ -1,8 +1,6 @@
 package market
 
 import (
-	"github.com/dqnflow/dqnflow/prices"
-
 	"context"
 	"fmt"
 	"math"
@@ -12,9 +10,8 @@ import (
 	"time"
 
 	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/prices"
 )
-
-var _ Policy = (*Oracle)(nil)
 
 func TestSyntheticIsDeterministic(t *testing.T) {
 	a, _, err := Synthetic(3000, 7)
@@ -149,7 +146,7 @@ func TestOracleIsRightAndProfitable(t *testing.T) {
 				hits++
 			}
 		}
-		perContract := inst.slip(b.Open[i+1])*inst.PointValue + inst.comm(b.Open[i+1])
+		perContract := inst.Slip(b.Open[i+1])*inst.PointValue + inst.Comm(b.Open[i+1])
 		step := float64(pos)*next*inst.PointValue - math.Abs(float64(pos-prev))*perContract
 		pnl += step
 		sum += step / inst.InitialCapital

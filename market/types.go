@@ -1,6 +1,10 @@
 package market
 
-import "github.com/dqnflow/dqnflow/prices"
+import (
+	"fmt"
+
+	"github.com/dqnflow/dqnflow/prices"
+)
 
 // NumFeatures is the number of market features per bar (features.go
 // documents each one). NumAgentFeatures describe the agent's own position.
@@ -28,6 +32,20 @@ type Action struct {
 	Exit int `json:"exit"`
 }
 
+// Check says whether a lies inside the action space: each branch's choice
+// in [0, that branch's size).
+func (a Action) Check() error {
+	switch {
+	case a.Dir < 0 || a.Dir >= NumDirections:
+		return fmt.Errorf("action direction %d out of [0, %d)", a.Dir, NumDirections)
+	case a.Size < 0 || a.Size >= NumSizes:
+		return fmt.Errorf("action size %d out of [0, %d)", a.Size, NumSizes)
+	case a.Exit < 0 || a.Exit >= NumExits:
+		return fmt.Errorf("action exit rule %d out of [0, %d)", a.Exit, NumExits)
+	}
+	return nil
+}
+
 // Dataset is a bar series ready for training or evaluation: normalised
 // features for every bar, the train and validation ranges and the
 // instrument.
@@ -53,7 +71,7 @@ type Dataset struct {
 	// (Bars.Len() values), where the data prices it bar by bar: a fill at
 	// bar t (its open, a stop inside it, a liquidation at its close) moves
 	// Slip[t] against the order instead of the instrument's constant
-	// slippage (Instrument.slip); the commission is the instrument's
+	// slippage (Instrument.Slip); the commission is the instrument's
 	// still. Nil: the constant everywhere. Prepare and PrepareWith fill it
 	// with SpreadSlip (half the bid/ask spread of bars that quote one); a
 	// panel fills it per series. Values must be finite and non-negative.
@@ -62,17 +80,10 @@ type Dataset struct {
 	BarsPerYear float64
 	// Segments splits Train into the series of a panel (JoinPanel): an
 	// episode window lies inside one segment, drawn by its weight
-	// (WindowStart). Nil for one series.
+	// (sim.WindowStart). Nil for one series.
 	Segments []Segment
 
 	// training is the joined dataset of data.mirror (TrainingSet), nil
 	// without it.
 	training *Dataset
-}
-
-// Policy chooses the action at bar t of a Dataset from the observation at t
-// (ObsDim values: the bar's features, then the agent's). The backtest calls
-// it once per bar in time order.
-type Policy interface {
-	Act(t int, obs []float32) Action
 }

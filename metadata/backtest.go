@@ -26,7 +26,7 @@ type BacktestRecord struct {
 	CheckpointID *int64    `json:"checkpoint_id,omitempty" db:"checkpoint_id"`
 	DataFrom     time.Time `json:"data_from" db:"data_from"` // first bar's time
 	DataTo       time.Time `json:"data_to" db:"data_to"`     // last bar's time
-	// Report is the full report (market.Report) as a JSON object.
+	// Report is the full report (sim.Report) as a JSON object.
 	Report      json.RawMessage `json:"report,omitempty" db:"report"`
 	Sharpe      *float64        `json:"sharpe,omitempty" db:"sharpe"` // nil when undefined (no variance)
 	TotalReturn float64         `json:"total_return" db:"total_return"`

@@ -30,6 +30,16 @@ type Bars struct {
 // Len is the number of bars.
 func (b *Bars) Len() int { return len(b.Close) }
 
+// add appends one checked bar: its time, open, high, low, close and volume.
+func (b *Bars) add(t time.Time, o, h, l, c, v float64) {
+	b.Time = append(b.Time, t)
+	b.Open = append(b.Open, o)
+	b.High = append(b.High, h)
+	b.Low = append(b.Low, l)
+	b.Close = append(b.Close, c)
+	b.Volume = append(b.Volume, v)
+}
+
 // Slice returns bars [i, j) sharing storage with b.
 func (b *Bars) Slice(i, j int) *Bars {
 	return &Bars{

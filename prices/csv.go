@@ -85,17 +85,12 @@ func ParseCSV(ctx context.Context, name string, r io.Reader, lim Limits) (*Bars,
 		header int // the header's line
 	)
 	for {
-		line, err := lr.next()
+		line, err := lr.nextIn(ctx)
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
 			return nil, err
-		}
-		if lr.line%4096 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, fmt.Errorf("read %s: stopped at line %d: %w", name, lr.line, err)
-			}
 		}
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
@@ -347,12 +342,7 @@ func (p *rowParser) parse(b *Bars, line int, rec []string) error {
 		}
 		vol = v
 	}
-	b.Time = append(b.Time, t)
-	b.Open = append(b.Open, o)
-	b.High = append(b.High, h)
-	b.Low = append(b.Low, l)
-	b.Close = append(b.Close, cl)
-	b.Volume = append(b.Volume, vol)
+	b.add(t, o, h, l, cl, vol)
 	return nil
 }
 

@@ -3,6 +3,7 @@ package prices
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -101,6 +102,22 @@ func (l *lineReader) next() ([]byte, error) {
 		}
 		return line, nil
 	}
+}
+
+// nextIn is next for a read that ctx can stop: every 4,096 lines it
+// checks ctx, and a cancelled read fails naming the file and the line it
+// reached.
+func (l *lineReader) nextIn(ctx context.Context) ([]byte, error) {
+	line, err := l.next()
+	if err != nil {
+		return nil, err
+	}
+	if l.line%4096 == 0 {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("read %s: stopped at line %d: %w", l.name, l.line, err)
+		}
+	}
+	return line, nil
 }
 
 func (l *lineReader) tooLong() error {

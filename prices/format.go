@@ -291,12 +291,7 @@ func (c *barChecker) add(line int, timeCol string, t time.Time, cols [4]string, 
 	if vol < 0 {
 		return c.bad(line, volCol, "volume %v is negative", vol)
 	}
-	b.Time = append(b.Time, t)
-	b.Open = append(b.Open, o)
-	b.High = append(b.High, h)
-	b.Low = append(b.Low, l)
-	b.Close = append(b.Close, cl)
-	b.Volume = append(b.Volume, vol)
+	b.add(t, o, h, l, cl, vol)
 	return nil
 }
 

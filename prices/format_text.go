@@ -3,7 +3,6 @@ package prices
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"math"
 	"strconv"
@@ -66,17 +65,12 @@ func ParseHeaderless(ctx context.Context, name string, r io.Reader, lim Limits) 
 		fields []string
 	)
 	for {
-		line, err := lr.next()
+		line, err := lr.nextIn(ctx)
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
 			return nil, err
-		}
-		if lr.line%4096 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, fmt.Errorf("read %s: stopped at line %d: %w", name, lr.line, err)
-			}
 		}
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue

@@ -217,17 +217,12 @@ func ParseLean(ctx context.Context, name string, r io.Reader, kind Format, ff *F
 	var fields []string
 	var cur factorCursor
 	for {
-		line, err := lr.next()
+		line, err := lr.nextIn(ctx)
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
 			return nil, err
-		}
-		if lr.line%4096 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, fmt.Errorf("read %s: stopped at line %d: %w", name, lr.line, err)
-			}
 		}
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue

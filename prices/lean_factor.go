@@ -57,17 +57,12 @@ func ParseFactorFile(ctx context.Context, name string, r io.Reader, lim Limits) 
 	ff := &FactorFile{Name: name}
 	var fields []string
 	for {
-		line, err := lr.next()
+		line, err := lr.nextIn(ctx)
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
 			return nil, err
-		}
-		if lr.line%4096 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, fmt.Errorf("read %s: stopped at line %d: %w", name, lr.line, err)
-			}
 		}
 		line = bytes.TrimSpace(line)
 		if len(line) == 0 || bytes.Contains(line, []byte("inf")) || bytes.Contains(line, []byte("e+")) {

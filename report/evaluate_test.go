@@ -6,11 +6,11 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 )
 
 // TestDrawdownPeaksAtTheMaxDrawdown: the drawdown curve is never negative
-// and its maximum is market.MaxDrawdown of the same equity.
+// and its maximum is sim.MaxDrawdown of the same equity.
 func TestDrawdownPeaksAtTheMaxDrawdown(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	e := make([]float64, 500)
@@ -26,14 +26,14 @@ func TestDrawdownPeaksAtTheMaxDrawdown(t *testing.T) {
 		}
 		top = max(top, v)
 	}
-	if want := market.MaxDrawdown(e); math.Abs(top-want) > 1e-15 {
-		t.Errorf("max of the drawdown curve %g, want market.MaxDrawdown %g", top, want)
+	if want := sim.MaxDrawdown(e); math.Abs(top-want) > 1e-15 {
+		t.Errorf("max of the drawdown curve %g, want sim.MaxDrawdown %g", top, want)
 	}
 }
 
 // TestPlotsAreWritten: WritePlots writes both PNGs of a report.
 func TestPlotsAreWritten(t *testing.T) {
-	r := market.Report{Equity: []float64{100, 101, 99, 103}, BuyAndHoldEquity: []float64{100, 98, 97, 104}}
+	r := sim.Report{Equity: []float64{100, 101, 99, 103}, BuyAndHoldEquity: []float64{100, 98, 97, 104}}
 	dir := t.TempDir()
 	eq, dd, err := WritePlots(dir, "x", "test", r)
 	if err != nil {

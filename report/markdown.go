@@ -6,7 +6,7 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 )
 
 // Section is one series of an evaluation: its test report and plots, and
@@ -14,7 +14,7 @@ import (
 type Section struct {
 	Title    string // e.g. "bundled:USA500IDXUSD_H1.csv"
 	Note     string // how the policy was obtained (run, checkpoint, best epoch)
-	Report   market.Report
+	Report   sim.Report
 	Equity   string // PNG file names, relative to the page
 	Drawdown string
 	Seeds    []SeedRow    // the same config trained at several seeds; empty for one
@@ -26,26 +26,26 @@ type Section struct {
 // evidence falls short of backtest.min_valid_t (then the run's answer on
 // the test range is flat's), the test report it is judged by and its own.
 type EnsembleRow struct {
-	Members   int           `json:"members"`
-	Valid     market.Report `json:"validation"`
-	ValidT    float64       `json:"validation_sharpe_t"`
-	Abstained bool          `json:"abstained"`
-	Test      market.Report `json:"test"`
-	Own       market.Report `json:"ensemble_test"`
+	Members   int        `json:"members"`
+	Valid     sim.Report `json:"validation"`
+	ValidT    float64    `json:"validation_sharpe_t"`
+	Abstained bool       `json:"abstained"`
+	Test      sim.Report `json:"test"`
+	Own       sim.Report `json:"ensemble_test"`
 }
 
 // SeedRow is one seed's training run of a series: the checkpoint validation
 // picked, whether the run abstained (ADR 0016), the run's test report (flat's
 // when it abstained) and the checkpoint's own test report.
 type SeedRow struct {
-	Seed        uint64        `json:"seed"`
-	BestEpoch   int           `json:"best_epoch"`
-	Epochs      int           `json:"epochs"`
-	ValidSharpe float64       `json:"validation_sharpe"`
-	ValidT      float64       `json:"validation_sharpe_t"`
-	Abstained   bool          `json:"abstained"`
-	Test        market.Report `json:"test"`
-	Checkpoint  market.Report `json:"checkpoint_test"`
+	Seed        uint64     `json:"seed"`
+	BestEpoch   int        `json:"best_epoch"`
+	Epochs      int        `json:"epochs"`
+	ValidSharpe float64    `json:"validation_sharpe"`
+	ValidT      float64    `json:"validation_sharpe_t"`
+	Abstained   bool       `json:"abstained"`
+	Test        sim.Report `json:"test"`
+	Checkpoint  sim.Report `json:"checkpoint_test"`
 }
 
 // SeedSummary is what a series' seeds say together: how many runs
@@ -114,7 +114,7 @@ func WriteMarkdown(w io.Writer, title, intro string, sections []Section) error {
 		}
 		for _, x := range []struct {
 			name string
-			m    market.Metrics
+			m    sim.Metrics
 		}{{"agent", r.Metrics}, {"buy & hold", r.BuyAndHold}} {
 			if x.m.RuinBar > 0 {
 				p("\n**%s ruined** at bar %d (%s): equity reached the margin floor and trading stopped; shortfall %.2f.\n",
@@ -153,7 +153,7 @@ func WriteMarkdown(w io.Writer, title, intro string, sections []Section) error {
 // Row is one line of the metrics table.
 type Row struct {
 	Name   string
-	Format func(market.Metrics) string
+	Format func(sim.Metrics) string
 }
 
 // Rows lists the table's metrics in order.
@@ -162,22 +162,22 @@ func Rows() []Row {
 	num := func(v float64) string { return fmt.Sprintf("%.3f", v) }
 	money := func(v float64) string { return fmt.Sprintf("%.2f", v) }
 	return []Row{
-		{"total return", func(m market.Metrics) string { return pct(m.TotalReturn) }},
-		{"annual return", func(m market.Metrics) string { return pct(m.AnnualReturn) }},
-		{"volatility", func(m market.Metrics) string { return pct(m.Volatility) }},
-		{"Sharpe", func(m market.Metrics) string { return num(m.Sharpe) }},
-		{"Sortino", func(m market.Metrics) string { return num(m.Sortino) }},
-		{"max drawdown", func(m market.Metrics) string { return pct(m.MaxDrawdown) }},
-		{"Calmar", func(m market.Metrics) string { return num(m.Calmar) }},
-		{"CVaR 5%", func(m market.Metrics) string { return pct(m.CVaR5) }},
-		{"trades", func(m market.Metrics) string { return strconv.Itoa(m.Trades) }},
-		{"win rate", func(m market.Metrics) string { return pct(m.WinRate) }},
-		{"profit factor", func(m market.Metrics) string { return num(m.ProfitFactor) }},
-		{"turnover", func(m market.Metrics) string { return num(m.Turnover) }},
-		{"exposure", func(m market.Metrics) string { return pct(m.Exposure) }},
-		{"costs", func(m market.Metrics) string { return money(m.Costs) }},
-		{"cost per trade", func(m market.Metrics) string { return money(m.CostPerTrade) }},
-		{"final equity", func(m market.Metrics) string { return money(m.FinalEquity) }},
+		{"total return", func(m sim.Metrics) string { return pct(m.TotalReturn) }},
+		{"annual return", func(m sim.Metrics) string { return pct(m.AnnualReturn) }},
+		{"volatility", func(m sim.Metrics) string { return pct(m.Volatility) }},
+		{"Sharpe", func(m sim.Metrics) string { return num(m.Sharpe) }},
+		{"Sortino", func(m sim.Metrics) string { return num(m.Sortino) }},
+		{"max drawdown", func(m sim.Metrics) string { return pct(m.MaxDrawdown) }},
+		{"Calmar", func(m sim.Metrics) string { return num(m.Calmar) }},
+		{"CVaR 5%", func(m sim.Metrics) string { return pct(m.CVaR5) }},
+		{"trades", func(m sim.Metrics) string { return strconv.Itoa(m.Trades) }},
+		{"win rate", func(m sim.Metrics) string { return pct(m.WinRate) }},
+		{"profit factor", func(m sim.Metrics) string { return num(m.ProfitFactor) }},
+		{"turnover", func(m sim.Metrics) string { return num(m.Turnover) }},
+		{"exposure", func(m sim.Metrics) string { return pct(m.Exposure) }},
+		{"costs", func(m sim.Metrics) string { return money(m.Costs) }},
+		{"cost per trade", func(m sim.Metrics) string { return money(m.CostPerTrade) }},
+		{"final equity", func(m sim.Metrics) string { return money(m.FinalEquity) }},
 	}
 }
 

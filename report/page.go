@@ -6,7 +6,7 @@ import (
 	"html/template"
 	"time"
 
-	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/metadata"
 )
 
@@ -127,22 +127,22 @@ func runPage(r Run, figs []Figure) page {
 	if r.Best != nil {
 		rep := r.Best.Report
 		m := &table{Header: []string{"", "agent", "buy and hold", "flat"}, Mark: -1}
-		row := func(name string, f func(market.Metrics) string) {
+		row := func(name string, f func(sim.Metrics) string) {
 			m.Rows = append(m.Rows, []string{name, f(rep.Metrics), f(rep.BuyAndHold), f(rep.Flat)})
 		}
 		num := func(v float64) string { return fmt.Sprintf("%.3f", v) }
-		row("total return", func(x market.Metrics) string { return pct(x.TotalReturn) })
-		row("annual return", func(x market.Metrics) string { return pct(x.AnnualReturn) })
-		row("volatility", func(x market.Metrics) string { return pct(x.Volatility) })
-		row("Sharpe", func(x market.Metrics) string { return num(x.Sharpe) })
-		row("Sortino", func(x market.Metrics) string { return num(x.Sortino) })
-		row("max drawdown", func(x market.Metrics) string { return pct(x.MaxDrawdown) })
-		row("Calmar", func(x market.Metrics) string { return num(x.Calmar) })
-		row("CVaR 5%", func(x market.Metrics) string { return pct(x.CVaR5) })
-		row("trades", func(x market.Metrics) string { return fmt.Sprint(x.Trades) })
-		row("win rate", func(x market.Metrics) string { return pct(x.WinRate) })
-		row("profit factor", func(x market.Metrics) string { return num(x.ProfitFactor) })
-		row("exposure", func(x market.Metrics) string { return pct(x.Exposure) })
+		row("total return", func(x sim.Metrics) string { return pct(x.TotalReturn) })
+		row("annual return", func(x sim.Metrics) string { return pct(x.AnnualReturn) })
+		row("volatility", func(x sim.Metrics) string { return pct(x.Volatility) })
+		row("Sharpe", func(x sim.Metrics) string { return num(x.Sharpe) })
+		row("Sortino", func(x sim.Metrics) string { return num(x.Sortino) })
+		row("max drawdown", func(x sim.Metrics) string { return pct(x.MaxDrawdown) })
+		row("Calmar", func(x sim.Metrics) string { return num(x.Calmar) })
+		row("CVaR 5%", func(x sim.Metrics) string { return pct(x.CVaR5) })
+		row("trades", func(x sim.Metrics) string { return fmt.Sprint(x.Trades) })
+		row("win rate", func(x sim.Metrics) string { return pct(x.WinRate) })
+		row("profit factor", func(x sim.Metrics) string { return num(x.ProfitFactor) })
+		row("exposure", func(x sim.Metrics) string { return pct(x.Exposure) })
 		text := fmt.Sprintf("%s to %s, %d bars; checkpoint %s.", rep.From.Format("2006-01-02 15:04"), rep.To.Format("2006-01-02 15:04"),
 			rep.Bars, r.Best.URI)
 		if n := r.Best.Notice; n != "" {

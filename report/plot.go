@@ -8,7 +8,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
-	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 )
 
 // Curve is one named line: a value per bar.
@@ -27,7 +27,7 @@ var (
 
 // Curves returns the equity curves of r (agent, buy-and-hold, flat), each
 // divided by the initial equity, so 1 is where they start.
-func Curves(r market.Report) []Curve {
+func Curves(r sim.Report) []Curve {
 	n := len(r.Equity)
 	e0 := 1.0
 	if n > 0 && r.Equity[0] > 0 {
@@ -52,7 +52,7 @@ func Curves(r market.Report) []Curve {
 }
 
 // Drawdown is 1 − E_t / max_{s≤t} E_s for each bar, as a positive
-// fraction (market.MaxDrawdown is its maximum).
+// fraction (sim.MaxDrawdown is its maximum).
 func Drawdown(e []float64) []float64 {
 	out := make([]float64, len(e))
 	peak := 0.0
@@ -101,7 +101,7 @@ func WritePNG(path, title, yLabel string, curves []Curve) error {
 
 // WritePlots writes equity and drawdown PNGs of r as DIR/NAME-equity.png
 // and DIR/NAME-drawdown.png and returns their base names.
-func WritePlots(dir, name, title string, r market.Report) (equity, drawdown string, err error) {
+func WritePlots(dir, name, title string, r sim.Report) (equity, drawdown string, err error) {
 	curves := Curves(r)
 	equity, drawdown = name+"-equity.png", name+"-drawdown.png"
 	if err := WritePNG(dir+"/"+equity, title+": equity (1 = start)", "equity / initial", curves); err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/metadata"
 )
 
@@ -41,7 +42,7 @@ func sampleRun() Run {
 			b.Actions = append(b.Actions, market.Action{Dir: i % 3, Size: i % 4, Exit: i % 3})
 		}
 	}
-	b.Report = market.Report{Metrics: market.Metrics{Sharpe: 1.25, Trades: 17}, BuyAndHold: market.Metrics{Sharpe: 0.5}}
+	b.Report = sim.Report{Metrics: sim.Metrics{Sharpe: 1.25, Trades: 17}, BuyAndHold: sim.Metrics{Sharpe: 0.5}}
 	r.Best = b
 	return r
 }

@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/metadata"
 )
 
@@ -53,7 +54,7 @@ type Backtest struct {
 	// Actions[i] is the action chosen at bar i (filled at bar i+1's open);
 	// the last bar has none.
 	Actions []market.Action
-	Report  market.Report
+	Report  sim.Report
 	// Notice, when not "", is said before the figures: the checkpoint's
 	// own run recommended staying flat (ADR 0016), and the figures trade
 	// it anyway.

@@ -1,6 +1,6 @@
 // Package stats owns the statistics that put an honest interval and a
 // multiple-testing correction beside every Sharpe ratio dqnflow reports:
-// the Sharpe ratio itself (the project's one definition; market.Sharpe
+// the Sharpe ratio itself (the project's one definition; sim.Sharpe
 // is this package's), its t-statistic and its standard error under
 // non-normal returns, block-bootstrap percentile intervals for it and for
 // any statistic of a return series (alone, paired with a baseline on the
@@ -23,7 +23,7 @@
 // Every Sharpe ratio here is per bar, mean(r)/std(r) of simple per-bar
 // returns with a zero risk-free rate and the sample (n − 1) standard
 // deviation, unless a name says annual: Annualise multiplies by
-// √barsPerYear, exactly as market.Sharpe does. The probabilistic and
+// √barsPerYear, exactly as sim.Sharpe does. The probabilistic and
 // deflated Sharpe ratios, the standard error and the variance of the
 // trials' Sharpe ratios are all per bar; annualise only for display.
 //

@@ -5,7 +5,7 @@ import "math"
 // Sharpe is the per-bar Sharpe ratio with a zero risk-free rate,
 // mean(r)/std(r) with the sample standard deviation (StdDev); 0 when
 // std(r) = 0 (a flat or constant series) or r has fewer than two values.
-// It is the project's definition: market.Sharpe is
+// It is the project's definition: sim.Sharpe is
 // Annualise(Sharpe(r), barsPerYear), bit for bit.
 func Sharpe(r []float64) float64 {
 	m, sd := meanStdDev(r)
@@ -17,7 +17,7 @@ func Sharpe(r []float64) float64 {
 
 // Annualise turns a per-bar Sharpe ratio into an annual one,
 // sr × √barsPerYear; 0 when barsPerYear is not positive (the data's bars
-// per year are unknown), as market.Sharpe.
+// per year are unknown), as sim.Sharpe.
 func Annualise(sr, barsPerYear float64) float64 {
 	return sr * annualFactor(barsPerYear)
 }

@@ -4,7 +4,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/stats"
 )
 
@@ -53,7 +53,7 @@ func TestSharpeEstimateOfHandWorkedSeries(t *testing.T) {
 	}
 }
 
-// referenceSharpe is the annualised Sharpe ratio as market.Sharpe defined
+// referenceSharpe is the annualised Sharpe ratio as sim.Sharpe defined
 // it before this package existed, written out independently of it: the
 // mean Σr/n, the sample standard deviation √(Σ(r − mean)²/(n − 1)) in a
 // second pass, mean/std × √barsPerYear; 0 when std is 0 or n < 2, and ×0
@@ -83,7 +83,7 @@ func referenceSharpe(r []float64, barsPerYear float64) float64 {
 }
 
 // TestSharpeIsMarketSharpeBitForBit checks that the annualised Sharpe
-// ratio of this package, and market.Sharpe (which every report prints and
+// ratio of this package, and sim.Sharpe (which every report prints and
 // which calls it), are the project's definition (referenceSharpe) to the
 // last bit, over random series of several scales and signs, and over the
 // edge cases market defines: no or one return, a constant series, bars
@@ -105,7 +105,7 @@ func TestSharpeIsMarketSharpeBitForBit(t *testing.T) {
 	for i, r := range series {
 		for _, bpy := range []float64{252, 8760, 98280, 1, 0, -5, math.NaN()} {
 			got := stats.Annualise(stats.Sharpe(r), bpy)
-			mkt := market.Sharpe(r, bpy)
+			mkt := sim.Sharpe(r, bpy)
 			want := referenceSharpe(r, bpy)
 			if math.Float64bits(got) != math.Float64bits(want) || math.Float64bits(mkt) != math.Float64bits(want) {
 				t.Fatalf("series %d (n %d), bars per year %v: stats %.17g, market %.17g, reference %.17g", i, len(r), bpy, got, mkt, want)

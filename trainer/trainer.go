@@ -15,6 +15,7 @@ import (
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 )
 
 // Info reports what a trainer really runs: a precision label is a claim, so
@@ -112,7 +113,7 @@ type Trainer interface {
 	// The caller adds the run id and epoch to its metadata.
 	Snapshot() (*checkpoint.Checkpoint, error)
 	// Backtest runs the greedy policy over bars r of ds.
-	Backtest(ctx context.Context, ds *market.Dataset, r market.Range) (market.Report, error)
+	Backtest(ctx context.Context, ds *market.Dataset, r market.Range) (sim.Report, error)
 	// Close frees the trainer's memory; the trainer is unusable afterwards.
 	Close() error
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/trainer/policy"
 	"github.com/dqnflow/dqnflow/trainer/rollout"
@@ -22,7 +23,7 @@ import (
 // with that range's benchmarks b (nil: computed). One Backtester serves
 // one goroutine at a time.
 type Backtester interface {
-	Backtest(ds *market.Dataset, r market.Range, b *market.Benchmarks) (market.Report, error)
+	Backtest(ds *market.Dataset, r market.Range, b *sim.Benchmarks) (sim.Report, error)
 }
 
 // GreedyPolicy is a Backtester of a greedy function (a network's:
@@ -30,18 +31,18 @@ type Backtester interface {
 type GreedyPolicy rollout.Greedy
 
 // Backtest runs the policy over bars r of ds (rollout.BacktestStats).
-func (g GreedyPolicy) Backtest(ds *market.Dataset, r market.Range, b *market.Benchmarks) (market.Report, error) {
+func (g GreedyPolicy) Backtest(ds *market.Dataset, r market.Range, b *sim.Benchmarks) (sim.Report, error) {
 	rep, _, err := rollout.BacktestStats(ds, r, rollout.Greedy(g), b)
 	return rep, err
 }
 
-// PolicyBacktester is a Backtester of a bar-by-bar market.Policy that
+// PolicyBacktester is a Backtester of a bar-by-bar sim.Policy that
 // keeps no state between calls (a rule, a constant).
-type PolicyBacktester struct{ Policy market.Policy }
+type PolicyBacktester struct{ Policy sim.Policy }
 
-// Backtest runs the policy over bars r of ds (market.BacktestWith).
-func (p PolicyBacktester) Backtest(ds *market.Dataset, r market.Range, b *market.Benchmarks) (market.Report, error) {
-	return market.BacktestWith(ds, r, p.Policy, b)
+// Backtest runs the policy over bars r of ds (sim.BacktestWith).
+func (p PolicyBacktester) Backtest(ds *market.Dataset, r market.Range, b *sim.Benchmarks) (sim.Report, error) {
+	return sim.BacktestWith(ds, r, p.Policy, b)
 }
 
 // Agent is what one training run of a window leaves: the checkpoint its
@@ -53,7 +54,7 @@ type Agent struct {
 	Clone func() (Backtester, error)
 	// ValidSharpe and ValidT are the chosen checkpoint's validation
 	// Sharpe (bar returns, annualised) and its t-statistic
-	// (market.Report.SharpeT); Abstained is set when ValidT is below
+	// (sim.Report.SharpeT); Abstained is set when ValidT is below
 	// backtest.min_valid_t: the run recommends flat (ADR 0016).
 	ValidSharpe, ValidT float64
 	Abstained           bool
@@ -97,7 +98,7 @@ type Trainer func(ctx context.Context, req TrainRequest) (Agent, error)
 // A request of several series trains a panel: one agent on their
 // training ranges joined (market.JoinPanel, data.weighting drawing the
 // series), the epoch chosen on the equal-risk portfolio of the validation
-// backtests of every series (market.PanelValidation: its daily Sharpe ratio and
+// backtests of every series (sim.PanelValidation: its daily Sharpe ratio and
 // t-statistic are the agent's ValidSharpe and ValidT). The checkpoint
 // records the series and their ranges (checkpoint.MetaPanel) and, as its instrument,
 // the first series' own (the joined set's carries the costs in its bars,
@@ -135,7 +136,7 @@ func LocalTrainer(b trainer.Backend, opt checkpoint.Options, log io.Writer) Trai
 				rep, err := tr.Backtest(ctx, ds, ds.Valid)
 				return rep.Sharpe, rep.SharpeT(), err
 			}
-			sc, err := market.PanelValidation(func(d *market.Dataset, r market.Range) (market.Report, error) { return tr.Backtest(ctx, d, r) }, req.Series, req.Data)
+			sc, err := sim.PanelValidation(func(d *market.Dataset, r market.Range) (sim.Report, error) { return tr.Backtest(ctx, d, r) }, req.Series, req.Data)
 			return sc.Sharpe, sc.T, err
 		}
 		var best *checkpoint.Checkpoint

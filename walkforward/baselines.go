@@ -5,12 +5,13 @@ import (
 	"math"
 
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/stats"
 )
 
 // The baselines trade the same Dataset as the agent, so the same
-// instrument, sizing and costs (market.Backtest): a full position is
+// instrument, sizing and costs (sim.Backtest): a full position is
 // MaxContracts contracts (Action Size NumSizes−1), worth the instrument's
 // full notional at the last training bar; buy-and-hold holds one from the
 // first fill to the end (1× notional).
@@ -25,10 +26,10 @@ type constant market.Action
 func (c constant) Act(int, []float32) market.Action { return market.Action(c) }
 
 // Flat is the policy that never trades: what an abstaining run trades.
-func Flat() market.Policy { return constant(flatAction) }
+func Flat() sim.Policy { return constant(flatAction) }
 
 // BuyAndHold is the policy that holds a full long position throughout.
-func BuyAndHold() market.Policy { return constant(longAction) }
+func BuyAndHold() sim.Policy { return constant(longAction) }
 
 // Momentum is the time-series momentum rule of Moskowitz, Ooi and
 // Pedersen (2012, "Time series momentum", JFE 104(2)): at bar t it holds
@@ -104,7 +105,7 @@ func sizeAction(p float64) market.Action {
 // running sums over the series (computed once here, O(bars)) instead of
 // Position's VolWindow logarithms a bar. The two agree to rounding
 // (TestMomentumPolicyIsPosition).
-func (m Momentum) Policy(b *prices.Bars) market.Policy {
+func (m Momentum) Policy(b *prices.Bars) sim.Policy {
 	c := b.Close
 	p := momentumPolicy{m: m, close: c}
 	if m.VolWindow < 2 || m.Lookback < 1 || len(c) <= m.VolWindow {
@@ -199,7 +200,7 @@ func ChooseMomentum(ds *market.Dataset, train market.Range) (MomentumChoice, err
 	}
 	bars := func(p Period) int { return max(2, int(math.Round(ds.BarsPerYear*p.InYears()))) }
 	base := Momentum{VolWindow: bars(MomentumVolWindow), TargetVol: stats.StdDev(lr) / 2}
-	bench, err := market.NewBenchmarks(ds, train)
+	bench, err := sim.NewBenchmarks(ds, train)
 	if err != nil {
 		return MomentumChoice{}, fmt.Errorf("momentum on %s: %w", b.Name, err)
 	}
@@ -207,7 +208,7 @@ func ChooseMomentum(ds *market.Dataset, train market.Range) (MomentumChoice, err
 	for i, p := range MomentumLookbacks {
 		m := base
 		m.Lookback = bars(p)
-		rep, err := market.BacktestWith(ds, train, m.Policy(b), bench)
+		rep, err := sim.BacktestWith(ds, train, m.Policy(b), bench)
 		if err != nil {
 			return best, fmt.Errorf("momentum %s on %s: %w", p, b.Name, err)
 		}
@@ -218,23 +219,23 @@ func ChooseMomentum(ds *market.Dataset, train market.Range) (MomentumChoice, err
 	return best, nil
 }
 
-// BestRule backtests rules (market.Rules: momentum and reversal over bar
+// BestRule backtests rules (sim.Rules: momentum and reversal over bar
 // lookbacks, long-short and long-only, full positions) on bars valid of
 // ds and returns the index of the one of best Sharpe (the first listed on
 // a tie) and its report: how the yardstick is chosen wherever it stands
 // beside a checkpoint (walkforward, baselines, evaluate).
-func BestRule(ds *market.Dataset, valid market.Range, rules []market.Rule) (int, market.Report, error) {
-	var rep market.Report
+func BestRule(ds *market.Dataset, valid market.Range, rules []sim.Rule) (int, sim.Report, error) {
+	var rep sim.Report
 	if len(rules) == 0 {
 		return 0, rep, fmt.Errorf("best rule: no rules")
 	}
-	bench, err := market.NewBenchmarks(ds, valid)
+	bench, err := sim.NewBenchmarks(ds, valid)
 	if err != nil {
 		return 0, rep, err
 	}
 	best := -1
 	for j, r := range rules {
-		v, err := market.BacktestWith(ds, valid, r.Policy(ds.Bars), bench)
+		v, err := sim.BacktestWith(ds, valid, r.Policy(ds.Bars), bench)
 		if err != nil {
 			return 0, rep, fmt.Errorf("%s: %w", r.Name(), err)
 		}
@@ -252,14 +253,14 @@ func BestRule(ds *market.Dataset, valid market.Range, rules []market.Rule) (int,
 // validation (BestRule), each backtested on the test range, whose
 // benchmarks bench are (nil: computed). inTraining is copied into each
 // Result (whether the agent trained on the series).
-func Baselines(ds *market.Dataset, sw SeriesWindow, rules []market.Rule, inTraining bool, bench *market.Benchmarks) ([]Result, error) {
+func Baselines(ds *market.Dataset, sw SeriesWindow, rules []sim.Rule, inTraining bool, bench *sim.Benchmarks) ([]Result, error) {
 	if err := sameRanges(ds, sw); err != nil {
 		return nil, err
 	}
 	test := ds.Test
 	if bench == nil {
 		var err error
-		if bench, err = market.NewBenchmarks(ds, test); err != nil {
+		if bench, err = sim.NewBenchmarks(ds, test); err != nil {
 			return nil, fmt.Errorf("window %d, %s: %w", sw.Window, sw.Series, err)
 		}
 	}
@@ -274,14 +275,14 @@ func Baselines(ds *market.Dataset, sw SeriesWindow, rules []market.Rule, inTrain
 	var out []Result
 	for _, b := range []struct {
 		strategy, detail string
-		p                market.Policy
+		p                sim.Policy
 	}{
 		{StrategyFlat, "", Flat()},
 		{StrategyBuyAndHold, "", BuyAndHold()},
 		{StrategyMomentum, fmt.Sprintf("lookback %s (%d bars), vol window %d bars, target vol %.3g%% a bar", mom.Lookback, mom.Rule.Lookback, mom.Rule.VolWindow, 100*mom.Rule.TargetVol), mom.Rule.Policy(ds.Bars)},
 		{StrategyBestRule, rules[ri].Name(), rules[ri].Policy(ds.Bars)},
 	} {
-		rep, err := market.BacktestWith(ds, test, b.p, bench)
+		rep, err := sim.BacktestWith(ds, test, b.p, bench)
 		if err != nil {
 			return nil, fmt.Errorf("window %d, %s, %s: %w", sw.Window, sw.Series, b.strategy, err)
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/prices"
 )
 
@@ -77,7 +78,7 @@ func TestMomentumByHand(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := market.Range{From: w, To: w + len(closes)}
-	rep, err := market.Backtest(ds, r, m.Policy(b))
+	rep, err := sim.Backtest(ds, r, m.Policy(b))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,5 +17,5 @@
 // The agent of a window is one run a seed per training series, or with
 // Study.Panel one run a seed on all of them joined (LocalTrainer,
 // market.JoinPanel), its epoch chosen on the equal-risk portfolio of its
-// validation backtests (market.PanelValidation; ADR 0037).
+// validation backtests (sim.PanelValidation; ADR 0037).
 package walkforward

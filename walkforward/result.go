@@ -5,11 +5,12 @@ import (
 	"hash/fnv"
 
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/stats"
 )
 
 // NewResult is the Result of a backtest report rep of one strategy over
-// bars r of ds (rep = market.Backtest(ds, r, …)): its daily returns
+// bars r of ds (rep = sim.Backtest(ds, r, …)): its daily returns
 // (DailyReturns), their annualised Sharpe ratio with its block-bootstrap
 // 95 % interval and t-statistic (stats.EstimateSharpe, stats.Bootstrap
 // seeded from the row's identity, so the same row gets the same
@@ -17,9 +18,9 @@ import (
 // (a share of the initial capital). Days a year, which annualise the
 // daily figures, are daysPerYear's. A series
 // of equal returns (flat) has Sharpe 0, interval [0, 0] and t 0.
-func NewResult(id Result, ds *market.Dataset, r market.Range, rep market.Report) (Result, error) {
+func NewResult(id Result, ds *market.Dataset, r market.Range, rep sim.Report) (Result, error) {
 	res := id
-	days, rets, err := market.DailyReturns(ds.Bars, r, rep.Equity)
+	days, rets, err := sim.DailyReturns(ds.Bars, r, rep.Equity)
 	if err != nil {
 		return res, fmt.Errorf("%s on %s, window %d: %w", id.Strategy, id.Series, id.Window, err)
 	}

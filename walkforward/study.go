@@ -15,6 +15,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/prices"
 )
 
@@ -65,8 +66,8 @@ type Study struct {
 	// window (Result.Note says which).
 	Panel bool
 	// Rules are the family the best simple rule is chosen from on
-	// validation; nil: market.Rules(market.DefaultLookbacks).
-	Rules []market.Rule
+	// validation; nil: sim.Rules(sim.DefaultLookbacks).
+	Rules []sim.Rule
 	// PriorTrials is the number of agent configurations tried before
 	// this study on the same data (earlier studies, sweeps), which the
 	// deflated Sharpe ratio must count.
@@ -275,7 +276,7 @@ type part struct {
 	i     int // index in Study.Series
 	sw    SeriesWindow
 	ds    *market.Dataset
-	bench *market.Benchmarks // the test block's
+	bench *sim.Benchmarks // the test block's
 	base  []Result
 }
 
@@ -300,7 +301,7 @@ func clock(tm map[string]*Timing, p string, n int, f func() error) error {
 
 // prepareWindow makes the datasets and runs the baselines of window w,
 // the series in parallel.
-func (s *Study) prepareWindow(ctx context.Context, w Window, row []SeriesWindow, bars []*prices.Bars, left map[string]bool, rules []market.Rule) stage1 {
+func (s *Study) prepareWindow(ctx context.Context, w Window, row []SeriesWindow, bars []*prices.Bars, left map[string]bool, rules []sim.Rule) stage1 {
 	st := stage1{timings: map[string]*Timing{}}
 	for _, p := range windowPhases {
 		st.timings[p] = &Timing{Window: w.Index, Phase: p}
@@ -321,7 +322,7 @@ func (s *Study) prepareWindow(ctx context.Context, w Window, row []SeriesWindow,
 			if err := sameRanges(p.ds, p.sw); err != nil {
 				return err
 			}
-			if p.bench, err = market.NewBenchmarks(p.ds, p.ds.Test); err != nil {
+			if p.bench, err = sim.NewBenchmarks(p.ds, p.ds.Test); err != nil {
 				return fmt.Errorf("window %d, %s: test benchmarks: %w", w.Index, p.sw.Series, err)
 			}
 			return nil
@@ -477,7 +478,7 @@ func parallel(ctx context.Context, n int, f func(i int) error) error {
 // the test block of ds (bench: its benchmarks): its checkpoint, or flat
 // where the gate makes it abstain (Detail DetailAbstained, Note the
 // evidence and the checkpoint's own test Sharpe).
-func (s *Study) agentResult(ag Agent, pol Backtester, ds *market.Dataset, bench *market.Benchmarks, sw SeriesWindow, seed uint64, inTraining bool) (Result, error) {
+func (s *Study) agentResult(ag Agent, pol Backtester, ds *market.Dataset, bench *sim.Benchmarks, sw SeriesWindow, seed uint64, inTraining bool) (Result, error) {
 	id := Result{Window: sw.Window, Series: sw.Series, Strategy: StrategyAgent, Seed: seed, InTraining: inTraining,
 		ValidSharpe: ag.ValidSharpe, ValidT: ag.ValidT}
 	rep, err := pol.Backtest(ds, ds.Test, bench)
@@ -486,7 +487,7 @@ func (s *Study) agentResult(ag Agent, pol Backtester, ds *market.Dataset, bench 
 	}
 	if ag.Abstained && s.Gate != GateNone {
 		ck := rep
-		if rep, err = market.BacktestWith(ds, ds.Test, Flat(), bench); err != nil {
+		if rep, err = sim.BacktestWith(ds, ds.Test, Flat(), bench); err != nil {
 			return id, fmt.Errorf("flat test backtest: %w", err)
 		}
 		id.Detail = DetailAbstained

@@ -13,6 +13,7 @@ import (
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/trainer/cpu"
 	"github.com/dqnflow/dqnflow/trainer/policy"
@@ -212,8 +213,8 @@ func checkByHand(t *testing.T, s *Study, ds *market.Dataset, sw SeriesWindow, r 
 		}
 		act = func(t int) market.Action { return m.Rule.Action(b.Close, t) }
 	case StrategyBestRule:
-		var rule market.Rule
-		for _, x := range market.Rules(market.DefaultLookbacks) {
+		var rule sim.Rule
+		for _, x := range sim.Rules(sim.DefaultLookbacks) {
 			if x.Name() == r.Detail {
 				rule = x
 			}
@@ -246,7 +247,7 @@ func checkByHand(t *testing.T, s *Study, ds *market.Dataset, sw SeriesWindow, r 
 		pos = next
 		eq[j-te.From] = eq[j-te.From-1] + pnl*in.PointValue
 	}
-	days, rets, err := market.DailyReturns(b, te, eq)
+	days, rets, err := sim.DailyReturns(b, te, eq)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +274,7 @@ func checkByHand(t *testing.T, s *Study, ds *market.Dataset, sw SeriesWindow, r 
 func TestDailyReturnsJoinTheBarsOfADay(t *testing.T) {
 	t0 := time.Date(2020, 3, 2, 8, 0, 0, 0, time.UTC)
 	b := &prices.Bars{Time: []time.Time{t0, t0.Add(4 * time.Hour), t0.Add(8 * time.Hour), t0.Add(24 * time.Hour), t0.Add(28 * time.Hour)}, Close: make([]float64, 5)}
-	days, rets, err := market.DailyReturns(b, market.Range{From: 0, To: 5}, []float64{100, 101, 102, 99, 104.04})
+	days, rets, err := sim.DailyReturns(b, market.Range{From: 0, To: 5}, []float64{100, 101, 102, 99, 104.04})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -473,7 +474,7 @@ func TestPanelStudyTrainsOneAgentOnTheTrainingSeries(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := GreedyPolicy(pol.Greedy)
-	sc, err := market.PanelValidation(func(d *market.Dataset, r market.Range) (market.Report, error) { return g.Backtest(d, r, nil) },
+	sc, err := sim.PanelValidation(func(d *market.Dataset, r market.Range) (sim.Report, error) { return g.Backtest(d, r, nil) },
 		[]string{"EURUSD_H4", "USDJPY_H4"}, parts)
 	if err != nil {
 		t.Fatal(err)

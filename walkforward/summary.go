@@ -6,7 +6,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/stats"
 )
 
@@ -398,7 +398,7 @@ func (g *grouper) measure(strategy string, seed uint64, r []float64, rows []Resu
 	for i, v := range r {
 		eq[i+1] = eq[i] * (1 + v)
 	}
-	m.TotalReturn, m.MaxDrawdown = eq[len(r)]-1, market.MaxDrawdown(eq)
+	m.TotalReturn, m.MaxDrawdown = eq[len(r)]-1, sim.MaxDrawdown(eq)
 	var years float64
 	for _, row := range rows {
 		m.Runs++

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/stats"
 )
 
@@ -66,7 +66,7 @@ func compounded(r []float64) (total, dd float64) {
 	for _, v := range r {
 		eq = append(eq, eq[len(eq)-1]*(1+v))
 	}
-	return eq[len(eq)-1] - 1, market.MaxDrawdown(eq)
+	return eq[len(eq)-1] - 1, sim.MaxDrawdown(eq)
 }
 
 // TestSummaryEqualPortfolioIsTheMeanOfTwoSeries: with equal weights the

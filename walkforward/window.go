@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/prices"
 )
 
@@ -23,7 +24,7 @@ type laid struct {
 	Plan
 	bars  []*prices.Bars
 	left  map[string]bool
-	rules []market.Rule
+	rules []sim.Rule
 }
 
 // lay checks s, loads every series' bars and lays the windows over
@@ -35,7 +36,7 @@ func (s *Study) lay(ctx context.Context) (laid, error) {
 	}
 	l.rules = s.Rules
 	if l.rules == nil {
-		l.rules = market.Rules(market.DefaultLookbacks)
+		l.rules = sim.Rules(sim.DefaultLookbacks)
 	}
 	l.left = map[string]bool{}
 	for _, n := range s.LeaveOut {

@@ -25,6 +25,7 @@ import (
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/workflows"
@@ -84,7 +85,7 @@ type Config struct {
 	Prepare func(config.RunConfig) (*market.Dataset, error)
 	// Evaluate backtests a checkpoint for EvaluateCheckpoints; nil means
 	// its greedy policy through trainer/policy (activities.Trainer.Evaluate).
-	Evaluate func(*checkpoint.Checkpoint, *market.Dataset, market.Range) (market.Report, error)
+	Evaluate func(*checkpoint.Checkpoint, *market.Dataset, market.Range) (sim.Report, error)
 	// Checkpoints is the store of every checkpoint (a directory or an
 	// s3:// bucket prefix): checkpoint.dir is relative to it and nothing
 	// outside it is written, read or deleted (activities.Trainer.Checkpoints);

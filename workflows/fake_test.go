@@ -19,7 +19,7 @@ import (
 	"github.com/dqnflow/dqnflow/activities"
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
-	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/workflows"
@@ -176,7 +176,7 @@ func (f *fakeGPU) register(env *testsuite.TestWorkflowEnvironment) {
 			if f.sharpe != nil {
 				s = f.sharpe(in.Epoch)
 			}
-			var rep market.Report
+			var rep sim.Report
 			rep.Sharpe = s
 			return activities.BacktestOutput{Epoch: in.Epoch, Report: rep}, nil
 		})

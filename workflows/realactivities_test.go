@@ -29,6 +29,7 @@ import (
 	"github.com/dqnflow/dqnflow/files"
 	"github.com/dqnflow/dqnflow/gpu"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/trainer/trainertest"
@@ -130,11 +131,11 @@ func TestTrainingRunRecordsItsRecommendationInTheBestCheckpoint(t *testing.T) {
 				continue
 			}
 			found = true
-			var rep market.Report
+			var rep sim.Report
 			if err := json.Unmarshal(bt.Report, &rep); err != nil {
 				t.Fatal(err)
 			}
-			// t = Sharpe·√((bars−1)/bars a year), market.Report.SharpeT.
+			// t = Sharpe·√((bars−1)/bars a year), sim.Report.SharpeT.
 			wantT := rep.Sharpe * math.Sqrt(float64(rep.Bars-1)/rep.BarsPerYear)
 			if got.ValidSharpe != res.BestValidSharpe || math.Abs(got.ValidT-wantT) > 1e-12*math.Max(1, math.Abs(wantT)) {
 				t.Errorf("recorded Sharpe %v, t %v; want the best's %v and t %v", got.ValidSharpe, got.ValidT, res.BestValidSharpe, wantT)

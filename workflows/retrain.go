@@ -27,7 +27,7 @@ type RetrainResult struct {
 	ChallengerCheckpoint activities.CheckpointRef `json:"challenger_checkpoint"`
 	ChallengerSharpe     float64                  `json:"challenger_sharpe"`
 	// ChallengerSharpeT is the t-statistic of ChallengerSharpe
-	// (market.Report.SharpeT), the evidence a promotion needs.
+	// (sim.Report.SharpeT), the evidence a promotion needs.
 	ChallengerSharpeT   float64                   `json:"challenger_sharpe_t"`
 	IncumbentRunID      string                    `json:"incumbent_run_id,omitempty"`
 	IncumbentCheckpoint *activities.CheckpointRef `json:"incumbent_checkpoint,omitempty"`

@@ -11,7 +11,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/activities"
 	"github.com/dqnflow/dqnflow/config"
-	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/workflows"
 )
 
@@ -66,7 +66,7 @@ func TestRetrainPromotesOnlyAStrictlyBetterChallengerWithEvidence(t *testing.T) 
 					evaluated = in
 					var out activities.EvaluateOutput
 					for i := range in.Checkpoints {
-						rep := market.Report{BarsPerYear: 8766}
+						rep := sim.Report{BarsPerYear: 8766}
 						rep.Bars, rep.Sharpe = 8767, []float64{tc.challenger, tc.incumbent}[i]
 						out.Reports = append(out.Reports, rep)
 					}

@@ -15,6 +15,7 @@ import (
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/trainer"
 )
@@ -181,29 +182,29 @@ func (t *Trainer) Snapshot() (*checkpoint.Checkpoint, error) {
 }
 
 // Backtest reports the Backend's Sharpe at the trainer's step.
-func (t *Trainer) Backtest(ctx context.Context, ds *market.Dataset, r market.Range) (market.Report, error) {
+func (t *Trainer) Backtest(ctx context.Context, ds *market.Dataset, r market.Range) (sim.Report, error) {
 	return t.b.report(t.Step, ds, r), nil
 }
 
 // Evaluate is activities.Trainer.Evaluate for the fake backend's
 // checkpoints, which hold no network: the report Backtest gives at the
 // checkpoint's global step.
-func (b *Backend) Evaluate(ck *checkpoint.Checkpoint, ds *market.Dataset, r market.Range) (market.Report, error) {
+func (b *Backend) Evaluate(ck *checkpoint.Checkpoint, ds *market.Dataset, r market.Range) (sim.Report, error) {
 	st, err := ck.I64("steps", 2)
 	if err != nil {
-		return market.Report{}, err
+		return sim.Report{}, err
 	}
 	return b.report(st[0], ds, r), nil
 }
 
 // report is the fake backtest of a trainer at a global step over range r:
 // its Sharpe, a tenth of it as the return, a 5 % drawdown.
-func (b *Backend) report(step int64, ds *market.Dataset, r market.Range) market.Report {
+func (b *Backend) report(step int64, ds *market.Dataset, r market.Range) sim.Report {
 	s := 1 - 1/float64(1+step)
 	if b.Sharpe != nil {
 		s = b.Sharpe(step)
 	}
-	rep := market.Report{From: ds.Bars.Time[0], To: ds.Bars.Time[len(ds.Bars.Time)-1], BarsPerYear: ds.BarsPerYear}
+	rep := sim.Report{From: ds.Bars.Time[0], To: ds.Bars.Time[len(ds.Bars.Time)-1], BarsPerYear: ds.BarsPerYear}
 	rep.Sharpe, rep.TotalReturn, rep.MaxDrawdown, rep.Bars = s, s/10, 0.05, r.To-r.From+1
 	return rep
 }

@@ -7,13 +7,14 @@ import (
 
 	"github.com/dqnflow/dqnflow/gpu/cuda"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/trainer/model"
 	"github.com/dqnflow/dqnflow/trainer/rollout"
 )
 
 // Backtest runs the greedy backtest on the device, in one of two ways.
 //
-// By default (batched) it is rollout's backtest (market.BacktestBatch)
+// By default (batched) it is rollout's backtest (sim.BacktestBatch)
 // with the device network as the policy: the host walks the range with the
 // exact accounting of market and asks the inference GEMMs for the greedy
 // actions of many observations per call (every bar's flat decision, then
@@ -27,7 +28,7 @@ import (
 // by bar, with the online network's forward pass for one observation, the
 // greedy head and the environment's accounting, so a backtest is one
 // launch and one read-back of the actions. The host then books the report
-// from those actions with market.Backtest itself, so a device report is a
+// from those actions with sim.Backtest itself, so a device report is a
 // CPU report of the same actions by construction; the kernel's own
 // equity, which the tests compare with the report's, shows that its
 // accounting (and so the agent features the network saw) is the CPU's.
@@ -43,26 +44,26 @@ type Backtest struct {
 	hostEq   []float64
 	LastEq   []float64 // the kernel's equity of the last run (tests)
 	LastBars int
-	Clock    *device.Clock      // TimeEpochs
-	OneBlock bool               // bt_run even where bt_run_cluster fits (tests)
-	bench    *market.Benchmarks // of the last range
-	Cluster  bool               // the last run used bt_run_cluster
-	Kernel   bool               // bt_run / bt_run_cluster instead of the batched backtest (Tuning.Backtest)
+	Clock    *device.Clock   // TimeEpochs
+	OneBlock bool            // bt_run even where bt_run_cluster fits (tests)
+	bench    *sim.Benchmarks // of the last range
+	Cluster  bool            // the last run used bt_run_cluster
+	Kernel   bool            // bt_run / bt_run_cluster instead of the batched backtest (Tuning.Backtest)
 	// LastStats is how the last batched backtest decided (tests, bench).
-	LastStats market.BatchStats
+	LastStats sim.BatchStats
 }
 
 // runBatch is the batched backtest (Backtest): rollout's, with the
 // device network's greedy actions. The device clock counts each call's
 // device work (upload, forward pass, head, read-back).
-func (b *Backtest) runBatch(c *cuda.Ctx, l *step.Learner, ds *market.Dataset, r market.Range) (market.Report, error) {
+func (b *Backtest) runBatch(c *cuda.Ctx, l *step.Learner, ds *market.Dataset, r market.Range) (sim.Report, error) {
 	if r.From >= 0 && r.To <= ds.Bars.Len() && r.Len() >= 2 && !b.bench.For(ds, r) {
 		var err error
-		if b.bench, err = market.NewBenchmarks(ds, r); err != nil {
-			return market.Report{}, err
+		if b.bench, err = sim.NewBenchmarks(ds, r); err != nil {
+			return sim.Report{}, err
 		}
 	}
-	var bench *market.Benchmarks
+	var bench *sim.Benchmarks
 	if b.bench.For(ds, r) {
 		bench = b.bench
 	}
@@ -132,34 +133,34 @@ func clusterShared(l *step.Learner, act int) int {
 }
 
 // Run plays the greedy policy of l's online network over bars r of ds and
-// returns the report market.Backtest books for the actions it took.
-func (b *Backtest) Run(c *cuda.Ctx, l *step.Learner, own *devMarket, ds *market.Dataset, r market.Range) (market.Report, error) {
+// returns the report sim.Backtest books for the actions it took.
+func (b *Backtest) Run(c *cuda.Ctx, l *step.Learner, own *devMarket, ds *market.Dataset, r market.Range) (sim.Report, error) {
 	n := r.Len()
 	if ds == nil || ds.Bars == nil || r.From < 0 || r.To > ds.Bars.Len() || n < 2 {
-		// market.Backtest words the error (the range, the missing bars).
-		return market.Backtest(ds, r, &RecordedPolicy{})
+		// sim.Backtest words the error (the range, the missing bars).
+		return sim.Backtest(ds, r, &RecordedPolicy{})
 	}
 	if !b.Kernel {
 		return b.runBatch(c, l, ds, r)
 	}
 	mk, err := b.market(c, l, own, ds)
 	if err != nil {
-		return market.Report{}, err
+		return sim.Report{}, err
 	}
 	if n > b.cap {
 		bt := b.mem.Batch(c, l.Stream)
 		capN := max(n, 2*b.cap)
 		b.act, b.equity, b.result, b.args = bt.Alloc(4*3*capN), bt.Alloc(8*capN), bt.Alloc(16), bt.Alloc(8*btArgsWords)
 		if bt.Err != nil {
-			return market.Report{}, bt.Err
+			return sim.Report{}, bt.Err
 		}
 		b.cap = capN
 	}
-	// The contract every backtest of r trades (market.Backtest books the
+	// The contract every backtest of r trades (sim.Backtest books the
 	// report with it below, so the device's ruin must see the same).
 	in, err := market.TradedInstrument(ds, r)
 	if err != nil {
-		return market.Report{}, err
+		return sim.Report{}, err
 	}
 	var w device.Words
 	mk.wordsWith(&w, in)
@@ -175,10 +176,10 @@ func (b *Backtest) Run(c *cuda.Ctx, l *step.Learner, own *devMarket, ds *market.
 	}
 	w.Ptr(l.Z).Ptr(b.act).Ptr(b.equity).Ptr(b.result).F32i32(l.Margin, 0)
 	if len(w) != btArgsWords {
-		return market.Report{}, fmt.Errorf("backtest arguments: %d words, want %d", len(w), btArgsWords)
+		return sim.Report{}, fmt.Errorf("backtest arguments: %d words, want %d", len(w), btArgsWords)
 	}
 	if err := c.HtoDAsync(b.args, device.PtrOf(w), 8*len(w), l.Stream); err != nil {
-		return market.Report{}, err
+		return sim.Report{}, err
 	}
 	f, grid, block := l.K.Fn["bt_run"], 1, 1024
 	b.Cluster = false
@@ -188,24 +189,24 @@ func (b *Backtest) Run(c *cuda.Ctx, l *step.Learner, own *devMarket, ds *market.
 	}
 	if shared > 48<<10 {
 		if err := c.SetMaxDynamicShared(f, shared); err != nil {
-			return market.Report{}, err
+			return sim.Report{}, err
 		}
 	}
 	if err := b.Clock.Begin(c, l.Stream); err != nil {
-		return market.Report{}, err
+		return sim.Report{}, err
 	}
 	if err := c.Launch(f, device.Dim(grid), device.Dim(block), shared, l.Stream, b.args); err != nil {
-		return market.Report{}, err
+		return sim.Report{}, err
 	}
 	if err := b.Clock.End(c, l.Stream, "backtest"); err != nil {
-		return market.Report{}, err
+		return sim.Report{}, err
 	}
 	if err := c.Sync(l.Stream); err != nil {
-		return market.Report{}, err
+		return sim.Report{}, err
 	}
 	res := make([]int64, 2)
 	if err := cuda.Download(c, res, b.result); err != nil {
-		return market.Report{}, err
+		return sim.Report{}, err
 	}
 	decided := int(res[0])
 	if cap(b.HostAct) < 3*decided {
@@ -214,7 +215,7 @@ func (b *Backtest) Run(c *cuda.Ctx, l *step.Learner, own *devMarket, ds *market.
 	acts := b.HostAct[:3*decided]
 	if decided > 0 {
 		if err := cuda.Download(c, acts, b.act); err != nil {
-			return market.Report{}, err
+			return sim.Report{}, err
 		}
 	}
 	if cap(b.hostEq) < n {
@@ -222,23 +223,23 @@ func (b *Backtest) Run(c *cuda.Ctx, l *step.Learner, own *devMarket, ds *market.
 	}
 	b.LastEq, b.LastBars = b.hostEq[:n], decided
 	if err := cuda.Download(c, b.LastEq, b.equity); err != nil {
-		return market.Report{}, err
+		return sim.Report{}, err
 	}
 	// Buy-and-hold and flat do not depend on the weights: once per range.
 	if !b.bench.For(ds, r) {
-		if b.bench, err = market.NewBenchmarks(ds, r); err != nil {
-			return market.Report{}, err
+		if b.bench, err = sim.NewBenchmarks(ds, r); err != nil {
+			return sim.Report{}, err
 		}
 	}
 	p := &RecordedPolicy{From: r.From, Acts: acts}
-	rep, err := market.BacktestWith(ds, r, p, b.bench)
+	rep, err := sim.BacktestWith(ds, r, p, b.bench)
 	if err == nil {
 		err = p.Err
 	}
 	return rep, err
 }
 
-// RecordedPolicy answers market.Backtest with the actions the device took,
+// RecordedPolicy answers sim.Backtest with the actions the device took,
 // bar by bar. A question beyond them means the host's accounting reached
 // a bar the device's did not (a ruin one side only): an error, never a
 // silent flat.

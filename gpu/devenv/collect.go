@@ -12,6 +12,7 @@ import (
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/gpu/cuda"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/trainer/rollout"
 )
@@ -60,11 +61,11 @@ func NewCollector(c *cuda.Ctx, l *step.Learner, cfg config.RunConfig, ds *market
 	// The host environment's checks of the data over the training range
 	// (lengths, finite prices and ATR, a usable instrument) and of the
 	// reward shaping, with its errors.
-	probe, err := market.NewVecEnv(ds, ds.Train, 1, cfg.Env.EpisodeBars, rand.New(rand.NewPCG(cfg.Seed, rollout.StreamEnv)))
+	probe, err := sim.NewVecEnv(ds, ds.Train, 1, cfg.Env.EpisodeBars, rand.New(rand.NewPCG(cfg.Seed, rollout.StreamEnv)))
 	if err != nil {
 		return nil, err
 	}
-	if err := probe.SetReward(market.ShapeOf(cfg.Env)); err != nil {
+	if err := probe.SetReward(sim.ShapeOf(cfg.Env)); err != nil {
 		return nil, fmt.Errorf("collector: env.reward_scale, env.turnover_penalty, env.risk_aversion: %w", err)
 	}
 	r := l.Replay
@@ -264,11 +265,11 @@ func (d *Collector) StepGiven(c *cuda.Ctx, l *step.Learner, actions []int32) err
 	return c.Sync(l.Stream)
 }
 
-// StepResult downloads the last step's results in market.StepResult form
+// StepResult downloads the last step's results in sim.StepResult form
 // (NextBar is not kept on the device) and the actions taken.
-func (d *Collector) StepResult(c *cuda.Ctx) (market.StepResult, []int32, error) {
+func (d *Collector) StepResult(c *cuda.Ctx) (sim.StepResult, []int32, error) {
 	n := d.Env.n
-	res := market.StepResult{Reward: make([]float32, n), PnL: make([]float64, n), NextAgent: make([]float32, n*step.AgentW), Done: make([]bool, n)}
+	res := sim.StepResult{Reward: make([]float32, n), PnL: make([]float64, n), NextAgent: make([]float32, n*step.AgentW), Done: make([]bool, n)}
 	done, took := make([]int32, n), make([]int32, 3*n)
 	for _, err := range []error{cuda.Download(c, res.Reward, d.reward), cuda.Download(c, res.PnL, d.pnl),
 		cuda.Download(c, res.NextAgent, d.nextAgent), cuda.Download(c, done, d.done), cuda.Download(c, took, d.took)} {

@@ -9,6 +9,7 @@ import (
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/gpu/cuda"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/trainer/rollout"
 )
 
@@ -155,7 +156,7 @@ func (e *devEnv) State(c *cuda.Ctx) (rollout.State, error) {
 	if err := cuda.Download(c, ctr, e.ctr); err != nil {
 		return rollout.State{}, err
 	}
-	s := rollout.State{N: ns, EnvSteps: ctr[ctrEnvSteps], Env: market.EnvState{
+	s := rollout.State{N: ns, EnvSteps: ctr[ctrEnvSteps], Env: sim.EnvState{
 		From: int64(e.r.From), To: int64(e.r.To), EpisodeBars: int64(e.episodeBars), Episodes: ctr[ctrEpisodes],
 		Entry: make([]float64, n), Stop: make([]float64, n), EpReward: make([]float64, n)}}
 	for _, x := range []struct {
@@ -191,10 +192,10 @@ func (e *devEnv) State(c *cuda.Ctx) (rollout.State, error) {
 }
 
 // check validates s for these environments on ds, as the CPU collector's
-// Load does (market.VecEnv.SetState names the field and the env), and
+// Load does (sim.VecEnv.SetState names the field and the env), and
 // that the step count is whole collector steps (the streams' counter).
 func (e *devEnv) check(ds *market.Dataset, s rollout.State) error {
-	v, err := market.NewVecEnv(ds, e.r, e.n, e.episodeBars, rand.New(rand.NewPCG(0, 0)))
+	v, err := sim.NewVecEnv(ds, e.r, e.n, e.episodeBars, rand.New(rand.NewPCG(0, 0)))
 	if err != nil {
 		return err
 	}

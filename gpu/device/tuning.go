@@ -70,7 +70,7 @@ type Tuning struct {
 	// and 8.2 in 32. DQNFLOW_ENV_BLOCK.
 	EnvBlock int `json:"env_block"`
 	// Backtest is how the greedy backtest runs (ADR 0015): "batch" (the
-	// default, market.BacktestBatch with the device network's decisions)
+	// default, sim.BacktestBatch with the device network's decisions)
 	// or "kernel" (ADR 0012's bt_run kernels, for the comparison in
 	// visit.sh epoch). DQNFLOW_BACKTEST.
 	Backtest string `json:"backtest"`

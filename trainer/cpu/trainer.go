@@ -10,6 +10,7 @@ import (
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/replay"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/trainer/model"
@@ -236,9 +237,9 @@ func (t *Trainer) SyncTarget() error {
 }
 
 // Backtest runs the online network's greedy policy over bars r of ds.
-func (t *Trainer) Backtest(ctx context.Context, ds *market.Dataset, r market.Range) (market.Report, error) {
+func (t *Trainer) Backtest(ctx context.Context, ds *market.Dataset, r market.Range) (sim.Report, error) {
 	if err := t.usable(); err != nil {
-		return market.Report{}, err
+		return sim.Report{}, err
 	}
 	rep, err := rollout.Backtest(ds, r, t.learner.Greedy)
 	if err == nil {

@@ -48,6 +48,7 @@ import (
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/trainer"
 )
 
@@ -246,9 +247,9 @@ func (f *faulty) Snapshot() (*checkpoint.Checkpoint, error) {
 	return f.Trainer.Snapshot()
 }
 
-func (f *faulty) Backtest(ctx context.Context, ds *market.Dataset, r market.Range) (market.Report, error) {
+func (f *faulty) Backtest(ctx context.Context, ds *market.Dataset, r market.Range) (sim.Report, error) {
 	if err := f.delay(ctx, "backtest"); err != nil {
-		return market.Report{}, err
+		return sim.Report{}, err
 	}
 	return f.Trainer.Backtest(ctx, ds, r)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/trainer/policy"
@@ -48,7 +49,7 @@ func BenchmarkBacktestCheckpoint(b *testing.B) {
 		b.Fatal(err)
 	}
 	r := market.Range{From: max(ds.Valid.From, ds.Valid.To-8000), To: ds.Valid.To}
-	var st market.BatchStats
+	var st sim.BatchStats
 	for b.Loop() {
 		if _, st, err = rollout.BacktestStats(ds, r, p.Greedy, nil); err != nil {
 			b.Fatal(err)

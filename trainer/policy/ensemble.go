@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/trainer/model"
 	"github.com/dqnflow/dqnflow/trainer/rollout"
 )
@@ -45,7 +46,7 @@ func (e *Ensemble) Greedy(obs []float32, rows int, dst []market.Action) error {
 }
 
 // Backtest runs the ensemble over bars r of ds (rollout.Backtest).
-func (e *Ensemble) Backtest(ds *market.Dataset, r market.Range) (market.Report, error) {
+func (e *Ensemble) Backtest(ds *market.Dataset, r market.Range) (sim.Report, error) {
 	return rollout.Backtest(ds, r, e.Greedy)
 }
 

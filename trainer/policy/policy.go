@@ -12,6 +12,7 @@ import (
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/trainer/cpu"
 	"github.com/dqnflow/dqnflow/trainer/model"
@@ -91,7 +92,7 @@ func (p *Policy) Greedy(obs []float32, rows int, dst []market.Action) error {
 }
 
 // Act returns the greedy action for one observation; it implements
-// market.Policy. market.Policy has no error result, so a failure (a
+// sim.Policy. sim.Policy has no error result, so a failure (a
 // malformed observation) is kept for Err and the action is flat.
 func (p *Policy) Act(_ int, obs []float32) market.Action {
 	if err := p.net.Greedy(obs, 1, p.acts[:]); err != nil {
@@ -108,7 +109,7 @@ func (p *Policy) Err() error { return p.err }
 
 // Backtest runs the policy over bars r of ds (rollout.Backtest); an error
 // of the network fails it.
-func (p *Policy) Backtest(ds *market.Dataset, r market.Range) (market.Report, error) {
+func (p *Policy) Backtest(ds *market.Dataset, r market.Range) (sim.Report, error) {
 	return rollout.Backtest(ds, r, p.net.Greedy)
 }
 

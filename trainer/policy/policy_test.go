@@ -13,6 +13,7 @@ import (
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/trainer/cpu"
@@ -23,7 +24,7 @@ import (
 
 // trained trains a small CPU run for one epoch in the given precision and
 // returns its snapshot, its dataset and its own validation backtest.
-func trained(t *testing.T, precision string) (*checkpoint.Checkpoint, *market.Dataset, market.Report) {
+func trained(t *testing.T, precision string) (*checkpoint.Checkpoint, *market.Dataset, sim.Report) {
 	t.Helper()
 	cfg := trainertest.SmallConfig()
 	cfg.Device, cfg.Precision = "cpu", precision

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/replay"
 	"github.com/dqnflow/dqnflow/trainer"
 )
@@ -39,7 +40,7 @@ type Sink interface {
 type Collector struct {
 	cfg config.RunConfig
 
-	env   *market.VecEnv
+	env   *sim.VecEnv
 	nstep *nstep
 
 	envPCG, explorePCG *rand.PCG
@@ -51,7 +52,7 @@ type Collector struct {
 	obs  []float32
 	acts []market.Action
 	bars []int32 // decision bar of each env before a step
-	step market.StepResult
+	step sim.StepResult
 }
 
 // New builds the collector of a run in its initial state: environments at
@@ -75,10 +76,10 @@ func New(cfg config.RunConfig, ds *market.Dataset) (*Collector, error) {
 	c.exploreRNG = rand.New(c.explorePCG)
 	var err error
 	ts := ds.TrainingSet()
-	if c.env, err = market.NewVecEnv(ts, ts.Train, cfg.Env.NumEnvs, cfg.Env.EpisodeBars, rand.New(c.envPCG)); err != nil {
+	if c.env, err = sim.NewVecEnv(ts, ts.Train, cfg.Env.NumEnvs, cfg.Env.EpisodeBars, rand.New(c.envPCG)); err != nil {
 		return nil, err
 	}
-	if err := c.env.SetReward(market.ShapeOf(cfg.Env)); err != nil {
+	if err := c.env.SetReward(sim.ShapeOf(cfg.Env)); err != nil {
 		return nil, fmt.Errorf("rollout: env.reward_scale, env.turnover_penalty, env.risk_aversion: %w", err)
 	}
 	n := cfg.Env.NumEnvs

@@ -13,7 +13,7 @@ import (
 //	s′ = the state after step k+m−1
 //
 // with m = n, or fewer when the episode ends first. The environment closes
-// the position at the end of its window (market.VecEnv), so a window's end
+// the position at the end of its window (sim.VecEnv), so a window's end
 // is terminal: done = 1 and those transitions do not bootstrap. Pending
 // steps (at most n−1 per environment between calls) are part of the
 // checkpoint.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 )
 
 // Checkpoint tensors of a Collector (docs/checkpoint-format.md), with
@@ -29,7 +30,7 @@ const (
 // that runs the collector elsewhere (the CUDA backend's device collector)
 // writes and reads the same tensors through it.
 type State struct {
-	Env      market.EnvState
+	Env      sim.EnvState
 	N        int       // optim.n_step
 	Len      []int64   // [E]
 	Bar      []int32   // [E·N]
@@ -43,13 +44,13 @@ type State struct {
 }
 
 // envInts and envFloats name the per-environment state tensors (shape
-// [E]: I64 and F64) and where they live in market.EnvState.
-func envInts(s *market.EnvState) map[string]*[]int64 {
+// [E]: I64 and F64) and where they live in sim.EnvState.
+func envInts(s *sim.EnvState) map[string]*[]int64 {
 	return map[string]*[]int64{"env.bar": &s.Bar, "env.start": &s.Start, "env.end": &s.End,
 		"env.position": &s.Position, "env.exit": &s.Exit, "env.held": &s.Held}
 }
 
-func envFloats(s *market.EnvState) map[string]*[]float64 {
+func envFloats(s *sim.EnvState) map[string]*[]float64 {
 	return map[string]*[]float64{"env.entry": &s.Entry, "env.stop": &s.Stop, "env.ep_reward": &s.EpReward}
 }
 
@@ -88,7 +89,7 @@ func (s *State) Tensors() []checkpoint.Tensor {
 // ReadState decodes the collector tensors of ck (Tensors) for envs
 // environments and n-step n. It checks shapes, the pending counts and the
 // step count, and names the tensor on error; the environments' values are
-// checked by market.VecEnv.SetState, the streams by the backend that
+// checked by sim.VecEnv.SetState, the streams by the backend that
 // unmarshals them.
 func ReadState(ck *checkpoint.Checkpoint, envs, n int) (State, error) {
 	s := State{N: n}
@@ -99,7 +100,7 @@ func ReadState(ck *checkpoint.Checkpoint, envs, n int) (State, error) {
 	if err != nil {
 		return s, err
 	}
-	s.Env = market.EnvState{From: em[0], To: em[1], EpisodeBars: em[2], Episodes: em[3]}
+	s.Env = sim.EnvState{From: em[0], To: em[1], EpisodeBars: em[2], Episodes: em[3]}
 	ints, floats := envInts(&s.Env), envFloats(&s.Env)
 	for _, name := range envIntNames {
 		if *ints[name], err = ck.I64(name, envs); err != nil {

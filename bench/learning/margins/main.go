@@ -24,6 +24,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/trainer/model"
@@ -83,7 +84,7 @@ func run(dir, list string) error {
 				r    market.Range
 			}{{"valid", ds.Valid}, {"test", ds.Test}} {
 				rec := &recorder{pol: pol, q: make([]float32, model.NumActions)}
-				rep, err := market.Backtest(ds, rg.r, rec)
+				rep, err := sim.Backtest(ds, rg.r, rec)
 				if err == nil {
 					err = rec.err
 				}

@@ -1,4 +1,4 @@
-package market_test
+package sim_test
 
 import (
 	"math"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 )
 
 // TestRewardShapingScalesAndChargesTurnoverAndRisk: SetReward with scale
@@ -16,19 +17,19 @@ import (
 func TestRewardShapingScalesAndChargesTurnoverAndRisk(t *testing.T) {
 	ds := walkDataset(3, 400)
 	r := market.Range{From: 0, To: 400}
-	plain, err := market.NewVecEnv(ds, r, 4, 64, rand.New(rand.NewPCG(1, 2)))
+	plain, err := sim.NewVecEnv(ds, r, 4, 64, rand.New(rand.NewPCG(1, 2)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	shaped, err := market.NewVecEnv(ds, r, 4, 64, rand.New(rand.NewPCG(1, 2)))
+	shaped, err := sim.NewVecEnv(ds, r, 4, 64, rand.New(rand.NewPCG(1, 2)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	const k, c, kappa = 2.5, 0.1, 0.3
-	if err := shaped.SetReward(market.RewardShape{Scale: k, TurnoverPenalty: c, RiskAversion: kappa}); err != nil {
+	if err := shaped.SetReward(sim.RewardShape{Scale: k, TurnoverPenalty: c, RiskAversion: kappa}); err != nil {
 		t.Fatal(err)
 	}
-	for _, bad := range []market.RewardShape{
+	for _, bad := range []sim.RewardShape{
 		{}, {Scale: 1, TurnoverPenalty: -1}, {Scale: math.Inf(1)}, {Scale: 1, RiskAversion: -0.1},
 		{Scale: 1, RiskAversion: math.NaN()}, {Scale: 1, TurnoverPenalty: math.Inf(1)},
 	} {
@@ -38,7 +39,7 @@ func TestRewardShapingScalesAndChargesTurnoverAndRisk(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(5, 6))
 	acts := make([]market.Action, 4)
-	var a, b market.StepResult
+	var a, b sim.StepResult
 	risky := 0
 	for range 300 {
 		pos := make([]int, 4)
@@ -82,7 +83,7 @@ func TestRiskAversionZeroKeepsTheRewardsBits(t *testing.T) {
 		k, c := math.Exp(rng.NormFloat64()), rng.Float64()*0.2
 		dE, u := rng.NormFloat64()*math.Exp(3*rng.NormFloat64()), math.Exp(3*rng.NormFloat64())
 		traded, m := rng.IntN(9), 1+rng.IntN(8)
-		got := market.ShapedReward(market.RewardShape{Scale: k, TurnoverPenalty: c}, dE, u, traded, m)
+		got := sim.ShapedReward(sim.RewardShape{Scale: k, TurnoverPenalty: c}, dE, u, traded, m)
 		want := k*dE/u - c*float64(traded)/float64(m)
 		if math.Float64bits(got) != math.Float64bits(want) {
 			t.Fatalf("k %g c %g ΔE %g u %g traded %d of %d: %x, want %x", k, c, dE, u, traded, m, math.Float64bits(got), math.Float64bits(want))

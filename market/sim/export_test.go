@@ -1,4 +1,4 @@
-package market
+package sim
 
 // SetParallelRows sets the work at which BacktestBatch splits a round over
 // goroutines and returns the old value; for tests.

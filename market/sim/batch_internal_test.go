@@ -1,16 +1,18 @@
-package market
+package sim
 
 import (
-	"github.com/dqnflow/dqnflow/prices"
-
 	"context"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 )
 
 // hold is the action that keeps acc's position and exit rule.
-func (s *sim) hold(acc *account) Action {
-	a := Action{Dir: 1, Exit: acc.exit}
+func (s *engine) hold(acc *account) market.Action {
+	a := market.Action{Dir: 1, Exit: acc.exit}
 	if acc.pos == 0 {
 		return a
 	}
@@ -33,14 +35,16 @@ func (s *sim) hold(acc *account) Action {
 // bars, it leaves the account exactly as step with the action that holds
 // it does, bar after bar; a stop exactly at the next bar's extreme is hit.
 func TestHoldStepIsStepWithTheHoldingAction(t *testing.T) {
-	ds, err := Prepare(context.Background(), prices.Source{}, cfgFor(spxPath))
+	cfg := config.Defaults()
+	cfg.Data.Path = "bundled:USA500IDXUSD_H1.csv"
+	ds, err := market.Prepare(context.Background(), prices.Source{}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := Range{From: ds.Warmup, To: ds.Bars.Len()}
+	r := market.Range{From: ds.Warmup, To: ds.Bars.Len()}
 	for _, maxContracts := range []int{1, 3, 4} {
 		ds.Instrument.MaxContracts = maxContracts
-		s, err := newSim(ds, r)
+		s, err := newEngine(ds, r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,7 +53,7 @@ func TestHoldStepIsStepWithTheHoldingAction(t *testing.T) {
 		for range 2000 {
 			t0 := r.From + rng.IntN(r.Len()-300)
 			var acc account
-			s.step(&acc, Action{Dir: 2 * rng.IntN(2), Size: rng.IntN(NumSizes), Exit: rng.IntN(3)}, t0, nil)
+			s.step(&acc, market.Action{Dir: 2 * rng.IntN(2), Size: rng.IntN(market.NumSizes), Exit: rng.IntN(3)}, t0, nil)
 			for bar := t0 + 1; bar < t0+200 && acc.pos != 0; bar++ {
 				if rng.IntN(20) == 0 { // a new exit rule: a new stop from this close
 					a := s.hold(&acc)
@@ -75,7 +79,7 @@ func TestHoldStepIsStepWithTheHoldingAction(t *testing.T) {
 		for range 200 {
 			bar := r.From + rng.IntN(r.Len()-2)
 			for _, dir := range []int{1, -1} {
-				acc := account{pos: dir * s.size[rng.IntN(NumSizes)], entry: ds.Bars.Close[bar], exit: 1 + rng.IntN(2), held: 3}
+				acc := account{pos: dir * s.size[rng.IntN(market.NumSizes)], entry: ds.Bars.Close[bar], exit: 1 + rng.IntN(2), held: 3}
 				acc.stop = ds.Bars.Low[bar+1]
 				if dir < 0 {
 					acc.stop = ds.Bars.High[bar+1]

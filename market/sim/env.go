@@ -1,4 +1,4 @@
-package market
+package sim
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/market"
 )
 
 // HeldScale is the number of bars at which the "bars held" agent feature
@@ -94,13 +95,13 @@ const clipATR = 10
 //
 // A VecEnv is not safe for concurrent use.
 type VecEnv struct {
-	sim         *sim
-	r           Range
+	eng         *engine
+	r           market.Range
 	episodeBars int
 	rng         *rand.Rand
 
-	segs []Segment // the panel's series (Dataset.Segments), nil for one series
-	cum  []float64 // SegmentCumulative(segs)
+	segs []market.Segment // the panel's series (Dataset.Segments), nil for one series
+	cum  []float64        // SegmentCumulative(segs)
 
 	bar, start, end []int // decision bar and window [start, end) of each env
 	acc             []account
@@ -136,8 +137,8 @@ type StepResult struct {
 // inconsistent lengths, non-finite prices or an unusable instrument. When
 // ds is a panel (Dataset.Segments), r must be its training range, which
 // the segments tile.
-func NewVecEnv(ds *Dataset, r Range, n, episodeBars int, rng *rand.Rand) (*VecEnv, error) {
-	s, err := newSim(ds, r)
+func NewVecEnv(ds *market.Dataset, r market.Range, n, episodeBars int, rng *rand.Rand) (*VecEnv, error) {
+	s, err := newEngine(ds, r)
 	if err != nil {
 		return nil, fmt.Errorf("new environment: %w", err)
 	}
@@ -150,17 +151,17 @@ func NewVecEnv(ds *Dataset, r Range, n, episodeBars int, rng *rand.Rand) (*VecEn
 	if rng == nil {
 		return nil, fmt.Errorf("new environment: nil random source")
 	}
-	var segs []Segment
+	var segs []market.Segment
 	var cum []float64
 	if len(ds.Segments) > 1 {
 		if err := checkSegments(ds.Segments, r, min(episodeBars, r.Len())); err != nil {
 			return nil, fmt.Errorf("new environment: %w", err)
 		}
-		segs, cum = ds.Segments, SegmentCumulative(ds.Segments)
+		segs, cum = ds.Segments, market.SegmentCumulative(ds.Segments)
 	}
 	e := &VecEnv{
 		segs: segs, cum: cum,
-		sim: s, r: r, episodeBars: episodeBars, rng: rng,
+		eng: s, r: r, episodeBars: episodeBars, rng: rng,
 		bar: make([]int, n), start: make([]int, n), end: make([]int, n),
 		acc: make([]account, n), epReward: make([]float64, n),
 		shape: Unshaped,
@@ -246,21 +247,21 @@ func (e *VecEnv) Agent(i int, dst []float32) error {
 	if i < 0 || i >= len(e.bar) {
 		return fmt.Errorf("agent features: env %d out of [0, %d)", i, len(e.bar))
 	}
-	if len(dst) < NumAgentFeatures {
-		return fmt.Errorf("agent features: dst holds %d values, need %d", len(dst), NumAgentFeatures)
+	if len(dst) < market.NumAgentFeatures {
+		return fmt.Errorf("agent features: dst holds %d values, need %d", len(dst), market.NumAgentFeatures)
 	}
-	e.sim.agent(&e.acc[i], e.bar[i], dst)
+	e.eng.agent(&e.acc[i], e.bar[i], dst)
 	return nil
 }
 
 // Observe writes the N observations at the current bars into dst, row-major
 // N×ObsDim: the bar's NumFeatures features, then the env's agent features.
 func (e *VecEnv) Observe(dst []float32) error {
-	if need := len(e.bar) * ObsDim; len(dst) < need {
-		return fmt.Errorf("observe: dst holds %d values, need %d (%d envs × %d)", len(dst), need, len(e.bar), ObsDim)
+	if need := len(e.bar) * market.ObsDim; len(dst) < need {
+		return fmt.Errorf("observe: dst holds %d values, need %d (%d envs × %d)", len(dst), need, len(e.bar), market.ObsDim)
 	}
 	for i, t := range e.bar {
-		e.sim.observe(&e.acc[i], t, dst[i*ObsDim:(i+1)*ObsDim])
+		e.eng.observe(&e.acc[i], t, dst[i*market.ObsDim:(i+1)*market.ObsDim])
 	}
 	return nil
 }
@@ -269,7 +270,7 @@ func (e *VecEnv) Observe(dst []float32) error {
 // stops inside that bar, mark to its close), writes rewards and the states
 // reached into res, and resets the environments whose window ended. An
 // invalid action is an error naming the env and branch, and nothing moves.
-func (e *VecEnv) Step(actions []Action, res *StepResult) error {
+func (e *VecEnv) Step(actions []market.Action, res *StepResult) error {
 	n := len(e.bar)
 	if len(actions) != n {
 		return fmt.Errorf("step: %d actions for %d environments", len(actions), n)
@@ -278,7 +279,7 @@ func (e *VecEnv) Step(actions []Action, res *StepResult) error {
 		return fmt.Errorf("step: nil result")
 	}
 	for i, a := range actions {
-		if err := a.validate(); err != nil {
+		if err := a.Check(); err != nil {
 			return fmt.Errorf("step: env %d: %w", i, err)
 		}
 	}
@@ -286,23 +287,23 @@ func (e *VecEnv) Step(actions []Action, res *StepResult) error {
 	res.PnL = resize(res.PnL, n)
 	res.Done = resize(res.Done, n)
 	res.NextBar = resize(res.NextBar, n)
-	res.NextAgent = resize(res.NextAgent, n*NumAgentFeatures)
+	res.NextAgent = resize(res.NextAgent, n*market.NumAgentFeatures)
 	res.Episodes = 0
 	for i, a := range actions {
 		t := e.bar[i]
 		acc := &e.acc[i]
-		traded := abs(e.sim.target(a) - acc.pos)
-		dE := e.sim.step(acc, a, t, nil)
+		traded := abs(e.eng.target(a) - acc.pos)
+		dE := e.eng.step(acc, a, t, nil)
 		done := t+1 == e.end[i]-1
 		if done {
-			dE += e.sim.liquidate(acc, t+1, nil)
+			dE += e.eng.liquidate(acc, t+1, nil)
 		}
-		rw := e.shape.reward(dE, e.sim.rewardScale(t), traded, e.sim.in.MaxContracts)
+		rw := e.shape.reward(dE, e.eng.rewardScale(t), traded, e.eng.in.MaxContracts)
 		res.Reward[i] = float32(rw)
 		res.PnL[i] = dE
 		res.Done[i] = done
 		res.NextBar[i] = int32(t + 1)
-		e.sim.agent(acc, t+1, res.NextAgent[i*NumAgentFeatures:(i+1)*NumAgentFeatures])
+		e.eng.agent(acc, t+1, res.NextAgent[i*market.NumAgentFeatures:(i+1)*market.NumAgentFeatures])
 		e.epReward[i] += float64(res.Reward[i])
 		if done {
 			res.Episodes++
@@ -325,18 +326,6 @@ func resize[T any](s []T, n int) []T {
 // EpisodeReward is the sum of the rewards env i has earned in its running
 // episode.
 func (e *VecEnv) EpisodeReward(i int) float64 { return e.epReward[i] }
-
-func (a Action) validate() error {
-	switch {
-	case a.Dir < 0 || a.Dir >= NumDirections:
-		return fmt.Errorf("action direction %d out of [0, %d)", a.Dir, NumDirections)
-	case a.Size < 0 || a.Size >= NumSizes:
-		return fmt.Errorf("action size %d out of [0, %d)", a.Size, NumSizes)
-	case a.Exit < 0 || a.Exit >= NumExits:
-		return fmt.Errorf("action exit rule %d out of [0, %d)", a.Exit, NumExits)
-	}
-	return nil
-}
 
 // EnvState is everything a VecEnv needs to continue exactly: the shape it
 // was built with and one value per environment in each slice (N long), as
@@ -416,20 +405,20 @@ func (e *VecEnv) SetState(s EnvState) error {
 		}
 	}
 	l := int64(e.windowLen())
-	maxPos := int64(e.sim.in.MaxContracts)
+	maxPos := int64(e.eng.in.MaxContracts)
 	for i := range n {
 		start, end, bar := s.Start[i], s.End[i], s.Bar[i]
 		switch {
 		case start < s.From || end > s.To || end-start != l:
 			return fmt.Errorf("set env state: window [Start[%d], End[%d]) = [%d, %d): want %d bars inside [%d, %d)", i, i, start, end, l, s.From, s.To)
-		case len(e.segs) > 1 && SegmentOf(e.segs, int(start)) != SegmentOf(e.segs, int(end-1)):
-			return fmt.Errorf("set env state: window [Start[%d], End[%d]) = [%d, %d) crosses from panel series %s into another", i, i, start, end, e.segs[SegmentOf(e.segs, int(start))].Name)
+		case len(e.segs) > 1 && market.SegmentOf(e.segs, int(start)) != market.SegmentOf(e.segs, int(end-1)):
+			return fmt.Errorf("set env state: window [Start[%d], End[%d]) = [%d, %d) crosses from panel series %s into another", i, i, start, end, e.segs[market.SegmentOf(e.segs, int(start))].Name)
 		case bar < start || bar > end-2:
 			return fmt.Errorf("set env state: Bar[%d] = %d outside the window's decision bars [%d, %d]", i, bar, start, end-2)
 		case s.Position[i] < -maxPos || s.Position[i] > maxPos:
 			return fmt.Errorf("set env state: Position[%d] = %d beyond ±%d contracts", i, s.Position[i], maxPos)
-		case s.Exit[i] < 0 || s.Exit[i] >= NumExits:
-			return fmt.Errorf("set env state: Exit[%d] = %d out of [0, %d)", i, s.Exit[i], NumExits)
+		case s.Exit[i] < 0 || s.Exit[i] >= market.NumExits:
+			return fmt.Errorf("set env state: Exit[%d] = %d out of [0, %d)", i, s.Exit[i], market.NumExits)
 		case s.Held[i] < 0 || s.Held[i] > bar-start:
 			return fmt.Errorf("set env state: Held[%d] = %d out of [0, %d]", i, s.Held[i], bar-start)
 		case s.Position[i] == 0 && (s.Exit[i] != 0 || s.Held[i] != 0 || s.Entry[i] != 0 || s.Stop[i] != 0):

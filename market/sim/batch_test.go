@@ -1,4 +1,4 @@
-package market_test
+package sim_test
 
 import (
 	"hash/fnv"
@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 )
 
 // rowPolicy is a policy that is a function of one observation row, served
@@ -118,12 +119,12 @@ func TestBacktestBatchIsBacktest(t *testing.T) {
 			ds.Instrument.MarginFloor = c.floor
 			r := market.Range{From: 50, To: 4000}
 			ref := &rowPolicy{f: c.f}
-			want, err := market.Backtest(ds, r, ref)
+			want, err := sim.Backtest(ds, r, ref)
 			if err != nil {
 				t.Fatal(err)
 			}
 			bp := &rowPolicy{f: c.f}
-			got, st, err := market.BacktestBatch(ds, r, bp, nil)
+			got, st, err := sim.BacktestBatch(ds, r, bp, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -154,14 +155,14 @@ func TestBacktestBatchIsBacktest(t *testing.T) {
 func TestBacktestBatchErrorsNameTheProblem(t *testing.T) {
 	ds := walkDataset(4, 500)
 	r := market.Range{From: 50, To: 500}
-	if _, _, err := market.BacktestBatch(ds, r, nil, nil); err == nil || !strings.Contains(err.Error(), "nil policy") {
+	if _, _, err := sim.BacktestBatch(ds, r, nil, nil); err == nil || !strings.Contains(err.Error(), "nil policy") {
 		t.Errorf("nil policy: %v", err)
 	}
-	if _, _, err := market.BacktestBatch(ds, r, failing{}, nil); err == nil || !strings.Contains(err.Error(), "boom") || !strings.Contains(err.Error(), "449 bars") {
+	if _, _, err := sim.BacktestBatch(ds, r, failing{}, nil); err == nil || !strings.Contains(err.Error(), "boom") || !strings.Contains(err.Error(), "449 bars") {
 		t.Errorf("failing policy: %v, want its error and the bars it was asked for", err)
 	}
 	bad := &rowPolicy{f: func([]float32) market.Action { return market.Action{Dir: 3} }}
-	if _, _, err := market.BacktestBatch(ds, r, bad, nil); err == nil || !strings.Contains(err.Error(), "bar 50") {
+	if _, _, err := sim.BacktestBatch(ds, r, bad, nil); err == nil || !strings.Contains(err.Error(), "bar 50") {
 		t.Errorf("invalid action: %v, want an error naming bar 50", err)
 	}
 }
@@ -182,20 +183,20 @@ func (e errorString) Error() string { return string(e) }
 func BenchmarkBacktestBatch(b *testing.B) {
 	ds := walkDataset(1, 8050)
 	r := market.Range{From: 50, To: 8050}
-	bench, err := market.NewBenchmarks(ds, r)
+	bench, err := sim.NewBenchmarks(ds, r)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Run("batch", func(b *testing.B) {
 		for b.Loop() {
-			if _, _, err := market.BacktestBatch(ds, r, &rowPolicy{f: trader}, bench); err != nil {
+			if _, _, err := sim.BacktestBatch(ds, r, &rowPolicy{f: trader}, bench); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run("bar-by-bar", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := market.BacktestWith(ds, r, &rowPolicy{f: trader}, bench); err != nil {
+			if _, err := sim.BacktestWith(ds, r, &rowPolicy{f: trader}, bench); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -209,13 +210,13 @@ func BenchmarkBacktestBatch(b *testing.B) {
 // books the same report and actions, as on one goroutine.
 func TestBacktestBatchIsTheSameHoweverItIsSplit(t *testing.T) {
 	type result struct {
-		rep market.Report
-		st  market.BatchStats
+		rep sim.Report
+		st  sim.BatchStats
 	}
 	run := func(ds *market.Dataset, r market.Range, f func([]float32) market.Action, rows int) result {
-		old := market.SetParallelRows(rows)
-		defer market.SetParallelRows(old)
-		rep, st, err := market.BacktestBatch(ds, r, &rowPolicy{f: f}, nil)
+		old := sim.SetParallelRows(rows)
+		defer sim.SetParallelRows(old)
+		rep, st, err := sim.BacktestBatch(ds, r, &rowPolicy{f: f}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package market_test
+package sim_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/prices"
 )
 
@@ -24,12 +25,12 @@ func discountedOutside(t *testing.T, path string, gamma, bound float64) (long, r
 		t.Fatal(err)
 	}
 	share := func(pick func(*rand.Rand) market.Action) float64 {
-		env, err := market.NewVecEnv(ds, ds.Train, 1, ds.Train.Len(), rand.New(rand.NewPCG(1, 2)))
+		env, err := sim.NewVecEnv(ds, ds.Train, 1, ds.Train.Len(), rand.New(rand.NewPCG(1, 2)))
 		if err != nil {
 			t.Fatal(err)
 		}
 		rng := rand.New(rand.NewPCG(3, 4))
-		var res market.StepResult
+		var res sim.StepResult
 		var rw []float64
 		for {
 			if err := env.Step([]market.Action{pick(rng)}, &res); err != nil {

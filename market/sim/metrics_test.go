@@ -1,4 +1,4 @@
-package market_test
+package sim_test
 
 import (
 	"encoding/json"
@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 )
 
 // TestMetricsOfHandCurve checks every return metric on E = 100, 110, 99,
@@ -16,7 +16,7 @@ func TestMetricsOfHandCurve(t *testing.T) {
 	eq := []float64{100, 110, 99, 108.9}
 	// r = +0.1, −0.1, +0.1; mean 1/30; deviations 1/15, −2/15, 1/15, sum of
 	// squares 6/225, sample variance 3/225 = 1/75, std = 0.11547005.
-	m := market.Measure(eq, []int{0, 1, 1, 1}, nil, 0, 4)
+	m := sim.Measure(eq, []int{0, 1, 1, 1}, nil, 0, 4)
 	for _, c := range []struct {
 		name      string
 		got, want float64
@@ -49,23 +49,23 @@ func TestDegenerateCurvesGiveZerosNotNaN(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		eq   []float64
-		want market.Metrics
+		want sim.Metrics
 	}{
-		{"flat", []float64{100, 100, 100}, market.Metrics{Bars: 3, FinalEquity: 100}},
-		{"empty", nil, market.Metrics{}},
-		{"one value", []float64{100}, market.Metrics{Bars: 1, FinalEquity: 100}},
+		{"flat", []float64{100, 100, 100}, sim.Metrics{Bars: 3, FinalEquity: 100}},
+		{"empty", nil, sim.Metrics{}},
+		{"one value", []float64{100}, sim.Metrics{Bars: 1, FinalEquity: 100}},
 		// r = 0.1, 0.2: mean 0.15, sample std √0.005 = 0.07071068, Sharpe
 		// 0.15/0.07071068 = 2.1213203; no downside (Sortino 0), no drawdown
 		// (Calmar 0); annual 1.32^(1/2) − 1; CVaR: worst 1 is +0.1, a gain: −0.1.
-		{"rising", []float64{100, 110, 132}, market.Metrics{Bars: 3, FinalEquity: 132, TotalReturn: 0.32,
+		{"rising", []float64{100, 110, 132}, sim.Metrics{Bars: 3, FinalEquity: 132, TotalReturn: 0.32,
 			AnnualReturn: math.Sqrt(1.32) - 1, Volatility: math.Sqrt(0.005), Sharpe: 0.15 / math.Sqrt(0.005), CVaR5: -0.1}},
 		// E goes below zero: r = −1.5, then 0 (no return after ruin); total
 		// −0.9, annual 0.1^(1/2) − 1; drawdown 1 − (−50/100) = 1.5.
-		{"ruined", []float64{100, -50, 10}, market.Metrics{Bars: 3, FinalEquity: 10, TotalReturn: -0.9,
+		{"ruined", []float64{100, -50, 10}, sim.Metrics{Bars: 3, FinalEquity: 10, TotalReturn: -0.9,
 			AnnualReturn: math.Sqrt(0.1) - 1, MaxDrawdown: 1.5, Calmar: (math.Sqrt(0.1) - 1) / 1.5, CVaR5: 1.5,
 			Volatility: 1.0606601717798212, Sharpe: -0.7071067811865476, Sortino: -0.7071067811865476}},
 	} {
-		m := market.Measure(c.eq, nil, nil, 0, 1)
+		m := sim.Measure(c.eq, nil, nil, 0, 1)
 		got, want := metricValues(m), metricValues(c.want)
 		for k := range got {
 			if !near(got[k], want[k], 1e-9) {
@@ -76,7 +76,7 @@ func TestDegenerateCurvesGiveZerosNotNaN(t *testing.T) {
 }
 
 // metricValues lists the float metrics (and the counts) in struct order.
-func metricValues(m market.Metrics) []float64 {
+func metricValues(m sim.Metrics) []float64 {
 	return []float64{m.TotalReturn, m.AnnualReturn, m.Volatility, m.Sharpe, m.Sortino, m.MaxDrawdown, m.Calmar,
 		m.CVaR5, float64(m.Trades), m.WinRate, m.ProfitFactor, m.Turnover, m.Exposure, float64(m.Bars), m.FinalEquity}
 }
@@ -97,7 +97,7 @@ func TestCVaRTakesTheCeilingOfFivePercent(t *testing.T) {
 		for i := range r {
 			r[i] = -0.01 * float64(i+1)
 		}
-		if got := market.CVaR(r, 0.05); !near(got, c.want, 1e-12) {
+		if got := sim.CVaR(r, 0.05); !near(got, c.want, 1e-12) {
 			t.Errorf("n = %d: CVaR %v, want %v", c.n, got, c.want)
 		}
 	}
@@ -106,10 +106,10 @@ func TestCVaRTakesTheCeilingOfFivePercent(t *testing.T) {
 // TestTradeStatistics: win rate counts PnL > 0 only; profit factor is gross
 // profit over gross loss, 0 without a losing trade.
 func TestTradeStatistics(t *testing.T) {
-	tr := func(pnl ...float64) []market.Trade {
-		var ts []market.Trade
+	tr := func(pnl ...float64) []sim.Trade {
+		var ts []sim.Trade
 		for _, p := range pnl {
-			ts = append(ts, market.Trade{PnL: p})
+			ts = append(ts, sim.Trade{PnL: p})
 		}
 		return ts
 	}
@@ -123,7 +123,7 @@ func TestTradeStatistics(t *testing.T) {
 		{nil, 0, 0},
 	} {
 		ts := tr(c.pnl...)
-		if w, pf := market.WinRate(ts), market.ProfitFactor(ts); w != c.win || pf != c.pf {
+		if w, pf := sim.WinRate(ts), sim.ProfitFactor(ts); w != c.win || pf != c.pf {
 			t.Errorf("PnL %v: win rate %v profit factor %v, want %v %v", c.pnl, w, pf, c.win, c.pf)
 		}
 	}
@@ -133,13 +133,13 @@ func TestTradeStatistics(t *testing.T) {
 // at 2 bars per year (1 year) is 2 per year; exposure counts non-zero
 // positions of either sign.
 func TestTurnoverAndExposure(t *testing.T) {
-	if got := market.Turnover(200000, []float64{100000, 100000, 100000}, 2); got != 2 {
+	if got := sim.Turnover(200000, []float64{100000, 100000, 100000}, 2); got != 2 {
 		t.Errorf("turnover %v, want 2", got)
 	}
-	if got := market.Turnover(200000, []float64{100000, 100000, 100000}, 1); got != 1 {
+	if got := sim.Turnover(200000, []float64{100000, 100000, 100000}, 1); got != 1 {
 		t.Errorf("turnover over 2 years %v, want 1", got)
 	}
-	if got := market.Exposure([]int{0, 1, -2, 0}); got != 0.5 {
+	if got := sim.Exposure([]int{0, 1, -2, 0}); got != 0.5 {
 		t.Errorf("exposure %v, want 0.5", got)
 	}
 }
@@ -147,11 +147,11 @@ func TestTurnoverAndExposure(t *testing.T) {
 // TestOverflowStillMarshals: a return too large to annualise becomes
 // math.MaxFloat64 rather than +Inf, so the JSON encodes.
 func TestOverflowStillMarshals(t *testing.T) {
-	m := market.Measure([]float64{1, 1e300}, []int{0, 1}, []market.Trade{{PnL: 1}}, 1, 8760)
+	m := sim.Measure([]float64{1, 1e300}, []int{0, 1}, []sim.Trade{{PnL: 1}}, 1, 8760)
 	if m.AnnualReturn != math.MaxFloat64 {
 		t.Errorf("annual return %v, want MaxFloat64", m.AnnualReturn)
 	}
-	if _, err := json.Marshal(market.Report{Metrics: m, BuyAndHold: m}); err != nil {
+	if _, err := json.Marshal(sim.Report{Metrics: m, BuyAndHold: m}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -190,7 +190,7 @@ func TestCVaRIsTheMeanOfTheSortedWorst(t *testing.T) {
 			sum += x
 		}
 		want := 0 - sum/float64(k)
-		got := market.CVaR(r, alpha)
+		got := sim.CVaR(r, alpha)
 		if math.Float64bits(got) != math.Float64bits(want) && !(math.IsNaN(got) && math.IsNaN(want)) {
 			t.Fatalf("trial %d, n %d, alpha %g: CVaR %v, want %v", trial, n, alpha, got, want)
 		}
@@ -207,6 +207,6 @@ func BenchmarkCVaR(b *testing.B) {
 		r[i] = rng.NormFloat64() / 100
 	}
 	for b.Loop() {
-		market.CVaR(r, 0.05)
+		sim.CVaR(r, 0.05)
 	}
 }

@@ -1,4 +1,4 @@
-package market_test
+package sim_test
 
 import (
 	"math"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 )
 
 // panelParts are two series of different price levels, contracts and
@@ -106,7 +107,7 @@ func TestPanelStepsEarnEachSeriesOwnMoney(t *testing.T) {
 		own := newEnv(t, c.ds, c.ds.Train, 1, 40)
 		pan := newEnv(t, j, j.Train, 1, 40)
 		for _, x := range []struct {
-			e     *market.VecEnv
+			e     *sim.VecEnv
 			start int
 		}{{own, c.start}, {pan, c.off}} {
 			s := x.e.State()
@@ -115,7 +116,7 @@ func TestPanelStepsEarnEachSeriesOwnMoney(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		var ro, rp market.StepResult
+		var ro, rp sim.StepResult
 		for s := range 39 {
 			h := uint64(s*7919 + k*31)
 			act := market.Action{Dir: int(h % 3), Size: int(h / 3 % 4)}
@@ -158,7 +159,7 @@ func TestWindowStartWithOneSegmentIsTodaysDraw(t *testing.T) {
 	for _, segs := range [][]market.Segment{nil, {{Name: "only", From: 17, To: 1017, Weight: 3}}} {
 		got, want := rand.New(rand.NewPCG(5, 6)), rand.New(rand.NewPCG(5, 6))
 		for i := range 10000 {
-			g := market.WindowStart(got, segs, r, 128)
+			g := sim.WindowStart(got, segs, r, 128)
 			w := r.From + want.IntN(r.Len()-128+1)
 			if g != w {
 				t.Fatalf("%d segments, draw %d: %d, want %d", len(segs), i, g, w)
@@ -195,7 +196,7 @@ func TestWindowStartStaysInsideASegment(t *testing.T) {
 			seen[k] = map[int]bool{}
 		}
 		for range draws {
-			s := market.WindowStart(rng, segs, r, 50)
+			s := sim.WindowStart(rng, segs, r, 50)
 			k := market.SegmentOf(segs, s)
 			if k < 0 || market.SegmentOf(segs, s+49) != k {
 				t.Fatalf("%s: window [%d, %d) crosses a segment boundary", c.name, s, s+50)
@@ -225,7 +226,7 @@ func TestPanelEnvironmentWindowsStayInOneSeries(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := newEnv(t, j, j.Train, 16, 40)
-	var res market.StepResult
+	var res sim.StepResult
 	acts := make([]market.Action, 16)
 	perSeries := make([]int, 2)
 	for s := range 400 {

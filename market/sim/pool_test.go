@@ -1,10 +1,11 @@
-package market_test
+package sim_test
 
 import (
 	"math"
 	"testing"
 
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 )
 
 // TestPooledWindowsCompoundTheirReturns: pooling one window gives that
@@ -12,15 +13,15 @@ import (
 // returns, (1 + R₁)(1 + R₂) − 1, for the agent and for buy-and-hold.
 func TestPooledWindowsCompoundTheirReturns(t *testing.T) {
 	ds := walkDataset(11, 900)
-	var reps []market.Report
+	var reps []sim.Report
 	for _, r := range []market.Range{{From: 0, To: 300}, {From: 300, To: 600}, {From: 600, To: 900}} {
-		rep, err := market.Backtest(ds, r, churn)
+		rep, err := sim.Backtest(ds, r, churn)
 		if err != nil {
 			t.Fatal(err)
 		}
 		reps = append(reps, rep)
 	}
-	one, err := market.Pool(reps[:1])
+	one, err := sim.Pool(reps[:1])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +37,7 @@ func TestPooledWindowsCompoundTheirReturns(t *testing.T) {
 			t.Errorf("one window pooled: %s %g, want %g", c.name, c.got, c.want)
 		}
 	}
-	all, err := market.Pool(reps)
+	all, err := sim.Pool(reps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +61,7 @@ func TestPooledWindowsCompoundTheirReturns(t *testing.T) {
 	if all.BuyAndHold.Trades != 3 || all.BuyAndHold.WinRate != float64(wins)/3 {
 		t.Errorf("pooled buy-and-hold: %d trades, win rate %g; want one per window and %d/3 winning", all.BuyAndHold.Trades, all.BuyAndHold.WinRate, wins)
 	}
-	if _, err := market.Pool(nil); err == nil {
+	if _, err := sim.Pool(nil); err == nil {
 		t.Error("pooling nothing did not fail")
 	}
 }

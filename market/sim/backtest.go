@@ -1,12 +1,12 @@
-package market
+package sim
 
 import (
-	"github.com/dqnflow/dqnflow/prices"
-
 	"fmt"
 	"math"
 	"time"
 
+	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/stats"
 )
 
@@ -22,12 +22,12 @@ type Report struct {
 	To          time.Time `json:"to"`   // time of the last bar of the range
 	BarsPerYear float64   `json:"bars_per_year"`
 	// Instrument is what the trades were priced with (the dataset's,
-	// sized at the range's first fill: TradedInstrument), and
+	// sized at the range's first fill: market.TradedInstrument), and
 	// CostPerRoundTripBps what opening and closing one contract costs at
-	// the range's mean close (Instrument.RoundTripBps, the instrument's
+	// the range's mean close (market.Instrument.RoundTripBps, the instrument's
 	// constant slippage even where Dataset.Slip prices it per bar).
-	Instrument          Instrument `json:"instrument"`
-	CostPerRoundTripBps float64    `json:"cost_per_round_trip_bps"`
+	Instrument          market.Instrument `json:"instrument"`
+	CostPerRoundTripBps float64           `json:"cost_per_round_trip_bps"`
 
 	Equity    []float64 `json:"-"` // equity in money at the close of each bar of the range
 	Positions []int     `json:"-"` // signed contracts held through each bar's close
@@ -49,6 +49,13 @@ func (r Report) SharpeT() float64 {
 	return r.Sharpe * math.Sqrt(float64(r.Bars-1)/r.BarsPerYear)
 }
 
+// Policy chooses the action at bar t of a Dataset from the observation at t
+// (ObsDim values: the bar's features, then the agent's). The backtest calls
+// it once per bar in time order.
+type Policy interface {
+	Act(t int, obs []float32) market.Action
+}
+
 // Backtest runs policy p greedily over bars r of ds in time order, with
 // the fills, costs and stops of VecEnv. At each bar t = r.From … r.To−2 it
 // asks p for the action at t with the observation of t (the bar's features
@@ -61,11 +68,12 @@ func (r Report) SharpeT() float64 {
 // open of r.From+1, to the end) and flat run on the same range and costs.
 // Metrics are annualised with ds.BarsPerYear.
 //
-// Sizing (sizing.go). The policy trades the contract TradedInstrument
-// sizes at the first fill's price, so that a full position is worth the
-// sizing's leverage × the capital there (1× under env.sizing
-// "notional"), whichever command runs the backtest; buy-and-hold holds
-// 1× the capital at its first fill (BuyAndHoldInstrument).
+// Sizing (market/sizing.go). The policy trades the contract
+// market.TradedInstrument sizes at the first fill's price, so that a full
+// position is worth the sizing's leverage × the capital there (1× under
+// env.sizing "notional"), whichever command runs the backtest;
+// buy-and-hold holds 1× the capital at its first fill
+// (market.BuyAndHoldInstrument).
 //
 // Ruin. When equity at a bar's close is at or below the margin floor,
 // MarginFloor × InitialCapital (zero by default), trading ends: the
@@ -78,7 +86,7 @@ func (r Report) SharpeT() float64 {
 // impossible numbers an account trading on below zero would give.
 //
 // An error names the field, the bar or the action that is unusable.
-func Backtest(ds *Dataset, r Range, p Policy) (Report, error) {
+func Backtest(ds *market.Dataset, r market.Range, p Policy) (Report, error) {
 	return BacktestWith(ds, r, p, nil)
 }
 
@@ -88,27 +96,28 @@ func Backtest(ds *Dataset, r Range, p Policy) (Report, error) {
 // validation) computes them once (NewBenchmarks) and passes them to
 // BacktestWith.
 type Benchmarks struct {
-	ds               *Dataset
-	r                Range
+	ds               *market.Dataset
+	r                market.Range
 	BuyAndHold, Flat Metrics
 	BuyAndHoldEquity []float64
 }
 
 // NewBenchmarks runs buy-and-hold and flat over bars r of ds (Backtest).
-// Buy-and-hold holds MaxContracts of the contract BuyAndHoldInstrument
-// sizes, 1× the capital at its first fill; flat trades nothing.
-func NewBenchmarks(ds *Dataset, r Range) (*Benchmarks, error) {
+// Buy-and-hold holds MaxContracts of the contract
+// market.BuyAndHoldInstrument sizes, 1× the capital at its first fill;
+// flat trades nothing.
+func NewBenchmarks(ds *market.Dataset, r market.Range) (*Benchmarks, error) {
 	b := &Benchmarks{ds: ds, r: r}
 	for _, x := range []struct {
-		a          Action
+		a          market.Action
 		buyAndHold bool
 		dst        *Metrics
 		equity     *[]float64
 	}{
-		{Action{Dir: 2, Size: NumSizes - 1}, true, &b.BuyAndHold, &b.BuyAndHoldEquity},
-		{Action{Dir: 1}, false, &b.Flat, nil},
+		{market.Action{Dir: 2, Size: market.NumSizes - 1}, true, &b.BuyAndHold, &b.BuyAndHoldEquity},
+		{market.Action{Dir: 1}, false, &b.Flat, nil},
 	} {
-		s, err := newBacktestSim(ds, r, x.buyAndHold)
+		s, err := newBacktestEngine(ds, r, x.buyAndHold)
 		if err != nil {
 			return nil, fmt.Errorf("backtest: %w", err)
 		}
@@ -125,21 +134,23 @@ func NewBenchmarks(ds *Dataset, r Range) (*Benchmarks, error) {
 }
 
 // For reports whether b was computed for bars r of ds.
-func (b *Benchmarks) For(ds *Dataset, r Range) bool { return b != nil && b.ds == ds && b.r == r }
+func (b *Benchmarks) For(ds *market.Dataset, r market.Range) bool {
+	return b != nil && b.ds == ds && b.r == r
+}
 
 // BacktestWith is Backtest with the benchmarks b of the same dataset and
 // range (NewBenchmarks), or computed when b is nil.
-func BacktestWith(ds *Dataset, r Range, p Policy, b *Benchmarks) (Report, error) {
+func BacktestWith(ds *market.Dataset, r market.Range, p Policy, b *Benchmarks) (Report, error) {
 	if p == nil {
 		return Report{}, fmt.Errorf("backtest: nil policy")
 	}
-	return backtestRun(ds, r, b, func(s *sim) (runRecord, error) { return s.run(r, p) })
+	return backtestRun(ds, r, b, func(s *engine) (runRecord, error) { return s.run(r, p) })
 }
 
 // backtestRun checks ds and r, walks the range with run and books the
 // report (BacktestWith).
-func backtestRun(ds *Dataset, r Range, b *Benchmarks, run func(*sim) (runRecord, error)) (Report, error) {
-	s, err := newBacktestSim(ds, r, false)
+func backtestRun(ds *market.Dataset, r market.Range, b *Benchmarks, run func(*engine) (runRecord, error)) (Report, error) {
+	s, err := newBacktestEngine(ds, r, false)
 	if err != nil {
 		return Report{}, fmt.Errorf("backtest: %w", err)
 	}
@@ -171,20 +182,21 @@ func backtestRun(ds *Dataset, r Range, b *Benchmarks, run func(*sim) (runRecord,
 	return rep, nil
 }
 
-// newBacktestSim is newSim with the contract sized for a backtest over r
-// (TradedInstrument), or for buy-and-hold over r (BuyAndHoldInstrument).
-func newBacktestSim(ds *Dataset, r Range, buyAndHold bool) (*sim, error) {
-	s, err := newSim(ds, r)
+// newBacktestEngine is newEngine with the contract sized for a backtest
+// over r (market.TradedInstrument), or for buy-and-hold over r
+// (market.BuyAndHoldInstrument).
+func newBacktestEngine(ds *market.Dataset, r market.Range, buyAndHold bool) (*engine, error) {
+	s, err := newEngine(ds, r)
 	if err != nil {
 		return nil, err
 	}
-	size := TradedInstrument
+	size := market.TradedInstrument
 	if buyAndHold {
-		size = BuyAndHoldInstrument
+		size = market.BuyAndHoldInstrument
 	}
 	in, err := size(ds, r)
 	if err == nil && in.Sizing != "" {
-		err = checkInstrument(in)
+		err = in.Check()
 	}
 	if err != nil {
 		return nil, fmt.Errorf("dataset %q: %w", ds.Bars.Name, err)
@@ -194,13 +206,13 @@ func newBacktestSim(ds *Dataset, r Range, buyAndHold bool) (*sim, error) {
 }
 
 // constPolicy is the policy that always takes the same action.
-type constPolicy Action
+type constPolicy market.Action
 
 // Act returns the constant action.
-func (c constPolicy) Act(int, []float32) Action { return Action(c) }
+func (c constPolicy) Act(int, []float32) market.Action { return market.Action(c) }
 
 // meanClose is the mean close of bars r.
-func meanClose(b *prices.Bars, r Range) float64 {
+func meanClose(b *prices.Bars, r market.Range) float64 {
 	return stats.Mean(b.Close[r.From:r.To])
 }
 
@@ -215,7 +227,7 @@ type runRecord struct {
 	shortfall float64 // debt beyond zero equity at the ruin, ≥ 0
 }
 
-func (pa *runRecord) measure(ds *Dataset) Metrics {
+func (pa *runRecord) measure(ds *market.Dataset) Metrics {
 	m := Measure(pa.equity, pa.positions, pa.trades, pa.traded, ds.BarsPerYear)
 	m.Costs = finite(pa.costs)
 	if m.Trades > 0 {
@@ -231,9 +243,9 @@ func (pa *runRecord) measure(ds *Dataset) Metrics {
 }
 
 // run walks bars r with policy p (see Backtest).
-func (s *sim) run(r Range, p Policy) (runRecord, error) {
+func (s *engine) run(r market.Range, p Policy) (runRecord, error) {
 	w := s.newWalk(r)
-	obs := make([]float32, ObsDim)
+	obs := make([]float32, market.ObsDim)
 	for w.t < r.To-1 {
 		if w.pa.ruinBar > 0 {
 			w.flat()
@@ -253,8 +265,8 @@ func (s *sim) run(r Range, p Policy) (runRecord, error) {
 // after t it rewrites when it goes on, so a copy taken at bar t resumes
 // from t (BacktestBatch).
 type walk struct {
-	s     *sim
-	r     Range
+	s     *engine
+	r     market.Range
 	t     int // next decision bar
 	pa    runRecord
 	book  tradeBook
@@ -267,7 +279,7 @@ type walk struct {
 }
 
 // newWalk starts a walk over bars r with the initial capital.
-func (s *sim) newWalk(r Range) *walk {
+func (s *engine) newWalk(r market.Range) *walk {
 	n := r.Len()
 	w := &walk{s: s, r: r, t: r.From, pa: runRecord{equity: make([]float64, n), positions: make([]int, n)},
 		book: tradeBook{pv: s.in.PointValue}, e: s.in.InitialCapital, floor: s.in.MarginFloor * s.in.InitialCapital}
@@ -284,8 +296,8 @@ func (w *walk) flat() {
 // act takes action a at bar t: fill at the next open, stops inside the
 // bar, mark to its close, liquidation at the end of the range or at the
 // margin floor (Backtest).
-func (w *walk) act(a Action) error {
-	if err := a.validate(); err != nil {
+func (w *walk) act(a market.Action) error {
+	if err := a.Check(); err != nil {
 		return fmt.Errorf("policy at bar %d: %w", w.t, err)
 	}
 	t, i := w.t, w.t+1-w.r.From

@@ -1,4 +1,4 @@
-package market_test
+package sim_test
 
 import (
 	"encoding/json"
@@ -8,7 +8,11 @@ import (
 	"testing"
 
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 )
+
+// The synthetic series' oracle is a Policy the backtest can run.
+var _ sim.Policy = (*market.Oracle)(nil)
 
 // script plays fixed actions per bar and records the position feature of
 // each observation it is shown.
@@ -54,7 +58,7 @@ func btDataset() *market.Dataset {
 func TestBacktestIsHandComputed(t *testing.T) {
 	ds := btDataset()
 	p := &script{acts: map[int]market.Action{0: {Dir: 2, Size: 3}, 1: {Dir: 2, Size: 3}, 2: {Dir: 0, Size: 3}, 3: flat}}
-	rep, err := market.Backtest(ds, market.Range{From: 0, To: 5}, p)
+	rep, err := sim.Backtest(ds, market.Range{From: 0, To: 5}, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +73,7 @@ func TestBacktestIsHandComputed(t *testing.T) {
 	if p.seen[0] != 0 || p.seen[1] != 1 || p.seen[2] != 1 || p.seen[3] != -1 || len(p.seen) != 4 {
 		t.Errorf("position feature seen by the policy %v, want 0, 1, 1, −1 at bars 0…3", p.seen)
 	}
-	wantTrades := []market.Trade{
+	wantTrades := []sim.Trade{
 		{EntryBar: 1, ExitBar: 3, Dir: 1, Contracts: 2, EntryPrice: 102, ExitPrice: 102, PnL: -8},
 		{EntryBar: 3, ExitBar: 4, Dir: -1, Contracts: 2, EntryPrice: 102, ExitPrice: 101, PnL: 12},
 	}
@@ -103,13 +107,13 @@ func TestBacktestIsHandComputed(t *testing.T) {
 			t.Errorf("%s = %.17g, want %.17g", c.name, c.got, c.want)
 		}
 	}
-	if rep.Flat != (market.Metrics{Bars: 5, FinalEquity: 10000}) {
+	if rep.Flat != (sim.Metrics{Bars: 5, FinalEquity: 10000}) {
 		t.Errorf("flat metrics %+v, want only bars 5 and final equity 10000", rep.Flat)
 	}
 	if !rep.From.Equal(ds.Bars.Time[0]) || !rep.To.Equal(ds.Bars.Time[4]) {
 		t.Errorf("from %v to %v, want the first and last bar's times", rep.From, rep.To)
 	}
-	m := market.Measure(rep.Equity, rep.Positions, rep.TradeLog, 8140, 4)
+	m := sim.Measure(rep.Equity, rep.Positions, rep.TradeLog, 8140, 4)
 	m.Costs, m.CostPerTrade = rep.Costs, rep.CostPerTrade
 	if m != rep.Metrics {
 		t.Errorf("report metrics %+v differ from Measure of its own records %+v", rep.Metrics, m)
@@ -122,11 +126,11 @@ func TestBacktestIsHandComputed(t *testing.T) {
 // exit 100.5, PnL (100.5 − 103.5)·2·10 − 4·2 = −68.
 func TestPartialFillsMakeOneTrade(t *testing.T) {
 	one, two := market.Action{Dir: 2, Size: 0}, market.Action{Dir: 2, Size: 3}
-	rep, err := market.Backtest(btDataset(), market.Range{From: 0, To: 5}, &script{acts: map[int]market.Action{0: one, 1: two, 2: one, 3: flat}})
+	rep, err := sim.Backtest(btDataset(), market.Range{From: 0, To: 5}, &script{acts: map[int]market.Action{0: one, 1: two, 2: one, 3: flat}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := market.Trade{EntryBar: 1, ExitBar: 4, Dir: 1, Contracts: 2, EntryPrice: 103.5, ExitPrice: 100.5, PnL: -68}
+	want := sim.Trade{EntryBar: 1, ExitBar: 4, Dir: 1, Contracts: 2, EntryPrice: 103.5, ExitPrice: 100.5, PnL: -68}
 	if len(rep.TradeLog) != 1 || rep.TradeLog[0] != want {
 		t.Errorf("trades %+v, want [%+v]", rep.TradeLog, want)
 	}
@@ -139,7 +143,7 @@ func TestPartialFillsMakeOneTrade(t *testing.T) {
 // top level, buy_and_hold and flat are objects with the same keys, and the
 // per-bar records are not in the JSON.
 func TestReportJSONHasMetricsAtTopLevel(t *testing.T) {
-	rep, err := market.Backtest(btDataset(), market.Range{From: 0, To: 5}, &script{acts: map[int]market.Action{0: long2}})
+	rep, err := sim.Backtest(btDataset(), market.Range{From: 0, To: 5}, &script{acts: map[int]market.Action{0: long2}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +188,7 @@ func TestTradePnLSumsToEquityChange(t *testing.T) {
 	p := policyFunc(func(int, []float32) market.Action {
 		return market.Action{Dir: rng.IntN(3), Size: rng.IntN(4), Exit: rng.IntN(3)}
 	})
-	rep, err := market.Backtest(ds, market.Range{From: 100, To: 3000}, p)
+	rep, err := sim.Backtest(ds, market.Range{From: 100, To: 3000}, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,12 +224,12 @@ func TestEnvRewardsMatchBacktest(t *testing.T) {
 func envRewardsMatchBacktest(t *testing.T, ds *market.Dataset) {
 	r := market.Range{From: 50, To: 300}
 	act := func(t int) market.Action { return market.Action{Dir: t * 7 % 3, Size: t * 5 % 4, Exit: t * 11 % 3} }
-	rep, err := market.Backtest(ds, r, policyFunc(func(t int, _ []float32) market.Action { return act(t) }))
+	rep, err := sim.Backtest(ds, r, policyFunc(func(t int, _ []float32) market.Action { return act(t) }))
 	if err != nil {
 		t.Fatal(err)
 	}
 	e := newEnv(t, ds, r, 1, 1000)
-	var res market.StepResult
+	var res sim.StepResult
 	sum, abs := 0.0, 0.0
 	in := ds.Instrument
 	for tb := r.From; tb < r.To-1; tb++ {
@@ -266,7 +270,7 @@ func TestBacktestErrorsNameTheProblem(t *testing.T) {
 	for _, c := range []struct {
 		ds   *market.Dataset
 		r    market.Range
-		p    market.Policy
+		p    sim.Policy
 		want string
 	}{
 		{btDataset(), r, nil, "nil policy"},
@@ -276,7 +280,7 @@ func TestBacktestErrorsNameTheProblem(t *testing.T) {
 		{btDataset(), market.Range{From: 3, To: 6}, bad, "range [3, 6)"},
 		{btDataset(), r, bad, "policy at bar 2: action direction 3"},
 	} {
-		if _, err := market.Backtest(c.ds, c.r, c.p); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := sim.Backtest(c.ds, c.r, c.p); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("error %v, want one containing %q", err, c.want)
 		}
 	}

@@ -1,10 +1,10 @@
-package market
+package sim
 
 import (
-	"github.com/dqnflow/dqnflow/prices"
-
 	"fmt"
 	"math"
+
+	"github.com/dqnflow/dqnflow/market"
 )
 
 // This file holds the trading arithmetic that VecEnv and Backtest share:
@@ -33,49 +33,34 @@ type fill struct {
 	cost  float64
 }
 
-// sim is the trading arithmetic over one checked Dataset.
-type sim struct {
-	ds *Dataset
-	in Instrument
+// engine is the trading arithmetic over one checked Dataset.
+type engine struct {
+	ds *market.Dataset
+	in market.Instrument
 	// size is contracts(k) of every valid size k, worked out once: the
 	// batched backtest asks for it several times per row it simulates.
-	size [NumSizes]int
+	size [market.NumSizes]int
 }
 
 // fillCost is the money one fill of |q| contracts at bar t and reference
-// price p pays: |q|·(slipAt(t, p)·PointValue + comm(p)).
-func (s *sim) fillCost(q, t int, p float64) float64 {
-	return float64(abs(q)) * (s.slipAt(t, p)*s.in.PointValue + s.in.comm(p))
+// price p pays: |q|·(slipAt(t, p)·PointValue + Comm(p)).
+func (s *engine) fillCost(q, t int, p float64) float64 {
+	return float64(abs(q)) * (s.slipAt(t, p)*s.in.PointValue + s.in.Comm(p))
 }
 
 // slipAt is the slippage of one fill at bar t and price p, in price
 // points: the bar's own (Dataset.Slip[t]) where the dataset has per-bar
-// slippage, else the instrument's slip(p).
-func (s *sim) slipAt(t int, p float64) float64 {
+// slippage, else the instrument's Slip(p).
+func (s *engine) slipAt(t int, p float64) float64 {
 	if s.ds.Slip != nil {
 		return s.ds.Slip[t]
 	}
-	return s.in.slip(p)
+	return s.in.Slip(p)
 }
 
-// SpreadSlip is the per-bar slippage of bars that quote bid and ask
-// (Dataset.Slip): half the spread at each bar's open, Spread[t] / 2, the
-// distance from the mid (the bars' prices) to the ask a market buy pays
-// or the bid a market sell gets. Nil when b has no Spread.
-func SpreadSlip(b *prices.Bars) []float64 {
-	if b == nil || b.Spread == nil {
-		return nil
-	}
-	out := make([]float64, len(b.Spread))
-	for t, x := range b.Spread {
-		out[t] = x / 2
-	}
-	return out
-}
-
-// newSim checks that ds can be traded over r: consistent lengths, at least
+// newEngine checks that ds can be traded over r: consistent lengths, at least
 // two bars, finite prices and ATR inside r, and a usable instrument.
-func newSim(ds *Dataset, r Range) (*sim, error) {
+func newEngine(ds *market.Dataset, r market.Range) (*engine, error) {
 	if ds == nil || ds.Bars == nil {
 		return nil, fmt.Errorf("dataset has no bars")
 	}
@@ -88,7 +73,7 @@ func newSim(ds *Dataset, r Range) (*sim, error) {
 		want  int
 	}{
 		{"Bars.Open", len(b.Open), n}, {"Bars.High", len(b.High), n}, {"Bars.Low", len(b.Low), n},
-		{"ATR", len(ds.ATR), n}, {"Features", len(ds.Features), n * NumFeatures}, {"Slip", len(ds.Slip), n},
+		{"ATR", len(ds.ATR), n}, {"Features", len(ds.Features), n * market.NumFeatures}, {"Slip", len(ds.Slip), n},
 	} {
 		if c.field == "Slip" && ds.Slip == nil {
 			continue
@@ -136,7 +121,7 @@ func newSim(ds *Dataset, r Range) (*sim, error) {
 			return nil, fmt.Errorf("dataset %q: bar %d: ATR is %g, must not be negative", name, t, ds.ATR[t])
 		}
 	}
-	s := &sim{ds: ds, in: in}
+	s := &engine{ds: ds, in: in}
 	for k := range s.size {
 		s.size[k] = sizeContracts(k, in.MaxContracts)
 	}
@@ -145,19 +130,19 @@ func newSim(ds *Dataset, r Range) (*sim, error) {
 
 // atr is the ATR of bar t with its floor:
 // max(ATR[t], TickSize, 1e-6·|close_t|, 1e-12).
-func (s *sim) atr(t int) float64 {
+func (s *engine) atr(t int) float64 {
 	return max(s.ds.ATR[t], s.in.TickSize, 1e-6*math.Abs(s.ds.Bars.Close[t]), 1e-12)
 }
 
 // rewardScale is ATR_t × PointValue × MaxContracts, the money a full
 // position makes on a one-ATR move.
-func (s *sim) rewardScale(t int) float64 {
+func (s *engine) rewardScale(t int) float64 {
 	return s.atr(t) * s.in.PointValue * float64(s.in.MaxContracts)
 }
 
 // contracts is the size of action size k: max(1, round((k+1)/4 × MaxContracts)).
-func (s *sim) contracts(k int) int {
-	if uint(k) < NumSizes {
+func (s *engine) contracts(k int) int {
+	if uint(k) < market.NumSizes {
 		return s.size[k]
 	}
 	return sizeContracts(k, s.in.MaxContracts) // an invalid action's, before it is refused
@@ -165,11 +150,11 @@ func (s *sim) contracts(k int) int {
 
 // sizeContracts is contracts(k) for an instrument of maxContracts.
 func sizeContracts(k, maxContracts int) int {
-	return max(1, int(math.Round(float64(k+1)/NumSizes*float64(maxContracts))))
+	return max(1, int(math.Round(float64(k+1)/market.NumSizes*float64(maxContracts))))
 }
 
 // target is the signed position an action asks for.
-func (s *sim) target(a Action) int {
+func (s *engine) target(a market.Action) int {
 	switch a.Dir {
 	case 0:
 		return -s.contracts(a.Size)
@@ -203,7 +188,7 @@ func stopPrice(ref float64, dir, k int, atr float64) float64 {
 // t+1: the fill at its open, a stop inside it and the mark to its close. It
 // updates acc, appends the fills to *rec unless rec is nil, and returns the
 // change of equity in money (see VecEnv for the formula).
-func (s *sim) step(acc *account, a Action, t int, rec *[]fill) float64 {
+func (s *engine) step(acc *account, a market.Action, t int, rec *[]fill) float64 {
 	b := s.ds.Bars
 	o := b.Open[t+1]
 	pv := s.in.PointValue
@@ -216,7 +201,7 @@ func (s *sim) step(acc *account, a Action, t int, rec *[]fill) float64 {
 		price := o + float64(sign(d))*slip
 		cost := s.fillCost(d, t+1, o)
 		dE -= cost
-		record(rec, fill{bar: t + 1, qty: d, price: price, comm: float64(abs(d)) * s.in.comm(o), cost: cost})
+		record(rec, fill{bar: t + 1, qty: d, price: price, comm: float64(abs(d)) * s.in.Comm(o), cost: cost})
 		switch {
 		case q == 0:
 			*acc = account{}
@@ -242,7 +227,7 @@ func (s *sim) step(acc *account, a Action, t int, rec *[]fill) float64 {
 			x, hit = max(o, acc.stop)+slip, true
 		}
 		if hit {
-			comm := float64(abs(acc.pos)) * s.in.comm(o)
+			comm := float64(abs(acc.pos)) * s.in.Comm(o)
 			dE += float64(acc.pos)*(x-o)*pv - comm
 			record(rec, fill{bar: t + 1, qty: -acc.pos, price: x, comm: comm, cost: s.fillCost(acc.pos, t+1, o)})
 			*acc = account{}
@@ -267,29 +252,29 @@ func record(rec *[]fill, f fill) {
 // where the dataset has per-bar slippage); it returns the change of
 // equity, −|p|·(slip·PV + comm(c)), and records
 // the fill in *rec unless rec is nil.
-func (s *sim) liquidate(acc *account, t int, rec *[]fill) float64 {
+func (s *engine) liquidate(acc *account, t int, rec *[]fill) float64 {
 	if acc.pos == 0 {
 		return 0
 	}
 	p := acc.pos
 	c := s.ds.Bars.Close[t]
 	cost := s.fillCost(p, t, c)
-	record(rec, fill{bar: t, qty: -p, price: c - float64(sign(p))*s.slipAt(t, c), comm: float64(abs(p)) * s.in.comm(c), cost: cost})
+	record(rec, fill{bar: t, qty: -p, price: c - float64(sign(p))*s.slipAt(t, c), comm: float64(abs(p)) * s.in.Comm(c), cost: cost})
 	*acc = account{}
 	return -cost
 }
 
 // observe writes the observation of acc at bar t into dst (ObsDim values):
 // Dataset.Obs lays out the bar's features, agent fills in the rest.
-func (s *sim) observe(acc *account, t int, dst []float32) {
+func (s *engine) observe(acc *account, t int, dst []float32) {
 	s.ds.Obs(t, nil, dst)
-	s.agent(acc, t, dst[NumFeatures:ObsDim])
+	s.agent(acc, t, dst[market.NumFeatures:market.ObsDim])
 }
 
 // agent writes the NumAgentFeatures features of acc at bar t into dst (see
 // VecEnv for the list).
-func (s *sim) agent(acc *account, t int, dst []float32) {
-	dst = dst[:NumAgentFeatures]
+func (s *engine) agent(acc *account, t int, dst []float32) {
+	dst = dst[:market.NumAgentFeatures]
 	clear(dst)
 	if acc.pos == 0 {
 		return

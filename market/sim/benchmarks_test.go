@@ -1,4 +1,4 @@
-package market_test
+package sim_test
 
 import (
 	"math/rand/v2"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 )
 
 // TestBacktestWithBenchmarksIsBacktest: benchmarks computed once and
@@ -15,22 +16,22 @@ import (
 func TestBacktestWithBenchmarksIsBacktest(t *testing.T) {
 	ds := walkDataset(21, 3000)
 	r := market.Range{From: 100, To: 3000}
-	policy := func() market.Policy {
+	policy := func() sim.Policy {
 		rng := rand.New(rand.NewPCG(5, 6))
 		return policyFunc(func(int, []float32) market.Action {
 			return market.Action{Dir: rng.IntN(3), Size: rng.IntN(4), Exit: rng.IntN(3)}
 		})
 	}
-	want, err := market.Backtest(ds, r, policy())
+	want, err := sim.Backtest(ds, r, policy())
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := market.NewBenchmarks(ds, r)
+	b, err := sim.NewBenchmarks(ds, r)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range 2 { // the benchmarks serve several backtests unchanged
-		got, err := market.BacktestWith(ds, r, policy(), b)
+		got, err := sim.BacktestWith(ds, r, policy(), b)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,7 +40,7 @@ func TestBacktestWithBenchmarksIsBacktest(t *testing.T) {
 		}
 	}
 	other := market.Range{From: 200, To: 3000}
-	if _, err := market.BacktestWith(ds, other, policy(), b); err == nil || !strings.Contains(err.Error(), "benchmarks") {
+	if _, err := sim.BacktestWith(ds, other, policy(), b); err == nil || !strings.Contains(err.Error(), "benchmarks") {
 		t.Errorf("benchmarks of %s for a backtest of %s: %v, want an error naming them", r, other, err)
 	}
 }

@@ -1,4 +1,4 @@
-package market_test
+package sim_test
 
 import (
 	"math"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/prices"
 )
 
@@ -57,16 +58,16 @@ func walkDataset(seed uint64, n int) *market.Dataset {
 	return ds
 }
 
-func newEnv(t *testing.T, ds *market.Dataset, r market.Range, n, episode int) *market.VecEnv {
+func newEnv(t *testing.T, ds *market.Dataset, r market.Range, n, episode int) *sim.VecEnv {
 	t.Helper()
-	e, err := market.NewVecEnv(ds, r, n, episode, rand.New(rand.NewPCG(1, 2)))
+	e, err := sim.NewVecEnv(ds, r, n, episode, rand.New(rand.NewPCG(1, 2)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return e
 }
 
-func step(t *testing.T, e *market.VecEnv, res *market.StepResult, a ...market.Action) {
+func step(t *testing.T, e *sim.VecEnv, res *sim.StepResult, a ...market.Action) {
 	t.Helper()
 	if err := e.Step(a, res); err != nil {
 		t.Fatal(err)
@@ -89,7 +90,7 @@ func TestLongFillRewardIsHandComputed(t *testing.T) {
 	in := market.Instrument{TickSize: 0.25, SlippageTicks: 2, Commission: 1, PointValue: 10, MaxContracts: 4, InitialCapital: 1e5}
 	ds := handDataset([]ohlc{{100, 101, 99, 100}, {101, 103, 100.5, 102}, {102.5, 104, 102, 103.5}, {103, 104, 102, 102}}, 2, in)
 	e := newEnv(t, ds, market.Range{From: 0, To: 4}, 1, 4)
-	var res market.StepResult
+	var res sim.StepResult
 
 	// t0→t1: buy 2 at 101 + 0.5: ΔE = −2·(0.5·10 + 1) + 2·(102 − 101)·10 = −12 + 20 = 8; 8/80 = 0.1.
 	step(t, e, &res, long2)
@@ -179,7 +180,7 @@ func TestStops(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			ds := handDataset(c.bars, 1, in)
 			e := newEnv(t, ds, market.Range{From: 0, To: len(c.bars)}, 1, len(c.bars))
-			var res market.StepResult
+			var res sim.StepResult
 			for k, want := range c.rewards {
 				step(t, e, &res, c.act)
 				if res.Reward[0] != want || e.Position(0) != c.pos[k] {
@@ -198,7 +199,7 @@ func TestHeldStopMovesOnlyWhenExitRuleChanges(t *testing.T) {
 	bars := []ohlc{{100, 100, 100, 100}, {100, 101, 100, 101}, {101, 103, 101, 103}, {103, 104, 103, 104}, {104, 105, 104, 105}, {105, 105, 105, 105}}
 	ds := handDataset(bars, 1.5, in)
 	e := newEnv(t, ds, market.Range{From: 0, To: len(bars)}, 1, len(bars))
-	var res market.StepResult
+	var res sim.StepResult
 	for k, c := range []struct {
 		exit int
 		stop float64
@@ -223,7 +224,7 @@ func TestAddingAveragesTheEntry(t *testing.T) {
 	bars := []ohlc{{100, 100, 100, 100}, {101, 102, 101, 102}, {103, 104, 103, 103.5}, {103, 104, 103, 104}, {104, 104, 104, 104}}
 	ds := handDataset(bars, 1, in)
 	e := newEnv(t, ds, market.Range{From: 0, To: len(bars)}, 1, len(bars))
-	var res market.StepResult
+	var res sim.StepResult
 	for k, c := range []struct {
 		size   int
 		entry  float64
@@ -248,7 +249,7 @@ func TestReversalTradesBothLegs(t *testing.T) {
 	bars := []ohlc{{100, 100, 100, 100}, {100, 100, 100, 100}, {100, 100, 100, 100}, {100, 100, 100, 100}}
 	ds := handDataset(bars, 1, in)
 	e := newEnv(t, ds, market.Range{From: 0, To: 4}, 1, 4)
-	var res market.StepResult
+	var res sim.StepResult
 	step(t, e, &res, market.Action{Dir: 2, Size: 3})
 	if res.Reward[0] != -1.5 {
 		t.Errorf("open long 2: reward %v, want -1.5", res.Reward[0])
@@ -267,7 +268,7 @@ func TestReversalTradesBothLegs(t *testing.T) {
 func TestFlatEarnsNothing(t *testing.T) {
 	ds := walkDataset(3, 200)
 	e := newEnv(t, ds, market.Range{From: 10, To: 200}, 4, 32)
-	var res market.StepResult
+	var res sim.StepResult
 	acts := []market.Action{flat, {Dir: 1, Size: 3, Exit: 2}, flat, flat}
 	for k := range 100 {
 		step(t, e, &res, acts...)
@@ -294,7 +295,7 @@ func TestSizesRoundToWholeContracts(t *testing.T) {
 		ds := handDataset([]ohlc{{1, 1, 1, 1}, {1, 1, 1, 1}, {1, 1, 1, 1}}, 1, in)
 		for k, w := range c.want {
 			e := newEnv(t, ds, market.Range{From: 0, To: 3}, 2, 3)
-			var res market.StepResult
+			var res sim.StepResult
 			step(t, e, &res, market.Action{Dir: 2, Size: k}, market.Action{Dir: 0, Size: k})
 			if e.Position(0) != w || e.Position(1) != -w {
 				t.Errorf("max %d size %d: long %d short %d, want ±%d", c.max, k, e.Position(0), e.Position(1), w)
@@ -309,7 +310,7 @@ func TestZeroATRGivesFiniteReward(t *testing.T) {
 	in := market.Instrument{TickSize: 0.25, PointValue: 1, MaxContracts: 1, InitialCapital: 1}
 	ds := handDataset([]ohlc{{100, 100, 100, 100}, {100, 101, 100, 101}, {101, 101, 101, 101}}, 0, in)
 	e := newEnv(t, ds, market.Range{From: 0, To: 3}, 1, 3)
-	var res market.StepResult
+	var res sim.StepResult
 	step(t, e, &res, market.Action{Dir: 2, Exit: 2})
 	if res.Reward[0] != 4 {
 		t.Errorf("reward %v, want 4", res.Reward[0])
@@ -323,7 +324,7 @@ func TestWindowsFitTheRange(t *testing.T) {
 	r := market.Range{From: 20, To: 30} // 10 bars, L = 8: starts 20, 21, 22
 	e := newEnv(t, ds, r, 3, 8)
 	seen := map[int]int{}
-	var res market.StepResult
+	var res sim.StepResult
 	acts := []market.Action{long2, flat, {Dir: 0}}
 	steps := make([]int, 3)
 	for range 7 * 300 {
@@ -370,7 +371,7 @@ func TestObserveLaysOutFeaturesThenAgent(t *testing.T) {
 		ds.ATR[i] = 50 // the short's 2-ATR stop stays far away
 	}
 	e := newEnv(t, ds, market.Range{From: 0, To: 100}, 3, 20)
-	var res market.StepResult
+	var res sim.StepResult
 	step(t, e, &res, long2, flat, market.Action{Dir: 0, Size: 3, Exit: 2})
 	obs := make([]float32, 3*market.ObsDim)
 	if err := e.Observe(obs); err != nil {
@@ -418,11 +419,11 @@ func TestResumeIsBitIdentical(t *testing.T) {
 		}
 	}
 	src := rand.NewPCG(11, 12)
-	e, err := market.NewVecEnv(ds, r, n, 24, rand.New(src))
+	e, err := sim.NewVecEnv(ds, r, n, 24, rand.New(src))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res market.StepResult
+	var res sim.StepResult
 	for s := range k {
 		step(t, e, &res, acts[s]...)
 	}
@@ -431,7 +432,7 @@ func TestResumeIsBitIdentical(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := func(e *market.VecEnv) (bits []uint32) {
+	run := func(e *sim.VecEnv) (bits []uint32) {
 		obs := make([]float32, n*market.ObsDim)
 		for s := k; s < k+m; s++ {
 			step(t, e, &res, acts[s]...)
@@ -447,7 +448,7 @@ func TestResumeIsBitIdentical(t *testing.T) {
 	first := run(e)
 
 	src2 := rand.NewPCG(0, 0)
-	e2, err := market.NewVecEnv(ds, r, n, 24, rand.New(src2))
+	e2, err := sim.NewVecEnv(ds, r, n, 24, rand.New(src2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -479,10 +480,10 @@ func TestResumeIsBitIdentical(t *testing.T) {
 func TestSetStateRejectsBadState(t *testing.T) {
 	ds := walkDataset(7, 100)
 	e := newEnv(t, ds, market.Range{From: 10, To: 100}, 2, 16)
-	var res market.StepResult
+	var res sim.StepResult
 	step(t, e, &res, long2, flat)
 	good := e.State()
-	clone := func() market.EnvState {
+	clone := func() sim.EnvState {
 		s := good
 		s.Bar, s.Start, s.End = append([]int64(nil), s.Bar...), append([]int64(nil), s.Start...), append([]int64(nil), s.End...)
 		s.Position, s.Exit, s.Held = append([]int64(nil), s.Position...), append([]int64(nil), s.Exit...), append([]int64(nil), s.Held...)
@@ -491,17 +492,17 @@ func TestSetStateRejectsBadState(t *testing.T) {
 	}
 	for _, c := range []struct {
 		field string
-		edit  func(*market.EnvState)
+		edit  func(*sim.EnvState)
 	}{
-		{"range", func(s *market.EnvState) { s.To = 99 }},
-		{"EpisodeBars", func(s *market.EnvState) { s.EpisodeBars = 15 }},
-		{"Bar", func(s *market.EnvState) { s.Bar = s.Bar[:1] }},
-		{"Entry[0]", func(s *market.EnvState) { s.Entry[0] = math.NaN() }},
-		{"Bar[1]", func(s *market.EnvState) { s.Bar[1] = s.End[1] - 1 }},
-		{"Start[0]", func(s *market.EnvState) { s.Start[0], s.End[0] = 90, 106 }},
-		{"Position[0]", func(s *market.EnvState) { s.Position[0] = 5 }},
-		{"Exit[0]", func(s *market.EnvState) { s.Exit[0] = 3 }},
-		{"env 1 is flat", func(s *market.EnvState) { s.Stop[1] = 99 }},
+		{"range", func(s *sim.EnvState) { s.To = 99 }},
+		{"EpisodeBars", func(s *sim.EnvState) { s.EpisodeBars = 15 }},
+		{"Bar", func(s *sim.EnvState) { s.Bar = s.Bar[:1] }},
+		{"Entry[0]", func(s *sim.EnvState) { s.Entry[0] = math.NaN() }},
+		{"Bar[1]", func(s *sim.EnvState) { s.Bar[1] = s.End[1] - 1 }},
+		{"Start[0]", func(s *sim.EnvState) { s.Start[0], s.End[0] = 90, 106 }},
+		{"Position[0]", func(s *sim.EnvState) { s.Position[0] = 5 }},
+		{"Exit[0]", func(s *sim.EnvState) { s.Exit[0] = 3 }},
+		{"env 1 is flat", func(s *sim.EnvState) { s.Stop[1] = 99 }},
 	} {
 		s := clone()
 		c.edit(&s)
@@ -532,12 +533,12 @@ func TestBadInputIsAnError(t *testing.T) {
 		want string
 		err  func() error
 	}{
-		{"bar 17: low", func() error { _, err := market.NewVecEnv(nan, r, 1, 8, rng); return err }},
-		{"point_value", func() error { _, err := market.NewVecEnv(noPV, r, 1, 8, rng); return err }},
-		{"ATR has 49", func() error { _, err := market.NewVecEnv(short, r, 1, 8, rng); return err }},
-		{"range [49, 50)", func() error { _, err := market.NewVecEnv(ds, market.Range{From: 49, To: 50}, 1, 8, rng); return err }},
-		{"episode of 1", func() error { _, err := market.NewVecEnv(ds, r, 1, 1, rng); return err }},
-		{"0 environments", func() error { _, err := market.NewVecEnv(ds, r, 0, 8, rng); return err }},
+		{"bar 17: low", func() error { _, err := sim.NewVecEnv(nan, r, 1, 8, rng); return err }},
+		{"point_value", func() error { _, err := sim.NewVecEnv(noPV, r, 1, 8, rng); return err }},
+		{"ATR has 49", func() error { _, err := sim.NewVecEnv(short, r, 1, 8, rng); return err }},
+		{"range [49, 50)", func() error { _, err := sim.NewVecEnv(ds, market.Range{From: 49, To: 50}, 1, 8, rng); return err }},
+		{"episode of 1", func() error { _, err := sim.NewVecEnv(ds, r, 1, 1, rng); return err }},
+		{"0 environments", func() error { _, err := sim.NewVecEnv(ds, r, 0, 8, rng); return err }},
 	} {
 		if err := c.err(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("error %v, want one containing %q", err, c.want)
@@ -545,7 +546,7 @@ func TestBadInputIsAnError(t *testing.T) {
 	}
 	e := newEnv(t, ds, r, 2, 8)
 	before := []int{e.Bar(0), e.Bar(1)}
-	var res market.StepResult
+	var res sim.StepResult
 	err := e.Step([]market.Action{long2, {Dir: 1, Size: 4}}, &res)
 	if err == nil || !strings.Contains(err.Error(), "env 1") || !strings.Contains(err.Error(), "size 4") {
 		t.Errorf("bad action: error %v, want one naming env 1 and size 4", err)

@@ -1,11 +1,12 @@
-package market
+package sim
 
 import (
-	"github.com/dqnflow/dqnflow/prices"
-
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 )
 
 // DailyReturns turns the equity curve of a backtest over bars r of b
@@ -16,7 +17,7 @@ import (
 // capital for the first day), minus 1. days are days since 1970-01-01.
 // An equity of 0 or below (a ruined account) gives the days after it a
 // return of 0, as Returns does.
-func DailyReturns(b *prices.Bars, r Range, equity []float64) (days []int32, returns []float64, err error) {
+func DailyReturns(b *prices.Bars, r market.Range, equity []float64) (days []int32, returns []float64, err error) {
 	if len(equity) != r.Len() || r.From < 0 || r.To > b.Len() {
 		return nil, nil, fmt.Errorf("daily returns: %d equity values for bars %s of %d: want one a bar", len(equity), r, b.Len())
 	}

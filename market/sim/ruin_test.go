@@ -1,4 +1,4 @@
-package market_test
+package sim_test
 
 import (
 	"encoding/json"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/market/sim"
 )
 
 // churn reverses between long and short at full size every bar.
@@ -36,7 +37,7 @@ func cheapSeries(seed uint64, n int, p float64, in market.Instrument) *market.Da
 
 // checkFinite fails when any float of m is NaN, ±Inf or ±MaxFloat64 (the
 // stand-in for an overflow).
-func checkFinite(t *testing.T, what string, m market.Metrics) {
+func checkFinite(t *testing.T, what string, m sim.Metrics) {
 	t.Helper()
 	v := reflect.ValueOf(m)
 	for i := range v.NumField() {
@@ -65,7 +66,7 @@ func TestRuinEndsTradingAtTheFloorRegression(t *testing.T) {
 		PointValue: 100000.0 / (4 * 60), MaxContracts: 4, InitialCapital: 100000}
 	ds := cheapSeries(9, 10612, 60, in)
 	r := market.Range{From: 0, To: ds.Bars.Len()}
-	rep, err := market.Backtest(ds, r, churn)
+	rep, err := sim.Backtest(ds, r, churn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +101,7 @@ func TestRuinEndsTradingAtTheFloorRegression(t *testing.T) {
 	bps := in
 	bps.TickSize, bps.SlippageTicks, bps.Commission, bps.SlippageBps, bps.CommissionBps = 0.006, 0, 0, 1, 0.5
 	ds.Instrument = bps
-	rb, err := market.Backtest(ds, r, churn)
+	rb, err := sim.Backtest(ds, r, churn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +120,7 @@ func TestRuinAtAMarginFloorKeepsTheEquityLeft(t *testing.T) {
 	in := market.Instrument{TickSize: 0.25, SlippageTicks: 1, Commission: 0.62,
 		PointValue: 100000.0 / (4 * 60), MaxContracts: 4, InitialCapital: 100000, MarginFloor: 0.9}
 	ds := cheapSeries(4, 3000, 60, in)
-	rep, err := market.Backtest(ds, market.Range{From: 0, To: 3000}, churn)
+	rep, err := sim.Backtest(ds, market.Range{From: 0, To: 3000}, churn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +145,7 @@ func TestRuinBelowZeroRecordsTheDebt(t *testing.T) {
 	in := market.Instrument{TickSize: 1, SlippageTicks: 1, Commission: 2, PointValue: 100, MaxContracts: 2, InitialCapital: 1000}
 	ds := handDataset([]ohlc{{100, 100, 100, 100}, {101, 103, 100, 102}, {90, 95, 89, 94}, {94, 96, 93, 95}, {95, 96, 94, 95}}, 5, in)
 	long := market.Action{Dir: 2, Size: 3}
-	rep, err := market.Backtest(ds, market.Range{From: 0, To: 5}, &script{acts: map[int]market.Action{0: long, 1: long, 2: long, 3: long}})
+	rep, err := sim.Backtest(ds, market.Range{From: 0, To: 5}, &script{acts: map[int]market.Action{0: long, 1: long, 2: long, 3: long}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +166,7 @@ func TestRuinBelowZeroRecordsTheDebt(t *testing.T) {
 func TestCostsAreWhatTheFillsPaid(t *testing.T) {
 	ds := btDataset()
 	p := &script{acts: map[int]market.Action{0: {Dir: 2, Size: 3}, 1: {Dir: 2, Size: 3}, 2: {Dir: 0, Size: 3}, 3: flat}}
-	rep, err := market.Backtest(ds, market.Range{From: 0, To: 5}, p)
+	rep, err := sim.Backtest(ds, market.Range{From: 0, To: 5}, p)
 	if err != nil {
 		t.Fatal(err)
 	}

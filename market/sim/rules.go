@@ -1,11 +1,12 @@
-package market
+package sim
 
 import (
-	"github.com/dqnflow/dqnflow/prices"
-
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 )
 
 // Rule is one of the simple trading rules an agent is compared with
@@ -43,8 +44,8 @@ type rulePolicy struct {
 	close []float64
 }
 
-func (p rulePolicy) Act(t int, _ []float32) Action {
-	flat := Action{Dir: 1}
+func (p rulePolicy) Act(t int, _ []float32) market.Action {
+	flat := market.Action{Dir: 1}
 	if t < p.r.Lookback || t >= len(p.close) {
 		return flat
 	}
@@ -54,9 +55,9 @@ func (p rulePolicy) Act(t int, _ []float32) Action {
 	}
 	switch {
 	case d > 0:
-		return Action{Dir: 2, Size: NumSizes - 1}
+		return market.Action{Dir: 2, Size: market.NumSizes - 1}
 	case d < 0 && !p.r.LongOnly:
-		return Action{Dir: 0, Size: NumSizes - 1}
+		return market.Action{Dir: 0, Size: market.NumSizes - 1}
 	}
 	return flat
 }

@@ -1,10 +1,11 @@
-package market
+package sim
 
 import (
-	"github.com/dqnflow/dqnflow/prices"
-
 	"strings"
 	"testing"
+
+	"github.com/dqnflow/dqnflow/market"
+	"github.com/dqnflow/dqnflow/prices"
 )
 
 // TestRuleHoldsTheDirectionOfTheLookbackChange works rules by hand over
@@ -36,7 +37,7 @@ func TestRuleHoldsTheDirectionOfTheLookbackChange(t *testing.T) {
 			if a.Dir != want {
 				t.Errorf("%s at bar %d: direction %d, want %d", c.name, i, a.Dir, want)
 			}
-			if a.Dir != F && (a.Size != NumSizes-1 || a.Exit != 0) {
+			if a.Dir != F && (a.Size != market.NumSizes-1 || a.Exit != 0) {
 				t.Errorf("%s at bar %d: size %d exit %d, want a full position without a stop", c.name, i, a.Size, a.Exit)
 			}
 		}

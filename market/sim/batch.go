@@ -1,4 +1,4 @@
-package market
+package sim
 
 import (
 	"fmt"
@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sort"
 	"sync"
+
+	"github.com/dqnflow/dqnflow/market"
 )
 
 // BatchPolicy decides the actions of many observations in one call: the
@@ -14,7 +16,7 @@ import (
 // row must be a function of that row alone, never of the other rows of the
 // call, as a network's greedy action is.
 type BatchPolicy interface {
-	ActBatch(obs []float32, rows int, dst []Action) error
+	ActBatch(obs []float32, rows int, dst []market.Action) error
 }
 
 // BatchStats says how BacktestBatch reached its actions.
@@ -24,7 +26,7 @@ type BatchStats struct {
 	Decisions int // decisions the backtest took (a bar-by-bar Backtest's calls)
 	// Actions are the actions taken, one per decision from the range's
 	// first bar.
-	Actions []Action
+	Actions []market.Action
 }
 
 // BacktestBatch is Backtest for a policy that decides many observations in
@@ -58,13 +60,13 @@ type BatchStats struct {
 // deciding at each miss only the chain that starts there (narrowChain
 // bars): a policy that defeats the chains costs at most one call per bar,
 // what Backtest costs.
-func BacktestBatch(ds *Dataset, r Range, p BatchPolicy, b *Benchmarks) (Report, BatchStats, error) {
+func BacktestBatch(ds *market.Dataset, r market.Range, p BatchPolicy, b *Benchmarks) (Report, BatchStats, error) {
 	if p == nil {
 		return Report{}, BatchStats{}, fmt.Errorf("backtest: nil policy")
 	}
 	bp := batchRuns.Get().(*batchRun)
 	bp.reset(p)
-	rep, err := backtestRun(ds, r, b, func(s *sim) (runRecord, error) { return bp.run(s, r) })
+	rep, err := backtestRun(ds, r, b, func(s *engine) (runRecord, error) { return bp.run(s, r) })
 	st := bp.stats
 	bp.p, bp.s = nil, nil
 	batchRuns.Put(bp)
@@ -107,7 +109,7 @@ const (
 // agent features (the bar's own features follow from the bar).
 type rowKey struct {
 	t    int32
-	feat [NumAgentFeatures]uint32
+	feat [market.NumAgentFeatures]uint32
 }
 
 // chain is a position held from decision bar t for up to n bars; lo and hi
@@ -124,29 +126,29 @@ type chain struct {
 // features feat (their bits); Dir < 0 while the call is pending. next is
 // the index of the bar's next decision in batchRun.dec, or −1.
 type decision struct {
-	feat [NumAgentFeatures]uint32
-	act  Action
+	feat [market.NumAgentFeatures]uint32
+	act  market.Action
 	next int32
 }
 
 // batchRun is one BacktestBatch.
 type batchRun struct {
 	p     BatchPolicy
-	s     *sim
-	r     Range
+	s     *engine
+	r     market.Range
 	stats BatchStats
-	flat  []Action   // decision of every bar when flat
-	dec   []decision // the decisions with a position
-	first []int32    // per decision bar, its first decision in dec, or −1
-	keys  []rowKey   // rows of the next call
-	at    []int32    // their index in dec
-	crow  []int32    // the rows of this round's chains, indices in dec
-	buf   []float32  // their observations
-	out   []Action   // their decisions
-	next  []chain    // chains of the next round
-	spare []chain    // the buffer of the round before
-	taken []Action   // the walk's actions so far
-	feat  [NumAgentFeatures]float32
+	flat  []market.Action // decision of every bar when flat
+	dec   []decision      // the decisions with a position
+	first []int32         // per decision bar, its first decision in dec, or −1
+	keys  []rowKey        // rows of the next call
+	at    []int32         // their index in dec
+	crow  []int32         // the rows of this round's chains, indices in dec
+	buf   []float32       // their observations
+	out   []market.Action // their decisions
+	next  []chain         // chains of the next round
+	spare []chain         // the buffer of the round before
+	taken []market.Action // the walk's actions so far
+	feat  [market.NumAgentFeatures]float32
 	// A round's chains' rows before they are asked for (chainRows): chain
 	// i's are ckeys[off[i] : off[i]+cnt[i]].
 	ckeys []rowKey
@@ -161,7 +163,7 @@ type batchRun struct {
 // more than anywhere (their positions were entered at other prices), while
 // their first words, the position, are mostly the same. Comparing the
 // arrays whole calls memequal, 7 % of a backtest's time in its profile.
-func sameFeat(a, b *[NumAgentFeatures]uint32) bool {
+func sameFeat(a, b *[market.NumAgentFeatures]uint32) bool {
 	if a[agentUnrealised] != b[agentUnrealised] {
 		return false
 	}
@@ -175,13 +177,13 @@ func sameFeat(a, b *[NumAgentFeatures]uint32) bool {
 
 // lookup returns the decision of row k and whether there is one (its Dir
 // is negative while pending).
-func (b *batchRun) lookup(k rowKey) (Action, bool) {
+func (b *batchRun) lookup(k rowKey) (market.Action, bool) {
 	for j := b.first[int(k.t)-b.r.From]; j >= 0; j = b.dec[j].next {
 		if sameFeat(&b.dec[j].feat, &k.feat) {
 			return b.dec[j].act, true
 		}
 	}
-	return Action{}, false
+	return market.Action{}, false
 }
 
 // ask adds row k to the next call unless it is decided or pending.
@@ -193,7 +195,7 @@ func (b *batchRun) ask(k rowKey) int32 {
 			return j
 		}
 	}
-	b.dec = append(b.dec, decision{feat: k.feat, act: Action{Dir: -1}, next: b.first[i]})
+	b.dec = append(b.dec, decision{feat: k.feat, act: market.Action{Dir: -1}, next: b.first[i]})
 	b.first[i] = int32(len(b.dec) - 1)
 	b.keys = append(b.keys, k)
 	b.at = append(b.at, b.first[i])
@@ -204,7 +206,7 @@ func (b *batchRun) ask(k rowKey) int32 {
 func (b *batchRun) key(t int, acc *account) rowKey { return b.s.rowKey(t, acc, &b.feat) }
 
 // rowKey is the row of decision bar t with account acc; feat is scratch.
-func (s *sim) rowKey(t int, acc *account, feat *[NumAgentFeatures]float32) rowKey {
+func (s *engine) rowKey(t int, acc *account, feat *[market.NumAgentFeatures]float32) rowKey {
 	s.agent(acc, t, feat[:])
 	k := rowKey{t: int32(t)}
 	for j, x := range feat {
@@ -217,7 +219,7 @@ func (s *sim) rowKey(t int, acc *account, feat *[NumAgentFeatures]float32) rowKe
 // position and exit rule, without the money: a held position trades
 // nothing at the open, keeps its stop, may be stopped inside bar t+1 and
 // otherwise counts one more bar held.
-func (s *sim) holdStep(acc *account, t int) {
+func (s *engine) holdStep(acc *account, t int) {
 	if acc.pos == 0 {
 		return
 	}
@@ -230,7 +232,7 @@ func (s *sim) holdStep(acc *account, t int) {
 }
 
 // holds reports whether a leaves acc's position and exit rule as they are.
-func (b *batchRun) holds(acc *account, a Action) bool {
+func (b *batchRun) holds(acc *account, a market.Action) bool {
 	return b.s.target(a) == acc.pos && a.Exit == acc.exit
 }
 
@@ -256,7 +258,7 @@ func (b *batchRun) rows(cur []chain) {
 	b.cheld = slices.Grow(b.cheld[:0], total)[:total]
 	s, to := b.s, b.r.To
 	inParts(len(cur), total, func(i int) int { return int(b.off[i]) }, func(lo, hi int) {
-		var feat [NumAgentFeatures]float32
+		var feat [market.NumAgentFeatures]float32
 		for i := lo; i < hi; i++ {
 			c := cur[i]
 			acc, k := c.acc, b.off[i]
@@ -322,7 +324,7 @@ func (b *batchRun) follow(c chain) (chain, bool) {
 		}
 		a := b.dec[b.crow[k]].act
 		if !b.holds(&acc, a) {
-			if a.Dir < 0 || a.validate() != nil {
+			if a.Dir < 0 || a.Check() != nil {
 				return chain{}, false
 			}
 			b.s.step(&acc, a, t, nil)
@@ -340,15 +342,15 @@ func (b *batchRun) decide() error {
 	if n == 0 {
 		return nil
 	}
-	b.buf = slices.Grow(b.buf[:0], n*ObsDim)[:n*ObsDim]
+	b.buf = slices.Grow(b.buf[:0], n*market.ObsDim)[:n*market.ObsDim]
 	b.out = slices.Grow(b.out[:0], n)[:n]
 	feats := b.s.ds.Features
 	inParts(n, n, func(i int) int { return i }, func(lo, hi int) {
 		for i, k := range b.keys[lo:hi] {
-			row := b.buf[(lo+i)*ObsDim : (lo+i+1)*ObsDim]
-			copy(row[:NumFeatures], feats[int(k.t)*NumFeatures:(int(k.t)+1)*NumFeatures])
+			row := b.buf[(lo+i)*market.ObsDim : (lo+i+1)*market.ObsDim]
+			copy(row[:market.NumFeatures], feats[int(k.t)*market.NumFeatures:(int(k.t)+1)*market.NumFeatures])
 			for j, u := range k.feat {
-				row[NumFeatures+j] = math.Float32frombits(u)
+				row[market.NumFeatures+j] = math.Float32frombits(u)
 			}
 		}
 	})
@@ -365,7 +367,7 @@ func (b *batchRun) decide() error {
 }
 
 // run walks bars r (BacktestBatch).
-func (b *batchRun) run(s *sim, r Range) (runRecord, error) {
+func (b *batchRun) run(s *engine, r market.Range) (runRecord, error) {
 	b.s, b.r = s, r
 	n := r.Len() - 1 // decision bars r.From … r.To−2
 	b.flat = slices.Grow(b.flat, n)[:n]
@@ -373,14 +375,14 @@ func (b *batchRun) run(s *sim, r Range) (runRecord, error) {
 	for i := range b.first {
 		b.first[i] = -1
 	}
-	b.buf = slices.Grow(b.buf, n*ObsDim)[:n*ObsDim]
+	b.buf = slices.Grow(b.buf, n*market.ObsDim)[:n*market.ObsDim]
 	for i := range n {
-		s.ds.Obs(r.From+i, nil, b.buf[i*ObsDim:(i+1)*ObsDim])
+		s.ds.Obs(r.From+i, nil, b.buf[i*market.ObsDim:(i+1)*market.ObsDim])
 	}
 	// The actions taken leave with the stats (BatchStats.Actions), so they
 	// are the call's own, sized once: appended from empty, they were
 	// reallocated as they grew, most of the call's allocation.
-	b.taken = make([]Action, 0, n)
+	b.taken = make([]market.Action, 0, n)
 	b.stats.Rounds, b.stats.Evaluated = 1, n
 	if err := b.p.ActBatch(b.buf, n, b.flat); err != nil {
 		return runRecord{}, fmt.Errorf("policy, %d bars: %w", n, err)
@@ -388,7 +390,7 @@ func (b *batchRun) run(s *sim, r Range) (runRecord, error) {
 	// Round 1: every position a flat decision opens.
 	for i, a := range b.flat {
 		t := r.From + i
-		if a.validate() != nil || s.target(a) == 0 || t+1 >= r.To-1 {
+		if a.Check() != nil || s.target(a) == 0 || t+1 >= r.To-1 {
 			continue
 		}
 		var acc account
