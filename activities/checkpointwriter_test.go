@@ -32,7 +32,7 @@ func TestCheckpointWriteOutlivesTheChunksCancellation(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	out := &EpochsOutput{Epochs: []EpochResult{{Epoch: 1}}}
-	w := &checkpointWriter{a: a, ctx: ctx, out: out, p: &progress{}}
+	w := &checkpointWriter{a: a, ctx: ctx, out: out, scores: &out.Scores, p: &progress{}}
 	w.start(snapshotted{
 		in: CheckpointInput{RunID: "r", Epoch: 1},
 		encode: func() (*checkpoint.Checkpoint, error) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/trainer"
+	"github.com/dqnflow/dqnflow/trainer/epochloop"
 )
 
 // EpochsInput asks RunEpochs for a chunk of run RunID's epochs: After+1,
@@ -61,7 +62,8 @@ func (o EpochsOutput) last() int { return o.Epochs[len(o.Epochs)-1].Epoch }
 
 // RunEpochs trains a chunk of epochs in one activity, so that a GPU epoch
 // of tens of milliseconds does not wait for a round trip to the Temporal
-// server per stage (docs/adr/0010-epochs-in-one-activity.md). Each epoch
+// server per stage (docs/adr/0010-epochs-in-one-activity.md). The epochs
+// run in epochloop's loop, the one "dqnflow train" runs. Each epoch
 // runs the sequence of the per-stage activities: Collect → TrainEpoch →
 // SyncTarget, its epoch row (written in the background while the next
 // epoch trains), the validation backtest when due (recorded
@@ -108,26 +110,15 @@ func (a *Trainer) RunEpochs(ctx context.Context, in EpochsInput) (_ EpochsOutput
 		out.Replayed = true
 		return out, nil
 	}
-	start := time.Now()
-	out := EpochsOutput{Scores: in.Scores}
+	var out EpochsOutput
+	loop := &epochloop.Loop[CheckpointRef]{Config: run.Config, Scores: in.Scores, CheckpointStop: true}
 	rows := a.writeRows(ctx, run.ID)
 	defer rows.close()
-	cks := &checkpointWriter{a: a, ctx: ctx, out: &out, p: p}
+	cks := &checkpointWriter{a: a, ctx: ctx, out: &out, scores: &loop.Scores, p: p}
 	defer cks.wait()
-	for e := in.After + 1; e <= in.Until; e++ {
-		res, err := a.epoch(ctx, run, e, &out, p, rows, cks)
-		if err != nil {
-			return EpochsOutput{}, err
-		}
-		out.Epochs = append(out.Epochs, res)
-		p.update(func(hb *Heartbeat) { hb.Done, hb.ValidSharpe = e, res.ValidSharpe })
-		if err := cks.poll(); err != nil {
-			return EpochsOutput{}, err
-		}
-		activity.RecordHeartbeat(ctx, p.get())
-		if out.Early || time.Since(start) >= in.Budget || ctx.Err() != nil {
-			break
-		}
+	steps := &chunkSteps{a: a, run: run, p: p, rows: rows, cks: cks, out: &out, start: time.Now(), budget: in.Budget}
+	if _, err := loop.Run(ctx, in.After, in.Until, steps); err != nil {
+		return EpochsOutput{}, err
 	}
 	if err := cks.wait(); err != nil {
 		return EpochsOutput{}, err
@@ -135,6 +126,7 @@ func (a *Trainer) RunEpochs(ctx context.Context, in EpochsInput) (_ EpochsOutput
 	if err := rows.close(); err != nil {
 		return EpochsOutput{}, err
 	}
+	out.Scores, out.Early = loop.Scores, loop.Early
 	run.chunk = &chunkResult{after: in.After, out: out}
 	return out, nil
 }
@@ -205,59 +197,87 @@ type chunkResult struct {
 	out   EpochsOutput
 }
 
-// epoch runs epoch e of a chunk on run (locked, at the end of epoch e−1)
-// and updates out.Scores and out.Early with its backtest.
-func (a *Trainer) epoch(ctx context.Context, run *Run, e int, out *EpochsOutput, p *progress, rows *rowWriter, cks *checkpointWriter) (EpochResult, error) {
-	stage := func(s string) {
-		p.update(func(hb *Heartbeat) { hb.Epoch, hb.Stage, hb.Step, hb.Steps, hb.GlobalStep = e, s, 0, 0, run.GlobalStep })
-	}
-	stage("collect")
-	col, err := a.collect(ctx, run, e)
+// chunkSteps are the steps of RunEpochs' epochs (epochloop.Steps) on
+// run, which the activity holds locked: the stages of the per-stage
+// activities, its epoch row written in the background (rows), the
+// checkpoint written in the background (cks), the heartbeat after each
+// epoch; the chunk ends at the first epoch boundary after budget or a
+// cancellation.
+type chunkSteps struct {
+	a      *Trainer
+	run    *Run
+	p      *progress
+	rows   *rowWriter
+	cks    *checkpointWriter
+	out    *EpochsOutput
+	start  time.Time
+	budget time.Duration
+}
+
+// stage heartbeats that epoch e entered stage name.
+func (s *chunkSteps) stage(e int, name string) {
+	s.p.update(func(hb *Heartbeat) {
+		hb.Epoch, hb.Stage, hb.Step, hb.Steps, hb.GlobalStep = e, name, 0, 0, s.run.GlobalStep
+	})
+}
+
+func (s *chunkSteps) Train(ctx context.Context, e int) (epochloop.Trained, error) {
+	s.stage(e, "collect")
+	col, err := s.a.collect(ctx, s.run, e)
 	if err != nil {
-		return EpochResult{}, err
+		return epochloop.Trained{}, err
 	}
-	stage("train")
-	tr, err := a.train(ctx, run, e, p)
+	s.stage(e, "train")
+	tr, err := s.a.train(ctx, s.run, e, s.p)
 	if err != nil {
-		return EpochResult{}, err
+		return epochloop.Trained{}, err
 	}
-	stage("sync")
-	if err := a.sync(ctx, run, e); err != nil {
-		return EpochResult{}, err
+	s.stage(e, "sync")
+	if err := s.a.sync(ctx, s.run, e); err != nil {
+		return epochloop.Trained{}, err
 	}
-	res := EpochResult{Epoch: e, Collect: col.Stats, Train: tr.Stats, DurationMS: col.DurationMS + tr.DurationMS}
-	if err := rows.add(e, epochMetrics(res.Collect, res.Train, res.DurationMS)); err != nil {
-		return EpochResult{}, err
+	t := epochloop.Trained{Collect: col.Stats, Train: tr.Stats, DurationMS: col.DurationMS + tr.DurationMS}
+	return t, s.rows.add(e, epochMetrics(t.Collect, t.Train, t.DurationMS))
+}
+
+func (s *chunkSteps) Backtest(ctx context.Context, e int) (float64, error) {
+	s.stage(e, "backtest")
+	bt, err := s.a.backtest(ctx, s.run, BacktestInput{RunID: s.run.ID, Epoch: e})
+	if err != nil {
+		return 0, err
 	}
-	needCk, needBt := Due(run.Config, e)
-	if needBt {
-		stage("backtest")
-		bt, err := a.backtest(ctx, run, BacktestInput{RunID: run.ID, Epoch: e})
-		if err != nil {
-			return EpochResult{}, err
-		}
-		s := bt.Report.Sharpe
-		res.ValidSharpe = &s
-		out.Scores, out.Early = out.Scores.Add(e, s, run.Config.Backtest.Patience)
-		needCk = needCk || out.Scores.MustCheckpoint(e, out.Early)
+	return bt.Report.Sharpe, nil
+}
+
+// Checkpoint takes epoch e's snapshot and writes it in the background.
+// One checkpoint is in flight at a time: the last one's memory and disk
+// bandwidth are spent before the next snapshot is taken.
+func (s *chunkSteps) Checkpoint(ctx context.Context, e int, t epochloop.Trained, _ bool) error {
+	s.stage(e, "checkpoint")
+	if err := s.cks.wait(); err != nil {
+		return err
 	}
-	if needCk {
-		stage("checkpoint")
-		// One checkpoint in flight at a time: the last one's memory and
-		// disk bandwidth are spent before the next snapshot is taken.
-		if err := cks.wait(); err != nil {
-			return EpochResult{}, err
-		}
-		ck, err := a.snapshot(run, CheckpointInput{
-			RunID: run.ID, Epoch: e,
-			Metrics: map[string]float64{"loss": tr.Stats.Loss, "grad_norm": tr.Stats.GradNorm},
-		})
-		if err != nil {
-			return EpochResult{}, err
-		}
-		cks.start(ck)
+	ck, err := s.a.snapshot(s.run, CheckpointInput{
+		RunID: s.run.ID, Epoch: e,
+		Metrics: map[string]float64{"loss": t.Train.Loss, "grad_norm": t.Train.GradNorm},
+	})
+	if err != nil {
+		return err
 	}
-	return res, nil
+	s.cks.start(ck)
+	return nil
+}
+
+func (s *chunkSteps) Done(ctx context.Context, ep epochloop.Epoch) (bool, error) {
+	s.out.Epochs = append(s.out.Epochs, EpochResult{
+		Epoch: ep.Epoch, Collect: ep.Collect, Train: ep.Train, DurationMS: ep.DurationMS, ValidSharpe: ep.ValidSharpe,
+	})
+	s.p.update(func(hb *Heartbeat) { hb.Done, hb.ValidSharpe = ep.Epoch, ep.ValidSharpe })
+	if err := s.cks.poll(); err != nil {
+		return false, err
+	}
+	activity.RecordHeartbeat(ctx, s.p.get())
+	return time.Since(s.start) >= s.budget || ctx.Err() != nil, nil
 }
 
 // checkpointWriter writes a chunk's checkpoints in the background, one at
@@ -276,10 +296,11 @@ func (a *Trainer) epoch(ctx context.Context, run *Run, e int, out *EpochsOutput,
 // that fails fails the chunk at that point, and the run recovers from its
 // newest recorded checkpoint.
 type checkpointWriter struct {
-	a   *Trainer
-	ctx context.Context
-	out *EpochsOutput
-	p   *progress
+	a      *Trainer
+	ctx    context.Context
+	out    *EpochsOutput
+	scores *Scores // the chunk's scores as they stand
+	p      *progress
 
 	done chan struct{} // closed when the write in flight ends; nil when none is
 	ref  CheckpointRef // its result, once done is closed
@@ -337,8 +358,8 @@ func (w *checkpointWriter) finish() error {
 			w.out.Epochs[i].Checkpoint = &ref
 		}
 	}
-	if w.out.Scores.BestEpoch == e {
-		w.out.Scores.BestCheckpoint = &ref
+	if w.scores.BestEpoch == e {
+		w.scores.BestCheckpoint = &ref
 	}
 	w.p.update(func(hb *Heartbeat) { hb.Checkpoint = &ref })
 	return nil

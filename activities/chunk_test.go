@@ -14,6 +14,7 @@ import (
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/metadata"
+	"github.com/dqnflow/dqnflow/trainer/epochloop"
 )
 
 // sharpeByEpoch is a validation Sharpe that rises to epoch 2 and falls
@@ -30,7 +31,7 @@ func chunkConfig() config.RunConfig {
 
 // TestRunEpochsIsThePerStageSequence runs epochs 1-6 once in one RunEpochs
 // call and once with the per-stage activities, checkpointing and
-// backtesting where activities.Due and activities.Scores say: both write
+// backtesting where epochloop.Due and activities.Scores say: both write
 // the same checkpoints (bit for bit), backtests and epoch rows.
 func TestRunEpochsIsThePerStageSequence(t *testing.T) {
 	cfg := chunkConfig()
@@ -49,7 +50,7 @@ func TestRunEpochsIsThePerStageSequence(t *testing.T) {
 	wantCk := map[int]string{}
 	for e := 1; e <= cfg.Epochs; e++ {
 		stages.epoch(e)
-		ck, bt := activities.Due(cfg, e)
+		ck, bt := epochloop.Due(cfg, e)
 		if bt {
 			var b activities.BacktestOutput
 			stages.must(stages.a.Backtest, activities.BacktestInput{RunID: runID, Epoch: e}, &b)

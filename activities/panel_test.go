@@ -20,8 +20,6 @@ import (
 	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/prices"
-	"github.com/dqnflow/dqnflow/store"
-	"github.com/dqnflow/dqnflow/store/storetest"
 	"github.com/dqnflow/dqnflow/trainer/cpu"
 	"github.com/dqnflow/dqnflow/trainer/policy"
 	"github.com/dqnflow/dqnflow/worker"
@@ -43,15 +41,7 @@ import (
 // the file).
 func TestTrainingRunOnAPanelValidatesOnItsSeries(t *testing.T) {
 	ctx := context.Background()
-	u := storetest.Schema(t, "dqnflow_act_panel")
-	if err := store.Migrate(ctx, u); err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Open(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
+	st := migratedStore(t, "dqnflow_act_panel")
 	fixture, _ := filepath.Abs("../walkforward/testdata")
 	dir := t.TempDir() // the data root: copies of the fixture, one changed below
 	for _, n := range []string{"EURUSD_H4.csv", "USDJPY_H4.csv", "GBPUSD_H4.csv"} {

@@ -118,6 +118,20 @@ func (r *rig) epoch(e int) activities.TrainOutput {
 	return tr
 }
 
+// checkpointEpochs trains epochs 1 to n and checkpoints each: the refs,
+// by epoch (refs[0] is empty).
+func (r *rig) checkpointEpochs(n int) []activities.CheckpointRef {
+	r.t.Helper()
+	refs := make([]activities.CheckpointRef, n+1)
+	for e := 1; e <= n; e++ {
+		r.epoch(e)
+		var ck activities.CheckpointOutput
+		r.must(r.a.Checkpoint, activities.CheckpointInput{RunID: runID, Epoch: e}, &ck)
+		refs[e] = ck.Checkpoint
+	}
+	return refs
+}
+
 // checkpointed is a rig in root (metadata in st, a new store when nil)
 // that has opened the test run, trained its epoch 1 and checkpointed it:
 // the rig and that checkpoint.
@@ -584,13 +598,7 @@ func TestDamagedCheckpointFallsBackToThePreviousGoodOne(t *testing.T) {
 			root := t.TempDir()
 			r := newRig(t, root, nil)
 			r.open(activities.OpenInput{})
-			refs := make([]activities.CheckpointRef, 4)
-			for e := 1; e <= 3; e++ {
-				r.epoch(e)
-				var ck activities.CheckpointOutput
-				r.must(r.a.Checkpoint, activities.CheckpointInput{RunID: runID, Epoch: e}, &ck)
-				refs[e] = ck.Checkpoint
-			}
+			refs := r.checkpointEpochs(3)
 			good, err := os.ReadFile(refs[1].URI)
 			if err != nil {
 				t.Fatal(err)
@@ -772,13 +780,7 @@ func TestDamagedObjectFallsBackToThePreviousGoodOne(t *testing.T) {
 	r := newRig(t, t.TempDir(), nil)
 	r.a.Checkpoints = open()
 	r.open(activities.OpenInput{})
-	refs := make([]activities.CheckpointRef, 4)
-	for e := 1; e <= 3; e++ {
-		r.epoch(e)
-		var ck activities.CheckpointOutput
-		r.must(r.a.Checkpoint, activities.CheckpointInput{RunID: runID, Epoch: e}, &ck)
-		refs[e] = ck.Checkpoint
-	}
+	refs := r.checkpointEpochs(3)
 	c := srv.Client()
 	key := func(uri string) string { return strings.TrimPrefix(uri, "s3://"+srv.Bucket+"/") }
 	for _, e := range []int{3, 2} {

@@ -2,7 +2,6 @@ package activities
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -15,7 +14,6 @@ import (
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/files"
 	"github.com/dqnflow/dqnflow/market"
-	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/walkforward"
 )
@@ -158,7 +156,7 @@ func (a *Trainer) WalkForwardWindow(ctx context.Context, in WalkForwardWindowInp
 		return WalkForwardWindowOutput{}, classify(what, err)
 	}
 	out.Device = dev.Name
-	rec, err := WalkForwardRecord(spec.StudyID, out)
+	rec, err := walkforward.StudyRecord(spec.StudyID, out)
 	if err != nil {
 		return WalkForwardWindowOutput{}, nonRetryable(ErrTypeStoreRejected, what, err, "")
 	}
@@ -203,56 +201,9 @@ func (c *Control) RecordWalkForwardHeader(ctx context.Context, in WalkForwardHea
 	}
 	head := in.Output
 	head.Results = nil
-	rec, err := WalkForwardRecord(in.StudyID, head)
+	rec, err := walkforward.StudyRecord(in.StudyID, head)
 	if err != nil {
 		return nonRetryable(ErrTypeStoreRejected, what, err, "")
 	}
 	return classify(what, wfs.RecordWalkForwardHeader(ctx, rec))
-}
-
-// WalkForwardRecord is the store's rows of a study's output: its
-// header's Go values as results.json encodes them, its windows and its
-// results.
-func WalkForwardRecord(id string, out walkforward.Output) (metadata.WalkForwardStudy, error) {
-	rec := metadata.WalkForwardStudy{ID: id, Seeds: out.Seeds, LeaveOut: out.LeaveOut, Gate: out.Gate, Panel: out.Panel,
-		TrialsStudy: out.Trials.Study, TrialsPrior: out.Trials.Prior, TrialsTotal: out.Trials.Total,
-		Device: out.Device, Seconds: out.Seconds, Notes: out.Notes, Stopped: out.Stopped}
-	for _, f := range []struct {
-		name string
-		v    any
-		dst  *json.RawMessage
-	}{{"config", out.Config, &rec.Config}, {"series", out.Series, &rec.Series}, {"layout", out.Layout, &rec.Layout},
-		{"plan", out.Plan, &rec.Plan}, {"timings", out.Timings, &rec.Timings}} {
-		b, err := json.Marshal(f.v)
-		if err != nil {
-			return rec, fmt.Errorf("encode the study's %s: %w", f.name, err)
-		}
-		if string(b) == "null" { // a nil slice: none
-			b = []byte("[]")
-		}
-		*f.dst = b
-	}
-	for _, w := range out.Windows {
-		rec.Windows = append(rec.Windows, metadata.WalkForwardWindow{Index: w.Index, TrainFrom: w.TrainFrom, ValidFrom: w.ValidFrom,
-			TestFrom: w.TestFrom, TestTo: w.TestTo})
-	}
-	// A results.json of hand or of an older dqnflow may list no windows;
-	// the results' own window numbers stand for them then, with no dates.
-	if len(rec.Windows) == 0 {
-		seen := map[int]bool{}
-		for _, r := range out.Results {
-			if !seen[r.Window] {
-				seen[r.Window] = true
-				rec.Windows = append(rec.Windows, metadata.WalkForwardWindow{Index: r.Window})
-			}
-		}
-	}
-	for _, r := range out.Results {
-		rec.Results = append(rec.Results, metadata.WalkForwardResult{Window: r.Window, Series: r.Series, Strategy: r.Strategy, Seed: r.Seed,
-			Detail: r.Detail, Note: r.Note, InTraining: r.InTraining, ValidSharpe: r.ValidSharpe, ValidT: r.ValidT, Bars: r.Bars,
-			Sharpe: r.Sharpe, SharpeLo: r.SharpeLo, SharpeHi: r.SharpeHi, SharpeT: r.SharpeT, BarSharpe: r.BarSharpe,
-			DaysPerYear: r.DaysPerYear, TotalReturn: r.TotalReturn, MaxDrawdown: r.MaxDrawdown, Turnover: r.Turnover, Costs: r.Costs,
-			Days: r.Days, Returns: r.Returns})
-	}
-	return rec, nil
 }

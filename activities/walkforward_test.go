@@ -62,15 +62,7 @@ func wfSpec(t *testing.T, dir string) activities.WalkForwardSpec {
 // window leaves one copy.
 func TestWalkForwardWindowTrainsOnTheCPUAndRecordsTheWindow(t *testing.T) {
 	ctx := context.Background()
-	u := storetest.Schema(t, "dqnflow_act_wf")
-	if err := store.Migrate(ctx, u); err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Open(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
+	st := migratedStore(t, "dqnflow_act_wf")
 	dir, _ := filepath.Abs("../walkforward/testdata")
 	roots, err := files.NewRoots(dir)
 	if err != nil {
@@ -167,4 +159,21 @@ func TestWalkForwardPlanRefusesASeriesOutsideTheDataRoots(t *testing.T) {
 		!strings.Contains(err.Error(), "EURUSD_H4") || !strings.Contains(err.Error(), "data roots") {
 		t.Fatalf("error = %v, want a non-retryable InvalidConfig naming the series and the data roots", err)
 	}
+}
+
+// migratedStore is a PostgreSQL store in a new schema named from prefix
+// (storetest.Schema), migrated, closed with the test.
+func migratedStore(t *testing.T, prefix string) *store.Store {
+	t.Helper()
+	ctx := context.Background()
+	u := storetest.Schema(t, prefix)
+	if err := store.Migrate(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	return st
 }

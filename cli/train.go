@@ -20,6 +20,7 @@ import (
 	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/report"
 	"github.com/dqnflow/dqnflow/trainer"
+	"github.com/dqnflow/dqnflow/trainer/epochloop"
 	"github.com/dqnflow/dqnflow/trainer/model"
 	"github.com/dqnflow/dqnflow/trainer/policy"
 )
@@ -264,64 +265,10 @@ func trainLocal(ctx context.Context, e *env, src prices.Source, cfg config.RunCo
 		return res, fmt.Errorf("create output directory: %w", err)
 	}
 	fmt.Fprintf(e.stderr, "run %s: checkpoints and report in %s\n", runID, out)
-	sinceBest := 0
-	for epoch := 1; epoch <= cfg.Epochs; epoch++ {
-		if _, err := tr.Collect(ctx, cfg.Env.CollectSteps); err != nil {
-			return res, fmt.Errorf("epoch %d: collect: %w", epoch, err)
-		}
-		bar := newProgressBar(e.stderr, fmt.Sprintf("epoch %d/%d", epoch, cfg.Epochs), cfg.StepsPerEpoch)
-		st, err := tr.Train(ctx, cfg.StepsPerEpoch, func(p trainer.Progress) {
-			bar.Update(p.Step, fmt.Sprintf("loss %.4f", p.Loss))
-		})
-		if err != nil {
-			return res, fmt.Errorf("epoch %d: train: %w", epoch, err)
-		}
-		if err := tr.SyncTarget(); err != nil {
-			return res, fmt.Errorf("epoch %d: sync target: %w", epoch, err)
-		}
-		res.Epochs = epoch
-		last := epoch == cfg.Epochs
-		ckPath := ""
-		if last || epoch%cfg.Checkpoint.Every == 0 {
-			if ckPath, err = saveCheckpoint(e, tr, out, runID, epoch, panelMeta); err != nil {
-				return res, err
-			}
-			fmt.Fprintf(e.stderr, "epoch %d: checkpoint %s\n", epoch, ckPath)
-		}
-		if !last && epoch%cfg.Backtest.Every != 0 {
-			continue
-		}
-		rep, validT, parts, err := validate(ctx, tr, ds, pn)
-		if err != nil {
-			return res, fmt.Errorf("epoch %d: backtest: %w", epoch, err)
-		}
-		stag := ""
-		if st.Stagnation != nil && cfg.Precision == config.PrecisionBF16 {
-			stag = fmt.Sprintf(", stagnation %.3f", *st.Stagnation)
-		}
-		what := "validation Sharpe"
-		if pn != nil {
-			what = fmt.Sprintf("validation Sharpe (equal-risk portfolio of %d series, daily)", len(pn.Parts))
-		}
-		fmt.Fprintf(e.stderr, "epoch %d: loss %.4f, grad norm %.3f%s, %s %.3f, return %.2f%%, max drawdown %.2f%%, trades %d\n",
-			epoch, st.Loss, st.GradNorm, stag, what, rep.Sharpe, 100*rep.TotalReturn, 100*rep.MaxDrawdown, rep.Trades)
-		if res.BestEpoch == 0 || rep.Sharpe > res.Valid.Sharpe {
-			if ckPath == "" {
-				if ckPath, err = saveCheckpoint(e, tr, out, runID, epoch, panelMeta); err != nil {
-					return res, err
-				}
-			}
-			res.BestEpoch, res.Checkpoint, res.Valid, res.ValidT, sinceBest = epoch, ckPath, rep, validT, 0
-			res.Series = panelSeriesResults(pn, parts)
-			continue
-		}
-		sinceBest++
-		if cfg.Backtest.Patience > 0 && sinceBest >= cfg.Backtest.Patience {
-			res.EarlyStop = true
-			fmt.Fprintf(e.stderr, "epoch %d: no better validation Sharpe in %d backtests (backtest.patience): stopping; best epoch %d\n",
-				epoch, sinceBest, res.BestEpoch)
-			break
-		}
+	loop := &epochloop.Loop[string]{Config: cfg}
+	steps := &localSteps{e: e, tr: tr, cfg: cfg, ds: ds, pn: pn, out: out, runID: runID, panelMeta: panelMeta, res: &res, loop: loop}
+	if _, err := loop.Run(ctx, 0, cfg.Epochs, steps); err != nil {
+		return res, err
 	}
 	if res.BestEpoch > 0 && cfg.Backtest.NoEdge(res.ValidT) {
 		res.Abstained = true
@@ -357,6 +304,105 @@ func trainLocal(ctx context.Context, e *env, src prices.Source, cfg config.RunCo
 		}
 	}
 	return res, writeJSONFile(filepath.Join(out, "report.json"), res)
+}
+
+// localSteps are the steps of trainLocal's epochs (epochloop.Steps): a
+// progress bar while an epoch trains, checkpoint files in out, and on
+// e.stderr, once the epoch is done, its cadence checkpoint and its
+// validation backtest. The loop checkpoints the best epoch and stops at
+// the patience; res follows the best epoch (its checkpoint, validation
+// report and t-statistic). The epoch the patience runs out at is not
+// checkpointed unless the cadence asks: the run's result is its best
+// checkpoint.
+type localSteps struct {
+	e         *env
+	tr        trainer.Trainer
+	cfg       config.RunConfig
+	ds        *market.Dataset
+	pn        *market.Panel
+	out       string
+	runID     string
+	panelMeta map[string]string
+	res       *trainResult
+	loop      *epochloop.Loop[string]
+
+	// The epoch in progress: its checkpoint (ckDue: asked by the
+	// cadence) and its validation backtest.
+	ckPath string
+	ckDue  bool
+	rep    sim.Report
+	validT float64
+	parts  []sim.Report
+}
+
+func (s *localSteps) Train(ctx context.Context, epoch int) (epochloop.Trained, error) {
+	s.ckPath, s.ckDue = "", false
+	if _, err := s.tr.Collect(ctx, s.cfg.Env.CollectSteps); err != nil {
+		return epochloop.Trained{}, fmt.Errorf("epoch %d: collect: %w", epoch, err)
+	}
+	bar := newProgressBar(s.e.stderr, fmt.Sprintf("epoch %d/%d", epoch, s.cfg.Epochs), s.cfg.StepsPerEpoch)
+	st, err := s.tr.Train(ctx, s.cfg.StepsPerEpoch, func(p trainer.Progress) {
+		bar.Update(p.Step, fmt.Sprintf("loss %.4f", p.Loss))
+	})
+	if err != nil {
+		return epochloop.Trained{}, fmt.Errorf("epoch %d: train: %w", epoch, err)
+	}
+	if err := s.tr.SyncTarget(); err != nil {
+		return epochloop.Trained{}, fmt.Errorf("epoch %d: sync target: %w", epoch, err)
+	}
+	s.res.Epochs = epoch
+	return epochloop.Trained{Train: st}, nil
+}
+
+func (s *localSteps) Backtest(ctx context.Context, epoch int) (float64, error) {
+	rep, validT, parts, err := validate(ctx, s.tr, s.ds, s.pn)
+	if err != nil {
+		return 0, fmt.Errorf("epoch %d: backtest: %w", epoch, err)
+	}
+	s.rep, s.validT, s.parts = rep, validT, parts
+	return rep.Sharpe, nil
+}
+
+func (s *localSteps) Checkpoint(_ context.Context, epoch int, _ epochloop.Trained, due bool) error {
+	path, err := saveCheckpoint(s.e, s.tr, s.out, s.runID, epoch, s.panelMeta)
+	if err != nil {
+		return err
+	}
+	s.ckPath, s.ckDue = path, due
+	return nil
+}
+
+func (s *localSteps) Done(_ context.Context, ep epochloop.Epoch) (bool, error) {
+	w, epoch := s.e.stderr, ep.Epoch
+	if s.ckDue {
+		fmt.Fprintf(w, "epoch %d: checkpoint %s\n", epoch, s.ckPath)
+	}
+	if ep.ValidSharpe == nil {
+		return false, nil
+	}
+	st, rep := ep.Train, s.rep
+	stag := ""
+	if st.Stagnation != nil && s.cfg.Precision == config.PrecisionBF16 {
+		stag = fmt.Sprintf(", stagnation %.3f", *st.Stagnation)
+	}
+	what := "validation Sharpe"
+	if s.pn != nil {
+		what = fmt.Sprintf("validation Sharpe (equal-risk portfolio of %d series, daily)", len(s.pn.Parts))
+	}
+	fmt.Fprintf(w, "epoch %d: loss %.4f, grad norm %.3f%s, %s %.3f, return %.2f%%, max drawdown %.2f%%, trades %d\n",
+		epoch, st.Loss, st.GradNorm, stag, what, rep.Sharpe, 100*rep.TotalReturn, 100*rep.MaxDrawdown, rep.Trades)
+	if sc := &s.loop.Scores; sc.BestEpoch == epoch {
+		path := s.ckPath
+		sc.BestCheckpoint = &path
+		s.res.BestEpoch, s.res.Checkpoint, s.res.Valid, s.res.ValidT = epoch, path, rep, s.validT
+		s.res.Series = panelSeriesResults(s.pn, s.parts)
+	}
+	if ep.Early {
+		s.res.EarlyStop = true
+		fmt.Fprintf(w, "epoch %d: no better validation Sharpe in %d backtests (backtest.patience): stopping; best epoch %d\n",
+			epoch, s.loop.Scores.SinceBest, s.res.BestEpoch)
+	}
+	return false, nil
 }
 
 // openBackend opens the backend of device, a CUDA one in the tuning of the

@@ -179,7 +179,7 @@ func parseLeaveOut(s string, names []string, seed uint64) ([]string, error) {
 // seeds) of the test blocks' annualised daily Sharpe ratios and total
 // returns: a minimal table. The study's statistics (the equal-risk
 // portfolio, per year, intervals of the joined records, the deflated
-// Sharpe ratio, shares of wins) are walkforward.Summarize's.
+// Sharpe ratio, shares of wins) are summary.Summarize's.
 func printStudy(e *env, res walkforward.Output) {
 	w := e.stdout
 	in := 0

@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/dqnflow/dqnflow/activities"
 	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/walkforward"
@@ -42,7 +41,7 @@ func walkForwardRecordCmd(e *env) *cobra.Command {
 		if studyID == "" {
 			studyID = defaultStudyID(path)
 		}
-		rec, err := activities.WalkForwardRecord(studyID, res)
+		rec, err := walkforward.StudyRecord(studyID, res)
 		if err != nil {
 			return fmt.Errorf("record %s: %w", path, err)
 		}
@@ -89,10 +88,10 @@ func recordStudy(ctx context.Context, st store.Metadata, rec metadata.WalkForwar
 }
 
 // studyOutput is the study that the store's rows rec hold, as
-// readStudyJSON would read its results.json (activities.StudyOutput); a
+// readStudyJSON would read its results.json (walkforward.StudyOutput); a
 // study without results is an error.
 func studyOutput(rec metadata.WalkForwardStudy) (walkforward.Output, error) {
-	out, err := activities.StudyOutput(rec)
+	out, err := walkforward.StudyOutput(rec)
 	if err != nil {
 		return out, err
 	}

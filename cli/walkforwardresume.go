@@ -46,15 +46,15 @@ func checkResume(ctx context.Context, c client.Client, id string, in workflows.W
 	if err != nil {
 		return false, err
 	}
-	a, err := activities.WalkForwardRecord(id, studyHeader(prev.WalkForwardSpec))
+	a, err := walkforward.StudyRecord(id, studyHeader(prev.WalkForwardSpec))
 	if err != nil {
 		return false, err
 	}
-	b, err := activities.WalkForwardRecord(id, studyHeader(in.WalkForwardSpec))
+	b, err := walkforward.StudyRecord(id, studyHeader(in.WalkForwardSpec))
 	if err != nil {
 		return false, err
 	}
-	if d := activities.StudyDiff(a, b); len(d) > 0 {
+	if d := walkforward.StudyDiff(a, b); len(d) > 0 {
 		return false, fmt.Errorf("%w: walk-forward study %s was started with another %s; start this one under another --id, or with --fresh to train every window again under this id",
 			errUsage, id, strings.Join(d, ", "))
 	}
@@ -84,7 +84,7 @@ func startInput(ctx context.Context, c client.Client, id, runID string) (workflo
 }
 
 // studyHeader is the part of a study's header that its spec fixes, for
-// activities.StudyDiff.
+// walkforward.StudyDiff.
 func studyHeader(s activities.WalkForwardSpec) walkforward.Output {
 	gate := s.Gate
 	if gate == "" {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/stats"
 	"github.com/dqnflow/dqnflow/walkforward"
+	"github.com/dqnflow/dqnflow/walkforward/summary"
 )
 
 // defaultMaxResultsBytes bounds the results.json that "walkforward
@@ -20,7 +21,7 @@ import (
 const defaultMaxResultsBytes = 1 << 30
 
 // walkForwardSummarizeCmd is "dqnflow walkforward summarize DIR_OR_FILE":
-// walkforward.Summarize of a results.json already written.
+// summary.Summarize of a results.json already written.
 func walkForwardSummarizeCmd(e *env) *cobra.Command {
 	cmd := leaf("summarize DIR_OR_FILE",
 		"the headline statistics of a walk-forward's results.json: portfolio Sharpe ratios with intervals, DSR, against each baseline",
@@ -102,16 +103,16 @@ func readStudyJSON(path string, maxBytes int64) (walkforward.Output, error) {
 	return res, nil
 }
 
-// summarizeStudy is walkforward.Summarize of a study, with the trials it
+// summarizeStudy is summary.Summarize of a study, with the trials it
 // records and its config's seed for the bootstrap: the one summary that
 // summary.json and the report both show.
-func summarizeStudy(res walkforward.Output) (walkforward.Summary, error) {
-	return walkforward.Summarize(res.Results, walkforward.SummaryOptions{Trials: res.Trials.Total, Bootstrap: stats.Bootstrap{Seed: res.Config.Seed}})
+func summarizeStudy(res walkforward.Output) (summary.Summary, error) {
+	return summary.Summarize(res.Results, summary.SummaryOptions{Trials: res.Trials.Total, Bootstrap: stats.Bootstrap{Seed: res.Config.Seed}})
 }
 
 // writeSummary summarises a study (summarizeStudy), writes
 // summary.json and summary.md to dir and prints the headline to w.
-func writeSummary(dir string, res walkforward.Output, w io.Writer) (walkforward.Summary, error) {
+func writeSummary(dir string, res walkforward.Output, w io.Writer) (summary.Summary, error) {
 	s, err := summarizeStudy(res)
 	if err != nil {
 		return s, err

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/dqnflow/dqnflow/walkforward"
+	"github.com/dqnflow/dqnflow/walkforward/summary"
 )
 
 // handStudy writes to dir the results.json of a hand-made study: two
@@ -60,7 +61,7 @@ func TestWalkForwardSummarizeWritesTheSummaryBesideTheResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var s walkforward.Summary
+	var s summary.Summary
 	if err := json.Unmarshal(raw, &s); err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +82,7 @@ func TestWalkForwardSummarizeWritesTheSummaryBesideTheResults(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("--json: exit %d: %s", code, errOut)
 	}
-	var s40 walkforward.Summary
+	var s40 summary.Summary
 	if err := json.Unmarshal([]byte(out), &s40); err != nil {
 		t.Fatalf("--json printed no summary: %v\n%s", err, out)
 	}

@@ -157,14 +157,8 @@ func TestKillInsideACheckpointWriteKeepsThePreviousOne(t *testing.T) {
 // checking that each row names a file with the recorded size and SHA-256.
 func recordedEpochs(t *testing.T, s *stack, runID string) []int {
 	t.Helper()
-	ctx := context.Background()
-	st := s.openStore(t)
-	rows, err := st.ListCheckpoints(ctx, runID)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var epochs []int
-	for _, r := range rows {
+	for _, r := range s.checkpointRows(t, runID) {
 		if _, _, err := checkpoint.ReadVerified(context.Background(), r.URI, r.SHA256, checkpoint.Options{}); err != nil {
 			t.Errorf("the row of epoch %d names a file that is not whole: %v", r.Epoch, err)
 		}

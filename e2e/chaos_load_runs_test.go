@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,12 +13,10 @@ import (
 	"time"
 
 	"go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/client"
 
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/trainer/trainertest"
-	"github.com/dqnflow/dqnflow/workflows"
 )
 
 // loadRuns and loadSlots: 16 runs at once on workers of 4 slots each.
@@ -51,11 +48,7 @@ func TestSixteenConcurrentRuns(t *testing.T) {
 				cfg.Checkpoint = config.CheckpointConfig{Every: 1, KeepLast: 10, KeepBest: 1, Dir: filepath.Join(s.dir, "checkpoints")}
 				cfg.Backtest = config.BacktestConfig{Every: 1}
 				ids[i], cfgs[i] = fmt.Sprintf("e2e-load-%02d-%s", i, randomHex(t, 3)), cfg
-				if _, err := s.client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
-					ID: ids[i], TaskQueue: workflows.ControlTaskQueue,
-				}, workflows.TrainingRunName, cfg); err != nil {
-					t.Fatal(err)
-				}
+				s.startRun(t, ids[i], cfg)
 			}
 			for i, id := range ids {
 				res := s.waitClosed(id, 10*time.Minute, procs...)

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
 	"runtime"
@@ -11,10 +10,8 @@ import (
 	"time"
 
 	"go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/client"
 
 	"github.com/dqnflow/dqnflow/metadata"
-	"github.com/dqnflow/dqnflow/workflows"
 )
 
 // TestNoFalseAlarmOnALoadedMachine trains a run while busy processes,
@@ -24,9 +21,7 @@ import (
 // timeout that makes recovery fast (docs/reliability.md) does not take a
 // live, slow worker for a dead one.
 func TestNoFalseAlarmOnALoadedMachine(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end: starts the Temporal dev server, a worker and CPU hogs")
-	}
+	endToEnd(t, "the Temporal dev server, a worker and CPU hogs")
 	s := newStack(t)
 	w := s.startWorker("worker")
 	hogs := 4 * runtime.NumCPU()
@@ -37,11 +32,7 @@ func TestNoFalseAlarmOnALoadedMachine(t *testing.T) {
 	cfg.Epochs = 5
 	runID := "e2e-load-" + randomHex(t, 4)
 	began := time.Now()
-	if _, err := s.client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
-		ID: runID, TaskQueue: workflows.ControlTaskQueue,
-	}, workflows.TrainingRunName, cfg); err != nil {
-		t.Fatal(err)
-	}
+	s.startRun(t, runID, cfg)
 	res := s.waitClosed(runID, 10*time.Minute, w)
 	if res.Status != metadata.StatusCompleted || res.Epochs != cfg.Epochs {
 		t.Fatalf("run result: %s, %d epochs; want completed, %d", res.Status, res.Epochs, cfg.Epochs)

@@ -23,9 +23,7 @@ import (
 // checkpoint per epoch, bit-identical to an uninterrupted run, and
 // measures the recovery.
 func TestRunSurvivesWorkerKillInEveryStage(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end: starts the Temporal dev server and worker processes")
-	}
+	endToEnd(t, "the Temporal dev server and worker processes")
 	for _, tc := range []struct{ name, stage, activity, in string }{
 		{"Collect", "collect", "Collect", "collect"},
 		{"Snapshot", "snapshot", "Checkpoint", "checkpoint"},

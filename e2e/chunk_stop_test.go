@@ -18,9 +18,7 @@ import (
 // (or returns its epochs, when the stop fell between two), the run reopens on the second worker from the newest of them, and
 // every checkpoint is bit-identical to an uninterrupted run.
 func TestStoppedWorkerHandsItsChunkOver(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end: starts the Temporal dev server and worker processes")
-	}
+	endToEnd(t, "the Temporal dev server and worker processes")
 	s := newStack(t)
 	cfg, runID, a := startChunkRun(t, s, "e2e-chunk-stop-")
 	committed, hb := waitForChunk(t, s, runID, a, "a chunk with a checkpoint past the committed epoch",

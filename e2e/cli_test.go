@@ -24,9 +24,7 @@ import (
 // trainer and waits), resume (it trains on), stop (a final checkpoint, then
 // status stopped), and checkpoint list --json.
 func TestPauseResumeStopThroughCLI(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end: starts the Temporal dev server and worker processes")
-	}
+	endToEnd(t, "the Temporal dev server and worker processes")
 	began := time.Now()
 	s := newStack(t)
 	w := s.startWorker("worker")
@@ -39,14 +37,7 @@ func TestPauseResumeStopThroughCLI(t *testing.T) {
 	cfg.StepsPerEpoch = 20
 	cfg.Checkpoint.KeepLast = 10000
 	cfg.Checkpoint.Dir = filepath.Join(s.dir, "checkpoints")
-	raw, err := json.Marshal(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfgPath := filepath.Join(s.dir, "run.json")
-	if err := os.WriteFile(cfgPath, raw, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cfgPath := writeConfig(t, filepath.Join(s.dir, "run.json"), cfg)
 
 	runID := "e2e-cli-" + randomHex(t, 4)
 	var started struct {

@@ -10,13 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/dqnflow/dqnflow/activities"
 	"github.com/dqnflow/dqnflow/data"
 	"github.com/dqnflow/dqnflow/metadata"
-	"github.com/dqnflow/dqnflow/workflows"
 )
 
 // TestRunReadsDataOnlyFromTheWorkersDataRoots starts `dqnflow worker
@@ -29,9 +27,7 @@ import (
 // opened and its first line landed in the run's row, the CLI output and
 // the history.
 func TestRunReadsDataOnlyFromTheWorkersDataRoots(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end: starts the Temporal dev server and a worker process")
-	}
+	endToEnd(t, "the Temporal dev server and a worker process")
 	const secret = "pw-7c1e-never-echoed"
 	s := newStack(t)
 	root, private := filepath.Join(s.dir, "prices"), filepath.Join(s.dir, "private")
@@ -60,10 +56,7 @@ func TestRunReadsDataOnlyFromTheWorkersDataRoots(t *testing.T) {
 		cfg := killConfig(filepath.Join(s.dir, "checkpoints"), faultSteps)
 		cfg.Epochs, cfg.Data.Path = 1, dataPath
 		id := prefix + "-" + randomHex(t, 4)
-		if _, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: workflows.ControlTaskQueue},
-			workflows.TrainingRunName, cfg); err != nil {
-			t.Fatalf("start run: %v", err)
-		}
+		s.startRun(t, id, cfg)
 		return id
 	}
 

@@ -85,9 +85,7 @@ func tryDev(t *testing.T) (*devStack, error) {
 // commands read them from there, and that the metrics endpoint dev prints
 // serves the Temporal SDK's and the trainer's metrics.
 func TestDevRunsOnSQLiteAndServesMetrics(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end: starts dqnflow dev")
-	}
+	endToEnd(t, "dqnflow dev")
 	d := startDev(t)
 	dir, bin, env, sqlite := d.dir, d.bin, d.env, d.sqlite
 	out := d.proc.output()
@@ -112,11 +110,7 @@ func TestDevRunsOnSQLiteAndServesMetrics(t *testing.T) {
 	}
 	cfg := trainertest.SmallConfig()
 	cfg.Epochs, cfg.StepsPerEpoch = 2, 10
-	raw, _ := json.Marshal(cfg)
-	cfgPath := filepath.Join(dir, "run.json")
-	if err := os.WriteFile(cfgPath, raw, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cfgPath := writeConfig(t, filepath.Join(dir, "run.json"), cfg)
 	cli("run", "start", "--config", cfgPath, "--id", "on-sqlite")
 	if w := cli("run", "watch", "on-sqlite"); !strings.Contains(w, "run on-sqlite completed: 2 epochs") {
 		t.Errorf("run watch:\n%s", w)

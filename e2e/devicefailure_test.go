@@ -33,9 +33,7 @@ import (
 // cpu:1 before the failure and its new device after it, and its row and
 // progress name the new device. The worker keeps serving: only cpu:1 is out.
 func TestDeviceFailureMovesTheRunToAnotherSlot(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end: starts the Temporal dev server and a worker process")
-	}
+	endToEnd(t, "the Temporal dev server and a worker process")
 	s := newStack(t)
 	w := s.startWorkerEnv("worker", []string{faults.EnvPlan + "=device-error-on-train=3@cpu:1"},
 		"--cpu-devices", "3", "--runs-per-device", "1")
@@ -43,13 +41,9 @@ func TestDeviceFailureMovesTheRunToAnotherSlot(t *testing.T) {
 	cfg.Epochs, cfg.StepsPerEpoch = 4, 60
 	cfg.Checkpoint.Dir = filepath.Join(s.dir, "checkpoints")
 	cfg.Checkpoint.KeepLast = 10
-	ctx := context.Background()
 	ids := []string{"slot-a-" + randomHex(t, 3), "slot-b-" + randomHex(t, 3)}
 	for _, id := range ids {
-		if _, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: workflows.ControlTaskQueue},
-			workflows.TrainingRunName, cfg); err != nil {
-			t.Fatal(err)
-		}
+		s.startRun(t, id, cfg)
 	}
 	st := s.openStore(t)
 
@@ -168,6 +162,18 @@ func describeOpens(opens []activities.OpenOutput) string {
 // device and returns its name ("cpu:2").
 func runDeviceName(t *testing.T, s *stack, st *store.Store, id string, res workflows.RunResult) string {
 	t.Helper()
+	p := runProgress(t, s, st, id, res)
+	name, _, _ := strings.Cut(p.Device, " ")
+	if name == "" {
+		t.Fatalf("progress of %s names no device", id)
+	}
+	return name
+}
+
+// runProgress returns the progress of run id, after checking that its row
+// names the device the progress names.
+func runProgress(t *testing.T, s *stack, st *store.Store, id string, res workflows.RunResult) workflows.Progress {
+	t.Helper()
 	ctx := context.Background()
 	v, err := s.client.QueryWorkflow(ctx, id, "", workflows.ProgressQuery)
 	if err != nil {
@@ -184,9 +190,5 @@ func runDeviceName(t *testing.T, s *stack, st *store.Store, id string, res workf
 	if row.Device != p.Device {
 		t.Errorf("run %s: row says device %q, progress %q", id, row.Device, p.Device)
 	}
-	name, _, _ := strings.Cut(p.Device, " ")
-	if name == "" {
-		t.Fatalf("progress of %s names no device", id)
-	}
-	return name
+	return p
 }

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/client"
-
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/trainer/trainertest"
@@ -27,9 +25,7 @@ import (
 // progress, its row in PostgreSQL and its checkpoints name the device it
 // trained on.
 func TestEachRunTrainsOnTheDeviceOfItsSlot(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end: starts the Temporal dev server and a worker process")
-	}
+	endToEnd(t, "the Temporal dev server and a worker process")
 	for _, c := range []struct{ perDevice, runs int }{{1, 3}, {2, 5}} {
 		slots := 2 * c.perDevice
 		t.Run(fmt.Sprintf("runs-per-device=%d", c.perDevice), func(t *testing.T) {
@@ -47,14 +43,10 @@ func TestEachRunTrainsOnTheDeviceOfItsSlot(t *testing.T) {
 			cfg := trainertest.SmallConfig()
 			cfg.Epochs, cfg.StepsPerEpoch = 3, 60
 			cfg.Checkpoint.Dir = filepath.Join(s.dir, "checkpoints")
-			ctx := context.Background()
 			ids := make([]string, c.runs)
 			for i := range ids {
 				ids[i] = fmt.Sprintf("dev-%d-%s", i, randomHex(t, 3))
-				if _, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: ids[i], TaskQueue: workflows.ControlTaskQueue},
-					workflows.TrainingRunName, cfg); err != nil {
-					t.Fatal(err)
-				}
+				s.startRun(t, ids[i], cfg)
 			}
 			st := s.openStore(t)
 			spans := make([]deviceSpan, len(ids))
@@ -109,28 +101,13 @@ func maxConcurrent(spans []deviceSpan, device string) int {
 // checkpoint name the same stand-in device, and returns the device's name.
 func runDevice(t *testing.T, s *stack, st *store.Store, id string, res workflows.RunResult) string {
 	t.Helper()
-	ctx := context.Background()
-	v, err := s.client.QueryWorkflow(ctx, id, "", workflows.ProgressQuery)
-	if err != nil {
-		t.Fatalf("progress of %s: %v", id, err)
-	}
-	var p workflows.Progress
-	if err := v.Get(&p); err != nil {
-		t.Fatal(err)
-	}
+	p := runProgress(t, s, st, id, res)
 	if p.Recoveries != 0 {
 		t.Fatalf("run %s recovered %d times; this test needs runs that stay on one device", id, p.Recoveries)
 	}
 	name, _, ok := strings.Cut(p.Device, " ")
 	if !ok || !slices.Contains([]string{"cpu:0", "cpu:1"}, name) || !strings.Contains(p.Device, "stand-in device") {
 		t.Fatalf("progress of %s names device %q, want one of the stand-ins cpu:0, cpu:1", id, p.Device)
-	}
-	row, err := st.GetRun(ctx, res.RunID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if row.Device != p.Device {
-		t.Errorf("run %s: row says device %q, progress %q", id, row.Device, p.Device)
 	}
 	if res.LastCheckpoint == nil {
 		t.Fatalf("run %s has no checkpoint", id)

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/dqnflow/dqnflow/activities"
@@ -17,7 +16,6 @@ import (
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/trainer/faults"
-	"github.com/dqnflow/dqnflow/workflows"
 )
 
 // faultSteps is the steps per epoch of the fault tests' runs: short
@@ -30,11 +28,7 @@ func startFaultRun(t *testing.T, s *stack, prefix string) (string, config.RunCon
 	t.Helper()
 	cfg := killConfig(filepath.Join(s.dir, "checkpoints"), faultSteps)
 	id := prefix + "-" + randomHex(t, 4)
-	if _, err := s.client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
-		ID: id, TaskQueue: workflows.ControlTaskQueue,
-	}, workflows.TrainingRunName, cfg); err != nil {
-		t.Fatalf("start run: %v", err)
-	}
+	s.startRun(t, id, cfg)
 	return id, cfg
 }
 
@@ -44,9 +38,7 @@ func startFaultRun(t *testing.T, s *stack, prefix string) (string, config.RunCon
 // that checkpoint and every earlier one must be intact and recorded, with
 // nothing recorded after them.
 func TestNaNStopsTheRunAndKeepsTheLastGoodCheckpoint(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end: starts the Temporal dev server and a worker process")
-	}
+	endToEnd(t, "the Temporal dev server and a worker process")
 	s := newStack(t)
 	w := s.startWorkerEnv("worker", []string{faults.EnvPlan + "=nan-on-train=3"})
 	runID, _ := startFaultRun(t, s, "e2e-nan")
@@ -92,9 +84,7 @@ func TestNaNStopsTheRunAndKeepsTheLastGoodCheckpoint(t *testing.T) {
 // must take no more runs, and the run must move to a second worker, from
 // its last checkpoint, and complete bit-identical to an uninterrupted run.
 func TestDeviceFailureMovesTheRunToAnotherWorker(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end: starts the Temporal dev server and worker processes")
-	}
+	endToEnd(t, "the Temporal dev server and worker processes")
 	s := newStack(t)
 	a := s.startWorkerEnv("worker-a", []string{faults.EnvPlan + "=device-error-on-train=3,delay:train=1s"})
 	runID, cfg := startFaultRun(t, s, "e2e-device")

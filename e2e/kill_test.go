@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -16,7 +15,6 @@ import (
 	"time"
 
 	"go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/client"
 
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
@@ -76,15 +74,8 @@ func killConfig(ckDir string, stepsPerEpoch int) config.RunConfig {
 func calibrateSteps(t *testing.T) int {
 	t.Helper()
 	cfg := killConfig(t.TempDir(), 1)
-	ds, err := market.Prepare(context.Background(), prices.Source{}, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	tr, err := cpu.Backend{}.New(ctx, cfg, ds, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := newCPUTrainer(t, cfg)
 	defer tr.Close()
 	if _, err := tr.Collect(ctx, cfg.Env.CollectSteps); err != nil {
 		t.Fatal(err)
@@ -108,6 +99,21 @@ func calibrateSteps(t *testing.T) int {
 	return min(max(int(epochTarget/perStep), 100), 20000)
 }
 
+// newCPUTrainer prepares cfg's data and opens a CPU trainer on it in this
+// process; the caller closes it.
+func newCPUTrainer(t *testing.T, cfg config.RunConfig) trainer.Trainer {
+	t.Helper()
+	ds, err := market.Prepare(context.Background(), prices.Source{}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := cpu.Backend{}.New(context.Background(), cfg, ds, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
 // TestRunSurvivesWorkerKill kills (SIGKILL) the only worker in the middle
 // of a TrainEpoch, starts another, and checks that the run completes with
 // one intact checkpoint per epoch whose weights, optimiser, replay and
@@ -115,44 +121,19 @@ func calibrateSteps(t *testing.T) int {
 // config. It measures the recovery time: from the kill until training runs
 // again on the new worker.
 func TestRunSurvivesWorkerKill(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end: starts the Temporal dev server and worker processes")
-	}
+	endToEnd(t, "the Temporal dev server and worker processes")
 	began := time.Now()
 	s := newStack(t)
 	cfg := killConfig(filepath.Join(s.dir, "checkpoints"), calibrateSteps(t))
 	t.Logf("config: %d epochs of %d steps (calibrated for %s per epoch), batch %d", cfg.Epochs, cfg.StepsPerEpoch, epochTarget, cfg.BatchSize)
 	a := s.startWorker("worker-a")
 
-	ctx := context.Background()
 	runID := "e2e-kill-" + randomHex(t, 4)
-	_, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID: runID, TaskQueue: workflows.ControlTaskQueue,
-	}, workflows.TrainingRunName, cfg)
-	if err != nil {
-		t.Fatalf("start run: %v", err)
-	}
+	s.startRun(t, runID, cfg)
 
 	// The kill lands while TrainEpoch of killEpoch runs and has reported
 	// a step: its trainer is half-way through the epoch.
-	var victim pendingActivity
-	waitFor(t, fmt.Sprintf("TrainEpoch of epoch %d to report a step", killEpoch), 3*time.Minute, 50*time.Millisecond, func() (bool, error) {
-		if err := a.alive(); err != nil {
-			return false, err
-		}
-		acts, err := s.pending(ctx, runID)
-		if err != nil {
-			return false, err
-		}
-		for _, pa := range acts {
-			if hb := pa.Heartbeat; pa.in("train") && pa.Started && hb != nil &&
-				hb.Epoch >= killEpoch && hb.Step > 0 && hb.Step < hb.Steps {
-				victim = pa
-				return true, nil
-			}
-		}
-		return false, nil
-	})
+	victim := s.waitInTraining(runID, killEpoch, a)
 	killedAt := time.Now()
 	if err := a.kill(); err != nil {
 		t.Fatal(err)
@@ -328,12 +309,7 @@ func writeRecovery(t *testing.T, rec recovery) {
 // and SHA-256.
 func checkCheckpointRows(t *testing.T, s *stack, runID string, cfg config.RunConfig) []metadata.CheckpointRecord {
 	t.Helper()
-	ctx := context.Background()
-	st := s.openStore(t)
-	rows, err := st.ListCheckpoints(ctx, runID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rows := s.checkpointRows(t, runID)
 	epochs := make([]int, len(rows))
 	for i, r := range rows {
 		epochs[i] = r.Epoch
@@ -377,14 +353,7 @@ func checkCheckpointRows(t *testing.T, s *stack, runID string, cfg config.RunCon
 func compareWithUninterrupted(t *testing.T, s *stack, cfg config.RunConfig, rows []metadata.CheckpointRecord) int {
 	t.Helper()
 	ctx := context.Background()
-	ds, err := market.Prepare(context.Background(), prices.Source{}, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := cpu.Backend{}.New(ctx, cfg, ds, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := newCPUTrainer(t, cfg)
 	defer tr.Close()
 	compared := 0
 	for _, row := range rows {

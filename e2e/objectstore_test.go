@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"context"
-	"fmt"
 	"io/fs"
 	"path/filepath"
 	"strconv"
@@ -11,10 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/client"
-
 	"github.com/dqnflow/dqnflow/metadata"
-	"github.com/dqnflow/dqnflow/workflows"
 )
 
 // TestRunMovesBetweenHostsThroughTheObjectStore runs two workers as if on
@@ -28,9 +23,7 @@ import (
 // key is in neither worker's log, the run's row, a checkpoint nor the
 // workflow history.
 func TestRunMovesBetweenHostsThroughTheObjectStore(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end: starts the Temporal dev server, an S3 server and worker processes")
-	}
+	endToEnd(t, "the Temporal dev server, an S3 server and worker processes")
 	began := time.Now()
 	s := newStack(t)
 	bucket := s.useS3("dqnflow")
@@ -52,29 +45,10 @@ func TestRunMovesBetweenHostsThroughTheObjectStore(t *testing.T) {
 		pids[strconv.Itoa(p.cmd.Process.Pid)] = name
 	}
 
-	ctx := context.Background()
 	runID := "e2e-s3-" + randomHex(t, 4)
-	if _, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID: runID, TaskQueue: workflows.ControlTaskQueue,
-	}, workflows.TrainingRunName, cfg); err != nil {
-		t.Fatalf("start run: %v", err)
-	}
+	s.startRun(t, runID, cfg)
 
-	var victim pendingActivity
-	waitFor(t, fmt.Sprintf("the training of epoch %d to report a step", killEpoch), 3*time.Minute, 50*time.Millisecond, func() (bool, error) {
-		acts, err := s.pending(ctx, runID)
-		if err != nil {
-			return false, err
-		}
-		for _, pa := range acts {
-			if hb := pa.Heartbeat; pa.in("train") && pa.Started && hb != nil &&
-				hb.Epoch >= killEpoch && hb.Step > 0 && hb.Step < hb.Steps {
-				victim = pa
-				return true, nil
-			}
-		}
-		return false, nil
-	})
+	victim := s.waitInTraining(runID, killEpoch)
 	pid, _, _ := strings.Cut(victim.Worker, "@")
 	trainer, ok := pids[pid]
 	if !ok {

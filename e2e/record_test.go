@@ -17,7 +17,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/dqnflow/dqnflow/activities"
@@ -26,7 +25,6 @@ import (
 	"github.com/dqnflow/dqnflow/errtext"
 	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/trainer/faults"
-	"github.com/dqnflow/dqnflow/workflows"
 )
 
 // recordBound is how long a run that fails deterministically may take from
@@ -49,9 +47,7 @@ const recordBound = 45 * time.Second
 // minutes as "lost its trainer 6 times", and the NUL run retried its
 // status write for 29 minutes and kept the row running.
 func TestFailuresReachTheRecord(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end: starts the Temporal dev server and worker processes")
-	}
+	endToEnd(t, "the Temporal dev server and worker processes")
 	s := newStack(t)
 	utf16Path := writeUTF16CSV(t, s.dir)
 	for _, c := range []struct {
@@ -86,11 +82,7 @@ func TestFailuresReachTheRecord(t *testing.T) {
 				c.setup(t, s, id)
 			}
 			start := time.Now()
-			if _, err := s.client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
-				ID: id, TaskQueue: workflows.ControlTaskQueue,
-			}, workflows.TrainingRunName, cfg); err != nil {
-				t.Fatalf("start run: %v", err)
-			}
+			s.startRun(t, id, cfg)
 			// A run still open when its case ends (on a broken build) must
 			// not go on to the next case's worker.
 			defer s.client.TerminateWorkflow(context.Background(), id, "", "its test case ended")

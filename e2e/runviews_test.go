@@ -20,9 +20,7 @@ import (
 // checkpoint marked, the backtests), and "run compare" (the config
 // differences and each run's best and final metrics).
 func TestRunWatchShowCompareThroughCLI(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end: starts the Temporal dev server and a worker")
-	}
+	endToEnd(t, "the Temporal dev server and a worker")
 	s := newStack(t)
 	w := s.startWorker("worker")
 
@@ -30,15 +28,7 @@ func TestRunWatchShowCompareThroughCLI(t *testing.T) {
 		cfg := trainertest.SmallConfig()
 		cfg.Epochs, cfg.StepsPerEpoch, cfg.Seed, cfg.Optim.LR = 3, 10, seed, lr
 		cfg.Checkpoint.Dir = filepath.Join(s.dir, "checkpoints")
-		raw, err := json.Marshal(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		path := filepath.Join(s.dir, name+".json")
-		if err := os.WriteFile(path, raw, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return path
+		return writeConfig(t, filepath.Join(s.dir, name+".json"), cfg)
 	}
 	a, b := "views-a-"+randomHex(t, 3), "views-b-"+randomHex(t, 3)
 	s.dqnflow("run", "start", "--config", write("a", 1, 3e-4), "--id", a)
@@ -152,22 +142,13 @@ func TestRunWatchShowCompareThroughCLI(t *testing.T) {
 // TestSweepReportRanksItsRuns runs a sweep of two seeds and checks that
 // "dqnflow report SWEEP" ranks both runs with their grid values.
 func TestSweepReportRanksItsRuns(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end: starts the Temporal dev server and a worker")
-	}
+	endToEnd(t, "the Temporal dev server and a worker")
 	s := newStack(t)
 	s.startWorker("worker")
 	cfg := trainertest.SmallConfig()
 	cfg.Epochs, cfg.StepsPerEpoch = 2, 10
 	cfg.Checkpoint.Dir = filepath.Join(s.dir, "checkpoints")
-	raw, err := json.Marshal(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(s.dir, "base.json")
-	if err := os.WriteFile(path, raw, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := writeConfig(t, filepath.Join(s.dir, "base.json"), cfg)
 	id := "sweep-report-" + randomHex(t, 3)
 	s.dqnflow("sweep", "start", "--config", path, "--grid", "seed=1,2", "--max-concurrent", "2", "--id", id, "--wait")
 	dir := filepath.Join(s.dir, "report")

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -23,9 +22,7 @@ import (
 // Schedule of Retrain whose triggered run records a promotion decision,
 // "schedule list" shows it and "schedule delete" removes it.
 func TestSweepAndScheduleThroughCLI(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end: starts the Temporal dev server and a worker process")
-	}
+	endToEnd(t, "the Temporal dev server and a worker process")
 	s := newStack(t)
 	s.startWorker("worker")
 	cfg := trainertest.SmallConfig()
@@ -37,14 +34,7 @@ func TestSweepAndScheduleThroughCLI(t *testing.T) {
 	// tests the gate.
 	cfg.Backtest.MinValidT = 0
 	cfg.Checkpoint.Dir = filepath.Join(s.dir, "checkpoints")
-	raw, err := json.Marshal(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfgPath := filepath.Join(s.dir, "run.json")
-	if err := os.WriteFile(cfgPath, raw, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cfgPath := writeConfig(t, filepath.Join(s.dir, "run.json"), cfg)
 
 	var sweep workflows.SweepResult
 	sweepID := "e2e-sweep-" + randomHex(t, 3)

@@ -9,10 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/client"
-
 	"github.com/dqnflow/dqnflow/metadata"
-	"github.com/dqnflow/dqnflow/workflows"
 )
 
 // TestDatabasePasswordIsNeverLoggedOrStored runs a worker whose
@@ -21,9 +18,7 @@ import (
 // the run's row (config, error), the checkpoint files, and the workflow's
 // history on the Temporal server (inputs, results, heartbeats, failures).
 func TestDatabasePasswordIsNeverLoggedOrStored(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end: starts the Temporal dev server and a worker process")
-	}
+	endToEnd(t, "the Temporal dev server and a worker process")
 	const secret = "pw-9f3c-never-logged"
 	s := newStack(t)
 	u, err := url.Parse(s.dbURL)
@@ -35,11 +30,7 @@ func TestDatabasePasswordIsNeverLoggedOrStored(t *testing.T) {
 	cfg := killConfig(filepath.Join(s.dir, "checkpoints"), faultSteps)
 	cfg.Epochs = 2
 	runID := "e2e-secret-" + randomHex(t, 4)
-	ctx := context.Background()
-	if _, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: runID, TaskQueue: workflows.ControlTaskQueue},
-		workflows.TrainingRunName, cfg); err != nil {
-		t.Fatal(err)
-	}
+	s.startRun(t, runID, cfg)
 	if res := s.waitClosed(runID, 3*time.Minute, w); res.Status != metadata.StatusCompleted {
 		t.Fatalf("run %s: %s", runID, res.Status)
 	}

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -12,7 +11,6 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/dqnflow/dqnflow/trainer/trainertest"
-	"github.com/dqnflow/dqnflow/workflows"
 )
 
 // TestWorkerTrainsNoMoreRunsThanSlots starts two runs at once on one
@@ -20,9 +18,7 @@ import (
 // trainer starts only after the first run has released its slot; with 2
 // the two runs train at the same time (so the check can see an overlap).
 func TestWorkerTrainsNoMoreRunsThanSlots(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end: starts the Temporal dev server and a worker process")
-	}
+	endToEnd(t, "the Temporal dev server and a worker process")
 	for _, slots := range []int{1, 2} {
 		t.Run(fmt.Sprintf("slots=%d", slots), func(t *testing.T) {
 			s := newStack(t)
@@ -30,13 +26,9 @@ func TestWorkerTrainsNoMoreRunsThanSlots(t *testing.T) {
 			cfg := trainertest.SmallConfig()
 			cfg.Epochs, cfg.StepsPerEpoch = 3, 60
 			cfg.Checkpoint.Dir = filepath.Join(s.dir, "checkpoints")
-			ctx := context.Background()
 			ids := []string{"slots-a-" + randomHex(t, 3), "slots-b-" + randomHex(t, 3)}
 			for _, id := range ids {
-				if _, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: workflows.ControlTaskQueue},
-					workflows.TrainingRunName, cfg); err != nil {
-					t.Fatal(err)
-				}
+				s.startRun(t, id, cfg)
 			}
 			type window struct{ first, last time.Time } // first Collect started, last trainer activity completed
 			spans := make([]window, len(ids))

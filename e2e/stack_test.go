@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -24,6 +25,8 @@ import (
 
 	"github.com/dqnflow/dqnflow/activities"
 	"github.com/dqnflow/dqnflow/checkpoint/s3test"
+	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/store/storetest"
 	"github.com/dqnflow/dqnflow/worker/workertest"
@@ -225,6 +228,79 @@ func (s *stack) pending(ctx context.Context, id string) ([]pendingActivity, erro
 		out = append(out, a)
 	}
 	return out, nil
+}
+
+// startRun starts a training run of cfg under workflow id on the control
+// task queue; a failure to start fails t.
+func (s *stack) startRun(t *testing.T, id string, cfg config.RunConfig) {
+	t.Helper()
+	if _, err := s.client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
+		ID: id, TaskQueue: workflows.ControlTaskQueue,
+	}, workflows.TrainingRunName, cfg); err != nil {
+		t.Fatalf("start run %s: %v", id, err)
+	}
+}
+
+// waitInTraining waits until the training of epoch, or of a later one, of
+// run id has reported a step and has steps left, and returns that
+// activity; it fails the test as soon as one of workers exits.
+func (s *stack) waitInTraining(id string, epoch int, workers ...*proc) pendingActivity {
+	s.t.Helper()
+	var found pendingActivity
+	waitFor(s.t, fmt.Sprintf("the training of epoch %d to report a step", epoch), 3*time.Minute, 50*time.Millisecond, func() (bool, error) {
+		for _, w := range workers {
+			if err := w.alive(); err != nil {
+				return false, err
+			}
+		}
+		acts, err := s.pending(context.Background(), id)
+		if err != nil {
+			return false, err
+		}
+		for _, pa := range acts {
+			if hb := pa.Heartbeat; pa.in("train") && pa.Started && hb != nil &&
+				hb.Epoch >= epoch && hb.Step > 0 && hb.Step < hb.Steps {
+				found = pa
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	return found
+}
+
+// checkpointRows returns the checkpoint rows of run id in the stack's
+// store.
+func (s *stack) checkpointRows(t *testing.T, id string) []metadata.CheckpointRecord {
+	t.Helper()
+	rows, err := s.openStore(t).ListCheckpoints(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+// writeConfig writes cfg as JSON to path, for a --config flag, and returns
+// path.
+func writeConfig(t *testing.T, path string, cfg config.RunConfig) string {
+	t.Helper()
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// endToEnd skips the test under -short: it starts what starts names
+// (servers, worker processes), which takes from seconds to minutes.
+func endToEnd(t *testing.T, starts string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end: starts " + starts)
+	}
 }
 
 // waitClosed waits until run id has ended, failing the test at timeout or

@@ -74,9 +74,7 @@ var uiColumns = []map[string]any{
 // current details (phase, epoch, step, loss). Screenshots of each step are
 // kept in $DQNFLOW_ARTIFACTS.
 func TestStartTrainingRunFromTheUIInABrowser(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end: starts dqnflow dev and a browser")
-	}
+	endToEnd(t, "dqnflow dev and a browser")
 	browser := chromium(t)
 	shots := artifacts(t)
 	d := startDev(t)

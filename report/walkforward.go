@@ -10,18 +10,19 @@ import (
 	"gonum.org/v1/plot/plotter"
 
 	"github.com/dqnflow/dqnflow/walkforward"
+	"github.com/dqnflow/dqnflow/walkforward/summary"
 )
 
 // WalkForward is what a walk-forward study's report shows: the study
 // (results.json, or its rows in the store) and its summary
-// (walkforward.Summarize of its results, which the caller runs, so that
+// (summary.Summarize of its results, which the caller runs, so that
 // the page and summary.json hold the same figures).
 type WalkForward struct {
 	ID string
 	// From says where the study was read: a file, or the metadata store.
 	From    string
 	Study   walkforward.Output
-	Summary walkforward.Summary
+	Summary summary.Summary
 }
 
 // WriteWalkForward writes a study's report into dir (index.html with the
@@ -75,13 +76,13 @@ func strategyName(s string, seeds int) string {
 
 // groupSections are a group's sections: headline, agent against the
 // baselines, per series, per year.
-func groupSections(s walkforward.Summary, g walkforward.Group, figs []Figure) []section {
-	title := walkforward.GroupTitle(g.Name)
+func groupSections(s summary.Summary, g summary.Group, figs []Figure) []section {
+	title := summary.GroupTitle(g.Name)
 	head := &table{Header: []string{"portfolio", "days", "Sharpe", levelHeader(g.Agent), "t", "PSR", "DSR",
 		"annual return", "annual vol", "total return", "max drawdown", "turnover / yr", "costs / yr", "runs"}, Mark: 0}
-	add := func(name string, m walkforward.Measure) {
+	add := func(name string, m summary.Measure) {
 		head.Rows = append(head.Rows, []string{name, fmt.Sprint(m.Days), fmt.Sprintf("%.2f", m.Sharpe.Estimate), intervalOnly(m),
-			fmt.Sprintf("%.2f", m.T), walkforward.ProbText(m.PSR), walkforward.ProbText(m.DSR),
+			fmt.Sprintf("%.2f", m.T), summary.ProbText(m.PSR), summary.ProbText(m.DSR),
 			pct(m.AnnualReturn), pct(m.AnnualVol), pct(m.TotalReturn), pct(m.MaxDrawdown),
 			fmt.Sprintf("%.1f", m.Turnover), pct(m.Costs), fmt.Sprint(m.Runs)})
 	}
@@ -95,12 +96,12 @@ func groupSections(s walkforward.Summary, g walkforward.Group, figs []Figure) []
 	text := fmt.Sprintf("%d series (%s), %s to %s, %.0f days a year; portfolio weights %s; DSR over %d trials.",
 		len(g.Series), strings.Join(g.Series, ", "), g.From, g.To, g.DaysPerYear, g.Weights, s.Options.Trials)
 	if g.SeedMeanSharpe != nil {
-		text += " Mean of the seeds' portfolio Sharpe ratios: " + walkforward.IntervalText(*g.SeedMeanSharpe) + "."
+		text += " Mean of the seeds' portfolio Sharpe ratios: " + summary.IntervalText(*g.SeedMeanSharpe) + "."
 	}
 	vs := &table{Header: []string{"baseline", "days", "agent − baseline Sharpe", "beats (interval above 0)", "windows × series won", "series won"}, Mark: -1}
 	for _, c := range g.VsBaselines {
-		vs.Rows = append(vs.Rows, []string{c.Baseline, fmt.Sprint(c.Days), walkforward.DiffText(c.SharpeDiff), yesNo(c.Beats),
-			walkforward.WinsText(g.WinsCells, c.Baseline), walkforward.WinsText(g.WinsSeries, c.Baseline)})
+		vs.Rows = append(vs.Rows, []string{c.Baseline, fmt.Sprint(c.Days), summary.DiffText(c.SharpeDiff), yesNo(c.Beats),
+			summary.WinsText(g.WinsCells, c.Baseline), summary.WinsText(g.WinsSeries, c.Baseline)})
 	}
 	var portfolioFigs, seriesFigs []Figure
 	for _, f := range figs {
@@ -120,12 +121,12 @@ func groupSections(s walkforward.Summary, g walkforward.Group, figs []Figure) []
 	ps := &table{Header: baseHeader("series", "in training", "windows", "agent runs", "abstained"), Mark: -1}
 	for _, r := range g.PerSeries {
 		row := []string{r.Series, yesNo(r.InTraining), fmt.Sprint(r.Windows), fmt.Sprint(r.AgentRuns), fmt.Sprint(r.Abstained),
-			walkforward.CellText(r.Agent)}
+			summary.CellText(r.Agent)}
 		ps.Rows = append(ps.Rows, append(row, baselineCells(g, r.Baselines)...))
 	}
 	py := &table{Header: baseHeader("year"), Mark: -1}
 	for _, r := range g.PerYear {
-		py.Rows = append(py.Rows, append([]string{fmt.Sprint(r.Year), walkforward.CellText(r.Agent)}, baselineCells(g, r.Baselines)...))
+		py.Rows = append(py.Rows, append([]string{fmt.Sprint(r.Year), summary.CellText(r.Agent)}, baselineCells(g, r.Baselines)...))
 	}
 	return []section{
 		{Title: title + ": portfolios", Text: text, Table: head},
@@ -139,13 +140,13 @@ func groupSections(s walkforward.Summary, g walkforward.Group, figs []Figure) []
 
 // baselineCells are the cells of cs in the order of g's baselines, "–"
 // for one that has none.
-func baselineCells(g walkforward.Group, cs []walkforward.SharpeCell) []string {
+func baselineCells(g summary.Group, cs []summary.SharpeCell) []string {
 	out := make([]string, len(g.Baselines))
 	for i, b := range g.Baselines {
 		out[i] = "–"
 		for _, c := range cs {
 			if c.Strategy == b.Strategy {
-				out[i] = walkforward.CellText(c)
+				out[i] = summary.CellText(c)
 			}
 		}
 	}
@@ -153,7 +154,7 @@ func baselineCells(g walkforward.Group, cs []walkforward.SharpeCell) []string {
 }
 
 // levelHeader names the interval column: "95 % interval".
-func levelHeader(m walkforward.Measure) string {
+func levelHeader(m summary.Measure) string {
 	if m.Sharpe.Level > 0 {
 		return fmt.Sprintf("%.0f %% interval", 100*m.Sharpe.Level)
 	}
@@ -161,7 +162,7 @@ func levelHeader(m walkforward.Measure) string {
 }
 
 // intervalOnly is "[lo, hi]", or "–" without one.
-func intervalOnly(m walkforward.Measure) string {
+func intervalOnly(m summary.Measure) string {
 	if m.Sharpe.Resamples == 0 {
 		return "–"
 	}
@@ -211,7 +212,7 @@ func studyTable(w WalkForward) *table {
 }
 
 // walkForwardFigures draws a group's plots.
-func walkForwardFigures(g walkforward.Group) ([]Figure, error) {
+func walkForwardFigures(g summary.Group) ([]Figure, error) {
 	seeds := len(g.Seeds)
 	var curves []series
 	for _, p := range g.Portfolios() {
@@ -222,7 +223,7 @@ func walkForwardFigures(g walkforward.Group) ([]Figure, error) {
 		}
 		curves = append(curves, s)
 	}
-	title := walkforward.GroupTitle(g.Name)
+	title := summary.GroupTitle(g.Name)
 	eqPNG, err := linePlot(title+": portfolio equity", "day", "equity (1 = start)", true, curves...)
 	if err != nil {
 		return nil, err
@@ -233,7 +234,7 @@ func walkForwardFigures(g walkforward.Group) ([]Figure, error) {
 			Note: fmt.Sprintf("Compounded daily returns of the %s portfolio across the series of the agent's mean over seeds and of each baseline.", g.Weights)})
 	}
 	labels := []string{strategyName(walkforward.StrategyAgent, seeds)}
-	ms := []walkforward.Measure{g.Agent}
+	ms := []summary.Measure{g.Agent}
 	for _, sd := range g.Seeds {
 		labels, ms = append(labels, fmt.Sprintf("seed %d", sd.Seed)), append(ms, sd.Measure)
 	}
@@ -257,7 +258,7 @@ func walkForwardFigures(g walkforward.Group) ([]Figure, error) {
 	}
 	for _, r := range g.PerSeries {
 		names = append(names, r.Series)
-		cells := append([]walkforward.SharpeCell{r.Agent}, r.Baselines...)
+		cells := append([]summary.SharpeCell{r.Agent}, r.Baselines...)
 		for i := range bySeries {
 			c := cellOf(cells, i, g)
 			bySeries[i].add(c.Sharpe.Estimate, c.Sharpe.Lo, c.Sharpe.Hi, c.Days > 0 && c.Sharpe.Resamples > 0)
@@ -277,7 +278,7 @@ func walkForwardFigures(g walkforward.Group) ([]Figure, error) {
 
 // cellOf is strategy i's cell (0 the agent, then g's baselines in order)
 // among cs, or an empty cell.
-func cellOf(cs []walkforward.SharpeCell, i int, g walkforward.Group) walkforward.SharpeCell {
+func cellOf(cs []summary.SharpeCell, i int, g summary.Group) summary.SharpeCell {
 	if i == 0 {
 		return cs[0]
 	}
@@ -286,5 +287,5 @@ func cellOf(cs []walkforward.SharpeCell, i int, g walkforward.Group) walkforward
 			return c
 		}
 	}
-	return walkforward.SharpeCell{}
+	return summary.SharpeCell{}
 }

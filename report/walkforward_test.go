@@ -15,13 +15,14 @@ import (
 
 	"github.com/dqnflow/dqnflow/stats"
 	"github.com/dqnflow/dqnflow/walkforward"
+	"github.com/dqnflow/dqnflow/walkforward/summary"
 )
 
 // handWalkForward is a study of two series over two windows of 60 days
 // each from 2019-11-02 (so the test days span two calendar years), the
 // agent at two seeds and buy-and-hold and momentum baselines, with
 // returns drawn from fixed seeds.
-func handWalkForward(t *testing.T) (walkforward.Output, walkforward.Summary) {
+func handWalkForward(t *testing.T) (walkforward.Output, summary.Summary) {
 	t.Helper()
 	day0 := int32(time.Date(2019, 11, 2, 0, 0, 0, 0, time.UTC).Unix() / 86400)
 	out := walkforward.Output{Seeds: []uint64{1, 2}, Trials: walkforward.Trials{Study: 1, Prior: 2, Total: 3}}
@@ -42,7 +43,7 @@ func handWalkForward(t *testing.T) (walkforward.Output, walkforward.Summary) {
 			}
 		}
 	}
-	sum, err := walkforward.Summarize(out.Results, walkforward.SummaryOptions{Trials: out.Trials.Total, Bootstrap: stats.Bootstrap{Seed: 1}})
+	sum, err := summary.Summarize(out.Results, summary.SummaryOptions{Trials: out.Trials.Total, Bootstrap: stats.Bootstrap{Seed: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,10 +78,10 @@ func TestWalkForwardReportHasTheTablesAndPlots(t *testing.T) {
 	if g.Agent.DSR == nil {
 		t.Fatal("the hand-made study's agent has no DSR")
 	}
-	want = append(want, cell(walkforward.ProbText(g.Agent.DSR)))
+	want = append(want, cell(summary.ProbText(g.Agent.DSR)))
 	// html/template writes a + as &#43;.
 	for _, c := range g.VsBaselines {
-		want = append(want, cell(strings.ReplaceAll(walkforward.DiffText(c.SharpeDiff), "+", "&#43;")))
+		want = append(want, cell(strings.ReplaceAll(summary.DiffText(c.SharpeDiff), "+", "&#43;")))
 	}
 	// Each series' agent cell is the Sharpe ratio of the seeds' mean
 	// return on each of its days.

@@ -29,7 +29,7 @@
 //
 // # How the walk-forward summary uses it
 //
-// walkforward.Summarize (summary.json and summary.md of dqnflow
+// summary.Summarize (summary.json and summary.md of dqnflow
 // walkforward) does what follows. For each series and test window (and
 // for each year, and for the portfolio), with r the per-bar returns of
 // the agent's equity on that window after costs and b those of a
@@ -57,7 +57,7 @@
 // N trials' per-bar Sharpe ratios on the validation range, is the
 // probability that its true Sharpe ratio exceeds what the best of N
 // skill-less trials would show (the trials' own Sharpe ratios are not
-// recorded, so walkforward.Summarize takes v = 1/n, the sampling
+// recorded, so summary.Summarize takes v = 1/n, the sampling
 // variance of a skill-less trial's, unless told v). Finally ShareOfWins
 // gives, for each baseline, the share of windows (or series) where the
 // agent's Sharpe ratio is higher, with a Wilson interval.

@@ -9,6 +9,8 @@ import (
 	"github.com/dqnflow/dqnflow/metadata"
 )
 
+// backtestColumns are the columns of a backtest row, for both stores:
+// *Store reads them by name, scanBacktest (*SQLite) in this order.
 const backtestColumns = `id, run_id, epoch, split, checkpoint_id, data_from, data_to, report,
 	sharpe, total_return, max_drawdown, created_at`
 
@@ -21,22 +23,7 @@ const backtestColumns = `id, run_id, epoch, split, checkpoint_id, data_from, dat
 // with its values (the same ones, for a deterministic backtest of the same
 // weights), keeping its id and creation time.
 func (s *Store) RecordBacktest(ctx context.Context, b metadata.BacktestRecord) (metadata.BacktestRecord, error) {
-	report, err := jsonObject("report", b.Report)
-	switch {
-	case err != nil:
-	case b.RunID == "" || b.Split == "":
-		err = fmt.Errorf("%w: empty run id or split", metadata.ErrInvalid)
-	case b.DataFrom.IsZero() || b.DataTo.IsZero() || b.DataTo.Before(b.DataFrom):
-		err = fmt.Errorf("%w: data range %s to %s", metadata.ErrInvalid, b.DataFrom, b.DataTo)
-	default:
-		err = validEpoch(b.Epoch)
-	}
-	if err == nil {
-		err = checkFinite("total_return", b.TotalReturn)
-	}
-	if err == nil {
-		err = checkFinite("max_drawdown", b.MaxDrawdown)
-	}
+	report, err := validBacktest(b)
 	if err != nil {
 		return metadata.BacktestRecord{}, fmt.Errorf("record backtest %s epoch %d split %s: %w", b.RunID, b.Epoch, b.Split, err)
 	}
@@ -83,13 +70,32 @@ func (s *Store) RecordBacktest(ctx context.Context, b metadata.BacktestRecord) (
 	return out, nil
 }
 
+// validBacktest checks the fields of b that every store reads and returns
+// its report as a JSON object.
+func validBacktest(b metadata.BacktestRecord) ([]byte, error) {
+	report, err := jsonObject("report", b.Report)
+	switch {
+	case err != nil:
+	case b.RunID == "" || b.Split == "":
+		err = fmt.Errorf("%w: empty run id or split", metadata.ErrInvalid)
+	case b.DataFrom.IsZero() || b.DataTo.IsZero() || b.DataTo.Before(b.DataFrom):
+		err = fmt.Errorf("%w: data range %s to %s", metadata.ErrInvalid, b.DataFrom, b.DataTo)
+	default:
+		err = validEpoch(b.Epoch)
+	}
+	if err == nil {
+		err = checkFinite("total_return", b.TotalReturn)
+	}
+	if err == nil {
+		err = checkFinite("max_drawdown", b.MaxDrawdown)
+	}
+	return report, err
+}
+
 // ListBacktests returns the run's backtests by epoch and split.
 func (s *Store) ListBacktests(ctx context.Context, runID string) ([]metadata.BacktestRecord, error) {
-	rows, _ := s.pool.Query(ctx, `SELECT `+backtestColumns+` FROM backtests WHERE run_id = $1 ORDER BY epoch, split`, runID)
-	bts, err := pgx.CollectRows(rows, pgx.RowToStructByName[metadata.BacktestRecord])
-	if err == nil && len(bts) == 0 {
-		err = s.ensureRun(ctx, runID)
-	}
+	bts, err := runRows[metadata.BacktestRecord](ctx, s, runID,
+		`SELECT `+backtestColumns+` FROM backtests WHERE run_id = $1 ORDER BY epoch, split`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("list backtests of run %s: %w", runID, classify(err))
 	}

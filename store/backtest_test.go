@@ -33,10 +33,8 @@ func recordBacktest(t *testing.T, s Metadata, b metadata.BacktestRecord) metadat
 
 // TestBestFlagFollowsValidSharpe walks the order the workflow uses: the
 // checkpoint first, its validation backtest later.
-func testBestFlagFollowsValidSharpe(t *testing.T, newStore func(*testing.T) Metadata) {
-	t.Parallel()
+func testBestFlagFollowsValidSharpe(t *testing.T, s Metadata) {
 	ctx := context.Background()
-	s := newStore(t)
 	newRun(t, s, metadata.NewRun{RunID: "r"})
 	best := func() int {
 		t.Helper()
@@ -113,10 +111,8 @@ func testBestFlagFollowsValidSharpe(t *testing.T, newStore func(*testing.T) Meta
 	}
 }
 
-func testValidBacktestFillsEpochScore(t *testing.T, newStore func(*testing.T) Metadata) {
-	t.Parallel()
+func testValidBacktestFillsEpochScore(t *testing.T, s Metadata) {
 	ctx := context.Background()
-	s := newStore(t)
 	newRun(t, s, metadata.NewRun{RunID: "r"})
 	if err := s.RecordEpoch(ctx, "r", 1, metadata.EpochMetrics{Loss: 1}); err != nil {
 		t.Fatal(err)
@@ -138,10 +134,8 @@ func testValidBacktestFillsEpochScore(t *testing.T, newStore func(*testing.T) Me
 	}
 }
 
-func testRecordBacktestRejectsBadInput(t *testing.T, newStore func(*testing.T) Metadata) {
-	t.Parallel()
+func testRecordBacktestRejectsBadInput(t *testing.T, s Metadata) {
 	ctx := context.Background()
-	s := newStore(t)
 	newRun(t, s, metadata.NewRun{RunID: "r"})
 	for name, mutate := range map[string]func(*metadata.BacktestRecord){
 		"no split":       func(b *metadata.BacktestRecord) { b.Split = "" },

@@ -12,6 +12,8 @@ import (
 	"github.com/dqnflow/dqnflow/metadata"
 )
 
+// checkpointColumns are the columns of a checkpoint row, for both stores:
+// *Store reads them by name, scanCheckpoint (*SQLite) in this order.
 const checkpointColumns = `id, run_id, epoch, uri, sha256, bytes, global_step, metrics,
 	valid_sharpe, is_best, pruned, pruned_at, created_at`
 
@@ -34,10 +36,7 @@ var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
 //     flag is recomputed.
 func (s *Store) RecordCheckpoint(ctx context.Context, c metadata.CheckpointRecord) (metadata.CheckpointRecord, error) {
 	c.SHA256 = strings.ToLower(c.SHA256)
-	if err := validCheckpoint(c); err != nil {
-		return metadata.CheckpointRecord{}, fmt.Errorf("record checkpoint %s epoch %d: %w", c.RunID, c.Epoch, err)
-	}
-	metrics, err := metricsJSON(c.Metrics)
+	metrics, err := validCheckpoint(c)
 	if err != nil {
 		return metadata.CheckpointRecord{}, fmt.Errorf("record checkpoint %s epoch %d: %w", c.RunID, c.Epoch, err)
 	}
@@ -75,18 +74,23 @@ func (s *Store) RecordCheckpoint(ctx context.Context, c metadata.CheckpointRecor
 	return out, nil
 }
 
-func validCheckpoint(c metadata.CheckpointRecord) error {
+// validCheckpoint checks the fields of c that every store reads and
+// returns its metrics as JSON.
+func validCheckpoint(c metadata.CheckpointRecord) ([]byte, error) {
 	switch {
 	case c.RunID == "":
-		return fmt.Errorf("%w: empty run id", metadata.ErrInvalid)
+		return nil, fmt.Errorf("%w: empty run id", metadata.ErrInvalid)
 	case c.URI == "":
-		return fmt.Errorf("%w: empty uri", metadata.ErrInvalid)
+		return nil, fmt.Errorf("%w: empty uri", metadata.ErrInvalid)
 	case !sha256Hex.MatchString(c.SHA256):
-		return fmt.Errorf("%w: sha256 %q is not 64 hex digits", metadata.ErrInvalid, c.SHA256)
+		return nil, fmt.Errorf("%w: sha256 %q is not 64 hex digits", metadata.ErrInvalid, c.SHA256)
 	case c.Bytes < 0 || c.GlobalStep < 0:
-		return fmt.Errorf("%w: negative bytes or global_step", metadata.ErrInvalid)
+		return nil, fmt.Errorf("%w: negative bytes or global_step", metadata.ErrInvalid)
 	}
-	return validEpoch(c.Epoch)
+	if err := validEpoch(c.Epoch); err != nil {
+		return nil, err
+	}
+	return metricsJSON(c.Metrics)
 }
 
 // markBest moves the run's best flag to its unpruned checkpoint with the
@@ -120,11 +124,8 @@ func markBest(ctx context.Context, tx pgx.Tx, runID string) error {
 // by epoch. Like every List method it returns an empty, non-nil slice (JSON
 // []) for a run without rows, and an ErrNotFound error for a missing run.
 func (s *Store) ListCheckpoints(ctx context.Context, runID string) ([]metadata.CheckpointRecord, error) {
-	rows, _ := s.pool.Query(ctx, `SELECT `+checkpointColumns+` FROM checkpoints WHERE run_id = $1 ORDER BY epoch`, runID)
-	cps, err := pgx.CollectRows(rows, pgx.RowToStructByName[metadata.CheckpointRecord])
-	if err == nil && len(cps) == 0 {
-		err = s.ensureRun(ctx, runID)
-	}
+	cps, err := runRows[metadata.CheckpointRecord](ctx, s, runID,
+		`SELECT `+checkpointColumns+` FROM checkpoints WHERE run_id = $1 ORDER BY epoch`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("list checkpoints of run %s: %w", runID, classify(err))
 	}
@@ -179,11 +180,10 @@ func (s *Store) oneCheckpoint(ctx context.Context, what, query string, args ...a
 // the newest checkpoint is recorded, or that checkpoint can only be kept as
 // one of the last.
 func (s *Store) Retention(ctx context.Context, runID string, keepLast, keepBest int) ([]metadata.CheckpointRecord, error) {
-	if keepLast < 1 || keepBest < 0 {
-		return nil, fmt.Errorf("retention of run %s: %w: keep_last %d must be >= 1 and keep_best %d >= 0",
-			runID, metadata.ErrInvalid, keepLast, keepBest)
+	if err := validRetention(keepLast, keepBest); err != nil {
+		return nil, fmt.Errorf("retention of run %s: %w", runID, err)
 	}
-	rows, _ := s.pool.Query(ctx, `
+	cps, err := runRows[metadata.CheckpointRecord](ctx, s, runID, `
 		WITH live AS (
 			SELECT id,
 				row_number() OVER (ORDER BY epoch DESC) AS recent_rank,
@@ -194,14 +194,19 @@ func (s *Store) Retention(ctx context.Context, runID string, keepLast, keepBest 
 		SELECT `+checkpointColumns+` FROM checkpoints
 		WHERE id IN (SELECT id FROM live WHERE recent_rank > $2 AND (score_rank IS NULL OR score_rank > $3))
 		ORDER BY epoch`, runID, keepLast, keepBest)
-	cps, err := pgx.CollectRows(rows, pgx.RowToStructByName[metadata.CheckpointRecord])
-	if err == nil && len(cps) == 0 {
-		err = s.ensureRun(ctx, runID)
-	}
 	if err != nil {
 		return nil, fmt.Errorf("retention of run %s: %w", runID, classify(err))
 	}
 	return cps, nil
+}
+
+// validRetention checks Retention's counts: a resume needs the newest
+// checkpoint, so keepLast is at least 1.
+func validRetention(keepLast, keepBest int) error {
+	if keepLast < 1 || keepBest < 0 {
+		return fmt.Errorf("%w: keep_last %d must be >= 1 and keep_best %d >= 0", metadata.ErrInvalid, keepLast, keepBest)
+	}
+	return nil
 }
 
 // MarkPruned marks the checkpoints with these ids pruned, once their blobs

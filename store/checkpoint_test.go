@@ -49,10 +49,8 @@ func idsOf(cps []metadata.CheckpointRecord) []int64 {
 	return out
 }
 
-func testRecordCheckpointRetry(t *testing.T, newStore func(*testing.T) Metadata) {
-	t.Parallel()
+func testRecordCheckpointRetry(t *testing.T, s Metadata) {
 	ctx := context.Background()
-	s := newStore(t)
 	newRun(t, s, metadata.NewRun{RunID: "r"})
 
 	c := checkpointAt("r", 1, "weights v1")
@@ -93,10 +91,8 @@ func testRecordCheckpointRetry(t *testing.T, newStore func(*testing.T) Metadata)
 	wantErrIs(t, err, metadata.ErrNotFound)
 }
 
-func testLatestCheckpointSkipsPruned(t *testing.T, newStore func(*testing.T) Metadata) {
-	t.Parallel()
+func testLatestCheckpointSkipsPruned(t *testing.T, s Metadata) {
 	ctx := context.Background()
-	s := newStore(t)
 	newRun(t, s, metadata.NewRun{RunID: "r"})
 	_, err := s.LatestCheckpoint(ctx, "r")
 	wantErrIs(t, err, metadata.ErrNotFound)
@@ -133,10 +129,8 @@ func testLatestCheckpointSkipsPruned(t *testing.T, newStore func(*testing.T) Met
 // validation Sharpe 0.5, 1.2, -, 0.9, 1.2, -0.3, 0.1, -; keep the last 3
 // (6, 7, 8) and the best 2 (2 and 5 tie at 1.2; 2 is earlier, 5 is second),
 // so 1, 3 and 4 go.
-func testRetentionKeepsLastAndBest(t *testing.T, newStore func(*testing.T) Metadata) {
-	t.Parallel()
+func testRetentionKeepsLastAndBest(t *testing.T, s Metadata) {
 	ctx := context.Background()
-	s := newStore(t)
 	newRun(t, s, metadata.NewRun{RunID: "r"})
 	scores := []*float64{ptr(0.5), ptr(1.2), nil, ptr(0.9), ptr(1.2), ptr(-0.3), ptr(0.1), nil}
 	for i, sc := range scores {
@@ -216,10 +210,8 @@ func testRetentionKeepsLastAndBest(t *testing.T, newStore func(*testing.T) Metad
 	}
 }
 
-func testMarkPrunedKeepsFirstPrunedAt(t *testing.T, newStore func(*testing.T) Metadata) {
-	t.Parallel()
+func testMarkPrunedKeepsFirstPrunedAt(t *testing.T, s Metadata) {
 	ctx := context.Background()
-	s := newStore(t)
 	newRun(t, s, metadata.NewRun{RunID: "r"})
 	c := record(t, s, checkpointAt("r", 1, "a"))
 	if err := s.MarkPruned(ctx, []int64{c.ID}); err != nil {
@@ -235,9 +227,7 @@ func testMarkPrunedKeepsFirstPrunedAt(t *testing.T, newStore func(*testing.T) Me
 	}
 }
 
-func testCheckpointJSONNamesEpochURIAndSHA256(t *testing.T, newStore func(*testing.T) Metadata) {
-	t.Parallel()
-	s := newStore(t)
+func testCheckpointJSONNamesEpochURIAndSHA256(t *testing.T, s Metadata) {
 	newRun(t, s, metadata.NewRun{RunID: "r"})
 	record(t, s, checkpointAt("r", 1, "a"))
 	cps, err := s.ListCheckpoints(context.Background(), "r")

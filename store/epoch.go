@@ -17,19 +17,7 @@ import (
 // overwrites it); a nil ValidSharpe keeps the recorded one. epochs_done
 // never goes down.
 func (s *Store) RecordEpoch(ctx context.Context, runID string, epoch int, m metadata.EpochMetrics) error {
-	if err := validEpoch(epoch); err != nil {
-		return fmt.Errorf("record epoch %d of run %s: %w", epoch, runID, err)
-	}
-	metrics, err := metricsJSON(m.Metrics)
-	if err == nil {
-		err = checkFinite("loss", m.Loss)
-	}
-	if err == nil {
-		err = checkFinite("grad_norm", m.GradNorm)
-	}
-	if err == nil && (m.EnvSteps < 0 || m.GlobalStep < 0 || m.DurationMS < 0) {
-		err = fmt.Errorf("%w: negative env_steps, global_step or duration_ms", metadata.ErrInvalid)
-	}
+	metrics, err := validEpochMetrics(epoch, m)
 	if err != nil {
 		return fmt.Errorf("record epoch %d of run %s: %w", epoch, runID, err)
 	}
@@ -66,17 +54,32 @@ func (s *Store) RecordEpoch(ctx context.Context, runID string, epoch int, m meta
 
 // ListEpochs returns the run's recorded epochs in order.
 func (s *Store) ListEpochs(ctx context.Context, runID string) ([]metadata.Epoch, error) {
-	rows, _ := s.pool.Query(ctx, `
+	epochs, err := runRows[metadata.Epoch](ctx, s, runID, `
 		SELECT run_id, epoch, loss, grad_norm, env_steps, global_step, valid_sharpe, duration_ms, metrics, recorded_at
 		FROM epochs WHERE run_id = $1 ORDER BY epoch`, runID)
-	epochs, err := pgx.CollectRows(rows, pgx.RowToStructByName[metadata.Epoch])
-	if err == nil && len(epochs) == 0 {
-		err = s.ensureRun(ctx, runID)
-	}
 	if err != nil {
 		return nil, fmt.Errorf("list epochs of run %s: %w", runID, err)
 	}
 	return epochs, nil
+}
+
+// validEpochMetrics checks epoch and the fields of m that every store
+// reads and returns m's metrics as JSON.
+func validEpochMetrics(epoch int, m metadata.EpochMetrics) ([]byte, error) {
+	if err := validEpoch(epoch); err != nil {
+		return nil, err
+	}
+	metrics, err := metricsJSON(m.Metrics)
+	if err == nil {
+		err = checkFinite("loss", m.Loss)
+	}
+	if err == nil {
+		err = checkFinite("grad_norm", m.GradNorm)
+	}
+	if err == nil && (m.EnvSteps < 0 || m.GlobalStep < 0 || m.DurationMS < 0) {
+		err = fmt.Errorf("%w: negative env_steps, global_step or duration_ms", metadata.ErrInvalid)
+	}
+	return metrics, err
 }
 
 func validEpoch(epoch int) error {

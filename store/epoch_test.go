@@ -8,10 +8,8 @@ import (
 	"github.com/dqnflow/dqnflow/metadata"
 )
 
-func testRecordEpochIsIdempotent(t *testing.T, newStore func(*testing.T) Metadata) {
-	t.Parallel()
+func testRecordEpochIsIdempotent(t *testing.T, s Metadata) {
 	ctx := context.Background()
-	s := newStore(t)
 	newRun(t, s, metadata.NewRun{RunID: "r"})
 
 	m := metadata.EpochMetrics{Loss: 1.5, GradNorm: 3, EnvSteps: 2048, GlobalStep: 300, DurationMS: 1200,
@@ -48,10 +46,8 @@ func testRecordEpochIsIdempotent(t *testing.T, newStore func(*testing.T) Metadat
 	}
 }
 
-func testEpochsDoneNeverGoesDown(t *testing.T, newStore func(*testing.T) Metadata) {
-	t.Parallel()
+func testEpochsDoneNeverGoesDown(t *testing.T, s Metadata) {
 	ctx := context.Background()
-	s := newStore(t)
 	newRun(t, s, metadata.NewRun{RunID: "r"})
 	for _, e := range []int{1, 3, 2} {
 		if err := s.RecordEpoch(ctx, "r", e, metadata.EpochMetrics{Loss: 1}); err != nil {
@@ -64,10 +60,8 @@ func testEpochsDoneNeverGoesDown(t *testing.T, newStore func(*testing.T) Metadat
 	}
 }
 
-func testRecordEpochRejectsBadInput(t *testing.T, newStore func(*testing.T) Metadata) {
-	t.Parallel()
+func testRecordEpochRejectsBadInput(t *testing.T, s Metadata) {
 	ctx := context.Background()
-	s := newStore(t)
 	newRun(t, s, metadata.NewRun{RunID: "r"})
 	for name, tc := range map[string]struct {
 		epoch int

@@ -34,9 +34,8 @@ const promotionColumns = `id, lineage, retrain_run_id, challenger_run_id, challe
 // changes nothing and returns it, so the caller must act on the returned
 // Promoted, not on its own.
 func (s *Store) RecordPromotion(ctx context.Context, p metadata.Promotion) (metadata.Promotion, error) {
-	if p.Lineage == "" || p.RetrainRunID == "" || p.ChallengerRunID == "" || p.ChallengerCheckpointURI == "" {
-		return metadata.Promotion{}, fmt.Errorf("record promotion of retrain %s: %w: lineage, retrain run id, challenger run id and checkpoint uri are required",
-			p.RetrainRunID, metadata.ErrInvalid)
+	if err := validPromotion(p); err != nil {
+		return metadata.Promotion{}, fmt.Errorf("record promotion of retrain %s: %w", p.RetrainRunID, err)
 	}
 	var out metadata.Promotion
 	err := s.tx(ctx, func(tx pgx.Tx) error {
@@ -84,6 +83,14 @@ func (s *Store) RecordPromotion(ctx context.Context, p metadata.Promotion) (meta
 		return metadata.Promotion{}, fmt.Errorf("record promotion of retrain %s: %w", p.RetrainRunID, classify(err))
 	}
 	return out, nil
+}
+
+// validPromotion checks the fields of p that every store requires.
+func validPromotion(p metadata.Promotion) error {
+	if p.Lineage == "" || p.RetrainRunID == "" || p.ChallengerRunID == "" || p.ChallengerCheckpointURI == "" {
+		return fmt.Errorf("%w: lineage, retrain run id, challenger run id and checkpoint uri are required", metadata.ErrInvalid)
+	}
+	return nil
 }
 
 // promotionOf returns the decision recorded for a retrain, or pgx.ErrNoRows.

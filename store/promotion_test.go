@@ -10,10 +10,8 @@ import (
 	"github.com/dqnflow/dqnflow/metadata"
 )
 
-func testRecordPromotionOnce(t *testing.T, newStore func(*testing.T) Metadata) {
-	t.Parallel()
+func testRecordPromotionOnce(t *testing.T, s Metadata) {
 	ctx := context.Background()
-	s := newStore(t)
 	newRun(t, s, metadata.NewRun{RunID: "base"})
 	newRun(t, s, metadata.NewRun{RunID: "challenger", Lineage: "base", ParentRunID: "base"})
 
@@ -53,10 +51,8 @@ func testRecordPromotionOnce(t *testing.T, newStore func(*testing.T) Metadata) {
 	wantErrIs(t, err, metadata.ErrNotFound)
 }
 
-func testChampion(t *testing.T, newStore func(*testing.T) Metadata) {
-	t.Parallel()
+func testChampion(t *testing.T, s Metadata) {
 	ctx := context.Background()
-	s := newStore(t)
 	_, err := s.Champion(ctx, "base")
 	wantErrIs(t, err, metadata.ErrNotFound)
 
@@ -118,10 +114,8 @@ func testChampion(t *testing.T, newStore func(*testing.T) Metadata) {
 // against the new champion, must not take the title from it (compare and
 // set), and its decision says why. Then the same race with the two
 // promotions at once, many times: exactly one wins each time.
-func testPromotionComparesAgainstTheIncumbentItRead(t *testing.T, newStore func(*testing.T) Metadata) {
-	t.Parallel()
+func testPromotionComparesAgainstTheIncumbentItRead(t *testing.T, s Metadata) {
 	ctx := context.Background()
-	s := newStore(t)
 	newRun(t, s, metadata.NewRun{RunID: "base"})
 	c := checkpointAt("base", 2, "base weights")
 	c.ValidSharpe = ptr(0.6)

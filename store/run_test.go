@@ -12,9 +12,7 @@ import (
 	"github.com/dqnflow/dqnflow/metadata"
 )
 
-func testCreateRunIsIdempotent(t *testing.T, newStore func(*testing.T) Metadata) {
-	t.Parallel()
-	s := newStore(t)
+func testCreateRunIsIdempotent(t *testing.T, s Metadata) {
 	first := newRun(t, s, metadata.NewRun{RunID: "run-1", Config: json.RawMessage(`{"seed": 7}`)})
 	if first.Lineage != "run-1" || first.Status != metadata.StatusRunning || first.EpochsDone != 0 || first.FinishedAt != nil {
 		t.Fatalf("new run = %+v, want lineage run-1, status running, no epochs", first)
@@ -29,10 +27,8 @@ func testCreateRunIsIdempotent(t *testing.T, newStore func(*testing.T) Metadata)
 	}
 }
 
-func testCreateRunRejectsBadInput(t *testing.T, newStore func(*testing.T) Metadata) {
-	t.Parallel()
+func testCreateRunRejectsBadInput(t *testing.T, s Metadata) {
 	ctx := context.Background()
-	s := newStore(t)
 	for _, r := range []metadata.NewRun{
 		{RunID: "", Config: json.RawMessage(`{}`)},
 		{RunID: "r", Config: nil},
@@ -46,10 +42,8 @@ func testCreateRunRejectsBadInput(t *testing.T, newStore func(*testing.T) Metada
 	wantErrIs(t, err, metadata.ErrNotFound)
 }
 
-func testSetRunStatus(t *testing.T, newStore func(*testing.T) Metadata) {
-	t.Parallel()
+func testSetRunStatus(t *testing.T, s Metadata) {
 	ctx := context.Background()
-	s := newStore(t)
 	newRun(t, s, metadata.NewRun{RunID: "r"})
 
 	if err := s.SetRunStatus(ctx, "r", metadata.StatusFailed, "trainer: non-finite loss"); err != nil {
@@ -87,10 +81,8 @@ func testSetRunStatus(t *testing.T, newStore func(*testing.T) Metadata) {
 // that PostgreSQL refuses (a NUL: SQLSTATE 22021) or that no reader can
 // use (invalid UTF-8, UTF-16, a megabyte): the status lands, and the
 // stored text is errtext.Clean's, hand-checked for one case.
-func testSetRunStatusStoresAnyErrorText(t *testing.T, newStore func(*testing.T) Metadata) {
-	t.Parallel()
+func testSetRunStatusStoresAnyErrorText(t *testing.T, s Metadata) {
 	ctx := context.Background()
-	s := newStore(t)
 	for i, text := range []string{
 		"bad\x00byte",
 		"caf\xe9 \xc3\x28",
@@ -119,10 +111,8 @@ func testSetRunStatusStoresAnyErrorText(t *testing.T, newStore func(*testing.T) 
 	}
 }
 
-func testSetRunDevice(t *testing.T, newStore func(*testing.T) Metadata) {
-	t.Parallel()
+func testSetRunDevice(t *testing.T, s Metadata) {
 	ctx := context.Background()
-	s := newStore(t)
 	newRun(t, s, metadata.NewRun{RunID: "r"})
 	for range 2 { // a retry writes the same
 		if err := s.SetRunDevice(ctx, "r", "cuda", "NVIDIA H200", "bf16-mixed"); err != nil {
@@ -136,10 +126,8 @@ func testSetRunDevice(t *testing.T, newStore func(*testing.T) Metadata) {
 	wantErrIs(t, s.SetRunDevice(ctx, "nope", "cpu", "cpu", "fp32"), metadata.ErrNotFound)
 }
 
-func testListRunsFilters(t *testing.T, newStore func(*testing.T) Metadata) {
-	t.Parallel()
+func testListRunsFilters(t *testing.T, s Metadata) {
 	ctx := context.Background()
-	s := newStore(t)
 	newRun(t, s, metadata.NewRun{RunID: "a"})
 	newRun(t, s, metadata.NewRun{RunID: "b", Lineage: "a", ParentRunID: "a"})
 	newRun(t, s, metadata.NewRun{RunID: "c"})
@@ -183,10 +171,8 @@ func testListRunsFilters(t *testing.T, newStore func(*testing.T) Metadata) {
 // workflow id, as the Temporal UI allows: the second must get a row of its
 // own (run id "<workflow id>.<execution id>", its own lineage) and leave
 // the first one's row as it was; a retry of either finds its own row.
-func testCreateRunKeysOnTheFirstExecution(t *testing.T, newStore func(*testing.T) Metadata) {
-	t.Parallel()
+func testCreateRunKeysOnTheFirstExecution(t *testing.T, s Metadata) {
 	ctx := context.Background()
-	s := newStore(t)
 	first := newRun(t, s, metadata.NewRun{RunID: "same", ExecutionID: "e1", Config: json.RawMessage(`{"seed": 1}`)})
 	if first.RunID != "same" || first.WorkflowID != "same" || first.ExecutionID != "e1" || first.Lineage != "same" {
 		t.Fatalf("first run = %+v, want run id same of execution e1", first)

@@ -340,6 +340,20 @@ func collect[T any](rows *sql.Rows, scan func(scanner) (T, error)) ([]T, error) 
 	return out, rows.Err()
 }
 
+// sqliteRunRows is runRows: the rows of query, scanned with scan, and an
+// ErrNotFound error when there are none because the run does not exist.
+func sqliteRunRows[T any](ctx context.Context, q querier, runID string, scan func(scanner) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	out, err := collect(rows, scan)
+	if err == nil && len(out) == 0 {
+		err = sqliteEnsureRun(ctx, q, runID)
+	}
+	return out, err
+}
+
 // sqliteRefreshRunBest is refreshRunBest.
 func sqliteRefreshRunBest(ctx context.Context, tx *sql.Tx, runID string, now int64) error {
 	_, err := tx.ExecContext(ctx, `
@@ -362,19 +376,7 @@ func sqliteRefreshRunBest(ctx context.Context, tx *sql.Tx, runID string, now int
 
 // RecordEpoch is Store.RecordEpoch.
 func (s *SQLite) RecordEpoch(ctx context.Context, runID string, epoch int, m metadata.EpochMetrics) error {
-	if err := validEpoch(epoch); err != nil {
-		return fmt.Errorf("record epoch %d of run %s: %w", epoch, runID, err)
-	}
-	metrics, err := metricsJSON(m.Metrics)
-	if err == nil {
-		err = checkFinite("loss", m.Loss)
-	}
-	if err == nil {
-		err = checkFinite("grad_norm", m.GradNorm)
-	}
-	if err == nil && (m.EnvSteps < 0 || m.GlobalStep < 0 || m.DurationMS < 0) {
-		err = fmt.Errorf("%w: negative env_steps, global_step or duration_ms", metadata.ErrInvalid)
-	}
+	metrics, err := validEpochMetrics(epoch, m)
 	if err != nil {
 		return fmt.Errorf("record epoch %d of run %s: %w", epoch, runID, err)
 	}
@@ -427,16 +429,9 @@ func scanEpoch(row scanner) (metadata.Epoch, error) {
 
 // ListEpochs is Store.ListEpochs.
 func (s *SQLite) ListEpochs(ctx context.Context, runID string) ([]metadata.Epoch, error) {
-	rows, err := s.db.QueryContext(ctx, `
+	epochs, err := sqliteRunRows(ctx, s.db, runID, scanEpoch, `
 		SELECT run_id, epoch, loss, grad_norm, env_steps, global_step, valid_sharpe, duration_ms, metrics, recorded_at
 		FROM epochs WHERE run_id = ? ORDER BY epoch`, runID)
-	var epochs []metadata.Epoch
-	if err == nil {
-		epochs, err = collect(rows, scanEpoch)
-	}
-	if err == nil && len(epochs) == 0 {
-		err = sqliteEnsureRun(ctx, s.db, runID)
-	}
 	if err != nil {
 		return nil, fmt.Errorf("list epochs of run %s: %w", runID, err)
 	}

@@ -11,9 +11,6 @@ import (
 	"github.com/dqnflow/dqnflow/metadata"
 )
 
-const sqliteCheckpointColumns = `id, run_id, epoch, uri, sha256, bytes, global_step, metrics,
-	valid_sharpe, is_best, pruned, pruned_at, created_at`
-
 func scanCheckpoint(row scanner) (metadata.CheckpointRecord, error) {
 	var c metadata.CheckpointRecord
 	var metrics string
@@ -33,10 +30,7 @@ func scanCheckpoint(row scanner) (metadata.CheckpointRecord, error) {
 // RecordCheckpoint is Store.RecordCheckpoint.
 func (s *SQLite) RecordCheckpoint(ctx context.Context, c metadata.CheckpointRecord) (metadata.CheckpointRecord, error) {
 	c.SHA256 = strings.ToLower(c.SHA256)
-	if err := validCheckpoint(c); err != nil {
-		return metadata.CheckpointRecord{}, fmt.Errorf("record checkpoint %s epoch %d: %w", c.RunID, c.Epoch, err)
-	}
-	metrics, err := metricsJSON(c.Metrics)
+	metrics, err := validCheckpoint(c)
 	if err != nil {
 		return metadata.CheckpointRecord{}, fmt.Errorf("record checkpoint %s epoch %d: %w", c.RunID, c.Epoch, err)
 	}
@@ -66,7 +60,7 @@ func (s *SQLite) RecordCheckpoint(ctx context.Context, c metadata.CheckpointReco
 			return err
 		}
 		var err error
-		out, err = scanCheckpoint(tx.QueryRowContext(ctx, `SELECT `+sqliteCheckpointColumns+` FROM checkpoints WHERE id = ?`, id))
+		out, err = scanCheckpoint(tx.QueryRowContext(ctx, `SELECT `+checkpointColumns+` FROM checkpoints WHERE id = ?`, id))
 		return err
 	})
 	if err != nil {
@@ -100,14 +94,8 @@ func sqliteMarkBest(ctx context.Context, tx *sql.Tx, runID string) error {
 
 // ListCheckpoints is Store.ListCheckpoints.
 func (s *SQLite) ListCheckpoints(ctx context.Context, runID string) ([]metadata.CheckpointRecord, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+sqliteCheckpointColumns+` FROM checkpoints WHERE run_id = ? ORDER BY epoch`, runID)
-	var cps []metadata.CheckpointRecord
-	if err == nil {
-		cps, err = collect(rows, scanCheckpoint)
-	}
-	if err == nil && len(cps) == 0 {
-		err = sqliteEnsureRun(ctx, s.db, runID)
-	}
+	cps, err := sqliteRunRows(ctx, s.db, runID, scanCheckpoint,
+		`SELECT `+checkpointColumns+` FROM checkpoints WHERE run_id = ? ORDER BY epoch`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("list checkpoints of run %s: %w", runID, sqliteClassify(err))
 	}
@@ -117,20 +105,20 @@ func (s *SQLite) ListCheckpoints(ctx context.Context, runID string) ([]metadata.
 // GetCheckpoint is Store.GetCheckpoint.
 func (s *SQLite) GetCheckpoint(ctx context.Context, runID string, epoch int) (metadata.CheckpointRecord, error) {
 	return s.oneCheckpoint(ctx, fmt.Sprintf("checkpoint of run %s epoch %d", runID, epoch),
-		`SELECT `+sqliteCheckpointColumns+` FROM checkpoints WHERE run_id = ? AND epoch = ?`, runID, epoch)
+		`SELECT `+checkpointColumns+` FROM checkpoints WHERE run_id = ? AND epoch = ?`, runID, epoch)
 }
 
 // LatestCheckpoint is Store.LatestCheckpoint.
 func (s *SQLite) LatestCheckpoint(ctx context.Context, runID string) (metadata.CheckpointRecord, error) {
 	return s.oneCheckpoint(ctx, "latest checkpoint of run "+runID, `
-		SELECT `+sqliteCheckpointColumns+` FROM checkpoints
+		SELECT `+checkpointColumns+` FROM checkpoints
 		WHERE run_id = ? AND NOT pruned ORDER BY epoch DESC LIMIT 1`, runID)
 }
 
 // BestCheckpoint is Store.BestCheckpoint.
 func (s *SQLite) BestCheckpoint(ctx context.Context, runID string) (metadata.CheckpointRecord, error) {
 	return s.oneCheckpoint(ctx, "best checkpoint of run "+runID,
-		`SELECT `+sqliteCheckpointColumns+` FROM checkpoints WHERE run_id = ? AND is_best`, runID)
+		`SELECT `+checkpointColumns+` FROM checkpoints WHERE run_id = ? AND is_best`, runID)
 }
 
 func (s *SQLite) oneCheckpoint(ctx context.Context, what, query string, args ...any) (metadata.CheckpointRecord, error) {
@@ -146,11 +134,10 @@ func (s *SQLite) oneCheckpoint(ctx context.Context, what, query string, args ...
 
 // Retention is Store.Retention.
 func (s *SQLite) Retention(ctx context.Context, runID string, keepLast, keepBest int) ([]metadata.CheckpointRecord, error) {
-	if keepLast < 1 || keepBest < 0 {
-		return nil, fmt.Errorf("retention of run %s: %w: keep_last %d must be >= 1 and keep_best %d >= 0",
-			runID, metadata.ErrInvalid, keepLast, keepBest)
+	if err := validRetention(keepLast, keepBest); err != nil {
+		return nil, fmt.Errorf("retention of run %s: %w", runID, err)
 	}
-	rows, err := s.db.QueryContext(ctx, `
+	cps, err := sqliteRunRows(ctx, s.db, runID, scanCheckpoint, `
 		WITH live AS (
 			SELECT id,
 				row_number() OVER (ORDER BY epoch DESC) AS recent_rank,
@@ -158,16 +145,9 @@ func (s *SQLite) Retention(ctx context.Context, runID string, keepLast, keepBest
 					THEN row_number() OVER (ORDER BY valid_sharpe DESC NULLS LAST, epoch) END AS score_rank
 			FROM checkpoints WHERE run_id = ?1 AND NOT pruned
 		)
-		SELECT `+sqliteCheckpointColumns+` FROM checkpoints
+		SELECT `+checkpointColumns+` FROM checkpoints
 		WHERE id IN (SELECT id FROM live WHERE recent_rank > ?2 AND (score_rank IS NULL OR score_rank > ?3))
 		ORDER BY epoch`, runID, keepLast, keepBest)
-	var cps []metadata.CheckpointRecord
-	if err == nil {
-		cps, err = collect(rows, scanCheckpoint)
-	}
-	if err == nil && len(cps) == 0 {
-		err = sqliteEnsureRun(ctx, s.db, runID)
-	}
 	if err != nil {
 		return nil, fmt.Errorf("retention of run %s: %w", runID, sqliteClassify(err))
 	}
@@ -217,9 +197,6 @@ func (s *SQLite) MarkPruned(ctx context.Context, ids []int64) error {
 	return nil
 }
 
-const sqliteBacktestColumns = `id, run_id, epoch, split, checkpoint_id, data_from, data_to, report,
-	sharpe, total_return, max_drawdown, created_at`
-
 func scanBacktest(row scanner) (metadata.BacktestRecord, error) {
 	var b metadata.BacktestRecord
 	var from, to, created int64
@@ -235,22 +212,7 @@ func scanBacktest(row scanner) (metadata.BacktestRecord, error) {
 
 // RecordBacktest is Store.RecordBacktest.
 func (s *SQLite) RecordBacktest(ctx context.Context, b metadata.BacktestRecord) (metadata.BacktestRecord, error) {
-	report, err := jsonObject("report", b.Report)
-	switch {
-	case err != nil:
-	case b.RunID == "" || b.Split == "":
-		err = fmt.Errorf("%w: empty run id or split", metadata.ErrInvalid)
-	case b.DataFrom.IsZero() || b.DataTo.IsZero() || b.DataTo.Before(b.DataFrom):
-		err = fmt.Errorf("%w: data range %s to %s", metadata.ErrInvalid, b.DataFrom, b.DataTo)
-	default:
-		err = validEpoch(b.Epoch)
-	}
-	if err == nil {
-		err = checkFinite("total_return", b.TotalReturn)
-	}
-	if err == nil {
-		err = checkFinite("max_drawdown", b.MaxDrawdown)
-	}
+	report, err := validBacktest(b)
 	if err != nil {
 		return metadata.BacktestRecord{}, fmt.Errorf("record backtest %s epoch %d split %s: %w", b.RunID, b.Epoch, b.Split, err)
 	}
@@ -270,7 +232,7 @@ func (s *SQLite) RecordBacktest(ctx context.Context, b metadata.BacktestRecord) 
 				checkpoint_id = excluded.checkpoint_id, data_from = excluded.data_from, data_to = excluded.data_to,
 				report = excluded.report, sharpe = excluded.sharpe,
 				total_return = excluded.total_return, max_drawdown = excluded.max_drawdown
-			RETURNING `+sqliteBacktestColumns,
+			RETURNING `+backtestColumns,
 			b.RunID, b.Epoch, b.Split, b.CheckpointID, nanos(b.DataFrom), nanos(b.DataTo), string(report),
 			score(b.Sharpe), b.TotalReturn, b.MaxDrawdown, now))
 		if err != nil || b.Split != metadata.SplitValid {
@@ -297,14 +259,8 @@ func (s *SQLite) RecordBacktest(ctx context.Context, b metadata.BacktestRecord) 
 
 // ListBacktests is Store.ListBacktests.
 func (s *SQLite) ListBacktests(ctx context.Context, runID string) ([]metadata.BacktestRecord, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+sqliteBacktestColumns+` FROM backtests WHERE run_id = ? ORDER BY epoch, split`, runID)
-	var bts []metadata.BacktestRecord
-	if err == nil {
-		bts, err = collect(rows, scanBacktest)
-	}
-	if err == nil && len(bts) == 0 {
-		err = sqliteEnsureRun(ctx, s.db, runID)
-	}
+	bts, err := sqliteRunRows(ctx, s.db, runID, scanBacktest,
+		`SELECT `+backtestColumns+` FROM backtests WHERE run_id = ? ORDER BY epoch, split`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("list backtests of run %s: %w", runID, sqliteClassify(err))
 	}
@@ -330,9 +286,8 @@ func scanPromotion(row scanner) (metadata.Promotion, error) {
 // RecordPromotion is Store.RecordPromotion. The IMMEDIATE transaction
 // serialises it with every other write, the lineage's promotions included.
 func (s *SQLite) RecordPromotion(ctx context.Context, p metadata.Promotion) (metadata.Promotion, error) {
-	if p.Lineage == "" || p.RetrainRunID == "" || p.ChallengerRunID == "" || p.ChallengerCheckpointURI == "" {
-		return metadata.Promotion{}, fmt.Errorf("record promotion of retrain %s: %w: lineage, retrain run id, challenger run id and checkpoint uri are required",
-			p.RetrainRunID, metadata.ErrInvalid)
+	if err := validPromotion(p); err != nil {
+		return metadata.Promotion{}, fmt.Errorf("record promotion of retrain %s: %w", p.RetrainRunID, err)
 	}
 	now := nanos(s.now())
 	var out metadata.Promotion

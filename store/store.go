@@ -92,6 +92,18 @@ func (s *Store) ensureRun(ctx context.Context, runID string) error {
 	return nil
 }
 
+// runRows returns the rows of query, a selection from one run's rows, as
+// Ts; when there are none, an ErrNotFound error if the run does not exist,
+// so that a List method tells a run without rows from a missing run.
+func runRows[T any](ctx context.Context, s *Store, runID, query string, args ...any) ([]T, error) {
+	rows, _ := s.pool.Query(ctx, query, args...)
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[T])
+	if err == nil && len(out) == 0 {
+		err = s.ensureRun(ctx, runID)
+	}
+	return out, err
+}
+
 // classify makes the PostgreSQL errors that no retry can fix wrap
 // ErrNotFound (a referenced row is missing: foreign_key_violation) or
 // ErrInvalid (any other error of a permanent SQLSTATE class); the others

@@ -4,11 +4,11 @@ import "testing"
 
 // suite is the one set of expectations every metadata store meets: the
 // same keys, the same idempotent retries, the same retention and best
-// flag, the same refusal of unknown runs and bad input. Each case takes a
-// constructor of a fresh, empty store.
+// flag, the same refusal of unknown runs and bad input. Each case runs in
+// parallel with the others on a fresh, empty store of its own.
 var suite = []struct {
 	name string
-	test func(t *testing.T, newStore func(*testing.T) Metadata)
+	test func(t *testing.T, s Metadata)
 }{
 	{"CreateRunIsIdempotent", testCreateRunIsIdempotent},
 	{"CreateRunRejectsBadInput", testCreateRunRejectsBadInput},
@@ -37,7 +37,10 @@ var suite = []struct {
 
 func runSuite(t *testing.T, newStore func(*testing.T) Metadata) {
 	for _, c := range suite {
-		t.Run(c.name, func(t *testing.T) { c.test(t, newStore) })
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			c.test(t, newStore(t))
+		})
 	}
 }
 

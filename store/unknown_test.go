@@ -12,10 +12,8 @@ import (
 // testUnknownRunsAreRefused: every call about a run, checkpoint or lineage
 // that does not exist fails with ErrNotFound and writes nothing, so a
 // retried activity of a run whose rows are gone never recreates half a run.
-func testUnknownRunsAreRefused(t *testing.T, newStore func(*testing.T) Metadata) {
-	t.Parallel()
+func testUnknownRunsAreRefused(t *testing.T, s Metadata) {
 	ctx := context.Background()
-	s := newStore(t)
 	newRun(t, s, metadata.NewRun{RunID: "known"})
 	sharpe := 1.0
 	day := time.Date(2024, 1, 2, 0, 0, 0, 0, time.UTC)
@@ -71,10 +69,8 @@ func testUnknownRunsAreRefused(t *testing.T, newStore func(*testing.T) Metadata)
 
 // testListsOfARunWithoutRowsAreEmpty: a known run without rows lists as
 // an empty, non-nil slice (JSON []), and Retention has nothing to prune.
-func testListsOfARunWithoutRowsAreEmpty(t *testing.T, newStore func(*testing.T) Metadata) {
-	t.Parallel()
+func testListsOfARunWithoutRowsAreEmpty(t *testing.T, s Metadata) {
 	ctx := context.Background()
-	s := newStore(t)
 	newRun(t, s, metadata.NewRun{RunID: "r"})
 	eps, err := s.ListEpochs(ctx, "r")
 	if err != nil || eps == nil || len(eps) != 0 {

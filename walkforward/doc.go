@@ -7,7 +7,8 @@
 // bootstrap intervals per series, per year and for the equal-risk
 // portfolio, t-statistics, the deflated Sharpe ratio with the number of
 // configurations tried, turnover, costs, drawdowns, the share of windows
-// and series where the agent beats each baseline).
+// and series where the agent beats each baseline; computed from the
+// study's rows and rendered by walkforward/summary).
 //
 // The study's unit of record is a Result: one strategy (the agent at one
 // seed, or a baseline) on one series over one window's test block, with

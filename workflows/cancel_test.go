@@ -2,7 +2,6 @@ package workflows_test
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -17,19 +16,12 @@ import (
 )
 
 // TestCancelClosesTheTrainerAndCompletesTheSession cancels a run in the
-// middle of epoch 2 (of its per-stage activities, or of its second chunk
-// of one epoch): its clean-up must still reach the GPU worker, closing
-// the trainer (device memory) and completing the session (the slot), and
-// the run must be recorded as canceled.
+// middle of epoch 2 (of its second chunk of one epoch): its clean-up must
+// still reach the GPU worker, closing the trainer (device memory) and
+// completing the session (the slot), and the run must be recorded as
+// canceled.
 func TestCancelClosesTheTrainerAndCompletesTheSession(t *testing.T) {
-	for _, chunk := range []int{0, 1} {
-		t.Run(fmt.Sprintf("chunk=%d", chunk), func(t *testing.T) { testCancelCleansUp(t, chunk) })
-	}
-}
-
-func testCancelCleansUp(t *testing.T, chunk int) {
 	f := newFake()
-	f.chunk = chunk
 	env := newEnv(t, f, workflows.Options{})
 	var (
 		mu          sync.Mutex

@@ -12,13 +12,9 @@ import (
 // The parent's run id keeps two executions of one workflow id apart: a
 // Schedule triggered twice within a second starts two Retrains with the
 // same workflow id, and their challengers must not share a run id, whose
-// checkpoint directory the second would overwrite. Executions that began
-// before this scheme keep "<parent workflow id>-<name>".
+// checkpoint directory the second would overwrite.
 func childWorkflowID(ctx workflow.Context, name string) string {
 	info := workflow.GetInfo(ctx).WorkflowExecution
-	if version(ctx, changeChildID) == workflow.DefaultVersion {
-		return info.ID + "-" + name
-	}
 	run := strings.ReplaceAll(info.RunID, "-", "")
 	if len(run) > 8 {
 		run = run[len(run)-8:]
@@ -30,12 +26,10 @@ func childWorkflowID(ctx workflow.Context, name string) string {
 // cancelled (or terminated) parent asks its children to cancel, and a
 // cancelled parent waits until they have: a child run then closes its
 // trainer, frees its slot and records its status, where the default
-// policy would terminate it mid-epoch (changeChildrenCancelled).
-func (o Options) childOptions(ctx workflow.Context, id string) workflow.ChildWorkflowOptions {
-	co := workflow.ChildWorkflowOptions{WorkflowID: id, TaskQueue: o.ControlTaskQueue}
-	if version(ctx, changeChildrenCancelled) != workflow.DefaultVersion {
-		co.ParentClosePolicy = enumspb.PARENT_CLOSE_POLICY_REQUEST_CANCEL
-		co.WaitForCancellation = true
+// policy would terminate it mid-epoch.
+func (o Options) childOptions(id string) workflow.ChildWorkflowOptions {
+	return workflow.ChildWorkflowOptions{
+		WorkflowID: id, TaskQueue: o.ControlTaskQueue,
+		ParentClosePolicy: enumspb.PARENT_CLOSE_POLICY_REQUEST_CANCEL, WaitForCancellation: true,
 	}
-	return co
 }

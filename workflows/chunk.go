@@ -16,11 +16,11 @@ import (
 // payload over 256 kB and refuses one over 2 MB.
 const MaxChunkEpochs = 200
 
-// epochs trains the next chunk of epochs in one RunEpochs activity
-// (changeEpochChunks, ADR 0010), commits them in order, and settles the
-// last one where the run is about to pause, stop or continue as new: the
-// checkpoint and the backtest that the chunk's own cadence did not write
-// are taken with the per-stage activities, as settle takes them.
+// epochs trains the next chunk of epochs in one RunEpochs activity (ADR
+// 0010), commits them in order, and settles the last one where the run is
+// about to pause, stop or continue as new: the checkpoint and the
+// backtest that the chunk's own cadence did not write are taken with the
+// Checkpoint and Backtest activities (settle).
 //
 // Signals are taken at chunk boundaries: a chunk ends by itself within
 // Options.ChunkBudget plus one epoch, which bounds how long a pause or a
@@ -31,7 +31,7 @@ const MaxChunkEpochs = 200
 // the session in SessionHeartbeatTimeout.
 func (r *run) epochs() (outcome, error) {
 	// A chunk ends where the run continues as new, or one epoch later
-	// when the run paused there and resumed (as the per-stage path does).
+	// when the run paused there and resumed.
 	until := min(r.cfg.Epochs, r.st.Epoch+MaxChunkEpochs)
 	if r.o.ContinueAsNewEvery > 0 {
 		until = min(until, max(r.started+r.o.ContinueAsNewEvery, r.st.Epoch+1))
@@ -66,11 +66,7 @@ func (r *run) epochs() (outcome, error) {
 	needCk := (o.stopping || o.pausing || o.moveOn) && last.Checkpoint == nil
 	needBt := (o.stopping || o.pausing) && last.ValidSharpe == nil
 	if needCk || needBt {
-		t := trained{
-			collect: activities.CollectOutput{Epoch: e, Stats: last.Collect},
-			train:   activities.TrainOutput{Epoch: e, Stats: last.Train},
-		}
-		if o.early, err = r.settle(e, t, needCk, needBt); err != nil {
+		if o.early, err = r.settle(e, last.Train, needCk, needBt); err != nil {
 			return outcome{}, err
 		}
 	}

@@ -18,12 +18,13 @@ import (
 	"github.com/dqnflow/dqnflow/workflows"
 )
 
-// TestChunksTrainTheSameEpochsAsThePerStagePath runs each scenario once
-// with an activity per stage (the executions of before changeEpochChunks)
-// and once in RunEpochs chunks of three epochs: the per-epoch sequence of
-// collect, train, sync, checkpoint and backtest, the epoch rows and the
-// run's result must be the same, with fewer activities.
-func TestChunksTrainTheSameEpochsAsThePerStagePath(t *testing.T) {
+// TestChunksOfThreeTrainTheSameEpochsAsChunksOfOne runs each scenario once
+// in RunEpochs chunks of one epoch (what the per-stage activities of the
+// executions before ADR 0010 did, an epoch at a time) and once in chunks
+// of three: the per-epoch sequence of collect, train, sync, checkpoint and
+// backtest, the epoch rows and the run's result must be the same, with
+// fewer activities.
+func TestChunksOfThreeTrainTheSameEpochsAsChunksOfOne(t *testing.T) {
 	patience := func(cfg config.RunConfig, p int) config.RunConfig { cfg.Backtest.Patience = p; return cfg }
 	for _, tc := range []struct {
 		name     string
@@ -79,7 +80,7 @@ func TestChunksTrainTheSameEpochsAsThePerStagePath(t *testing.T) {
 				results [2]workflows.RunResult
 				chunks  []activities.EpochsInput
 			)
-			for i, chunk := range []int{0, 3} {
+			for i, chunk := range []int{1, 3} {
 				f := newFake()
 				f.chunk, f.sharpe, f.trainErr = chunk, tc.sharpe, tc.trainErr
 				env := newEnv(t, f, tc.opts)
@@ -88,16 +89,16 @@ func TestChunksTrainTheSameEpochsAsThePerStagePath(t *testing.T) {
 				chunks = f.chunks
 			}
 			if seqs[0] != tc.want {
-				t.Errorf("per stage:\n got %s\nwant %s", seqs[0], tc.want)
+				t.Errorf("in chunks of one:\n got %s\nwant %s", seqs[0], tc.want)
 			}
 			if seqs[1] != tc.want {
-				t.Errorf("in chunks:\n got %s\nwant %s", seqs[1], tc.want)
+				t.Errorf("in chunks of three:\n got %s\nwant %s", seqs[1], tc.want)
 			}
 			if !slices.Equal(epochs[0], epochs[1]) {
-				t.Errorf("epoch rows: %v per stage, %v in chunks", epochs[0], epochs[1])
+				t.Errorf("epoch rows: %v in chunks of one, %v of three", epochs[0], epochs[1])
 			}
 			if !reflect.DeepEqual(results[0], results[1]) {
-				t.Errorf("result per stage %+v\n       in chunks %+v", results[0], results[1])
+				t.Errorf("result in chunks of one %+v\n             of three %+v", results[0], results[1])
 			}
 			if len(chunks) == 0 || len(chunks) >= len(epochs[1]) {
 				t.Errorf("%d RunEpochs calls for %d epochs", len(chunks), len(epochs[1]))
@@ -211,17 +212,18 @@ func TestChunksStopAtTheContinueAsNewCadence(t *testing.T) {
 
 // TestResumeAtTheContinueAsNewEpochTrainsOneMore: a run paused at the
 // epoch where it was to continue as new trains one epoch after the resume
-// and continues as new after it, as the per-stage path does.
+// and continues as new after it, whether its chunks train one epoch or
+// all up to the Continue-As-New.
 func TestResumeAtTheContinueAsNewEpochTrainsOneMore(t *testing.T) {
 	var seqs [2]string
-	// The pause arrives in epoch 2: in its TrainEpoch, or in the chunk of
-	// epochs 1-2 (a mocked RunEpochs takes trainTime).
-	for i, chunk := range []int{0, 10} {
+	// The pause arrives in epoch 2: in its chunk of one epoch, or in the
+	// chunk of epochs 1-2 (a mocked RunEpochs takes trainTime).
+	for i, chunk := range []int{1, 10} {
 		f := newFake()
 		f.chunk = chunk
 		env := newEnv(t, f, workflows.Options{ContinueAsNewEvery: 2})
 		at := trainTime + trainTime/2
-		if chunk > 0 {
+		if chunk > 1 {
 			at = trainTime / 2
 		}
 		env.RegisterDelayedCallback(func() { env.SignalWorkflow(workflows.PauseSignal, nil) }, at)
@@ -233,7 +235,7 @@ func TestResumeAtTheContinueAsNewEpochTrainsOneMore(t *testing.T) {
 		seqs[i] = f.sequence()
 	}
 	if seqs[0] != seqs[1] {
-		t.Errorf("per stage: %s\nin chunks: %s", seqs[0], seqs[1])
+		t.Errorf("in chunks of one: %s\nin chunks of ten: %s", seqs[0], seqs[1])
 	}
 }
 

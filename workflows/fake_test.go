@@ -22,6 +22,7 @@ import (
 	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/trainer"
+	"github.com/dqnflow/dqnflow/trainer/epochloop"
 	"github.com/dqnflow/dqnflow/workflows"
 )
 
@@ -30,9 +31,9 @@ var (
 	ca *activities.Control
 )
 
-// trainTime is how long a mocked TrainEpoch takes on the test clock, so that
-// signals can be placed inside an epoch: epoch e trains during
-// [(e−1)·trainTime, e·trainTime).
+// trainTime is how long a mocked RunEpochs chunk takes on the test clock,
+// so that signals can be placed inside a chunk: with one epoch a chunk,
+// epoch e trains during [(e−1)·trainTime, e·trainTime).
 const trainTime = 10 * time.Minute
 
 // fakeGPU stands in for every activity. Session activities are recorded in
@@ -43,12 +44,12 @@ type fakeGPU struct {
 	mu sync.Mutex
 	// sharpe is the validation Sharpe at an epoch; nil means rising.
 	sharpe func(epoch int) float64
-	// trainErr, if set, may fail the n-th TrainEpoch call of an epoch (n from 1).
+	// trainErr, if set, may fail the n-th training of an epoch (n from 1).
 	trainErr func(epoch, n int) error
 	// storeRunID, if set, is the run id RecordRun answers (the store's key
 	// for a run under a reused workflow id).
 	storeRunID string
-	// trainTime is how long a TrainEpoch takes on the test clock; zero
+	// trainTime is how long a RunEpochs call takes on the test clock; zero
 	// means the package's trainTime.
 	trainTime time.Duration
 	// checkpointTime and backtestTime are how long a Checkpoint and a
@@ -57,8 +58,7 @@ type fakeGPU struct {
 	checkpointTime, backtestTime time.Duration
 
 	// chunk is how many epochs a RunEpochs call trains at most (its
-	// budget, counted in epochs); 0 runs the executions of before
-	// changeEpochChunks, an activity per stage (newEnv pins that path).
+	// budget, counted in epochs); newEnv makes 0 one.
 	chunk int
 	// chunks are the RunEpochs calls.
 	chunks []activities.EpochsInput
@@ -133,36 +133,11 @@ func (f *fakeGPU) register(env *testsuite.TestWorkflowEnvironment) {
 			f.add(fmt.Sprintf("O%d", out.Epoch))
 			return out, nil
 		})
-	env.OnActivity(ta.Collect, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.CollectInput) (activities.CollectOutput, error) {
-			f.used(in.RunID)
-			f.add(fmt.Sprintf("C%d", in.Epoch))
-			return activities.CollectOutput{Epoch: in.Epoch, Stats: trainer.CollectStats{EnvSteps: int64(100 * in.Epoch)}}, nil
-		})
 	tt := f.trainTime
 	if tt == 0 {
 		tt = trainTime
 	}
-	env.OnActivity(ta.TrainEpoch, mock.Anything, mock.Anything).After(tt).Return(
-		func(_ context.Context, in activities.TrainInput) (activities.TrainOutput, error) {
-			f.add(fmt.Sprintf("T%d", in.Epoch))
-			f.mu.Lock()
-			f.trainCalls[in.Epoch]++
-			n := f.trainCalls[in.Epoch]
-			f.mu.Unlock()
-			if f.trainErr != nil {
-				if err := f.trainErr(in.Epoch, n); err != nil {
-					return activities.TrainOutput{}, err
-				}
-			}
-			return activities.TrainOutput{Epoch: in.Epoch, Stats: trainer.TrainStats{Steps: 10, GlobalStep: int64(10 * in.Epoch), Loss: 1 / float64(in.Epoch)}}, nil
-		})
 	env.OnActivity(ta.RunEpochs, mock.Anything, mock.Anything).After(tt).Return(f.runEpochs)
-	env.OnActivity(ta.SyncTarget, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.SyncInput) (activities.SyncOutput, error) {
-			f.add(fmt.Sprintf("S%d", in.Epoch))
-			return activities.SyncOutput{Epoch: in.Epoch, GlobalStep: int64(10 * in.Epoch)}, nil
-		})
 	env.OnActivity(ta.Checkpoint, mock.Anything, mock.Anything).After(f.checkpointTime).Return(
 		func(_ context.Context, in activities.CheckpointInput) (activities.CheckpointOutput, error) {
 			f.used(in.RunID)
@@ -230,13 +205,6 @@ func (f *fakeGPU) register(env *testsuite.TestWorkflowEnvironment) {
 			f.devices++
 			return activities.SetDeviceOutput{}, nil
 		})
-	env.OnActivity(ca.RecordEpoch, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.RecordEpochInput) (activities.RecordEpochOutput, error) {
-			f.mu.Lock()
-			defer f.mu.Unlock()
-			f.epochs = append(f.epochs, in.Epoch)
-			return activities.RecordEpochOutput{}, nil
-		})
 	env.OnActivity(ca.ChunkLeftovers, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.LeftoversInput) (activities.LeftoversOutput, error) {
 			f.mu.Lock()
@@ -264,7 +232,7 @@ func (f *fakeGPU) register(env *testsuite.TestWorkflowEnvironment) {
 // runEpochs stands in for RunEpochs: up to f.chunk epochs from in.After+1,
 // each recorded as the per-stage activities record theirs (collect,
 // train, sync, epoch row, then the backtest and the checkpoint that
-// activities.Due and activities.Scores ask for), with the config of the
+// epochloop.Due and activities.Scores ask for), with the config of the
 // last OpenTrainer. A trainErr fails the whole chunk, as a lost worker
 // does.
 func (f *fakeGPU) runEpochs(_ context.Context, in activities.EpochsInput) (activities.EpochsOutput, error) {
@@ -294,7 +262,7 @@ func (f *fakeGPU) runEpochs(_ context.Context, in activities.EpochsInput) (activ
 		f.mu.Lock()
 		f.epochs = append(f.epochs, e)
 		f.mu.Unlock()
-		ck, bt := activities.Due(cfg, e)
+		ck, bt := epochloop.Due(cfg, e)
 		if bt {
 			f.add(fmt.Sprintf("B%d", e))
 			s := float64(e) / 10
@@ -326,8 +294,7 @@ func (f *fakeGPU) runEpochs(_ context.Context, in activities.EpochsInput) (activ
 
 // newEnv returns a test environment with sessions enabled, the workflows
 // registered with options o and every activity mocked by f. Unless
-// f.chunk is set, runs take the path of the executions that began before
-// changeEpochChunks: an activity per stage and epoch.
+// f.chunk is set, each RunEpochs chunk trains one epoch.
 func newEnv(t *testing.T, f *fakeGPU, o workflows.Options) *testsuite.TestWorkflowEnvironment {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
@@ -340,10 +307,10 @@ func newEnv(t *testing.T, f *fakeGPU, o workflows.Options) *testsuite.TestWorkfl
 	env.RegisterWorkflowWithOptions(wf.Retrain, workflow.RegisterOptions{Name: workflows.RetrainName})
 	env.RegisterWorkflowWithOptions(wf.Sweep, workflow.RegisterOptions{Name: workflows.SweepName})
 	if f != nil {
+		if f.chunk == 0 {
+			f.chunk = 1
+		}
 		f.register(env)
-	}
-	if f == nil || f.chunk == 0 {
-		env.OnGetVersion("epochs-in-chunks", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 	}
 	return env
 }
@@ -358,13 +325,20 @@ func smallConfig(epochs, ckEvery, btEvery int) config.RunConfig {
 // result runs to the end and returns the RunResult, failing on an error.
 func result(t testing.TB, env *testsuite.TestWorkflowEnvironment) workflows.RunResult {
 	t.Helper()
+	return completed[workflows.RunResult](t, env)
+}
+
+// completed returns the result of env's workflow, failing unless it
+// completed without an error.
+func completed[R any](t testing.TB, env *testsuite.TestWorkflowEnvironment) R {
+	t.Helper()
 	if !env.IsWorkflowCompleted() {
 		t.Fatal("workflow did not complete")
 	}
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatalf("workflow failed: %v", err)
 	}
-	var r workflows.RunResult
+	var r R
 	if err := env.GetWorkflowResult(&r); err != nil {
 		t.Fatal(err)
 	}

@@ -70,16 +70,9 @@ func TestTrainingRunOnRealActivitiesResumesBitIdentically(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	for _, path := range []struct {
-		name    string
-		chunked bool
-	}{{"activity per stage", false}, {"epochs in chunks", true}} {
-		t.Run(path.name, func(t *testing.T) {
-			whole := runOnRealActivities(t, b, prices.Source{}, cfg, false, path.chunked)
-			resumed := runOnRealActivities(t, b, prices.Source{}, cfg, true, path.chunked)
-			checkResumedBitIdentically(t, cfg, whole, resumed)
-		})
-	}
+	whole := runOnRealActivities(t, b, prices.Source{}, cfg, false)
+	resumed := runOnRealActivities(t, b, prices.Source{}, cfg, true)
+	checkResumedBitIdentically(t, cfg, whole, resumed)
 }
 
 // TestTrainingRunRecordsItsRecommendationInTheBestCheckpoint: a
@@ -219,23 +212,16 @@ type realRun struct {
 
 // runOnRealActivities runs TrainingRun with cfg to its end in a test
 // environment whose activities are the real ones on backend b. With lose,
-// the worker loses the run's trainer just before the first Collect of the
-// last epoch. With chunked, the run trains in RunEpochs chunks of one
-// epoch each (a budget of 1 ns), else with the per-stage activities of
-// the executions that began before them.
-func runOnRealActivities(t *testing.T, b trainer.Backend, src prices.Source, cfg config.RunConfig, lose, chunked bool) realRun {
+// the worker loses the run's trainer just before the chunk of the last
+// epoch. The run trains in RunEpochs chunks of one epoch each (a budget
+// of 1 ns).
+func runOnRealActivities(t *testing.T, b trainer.Backend, src prices.Source, cfg config.RunConfig, lose bool) realRun {
 	t.Helper()
 	cfg.Checkpoint.Dir = t.TempDir()
-	wf := &workflows.Workflows{}
-	if chunked {
-		wf.Options.ChunkBudget = time.Nanosecond
-	}
+	wf := &workflows.Workflows{Options: workflows.Options{ChunkBudget: time.Nanosecond}}
 	env, tr, reg := realEnv(t, b, wf, cfg.Checkpoint.Dir)
 	tr.Data = src
 	env.SetTestTimeout(5 * time.Minute)
-	if !chunked {
-		env.OnGetVersion("epochs-in-chunks", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
-	}
 
 	var (
 		mu    sync.Mutex
@@ -262,11 +248,6 @@ func runOnRealActivities(t *testing.T, b trainer.Backend, src prices.Source, cfg
 			t.Errorf("run %s: no idle trainer to lose before epoch %d", runID, e)
 		}
 	}
-	env.OnActivity(tr.Collect, mock.Anything, mock.Anything).Return(
-		func(ctx context.Context, in activities.CollectInput) (activities.CollectOutput, error) {
-			loseBefore(in.RunID, in.Epoch)
-			return tr.Collect(ctx, in)
-		})
 	env.OnActivity(tr.RunEpochs, mock.Anything, mock.Anything).Return(
 		func(ctx context.Context, in activities.EpochsInput) (activities.EpochsOutput, error) {
 			loseBefore(in.RunID, in.After+1)
@@ -347,8 +328,8 @@ func TestTrainingRunOnAPanelResumesBitIdentically(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	whole := runOnRealActivities(t, b, src, cfg, false, false)
-	resumed := runOnRealActivities(t, b, src, cfg, true, false)
+	whole := runOnRealActivities(t, b, src, cfg, false)
+	resumed := runOnRealActivities(t, b, src, cfg, true)
 	checkResumedBitIdentically(t, cfg, whole, resumed)
 	ck, _, err := checkpoint.ReadVerified(context.Background(), resumed.res.LastCheckpoint.URI, resumed.res.LastCheckpoint.SHA256, checkpoint.Options{})
 	if err != nil {

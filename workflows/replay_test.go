@@ -26,10 +26,12 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/dqnflow/dqnflow/activities"
 	"github.com/dqnflow/dqnflow/activities/activitiestest"
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/metadata"
+	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/trainer/cpu"
 	"github.com/dqnflow/dqnflow/worker"
 	"github.com/dqnflow/dqnflow/worker/workertest"
@@ -59,9 +61,10 @@ var recordParents = flag.Bool("record-parents", false, "with -record: also recor
 // a replay must use the same ones.
 var recordOptions = workflows.Options{ContinueAsNewEvery: 4, ChunkBudget: time.Nanosecond}
 
-// TestReplayRecordedHistories replays every history under testdata/ with the
-// current workflow code: a change that alters the commands a recorded
-// workflow issues (a non-deterministic change) fails it.
+// TestReplayRecordedHistories replays every history under testdata/ (the
+// executions of the supported upgrade path, ADR 0046) with the current
+// workflow code: a change that alters the commands a recorded workflow
+// issues (a non-deterministic change) fails it.
 func TestReplayRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "*.json"))
 	if err != nil {
@@ -98,10 +101,10 @@ func TestReplayRecordedHistories(t *testing.T) {
 
 // TestRecordHistories runs, on a dev server with the real activities over
 // the fake trainer backend and an in-memory store, the workflows through
-// every branch that a GetVersion patch guards (workflows/version.go) and
+// every branch that a GetVersion patch guarded (workflows/version.go) and
 // saves their histories under testdata/ as rec3-*.json (recordOptions
-// give each RunEpochs chunk one epoch, so that signals land at the same
-// epochs as with an activity per stage):
+// give each RunEpochs chunk one epoch, so that each signal lands at a
+// known epoch):
 //
 //   - rec3-run: a failed step and its recovery, pause and resume,
 //     Continue-As-New with the slot held for the next run, completion;
@@ -117,10 +120,8 @@ func TestReplayRecordedHistories(t *testing.T) {
 //   - rec4-sweep, rec4-sweep-cancel: a Sweep, and one cancelled while its
 //     runs train (children asked to cancel and waited for).
 //
-// The record-*.json files were recorded the same way before those patches,
-// and the rec2-*.json files before epochs-in-chunks; both are kept: they
-// are the histories of executions that began before, which must keep
-// replaying.
+// The histories of builds before the supported upgrade path (ADR 0046)
+// are not kept: their executions are drained before an upgrade.
 func TestRecordHistories(t *testing.T) {
 	if !*record {
 		t.Skip("records histories only with -record")
@@ -163,17 +164,10 @@ func TestRecordHistories(t *testing.T) {
 			return 1 - 1/float64(1+step)
 		},
 	}
-	w, err := worker.New(c, worker.Config{
-		Role: worker.RoleAll, Slots: 2, Store: activitiestest.NewStore(t), Backend: b,
-		Prepare: activitiestest.Dataset, Evaluate: b.Evaluate, Checkpoints: checkpoint.Local(t.TempDir()), Workflows: recordOptions,
+	startWorker(t, c, worker.Config{
+		Slots: 2, Store: activitiestest.NewStore(t), Backend: b,
+		Prepare: activitiestest.Dataset, Evaluate: b.Evaluate, Checkpoints: checkpoint.Local(t.TempDir()),
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop(context.Background())
 
 	cfg := config.Defaults()
 	cfg.Epochs, cfg.StepsPerEpoch, cfg.Env.NumEnvs, cfg.Env.CollectSteps = 6, 10, 2, 4
@@ -319,17 +313,10 @@ func TestRecordRecommendationHistory(t *testing.T) {
 	}
 	c := workertest.DevServer(t)
 	b := &activitiestest.Backend{}
-	w, err := worker.New(c, worker.Config{
-		Role: worker.RoleAll, Slots: 1, Store: activitiestest.NewStore(t), Backend: b,
-		Prepare: activitiestest.Dataset, Evaluate: b.Evaluate, Checkpoints: checkpoint.Local(t.TempDir()), Workflows: recordOptions,
+	startWorker(t, c, worker.Config{
+		Slots: 1, Store: activitiestest.NewStore(t), Backend: b,
+		Prepare: activitiestest.Dataset, Evaluate: b.Evaluate, Checkpoints: checkpoint.Local(t.TempDir()),
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop(context.Background())
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cfg := config.Defaults()
@@ -364,23 +351,7 @@ func TestRecordWalkForwardHistory(t *testing.T) {
 		t.Skip("records histories only with -record")
 	}
 	const id = "rec6-walkforward"
-	st, src, spec := fixtureStudy(t, "dqnflow_wf_rec", id)
-	for i := range spec.Series {
-		spec.Series[i].Path = filepath.Base(spec.Series[i].Path)
-	}
-	spec.Seeds = spec.Seeds[:1]
-	c := workertest.DevServer(t)
-	w, err := worker.New(c, worker.Config{
-		Role: worker.RoleAll, Backend: cpu.Backend{}, Slots: 2, Store: st, Data: src,
-		Checkpoints: checkpoint.Local(t.TempDir()), Workflows: recordOptions,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop(context.Background())
+	c, _, spec := recordableStudy(t, "dqnflow_wf_rec", id)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	r, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: workflows.ControlTaskQueue},
@@ -400,6 +371,38 @@ func TestRecordWalkForwardHistory(t *testing.T) {
 		child := fmt.Sprintf("%s-window-%03d", id, i)
 		saveHistory(ctx, t, c, child, "", child+".json")
 	}
+}
+
+// startWorker starts a worker of every role on c with cfg and the
+// options the histories are recorded with; the test stops it.
+func startWorker(t *testing.T, c client.Client, cfg worker.Config) {
+	t.Helper()
+	cfg.Role, cfg.Workflows = worker.RoleAll, recordOptions
+	w, err := worker.New(c, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Stop(context.Background()) })
+}
+
+// recordableStudy is fixtureStudy (in PostgreSQL schema schema, under
+// study id) with one seed, its series named relative to the data root so
+// that a history holds no path of the machine that recorded it, on a dev
+// server with a worker on the CPU backend: the server, the study's store
+// and the spec.
+func recordableStudy(t *testing.T, schema, id string) (client.Client, *store.Store, activities.WalkForwardSpec) {
+	t.Helper()
+	st, src, spec := fixtureStudy(t, schema, id)
+	for i := range spec.Series {
+		spec.Series[i].Path = filepath.Base(spec.Series[i].Path)
+	}
+	spec.Seeds = spec.Seeds[:1]
+	c := workertest.DevServer(t)
+	startWorker(t, c, worker.Config{Backend: cpu.Backend{}, Slots: 2, Store: st, Data: src, Checkpoints: checkpoint.Local(t.TempDir())})
+	return c, st, spec
 }
 
 // childOf waits for workflow id to start a child and returns the child's

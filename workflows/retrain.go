@@ -43,8 +43,7 @@ type RetrainResult struct {
 // champion's checkpoint (fresh when the lineage has none), backtests the
 // challenger's best checkpoint and the champion's on the same validation
 // window, and promotes the challenger when its validation Sharpe is
-// strictly higher (or the lineage had no champion) and, since
-// changeRetrainEvidence, shows evidence: its t-statistic is at least the
+// strictly higher (or the lineage had no champion) and shows evidence: its t-statistic is at least the
 // config's backtest.min_valid_t (ADR 0016; 0 turns the test off), the
 // rule a local run abstains by. The decision is
 // recorded once per Retrain execution (workflow id and run id), so a
@@ -74,7 +73,7 @@ func (w *Workflows) Retrain(ctx workflow.Context, in RetrainInput) (*RetrainResu
 		state.ParentRunID, state.Warm = champ.RunID, &champ.Checkpoint
 	}
 	childID := childWorkflowID(ctx, "challenger")
-	child := workflow.WithChildOptions(ctx, o.childOptions(ctx, childID))
+	child := workflow.WithChildOptions(ctx, o.childOptions(childID))
 	res := &RetrainResult{Lineage: in.Lineage}
 	if err := workflow.ExecuteChildWorkflow(child, TrainingRunName, cfg, state).Get(ctx, &res.Challenger); err != nil {
 		return nil, fmt.Errorf("retrain %s: challenger run %s: %w", in.Lineage, childID, err)
@@ -108,11 +107,9 @@ func (w *Workflows) Retrain(ctx workflow.Context, in RetrainInput) (*RetrainResu
 	res.ChallengerSharpeT = reports.Reports[0].SharpeT()
 	// noEdge is why a challenger without evidence is not promoted, or "".
 	noEdge := ""
-	if version(ctx, changeRetrainEvidence) == 1 {
-		if cfg.Backtest.NoEdge(res.ChallengerSharpeT) {
-			noEdge = fmt.Sprintf("the challenger's validation Sharpe %.4f has t = %.2f, below backtest.min_valid_t %.2f: no edge to promote (ADR 0016)",
-				res.ChallengerSharpe, res.ChallengerSharpeT, cfg.Backtest.MinValidT)
-		}
+	if cfg.Backtest.NoEdge(res.ChallengerSharpeT) {
+		noEdge = fmt.Sprintf("the challenger's validation Sharpe %.4f has t = %.2f, below backtest.min_valid_t %.2f: no edge to promote (ADR 0016)",
+			res.ChallengerSharpe, res.ChallengerSharpeT, cfg.Backtest.MinValidT)
 	}
 	if !champ.Found {
 		promo.Promoted, promo.Reason = true, "the lineage had no champion"

@@ -49,11 +49,9 @@ func (r *run) publish() {
 // last upsert is less than Options.SearchAttributesEvery ago (workflow
 // time): then the epoch shows with a later one. Each upsert is an event in
 // the run's history and a write to the visibility store, which a GPU epoch
-// of tens of milliseconds must not pay for. Executions that began before
-// changeSearchAttributesEvery upsert after every epoch.
+// of tens of milliseconds must not pay for.
 func (r *run) publishProgress() {
-	if version(r.ctx, changeSearchAttributesEvery) != workflow.DefaultVersion &&
-		workflow.Now(r.ctx).Sub(r.published) < r.o.SearchAttributesEvery {
+	if workflow.Now(r.ctx).Sub(r.published) < r.o.SearchAttributesEvery {
 		return
 	}
 	r.publish()

@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -70,14 +69,10 @@ func (o Options) acquireSession(ctx workflow.Context, token []byte, what string)
 // between attempts once stopped() is true.
 //
 // The session is created on a context disconnected from ctx's
-// cancellation (changeSessionOutlivesCancel), so that its clean-up can run
-// after the workflow was cancelled; a goroutine passes the cancellation on
-// to the attempt in progress and, later, to the session's activities.
-// Executions that began before that create it on ctx itself.
+// cancellation, so that its clean-up can run after the workflow was
+// cancelled; a goroutine passes the cancellation on to the attempt in
+// progress and, later, to the session's activities.
 func (o Options) acquireSessionUnless(ctx workflow.Context, token []byte, what string, stopped func() bool) (*session, error) {
-	if version(ctx, changeSessionOutlivesCancel) == workflow.DefaultVersion {
-		return o.acquireSessionOnCtx(ctx, token, what, stopped)
-	}
 	base, _ := workflow.NewDisconnectedContext(ctx)
 	gpu := workflow.WithActivityOptions(base, workflow.ActivityOptions{TaskQueue: o.GPUTaskQueue})
 	so := o.sessionOptions()
@@ -187,76 +182,6 @@ func createSession(ctx, base workflow.Context, token []byte, so *workflow.Sessio
 	}
 	if ctx.Err() != nil {
 		err = ctx.Err()
-	}
-	return sess, err
-}
-
-// acquireSessionOnCtx is acquireSessionUnless as it was before
-// changeSessionOutlivesCancel, for the executions that began before it:
-// the session is created on ctx, so cancelling the workflow cancels its
-// clean-up too.
-func (o Options) acquireSessionOnCtx(ctx workflow.Context, token []byte, what string, stopped func() bool) (*session, error) {
-	gpu := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{TaskQueue: o.GPUTaskQueue})
-	so := o.sessionOptions()
-	wrap := func(sess workflow.Context) *session {
-		info := workflow.GetSessionInfo(sess)
-		return &session{ctx: sess, owner: sess, host: info.HostName, token: info.GetRecreateToken()}
-	}
-	logger := workflow.GetLogger(ctx)
-	if len(token) > 0 {
-		sess, err := o.recreateSessionOnCtx(gpu, token, so)
-		if err == nil {
-			return wrap(sess), nil
-		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		logger.Info("The previous worker did not take the session back; asking any GPU worker", "run", what, "error", err)
-	}
-	deadline := workflow.Now(ctx).Add(o.SessionWaitLimit)
-	backoff := 5 * time.Second
-	for {
-		if stopped() {
-			return nil, errStopped
-		}
-		sess, err := workflow.CreateSession(gpu, so)
-		if err == nil {
-			return wrap(sess), nil
-		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		now := workflow.Now(ctx)
-		if !now.Before(deadline) {
-			return nil, o.noWorker(what, err)
-		}
-		logger.Info("No GPU worker took the session yet; retrying", "run", what, "backoff", backoff, "error", err)
-		if _, err := workflow.AwaitWithTimeout(ctx, min(backoff, deadline.Sub(now)), stopped); err != nil {
-			return nil, err
-		}
-		if stopped() {
-			return nil, errStopped
-		}
-		backoff = min(2*backoff, time.Minute)
-	}
-}
-
-// recreateSessionOnCtx is the recreation of acquireSessionOnCtx.
-func (o Options) recreateSessionOnCtx(ctx workflow.Context, token []byte, so *workflow.SessionOptions) (workflow.Context, error) {
-	rso := *so
-	rso.CreationTimeout = min(so.CreationTimeout, o.RecreateTimeout)
-	attempt, cancelAttempt := workflow.WithCancel(ctx)
-	timer, cancelTimer := workflow.WithCancel(ctx)
-	workflow.Go(timer, func(c workflow.Context) {
-		if workflow.Sleep(c, o.RecreateTimeout) == nil {
-			cancelAttempt()
-		}
-	})
-	sess, err := workflow.RecreateSession(attempt, token, &rso)
-	cancelTimer()
-	if err == nil && attempt.Err() != nil {
-		workflow.CompleteSession(sess) // created as the time ran out: give it back
-		err = errors.New("recreating the session timed out")
 	}
 	return sess, err
 }

@@ -74,8 +74,7 @@ func (w *Workflows) Sweep(ctx workflow.Context, in SweepInput) (*SweepResult, er
 			return nil, invalidConfig(fmt.Sprintf("sweep point %d (%s)", i, p.desc), err)
 		}
 	}
-	if version(ctx, changeSweepConcurrencyBound) != workflow.DefaultVersion &&
-		(in.MaxConcurrent < 0 || in.MaxConcurrent > MaxSweepConcurrent) {
+	if in.MaxConcurrent < 0 || in.MaxConcurrent > MaxSweepConcurrent {
 		return nil, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("sweep input: max_concurrent %d outside [0, %d]; runs beyond the GPU slots only queue, so set at most the slots you have",
 				in.MaxConcurrent, MaxSweepConcurrent), activities.ErrTypeInvalidConfig, nil)
@@ -90,7 +89,7 @@ func (w *Workflows) Sweep(ctx workflow.Context, in SweepInput) (*SweepResult, er
 			next, running = next+1, running+1
 			p := &res.Points[i]
 			*p = SweepPoint{Index: i, RunID: childWorkflowID(ctx, fmt.Sprintf("%03d", i+1)), Values: points[i].values}
-			child := workflow.WithChildOptions(ctx, o.childOptions(ctx, p.RunID))
+			child := workflow.WithChildOptions(ctx, o.childOptions(p.RunID))
 			f := workflow.ExecuteChildWorkflow(child, TrainingRunName, points[i].cfg, &RunState{Lineage: in.Lineage})
 			sel.AddFuture(f, func(f workflow.Future) {
 				running, done = running-1, done+1
@@ -104,13 +103,11 @@ func (w *Workflows) Sweep(ctx workflow.Context, in SweepInput) (*SweepResult, er
 		}
 		sel.Select(ctx)
 		if err := ctx.Err(); err != nil {
-			// The children were asked to cancel with the sweep; with
-			// changeChildrenCancelled their futures settle once they have
-			// closed, and the sweep waits for them.
-			if version(ctx, changeChildrenCancelled) != workflow.DefaultVersion {
-				for running > 0 {
-					sel.Select(ctx)
-				}
+			// The children were asked to cancel with the sweep; their
+			// futures settle once they have closed, and the sweep waits
+			// for them.
+			for running > 0 {
+				sel.Select(ctx)
 			}
 			return nil, err
 		}

@@ -46,9 +46,9 @@ const ErrTypeTooManyRecoveries = "TooManyRecoveries"
 // checkpoint every checkpoint.every epochs and a validation backtest every
 // backtest.every epochs (a new best validation Sharpe is always
 // checkpointed), followed by retention. The epochs run in chunks of about
-// Options.ChunkBudget, one RunEpochs activity each (ADR 0010); executions
-// that began before that run an activity per stage. See ADR 0001 for how a
-// lost worker is recovered and why the run stays on one worker.
+// Options.ChunkBudget, one RunEpochs activity each (ADR 0010). See ADR
+// 0001 for how a lost worker is recovered and why the run stays on one
+// worker.
 func (w *Workflows) TrainingRun(ctx workflow.Context, cfg config.RunConfig, state *RunState) (*RunResult, error) {
 	if cfg == (config.RunConfig{}) {
 		cfg = config.Defaults()
@@ -122,51 +122,24 @@ func newRun(ctx workflow.Context, o Options, cfg config.RunConfig, state *RunSta
 //
 // Runs take the signals from their channels (takeSignals) at every point
 // where they decide on them and right before a Continue-As-New, so that
-// none is left behind. Executions that began before that
-// (changeSignalDrain) keep the goroutine that received them as they
-// arrived: it ran after the main coroutine in a workflow task, so a signal
-// that arrived in the task that continued the run as new was lost.
+// none is left behind (a goroutine that received them would run after the
+// main coroutine in a workflow task, and lose a signal that arrived in the
+// task that continued the run as new).
 func (r *run) listen() {
 	r.sig = signals{
 		pause:  workflow.GetSignalChannel(r.ctx, PauseSignal),
 		resume: workflow.GetSignalChannel(r.ctx, ResumeSignal),
 		stop:   workflow.GetSignalChannel(r.ctx, StopSignal),
 	}
-	if version(r.ctx, changeSignalDrain) != workflow.DefaultVersion {
-		r.sig.drain = true
-		return
-	}
-	workflow.Go(r.ctx, func(ctx workflow.Context) {
-		for {
-			sel := workflow.NewSelector(ctx)
-			sel.AddReceive(r.sig.pause, func(c workflow.ReceiveChannel, _ bool) {
-				c.Receive(ctx, nil)
-				r.st.PauseRequested, r.resumeRequested = true, false
-			})
-			sel.AddReceive(r.sig.resume, func(c workflow.ReceiveChannel, _ bool) {
-				c.Receive(ctx, nil)
-				r.st.PauseRequested, r.resumeRequested = false, true
-			})
-			sel.AddReceive(r.sig.stop, func(c workflow.ReceiveChannel, _ bool) {
-				c.Receive(ctx, nil)
-				r.st.StopRequested = true
-			})
-			sel.Select(ctx)
-		}
-	})
 }
 
 // signals are TrainingRun's signal channels.
 type signals struct {
 	pause, resume, stop workflow.ReceiveChannel
-	drain               bool // taken by takeSignals, not by a goroutine
 }
 
 // takeSignals records every signal received so far (see listen).
 func (r *run) takeSignals() {
-	if !r.sig.drain {
-		return
-	}
 	for r.sig.pause.ReceiveAsync(nil) {
 		r.st.PauseRequested, r.resumeRequested = true, false
 	}
@@ -195,7 +168,6 @@ func (r *run) loop() (*RunResult, error) {
 	}
 	r.st.Status = metadata.StatusRunning
 	r.publish()
-	chunked := version(r.ctx, changeEpochChunks) != workflow.DefaultVersion
 	for {
 		if r.sess == nil {
 			if err := r.open(); err != nil {
@@ -211,11 +183,7 @@ func (r *run) loop() (*RunResult, error) {
 		if r.st.Epoch >= r.cfg.Epochs {
 			return r.finish(metadata.StatusCompleted)
 		}
-		step := r.epoch
-		if chunked {
-			step = r.epochs
-		}
-		o, err := step()
+		o, err := r.epochs()
 		if err != nil {
 			if err := r.recover(err); err != nil {
 				return nil, err
@@ -250,25 +218,6 @@ type outcome struct {
 	early    bool // the patience ran out
 	pausing  bool // a pause signal was taken
 	moveOn   bool // the run continues as new
-}
-
-// epoch trains and settles the next epoch with an activity per stage:
-// the path of executions that began before changeEpochChunks.
-func (r *run) epoch() (outcome, error) {
-	e := r.st.Epoch + 1
-	res, err := r.train(e)
-	if err != nil {
-		return outcome{}, err
-	}
-	r.takeSignals()
-	var o outcome
-	o.final, o.stopping = e == r.cfg.Epochs, r.st.StopRequested
-	o.pausing = r.st.PauseRequested && !o.final && !o.stopping
-	o.moveOn = !o.final && !o.stopping && !o.pausing && r.wantContinueAsNew(e)
-	o.early, err = r.settle(e, res,
-		o.final || o.stopping || o.pausing || o.moveOn || e%r.cfg.Checkpoint.Every == 0,
-		o.final || o.stopping || o.pausing || e%r.cfg.Backtest.Every == 0)
-	return o, err
 }
 
 // errStopped reports a stop signal taken while the run held no trainer.
@@ -371,9 +320,7 @@ func (r *run) pause() error {
 		return err
 	}
 	r.takeSignals()
-	if version(r.ctx, changeResumeDuringPause) == workflow.DefaultVersion {
-		r.resumeRequested = false // the lost resume of runs started before the fix
-	} else if r.resumeRequested {
+	if r.resumeRequested {
 		r.resumeRequested = false
 		return nil
 	}
@@ -398,18 +345,17 @@ func (r *run) pause() error {
 }
 
 // continueAsNew hands the run to a new workflow run right after a
-// checkpoint. The worker is asked to hold the run's slot for the new run
-// (changeSlotKeptAcrossCAN), then the session is completed; the trainer
-// stays in the worker's registry, and the recreate token sends the new run
-// back to that worker, which admits its session to the held slot and
-// reuses the trainer. Without the hold, a run queued for a slot took it
+// checkpoint. The worker is asked to hold the run's slot for the new run,
+// then the session is completed; the trainer stays in the worker's
+// registry, and the recreate token sends the new run back to that worker,
+// which admits its session to the held slot and reuses the trainer. Without the hold, a run queued for a slot took it
 // the moment the session completed (ADR 0001).
 func (r *run) continueAsNew() error {
 	if err := r.flush(); err != nil {
 		return r.fail(err)
 	}
 	if r.sess != nil {
-		if version(r.ctx, changeSlotKeptAcrossCAN) != workflow.DefaultVersion && r.sess.open() {
+		if r.sess.open() {
 			err := workflow.ExecuteActivity(r.o.closeCtx(r.sess.ctx), ta.HoldSlot, activities.HoldInput{
 				RunID: r.st.RunID, For: r.o.RecreateTimeout + r.o.SessionHeartbeatTimeout,
 			}).Get(r.ctx, nil)

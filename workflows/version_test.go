@@ -3,7 +3,7 @@ package workflows
 import (
 	"os"
 	"path/filepath"
-	"strings"
+	"slices"
 	"testing"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -52,8 +52,8 @@ func TestEveryChangeHasARecordedHistory(t *testing.T) {
 		}
 	}
 	for id := range seen {
-		if !strings.Contains(strings.Join(changes, " "), id) {
-			t.Errorf("testdata/ records change %q, which workflows/version.go does not list", id)
+		if !slices.Contains(changes, id) && !slices.Contains(retired, id) {
+			t.Errorf("testdata/ records change %q, which workflows/version.go lists neither as live nor as retired", id)
 		}
 	}
 }

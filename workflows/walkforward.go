@@ -200,7 +200,7 @@ func (w *Workflows) WalkForward(ctx workflow.Context, in WalkForwardInput) (*Wal
 			skip()
 			prog.Running = append(prog.Running, i)
 			id := spec.StudyID + fmt.Sprintf("-window-%03d", i)
-			child := workflow.WithChildOptions(ctx, o.childOptions(ctx, id))
+			child := workflow.WithChildOptions(ctx, o.childOptions(id))
 			f := workflow.ExecuteChildWorkflow(child, WalkForwardWindowName, activities.WalkForwardWindowInput{Spec: spec, Index: i})
 			sel.AddFuture(f, func(f workflow.Future) {
 				running--

@@ -65,7 +65,7 @@ func TestWalkForwardOnRealActivitiesStoresTheStudyRunGives(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantRec, err := activities.WalkForwardRecord("wf-real", want)
+	wantRec, err := walkforward.StudyRecord("wf-real", want)
 	if err != nil {
 		t.Fatal(err)
 	}

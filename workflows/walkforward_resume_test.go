@@ -3,7 +3,6 @@ package workflows_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -14,10 +13,6 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/dqnflow/dqnflow/activities"
-	"github.com/dqnflow/dqnflow/checkpoint"
-	"github.com/dqnflow/dqnflow/trainer/cpu"
-	"github.com/dqnflow/dqnflow/worker"
-	"github.com/dqnflow/dqnflow/worker/workertest"
 	"github.com/dqnflow/dqnflow/workflows"
 )
 
@@ -39,23 +34,7 @@ import (
 //	DATABASE_URL=... go test ./workflows -run TestWalkForwardResumesAStudyUnderItsID -record
 func TestWalkForwardResumesAStudyUnderItsID(t *testing.T) {
 	const id = "rec7-walkforward"
-	st, src, spec := fixtureStudy(t, "dqnflow_wf_resume", id)
-	for i := range spec.Series {
-		spec.Series[i].Path = filepath.Base(spec.Series[i].Path)
-	}
-	spec.Seeds = spec.Seeds[:1]
-	c := workertest.DevServer(t)
-	w, err := worker.New(c, worker.Config{
-		Role: worker.RoleAll, Backend: cpu.Backend{}, Slots: 2, Store: st, Data: src,
-		Checkpoints: checkpoint.Local(t.TempDir()), Workflows: recordOptions,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop(context.Background())
+	c, st, spec := recordableStudy(t, "dqnflow_wf_resume", id)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	in := workflows.WalkForwardInput{WalkForwardSpec: spec, MaxConcurrent: 1}

@@ -152,16 +152,7 @@ func TestWalkForwardRunsAChildPerWindowAndMergesInWindowOrder(t *testing.T) {
 	f := &fakeStudy{n: 3, fail: map[int]int{1: 1}, fatal: -1, before: make(chan struct{})}
 	env := newStudyEnv(t, f)
 	env.ExecuteWorkflow(workflows.WalkForwardName, studyInput("wf-study", 2))
-	if !env.IsWorkflowCompleted() {
-		t.Fatal("study did not complete")
-	}
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatalf("study failed: %v", err)
-	}
-	var res workflows.WalkForwardResult
-	if err := env.GetWorkflowResult(&res); err != nil {
-		t.Fatal(err)
-	}
+	res := completed[workflows.WalkForwardResult](t, env)
 	v, err := env.QueryWorkflow(workflows.WalkForwardProgressQuery)
 	if err != nil {
 		t.Fatal(err)

@@ -380,34 +380,8 @@ func TestGPUGraphOf40KernelsReplays(t *testing.T) {
 			t.Fatalf("capturing ran the kernels: x = %v … %v, want 0", got[0], got[n-1])
 		}
 
-		start, err := c.NewEvent()
-		if err != nil {
-			return err
-		}
-		defer c.DestroyEvent(start)
-		end, err := c.NewEvent()
-		if err != nil {
-			return err
-		}
-		defer c.DestroyEvent(end)
-		if err := c.GraphLaunch(exec, s); err != nil { // warm-up: uploads the graph
-			return err
-		}
-		if err := c.Record(start, s); err != nil {
-			return err
-		}
-		for range replays - 1 {
-			if err := c.GraphLaunch(exec, s); err != nil {
-				return err
-			}
-		}
-		if err := c.Record(end, s); err != nil {
-			return err
-		}
-		if err := c.Sync(s); err != nil {
-			return err
-		}
-		ms, err := c.Elapsed(start, end)
+		// The first replay, not timed, uploads the graph.
+		us, err := timeRuns(c, s, replays, func() error { return c.GraphLaunch(exec, s) })
 		if err != nil {
 			return err
 		}
@@ -419,8 +393,7 @@ func TestGPUGraphOf40KernelsReplays(t *testing.T) {
 				t.Fatalf("x[%d] = %v after %d replays of %d nodes, want %d", i, v, replays, nodes, nodes*replays)
 			}
 		}
-		t.Logf("graph of %d kernels: %.1f µs per replay, %.2f µs per node", nodes,
-			1000*ms/(replays-1), 1000*ms/(replays-1)/nodes)
+		t.Logf("graph of %d kernels: %.1f µs per replay, %.2f µs per node", nodes, us, us/nodes)
 		return nil
 	})
 	if err != nil {

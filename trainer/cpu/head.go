@@ -115,18 +115,7 @@ func (n *Net) actionDist(r, d, a int, s *scratch) {
 // logSoftmax replaces the logits in l by their log-softmax and writes the
 // softmax to p, subtracting the maximum first (formulas at head).
 func logSoftmax(l, p []float32) {
-	mx := l[0]
-	for _, x := range l[1:] {
-		if x > mx {
-			mx = x
-		}
-	}
-	var s float32
-	for j, x := range l {
-		e := exp32(x - mx)
-		p[j] = e
-		s += e
-	}
+	mx, s := softmaxTerms(l, p)
 	ls := log32(s)
 	for j, x := range l {
 		l[j] = (x - mx) - ls
@@ -137,21 +126,27 @@ func logSoftmax(l, p []float32) {
 // softmax writes the softmax of the logits l to p, the same values as
 // logSoftmax's p, without the log-probabilities.
 func softmax(l, p []float32) {
-	mx := l[0]
+	_, s := softmaxTerms(l, p)
+	for j := range p {
+		p[j] /= s
+	}
+}
+
+// softmaxTerms writes p_j = exp(l_j − m), m = max_j l_j, and returns m and
+// Σ_j p_j, summed in atom order: the terms both softmaxes divide by the sum.
+func softmaxTerms(l, p []float32) (mx, s float32) {
+	mx = l[0]
 	for _, x := range l[1:] {
 		if x > mx {
 			mx = x
 		}
 	}
-	var s float32
 	for j, x := range l {
 		e := exp32(x - mx)
 		p[j] = e
 		s += e
 	}
-	for j := range p {
-		p[j] /= s
-	}
+	return mx, s
 }
 
 // expected writes Q[k] = Σ_j p[k,j]·z_j (float32, in atom order) for each

@@ -24,29 +24,7 @@ func TestCausalRunRestoresAndBacktestsAsTrained(t *testing.T) {
 	cfg := trainertest.SmallConfig()
 	cfg.Device = "cpu"
 	cfg.Data.Normalize, cfg.Data.NormalizeHalfLife = config.NormalizeCausal, 300
-	ds, err := market.Prepare(ctx, prices.Source{}, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := cpu.Backend{}.New(ctx, cfg, ds, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
-	if _, err := tr.Collect(ctx, cfg.Env.CollectSteps); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tr.Train(ctx, cfg.StepsPerEpoch, nil); err != nil {
-		t.Fatal(err)
-	}
-	want, err := tr.Backtest(ctx, ds, ds.Valid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ck, err := tr.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ck, ds, want := trainedConfig(t, cfg)
 	if _, norm, err := trainer.CheckpointMarket(ck); err != nil || norm != ds.Norm || !norm.Causal() || norm.HalfLife != 300 || norm.BurnIn != market.CausalBurnIn {
 		t.Fatalf("checkpoint normaliser %+v (%v); want the run's causal one", norm.Mode, err)
 	}

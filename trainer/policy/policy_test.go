@@ -28,11 +28,17 @@ func trained(t *testing.T, precision string) (*checkpoint.Checkpoint, *market.Da
 	t.Helper()
 	cfg := trainertest.SmallConfig()
 	cfg.Device, cfg.Precision = "cpu", precision
-	ds, err := market.Prepare(context.Background(), prices.Source{}, cfg)
+	return trainedConfig(t, cfg)
+}
+
+// trainedConfig is trained with cfg, a CPU config.
+func trainedConfig(t *testing.T, cfg config.RunConfig) (*checkpoint.Checkpoint, *market.Dataset, sim.Report) {
+	t.Helper()
+	ctx := context.Background()
+	ds, err := market.Prepare(ctx, prices.Source{}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
 	tr, err := cpu.Backend{}.New(ctx, cfg, ds, nil)
 	if err != nil {
 		t.Fatal(err)

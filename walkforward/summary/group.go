@@ -1,4 +1,4 @@
-package walkforward
+package summary
 
 import (
 	"cmp"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dqnflow/dqnflow/stats"
+	"github.com/dqnflow/dqnflow/walkforward"
 )
 
 // grouper holds one group's calendar and its strategies' returns on it:
@@ -18,7 +19,7 @@ type grouper struct {
 	series    []string
 	days      []int32 // the union of the group's rows' days, increasing
 	grids     map[stratKey]*grid
-	rows      map[stratKey][]Result
+	rows      map[stratKey][]walkforward.Result
 	seeds     []uint64
 	baselines []string
 	mean      *grid       // the agent's mean over seeds
@@ -57,8 +58,8 @@ func newGrid(k, n int) *grid {
 
 // summarizeGroup measures the rows of one group (name), its series in
 // the order of order.
-func summarizeGroup(name string, rows []Result, order []string, opt SummaryOptions) (*Group, []string, error) {
-	g := &grouper{opt: opt, grids: map[stratKey]*grid{}, rows: map[stratKey][]Result{}}
+func summarizeGroup(name string, rows []walkforward.Result, order []string, opt SummaryOptions) (*Group, []string, error) {
+	g := &grouper{opt: opt, grids: map[stratKey]*grid{}, rows: map[stratKey][]walkforward.Result{}}
 	var notes []string
 	present := map[string]bool{}
 	daySet := map[int32]bool{}
@@ -70,7 +71,7 @@ func summarizeGroup(name string, rows []Result, order []string, opt SummaryOptio
 		}
 		g.dpy = max(g.dpy, r.DaysPerYear)
 		k := stratKey{strategy: r.Strategy}
-		if r.Strategy == StrategyAgent {
+		if r.Strategy == walkforward.StrategyAgent {
 			k.seed = r.Seed
 		} else {
 			others[r.Strategy] = true
@@ -139,16 +140,16 @@ func summarizeGroup(name string, rows []Result, order []string, opt SummaryOptio
 		notes = append(notes, fmt.Sprintf("%s series: %d series-days left out of every portfolio, before each series had %d days of volatility history", name, warm, opt.VolMinDays))
 	}
 	out := &Group{Name: name, Series: g.series, Counts: counts, DaysPerYear: g.dpy, Weights: weights, WarmupCells: warm}
-	var agentRows []Result
+	var agentRows []walkforward.Result
 	for _, s := range g.seeds {
-		agentRows = append(agentRows, g.rows[stratKey{StrategyAgent, s}]...)
+		agentRows = append(agentRows, g.rows[stratKey{walkforward.StrategyAgent, s}]...)
 	}
 	if len(r) == 0 {
 		return nil, append(notes, fmt.Sprintf("%s series: no day has a weighted series: not summarised", name)), nil
 	}
 	out.From, out.To = dayString(days[0]), dayString(days[len(days)-1])
-	out.Agent = g.measure(StrategyAgent, 0, r, agentRows, true)
-	out.portfolios = append(out.portfolios, Portfolio{Strategy: StrategyAgent, Days: days, Returns: r})
+	out.Agent = g.measure(walkforward.StrategyAgent, 0, r, agentRows, true)
+	out.portfolios = append(out.portfolios, Portfolio{Strategy: walkforward.StrategyAgent, Days: days, Returns: r})
 	base := map[string]portfolio{}
 	for _, b := range g.baselines {
 		var p portfolio
@@ -169,13 +170,13 @@ func summarizeGroup(name string, rows []Result, order []string, opt SummaryOptio
 	var seedPorts [][]int32
 	var seedRets [][]float64
 	for i, s := range g.seeds {
-		k := stratKey{StrategyAgent, s}
+		k := stratKey{walkforward.StrategyAgent, s}
 		sd, sr, err := g.portfolio(g.grids[k].ret)
 		if err != nil {
 			return nil, notes, fmt.Errorf("summarize %s series, seed %d: %w", name, s, err)
 		}
 		seedPorts, seedRets = append(seedPorts, sd), append(seedRets, sr)
-		ss := SeedSummary{Measure: g.measure(StrategyAgent, s, sr, g.rows[k], true)}
+		ss := SeedSummary{Measure: g.measure(walkforward.StrategyAgent, s, sr, g.rows[k], true)}
 		for _, b := range g.baselines {
 			c, err := g.paired(b, g.grids[k])
 			if err != nil {
@@ -244,7 +245,7 @@ func (g *grouper) seedMean() *grid {
 		for t := range g.days {
 			sum, n := 0.0, 0
 			for _, s := range g.seeds {
-				gr := g.grids[stratKey{StrategyAgent, s}]
+				gr := g.grids[stratKey{walkforward.StrategyAgent, s}]
 				if v := gr.ret[k][t]; !math.IsNaN(v) {
 					sum += v
 					n++
@@ -275,10 +276,10 @@ func (g *grouper) weigh(name, scheme string) (int, error) {
 		}
 		return 0, nil
 	}
-	bh := g.grids[stratKey{strategy: StrategyBuyAndHold}]
+	bh := g.grids[stratKey{strategy: walkforward.StrategyBuyAndHold}]
 	for k, s := range g.series {
 		if bh == nil || !slices.ContainsFunc(bh.ret[k], func(v float64) bool { return !math.IsNaN(v) }) {
-			return 0, fmt.Errorf("summarize %s series: %s has no %s results to size it by: inverse-volatility weights need them (or use weights %s)", name, s, StrategyBuyAndHold, WeightsEqual)
+			return 0, fmt.Errorf("summarize %s series: %s has no %s results to size it by: inverse-volatility weights need them (or use weights %s)", name, s, walkforward.StrategyBuyAndHold, WeightsEqual)
 		}
 	}
 	w, err := stats.InverseVolWeights(bh.ret, g.opt.VolDays, g.opt.VolMinDays)
@@ -362,7 +363,7 @@ func (g *grouper) cellSharpes() ([]map[cellKey]float64, map[string]map[cellKey]f
 	}
 	means := map[cellKey]*acc{}
 	for i, s := range g.seeds {
-		for _, r := range g.rows[stratKey{StrategyAgent, s}] {
+		for _, r := range g.rows[stratKey{walkforward.StrategyAgent, s}] {
 			k := cellKey{r.Window, r.Series}
 			agent[i+1][k] = stats.Sharpe(r.Returns)
 			a := means[k]
@@ -432,7 +433,7 @@ func (g *grouper) seedMeanSharpe(days [][]int32, rets [][]float64) *stats.Interv
 
 // perSeries is each series' whole record: the agent's mean over seeds
 // and each baseline, annualised with the series' own days a year.
-func (g *grouper) perSeries(rows []Result) []SeriesRow {
+func (g *grouper) perSeries(rows []walkforward.Result) []SeriesRow {
 	out := make([]SeriesRow, len(g.series))
 	windows := make([]map[int]bool, len(g.series))
 	dpy := make([]float64, len(g.series))
@@ -447,9 +448,9 @@ func (g *grouper) perSeries(rows []Result) []SeriesRow {
 			windows[k][r.Window] = true
 			dpy[k] += r.DaysPerYear
 			nrows[k]++
-			if r.Strategy == StrategyAgent {
+			if r.Strategy == walkforward.StrategyAgent {
 				out[k].AgentRuns++
-				if r.Detail == DetailAbstained {
+				if r.Detail == walkforward.DetailAbstained {
 					out[k].Abstained++
 				}
 			}
@@ -471,7 +472,7 @@ func (g *grouper) perSeries(rows []Result) []SeriesRow {
 		return c
 	}
 	for k := range g.series {
-		out[k].Agent = cell(StrategyAgent, g.mean, k)
+		out[k].Agent = cell(walkforward.StrategyAgent, g.mean, k)
 		for _, b := range g.baselines {
 			if c := cell(b, g.grids[stratKey{strategy: b}], k); c.Days > 0 {
 				out[k].Baselines = append(out[k].Baselines, c)
@@ -504,7 +505,7 @@ func (g *grouper) perYear(days []int32, r []float64, base map[string]portfolio) 
 	slices.Sort(years)
 	var out []YearRow
 	for _, y := range years {
-		row := YearRow{Year: y, Agent: SharpeCell{Strategy: StrategyAgent, Days: len(agent[y]), Sharpe: g.sharpe(agent[y], g.dpy)}}
+		row := YearRow{Year: y, Agent: SharpeCell{Strategy: walkforward.StrategyAgent, Days: len(agent[y]), Sharpe: g.sharpe(agent[y], g.dpy)}}
 		for _, b := range g.baselines {
 			if x := baseYears[b][y]; len(x) > 0 {
 				row.Baselines = append(row.Baselines, SharpeCell{Strategy: b, Days: len(x), Sharpe: g.sharpe(x, g.dpy)})

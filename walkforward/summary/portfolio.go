@@ -1,4 +1,4 @@
-package walkforward
+package summary
 
 import "slices"
 

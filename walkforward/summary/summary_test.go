@@ -1,4 +1,4 @@
-package walkforward
+package summary
 
 import (
 	"encoding/json"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/stats"
+	"github.com/dqnflow/dqnflow/walkforward"
 )
 
 // day0 is 2015-01-05, the first test day of the hand-made studies.
@@ -18,8 +19,8 @@ var day0 = int32(time.Date(2015, 1, 5, 0, 0, 0, 0, time.UTC).Unix() / 86400)
 
 // row is a hand-made Result: strategy (seed) on series over window w,
 // one return a day from day0+from on, 252 days a year.
-func row(w int, series, strategy string, seed uint64, in bool, from int, rets []float64) Result {
-	r := Result{Window: w, Series: series, Strategy: strategy, Seed: seed, InTraining: in, DaysPerYear: 252, Returns: rets}
+func row(w int, series, strategy string, seed uint64, in bool, from int, rets []float64) walkforward.Result {
+	r := walkforward.Result{Window: w, Series: series, Strategy: strategy, Seed: seed, InTraining: in, DaysPerYear: 252, Returns: rets}
 	for i := range rets {
 		r.Days = append(r.Days, day0+int32(from+i))
 	}
@@ -75,11 +76,11 @@ func compounded(r []float64) (total, dd float64) {
 // here from the mean.
 func TestSummaryEqualPortfolioIsTheMeanOfTwoSeries(t *testing.T) {
 	a, b := noise(1, 40, 0.001, 0.01), noise(2, 40, 0.0005, 0.02)
-	res := []Result{
-		row(0, "A", StrategyAgent, 1, true, 0, a),
-		row(0, "B", StrategyAgent, 1, true, 0, b),
-		row(0, "A", StrategyBuyAndHold, 0, true, 0, noise(3, 40, 0, 0.01)),
-		row(0, "B", StrategyBuyAndHold, 0, true, 0, noise(4, 40, 0, 0.01)),
+	res := []walkforward.Result{
+		row(0, "A", walkforward.StrategyAgent, 1, true, 0, a),
+		row(0, "B", walkforward.StrategyAgent, 1, true, 0, b),
+		row(0, "A", walkforward.StrategyBuyAndHold, 0, true, 0, noise(3, 40, 0, 0.01)),
+		row(0, "B", walkforward.StrategyBuyAndHold, 0, true, 0, noise(4, 40, 0, 0.01)),
 	}
 	s, err := Summarize(res, SummaryOptions{Trials: 1, Weights: WeightsEqual})
 	if err != nil {
@@ -121,9 +122,9 @@ func TestSummaryInverseVolWeightsComeFromThePast(t *testing.T) {
 		return out
 	}
 	a, b := noise(5, n, 0.001, 0.01), noise(6, n, 0, 0.02)
-	res := []Result{
-		row(0, "A", StrategyAgent, 1, true, 0, a), row(0, "B", StrategyAgent, 1, true, 0, b),
-		row(0, "A", StrategyBuyAndHold, 0, true, 0, alt(0.01)), row(0, "B", StrategyBuyAndHold, 0, true, 0, alt(0.02)),
+	res := []walkforward.Result{
+		row(0, "A", walkforward.StrategyAgent, 1, true, 0, a), row(0, "B", walkforward.StrategyAgent, 1, true, 0, b),
+		row(0, "A", walkforward.StrategyBuyAndHold, 0, true, 0, alt(0.01)), row(0, "B", walkforward.StrategyBuyAndHold, 0, true, 0, alt(0.02)),
 	}
 	s, err := Summarize(res, SummaryOptions{Trials: 1, VolDays: 2, VolMinDays: 2})
 	if err != nil {
@@ -165,26 +166,26 @@ func TestSummaryShareOfWinsCountedByHand(t *testing.T) {
 		{1, "A", 0.002, -0.002}, {1, "B", 0.001, -0.003},
 		{2, "A", -0.006, -0.001}, {2, "B", -0.001, -0.002},
 	}
-	var res []Result
+	var res []walkforward.Result
 	for _, c := range cells {
 		from := c.w * n
-		res = append(res, row(c.w, c.s, StrategyAgent, 1, true, from, level(c.ag)),
-			row(c.w, c.s, StrategyBuyAndHold, 0, true, from, level(c.bh)),
-			row(c.w, c.s, StrategyFlat, 0, true, from, flat))
+		res = append(res, row(c.w, c.s, walkforward.StrategyAgent, 1, true, from, level(c.ag)),
+			row(c.w, c.s, walkforward.StrategyBuyAndHold, 0, true, from, level(c.bh)),
+			row(c.w, c.s, walkforward.StrategyFlat, 0, true, from, flat))
 	}
 	s, err := Summarize(res, SummaryOptions{Trials: 1, Weights: WeightsEqual})
 	if err != nil {
 		t.Fatal(err)
 	}
 	g := group(t, s, GroupTraining)
-	want := map[string][2]int{StrategyBuyAndHold: {4, 6}, StrategyFlat: {0, 6}}
+	want := map[string][2]int{walkforward.StrategyBuyAndHold: {4, 6}, walkforward.StrategyFlat: {0, 6}}
 	// Flat: the agent's cell Sharpe is positive where base + c has a
 	// positive mean: count it independently.
 	for _, c := range cells {
 		if stats.Sharpe(level(c.ag)) > 0 {
-			w := want[StrategyFlat]
+			w := want[walkforward.StrategyFlat]
 			w[0]++
-			want[StrategyFlat] = w
+			want[walkforward.StrategyFlat] = w
 		}
 	}
 	if len(g.WinsCells) != 2 {
@@ -210,7 +211,7 @@ func TestSummaryShareOfWinsCountedByHand(t *testing.T) {
 	}
 	found := false
 	for _, w := range g.WinsSeries {
-		if w.Baseline == StrategyBuyAndHold {
+		if w.Baseline == walkforward.StrategyBuyAndHold {
 			found = true
 			if w.Wins != seriesWins || w.N != 2 {
 				t.Errorf("series won against buy-and-hold: %d of %d, want %d of 2", w.Wins, w.N, seriesWins)
@@ -226,9 +227,9 @@ func TestSummaryShareOfWinsCountedByHand(t *testing.T) {
 // for 1, 10 and 100 configurations tried: DSR with one trial is PSR(0),
 // and it falls strictly as trials grow; the baselines have no DSR.
 func TestSummaryDeflatedSharpeFallsWithTrials(t *testing.T) {
-	res := []Result{
-		row(0, "A", StrategyAgent, 1, true, 0, noise(8, 250, 0.001, 0.01)),
-		row(0, "A", StrategyBuyAndHold, 0, true, 0, noise(9, 250, 0, 0.01)),
+	res := []walkforward.Result{
+		row(0, "A", walkforward.StrategyAgent, 1, true, 0, noise(8, 250, 0.001, 0.01)),
+		row(0, "A", walkforward.StrategyBuyAndHold, 0, true, 0, noise(9, 250, 0, 0.01)),
 	}
 	prev := 2.0
 	for _, n := range []int{1, 10, 100} {
@@ -262,16 +263,16 @@ func TestSummaryDeflatedSharpeFallsWithTrials(t *testing.T) {
 func TestSummaryCountsAbstainedRunsAndKeepsLeftOutSeriesApart(t *testing.T) {
 	n := 15
 	zero := make([]float64, n)
-	var res []Result
+	var res []walkforward.Result
 	cRets := map[uint64][]float64{}
 	for w := range 2 {
 		for _, sr := range []string{"A", "B", "C"} {
 			in := sr != "C"
-			res = append(res, row(w, sr, StrategyBuyAndHold, 0, in, w*n, noise(uint64(100+w), n, 0, 0.01)))
+			res = append(res, row(w, sr, walkforward.StrategyBuyAndHold, 0, in, w*n, noise(uint64(100+w), n, 0, 0.01)))
 			for _, seed := range []uint64{1, 2} {
-				r := row(w, sr, StrategyAgent, seed, in, w*n, noise(uint64(10*w)+seed, n, 0.001, 0.01))
+				r := row(w, sr, walkforward.StrategyAgent, seed, in, w*n, noise(uint64(10*w)+seed, n, 0.001, 0.01))
 				if seed == 2 && (w == 1 && sr == "B" || w == 0 && sr == "C") {
-					r.Returns, r.Detail = zero, DetailAbstained
+					r.Returns, r.Detail = zero, walkforward.DetailAbstained
 				}
 				if sr == "C" {
 					cRets[seed] = append(cRets[seed], r.Returns...)
@@ -328,10 +329,10 @@ func TestSummaryCountsAbstainedRunsAndKeepsLeftOutSeriesApart(t *testing.T) {
 // a lower Sharpe ratio on every resample, so the agent beats it.
 func TestSummaryBaselineLikeTheAgentDiffersByNothing(t *testing.T) {
 	a := noise(11, 120, 0.0005, 0.01)
-	res := []Result{
-		row(0, "A", StrategyAgent, 1, true, 0, a),
-		row(0, "A", StrategyBuyAndHold, 0, true, 0, slices.Clone(a)),
-		row(0, "A", StrategyMomentum, 0, true, 0, add(a, -0.001)),
+	res := []walkforward.Result{
+		row(0, "A", walkforward.StrategyAgent, 1, true, 0, a),
+		row(0, "A", walkforward.StrategyBuyAndHold, 0, true, 0, slices.Clone(a)),
+		row(0, "A", walkforward.StrategyMomentum, 0, true, 0, add(a, -0.001)),
 	}
 	s, err := Summarize(res, SummaryOptions{Trials: 1})
 	if err != nil {
@@ -341,11 +342,11 @@ func TestSummaryBaselineLikeTheAgentDiffersByNothing(t *testing.T) {
 	for _, c := range g.VsBaselines {
 		d := c.SharpeDiff
 		switch c.Baseline {
-		case StrategyBuyAndHold:
+		case walkforward.StrategyBuyAndHold:
 			if d.Estimate != 0 || !(d.Lo <= 0 && 0 <= d.Hi) || c.Beats || d.Resamples == 0 {
 				t.Errorf("against itself: %+v, beats %v; want 0 in [lo, hi], no win", d, c.Beats)
 			}
-		case StrategyMomentum:
+		case walkforward.StrategyMomentum:
 			if !(d.Lo > 0) || !c.Beats {
 				t.Errorf("against itself less 0.1 %% a day: %+v, beats %v; want an interval above 0", d, c.Beats)
 			}
@@ -364,9 +365,9 @@ func TestSummaryBaselineLikeTheAgentDiffersByNothing(t *testing.T) {
 // takes window 1's returns.
 func TestSummaryOverlappingBlocksTakeTheLatestWindow(t *testing.T) {
 	w0, w1 := noise(12, 20, 0, 0.01), noise(13, 20, 0, 0.01)
-	res := []Result{
-		row(0, "A", StrategyAgent, 1, true, 0, w0), row(1, "A", StrategyAgent, 1, true, 10, w1),
-		row(0, "A", StrategyBuyAndHold, 0, true, 0, w0), row(1, "A", StrategyBuyAndHold, 0, true, 10, w1),
+	res := []walkforward.Result{
+		row(0, "A", walkforward.StrategyAgent, 1, true, 0, w0), row(1, "A", walkforward.StrategyAgent, 1, true, 10, w1),
+		row(0, "A", walkforward.StrategyBuyAndHold, 0, true, 0, w0), row(1, "A", walkforward.StrategyBuyAndHold, 0, true, 10, w1),
 	}
 	s, err := Summarize(res, SummaryOptions{Trials: 1, Weights: WeightsEqual})
 	if err != nil {
@@ -384,9 +385,9 @@ func TestSummaryOverlappingBlocksTakeTheLatestWindow(t *testing.T) {
 func TestSummaryPerYearSplitsTheCalendar(t *testing.T) {
 	from := int(int32(time.Date(2015, 12, 12, 0, 0, 0, 0, time.UTC).Unix()/86400) - day0)
 	a := noise(14, 40, 0.001, 0.01)
-	res := []Result{
-		row(0, "A", StrategyAgent, 1, true, from, a),
-		row(0, "A", StrategyBuyAndHold, 0, true, from, noise(15, 40, 0, 0.01)),
+	res := []walkforward.Result{
+		row(0, "A", walkforward.StrategyAgent, 1, true, from, a),
+		row(0, "A", walkforward.StrategyBuyAndHold, 0, true, from, noise(15, 40, 0, 0.01)),
 	}
 	s, err := Summarize(res, SummaryOptions{Trials: 1, Weights: WeightsEqual})
 	if err != nil {
@@ -400,20 +401,20 @@ func TestSummaryPerYearSplitsTheCalendar(t *testing.T) {
 }
 
 func TestSummarizeRejectsBadInput(t *testing.T) {
-	ok := row(0, "A", StrategyAgent, 1, true, 0, noise(16, 20, 0, 0.01))
+	ok := row(0, "A", walkforward.StrategyAgent, 1, true, 0, noise(16, 20, 0, 0.01))
 	short := ok
 	short.Returns = short.Returns[:5]
 	cases := []struct {
 		name  string
-		res   []Result
+		res   []walkforward.Result
 		opt   SummaryOptions
 		parts []string
 	}{
-		{"trials", []Result{ok}, SummaryOptions{}, []string{"trials 0"}},
-		{"weights", []Result{ok}, SummaryOptions{Trials: 1, Weights: "risk"}, []string{`weights "risk"`}},
-		{"lengths", []Result{ok, short}, SummaryOptions{Trials: 1}, []string{"result 1", "window 0, A, agent seed 1", "20 days and 5 returns"}},
-		{"twice", []Result{ok, ok}, SummaryOptions{Trials: 1, Weights: WeightsEqual}, []string{"two results for window 0 on A"}},
-		{"no buy-and-hold", []Result{ok}, SummaryOptions{Trials: 1}, []string{"A has no buy_and_hold results", "weights equal"}},
+		{"trials", []walkforward.Result{ok}, SummaryOptions{}, []string{"trials 0"}},
+		{"weights", []walkforward.Result{ok}, SummaryOptions{Trials: 1, Weights: "risk"}, []string{`weights "risk"`}},
+		{"lengths", []walkforward.Result{ok, short}, SummaryOptions{Trials: 1}, []string{"result 1", "window 0, A, agent seed 1", "20 days and 5 returns"}},
+		{"twice", []walkforward.Result{ok, ok}, SummaryOptions{Trials: 1, Weights: WeightsEqual}, []string{"two results for window 0 on A"}},
+		{"no buy-and-hold", []walkforward.Result{ok}, SummaryOptions{Trials: 1}, []string{"A has no buy_and_hold results", "weights equal"}},
 		{"none", nil, SummaryOptions{Trials: 1}, []string{"no results"}},
 	}
 	for _, c := range cases {
@@ -437,9 +438,9 @@ func TestSummarizeRejectsBadInput(t *testing.T) {
 // portfolio.
 func TestSummaryShorterThanTheWarmupHasEqualWeights(t *testing.T) {
 	a, b := noise(17, 15, 0.001, 0.01), noise(18, 15, 0, 0.01)
-	res := []Result{
-		row(0, "A", StrategyAgent, 1, true, 0, a), row(0, "B", StrategyAgent, 1, true, 0, b),
-		row(0, "A", StrategyBuyAndHold, 0, true, 0, b), row(0, "B", StrategyBuyAndHold, 0, true, 0, a),
+	res := []walkforward.Result{
+		row(0, "A", walkforward.StrategyAgent, 1, true, 0, a), row(0, "B", walkforward.StrategyAgent, 1, true, 0, b),
+		row(0, "A", walkforward.StrategyBuyAndHold, 0, true, 0, b), row(0, "B", walkforward.StrategyBuyAndHold, 0, true, 0, a),
 	}
 	s, err := Summarize(res, SummaryOptions{Trials: 1})
 	if err != nil {

@@ -1,11 +1,10 @@
-package activities_test
+package walkforward_test
 
 import (
 	"encoding/json"
 	"slices"
 	"testing"
 
-	"github.com/dqnflow/dqnflow/activities"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/walkforward"
@@ -21,15 +20,15 @@ func TestStudyDiffNamesTheSettingsThatDiffer(t *testing.T) {
 		Layout: walkforward.DefaultLayout(), Seeds: []uint64{1, 2}, LeaveOut: []string{"B"}, Gate: walkforward.GateWindow, Trials: walkforward.Trials{Prior: 3}}
 	rec := func(o walkforward.Output) []string {
 		t.Helper()
-		a, err := activities.WalkForwardRecord("s", base)
+		a, err := walkforward.StudyRecord("s", base)
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := activities.WalkForwardRecord("s", o)
+		b, err := walkforward.StudyRecord("s", o)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return activities.StudyDiff(a, b)
+		return walkforward.StudyDiff(a, b)
 	}
 	same := base
 	same.Notes, same.Seconds, same.Device = []string{"ran"}, 12, "cuda:0"
@@ -59,7 +58,7 @@ func TestStudyDiffNamesTheSettingsThatDiffer(t *testing.T) {
 	}
 
 	// The same config with its JSON keys in another order.
-	a, _ := activities.WalkForwardRecord("s", base)
+	a, _ := walkforward.StudyRecord("s", base)
 	var m map[string]any
 	if err := json.Unmarshal(a.Config, &m); err != nil {
 		t.Fatal(err)
@@ -67,11 +66,11 @@ func TestStudyDiffNamesTheSettingsThatDiffer(t *testing.T) {
 	b := a
 	b.Config, _ = json.MarshalIndent(m, "", " ") // sorted keys, other spacing
 	b.LeaveOut = append([]string{}, a.LeaveOut...)
-	if d := activities.StudyDiff(a, b); len(d) != 0 {
+	if d := walkforward.StudyDiff(a, b); len(d) != 0 {
 		t.Errorf("the same config in other JSON: %v", d)
 	}
 	a.LeaveOut, b.LeaveOut = nil, []string{}
-	if d := activities.StudyDiff(a, b); len(d) != 0 {
+	if d := walkforward.StudyDiff(a, b); len(d) != 0 {
 		t.Errorf("an empty and a missing leave_out: %v", d)
 	}
 }

@@ -1,9 +1,10 @@
-package walkforward
+package summary
 
 import (
 	"testing"
 
 	"github.com/dqnflow/dqnflow/stats"
+	"github.com/dqnflow/dqnflow/walkforward"
 )
 
 // TestGroupPortfoliosAreWhatTheMeasuresMeasure: with equal weights the
@@ -15,13 +16,13 @@ import (
 func TestGroupPortfoliosAreWhatTheMeasuresMeasure(t *testing.T) {
 	a1, a2, b := noise(1, 30, 0.001, 0.01), noise(2, 30, 0.002, 0.01), noise(3, 30, 0.0005, 0.02)
 	ha, hb := noise(4, 30, 0, 0.01), noise(5, 30, 0, 0.01)
-	res := []Result{
-		row(0, "A", StrategyAgent, 1, true, 0, a1),
-		row(0, "A", StrategyAgent, 2, true, 0, a2),
-		row(0, "B", StrategyAgent, 1, true, 0, b),
-		row(0, "B", StrategyAgent, 2, true, 0, b),
-		row(0, "A", StrategyBuyAndHold, 0, true, 0, ha),
-		row(0, "B", StrategyBuyAndHold, 0, true, 0, hb),
+	res := []walkforward.Result{
+		row(0, "A", walkforward.StrategyAgent, 1, true, 0, a1),
+		row(0, "A", walkforward.StrategyAgent, 2, true, 0, a2),
+		row(0, "B", walkforward.StrategyAgent, 1, true, 0, b),
+		row(0, "B", walkforward.StrategyAgent, 2, true, 0, b),
+		row(0, "A", walkforward.StrategyBuyAndHold, 0, true, 0, ha),
+		row(0, "B", walkforward.StrategyBuyAndHold, 0, true, 0, hb),
 	}
 	s, err := Summarize(res, SummaryOptions{Trials: 1, Weights: WeightsEqual})
 	if err != nil {
@@ -29,7 +30,7 @@ func TestGroupPortfoliosAreWhatTheMeasuresMeasure(t *testing.T) {
 	}
 	g := group(t, s, GroupTraining)
 	ps := g.Portfolios()
-	if len(ps) != 2 || ps[0].Strategy != StrategyAgent || ps[1].Strategy != StrategyBuyAndHold {
+	if len(ps) != 2 || ps[0].Strategy != walkforward.StrategyAgent || ps[1].Strategy != walkforward.StrategyBuyAndHold {
 		t.Fatalf("portfolios %+v: want the agent's, then buy-and-hold's", ps)
 	}
 	for i, want := range [][]float64{make([]float64, 30), make([]float64, 30)} {

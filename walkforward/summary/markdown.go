@@ -1,10 +1,11 @@
-package walkforward
+package summary
 
 import (
 	"fmt"
 	"strings"
 
 	"github.com/dqnflow/dqnflow/stats"
+	"github.com/dqnflow/dqnflow/walkforward"
 )
 
 // groupTitle is how the report names a group.
@@ -20,7 +21,7 @@ func (s Summary) Headline() string {
 		fmt.Fprintf(&b, "%s (%d series, %s to %s): agent portfolio (mean of %d seeds) Sharpe %s (%s), t %.2f, DSR %s (%d trials)",
 			strings.ReplaceAll(g.Name, "_", "-"), len(g.Series), g.From, g.To, len(g.Seeds), ivText(a.Sharpe), levelText(a.Sharpe), a.T, probText(a.DSR), s.Options.Trials)
 		for _, c := range g.VsBaselines {
-			if c.Baseline == StrategyBuyAndHold || c.Baseline == StrategyMomentum {
+			if c.Baseline == walkforward.StrategyBuyAndHold || c.Baseline == walkforward.StrategyMomentum {
 				fmt.Fprintf(&b, "; vs %s %s", c.Baseline, diffText(c.SharpeDiff))
 			}
 		}

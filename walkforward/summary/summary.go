@@ -1,4 +1,4 @@
-package walkforward
+package summary
 
 import (
 	"cmp"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/stats"
+	"github.com/dqnflow/dqnflow/walkforward"
 )
 
 // Weights of the summary's portfolio across series (SummaryOptions.Weights).
@@ -229,7 +230,7 @@ type Wins struct {
 
 // baselineOrder is the order baselines are reported in; others follow by
 // name.
-var baselineOrder = []string{StrategyFlat, StrategyBuyAndHold, StrategyMomentum, StrategyBestRule}
+var baselineOrder = []string{walkforward.StrategyFlat, walkforward.StrategyBuyAndHold, walkforward.StrategyMomentum, walkforward.StrategyBestRule}
 
 // Summarize measures a study's results (Output.Results): per group of
 // series (GroupTraining, and GroupLeftOut when some series were left
@@ -242,7 +243,7 @@ var baselineOrder = []string{StrategyFlat, StrategyBuyAndHold, StrategyMomentum,
 // than Test), a series' day is taken from the latest window that tests
 // it, the model a deployment would be trading then. Every error names
 // the row (its index, window, series and strategy) or the option.
-func Summarize(res []Result, opt SummaryOptions) (Summary, error) {
+func Summarize(res []walkforward.Result, opt SummaryOptions) (Summary, error) {
 	opt, rule, err := opt.resolve()
 	if err != nil {
 		return Summary{}, err
@@ -270,7 +271,7 @@ func Summarize(res []Result, opt SummaryOptions) (Summary, error) {
 		name string
 		in   bool
 	}{{GroupTraining, true}, {GroupLeftOut, false}} {
-		var rows []Result
+		var rows []walkforward.Result
 		for _, r := range res {
 			if r.InTraining == g.in {
 				rows = append(rows, r)
@@ -326,7 +327,7 @@ func (opt SummaryOptions) resolve() (SummaryOptions, string, error) {
 }
 
 // checkRow says what in row i makes it unusable.
-func checkRow(i int, r Result) error {
+func checkRow(i int, r walkforward.Result) error {
 	at := fmt.Sprintf("summarize: result %d (window %d, %s, %s seed %d)", i, r.Window, r.Series, r.Strategy, r.Seed)
 	switch {
 	case r.Series == "" || r.Strategy == "":
@@ -348,17 +349,17 @@ func checkRow(i int, r Result) error {
 }
 
 // countRows counts rows by kind, seeds, windows and series.
-func countRows(rows []Result) Counts {
+func countRows(rows []walkforward.Result) Counts {
 	c := Counts{Results: len(rows)}
 	seeds, windows, series := map[uint64]bool{}, map[int]bool{}, map[string]bool{}
 	for _, r := range rows {
 		windows[r.Window], series[r.Series] = true, true
-		if r.Strategy != StrategyAgent {
+		if r.Strategy != walkforward.StrategyAgent {
 			c.BaselineRuns++
 			continue
 		}
 		c.AgentRuns++
-		if r.Detail == DetailAbstained {
+		if r.Detail == walkforward.DetailAbstained {
 			c.Abstained++
 		}
 		if !seeds[r.Seed] {
@@ -374,7 +375,7 @@ func countRows(rows []Result) Counts {
 // measure is the figures of portfolio returns r (annualised with dpy) of
 // strategy (seed) whose rows are rows; deflate adds the deflated Sharpe
 // ratio.
-func (g *grouper) measure(strategy string, seed uint64, r []float64, rows []Result, deflate bool) Measure {
+func (g *grouper) measure(strategy string, seed uint64, r []float64, rows []walkforward.Result, deflate bool) Measure {
 	m := Measure{Strategy: strategy, Seed: seed, Days: len(r), Sharpe: g.sharpe(r, g.dpy)}
 	if e, err := stats.EstimateSharpe(r); err == nil {
 		m.T = e.TStat()
@@ -402,7 +403,7 @@ func (g *grouper) measure(strategy string, seed uint64, r []float64, rows []Resu
 	var years float64
 	for _, row := range rows {
 		m.Runs++
-		if row.Detail == DetailAbstained {
+		if row.Detail == walkforward.DetailAbstained {
 			m.Abstained++
 		}
 		if row.DaysPerYear > 0 {
