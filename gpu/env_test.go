@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/dqnflow/dqnflow/gpu/devenv"
+	"github.com/dqnflow/dqnflow/gpu/internal/gputest"
+	"github.com/dqnflow/dqnflow/gpu/step"
 	"maps"
 	"math"
 	"math/rand/v2"
@@ -25,7 +28,7 @@ import (
 // deviceTrainer builds a CUDA trainer for cfg on ds, or skips without a GPU.
 func deviceTrainer(t *testing.T, cfg config.RunConfig, ds *market.Dataset) *Trainer {
 	t.Helper()
-	b := testBackend(t, testTuning(t))
+	b := testBackend(t, gputest.Tuning(t))
 	cfg.Device = "cuda"
 	tr, err := b.New(context.Background(), cfg, ds, nil)
 	if err != nil {
@@ -52,7 +55,7 @@ func realConfig(envs int) config.RunConfig {
 // scripted is the action of env i at step s: a hash, so that every
 // direction, size and exit rule, reversals, adds and stop changes occur.
 func scripted(s, i int) market.Action {
-	h := mix64(uint64(s)<<32 ^ uint64(i))
+	h := devenv.Mix64(uint64(s)<<32 ^ uint64(i))
 	return market.Action{Dir: int(h % 3), Size: int(h >> 8 % 4), Exit: int(h >> 16 % 3)}
 }
 
@@ -120,14 +123,14 @@ func TestDevicePanelEnvironmentMatchesMarket(t *testing.T) {
 		t.Fatal(err)
 	}
 	segs := panel.Segments
-	deviceEnvironmentMatchesMarket(t, cfg, panel, func(c *cuda.Ctx, d *devCollector, steps int) error {
-		st, err := d.env.state(c)
+	deviceEnvironmentMatchesMarket(t, cfg, panel, func(c *cuda.Ctx, d *devenv.Collector, steps int) error {
+		st, err := d.Env.State(c)
 		if err != nil {
 			return err
 		}
-		key := streamKey(cfg.Seed, rollout.StreamEnv)
+		key := devenv.StreamKey(cfg.Seed, rollout.StreamEnv)
 		cum := market.SegmentCumulative(segs)
-		l := d.env.windowLen
+		l := d.Env.WindowLen
 		drawn := make([]int, len(segs))
 		for i := range envs {
 			want := hostPanelStart(key, int64(steps), i, envs, segs, cum, l)
@@ -156,7 +159,7 @@ func TestDevicePanelEnvironmentMatchesMarket(t *testing.T) {
 // uniform01(key, c, i).
 func hostPanelStart(key uint64, c int64, i, n int, segs []market.Segment, cum []float64, l int) int {
 	uniform01 := func(k int) float64 {
-		x := mix64(key ^ mix64(uint64(c)*0x9e3779b97f4a7c15+uint64(k)))
+		x := devenv.Mix64(key ^ devenv.Mix64(uint64(c)*0x9e3779b97f4a7c15+uint64(k)))
 		return float64(x>>11) * (1.0 / 9007199254740992.0)
 	}
 	from, to := segs[0].From, segs[len(segs)-1].To
@@ -194,7 +197,7 @@ func withBarSlip(ds *market.Dataset) *market.Dataset {
 	in := ds.Instrument
 	out.Slip = make([]float64, ds.Bars.Len())
 	for t, o := range ds.Bars.Open {
-		u := float64(mix64(uint64(t))>>11) / (1 << 53)
+		u := float64(devenv.Mix64(uint64(t))>>11) / (1 << 53)
 		out.Slip[t] = (in.SlippageTicks*in.TickSize + in.SlippageBps*1e-4*math.Abs(o)) * (0.5 + u)
 	}
 	return &out
@@ -204,7 +207,7 @@ func withBarSlip(ds *market.Dataset) *market.Dataset {
 // in cfg.Env.NumEnvs environments on ds on both sides and compares them;
 // after, when not nil, then runs on the device thread with the collector
 // and the episode's step count.
-func deviceEnvironmentMatchesMarket(t *testing.T, cfg config.RunConfig, ds *market.Dataset, after func(c *cuda.Ctx, d *devCollector, steps int) error) {
+func deviceEnvironmentMatchesMarket(t *testing.T, cfg config.RunConfig, ds *market.Dataset, after func(c *cuda.Ctx, d *devenv.Collector, steps int) error) {
 	envs := cfg.Env.NumEnvs
 	tr := deviceTrainer(t, cfg, ds)
 	ctx := context.Background()
@@ -247,10 +250,10 @@ func deviceEnvironmentMatchesMarket(t *testing.T, cfg config.RunConfig, ds *mark
 	// The device thread runs this function: failures return errors (a
 	// t.Fatal there would end the device's goroutine).
 	err = tr.do(func(c *cuda.Ctx) error {
-		if err := d.load(c, l, &checkpoint.Checkpoint{Tensors: ts}); err != nil {
+		if err := d.Load(c, l, &checkpoint.Checkpoint{Tensors: ts}); err != nil {
 			return err
 		}
-		if err := d.begin(c, l.replay); err != nil {
+		if err := d.Begin(c, l.Replay); err != nil {
 			return err
 		}
 		acts := make([]market.Action, envs)
@@ -270,11 +273,11 @@ func deviceEnvironmentMatchesMarket(t *testing.T, cfg config.RunConfig, ds *mark
 			}, buf); err != nil {
 				return err
 			}
-			if err := d.stepGiven(c, l, given); err != nil {
+			if err := d.StepGiven(c, l, given); err != nil {
 				return err
 			}
 			var err error
-			if devRes, took, err = d.stepResult(c); err != nil {
+			if devRes, took, err = d.StepResult(c); err != nil {
 				return err
 			}
 			for i := range envs {
@@ -289,13 +292,13 @@ func deviceEnvironmentMatchesMarket(t *testing.T, cfg config.RunConfig, ds *mark
 				equityCPU[i] += res.PnL[i]
 				equityDev[i] += devRes.PnL[i]
 				maxEquity = math.Max(maxEquity, relErr(ds.Instrument.InitialCapital+equityDev[i], ds.Instrument.InitialCapital+equityCPU[i]))
-				for k := range agentW {
-					j := i*agentW + k
+				for k := range step.AgentW {
+					j := i*step.AgentW + k
 					maxAgent = math.Max(maxAgent, relErr(float64(devRes.NextAgent[j]), float64(res.NextAgent[j])))
 				}
 			}
 		}
-		if _, err := d.finish(c, l, steps); err != nil {
+		if _, err := d.Finish(c, l, steps); err != nil {
 			return err
 		}
 		if after != nil {
@@ -320,7 +323,7 @@ func deviceEnvironmentMatchesMarket(t *testing.T, cfg config.RunConfig, ds *mark
 	var got replay.Storage
 	if err := tr.do(func(c *cuda.Ctx) error {
 		var err error
-		got, err = l.replay.storage(c, l)
+		got, err = l.Replay.Storage(c, l)
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -347,8 +350,8 @@ func deviceEnvironmentMatchesMarket(t *testing.T, cfg config.RunConfig, ds *mark
 func transitionAt(s replay.Storage, i int) replay.Transition {
 	tr := replay.Transition{Bar: s.Bar[i], Return: s.Return[i], Discount: s.Discount[i], NextBar: s.NextBar[i],
 		Action: [3]int32{s.Action[3*i], s.Action[3*i+1], s.Action[3*i+2]}}
-	copy(tr.Agent[:], s.Agent[i*agentW:(i+1)*agentW])
-	copy(tr.NextAgent[:], s.NextAgent[i*agentW:(i+1)*agentW])
+	copy(tr.Agent[:], s.Agent[i*step.AgentW:(i+1)*step.AgentW])
+	copy(tr.NextAgent[:], s.NextAgent[i*step.AgentW:(i+1)*step.AgentW])
 	return tr
 }
 
@@ -361,7 +364,7 @@ func transitionAt(s replay.Storage, i int) replay.Transition {
 // how far the other's advantage over flat is from the greedy margin
 // (model.Greedy).
 type judge struct {
-	rec    recordedPolicy
+	rec    devenv.RecordedPolicy
 	ref    rollout.Greedy
 	q      func(obs []float32, dst []float32) error // nil: no gaps
 	margin float32
@@ -463,11 +466,11 @@ func TestDeviceBacktestMatchesHost(t *testing.T) {
 				c := cfg
 				c.Env.FlatMargin = margin
 				t.Run(fmt.Sprintf("flat_margin=%.4g", margin), func(t *testing.T) {
-					tr.l.margin = c.GreedyMargin() // the margin the trainer of config c would have
+					tr.l.Margin = c.GreedyMargin() // the margin the trainer of config c would have
 					compareBacktests(t, tr, ds, ds.Valid, withConfig(t, ck, c), c.GreedyMargin())
 				})
 			}
-			tr.l.margin = cfg.GreedyMargin()
+			tr.l.Margin = cfg.GreedyMargin()
 		})
 	}
 }
@@ -516,9 +519,9 @@ func withConfig(t *testing.T, ck *checkpoint.Checkpoint, cfg config.RunConfig) *
 // greedy margin: tr's device backtest of bars r against the host
 // environment driven by tr's network and by the CPU policy of ck.
 func compareBacktests(t *testing.T, tr *Trainer, ds *market.Dataset, r market.Range, ck *checkpoint.Checkpoint, margin float32) {
-	defer func(k bool) { tr.bt.kernel = k }(tr.bt.kernel)
+	defer func(k bool) { tr.bt.Kernel = k }(tr.bt.Kernel)
 	for _, kernel := range []bool{false, true} {
-		tr.bt.kernel = kernel
+		tr.bt.Kernel = kernel
 		compareBacktest(t, tr, ds, r, ck, margin)
 	}
 }
@@ -532,8 +535,8 @@ func compareBacktest(t *testing.T, tr *Trainer, ds *market.Dataset, r market.Ran
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !tr.bt.kernel {
-		st := tr.bt.lastStats
+	if !tr.bt.Kernel {
+		st := tr.bt.LastStats
 		precision += " batched"
 		t.Logf("%s: %d decisions from %d rows in %d calls", precision, st.Decisions, st.Evaluated, st.Rounds)
 		if st.Decisions != len(st.Actions) || st.Rounds < 1 || st.Rounds > st.Decisions {
@@ -546,24 +549,24 @@ func compareBacktest(t *testing.T, tr *Trainer, ds *market.Dataset, r market.Ran
 		judgeBacktest(t, tr, ds, r, ck, margin, dev, acts, precision)
 		return
 	}
-	devActs := append([]int32(nil), tr.bt.hostAct[:3*tr.bt.lastBars]...)
-	decisions, usedCluster := tr.bt.lastBars, tr.bt.cluster
+	devActs := append([]int32(nil), tr.bt.HostAct[:3*tr.bt.LastBars]...)
+	decisions, usedCluster := tr.bt.LastBars, tr.bt.Cluster
 	var maxEq float64
 	for i, e := range dev.Equity {
-		maxEq = math.Max(maxEq, relErr(tr.bt.lastEq[i], e))
+		maxEq = math.Max(maxEq, relErr(tr.bt.LastEq[i], e))
 	}
 	if usedCluster {
 		// The one-block kernel computes every row as the cluster's
 		// blocks do: the same actions and the same report.
-		tr.bt.oneBlock = true
+		tr.bt.OneBlock = true
 		one, err := tr.Backtest(ctx, ds, r)
-		tr.bt.oneBlock = false
+		tr.bt.OneBlock = false
 		if err != nil {
 			t.Fatal(err)
 		}
-		same := tr.bt.lastBars == len(devActs)/3
+		same := tr.bt.LastBars == len(devActs)/3
 		for i := 0; same && i < len(devActs); i++ {
-			same = tr.bt.hostAct[i] == devActs[i]
+			same = tr.bt.HostAct[i] == devActs[i]
 		}
 		if w, f := metricsErr(one.Metrics, dev.Metrics); !same || w != 0 {
 			t.Errorf("bt_run and bt_run_cluster differ: same actions %v, metrics %g (%s)", same, w, f)
@@ -595,11 +598,11 @@ func judgeBacktest(t *testing.T, tr *Trainer, ds *market.Dataset, r market.Range
 		{"the CPU policy (" + pol.Precision() + ")", pol.Greedy, func(obs []float32, dst []float32) error { return pol.QValues(obs, 1, dst) }},
 	} {
 		var refRep, judged sim.Report
-		j := &judge{rec: recordedPolicy{from: r.From, acts: devActs}, q: ref.q, margin: margin, first: -1}
+		j := &judge{rec: devenv.RecordedPolicy{From: r.From, Acts: devActs}, q: ref.q, margin: margin, first: -1}
 		err := tr.do(func(c *cuda.Ctx) error {
 			g := ref.g
 			if g == nil {
-				g = func(obs []float32, rows int, dst []market.Action) error { return tr.l.greedy(c, obs, rows, dst) }
+				g = func(obs []float32, rows int, dst []market.Action) error { return tr.l.Greedy(c, obs, rows, dst) }
 			}
 			j.ref = g
 			var err error
@@ -613,7 +616,7 @@ func judgeBacktest(t *testing.T, tr *Trainer, ds *market.Dataset, r market.Range
 			err = j.err
 		}
 		if err == nil {
-			err = j.rec.err
+			err = j.rec.Err
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -671,15 +674,15 @@ func TestCollectorThroughput(t *testing.T) {
 		}
 		tr := deviceTrainer(t, cfg, ds)
 		const steps = 256
-		before := tr.l.replay.size
+		before := tr.l.Replay.Size
 		got, err := tr.TimeCollect(context.Background(), steps)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("collector, %d envs, bf16-mixed: %.1f M env steps/s wall, %.1f M on the device (target ≥ 50 M)",
 			envs, got.EnvStepsPerS/1e6, got.DeviceEnvStepsPerS/1e6)
-		if tr.l.replay.size <= before {
-			t.Errorf("replay size %d after %d steps of %d envs, was %d", tr.l.replay.size, steps+1, envs, before)
+		if tr.l.Replay.Size <= before {
+			t.Errorf("replay size %d after %d steps of %d envs, was %d", tr.l.Replay.Size, steps+1, envs, before)
 		}
 		// Where a collector step's time goes, launch by launch (last:
 		// the profile's launches change the collector's state).

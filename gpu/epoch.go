@@ -3,42 +3,11 @@ package gpu
 import (
 	"context"
 	"fmt"
+	"github.com/dqnflow/dqnflow/gpu/device"
 	"time"
 
 	"github.com/dqnflow/dqnflow/gpu/cuda"
 )
-
-// deviceClock measures the device time of the trainer's phases with CUDA
-// events recorded on the learner's stream around each phase's device work
-// (the collector's graph replays, the backtest kernel), so host work in a
-// phase (booking the backtest report, reading counters) is not counted.
-// A nil clock records nothing.
-type deviceClock struct {
-	a, b cuda.Event
-	ms   map[string]float64
-}
-
-func (k *deviceClock) begin(c *cuda.Ctx, s cuda.Stream) error {
-	if k == nil {
-		return nil
-	}
-	return c.Record(k.a, s)
-}
-
-func (k *deviceClock) end(c *cuda.Ctx, s cuda.Stream, phase string) error {
-	if k == nil {
-		return nil
-	}
-	if err := c.Record(k.b, s); err != nil {
-		return err
-	}
-	if err := c.EventSync(k.b); err != nil {
-		return err
-	}
-	ms, err := c.Elapsed(k.a, k.b)
-	k.ms[phase] += float64(ms)
-	return err
-}
 
 // EpochTiming is the mean time of one epoch and of each of its phases,
 // wall and device, over the timed epochs.
@@ -89,37 +58,26 @@ func (t *Trainer) TimeEpochs(ctx context.Context, epochs int) (EpochTiming, erro
 	if err := t.usable(); err != nil {
 		return out, err
 	}
-	clock := &deviceClock{ms: map[string]float64{}}
-	err := t.do(func(c *cuda.Ctx) error {
-		var err error
-		if clock.a, err = c.NewEvent(); err != nil {
-			return err
-		}
-		clock.b, err = c.NewEvent()
-		return err
-	})
+	clock, err := t.newClock()
 	if err != nil {
 		return out, err
 	}
-	defer t.do(func(c *cuda.Ctx) error {
-		_ = c.DestroyEvent(clock.a)
-		return c.DestroyEvent(clock.b)
-	})
+	defer t.do(clock.Destroy)
 	wall := map[string]float64{}
 	// around times a whole call on the device (train, sync).
 	around := func(phase string, f func() error) error {
-		if err := t.do(func(c *cuda.Ctx) error { return clock.begin(c, t.l.stream) }); err != nil {
+		if err := t.do(func(c *cuda.Ctx) error { return clock.Begin(c, t.l.Stream) }); err != nil {
 			return err
 		}
 		if err := f(); err != nil {
 			return err
 		}
-		return t.do(func(c *cuda.Ctx) error { return clock.end(c, t.l.stream, phase) })
+		return t.do(func(c *cuda.Ctx) error { return clock.End(c, t.l.Stream, phase) })
 	}
 	for e := 0; e <= epochs; e++ {
 		timed := e > 0
 		if timed {
-			t.col.clock, t.bt.clock = clock, clock
+			t.col.Clock, t.bt.Clock = clock, clock
 		}
 		phases := []struct {
 			name string
@@ -144,13 +102,13 @@ func (t *Trainer) TimeEpochs(ctx context.Context, epochs int) (EpochTiming, erro
 		for _, p := range phases {
 			t0 := time.Now()
 			if err := p.f(); err != nil {
-				t.col.clock, t.bt.clock = nil, nil
+				t.col.Clock, t.bt.Clock = nil, nil
 				return out, fmt.Errorf("time epochs: %s: %w", p.name, err)
 			}
 			if timed {
 				wall[p.name] += float64(time.Since(t0).Microseconds()) / 1000
-				if p.name == "backtest" && !t.bt.kernel {
-					st := t.bt.lastStats
+				if p.name == "backtest" && !t.bt.Kernel {
+					st := t.bt.LastStats
 					out.BacktestCalls += float64(st.Rounds) / float64(epochs)
 					out.BacktestRows += float64(st.Evaluated) / float64(epochs)
 					out.BacktestCallsMax = max(out.BacktestCallsMax, st.Rounds)
@@ -158,15 +116,15 @@ func (t *Trainer) TimeEpochs(ctx context.Context, epochs int) (EpochTiming, erro
 			}
 		}
 	}
-	t.col.clock, t.bt.clock = nil, nil
+	t.col.Clock, t.bt.Clock = nil, nil
 	out.BacktestMode = "batch"
-	if t.bt.kernel {
+	if t.bt.Kernel {
 		out.BacktestMode = "kernel"
 	}
 	n := float64(epochs)
 	out.CollectMs, out.TrainMs, out.SyncMs, out.BacktestMs = wall["collect"]/n, wall["train"]/n, wall["sync"]/n, wall["backtest"]/n
-	out.CollectDeviceMs, out.TrainDeviceMs = clock.ms["collect"]/n, clock.ms["train"]/n
-	out.SyncDeviceMs, out.BacktestDeviceMs = clock.ms["sync"]/n, clock.ms["backtest"]/n
+	out.CollectDeviceMs, out.TrainDeviceMs = clock.Ms("collect")/n, clock.Ms("train")/n
+	out.SyncDeviceMs, out.BacktestDeviceMs = clock.Ms("sync")/n, clock.Ms("backtest")/n
 	out.EpochMs = out.CollectMs + out.TrainMs + out.SyncMs + out.BacktestMs
 	if out.EpochMs > 0 {
 		out.BusyFraction = (out.CollectDeviceMs + out.TrainDeviceMs + out.SyncDeviceMs + out.BacktestDeviceMs) / out.EpochMs
@@ -196,34 +154,34 @@ func (t *Trainer) TimeCollect(ctx context.Context, steps int) (CollectThroughput
 	if _, err := t.Collect(ctx, 1); err != nil {
 		return out, err
 	}
-	clock := &deviceClock{ms: map[string]float64{}}
-	err := t.do(func(c *cuda.Ctx) error {
-		var err error
-		if clock.a, err = c.NewEvent(); err != nil {
-			return err
-		}
-		clock.b, err = c.NewEvent()
-		return err
-	})
+	clock, err := t.newClock()
 	if err != nil {
 		return out, err
 	}
-	defer t.do(func(c *cuda.Ctx) error {
-		_ = c.DestroyEvent(clock.a)
-		return c.DestroyEvent(clock.b)
-	})
-	t.col.clock = clock
+	defer t.do(clock.Destroy)
+	t.col.Clock = clock
 	t0 := time.Now()
 	_, err = t.Collect(ctx, steps)
 	sec := time.Since(t0).Seconds()
-	t.col.clock = nil
+	t.col.Clock = nil
 	if err != nil {
 		return out, err
 	}
 	envSteps := float64(steps * t.cfg.Env.NumEnvs)
 	out.EnvStepsPerS = envSteps / sec
-	if ms := clock.ms["collect"]; ms > 0 {
+	if ms := clock.Ms("collect"); ms > 0 {
 		out.DeviceEnvStepsPerS = envSteps / (ms / 1000)
 	}
 	return out, nil
+}
+
+// newClock is a device clock on the trainer's device (device.Clock).
+func (t *Trainer) newClock() (*device.Clock, error) {
+	var clock *device.Clock
+	err := t.do(func(c *cuda.Ctx) error {
+		var err error
+		clock, err = device.NewClock(c)
+		return err
+	})
+	return clock, err
 }

@@ -3,6 +3,7 @@ package gpu_test
 import (
 	"context"
 	"errors"
+	"github.com/dqnflow/dqnflow/gpu/internal/gputest"
 	"strings"
 	"testing"
 
@@ -27,7 +28,7 @@ func backend(t *testing.T) *gpu.Backend {
 	}
 	b, err := gpu.NewBackend(0, tu)
 	if err != nil {
-		gpu.SkipWithoutGPU(t, err)
+		gputest.SkipWithoutGPU(t, err)
 	}
 	return b
 }
@@ -97,16 +98,23 @@ func TestMatchesCPUReference(t *testing.T) {
 	}
 }
 
+// prepared is cfg's dataset (market.Prepare), or a fatal error.
+func prepared(t *testing.T, cfg config.RunConfig) *market.Dataset {
+	t.Helper()
+	ds, err := market.Prepare(context.Background(), prices.Source{}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ds
+}
+
 // TestCheckpointsMoveBetweenBackends trains an epoch on the GPU, restores
 // its checkpoint on the CPU backend and goes on there, and the reverse.
 func TestCheckpointsMoveBetweenBackends(t *testing.T) {
 	b := backend(t)
 	cfg := trainertest.SmallConfig()
 	cfg.Device = "cuda"
-	ds, err := market.Prepare(context.Background(), prices.Source{}, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ds := prepared(t, cfg)
 	ctx := context.Background()
 	epoch := func(tr trainer.Trainer) {
 		t.Helper()
@@ -158,10 +166,7 @@ func TestInfoCarriesTheSelfCheck(t *testing.T) {
 	for _, p := range []string{config.PrecisionFP32, config.PrecisionBF16Mixed, config.PrecisionBF16} {
 		cfg := trainertest.SmallConfig()
 		cfg.Device, cfg.Precision = "cuda", p
-		ds, err := market.Prepare(context.Background(), prices.Source{}, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ds := prepared(t, cfg)
 		tr, err := b.New(context.Background(), cfg, ds, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -184,11 +189,8 @@ func TestInfoCarriesTheSelfCheck(t *testing.T) {
 func TestMirroredTrainingIsRefusedNamingTheKey(t *testing.T) {
 	cfg := trainertest.SmallConfig()
 	cfg.Device, cfg.Data.Mirror = "cuda", true
-	ds, err := market.Prepare(context.Background(), prices.Source{}, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = new(gpu.Backend).New(context.Background(), cfg, ds, nil)
+	ds := prepared(t, cfg)
+	_, err := new(gpu.Backend).New(context.Background(), cfg, ds, nil)
 	if !errors.Is(err, trainer.ErrUnsupported) || !strings.Contains(err.Error(), "data.mirror") || !strings.Contains(err.Error(), `"cpu"`) {
 		t.Fatalf("New with data.mirror: %v; want trainer.ErrUnsupported naming data.mirror and the cpu device", err)
 	}

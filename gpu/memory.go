@@ -10,7 +10,7 @@ var _ trainer.MemoryReporter = (*Trainer)(nil)
 // DeviceMemory reports the device's memory in use (all contexts, not only
 // this trainer's) and in all, from cuMemGetInfo on the device's thread.
 func (t *Trainer) DeviceMemory() (used, total uint64, err error) {
-	err = t.b.d.dev.Do(func(c *cuda.Ctx) error {
+	err = t.b.d.Dev.Do(func(c *cuda.Ctx) error {
 		free, all, err := c.MemGetInfo()
 		used, total = all-free, all
 		return err

@@ -4,8 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/dqnflow/dqnflow/market"
-	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/trainer/trainertest"
 )
@@ -17,10 +15,7 @@ func TestDeviceMemoryIsReported(t *testing.T) {
 	b := backend(t)
 	cfg := trainertest.SmallConfig()
 	cfg.Device = "cuda"
-	ds, err := market.Prepare(context.Background(), prices.Source{}, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ds := prepared(t, cfg)
 	tr, err := b.New(context.Background(), cfg, ds, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"fmt"
+	"github.com/dqnflow/dqnflow/gpu/device"
 
 	"github.com/dqnflow/dqnflow/gpu/cuda"
 	"github.com/dqnflow/dqnflow/trainer/model"
@@ -22,12 +23,12 @@ type KernelTime struct {
 // reps graph-captured launches), so the report shows where a step's time
 // goes. The launches change the trainer's state like training does.
 func (t *Trainer) ProfileStep(reps int) ([]KernelTime, error) {
-	return t.profile(reps, func(c *cuda.Ctx) ([]launch, error) {
-		p, err := t.l.plan(c, t.cfg.BatchSize)
+	return t.profile(reps, func(c *cuda.Ctx) ([]device.Launch, error) {
+		p, err := t.l.Plan(c, t.cfg.BatchSize)
 		if err != nil {
 			return nil, err
 		}
-		return t.l.trainLaunches(p), nil
+		return t.l.TrainLaunches(p), nil
 	})
 }
 
@@ -41,20 +42,20 @@ func (t *Trainer) ProfileStep(reps int) ([]KernelTime, error) {
 // grid. The launches change the trainer's state like training does.
 func (t *Trainer) ProfileStepInSitu(reps int) ([]KernelTime, error) {
 	var out []KernelTime
-	err := t.b.d.dev.Do(func(c *cuda.Ctx) error {
-		p, err := t.l.plan(c, t.cfg.BatchSize)
+	err := t.b.d.Dev.Do(func(c *cuda.Ctx) error {
+		p, err := t.l.Plan(c, t.cfg.BatchSize)
 		if err != nil {
 			return err
 		}
-		ls := t.l.trainLaunches(p)
+		ls := t.l.TrainLaunches(p)
 		a, b := t.events[0], t.events[1]
 		prev := 0.0
 		for k := 1; k <= len(ls); k++ {
-			x, err := capture(c, t.l.s.launch.dependent, t.l.stream, ls[:k])
+			x, err := device.Capture(c, t.l.S.Launch.Dependent, t.l.Stream, ls[:k])
 			if err != nil {
 				return fmt.Errorf("profile in situ, first %d launches: %w", k, err)
 			}
-			ms, err := timeReplays(c, t.l.stream, x, a, b, reps)
+			ms, err := timeReplays(c, t.l.Stream, x, a, b, reps)
 			if derr := c.DestroyGraphExec(x); err == nil {
 				err = derr
 			}
@@ -79,24 +80,24 @@ func (t *Trainer) ProfileCollect(reps int) ([]KernelTime, error) {
 	if t.col == nil {
 		return nil, fmt.Errorf("profile collect: the trainer has no device collector")
 	}
-	return t.profile(reps, func(*cuda.Ctx) ([]launch, error) { return t.col.launches(), nil })
+	return t.profile(reps, func(*cuda.Ctx) ([]device.Launch, error) { return t.col.Launches(), nil })
 }
 
 // profile times each launch that launches returns (ProfileStep).
-func (t *Trainer) profile(reps int, launches func(*cuda.Ctx) ([]launch, error)) ([]KernelTime, error) {
+func (t *Trainer) profile(reps int, launches func(*cuda.Ctx) ([]device.Launch, error)) ([]KernelTime, error) {
 	var out []KernelTime
-	err := t.b.d.dev.Do(func(c *cuda.Ctx) error {
+	err := t.b.d.Dev.Do(func(c *cuda.Ctx) error {
 		ls, err := launches(c)
 		if err != nil {
 			return err
 		}
 		a, b := t.events[0], t.events[1]
 		for i, ln := range ls {
-			x, err := captureRepeated(c, t.l.s.launch.dependent, t.l.stream, ln, reps)
+			x, err := captureRepeated(c, t.l.S.Launch.Dependent, t.l.Stream, ln, reps)
 			if err != nil {
-				return fmt.Errorf("profile %s: %w", ln.name, err)
+				return fmt.Errorf("profile %s: %w", ln.Name, err)
 			}
-			ms, err := timeReplays(c, t.l.stream, x, a, b, 1)
+			ms, err := timeReplays(c, t.l.Stream, x, a, b, 1)
 			if derr := c.DestroyGraphExec(x); err == nil {
 				err = derr
 			}
@@ -114,12 +115,12 @@ func (t *Trainer) profile(reps int, launches func(*cuda.Ctx) ([]launch, error)) 
 // fails if a step aborted, which would have made its timings those of
 // kernels that return at once.
 func (t *Trainer) notAborted(c *cuda.Ctx, what string) error {
-	s, err := t.l.readState(c)
+	s, err := t.l.ReadState(c)
 	if err != nil {
 		return err
 	}
-	if s.abort != 0 {
-		return fmt.Errorf("%s: the step aborted (flag %d)", what, s.abort)
+	if s.Abort != 0 {
+		return fmt.Errorf("%s: the step aborted (flag %d)", what, s.Abort)
 	}
 	return nil
 }
@@ -150,19 +151,19 @@ func timeReplays(c *cuda.Ctx, s cuda.Stream, x cuda.GraphExec, a, b cuda.Event, 
 // captureRepeated captures reps launches of ln on stream s as one graph,
 // each a programmatic dependent of the one before when dependent is set,
 // as in the training graph.
-func captureRepeated(c *cuda.Ctx, dependent bool, s cuda.Stream, ln launch, reps int) (cuda.GraphExec, error) {
-	ls := make([]launch, reps)
+func captureRepeated(c *cuda.Ctx, dependent bool, s cuda.Stream, ln device.Launch, reps int) (cuda.GraphExec, error) {
+	ls := make([]device.Launch, reps)
 	for i := range ls {
 		ls[i] = ln
 	}
-	return capture(c, dependent, s, ls)
+	return device.Capture(c, dependent, s, ls)
 }
 
 // kernelTime is the report of launch ln, the index-th of its list, at us
 // microseconds.
-func kernelTime(index int, ln launch, us float64) KernelTime {
-	return KernelTime{Index: index, Name: ln.name, Us: us,
-		Grid: fmt.Sprintf("%dx%dx%d/%d", ln.grid.X, ln.grid.Y, ln.grid.Z, ln.block.X)}
+func kernelTime(index int, ln device.Launch, us float64) KernelTime {
+	return KernelTime{Index: index, Name: ln.Name, Us: us,
+		Grid: fmt.Sprintf("%dx%dx%d/%d", ln.Grid.X, ln.Grid.Y, ln.Grid.Z, ln.Block.X)}
 }
 
 // GEMMFlops is the floating-point work of the GEMMs of one training step at
@@ -181,3 +182,25 @@ func GEMMFlops(lay [model.NumLayers]model.Layer, n int) float64 {
 	bwd := 2 * float64(n) * (2*io - ioS1)
 	return fwd + bwd
 }
+
+// ForwardPath says how the trainer's forward pass runs: "layered" (four
+// gemm launches), and after a comma the GEMM path where its products run
+// on wgmma.
+func (t *Trainer) ForwardPath() string {
+	if t.l.K.WGMMA {
+		if !t.l.BF16 {
+			return "layered, " + t.l.S.WGMMA.Desc + ", 3xTF32"
+		}
+		return "layered, " + t.l.S.WGMMA.Desc
+	}
+	return "layered"
+}
+
+// Launches says how the kernels of the trainer's CUDA graphs follow each
+// other: "programmatic dependent", or "serial: " and why
+// (dependentLaunches).
+func (t *Trainer) Launches() string { return t.l.S.Launch.Desc }
+
+// StepsPerGraph is how many training steps one launch of the training
+// graph replays (Tuning.StepsPerGraph, default 8: ADR 0027).
+func (t *Trainer) StepsPerGraph() int { return t.l.S.StepsPerGraph }

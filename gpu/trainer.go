@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/dqnflow/dqnflow/gpu/devenv"
+	"github.com/dqnflow/dqnflow/gpu/device"
+	"github.com/dqnflow/dqnflow/gpu/step"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -24,8 +27,8 @@ import (
 // Backend is the CUDA backend of trainer.Backend on one device, with the
 // tuning every trainer it builds runs.
 type Backend struct {
-	d       *gpuDevice
-	s       setup
+	d       *device.Device
+	s       device.Setup
 	ordinal int
 }
 
@@ -34,12 +37,12 @@ type Backend struct {
 // what the device cannot run, is an error naming the field). It fails
 // within seconds, naming what is missing, on a machine without a driver,
 // a device or NVRTC.
-func NewBackend(ordinal int, tu Tuning) (*Backend, error) {
-	d, err := openDevice(ordinal)
+func NewBackend(ordinal int, tu device.Tuning) (*Backend, error) {
+	d, err := device.Open(ordinal)
 	if err != nil {
 		return nil, err
 	}
-	s, err := d.resolve(tu)
+	s, err := d.Resolve(tu)
 	if err != nil {
 		return nil, fmt.Errorf("cuda:%d: %w", ordinal, err)
 	}
@@ -47,25 +50,25 @@ func NewBackend(ordinal int, tu Tuning) (*Backend, error) {
 }
 
 // Tuning is the tuning the backend's trainers run.
-func (b *Backend) Tuning() Tuning { return b.s.Tuning }
+func (b *Backend) Tuning() device.Tuning { return b.s.Tuning }
 
 // Describe is a one-line description of the device.
 func (b *Backend) Describe() string {
-	i := b.d.info
+	i := b.d.Info
 	return fmt.Sprintf("%s (cuda:%d, sm_%d%d, %d SMs, %.0f GiB)", i.Name, b.ordinal, i.Major, i.Minor, i.SMs, float64(i.TotalMem)/(1<<30))
 }
 
 // Trainer is the CUDA trainer: the learner, the replay buffer, the
 // environments and the collector in device memory, the training step and
 // the collector step as CUDA graphs, and the greedy backtest as one kernel
-// (collect.go, backtest.go).
+// (gpu/devenv).
 type Trainer struct {
 	b         *Backend
 	cfg       config.RunConfig
 	ds        *market.Dataset
-	l         *learner
-	col       *devCollector
-	bt        devBacktest
+	l         *step.Learner
+	col       *devenv.Collector
+	bt        devenv.Backtest
 	samplePCG *rand.PCG
 	info      trainer.Info
 	events    [2]cuda.Event
@@ -122,30 +125,30 @@ func (b *Backend) build(cfg config.RunConfig, ds *market.Dataset, s *model.State
 		return nil, err
 	}
 	t := &Trainer{b: b, cfg: cfg, ds: ds, samplePCG: rand.NewPCG(cfg.Seed, model.StreamSample)}
-	t.bt.kernel = b.s.Backtest == "kernel"
+	t.bt.Kernel = b.s.Backtest == "kernel"
 	bf := cfg.Precision != config.PrecisionFP32
-	check, err := b.selfCheck(cfg.Model, bf)
+	check, err := step.SelfCheck(b.d, b.s, b.Describe(), cfg.Model, bf)
 	if err != nil {
 		return nil, err
 	}
 	if cfg.Precision == config.PrecisionBF16 {
-		sc, err := b.stateCheck(cfg.Model, cfg.Seed)
+		sc, err := step.StateCheck(b.d, b.s, b.Describe(), cfg.Model, cfg.Seed)
 		if err != nil {
 			return nil, err
 		}
 		check += "; " + sc
 	}
-	err = b.d.dev.Do(func(c *cuda.Ctx) error {
-		l, err := newLearner(c, b.d, b.s, cfg.Model, cfg.Optim, cfg.Precision, cfg.Seed, s)
+	err = b.d.Dev.Do(func(c *cuda.Ctx) error {
+		l, err := step.NewLearner(c, b.d, b.s, cfg.Model, cfg.Optim, cfg.Precision, cfg.Seed, s)
 		if err != nil {
 			return err
 		}
 		t.l = l
-		l.margin = cfg.GreedyMargin()
-		if l.replay, err = newDevReplay(c, l, annealed(cfg), ds); err != nil {
+		l.Margin = cfg.GreedyMargin()
+		if l.Replay, err = step.NewReplay(c, l, annealed(cfg), ds); err != nil {
 			return err
 		}
-		if t.col, err = newDevCollector(c, l, cfg, ds); err != nil {
+		if t.col, err = devenv.NewCollector(c, l, cfg, ds); err != nil {
 			return err
 		}
 		for i := range t.events {
@@ -153,11 +156,11 @@ func (b *Backend) build(cfg config.RunConfig, ds *market.Dataset, s *model.State
 				return err
 			}
 		}
-		p, err := l.plan(c, cfg.BatchSize)
+		p, err := l.Plan(c, cfg.BatchSize)
 		if err != nil {
 			return err
 		}
-		_, err = l.captureStep(c, p)
+		_, err = l.CaptureStep(c, p)
 		return err
 	})
 	if err != nil {
@@ -175,8 +178,16 @@ func (b *Backend) build(cfg config.RunConfig, ds *market.Dataset, s *model.State
 	}
 	t.info = trainer.Info{Backend: "cuda", Device: b.Describe(), Precision: cfg.Precision,
 		StorageDType: storage, ComputeDType: compute, StateDType: trainer.StateDType(cfg.Precision, cfg.Optim.StochasticRounding),
-		Parameters: model.NumParams(cfg.Model), SelfCheck: check, Tuning: b.s.record()}
+		Parameters: model.NumParams(cfg.Model), SelfCheck: check, Tuning: b.s.Tuning.Record()}
 	return t, nil
+}
+
+// NewStepLearner builds a learner for model m and optimiser o on the
+// backend's device in precision fp32, bf16-mixed or bf16, initialised from
+// seed as every backend does (model.NewState); seed also keys the
+// stochastic rounding of precision bf16 (optim.stochastic_rounding).
+func (b *Backend) NewStepLearner(m config.ModelConfig, o config.OptimConfig, precision string, seed uint64) (*step.StepLearner, error) {
+	return step.NewStepLearner(b.d, b.s, m, o, precision, seed)
 }
 
 // Info reports the device and the precision measured by the self-check.
@@ -191,7 +202,7 @@ func (t *Trainer) usable() error {
 
 // Collect steps the environments on the device with the ε-greedy policy
 // of the online network and writes the n-step transitions into the device
-// replay buffer (devCollector).
+// replay buffer (Collector).
 func (t *Trainer) Collect(ctx context.Context, steps int) (trainer.CollectStats, error) {
 	if err := t.usable(); err != nil {
 		return trainer.CollectStats{}, err
@@ -199,7 +210,7 @@ func (t *Trainer) Collect(ctx context.Context, steps int) (trainer.CollectStats,
 	var st trainer.CollectStats
 	err := t.do(func(c *cuda.Ctx) error {
 		var err error
-		st, err = t.col.collect(ctx, c, t.l, steps)
+		st, err = t.col.Collect(ctx, c, t.l, steps)
 		return err
 	})
 	return st, err
@@ -245,7 +256,7 @@ func (t *Trainer) Train(ctx context.Context, steps int, progress func(trainer.Pr
 	if steps < 0 {
 		return st, fmt.Errorf("train: %d steps: must not be negative", steps)
 	}
-	for t.l.replay.size < t.cfg.Replay.Warmup {
+	for t.l.Replay.Size < t.cfg.Replay.Warmup {
 		if _, err := t.Collect(ctx, 1); err != nil {
 			return st, fmt.Errorf("train: warm-up collection: %w", err)
 		}
@@ -254,29 +265,29 @@ func (t *Trainer) Train(ctx context.Context, steps int, progress func(trainer.Pr
 	var lossSum, normSum float64
 	done := 0
 	err := t.do(func(c *cuda.Ctx) error {
-		p, err := l.plan(c, t.cfg.BatchSize)
+		p, err := l.Plan(c, t.cfg.BatchSize)
 		if err != nil {
 			return err
 		}
-		if err := l.resetStagnation(c); err != nil {
+		if err := l.ResetStagnation(c); err != nil {
 			return err
 		}
-		g, err := l.captureStep(c, p)
+		g, err := l.CaptureStep(c, p)
 		if err != nil {
 			return err
 		}
-		gk, err := l.captureStepsPerGraph(c, p)
+		gk, err := l.CaptureStepsPerGraph(c, p)
 		if err != nil {
 			return err
 		}
 		// This call's sampling key, from the run's checkpointed sample stream.
-		if err := cuda.Upload(c, p.sampleArgs+8*sampleKeyWord, []uint64{t.samplePCG.Uint64()}); err != nil {
+		if err := cuda.Upload(c, p.SampleArgs+8*step.SampleKeyWord, []uint64{t.samplePCG.Uint64()}); err != nil {
 			return err
 		}
-		chunk := min(t.readbackInterval(steps), histCap)
+		chunk := min(t.readbackInterval(steps), step.HistCap)
 		for done < steps {
-			seg := min(steps-done, histCap)
-			if err := cuda.Upload(c, l.st+stLocal, []int64{0}); err != nil {
+			seg := min(steps-done, step.HistCap)
+			if err := cuda.Upload(c, l.St+step.StLocal, []int64{0}); err != nil {
 				return err
 			}
 			// Chunks [from, to) of this segment; chunk k records events[k%2],
@@ -291,11 +302,11 @@ func (t *Trainer) Train(ctx context.Context, steps int, progress func(trainer.Pr
 			for launched < seg || len(pending) > 0 {
 				for launched < seg && len(pending) < 2 && ctx.Err() == nil {
 					to := min(seg, launched+chunk)
-					if err := launchSteps(c, l.stream, g, gk, l.s.StepsPerGraph, to-launched); err != nil {
+					if err := launchSteps(c, l.Stream, g, gk, l.S.StepsPerGraph, to-launched); err != nil {
 						return err
 					}
 					ev := t.events[k%2]
-					if err := c.Record(ev, l.stream); err != nil {
+					if err := c.Record(ev, l.Stream); err != nil {
 						return err
 					}
 					pending = append(pending, span{launched, to, ev})
@@ -320,7 +331,7 @@ func (t *Trainer) Train(ctx context.Context, steps int, progress func(trainer.Pr
 					st.GradNormMax = max(st.GradNormMax, float64(ns[i]))
 				}
 				if !ok {
-					if err := c.Sync(l.stream); err != nil {
+					if err := c.Sync(l.Stream); err != nil {
 						return err
 					}
 					return t.nonFinite(c)
@@ -346,7 +357,7 @@ func (t *Trainer) Train(ctx context.Context, steps int, progress func(trainer.Pr
 	_ = t.do(func(c *cuda.Ctx) error { st.GlobalStep = t.globalStep(c); return nil })
 	if err == nil && done > 0 {
 		err = t.do(func(c *cuda.Ctx) error {
-			stag, _, err := l.stagnation(c)
+			stag, _, err := l.Stagnation(c)
 			if err != nil {
 				return err
 			}
@@ -369,33 +380,33 @@ func (t *Trainer) Train(ctx context.Context, steps int, progress func(trainer.Pr
 // three branches and the batch in float64. It changes no training state.
 func (t *Trainer) meanQ(c *cuda.Ctx) (float64, error) {
 	l := t.l
-	p, err := l.plan(c, t.cfg.BatchSize)
+	p, err := l.Plan(c, t.cfg.BatchSize)
 	if err != nil {
 		return 0, err
 	}
-	n := p.n
-	obs := make([]float32, n*obsWidth)
-	if l.bf16 {
-		h := make([]uint16, n*obsWidth)
-		if err := cuda.Download(c, h, p.x); err != nil {
+	n := p.N
+	obs := make([]float32, n*step.ObsWidth)
+	if l.BF16 {
+		h := make([]uint16, n*step.ObsWidth)
+		if err := cuda.Download(c, h, p.X); err != nil {
 			return 0, err
 		}
 		for i, b := range h {
 			obs[i] = bf16.BF16(b).Float32()
 		}
-	} else if err := cuda.Download(c, obs, p.x); err != nil {
+	} else if err := cuda.Download(c, obs, p.X); err != nil {
 		return 0, err
 	}
 	act := make([]int32, n*model.NumBranches)
-	if err := cuda.Download(c, act, p.act); err != nil {
+	if err := cuda.Download(c, act, p.Act); err != nil {
 		return 0, err
 	}
-	ip, err := l.infer(c, obs, n, false)
+	ip, err := l.Infer(c, obs, n, false)
 	if err != nil {
 		return 0, err
 	}
 	q := make([]float32, n*model.NumActions)
-	if err := cuda.Download(c, q, ip.q); err != nil {
+	if err := cuda.Download(c, q, ip.Q); err != nil {
 		return 0, err
 	}
 	var sum float64
@@ -419,14 +430,14 @@ func (t *Trainer) readHistory(c *cuda.Ctx, from, to int) (loss, norm []float32, 
 		t.hostLoss, t.hostNorm = make([]float32, n), make([]float32, n)
 	}
 	loss, norm = t.hostLoss[:n], t.hostNorm[:n]
-	if err = cuda.Download(c, loss, t.l.lossHist+cuda.DevPtr(4*from)); err != nil {
+	if err = cuda.Download(c, loss, t.l.LossHist+cuda.DevPtr(4*from)); err != nil {
 		return
 	}
-	if err = cuda.Download(c, norm, t.l.normHist+cuda.DevPtr(4*from)); err != nil {
+	if err = cuda.Download(c, norm, t.l.NormHist+cuda.DevPtr(4*from)); err != nil {
 		return
 	}
 	ab := make([]int32, 1)
-	if err = cuda.Download(c, ab, t.l.st+stAbort); err != nil {
+	if err = cuda.Download(c, ab, t.l.St+step.StAbort); err != nil {
 		return
 	}
 	ok = ab[0] == 0
@@ -442,7 +453,7 @@ func finite(x float32) bool { return !math.IsNaN(float64(x)) && !math.IsInf(floa
 
 func (t *Trainer) globalStep(c *cuda.Ctx) int64 {
 	v := make([]int64, 1)
-	if err := cuda.Download(c, v, t.l.st+stT); err != nil {
+	if err := cuda.Download(c, v, t.l.St+step.StT); err != nil {
 		return -1
 	}
 	return v[0]
@@ -450,23 +461,23 @@ func (t *Trainer) globalStep(c *cuda.Ctx) int64 {
 
 // nonFinite builds the error of an aborted step.
 func (t *Trainer) nonFinite(c *cuda.Ctx) error {
-	s, err := t.l.readState(c)
+	s, err := t.l.ReadState(c)
 	if err != nil {
 		return err
 	}
 	what := "gradient norm"
-	if s.abort == 2 {
+	if s.Abort == 2 {
 		what = "loss"
 	}
 	lv := make([]float32, 1)
 	nv := make([]float32, 1)
-	_ = cuda.Download(c, lv, t.l.lossHist+cuda.DevPtr(4*s.local))
-	_ = cuda.Download(c, nv, t.l.normHist+cuda.DevPtr(4*s.local))
+	_ = cuda.Download(c, lv, t.l.LossHist+cuda.DevPtr(4*s.Local))
+	_ = cuda.Download(c, nv, t.l.NormHist+cuda.DevPtr(4*s.Local))
 	v := nv[0]
-	if s.abort == 2 {
+	if s.Abort == 2 {
 		v = lv[0]
 	}
-	return fmt.Errorf("train: global step %d: %s is %g: %w", s.t+1, what, v, trainer.ErrNonFinite)
+	return fmt.Errorf("train: global step %d: %s is %g: %w", s.T+1, what, v, trainer.ErrNonFinite)
 }
 
 // SyncTarget applies target ← τ·online + (1−τ)·target, τ = optim.target_tau.
@@ -474,13 +485,13 @@ func (t *Trainer) SyncTarget() error {
 	if err := t.usable(); err != nil {
 		return err
 	}
-	return t.do(func(c *cuda.Ctx) error { return t.l.syncTarget(c, t.cfg.Optim.TargetTau) })
+	return t.do(func(c *cuda.Ctx) error { return t.l.SyncTarget(c, t.cfg.Optim.TargetTau) })
 }
 
 // Backtest runs the online network's greedy policy over bars r of ds:
 // the host's accounting asks the device network for many actions per call
 // (sim.BacktestBatch), or with DQNFLOW_BACKTEST=kernel one kernel walks
-// the range (devBacktest).
+// the range (Backtest).
 func (t *Trainer) Backtest(ctx context.Context, ds *market.Dataset, r market.Range) (sim.Report, error) {
 	if err := t.usable(); err != nil {
 		return sim.Report{}, err
@@ -488,7 +499,7 @@ func (t *Trainer) Backtest(ctx context.Context, ds *market.Dataset, r market.Ran
 	var rep sim.Report
 	err := t.do(func(c *cuda.Ctx) error {
 		var err error
-		rep, err = t.bt.run(c, t.l, t.col.mk, ds, r)
+		rep, err = t.bt.Run(c, t.l, t.col.Mk, ds, r)
 		return err
 	})
 	if err == nil {
@@ -520,13 +531,13 @@ func (t *Trainer) Capture() (func() (*checkpoint.Checkpoint, error), error) {
 	var cts []checkpoint.Tensor
 	err := t.do(func(c *cuda.Ctx) error {
 		var err error
-		if s, err = t.l.state(c); err != nil {
+		if s, err = t.l.State(c); err != nil {
 			return err
 		}
-		if rs, err = t.l.replay.storage(c, t.l); err != nil {
+		if rs, err = t.l.Replay.Storage(c, t.l); err != nil {
 			return err
 		}
-		cts, err = t.col.tensors(c, t.l)
+		cts, err = t.col.Tensors(c, t.l)
 		return err
 	})
 	if err != nil {
@@ -600,7 +611,7 @@ func (b *Backend) Restore(_ context.Context, ck *checkpoint.Checkpoint, ds *mark
 	if err != nil {
 		return nil, err
 	}
-	if err := b.d.dev.Do(func(c *cuda.Ctx) error { return t.col.load(c, t.l, ck) }); err != nil {
+	if err := b.d.Dev.Do(func(c *cuda.Ctx) error { return t.col.Load(c, t.l, ck) }); err != nil {
 		t.Close()
 		return nil, fmt.Errorf("restore: %w", err)
 	}
@@ -613,7 +624,7 @@ func (b *Backend) Restore(_ context.Context, ck *checkpoint.Checkpoint, ds *mark
 		t.Close()
 		return nil, fmt.Errorf("restore: tensor %s: %w", model.TensorRNGSample, err)
 	}
-	if err := b.d.dev.Do(func(c *cuda.Ctx) error { return t.l.replay.load(c, t.l, buf.Storage()) }); err != nil {
+	if err := b.d.Dev.Do(func(c *cuda.Ctx) error { return t.l.Replay.Load(c, t.l, buf.Storage()) }); err != nil {
 		t.Close()
 		return nil, fmt.Errorf("restore: %w", err)
 	}
@@ -636,10 +647,10 @@ func (t *Trainer) Close() error {
 			return nil
 		}
 		if t.col != nil {
-			_ = t.col.free(c)
+			_ = t.col.Free(c)
 		}
-		_ = t.bt.free(c)
-		return t.l.free(c)
+		_ = t.bt.Free(c)
+		return t.l.Free(c)
 	})
 }
 
@@ -647,7 +658,7 @@ func (t *Trainer) Close() error {
 // out of memory, means the device or its context failed: the trainer's
 // state on it is gone, so the error wraps trainer.ErrDevice and the worker
 // stops taking runs (ADR 0001).
-func (t *Trainer) do(f func(c *cuda.Ctx) error) error { return deviceErr(t.b.d.dev.Do(f)) }
+func (t *Trainer) do(f func(c *cuda.Ctx) error) error { return deviceErr(t.b.d.Dev.Do(f)) }
 
 func deviceErr(err error) error {
 	var ce *cuda.Error

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/dqnflow/dqnflow/gpu/device"
+	"github.com/dqnflow/dqnflow/gpu/internal/gputest"
+	"github.com/dqnflow/dqnflow/gpu/kernels"
 	"math"
 	"slices"
 	"testing"
@@ -12,6 +15,16 @@ import (
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/prices"
 )
+
+// testBackend is NewBackend(0, tu) or a skip with the reason.
+func testBackend(t *testing.T, tu device.Tuning) *Backend {
+	t.Helper()
+	b, err := NewBackend(0, tu)
+	if err != nil {
+		gputest.SkipWithoutGPU(t, err)
+	}
+	return b
+}
 
 // differingTensors returns, sorted, the names of want's tensors whose bytes
 // in got differ (or are missing).
@@ -59,23 +72,23 @@ func trainBatch4096(b *Backend, precision string) (map[string][]byte, gemmPaths,
 		return nil, none, fmt.Errorf("loss %v after %d steps", st.Loss, st.Steps)
 	}
 	g := tr.(*Trainer)
-	p, ok := g.l.plans[cfg.BatchSize]
+	p, ok := g.l.Plans[cfg.BatchSize]
 	if !ok {
 		return nil, none, fmt.Errorf("no step plan at batch %d", cfg.BatchSize)
 	}
 	var paths gemmPaths
-	isWG := func(ln launch) bool {
-		for _, name := range wgmmaKernelNames {
-			if f, ok := g.l.k.fn[name]; ok && ln.f == f {
+	isWG := func(ln device.Launch) bool {
+		for _, name := range kernels.WGMMANames {
+			if f, ok := g.l.K.Fn[name]; ok && ln.F == f {
 				return true
 			}
 		}
 		return false
 	}
-	for _, ln := range p.fwd {
+	for _, ln := range p.Fwd {
 		paths.forward = paths.forward || isWG(ln)
 	}
-	for _, ln := range p.bwd {
+	for _, ln := range p.Bwd {
 		if isWG(ln) {
 			paths.inputGrads++
 		}
@@ -113,17 +126,17 @@ type gemmPaths struct {
 // sums keep the mma.sync tile's order (wgColSums). Where they differ it
 // reports how far, relative to each tensor's largest magnitude.
 func TestWGMMATrainsLikeMMA(t *testing.T) {
-	tu := testTuning(t)
+	tu := gputest.Tuning(t)
 	tu.WGMMADX = "on"
 	b := testBackend(t, tu)
-	if !b.s.wgmma.on {
-		t.Skipf("no wgmma on this device: %s", b.s.wgmma.desc)
+	if !b.s.WGMMA.On {
+		t.Skipf("no wgmma on this device: %s", b.s.WGMMA.Desc)
 	}
-	tu.mmaOnly = true
+	tu.MmaOnly = true
 	mb := testBackend(t, tu)
 	for _, precision := range []string{config.PrecisionBF16Mixed, config.PrecisionFP32} {
 		t.Run(precision, func(t *testing.T) {
-			if precision == config.PrecisionFP32 && !tu.tc() {
+			if precision == config.PrecisionFP32 && !tu.TC() {
 				t.Skip("fp32 GEMMs on the CUDA cores (DQNFLOW_FP32_GEMM=simt): no wgmma path")
 			}
 			wgmmaTrainsLikeMMA(t, b, mb, precision)
@@ -195,9 +208,9 @@ func f32s(b []byte) []float32 {
 // the step before, or the spectral branch of one for the refresh of the
 // one before) would show here.
 func TestStepsPerGraphTrainsTheSameBits(t *testing.T) {
-	var tus []Tuning
+	var tus []device.Tuning
 	for _, k := range []int{1, 4, 3} {
-		tu := testTuning(t)
+		tu := gputest.Tuning(t)
 		tu.StepsPerGraph = k
 		tus = append(tus, tu)
 	}
@@ -207,7 +220,7 @@ func TestStepsPerGraphTrainsTheSameBits(t *testing.T) {
 // trainsTheSameBits trains the default network (trainBatch4096) in fp32
 // and in bf16-mixed once in each of the tunings tus, which names name,
 // and requires the tensors of every tuning to be the bits of the first's.
-func trainsTheSameBits(t *testing.T, names []string, tus []Tuning) {
+func trainsTheSameBits(t *testing.T, names []string, tus []device.Tuning) {
 	t.Helper()
 	var bs []*Backend
 	for _, tu := range tus {

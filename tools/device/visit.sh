@@ -130,7 +130,7 @@ if has tests; then
   tail -3 "$LOGS/cuda-binding.log" | tee -a "$OUT/summary.txt"
   # TestKernelsCompileForHopper runs in make test (NVRTC 11.8); here every
   # module is compiled by NVRTC 13 when it loads.
-  step gpu-tests 400 bin/gputest/gpu.test -test.v -test.count=1 -test.timeout=390s -test.skip TestKernelsCompileForHopper
+  step gpu-tests 400 tools/device/gputests.sh all -test.v -test.count=1 -test.timeout=390s -test.skip TestKernelsCompileForHopper
   grep -E "^(--- |PASS|FAIL|ok)|tolerance|outside|wrong|: [a-z_]+ +[0-9.e-]+" "$LOGS/gpu-tests.log" | head -120 >>"$OUT/summary.txt"
   grep -E "^--- FAIL" "$LOGS/gpu-tests.log" | head -30
 
@@ -262,10 +262,10 @@ has lossslots && python3 tools/device/kernels.py "$LOGS"/lossslots-*-16384-*.log
 # GEMM test, then the step beside 3xTF32 fp32 and bf16-mixed in the same
 # call.
 if has tf32; then
-  step tf32-tests 400 env DQNFLOW_FP32_GEMM=simt bin/gputest/gpu.test -test.run 'TestMatchesCPUReference/fp32|TestConformanceFP32|TestGEMMMatchesFloat64|TestCheckpointsMoveBetweenBackends' -test.count=1 -test.v
+  step tf32-tests 400 env DQNFLOW_FP32_GEMM=simt tools/device/gputests.sh gpu,step -test.run 'TestMatchesCPUReference/fp32|TestConformanceFP32|TestGEMMMatchesFloat64|TestCheckpointsMoveBetweenBackends' -test.count=1 -test.v
   grep -E "^(--- |ok|FAIL|PASS)" "$LOGS/tf32-tests.log" | head -40 >>"$OUT/summary.txt"
   if command -v compute-sanitizer >/dev/null; then
-    step tf32-memcheck-gemm 150 compute-sanitizer --tool memcheck --error-exitcode 9 bin/gputest/gpu.test -test.run 'TestGEMMMatchesFloat64' -test.count=1
+    step tf32-memcheck-gemm 150 compute-sanitizer --tool memcheck --error-exitcode 9 bin/gputest/step.test -test.run 'TestGEMMMatchesFloat64' -test.count=1
     tail -4 "$LOGS/tf32-memcheck-gemm.log" >>"$OUT/summary.txt"
   fi
   for b in 256 4096 16384; do
@@ -342,7 +342,7 @@ has prof && ncuStep prof-ncu
 # beside bf16-mixed and fp32 on mma.sync (DQNFLOW_WGMMA=off). (On
 # 2026-12-04 it also timed a second schedule, since removed: ADR 0021.)
 if has tf32wg; then
-  step tf32wg-tests 400 bin/gputest/gpu.test -test.run 'TestGEMMMatchesFloat64|TestWGMMATrainsLikeMMA|TestWGMMAShapesFitTheSM|TestMatchesCPUReference|TestConformanceFP32' -test.count=1 -test.v
+  step tf32wg-tests 400 tools/device/gputests.sh gpu,step -test.run 'TestGEMMMatchesFloat64|TestWGMMATrainsLikeMMA|TestWGMMAShapesFitTheSM|TestMatchesCPUReference|TestConformanceFP32' -test.count=1 -test.v
   grep -E "^(--- |ok|FAIL|PASS)|wgmma against|worst|outside" "$LOGS/tf32wg-tests.log" | head -60 >>"$OUT/summary.txt"
   for round in 1 2; do
     for b in 256 4096 16384; do
@@ -371,12 +371,12 @@ fi
 # fills the GPU) and on (moved wherever they fit; not at 16384, where fill
 # moves them all); batch 16384 a second round, same call.
 if has wgdx; then
-  step wgdx-tests 300 env DQNFLOW_WGMMA_DX=fill bin/gputest/gpu.test -test.run 'TestWGMMAInputGradientsMatchMMA|TestGEMMMatchesFloat64|TestWGMMATrainsLikeMMA' -test.count=1 -test.v
+  step wgdx-tests 300 env DQNFLOW_WGMMA_DX=fill tools/device/gputests.sh gpu,step -test.run 'TestWGMMAInputGradientsMatchMMA|TestGEMMMatchesFloat64|TestWGMMATrainsLikeMMA' -test.count=1 -test.v
   grep -E "^(--- |ok|FAIL|PASS)|wgmma against|differ|outside" "$LOGS/wgdx-tests.log" | head -60 >>"$OUT/summary.txt"
   if command -v compute-sanitizer >/dev/null; then
-    step wgdx-memcheck 150 compute-sanitizer --tool memcheck --error-exitcode 9 bin/gputest/gpu.test -test.run 'TestWGMMAInputGradientsMatchMMA' -test.count=1
+    step wgdx-memcheck 150 compute-sanitizer --tool memcheck --error-exitcode 9 bin/gputest/step.test -test.run 'TestWGMMAInputGradientsMatchMMA' -test.count=1
     tail -4 "$LOGS/wgdx-memcheck.log" >>"$OUT/summary.txt"
-    step wgdx-racecheck 150 compute-sanitizer --tool racecheck --error-exitcode 9 bin/gputest/gpu.test -test.run 'TestWGMMAInputGradientsMatchMMA' -test.count=1
+    step wgdx-racecheck 150 compute-sanitizer --tool racecheck --error-exitcode 9 bin/gputest/step.test -test.run 'TestWGMMAInputGradientsMatchMMA' -test.count=1
     tail -4 "$LOGS/wgdx-racecheck.log" >>"$OUT/summary.txt"
   else
     log "compute-sanitizer: not on this machine"
@@ -505,7 +505,7 @@ fi
 # for a visit that checks one change without the whole of part tests
 # (GPUTEST_SKIP, a -test.skip pattern, leaves some out).
 if has gputest; then
-  step gputest 400 bin/gputest/gpu.test -test.v -test.count=1 -test.timeout=390s -test.run "${GPUTEST_RUN:?part gputest needs GPUTEST_RUN}" \
+  step gputest 400 tools/device/gputests.sh all -test.v -test.count=1 -test.timeout=390s -test.run "${GPUTEST_RUN:?part gputest needs GPUTEST_RUN}" \
     -test.skip "${GPUTEST_SKIP:-^$}"
   grep -E "^(--- |PASS|FAIL|ok)|lost|tolerance" "$LOGS/gputest.log" | head -60 >>"$OUT/summary.txt"
 fi
@@ -514,7 +514,7 @@ fi
 # (DQNFLOW_FP32_GEMM=simt, the path of GPUs older than sm_80), the tests
 # of part tf32 without its benchmarks.
 if has simt; then
-  step simt-tests 300 env DQNFLOW_FP32_GEMM=simt bin/gputest/gpu.test -test.run 'TestMatchesCPUReference/fp32|TestConformanceFP32|TestGEMMMatchesFloat64|TestCheckpointsMoveBetweenBackends' -test.count=1 -test.v
+  step simt-tests 300 env DQNFLOW_FP32_GEMM=simt tools/device/gputests.sh gpu,step -test.run 'TestMatchesCPUReference/fp32|TestConformanceFP32|TestGEMMMatchesFloat64|TestCheckpointsMoveBetweenBackends' -test.count=1 -test.v
   grep -E "^(--- |ok|FAIL|PASS)" "$LOGS/simt-tests.log" | head -40 >>"$OUT/summary.txt"
 fi
 
@@ -635,7 +635,7 @@ elif has sanitize; then
   step racecheck 80 compute-sanitizer --tool racecheck --error-exitcode 9 bin/gputest/gpu.test -test.run 'TestCheckpointsMoveBetweenBackends' -test.count=1
   tail -4 "$LOGS/racecheck.log" >>"$OUT/summary.txt"
   # Every GEMM shape and layout (the 128-row tiles run only at large batch).
-  step memcheck-gemm 80 compute-sanitizer --tool memcheck --error-exitcode 9 bin/gputest/gpu.test -test.run 'TestGEMMMatchesFloat64' -test.count=1
+  step memcheck-gemm 80 compute-sanitizer --tool memcheck --error-exitcode 9 bin/gputest/step.test -test.run 'TestGEMMMatchesFloat64' -test.count=1
   tail -4 "$LOGS/memcheck-gemm.log" >>"$OUT/summary.txt"
 fi
 # Part sanitize-step: memcheck of one training step and its reference
@@ -657,10 +657,10 @@ fi
 # Part sanitize-gemm: memcheck and racecheck on every GEMM shape, layout
 # and edge of TestGEMMMatchesFloat64 alone (part sanitize has the rest).
 if has sanitize-gemm && command -v compute-sanitizer >/dev/null; then
-  step memcheck-gemm 150 compute-sanitizer --tool memcheck --error-exitcode 9 bin/gputest/gpu.test -test.run 'TestGEMMMatchesFloat64' -test.count=1
+  step memcheck-gemm 150 compute-sanitizer --tool memcheck --error-exitcode 9 bin/gputest/step.test -test.run 'TestGEMMMatchesFloat64' -test.count=1
   tail -4 "$LOGS/memcheck-gemm.log" >>"$OUT/summary.txt"
   if [ -z "${NO_RACECHECK:-}" ]; then
-    step racecheck-gemm 200 compute-sanitizer --tool racecheck --error-exitcode 9 bin/gputest/gpu.test -test.run 'TestGEMMMatchesFloat64' -test.count=1
+    step racecheck-gemm 200 compute-sanitizer --tool racecheck --error-exitcode 9 bin/gputest/step.test -test.run 'TestGEMMMatchesFloat64' -test.count=1
     tail -4 "$LOGS/racecheck-gemm.log" >>"$OUT/summary.txt"
   fi
 elif has sanitize-gemm; then

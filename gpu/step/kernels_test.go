@@ -1,8 +1,9 @@
-package gpu
+package step
 
 import (
 	"bytes"
 	"errors"
+	"github.com/dqnflow/dqnflow/gpu/kernels"
 	"os"
 	"strconv"
 	"strings"
@@ -24,7 +25,7 @@ func TestKernelsCompileForHopper(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := kernelSource()
+	src, err := kernels.Source()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +51,7 @@ func TestKernelsCompileForHopper(t *testing.T) {
 		if !bytes.HasPrefix(bin, []byte("\x7fELF")) {
 			t.Fatalf("%+v: NVRTC output is not an ELF cubin", v)
 		}
-		for _, name := range kernelNames {
+		for _, name := range kernels.Names {
 			if !bytes.Contains(bin, []byte(name)) {
 				t.Errorf("%+v: kernel %s missing from the cubin", v, name)
 			}
@@ -89,7 +90,7 @@ func TestKernelsCompileForHopper(t *testing.T) {
 				t.Logf("sm_90a %s: %s spills %d bytes", mode.name, name, spill)
 			}
 		}
-		for _, name := range append(kernelNames[:len(kernelNames):len(kernelNames)], wgmmaKernelNames...) {
+		for _, name := range append(kernels.Names[:len(kernels.Names):len(kernels.Names)], kernels.WGMMANames...) {
 			if !bytes.Contains(bin, []byte(name)) {
 				t.Errorf("sm_90a %s: kernel %s missing from the cubin", mode.name, name)
 			}

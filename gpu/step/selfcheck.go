@@ -1,7 +1,8 @@
-package gpu
+package step
 
 import (
 	"fmt"
+	"github.com/dqnflow/dqnflow/gpu/device"
 	"math"
 
 	"github.com/dqnflow/dqnflow/bf16"
@@ -28,35 +29,24 @@ const (
 	checkFineF32 = 16 * checkFine    // 16+2⁻¹⁶, float32 significands
 )
 
-// selfCheck runs the training GEMM, on the device, on operands converted by
+// SelfCheck runs the training GEMM, on the device, on operands converted by
 // the training path's own conversion kernel, and checks that the result is
 // the one the storage mode claims: bf16 operands with float32 accumulation
 // in bf16-mixed, float32 throughout in fp32. It returns a line for Info,
 // the run's row and every checkpoint; a device that computes anything else
 // is an error, never a silent relabelling. The result is kept per mode and
 // fp32 GEMM path.
-func (b *Backend) selfCheck(m config.ModelConfig, bf16 bool) (string, error) {
-	tc := b.s.tc()
-	key := moduleKey{bf16: bf16, tf32: !bf16 && tc}
-	b.d.mu.Lock()
-	if s, ok := b.d.checks[key]; ok {
-		b.d.mu.Unlock()
-		return s, nil
-	}
-	b.d.mu.Unlock()
+// describe names the device in the errors.
+func SelfCheck(d *device.Device, su device.Setup, describe string, m config.ModelConfig, bf16 bool) (string, error) {
+	key := device.ModuleKey{BF16: bf16, TF32: !bf16 && su.TC()}
+	return d.Checked(key, func() (string, error) { return gemmCheck(d, su, describe, m, bf16) })
+}
+
+// gemmCheck is selfCheck's run on the device.
+func gemmCheck(d *device.Device, su device.Setup, describe string, m config.ModelConfig, bf16 bool) (string, error) {
+	tc := su.TC()
 	var got [3]float32
-	err := b.d.dev.Do(func(c *cuda.Ctx) error {
-		k, err := b.d.module(c, m, bf16, b.s)
-		if err != nil {
-			return err
-		}
-		s, err := c.NewStream()
-		if err != nil {
-			return err
-		}
-		defer c.DestroyStream(s)
-		var mem arena
-		defer mem.free(c)
+	err := onScratch(d, su, m, bf16, func(c *cuda.Ctx, k *device.Kernels, s cuda.Stream, mem *device.Arena) error {
 		esz := 4
 		if bf16 {
 			esz = 2
@@ -72,19 +62,19 @@ func (b *Backend) selfCheck(m config.ModelConfig, bf16 bool) (string, error) {
 		for i := range ones {
 			ones[i] = 1
 		}
-		bt := mem.batch(c, s)
-		af, bf := bt.alloc(4*len(a32)), bt.alloc(4*len(ones))
-		ae, be := bt.alloc(esz*len(a32)), bt.alloc(esz*len(ones))
-		out := bt.alloc(4 * len(got))
-		if err := bt.err; err != nil {
+		bt := mem.Batch(c, s)
+		af, bf := bt.Alloc(4*len(a32)), bt.Alloc(4*len(ones))
+		ae, be := bt.Alloc(esz*len(a32)), bt.Alloc(esz*len(ones))
+		out := bt.Alloc(4 * len(got))
+		if err := bt.Err; err != nil {
 			return err
 		}
 		sh, w, blocks, err := gemmCall(bf16, tc, []job{{a: mat{ae, checkK, 1}, b: mat{be, 1, 1}, c: mat{out, 1, 1}, m: len(got), n: 1, k: checkK, epi: epiStore}})
 		if err != nil {
 			return err
 		}
-		jp := bt.alloc(8 * len(w))
-		if err := bt.err; err != nil {
+		jp := bt.Alloc(8 * len(w))
+		if err := bt.Err; err != nil {
 			return err
 		}
 		if err := cuda.Upload(c, af, a32); err != nil {
@@ -101,11 +91,11 @@ func (b *Backend) selfCheck(m config.ModelConfig, bf16 bool) (string, error) {
 			if x[0] == bf {
 				n = checkK
 			}
-			if err := c.Launch(k.fn["cast_rows"], dim(1), dim(256), 0, s, x[0], x[1], n); err != nil {
+			if err := c.Launch(k.Fn["cast_rows"], device.Dim(1), device.Dim(256), 0, s, x[0], x[1], n); err != nil {
 				return err
 			}
 		}
-		if err := c.Launch(k.fn[sh.name], dim(blocks), dim(sh.threads), sh.shared, s, jp, int32(1), cuda.DevPtr(0)); err != nil {
+		if err := c.Launch(k.Fn[sh.Name], device.Dim(blocks), device.Dim(sh.Threads), sh.Shared, s, jp, int32(1), cuda.DevPtr(0)); err != nil {
 			return err
 		}
 		if err := c.Sync(s); err != nil {
@@ -122,22 +112,19 @@ func (b *Backend) selfCheck(m config.ModelConfig, bf16 bool) (string, error) {
 	}
 	if got[0] != wantOps || got[1] != checkAcc || got[2] != wantFine {
 		return "", fmt.Errorf("precision self-check failed on %s: 16×(1+2⁻¹⁰) gave %v (want %v for %s operands), 1+15×2⁻⁹ gave %v (want %v for f32 accumulation) and 16×(1+2⁻²⁰) gave %v (want %v): the device does not compute what the mode claims",
-			b.Describe(), got[0], wantOps, ops, got[1], float32(checkAcc), got[2], wantFine)
+			describe, got[0], wantOps, ops, got[1], float32(checkAcc), got[2], wantFine)
 	}
 	s := fmt.Sprintf("gemm operands %s (16×(1+2⁻¹⁰) → %v, 16×(1+2⁻²⁰) → %v), accumulation f32 (1+15×2⁻⁹ → %v)", ops, got[0], got[2], got[1])
 	if !bf16 {
 		s += ", " + fp32GEMMPath(tc)
 	}
-	b.d.mu.Lock()
-	b.d.checks[key] = s
-	b.d.mu.Unlock()
 	return s, nil
 }
 
 // stateCheckN is the number of values the state self-check rounds.
 const stateCheckN = 4096
 
-// stateCheck backs the claim of precision bf16 that the trained state is
+// StateCheck backs the claim of precision bf16 that the trained state is
 // stored as bf16 values, rounded as trainer/cpu rounds it: it runs the
 // rounding functions of kernel adamw (kernel round_check, the same device
 // code) on stateCheckN values around 1 and spread over the exponent range,
@@ -145,7 +132,7 @@ const stateCheckN = 4096
 // nearest rounding with bf16.Round and the stochastic rounding with
 // bf16.RoundStochastic, bit for bit. It returns a line for Info; any
 // difference is an error.
-func (b *Backend) stateCheck(m config.ModelConfig, seed uint64) (string, error) {
+func StateCheck(d *device.Device, su device.Setup, describe string, m config.ModelConfig, seed uint64) (string, error) {
 	x := make([]float32, stateCheckN)
 	for i := range x {
 		switch i % 3 {
@@ -164,27 +151,16 @@ func (b *Backend) stateCheck(m config.ModelConfig, seed uint64) (string, error) 
 	bits := make([]uint32, stateCheckN)
 	nearest := make([]float32, stateCheckN)
 	stoch := make([]float32, stateCheckN)
-	err := b.d.dev.Do(func(c *cuda.Ctx) error {
-		k, err := b.d.module(c, m, true, b.s)
-		if err != nil {
-			return err
-		}
-		s, err := c.NewStream()
-		if err != nil {
-			return err
-		}
-		defer c.DestroyStream(s)
-		var mem arena
-		defer mem.free(c)
-		bt := mem.batch(c, s)
-		xp, bp, np, sp := bt.alloc(4*stateCheckN), bt.alloc(4*stateCheckN), bt.alloc(4*stateCheckN), bt.alloc(4*stateCheckN)
-		if err := bt.err; err != nil {
+	err := onScratch(d, su, m, true, func(c *cuda.Ctx, k *device.Kernels, s cuda.Stream, mem *device.Arena) error {
+		bt := mem.Batch(c, s)
+		xp, bp, np, sp := bt.Alloc(4*stateCheckN), bt.Alloc(4*stateCheckN), bt.Alloc(4*stateCheckN), bt.Alloc(4*stateCheckN)
+		if err := bt.Err; err != nil {
 			return err
 		}
 		if err := cuda.Upload(c, xp, x); err != nil {
 			return err
 		}
-		if err := c.Launch(k.fn["round_check"], dim(ceilDiv(stateCheckN, 256)), dim(256), 0, s,
+		if err := c.Launch(k.Fn["round_check"], device.Dim(device.CeilDiv(stateCheckN, 256)), device.Dim(256), 0, s,
 			xp, int64(stateCheckN), int64(seed), int64(step), bp, np, sp); err != nil {
 			return err
 		}
@@ -205,13 +181,13 @@ func (b *Backend) stateCheck(m config.ModelConfig, seed uint64) (string, error) 
 	for i, v := range x {
 		want := bf16.SRBits(seed, step, i)
 		if bits[i] != want {
-			return "", fmt.Errorf("bf16 state self-check failed on %s: stochastic-rounding bits of index %d are %#x on the device, %#x in bf16.SRBits", b.Describe(), i, bits[i], want)
+			return "", fmt.Errorf("bf16 state self-check failed on %s: stochastic-rounding bits of index %d are %#x on the device, %#x in bf16.SRBits", describe, i, bits[i], want)
 		}
 		if math.Float32bits(nearest[i]) != math.Float32bits(bf16.Round(v)) {
-			return "", fmt.Errorf("bf16 state self-check failed on %s: %g rounds to %g on the device, %g in bf16.Round", b.Describe(), v, nearest[i], bf16.Round(v))
+			return "", fmt.Errorf("bf16 state self-check failed on %s: %g rounds to %g on the device, %g in bf16.Round", describe, v, nearest[i], bf16.Round(v))
 		}
 		if w := bf16.RoundStochastic(v, want); math.Float32bits(stoch[i]) != math.Float32bits(w) {
-			return "", fmt.Errorf("bf16 state self-check failed on %s: %g rounds stochastically to %g on the device, %g in bf16.RoundStochastic", b.Describe(), v, stoch[i], w)
+			return "", fmt.Errorf("bf16 state self-check failed on %s: %g rounds stochastically to %g on the device, %g in bf16.RoundStochastic", describe, v, stoch[i], w)
 		}
 		if stoch[i] != nearest[i] {
 			moved++
@@ -219,4 +195,24 @@ func (b *Backend) stateCheck(m config.ModelConfig, seed uint64) (string, error) 
 	}
 	return fmt.Sprintf("state bf16: %d stores rounded to nearest and stochastically as bf16.Round and bf16.RoundStochastic with bf16.SRBits (seed %d), bit for bit (%d of them rounded the other way stochastically)",
 		stateCheckN, seed, moved), nil
+}
+
+// onScratch runs f on d's thread with the module of model m in one
+// storage mode, a stream of its own and an arena, both freed after: the
+// self-checks' scratch space, apart from any trainer's.
+func onScratch(d *device.Device, su device.Setup, m config.ModelConfig, bf16 bool, f func(c *cuda.Ctx, k *device.Kernels, s cuda.Stream, mem *device.Arena) error) error {
+	return d.Dev.Do(func(c *cuda.Ctx) error {
+		k, err := moduleFor(c, d, m, bf16, su)
+		if err != nil {
+			return err
+		}
+		s, err := c.NewStream()
+		if err != nil {
+			return err
+		}
+		defer c.DestroyStream(s)
+		var mem device.Arena
+		defer mem.Free(c)
+		return f(c, k, s, &mem)
+	})
 }

@@ -1,61 +1,61 @@
-package gpu
+package device
 
 import (
 	"fmt"
+	"github.com/dqnflow/dqnflow/gpu/kernels"
 	"sync"
 
-	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/gpu/cuda"
 )
 
-// kernels is the loaded module of one storage mode on one device, with every
+// Kernels is the loaded module of one storage mode on one device, with every
 // kernel resolved once.
-type kernels struct {
+type Kernels struct {
 	mod   *cuda.Module
-	fn    map[string]cuda.Function
-	wgmma bool // the forward GEMMs can run on wgmma (wgmmaKernelNames)
+	Fn    map[string]cuda.Function
+	WGMMA bool // the forward GEMMs can run on wgmma (kernels.WGMMANames)
 }
 
-// moduleKey names a compiled module: storage mode, whether fp32 runs
+// ModuleKey names a compiled module: storage mode, whether fp32 runs
 // 3xTF32, whether it has the wgmma GEMMs, and the model sizes compiled in.
-type moduleKey struct {
-	bf16, tf32, wgmma   bool
-	atoms, t1, t2, head int
+type ModuleKey struct {
+	BF16, TF32, WGMMA   bool
+	Atoms, T1, T2, Head int
 }
 
-// gpuDevice is one opened CUDA device with its compiled modules, shared by
+// Device is one opened CUDA device with its compiled modules, shared by
 // every trainer of the process on that device.
-type gpuDevice struct {
-	dev      *cuda.Device
-	info     cuda.DeviceInfo
+type Device struct {
+	Dev      *cuda.Device
+	Info     cuda.DeviceInfo
 	compiler *cuda.Compiler
 	mu       sync.Mutex
-	mods     map[moduleKey]*kernels
-	checks   map[moduleKey]string // precision self-check result per module
+	mods     map[ModuleKey]*Kernels
+	checks   map[ModuleKey]string // precision self-check result per module
 	hasEx    bool                 // the driver has cuLaunchKernelEx (dependentLaunches)
 	nvrtc    int                  // NVRTC's major version (useWGMMA)
 }
 
-// setup is a Tuning resolved on one device: how the kernels of the
+// Setup is a Tuning resolved on one device: how the kernels of the
 // trainer's graphs follow each other and whether the GEMMs have wgmma.
-type setup struct {
+type Setup struct {
 	Tuning
-	launch launchMode // dependentLaunches
-	wgmma  gemmPath   // useWGMMA
+	Launch launchMode // dependentLaunches
+	WGMMA  gemmPath   // useWGMMA
 }
 
-// resolve checks tu and decides what it runs on d.
-func (d *gpuDevice) resolve(tu Tuning) (setup, error) {
+// Resolve checks tu and decides what it runs on d.
+func (d *Device) Resolve(tu Tuning) (Setup, error) {
 	if err := tu.Validate(); err != nil {
-		return setup{}, err
+		return Setup{}, err
 	}
-	s := setup{Tuning: tu}
+	s := Setup{Tuning: tu}
 	var err error
-	if s.launch, err = dependentLaunches(d.info, d.hasEx, tu.PDL); err != nil {
-		return setup{}, err
+	if s.Launch, err = dependentLaunches(d.Info, d.hasEx, tu.PDL); err != nil {
+		return Setup{}, err
 	}
-	if s.wgmma, err = useWGMMA(d.info, d.nvrtc, tu.WGMMA); err != nil {
-		return setup{}, err
+	if s.WGMMA, err = useWGMMA(d.Info, d.nvrtc, tu.WGMMA); err != nil {
+		return Setup{}, err
 	}
 	return s, nil
 }
@@ -63,24 +63,24 @@ func (d *gpuDevice) resolve(tu Tuning) (setup, error) {
 // gemmPath says whether a device's bf16 and 3xTF32 fp32 modules compile
 // the forward GEMMs for Hopper's warpgroup MMA, and why (useWGMMA).
 type gemmPath struct {
-	on   bool
-	desc string
+	On   bool
+	Desc string
 }
 
 // launchMode is how the kernels of the trainer's CUDA graphs follow each
 // other on a device (dependentLaunches).
 type launchMode struct {
-	dependent bool   // launched as programmatic dependents (cuda.Ctx.LaunchDependent)
-	desc      string // which, and why (Trainer.Launches)
+	Dependent bool   // launched as programmatic dependents (cuda.Ctx.LaunchDependent)
+	Desc      string // which, and why (Trainer.Launches)
 }
 
 var (
 	devicesMu sync.Mutex
-	devices   = map[int]*gpuDevice{}
+	devices   = map[int]*Device{}
 )
 
-// openDevice opens CUDA device ordinal once per process.
-func openDevice(ordinal int) (*gpuDevice, error) {
+// Open opens CUDA device ordinal once per process.
+func Open(ordinal int) (*Device, error) {
 	devicesMu.Lock()
 	defer devicesMu.Unlock()
 	if d, ok := devices[ordinal]; ok {
@@ -95,7 +95,7 @@ func openDevice(ordinal int) (*gpuDevice, error) {
 		dev.Close()
 		return nil, fmt.Errorf("cuda:%d: kernels are compiled at start-up: %w", ordinal, err)
 	}
-	d := &gpuDevice{dev: dev, info: dev.Info(), compiler: comp, mods: map[moduleKey]*kernels{}, checks: map[moduleKey]string{}}
+	d := &Device{Dev: dev, Info: dev.Info(), compiler: comp, mods: map[ModuleKey]*Kernels{}, checks: map[ModuleKey]string{}}
 	if err := dev.Do(func(c *cuda.Ctx) error { d.hasEx = c.CanLaunchDependent(); return nil }); err != nil {
 		dev.Close()
 		return nil, err
@@ -131,16 +131,16 @@ func dependentLaunches(info cuda.DeviceInfo, driverHasEx bool, setting string) (
 	switch setting {
 	case "auto":
 		if why != "" {
-			return launchMode{desc: "serial: " + why}, nil
+			return launchMode{Desc: "serial: " + why}, nil
 		}
-		return launchMode{dependent: true, desc: "programmatic dependent"}, nil
+		return launchMode{Dependent: true, Desc: "programmatic dependent"}, nil
 	case "on":
 		if why != "" {
 			return launchMode{}, fmt.Errorf("gpu tuning pdl = on (DQNFLOW_PDL): %s", why)
 		}
-		return launchMode{dependent: true, desc: "programmatic dependent"}, nil
+		return launchMode{Dependent: true, Desc: "programmatic dependent"}, nil
 	case "off":
-		return launchMode{desc: "serial: gpu tuning pdl = off (DQNFLOW_PDL)"}, nil
+		return launchMode{Desc: "serial: gpu tuning pdl = off (DQNFLOW_PDL)"}, nil
 	}
 	return launchMode{}, fieldErr("pdl", "%q: must be auto, on or off", setting)
 }
@@ -164,80 +164,97 @@ func useWGMMA(info cuda.DeviceInfo, nvrtcMajor int, setting string) (gemmPath, e
 	switch setting {
 	case "auto", "on":
 		if why == "" {
-			return gemmPath{on: true, desc: "wgmma (sm_90a)"}, nil
+			return gemmPath{On: true, Desc: "wgmma (sm_90a)"}, nil
 		}
 		if setting == "on" {
 			return gemmPath{}, fmt.Errorf("gpu tuning wgmma = on (DQNFLOW_WGMMA): %s", why)
 		}
-		return gemmPath{desc: "mma.sync: " + why}, nil
+		return gemmPath{Desc: "mma.sync: " + why}, nil
 	case "off":
-		return gemmPath{desc: "mma.sync: gpu tuning wgmma = off (DQNFLOW_WGMMA)"}, nil
+		return gemmPath{Desc: "mma.sync: gpu tuning wgmma = off (DQNFLOW_WGMMA)"}, nil
 	}
 	return gemmPath{}, fieldErr("wgmma", "%q: must be auto, on or off", setting)
 }
 
-// arch is the device's compute capability as NVRTC's sm_XY number.
-func (d *gpuDevice) arch() int { return d.info.Major*10 + d.info.Minor }
+// Arch is the device's compute capability as NVRTC's sm_XY number.
+func (d *Device) Arch() int { return d.Info.Major*10 + d.Info.Minor }
 
-// module compiles (or takes from the disk cache) and loads the kernels for
-// model m in one storage mode, in the GEMM paths of s. Call inside Do.
-func (d *gpuDevice) module(c *cuda.Ctx, m config.ModelConfig, bf16 bool, s setup) (*kernels, error) {
+// DynShared is a kernel that needs more than 48 KiB of dynamic shared
+// memory, and how much (cuda.Ctx.SetMaxDynamicShared).
+type DynShared struct {
+	Name  string
+	Bytes int
+}
+
+// Load compiles (or takes from the disk cache under cacheDir) the kernels
+// with the NVRTC options opts and loads them once per key, resolving every
+// kernel of kernels.Names (and of kernels.WGMMANames when key.WGMMA) and
+// opting the kernels of shared into their dynamic shared memory. Call
+// inside Do.
+func (d *Device) Load(c *cuda.Ctx, key ModuleKey, cacheDir string, opts []string, shared []DynShared) (*Kernels, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	tc := s.tc()
-	wg := s.wgmma.on && (bf16 || tc)
-	key := moduleKey{bf16, !bf16 && tc, wg, m.Atoms, m.Trunk1, m.Trunk2, m.Head}
 	if k, ok := d.mods[key]; ok {
 		return k, nil
 	}
-	if !bf16 && tc && d.arch() < 80 {
-		return nil, fmt.Errorf("fp32 on sm_%d: the fp32 GEMMs run as 3xTF32 on the tensor cores, which need sm_80 or newer; set gpu tuning fp32_gemm = simt (DQNFLOW_FP32_GEMM=simt) for fmaf on the CUDA cores", d.arch())
-	}
-	src, err := kernelSource()
+	src, err := kernels.Source()
 	if err != nil {
 		return nil, err
 	}
-	bin, err := d.compiler.CompileCached(s.cacheDir(), src, "dqnflow.cu", d.arch(), kernelOptions(m, bf16, wg, tc)...)
+	bin, err := d.compiler.CompileCached(cacheDir, src, "dqnflow.cu", d.Arch(), opts...)
 	if err != nil {
-		return nil, fmt.Errorf("compile kernels for sm_%d: %w", d.arch(), err)
+		return nil, fmt.Errorf("compile kernels for sm_%d: %w", d.Arch(), err)
 	}
 	mod, err := c.LoadModule(bin)
 	if err != nil {
 		return nil, err
 	}
-	k := &kernels{mod: mod, fn: map[string]cuda.Function{}, wgmma: wg}
-	names := kernelNames
-	if wg {
-		names = append(names[:len(names):len(names)], wgmmaKernelNames...)
+	k := &Kernels{mod: mod, Fn: map[string]cuda.Function{}, WGMMA: key.WGMMA}
+	names := kernels.Names
+	if key.WGMMA {
+		names = append(names[:len(names):len(names)], kernels.WGMMANames...)
 	}
 	for _, name := range names {
 		f, err := mod.Function(name)
 		if err != nil {
 			return nil, err
 		}
-		k.fn[name] = f
+		k.Fn[name] = f
 	}
-	shapes := gemmShapes(bf16, tc)
-	if wg {
-		shapes = append(append(shapes, wgmmaShapes(bf16)...), wgmmaMaskShapes(bf16)...)
-	}
-	for _, sh := range shapes {
-		if sh.shared > 48<<10 {
-			if err := c.SetMaxDynamicShared(k.fn[sh.name], sh.shared); err != nil {
-				return nil, fmt.Errorf("%s: %w", sh.name, err)
-			}
+	for _, sh := range shared {
+		if err := c.SetMaxDynamicShared(k.Fn[sh.Name], sh.Bytes); err != nil {
+			return nil, fmt.Errorf("%s: %w", sh.Name, err)
 		}
 	}
 	d.mods[key] = k
 	return k, nil
 }
 
-// arena owns device allocations and frees them together.
-type arena struct {
+// Checked is the precision self-check result of the module key, kept per
+// device: check runs the first time (and again after a failure).
+func (d *Device) Checked(key ModuleKey, check func() (string, error)) (string, error) {
+	d.mu.Lock()
+	s, ok := d.checks[key]
+	d.mu.Unlock()
+	if ok {
+		return s, nil
+	}
+	s, err := check()
+	if err != nil {
+		return "", err
+	}
+	d.mu.Lock()
+	d.checks[key] = s
+	d.mu.Unlock()
+	return s, nil
+}
+
+// Arena owns device allocations and frees them together.
+type Arena struct {
 	ptrs []cuda.DevPtr
 }
 
-// alloc allocates bytes (at least 8) of device memory, zeroed on stream s
+// Alloc allocates bytes (at least 8) of device memory, zeroed on stream s
 // before it returns. The wait matters: s is a non-blocking stream, which
 // the legacy default stream's synchronous copies (cuda.Upload) do not wait
 // for, so an upload right after an alloc could land before the zeroing and
@@ -246,7 +263,7 @@ type arena struct {
 // (illegal addresses, a failed precision self-check, NaN losses:
 // TestUploadAfterAllocLandsOnABusyGPU, docs/perf/gpu-2026-12-05.md).
 // Buffers are allocated when a trainer or a plan is built, not per step.
-func (a *arena) alloc(c *cuda.Ctx, s cuda.Stream, bytes int) (cuda.DevPtr, error) {
+func (a *Arena) Alloc(c *cuda.Ctx, s cuda.Stream, bytes int) (cuda.DevPtr, error) {
 	bytes = max(bytes, 8)
 	bytes = (bytes + 255) &^ 255
 	p, err := c.Alloc(bytes)
@@ -260,27 +277,27 @@ func (a *arena) alloc(c *cuda.Ctx, s cuda.Stream, bytes int) (cuda.DevPtr, error
 	return p, c.Sync(s)
 }
 
-// batch is a sticky-error allocator for a group of buffers: each call
+// Batch is a sticky-error allocator for a group of buffers: each call
 // allocates unless an earlier one failed, and err reports the first failure.
-type batch struct {
-	a   *arena
+type Batch struct {
+	a   *Arena
 	c   *cuda.Ctx
 	s   cuda.Stream
-	err error
+	Err error
 }
 
-func (a *arena) batch(c *cuda.Ctx, s cuda.Stream) *batch { return &batch{a: a, c: c, s: s} }
+func (a *Arena) Batch(c *cuda.Ctx, s cuda.Stream) *Batch { return &Batch{a: a, c: c, s: s} }
 
-func (b *batch) alloc(bytes int) cuda.DevPtr {
-	if b.err != nil {
+func (b *Batch) Alloc(bytes int) cuda.DevPtr {
+	if b.Err != nil {
 		return 0
 	}
 	var p cuda.DevPtr
-	p, b.err = b.a.alloc(b.c, b.s, bytes)
+	p, b.Err = b.a.Alloc(b.c, b.s, bytes)
 	return p
 }
 
-func (a *arena) free(c *cuda.Ctx) error {
+func (a *Arena) Free(c *cuda.Ctx) error {
 	var first error
 	for _, p := range a.ptrs {
 		if err := c.Free(p); err != nil && first == nil {

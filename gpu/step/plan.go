@@ -1,7 +1,9 @@
-package gpu
+package step
 
 import (
 	"fmt"
+	"github.com/dqnflow/dqnflow/gpu/device"
+	"github.com/dqnflow/dqnflow/gpu/kernels"
 	"slices"
 
 	"github.com/dqnflow/dqnflow/gpu/cuda"
@@ -12,23 +14,23 @@ import (
 // batch size n, resolved once; the training path captures them as a CUDA
 // graph and replays it.
 type stepPlan struct {
-	n int
+	N int
 
-	x                       cuda.DevPtr // E [2n×ObsDim]: s then s′
-	on, tg                  acts        // online over 2n rows, target over n rows (x's s′ half)
+	X                       cuda.DevPtr // E [2n×ObsDim]: s then s′
+	on, tg                  Acts        // online over 2n rows, target over n rows (x's s′ half)
 	g, ge, g3, g3e, g2, g2e cuda.DevPtr // upstream gradients: float32 and E copies
 	g1, g1e                 cuda.DevPtr
-	act, ret, disc, w       cuda.DevPtr
+	Act, ret, disc, w       cuda.DevPtr
 	idx, mass, sample, tgts cuda.DevPtr
-	sampleArgs              cuda.DevPtr // struct SampleArgs (key at word sampleKeyWord)
-	lossSampled, lossGiven  launch
-	sampleL                 launch
-	prioL                   []launch // prio_claim, prio_set, then the tree's inner nodes
-	fwd                     []launch // the forward passes (gpu/mlp.go)
-	bwd                     []launch // backward stages 1 to 4 (backwardLaunches)
-	reduceL, normL          launch
-	adamL, specL            launch
-	adamRefreshL            launch         // adamw_refresh: AdamW and the online refresh in one launch (ADR 0028)
+	SampleArgs              cuda.DevPtr // struct SampleArgs (key at word sampleKeyWord)
+	lossSampled, lossGiven  device.Launch
+	sampleL                 device.Launch
+	prioL                   []device.Launch // prio_claim, prio_set, then the tree's inner nodes
+	Fwd                     []device.Launch // the forward passes (forward.go)
+	Bwd                     []device.Launch // backward stages 1 to 4 (backwardLaunches)
+	reduceL, normL          device.Launch
+	adamL, specL            device.Launch
+	adamRefreshL            device.Launch  // adamw_refresh: AdamW and the online refresh in one launch (ADR 0028)
 	graph                   cuda.GraphExec // one training step
 	graphK                  cuda.GraphExec // Tuning.StepsPerGraph steps, when more than one
 }
@@ -37,20 +39,6 @@ type stepPlan struct {
 // kernelOptions): samples per block of c51_loss, three warps each (1, 4
 // and 8 were measured no faster: docs/perf/gpu-2026-12-02.md).
 const lossSamplesPerBlock = 2
-
-// lossSlots is the most c51_loss blocks a step launches: four waves of
-// the blocks an H200 holds at once, 8 a SM on 132 SMs. (Its
-// __launch_bounds__ keeps it within 40 registers, so that eight blocks of
-// 192 threads fit the register file, and eight blocks' 13 KB of shared
-// memory and the 1 KB each reserves fit the 132 KB carveout.)
-// Each block adds its rows' bias gradients into one part (lossRows), so
-// fewer blocks mean fewer parts for grad_reduce, and more blocks a
-// shorter tail: at batch 16384 the step took 0.594–0.595 ms with one
-// wave, 0.592 with two, 0.589–0.591 with four and 0.591 with eight (the
-// 2026-12-03 evening report, call 4). It is a constant, not the device's
-// count, so that the sums' order, and so the bits, depend on the batch
-// only.
-const lossSlots = 4 * 8 * 132
 
 // reduceRunCols is RUN_COLS of kernels/optim.cu (passed by
 // kernelOptions): the columns a grad_reduce block adds at a time in a
@@ -80,35 +68,35 @@ func maxLossAtoms() int {
 // (a small batch has one block per lossSamplesPerBlock samples); slots
 // is Tuning.LossSlots, lossSlots by default.
 func lossRows(n, slots int) int {
-	return lossSamplesPerBlock * ceilDiv(n, lossSamplesPerBlock*slots)
+	return lossSamplesPerBlock * device.CeilDiv(n, lossSamplesPerBlock*slots)
 }
 
-// sampleKeyWord is the index of SampleArgs.key among its 64-bit words.
-const sampleKeyWord = 17
+// SampleKeyWord is the index of SampleArgs.key among its 64-bit words.
+const SampleKeyWord = 17
 
-// plan returns the plan for batch size n, building it on first use.
-func (l *learner) plan(c *cuda.Ctx, n int) (*stepPlan, error) {
-	if p, ok := l.plans[n]; ok {
+// Plan returns the plan for batch size n, building it on first use.
+func (l *Learner) Plan(c *cuda.Ctx, n int) (*stepPlan, error) {
+	if p, ok := l.Plans[n]; ok {
 		return p, nil
 	}
 	p, err := l.buildPlan(c, n)
 	if err != nil {
 		return nil, err
 	}
-	l.plans[n] = p
+	l.Plans[n] = p
 	return p, nil
 }
 
-func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
-	m, e := l.m, l.esz
-	t1, t2, hd, outw := m.Trunk1, m.Trunk2, m.Head, l.outw
-	p := &stepPlan{n: n}
-	bt := l.mem.batch(c, l.stream)
-	alloc := bt.alloc
-	upload := func(w words) cuda.DevPtr {
+func (l *Learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
+	m, e := l.M, l.ESize
+	t1, t2, hd, outw := m.Trunk1, m.Trunk2, m.Head, l.OutW
+	p := &stepPlan{N: n}
+	bt := l.Mem.Batch(c, l.Stream)
+	alloc := bt.Alloc
+	upload := func(w device.Words) cuda.DevPtr {
 		q := alloc(8 * len(w))
-		if bt.err == nil {
-			bt.err = cuda.Upload(c, q, []uint64(w))
+		if bt.Err == nil {
+			bt.Err = cuda.Upload(c, q, []uint64(w))
 		}
 		return q
 	}
@@ -116,30 +104,30 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 	// eCopy is the E copy of a float32 gradient: its own buffer in bf16
 	// mode, the float32 buffer itself in fp32.
 	eCopy := func(f cuda.DevPtr, elems int) cuda.DevPtr {
-		if l.bf16 {
+		if l.BF16 {
 			return alloc(2 * elems)
 		}
 		return f
 	}
-	p.x = alloc(e * 2 * n * obsWidth)
+	p.X = alloc(e * 2 * n * ObsWidth)
 	// The backward pass reads the online network's activations at s (the
 	// first n rows) only.
-	p.on = l.newActs(alloc, 2*n)
-	p.tg = l.newActs(alloc, n)
+	p.on = l.NewActs(alloc, 2*n)
+	p.tg = l.NewActs(alloc, n)
 	// The float32 gradients are kept in fp32 mode only, where they are the
 	// next GEMM's operands; their column sums (the bias gradients) come
 	// from the kernel that makes them: c51_loss for the head outputs, the
 	// masked epilogues for the hidden layers.
 	fGrad := func(elems int) cuda.DevPtr {
-		if l.bf16 {
+		if l.BF16 {
 			return 0
 		}
 		return alloc(4 * elems)
 	}
 	p.g = fGrad(n * outw)
 	p.ge = eCopy(p.g, n*outw)
-	lossRowsN := lossRows(n, l.s.LossSlots)
-	lossBlocks := ceilDiv(n, lossRowsN)
+	lossRowsN := lossRows(n, l.S.LossSlots)
+	lossBlocks := device.CeilDiv(n, lossRowsN)
 	lossPart := alloc(4 * lossBlocks * outw)
 	p.g3 = fGrad(n * 4 * hd)
 	p.g3e = eCopy(p.g3, n*4*hd)
@@ -147,42 +135,42 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 	p.g2e = eCopy(p.g2, n*t2)
 	p.g1 = fGrad(n * t1)
 	p.g1e = eCopy(p.g1, n*t1)
-	p.act, p.ret, p.disc, p.w = alloc(4*3*n), alloc(4*n), alloc(4*n), alloc(4*n)
+	p.Act, p.ret, p.disc, p.w = alloc(4*3*n), alloc(4*n), alloc(4*n), alloc(4*n)
 	p.idx, p.mass, p.sample = alloc(8*n), alloc(8*n), alloc(4*n)
 	p.tgts = alloc(4 * n * model.NumBranches * m.Atoms)
-	if err := bt.err; err != nil {
+	if err := bt.Err; err != nil {
 		return nil, err
 	}
 
 	// Forward: online over [s; s′], target over s′, in the same launches.
-	xs := p.x + cuda.DevPtr(e*n*obsWidth)
-	if p.fwd, err = l.forwardLaunches(c, "forward", []fwdNet{{&l.online, p.x, &p.on}, {&l.target, xs, &p.tg}}, l.st); err != nil {
+	xs := p.X + cuda.DevPtr(e*n*ObsWidth)
+	if p.Fwd, err = l.ForwardLaunches(c, "forward", []FwdNet{{&l.Online, p.X, &p.on}, {&l.target, xs, &p.tg}}, l.St); err != nil {
 		return nil, err
 	}
 
 	// Loss.
 	for i, sampled := range []int32{1, 0} {
-		var w words
-		w.ptr(p.on.o).ptr(p.tg.o).ptr(l.z).ptr(p.act).ptr(p.ret).ptr(p.disc).ptr(p.mass).ptr(p.w)
+		var w device.Words
+		w.Ptr(p.on.O).Ptr(p.tg.O).Ptr(l.Z).Ptr(p.Act).Ptr(p.ret).Ptr(p.disc).Ptr(p.mass).Ptr(p.w)
 		ge := cuda.DevPtr(0)
-		if l.bf16 {
+		if l.BF16 {
 			ge = p.ge
 		}
 		tg := cuda.DevPtr(0)
 		if sampled == 0 {
 			tg = p.tgts
 		}
-		w.ptr(p.g).ptr(ge).ptr(p.sample).ptr(tg)
+		w.Ptr(p.g).Ptr(ge).Ptr(p.sample).Ptr(tg)
 		var beta0 float64
 		var betaSteps int64
-		if l.replay != nil {
-			beta0, betaSteps = l.replay.cfg.Beta0, int64(l.replay.cfg.BetaSteps)
+		if l.Replay != nil {
+			beta0, betaSteps = l.Replay.Cfg.Beta0, int64(l.Replay.Cfg.BetaSteps)
 		}
 		_, dz, vmin, vmax := model.Support(m)
-		w.f64(beta0).i64(betaSteps).f32x2(vmin, vmax).f32i32(dz, int32(n)).i32x2(sampled, int32(lossRowsN))
-		w.ptr(lossPart)
+		w.F64(beta0).I64(betaSteps).F32x2(vmin, vmax).F32i32(dz, int32(n)).I32x2(sampled, int32(lossRowsN))
+		w.Ptr(lossPart)
 		args := upload(w)
-		ll := launch{name: "c51_loss", f: l.k.fn["c51_loss"], grid: dim(lossBlocks), block: dim(32 * 3 * lossSamplesPerBlock), args: []any{args, l.st}}
+		ll := device.Launch{Name: "c51_loss", F: l.K.Fn["c51_loss"], Grid: device.Dim(lossBlocks), Block: device.Dim(32 * 3 * lossSamplesPerBlock), Args: []any{args, l.St}}
 		if i == 0 {
 			p.lossSampled = ll
 		} else {
@@ -193,11 +181,11 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 	// Backward. Weight gradients reduce over the n rows, split in k so
 	// that even a small batch gives every SM work (deterministic: grad_reduce
 	// adds the parts in order).
-	kchunk := min(max(ceilDiv(ceilDiv(n, 8), 32)*32, 64), 512)
-	if l.s.GradKChunk > 0 {
-		kchunk = l.s.GradKChunk
+	kchunk := min(max(device.CeilDiv(device.CeilDiv(n, 8), 32)*32, 64), 512)
+	if l.S.GradKChunk > 0 {
+		kchunk = l.S.GradKChunk
 	}
-	var reds words
+	var reds device.Words
 	nred := 0
 	// dW jobs: C(o, i) = Σ_r A(o, r)·B(r, i) into the flat gradient at off.
 	dW := func(a, b mat, off, rows, cols int) job {
@@ -208,7 +196,7 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 		}
 		ws := alloc(4 * j.splits() * rows * cols)
 		j.c.p, j.splitStride = ws, int64(rows*cols)
-		reds.ptr(ws).ptr(dst).ptr(0).i64(int64(rows * cols)).i64(int64(j.splits())).i64(int64(rows * cols)).i64(1)
+		reds.Ptr(ws).Ptr(dst).Ptr(0).I64(int64(rows * cols)).I64(int64(j.splits())).I64(int64(rows * cols)).I64(1)
 		nred++
 		return j
 	}
@@ -223,28 +211,28 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 	}
 	// Stage 1: the head outputs. dW_h = G_hᵀ·z_h; dz_h = G_h·W_h masked by z_h > 0.
 	var b1, b2, b3, b4 []job
-	for h, i := range headOut {
-		ly := l.lay[i]
+	for h, i := range HeadOut {
+		ly := l.Lay[i]
 		col := headCol(m.Atoms, i)
 		b1 = append(b1, dW(mat{E(p.ge, col), 1, int64(outw)}, mat{E(p.on.z, h*hd), int64(4 * hd), 1}, ly.W, ly.Out, hd))
-		b1 = append(b1, job{a: mat{E(p.ge, col), int64(outw), 1}, b: mat{l.weight(&l.online, i), int64(hd), 1}, bT: l.weightT(i),
+		b1 = append(b1, job{a: mat{E(p.ge, col), int64(outw), 1}, b: mat{l.weight(&l.Online, i), int64(hd), 1}, bT: l.weightT(i),
 			c: F(p.g3, h*hd, 4*hd), ce: l.eOut(p.g3e, h*hd, 4*hd),
 			mask: mat{E(p.on.z, h*hd), int64(4 * hd), 1}, m: n, n: hd, k: ly.Out, epi: epiMask})
 	}
 	// Stage 2: the head hidden layers. dW = G3_hᵀ·h2; dh2 = G3·W_cat masked by h2 > 0.
 	for h, i := range headHidden {
-		ly := l.lay[i]
+		ly := l.Lay[i]
 		b2 = append(b2, dW(mat{E(p.g3e, h*hd), 1, int64(4 * hd)}, mat{p.on.h2, int64(t2), 1}, ly.W, hd, t2))
 	}
-	b2 = append(b2, job{a: mat{p.g3e, int64(4 * hd), 1}, b: mat{l.online.wcat, int64(t2), 1}, bT: l.weightT(model.LayerV1),
+	b2 = append(b2, job{a: mat{p.g3e, int64(4 * hd), 1}, b: mat{l.Online.wcat, int64(t2), 1}, bT: l.weightT(model.LayerV1),
 		c: F(p.g2, 0, t2), ce: l.eOut(p.g2e, 0, t2), mask: mat{p.on.h2, int64(t2), 1}, m: n, n: t2, k: 4 * hd, epi: epiMask})
 	// Stage 3: s2. dW = G2ᵀ·h1; dh1 = G2·W_s2 masked by h1 > 0.
-	s2, s1 := l.lay[model.LayerS2], l.lay[model.LayerS1]
+	s2, s1 := l.Lay[model.LayerS2], l.Lay[model.LayerS1]
 	b3 = append(b3, dW(mat{p.g2e, 1, int64(t2)}, mat{p.on.h1, int64(t1), 1}, s2.W, t2, t1))
-	b3 = append(b3, job{a: mat{p.g2e, int64(t2), 1}, b: mat{l.weight(&l.online, model.LayerS2), int64(t1), 1}, bT: l.weightT(model.LayerS2),
+	b3 = append(b3, job{a: mat{p.g2e, int64(t2), 1}, b: mat{l.weight(&l.Online, model.LayerS2), int64(t1), 1}, bT: l.weightT(model.LayerS2),
 		c: F(p.g1, 0, t1), ce: l.eOut(p.g1e, 0, t1), mask: mat{p.on.h1, int64(t1), 1}, m: n, n: t1, k: t2, epi: epiMask})
 	// Stage 4: s1. dW = G1ᵀ·x.
-	b4 = append(b4, dW(mat{p.g1e, 1, int64(t1)}, mat{p.x, obsWidth, 1}, s1.W, t1, obsWidth))
+	b4 = append(b4, dW(mat{p.g1e, 1, int64(t1)}, mat{p.X, ObsWidth, 1}, s1.W, t1, ObsWidth))
 	// The hidden layers' bias gradients: each masked job sums its float32
 	// results by column per row tile of its launch's shape (before the bf16
 	// rounding, as the reference does), and grad_reduce adds the row tiles
@@ -252,13 +240,13 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 	// hidden layers' (stage 1, in head order), s2's, s1's.
 	var headBias []int
 	for _, i := range headHidden {
-		headBias = append(headBias, l.lay[i].B)
+		headBias = append(headBias, l.Lay[i].B)
 	}
 	for s, st := range []struct {
 		js   []job
 		bias []int // of the stage's masked jobs, in order
 	}{{b1, headBias}, {b2, []int{s2.B}}, {b3, []int{s1.B}}} {
-		parts := colsumParts(n, gemmShapeFor(l.bf16, l.s.tc(), st.js))
+		parts := colsumParts(n, gemmShapeFor(l.BF16, l.S.TC(), st.js))
 		k := 0
 		for i := range st.js {
 			j := &st.js[i]
@@ -269,7 +257,7 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 				return nil, fmt.Errorf("backward stage %d: more masked jobs than biases (%d)", s+1, len(st.bias))
 			}
 			j.colsum, j.colsumStride = alloc(4*parts*j.n), int64(j.n)
-			reds.ptr(j.colsum).ptr(l.grad + cuda.DevPtr(4*st.bias[k])).ptr(0).i64(int64(j.n)).i64(int64(parts)).i64(int64(j.n)).i64(1)
+			reds.Ptr(j.colsum).Ptr(l.grad + cuda.DevPtr(4*st.bias[k])).Ptr(0).I64(int64(j.n)).I64(int64(parts)).I64(int64(j.n)).I64(1)
 			nred++
 			k++
 		}
@@ -279,7 +267,7 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 		if err != nil {
 			return nil, err
 		}
-		p.bwd = append(p.bwd, ls...)
+		p.Bwd = append(p.Bwd, ls...)
 	}
 
 	// The head outputs' bias gradients: c51_loss's block parts, added by
@@ -289,56 +277,56 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 	for c := range index {
 		index[c] = -1
 	}
-	for _, i := range headOut {
-		ly := l.lay[i]
+	for _, i := range HeadOut {
+		ly := l.Lay[i]
 		col := headCol(m.Atoms, i)
 		for c := range ly.Out {
 			index[col+c] = int32(ly.B + c)
 		}
 	}
 	indexP := alloc(4 * outw)
-	if err := bt.err; err != nil {
+	if err := bt.Err; err != nil {
 		return nil, err
 	}
 	if err := cuda.Upload(c, indexP, index); err != nil {
 		return nil, err
 	}
-	var rw words
-	rw.ptr(lossPart).ptr(l.grad).ptr(indexP).i64(int64(outw)).i64(int64(lossBlocks)).i64(int64(outw)).i64(0)
+	var rw device.Words
+	rw.Ptr(lossPart).Ptr(l.grad).Ptr(indexP).I64(int64(outw)).I64(int64(lossBlocks)).I64(int64(outw)).I64(0)
 	rw = append(rw, reds...)
 	redP := upload(rw)
 	// 64 blocks a segment, or one per reduceRunCols columns of the loss's
 	// parts (kind 0) where those are more.
-	p.reduceL = launch{name: "grad_reduce", f: l.k.fn["grad_reduce"], grid: dim2(max(64, ceilDiv(outw, reduceRunCols)), 1+nred), block: dim(256), args: []any{redP, l.st}}
-	p.normL = launch{name: "grad_norm", f: l.k.fn["grad_norm"], grid: dim(normBlocks), block: dim(1024),
-		args: []any{l.grad, int64(l.np), l.partial, p.w, p.sample, int64(n), l.st, l.fullFlag()}}
-	var aw words
-	aw.ptr(l.online.p).ptr(l.grad).ptr(l.adamM).ptr(l.adamV).ptr(l.partial).i64(normBlocks).ptr(l.paramSegs)
-	aw.ptr(l.lossHist).ptr(l.normHist)
+	p.reduceL = device.Launch{Name: "grad_reduce", F: l.K.Fn["grad_reduce"], Grid: device.Dim2(max(64, device.CeilDiv(outw, reduceRunCols)), 1+nred), Block: device.Dim(256), Args: []any{redP, l.St}}
+	p.normL = device.Launch{Name: "grad_norm", F: l.K.Fn["grad_norm"], Grid: device.Dim(normBlocks), Block: device.Dim(1024),
+		Args: []any{l.grad, int64(l.np), l.partial, p.w, p.sample, int64(n), l.St, l.fullFlag()}}
+	var aw device.Words
+	aw.Ptr(l.Online.p).Ptr(l.grad).Ptr(l.adamM).Ptr(l.adamV).Ptr(l.partial).I64(normBlocks).Ptr(l.paramSegs)
+	aw.Ptr(l.LossHist).Ptr(l.NormHist)
 	o := l.o
-	aw.f64(o.Beta1).f64(o.Beta2).f64(o.LR).f64(o.Eps).f64(o.WeightDecay).f64(o.ClipNorm)
-	aw.i64(int64(l.np)).i64(2 * model.NumLayers)
+	aw.F64(o.Beta1).F64(o.Beta2).F64(o.LR).F64(o.Eps).F64(o.WeightDecay).F64(o.ClipNorm)
+	aw.I64(int64(l.np)).I64(2 * model.NumLayers)
 	sr := int64(0)
 	if o.StochasticRounding {
 		sr = 1
 	}
-	aw.ptr(l.stag).i64(int64(l.fullFlag())).i64(sr).i64(int64(l.seed))
-	aw.ptr(l.uNext).ptr(l.u).i64(int64(l.uLen))
+	aw.Ptr(l.stag).I64(int64(l.fullFlag())).I64(sr).I64(int64(l.seed))
+	aw.Ptr(l.uNext).Ptr(l.u).I64(int64(l.uLen))
 	adamP := upload(aw)
-	p.adamL = launch{name: "adamw", f: l.k.fn["adamw"], grid: dim(adamBlocks(l.np)), block: dim(256), args: []any{adamP, l.st}}
-	p.adamRefreshL = launch{name: "adamw_refresh", f: l.k.fn["adamw_refresh"], grid: p.adamL.grid, block: p.adamL.block,
-		args: []any{adamP, l.st, l.fusedRefresh}}
-	p.specL = launch{name: "spectral", f: l.k.fn["spectral"], grid: dim(model.NumLayers), block: dim(1024), shared: l.specShared,
-		args: []any{l.online.p, l.u, l.uNext, l.specSegs, o.SpectralBound, l.specScale, l.st, l.fullFlag()}}
-	if err := bt.err; err != nil {
+	p.adamL = device.Launch{Name: "adamw", F: l.K.Fn["adamw"], Grid: device.Dim(adamBlocks(l.np)), Block: device.Dim(256), Args: []any{adamP, l.St}}
+	p.adamRefreshL = device.Launch{Name: "adamw_refresh", F: l.K.Fn["adamw_refresh"], Grid: p.adamL.Grid, Block: p.adamL.Block,
+		Args: []any{adamP, l.St, l.fusedRefresh}}
+	p.specL = device.Launch{Name: "spectral", F: l.K.Fn["spectral"], Grid: device.Dim(model.NumLayers), Block: device.Dim(1024), Shared: l.specShared,
+		Args: []any{l.Online.p, l.u, l.uNext, l.specSegs, o.SpectralBound, l.specScale, l.St, l.fullFlag()}}
+	if err := bt.Err; err != nil {
 		return nil, err
 	}
-	if l.replay != nil {
+	if l.Replay != nil {
 		if err := l.replayLaunches(c, p, upload, alloc); err != nil {
 			return nil, err
 		}
 	}
-	return p, bt.err
+	return p, bt.Err
 }
 
 // backwardLaunches are the launches of one backward stage: its jobs in one
@@ -349,31 +337,31 @@ func (l *learner) buildPlan(c *cuda.Ctx, n int) (*stepPlan, error) {
 // the order of the shape the whole stage takes on mma.sync (ref: the rest
 // keeps that shape while it has a masked job, and the moved jobs carry it
 // as csbm), so the step computes the same bits on either path.
-func (l *learner) backwardLaunches(c *cuda.Ctx, js []job) ([]launch, error) {
-	mode := l.s.WGMMADX
-	if !l.k.wgmma || l.s.mmaOnly {
+func (l *Learner) backwardLaunches(c *cuda.Ctx, js []job) ([]device.Launch, error) {
+	mode := l.S.WGMMADX
+	if !l.K.WGMMA || l.S.MmaOnly {
 		mode = "off"
 	}
-	sp := splitStage(l.bf16, l.s.tc(), mode, js)
+	sp := splitStage(l.BF16, l.S.TC(), mode, js)
 	if len(sp.moved) == 0 {
-		ln, err := l.gemmLaunch(c, "backward", js, l.st)
-		return []launch{ln}, err
+		ln, err := l.gemmLaunch(c, "backward", js, l.St)
+		return []device.Launch{ln}, err
 	}
-	var out []launch
+	var out []device.Launch
 	if len(sp.rest) > 0 {
-		var ln launch
+		var ln device.Launch
 		var err error
 		if slices.ContainsFunc(sp.rest, func(j job) bool { return j.colsum != 0 }) {
-			ln, err = l.gemmLaunchShape(c, "backward", sp.rest, l.st, sp.ref)
+			ln, err = l.gemmLaunchShape(c, "backward", sp.rest, l.St, sp.ref)
 		} else {
-			ln, err = l.gemmLaunch(c, "backward", sp.rest, l.st)
+			ln, err = l.gemmLaunch(c, "backward", sp.rest, l.St)
 		}
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, ln)
 	}
-	ln, err := l.gemmLaunchShape(c, "backward_dx", sp.moved, l.st, sp.shape)
+	ln, err := l.gemmLaunchShape(c, "backward_dx", sp.moved, l.St, sp.shape)
 	if err != nil {
 		return nil, err
 	}
@@ -386,7 +374,7 @@ func (l *learner) backwardLaunches(c *cuda.Ctx, js []job) ([]launch, error) {
 // whose row tiles the column sums keep either way.
 type stageSplit struct {
 	moved, rest []job
-	shape, ref  gemmShape
+	shape, ref  kernels.Shape
 }
 
 // splitStage decides, for the Tuning.WGMMADX setting mode, which of a backward
@@ -403,7 +391,7 @@ func splitStage(bf16, tc bool, mode string, js []job) stageSplit {
 	sp := stageSplit{ref: ref}
 	for _, j := range js {
 		t := j
-		t.b, t.csbm = j.bT, sp.ref.bm
+		t.b, t.csbm = j.bT, sp.ref.BM
 		if j.bT.p != 0 && t.wgmmaFits(bf16) {
 			sp.moved = append(sp.moved, t)
 		} else {
@@ -413,7 +401,7 @@ func splitStage(bf16, tc bool, mode string, js []job) stageSplit {
 	if len(sp.moved) == 0 {
 		return none
 	}
-	sp.shape = shapeAmong(wgmmaMaskShapes(bf16), sp.moved)
+	sp.shape = shapeAmong(kernels.WGMMAMaskShapes(bf16), sp.moved)
 	blocks := 0
 	for _, j := range sp.moved {
 		blocks += j.blocks(sp.shape)
@@ -426,11 +414,11 @@ func splitStage(bf16, tc bool, mode string, js []job) stageSplit {
 
 // eOut is the E output of a masked epilogue: its own buffer in bf16 mode,
 // none in fp32 (the float32 output is the next GEMM's operand itself).
-func (l *learner) eOut(q cuda.DevPtr, col, ld int) mat {
-	if !l.bf16 {
+func (l *Learner) eOut(q cuda.DevPtr, col, ld int) mat {
+	if !l.BF16 {
 		return mat{}
 	}
-	return mat{q + cuda.DevPtr(l.esz*col), int64(ld), 1}
+	return mat{q + cuda.DevPtr(l.ESize*col), int64(ld), 1}
 }
 
 // gradientLaunches are the forward pass, the loss and the backward pass of plan p
@@ -438,10 +426,10 @@ func (l *learner) eOut(q cuda.DevPtr, col, ld int) mat {
 //
 // The head outputs' bias gradients come out of the loss itself
 // (c51_loss's block parts, added by grad_reduce).
-func (l *learner) gradientLaunches(p *stepPlan, loss launch) []launch {
-	ls := append([]launch{}, p.fwd...)
+func (l *Learner) gradientLaunches(p *stepPlan, loss device.Launch) []device.Launch {
+	ls := append([]device.Launch{}, p.Fwd...)
 	ls = append(ls, loss)
-	ls = append(ls, p.bwd[:]...)
+	ls = append(ls, p.Bwd[:]...)
 	return append(ls, p.reduceL, p.normL)
 }
 
@@ -452,13 +440,13 @@ func (l *learner) gradientLaunches(p *stepPlan, loss launch) []launch {
 // launch, adamw_refresh (ADR 0028: as two launches, adamw then refresh,
 // the same bits took 1.1–1.8 µs a step more at batch 256, and that path
 // was removed).
-func (l *learner) updateLaunches(p *stepPlan) []launch {
-	return []launch{p.adamRefreshL}
+func (l *Learner) updateLaunches(p *stepPlan) []device.Launch {
+	return []device.Launch{p.adamRefreshL}
 }
 
-// trainLaunches is one whole training step from the replay buffer, in
+// TrainLaunches is one whole training step from the replay buffer, in
 // the order of its dependencies (trainParts, then the priority update).
-func (l *learner) trainLaunches(p *stepPlan) []launch {
+func (l *Learner) TrainLaunches(p *stepPlan) []device.Launch {
 	early, grad, update, prio := l.trainParts(p)
 	return append(append(append(grad, early...), update...), prio...)
 }
@@ -478,14 +466,14 @@ func (l *learner) trainLaunches(p *stepPlan) []launch {
 //     whose loss is not finite themselves. A step whose loss is finite but
 //     whose gradient norm is not (it stops the run with ErrNonFinite) may
 //     or may not have updated the priorities.
-func (l *learner) trainParts(p *stepPlan) (early, grad, update, prio []launch) {
-	grad = append([]launch{p.sampleL}, l.gradientLaunches(p, p.lossSampled)...)
-	return []launch{p.specL}, grad, l.updateLaunches(p), p.prioL
+func (l *Learner) trainParts(p *stepPlan) (early, grad, update, prio []device.Launch) {
+	grad = append([]device.Launch{p.sampleL}, l.gradientLaunches(p, p.lossSampled)...)
+	return []device.Launch{p.specL}, grad, l.updateLaunches(p), p.prioL
 }
 
-func (l *learner) runAll(c *cuda.Ctx, ls []launch) error {
+func (l *Learner) runAll(c *cuda.Ctx, ls []device.Launch) error {
 	for i := range ls {
-		if err := ls[i].run(c, l.stream); err != nil {
+		if err := ls[i].Run(c, l.Stream); err != nil {
 			return err
 		}
 	}
@@ -501,8 +489,8 @@ func (l *learner) runAll(c *cuda.Ctx, ls []launch) error {
 // same bits; what changes is that the GPU goes from one step to the next
 // inside a graph, without the gap between two graph launches (ADR 0027).
 
-// captureStep captures plan p's training step as a CUDA graph, once.
-func (l *learner) captureStep(c *cuda.Ctx, p *stepPlan) (cuda.GraphExec, error) {
+// CaptureStep captures plan p's training step as a CUDA graph, once.
+func (l *Learner) CaptureStep(c *cuda.Ctx, p *stepPlan) (cuda.GraphExec, error) {
 	if p.graph != 0 {
 		return p.graph, nil
 	}
@@ -514,13 +502,13 @@ func (l *learner) captureStep(c *cuda.Ctx, p *stepPlan) (cuda.GraphExec, error) 
 	return x, nil
 }
 
-// captureStepsPerGraph captures plan p's graph of stepsPerGraph training
+// CaptureStepsPerGraph captures plan p's graph of stepsPerGraph training
 // steps, once; 0 when a graph holds one step.
-func (l *learner) captureStepsPerGraph(c *cuda.Ctx, p *stepPlan) (cuda.GraphExec, error) {
-	if l.s.StepsPerGraph == 1 || p.graphK != 0 {
+func (l *Learner) CaptureStepsPerGraph(c *cuda.Ctx, p *stepPlan) (cuda.GraphExec, error) {
+	if l.S.StepsPerGraph == 1 || p.graphK != 0 {
 		return p.graphK, nil
 	}
-	x, err := l.captureSteps(c, p, l.s.StepsPerGraph)
+	x, err := l.captureSteps(c, p, l.S.StepsPerGraph)
 	if err != nil {
 		return 0, err
 	}
@@ -530,12 +518,12 @@ func (l *learner) captureStepsPerGraph(c *cuda.Ctx, p *stepPlan) (cuda.GraphExec
 
 // captureSteps captures n training steps of plan p, one after the other,
 // as one CUDA graph.
-func (l *learner) captureSteps(c *cuda.Ctx, p *stepPlan, n int) (cuda.GraphExec, error) {
-	if err := c.Sync(l.stream); err != nil {
+func (l *Learner) captureSteps(c *cuda.Ctx, p *stepPlan, n int) (cuda.GraphExec, error) {
+	if err := c.Sync(l.Stream); err != nil {
 		return 0, err
 	}
 	early, grad, update, prio := l.trainParts(p)
-	return captureFork(c, l.s.launch.dependent, forkStreams{l.stream, l.side, l.early},
+	return captureFork(c, l.S.Launch.Dependent, forkStreams{l.Stream, l.side, l.early},
 		forkEvents{l.fork, l.join, l.earlyFork, l.earlyJoin}, n, early, grad, update, prio)
 }
 
@@ -558,7 +546,7 @@ type forkEvents struct{ fork, join, earlyFork, earlyJoin cuda.Event }
 // before it on its stream (launchMode.dependent), early's first excepted,
 // which has none: the graph holds kernels only, so every edge is between
 // two kernels. An empty early adds no branch.
-func captureFork(c *cuda.Ctx, dependent bool, s forkStreams, ev forkEvents, repeat int, early, before, after, branch []launch) (cuda.GraphExec, error) {
+func captureFork(c *cuda.Ctx, dependent bool, s forkStreams, ev forkEvents, repeat int, early, before, after, branch []device.Launch) (cuda.GraphExec, error) {
 	if err := c.BeginCapture(s.main); err != nil {
 		return 0, err
 	}
@@ -570,11 +558,11 @@ func captureFork(c *cuda.Ctx, dependent bool, s forkStreams, ev forkEvents, repe
 		}
 		return nil
 	}()
-	return endCapture(c, s.main, runErr)
+	return device.EndCapture(c, s.main, runErr)
 }
 
 // queueFork queues one copy of captureFork's branches.
-func queueFork(c *cuda.Ctx, dependent bool, s forkStreams, ev forkEvents, early, before, after, branch []launch) error {
+func queueFork(c *cuda.Ctx, dependent bool, s forkStreams, ev forkEvents, early, before, after, branch []device.Launch) error {
 	if len(early) > 0 {
 		if err := c.Record(ev.earlyFork, s.main); err != nil {
 			return err
@@ -583,7 +571,7 @@ func queueFork(c *cuda.Ctx, dependent bool, s forkStreams, ev forkEvents, early,
 			return err
 		}
 		for i := range early {
-			if err := early[i].runIn(c, s.early, dependent && i > 0); err != nil {
+			if err := early[i].RunIn(c, s.early, dependent && i > 0); err != nil {
 				return err
 			}
 		}
@@ -592,7 +580,7 @@ func queueFork(c *cuda.Ctx, dependent bool, s forkStreams, ev forkEvents, early,
 		}
 	}
 	for i := range before {
-		if err := before[i].runIn(c, s.main, dependent); err != nil {
+		if err := before[i].RunIn(c, s.main, dependent); err != nil {
 			return err
 		}
 	}
@@ -603,7 +591,7 @@ func queueFork(c *cuda.Ctx, dependent bool, s forkStreams, ev forkEvents, early,
 		return err
 	}
 	for i := range branch {
-		if err := branch[i].runIn(c, s.side, dependent); err != nil {
+		if err := branch[i].RunIn(c, s.side, dependent); err != nil {
 			return err
 		}
 	}
@@ -616,41 +604,9 @@ func queueFork(c *cuda.Ctx, dependent bool, s forkStreams, ev forkEvents, early,
 		}
 	}
 	for i := range after {
-		if err := after[i].runIn(c, s.main, dependent); err != nil {
+		if err := after[i].RunIn(c, s.main, dependent); err != nil {
 			return err
 		}
 	}
 	return c.WaitEvent(s.main, ev.join)
-}
-
-// capture records launches on stream s as one CUDA graph and instantiates
-// it; dependent as for captureFork.
-func capture(c *cuda.Ctx, dependent bool, s cuda.Stream, launches []launch) (cuda.GraphExec, error) {
-	if err := c.BeginCapture(s); err != nil {
-		return 0, err
-	}
-	var runErr error
-	for i := range launches {
-		if runErr = launches[i].runIn(c, s, dependent); runErr != nil {
-			break
-		}
-	}
-	return endCapture(c, s, runErr)
-}
-
-// endCapture ends the capture on s and instantiates its graph, or returns
-// runErr, the error of queuing its work, when there is one.
-func endCapture(c *cuda.Ctx, s cuda.Stream, runErr error) (cuda.GraphExec, error) {
-	g, err := c.EndCapture(s)
-	if runErr != nil {
-		return 0, runErr
-	}
-	if err != nil {
-		return 0, err
-	}
-	x, err := c.Instantiate(g)
-	if derr := c.DestroyGraph(g); err == nil {
-		err = derr
-	}
-	return x, err
 }

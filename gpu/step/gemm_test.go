@@ -1,11 +1,12 @@
-package gpu
+package step
 
 import (
-	"errors"
 	"fmt"
+	"github.com/dqnflow/dqnflow/gpu/device"
+	"github.com/dqnflow/dqnflow/gpu/internal/gputest"
+	"github.com/dqnflow/dqnflow/gpu/kernels"
 	"math"
 	"math/rand/v2"
-	"os"
 	"strings"
 	"testing"
 
@@ -15,63 +16,17 @@ import (
 	"github.com/dqnflow/dqnflow/trainer/model"
 )
 
-// SkipWithoutGPU skips t, with err as the reason, when err says this
-// machine has no CUDA driver, device or NVRTC; with DQNFLOW_REQUIRE_GPU
-// set (the device script) or any other error it fails t. Shared by the
-// package's internal and external tests.
-func SkipWithoutGPU(t *testing.T, err error) {
-	t.Helper()
-	var ce *cuda.Error
-	noDev := errors.As(err, &ce) && (ce.Name == "CUDA_ERROR_NO_DEVICE" || ce.Name == "CUDA_ERROR_INVALID_DEVICE")
-	if os.Getenv("DQNFLOW_REQUIRE_GPU") == "" && (errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoNVRTC) || noDev) {
-		t.Skipf("no CUDA device here: %v", err)
-	}
-	t.Fatal(err)
-}
-
-// testDevice opens CUDA device 0 or skips with the reason.
-func testDevice(t *testing.T) *gpuDevice {
-	t.Helper()
-	d, err := openDevice(0)
-	if err != nil {
-		SkipWithoutGPU(t, err)
-	}
-	return d
-}
-
-// testTuning is the tuning the tests run: TuningFromEnv, so that a device
-// script can run them in another (tools/device/visit.sh sets DQNFLOW_*
-// variables for a run of gpu.test).
-func testTuning(t testing.TB) Tuning {
-	t.Helper()
-	tu, err := TuningFromEnv()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tu
-}
-
 // testSetup is testTuning resolved on d, with fp32's GEMM products on
 // 3xTF32 where tc and on the CUDA cores otherwise.
-func testSetup(t testing.TB, d *gpuDevice, tc bool) setup {
+func testSetup(t testing.TB, d *device.Device, tc bool) device.Setup {
 	t.Helper()
-	tu := testTuning(t)
+	tu := gputest.Tuning(t)
 	tu.FP32GEMM = map[bool]string{true: "3xtf32", false: "simt"}[tc]
-	s, err := d.resolve(tu)
+	s, err := d.Resolve(tu)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s
-}
-
-// testBackend is NewBackend(0, tu) or a skip with the reason.
-func testBackend(t *testing.T, tu Tuning) *Backend {
-	t.Helper()
-	b, err := NewBackend(0, tu)
-	if err != nil {
-		SkipWithoutGPU(t, err)
-	}
-	return b
 }
 
 // hostMat is an operand in host memory: rows×cols values (already rounded
@@ -149,17 +104,17 @@ func (h hostMat) view(p cuda.DevPtr) mat {
 // their errors cancel; the self-check's row of 1+2⁻²⁰ is what tells them
 // from float32.)
 func TestGEMMMatchesFloat64(t *testing.T) {
-	d := testDevice(t)
-	t.Logf("bf16 forward GEMMs: %s", testSetup(t, d, true).wgmma.desc)
+	d := gputest.Device(t)
+	t.Logf("bf16 forward GEMMs: %s", testSetup(t, d, true).WGMMA.Desc)
 	for _, mode := range []struct{ bf, tc bool }{{false, false}, {false, true}, {true, false}} {
 		bf := mode.bf
 		su := testSetup(t, d, mode.tc)
-		shapes := gemmShapes(bf, mode.tc)
-		if (bf || mode.tc) && su.wgmma.on {
-			shapes = append(append(shapes, wgmmaShapes(bf)...), wgmmaMaskShapes(bf)...)
+		shapes := kernels.GEMMShapes(bf, mode.tc)
+		if (bf || mode.tc) && su.WGMMA.On {
+			shapes = append(append(shapes, kernels.WGMMAShapes(bf)...), kernels.WGMMAMaskShapes(bf)...)
 		}
 		for _, sh := range shapes {
-			wg := sh.isWGMMA()
+			wg := sh.IsWGMMA()
 			for _, aCol := range []bool{false, true} {
 				for _, bCol := range []bool{false, true} {
 					for _, tc := range []struct {
@@ -173,11 +128,11 @@ func TestGEMMMatchesFloat64(t *testing.T) {
 						{3, 5, 7, 0, epiBias},
 						{300, 204, 128, 0, epiBias}, // a head output's shape: 16-byte rows, a ragged last tile
 					} {
-						if wg && (aCol || bCol || tc.kchunk > 0 || (tc.epi == epiMask) != sh.masksOnly()) {
+						if wg && (aCol || bCol || tc.kchunk > 0 || (tc.epi == epiMask) != sh.MasksOnly()) {
 							continue
 						}
-						name := fmt.Sprintf("bf16=%v/tf32x3=%v/%s/aCol=%v/bCol=%v/%dx%dx%d/split=%d/epi=%d", bf, mode.tc && !bf, sh.name, aCol, bCol, tc.m, tc.n, tc.k, tc.kchunk, tc.epi)
-						err := d.dev.Do(func(c *cuda.Ctx) error {
+						name := fmt.Sprintf("bf16=%v/tf32x3=%v/%s/aCol=%v/bCol=%v/%dx%dx%d/split=%d/epi=%d", bf, mode.tc && !bf, sh.Name, aCol, bCol, tc.m, tc.n, tc.k, tc.kchunk, tc.epi)
+						err := d.Dev.Do(func(c *cuda.Ctx) error {
 							return checkGEMM(c, d, su, bf, sh, aCol, bCol, tc.m, tc.n, tc.k, tc.kchunk, tc.epi)
 						})
 						if err != nil {
@@ -199,7 +154,7 @@ type gemmRun struct {
 	got, gotE, gotCS        []float32
 }
 
-func checkGEMM(c *cuda.Ctx, d *gpuDevice, su setup, bf bool, sh gemmShape, aCol, bCol bool, M, N, K, kchunk, epi int) error {
+func checkGEMM(c *cuda.Ctx, d *device.Device, su device.Setup, bf bool, sh kernels.Shape, aCol, bCol bool, M, N, K, kchunk, epi int) error {
 	g, err := runGEMM(c, d, su, bf, sh, aCol, bCol, M, N, K, kchunk, epi, 0)
 	if err != nil {
 		return err
@@ -211,10 +166,10 @@ func checkGEMM(c *cuda.Ctx, d *gpuDevice, su setup, bf bool, sh gemmShape, aCol,
 // n-contiguous where bCol) with epilogue epi, split in k by kchunk, in tile
 // shape sh, on operands drawn from a stream keyed by M, N and K, in the
 // module of su; a masked job sums its columns in row tiles of csbm rows
-// (0: sh.bm).
-func runGEMM(c *cuda.Ctx, d *gpuDevice, su setup, bf bool, sh gemmShape, aCol, bCol bool, M, N, K, kchunk, epi, csbm int) (gemmRun, error) {
+// (0: sh.BM).
+func runGEMM(c *cuda.Ctx, d *device.Device, su device.Setup, bf bool, sh kernels.Shape, aCol, bCol bool, M, N, K, kchunk, epi, csbm int) (gemmRun, error) {
 	var g gemmRun
-	k, err := d.module(c, config.Defaults().Model, bf, su)
+	k, err := moduleFor(c, d, config.Defaults().Model, bf, su)
 	if err != nil {
 		return g, err
 	}
@@ -223,8 +178,8 @@ func runGEMM(c *cuda.Ctx, d *gpuDevice, su setup, bf bool, sh gemmShape, aCol, b
 		return g, err
 	}
 	defer c.DestroyStream(s)
-	var mem arena
-	defer mem.free(c)
+	var mem device.Arena
+	defer mem.Free(c)
 	r := rand.New(rand.NewPCG(uint64(M), uint64(N*K)))
 	// A is M×K: "column-major" here means m-contiguous. B is K×N stored as
 	// N×K rows (k-contiguous, bCol false) or K×N rows (n-contiguous).
@@ -240,7 +195,7 @@ func runGEMM(c *cuda.Ctx, d *gpuDevice, su setup, bf bool, sh gemmShape, aCol, b
 		esz = 2
 	}
 	upload := func(v []float32) (cuda.DevPtr, error) {
-		p, err := mem.alloc(c, s, esz*len(v))
+		p, err := mem.Alloc(c, s, esz*len(v))
 		if err != nil {
 			return 0, err
 		}
@@ -265,7 +220,7 @@ func runGEMM(c *cuda.Ctx, d *gpuDevice, su setup, bf bool, sh gemmShape, aCol, b
 	if err != nil {
 		return g, err
 	}
-	biasP, err := mem.alloc(c, s, 4*N)
+	biasP, err := mem.Alloc(c, s, 4*N)
 	if err != nil {
 		return g, err
 	}
@@ -276,7 +231,7 @@ func runGEMM(c *cuda.Ctx, d *gpuDevice, su setup, bf bool, sh gemmShape, aCol, b
 	bv := Bt.view(bp)
 	j := job{a: A.view(ap), b: mat{bv.p, bv.sc, bv.sr}, m: M, n: N, k: K, epi: epi, kchunk: kchunk}
 	splits := j.splits()
-	cp, err := mem.alloc(c, s, 4*splits*M*N)
+	cp, err := mem.Alloc(c, s, 4*splits*M*N)
 	if err != nil {
 		return g, err
 	}
@@ -290,13 +245,13 @@ func runGEMM(c *cuda.Ctx, d *gpuDevice, su setup, bf bool, sh gemmShape, aCol, b
 		j.bias = biasP
 	case epiBiasReLU:
 		j.bias = biasP
-		if cep, err = mem.alloc(c, s, esz*M*N); err != nil {
+		if cep, err = mem.Alloc(c, s, esz*M*N); err != nil {
 			return g, err
 		}
 		j.ce = mat{cep, int64(N), 1}
 	case epiMask:
 		j.mask = mat{mp, int64(mask.ld), 1}
-		if cep, err = mem.alloc(c, s, esz*M*N); err != nil {
+		if cep, err = mem.Alloc(c, s, esz*M*N); err != nil {
 			return g, err
 		}
 		j.ce = mat{cep, int64(N), 1}
@@ -304,12 +259,12 @@ func runGEMM(c *cuda.Ctx, d *gpuDevice, su setup, bf bool, sh gemmShape, aCol, b
 	// The mask epilogue also sums its results by column per row tile, into
 	// rows of stride N+3, filled with NaN first so that a sum left out shows.
 	if csbm == 0 {
-		csbm = sh.bm
+		csbm = sh.BM
 	}
-	parts, csStride := ceilDiv(M, csbm), N+3
+	parts, csStride := device.CeilDiv(M, csbm), N+3
 	var csp cuda.DevPtr
 	if epi == epiMask {
-		if csp, err = mem.alloc(c, s, 4*parts*csStride); err != nil {
+		if csp, err = mem.Alloc(c, s, 4*parts*csStride); err != nil {
 			return g, err
 		}
 		if err := c.MemsetD8Async(csp, 0xff, 4*parts*csStride, s); err != nil {
@@ -321,14 +276,14 @@ func runGEMM(c *cuda.Ctx, d *gpuDevice, su setup, bf bool, sh gemmShape, aCol, b
 	if err != nil {
 		return g, err
 	}
-	jp, err := mem.alloc(c, s, 8*len(w))
+	jp, err := mem.Alloc(c, s, 8*len(w))
 	if err != nil {
 		return g, err
 	}
 	if err := cuda.Upload(c, jp, []uint64(w)); err != nil {
 		return g, err
 	}
-	if err := c.Launch(k.fn[sh.name], dim(blocks), dim(sh.threads), sh.shared, s, jp, int32(1), cuda.DevPtr(0)); err != nil {
+	if err := c.Launch(k.Fn[sh.Name], device.Dim(blocks), device.Dim(sh.Threads), sh.Shared, s, jp, int32(1), cuda.DevPtr(0)); err != nil {
 		return g, err
 	}
 	if err := c.Sync(s); err != nil {
@@ -365,7 +320,7 @@ func runGEMM(c *cuda.Ctx, d *gpuDevice, su setup, bf bool, sh gemmShape, aCol, b
 }
 
 // check compares g's outputs with the float64 product of its operands.
-func (g gemmRun) check(sh gemmShape, M, N, K, epi int) error {
+func (g gemmRun) check(sh kernels.Shape, M, N, K, epi int) error {
 	A, Bt, mask, bias, splits, parts, csStride := g.A, g.Bt, g.mask, g.bias, g.splits, g.parts, g.csStride
 	got, gotE, gotCS := g.got, g.gotE, g.gotCS
 	// wantCS and magCS are the float64 column sums of the reference outputs
@@ -396,9 +351,9 @@ func (g gemmRun) check(sh gemmShape, M, N, K, epi int) error {
 				if mask.at(m, n) <= 0 {
 					ref = 0
 				}
-				wantCS[(m/sh.bm)*N+n] += ref
+				wantCS[(m/sh.BM)*N+n] += ref
 				if ref != 0 {
-					magCS[(m/sh.bm)*N+n] += mag
+					magCS[(m/sh.BM)*N+n] += mag
 				}
 			}
 			tol := 1e-5*mag + 1e-30
@@ -444,26 +399,26 @@ func (g gemmRun) check(sh gemmShape, M, N, K, epi int) error {
 // the C and E outputs and every column sum. Shapes with one k tile do not
 // run on wgmma (job.wgmmaFits) and are left out.
 func TestWGMMAInputGradientsMatchMMA(t *testing.T) {
-	d := testDevice(t)
+	d := gputest.Device(t)
 	su := testSetup(t, d, true)
-	if !su.wgmma.on {
-		t.Skipf("no wgmma on this device: %s", su.wgmma.desc)
+	if !su.WGMMA.On {
+		t.Skipf("no wgmma on this device: %s", su.WGMMA.Desc)
 	}
 	for _, bf := range []bool{true, false} {
 		tile := map[bool]int{true: 64, false: 32}[bf]
-		for _, ref := range gemmShapes(bf, true) {
-			for _, sh := range wgmmaMaskShapes(bf) {
+		for _, ref := range kernels.GEMMShapes(bf, true) {
+			for _, sh := range kernels.WGMMAMaskShapes(bf) {
 				for _, tc := range []struct{ m, n, k int }{{300, 256, 128}, {129, 128, 153}, {1000, 128, 512}, {200, 72, 51}, {64, 136, 96}} {
 					if tc.k <= tile {
 						continue
 					}
-					name := fmt.Sprintf("bf16=%v/%s against %s/%dx%dx%d", bf, sh.name, ref.name, tc.m, tc.n, tc.k)
-					err := d.dev.Do(func(c *cuda.Ctx) error {
+					name := fmt.Sprintf("bf16=%v/%s against %s/%dx%dx%d", bf, sh.Name, ref.Name, tc.m, tc.n, tc.k)
+					err := d.Dev.Do(func(c *cuda.Ctx) error {
 						want, err := runGEMM(c, d, su, bf, ref, false, true, tc.m, tc.n, tc.k, 0, epiMask, 0)
 						if err != nil {
 							return fmt.Errorf("mma.sync: %w", err)
 						}
-						got, err := runGEMM(c, d, su, bf, sh, false, false, tc.m, tc.n, tc.k, 0, epiMask, ref.bm)
+						got, err := runGEMM(c, d, su, bf, sh, false, false, tc.m, tc.n, tc.k, 0, epiMask, ref.BM)
 						if err != nil {
 							return fmt.Errorf("wgmma: %w", err)
 						}
@@ -509,26 +464,26 @@ func TestWGMMAInputGradientsMatchMMA(t *testing.T) {
 func TestTransposedWeightsAreWhereTheInputGradientsReadThem(t *testing.T) {
 	m := config.Defaults().Model
 	for _, bf := range []bool{true, false} {
-		l := &learner{m: m, lay: model.Layers(m), esz: 4}
+		l := &Learner{M: m, Lay: model.Layers(m), ESize: 4}
 		if bf {
-			l.esz = 2
+			l.ESize = 2
 		}
-		l.online.gw = 1 << 20
+		l.Online.gw = 1 << 20
 		l.layoutCopies(true)
 		owner := map[int]string{}
-		for i, ly := range l.lay {
+		for i, ly := range l.Lay {
 			tr := l.gwT[i]
 			if tr.off < 0 {
 				continue
 			}
-			if tr.off < l.gwLen || (tr.off*l.esz)%16 != 0 || (tr.ld*l.esz)%16 != 0 || tr.ld < ly.Out {
+			if tr.off < l.gwLen || (tr.off*l.ESize)%16 != 0 || (tr.ld*l.ESize)%16 != 0 || tr.ld < ly.Out {
 				t.Fatalf("bf16=%v layer %d: transposed at %d, ld %d (copies end at %d, %d outputs)", bf, i, tr.off, tr.ld, l.gwLen, ly.Out)
 			}
 			view := l.weightT(i)
 			if i == model.LayerA1(0) || i == model.LayerA1(1) || i == model.LayerA1(2) {
 				view = l.weightT(model.LayerV1) // stage 2's wcatᵀ
 				h := map[int]int{model.LayerA1(0): 1, model.LayerA1(1): 2, model.LayerA1(2): 3}[i]
-				view.p += cuda.DevPtr(l.esz * h * m.Head)
+				view.p += cuda.DevPtr(l.ESize * h * m.Head)
 			}
 			if view.p == 0 || view.sr != 1 {
 				t.Fatalf("bf16=%v layer %d: view %+v; want a k-contiguous copy", bf, i, view)
@@ -537,7 +492,7 @@ func TestTransposedWeightsAreWhereTheInputGradientsReadThem(t *testing.T) {
 				for in := range ly.In {
 					e := o*ly.In + in
 					at := tr.off + (e%ly.In)*tr.ld + e/ly.In // the refresh kernel's place
-					read := (int(view.p)-int(l.online.gw))/l.esz + o*int(view.sr) + in*int(view.sc)
+					read := (int(view.p)-int(l.Online.gw))/l.ESize + o*int(view.sr) + in*int(view.sc)
 					if at != read {
 						t.Fatalf("bf16=%v layer %d (%d, %d): written at %d, read at %d", bf, i, o, in, at, read)
 					}
@@ -561,7 +516,7 @@ func TestTransposedWeightsAreWhereTheInputGradientsReadThem(t *testing.T) {
 	}
 }
 
-func countTransposed(l *learner) int {
+func countTransposed(l *Learner) int {
 	n := 0
 	for _, tr := range l.gwT {
 		if tr.off >= 0 {
@@ -584,19 +539,19 @@ func TestInputGradientsFitWGMMAOnlyInAnMMATilesOrder(t *testing.T) {
 			t.Errorf("csbm %d: wgmmaFits %v, want %v", csbm, got, fits)
 		}
 	}
-	wg, fwd := wgmmaMaskShapes(true)[0], wgmmaShapes(true)[0]
-	mma, err := gemmShapeNamed(true, true, "gemm128o")
+	wg, fwd := kernels.WGMMAMaskShapes(true)[0], kernels.WGMMAShapes(true)[0]
+	mma, err := kernels.ShapeNamed(true, true, "gemm128o")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
-		sh   gemmShape
+		sh   kernels.Shape
 		csbm int
 		ok   bool
 	}{{wg, 64, true}, {wg, 128, true}, {wg, 0, false}, {wg, 96, false}, {mma, 0, true}, {mma, 128, true}, {mma, 64, false}, {fwd, 128, false}} {
 		j.csbm = c.csbm
 		if _, _, err := gemmWords(c.sh, true, []job{j}); (err == nil) != c.ok {
-			t.Errorf("%s with csbm %d: error %v, want ok %v", c.sh.name, c.csbm, err, c.ok)
+			t.Errorf("%s with csbm %d: error %v, want ok %v", c.sh.Name, c.csbm, err, c.ok)
 		}
 	}
 }
@@ -628,7 +583,7 @@ func TestFillMovesTheInputGradientsWhereTheyFillTheGPU(t *testing.T) {
 			sp := splitStage(bf, true, c.mode, js)
 			name := fmt.Sprintf("bf16=%v %s batch %d", bf, c.mode, c.n)
 			if want := gemmShapeFor(bf, true, js); sp.ref != want {
-				t.Errorf("%s: reference shape %s, want the whole stage's %s", name, sp.ref.name, want.name)
+				t.Errorf("%s: reference shape %s, want the whole stage's %s", name, sp.ref.Name, want.Name)
 			}
 			if !c.moved {
 				if len(sp.moved) != 0 || len(sp.rest) != 5 {
@@ -640,14 +595,14 @@ func TestFillMovesTheInputGradientsWhereTheyFillTheGPU(t *testing.T) {
 				t.Fatalf("%s: %d moved, %d left; want the input gradient moved and the four weight gradients left", name, len(sp.moved), len(sp.rest))
 			}
 			m := sp.moved[0]
-			if m.b != js[4].bT || m.csbm != sp.ref.bm || !sp.shape.masksOnly() {
-				t.Errorf("%s: moved job reads %+v with row tiles of %d on %s; want %+v, %d, a mask kernel", name, m.b, m.csbm, sp.shape.name, js[4].bT, sp.ref.bm)
+			if m.b != js[4].bT || m.csbm != sp.ref.BM || !sp.shape.MasksOnly() {
+				t.Errorf("%s: moved job reads %+v with row tiles of %d on %s; want %+v, %d, a mask kernel", name, m.b, m.csbm, sp.shape.Name, js[4].bT, sp.ref.BM)
 			}
 			if _, _, err := gemmWords(sp.shape, bf, sp.moved); err != nil {
 				t.Errorf("%s: the moved launch: %v", name, err)
 			}
-			if c.n == 16384 && sp.shape.name != "wgmma128x64m" {
-				t.Errorf("%s: shape %s, want wgmma128x64m (wgmma128m's 256 blocks do not fill the GPU)", name, sp.shape.name)
+			if c.n == 16384 && sp.shape.Name != "wgmma128x64m" {
+				t.Errorf("%s: shape %s, want wgmma128x64m (wgmma128m's 256 blocks do not fill the GPU)", name, sp.shape.Name)
 			}
 		}
 	}
@@ -670,20 +625,20 @@ func TestFP32GEMMPathIsNamed(t *testing.T) {
 // gemm128o's launch bounds ask.
 func TestTF32ShapesFitTheSM(t *testing.T) {
 	want := map[string]int{"gemm64": 55296, "gemm128o": 110592, "gemm128x64o": 82944}
-	for _, sh := range gemmShapes(false, true) {
-		if sh.shared != want[sh.name] {
-			t.Errorf("%s: %d bytes of shared memory, want %d", sh.name, sh.shared, want[sh.name])
+	for _, sh := range kernels.GEMMShapes(false, true) {
+		if sh.Shared != want[sh.Name] {
+			t.Errorf("%s: %d bytes of shared memory, want %d", sh.Name, sh.Shared, want[sh.Name])
 		}
-		if sh.shared > 227<<10 {
-			t.Errorf("%s: %d bytes exceed a block's 227 KiB", sh.name, sh.shared)
+		if sh.Shared > 227<<10 {
+			t.Errorf("%s: %d bytes exceed a block's 227 KiB", sh.Name, sh.Shared)
 		}
-		if sh.bm == 128 && sh.bn == 128 && 2*(sh.shared+1<<10) > 228<<10 {
-			t.Errorf("%s: two blocks of %d bytes do not fit an SM", sh.name, sh.shared)
+		if sh.BM == 128 && sh.BN == 128 && 2*(sh.Shared+1<<10) > 228<<10 {
+			t.Errorf("%s: two blocks of %d bytes do not fit an SM", sh.Name, sh.Shared)
 		}
 	}
-	for _, sh := range gemmShapes(false, false) {
-		if sh.shared != 0 || sh.threads != 256 {
-			t.Errorf("CUDA-core %s: %d threads, %d bytes of dynamic shared memory; want 256 and 0", sh.name, sh.threads, sh.shared)
+	for _, sh := range kernels.GEMMShapes(false, false) {
+		if sh.Shared != 0 || sh.Threads != 256 {
+			t.Errorf("CUDA-core %s: %d threads, %d bytes of dynamic shared memory; want 256 and 0", sh.Name, sh.Threads, sh.Shared)
 		}
 	}
 }
@@ -703,22 +658,22 @@ func TestWGMMAShapesFitTheSM(t *testing.T) {
 	seen := 0
 	for _, bf := range []bool{true, false} {
 		mode := map[bool]string{true: "bf16", false: "fp32"}[bf]
-		for _, sh := range append(wgmmaShapes(bf), wgmmaMaskShapes(bf)...) {
-			name := mode + " " + sh.name
+		for _, sh := range append(kernels.WGMMAShapes(bf), kernels.WGMMAMaskShapes(bf)...) {
+			name := mode + " " + sh.Name
 			w, ok := want[name]
 			if !ok {
 				t.Errorf("%s: no pinned size", name)
 				continue
 			}
 			seen++
-			if sh.shared != w.shared {
-				t.Errorf("%s: %d bytes of shared memory, want %d", name, sh.shared, w.shared)
+			if sh.Shared != w.shared {
+				t.Errorf("%s: %d bytes of shared memory, want %d", name, sh.Shared, w.shared)
 			}
-			if w.perSM*(sh.shared+1<<10) > 228<<10 {
-				t.Errorf("%s: %d blocks of %d bytes do not fit an SM", name, w.perSM, sh.shared)
+			if w.perSM*(sh.Shared+1<<10) > 228<<10 {
+				t.Errorf("%s: %d blocks of %d bytes do not fit an SM", name, w.perSM, sh.Shared)
 			}
-			if ys := 4 * 128 * (sh.bn + 8); sh.masksOnly() && ys > sh.shared {
-				t.Errorf("%s: wgColSums's %d bytes exceed the block's %d", name, ys, sh.shared)
+			if ys := 4 * 128 * (sh.BN + 8); sh.MasksOnly() && ys > sh.Shared {
+				t.Errorf("%s: wgColSums's %d bytes exceed the block's %d", name, ys, sh.Shared)
 			}
 		}
 	}

@@ -1,7 +1,9 @@
-package gpu
+package devenv
 
 import (
 	"fmt"
+	"github.com/dqnflow/dqnflow/gpu/device"
+	"github.com/dqnflow/dqnflow/gpu/step"
 	"math/rand/v2"
 
 	"github.com/dqnflow/dqnflow/config"
@@ -25,7 +27,7 @@ type devMarket struct {
 
 // newDevMarket uploads ds into allocations of bt; features, when not zero,
 // is ds.Features already on the device (the replay buffer's copy).
-func newDevMarket(c *cuda.Ctx, bt *batch, ds *market.Dataset, features cuda.DevPtr) (*devMarket, error) {
+func newDevMarket(c *cuda.Ctx, bt *device.Batch, ds *market.Dataset, features cuda.DevPtr) (*devMarket, error) {
 	b := ds.Bars
 	n := b.Len()
 	if len(b.Open) != n || len(b.High) != n || len(b.Low) != n || len(ds.ATR) != n || len(ds.Features) != n*market.NumFeatures ||
@@ -33,15 +35,15 @@ func newDevMarket(c *cuda.Ctx, bt *batch, ds *market.Dataset, features cuda.DevP
 		return nil, fmt.Errorf("dataset %q: bars, ATR, features and per-bar slippage have inconsistent lengths", b.Name)
 	}
 	m := &devMarket{ds: ds, features: features}
-	m.open, m.high, m.low, m.close, m.atr = bt.alloc(8*n), bt.alloc(8*n), bt.alloc(8*n), bt.alloc(8*n), bt.alloc(8*n)
+	m.open, m.high, m.low, m.close, m.atr = bt.Alloc(8*n), bt.Alloc(8*n), bt.Alloc(8*n), bt.Alloc(8*n), bt.Alloc(8*n)
 	if ds.Slip != nil {
-		m.slip = bt.alloc(8 * n)
+		m.slip = bt.Alloc(8 * n)
 	}
 	if features == 0 {
-		m.features = bt.alloc(4 * len(ds.Features))
+		m.features = bt.Alloc(4 * len(ds.Features))
 	}
-	if bt.err != nil {
-		return nil, bt.err
+	if bt.Err != nil {
+		return nil, bt.Err
 	}
 	for _, up := range []struct {
 		p cuda.DevPtr
@@ -64,23 +66,23 @@ func newDevMarket(c *cuda.Ctx, bt *batch, ds *market.Dataset, features cuda.DevP
 
 // words appends struct EnvMarket with the dataset's instrument (the
 // training environment's).
-func (m *devMarket) words(w *words) { m.wordsWith(w, m.ds.Instrument) }
+func (m *devMarket) words(w *device.Words) { m.wordsWith(w, m.ds.Instrument) }
 
 // wordsWith appends struct EnvMarket trading instrument in (a backtest's,
 // market.TradedInstrument).
-func (m *devMarket) wordsWith(w *words, in market.Instrument) {
-	w.ptr(m.open).ptr(m.high).ptr(m.low).ptr(m.close).ptr(m.atr).ptr(m.features).ptr(m.slip)
-	w.f64(in.TickSize).f64(in.SlippageTicks).f64(in.Commission).f64(in.PointValue).f64(in.SlippageBps).f64(in.CommissionBps)
-	w.i64(int64(in.MaxContracts))
+func (m *devMarket) wordsWith(w *device.Words, in market.Instrument) {
+	w.Ptr(m.open).Ptr(m.high).Ptr(m.low).Ptr(m.close).Ptr(m.atr).Ptr(m.features).Ptr(m.slip)
+	w.F64(in.TickSize).F64(in.SlippageTicks).F64(in.Commission).F64(in.PointValue).F64(in.SlippageBps).F64(in.CommissionBps)
+	w.I64(int64(in.MaxContracts))
 }
 
 // Random streams of the device collector (kernels/env.cu): counter-based,
 // keyed by the run's seed and the CPU collector's stream numbers, so they
 // are as independent of each other as the CPU's but not the same draws.
-func streamKey(seed, stream uint64) uint64 { return mix64(mix64(seed) ^ stream*0x9e3779b97f4a7c15) }
+func StreamKey(seed, stream uint64) uint64 { return Mix64(Mix64(seed) ^ stream*0x9e3779b97f4a7c15) }
 
-// mix64 is the splitmix64 finaliser of kernels/replay.cu.
-func mix64(z uint64) uint64 {
+// Mix64 is the splitmix64 finaliser of kernels/replay.cu.
+func Mix64(z uint64) uint64 {
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
 	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
 	return z ^ (z >> 31)
@@ -105,7 +107,7 @@ type devEnv struct {
 	n, nstep    int
 	r           market.Range
 	episodeBars int
-	windowLen   int
+	WindowLen   int
 
 	bar, start, end, pos, exit, held cuda.DevPtr // int32 [N]
 	entry, stop, epReward            cuda.DevPtr // float64 [N]
@@ -114,30 +116,30 @@ type devEnv struct {
 	ctr                              cuda.DevPtr // EnvCounters
 }
 
-func newDevEnv(bt *batch, r market.Range, n, nstep, episodeBars int) *devEnv {
-	e := &devEnv{n: n, nstep: nstep, r: r, episodeBars: episodeBars, windowLen: min(episodeBars, r.Len())}
+func newDevEnv(bt *device.Batch, r market.Range, n, nstep, episodeBars int) *devEnv {
+	e := &devEnv{n: n, nstep: nstep, r: r, episodeBars: episodeBars, WindowLen: min(episodeBars, r.Len())}
 	for _, p := range []*cuda.DevPtr{&e.bar, &e.start, &e.end, &e.pos, &e.exit, &e.held, &e.qlen} {
-		*p = bt.alloc(4 * n)
+		*p = bt.Alloc(4 * n)
 	}
 	for _, p := range []*cuda.DevPtr{&e.entry, &e.stop, &e.epReward} {
-		*p = bt.alloc(8 * n)
+		*p = bt.Alloc(8 * n)
 	}
-	e.qbar, e.qagent, e.qaction, e.qreward = bt.alloc(4*n*nstep), bt.alloc(4*n*nstep*agentW), bt.alloc(4*n*nstep*3), bt.alloc(4*n*nstep)
-	e.ctr = bt.alloc(8 * ctrWords)
+	e.qbar, e.qagent, e.qaction, e.qreward = bt.Alloc(4*n*nstep), bt.Alloc(4*n*nstep*step.AgentW), bt.Alloc(4*n*nstep*3), bt.Alloc(4*n*nstep)
+	e.ctr = bt.Alloc(8 * ctrWords)
 	return e
 }
 
 // arrays appends struct EnvArrays.
-func (e *devEnv) arrays(w *words) {
+func (e *devEnv) arrays(w *device.Words) {
 	for _, p := range []cuda.DevPtr{e.bar, e.start, e.end, e.pos, e.exit, e.held, e.entry, e.stop, e.epReward,
 		e.qlen, e.qbar, e.qagent, e.qaction, e.qreward} {
-		w.ptr(p)
+		w.Ptr(p)
 	}
 }
 
-// state downloads the environments in the CPU collector's checkpoint form.
+// State downloads the environments in the CPU collector's checkpoint form.
 // The random streams' tensors are filled by the caller (deviceStreams).
-func (e *devEnv) state(c *cuda.Ctx) (rollout.State, error) {
+func (e *devEnv) State(c *cuda.Ctx) (rollout.State, error) {
 	n, ns := e.n, e.nstep
 	i32 := func(p cuda.DevPtr, k int) ([]int32, error) {
 		v := make([]int32, k)
@@ -182,7 +184,7 @@ func (e *devEnv) state(c *cuda.Ctx) (rollout.State, error) {
 	if s.Action, err = i32(e.qaction, n*ns*3); err != nil {
 		return s, err
 	}
-	s.Agent, s.Reward = make([]float32, n*ns*agentW), make([]float32, n*ns)
+	s.Agent, s.Reward = make([]float32, n*ns*step.AgentW), make([]float32, n*ns)
 	if err := cuda.Download(c, s.Agent, e.qagent); err != nil {
 		return s, err
 	}
@@ -203,7 +205,7 @@ func (e *devEnv) check(ds *market.Dataset, s rollout.State) error {
 	if s.EnvSteps%int64(e.n) != 0 {
 		return fmt.Errorf("tensor %s: %d environment steps is not a whole number of steps of %d environments", rollout.TensorEnvSteps, s.EnvSteps, e.n)
 	}
-	if len(s.Len) != e.n || len(s.Bar) != e.n*e.nstep || len(s.Agent) != e.n*e.nstep*agentW ||
+	if len(s.Len) != e.n || len(s.Bar) != e.n*e.nstep || len(s.Agent) != e.n*e.nstep*step.AgentW ||
 		len(s.Action) != e.n*e.nstep*3 || len(s.Reward) != e.n*e.nstep {
 		return fmt.Errorf("load collector: n-step queue shaped for another env.num_envs or optim.n_step (want %d envs, n %d)", e.n, e.nstep)
 	}

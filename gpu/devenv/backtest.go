@@ -1,7 +1,9 @@
-package gpu
+package devenv
 
 import (
 	"fmt"
+	"github.com/dqnflow/dqnflow/gpu/device"
+	"github.com/dqnflow/dqnflow/gpu/step"
 
 	"github.com/dqnflow/dqnflow/gpu/cuda"
 	"github.com/dqnflow/dqnflow/market"
@@ -10,7 +12,7 @@ import (
 	"github.com/dqnflow/dqnflow/trainer/rollout"
 )
 
-// devBacktest runs the greedy backtest on the device, in one of two ways.
+// Backtest runs the greedy backtest on the device, in one of two ways.
 //
 // By default (batched) it is rollout's backtest (sim.BacktestBatch)
 // with the device network as the policy: the host walks the range with the
@@ -30,31 +32,31 @@ import (
 // CPU report of the same actions by construction; the kernel's own
 // equity, which the tests compare with the report's, shows that its
 // accounting (and so the agent features the network saw) is the CPU's.
-type devBacktest struct {
-	mem      arena // the foreign dataset's bars and the buffers
+type Backtest struct {
+	mem      device.Arena // the foreign dataset's bars and the buffers
 	foreign  *devMarket
 	cap      int // bars the buffers hold
 	act      cuda.DevPtr
 	equity   cuda.DevPtr
 	result   cuda.DevPtr
 	args     cuda.DevPtr
-	hostAct  []int32
+	HostAct  []int32
 	hostEq   []float64
-	lastEq   []float64 // the kernel's equity of the last run (tests)
-	lastBars int
-	clock    *deviceClock    // TimeEpochs
-	oneBlock bool            // bt_run even where bt_run_cluster fits (tests)
+	LastEq   []float64 // the kernel's equity of the last run (tests)
+	LastBars int
+	Clock    *device.Clock   // TimeEpochs
+	OneBlock bool            // bt_run even where bt_run_cluster fits (tests)
 	bench    *sim.Benchmarks // of the last range
-	cluster  bool            // the last run used bt_run_cluster
-	kernel   bool            // bt_run / bt_run_cluster instead of the batched backtest (Tuning.Backtest)
-	// lastStats is how the last batched backtest decided (tests, bench).
-	lastStats sim.BatchStats
+	Cluster  bool            // the last run used bt_run_cluster
+	Kernel   bool            // bt_run / bt_run_cluster instead of the batched backtest (Tuning.Backtest)
+	// LastStats is how the last batched backtest decided (tests, bench).
+	LastStats sim.BatchStats
 }
 
-// runBatch is the batched backtest (devBacktest): rollout's, with the
+// runBatch is the batched backtest (Backtest): rollout's, with the
 // device network's greedy actions. The device clock counts each call's
 // device work (upload, forward pass, head, read-back).
-func (b *devBacktest) runBatch(c *cuda.Ctx, l *learner, ds *market.Dataset, r market.Range) (sim.Report, error) {
+func (b *Backtest) runBatch(c *cuda.Ctx, l *step.Learner, ds *market.Dataset, r market.Range) (sim.Report, error) {
 	if r.From >= 0 && r.To <= ds.Bars.Len() && r.Len() >= 2 && !b.bench.For(ds, r) {
 		var err error
 		if b.bench, err = sim.NewBenchmarks(ds, r); err != nil {
@@ -66,16 +68,16 @@ func (b *devBacktest) runBatch(c *cuda.Ctx, l *learner, ds *market.Dataset, r ma
 		bench = b.bench
 	}
 	g := func(obs []float32, rows int, dst []market.Action) error {
-		if err := b.clock.begin(c, l.stream); err != nil {
+		if err := b.Clock.Begin(c, l.Stream); err != nil {
 			return err
 		}
-		if err := l.greedy(c, obs, rows, dst); err != nil {
+		if err := l.Greedy(c, obs, rows, dst); err != nil {
 			return err
 		}
-		return b.clock.end(c, l.stream, "backtest")
+		return b.Clock.End(c, l.Stream, "backtest")
 	}
 	rep, st, err := rollout.BacktestStats(ds, r, g, bench)
-	b.lastStats = st
+	b.LastStats = st
 	return rep, err
 }
 
@@ -84,44 +86,26 @@ const btArgsWords = 14 + 2 + 2 + 9*7 + 4 + 5 + 1 + 3 + 1
 
 // market returns ds on the device: the trainer's own (uploaded with the
 // collector) or a foreign one, uploaded once and kept until another comes.
-func (b *devBacktest) market(c *cuda.Ctx, l *learner, own *devMarket, ds *market.Dataset) (*devMarket, error) {
+func (b *Backtest) market(c *cuda.Ctx, l *step.Learner, own *devMarket, ds *market.Dataset) (*devMarket, error) {
 	if own != nil && own.ds == ds {
 		return own, nil
 	}
 	if b.foreign != nil && b.foreign.ds == ds {
 		return b.foreign, nil
 	}
-	if err := c.Sync(l.stream); err != nil {
+	if err := c.Sync(l.Stream); err != nil {
 		return nil, err
 	}
-	if err := b.mem.free(c); err != nil {
+	if err := b.mem.Free(c); err != nil {
 		return nil, err
 	}
 	b.foreign, b.cap = nil, 0
-	m, err := newDevMarket(c, b.mem.batch(c, l.stream), ds, 0)
+	m, err := newDevMarket(c, b.mem.Batch(c, l.Stream), ds, 0)
 	if err != nil {
 		return nil, err
 	}
 	b.foreign = m
 	return m, nil
-}
-
-// rowLayers writes the forward pass of the online network for one
-// observation as struct RowLayer entries, the same products as
-// forwardJobs: s1 and s2 with bias+ReLU, the head-hidden block (wcat,
-// bcat), then the four head outputs into their columns of O.
-func (l *learner) rowLayers(w *words) {
-	net, m, lay := &l.online, l.m, &l.lay
-	bias := func(i int) cuda.DevPtr { return net.p + cuda.DevPtr(4*lay[i].B) }
-	row := func(wt, b cuda.DevPtr, n, k, in, inOff, out, outOff, relu int) {
-		w.ptr(wt).ptr(b).i64(int64(n)).i64(int64(k)).i64(int64(in)).i64(int64(inOff)).i64(int64(out)).i64(int64(outOff)).i64(int64(relu))
-	}
-	row(l.weight(net, model.LayerS1), bias(model.LayerS1), m.Trunk1, lay[model.LayerS1].In, 0, 0, 1, 0, 1)
-	row(l.weight(net, model.LayerS2), bias(model.LayerS2), m.Trunk2, m.Trunk1, 1, 0, 2, 0, 1)
-	row(net.wcat, net.bcat, 4*m.Head, m.Trunk2, 2, 0, 3, 0, 1)
-	for h, i := range headOut {
-		row(l.weight(net, i), bias(i), lay[i].Out, m.Head, 3, h*m.Head, 4, headCol(m.Atoms, i), 0)
-	}
 }
 
 // BT_CLUSTER and BT_THREADS of kernels/env.cu: blocks of bt_run_cluster's
@@ -137,26 +121,26 @@ const (
 // clusterShared is the dynamic shared memory of a bt_run_cluster block:
 // the activations (act bytes), then the largest slice of every layer's
 // weights (⌈N/8⌉ rows), each 16-byte aligned, as the kernel lays them out.
-func clusterShared(l *learner, act int) int {
-	m, lay := l.m, &l.lay
+func clusterShared(l *step.Learner, act int) int {
+	m, lay := l.M, &l.Lay
 	align := func(n int) int { return (n + 15) &^ 15 }
-	rows := func(n, k int) int { return align(ceilDiv(n, btCluster) * k * l.esz) }
+	rows := func(n, k int) int { return align(device.CeilDiv(n, btCluster) * k * l.ESize) }
 	n := align(act) + rows(m.Trunk1, lay[model.LayerS1].In) + rows(m.Trunk2, m.Trunk1) + rows(4*m.Head, m.Trunk2)
-	for _, i := range headOut {
+	for _, i := range step.HeadOut {
 		n += rows(lay[i].Out, m.Head)
 	}
 	return n
 }
 
-// run plays the greedy policy of l's online network over bars r of ds and
+// Run plays the greedy policy of l's online network over bars r of ds and
 // returns the report sim.Backtest books for the actions it took.
-func (b *devBacktest) run(c *cuda.Ctx, l *learner, own *devMarket, ds *market.Dataset, r market.Range) (sim.Report, error) {
+func (b *Backtest) Run(c *cuda.Ctx, l *step.Learner, own *devMarket, ds *market.Dataset, r market.Range) (sim.Report, error) {
 	n := r.Len()
 	if ds == nil || ds.Bars == nil || r.From < 0 || r.To > ds.Bars.Len() || n < 2 {
 		// sim.Backtest words the error (the range, the missing bars).
-		return sim.Backtest(ds, r, &recordedPolicy{})
+		return sim.Backtest(ds, r, &RecordedPolicy{})
 	}
-	if !b.kernel {
+	if !b.Kernel {
 		return b.runBatch(c, l, ds, r)
 	}
 	mk, err := b.market(c, l, own, ds)
@@ -164,11 +148,11 @@ func (b *devBacktest) run(c *cuda.Ctx, l *learner, own *devMarket, ds *market.Da
 		return sim.Report{}, err
 	}
 	if n > b.cap {
-		bt := b.mem.batch(c, l.stream)
+		bt := b.mem.Batch(c, l.Stream)
 		capN := max(n, 2*b.cap)
-		b.act, b.equity, b.result, b.args = bt.alloc(4*3*capN), bt.alloc(8*capN), bt.alloc(16), bt.alloc(8*btArgsWords)
-		if bt.err != nil {
-			return sim.Report{}, bt.err
+		b.act, b.equity, b.result, b.args = bt.Alloc(4*3*capN), bt.Alloc(8*capN), bt.Alloc(16), bt.Alloc(8*btArgsWords)
+		if bt.Err != nil {
+			return sim.Report{}, bt.Err
 		}
 		b.cap = capN
 	}
@@ -178,46 +162,46 @@ func (b *devBacktest) run(c *cuda.Ctx, l *learner, own *devMarket, ds *market.Da
 	if err != nil {
 		return sim.Report{}, err
 	}
-	var w words
+	var w device.Words
 	mk.wordsWith(&w, in)
-	w.i64(int64(r.From)).i64(int64(r.To)).f64(in.InitialCapital).f64(in.MarginFloor * in.InitialCapital)
-	l.rowLayers(&w)
-	w.i64(1).i64(2).i64(3).i64(7)
-	m := l.m
-	widths := []int{obsWidth, m.Trunk1, m.Trunk2, 4 * m.Head, l.outw}
+	w.I64(int64(r.From)).I64(int64(r.To)).F64(in.InitialCapital).F64(in.MarginFloor * in.InitialCapital)
+	l.RowLayers(&w)
+	w.I64(1).I64(2).I64(3).I64(7)
+	m := l.M
+	widths := []int{step.ObsWidth, m.Trunk1, m.Trunk2, 4 * m.Head, l.OutW}
 	shared := 0
 	for _, x := range widths {
-		w.i64(int64(x))
+		w.I64(int64(x))
 		shared += 4 * x
 	}
-	w.ptr(l.z).ptr(b.act).ptr(b.equity).ptr(b.result).f32i32(l.margin, 0)
+	w.Ptr(l.Z).Ptr(b.act).Ptr(b.equity).Ptr(b.result).F32i32(l.Margin, 0)
 	if len(w) != btArgsWords {
 		return sim.Report{}, fmt.Errorf("backtest arguments: %d words, want %d", len(w), btArgsWords)
 	}
-	if err := c.HtoDAsync(b.args, ptrOf(w), 8*len(w), l.stream); err != nil {
+	if err := c.HtoDAsync(b.args, device.PtrOf(w), 8*len(w), l.Stream); err != nil {
 		return sim.Report{}, err
 	}
-	f, grid, block := l.k.fn["bt_run"], 1, 1024
-	b.cluster = false
-	if cs := clusterShared(l, shared); l.d.arch() >= 90 && cs <= maxClusterShared && !b.oneBlock {
-		f, grid, block, shared = l.k.fn["bt_run_cluster"], btCluster, btThreads, cs
-		b.cluster = true
+	f, grid, block := l.K.Fn["bt_run"], 1, 1024
+	b.Cluster = false
+	if cs := clusterShared(l, shared); l.D.Arch() >= 90 && cs <= maxClusterShared && !b.OneBlock {
+		f, grid, block, shared = l.K.Fn["bt_run_cluster"], btCluster, btThreads, cs
+		b.Cluster = true
 	}
 	if shared > 48<<10 {
 		if err := c.SetMaxDynamicShared(f, shared); err != nil {
 			return sim.Report{}, err
 		}
 	}
-	if err := b.clock.begin(c, l.stream); err != nil {
+	if err := b.Clock.Begin(c, l.Stream); err != nil {
 		return sim.Report{}, err
 	}
-	if err := c.Launch(f, dim(grid), dim(block), shared, l.stream, b.args); err != nil {
+	if err := c.Launch(f, device.Dim(grid), device.Dim(block), shared, l.Stream, b.args); err != nil {
 		return sim.Report{}, err
 	}
-	if err := b.clock.end(c, l.stream, "backtest"); err != nil {
+	if err := b.Clock.End(c, l.Stream, "backtest"); err != nil {
 		return sim.Report{}, err
 	}
-	if err := c.Sync(l.stream); err != nil {
+	if err := c.Sync(l.Stream); err != nil {
 		return sim.Report{}, err
 	}
 	res := make([]int64, 2)
@@ -225,10 +209,10 @@ func (b *devBacktest) run(c *cuda.Ctx, l *learner, own *devMarket, ds *market.Da
 		return sim.Report{}, err
 	}
 	decided := int(res[0])
-	if cap(b.hostAct) < 3*decided {
-		b.hostAct = make([]int32, 3*decided)
+	if cap(b.HostAct) < 3*decided {
+		b.HostAct = make([]int32, 3*decided)
 	}
-	acts := b.hostAct[:3*decided]
+	acts := b.HostAct[:3*decided]
 	if decided > 0 {
 		if err := cuda.Download(c, acts, b.act); err != nil {
 			return sim.Report{}, err
@@ -237,8 +221,8 @@ func (b *devBacktest) run(c *cuda.Ctx, l *learner, own *devMarket, ds *market.Da
 	if cap(b.hostEq) < n {
 		b.hostEq = make([]float64, n)
 	}
-	b.lastEq, b.lastBars = b.hostEq[:n], decided
-	if err := cuda.Download(c, b.lastEq, b.equity); err != nil {
+	b.LastEq, b.LastBars = b.hostEq[:n], decided
+	if err := cuda.Download(c, b.LastEq, b.equity); err != nil {
 		return sim.Report{}, err
 	}
 	// Buy-and-hold and flat do not depend on the weights: once per range.
@@ -247,34 +231,34 @@ func (b *devBacktest) run(c *cuda.Ctx, l *learner, own *devMarket, ds *market.Da
 			return sim.Report{}, err
 		}
 	}
-	p := &recordedPolicy{from: r.From, acts: acts}
+	p := &RecordedPolicy{From: r.From, Acts: acts}
 	rep, err := sim.BacktestWith(ds, r, p, b.bench)
 	if err == nil {
-		err = p.err
+		err = p.Err
 	}
 	return rep, err
 }
 
-// recordedPolicy answers sim.Backtest with the actions the device took,
+// RecordedPolicy answers sim.Backtest with the actions the device took,
 // bar by bar. A question beyond them means the host's accounting reached
 // a bar the device's did not (a ruin one side only): an error, never a
 // silent flat.
-type recordedPolicy struct {
-	from int
-	acts []int32
-	err  error
+type RecordedPolicy struct {
+	From int
+	Acts []int32
+	Err  error
 }
 
 // Act returns the device's action at bar t.
-func (p *recordedPolicy) Act(t int, _ []float32) market.Action {
-	i := t - p.from
-	if i < 0 || 3*i+2 >= len(p.acts) {
-		if p.err == nil {
-			p.err = fmt.Errorf("backtest: the host asks for bar %d, the device decided %d bars from %d: their accounting differs", t, len(p.acts)/3, p.from)
+func (p *RecordedPolicy) Act(t int, _ []float32) market.Action {
+	i := t - p.From
+	if i < 0 || 3*i+2 >= len(p.Acts) {
+		if p.Err == nil {
+			p.Err = fmt.Errorf("backtest: the host asks for bar %d, the device decided %d bars from %d: their accounting differs", t, len(p.Acts)/3, p.From)
 		}
 		return market.Action{Dir: 1}
 	}
-	return market.Action{Dir: int(p.acts[3*i]), Size: int(p.acts[3*i+1]), Exit: int(p.acts[3*i+2])}
+	return market.Action{Dir: int(p.Acts[3*i]), Size: int(p.Acts[3*i+1]), Exit: int(p.Acts[3*i+2])}
 }
 
-func (b *devBacktest) free(c *cuda.Ctx) error { return b.mem.free(c) }
+func (b *Backtest) Free(c *cuda.Ctx) error { return b.mem.Free(c) }

@@ -1,6 +1,8 @@
-package gpu
+package device_test
 
 import (
+	"github.com/dqnflow/dqnflow/gpu/device"
+	"github.com/dqnflow/dqnflow/gpu/internal/gputest"
 	"testing"
 
 	"github.com/dqnflow/dqnflow/gpu/cuda"
@@ -25,8 +27,12 @@ extern "C" __global__ void spin(long long cycles) {
 // context: the spin kernel holds the SMs, so the zeroing waits behind it
 // while the copy engine would land the upload.
 func TestUploadAfterAllocLandsOnABusyGPU(t *testing.T) {
-	d := testDevice(t)
-	cubin, err := d.compiler.CompileCached(t.TempDir(), spinSource, "spin.cu", d.arch())
+	d := gputest.Device(t)
+	comp, err := cuda.NewCompiler()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cubin, err := comp.CompileCached(t.TempDir(), spinSource, "spin.cu", d.Arch())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +42,7 @@ func TestUploadAfterAllocLandsOnABusyGPU(t *testing.T) {
 		want[i] = float32(i + 1)
 	}
 	got := make([]float32, n)
-	if err := d.dev.Do(func(c *cuda.Ctx) error {
+	if err := d.Dev.Do(func(c *cuda.Ctx) error {
 		busy, err := c.NewStream()
 		if err != nil {
 			return err
@@ -56,13 +62,13 @@ func TestUploadAfterAllocLandsOnABusyGPU(t *testing.T) {
 			return err
 		}
 		// Several waves of full blocks, about 10 ms each at 2 GHz.
-		grid := 8 * d.info.SMs
+		grid := 8 * d.Info.SMs
 		if err := c.Launch(f, cuda.Dim3{X: uint32(grid), Y: 1, Z: 1}, cuda.Dim3{X: 1024, Y: 1, Z: 1}, 0, busy, int64(20_000_000)); err != nil {
 			return err
 		}
-		var a arena
-		defer func() { _ = a.free(c) }()
-		p, err := a.alloc(c, s, 4*n)
+		var a device.Arena
+		defer func() { _ = a.Free(c) }()
+		p, err := a.Alloc(c, s, 4*n)
 		if err != nil {
 			return err
 		}

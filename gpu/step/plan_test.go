@@ -1,6 +1,7 @@
-package gpu
+package step
 
 import (
+	"github.com/dqnflow/dqnflow/gpu/device"
 	"strings"
 	"testing"
 )
@@ -10,10 +11,10 @@ import (
 // no block empty, whole sample slots a block, and never more blocks (and
 // so parts to add) than the slots (lossSlots by default).
 func TestLossRowsCoverTheBatch(t *testing.T) {
-	for _, slots := range []int{lossSlots, 924} {
+	for _, slots := range []int{device.DefaultTuning().LossSlots, 924} {
 		for n := 1; n <= 70000; n++ {
 			r := lossRows(n, slots)
-			blocks := ceilDiv(n, r)
+			blocks := device.CeilDiv(n, r)
 			switch {
 			case r%lossSamplesPerBlock != 0:
 				t.Fatalf("batch %d: %d rows a block, not a multiple of %d", n, r, lossSamplesPerBlock)
@@ -24,7 +25,7 @@ func TestLossRowsCoverTheBatch(t *testing.T) {
 			}
 		}
 	}
-	if r := lossRows(16384, DefaultTuning().LossSlots); r != 4 {
+	if r := lossRows(16384, device.DefaultTuning().LossSlots); r != 4 {
 		t.Errorf("batch 16384: %d rows a block, want 4 (4096 blocks)", r)
 	}
 }
@@ -47,21 +48,21 @@ func TestLossSharedMemoryBoundsTheAtoms(t *testing.T) {
 // iteration on a branch of its own before AdamW and the refresh, which
 // run as one launch (ADR 0025, ADR 0028).
 func TestTrainPartsForkAtTheSpectralBranch(t *testing.T) {
-	named := func(n string) launch { return launch{name: n} }
+	named := func(n string) device.Launch { return device.Launch{Name: n} }
 	p := &stepPlan{
 		sampleL: named("sample"), lossSampled: named("c51_loss"),
-		fwd:     []launch{named("f1"), named("f2"), named("f3"), named("f4")},
-		bwd:     []launch{named("b1"), named("b2"), named("b3"), named("b4")},
+		Fwd:     []device.Launch{named("f1"), named("f2"), named("f3"), named("f4")},
+		Bwd:     []device.Launch{named("b1"), named("b2"), named("b3"), named("b4")},
 		reduceL: named("grad_reduce"), normL: named("grad_norm"), adamL: named("adamw"), specL: named("spectral"),
 		adamRefreshL: named("adamw_refresh"),
-		prioL:        []launch{named("prio_claim"), named("prio_set")},
+		prioL:        []device.Launch{named("prio_claim"), named("prio_set")},
 	}
-	l := &learner{specRefresh: named("refresh")}
+	l := &Learner{specRefresh: named("refresh")}
 	grad := "sample f1 f2 f3 f4 c51_loss b1 b2 b3 b4 grad_reduce grad_norm"
-	join := func(ls []launch) string {
+	join := func(ls []device.Launch) string {
 		names := make([]string, len(ls))
 		for i, ln := range ls {
-			names[i] = ln.name
+			names[i] = ln.Name
 		}
 		return strings.Join(names, " ")
 	}
@@ -69,7 +70,7 @@ func TestTrainPartsForkAtTheSpectralBranch(t *testing.T) {
 	if join(early) != "spectral" || join(g) != grad || join(u) != "adamw_refresh" || join(prio) != "prio_claim prio_set" {
 		t.Errorf("early %q, grad %q, update %q, prio %q", join(early), join(g), join(u), join(prio))
 	}
-	if got, want := join(l.trainLaunches(p)), grad+" spectral adamw_refresh prio_claim prio_set"; got != want {
+	if got, want := join(l.TrainLaunches(p)), grad+" spectral adamw_refresh prio_claim prio_set"; got != want {
 		t.Errorf("trainLaunches %q, want %q", got, want)
 	}
 }

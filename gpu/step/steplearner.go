@@ -1,8 +1,9 @@
-package gpu
+package step
 
 import (
 	"errors"
 	"fmt"
+	"github.com/dqnflow/dqnflow/gpu/device"
 
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/gpu/cuda"
@@ -14,25 +15,22 @@ import (
 // cross-backend harness (trainertest.CrossCheck) drives: the same kernels
 // as a training step, on a batch given by the caller instead of sampled.
 type StepLearner struct {
-	b *Backend
-	l *learner
+	d *device.Device
+	l *Learner
 }
 
-// NewStepLearner builds a learner for model m and optimiser o on the
-// backend's device in precision fp32, bf16-mixed or bf16, initialised from
-// seed as every backend does (model.NewState); seed also keys the
-// stochastic rounding of precision bf16 (optim.stochastic_rounding).
-func (b *Backend) NewStepLearner(m config.ModelConfig, o config.OptimConfig, precision string, seed uint64) (*StepLearner, error) {
+// NewStepLearner is Backend.NewStepLearner on device d with the tuning su.
+func NewStepLearner(d *device.Device, su device.Setup, m config.ModelConfig, o config.OptimConfig, precision string, seed uint64) (*StepLearner, error) {
 	switch precision {
 	case config.PrecisionFP32, config.PrecisionBF16Mixed, config.PrecisionBF16:
 	default:
 		return nil, fmt.Errorf("precision %q: the cuda backend runs %s, %s and %s: %w", precision,
 			config.PrecisionFP32, config.PrecisionBF16Mixed, config.PrecisionBF16, trainer.ErrUnsupported)
 	}
-	s := &StepLearner{b: b}
-	err := b.d.dev.Do(func(c *cuda.Ctx) error {
+	s := &StepLearner{d: d}
+	err := d.Dev.Do(func(c *cuda.Ctx) error {
 		var err error
-		s.l, err = newLearner(c, b.d, b.s, m, o, precision, seed, model.NewState(m, seed))
+		s.l, err = NewLearner(c, d, su, m, o, precision, seed, model.NewState(m, seed))
 		return err
 	})
 	return s, err
@@ -40,10 +38,10 @@ func (b *Backend) NewStepLearner(m config.ModelConfig, o config.OptimConfig, pre
 
 // Close frees the learner's device memory.
 func (s *StepLearner) Close() error {
-	return s.b.d.dev.Do(func(c *cuda.Ctx) error { return s.l.free(c) })
+	return s.d.Dev.Do(func(c *cuda.Ctx) error { return s.l.Free(c) })
 }
 
-func (s *StepLearner) do(f func(c *cuda.Ctx) error) error { return s.b.d.dev.Do(f) }
+func (s *StepLearner) do(f func(c *cuda.Ctx) error) error { return s.d.Dev.Do(f) }
 
 // SetState loads s into both networks, the moments, step and spectral vectors.
 func (s *StepLearner) SetState(st *model.State) error {
@@ -52,17 +50,17 @@ func (s *StepLearner) SetState(st *model.State) error {
 
 // State copies the learner state back.
 func (s *StepLearner) State() (st *model.State, err error) {
-	err = s.do(func(c *cuda.Ctx) error { st, err = s.l.state(c); return err })
+	err = s.do(func(c *cuda.Ctx) error { st, err = s.l.State(c); return err })
 	return st, err
 }
 
 func (s *StepLearner) head(obs []float32, rows int, dst []float32, logits bool) error {
 	return s.do(func(c *cuda.Ctx) error {
-		want := rows * model.NumActions * s.l.m.Atoms
+		want := rows * model.NumActions * s.l.M.Atoms
 		if len(dst) != want {
 			return fmt.Errorf("dst has %d values, want %d", len(dst), want)
 		}
-		p, err := s.l.infer(c, obs, rows, true)
+		p, err := s.l.Infer(c, obs, rows, true)
 		if err != nil {
 			return err
 		}
@@ -91,11 +89,11 @@ func (s *StepLearner) load(c *cuda.Ctx, b *model.Batch) (*stepPlan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := s.l.plan(c, n)
+	p, err := s.l.Plan(c, n)
 	if err != nil {
 		return nil, err
 	}
-	obs := append(append(make([]float32, 0, 2*n*obsWidth), b.Obs...), b.NextObs...)
+	obs := append(append(make([]float32, 0, 2*n*ObsWidth), b.Obs...), b.NextObs...)
 	tmp, err := c.Alloc(4 * len(obs))
 	if err != nil {
 		return nil, err
@@ -104,18 +102,18 @@ func (s *StepLearner) load(c *cuda.Ctx, b *model.Batch) (*stepPlan, error) {
 	if err := cuda.Upload(c, tmp, obs); err != nil {
 		return nil, err
 	}
-	if err := c.Launch(s.l.k.fn["cast_rows"], dim(ceilDiv(len(obs), 256)), dim(256), 0, s.l.stream, tmp, p.x, int64(len(obs))); err != nil {
+	if err := c.Launch(s.l.K.Fn["cast_rows"], device.Dim(device.CeilDiv(len(obs), 256)), device.Dim(256), 0, s.l.Stream, tmp, p.X, int64(len(obs))); err != nil {
 		return nil, err
 	}
 	for _, e := range []error{
-		cuda.Upload(c, p.act, b.Actions), cuda.Upload(c, p.ret, b.Return),
+		cuda.Upload(c, p.Act, b.Actions), cuda.Upload(c, p.ret, b.Return),
 		cuda.Upload(c, p.disc, b.Discount), cuda.Upload(c, p.w, b.Weight),
 	} {
 		if e != nil {
 			return nil, e
 		}
 	}
-	return p, c.Sync(s.l.stream)
+	return p, c.Sync(s.l.Stream)
 }
 
 // Targets writes the projected double-DQN C51 targets of b.
@@ -125,13 +123,13 @@ func (s *StepLearner) Targets(b *model.Batch, dst []float32) error {
 		if err != nil {
 			return err
 		}
-		if len(dst) != p.n*model.NumBranches*s.l.m.Atoms {
-			return fmt.Errorf("targets: dst has %d values, want %d", len(dst), p.n*model.NumBranches*s.l.m.Atoms)
+		if len(dst) != p.N*model.NumBranches*s.l.M.Atoms {
+			return fmt.Errorf("targets: dst has %d values, want %d", len(dst), p.N*model.NumBranches*s.l.M.Atoms)
 		}
-		if err := s.l.runAll(c, append(append([]launch{}, p.fwd...), p.lossGiven)); err != nil {
+		if err := s.l.runAll(c, append(append([]device.Launch{}, p.Fwd...), p.lossGiven)); err != nil {
 			return err
 		}
-		if err := c.Sync(s.l.stream); err != nil {
+		if err := c.Sync(s.l.Stream); err != nil {
 			return err
 		}
 		return cuda.Download(c, dst, p.tgts)
@@ -152,24 +150,24 @@ func (s *StepLearner) gradient(c *cuda.Ctx, b *model.Batch, update bool) (*stepP
 	if err := s.l.runAll(c, ls); err != nil {
 		return nil, 0, nil, err
 	}
-	st, err := s.l.readState(c)
+	st, err := s.l.ReadState(c)
 	if err != nil {
 		return nil, 0, nil, err
 	}
-	per := make([]float32, p.n)
+	per := make([]float32, p.N)
 	if err := cuda.Download(c, per, p.sample); err != nil {
 		return nil, 0, nil, err
 	}
-	if st.abort != 0 {
+	if st.Abort != 0 {
 		what := "gradient norm"
-		if st.abort == 2 {
+		if st.Abort == 2 {
 			what = "loss"
 		}
 		// Clear the flag: the state is unchanged, as after the reference's error.
-		if err := cuda.Upload(c, s.l.st+stAbort, []int32{0}); err != nil {
+		if err := cuda.Upload(c, s.l.St+StAbort, []int32{0}); err != nil {
 			return nil, 0, nil, err
 		}
-		return p, float64(st.loss), per, fmt.Errorf("step %d: %s is not finite: %w", st.t+1, what, trainer.ErrNonFinite)
+		return p, float64(st.loss), per, fmt.Errorf("step %d: %s is not finite: %w", st.T+1, what, trainer.ErrNonFinite)
 	}
 	return p, float64(st.loss), per, nil
 }
@@ -205,5 +203,5 @@ func (s *StepLearner) Step(b *model.Batch) (loss, gradNorm float64, perSample []
 
 // SyncTarget applies target ← τ·online + (1−τ)·target.
 func (s *StepLearner) SyncTarget(tau float64) error {
-	return s.do(func(c *cuda.Ctx) error { return s.l.syncTarget(c, tau) })
+	return s.do(func(c *cuda.Ctx) error { return s.l.SyncTarget(c, tau) })
 }

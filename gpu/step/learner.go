@@ -1,7 +1,8 @@
-package gpu
+package step
 
 import (
 	"fmt"
+	"github.com/dqnflow/dqnflow/gpu/device"
 	"math"
 	"slices"
 
@@ -22,15 +23,15 @@ import (
 // of the weights whose input gradients may run on wgmma (learner.gwT).
 type netBufs struct {
 	p, gw, wcat, bcat cuda.DevPtr
-	refresh           launch // masters → copies (setState, target sync)
+	refresh           device.Launch // masters → copies (setState, target sync)
 }
 
 // StepState field offsets (struct StepState in kernels/common.cu).
 const (
-	stT       = 0
-	stLocal   = 8
+	StT       = 0
+	StLocal   = 8
 	stMMin    = 16
-	stAbort   = 24
+	StAbort   = 24
 	stMaxPrio = 32
 	stLoss    = 40
 	stTC      = 48
@@ -39,26 +40,26 @@ const (
 
 const (
 	normBlocks = 32 // blocks of grad_norm, and partial sums (at most RED_THREADS)
-	histCap    = 1 << 16
+	HistCap    = 1 << 16
 )
 
-// learner is the device half of a GPU trainer: online and target networks,
+// Learner is the device half of a GPU trainer: online and target networks,
 // AdamW moments, spectral vectors, the step state, and per batch size a
 // plan of buffers and launches. All methods run on the device thread
 // (inside Do).
-type learner struct {
-	d     *gpuDevice
-	s     setup // the backend's tuning, resolved on d
-	k     *kernels
-	m     config.ModelConfig
+type Learner struct {
+	D     *device.Device
+	S     device.Setup // the backend's tuning, resolved on d
+	K     *device.Kernels
+	M     config.ModelConfig
 	o     config.OptimConfig
-	bf16  bool   // GEMM operands and activations are bf16 (bf16-mixed and bf16)
+	BF16  bool   // GEMM operands and activations are bf16 (bf16-mixed and bf16)
 	full  bool   // precision bf16: the trained state is stored as bf16 values
 	seed  uint64 // the run's seed: the stochastic rounding's bits (bf16.SRBits)
-	esz   int
-	lay   [model.NumLayers]model.Layer
+	ESize int
+	Lay   [model.NumLayers]model.Layer
 	np    int
-	outw  int                  // width of a row of head outputs (headCols)
+	OutW  int                  // width of a row of head outputs (headCols)
 	gwOff [model.NumLayers]int // element offset of each weight in a GEMM copy
 	gwLen int
 	// gwT is where the online GEMM copy holds layer i's weight transposed
@@ -68,7 +69,7 @@ type learner struct {
 	// head output. off < 0: none (no wgmma, or DQNFLOW_WGMMA_DX=off).
 	gwT    [model.NumLayers]struct{ off, ld int }
 	gwTLen int
-	stream cuda.Stream
+	Stream cuda.Stream
 	// side runs the priority update beside AdamW in the captured training
 	// step, forked and joined by the events fork and join (captureFork);
 	// early runs the spectral step's power iteration beside the sampling,
@@ -77,34 +78,34 @@ type learner struct {
 	side, early          cuda.Stream
 	fork, join           cuda.Event
 	earlyFork, earlyJoin cuda.Event
-	mem                  arena
+	Mem                  device.Arena
 
-	online, target        netBufs
+	Online, target        netBufs
 	grad, adamM, adamV, u cuda.DevPtr
 	uNext                 cuda.DevPtr // the spectral step's new u, which AdamW commits (kernels spectral, adamw)
 	uLen                  int         // elements of u: the weight matrices' rows
 	stag                  cuda.DevPtr // [2·adamBlocks]uint64: per block of kernel adamw, Adam terms ≠ 0 and stores that absorbed them
-	st, partial, z        cuda.DevPtr
-	lossHist, normHist    cuda.DevPtr
+	St, partial, Z        cuda.DevPtr
+	LossHist, NormHist    cuda.DevPtr
 	paramSegs, specSegs   cuda.DevPtr
-	specScale             cuda.DevPtr // [NumLayers] float32: the spectral step's factor per weight
-	specRefresh           launch      // the online refresh of a training step: applies specScale
-	fusedRefresh          cuda.DevPtr // struct FusedRefresh of kernel adamw_refresh (ADR 0028)
+	specScale             cuda.DevPtr   // [NumLayers] float32: the spectral step's factor per weight
+	specRefresh           device.Launch // the online refresh of a training step: applies specScale
+	fusedRefresh          cuda.DevPtr   // struct FusedRefresh of kernel adamw_refresh (ADR 0028)
 	specShared            int
-	plans                 map[int]*stepPlan
+	Plans                 map[int]*stepPlan
 	inf                   *inferPlan
-	replay                *devReplay // nil for a bare learner (harness)
-	// margin is the greedy policy's margin for a position over flat in Q
+	Replay                *Replay // nil for a bare learner (harness)
+	// Margin is the greedy policy's margin for a position over flat in Q
 	// units (config.RunConfig.GreedyMargin, model.Greedy): head_infer's
 	// and the backtest's. 0 for a bare learner.
-	margin float32
+	Margin float32
 }
 
-// newLearner allocates a learner for model m in the given precision with
+// NewLearner allocates a learner for model m in the given precision with
 // the state s (rounded to bf16 in precision bf16); seed keys the
 // stochastic rounding of precision bf16; su is the backend's tuning on d.
 // Call inside Do.
-func newLearner(c *cuda.Ctx, d *gpuDevice, su setup, m config.ModelConfig, o config.OptimConfig, precision string, seed uint64, s *model.State) (*learner, error) {
+func NewLearner(c *cuda.Ctx, d *device.Device, su device.Setup, m config.ModelConfig, o config.OptimConfig, precision string, seed uint64, s *model.State) (*Learner, error) {
 	if err := model.Check(m); err != nil {
 		return nil, err
 	}
@@ -123,21 +124,21 @@ func newLearner(c *cuda.Ctx, d *gpuDevice, su setup, m config.ModelConfig, o con
 		return nil, fmt.Errorf("%w: optim.stochastic_rounding = true: needs precision %q (got %q)", config.ErrInvalid, config.PrecisionBF16, precision)
 	}
 	bf := precision != config.PrecisionFP32
-	k, err := d.module(c, m, bf, su)
+	k, err := moduleFor(c, d, m, bf, su)
 	if err != nil {
 		return nil, err
 	}
-	l := &learner{d: d, s: su, k: k, m: m, o: o, bf16: bf, full: precision == config.PrecisionBF16, seed: seed, esz: 4,
-		lay: model.Layers(m), np: model.NumParams(m), plans: map[int]*stepPlan{}}
-	_, l.outw = headCols(m.Atoms)
-	l.layoutCopies(k.wgmma && su.WGMMADX != "off")
+	l := &Learner{D: d, S: su, K: k, M: m, o: o, BF16: bf, full: precision == config.PrecisionBF16, seed: seed, ESize: 4,
+		Lay: model.Layers(m), np: model.NumParams(m), Plans: map[int]*stepPlan{}}
+	_, l.OutW = headCols(m.Atoms)
+	l.layoutCopies(k.WGMMA && su.WGMMADX != "off")
 	if bf {
-		l.esz = 2
+		l.ESize = 2
 	}
-	if l.stream, err = c.NewStream(); err != nil {
+	if l.Stream, err = c.NewStream(); err != nil {
 		return nil, err
 	}
-	fail := func(err error) (*learner, error) { l.free(c); return nil, err }
+	fail := func(err error) (*Learner, error) { l.Free(c); return nil, err }
 	if l.side, err = c.NewStream(); err != nil {
 		return fail(err)
 	}
@@ -161,51 +162,51 @@ func newLearner(c *cuda.Ctx, d *gpuDevice, su setup, m config.ModelConfig, o con
 			return 0
 		}
 		var p cuda.DevPtr
-		p, err = l.mem.alloc(c, l.stream, bytes)
+		p, err = l.Mem.Alloc(c, l.Stream, bytes)
 		return p
 	}
 	np := l.np
-	for _, net := range []*netBufs{&l.online, &l.target} {
+	for _, net := range []*netBufs{&l.Online, &l.target} {
 		net.p = alloc(4 * np)
 		gw := l.gwLen
-		if net == &l.online {
+		if net == &l.Online {
 			gw += l.gwTLen
 		}
-		net.gw = alloc(l.esz * gw)
+		net.gw = alloc(l.ESize * gw)
 		net.bcat = alloc(4 * 4 * m.Head)
 	}
 	uLen := 0
-	for _, ly := range l.lay {
+	for _, ly := range l.Lay {
 		uLen += ly.Out
 	}
 	l.grad, l.adamM, l.adamV, l.u = alloc(4*np), alloc(4*np), alloc(4*np), alloc(4*uLen)
 	l.uNext, l.uLen = alloc(4*uLen), uLen
 	l.specScale = alloc(4 * model.NumLayers)
 	l.stag = alloc(16 * adamBlocks(np))
-	l.st, l.partial, l.z = alloc(stBytes), alloc(8*normBlocks), alloc(4*m.Atoms)
-	l.lossHist, l.normHist = alloc(4*histCap), alloc(4*histCap)
+	l.St, l.partial, l.Z = alloc(stBytes), alloc(8*normBlocks), alloc(4*m.Atoms)
+	l.LossHist, l.NormHist = alloc(4*HistCap), alloc(4*HistCap)
 	if err != nil {
 		return fail(err)
 	}
 	z, _, _, _ := model.Support(m)
-	if err := cuda.Upload(c, l.z, z); err != nil {
+	if err := cuda.Upload(c, l.Z, z); err != nil {
 		return fail(err)
 	}
 	// mmin starts at +Inf; prio_set resets it after every step.
-	if err := cuda.Upload(c, l.st+stMMin, []uint64{0x7ff0000000000000}); err != nil {
+	if err := cuda.Upload(c, l.St+stMMin, []uint64{0x7ff0000000000000}); err != nil {
 		return fail(err)
 	}
-	if err := cuda.Upload(c, l.st+stMaxPrio, []float64{1}); err != nil {
+	if err := cuda.Upload(c, l.St+stMaxPrio, []float64{1}); err != nil {
 		return fail(err)
 	}
 	// Parameter segments for AdamW (decay on weights only) and matrices
 	// for the spectral step.
-	var ps, ss words
+	var ps, ss device.Words
 	maxIn, maxOut, uoff := 0, 0, 0
-	for _, ly := range l.lay {
-		ps.i64(int64(ly.W)).i64(int64(ly.Out * ly.In)).i64(1).i64(0)
-		ps.i64(int64(ly.B)).i64(int64(ly.Out)).i64(0).i64(0)
-		ss.i64(int64(ly.W)).i64(int64(ly.Out)).i64(int64(ly.In)).i64(int64(uoff))
+	for _, ly := range l.Lay {
+		ps.I64(int64(ly.W)).I64(int64(ly.Out * ly.In)).I64(1).I64(0)
+		ps.I64(int64(ly.B)).I64(int64(ly.Out)).I64(0).I64(0)
+		ss.I64(int64(ly.W)).I64(int64(ly.Out)).I64(int64(ly.In)).I64(int64(uoff))
 		uoff += ly.Out
 		maxIn, maxOut = max(maxIn, ly.In), max(maxOut, ly.Out)
 	}
@@ -221,17 +222,17 @@ func newLearner(c *cuda.Ctx, d *gpuDevice, su setup, m config.ModelConfig, o con
 	}
 	l.specShared = 4 * (maxIn + maxOut)
 	if l.specShared+spectralStatic > 48<<10 {
-		if err := c.SetMaxDynamicShared(k.fn["spectral"], l.specShared); err != nil {
+		if err := c.SetMaxDynamicShared(k.Fn["spectral"], l.specShared); err != nil {
 			return fail(err)
 		}
 	}
-	for _, net := range []*netBufs{&l.online, &l.target} {
+	for _, net := range []*netBufs{&l.Online, &l.target} {
 		net.wcat = l.weight(net, model.LayerV1)
 		if net.refresh, err = l.refreshLaunch(c, net, 0); err != nil {
 			return fail(err)
 		}
 	}
-	if l.specRefresh, err = l.refreshLaunch(c, &l.online, l.specScale); err != nil {
+	if l.specRefresh, err = l.refreshLaunch(c, &l.Online, l.specScale); err != nil {
 		return fail(err)
 	}
 	if l.fusedRefresh, err = l.fusedRefreshArgs(c); err != nil {
@@ -254,11 +255,11 @@ var gwOrder = [model.NumLayers]int{model.LayerS1, model.LayerS2, model.LayerV1, 
 // (gwT) after them: s2's, wcatᵀ (the head-hidden layers', head columns
 // apart) and each head output's (rows padded to 8 elements). Each matrix
 // and row starts at a multiple of 8 elements, 16 bytes or more.
-func (l *learner) layoutCopies(transposes bool) {
+func (l *Learner) layoutCopies(transposes bool) {
 	l.gwLen = 0
 	for _, i := range gwOrder {
 		l.gwOff[i] = l.gwLen
-		l.gwLen += align8(l.lay[i].Out * l.lay[i].In)
+		l.gwLen += align8(l.Lay[i].Out * l.Lay[i].In)
 	}
 	for i := range l.gwT {
 		l.gwT[i].off = -1
@@ -272,14 +273,14 @@ func (l *learner) layoutCopies(transposes bool) {
 		l.gwTLen += align8(ld * rows)
 		return off
 	}
-	s2 := l.lay[model.LayerS2]
+	s2 := l.Lay[model.LayerS2]
 	l.gwT[model.LayerS2].off, l.gwT[model.LayerS2].ld = next(s2.Out, s2.In), s2.Out
-	cat := next(4*l.m.Head, l.m.Trunk2)
+	cat := next(4*l.M.Head, l.M.Trunk2)
 	for h, i := range headHidden {
-		l.gwT[i].off, l.gwT[i].ld = cat+h*l.m.Head, 4*l.m.Head
+		l.gwT[i].off, l.gwT[i].ld = cat+h*l.M.Head, 4*l.M.Head
 	}
-	for _, i := range headOut {
-		ly := l.lay[i]
+	for _, i := range HeadOut {
+		ly := l.Lay[i]
 		l.gwT[i].off, l.gwT[i].ld = next(align8(ly.Out), ly.In), align8(ly.Out)
 	}
 }
@@ -288,12 +289,12 @@ func (l *learner) layoutCopies(transposes bool) {
 // B(k, n) = W(k, n) for k < out and n < in, from the transposed copy in
 // the online network's gw (k-contiguous), or the zero mat where there is
 // none.
-func (l *learner) weightT(i int) mat {
+func (l *Learner) weightT(i int) mat {
 	t := l.gwT[i]
 	if t.off < 0 {
 		return mat{}
 	}
-	return mat{l.online.gw + cuda.DevPtr(l.esz*t.off), 1, int64(t.ld)}
+	return mat{l.Online.gw + cuda.DevPtr(l.ESize*t.off), 1, int64(t.ld)}
 }
 
 // refreshLaunch builds the launch that rewrites net's GEMM copies from its
@@ -301,14 +302,14 @@ func (l *learner) weightT(i int) mat {
 // also transposed, where gwT says) and the head-hidden biases into bcat.
 // With scale ≠ 0 (the training step's refresh) it also applies the
 // spectral step's factor of each weight to the masters.
-func (l *learner) refreshLaunch(c *cuda.Ctx, net *netBufs, scale cuda.DevPtr) (launch, error) {
+func (l *Learner) refreshLaunch(c *cuda.Ctx, net *netBufs, scale cuda.DevPtr) (device.Launch, error) {
 	segs := l.copySegs(net)
 	p, err := l.uploadCopySegs(c, segs)
 	if err != nil {
-		return launch{}, err
+		return device.Launch{}, err
 	}
-	return launch{name: "refresh", f: l.k.fn["refresh"], grid: dim2(32, len(segs)), block: dim(256),
-		args: []any{net.p, net.gw, net.bcat, p, scale, l.st, l.fullFlag()}}, nil
+	return device.Launch{Name: "refresh", F: l.K.Fn["refresh"], Grid: device.Dim2(32, len(segs)), Block: device.Dim(256),
+		Args: []any{net.p, net.gw, net.bcat, p, scale, l.St, l.fullFlag()}}, nil
 }
 
 // copySeg is struct CopySeg of kernels/optim.cu: one copy of the refresh.
@@ -317,31 +318,31 @@ type copySeg struct{ src, count, dst, kind, layer, tdst, in, ld int }
 // copySegs are the copies kernel refresh writes for net: every weight
 // matrix into gw (the online network's also transposed, where gwT says),
 // then the head-hidden biases into bcat.
-func (l *learner) copySegs(net *netBufs) []copySeg {
+func (l *Learner) copySegs(net *netBufs) []copySeg {
 	const toGW, toBias = 0, 2
 	var segs []copySeg
-	for i, ly := range l.lay {
+	for i, ly := range l.Lay {
 		tdst, ld := -1, 0
-		if net == &l.online {
+		if net == &l.Online {
 			tdst, ld = l.gwT[i].off, l.gwT[i].ld
 		}
 		segs = append(segs, copySeg{ly.W, ly.Out * ly.In, l.gwOff[i], toGW, i, tdst, ly.In, ld})
 	}
 	for h, i := range headHidden {
-		segs = append(segs, copySeg{l.lay[i].B, l.m.Head, h * l.m.Head, toBias, -1, -1, 0, 0})
+		segs = append(segs, copySeg{l.Lay[i].B, l.M.Head, h * l.M.Head, toBias, -1, -1, 0, 0})
 	}
 	return segs
 }
 
 // uploadCopySegs uploads segs as an array of struct CopySeg.
-func (l *learner) uploadCopySegs(c *cuda.Ctx, segs []copySeg) (cuda.DevPtr, error) {
-	var w words
+func (l *Learner) uploadCopySegs(c *cuda.Ctx, segs []copySeg) (cuda.DevPtr, error) {
+	var w device.Words
 	for _, s := range segs {
 		for _, v := range []int{s.src, s.count, s.dst, s.kind, s.layer, s.tdst, s.in, s.ld} {
-			w.i64(int64(v))
+			w.I64(int64(v))
 		}
 	}
-	p, err := l.mem.alloc(c, l.stream, 8*len(w))
+	p, err := l.Mem.Alloc(c, l.Stream, 8*len(w))
 	if err != nil {
 		return 0, err
 	}
@@ -357,8 +358,8 @@ const maxFusedCopies = 32
 // their place in the parameter vector, so that each thread's ascending
 // elements find theirs moving forward), the spectral factors, and a
 // zeroed counter of the blocks done.
-func (l *learner) fusedRefreshArgs(c *cuda.Ctx) (cuda.DevPtr, error) {
-	segs := l.copySegs(&l.online)
+func (l *Learner) fusedRefreshArgs(c *cuda.Ctx) (cuda.DevPtr, error) {
+	segs := l.copySegs(&l.Online)
 	if len(segs) > maxFusedCopies {
 		return 0, fmt.Errorf("adamw_refresh: %d copies of the online network, at most %d", len(segs), maxFusedCopies)
 	}
@@ -372,13 +373,13 @@ func (l *learner) fusedRefreshArgs(c *cuda.Ctx) (cuda.DevPtr, error) {
 	if err != nil {
 		return 0, err
 	}
-	done, err := l.mem.alloc(c, l.stream, 8)
+	done, err := l.Mem.Alloc(c, l.Stream, 8)
 	if err != nil {
 		return 0, err
 	}
-	var w words
-	w.ptr(l.online.gw).ptr(l.online.bcat).ptr(sp).i64(int64(len(segs))).ptr(l.specScale).ptr(done)
-	p, err := l.mem.alloc(c, l.stream, 8*len(w))
+	var w device.Words
+	w.Ptr(l.Online.gw).Ptr(l.Online.bcat).Ptr(sp).I64(int64(len(segs))).Ptr(l.specScale).Ptr(done)
+	p, err := l.Mem.Alloc(c, l.Stream, 8*len(w))
 	if err != nil {
 		return 0, err
 	}
@@ -386,7 +387,7 @@ func (l *learner) fusedRefreshArgs(c *cuda.Ctx) (cuda.DevPtr, error) {
 }
 
 // fullFlag is the kernels' flag of precision bf16 (1) or not (0).
-func (l *learner) fullFlag() int32 {
+func (l *Learner) fullFlag() int32 {
 	if l.full {
 		return 1
 	}
@@ -397,8 +398,8 @@ func (l *learner) fullFlag() int32 {
 // counters are set to s.Step and 0; the abort flag is cleared. In
 // precision bf16 the values uploaded are s's rounded to the nearest bf16
 // (s itself is not changed).
-func (l *learner) setState(c *cuda.Ctx, s *model.State) error {
-	if err := s.Check(l.m); err != nil {
+func (l *Learner) setState(c *cuda.Ctx, s *model.State) error {
+	if err := s.Check(l.M); err != nil {
 		return err
 	}
 	if l.full {
@@ -413,44 +414,44 @@ func (l *learner) setState(c *cuda.Ctx, s *model.State) error {
 	for _, x := range []struct {
 		p cuda.DevPtr
 		v []float32
-	}{{l.online.p, s.Online}, {l.target.p, s.Target}, {l.adamM, s.AdamM}, {l.adamV, s.AdamV}} {
+	}{{l.Online.p, s.Online}, {l.target.p, s.Target}, {l.adamM, s.AdamM}, {l.adamV, s.AdamV}} {
 		if err := cuda.Upload(c, x.p, x.v); err != nil {
 			return err
 		}
 	}
 	off := 0
-	for i, ly := range l.lay {
+	for i, ly := range l.Lay {
 		if err := cuda.Upload(c, l.u+cuda.DevPtr(4*off), s.U[i]); err != nil {
 			return err
 		}
 		off += ly.Out
 	}
-	if err := cuda.Upload(c, l.st, []int64{s.Step, 0}); err != nil {
+	if err := cuda.Upload(c, l.St, []int64{s.Step, 0}); err != nil {
 		return err
 	}
-	if err := cuda.Upload(c, l.st+stAbort, []int32{0, 0}); err != nil {
+	if err := cuda.Upload(c, l.St+StAbort, []int32{0, 0}); err != nil {
 		return err
 	}
-	if l.replay != nil {
-		if err := l.replay.resetClaims(c, l); err != nil {
+	if l.Replay != nil {
+		if err := l.Replay.resetClaims(c, l); err != nil {
 			return err
 		}
 	}
 	return l.refreshBoth(c)
 }
 
-func (l *learner) refreshBoth(c *cuda.Ctx) error {
-	for _, net := range []*netBufs{&l.online, &l.target} {
-		if err := net.refresh.run(c, l.stream); err != nil {
+func (l *Learner) refreshBoth(c *cuda.Ctx) error {
+	for _, net := range []*netBufs{&l.Online, &l.target} {
+		if err := net.refresh.Run(c, l.Stream); err != nil {
 			return err
 		}
 	}
-	return c.Sync(l.stream)
+	return c.Sync(l.Stream)
 }
 
-// state downloads the learner state.
-func (l *learner) state(c *cuda.Ctx) (*model.State, error) {
-	if err := c.Sync(l.stream); err != nil {
+// State downloads the learner state.
+func (l *Learner) State(c *cuda.Ctx) (*model.State, error) {
+	if err := c.Sync(l.Stream); err != nil {
 		return nil, err
 	}
 	np := l.np
@@ -458,13 +459,13 @@ func (l *learner) state(c *cuda.Ctx) (*model.State, error) {
 	for _, x := range []struct {
 		p cuda.DevPtr
 		v []float32
-	}{{l.online.p, s.Online}, {l.target.p, s.Target}, {l.adamM, s.AdamM}, {l.adamV, s.AdamV}} {
+	}{{l.Online.p, s.Online}, {l.target.p, s.Target}, {l.adamM, s.AdamM}, {l.adamV, s.AdamV}} {
 		if err := cuda.Download(c, x.v, x.p); err != nil {
 			return nil, err
 		}
 	}
 	off := 0
-	for i, ly := range l.lay {
+	for i, ly := range l.Lay {
 		s.U[i] = make([]float32, ly.Out)
 		if err := cuda.Download(c, s.U[i], l.u+cuda.DevPtr(4*off)); err != nil {
 			return nil, err
@@ -472,7 +473,7 @@ func (l *learner) state(c *cuda.Ctx) (*model.State, error) {
 		off += ly.Out
 	}
 	t := make([]int64, 1)
-	if err := cuda.Download(c, t, l.st+stT); err != nil {
+	if err := cuda.Download(c, t, l.St+StT); err != nil {
 		return nil, err
 	}
 	s.Step = t[0]
@@ -481,9 +482,9 @@ func (l *learner) state(c *cuda.Ctx) (*model.State, error) {
 
 // stepState is the host copy of StepState.
 type stepState struct {
-	t, local int64
+	T, Local int64
 	mmin     uint64
-	abort    int32
+	Abort    int32
 	pad      int32
 	maxPrio  float64
 	loss     float32
@@ -491,17 +492,17 @@ type stepState struct {
 	tc       int64
 }
 
-func (l *learner) readState(c *cuda.Ctx) (stepState, error) {
+func (l *Learner) ReadState(c *cuda.Ctx) (stepState, error) {
 	var s [1]stepState
-	if err := c.Sync(l.stream); err != nil {
+	if err := c.Sync(l.Stream); err != nil {
 		return s[0], err
 	}
-	err := cuda.Download(c, s[:], l.st)
+	err := cuda.Download(c, s[:], l.St)
 	return s[0], err
 }
 
 // gradNorm is √(Σ partials) in partial order, as adamw computes it.
-func (l *learner) gradNorm(c *cuda.Ctx) (float64, error) {
+func (l *Learner) gradNorm(c *cuda.Ctx) (float64, error) {
 	p := make([]float64, normBlocks)
 	if err := cuda.Download(c, p, l.partial); err != nil {
 		return 0, err
@@ -513,9 +514,9 @@ func (l *learner) gradNorm(c *cuda.Ctx) (float64, error) {
 	return math.Sqrt(s), nil
 }
 
-// syncTarget applies target ← τ·online + (1−τ)·target and refreshes the
+// SyncTarget applies target ← τ·online + (1−τ)·target and refreshes the
 // target's copies.
-func (l *learner) syncTarget(c *cuda.Ctx, tau float64) error {
+func (l *Learner) SyncTarget(c *cuda.Ctx, tau float64) error {
 	if !(tau > 0 && tau <= 1) {
 		return fmt.Errorf("sync target: tau = %g: must be in (0, 1]", tau)
 	}
@@ -523,19 +524,19 @@ func (l *learner) syncTarget(c *cuda.Ctx, tau float64) error {
 	if tau == 1 {
 		cp = 1
 	}
-	if err := c.Launch(l.k.fn["ema"], dim(256), dim(256), 0, l.stream,
-		l.online.p, l.target.p, int64(l.np), float32(tau), float32(1-tau), cp, l.fullFlag()); err != nil {
+	if err := c.Launch(l.K.Fn["ema"], device.Dim(256), device.Dim(256), 0, l.Stream,
+		l.Online.p, l.target.p, int64(l.np), float32(tau), float32(1-tau), cp, l.fullFlag()); err != nil {
 		return err
 	}
-	if err := l.target.refresh.run(c, l.stream); err != nil {
+	if err := l.target.refresh.Run(c, l.Stream); err != nil {
 		return err
 	}
-	return c.Sync(l.stream)
+	return c.Sync(l.Stream)
 }
 
-func (l *learner) free(c *cuda.Ctx) error {
+func (l *Learner) Free(c *cuda.Ctx) error {
 	var first error
-	for _, p := range l.plans {
+	for _, p := range l.Plans {
 		for _, g := range []cuda.GraphExec{p.graph, p.graphK} {
 			if g != 0 {
 				if err := c.DestroyGraphExec(g); err != nil && first == nil {
@@ -544,8 +545,8 @@ func (l *learner) free(c *cuda.Ctx) error {
 			}
 		}
 	}
-	l.plans = nil
-	if err := l.mem.free(c); err != nil && first == nil {
+	l.Plans = nil
+	if err := l.Mem.Free(c); err != nil && first == nil {
 		first = err
 	}
 	for _, e := range []*cuda.Event{&l.fork, &l.join, &l.earlyFork, &l.earlyJoin} {
@@ -556,7 +557,7 @@ func (l *learner) free(c *cuda.Ctx) error {
 			*e = 0
 		}
 	}
-	for _, s := range []*cuda.Stream{&l.side, &l.early, &l.stream} {
+	for _, s := range []*cuda.Stream{&l.side, &l.early, &l.Stream} {
 		if *s != 0 {
 			if err := c.DestroyStream(*s); err != nil && first == nil {
 				first = err
@@ -571,27 +572,27 @@ func (l *learner) free(c *cuda.Ctx) error {
 // part[SPEC_THREADS/32][SPEC_COLS] floats.
 const spectralStatic = 4 * 32 * 256
 
-// obsWidth is the observation width, market.ObsDim.
-const obsWidth = market.ObsDim
+// ObsWidth is the observation width, market.ObsDim.
+const ObsWidth = market.ObsDim
 
 // adamBlocks is the grid of kernel adamw for np parameters (ADAM_PER_BLOCK
 // of kernels/optim.cu, 1,024, per block of 256 threads); each block keeps
 // its own pair of stagnation counters.
-func adamBlocks(np int) int { return ceilDiv(np, adamPerBlock) }
+func adamBlocks(np int) int { return device.CeilDiv(np, adamPerBlock) }
 
 // adamPerBlock is ADAM_PER_BLOCK of kernels/optim.cu.
 const adamPerBlock = 1024
 
-// resetStagnation zeroes the stagnation counts of kernel adamw.
-func (l *learner) resetStagnation(c *cuda.Ctx) error {
+// ResetStagnation zeroes the stagnation counts of kernel adamw.
+func (l *Learner) ResetStagnation(c *cuda.Ctx) error {
 	return cuda.Upload(c, l.stag, make([]uint64, 2*adamBlocks(l.np)))
 }
 
-// stagnation returns the share of the AdamW updates since resetStagnation
+// Stagnation returns the share of the AdamW updates since resetStagnation
 // that the stored parameter absorbed (trainer.TrainStats.Stagnation), and
 // the number of updates it is a share of.
-func (l *learner) stagnation(c *cuda.Ctx) (float64, uint64, error) {
-	if err := c.Sync(l.stream); err != nil {
+func (l *Learner) Stagnation(c *cuda.Ctx) (float64, uint64, error) {
+	if err := c.Sync(l.Stream); err != nil {
 		return 0, 0, err
 	}
 	pairs := make([]uint64, 2*adamBlocks(l.np))
