@@ -23,6 +23,9 @@ type lineReader struct {
 	br   *bufio.Reader
 	line int    // the 1-based number of the line last returned
 	long []byte // a line longer than br's buffer, assembled
+
+	sep    byte     // nextRow's separator; 0 until the first row sets it
+	fields []string // nextRow's fields, reused from row to row
 }
 
 // newLineReader reads r, of at most lim.MaxBytes bytes, after checking its
@@ -118,6 +121,46 @@ func (l *lineReader) nextIn(ctx context.Context) ([]byte, error) {
 		}
 	}
 	return line, nil
+}
+
+// nextText is nextIn passing over blank lines (white space only); it
+// returns io.EOF at the end.
+func (l *lineReader) nextText(ctx context.Context) ([]byte, error) {
+	for {
+		line, err := l.nextIn(ctx)
+		if err != nil || len(bytes.TrimSpace(line)) > 0 {
+			return line, err
+		}
+	}
+}
+
+// nextRow reads the next line that is not blank (nextText) and returns
+// its fields, split at l.sep (splitFields) into a slice that the next
+// call reuses; io.EOF at the end. A line that does not split is a
+// *ParseError naming the line. When l.sep is 0, the first row sets it
+// (separator).
+func (l *lineReader) nextRow(ctx context.Context) ([]string, error) {
+	line, err := l.nextText(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if l.sep == 0 {
+		l.sep = separator(line)
+	}
+	var why string
+	if l.fields, why = splitFields(string(line), l.sep, l.lim.MaxFields, l.fields); why != "" {
+		return nil, &ParseError{File: l.name, Line: l.line, Reason: why}
+	}
+	return l.fields, nil
+}
+
+// separator is the field separator of a file whose first row is line: a
+// tab when the row holds one, else a comma.
+func separator(line []byte) byte {
+	if bytes.IndexByte(line, '\t') >= 0 {
+		return '\t'
+	}
+	return ','
 }
 
 func (l *lineReader) tooLong() error {
