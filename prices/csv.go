@@ -81,11 +81,7 @@ func ParseCSV(ctx context.Context, name string, r io.Reader, lim Limits) (*Bars,
 		b      = &Bars{Name: name}
 		header int // the header's line
 	)
-	for {
-		fields, err := lr.nextRow(ctx)
-		if err == io.EOF {
-			break
-		}
+	for fields, err := range lr.rows(ctx) {
 		if err != nil {
 			return nil, err
 		}

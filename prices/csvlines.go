@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"strconv"
 	"strings"
 
@@ -24,8 +25,8 @@ type lineReader struct {
 	line int    // the 1-based number of the line last returned
 	long []byte // a line longer than br's buffer, assembled
 
-	sep    byte     // nextRow's separator; 0 until the first row sets it
-	fields []string // nextRow's fields, reused from row to row
+	sep    byte     // rows' separator; 0 until the first row sets it
+	fields []string // rows' fields, reused from row to row
 }
 
 // newLineReader reads r, of at most lim.MaxBytes bytes, after checking its
@@ -134,24 +135,35 @@ func (l *lineReader) nextText(ctx context.Context) ([]byte, error) {
 	}
 }
 
-// nextRow reads the next line that is not blank (nextText) and returns
-// its fields, split at l.sep (splitFields) into a slice that the next
-// call reuses; io.EOF at the end. A line that does not split is a
-// *ParseError naming the line. When l.sep is 0, the first row sets it
-// (separator).
-func (l *lineReader) nextRow(ctx context.Context) ([]string, error) {
-	line, err := l.nextText(ctx)
-	if err != nil {
-		return nil, err
+// rows yields the fields of each line that is not blank (nextText),
+// split at l.sep (splitFields) into a slice that the next row reuses. A
+// read error, or a line that does not split (a *ParseError naming the
+// line), is yielded with nil fields and ends the rows. When l.sep is 0,
+// the first row sets it (separator).
+func (l *lineReader) rows(ctx context.Context) iter.Seq2[[]string, error] {
+	return func(yield func([]string, error) bool) {
+		for {
+			line, err := l.nextText(ctx)
+			if err == io.EOF {
+				return
+			}
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if l.sep == 0 {
+				l.sep = separator(line)
+			}
+			var why string
+			if l.fields, why = splitFields(string(line), l.sep, l.lim.MaxFields, l.fields); why != "" {
+				yield(nil, &ParseError{File: l.name, Line: l.line, Reason: why})
+				return
+			}
+			if !yield(l.fields, nil) {
+				return
+			}
+		}
 	}
-	if l.sep == 0 {
-		l.sep = separator(line)
-	}
-	var why string
-	if l.fields, why = splitFields(string(line), l.sep, l.lim.MaxFields, l.fields); why != "" {
-		return nil, &ParseError{File: l.name, Line: l.line, Reason: why}
-	}
-	return l.fields, nil
 }
 
 // separator is the field separator of a file whose first row is line: a

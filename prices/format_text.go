@@ -57,11 +57,7 @@ func ParseHeaderless(ctx context.Context, name string, r io.Reader, lim Limits) 
 	}
 	c := newBarChecker(name, lim)
 	n := 0 // fields of the first row
-	for {
-		fields, err := lr.nextRow(ctx)
-		if err == io.EOF {
-			break
-		}
+	for fields, err := range lr.rows(ctx) {
 		if err != nil {
 			return nil, err
 		}

@@ -216,11 +216,7 @@ func ParseLean(ctx context.Context, name string, r io.Reader, kind Format, ff *F
 	}
 	lr.sep = ','
 	var cur factorCursor
-	for {
-		fields, err := lr.nextRow(ctx)
-		if err == io.EOF {
-			break
-		}
+	for fields, err := range lr.rows(ctx) {
 		if err != nil {
 			return nil, err
 		}
