@@ -31,6 +31,17 @@ func (c *RunConfig) Validate() error {
 	floatOpen := func(f string, v, lo, hi float64) check {
 		return check{f, v, !math.IsNaN(v) && v > lo && v < hi, fmt.Sprintf("must be in (%g, %g)", lo, hi)}
 	}
+	floatOpenLo := func(f string, v, lo, hi float64) check {
+		return check{f, v, !math.IsNaN(v) && v > lo && v <= hi, fmt.Sprintf("must be in (%g, %g]", lo, hi)}
+	}
+	floatOpenHi := func(f string, v, lo, hi float64) check {
+		return check{f, v, !math.IsNaN(v) && v >= lo && v < hi, fmt.Sprintf("must be in [%g, %g)", lo, hi)}
+	}
+	// why adds to k's allowed range what the field means.
+	why := func(k check, s string) check {
+		k.allowed += ": " + s
+		return k
+	}
 	checks := []check{
 		intIn("epochs", c.Epochs, 1, 1_000_000),
 		intIn("steps_per_epoch", c.StepsPerEpoch, 1, 10_000_000),
@@ -65,26 +76,26 @@ func (c *RunConfig) Validate() error {
 				strings.Join(InstrumentPresets, ", "), strings.Join(InstrumentSymbols, " "))},
 		{"env.sizing", c.Env.Sizing, c.Env.Sizing == "" || c.Env.Sizing == SizingNotional || c.Env.Sizing == SizingVolTarget,
 			`must be "notional" (a full position worth env.initial_capital) or "vol_target" (a full position of env.target_vol annualised volatility)`},
-		{"env.target_vol", c.Env.TargetVol, !math.IsNaN(c.Env.TargetVol) && c.Env.TargetVol >= 0 && c.Env.TargetVol <= 10,
-			fmt.Sprintf("must be in [0, 10]: the annualised volatility of a full position under env.sizing vol_target as a share of env.initial_capital (0: %g)", DefaultTargetVol)},
+		why(floatIn("env.target_vol", c.Env.TargetVol, 0, 10),
+			fmt.Sprintf("the annualised volatility of a full position under env.sizing vol_target as a share of env.initial_capital (0: %g)", DefaultTargetVol)),
 		{"env.sizing", c.Env.Sizing, c.Env.Sizing != SizingVolTarget || c.Env.PointValue == 0,
 			fmt.Sprintf("vol_target sizes the contract itself; env.point_value (%g) must be 0 (auto) with it", c.Env.PointValue)},
 		floatOpen("env.tick_size", c.Env.TickSize, 0, 1e9),
 		floatIn("env.slippage_bps", c.Env.SlippageBps, 0, 10000),
 		floatIn("env.commission_bps", c.Env.CommissionBps, 0, 10000),
-		{"env.margin_floor", c.Env.MarginFloor, !math.IsNaN(c.Env.MarginFloor) && c.Env.MarginFloor >= 0 && c.Env.MarginFloor < 1, "must be in [0, 1): a fraction of env.initial_capital"},
+		why(floatOpenHi("env.margin_floor", c.Env.MarginFloor, 0, 1), "a fraction of env.initial_capital"),
 		floatIn("env.turnover_penalty", c.Env.TurnoverPenalty, 0, 100),
 		floatIn("env.risk_aversion", c.Env.RiskAversion, 0, 100),
 		floatIn("env.flat_margin", c.Env.FlatMargin, 0, 100),
-		{"env.reward_scale", c.Env.RewardScale, c.Env.RewardScale > 0 && c.Env.RewardScale <= 1000, "must be in (0, 1000]"},
+		floatOpenLo("env.reward_scale", c.Env.RewardScale, 0, 1000),
 		floatIn("env.slippage_ticks", c.Env.SlippageTicks, 0, 1e6),
 		floatIn("env.commission", c.Env.Commission, 0, 1e9),
 		floatIn("env.point_value", c.Env.PointValue, 0, 1e12),
 		floatOpen("env.initial_capital", c.Env.InitialCapital, 0, 1e15),
 		floatIn("env.epsilon_start", c.Env.EpsilonStart, 0, 1),
 		floatIn("env.epsilon_end", c.Env.EpsilonEnd, 0, 1),
-		{"env.epsilon_decay_fraction", c.Env.EpsilonDecayFraction, c.Env.EpsilonDecayFraction > 0 && c.Env.EpsilonDecayFraction <= 1,
-			"must be in (0, 1]: the share of the run's environment steps over which epsilon decays"},
+		why(floatOpenLo("env.epsilon_decay_fraction", c.Env.EpsilonDecayFraction, 0, 1),
+			"the share of the run's environment steps over which epsilon decays"),
 		intIn("env.epsilon_decay_steps", c.Env.EpsilonDecaySteps, 0, math.MaxInt32),
 		intIn("env.collect_steps", c.Env.CollectSteps, 1, 10_000_000),
 
@@ -97,15 +108,15 @@ func (c *RunConfig) Validate() error {
 		floatIn("optim.spectral_bound", c.Optim.SpectralBound, 0, 1e9),
 		floatOpen("optim.gamma", c.Optim.Gamma, 0, 1.0000001),
 		intIn("optim.n_step", c.Optim.NStep, 1, 64),
-		{"optim.target_tau", c.Optim.TargetTau, c.Optim.TargetTau > 0 && c.Optim.TargetTau <= 1, "must be in (0, 1]"},
+		floatOpenLo("optim.target_tau", c.Optim.TargetTau, 0, 1),
 		{"optim.stochastic_rounding", c.Optim.StochasticRounding, !c.Optim.StochasticRounding || c.Precision == PrecisionBF16,
 			fmt.Sprintf(`needs precision "bf16" (got %q, whose float32 master weights are not rounded to bf16 by an update)`, c.Precision)},
 
 		intIn("replay.capacity", c.Replay.Capacity, 2, 1<<28),
 		floatIn("replay.alpha", c.Replay.Alpha, 0, 1),
 		floatIn("replay.beta0", c.Replay.Beta0, 0, 1),
-		{"replay.beta_fraction", c.Replay.BetaFraction, c.Replay.BetaFraction > 0 && c.Replay.BetaFraction <= 1,
-			"must be in (0, 1]: the share of the run's gradient steps over which β anneals to 1"},
+		why(floatOpenLo("replay.beta_fraction", c.Replay.BetaFraction, 0, 1),
+			"the share of the run's gradient steps over which β anneals to 1"),
 		intIn("replay.beta_steps", c.Replay.BetaSteps, 0, math.MaxInt32),
 		floatOpen("replay.priority_eps", c.Replay.PriorityEps, 0, 1),
 		intIn("replay.warmup", c.Replay.Warmup, 1, c.Replay.Capacity),

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/dqnflow/dqnflow/prices"
+	"github.com/dqnflow/dqnflow/stats"
 )
 
 // FeatureNames names the NumFeatures market features in column order.
@@ -339,17 +340,7 @@ func meanSD(x []float64) (mean, sd float64) {
 // skewKurt returns the skewness m₃/m₂^{3/2} and the excess kurtosis
 // m₄/m₂² − 3 from population central moments; 0, 0 when m₂ = 0.
 func skewKurt(x []float64) (skew, kurt float64) {
-	m := sum(x) / float64(len(x))
-	var m2, m3, m4 float64
-	for _, v := range x {
-		d := v - m
-		d2 := d * d
-		m2 += d2
-		m3 += d2 * d
-		m4 += d2 * d2
-	}
-	k := float64(len(x))
-	m2, m3, m4 = m2/k, m3/k, m4/k
+	m2, m3, m4 := stats.CentralMoments(x)
 	if m2 == 0 {
 		return 0, 0
 	}

@@ -128,6 +128,20 @@ func causalConfig() config.RunConfig {
 	return cfg
 }
 
+// preparedSynthetic is the synthetic series of cfg and its dataset.
+func preparedSynthetic(t *testing.T, cfg config.RunConfig) (*prices.Bars, *Dataset) {
+	t.Helper()
+	b, _, err := SyntheticSeries(cfg.Data.SyntheticBars, cfg.Seed, cfg.Data.SyntheticPhi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := prepare(b, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, ds
+}
+
 // perturbAfter returns a copy of b whose bars after cut have other
 // prices, volumes and times (still valid bars).
 func perturbAfter(b *prices.Bars, cut int, rng *rand.Rand) *prices.Bars {
@@ -166,14 +180,7 @@ func TestCausalFeaturesHaveNoLookAhead(t *testing.T) {
 	for _, mirror := range []bool{false, true} {
 		cfg := causalConfig()
 		cfg.Data.Mirror = mirror
-		b, _, err := SyntheticSeries(cfg.Data.SyntheticBars, cfg.Seed, cfg.Data.SyntheticPhi)
-		if err != nil {
-			t.Fatal(err)
-		}
-		base, err := prepare(b, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		b, base := preparedSynthetic(t, cfg)
 		if w := FeatureWarmup + CausalBurnIn; base.Warmup != w || base.Train.From != w || !base.Norm.Causal() || base.Norm.HalfLife != 300 {
 			t.Fatalf("warmup %d, training %s, normaliser %+v: want warmup and training from %d, causal, half-life 300",
 				base.Warmup, base.Train, base.Norm.Mode, w)
@@ -228,14 +235,7 @@ func TestCausalFeaturesHaveNoLookAhead(t *testing.T) {
 func TestTrainNormalizationLooksAhead(t *testing.T) {
 	cfg := causalConfig()
 	cfg.Data.Normalize = config.NormalizeTrain
-	b, _, err := SyntheticSeries(cfg.Data.SyntheticBars, cfg.Seed, cfg.Data.SyntheticPhi)
-	if err != nil {
-		t.Fatal(err)
-	}
-	base, err := prepare(b, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, base := preparedSynthetic(t, cfg)
 	if base.Warmup != FeatureWarmup || base.Norm.Causal() {
 		t.Fatalf("train mode: warmup %d, mode %q; want %d and \"\"", base.Warmup, base.Norm.Mode, FeatureWarmup)
 	}
@@ -266,14 +266,7 @@ func TestTrainNormalizationLooksAhead(t *testing.T) {
 // without a mode (every older checkpoint) is the train-mode one.
 func TestCausalNormalizerReproducesOnOtherBars(t *testing.T) {
 	cfg := causalConfig()
-	b, _, err := SyntheticSeries(cfg.Data.SyntheticBars, cfg.Seed, cfg.Data.SyntheticPhi)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ds, err := prepare(b, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, ds := preparedSynthetic(t, cfg)
 	raw, err := json.Marshal(ds.Norm)
 	if err != nil {
 		t.Fatal(err)

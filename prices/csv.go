@@ -1,7 +1,6 @@
 package prices
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -80,30 +79,11 @@ func ParseCSV(ctx context.Context, name string, r io.Reader, lim Limits) (*Bars,
 	var (
 		p      *rowParser
 		b      = &Bars{Name: name}
-		sep    byte
-		fields []string
 		header int // the header's line
 	)
-	for {
-		line, err := lr.nextIn(ctx)
-		if err == io.EOF {
-			break
-		}
+	for fields, err := range lr.rows(ctx) {
 		if err != nil {
 			return nil, err
-		}
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		if p == nil {
-			sep = ','
-			if bytes.IndexByte(line, '\t') >= 0 {
-				sep = '\t'
-			}
-		}
-		var why string
-		if fields, why = splitFields(string(line), sep, lim.MaxFields, fields); why != "" {
-			return nil, &ParseError{File: name, Line: lr.line, Reason: why}
 		}
 		if p == nil {
 			header = lr.line

@@ -3,9 +3,6 @@ package prices
 import (
 	"bytes"
 	"context"
-	"errors"
-	"math"
-	"strings"
 	"testing"
 )
 
@@ -31,41 +28,6 @@ func FuzzParseCSVAcceptsOnlyValidBars(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		const name = "fuzz.csv"
 		b, err := ParseCSV(context.Background(), name, bytes.NewReader(raw), Limits{})
-		if err != nil {
-			var pe *ParseError
-			if errors.As(err, &pe) && pe.File != name {
-				t.Fatalf("ParseError names file %q, want %q: %v", pe.File, name, err)
-			}
-			if !strings.Contains(err.Error(), name) {
-				t.Fatalf("error does not name the input %q: %v", name, err)
-			}
-			if b != nil {
-				t.Fatalf("ParseCSV returned bars with error %v", err)
-			}
-			return
-		}
-		n := b.Len()
-		if n == 0 {
-			t.Fatal("ParseCSV accepted a file with no bars")
-		}
-		for _, col := range [][]float64{b.High, b.Low, b.Close, b.Volume} {
-			if len(col) != n {
-				t.Fatalf("column lengths differ: %d bars, a column of %d", n, len(col))
-			}
-		}
-		for i := range n {
-			o, h, l, c, v := b.Open[i], b.High[i], b.Low[i], b.Close[i], b.Volume[i]
-			for _, x := range []float64{o, h, l, c, v} {
-				if math.IsNaN(x) || math.IsInf(x, 0) {
-					t.Fatalf("bar %d holds a non-finite value: %v %v %v %v %v", i, o, h, l, c, v)
-				}
-			}
-			if l <= 0 || l > o || o > h || l > c || c > h || v < 0 {
-				t.Fatalf("bar %d is inconsistent: open %v high %v low %v close %v volume %v", i, o, h, l, c, v)
-			}
-			if i > 0 && !b.Time[i].After(b.Time[i-1]) {
-				t.Fatalf("bar %d at %s is not after bar %d at %s", i, b.Time[i], i-1, b.Time[i-1])
-			}
-		}
+		checkParsed(t, name, false, b, err)
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"strconv"
 	"strings"
 
@@ -23,6 +24,9 @@ type lineReader struct {
 	br   *bufio.Reader
 	line int    // the 1-based number of the line last returned
 	long []byte // a line longer than br's buffer, assembled
+
+	sep    byte     // rows' separator; 0 until the first row sets it
+	fields []string // rows' fields, reused from row to row
 }
 
 // newLineReader reads r, of at most lim.MaxBytes bytes, after checking its
@@ -118,6 +122,57 @@ func (l *lineReader) nextIn(ctx context.Context) ([]byte, error) {
 		}
 	}
 	return line, nil
+}
+
+// nextText is nextIn passing over blank lines (white space only); it
+// returns io.EOF at the end.
+func (l *lineReader) nextText(ctx context.Context) ([]byte, error) {
+	for {
+		line, err := l.nextIn(ctx)
+		if err != nil || len(bytes.TrimSpace(line)) > 0 {
+			return line, err
+		}
+	}
+}
+
+// rows yields the fields of each line that is not blank (nextText),
+// split at l.sep (splitFields) into a slice that the next row reuses. A
+// read error, or a line that does not split (a *ParseError naming the
+// line), is yielded with nil fields and ends the rows. When l.sep is 0,
+// the first row sets it (separator).
+func (l *lineReader) rows(ctx context.Context) iter.Seq2[[]string, error] {
+	return func(yield func([]string, error) bool) {
+		for {
+			line, err := l.nextText(ctx)
+			if err == io.EOF {
+				return
+			}
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if l.sep == 0 {
+				l.sep = separator(line)
+			}
+			var why string
+			if l.fields, why = splitFields(string(line), l.sep, l.lim.MaxFields, l.fields); why != "" {
+				yield(nil, &ParseError{File: l.name, Line: l.line, Reason: why})
+				return
+			}
+			if !yield(l.fields, nil) {
+				return
+			}
+		}
+	}
+}
+
+// separator is the field separator of a file whose first row is line: a
+// tab when the row holds one, else a comma.
+func separator(line []byte) byte {
+	if bytes.IndexByte(line, '\t') >= 0 {
+		return '\t'
+	}
+	return ','
 }
 
 func (l *lineReader) tooLong() error {

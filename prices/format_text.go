@@ -22,10 +22,7 @@ func headerless(head []byte) bool {
 		if len(line) == 0 {
 			continue
 		}
-		sep := byte(',')
-		if bytes.IndexByte(line, '\t') >= 0 {
-			sep = '\t'
-		}
+		sep := separator(line)
 		f := strings.Split(string(line), string(sep))
 		if len(f) != 5 && len(f) != 6 {
 			return false
@@ -59,31 +56,10 @@ func ParseHeaderless(ctx context.Context, name string, r io.Reader, lim Limits) 
 		return nil, err
 	}
 	c := newBarChecker(name, lim)
-	var (
-		sep    byte
-		n      int // fields of the first row
-		fields []string
-	)
-	for {
-		line, err := lr.nextIn(ctx)
-		if err == io.EOF {
-			break
-		}
+	n := 0 // fields of the first row
+	for fields, err := range lr.rows(ctx) {
 		if err != nil {
 			return nil, err
-		}
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		if n == 0 {
-			sep = ','
-			if bytes.IndexByte(line, '\t') >= 0 {
-				sep = '\t'
-			}
-		}
-		var why string
-		if fields, why = splitFields(string(line), sep, lim.MaxFields, fields); why != "" {
-			return nil, &ParseError{File: name, Line: lr.line, Reason: why}
 		}
 		if n == 0 {
 			n = len(fields)

@@ -214,22 +214,11 @@ func ParseLean(ctx context.Context, name string, r io.Reader, kind Format, ff *F
 	} else {
 		c.b.HasVolume = true
 	}
-	var fields []string
+	lr.sep = ','
 	var cur factorCursor
-	for {
-		line, err := lr.nextIn(ctx)
-		if err == io.EOF {
-			break
-		}
+	for fields, err := range lr.rows(ctx) {
 		if err != nil {
 			return nil, err
-		}
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		var why string
-		if fields, why = splitFields(string(line), ',', lim.MaxFields, fields); why != "" {
-			return nil, &ParseError{File: name, Line: lr.line, Reason: why}
 		}
 		if len(fields) != len(cols) {
 			return nil, c.bad(lr.line, "", "has %d fields, want %d (%s)", len(fields), len(cols), strings.Join(cols, ", "))

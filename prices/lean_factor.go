@@ -57,7 +57,7 @@ func ParseFactorFile(ctx context.Context, name string, r io.Reader, lim Limits) 
 	ff := &FactorFile{Name: name}
 	var fields []string
 	for {
-		line, err := lr.nextIn(ctx)
+		line, err := lr.nextText(ctx)
 		if err == io.EOF {
 			break
 		}
@@ -65,7 +65,7 @@ func ParseFactorFile(ctx context.Context, name string, r io.Reader, lim Limits) 
 			return nil, err
 		}
 		line = bytes.TrimSpace(line)
-		if len(line) == 0 || bytes.Contains(line, []byte("inf")) || bytes.Contains(line, []byte("e+")) {
+		if bytes.Contains(line, []byte("inf")) || bytes.Contains(line, []byte("e+")) {
 			continue
 		}
 		bad := func(col, format string, args ...any) error {

@@ -103,11 +103,16 @@ func New(cfg config.ReplayConfig) (*Buffer, error) {
 	if !(cfg.PriorityEps > 0) || math.IsInf(cfg.PriorityEps, 1) {
 		return nil, fmt.Errorf("new replay buffer: priority_eps %v must be positive and finite: %w", cfg.PriorityEps, ErrInvalid)
 	}
-	n := cfg.Capacity
+	return newBuffer(cfg.Capacity, cfg.Alpha, cfg.PriorityEps), nil
+}
+
+// newBuffer is an empty buffer of n slots whose next transition gets
+// priority 1, its arguments already checked.
+func newBuffer(n int, alpha, eps float64) *Buffer {
 	return &Buffer{
 		capacity:  n,
-		alpha:     cfg.Alpha,
-		eps:       cfg.PriorityEps,
+		alpha:     alpha,
+		eps:       eps,
 		maxPrio:   1,
 		bar:       make([]int32, n),
 		agent:     make([]float32, n*agentWidth),
@@ -117,7 +122,7 @@ func New(cfg config.ReplayConfig) (*Buffer, error) {
 		nextBar:   make([]int32, n),
 		nextAgent: make([]float32, n*agentWidth),
 		tree:      newSumTree(n),
-	}, nil
+	}
 }
 
 // Len is N, the number of transitions stored.

@@ -106,22 +106,8 @@ func fromStorage(capacity int, alpha, eps float64, s Storage, name func(field st
 	if !(s.MaxPriority >= 1) || math.IsInf(s.MaxPriority, 1) {
 		return nil, fmt.Errorf("%s = %v must be finite and at least 1: %w", name(TensorMaxPriority), s.MaxPriority, ErrInvalid)
 	}
-	b := &Buffer{
-		capacity:  capacity,
-		alpha:     alpha,
-		eps:       eps,
-		size:      n,
-		cursor:    s.Cursor,
-		maxPrio:   s.MaxPriority,
-		bar:       make([]int32, capacity),
-		agent:     make([]float32, capacity*agentWidth),
-		action:    make([]int32, capacity*actionWidth),
-		ret:       make([]float32, capacity),
-		discount:  make([]float32, capacity),
-		nextBar:   make([]int32, capacity),
-		nextAgent: make([]float32, capacity*agentWidth),
-		tree:      newSumTree(capacity),
-	}
+	b := newBuffer(capacity, alpha, eps)
+	b.size, b.cursor, b.maxPrio = n, s.Cursor, s.MaxPriority
 	copy(b.bar, s.Bar)
 	copy(b.agent, s.Agent)
 	copy(b.action, s.Action)

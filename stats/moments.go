@@ -60,14 +60,12 @@ func meanStdDev(x []float64) (mean, sd float64) {
 	return m, math.Sqrt(s / float64(len(x)-1))
 }
 
-// moments returns the skewness γ3 = m3/m2^{3/2} and the kurtosis
-// γ4 = m4/m2² (not excess: 3 for a normal distribution) of x, from the
-// central moments m_k = Σ(x − x̄)^k / n, as Bailey and López de Prado
-// (2014) and Mertens (2002) use them. It reports ok = false when m2 = 0.
-func moments(x []float64) (skew, kurt float64, ok bool) {
+// CentralMoments returns the population central moments
+// m_k = Σ(x − x̄)^k / n of x for k = 2, 3, 4, in two passes (x̄ = Mean(x)
+// first); all three are NaN when x is empty.
+func CentralMoments(x []float64) (m2, m3, m4 float64) {
 	n := float64(len(x))
 	m := Mean(x)
-	var m2, m3, m4 float64
 	for _, v := range x {
 		d := v - m
 		d2 := d * d
@@ -75,7 +73,15 @@ func moments(x []float64) (skew, kurt float64, ok bool) {
 		m3 += d2 * d
 		m4 += d2 * d2
 	}
-	m2, m3, m4 = m2/n, m3/n, m4/n
+	return m2 / n, m3 / n, m4 / n
+}
+
+// moments returns the skewness γ3 = m3/m2^{3/2} and the kurtosis
+// γ4 = m4/m2² (not excess: 3 for a normal distribution) of x, from the
+// central moments m_k = Σ(x − x̄)^k / n, as Bailey and López de Prado
+// (2014) and Mertens (2002) use them. It reports ok = false when m2 = 0.
+func moments(x []float64) (skew, kurt float64, ok bool) {
+	m2, m3, m4 := CentralMoments(x)
 	if !(m2 > 0) {
 		return 0, 0, false
 	}

@@ -67,6 +67,12 @@ func newEnv(t *testing.T, ds *market.Dataset, r market.Range, n, episode int) *s
 	return e
 }
 
+// handEnv is one env over all of bars (handDataset), one episode long.
+func handEnv(t *testing.T, bars []ohlc, atr float64, in market.Instrument) *sim.VecEnv {
+	t.Helper()
+	return newEnv(t, handDataset(bars, atr, in), market.Range{From: 0, To: len(bars)}, 1, len(bars))
+}
+
 func step(t *testing.T, e *sim.VecEnv, res *sim.StepResult, a ...market.Action) {
 	t.Helper()
 	if err := e.Step(a, res); err != nil {
@@ -88,8 +94,7 @@ func TestLongFillRewardIsHandComputed(t *testing.T) {
 	// s = 2 ticks × 0.25 = 0.5, commission 1, PV 10, max 4, ATR 2:
 	// reward scale = 2·10·4 = 80.
 	in := market.Instrument{TickSize: 0.25, SlippageTicks: 2, Commission: 1, PointValue: 10, MaxContracts: 4, InitialCapital: 1e5}
-	ds := handDataset([]ohlc{{100, 101, 99, 100}, {101, 103, 100.5, 102}, {102.5, 104, 102, 103.5}, {103, 104, 102, 102}}, 2, in)
-	e := newEnv(t, ds, market.Range{From: 0, To: 4}, 1, 4)
+	e := handEnv(t, []ohlc{{100, 101, 99, 100}, {101, 103, 100.5, 102}, {102.5, 104, 102, 103.5}, {103, 104, 102, 102}}, 2, in)
 	var res sim.StepResult
 
 	// t0→t1: buy 2 at 101 + 0.5: ΔE = −2·(0.5·10 + 1) + 2·(102 − 101)·10 = −12 + 20 = 8; 8/80 = 0.1.
@@ -178,8 +183,7 @@ func TestStops(t *testing.T) {
 	}}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			ds := handDataset(c.bars, 1, in)
-			e := newEnv(t, ds, market.Range{From: 0, To: len(c.bars)}, 1, len(c.bars))
+			e := handEnv(t, c.bars, 1, in)
 			var res sim.StepResult
 			for k, want := range c.rewards {
 				step(t, e, &res, c.act)
@@ -197,8 +201,7 @@ func TestStops(t *testing.T) {
 func TestHeldStopMovesOnlyWhenExitRuleChanges(t *testing.T) {
 	in := market.Instrument{TickSize: 0.5, SlippageTicks: 1, Commission: 0, PointValue: 1, MaxContracts: 2, InitialCapital: 1e5}
 	bars := []ohlc{{100, 100, 100, 100}, {100, 101, 100, 101}, {101, 103, 101, 103}, {103, 104, 103, 104}, {104, 105, 104, 105}, {105, 105, 105, 105}}
-	ds := handDataset(bars, 1.5, in)
-	e := newEnv(t, ds, market.Range{From: 0, To: len(bars)}, 1, len(bars))
+	e := handEnv(t, bars, 1.5, in)
 	var res sim.StepResult
 	for k, c := range []struct {
 		exit int
@@ -222,8 +225,7 @@ func TestHeldStopMovesOnlyWhenExitRuleChanges(t *testing.T) {
 func TestAddingAveragesTheEntry(t *testing.T) {
 	in := market.Instrument{TickSize: 0.5, SlippageTicks: 1, PointValue: 1, MaxContracts: 4, InitialCapital: 1e5}
 	bars := []ohlc{{100, 100, 100, 100}, {101, 102, 101, 102}, {103, 104, 103, 103.5}, {103, 104, 103, 104}, {104, 104, 104, 104}}
-	ds := handDataset(bars, 1, in)
-	e := newEnv(t, ds, market.Range{From: 0, To: len(bars)}, 1, len(bars))
+	e := handEnv(t, bars, 1, in)
 	var res sim.StepResult
 	for k, c := range []struct {
 		size   int
@@ -247,8 +249,7 @@ func TestAddingAveragesTheEntry(t *testing.T) {
 func TestReversalTradesBothLegs(t *testing.T) {
 	in := market.Instrument{TickSize: 1, SlippageTicks: 0, Commission: 1.5, PointValue: 1, MaxContracts: 2, InitialCapital: 1e5}
 	bars := []ohlc{{100, 100, 100, 100}, {100, 100, 100, 100}, {100, 100, 100, 100}, {100, 100, 100, 100}}
-	ds := handDataset(bars, 1, in)
-	e := newEnv(t, ds, market.Range{From: 0, To: 4}, 1, 4)
+	e := handEnv(t, bars, 1, in)
 	var res sim.StepResult
 	step(t, e, &res, market.Action{Dir: 2, Size: 3})
 	if res.Reward[0] != -1.5 {
@@ -308,8 +309,7 @@ func TestSizesRoundToWholeContracts(t *testing.T) {
 // (0.25): buy 1 at 100 (s = 0), close 101: ΔE = 1, scale 0.25·1·1.
 func TestZeroATRGivesFiniteReward(t *testing.T) {
 	in := market.Instrument{TickSize: 0.25, PointValue: 1, MaxContracts: 1, InitialCapital: 1}
-	ds := handDataset([]ohlc{{100, 100, 100, 100}, {100, 101, 100, 101}, {101, 101, 101, 101}}, 0, in)
-	e := newEnv(t, ds, market.Range{From: 0, To: 3}, 1, 3)
+	e := handEnv(t, []ohlc{{100, 100, 100, 100}, {100, 101, 100, 101}, {101, 101, 101, 101}}, 0, in)
 	var res sim.StepResult
 	step(t, e, &res, market.Action{Dir: 2, Exit: 2})
 	if res.Reward[0] != 4 {

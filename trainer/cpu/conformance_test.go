@@ -29,21 +29,17 @@ func blasNames(t *testing.T) []string {
 	return names
 }
 
-func TestConformanceFP32(t *testing.T) {
-	for _, name := range blasNames(t) {
-		t.Run(name, func(t *testing.T) {
-			cfg := trainertest.SmallConfig()
-			cfg.Device, cfg.Precision, cfg.BLAS = "cpu", config.PrecisionFP32, name
-			trainertest.RunConfig(t, cpu.Backend{}, cfg)
-		})
-	}
-}
+func TestConformanceFP32(t *testing.T) { conformOnEveryBLAS(t, config.PrecisionFP32) }
 
-func TestConformanceBF16Mixed(t *testing.T) {
+func TestConformanceBF16Mixed(t *testing.T) { conformOnEveryBLAS(t, config.PrecisionBF16Mixed) }
+
+// conformOnEveryBLAS runs the suite at precision on every BLAS of
+// blasNames, a subtest each.
+func conformOnEveryBLAS(t *testing.T, precision string) {
 	for _, name := range blasNames(t) {
 		t.Run(name, func(t *testing.T) {
 			cfg := trainertest.SmallConfig()
-			cfg.Device, cfg.Precision, cfg.BLAS = "cpu", config.PrecisionBF16Mixed, name
+			cfg.Device, cfg.Precision, cfg.BLAS = "cpu", precision, name
 			trainertest.RunConfig(t, cpu.Backend{}, cfg)
 		})
 	}

@@ -18,6 +18,32 @@ func checkObs(what string, obs []float32, rows int) error {
 	return nil
 }
 
+// checkAtoms is checkObs for a call that writes every branch action and
+// atom of the rows observations to dst, which must hold rows·per values;
+// it returns per = NumActions·Atoms.
+func (n *Net) checkAtoms(what string, obs []float32, rows int, dst []float32) (per int, err error) {
+	if err := checkObs(what, obs, rows); err != nil {
+		return 0, err
+	}
+	per = model.NumActions * n.model.Atoms
+	if len(dst) != rows*per {
+		return 0, fmt.Errorf("%s: dst has %d values, want n·%d·%d = %d", what, len(dst), model.NumActions, n.model.Atoms, rows*per)
+	}
+	return per, nil
+}
+
+// eachChunk loads the rows observations of obs into the net's input in
+// chunks of at most inferRows rows and calls do after each load, with the
+// chunk's first row r0 and its k rows.
+func (n *Net) eachChunk(obs []float32, rows int, do func(r0, k int)) {
+	for r0 := 0; r0 < rows; r0 += inferRows {
+		k := min(inferRows, rows-r0)
+		n.ensure(k)
+		n.setInput(0, obs[r0*market.ObsDim:(r0+k)*market.ObsDim])
+		do(r0, k)
+	}
+}
+
 // QValues writes the expected value Q(s, a) = Σ_j p_j(s, a)·z_j of every
 // branch action for the rows observations in obs (rows×ObsDim) to dst
 // (rows×model.NumActions: direction 0..2, size 0..3, exit 0..2). A row's values
@@ -29,13 +55,10 @@ func (n *Net) QValues(obs []float32, rows int, dst []float32) error {
 	if len(dst) != rows*model.NumActions {
 		return fmt.Errorf("q values: dst has %d values, want n·%d = %d", len(dst), model.NumActions, rows*model.NumActions)
 	}
-	for r0 := 0; r0 < rows; r0 += inferRows {
-		k := min(inferRows, rows-r0)
-		n.ensure(k)
-		n.setInput(0, obs[r0*market.ObsDim:(r0+k)*market.ObsDim])
+	n.eachChunk(obs, rows, func(r0, k int) {
 		n.forward(k)
 		expected(n.act.p[:k*model.NumActions*n.model.Atoms], n.support, dst[r0*model.NumActions:(r0+k)*model.NumActions])
-	}
+	})
 	return nil
 }
 
@@ -43,20 +66,14 @@ func (n *Net) QValues(obs []float32, rows int, dst []float32) error {
 // and atom for the rows observations in obs to dst (rows×model.NumActions×Atoms,
 // actions in QValues order, atoms innermost).
 func (n *Net) Distributions(obs []float32, rows int, dst []float32) error {
-	if err := checkObs("distributions", obs, rows); err != nil {
+	per, err := n.checkAtoms("distributions", obs, rows, dst)
+	if err != nil {
 		return err
 	}
-	per := model.NumActions * n.model.Atoms
-	if len(dst) != rows*per {
-		return fmt.Errorf("distributions: dst has %d values, want n·%d·%d = %d", len(dst), model.NumActions, n.model.Atoms, rows*per)
-	}
-	for r0 := 0; r0 < rows; r0 += inferRows {
-		k := min(inferRows, rows-r0)
-		n.ensure(k)
-		n.setInput(0, obs[r0*market.ObsDim:(r0+k)*market.ObsDim])
+	n.eachChunk(obs, rows, func(r0, k int) {
 		n.forward(k)
 		copy(dst[r0*per:(r0+k)*per], n.act.p[:k*per])
-	}
+	})
 	return nil
 }
 
@@ -64,20 +81,14 @@ func (n *Net) Distributions(obs []float32, rows int, dst []float32) error {
 // of every branch action and atom for the rows observations in obs to dst
 // (rows×NumActions×Atoms, in the layout of Distributions).
 func (n *Net) Logits(obs []float32, rows int, dst []float32) error {
-	if err := checkObs("logits", obs, rows); err != nil {
+	per, err := n.checkAtoms("logits", obs, rows, dst)
+	if err != nil {
 		return err
 	}
-	per := model.NumActions * n.model.Atoms
-	if len(dst) != rows*per {
-		return fmt.Errorf("logits: dst has %d values, want n·%d·%d = %d", len(dst), model.NumActions, n.model.Atoms, rows*per)
-	}
-	for r0 := 0; r0 < rows; r0 += inferRows {
-		k := min(inferRows, rows-r0)
-		n.ensure(k)
-		n.setInput(0, obs[r0*market.ObsDim:(r0+k)*market.ObsDim])
+	n.eachChunk(obs, rows, func(r0, k int) {
 		n.linears(k)
 		n.logits(k, dst[r0*per:(r0+k)*per])
-	}
+	})
 	return nil
 }
 
