@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dqnflow/dqnflow/localrun"
 )
 
 // TestRunWithoutValidationEvidenceRecommendsFlat: a short run on the
@@ -33,7 +35,7 @@ func TestRunWithoutValidationEvidenceRecommendsFlat(t *testing.T) {
 			t.Fatal(err)
 		}
 		stdout, _ := runOK(t, "train", "--device", "cpu", "--config", path, "--out", filepath.Join(dir, c.name), "--json")
-		var res trainResult
+		var res localrun.Result
 		if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 			t.Fatalf("%s: train --json: %v", c.name, err)
 		}

@@ -10,9 +10,12 @@ import (
 
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/internal/jsonfile"
+	"github.com/dqnflow/dqnflow/localrun"
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/prices"
+	"github.com/dqnflow/dqnflow/report"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/trainer/policy"
 )
@@ -55,18 +58,18 @@ func backtestCmd(e *env) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		report, err := pol.Backtest(ds, r)
+		rep, err := pol.Backtest(ds, r)
 		if err != nil {
 			return fmt.Errorf("backtest %s on %s: %w", *ckPath, *dataPath, err)
 		}
 		if *jsonOut {
-			return printJSON(e, backtestResult{Report: report, Recommendation: rec, Notice: flatNotice(rec)})
+			return jsonfile.Print(e.stdout, backtestResult{Report: rep, Recommendation: rec, Notice: flatNotice(rec)})
 		}
-		fmt.Fprintf(e.stdout, "%s; instrument %s\n", what, describeInstrument(ds))
+		fmt.Fprintf(e.stdout, "%s; instrument %s\n", what, localrun.DescribeInstrument(ds))
 		if n := flatNotice(rec); n != "" {
 			fmt.Fprintln(e.stdout, n)
 		}
-		printReport(e, report)
+		report.PrintBacktest(e.stdout, rep)
 		return nil
 	}
 	return cmd
@@ -178,7 +181,7 @@ type seriesReport struct {
 // validation or all), and reports each and their equal-risk portfolio.
 func backtestPanel(ctx context.Context, e *env, src prices.Source, ckPath, rangeName string, allowChanged, jsonOut bool) error {
 	rangeOf := map[string]func(*market.Dataset) market.Range{
-		"test":       testRange,
+		"test":       localrun.TestRange,
 		"validation": func(d *market.Dataset) market.Range { return d.Valid },
 		"all":        func(d *market.Dataset) market.Range { return market.Range{From: d.Warmup, To: d.Bars.Len()} },
 	}[rangeName]
@@ -189,14 +192,14 @@ func backtestPanel(ctx context.Context, e *env, src prices.Source, ckPath, range
 	if err != nil {
 		return err
 	}
-	pn, err := checkpointPanel(ctx, e, src, ck, ckPath, allowChanged)
+	pn, err := localrun.CheckpointPanel(ctx, e.stderr, src, ck, ckPath, allowChanged)
 	if err != nil {
 		return err
 	}
 	if pn == nil {
 		return fmt.Errorf("%w: flag --data is required: checkpoint %s is not a panel run's", errUsage, ckPath)
 	}
-	if rangeName == "test" && !panelHasTest(pn) {
+	if rangeName == "test" && !localrun.PanelHasTest(pn) {
 		return fmt.Errorf("%w: the checkpoint's config holds out no test range; use --range validation", errUsage)
 	}
 	pol, err := policy.Load(ck)
@@ -207,7 +210,7 @@ func backtestPanel(ctx context.Context, e *env, src prices.Source, ckPath, range
 	if err != nil {
 		return err
 	}
-	sc, err := panelBacktest(pol, pn, rangeOf)
+	sc, err := localrun.PanelBacktest(pol, pn, rangeOf)
 	if err != nil {
 		return fmt.Errorf("backtest %s on its panel: %w", ckPath, err)
 	}
@@ -216,17 +219,17 @@ func backtestPanel(ctx context.Context, e *env, src prices.Source, ckPath, range
 		res.Series = append(res.Series, seriesReport{Name: sp.Name, Path: sp.Path, Report: sc.Parts[k]})
 	}
 	if jsonOut {
-		return printJSON(e, res)
+		return jsonfile.Print(e.stdout, res)
 	}
 	if res.Notice != "" {
 		fmt.Fprintln(e.stdout, res.Notice)
 	}
 	for k, s := range res.Series {
-		fmt.Fprintf(e.stdout, "%s (%s), %s range; instrument %s\n", s.Name, s.Path, rangeName, describeInstrument(pn.Parts[k]))
-		printReport(e, s.Report)
+		fmt.Fprintf(e.stdout, "%s (%s), %s range; instrument %s\n", s.Name, s.Path, rangeName, localrun.DescribeInstrument(pn.Parts[k]))
+		report.PrintBacktest(e.stdout, s.Report)
 	}
 	fmt.Fprintf(e.stdout, "equal-risk portfolio of the %d series, daily returns (Sharpe t = %.2f):\n", len(res.Series), res.PortfolioT)
-	printReport(e, res.Portfolio)
+	report.PrintBacktest(e.stdout, res.Portfolio)
 	return nil
 }
 

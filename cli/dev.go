@@ -13,7 +13,9 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/dqnflow/dqnflow/devstack"
+	"github.com/dqnflow/dqnflow/localrun"
 	"github.com/dqnflow/dqnflow/prices"
+	"github.com/dqnflow/dqnflow/report"
 	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/worker"
 )
@@ -163,14 +165,14 @@ func runDemo(ctx context.Context, e *env, c client.Client, ui string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "%s, epoch %d's checkpoint; instrument %s\n", what, ck.Epoch, describeInstrument(ds))
+	fmt.Fprintf(e.stdout, "%s, epoch %d's checkpoint; instrument %s\n", what, ck.Epoch, localrun.DescribeInstrument(ds))
 	if n := flatNotice(rec); n != "" {
 		fmt.Fprintln(e.stdout, n)
 	}
-	report, err := pol.Backtest(ds, r)
+	rep, err := pol.Backtest(ds, r)
 	if err != nil {
 		return err
 	}
-	printReport(e, report)
+	report.PrintBacktest(e.stdout, rep)
 	return nil
 }

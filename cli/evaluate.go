@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +13,8 @@ import (
 
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/internal/jsonfile"
+	"github.com/dqnflow/dqnflow/localrun"
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/prices"
@@ -88,7 +89,7 @@ func evaluateCmd(e *env) *cobra.Command {
 			// A panel run's checkpoint is evaluated on its own panel
 			// unless --data names other series.
 			if _, isPanel := ck.Meta[checkpoint.MetaPanel]; isPanel && !fs.Changed("data") {
-				if pn, err = checkpointPanel(ctx, e, src, ck, *ckPath, *allowChanged); err != nil {
+				if pn, err = localrun.CheckpointPanel(ctx, e.stderr, src, ck, *ckPath, *allowChanged); err != nil {
 					return err
 				}
 				if paths, err = panelEvaluation(pn, ck, &panelScore); err != nil {
@@ -193,13 +194,13 @@ func evaluateCmd(e *env) *cobra.Command {
 		if err := os.WriteFile(filepath.Join(*out, "report.md"), md.Bytes(), 0o644); err != nil {
 			return fmt.Errorf("write report: %w", err)
 		}
-		if err := writeJSONFile(filepath.Join(*out, "evaluate.json"), ev); err != nil {
+		if err := jsonfile.Write(filepath.Join(*out, "evaluate.json"), ev); err != nil {
 			return err
 		}
 		if *jsonOut {
-			return printJSON(e, ev)
+			return jsonfile.Print(e.stdout, ev)
 		}
-		evaluation.Print(e.stdout, ev, func(w io.Writer, r sim.Report) { printReport(&env{stdout: w}, r) })
+		evaluation.Print(e.stdout, ev, report.PrintBacktest)
 		fmt.Fprintf(e.stdout, "report: %s\n", filepath.Join(*out, "report.md"))
 		return nil
 	}
@@ -207,7 +208,7 @@ func evaluateCmd(e *env) *cobra.Command {
 }
 
 // seedRow is the report's row of a run trained at seed.
-func seedRow(seed uint64, r trainResult) report.SeedRow {
+func seedRow(seed uint64, r localrun.Result) report.SeedRow {
 	row := report.SeedRow{Seed: seed, BestEpoch: r.BestEpoch, Epochs: r.Epochs, ValidSharpe: r.Valid.Sharpe, ValidT: r.ValidT, Abstained: r.Abstained}
 	if r.Test != nil {
 		row.Test = *r.Test
@@ -230,7 +231,7 @@ func evaluateEnsemble(ctx context.Context, e *env, src prices.Source, cfg config
 	}
 	ps := make([]*policy.Policy, len(paths))
 	for i, p := range paths {
-		if ps[i], err = loadPolicy(ctx, e, p); err != nil {
+		if ps[i], err = localrun.LoadPolicy(ctx, e.ckpt.options, p); err != nil {
 			return nil, err
 		}
 	}
@@ -249,7 +250,7 @@ func evaluateEnsemble(ctx context.Context, e *env, src prices.Source, cfg config
 	row.Test = row.Own
 	if cfg.Backtest.NoEdge(row.ValidT) {
 		row.Abstained = true
-		if row.Test, err = flatTest(ds); err != nil {
+		if row.Test, err = localrun.FlatTest(ds); err != nil {
 			return nil, err
 		}
 	}
@@ -260,14 +261,14 @@ func evaluateEnsemble(ctx context.Context, e *env, src prices.Source, cfg config
 // the test range of every series of its panel pn, into sc (each series'
 // report and their equal-risk portfolio), and returns the series' paths.
 func panelEvaluation(pn *market.Panel, ck *checkpoint.Checkpoint, sc *sim.PanelScore) ([]string, error) {
-	if !panelHasTest(pn) {
+	if !localrun.PanelHasTest(pn) {
 		return nil, fmt.Errorf("%w: the checkpoint's config holds out no test range (data.test_fraction 0); evaluate a run trained with one", errUsage)
 	}
 	pol, err := policy.Load(ck)
 	if err != nil {
 		return nil, err
 	}
-	if *sc, err = panelBacktest(pol, pn, testRange); err != nil {
+	if *sc, err = localrun.PanelBacktest(pol, pn, localrun.TestRange); err != nil {
 		return nil, err
 	}
 	paths := make([]string, len(pn.Series))

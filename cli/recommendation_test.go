@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/dqnflow/dqnflow/checkpoint"
+	"github.com/dqnflow/dqnflow/localrun"
 	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/research/evaluation"
 	"github.com/dqnflow/dqnflow/walkforward"
@@ -47,7 +48,7 @@ func TestCommandsSayWhenTheCheckpointsRunRecommendedFlat(t *testing.T) {
 		}
 		out := filepath.Join(dir, c.name)
 		stdout, _ := runOK(t, "train", "--device", "cpu", "--config", cfgPath, "--out", out, "--json")
-		var res trainResult
+		var res localrun.Result
 		if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 			t.Fatalf("%s: train --json: %v", c.name, err)
 		}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/dqnflow/dqnflow/localrun"
 	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/research/evaluation"
 )
@@ -40,7 +41,7 @@ func TestTrainEvaluateBacktestReportIdenticalFigures(t *testing.T) {
 			}
 			const data = "bundled:USA500IDXUSD_H1.csv"
 			out, _ := runOK(t, "train", "--device", "cpu", "--config", cfgPath, "--data", data, "--out", dir, "--json")
-			var tr trainResult
+			var tr localrun.Result
 			if err := json.Unmarshal([]byte(out), &tr); err != nil {
 				t.Fatal(err)
 			}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dqnflow/dqnflow/checkpoint"
+	"github.com/dqnflow/dqnflow/localrun"
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/research/evaluation"
@@ -71,7 +72,7 @@ func TestTrainOnAPanelRecordsItAndEvaluateReloadsIt(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("train: exit %d: %s", code, errOut)
 	}
-	var res trainResult
+	var res localrun.Result
 	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 		t.Fatalf("train --json: %v\n%s", err, stdout)
 	}
