@@ -148,14 +148,14 @@ func SeriesSlug(path string) string {
 	return b.String()
 }
 
-// Print writes ev as text; backtest prints one test report.
-func Print(w io.Writer, ev Evaluation, backtest func(io.Writer, sim.Report)) {
+// Print writes ev as text, each test report as report.PrintBacktest.
+func Print(w io.Writer, ev Evaluation) {
 	if ev.Notice != "" {
 		fmt.Fprintln(w, ev.Notice)
 	}
 	for _, s := range ev.Series {
 		fmt.Fprintf(w, "%s:\n", s.Data)
-		backtest(w, s.Test)
+		report.PrintBacktest(w, s.Test)
 		fmt.Fprintf(w, "  yardstick: the simple rule this validation range chooses, %s, has test Sharpe %.3f (return %.2f%%, max drawdown %.2f%%)\n",
 			s.Rule.Name, s.Rule.Test.Sharpe, 100*s.Rule.Test.TotalReturn, 100*s.Rule.Test.MaxDrawdown)
 		if m := s.Summary; m != nil {
