@@ -16,6 +16,7 @@ import (
 	"github.com/dqnflow/dqnflow/localrun"
 	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/report"
+	"github.com/dqnflow/dqnflow/research/evaluation"
 	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/worker"
 )
@@ -166,7 +167,7 @@ func runDemo(ctx context.Context, e *env, c client.Client, ui string) error {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "%s, epoch %d's checkpoint; instrument %s\n", what, ck.Epoch, localrun.DescribeInstrument(ds))
-	if n := flatNotice(rec); n != "" {
+	if n := evaluation.FlatNotice(rec); n != "" {
 		fmt.Fprintln(e.stdout, n)
 	}
 	rep, err := pol.Backtest(ds, r)

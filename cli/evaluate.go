@@ -79,7 +79,7 @@ func evaluateCmd(e *env) *cobra.Command {
 			if cfg, err = trainer.CheckpointConfig(ck); err != nil {
 				return fmt.Errorf("checkpoint %s: %w", *ckPath, err)
 			}
-			if rec, err = runRecommendation(ck, *ckPath); err != nil {
+			if rec, err = evaluation.RunRecommendation(ck, *ckPath); err != nil {
 				return err
 			}
 			// A panel run's checkpoint is evaluated on its own panel
@@ -103,7 +103,7 @@ func evaluateCmd(e *env) *cobra.Command {
 			return fmt.Errorf("create output directory: %w", err)
 		}
 		ev, err := evaluation.Run(ctx, evaluation.Options{
-			Evaluation: evaluation.Evaluation{Date: time.Now().UTC().Format(time.RFC3339), Checkpoint: *ckPath, Config: cfg, Recommendation: rec, Notice: flatNotice(rec)},
+			Evaluation: evaluation.Evaluation{Date: time.Now().UTC().Format(time.RFC3339), Checkpoint: *ckPath, Config: cfg, Recommendation: rec, Notice: evaluation.FlatNotice(rec)},
 			Source:     src, Paths: paths, Out: *out, ID: id,
 			Evaluated: ck, Panel: pn, PanelScore: panelScore, Seeds: *seeds,
 			Train: func(ctx context.Context, cfg config.RunConfig, out, runID string) (localrun.Result, error) {

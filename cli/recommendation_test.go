@@ -99,7 +99,7 @@ func TestCommandsSayWhenTheCheckpointsRunRecommendedFlat(t *testing.T) {
 		}
 		wantLine := ""
 		if c.name == "flat" {
-			wantLine = flatNotice(&checkpoint.Recommendation{ValidT: res.ValidT, MinValidT: c.minT, Recommendation: checkpoint.RecommendFlat})
+			wantLine = evaluation.FlatNotice(&checkpoint.Recommendation{ValidT: res.ValidT, MinValidT: c.minT, Recommendation: checkpoint.RecommendFlat})
 			if !strings.HasPrefix(wantLine, line) || !strings.Contains(wantLine, "< backtest.min_valid_t 2.00 (ADR 0016)") {
 				t.Fatalf("notice %q", wantLine)
 			}

@@ -143,5 +143,5 @@ func evaluate(ctx context.Context, e *env, src prices.Source, uri, data string, 
 	if err != nil {
 		return nil, 0, err
 	}
-	return evaluation.ValidationBacktest(pol, ds, rng, uri, data, path, flatNotice(runRec))
+	return evaluation.ValidationBacktest(pol, ds, rng, uri, data, path, evaluation.FlatNotice(runRec))
 }

@@ -145,7 +145,7 @@ func TestTrainOnAPanelRecordsItAndEvaluateReloadsIt(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("backtest: exit %d: %s", code, errOut)
 	}
-	var bt panelBacktestResult
+	var bt evaluation.PanelBacktest
 	if err := json.Unmarshal([]byte(stdout), &bt); err != nil {
 		t.Fatal(err)
 	}
