@@ -32,20 +32,11 @@ func TestCommandsSayWhenTheCheckpointsRunRecommendedFlat(t *testing.T) {
 		name string
 		minT float64
 	}{{"flat", 2}, {"trade", 0}} {
-		cfg := map[string]any{
-			"epochs": 2, "steps_per_epoch": 4, "batch_size": 16,
+		cfgPath := writeTinyConfig(t, filepath.Join(dir, c.name+".json"), map[string]any{
 			"data":       map[string]any{"path": "synthetic", "synthetic_bars": 4000, "synthetic_phi": 0},
-			"model":      map[string]any{"trunk1": 16, "trunk2": 16, "head": 8, "atoms": 11},
-			"env":        map[string]any{"num_envs": 4, "episode_bars": 64, "collect_steps": 16},
-			"replay":     map[string]any{"capacity": 512, "warmup": 64},
 			"backtest":   map[string]any{"every": 1, "patience": 5, "min_valid_t": c.minT},
 			"checkpoint": map[string]any{"every": 1},
-		}
-		b, _ := json.Marshal(cfg)
-		cfgPath := filepath.Join(dir, c.name+".json")
-		if err := os.WriteFile(cfgPath, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		})
 		out := filepath.Join(dir, c.name)
 		stdout, _ := runOK(t, "train", "--device", "cpu", "--config", cfgPath, "--out", out, "--json")
 		var res localrun.Result
@@ -179,29 +170,13 @@ func TestMalformedRecommendationFailsTheCommand(t *testing.T) {
 // reports by.
 func TestWalkForwardCheckpointsRecordTheirRunsRecommendation(t *testing.T) {
 	dir := t.TempDir()
-	cfg := map[string]any{
-		"epochs": 2, "steps_per_epoch": 4, "batch_size": 16,
-		"model":    map[string]any{"trunk1": 16, "trunk2": 16, "head": 8, "atoms": 11},
-		"env":      map[string]any{"num_envs": 4, "episode_bars": 64, "collect_steps": 16},
-		"replay":   map[string]any{"capacity": 512, "warmup": 64},
+	cfgPath := writeTinyConfig(t, filepath.Join(dir, "tiny.json"), map[string]any{
 		"backtest": map[string]any{"every": 1, "patience": 5, "min_valid_t": 2},
-	}
-	b, _ := json.Marshal(cfg)
-	cfgPath := filepath.Join(dir, "tiny.json")
-	if err := os.WriteFile(cfgPath, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	})
 	out := filepath.Join(dir, "wf")
 	runOK(t, "walkforward", "--config", cfgPath, "--device", "cpu", "--series", "../walkforward/testdata/EURUSD_H4.csv",
 		"--step", "1w", "--test", "1w", "--valid", "1w", "--min-train", "0", "--seeds", "1", "--checkpoints", "--out", out)
-	raw, err := os.ReadFile(filepath.Join(out, "results.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var res walkforward.Output
-	if err := json.Unmarshal(raw, &res); err != nil {
-		t.Fatal(err)
-	}
+	res := readStudy(t, out)
 	n := 0
 	for _, r := range res.Results {
 		if r.Strategy != walkforward.StrategyAgent {

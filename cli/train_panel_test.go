@@ -40,18 +40,11 @@ func panelFixture(t *testing.T) (root, cfgPath string, files []string) {
 		}
 		files = append(files, p)
 	}
-	b, _ := json.Marshal(map[string]any{
-		"epochs": 2, "steps_per_epoch": 2, "batch_size": 16,
-		"data":     map[string]any{"series": strings.Join(files, ",")},
-		"model":    map[string]any{"trunk1": 16, "trunk2": 16, "head": 8, "atoms": 11},
-		"env":      map[string]any{"num_envs": 4, "episode_bars": 64, "collect_steps": 16},
-		"replay":   map[string]any{"capacity": 512, "warmup": 64},
-		"backtest": map[string]any{"every": 1, "patience": 5, "min_valid_t": 0},
+	cfgPath = writeTinyConfig(t, filepath.Join(dir, "panel.json"), map[string]any{
+		"steps_per_epoch": 2,
+		"data":            map[string]any{"series": strings.Join(files, ",")},
+		"backtest":        map[string]any{"every": 1, "patience": 5, "min_valid_t": 0},
 	})
-	cfgPath = filepath.Join(dir, "panel.json")
-	if err := os.WriteFile(cfgPath, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
 	return root, cfgPath, files
 }
 
