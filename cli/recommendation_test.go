@@ -84,7 +84,7 @@ func TestCommandsSayWhenTheCheckpointsRunRecommendedFlat(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rb, _, err := evaluate(context.Background(), &env{}, prices.Source{}, res.Checkpoint, "synthetic", true)
+		rb, _, err := evaluation.CheckpointValidation(openValidation(context.Background(), &env{}, prices.Source{}), res.Checkpoint, "synthetic", true)
 		if err != nil {
 			t.Fatal(err)
 		}
