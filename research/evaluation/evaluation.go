@@ -1,7 +1,12 @@
-// Package evaluation judges trained agents on held-out data for
-// "dqnflow evaluate": the series it runs on by default, the simple rule
-// each validation range chooses (the yardstick), a checkpoint's backtest
-// of its config's test range, and the evaluation's record and text.
+// Package evaluation judges trained agents on held-out data: for
+// "dqnflow evaluate" the series it runs on by default, the runs trained
+// on each (at several seeds, and their ensemble), the simple rule each
+// validation range chooses (the yardstick), a checkpoint's backtest of
+// its config's test range, the report files and the evaluation's record
+// and text; for "dqnflow backtest", predict and report a checkpoint's
+// policy on a data file (OpenPolicyData), a panel checkpoint's backtest
+// on its panel, the Q values per bar, the validation backtests of a
+// run's checkpoints, and the recommendation the checkpoint's run recorded.
 package evaluation
 
 import (
