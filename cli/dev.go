@@ -59,10 +59,7 @@ func devCmd(e *env) *cobra.Command {
 		// where the runs' records go is what a new user looks for first.
 		// The devices are opened before anything is connected to, so that
 		// one that cannot run fails the start at once.
-		if err := wf.openData(); err != nil {
-			return err
-		}
-		if _, err := wf.checkpointOptions(e); err != nil {
+		if err := wf.openData(e); err != nil {
 			return err
 		}
 		loc, err := locateStore(ctx, e, true)
