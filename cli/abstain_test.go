@@ -2,10 +2,11 @@ package cli
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dqnflow/dqnflow/localrun"
 )
 
 // TestRunWithoutValidationEvidenceRecommendsFlat: a short run on the
@@ -19,21 +20,12 @@ func TestRunWithoutValidationEvidenceRecommendsFlat(t *testing.T) {
 		name string
 		minT float64
 	}{{"gate", 2}, {"off", 0}} {
-		cfg := map[string]any{
-			"epochs": 2, "steps_per_epoch": 4, "batch_size": 16,
+		path := writeTinyConfig(t, filepath.Join(dir, c.name+".json"), map[string]any{
 			"data":     map[string]any{"path": "synthetic", "synthetic_bars": 4000, "synthetic_phi": 0},
-			"model":    map[string]any{"trunk1": 16, "trunk2": 16, "head": 8, "atoms": 11},
-			"env":      map[string]any{"num_envs": 4, "episode_bars": 64, "collect_steps": 16},
-			"replay":   map[string]any{"capacity": 512, "warmup": 64},
 			"backtest": map[string]any{"every": 1, "patience": 5, "min_valid_t": c.minT},
-		}
-		b, _ := json.Marshal(cfg)
-		path := filepath.Join(dir, c.name+".json")
-		if err := os.WriteFile(path, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		})
 		stdout, _ := runOK(t, "train", "--device", "cpu", "--config", path, "--out", filepath.Join(dir, c.name), "--json")
-		var res trainResult
+		var res localrun.Result
 		if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 			t.Fatalf("%s: train --json: %v", c.name, err)
 		}

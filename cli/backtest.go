@@ -2,18 +2,20 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"time"
+	"slices"
 
 	"github.com/spf13/cobra"
 
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/internal/jsonfile"
+	"github.com/dqnflow/dqnflow/localrun"
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/prices"
-	"github.com/dqnflow/dqnflow/trainer"
+	"github.com/dqnflow/dqnflow/report"
+	"github.com/dqnflow/dqnflow/research/evaluation"
 	"github.com/dqnflow/dqnflow/trainer/policy"
 )
 
@@ -55,18 +57,18 @@ func backtestCmd(e *env) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		report, err := pol.Backtest(ds, r)
+		rep, err := pol.Backtest(ds, r)
 		if err != nil {
 			return fmt.Errorf("backtest %s on %s: %w", *ckPath, *dataPath, err)
 		}
 		if *jsonOut {
-			return printJSON(e, backtestResult{Report: report, Recommendation: rec, Notice: flatNotice(rec)})
+			return jsonfile.Print(e.stdout, backtestResult{Report: rep, Recommendation: rec, Notice: evaluation.FlatNotice(rec)})
 		}
-		fmt.Fprintf(e.stdout, "%s; instrument %s\n", what, describeInstrument(ds))
-		if n := flatNotice(rec); n != "" {
+		fmt.Fprintf(e.stdout, "%s; instrument %s\n", what, localrun.DescribeInstrument(ds))
+		if n := evaluation.FlatNotice(rec); n != "" {
 			fmt.Fprintln(e.stdout, n)
 		}
-		printReport(e, report)
+		report.PrintBacktest(e.stdout, rep)
 		return nil
 	}
 	return cmd
@@ -81,165 +83,41 @@ type backtestResult struct {
 	Notice         string                     `json:"notice,omitempty"`
 }
 
-// openPolicyData loads the checkpoint's greedy policy and the data file,
-// with features normalised by the checkpoint's statistics and trades priced
-// as trainer.CheckpointDataset says (costs: the command line's overrides),
-// and picks the bar range: --from/--to when given; otherwise, on the run's
-// own training data, its test range (rangeName "test", the default: the
-// one range neither training nor checkpoint selection saw), validation
-// range or all bars; on another file every bar with full feature history.
-// what describes the range for the reader, and rec is the recommendation
-// of the run that chose the checkpoint (nil: it recorded none). src reads
-// the data.
-func openPolicyData(ctx context.Context, e *env, src prices.Source, ckPath, dataPath, rangeName, from, to string, costs func(*config.EnvConfig)) (pol *policy.Policy, ds *market.Dataset, r market.Range, what string, rec *checkpoint.Recommendation, err error) {
-	fail := func(err error) (*policy.Policy, *market.Dataset, market.Range, string, *checkpoint.Recommendation, error) {
-		return nil, nil, market.Range{}, "", nil, err
-	}
+// openPolicyData reads the checkpoint at ckPath with the command's
+// checkpoint flags and opens its policy on dataPath over rangeName, from
+// and to (evaluation.OpenPolicyData); src reads the data.
+func openPolicyData(ctx context.Context, e *env, src prices.Source, ckPath, dataPath, rangeName, from, to string, costs func(*config.EnvConfig)) (*policy.Policy, *market.Dataset, market.Range, string, *checkpoint.Recommendation, error) {
 	if rangeName != "test" && rangeName != "validation" && rangeName != "all" {
-		return fail(fmt.Errorf("%w: flag --range %q: want test, validation or all", errUsage, rangeName))
+		return nil, nil, market.Range{}, "", nil, fmt.Errorf("%w: flag --range %q: want test, validation or all", errUsage, rangeName)
 	}
 	ck, _, err := readCheckpoint(ctx, e, ckPath)
 	if err != nil {
-		return fail(err)
+		return nil, nil, market.Range{}, "", nil, err
 	}
-	if pol, err = policy.Load(ck); err != nil {
-		return fail(fmt.Errorf("checkpoint %s: %w", ckPath, err))
-	}
-	if rec, err = runRecommendation(ck, ckPath); err != nil {
-		return fail(err)
-	}
-	cfg, ds, err := trainer.CheckpointDataset(ctx, src, ck, dataPath, costs)
-	if err != nil {
-		return fail(fmt.Errorf("checkpoint %s with data %s: %w", ckPath, dataPath, err))
-	}
-	r = ds.Valid
-	what = "all bars of " + dataPath + " (not the run's training data)"
-	if cfg.Data.Series == "" && trainer.SameDataPath(cfg.Data.Path, dataPath) { // a panel run's series: backtest it without --data
-		what = "all bars of the run's data " + dataPath + ", training range included"
-		if rangeName != "all" {
-			trainDS, err := market.Prepare(ctx, src, withData(cfg, dataPath))
-			if err != nil {
-				return fail(fmt.Errorf("checkpoint %s: the ranges of its config on %s: %w", ckPath, dataPath, err))
-			}
-			switch {
-			case rangeName == "test" && trainDS.Test.Len() >= 2:
-				r, what = trainDS.Test, "test range of the run (held out from training and checkpoint selection)"
-			case rangeName == "test":
-				r, what = trainDS.Valid, "validation range of the run: its config holds out no test range, and this range picked the checkpoint, so it flatters it"
-			default:
-				r, what = trainDS.Valid, "validation range of the run (it picked the checkpoint)"
-			}
-		}
-	}
-	if from != "" {
-		t, err := config.ParseTime(from)
-		if err != nil {
-			return fail(fmt.Errorf("%w: flag --from: %v", errUsage, err))
-		}
-		r.From = max(ds.Bars.Index(t), ds.Warmup)
-		what = "bars from --from/--to"
-	}
-	if to != "" {
-		t, err := config.ParseTime(to)
-		if err != nil {
-			return fail(fmt.Errorf("%w: flag --to: %v", errUsage, err))
-		}
-		r.To = ds.Bars.Index(t)
-		what = "bars from --from/--to"
-	}
-	if r.Len() < 2 {
-		return fail(fmt.Errorf("%w: the range %s .. %s of %s holds %d usable bars (features need %d bars of history); widen --from/--to",
-			errUsage, orAll(from), orAll(to), dataPath, max(r.Len(), 0), ds.Warmup))
-	}
-	return pol, ds, r, what, rec, nil
-}
-
-// panelBacktestResult is what "dqnflow backtest --json" prints for a
-// panel run's checkpoint on its own panel: each series' report and their
-// equal-risk portfolio's.
-type panelBacktestResult struct {
-	Range          string                     `json:"range"`
-	Series         []seriesReport             `json:"series"`
-	Portfolio      sim.Report                 `json:"portfolio"`
-	PortfolioT     float64                    `json:"portfolio_sharpe_t"`
-	Recommendation *checkpoint.Recommendation `json:"run_recommendation,omitempty"`
-	Notice         string                     `json:"notice,omitempty"`
-}
-
-type seriesReport struct {
-	Name   string     `json:"name"`
-	Path   string     `json:"path"`
-	Report sim.Report `json:"report"`
+	pd, err := evaluation.OpenPolicyData(ctx, src, ck, ckPath, dataPath, rangeName, from, to, costs)
+	return pd.Policy, pd.Dataset, pd.Range, pd.What, pd.Recommendation, err
 }
 
 // backtestPanel backtests the checkpoint at ckPath, a panel run's, on
-// every series of its panel (read again from src and held against the
-// checkpoint's record: checkpointPanel) over rangeName of each (test,
-// validation or all), and reports each and their equal-risk portfolio.
+// every series of its panel over rangeName of each (evaluation.BacktestPanel)
+// and prints the result.
 func backtestPanel(ctx context.Context, e *env, src prices.Source, ckPath, rangeName string, allowChanged, jsonOut bool) error {
-	rangeOf := map[string]func(*market.Dataset) market.Range{
-		"test":       testRange,
-		"validation": func(d *market.Dataset) market.Range { return d.Valid },
-		"all":        func(d *market.Dataset) market.Range { return market.Range{From: d.Warmup, To: d.Bars.Len()} },
-	}[rangeName]
-	if rangeOf == nil {
+	if !slices.Contains([]string{"test", "validation", "all"}, rangeName) {
 		return fmt.Errorf("%w: flag --range %q: want test, validation or all", errUsage, rangeName)
 	}
 	ck, _, err := readCheckpoint(ctx, e, ckPath)
 	if err != nil {
 		return err
 	}
-	pn, err := checkpointPanel(ctx, e, src, ck, ckPath, allowChanged)
+	res, err := evaluation.BacktestPanel(ctx, e.stderr, src, ck, ckPath, rangeName, allowChanged)
 	if err != nil {
 		return err
-	}
-	if pn == nil {
-		return fmt.Errorf("%w: flag --data is required: checkpoint %s is not a panel run's", errUsage, ckPath)
-	}
-	if rangeName == "test" && !panelHasTest(pn) {
-		return fmt.Errorf("%w: the checkpoint's config holds out no test range; use --range validation", errUsage)
-	}
-	pol, err := policy.Load(ck)
-	if err != nil {
-		return fmt.Errorf("checkpoint %s: %w", ckPath, err)
-	}
-	rec, err := runRecommendation(ck, ckPath)
-	if err != nil {
-		return err
-	}
-	sc, err := panelBacktest(pol, pn, rangeOf)
-	if err != nil {
-		return fmt.Errorf("backtest %s on its panel: %w", ckPath, err)
-	}
-	res := panelBacktestResult{Range: rangeName, Portfolio: sc.Report(), PortfolioT: sc.T, Recommendation: rec, Notice: flatNotice(rec)}
-	for k, sp := range pn.Series {
-		res.Series = append(res.Series, seriesReport{Name: sp.Name, Path: sp.Path, Report: sc.Parts[k]})
 	}
 	if jsonOut {
-		return printJSON(e, res)
+		return jsonfile.Print(e.stdout, res)
 	}
-	if res.Notice != "" {
-		fmt.Fprintln(e.stdout, res.Notice)
-	}
-	for k, s := range res.Series {
-		fmt.Fprintf(e.stdout, "%s (%s), %s range; instrument %s\n", s.Name, s.Path, rangeName, describeInstrument(pn.Parts[k]))
-		printReport(e, s.Report)
-	}
-	fmt.Fprintf(e.stdout, "equal-risk portfolio of the %d series, daily returns (Sharpe t = %.2f):\n", len(res.Series), res.PortfolioT)
-	printReport(e, res.Portfolio)
+	res.Print(e.stdout)
 	return nil
-}
-
-func withData(cfg config.RunConfig, path string) config.RunConfig {
-	cfg.Data.Path = path
-	return cfg
-}
-
-func orAll(s string) string {
-	if s == "" {
-		return "(all)"
-	}
-	return s
 }
 
 // predictCmd is "dqnflow predict": one JSON object per bar with its
@@ -281,66 +159,7 @@ func predictCmd(e *env) *cobra.Command {
 		if *to == "" {
 			r.To = ds.Bars.Len()
 		}
-		type branchQ struct {
-			Direction []float32 `json:"direction"`
-			Size      []float32 `json:"size"`
-			Exit      []float32 `json:"exit"`
-		}
-		type row struct {
-			Time     time.Time     `json:"time"`
-			Close    float64       `json:"close"`
-			Features []float32     `json:"features"`
-			Q        branchQ       `json:"q"`
-			Greedy   market.Action `json:"greedy"`
-		}
-		w := e.stdout
-		head := map[string]any{
-			"checkpoint":    *ckPath,
-			"data":          *dataPath,
-			"feature_names": market.FeatureNames,
-			"actions": map[string][]string{
-				"direction": {"short", "flat", "long"},
-				"size":      {"1/4", "2/4", "3/4", "4/4"},
-				"exit":      {"none", "stop 1xATR", "stop 2xATR"},
-			},
-			"agent_state": "flat (no position)",
-			// greedy is flat unless a direction's Q beats flat's by this (ADR 0014)
-			"greedy_margin": pol.Margin(),
-		}
-		hb, err := json.Marshal(head)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(w, "%s,\"bars\":[\n", hb[:len(hb)-1])
-		obs := make([]float32, market.ObsDim)
-		agent := make([]float32, market.NumAgentFeatures)
-		q := make([]float32, market.NumDirections+market.NumSizes+market.NumExits)
-		for t := r.From; t < r.To; t++ {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			ds.Obs(t, agent, obs)
-			pol.QValues(obs, 1, q)
-			rw := row{
-				Time: ds.Bars.Time[t], Close: ds.Bars.Close[t],
-				Features: obs[:market.NumFeatures],
-				Q:        branchQ{q[:3], q[3:7], q[7:10]},
-				Greedy:   pol.Act(t, obs),
-			}
-			b, err := json.Marshal(rw)
-			if err != nil {
-				return fmt.Errorf("bar %d: %w", t, err)
-			}
-			sep := ",\n"
-			if t == r.To-1 {
-				sep = "\n"
-			}
-			if _, err := fmt.Fprintf(w, "%s%s", b, sep); err != nil {
-				return err
-			}
-		}
-		_, err = fmt.Fprintln(w, "]}")
-		return err
+		return evaluation.Predict(ctx, e.stdout, pol, ds, r, *ckPath, *dataPath)
 	}
 	return cmd
 }

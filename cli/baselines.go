@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/dqnflow/dqnflow/internal/jsonfile"
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/research/baselines"
@@ -57,7 +58,7 @@ func baselinesCmd(e *env) *cobra.Command {
 			return err
 		}
 		if *out != "" {
-			if err := writeJSONFile(*out, res); err != nil {
+			if err := jsonfile.Write(*out, res); err != nil {
 				return err
 			}
 		}

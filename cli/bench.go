@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/internal/jsonfile"
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/research/bench"
 	"github.com/spf13/cobra"
@@ -124,7 +125,7 @@ func printResult[R any](e *env, err error, jsonOut bool, res R, text func(io.Wri
 		return err
 	}
 	if jsonOut {
-		return printJSON(e, res)
+		return jsonfile.Print(e.stdout, res)
 	}
 	text(e.stdout, res)
 	return nil

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dqnflow/dqnflow/checkpoint"
+	"github.com/dqnflow/dqnflow/internal/jsonfile"
 	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/trainer/policy"
@@ -146,7 +147,7 @@ func checkpointListCmd(e *env) *cobra.Command {
 			if cks == nil {
 				cks = []metadata.CheckpointRecord{}
 			}
-			return printJSON(e, cks)
+			return jsonfile.Print(e.stdout, cks)
 		}
 		fmt.Fprintf(e.stdout, "%6s %10s %8s %6s %6s  %-64s  %s\n", "epoch", "step", "sharpe", "best", "pruned", "sha256", "uri")
 		for _, c := range cks {

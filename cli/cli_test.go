@@ -12,6 +12,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/walkforward"
 )
 
 // run runs the command line with args and returns stdout, stderr and the
@@ -26,18 +27,42 @@ func run(t *testing.T, args ...string) (string, string, int) {
 // tinyConfig writes a config small enough to train in a second.
 func tinyConfig(t *testing.T, dir string) string {
 	t.Helper()
+	return writeTinyConfig(t, filepath.Join(dir, "tiny.json"), nil)
+}
+
+// writeTinyConfig writes to path the tiny config the command tests train
+// (two epochs of four steps of a small network), its top-level keys
+// replaced by those of edit, and returns path.
+func writeTinyConfig(t *testing.T, path string, edit map[string]any) string {
+	t.Helper()
 	cfg := map[string]any{
 		"epochs": 2, "steps_per_epoch": 4, "batch_size": 16,
 		"model":  map[string]any{"trunk1": 16, "trunk2": 16, "head": 8, "atoms": 11},
 		"env":    map[string]any{"num_envs": 4, "episode_bars": 64, "collect_steps": 16},
 		"replay": map[string]any{"capacity": 512, "warmup": 64},
 	}
+	for k, v := range edit {
+		cfg[k] = v
+	}
 	b, _ := json.Marshal(cfg)
-	path := filepath.Join(dir, "tiny.json")
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// readStudy reads the results.json of the walk-forward study in out.
+func readStudy(t *testing.T, out string) walkforward.Output {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res walkforward.Output
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatal(err)
+	}
+	return res
 }
 
 func TestConfigDefaultsPrintsTheFullConfig(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/internal/jsonfile"
 	"github.com/dqnflow/dqnflow/research/datainspect"
 	"github.com/spf13/cobra"
 )
@@ -50,7 +51,7 @@ func dataInspectCmd(e *env) *cobra.Command {
 			results = append(results, r)
 		}
 		if *jsonOut {
-			if err := printJSON(e, results); err != nil {
+			if err := jsonfile.Print(e.stdout, results); err != nil {
 				return err
 			}
 		} else {

@@ -13,7 +13,10 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/dqnflow/dqnflow/devstack"
+	"github.com/dqnflow/dqnflow/localrun"
 	"github.com/dqnflow/dqnflow/prices"
+	"github.com/dqnflow/dqnflow/report"
+	"github.com/dqnflow/dqnflow/research/evaluation"
 	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/worker"
 )
@@ -56,10 +59,7 @@ func devCmd(e *env) *cobra.Command {
 		// where the runs' records go is what a new user looks for first.
 		// The devices are opened before anything is connected to, so that
 		// one that cannot run fails the start at once.
-		if err := wf.openData(); err != nil {
-			return err
-		}
-		if _, err := wf.checkpointOptions(e); err != nil {
+		if err := wf.openData(e); err != nil {
 			return err
 		}
 		loc, err := locateStore(ctx, e, true)
@@ -163,14 +163,14 @@ func runDemo(ctx context.Context, e *env, c client.Client, ui string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "%s, epoch %d's checkpoint; instrument %s\n", what, ck.Epoch, describeInstrument(ds))
-	if n := flatNotice(rec); n != "" {
+	fmt.Fprintf(e.stdout, "%s, epoch %d's checkpoint; instrument %s\n", what, ck.Epoch, localrun.DescribeInstrument(ds))
+	if n := evaluation.FlatNotice(rec); n != "" {
 		fmt.Fprintln(e.stdout, n)
 	}
-	report, err := pol.Backtest(ds, r)
+	rep, err := pol.Backtest(ds, r)
 	if err != nil {
 		return err
 	}
-	printReport(e, report)
+	report.PrintBacktest(e.stdout, rep)
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/dqnflow/dqnflow/doctor"
+	"github.com/dqnflow/dqnflow/internal/jsonfile"
 	"github.com/spf13/cobra"
 )
 
@@ -33,7 +34,7 @@ func doctorCmd(e *env) *cobra.Command {
 		checks := doctor.Run(ctx, o)
 		failed := doctor.Failed(checks)
 		if *jsonOut {
-			if err := printJSON(e, map[string]any{"checks": checks, "failed": failed}); err != nil {
+			if err := jsonfile.Print(e.stdout, map[string]any{"checks": checks, "failed": failed}); err != nil {
 				return err
 			}
 		} else {

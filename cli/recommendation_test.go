@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/dqnflow/dqnflow/checkpoint"
+	"github.com/dqnflow/dqnflow/localrun"
 	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/research/evaluation"
 	"github.com/dqnflow/dqnflow/walkforward"
@@ -31,23 +32,14 @@ func TestCommandsSayWhenTheCheckpointsRunRecommendedFlat(t *testing.T) {
 		name string
 		minT float64
 	}{{"flat", 2}, {"trade", 0}} {
-		cfg := map[string]any{
-			"epochs": 2, "steps_per_epoch": 4, "batch_size": 16,
+		cfgPath := writeTinyConfig(t, filepath.Join(dir, c.name+".json"), map[string]any{
 			"data":       map[string]any{"path": "synthetic", "synthetic_bars": 4000, "synthetic_phi": 0},
-			"model":      map[string]any{"trunk1": 16, "trunk2": 16, "head": 8, "atoms": 11},
-			"env":        map[string]any{"num_envs": 4, "episode_bars": 64, "collect_steps": 16},
-			"replay":     map[string]any{"capacity": 512, "warmup": 64},
 			"backtest":   map[string]any{"every": 1, "patience": 5, "min_valid_t": c.minT},
 			"checkpoint": map[string]any{"every": 1},
-		}
-		b, _ := json.Marshal(cfg)
-		cfgPath := filepath.Join(dir, c.name+".json")
-		if err := os.WriteFile(cfgPath, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		})
 		out := filepath.Join(dir, c.name)
 		stdout, _ := runOK(t, "train", "--device", "cpu", "--config", cfgPath, "--out", out, "--json")
-		var res trainResult
+		var res localrun.Result
 		if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 			t.Fatalf("%s: train --json: %v", c.name, err)
 		}
@@ -92,13 +84,13 @@ func TestCommandsSayWhenTheCheckpointsRunRecommendedFlat(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rb, _, err := evaluate(context.Background(), &env{}, prices.Source{}, res.Checkpoint, "synthetic", true)
+		rb, _, err := evaluation.CheckpointValidation(openValidation(context.Background(), &env{}, prices.Source{}), res.Checkpoint, "synthetic", true)
 		if err != nil {
 			t.Fatal(err)
 		}
 		wantLine := ""
 		if c.name == "flat" {
-			wantLine = flatNotice(&checkpoint.Recommendation{ValidT: res.ValidT, MinValidT: c.minT, Recommendation: checkpoint.RecommendFlat})
+			wantLine = evaluation.FlatNotice(&checkpoint.Recommendation{ValidT: res.ValidT, MinValidT: c.minT, Recommendation: checkpoint.RecommendFlat})
 			if !strings.HasPrefix(wantLine, line) || !strings.Contains(wantLine, "< backtest.min_valid_t 2.00 (ADR 0016)") {
 				t.Fatalf("notice %q", wantLine)
 			}
@@ -178,29 +170,13 @@ func TestMalformedRecommendationFailsTheCommand(t *testing.T) {
 // reports by.
 func TestWalkForwardCheckpointsRecordTheirRunsRecommendation(t *testing.T) {
 	dir := t.TempDir()
-	cfg := map[string]any{
-		"epochs": 2, "steps_per_epoch": 4, "batch_size": 16,
-		"model":    map[string]any{"trunk1": 16, "trunk2": 16, "head": 8, "atoms": 11},
-		"env":      map[string]any{"num_envs": 4, "episode_bars": 64, "collect_steps": 16},
-		"replay":   map[string]any{"capacity": 512, "warmup": 64},
+	cfgPath := writeTinyConfig(t, filepath.Join(dir, "tiny.json"), map[string]any{
 		"backtest": map[string]any{"every": 1, "patience": 5, "min_valid_t": 2},
-	}
-	b, _ := json.Marshal(cfg)
-	cfgPath := filepath.Join(dir, "tiny.json")
-	if err := os.WriteFile(cfgPath, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	})
 	out := filepath.Join(dir, "wf")
 	runOK(t, "walkforward", "--config", cfgPath, "--device", "cpu", "--series", "../walkforward/testdata/EURUSD_H4.csv",
 		"--step", "1w", "--test", "1w", "--valid", "1w", "--min-train", "0", "--seeds", "1", "--checkpoints", "--out", out)
-	raw, err := os.ReadFile(filepath.Join(out, "results.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var res walkforward.Output
-	if err := json.Unmarshal(raw, &res); err != nil {
-		t.Fatal(err)
-	}
+	res := readStudy(t, out)
 	n := 0
 	for _, r := range res.Results {
 		if r.Strategy != walkforward.StrategyAgent {

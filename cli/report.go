@@ -2,10 +2,8 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -75,7 +73,7 @@ func reportCmd(e *env) *cobra.Command {
 			return err
 		}
 		r := report.Run{Run: rec.Run, Epochs: rec.Epochs, Checkpoints: rec.Checkpoints, Backtests: rec.Backtests}
-		evaluateCheckpoints(ctx, e, src, &r, rec, *data)
+		evaluation.RunCheckpoints(e.stdout, e.stderr, &r, rec, *data, openValidation(ctx, e, src))
 		path, err := report.WriteRun(*out, r)
 		if err != nil {
 			return err
@@ -86,62 +84,12 @@ func reportCmd(e *env) *cobra.Command {
 	return cmd
 }
 
-// evaluateCheckpoints backtests every checkpoint still on disk on the
-// validation range: mean Q for each, and for the best one its equity,
-// buy-and-hold's and the actions. A file out of reach (another host, a
-// pruned blob) is a note in the report, not an error. src reads the data:
-// dataFlag, else the run's data.path, which must lie in src's data roots.
-func evaluateCheckpoints(ctx context.Context, e *env, src prices.Source, r *report.Run, rec runview.Record, dataFlag string) {
-	var cfg struct {
-		Data struct {
-			Path string `json:"path"`
-		} `json:"data"`
+// openValidation opens the checkpoint at uri, with the command's
+// checkpoint flags, on the validation range of data
+// (evaluation.OpenPolicyData); src reads the data.
+func openValidation(ctx context.Context, e *env, src prices.Source) func(uri, data string) (evaluation.PolicyData, error) {
+	return func(uri, data string) (evaluation.PolicyData, error) {
+		pol, ds, rng, what, rec, err := openPolicyData(ctx, e, src, uri, data, "validation", "", "", nil)
+		return evaluation.PolicyData{Policy: pol, Dataset: ds, Range: rng, What: what, Recommendation: rec}, err
 	}
-	json.Unmarshal(rec.Run.Config, &cfg)
-	data := dataFlag
-	if data == "" {
-		data = cfg.Data.Path
-	}
-	best := rec.Best()
-	if best == nil {
-		r.BestNote = "The run has no checkpoint with a validation score yet."
-	}
-	for _, c := range rec.Checkpoints {
-		if c.Pruned {
-			continue
-		}
-		if _, err := os.Stat(c.URI); err != nil {
-			if c.IsBest {
-				r.BestNote = fmt.Sprintf("The best checkpoint (epoch %d) is not readable here: %v. Run the report on a host that sees the checkpoint storage.", c.Epoch, err)
-			}
-			continue
-		}
-		bt, meanQ, err := evaluate(ctx, e, src, c.URI, data, c.IsBest)
-		if err != nil {
-			fmt.Fprintf(e.stderr, "report: checkpoint of epoch %d: %v\n", c.Epoch, err)
-			if c.IsBest {
-				r.BestNote = fmt.Sprintf("The best checkpoint (epoch %d) could not be backtested: %v", c.Epoch, err)
-			}
-			continue
-		}
-		r.MeanQ = append(r.MeanQ, report.EpochValue{Epoch: c.Epoch, Value: meanQ})
-		if c.IsBest {
-			bt.Epoch = c.Epoch
-			r.Best = bt
-			if bt.Notice != "" {
-				fmt.Fprintf(e.stdout, "best checkpoint (epoch %d): %s\n", c.Epoch, bt.Notice)
-			}
-		}
-	}
-}
-
-// evaluate backtests the checkpoint's greedy policy on the validation
-// range of data, recording the mean expected Q of the chosen actions and,
-// with path, the equity, buy-and-hold's equity and the actions.
-func evaluate(ctx context.Context, e *env, src prices.Source, uri, data string, path bool) (*report.Backtest, float64, error) {
-	pol, ds, rng, _, runRec, err := openPolicyData(ctx, e, src, uri, data, "validation", "", "", nil)
-	if err != nil {
-		return nil, 0, err
-	}
-	return evaluation.ValidationBacktest(pol, ds, rng, uri, data, path, flatNotice(runRec))
 }

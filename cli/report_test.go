@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/dqnflow/dqnflow/prices"
+	"github.com/dqnflow/dqnflow/research/evaluation"
 )
 
 // TestReportBacktestMatchesTheBacktestCommand: the report's backtest of a
@@ -18,7 +19,7 @@ func TestReportBacktestMatchesTheBacktestCommand(t *testing.T) {
 	data := "bundled:USA500IDXUSD_H1.csv"
 	runOK(t, "train", "--device", "cpu", "--config", tinyConfig(t, dir), "--data", data, "--epochs", "1", "--out", dir)
 	ck := filepath.Join(dir, "epoch-000001.safetensors")
-	b, meanQ, err := evaluate(context.Background(), &env{}, prices.Source{}, ck, data, true)
+	b, meanQ, err := evaluation.CheckpointValidation(openValidation(context.Background(), &env{}, prices.Source{}), ck, data, true)
 	if err != nil {
 		t.Fatal(err)
 	}

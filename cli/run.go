@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/internal/jsonfile"
 	"github.com/dqnflow/dqnflow/store"
 	"github.com/dqnflow/dqnflow/workflows"
 )
@@ -94,7 +95,7 @@ func runStartCmd(e *env) *cobra.Command {
 		}
 		if !*wait {
 			if *jsonOut {
-				return printJSON(e, map[string]string{"run_id": *id})
+				return jsonfile.Print(e.stdout, map[string]string{"run_id": *id})
 			}
 			fmt.Fprintln(e.stdout, *id)
 			return nil
@@ -111,7 +112,7 @@ func runStartCmd(e *env) *cobra.Command {
 			} else {
 				out["status"] = res.Status
 			}
-			if perr := printJSON(e, out); perr != nil {
+			if perr := jsonfile.Print(e.stdout, out); perr != nil {
 				return perr
 			}
 			return err
@@ -148,7 +149,7 @@ func runListCmd(e *env) *cobra.Command {
 			return err
 		}
 		if *jsonOut {
-			return printJSON(e, runs)
+			return jsonfile.Print(e.stdout, runs)
 		}
 		fmt.Fprintf(e.stdout, "%-36s %-14s %7s %9s %-10s %s\n", "run", "status", "epochs", "best", "precision", "created")
 		for _, r := range runs {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/dqnflow/dqnflow/activities"
+	"github.com/dqnflow/dqnflow/internal/jsonfile"
 	"github.com/dqnflow/dqnflow/runview"
 	"github.com/dqnflow/dqnflow/workflows"
 	"github.com/spf13/cobra"
@@ -69,7 +70,7 @@ func runShowCmd(e *env) *cobra.Command {
 			return err
 		}
 		if *jsonOut {
-			return printJSON(e, shown.JSON())
+			return jsonfile.Print(e.stdout, shown.JSON())
 		}
 		shown.Print(e.stdout, e.stderr)
 		return nil
@@ -107,7 +108,7 @@ func runCompareCmd(e *env) *cobra.Command {
 		}
 		cmp := runview.Compare(recs)
 		if *jsonOut {
-			return printJSON(e, cmp)
+			return jsonfile.Print(e.stdout, cmp)
 		}
 		runview.PrintComparison(e.stdout, cmp)
 		return nil

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 
+	"github.com/dqnflow/dqnflow/internal/progress"
 	"github.com/dqnflow/dqnflow/runview"
 	"github.com/dqnflow/dqnflow/workflows"
 	"github.com/spf13/cobra"
@@ -44,7 +45,7 @@ func watchRun(ctx context.Context, e *env, c client.Client, id string, jsonOut b
 		defer st.Close()
 	}
 	return runview.Watch(ctx, c, id, runview.WatchOptions{Store: st, StoreErr: err, Where: where(e),
-		Stdout: e.stdout, Stderr: e.stderr, TTY: isTerminal(e.stdout), JSON: jsonOut})
+		Stdout: e.stdout, Stderr: e.stderr, TTY: progress.IsTerminal(e.stdout), JSON: jsonOut})
 }
 
 // where is the Temporal server of the connection flags, for errors.

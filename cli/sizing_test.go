@@ -2,10 +2,10 @@ package cli
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/dqnflow/dqnflow/localrun"
 	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/research/evaluation"
 )
@@ -24,23 +24,15 @@ func TestTrainEvaluateBacktestReportIdenticalFigures(t *testing.T) {
 	for _, sizing := range []string{"notional", "vol_target"} {
 		t.Run(sizing, func(t *testing.T) {
 			dir := t.TempDir()
-			cfg := map[string]any{
-				"epochs": 2, "steps_per_epoch": 4, "batch_size": 16,
-				"model":  map[string]any{"trunk1": 16, "trunk2": 16, "head": 8, "atoms": 11},
-				"env":    map[string]any{"num_envs": 4, "episode_bars": 64, "collect_steps": 16, "sizing": sizing, "target_vol": 0.2},
-				"replay": map[string]any{"capacity": 512, "warmup": 64},
+			cfgPath := writeTinyConfig(t, filepath.Join(dir, "tiny.json"), map[string]any{
+				"env": map[string]any{"num_envs": 4, "episode_bars": 64, "collect_steps": 16, "sizing": sizing, "target_vol": 0.2},
 				// The chosen checkpoint's own test backtest is reported
 				// whatever its validation t (CheckpointTest).
 				"backtest": map[string]any{"min_valid_t": 0},
-			}
-			b, _ := json.Marshal(cfg)
-			cfgPath := filepath.Join(dir, "tiny.json")
-			if err := os.WriteFile(cfgPath, b, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			})
 			const data = "bundled:USA500IDXUSD_H1.csv"
 			out, _ := runOK(t, "train", "--device", "cpu", "--config", cfgPath, "--data", data, "--out", dir, "--json")
-			var tr trainResult
+			var tr localrun.Result
 			if err := json.Unmarshal([]byte(out), &tr); err != nil {
 				t.Fatal(err)
 			}

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dqnflow/dqnflow/config"
+	"github.com/dqnflow/dqnflow/internal/jsonfile"
 	"github.com/dqnflow/dqnflow/workflows"
 )
 
@@ -82,7 +83,7 @@ func sweepStartCmd(e *env) *cobra.Command {
 		}
 		if !*wait {
 			if *jsonOut {
-				return printJSON(e, map[string]string{"sweep_id": *id})
+				return jsonfile.Print(e.stdout, map[string]string{"sweep_id": *id})
 			}
 			fmt.Fprintln(e.stdout, *id)
 			return nil
@@ -92,7 +93,7 @@ func sweepStartCmd(e *env) *cobra.Command {
 			return fmt.Errorf("sweep %s failed: %w", *id, err)
 		}
 		if *jsonOut {
-			return printJSON(e, res)
+			return jsonfile.Print(e.stdout, res)
 		}
 		fmt.Fprintf(e.stdout, "sweep %s: %d runs, best %s with validation Sharpe %.3f\n", *id, len(res.Points), res.BestRunID, res.BestValidSharpe)
 		return nil

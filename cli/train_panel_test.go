@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dqnflow/dqnflow/checkpoint"
+	"github.com/dqnflow/dqnflow/localrun"
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/market/sim"
 	"github.com/dqnflow/dqnflow/research/evaluation"
@@ -39,18 +40,11 @@ func panelFixture(t *testing.T) (root, cfgPath string, files []string) {
 		}
 		files = append(files, p)
 	}
-	b, _ := json.Marshal(map[string]any{
-		"epochs": 2, "steps_per_epoch": 2, "batch_size": 16,
-		"data":     map[string]any{"series": strings.Join(files, ",")},
-		"model":    map[string]any{"trunk1": 16, "trunk2": 16, "head": 8, "atoms": 11},
-		"env":      map[string]any{"num_envs": 4, "episode_bars": 64, "collect_steps": 16},
-		"replay":   map[string]any{"capacity": 512, "warmup": 64},
-		"backtest": map[string]any{"every": 1, "patience": 5, "min_valid_t": 0},
+	cfgPath = writeTinyConfig(t, filepath.Join(dir, "panel.json"), map[string]any{
+		"steps_per_epoch": 2,
+		"data":            map[string]any{"series": strings.Join(files, ",")},
+		"backtest":        map[string]any{"every": 1, "patience": 5, "min_valid_t": 0},
 	})
-	cfgPath = filepath.Join(dir, "panel.json")
-	if err := os.WriteFile(cfgPath, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
 	return root, cfgPath, files
 }
 
@@ -71,7 +65,7 @@ func TestTrainOnAPanelRecordsItAndEvaluateReloadsIt(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("train: exit %d: %s", code, errOut)
 	}
-	var res trainResult
+	var res localrun.Result
 	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 		t.Fatalf("train --json: %v\n%s", err, stdout)
 	}
@@ -144,7 +138,7 @@ func TestTrainOnAPanelRecordsItAndEvaluateReloadsIt(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("backtest: exit %d: %s", code, errOut)
 	}
-	var bt panelBacktestResult
+	var bt evaluation.PanelBacktest
 	if err := json.Unmarshal([]byte(stdout), &bt); err != nil {
 		t.Fatal(err)
 	}

@@ -1,12 +1,9 @@
 package cli
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
-
-	"github.com/dqnflow/dqnflow/walkforward"
 )
 
 // TestWalkForwardPanelFlagTrainsAPanel: --panel makes the study train one
@@ -15,17 +12,10 @@ import (
 // checks the figures; this checks the flag's wiring).
 func TestWalkForwardPanelFlagTrainsAPanel(t *testing.T) {
 	dir := t.TempDir()
-	b, _ := json.Marshal(map[string]any{
-		"epochs": 1, "steps_per_epoch": 2, "batch_size": 16,
-		"model":    map[string]any{"trunk1": 16, "trunk2": 16, "head": 8, "atoms": 11},
-		"env":      map[string]any{"num_envs": 4, "episode_bars": 64, "collect_steps": 16},
-		"replay":   map[string]any{"capacity": 512, "warmup": 64},
+	cfgPath := writeTinyConfig(t, filepath.Join(dir, "tiny.json"), map[string]any{
+		"epochs": 1, "steps_per_epoch": 2,
 		"backtest": map[string]any{"every": 1, "patience": 5, "min_valid_t": 2},
 	})
-	cfgPath := filepath.Join(dir, "tiny.json")
-	if err := os.WriteFile(cfgPath, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
 	out := filepath.Join(dir, "wf")
 	_, errOut, code := run(t, "walkforward", "--config", cfgPath, "--device", "cpu",
 		"--series", "../walkforward/testdata/EURUSD_H4.csv,../walkforward/testdata/USDJPY_H4.csv",
@@ -33,14 +23,7 @@ func TestWalkForwardPanelFlagTrainsAPanel(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	raw, err := os.ReadFile(filepath.Join(out, "results.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var res walkforward.Output
-	if err := json.Unmarshal(raw, &res); err != nil {
-		t.Fatal(err)
-	}
+	res := readStudy(t, out)
 	if !res.Panel {
 		t.Errorf("results.json: panel false with --panel")
 	}

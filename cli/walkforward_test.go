@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,18 +16,9 @@ import (
 // TestStudyEndToEnd checks the figures; this checks the command's wiring.
 func TestWalkForwardRunsTheCalendarStudy(t *testing.T) {
 	dir := t.TempDir()
-	cfg := map[string]any{
-		"epochs": 2, "steps_per_epoch": 4, "batch_size": 16,
-		"model":    map[string]any{"trunk1": 16, "trunk2": 16, "head": 8, "atoms": 11},
-		"env":      map[string]any{"num_envs": 4, "episode_bars": 64, "collect_steps": 16},
-		"replay":   map[string]any{"capacity": 512, "warmup": 64},
+	cfgPath := writeTinyConfig(t, filepath.Join(dir, "tiny.json"), map[string]any{
 		"backtest": map[string]any{"every": 1, "patience": 5, "min_valid_t": 2},
-	}
-	b, _ := json.Marshal(cfg)
-	cfgPath := filepath.Join(dir, "tiny.json")
-	if err := os.WriteFile(cfgPath, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	})
 	out := filepath.Join(dir, "wf")
 	stdout, errOut, code := run(t, "walkforward", "--config", cfgPath, "--device", "cpu",
 		"--series", "../walkforward/testdata/EURUSD_H4.csv,../walkforward/testdata/GBPUSD_H4.csv,../walkforward/testdata/USDJPY_H4.csv",
@@ -37,14 +27,7 @@ func TestWalkForwardRunsTheCalendarStudy(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	raw, err := os.ReadFile(filepath.Join(out, "results.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var res walkforward.Output
-	if err := json.Unmarshal(raw, &res); err != nil {
-		t.Fatal(err)
-	}
+	res := readStudy(t, out)
 	if len(res.Windows) != 2 || len(res.Results) != 30 || res.Trials != (walkforward.Trials{Study: 1, Prior: 4, Total: 5}) || len(res.Seeds) != 2 {
 		t.Errorf("results.json: %d windows, %d results, trials %+v, seeds %v; want 2, 30, 1+4 and two seeds", len(res.Windows), len(res.Results), res.Trials, res.Seeds)
 	}

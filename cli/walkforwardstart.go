@@ -9,6 +9,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/activities"
 	"github.com/dqnflow/dqnflow/data"
+	"github.com/dqnflow/dqnflow/internal/jsonfile"
 	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/research/wfrun"
 	"github.com/dqnflow/dqnflow/workflows"
@@ -83,7 +84,7 @@ func walkForwardStartCmd(e *env) *cobra.Command {
 			fmt.Fprintf(e.stderr, "walk-forward study %s resumes: the windows its earlier execution recorded are kept, the others train (--fresh trains every one again)\n", *id)
 		}
 		if *jsonOut {
-			return printJSON(e, map[string]any{"study_id": *id, "workflow_id": *id, "resumed": again && !*fresh})
+			return jsonfile.Print(e.stdout, map[string]any{"study_id": *id, "workflow_id": *id, "resumed": again && !*fresh})
 		}
 		fmt.Fprintln(e.stdout, *id)
 		return nil

@@ -5,6 +5,7 @@ import (
 	"io"
 	"path/filepath"
 
+	"github.com/dqnflow/dqnflow/internal/jsonfile"
 	"github.com/dqnflow/dqnflow/research/wfrun"
 	"github.com/spf13/cobra"
 )
@@ -49,7 +50,7 @@ func walkForwardSummarizeCmd(e *env) *cobra.Command {
 		}
 		switch {
 		case *jsonOut:
-			return printJSON(e, s)
+			return jsonfile.Print(e.stdout, s)
 		case *markdown:
 			_, err := fmt.Fprint(e.stdout, s.Markdown())
 			return err

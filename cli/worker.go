@@ -146,10 +146,14 @@ func (wf workerFlags) checkpointOptions(e *env) (checkpoint.Options, error) {
 	return opt, nil
 }
 
-// openData sets w.src from the data flags, so that a data root that does
-// not exist fails the start before anything is connected.
-func (w *workerFlags) openData() (err error) {
-	w.src, err = w.data.source()
+// openData sets w.src from the data flags and checks the checkpoint
+// flags (checkpointOptions), so that a data root that does not exist or
+// a wrong key file fails the start before anything is connected.
+func (w *workerFlags) openData(e *env) (err error) {
+	if w.src, err = w.data.source(); err != nil {
+		return err
+	}
+	_, err = w.checkpointOptions(e)
 	return err
 }
 
@@ -231,10 +235,7 @@ func workerCmd(e *env) *cobra.Command {
 	e.ckpt.register(fs)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx := cmd.Context()
-		if err := wf.openData(); err != nil {
-			return err
-		}
-		if _, err := wf.checkpointOptions(e); err != nil {
+		if err := wf.openData(e); err != nil {
 			return err
 		}
 		devices, err := wf.openDevices(e)

@@ -16,6 +16,8 @@
 //   - "dqnflow evaluate" and "dqnflow train": a Markdown page with the
 //     metrics of each series' test range beside buy-and-hold and flat, and
 //     PNG plots of equity and drawdown (markdown.go, plot.go).
+//   - every command that backtests: a backtest report as text beside
+//     buy-and-hold and flat (text.go).
 //
-// The package draws and lays out; the caller (package cli) gathers the data.
+// The package draws and lays out; the caller gathers the data.
 package report

@@ -1,7 +1,12 @@
-// Package evaluation judges trained agents on held-out data for
-// "dqnflow evaluate": the series it runs on by default, the simple rule
-// each validation range chooses (the yardstick), a checkpoint's backtest
-// of its config's test range, and the evaluation's record and text.
+// Package evaluation judges trained agents on held-out data: for
+// "dqnflow evaluate" the series it runs on by default, the runs trained
+// on each (at several seeds, and their ensemble), the simple rule each
+// validation range chooses (the yardstick), a checkpoint's backtest of
+// its config's test range, the report files and the evaluation's record
+// and text; for "dqnflow backtest", predict and report a checkpoint's
+// policy on a data file (OpenPolicyData), a panel checkpoint's backtest
+// on its panel, the Q values per bar, the validation backtests of a
+// run's checkpoints, and the recommendation the checkpoint's run recorded.
 package evaluation
 
 import (
@@ -148,14 +153,14 @@ func SeriesSlug(path string) string {
 	return b.String()
 }
 
-// Print writes ev as text; backtest prints one test report.
-func Print(w io.Writer, ev Evaluation, backtest func(io.Writer, sim.Report)) {
+// Print writes ev as text, each test report as report.PrintBacktest.
+func Print(w io.Writer, ev Evaluation) {
 	if ev.Notice != "" {
 		fmt.Fprintln(w, ev.Notice)
 	}
 	for _, s := range ev.Series {
 		fmt.Fprintf(w, "%s:\n", s.Data)
-		backtest(w, s.Test)
+		report.PrintBacktest(w, s.Test)
 		fmt.Fprintf(w, "  yardstick: the simple rule this validation range chooses, %s, has test Sharpe %.3f (return %.2f%%, max drawdown %.2f%%)\n",
 			s.Rule.Name, s.Rule.Test.Sharpe, 100*s.Rule.Test.TotalReturn, 100*s.Rule.Test.MaxDrawdown)
 		if m := s.Summary; m != nil {

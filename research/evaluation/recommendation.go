@@ -1,4 +1,4 @@
-package cli
+package evaluation
 
 import (
 	"fmt"
@@ -6,10 +6,10 @@ import (
 	"github.com/dqnflow/dqnflow/checkpoint"
 )
 
-// runRecommendation is the recommendation that the run which chose ck
+// RunRecommendation is the recommendation that the run which chose ck
 // (read from path) recorded in it: nil when ck has none (a checkpoint no
 // run chose, or an older one); a malformed one is an error naming path.
-func runRecommendation(ck *checkpoint.Checkpoint, path string) (*checkpoint.Recommendation, error) {
+func RunRecommendation(ck *checkpoint.Checkpoint, path string) (*checkpoint.Recommendation, error) {
 	r, ok, err := checkpoint.ReadRecommendation(ck.Meta)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
@@ -20,10 +20,10 @@ func runRecommendation(ck *checkpoint.Checkpoint, path string) (*checkpoint.Reco
 	return &r, nil
 }
 
-// flatNotice is the sentence that evaluate, backtest and report say above
+// FlatNotice is the sentence that evaluate, backtest and report say above
 // a checkpoint's figures when its own run recommended staying flat
 // (ADR 0016); "" when it did not, or recorded nothing.
-func flatNotice(r *checkpoint.Recommendation) string {
+func FlatNotice(r *checkpoint.Recommendation) string {
 	if r == nil || !r.Flat() {
 		return ""
 	}

@@ -1,4 +1,6 @@
-package cli
+// Package progress draws a progress bar on a terminal line, or plain log
+// lines when the output is not a terminal.
+package progress
 
 import (
 	"fmt"
@@ -8,10 +10,10 @@ import (
 	"time"
 )
 
-// progressBar draws "label [=====>    ] done/total suffix" on one terminal
+// Bar draws "label [=====>    ] done/total suffix" on one terminal
 // line, redrawn in place at most every 100 ms. When the output is not a
 // terminal it prints a plain line at most every 10 s, so logs stay short.
-type progressBar struct {
+type Bar struct {
 	w        io.Writer
 	label    string
 	total    int
@@ -20,12 +22,13 @@ type progressBar struct {
 	lastDraw time.Time
 }
 
-func newProgressBar(w io.Writer, label string, total int) *progressBar {
-	return &progressBar{w: w, label: label, total: total, tty: isTerminal(w), start: time.Now()}
+// New returns a bar of total units drawn on w.
+func New(w io.Writer, label string, total int) *Bar {
+	return &Bar{w: w, label: label, total: total, tty: IsTerminal(w), start: time.Now()}
 }
 
 // Update redraws the bar for done of total units.
-func (p *progressBar) Update(done int, suffix string) {
+func (p *Bar) Update(done int, suffix string) {
 	now := time.Now()
 	every := 100 * time.Millisecond
 	if !p.tty {
@@ -56,7 +59,8 @@ func (p *progressBar) Update(done int, suffix string) {
 	fmt.Fprintln(p.w, line)
 }
 
-func isTerminal(w io.Writer) bool {
+// IsTerminal reports whether w is a terminal (a character device).
+func IsTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false
