@@ -181,22 +181,28 @@ func isNonFinite(v float32) bool { return math.IsNaN(float64(v)) || math.IsInf(f
 // bfloat16, 10 for binary16) and the remaining 15-mant exponent bits.
 func classify16(bits uint16, mant uint) class {
 	expMask := uint16(0x7fff) &^ (1<<mant - 1)
-	return classifyFields(uint32(bits&expMask), uint32(bits&(1<<mant-1)), uint32(expMask))
+	m := bits & (1<<mant - 1)
+	switch e := bits & expMask; {
+	case e == expMask && m != 0:
+		return classNaN
+	case e == expMask:
+		return classInf
+	case e == 0 && m == 0:
+		return classZero
+	case e == 0:
+		return classSubnormal
+	}
+	return classNormal
 }
 
 // classify32 classifies a float32 the same way.
 func classify32(v float32) class {
 	u := math.Float32bits(v)
-	return classifyFields(u&0x7f800000, u&0x007fffff, 0x7f800000)
-}
-
-// classifyFields classifies a float from its exponent field e, all ones
-// (expMask) for infinities and NaNs, and its mantissa field m.
-func classifyFields(e, m, expMask uint32) class {
+	e, m := u&0x7f800000, u&0x007fffff
 	switch {
-	case e == expMask && m != 0:
+	case e == 0x7f800000 && m != 0:
 		return classNaN
-	case e == expMask:
+	case e == 0x7f800000:
 		return classInf
 	case e == 0 && m == 0:
 		return classZero

@@ -18,53 +18,43 @@ var ErrTensorMismatch = errors.New("tensor does not match")
 // F32Tensor encodes v little-endian as an F32 tensor. The shape is copied;
 // Encode rejects a shape whose product is not len(v).
 func F32Tensor(name string, shape []int, v []float32) Tensor {
-	return encodeTensor(name, F32, shape, v, func(b []byte, x float32) { binary.LittleEndian.PutUint32(b, math.Float32bits(x)) })
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return Tensor{Name: name, DType: F32, Shape: slices.Clone(shape), Data: b}
 }
 
 // F64Tensor encodes v little-endian as an F64 tensor (see F32Tensor).
 func F64Tensor(name string, shape []int, v []float64) Tensor {
-	return encodeTensor(name, F64, shape, v, func(b []byte, x float64) { binary.LittleEndian.PutUint64(b, math.Float64bits(x)) })
+	b := make([]byte, 8*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint64(b[8*i:], math.Float64bits(x))
+	}
+	return Tensor{Name: name, DType: F64, Shape: slices.Clone(shape), Data: b}
 }
 
 // I64Tensor encodes v little-endian as an I64 tensor (see F32Tensor).
 func I64Tensor(name string, shape []int, v []int64) Tensor {
-	return encodeTensor(name, I64, shape, v, func(b []byte, x int64) { binary.LittleEndian.PutUint64(b, uint64(x)) })
+	b := make([]byte, 8*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint64(b[8*i:], uint64(x))
+	}
+	return Tensor{Name: name, DType: I64, Shape: slices.Clone(shape), Data: b}
 }
 
 // I32Tensor encodes v little-endian as an I32 tensor (see F32Tensor).
 func I32Tensor(name string, shape []int, v []int32) Tensor {
-	return encodeTensor(name, I32, shape, v, func(b []byte, x int32) { binary.LittleEndian.PutUint32(b, uint32(x)) })
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], uint32(x))
+	}
+	return Tensor{Name: name, DType: I32, Shape: slices.Clone(shape), Data: b}
 }
 
 // U8Tensor copies v into a U8 tensor (see F32Tensor).
 func U8Tensor(name string, shape []int, v []byte) Tensor {
 	return Tensor{Name: name, DType: U8, Shape: slices.Clone(shape), Data: slices.Clone(v)}
-}
-
-// encodeTensor encodes v as a tensor of dtype, put writing one value
-// little-endian into the dtype's Size bytes it is given.
-func encodeTensor[T any](name string, dtype DType, shape []int, v []T, put func([]byte, T)) Tensor {
-	size := dtype.Size()
-	b := make([]byte, size*len(v))
-	for i, x := range v {
-		put(b[size*i:], x)
-	}
-	return Tensor{Name: name, DType: dtype, Shape: slices.Clone(shape), Data: b}
-}
-
-// decodeTensor decodes the tensor called name, of dtype and shape (see
-// raw), get reading one value from its dtype's Size bytes, little-endian.
-func decodeTensor[T any](ck *Checkpoint, name string, dtype DType, shape []int, get func([]byte) T) ([]T, error) {
-	b, err := ck.raw(name, dtype, shape)
-	if err != nil {
-		return nil, err
-	}
-	size := dtype.Size()
-	v := make([]T, len(b)/size)
-	for i := range v {
-		v[i] = get(b[size*i:])
-	}
-	return v, nil
 }
 
 // Find returns the tensor called name.
@@ -84,22 +74,54 @@ func (ck *Checkpoint) Find(name string) (Tensor, bool) {
 // shape (none for a scalar). The error names the tensor and wraps
 // ErrMissingTensor or ErrTensorMismatch.
 func (ck *Checkpoint) F32(name string, shape ...int) ([]float32, error) {
-	return decodeTensor(ck, name, F32, shape, func(b []byte) float32 { return math.Float32frombits(binary.LittleEndian.Uint32(b)) })
+	b, err := ck.raw(name, F32, shape)
+	if err != nil {
+		return nil, err
+	}
+	v := make([]float32, len(b)/4)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return v, nil
 }
 
 // F64 decodes the F64 tensor called name (see F32).
 func (ck *Checkpoint) F64(name string, shape ...int) ([]float64, error) {
-	return decodeTensor(ck, name, F64, shape, func(b []byte) float64 { return math.Float64frombits(binary.LittleEndian.Uint64(b)) })
+	b, err := ck.raw(name, F64, shape)
+	if err != nil {
+		return nil, err
+	}
+	v := make([]float64, len(b)/8)
+	for i := range v {
+		v[i] = math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:]))
+	}
+	return v, nil
 }
 
 // I64 decodes the I64 tensor called name (see F32).
 func (ck *Checkpoint) I64(name string, shape ...int) ([]int64, error) {
-	return decodeTensor(ck, name, I64, shape, func(b []byte) int64 { return int64(binary.LittleEndian.Uint64(b)) })
+	b, err := ck.raw(name, I64, shape)
+	if err != nil {
+		return nil, err
+	}
+	v := make([]int64, len(b)/8)
+	for i := range v {
+		v[i] = int64(binary.LittleEndian.Uint64(b[8*i:]))
+	}
+	return v, nil
 }
 
 // I32 decodes the I32 tensor called name (see F32).
 func (ck *Checkpoint) I32(name string, shape ...int) ([]int32, error) {
-	return decodeTensor(ck, name, I32, shape, func(b []byte) int32 { return int32(binary.LittleEndian.Uint32(b)) })
+	b, err := ck.raw(name, I32, shape)
+	if err != nil {
+		return nil, err
+	}
+	v := make([]int32, len(b)/4)
+	for i := range v {
+		v[i] = int32(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return v, nil
 }
 
 // U8 returns a copy of the U8 tensor called name (see F32).
