@@ -34,6 +34,19 @@ func TestSearchAttributeFlagsNameEveryAttribute(t *testing.T) {
 	}
 }
 
+// startWorker makes a worker of cfg on c and starts it; the caller stops it.
+func startWorker(t *testing.T, c client.Client, cfg worker.Config) *worker.Worker {
+	t.Helper()
+	w, err := worker.New(c, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
 func TestEnsureSearchAttributesRegistersThemOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Temporal dev server")
@@ -141,16 +154,10 @@ func TestReusedWorkflowIDKeepsTheFirstRunsRowsAndFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	w, err := worker.New(c, worker.Config{
+	w := startWorker(t, c, worker.Config{
 		Role: worker.RoleAll, Slots: 1, Store: st, Backend: &activitiestest.Backend{}, Prepare: activitiestest.Dataset,
 		Checkpoints: checkpoint.Local(t.TempDir()), HeartbeatInterval: 100 * time.Millisecond,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
 	defer w.Stop(context.Background())
 
 	run := func(seed uint64, epochs int) workflows.RunResult {
