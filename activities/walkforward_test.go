@@ -16,8 +16,6 @@ import (
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/files"
 	"github.com/dqnflow/dqnflow/prices"
-	"github.com/dqnflow/dqnflow/store"
-	"github.com/dqnflow/dqnflow/store/storetest"
 	"github.com/dqnflow/dqnflow/trainer/cpu"
 	"github.com/dqnflow/dqnflow/walkforward"
 )
@@ -36,7 +34,7 @@ func wfSpec(t *testing.T, dir string) activities.WalkForwardSpec {
 // window leaves one copy.
 func TestWalkForwardWindowTrainsOnTheCPUAndRecordsTheWindow(t *testing.T) {
 	ctx := context.Background()
-	st := migratedStore(t, "dqnflow_act_wf")
+	st := activitiestest.NewPostgresStore(t, "dqnflow_act_wf")
 	dir, _ := filepath.Abs("../walkforward/testdata")
 	roots, err := files.NewRoots(dir)
 	if err != nil {
@@ -133,21 +131,4 @@ func TestWalkForwardPlanRefusesASeriesOutsideTheDataRoots(t *testing.T) {
 		!strings.Contains(err.Error(), "EURUSD_H4") || !strings.Contains(err.Error(), "data roots") {
 		t.Fatalf("error = %v, want a non-retryable InvalidConfig naming the series and the data roots", err)
 	}
-}
-
-// migratedStore is a PostgreSQL store in a new schema named from prefix
-// (storetest.Schema), migrated, closed with the test.
-func migratedStore(t *testing.T, prefix string) *store.Store {
-	t.Helper()
-	ctx := context.Background()
-	u := storetest.Schema(t, prefix)
-	if err := store.Migrate(ctx, u); err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Open(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	return st
 }

@@ -3,17 +3,10 @@ package workflows_test
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
-
-	"go.temporal.io/sdk/log"
-	"go.temporal.io/sdk/testsuite"
-	sdkworker "go.temporal.io/sdk/worker"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/dqnflow/dqnflow/activities"
 	"github.com/dqnflow/dqnflow/activities/activitiestest"
@@ -21,7 +14,6 @@ import (
 	"github.com/dqnflow/dqnflow/files"
 	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/store"
-	"github.com/dqnflow/dqnflow/store/storetest"
 	"github.com/dqnflow/dqnflow/trainer/cpu"
 	"github.com/dqnflow/dqnflow/walkforward"
 	"github.com/dqnflow/dqnflow/workflows"
@@ -39,14 +31,7 @@ func TestWalkForwardOnRealActivitiesStoresTheStudyRunGives(t *testing.T) {
 	st, src, spec := fixtureStudy(t, "dqnflow_wf_wf", "wf-real")
 	cfg, series := spec.Config, spec.Series
 
-	var s testsuite.WorkflowTestSuite
-	s.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	env := s.NewTestWorkflowEnvironment()
-	env.SetWorkerOptions(sdkworker.Options{EnableSessionWorker: true})
-	env.SetTestTimeout(2 * time.Minute)
-	wf := &workflows.Workflows{}
-	env.RegisterWorkflowWithOptions(wf.WalkForward, workflow.RegisterOptions{Name: workflows.WalkForwardName})
-	env.RegisterWorkflowWithOptions(wf.WalkForwardWindow, workflow.RegisterOptions{Name: workflows.WalkForwardWindowName})
+	env := walkForwardEnv(2 * time.Minute)
 	env.RegisterActivity(&activities.Trainer{Backend: cpu.Backend{}, Store: st, Data: src, HeartbeatInterval: 10 * time.Millisecond})
 	env.RegisterActivity(&activities.Control{Store: st})
 	env.ExecuteWorkflow(workflows.WalkForwardName, workflows.WalkForwardInput{WalkForwardSpec: spec, MaxConcurrent: 2})
@@ -101,16 +86,7 @@ func TestWalkForwardOnRealActivitiesStoresTheStudyRunGives(t *testing.T) {
 // the fixture's directory as the data root.
 func fixtureStudy(t *testing.T, schema, id string) (*store.Store, prices.Source, activities.WalkForwardSpec) {
 	t.Helper()
-	ctx := context.Background()
-	u := storetest.Schema(t, schema)
-	if err := store.Migrate(ctx, u); err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Open(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
+	st := activitiestest.NewPostgresStore(t, schema)
 	dir, _ := filepath.Abs("../walkforward/testdata")
 	roots, err := files.NewRoots(dir)
 	if err != nil {
