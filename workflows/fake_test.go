@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -349,4 +350,15 @@ func sessionEnv() *testsuite.TestWorkflowEnvironment {
 	env := s.NewTestWorkflowEnvironment()
 	env.SetWorkerOptions(worker.Options{EnableSessionWorker: true})
 	return env
+}
+
+// failEpoch is a fakeGPU.trainErr that fails every training of epoch
+// with a non-retryable error of errType saying msg.
+func failEpoch(epoch int, msg, errType string) func(e, n int) error {
+	return func(e, n int) error {
+		if e == epoch {
+			return temporal.NewNonRetryableApplicationError(msg, errType, nil)
+		}
+		return nil
+	}
 }
