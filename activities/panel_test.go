@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/dqnflow/dqnflow/activities"
+	"github.com/dqnflow/dqnflow/activities/activitiestest"
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/files"
 	"github.com/dqnflow/dqnflow/market"
@@ -41,7 +42,7 @@ import (
 // the file).
 func TestTrainingRunOnAPanelValidatesOnItsSeries(t *testing.T) {
 	ctx := context.Background()
-	st := migratedStore(t, "dqnflow_act_panel")
+	st := activitiestest.NewPostgresStore(t, "dqnflow_act_panel")
 	fixture, _ := filepath.Abs("../walkforward/testdata")
 	dir := t.TempDir() // the data root: copies of the fixture, one changed below
 	for _, n := range []string{"EURUSD_H4.csv", "USDJPY_H4.csv", "GBPUSD_H4.csv"} {

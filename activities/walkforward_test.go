@@ -2,7 +2,6 @@ package activities_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -13,44 +12,17 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/dqnflow/dqnflow/activities"
+	"github.com/dqnflow/dqnflow/activities/activitiestest"
 	"github.com/dqnflow/dqnflow/checkpoint"
-	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/files"
 	"github.com/dqnflow/dqnflow/prices"
-	"github.com/dqnflow/dqnflow/store"
-	"github.com/dqnflow/dqnflow/store/storetest"
 	"github.com/dqnflow/dqnflow/trainer/cpu"
 	"github.com/dqnflow/dqnflow/walkforward"
 )
 
-// wfSpec is walkforward's fixture study (walkforward/study_test.go):
-// three H4 forex slices, weekly windows, two seeds, GBPUSD left out, a
-// config the CPU trains in a fraction of a second a run.
+// wfSpec is walkforward's fixture study under the id "wf-activity".
 func wfSpec(t *testing.T, dir string) activities.WalkForwardSpec {
-	t.Helper()
-	raw, _ := json.Marshal(map[string]any{
-		"epochs": 2, "steps_per_epoch": 4, "batch_size": 16, "device": "cpu",
-		"model":    map[string]any{"trunk1": 16, "trunk2": 16, "head": 8, "atoms": 11},
-		"env":      map[string]any{"num_envs": 4, "episode_bars": 64, "collect_steps": 16, "instrument": "custom", "tick_size": 0.0001, "slippage_ticks": 0, "commission": 0},
-		"replay":   map[string]any{"capacity": 512, "warmup": 64},
-		"backtest": map[string]any{"every": 1, "patience": 5, "min_valid_t": 2},
-	})
-	cfg, err := config.Decode("tiny", raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var paths []string
-	for _, n := range []string{"EURUSD_H4", "GBPUSD_H4", "USDJPY_H4"} {
-		paths = append(paths, filepath.Join(dir, n+".csv"))
-	}
-	series, err := prices.ParseSeries(strings.Join(paths, ","))
-	if err != nil {
-		t.Fatal(err)
-	}
-	week := walkforward.Period{Days: 7}
-	return activities.WalkForwardSpec{StudyID: "wf-activity", Config: cfg, Series: series,
-		Layout: walkforward.Layout{Step: week, Test: week, Valid: week, MinShare: 0.25},
-		Seeds:  walkforward.SeedList(1, 2), LeaveOut: []string{"GBPUSD_H4"}}
+	return activitiestest.WalkForwardSpec(t, dir, "wf-activity")
 }
 
 // TestWalkForwardWindowTrainsOnTheCPUAndRecordsTheWindow runs the
@@ -62,7 +34,7 @@ func wfSpec(t *testing.T, dir string) activities.WalkForwardSpec {
 // window leaves one copy.
 func TestWalkForwardWindowTrainsOnTheCPUAndRecordsTheWindow(t *testing.T) {
 	ctx := context.Background()
-	st := migratedStore(t, "dqnflow_act_wf")
+	st := activitiestest.NewPostgresStore(t, "dqnflow_act_wf")
 	dir, _ := filepath.Abs("../walkforward/testdata")
 	roots, err := files.NewRoots(dir)
 	if err != nil {
@@ -159,21 +131,4 @@ func TestWalkForwardPlanRefusesASeriesOutsideTheDataRoots(t *testing.T) {
 		!strings.Contains(err.Error(), "EURUSD_H4") || !strings.Contains(err.Error(), "data roots") {
 		t.Fatalf("error = %v, want a non-retryable InvalidConfig naming the series and the data roots", err)
 	}
-}
-
-// migratedStore is a PostgreSQL store in a new schema named from prefix
-// (storetest.Schema), migrated, closed with the test.
-func migratedStore(t *testing.T, prefix string) *store.Store {
-	t.Helper()
-	ctx := context.Background()
-	u := storetest.Schema(t, prefix)
-	if err := store.Migrate(ctx, u); err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Open(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	return st
 }

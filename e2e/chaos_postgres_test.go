@@ -157,18 +157,7 @@ func TestRunSurvivesPostgreSQLRestart(t *testing.T) {
 	// Epochs of at least a second, so that the outage spans several.
 	w := s.startWorkerEnv("worker", []string{faults.EnvPlan + "=delay:train=1s"})
 	runID, cfg := startFaultRun(t, s, "e2e-pg")
-	waitFor(t, "epoch 2 to train", 3*time.Minute, 50*time.Millisecond, func() (bool, error) {
-		if err := w.alive(); err != nil {
-			return false, err
-		}
-		acts, err := s.pending(context.Background(), runID)
-		for _, pa := range acts {
-			if pa.in("train") && pa.Started && pa.Heartbeat != nil && pa.Heartbeat.Epoch >= 2 {
-				return true, nil
-			}
-		}
-		return false, err
-	})
+	waitTraining(t, s, runID, w)
 	logAtCrash := len(w.output())
 	pg.crash()
 	t.Logf("PostgreSQL crashed during epoch 2; down for %s", outage)

@@ -78,20 +78,9 @@ func (r *restartableServer) start() error {
 // waitTraining waits until run id trains epoch 2 or later.
 func waitTraining(t *testing.T, s *stack, id string, procs ...*proc) {
 	t.Helper()
-	waitFor(t, "epoch 2 to train", 3*time.Minute, 50*time.Millisecond, func() (bool, error) {
-		for _, p := range procs {
-			if err := p.alive(); err != nil {
-				return false, err
-			}
-		}
-		acts, err := s.pending(context.Background(), id)
-		for _, pa := range acts {
-			if pa.in("train") && pa.Started && pa.Heartbeat != nil && pa.Heartbeat.Epoch >= 2 {
-				return true, nil
-			}
-		}
-		return false, err
-	})
+	s.waitActivity("epoch 2 to train", id, func(pa pendingActivity) bool {
+		return pa.in("train") && pa.Heartbeat != nil && pa.Heartbeat.Epoch >= 2
+	}, procs...)
 }
 
 // TestRunSurvivesTemporalServerKill kills (SIGKILL) the Temporal dev server

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,23 +32,9 @@ func TestRunSurvivesWorkerKillInEveryStage(t *testing.T) {
 			s := newStack(t)
 			a := s.startWorkerEnv("worker-a", []string{faults.EnvPlan + "=delay:" + tc.stage + "=3s"})
 			runID, cfg := startFaultRun(t, s, "e2e-kill-"+tc.stage)
-			var victim pendingActivity
-			waitFor(t, tc.activity+" of epoch 2 to run", 3*time.Minute, 50*time.Millisecond, func() (bool, error) {
-				if err := a.alive(); err != nil {
-					return false, err
-				}
-				acts, err := s.pending(context.Background(), runID)
-				if err != nil {
-					return false, err
-				}
-				for _, pa := range acts {
-					if pa.in(tc.in) && pa.Started && pa.Heartbeat != nil && pa.Heartbeat.Epoch >= 2 {
-						victim = pa
-						return true, nil
-					}
-				}
-				return false, nil
-			})
+			victim := s.waitActivity(tc.activity+" of epoch 2 to run", runID, func(pa pendingActivity) bool {
+				return pa.in(tc.in) && pa.Heartbeat != nil && pa.Heartbeat.Epoch >= 2
+			}, a)
 			killedAt := time.Now()
 			if err := a.kill(); err != nil {
 				t.Fatal(err)
@@ -80,18 +65,9 @@ func TestDamagedCheckpointIsSkippedOnRecovery(t *testing.T) {
 	a := s.startWorkerEnv("worker-a", []string{faults.EnvPlan + "=delay:train=1s"})
 	runID, cfg := startFaultRun(t, s, "e2e-damaged")
 	var last string
-	waitFor(t, "epoch 3 to train", 3*time.Minute, 50*time.Millisecond, func() (bool, error) {
-		if err := a.alive(); err != nil {
-			return false, err
-		}
-		acts, err := s.pending(context.Background(), runID)
-		for _, pa := range acts {
-			if pa.in("train") && pa.Started && pa.Heartbeat != nil && pa.Heartbeat.Epoch == 3 {
-				return true, nil
-			}
-		}
-		return false, err
-	})
+	s.waitActivity("epoch 3 to train", runID, func(pa pendingActivity) bool {
+		return pa.in("train") && pa.Heartbeat != nil && pa.Heartbeat.Epoch == 3
+	}, a)
 	matches, _ := filepath.Glob(filepath.Join(s.dir, "checkpoints", runID, "*", "epoch-000002.safetensors"))
 	if len(matches) != 1 {
 		t.Fatalf("checkpoint of epoch 2: %v", matches)

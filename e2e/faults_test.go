@@ -89,18 +89,7 @@ func TestDeviceFailureMovesTheRunToAnotherWorker(t *testing.T) {
 	a := s.startWorkerEnv("worker-a", []string{faults.EnvPlan + "=device-error-on-train=3,delay:train=1s"})
 	runID, cfg := startFaultRun(t, s, "e2e-device")
 	// The run is on worker A once its first epoch trains; then B joins.
-	waitFor(t, "the run to train on worker A", 3*time.Minute, 50*time.Millisecond, func() (bool, error) {
-		if err := a.alive(); err != nil {
-			return false, err
-		}
-		acts, err := s.pending(context.Background(), runID)
-		for _, pa := range acts {
-			if pa.trains() && pa.Started {
-				return true, nil
-			}
-		}
-		return false, err
-	})
+	s.waitActivity("the run to train on worker A", runID, pendingActivity.trains, a)
 	b := s.startWorker("worker-b")
 	res := s.waitClosed(runID, 5*time.Minute, a, b)
 	if res.Status != metadata.StatusCompleted || res.Epochs != cfg.Epochs {

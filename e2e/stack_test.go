@@ -246,8 +246,19 @@ func (s *stack) startRun(t *testing.T, id string, cfg config.RunConfig) {
 // activity; it fails the test as soon as one of workers exits.
 func (s *stack) waitInTraining(id string, epoch int, workers ...*proc) pendingActivity {
 	s.t.Helper()
+	return s.waitActivity(fmt.Sprintf("the training of epoch %d to report a step", epoch), id, func(pa pendingActivity) bool {
+		hb := pa.Heartbeat
+		return pa.in("train") && hb != nil && hb.Epoch >= epoch && hb.Step > 0 && hb.Step < hb.Steps
+	}, workers...)
+}
+
+// waitActivity waits, for 3 minutes at most, until a started activity of
+// run id matches, and returns it; it fails the test with what it waited
+// for, or as soon as one of workers exits.
+func (s *stack) waitActivity(what, id string, match func(pendingActivity) bool, workers ...*proc) pendingActivity {
+	s.t.Helper()
 	var found pendingActivity
-	waitFor(s.t, fmt.Sprintf("the training of epoch %d to report a step", epoch), 3*time.Minute, 50*time.Millisecond, func() (bool, error) {
+	waitFor(s.t, what, 3*time.Minute, 50*time.Millisecond, func() (bool, error) {
 		for _, w := range workers {
 			if err := w.alive(); err != nil {
 				return false, err
@@ -258,8 +269,7 @@ func (s *stack) waitInTraining(id string, epoch int, workers ...*proc) pendingAc
 			return false, err
 		}
 		for _, pa := range acts {
-			if hb := pa.Heartbeat; pa.in("train") && pa.Started && hb != nil &&
-				hb.Epoch >= epoch && hb.Step > 0 && hb.Step < hb.Steps {
+			if pa.Started && match(pa) {
 				found = pa
 				return true, nil
 			}

@@ -42,47 +42,80 @@ func (s *Store) RecordPromotion(ctx context.Context, p metadata.Promotion) (meta
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lineageLockID(p.Lineage)); err != nil {
 			return err
 		}
-		first, err := promotionOf(ctx, tx, p.RetrainRunID)
-		if err == nil {
-			out = first
-			return nil
-		}
-		if !errors.Is(err, pgx.ErrNoRows) {
-			return err
-		}
-		var lineage string
-		err = tx.QueryRow(ctx, `SELECT lineage FROM runs WHERE run_id = $1`, p.ChallengerRunID).Scan(&lineage)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("challenger run %s: %w", p.ChallengerRunID, metadata.ErrNotFound)
-		}
-		if err != nil {
-			return err
-		}
-		if lineage != p.Lineage {
-			return fmt.Errorf("%w: challenger run %s belongs to lineage %q, not %q", metadata.ErrInvalid, p.ChallengerRunID, lineage, p.Lineage)
-		}
-		if p.Promoted {
-			champ, err := champion(ctx, tx, p.Lineage)
-			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-				return err
-			}
-			p = compareAndSet(p, champ)
-		}
-		if _, err := tx.Exec(ctx, `
+		var err error
+		out, err = decidePromotion(p, promotionTx{
+			noRows: pgx.ErrNoRows,
+			recorded: func() (metadata.Promotion, error) {
+				return promotionOf(ctx, tx, p.RetrainRunID)
+			},
+			lineageOf: func(runID string) (lineage string, err error) {
+				err = tx.QueryRow(ctx, `SELECT lineage FROM runs WHERE run_id = $1`, runID).Scan(&lineage)
+				return lineage, err
+			},
+			champion: func(lineage string) (metadata.Champion, error) { return champion(ctx, tx, lineage) },
+			insert: func(p metadata.Promotion) error {
+				_, err := tx.Exec(ctx, `
 			INSERT INTO promotions (lineage, retrain_run_id, challenger_run_id, challenger_checkpoint_uri,
 				challenger_score, incumbent_run_id, incumbent_checkpoint_uri, incumbent_score, promoted, reason)
 			VALUES ($1, $2, $3, $4, $5, NULLIF($6, ''), NULLIF($7, ''), $8, $9, $10)`,
-			p.Lineage, p.RetrainRunID, p.ChallengerRunID, p.ChallengerCheckpointURI, score(p.ChallengerScore),
-			p.IncumbentRunID, p.IncumbentCheckpointURI, score(p.IncumbentScore), p.Promoted, p.Reason); err != nil {
-			return err
-		}
-		out, err = promotionOf(ctx, tx, p.RetrainRunID)
+					p.Lineage, p.RetrainRunID, p.ChallengerRunID, p.ChallengerCheckpointURI, score(p.ChallengerScore),
+					p.IncumbentRunID, p.IncumbentCheckpointURI, score(p.IncumbentScore), p.Promoted, p.Reason)
+				return err
+			},
+		})
 		return err
 	})
 	if err != nil {
 		return metadata.Promotion{}, fmt.Errorf("record promotion of retrain %s: %w", p.RetrainRunID, classify(err))
 	}
 	return out, nil
+}
+
+// promotionTx is what recording a promotion reads and writes inside the
+// transaction of one store; decidePromotion holds the decision that every
+// store shares. noRows is the error the store's queries return when a row
+// is missing.
+type promotionTx struct {
+	noRows    error
+	recorded  func() (metadata.Promotion, error)
+	lineageOf func(runID string) (string, error)
+	champion  func(lineage string) (metadata.Champion, error)
+	insert    func(metadata.Promotion) error
+}
+
+// decidePromotion records p through tx and returns the decision stored
+// for p.RetrainRunID: the first one recorded, if any, stands; otherwise
+// the challenger must belong to p.Lineage, and a decision to promote is
+// held against the champion now (compareAndSet).
+func decidePromotion(p metadata.Promotion, tx promotionTx) (metadata.Promotion, error) {
+	first, err := tx.recorded()
+	if err == nil {
+		return first, nil
+	}
+	if !errors.Is(err, tx.noRows) {
+		return metadata.Promotion{}, err
+	}
+	lineage, err := tx.lineageOf(p.ChallengerRunID)
+	if errors.Is(err, tx.noRows) {
+		return metadata.Promotion{}, fmt.Errorf("challenger run %s: %w", p.ChallengerRunID, metadata.ErrNotFound)
+	}
+	if err != nil {
+		return metadata.Promotion{}, err
+	}
+	if lineage != p.Lineage {
+		return metadata.Promotion{}, fmt.Errorf("%w: challenger run %s belongs to lineage %q, not %q", metadata.ErrInvalid, p.ChallengerRunID, lineage, p.Lineage)
+	}
+	if p.Promoted {
+		champ, err := tx.champion(p.Lineage)
+		if err != nil && !errors.Is(err, tx.noRows) {
+			return metadata.Promotion{}, err
+		}
+		p = compareAndSet(p, champ)
+	}
+	if err := tx.insert(p); err != nil {
+		return metadata.Promotion{}, err
+	}
+	return tx.recorded()
 }
 
 // validPromotion checks the fields of p that every store requires.

@@ -292,44 +292,27 @@ func (s *SQLite) RecordPromotion(ctx context.Context, p metadata.Promotion) (met
 	now := nanos(s.now())
 	var out metadata.Promotion
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		promotionOf := func() (metadata.Promotion, error) {
-			return scanPromotion(tx.QueryRowContext(ctx, `SELECT `+sqlitePromotionColumns+` FROM promotions WHERE retrain_run_id = ?`, p.RetrainRunID))
-		}
-		first, err := promotionOf()
-		if err == nil {
-			out = first
-			return nil
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
-			return err
-		}
-		var lineage string
-		err = tx.QueryRowContext(ctx, `SELECT lineage FROM runs WHERE run_id = ?`, p.ChallengerRunID).Scan(&lineage)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("challenger run %s: %w", p.ChallengerRunID, metadata.ErrNotFound)
-		}
-		if err != nil {
-			return err
-		}
-		if lineage != p.Lineage {
-			return fmt.Errorf("%w: challenger run %s belongs to lineage %q, not %q", metadata.ErrInvalid, p.ChallengerRunID, lineage, p.Lineage)
-		}
-		if p.Promoted {
-			champ, err := sqliteChampion(ctx, tx, p.Lineage)
-			if err != nil && !errors.Is(err, sql.ErrNoRows) {
-				return err
-			}
-			p = compareAndSet(p, champ)
-		}
-		if _, err := tx.ExecContext(ctx, `
+		var err error
+		out, err = decidePromotion(p, promotionTx{
+			noRows: sql.ErrNoRows,
+			recorded: func() (metadata.Promotion, error) {
+				return scanPromotion(tx.QueryRowContext(ctx, `SELECT `+sqlitePromotionColumns+` FROM promotions WHERE retrain_run_id = ?`, p.RetrainRunID))
+			},
+			lineageOf: func(runID string) (lineage string, err error) {
+				err = tx.QueryRowContext(ctx, `SELECT lineage FROM runs WHERE run_id = ?`, runID).Scan(&lineage)
+				return lineage, err
+			},
+			champion: func(lineage string) (metadata.Champion, error) { return sqliteChampion(ctx, tx, lineage) },
+			insert: func(p metadata.Promotion) error {
+				_, err := tx.ExecContext(ctx, `
 			INSERT INTO promotions (lineage, retrain_run_id, challenger_run_id, challenger_checkpoint_uri,
 				challenger_score, incumbent_run_id, incumbent_checkpoint_uri, incumbent_score, promoted, reason, decided_at)
 			VALUES (?1, ?2, ?3, ?4, ?5, NULLIF(?6, ''), NULLIF(?7, ''), ?8, ?9, ?10, ?11)`,
-			p.Lineage, p.RetrainRunID, p.ChallengerRunID, p.ChallengerCheckpointURI, score(p.ChallengerScore),
-			p.IncumbentRunID, p.IncumbentCheckpointURI, score(p.IncumbentScore), p.Promoted, p.Reason, now); err != nil {
-			return err
-		}
-		out, err = promotionOf()
+					p.Lineage, p.RetrainRunID, p.ChallengerRunID, p.ChallengerCheckpointURI, score(p.ChallengerScore),
+					p.IncumbentRunID, p.IncumbentCheckpointURI, score(p.IncumbentScore), p.Promoted, p.Reason, now)
+				return err
+			},
+		})
 		return err
 	})
 	if err != nil {

@@ -17,26 +17,8 @@ import (
 	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/trainer/cpu"
 	"github.com/dqnflow/dqnflow/trainer/policy"
+	"github.com/dqnflow/dqnflow/walkforward/walkforwardtest"
 )
-
-// tinyStudyConfig trains in a fraction of a second a run, on an
-// instrument without costs (so that a baseline's equity is its position
-// times the price moves, recomputed below by hand).
-func tinyStudyConfig(t *testing.T) config.RunConfig {
-	t.Helper()
-	raw, _ := json.Marshal(map[string]any{
-		"epochs": 2, "steps_per_epoch": 4, "batch_size": 16, "device": "cpu",
-		"model":    map[string]any{"trunk1": 16, "trunk2": 16, "head": 8, "atoms": 11},
-		"env":      map[string]any{"num_envs": 4, "episode_bars": 64, "collect_steps": 16, "instrument": "custom", "tick_size": 0.0001, "slippage_ticks": 0, "commission": 0},
-		"replay":   map[string]any{"capacity": 512, "warmup": 64},
-		"backtest": map[string]any{"every": 1, "patience": 5, "min_valid_t": 2},
-	})
-	cfg, err := config.Decode("tiny", raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
-}
 
 // fixtureStudy is three H4 forex slices of the corpus (testdata/): EURUSD
 // and GBPUSD from 2015-01-05, USDJPY a week later, weekly windows, two
@@ -52,7 +34,7 @@ func fixtureStudy(t *testing.T) *Study {
 	}
 	week := Period{Days: 7}
 	return &Study{
-		Config: tinyStudyConfig(t), Series: series,
+		Config: walkforwardtest.TinyConfig(t), Series: series,
 		Layout:   Layout{Step: week, Test: week, Valid: week, MinShare: 0.25},
 		Seeds:    SeedList(1, 2),
 		LeaveOut: []string{"GBPUSD_H4"},
@@ -555,7 +537,7 @@ func TestCausalStudyLaysWindowsAfterTheBurnIn(t *testing.T) {
 	}
 	month := Period{Months: 1}
 	s := &Study{
-		Config: tinyStudyConfig(t), Series: series,
+		Config: walkforwardtest.TinyConfig(t), Series: series,
 		Layout: Layout{Step: Period{Months: 4}, Test: month, Valid: month, MinTrain: month},
 		Seeds:  SeedList(1, 1),
 		Train:  LocalTrainer(cpu.Backend{}, checkpoint.Options{}, nil),

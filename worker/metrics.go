@@ -274,18 +274,30 @@ func promName(name string) string {
 	}, name)
 }
 
+// sdkVec returns the vector of the SDK metric name from vecs, made by
+// newVec and registered the first time the SDK asks for it. It is nil when
+// the registry refused it (a name that clashes with one of ours), and
+// stays so: the handler answers with a no-op metric.
+func sdkVec[V prometheus.Collector](m *sdkMetrics, vecs map[string]V, name string, newVec func() V) V {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v, ok := vecs[name]
+	if !ok {
+		v = newVec()
+		if err := m.reg.Register(v); err != nil {
+			var none V
+			v = none
+		}
+		vecs[name] = v
+	}
+	return v
+}
+
 // Counter returns the named counter with the handler's tags.
 func (h sdkHandler) Counter(name string) client.MetricsCounter {
-	h.m.mu.Lock()
-	v, ok := h.m.counters[name]
-	if !ok {
-		v = prometheus.NewCounterVec(prometheus.CounterOpts{Name: promName(name) + "_total", Help: "Temporal SDK counter " + name + "."}, sdkLabels)
-		if err := h.m.reg.Register(v); err != nil {
-			v = nil
-		}
-		h.m.counters[name] = v
-	}
-	h.m.mu.Unlock()
+	v := sdkVec(h.m, h.m.counters, name, func() *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: promName(name) + "_total", Help: "Temporal SDK counter " + name + "."}, sdkLabels)
+	})
 	if v == nil {
 		return client.MetricsNopHandler.Counter(name)
 	}
@@ -295,16 +307,9 @@ func (h sdkHandler) Counter(name string) client.MetricsCounter {
 
 // Gauge returns the named gauge with the handler's tags.
 func (h sdkHandler) Gauge(name string) client.MetricsGauge {
-	h.m.mu.Lock()
-	v, ok := h.m.gauges[name]
-	if !ok {
-		v = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: promName(name), Help: "Temporal SDK gauge " + name + "."}, sdkLabels)
-		if err := h.m.reg.Register(v); err != nil {
-			v = nil
-		}
-		h.m.gauges[name] = v
-	}
-	h.m.mu.Unlock()
+	v := sdkVec(h.m, h.m.gauges, name, func() *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: promName(name), Help: "Temporal SDK gauge " + name + "."}, sdkLabels)
+	})
 	if v == nil {
 		return client.MetricsNopHandler.Gauge(name)
 	}
@@ -315,17 +320,10 @@ func (h sdkHandler) Gauge(name string) client.MetricsGauge {
 // Timer returns the named timer, a histogram in seconds, with the
 // handler's tags.
 func (h sdkHandler) Timer(name string) client.MetricsTimer {
-	h.m.mu.Lock()
-	v, ok := h.m.timers[name]
-	if !ok {
-		v = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: promName(name) + "_seconds", Help: "Temporal SDK timer " + name + ".",
+	v := sdkVec(h.m, h.m.timers, name, func() *prometheus.HistogramVec {
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: promName(name) + "_seconds", Help: "Temporal SDK timer " + name + ".",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 18)}, sdkLabels) // 1 ms to 131 s
-		if err := h.m.reg.Register(v); err != nil {
-			v = nil
-		}
-		h.m.timers[name] = v
-	}
-	h.m.mu.Unlock()
+	})
 	if v == nil {
 		return client.MetricsNopHandler.Timer(name)
 	}

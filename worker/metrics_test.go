@@ -71,25 +71,14 @@ func TestTrainerMetricsAreRatesOfTheLastEpoch(t *testing.T) {
 			t.Errorf("%s = %v, want %v", name, c.got, c.want)
 		}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	addr, err := m.Serve(ctx, "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	body := scrape(t, m)
 	for _, want := range []string{
 		`dqnflow_epoch_seconds_sum{backend="cpu",device="cpu"} 6.5`,
 		`dqnflow_epoch_seconds_count{backend="cpu",device="cpu"} 2`,
 		`dqnflow_train_grad_norm{backend="cpu",device="cpu"} 0.5`,
 		`dqnflow_device_info{backend="cpu",device="cpu",name="cpu (2 threads)"} 1`,
 	} {
-		if !strings.Contains(string(body), want) {
+		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}

@@ -130,17 +130,11 @@ func measureDispatch(t *testing.T) (int, map[string]int) {
 	c := workertest.DevServer(t, flags...)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	w, err := worker.New(c, worker.Config{
+	w := startWorker(t, c, worker.Config{
 		Role: worker.RoleAll, Slots: 1, Store: activitiestest.NewStore(t), Backend: &activitiestest.Backend{},
 		Prepare: activitiestest.Dataset, Checkpoints: checkpoint.Local(t.TempDir()), HeartbeatInterval: 100 * time.Millisecond,
 		Workflows: workflows.Options{ContinueAsNewEvery: 4},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
 	defer w.Stop(context.Background())
 
 	const probeQueue = "session-probe"

@@ -44,17 +44,11 @@ func TestSlotIsKeptAcrossContinueAsNew(t *testing.T) {
 		steps = append(steps, activity.GetInfo(ctx).WorkflowExecution.ID)
 		return nil
 	}}
-	w, err := worker.New(c, worker.Config{
+	w := startWorker(t, c, worker.Config{
 		Role: worker.RoleAll, Slots: 1, Store: activitiestest.NewStore(t), Backend: b, Prepare: activitiestest.Dataset,
 		Checkpoints: checkpoint.Local(t.TempDir()), HeartbeatInterval: 100 * time.Millisecond,
 		Workflows: workflows.Options{ContinueAsNewEvery: 2, RecreateTimeout: 5 * time.Second},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
 	defer w.Stop(context.Background())
 
 	cfg := config.Defaults()
@@ -126,17 +120,11 @@ func TestStuckWorkflowGivesItsSlotBack(t *testing.T) {
 	c := workertest.DevServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	w, err := worker.New(c, worker.Config{
+	w := startWorker(t, c, worker.Config{
 		Role: worker.RoleAll, Slots: 1, Store: activitiestest.NewStore(t), Backend: &activitiestest.Backend{},
 		Prepare: activitiestest.Dataset, Checkpoints: checkpoint.Local(t.TempDir()), HeartbeatInterval: 100 * time.Millisecond,
 		IdleTimeout: 2 * time.Second,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
 	defer w.Stop(context.Background())
 
 	cfg := config.Defaults()

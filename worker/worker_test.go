@@ -16,8 +16,6 @@ import (
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/metadata"
-	"github.com/dqnflow/dqnflow/store"
-	"github.com/dqnflow/dqnflow/store/storetest"
 	"github.com/dqnflow/dqnflow/worker"
 	"github.com/dqnflow/dqnflow/worker/workertest"
 	"github.com/dqnflow/dqnflow/workflows"
@@ -32,6 +30,19 @@ func TestSearchAttributeFlagsNameEveryAttribute(t *testing.T) {
 	if got := worker.SearchAttributeFlags(); !slices.Equal(got, want) {
 		t.Errorf("flags %v, want %v", got, want)
 	}
+}
+
+// startWorker makes a worker of cfg on c and starts it; the caller stops it.
+func startWorker(t *testing.T, c client.Client, cfg worker.Config) *worker.Worker {
+	t.Helper()
+	w, err := worker.New(c, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return w
 }
 
 func TestEnsureSearchAttributesRegistersThemOnce(t *testing.T) {
@@ -132,25 +143,11 @@ func TestReusedWorkflowIDKeepsTheFirstRunsRowsAndFiles(t *testing.T) {
 	c := workertest.DevServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	url := storetest.Schema(t, "dqnflow_worker")
-	if err := store.Migrate(ctx, url); err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	w, err := worker.New(c, worker.Config{
+	st := activitiestest.NewPostgresStore(t, "dqnflow_worker")
+	w := startWorker(t, c, worker.Config{
 		Role: worker.RoleAll, Slots: 1, Store: st, Backend: &activitiestest.Backend{}, Prepare: activitiestest.Dataset,
 		Checkpoints: checkpoint.Local(t.TempDir()), HeartbeatInterval: 100 * time.Millisecond,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
 	defer w.Stop(context.Background())
 
 	run := func(seed uint64, epochs int) workflows.RunResult {

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/dqnflow/dqnflow/activities"
@@ -245,12 +244,7 @@ func TestResumeAtTheContinueAsNewEpochTrainsOneMore(t *testing.T) {
 func TestNonFiniteInAChunkNamesTheCheckpointItWrote(t *testing.T) {
 	f := newFake()
 	f.chunk = 10
-	f.trainErr = func(e, n int) error {
-		if e == 3 {
-			return temporal.NewNonRetryableApplicationError("loss is NaN", activities.ErrTypeNonFinite, nil)
-		}
-		return nil
-	}
+	f.trainErr = failEpoch(3, "loss is NaN", activities.ErrTypeNonFinite)
 	env := newEnv(t, f, workflows.Options{})
 	env.ExecuteWorkflow(workflows.TrainingRunName, smallConfig(10, 1, 1))
 	if err := env.GetWorkflowError(); !activities.IsFatal(err) {
@@ -274,12 +268,7 @@ func TestFailedRunRecordsCleanBoundedErrorText(t *testing.T) {
 	f := newFake()
 	f.chunk = 10
 	bad := "header: " + strings.Repeat("\xff\xfed\x00", 1<<18)
-	f.trainErr = func(e, n int) error {
-		if e == 2 {
-			return temporal.NewNonRetryableApplicationError(bad, activities.ErrTypeBadData, nil)
-		}
-		return nil
-	}
+	f.trainErr = failEpoch(2, bad, activities.ErrTypeBadData)
 	env := newEnv(t, f, workflows.Options{})
 	env.ExecuteWorkflow(workflows.TrainingRunName, smallConfig(10, 1, 1))
 	if err := env.GetWorkflowError(); !activities.IsFatal(err) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -297,10 +298,7 @@ func (f *fakeGPU) runEpochs(_ context.Context, in activities.EpochsInput) (activ
 // f.chunk is set, each RunEpochs chunk trains one epoch.
 func newEnv(t *testing.T, f *fakeGPU, o workflows.Options) *testsuite.TestWorkflowEnvironment {
 	t.Helper()
-	var s testsuite.WorkflowTestSuite
-	s.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	env := s.NewTestWorkflowEnvironment()
-	env.SetWorkerOptions(worker.Options{EnableSessionWorker: true})
+	env := sessionEnv()
 	env.SetTestTimeout(30 * time.Second)
 	wf := &workflows.Workflows{Options: o}
 	env.RegisterWorkflowWithOptions(wf.TrainingRun, workflow.RegisterOptions{Name: workflows.TrainingRunName})
@@ -343,4 +341,24 @@ func completed[R any](t testing.TB, env *testsuite.TestWorkflowEnvironment) R {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// sessionEnv is a test environment that runs sessions and logs nothing.
+func sessionEnv() *testsuite.TestWorkflowEnvironment {
+	var s testsuite.WorkflowTestSuite
+	s.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	env := s.NewTestWorkflowEnvironment()
+	env.SetWorkerOptions(worker.Options{EnableSessionWorker: true})
+	return env
+}
+
+// failEpoch is a fakeGPU.trainErr that fails every training of epoch
+// with a non-retryable error of errType saying msg.
+func failEpoch(epoch int, msg, errType string) func(e, n int) error {
+	return func(e, n int) error {
+		if e == epoch {
+			return temporal.NewNonRetryableApplicationError(msg, errType, nil)
+		}
+		return nil
+	}
 }

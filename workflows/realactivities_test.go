@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -16,9 +14,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
-	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
-	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/dqnflow/dqnflow/activities"
@@ -275,10 +271,7 @@ func realEnv(tb testing.TB, b trainer.Backend, wf *workflows.Workflows, dir stri
 	reg := worker.NewRegistry(0, nil)
 	tb.Cleanup(func() { reg.Close(context.Background()) })
 	tr := &activities.Trainer{Backend: b, Registry: reg, Store: st, Checkpoints: checkpoint.Local(dir), HeartbeatInterval: time.Second}
-	var s testsuite.WorkflowTestSuite
-	s.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	env := s.NewTestWorkflowEnvironment()
-	env.SetWorkerOptions(sdkworker.Options{EnableSessionWorker: true})
+	env := sessionEnv()
 	env.RegisterWorkflowWithOptions(wf.TrainingRun, workflow.RegisterOptions{Name: workflows.TrainingRunName})
 	env.RegisterActivity(tr)
 	env.RegisterActivity(&activities.Control{Store: st, Checkpoints: checkpoint.Local(dir)})

@@ -303,12 +303,7 @@ func TestLossBeforeTheFirstCheckpointStartsOver(t *testing.T) {
 
 func TestRepeatedLossWithoutProgressFailsTheRun(t *testing.T) {
 	f := newFake()
-	f.trainErr = func(e, n int) error {
-		if e == 3 {
-			return temporal.NewNonRetryableApplicationError("crash", activities.ErrTypeTrainerLost, nil)
-		}
-		return nil
-	}
+	f.trainErr = failEpoch(3, "crash", activities.ErrTypeTrainerLost)
 	env := newEnv(t, f, workflows.Options{MaxRecoveries: 2})
 	env.ExecuteWorkflow(workflows.TrainingRunName, smallConfig(5, 2, 2))
 	err := env.GetWorkflowError()
@@ -326,12 +321,7 @@ func TestRepeatedLossWithoutProgressFailsTheRun(t *testing.T) {
 
 func TestDeterministicFailureEndsTheRunWithoutRecovery(t *testing.T) {
 	f := newFake()
-	f.trainErr = func(e, n int) error {
-		if e == 2 {
-			return temporal.NewNonRetryableApplicationError("loss is NaN", activities.ErrTypeNonFinite, nil)
-		}
-		return nil
-	}
+	f.trainErr = failEpoch(2, "loss is NaN", activities.ErrTypeNonFinite)
 	env := newEnv(t, f, workflows.Options{})
 	env.ExecuteWorkflow(workflows.TrainingRunName, smallConfig(4, 1, 1))
 	err := env.GetWorkflowError()

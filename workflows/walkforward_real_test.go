@@ -3,26 +3,17 @@ package workflows_test
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/log"
-	"go.temporal.io/sdk/testsuite"
-	sdkworker "go.temporal.io/sdk/worker"
-	"go.temporal.io/sdk/workflow"
-
 	"github.com/dqnflow/dqnflow/activities"
+	"github.com/dqnflow/dqnflow/activities/activitiestest"
 	"github.com/dqnflow/dqnflow/checkpoint"
-	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/files"
 	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/store"
-	"github.com/dqnflow/dqnflow/store/storetest"
 	"github.com/dqnflow/dqnflow/trainer/cpu"
 	"github.com/dqnflow/dqnflow/walkforward"
 	"github.com/dqnflow/dqnflow/workflows"
@@ -40,14 +31,7 @@ func TestWalkForwardOnRealActivitiesStoresTheStudyRunGives(t *testing.T) {
 	st, src, spec := fixtureStudy(t, "dqnflow_wf_wf", "wf-real")
 	cfg, series := spec.Config, spec.Series
 
-	var s testsuite.WorkflowTestSuite
-	s.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	env := s.NewTestWorkflowEnvironment()
-	env.SetWorkerOptions(sdkworker.Options{EnableSessionWorker: true})
-	env.SetTestTimeout(2 * time.Minute)
-	wf := &workflows.Workflows{}
-	env.RegisterWorkflowWithOptions(wf.WalkForward, workflow.RegisterOptions{Name: workflows.WalkForwardName})
-	env.RegisterWorkflowWithOptions(wf.WalkForwardWindow, workflow.RegisterOptions{Name: workflows.WalkForwardWindowName})
+	env := walkForwardEnv(2 * time.Minute)
 	env.RegisterActivity(&activities.Trainer{Backend: cpu.Backend{}, Store: st, Data: src, HeartbeatInterval: 10 * time.Millisecond})
 	env.RegisterActivity(&activities.Control{Store: st})
 	env.ExecuteWorkflow(workflows.WalkForwardName, workflows.WalkForwardInput{WalkForwardSpec: spec, MaxConcurrent: 2})
@@ -102,16 +86,7 @@ func TestWalkForwardOnRealActivitiesStoresTheStudyRunGives(t *testing.T) {
 // the fixture's directory as the data root.
 func fixtureStudy(t *testing.T, schema, id string) (*store.Store, prices.Source, activities.WalkForwardSpec) {
 	t.Helper()
-	ctx := context.Background()
-	u := storetest.Schema(t, schema)
-	if err := store.Migrate(ctx, u); err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Open(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
+	st := activitiestest.NewPostgresStore(t, schema)
 	dir, _ := filepath.Abs("../walkforward/testdata")
 	roots, err := files.NewRoots(dir)
 	if err != nil {
@@ -119,27 +94,7 @@ func fixtureStudy(t *testing.T, schema, id string) (*store.Store, prices.Source,
 	}
 	src := prices.Source{Roots: roots}
 
-	raw, _ := json.Marshal(map[string]any{
-		"epochs": 2, "steps_per_epoch": 4, "batch_size": 16, "device": "cpu",
-		"model":    map[string]any{"trunk1": 16, "trunk2": 16, "head": 8, "atoms": 11},
-		"env":      map[string]any{"num_envs": 4, "episode_bars": 64, "collect_steps": 16, "instrument": "custom", "tick_size": 0.0001, "slippage_ticks": 0, "commission": 0},
-		"replay":   map[string]any{"capacity": 512, "warmup": 64},
-		"backtest": map[string]any{"every": 1, "patience": 5, "min_valid_t": 2},
-	})
-	cfg, err := config.Decode("tiny", raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var paths []string
-	for _, n := range []string{"EURUSD_H4", "GBPUSD_H4", "USDJPY_H4"} {
-		paths = append(paths, filepath.Join(dir, n+".csv"))
-	}
-	series, err := prices.ParseSeries(strings.Join(paths, ","))
-	if err != nil {
-		t.Fatal(err)
-	}
-	week := walkforward.Period{Days: 7}
-	return st, src, activities.WalkForwardSpec{StudyID: id, Config: cfg, Series: series,
-		Layout: walkforward.Layout{Step: week, Test: week, Valid: week, MinShare: 0.25},
-		Seeds:  walkforward.SeedList(1, 2), LeaveOut: []string{"GBPUSD_H4"}, PriorTrials: 3}
+	spec := activitiestest.WalkForwardSpec(t, dir, id)
+	spec.PriorTrials = 3
+	return st, src, spec
 }

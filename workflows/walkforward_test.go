@@ -4,18 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
-	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/dqnflow/dqnflow/activities"
@@ -124,15 +120,20 @@ func (f *fakeStudy) register(env *testsuite.TestWorkflowEnvironment) {
 // workflows registered, its activities f's.
 func newStudyEnv(t *testing.T, f *fakeStudy) *testsuite.TestWorkflowEnvironment {
 	t.Helper()
-	var s testsuite.WorkflowTestSuite
-	s.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	env := s.NewTestWorkflowEnvironment()
-	env.SetWorkerOptions(worker.Options{EnableSessionWorker: true})
-	env.SetTestTimeout(30 * time.Second)
+	env := walkForwardEnv(30 * time.Second)
+	f.register(env)
+	return env
+}
+
+// walkForwardEnv is a test environment with sessions and the walk-forward
+// workflows registered, that fails a test running longer than timeout;
+// the caller registers the activities.
+func walkForwardEnv(timeout time.Duration) *testsuite.TestWorkflowEnvironment {
+	env := sessionEnv()
+	env.SetTestTimeout(timeout)
 	wf := &workflows.Workflows{}
 	env.RegisterWorkflowWithOptions(wf.WalkForward, workflow.RegisterOptions{Name: workflows.WalkForwardName})
 	env.RegisterWorkflowWithOptions(wf.WalkForwardWindow, workflow.RegisterOptions{Name: workflows.WalkForwardWindowName})
-	f.register(env)
 	return env
 }
 

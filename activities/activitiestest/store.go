@@ -9,6 +9,7 @@ import (
 
 	"github.com/dqnflow/dqnflow/metadata"
 	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/store/storetest"
 )
 
 // NewStore returns the tests' metadata store: the real SQLite store in a
@@ -24,6 +25,23 @@ func NewStore(t testing.TB) *store.SQLite {
 	}
 	t.Cleanup(s.Close)
 	return s
+}
+
+// NewPostgresStore returns a PostgreSQL store in a new schema named from
+// prefix (storetest.Schema), migrated, closed when the test ends.
+func NewPostgresStore(t testing.TB, prefix string) *store.Store {
+	t.Helper()
+	ctx := context.Background()
+	u := storetest.Schema(t, prefix)
+	if err := store.Migrate(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	return st
 }
 
 // HeldCheckpointRow is the tests' store with the row of one epoch's

@@ -2,7 +2,6 @@ package cuda
 
 import (
 	"strconv"
-	"sync"
 	"unsafe"
 )
 
@@ -150,29 +149,14 @@ func (a *driverAPI) symbols() []symbol {
 	}
 }
 
-// The driver is opened once per process, on first use; a failed attempt is
-// not remembered, so a later call tries again.
-var driverOnce struct {
-	mu  sync.Mutex
-	api *driverAPI
-}
+var driverOnce loaded[driverAPI]
 
 func loadDriver() (*driverAPI, error) {
-	driverOnce.mu.Lock()
-	defer driverOnce.mu.Unlock()
-	if driverOnce.api != nil {
-		return driverOnce.api, nil
-	}
-	lib, err := driverSpec.open(ErrNoDriver)
-	if err != nil {
-		return nil, err
-	}
-	a := &driverAPI{lib: lib}
-	if err := lib.bind(a.symbols(), "the driver is older than CUDA 11.4; update the NVIDIA driver"); err != nil {
-		return nil, err
-	}
-	driverOnce.api = a
-	return a, nil
+	return driverOnce.load(driverSpec, ErrNoDriver, "the driver is older than CUDA 11.4; update the NVIDIA driver",
+		func(lib *library) (*driverAPI, []symbol) {
+			a := &driverAPI{lib: lib}
+			return a, a.symbols()
+		})
 }
 
 // check turns a CUresult into nil or an *Error naming call.

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // libSpec says where a shared library may be.
@@ -73,6 +74,35 @@ func (spec libSpec) open(sentinel error) (*library, error) {
 	}
 	return nil, fmt.Errorf("%w: tried %s (%s; also searched %s): %s; %s",
 		sentinel, strings.Join(tried, ", "), env, strings.Join(spec.dirs, ", "), first, spec.hint)
+}
+
+// loaded is the API of a shared library, opened once per process, on
+// first use; a failed attempt is not remembered, so a later call tries
+// again.
+type loaded[A any] struct {
+	mu  sync.Mutex
+	api *A
+}
+
+// load returns the API, the first time opening spec (its error wrapping
+// sentinel) and binding the symbols that newAPI lists for the library;
+// tooOld says what to do when a required one is missing.
+func (l *loaded[A]) load(spec libSpec, sentinel error, tooOld string, newAPI func(*library) (*A, []symbol)) (*A, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.api != nil {
+		return l.api, nil
+	}
+	lib, err := spec.open(sentinel)
+	if err != nil {
+		return nil, err
+	}
+	a, syms := newAPI(lib)
+	if err := lib.bind(syms, tooOld); err != nil {
+		return nil, err
+	}
+	l.api = a
+	return a, nil
 }
 
 // symbol is one C function bound to a Go function variable.

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 )
 
@@ -70,27 +69,14 @@ func (a *nvrtcAPI) symbols() []symbol {
 	}
 }
 
-var nvrtcOnce struct {
-	mu  sync.Mutex
-	api *nvrtcAPI
-}
+var nvrtcOnce loaded[nvrtcAPI]
 
 func loadNVRTC() (*nvrtcAPI, error) {
-	nvrtcOnce.mu.Lock()
-	defer nvrtcOnce.mu.Unlock()
-	if nvrtcOnce.api != nil {
-		return nvrtcOnce.api, nil
-	}
-	lib, err := nvrtcSpec.open(ErrNoNVRTC)
-	if err != nil {
-		return nil, err
-	}
-	a := &nvrtcAPI{lib: lib}
-	if err := lib.bind(a.symbols(), "NVRTC older than 11.1 has no CUBIN output; install NVRTC 11.8 or newer"); err != nil {
-		return nil, err
-	}
-	nvrtcOnce.api = a
-	return a, nil
+	return nvrtcOnce.load(nvrtcSpec, ErrNoNVRTC, "NVRTC older than 11.1 has no CUBIN output; install NVRTC 11.8 or newer",
+		func(lib *library) (*nvrtcAPI, []symbol) {
+			a := &nvrtcAPI{lib: lib}
+			return a, a.symbols()
+		})
 }
 
 func (a *nvrtcAPI) check(call string, r int32) error {
