@@ -61,18 +61,7 @@ func migrateCmd(e *env) *cobra.Command {
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx := cmd.Context()
 		loc := store.Location{URL: store.URLFromEnv()}
-		if loc.URL == store.DefaultURL { // the local server's own database, created when missing
-			if _, err := store.CreateDatabase(ctx, loc.URL); err != nil {
-				return err
-			}
-		}
-		if loc.SQLitePath() != "" {
-			st, err := store.Connect(ctx, loc) // creates or checks the SQLite schema
-			if err != nil {
-				return err
-			}
-			st.Close()
-		} else if err := store.Migrate(ctx, loc.URL); err != nil {
+		if err := store.MigrateLocation(ctx, loc); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stdout, "migrations applied to %s\n", loc)
