@@ -8,11 +8,13 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/dqnflow/dqnflow/config"
 	"github.com/dqnflow/dqnflow/internal/jsonfile"
 	"github.com/dqnflow/dqnflow/market"
 	"github.com/dqnflow/dqnflow/research/bench"
-	"github.com/spf13/cobra"
+	"github.com/dqnflow/dqnflow/temporalconn"
 )
 
 // benchCmd is "dqnflow bench".
@@ -38,7 +40,7 @@ func benchCmd(e *env) *cobra.Command {
 	python := fs.String("python", "python3", "cpu: the Python interpreter for --pytorch")
 	profile := fs.Bool("profile", false, "CUDA: time every kernel of a step with CUDA events")
 	jsonOut := fs.Bool("json", false, "print JSON")
-	temporal := fs.Bool("temporal", false, "measure Temporal's overhead per epoch instead, on the server at $"+envTemporalAddress+" (needs a running worker, e.g. dqnflow dev)")
+	temporal := fs.Bool("temporal", false, "measure Temporal's overhead per epoch instead, on the server at $"+temporalconn.EnvAddress+" (needs a running worker, e.g. dqnflow dev)")
 	epochs := fs.Int("epochs", 30, "with --temporal: epochs of the near-empty benchmark run; with --epoch: epochs to time")
 	epoch := fs.Bool("epoch", false, "CUDA: time the default epoch end to end on the device (collect, train, sync, backtest of the validation range), each phase and the GPU's busy fraction, and the collector with 4096 and 16384 environments")
 	df := addDataFlags(fs)

@@ -1,11 +1,9 @@
 package cli
 
 import (
-	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 )
 
 // completionCmd is "dqnflow completion bash|zsh|fish|powershell": cobra's
@@ -62,24 +60,3 @@ fi
 
 // deviceValues are what --device takes; cuda:N for a device of its own.
 var deviceValues = []string{"auto", "cpu", "cuda", "cuda:0"}
-
-// valuesKey is the pflag annotation that lists the values a flag takes,
-// which completion offers.
-const valuesKey = "dqnflow_values"
-
-// flagValues makes completion offer values for the flag name of fs.
-func flagValues(fs *pflag.FlagSet, name string, values ...string) {
-	if err := fs.SetAnnotation(name, valuesKey, values); err != nil {
-		panic(fmt.Sprintf("flagValues --%s: %v", name, err)) // a flag name misspelt in the code
-	}
-}
-
-// completeFlagValues registers the completion of every flag of c that
-// flagValues annotated (newRoot calls it on every command).
-func completeFlagValues(c *cobra.Command) {
-	c.LocalNonPersistentFlags().VisitAll(func(f *pflag.Flag) {
-		if v := f.Annotations[valuesKey]; v != nil {
-			c.RegisterFlagCompletionFunc(f.Name, cobra.FixedCompletions(v, cobra.ShellCompDirectiveNoFileComp))
-		}
-	})
-}

@@ -18,6 +18,7 @@ import (
 	"github.com/dqnflow/dqnflow/report"
 	"github.com/dqnflow/dqnflow/research/evaluation"
 	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/temporalconn"
 	"github.com/dqnflow/dqnflow/worker"
 )
 
@@ -75,7 +76,7 @@ func devCmd(e *env) *cobra.Command {
 			return err
 		}
 		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(*port))
-		os.Setenv(envTemporalAddress, addr)
+		os.Setenv(temporalconn.EnvAddress, addr)
 		e.conn.local = true // its own plain-text server, whatever the environment says of others
 		if err := os.MkdirAll(filepath.Dir(*dbFile), 0o755); err != nil {
 			return fmt.Errorf("create directory for %s: %w", *dbFile, err)

@@ -3,9 +3,11 @@ package cli
 import (
 	"fmt"
 
+	"github.com/spf13/cobra"
+
 	"github.com/dqnflow/dqnflow/doctor"
 	"github.com/dqnflow/dqnflow/internal/jsonfile"
-	"github.com/spf13/cobra"
+	"github.com/dqnflow/dqnflow/temporalconn"
 )
 
 // doctorCmd is "dqnflow doctor [--json]": what is reachable and
@@ -29,7 +31,7 @@ func doctorCmd(e *env) *cobra.Command {
 			OpenCheckpointStore: openCheckpointStore, FindTemporal: func() (string, error) { return findTemporal("") }}
 		o.Client, o.ClientErr = clientOptions(e)
 		o.Checkpoint, o.CheckpointErr = e.ckpt.options()
-		o.Env.TemporalAddress, o.Env.TemporalNamespace = envTemporalAddress, envTemporalNamespace
+		o.Env.TemporalAddress, o.Env.TemporalNamespace = temporalconn.EnvAddress, temporalconn.EnvNamespace
 		o.Env.CheckpointStore, o.Env.CheckpointKeyFile = envCheckpointStore, envCheckpointKeyFile
 		checks := doctor.Run(ctx, o)
 		failed := doctor.Failed(checks)

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dqnflow/dqnflow/temporalconn"
 	"github.com/dqnflow/dqnflow/worker/workertest"
 )
 
@@ -135,8 +136,8 @@ func tlsFrontend(t *testing.T, pki *testPKI, backend string, clientCAs *x509.Cer
 
 // clearTemporalEnv unsets every connection variable for the test.
 func clearTemporalEnv(t *testing.T) {
-	for _, k := range []string{envTemporalAddress, envTemporalNamespace, envTemporalTLS, envTemporalCA, envTemporalCert,
-		envTemporalKey, envTemporalSNI, envTemporalNoVerify, envTemporalAPIKey, envTemporalAPIKeyF} {
+	for _, k := range []string{temporalconn.EnvAddress, temporalconn.EnvNamespace, temporalconn.EnvTLS, temporalconn.EnvCA, temporalconn.EnvCert,
+		temporalconn.EnvKey, temporalconn.EnvServerName, temporalconn.EnvNoVerify, temporalconn.EnvAPIKey, temporalconn.EnvAPIKeyFile} {
 		t.Setenv(k, "")
 		os.Unsetenv(k)
 	}
@@ -168,23 +169,23 @@ func TestTemporalClientConnectsOnlyWithTheRightTLSCredentials(t *testing.T) {
 	}{
 		{name: "plain text to the dev server", args: []string{"--address", backend}},
 		{name: "TLS with the CA by flag", args: []string{"--address", tlsAddr, "--tls-ca-path", pki.caPath}},
-		{name: "TLS with the CA by environment", env: map[string]string{envTemporalAddress: tlsAddr, envTemporalCA: pki.caPath}},
+		{name: "TLS with the CA by environment", env: map[string]string{temporalconn.EnvAddress: tlsAddr, temporalconn.EnvCA: pki.caPath}},
 		{name: "TLS with a server name to verify", args: []string{"--address", tlsAddr, "--tls-ca-path", pki.caPath, "--tls-server-name", "temporal.test"}},
 		{name: "TLS with the wrong CA", args: []string{"--address", tlsAddr, "--tls-ca-path", pki.otherCAPath}, wantErr: "certificate"},
 		{name: "TLS with the wrong server name", args: []string{"--address", tlsAddr, "--tls-ca-path", pki.caPath, "--tls-server-name", "elsewhere.test"}, wantErr: "certificate"},
 		{name: "plain text to a TLS server", args: []string{"--address", tlsAddr}, wantErr: "connect to Temporal at " + tlsAddr},
 		{name: "mTLS with the client certificate by flag", args: []string{"--address", mtlsAddr, "--tls-ca-path", pki.caPath,
 			"--tls-cert-path", pki.clientCert, "--tls-key-path", pki.clientKey}},
-		{name: "mTLS with the client certificate by environment", env: map[string]string{envTemporalAddress: mtlsAddr,
-			envTemporalCA: pki.caPath, envTemporalCert: pki.clientCert, envTemporalKey: pki.clientKey}},
+		{name: "mTLS with the client certificate by environment", env: map[string]string{temporalconn.EnvAddress: mtlsAddr,
+			temporalconn.EnvCA: pki.caPath, temporalconn.EnvCert: pki.clientCert, temporalconn.EnvKey: pki.clientKey}},
 		{name: "mTLS without a client certificate", args: []string{"--address", mtlsAddr, "--tls-ca-path", pki.caPath}, wantErr: "connect to Temporal"},
 		{name: "mTLS with a certificate and no key", args: []string{"--address", mtlsAddr, "--tls-ca-path", pki.caPath,
 			"--tls-cert-path", pki.clientCert}, wantErr: "mutual TLS needs both --tls-cert-path and --tls-key-path"},
-		{name: "API key from the environment", args: []string{"--address", keyAddr, "--tls-ca-path", pki.caPath}, env: map[string]string{envTemporalAPIKey: key}},
+		{name: "API key from the environment", args: []string{"--address", keyAddr, "--tls-ca-path", pki.caPath}, env: map[string]string{temporalconn.EnvAPIKey: key}},
 		{name: "API key from a file", args: []string{"--address", keyAddr, "--tls-ca-path", pki.caPath, "--api-key-file", keyFile}},
 		{name: "API key missing", args: []string{"--address", keyAddr, "--tls-ca-path", pki.caPath}, wantErr: "missing or wrong API key"},
-		{name: "API key wrong", args: []string{"--address", keyAddr, "--tls-ca-path", pki.caPath}, env: map[string]string{envTemporalAPIKey: "nope"}, wantErr: "missing or wrong API key"},
-		{name: "API key refused in plain text", args: []string{"--address", backend, "--tls", "false"}, env: map[string]string{envTemporalAPIKey: key}, wantErr: "never sent in plain text"},
+		{name: "API key wrong", args: []string{"--address", keyAddr, "--tls-ca-path", pki.caPath}, env: map[string]string{temporalconn.EnvAPIKey: "nope"}, wantErr: "missing or wrong API key"},
+		{name: "API key refused in plain text", args: []string{"--address", backend, "--tls", "false"}, env: map[string]string{temporalconn.EnvAPIKey: key}, wantErr: "never sent in plain text"},
 		{name: "API key file missing", args: []string{"--address", keyAddr, "--api-key-file", filepath.Join(t.TempDir(), "absent")}, wantErr: "flag --api-key-file"},
 	}
 	for _, tc := range cases {

@@ -3,24 +3,20 @@ package cli
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/client"
-	tlog "go.temporal.io/sdk/log"
 
 	"github.com/dqnflow/dqnflow/checkpoint"
 	"github.com/dqnflow/dqnflow/prices"
 	"github.com/dqnflow/dqnflow/store"
+	"github.com/dqnflow/dqnflow/temporalconn"
 	"github.com/dqnflow/dqnflow/trainer"
 	"github.com/dqnflow/dqnflow/trainer/faults"
 	"github.com/dqnflow/dqnflow/worker"
-	"github.com/dqnflow/dqnflow/workflows"
 )
 
 // envCheckpointStore is the default of --checkpoint-store; envCheckpointDir,
@@ -51,7 +47,7 @@ func dial(ctx context.Context, e *env) (client.Client, error) {
 	c, err := client.DialContext(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("connect to Temporal at %s (flag --address or $%s, or start a local server with \"dqnflow dev\"): %w",
-			opts.HostPort, envTemporalAddress, err)
+			opts.HostPort, temporalconn.EnvAddress, err)
 	}
 	return c, nil
 }
@@ -65,18 +61,7 @@ func migrateCmd(e *env) *cobra.Command {
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx := cmd.Context()
 		loc := store.Location{URL: store.URLFromEnv()}
-		if loc.URL == store.DefaultURL { // the local server's own database, created when missing
-			if _, err := store.CreateDatabase(ctx, loc.URL); err != nil {
-				return err
-			}
-		}
-		if loc.SQLitePath() != "" {
-			st, err := store.Connect(ctx, loc) // creates or checks the SQLite schema
-			if err != nil {
-				return err
-			}
-			st.Close()
-		} else if err := store.Migrate(ctx, loc.URL); err != nil {
+		if err := store.MigrateLocation(ctx, loc); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stdout, "migrations applied to %s\n", loc)
@@ -157,67 +142,22 @@ func (w *workerFlags) openData(e *env) (err error) {
 	return err
 }
 
-// startWorker builds and starts the workers of one process on devices
-// (workerFlags.openDevices); stop them with Stop. The device choice is
-// logged, never silent.
+// startWorker starts the workers of one process on devices
+// (workerFlags.openDevices) with worker.Start; stop them with Stop.
 func startWorker(ctx context.Context, e *env, c client.Client, st store.Metadata, wf workerFlags, devices []trainer.Device) (*worker.Worker, error) {
-	role, err := worker.ParseRole(wf.role)
-	if err != nil {
-		return nil, fmt.Errorf("%w: flag --role: %v", errUsage, err)
-	}
-	var faultPlan faults.Plan
-	if plan := os.Getenv(faults.EnvPlan); plan != "" && len(devices) > 0 {
-		p, err := faults.Parse(plan)
-		if err != nil {
-			return nil, err
-		}
-		faultPlan = p
-		for i := range devices {
-			devices[i].Backend = &faults.Backend{Backend: devices[i].Backend, Plan: p, Device: devices[i].Name}
-		}
-		fmt.Fprintf(e.stderr, "worker: FAULT INJECTION ON (%s=%s): for tests only\n", faults.EnvPlan, plan)
-	}
 	opt, err := wf.checkpointOptions(e)
 	if err != nil {
 		return nil, err
 	}
-	ckStore, err := openCheckpointStore(ctx, wf.checkpointStore, opt)
-	if err != nil {
-		return nil, fmt.Errorf("%w: flag --checkpoint-store: %v", errUsage, err)
-	}
-	ckStore.Hook = faultPlan.WriteHook(e.stderr)
-	if err := ckStore.Check(ctx); err != nil {
-		ckStore.Close()
-		return nil, err
-	}
-	logger := tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
-	cfg := worker.Config{
-		Role: role, Devices: devices, RunsPerDevice: wf.devices.runsPerDevice(), Store: st,
-		Checkpoints: ckStore, Data: wf.src, Logger: logger,
+	o := worker.StartOptions{
+		Config:   worker.Config{Devices: devices, RunsPerDevice: wf.devices.runsPerDevice(), Store: st, Data: wf.src},
+		RoleName: wf.role, CheckpointStore: wf.checkpointStore, Checkpoint: opt, OpenCheckpoints: openCheckpointStore,
+		FaultPlan: os.Getenv(faults.EnvPlan), Log: e.stderr, Address: e.conn.address(), Namespace: e.conn.namespace(),
 	}
 	if wf.metrics != nil {
-		cfg.TrainerMetrics = wf.metrics
+		o.TrainerMetrics = wf.metrics
 	}
-	w, err := worker.New(c, cfg)
-	if err != nil {
-		ckStore.Close()
-		return nil, err
-	}
-	if err := w.Start(); err != nil {
-		ckStore.Close()
-		return nil, err
-	}
-	queues := map[worker.Role]string{
-		worker.RoleAll:     workflows.ControlTaskQueue + " and " + workflows.GPUTaskQueue,
-		worker.RoleControl: workflows.ControlTaskQueue,
-		worker.RoleGPU:     workflows.GPUTaskQueue,
-	}[role]
-	signing := "checkpoints unsigned (no --checkpoint-key-file)"
-	if opt.Keys != nil {
-		signing = "checkpoints signed and verified with " + opt.Keys.String()
-	}
-	fmt.Fprintf(e.stderr, "worker: role %s serving %s at %s, namespace %s, checkpoints in %s, %s, %s\n", role, queues, e.conn.address(), e.conn.namespace(), storeWhere(ckStore), wf.src.Describe(), signing)
-	return w, nil
+	return worker.Start(ctx, c, o)
 }
 
 // workerCmd is "dqnflow worker": serves until interrupted.
@@ -266,18 +206,4 @@ func workerCmd(e *env) *cobra.Command {
 		return w.Stop(stopCtx)
 	}
 	return cmd
-}
-
-// storeWhere names a checkpoint store for the log: an object store by its
-// URL, a directory by its absolute path (as "dqnflow doctor" does), so
-// that workers on several hosts can be seen to share it.
-func storeWhere(s *checkpoint.Store) string {
-	where := s.String()
-	if s.Remote() || strings.Contains(where, "://") {
-		return where
-	}
-	if abs, err := filepath.Abs(where); err == nil {
-		return abs
-	}
-	return where
 }

@@ -85,3 +85,24 @@ func lockID(schema string) int64 {
 	h.Write([]byte("dqnflow migrations " + schema))
 	return int64(h.Sum64())
 }
+
+// MigrateLocation brings loc's schema up to date ("dqnflow migrate"): the
+// local server's own database (DefaultURL) is created when missing, an
+// SQLite file is created or its schema checked (Connect), a PostgreSQL
+// database is migrated (Migrate).
+func MigrateLocation(ctx context.Context, loc Location) error {
+	if loc.URL == DefaultURL {
+		if _, err := CreateDatabase(ctx, loc.URL); err != nil {
+			return err
+		}
+	}
+	if loc.SQLitePath() != "" {
+		st, err := Connect(ctx, loc)
+		if err != nil {
+			return err
+		}
+		st.Close()
+		return nil
+	}
+	return Migrate(ctx, loc.URL)
+}

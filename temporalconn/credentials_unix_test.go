@@ -1,6 +1,6 @@
 //go:build unix
 
-package cli
+package temporalconn
 
 import (
 	"errors"
@@ -25,7 +25,7 @@ func TestCredentialFilesAreBoundedRegularFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	big := filepath.Join(dir, "big")
-	if err := os.WriteFile(big, []byte("SECRET"+strings.Repeat("k", maxCredentialBytes)), 0o600); err != nil {
+	if err := os.WriteFile(big, []byte("SECRET"+strings.Repeat("k", MaxCredentialBytes)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	key := filepath.Join(dir, "key.pem")
@@ -35,15 +35,15 @@ func TestCredentialFilesAreBoundedRegularFiles(t *testing.T) {
 	for _, path := range []string{fifo, big, dir, "/dev/zero"} {
 		for _, c := range []struct {
 			flag string
-			conn temporalConn
+			conn Settings
 		}{
-			{"--api-key-file", temporalConn{apiKeyFile: path}},
-			{"--tls-ca-path", temporalConn{ca: path}},
-			{"--tls-cert-path", temporalConn{cert: path, key: key}},
-			{"--tls-key-path", temporalConn{cert: key, key: path}},
+			{"--api-key-file", Settings{APIKeyFile: path}},
+			{"--tls-ca-path", Settings{CA: path}},
+			{"--tls-cert-path", Settings{Cert: path, Key: key}},
+			{"--tls-key-path", Settings{Cert: key, Key: path}},
 		} {
 			done := make(chan error, 1)
-			go func() { _, err := c.conn.options(nil); done <- err }()
+			go func() { _, err := c.conn.Options(nil); done <- err }()
 			select {
 			case err := <-done:
 				if !errors.Is(err, files.ErrNotRegular) && !errors.Is(err, files.ErrTooLarge) ||
