@@ -41,6 +41,9 @@ const runID = "run-1"
 func testConfig() config.RunConfig {
 	c := config.Defaults()
 	c.StepsPerEpoch, c.Env.CollectSteps, c.Env.NumEnvs = 10, 4, 2
+	// No backtest or checkpoint is due inside a chunk (rig.epoch): the tests
+	// ask for them with the Backtest and Checkpoint activities.
+	c.Checkpoint.Every, c.Backtest.Every = 1000, 1000
 	return c
 }
 
