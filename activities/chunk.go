@@ -64,8 +64,7 @@ func (o EpochsOutput) last() int { return o.Epochs[len(o.Epochs)-1].Epoch }
 // of tens of milliseconds does not wait for a round trip to the Temporal
 // server per stage (docs/adr/0010-epochs-in-one-activity.md). The epochs
 // run in epochloop's loop, the one "dqnflow train" runs. Each epoch
-// runs the sequence of the per-stage activities: Collect → TrainEpoch →
-// SyncTarget, its epoch row (written in the background while the next
+// runs collect → train → sync target, its epoch row (written in the background while the next
 // epoch trains), the validation backtest when due (recorded
 // as Backtest records it), the checkpoint when due or when the backtest
 // asks for one (Due, Scores.MustCheckpoint; recorded as Checkpoint records
@@ -74,8 +73,8 @@ func (o EpochsOutput) last() int { return o.Epochs[len(o.Epochs)-1].Epoch }
 // step and loss every HeartbeatInterval and after each epoch.
 //
 // The chunk ends after epoch in.Until, when the patience runs out, or at
-// the first epoch boundary after in.Budget or after a cancellation. Like
-// the per-stage activities it never trains an epoch twice: a retry of a
+// the first epoch boundary after in.Budget or after a cancellation. It
+// never trains an epoch twice: a retry of a
 // chunk that completed returns the recorded result, and a failure
 // part-way discards the trainer (ErrTypeTrainerLost); the epochs it did
 // stay in the store, the workflow restores its last committed checkpoint.
@@ -223,12 +222,12 @@ func (s *chunkSteps) stage(e int, name string) {
 
 func (s *chunkSteps) Train(ctx context.Context, e int) (epochloop.Trained, error) {
 	s.stage(e, "collect")
-	col, err := s.a.collect(ctx, s.run, e)
+	col, colTook, err := s.a.collect(ctx, s.run, e)
 	if err != nil {
 		return epochloop.Trained{}, err
 	}
 	s.stage(e, "train")
-	tr, err := s.a.train(ctx, s.run, e, s.p)
+	tr, trTook, err := s.a.train(ctx, s.run, e, s.p)
 	if err != nil {
 		return epochloop.Trained{}, err
 	}
@@ -236,7 +235,7 @@ func (s *chunkSteps) Train(ctx context.Context, e int) (epochloop.Trained, error
 	if err := s.a.sync(ctx, s.run, e); err != nil {
 		return epochloop.Trained{}, err
 	}
-	t := epochloop.Trained{Collect: col.Stats, Train: tr.Stats, DurationMS: col.DurationMS + tr.DurationMS}
+	t := epochloop.Trained{Collect: col, Train: tr, DurationMS: colTook.Milliseconds() + trTook.Milliseconds()}
 	return t, s.rows.add(e, epochMetrics(t.Collect, t.Train, t.DurationMS))
 }
 

@@ -90,25 +90,6 @@ func (c *Control) SetRunDevice(ctx context.Context, in SetDeviceInput) (SetDevic
 	return SetDeviceOutput{}, classify("set device of run "+in.RunID, err)
 }
 
-// RecordEpochInput is one completed epoch's statistics.
-type RecordEpochInput struct {
-	RunID      string               `json:"run_id"`
-	Epoch      int                  `json:"epoch"`
-	Collect    trainer.CollectStats `json:"collect"`
-	Train      trainer.TrainStats   `json:"train"`
-	DurationMS int64                `json:"duration_ms"` // collect plus train
-}
-
-// RecordEpochOutput is empty.
-type RecordEpochOutput struct{}
-
-// RecordEpoch records an epoch's metrics (an upsert: a redone epoch
-// overwrites its row).
-func (c *Control) RecordEpoch(ctx context.Context, in RecordEpochInput) (RecordEpochOutput, error) {
-	err := c.Store.RecordEpoch(ctx, in.RunID, in.Epoch, epochMetrics(in.Collect, in.Train, in.DurationMS))
-	return RecordEpochOutput{}, classify(fmt.Sprintf("record epoch %d of run %s", in.Epoch, in.RunID), err)
-}
-
 // epochMetrics is the epoch row of a collection and a training that took
 // durationMS together; RecordEpoch and RunEpochs write the same row.
 func epochMetrics(col trainer.CollectStats, tr trainer.TrainStats, durationMS int64) metadata.EpochMetrics {

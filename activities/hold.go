@@ -8,13 +8,10 @@ import (
 
 // need is what an activity asks of its run's trainer (Trainer.hold).
 type need struct {
-	// epoch and stage are the step the activity runs (Collect, TrainEpoch,
-	// SyncTarget), which Run.step admits when it follows the last
-	// completed step or has already completed. A zero stage asks for the
-	// end of epoch instead, its last stage complete: what Checkpoint and
-	// Backtest start from, and RunEpochs from the epoch before its chunk.
+	// epoch is the epoch whose end, its last stage complete, the activity
+	// starts from: Checkpoint and Backtest that epoch's, RunEpochs the
+	// one before its chunk.
 	epoch int
-	stage Stage
 	// answered, when set, reports a request the run already answered,
 	// checked before the trainer's position (RunEpochs: the chunk it
 	// completed last, after which the trainer is past epoch).
@@ -29,8 +26,7 @@ type need struct {
 // (TrainerLost when this worker holds none or closed it) and checks the
 // trainer's position against n; a request the trainer cannot take is
 // refused with TrainerLost, naming what was asked and where the trainer
-// is. replay reports a request that already completed (Run.step's
-// stepDone, or n.answered): the activity returns its recorded result
+// is. replay reports a request that already completed (n.answered): the activity returns its recorded result
 // without running. On success the caller defers release, which unlocks
 // the run and then stops the heartbeat.
 func (a *Trainer) hold(ctx context.Context, id string, hb Heartbeat, n need) (run *Run, p *progress, replay bool, release func(), err error) {
@@ -47,18 +43,7 @@ func (a *Trainer) hold(ctx context.Context, id string, hb Heartbeat, n need) (ru
 	if n.answered != nil && n.answered(run) {
 		return run, p, true, release, nil
 	}
-	ok := run.Epoch == n.epoch && run.Stage == StageSynced
-	if n.stage != 0 {
-		switch run.step(n.epoch, n.stage) {
-		case stepDone:
-			ok, replay = true, true
-		case stepNext:
-			ok = true
-		default:
-			ok = false
-		}
-	}
-	if !ok {
+	if run.Epoch != n.epoch || run.Stage != StageSynced {
 		err := trainerLost(id, fmt.Sprintf("%s, the trainer here is at %s", n.asked, run.where()))
 		release()
 		return nil, nil, false, nil, err

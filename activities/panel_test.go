@@ -90,9 +90,7 @@ func TestTrainingRunOnAPanelValidatesOnItsSeries(t *testing.T) {
 		t.Fatal(err)
 	}
 	must(tr.OpenTrainer, activities.OpenInput{RunID: id, Config: cfg}, nil)
-	must(tr.Collect, activities.CollectInput{RunID: id, Epoch: 1}, nil)
-	must(tr.TrainEpoch, activities.TrainInput{RunID: id, Epoch: 1}, nil)
-	must(tr.SyncTarget, activities.SyncInput{RunID: id, Epoch: 1}, nil)
+	must(tr.RunEpochs, activities.EpochsInput{RunID: id, After: 0, Until: 1}, nil)
 	var bt activities.BacktestOutput
 	must(tr.Backtest, activities.BacktestInput{RunID: id, Epoch: 1}, &bt)
 	var ckOut activities.CheckpointOutput
@@ -192,9 +190,7 @@ func TestTrainingRunOnAPanelValidatesOnItsSeries(t *testing.T) {
 	if !opened.Restored {
 		t.Fatalf("open after the trainer was lost: %+v, want a restore", opened)
 	}
-	must(tr.Collect, activities.CollectInput{RunID: id, Epoch: 2}, nil)
-	must(tr.TrainEpoch, activities.TrainInput{RunID: id, Epoch: 2}, nil)
-	must(tr.SyncTarget, activities.SyncInput{RunID: id, Epoch: 2}, nil)
+	must(tr.RunEpochs, activities.EpochsInput{RunID: id, After: 1, Until: 2}, nil)
 	must(tr.Backtest, activities.BacktestInput{RunID: id, Epoch: 2}, nil)
 
 	raw, err := os.ReadFile(paths[1])

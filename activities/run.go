@@ -11,7 +11,7 @@ import (
 	"github.com/dqnflow/dqnflow/trainer"
 )
 
-// Stage is a step of an epoch. An epoch runs Collect, then Train, then Sync;
+// Stage is a step of an epoch. An epoch runs collect, then train, then sync;
 // StageSynced is also the stage of a trainer just built or restored (its
 // epoch is complete).
 type Stage int
@@ -75,10 +75,8 @@ type Run struct {
 	Stage      Stage // last completed step of Epoch
 	GlobalStep int64 // gradient steps since the run began
 
-	opened    int                  // epoch at which the trainer was built or restored
-	collected trainer.CollectStats // result of Collect in Epoch (Stage >= StageCollected)
-	trained   trainer.TrainStats   // result of Train in Epoch (Stage >= StageTrained)
-	chunk     *chunkResult         // the last chunk RunEpochs completed
+	opened int          // epoch at which the trainer was built or restored
+	chunk  *chunkResult // the last chunk RunEpochs completed
 
 	lock     chan struct{}
 	closed   bool
@@ -138,29 +136,6 @@ func (r *Run) Close() error {
 		return fmt.Errorf("run %s: close trainer: %w", r.ID, err)
 	}
 	return nil
-}
-
-// step says what a request for stage s of epoch e means to this run.
-type step int
-
-const (
-	stepNext  step = iota // s of e directly follows the last completed step: run it
-	stepDone              // s of e already completed: return its recorded result
-	stepWrong             // anything else: the trainer is not where the workflow thinks
-)
-
-func (r *Run) step(e int, s Stage) step {
-	switch {
-	case e == r.Epoch && s <= r.Stage:
-		if e == r.opened && s != StageSynced {
-			return stepWrong // completed before this trainer was built: no recorded result
-		}
-		return stepDone
-	case s == StageCollected && e == r.Epoch+1 && r.Stage == StageSynced,
-		s != StageCollected && e == r.Epoch && s == r.Stage+1:
-		return stepNext
-	}
-	return stepWrong
 }
 
 func (r *Run) where() string {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -40,6 +41,9 @@ const runID = "run-1"
 func testConfig() config.RunConfig {
 	c := config.Defaults()
 	c.StepsPerEpoch, c.Env.CollectSteps, c.Env.NumEnvs = 10, 4, 2
+	// No backtest or checkpoint is due inside a chunk (rig.epoch): the tests
+	// ask for them with the Backtest and Checkpoint activities.
+	c.Checkpoint.Every, c.Backtest.Every = 1000, 1000
 	return c
 }
 
@@ -108,14 +112,17 @@ func (r *rig) open(in activities.OpenInput) activities.OpenOutput {
 	return out
 }
 
-// epoch runs Collect, TrainEpoch and SyncTarget of epoch e.
-func (r *rig) epoch(e int) activities.TrainOutput {
+// epoch trains epoch e alone, in a RunEpochs chunk of one epoch (which
+// backtests and checkpoints it where the run's config makes that due):
+// its result.
+func (r *rig) epoch(e int) activities.EpochResult {
 	r.t.Helper()
-	var tr activities.TrainOutput
-	r.must(r.a.Collect, activities.CollectInput{RunID: runID, Epoch: e}, nil)
-	r.must(r.a.TrainEpoch, activities.TrainInput{RunID: runID, Epoch: e}, &tr)
-	r.must(r.a.SyncTarget, activities.SyncInput{RunID: runID, Epoch: e}, nil)
-	return tr
+	var out activities.EpochsOutput
+	r.must(r.a.RunEpochs, activities.EpochsInput{RunID: runID, After: e - 1, Until: e}, &out)
+	if len(out.Epochs) != 1 || out.Epochs[0].Epoch != e {
+		r.t.Fatalf("RunEpochs after %d until %d did %+v, want epoch %d", e-1, e, out.Epochs, e)
+	}
+	return out.Epochs[0]
 }
 
 // checkpointEpochs trains epochs 1 to n and checkpoints each: the refs,
@@ -153,28 +160,23 @@ func errType(err error) string {
 	return ""
 }
 
-func TestEpochStepsRunOncePerEpoch(t *testing.T) {
+// TestEpochRunsOncePerEpoch: a chunk asked for again returns its recorded
+// epochs without training, and the next chunk goes on from its end.
+func TestEpochRunsOncePerEpoch(t *testing.T) {
 	r := newRig(t, t.TempDir(), nil)
 	r.open(activities.OpenInput{})
-	var c1, c2 activities.CollectOutput
-	r.must(r.a.Collect, activities.CollectInput{RunID: runID, Epoch: 1}, &c1)
-	var t1, t2 activities.TrainOutput
-	r.must(r.a.TrainEpoch, activities.TrainInput{RunID: runID, Epoch: 1}, &t1)
-	r.must(r.a.TrainEpoch, activities.TrainInput{RunID: runID, Epoch: 1}, &t2)
-	r.must(r.a.Collect, activities.CollectInput{RunID: runID, Epoch: 1}, &c2)
+	in := activities.EpochsInput{RunID: runID, After: 0, Until: 1}
+	var first, again activities.EpochsOutput
+	r.must(r.a.RunEpochs, in, &first)
+	r.must(r.a.RunEpochs, in, &again)
 
 	tr := r.backend.Trainers()[0]
 	if tr.Trains != 1 || tr.Step != 10 {
-		t.Fatalf("a repeated TrainEpoch trained again: %d Train calls, global step %d, want 1 and 10", tr.Trains, tr.Step)
+		t.Fatalf("a repeated chunk trained again: %d Train calls, global step %d, want 1 and 10", tr.Trains, tr.Step)
 	}
-	if !t2.Replayed || t2.Stats != t1.Stats {
-		t.Errorf("repeated TrainEpoch = %+v, want the first result %+v replayed", t2, t1)
+	if !again.Replayed || !reflect.DeepEqual(again.Epochs, first.Epochs) {
+		t.Errorf("repeated chunk = %+v, want the first result %+v replayed", again, first)
 	}
-	if !c2.Replayed || c2.Stats != c1.Stats {
-		t.Errorf("repeated Collect = %+v, want the first result %+v replayed", c2, c1)
-	}
-	r.must(r.a.SyncTarget, activities.SyncInput{RunID: runID, Epoch: 1}, nil)
-	r.must(r.a.SyncTarget, activities.SyncInput{RunID: runID, Epoch: 1}, nil)
 	r.epoch(2)
 	if tr.Step != 20 {
 		t.Errorf("after epoch 2 the global step is %d, want 20", tr.Step)
@@ -185,10 +187,14 @@ func TestStepOutOfOrderAsksForARestore(t *testing.T) {
 	r := newRig(t, t.TempDir(), nil)
 	r.open(activities.OpenInput{})
 	for name, call := range map[string]func() error{
-		"train before collect": func() error { return r.do(r.a.TrainEpoch, activities.TrainInput{RunID: runID, Epoch: 1}, nil) },
-		"collect skips epoch":  func() error { return r.do(r.a.Collect, activities.CollectInput{RunID: runID, Epoch: 2}, nil) },
-		"checkpoint ahead":     func() error { return r.do(r.a.Checkpoint, activities.CheckpointInput{RunID: runID, Epoch: 1}, nil) },
-		"unknown run":          func() error { return r.do(r.a.Collect, activities.CollectInput{RunID: "other", Epoch: 1}, nil) },
+		"chunk skips epoch": func() error {
+			return r.do(r.a.RunEpochs, activities.EpochsInput{RunID: runID, After: 1, Until: 2}, nil)
+		},
+		"checkpoint ahead": func() error { return r.do(r.a.Checkpoint, activities.CheckpointInput{RunID: runID, Epoch: 1}, nil) },
+		"backtest ahead":   func() error { return r.do(r.a.Backtest, activities.BacktestInput{RunID: runID, Epoch: 1}, nil) },
+		"unknown run": func() error {
+			return r.do(r.a.RunEpochs, activities.EpochsInput{RunID: "other", After: 0, Until: 1}, nil)
+		},
 	} {
 		if err := call(); errType(err) != activities.ErrTypeTrainerLost {
 			t.Errorf("%s: error %v, want type %s", name, err, activities.ErrTypeTrainerLost)
@@ -213,15 +219,15 @@ func TestFailedTrainDiscardsTheTrainer(t *testing.T) {
 			r := newRig(t, t.TempDir(), nil)
 			r.open(activities.OpenInput{})
 			r.backend.TrainErr = func(int64) error { return tc.cause }
-			r.must(r.a.Collect, activities.CollectInput{RunID: runID, Epoch: 1}, nil)
-			err := r.do(r.a.TrainEpoch, activities.TrainInput{RunID: runID, Epoch: 1}, nil)
+			in := activities.EpochsInput{RunID: runID, After: 0, Until: 1}
+			err := r.do(r.a.RunEpochs, in, nil)
 			if errType(err) != tc.wantType || activities.IsFatal(err) != tc.fatal {
 				t.Fatalf("error %v: type %q fatal %v, want %q fatal %v", err, errType(err), activities.IsFatal(err), tc.wantType, tc.fatal)
 			}
 			if r.reg.Get(runID) != nil || !r.backend.Trainers()[0].Closed {
 				t.Error("the half-trained trainer is still held")
 			}
-			if err := r.do(r.a.TrainEpoch, activities.TrainInput{RunID: runID, Epoch: 1}, nil); errType(err) != activities.ErrTypeTrainerLost {
+			if err := r.do(r.a.RunEpochs, in, nil); errType(err) != activities.ErrTypeTrainerLost {
 				t.Errorf("retry after the failure: %v, want %s", err, activities.ErrTypeTrainerLost)
 			}
 		})
@@ -232,7 +238,7 @@ func TestOpenReusesOnlyATrainerAtTheExpectedStep(t *testing.T) {
 	r := newRig(t, t.TempDir(), nil)
 	r.open(activities.OpenInput{})
 	tr := r.epoch(1)
-	if out := r.open(activities.OpenInput{Epoch: 1, GlobalStep: tr.Stats.GlobalStep}); !out.Reused || out.Epoch != 1 {
+	if out := r.open(activities.OpenInput{Epoch: 1, GlobalStep: tr.Train.GlobalStep}); !out.Reused || out.Epoch != 1 {
 		t.Fatalf("open at the held point = %+v, want the held trainer", out)
 	}
 	if news, _ := r.backend.Counts(); news != 1 {
@@ -346,12 +352,11 @@ func (o *spyOutbound) RecordHeartbeat(ctx context.Context, details ...any) {
 	o.Next.RecordHeartbeat(ctx, details...)
 }
 
-func TestTrainEpochHeartbeatsStepAndLoss(t *testing.T) {
+func TestRunEpochsHeartbeatsStepAndLoss(t *testing.T) {
 	r := newRig(t, t.TempDir(), nil)
 	spy := &heartbeatSpy{beats: make(chan activities.Heartbeat, 100)}
 	r.env.SetWorkerOptions(sdkworker.Options{Interceptors: []interceptor.WorkerInterceptor{spy}})
 	r.open(activities.OpenInput{})
-	r.must(r.a.Collect, activities.CollectInput{RunID: runID, Epoch: 1}, nil)
 	release := make(chan struct{})
 	r.backend.BeforeStep = func(ctx context.Context, step int64) error {
 		if step == 3 {
@@ -360,7 +365,7 @@ func TestTrainEpochHeartbeatsStepAndLoss(t *testing.T) {
 		return nil
 	}
 	done := make(chan error, 1)
-	go func() { done <- r.do(r.a.TrainEpoch, activities.TrainInput{RunID: runID, Epoch: 1}, nil) }()
+	go func() { done <- r.do(r.a.RunEpochs, activities.EpochsInput{RunID: runID, After: 0, Until: 1}, nil) }()
 	// Training waits before step 4; the heartbeats must report step 3.
 	deadline := time.After(10 * time.Second)
 	for seen := false; !seen; {
