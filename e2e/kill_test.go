@@ -250,7 +250,7 @@ func recoveryEvents(t *testing.T, s *stack, runID, victimID string, killedAt tim
 				first("new_session_requested", at)
 			case "OpenTrainer":
 				first("open_trainer_scheduled", at)
-			case "TrainEpoch", "RunEpochs":
+			case "RunEpochs":
 				first("train_epoch_scheduled", at)
 			}
 		case enums.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:

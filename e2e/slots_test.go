@@ -47,18 +47,18 @@ func TestWorkerTrainsNoMoreRunsThanSlots(t *testing.T) {
 	}
 }
 
-// trainerWindow returns when run id's first Collect or RunEpochs started
-// and its last Collect, TrainEpoch, SyncTarget or RunEpochs completed.
+// trainerWindow returns when run id's first RunEpochs chunk started and
+// its last one completed.
 func trainerWindow(t *testing.T, c client.Client, id string) (w struct{ first, last time.Time }) {
 	t.Helper()
-	trainer := map[string]bool{"Collect": true, "TrainEpoch": true, "SyncTarget": true, "RunEpochs": true}
+	trainer := map[string]bool{"RunEpochs": true}
 	names := map[int64]string{}
 	for _, ev := range history(t, c, id) {
 		switch ev.GetEventType() {
 		case enums.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
 			names[ev.GetEventId()] = ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName()
 		case enums.EVENT_TYPE_ACTIVITY_TASK_STARTED:
-			if n := names[ev.GetActivityTaskStartedEventAttributes().GetScheduledEventId()]; (n == "Collect" || n == "RunEpochs") && w.first.IsZero() {
+			if n := names[ev.GetActivityTaskStartedEventAttributes().GetScheduledEventId()]; n == "RunEpochs" && w.first.IsZero() {
 				w.first = ev.GetEventTime().AsTime()
 			}
 		case enums.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:

@@ -172,12 +172,9 @@ type pendingActivity struct {
 	Worker string
 }
 
-// stageActivities are the per-stage activities of the executions that
-// began before RunEpochs (ADR 0010), by the stage a RunEpochs heartbeat
-// names.
-var stageActivities = map[string]string{
-	"collect": "Collect", "train": "TrainEpoch", "sync": "SyncTarget", "checkpoint": "Checkpoint", "backtest": "Backtest",
-}
+// stageActivities are the activities of their own that run a stage a
+// RunEpochs heartbeat names, by that stage.
+var stageActivities = map[string]string{"checkpoint": "Checkpoint", "backtest": "Backtest"}
 
 // in reports whether the activity runs stage ("collect", "train",
 // "checkpoint", "backtest") of an epoch: the stage's own activity, or a
@@ -189,10 +186,9 @@ func (pa pendingActivity) in(stage string) bool {
 	return pa.Type == stageActivities[stage]
 }
 
-// trains reports whether the activity runs epochs: Collect, TrainEpoch or
-// a RunEpochs chunk.
+// trains reports whether the activity runs epochs: a RunEpochs chunk.
 func (pa pendingActivity) trains() bool {
-	return pa.Type == "Collect" || pa.Type == "TrainEpoch" || pa.Type == "RunEpochs"
+	return pa.Type == "RunEpochs"
 }
 
 // pending returns run id's activities in flight, or an error wrapping

@@ -30,7 +30,7 @@ func Progress(ctx context.Context, c client.Client, id string) (workflows.Progre
 		return p, nil, nil
 	}
 	for _, pa := range desc.GetPendingActivities() {
-		if name := pa.GetActivityType().GetName(); (name != "TrainEpoch" && name != "RunEpochs") || pa.GetHeartbeatDetails() == nil {
+		if name := pa.GetActivityType().GetName(); name != "RunEpochs" || pa.GetHeartbeatDetails() == nil {
 			continue
 		}
 		var hb activities.Heartbeat
